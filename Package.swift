@@ -1,0 +1,95 @@
+// swift-tools-version:6.1
+import PackageDescription
+
+// One package, four service binaries. Each service is a library (`<Name>Service`, what tests
+// import and `buildApplication` lives in) plus a thin executable (`<name>-service`).
+let serviceKitDeps: [Target.Dependency] = [
+    "WireTypes", "CCurl",
+    .product(name: "Hummingbird", package: "hummingbird"),
+    .product(name: "HTTPTypes", package: "swift-http-types"),
+    .product(name: "PostgresNIO", package: "postgres-nio"),
+    .product(name: "JWTKit", package: "jwt-kit"),
+    .product(name: "Crypto", package: "swift-crypto"),
+    .product(name: "Logging", package: "swift-log"),
+    .product(name: "Metrics", package: "swift-metrics"),
+    .product(name: "Prometheus", package: "swift-prometheus"),
+    .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+    .product(name: "ArgumentParser", package: "swift-argument-parser"),
+]
+
+struct ServiceSpec {
+    let name: String        // directory under Services/ and library name prefix
+    let executable: String  // product name
+    let extra: [Target.Dependency]
+}
+
+let services: [ServiceSpec] = [
+    .init(name: "Auth", executable: "auth-service", extra: [
+        .product(name: "HummingbirdBcrypt", package: "hummingbird-auth"),
+    ]),
+    .init(name: "Subscription", executable: "subscription-service", extra: []),
+    .init(name: "Offline", executable: "offline-service", extra: []),
+    .init(name: "Ads", executable: "ads-service", extra: []),
+]
+
+/// The manifest helper: every service gets the same three targets (library, executable, tests).
+func serviceTargets(_ s: ServiceSpec) -> [Target] {
+    [
+        .target(
+            name: "\(s.name)Service",
+            dependencies: ["ServiceKit", "WireTypes",
+                           .product(name: "ArgumentParser", package: "swift-argument-parser")] + s.extra,
+            path: "Services/\(s.name)/Sources",
+            resources: [.copy("Migrations")]
+        ),
+        .executableTarget(
+            name: s.executable,
+            dependencies: [.target(name: "\(s.name)Service")],
+            path: "Services/\(s.name)/Main"
+        ),
+        .testTarget(
+            name: "\(s.name)Tests",
+            dependencies: [.target(name: "\(s.name)Service"), "TestSupport",
+                           .product(name: "HummingbirdTesting", package: "hummingbird")],
+            path: "Tests/\(s.name)Tests"
+        ),
+    ]
+}
+
+let package = Package(
+    name: "app-backend",
+    platforms: [.macOS(.v14)],
+    products: services.map { .executable(name: $0.executable, targets: [$0.executable]) },
+    dependencies: [
+        .package(url: "https://github.com/hummingbird-project/hummingbird.git", from: "2.28.1"),
+        .package(url: "https://github.com/hummingbird-project/hummingbird-auth.git", from: "2.5.0"),
+        .package(url: "https://github.com/vapor/postgres-nio.git", from: "1.33.2"),
+        .package(url: "https://github.com/vapor/jwt-kit.git", from: "5.8.0"),
+        .package(url: "https://github.com/apple/swift-crypto.git", from: "4.5.2"),
+        .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
+        .package(url: "https://github.com/apple/swift-metrics.git", from: "2.13.0"),
+        .package(url: "https://github.com/swift-server/swift-prometheus.git", from: "2.4.1"),
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
+        .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
+        .package(url: "https://github.com/apple/swift-http-types.git", from: "1.8.0"),
+        .package(url: "https://github.com/apple/swift-nio.git", from: "2.101.2"),
+    ],
+    targets: [
+        .systemLibrary(name: "CCurlSystem", path: "Shared/CCurlSystem", pkgConfig: "libcurl",
+                       providers: [.apt(["libcurl4-openssl-dev"])]),
+        .target(name: "CCurl", dependencies: ["CCurlSystem"], path: "Shared/CCurl"),
+        .target(name: "WireTypes", path: "Shared/WireTypes"),
+        .target(name: "ServiceKit", dependencies: serviceKitDeps, path: "Shared/ServiceKit"),
+        .target(
+            name: "TestSupport",
+            dependencies: ["ServiceKit", .product(name: "HummingbirdTesting", package: "hummingbird")],
+            path: "Tests/TestSupport"
+        ),
+        .testTarget(
+            name: "ServiceKitTests",
+            dependencies: ["ServiceKit", "TestSupport", "AuthService",
+                           .product(name: "HummingbirdTesting", package: "hummingbird")],
+            path: "Tests/ServiceKitTests"
+        ),
+    ] + services.flatMap(serviceTargets)
+)

@@ -1,0 +1,3 @@
+import AdsService
+
+await AdsCommand.main()

@@ -1,0 +1,3 @@
+import AuthService
+
+await AuthCommand.main()

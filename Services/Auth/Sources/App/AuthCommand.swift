@@ -1,0 +1,88 @@
+import ArgumentParser
+import Foundation
+import ServiceKit
+
+/// `auth-service [serve | migrate | admin ...]`.
+public struct AuthCommand: AsyncParsableCommand {
+    public static let configuration = CommandConfiguration(
+        commandName: "auth-service",
+        abstract: "Accounts, sign-in and applications (port 3001)",
+        subcommands: [ServeCommand<AuthService>.self, MigrateCommand<AuthService>.self, Admin.self],
+        defaultSubcommand: ServeCommand<AuthService>.self)
+    public init() {}
+
+    struct Admin: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Operator commands", subcommands: [Apps.self])
+    }
+
+    struct Apps: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Manage applications (tenants)",
+                                                        subcommands: [Create.self, RotateKey.self, SetProviders.self])
+    }
+
+    /// Prints the app id and the API key once; only the key's hash is stored.
+    struct Create: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Register an application")
+        @Option(help: "The application's name") var name: String
+        @Flag(help: "Print APP_ID=/API_KEY= lines only") var env = false
+
+        func run() async throws {
+            let runtime = try AuthService.makeRuntime()
+            let name = self.name, env = self.env
+            try await runtime.withDatabase { db in
+                try await runtime.migrations.run(on: db, logger: runtime.logger)
+                let issued = try await PostgresApplicationRepository(db: db, logger: runtime.logger).create(name: name)
+                AuthCommand.printKey(issued, name: name, envOnly: env)
+            }
+        }
+    }
+
+    struct RotateKey: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(commandName: "rotate-key", abstract: "Issue a new API key (the old one stops working)")
+        @Option(name: .customLong("app-id")) var appID: String
+        @Flag var env = false
+
+        func run() async throws {
+            guard let id = UUID(uuidString: appID) else { throw ValidationError("--app-id must be a UUID") }
+            let runtime = try AuthService.makeRuntime()
+            let env = self.env
+            try await runtime.withDatabase { db in
+                guard let issued = try await PostgresApplicationRepository(db: db, logger: runtime.logger).rotateKey(appID: id) else {
+                    throw ValidationError("no application \(id)")
+                }
+                AuthCommand.printKey(issued, name: nil, envOnly: env)
+            }
+        }
+    }
+
+    struct SetProviders: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(commandName: "set-providers", abstract: "Set Google client ids / Apple bundle ids")
+        @Option(name: .customLong("app-id")) var appID: String
+        @Option(name: .customLong("google-client-id"), help: "Repeatable") var googleClientIDs: [String] = []
+        @Option(name: .customLong("apple-bundle-id"), help: "Repeatable") var appleBundleIDs: [String] = []
+
+        func run() async throws {
+            guard let id = UUID(uuidString: appID) else { throw ValidationError("--app-id must be a UUID") }
+            let runtime = try AuthService.makeRuntime()
+            let google = googleClientIDs.isEmpty ? nil : googleClientIDs
+            let apple = appleBundleIDs.isEmpty ? nil : appleBundleIDs
+            try await runtime.withDatabase { db in
+                guard let app = try await PostgresApplicationRepository(db: db, logger: runtime.logger)
+                    .setProviderSettings(appID: id, googleClientIDs: google, appleBundleIDs: apple) else {
+                    throw ValidationError("no application \(id)")
+                }
+                print("google_client_ids=\(app.googleClientIDs) apple_bundle_ids=\(app.appleBundleIDs)")
+            }
+        }
+    }
+
+    static func printKey(_ issued: IssuedAPIKey, name: String?, envOnly: Bool) {
+        let id = issued.appID.uuidString.lowercased()
+        if !envOnly {
+            if let name { print("Application \"\(name)\" created.") }
+            print("Keep the API key now: it is stored hashed and cannot be shown again.")
+        }
+        print("APP_ID=\(id)")
+        print("API_KEY=\(issued.apiKey)")
+    }
+}

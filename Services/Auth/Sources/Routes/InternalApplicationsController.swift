@@ -1,0 +1,17 @@
+import Hummingbird
+import ServiceKit
+import WireTypes
+
+/// `POST /internal/apps/verify`: the other services check tenant headers here.
+struct InternalApplicationsController {
+    let applications: any ApplicationRepository
+
+    func addRoutes(to group: RouterGroup<ServiceRequestContext>) {
+        group.post("apps/verify") { request, context in
+            let body = try await request.decodeJSON(as: AppVerificationRequest.self, context: context)
+            let valid = try await applications.verify(appID: body.appID, apiKey: body.apiKey)
+            let name = valid ? try await applications.find(id: body.appID)?.name : nil
+            return try context.json(AppVerificationResponse(valid: valid, appID: body.appID, name: name))
+        }
+    }
+}

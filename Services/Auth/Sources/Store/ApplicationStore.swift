@@ -1,0 +1,109 @@
+import Crypto
+import Foundation
+import Logging
+import PostgresNIO
+import ServiceKit
+
+/// A registered application (tenant) as auth stores it.
+public struct TenantApplication: Sendable, Equatable {
+    public var id: UUID
+    public var name: String
+    public var apiKeyPrefix: String
+    public var googleClientIDs: [String]
+    public var appleBundleIDs: [String]
+    public var active: Bool
+}
+
+/// A new or rotated API key: the only moment the plain key exists.
+public struct IssuedAPIKey: Sendable {
+    public var appID: UUID
+    public var apiKey: String
+}
+
+public protocol ApplicationRepository: Sendable {
+    func create(name: String) async throws -> IssuedAPIKey
+    func find(id: UUID) async throws -> TenantApplication?
+    func verify(appID: UUID, apiKey: String) async throws -> Bool
+    func rotateKey(appID: UUID) async throws -> IssuedAPIKey?
+    func setProviderSettings(appID: UUID, googleClientIDs: [String]?, appleBundleIDs: [String]?) async throws -> TenantApplication?
+}
+
+public enum APIKeys {
+    /// `ak_` + 256 random bits, base64url.
+    public static func generate() -> String {
+        var rng = SystemRandomNumberGenerator()
+        let bytes = (0..<32).map { _ in UInt8.random(in: 0...255, using: &rng) }
+        return "ak_" + Base64URL.encode(bytes)
+    }
+
+    public static func hash(_ key: String) -> String {
+        SHA256.hash(data: Data(key.utf8)).map { String(format: "%02x", $0) }.joined()
+    }
+}
+
+public struct PostgresApplicationRepository: ApplicationRepository {
+    let db: PostgresClient
+    let logger: Logger
+
+    public init(db: PostgresClient, logger: Logger) { self.db = db; self.logger = logger }
+
+    public func create(name: String) async throws -> IssuedAPIKey {
+        let key = APIKeys.generate()
+        let rows = try await db.query("""
+            INSERT INTO applications (name, api_key_hash, api_key_prefix)
+            VALUES (\(name), \(APIKeys.hash(key)), \(String(key.prefix(10))))
+            RETURNING id
+            """, logger: logger)
+        for try await id in rows.decode(UUID.self) { return IssuedAPIKey(appID: id, apiKey: key) }
+        throw AppError(.internalServerError, "internal_error", "application not created")
+    }
+
+    public func find(id: UUID) async throws -> TenantApplication? {
+        let rows = try await db.query("""
+            SELECT id, name, api_key_prefix, google_client_ids, apple_bundle_ids, active
+            FROM applications WHERE id = \(id)
+            """, logger: logger)
+        for try await r in rows.decode((UUID, String, String, [String], [String], Bool).self) {
+            return TenantApplication(id: r.0, name: r.1, apiKeyPrefix: r.2, googleClientIDs: r.3, appleBundleIDs: r.4, active: r.5)
+        }
+        return nil
+    }
+
+    public func verify(appID: UUID, apiKey: String) async throws -> Bool {
+        let rows = try await db.query("SELECT api_key_hash FROM applications WHERE id = \(appID) AND active", logger: logger)
+        for try await stored in rows.decode(String.self) {
+            return ConstantTime.equals(stored, APIKeys.hash(apiKey))
+        }
+        return false
+    }
+
+    public func rotateKey(appID: UUID) async throws -> IssuedAPIKey? {
+        let key = APIKeys.generate()
+        let rows = try await db.query("""
+            UPDATE applications SET api_key_hash = \(APIKeys.hash(key)), api_key_prefix = \(String(key.prefix(10))), updated_at = now()
+            WHERE id = \(appID) RETURNING id
+            """, logger: logger)
+        for try await id in rows.decode(UUID.self) { return IssuedAPIKey(appID: id, apiKey: key) }
+        return nil
+    }
+
+    public func setProviderSettings(appID: UUID, googleClientIDs: [String]?, appleBundleIDs: [String]?) async throws -> TenantApplication? {
+        try await db.query("""
+            UPDATE applications SET
+                google_client_ids = COALESCE(\(googleClientIDs), google_client_ids),
+                apple_bundle_ids = COALESCE(\(appleBundleIDs), apple_bundle_ids),
+                updated_at = now()
+            WHERE id = \(appID)
+            """, logger: logger)
+        return try await find(id: appID)
+    }
+}
+
+/// Auth checks tenant headers against its own table.
+public struct LocalAppVerifier: AppVerifier {
+    let repository: any ApplicationRepository
+    public init(repository: any ApplicationRepository) { self.repository = repository }
+    public func verify(appID: UUID, apiKey: String) async throws -> Bool {
+        try await repository.verify(appID: appID, apiKey: apiKey)
+    }
+}

@@ -1,0 +1,3 @@
+import OfflineService
+
+await OfflineCommand.main()

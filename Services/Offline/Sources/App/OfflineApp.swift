@@ -1,0 +1,22 @@
+import Foundation
+import Hummingbird
+import ServiceKit
+
+/// The offline service. Offline content, sync, the offline queue and places (port 3003).
+public enum OfflineService: ServiceDefinition {
+    public static let service = ServiceName.offline
+
+    public static func migrations() throws -> [Migration] {
+        try Migration.bundled(in: .module, service: service)
+    }
+
+    public static func buildApplication(runtime: ServiceRuntime) async throws -> any ApplicationProtocol {
+        buildApplication(runtime: runtime, appVerifier: runtime.remoteAppVerifier(), tokenVerifier: runtime.remoteTokenVerifier())
+    }
+
+    /// The composition root: tenant headers and access tokens are checked by asking auth.
+    public static func buildApplication(runtime: ServiceRuntime, appVerifier: any AppVerifier,
+                                        tokenVerifier: AccessTokenVerifier) -> Application<RouterResponder<ServiceRequestContext>> {
+        buildServiceApplication(runtime: runtime, appVerifier: appVerifier, tokenVerifier: tokenVerifier) { _ in }
+    }
+}

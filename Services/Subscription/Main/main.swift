@@ -1,0 +1,3 @@
+import SubscriptionService
+
+await SubscriptionCommand.main()

@@ -1,0 +1,173 @@
+import Crypto
+import Foundation
+import Logging
+import Synchronization
+import WireTypes
+
+/// base64url without padding (RFC 7515 §2).
+public enum Base64URL {
+    public static func encode(_ data: some DataProtocol) -> String {
+        Data(data).base64EncodedString()
+            .replacingOccurrences(of: "+", with: "-")
+            .replacingOccurrences(of: "/", with: "_")
+            .replacingOccurrences(of: "=", with: "")
+    }
+
+    public static func decode(_ s: some StringProtocol) -> Data? {
+        var b = s.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
+        while b.count % 4 != 0 { b += "=" }
+        return Data(base64Encoded: b)
+    }
+}
+
+/// Auth's signing key: Ed25519 (JWS `EdDSA`), named by a `kid` derived from the public key.
+public struct AccessTokenSigner: Sendable {
+    public let privateKey: Curve25519.Signing.PrivateKey
+    public let kid: String
+    public let issuer: String
+
+    public init(privateKey: Curve25519.Signing.PrivateKey, issuer: String = "auth") {
+        self.privateKey = privateKey
+        self.issuer = issuer
+        // RFC 7638-style thumbprint prefix: stable for a key, different for a new one.
+        let digest = SHA256.hash(data: privateKey.publicKey.rawRepresentation)
+        self.kid = String(Base64URL.encode(Data(digest)).prefix(16))
+    }
+
+    public func sign(_ claims: AccessTokenClaims) throws -> String {
+        let header = #"{"alg":"EdDSA","kid":"\#(kid)","typ":"JWT"}"#
+        let payload = try JSON.encoder.encode(claims)
+        let input = Base64URL.encode(Data(header.utf8)) + "." + Base64URL.encode(payload)
+        let signature = try privateKey.signature(for: Data(input.utf8))
+        return input + "." + Base64URL.encode(signature)
+    }
+
+    public var jwk: JWKSDocument.Key {
+        JWKSDocument.Key(kty: "OKP", crv: "Ed25519", x: Base64URL.encode(privateKey.publicKey.rawRepresentation),
+                         y: nil, kid: kid, alg: "EdDSA", use: "sig")
+    }
+}
+
+/// Where a verifier gets auth's public keys: over HTTP in every service but auth itself.
+public protocol JWKSSource: Sendable {
+    func fetchKeys() async throws -> JWKSDocument
+}
+
+/// `GET {auth}/auth/v1/.well-known/jwks.json` through libcurl.
+public struct RemoteJWKSSource: JWKSSource {
+    public let url: String
+    public let http: CurlHTTPClient
+    public init(url: String, http: CurlHTTPClient) { self.url = url; self.http = http }
+
+    public func fetchKeys() async throws -> JWKSDocument {
+        let response = try await http.send(HTTPRequest(url: url, timeout: .seconds(3)), retries: 2)
+        guard response.isSuccess else { throw HTTPClientError.transport(code: response.status, message: "JWKS fetch answered \(response.status)") }
+        return try response.decode(JWKSDocument.self)
+    }
+}
+
+/// A key set held in memory (auth verifying its own tokens, tests).
+public struct StaticJWKSSource: JWKSSource {
+    public let document: JWKSDocument
+    public init(_ document: JWKSDocument) { self.document = document }
+    public func fetchKeys() async throws -> JWKSDocument { document }
+}
+
+/// Verifies auth's access tokens with the public key directly (no actor on the hot path),
+/// keeps recently verified tokens until they expire, caches the key set and refetches it when
+/// a token names a `kid` it does not know (at most once per `unknownKidRefetchInterval`).
+public final class AccessTokenVerifier: Sendable {
+    private struct Keys: Sendable {
+        var byKid: [String: Curve25519.Signing.PublicKey] = [:]
+        var fetchedAt: ContinuousClock.Instant?
+        var lastForcedFetch: ContinuousClock.Instant?
+    }
+
+    private let source: any JWKSSource
+    private let keys = Mutex(Keys())
+    private let verified = Mutex([String: AccessTokenClaims]())
+    private let cacheTTL: Duration
+    private let unknownKidRefetchInterval: Duration
+    private let maxCachedTokens: Int
+    /// Tolerance on `iat`/`exp` for clocks a little apart.
+    public let leeway: Int = 30
+
+    public init(source: any JWKSSource, cacheTTL: Duration = .seconds(300),
+                unknownKidRefetchInterval: Duration = .seconds(5), maxCachedTokens: Int = 50_000) {
+        self.source = source
+        self.cacheTTL = cacheTTL
+        self.unknownKidRefetchInterval = unknownKidRefetchInterval
+        self.maxCachedTokens = maxCachedTokens
+    }
+
+    /// Verifies `token` for the tenant `appID` at `now`; throws a 401 `AppError` when refused.
+    public func verify(_ token: String, appID: UUID, now: Date = Date()) async throws -> AccessTokenClaims {
+        let nowSeconds = Int(now.timeIntervalSince1970)
+        if let hit = verified.withLock({ $0[token] }) {
+            guard hit.exp + leeway > nowSeconds else { throw AppError.invalidToken("Access token expired") }
+            guard hit.appID == appID else { throw AppError.invalidToken("Access token was issued for another application") }
+            return hit
+        }
+        let parts = token.split(separator: ".", omittingEmptySubsequences: false)
+        guard parts.count == 3,
+              let headerData = Base64URL.decode(parts[0]),
+              let header = try? JSONDecoder().decode(Header.self, from: headerData),
+              let signature = Base64URL.decode(parts[2]) else {
+            throw AppError.invalidToken("Malformed access token")
+        }
+        guard header.alg == "EdDSA", let kid = header.kid else {
+            throw AppError.invalidToken("Unsupported token algorithm")
+        }
+        guard let key = try await publicKey(kid: kid) else {
+            throw AppError.invalidToken("Unknown signing key")
+        }
+        let input = Data(parts[0].utf8) + Data(".".utf8) + Data(parts[1].utf8)
+        guard key.isValidSignature(signature, for: input) else {
+            throw AppError.invalidToken("Invalid token signature")
+        }
+        guard let payload = Base64URL.decode(parts[1]),
+              let claims = try? JSON.decoder.decode(AccessTokenClaims.self, from: payload) else {
+            throw AppError.invalidToken("Malformed token claims")
+        }
+        guard claims.exp + leeway > nowSeconds else { throw AppError.invalidToken("Access token expired") }
+        guard claims.iat - leeway <= nowSeconds else { throw AppError.invalidToken("Access token issued in the future") }
+        verified.withLock { cache in
+            if cache.count >= maxCachedTokens { cache.removeAll(keepingCapacity: true) }
+            cache[token] = claims
+        }
+        guard claims.appID == appID else { throw AppError.invalidToken("Access token was issued for another application") }
+        return claims
+    }
+
+    private struct Header: Decodable { var alg: String; var kid: String? }
+
+    private func publicKey(kid: String) async throws -> Curve25519.Signing.PublicKey? {
+        let now = ContinuousClock.now
+        let (known, stale, mayForce) = keys.withLock { k in
+            (k.byKid[kid],
+             k.fetchedAt.map { now - $0 > cacheTTL } ?? true,
+             k.lastForcedFetch.map { now - $0 > unknownKidRefetchInterval } ?? true)
+        }
+        if let known, !stale { return known }
+        if known == nil && !stale && !mayForce { return nil }
+        do {
+            let doc = try await source.fetchKeys()
+            var parsed: [String: Curve25519.Signing.PublicKey] = [:]
+            for k in doc.keys where k.kty == "OKP" && k.crv == "Ed25519" {
+                if let x = k.x.flatMap(Base64URL.decode), let pk = try? Curve25519.Signing.PublicKey(rawRepresentation: x) {
+                    parsed[k.kid] = pk
+                }
+            }
+            keys.withLock { k in
+                k.byKid = parsed
+                k.fetchedAt = now
+                if known == nil { k.lastForcedFetch = now }
+            }
+            return parsed[kid]
+        } catch {
+            // Auth unreachable: keep using a key we already had rather than refusing everyone.
+            if let known { return known }
+            throw AppError(.serviceUnavailable, "service_unavailable", "Cannot verify tokens right now")
+        }
+    }
+}

@@ -1,0 +1,129 @@
+import Foundation
+
+/// Reads configuration from environment variables (12-factor), with defaults that make the
+/// local stack run with no set-up. Every variable read here is listed in `.env.example`.
+public struct Environment: Sendable {
+    public var values: [String: String]
+
+    public init(_ values: [String: String] = ProcessInfo.processInfo.environment) {
+        self.values = values
+    }
+
+    public func string(_ key: String, default def: String) -> String {
+        if let v = values[key], !v.isEmpty { return v }
+        return def
+    }
+
+    public func optional(_ key: String) -> String? {
+        guard let v = values[key], !v.isEmpty else { return nil }
+        return v
+    }
+
+    public func int(_ key: String, default def: Int) -> Int {
+        optional(key).flatMap(Int.init) ?? def
+    }
+
+    public func bool(_ key: String, default def: Bool) -> Bool {
+        guard let v = optional(key)?.lowercased() else { return def }
+        return ["1", "true", "yes", "on"].contains(v)
+    }
+}
+
+/// The four services, their ports, prefixes and schemas (ARCHITECTURE.md, "The shape").
+public enum ServiceName: String, Sendable, CaseIterable, Codable {
+    case auth, subscription, offline, ads
+
+    public var defaultPort: Int {
+        switch self {
+        case .auth: 3001
+        case .subscription: 3002
+        case .offline: 3003
+        case .ads: 3004
+        }
+    }
+
+    /// Public path prefix, identical at the gateway and in the service.
+    public var prefix: String { "/\(rawValue)/v1" }
+    /// The Postgres schema the service owns.
+    public var schema: String { rawValue }
+    /// The Postgres login role of the service (granted its own schema only).
+    public var databaseRole: String { "\(rawValue)_svc" }
+    public var envPrefix: String { rawValue.uppercased() }
+}
+
+public struct DatabaseConfig: Sendable {
+    public var host: String
+    public var port: Int
+    public var database: String
+    public var username: String
+    public var password: String
+    public var schema: String
+    public var maxConnections: Int
+}
+
+/// Configuration shared by every service binary.
+public struct ServiceConfig: Sendable {
+    public var service: ServiceName
+    public var host: String
+    public var port: Int
+    public var database: DatabaseConfig
+    /// Base URL of each service, for service-to-service calls (`http://127.0.0.1:3001`...).
+    public var serviceURLs: [ServiceName: String]
+    /// The credential this service presents on `/internal/` calls to others.
+    public var ownInternalCredential: String
+    /// The credentials this service accepts on its own `/internal/` routes, per calling service.
+    public var acceptedInternalCredentials: [ServiceName: String]
+    /// How long a verified (app id, API key) pair is trusted without asking auth again.
+    public var tenantCacheSeconds: Int
+    /// How long auth's JWKS is cached before a refetch.
+    public var jwksCacheSeconds: Int
+    public var logLevel: String
+    public var dataDirectory: String
+    public var outboxPollMilliseconds: Int
+    public var jobPollMilliseconds: Int
+    public var runWorkers: Bool
+    public var environment: Environment
+
+    public init(service: ServiceName, environment env: Environment = Environment()) {
+        self.service = service
+        self.environment = env
+        let p = service.envPrefix
+        host = env.string("\(p)_HOST", default: env.string("HOST", default: "127.0.0.1"))
+        port = env.int("\(p)_PORT", default: service.defaultPort)
+        database = DatabaseConfig(
+            host: env.string("DATABASE_HOST", default: "127.0.0.1"),
+            port: env.int("DATABASE_PORT", default: 54329),
+            database: env.string("DATABASE_NAME", default: "app_backend"),
+            username: env.string("\(p)_DATABASE_USER", default: service.databaseRole),
+            password: env.string("\(p)_DATABASE_PASSWORD", default: "\(service.databaseRole)_local"),
+            schema: service.schema,
+            maxConnections: env.int("DATABASE_MAX_CONNECTIONS", default: 16)
+        )
+        var urls: [ServiceName: String] = [:]
+        for s in ServiceName.allCases {
+            urls[s] = env.string("\(s.envPrefix)_URL", default: "http://127.0.0.1:\(env.int("\(s.envPrefix)_PORT", default: s.defaultPort))")
+        }
+        serviceURLs = urls
+        ownInternalCredential = env.string("\(p)_INTERNAL_CREDENTIAL", default: "local-internal-\(service.rawValue)")
+        var accepted: [ServiceName: String] = [:]
+        for s in ServiceName.allCases where s != service {
+            accepted[s] = env.string("\(s.envPrefix)_INTERNAL_CREDENTIAL", default: "local-internal-\(s.rawValue)")
+        }
+        acceptedInternalCredentials = accepted
+        tenantCacheSeconds = env.int("TENANT_CACHE_SECONDS", default: 60)
+        jwksCacheSeconds = env.int("JWKS_CACHE_SECONDS", default: 300)
+        logLevel = env.string("LOG_LEVEL", default: "info")
+        dataDirectory = env.string("DATA_DIR", default: ".data")
+        outboxPollMilliseconds = env.int("OUTBOX_POLL_MS", default: 200)
+        jobPollMilliseconds = env.int("JOB_POLL_MS", default: 250)
+        runWorkers = env.bool("RUN_WORKERS", default: true)
+    }
+
+    public func url(of service: ServiceName) -> String { serviceURLs[service]! }
+}
+
+/// Configuration or packaging that makes the service unable to start.
+public struct ConfigurationError: Error, CustomStringConvertible {
+    public var description: String
+    public init(_ description: String) { self.description = description }
+}

@@ -1,0 +1,166 @@
+import Foundation
+import HTTPTypes
+import Hummingbird
+import Logging
+import NIOCore
+import WireTypes
+
+/// The request context of every service: the usual Hummingbird storage, plus the verified
+/// identity (tenant, and user when an access token was presented) and the calling service on
+/// internal routes.
+public struct ServiceRequestContext: RequestContext {
+    public var coreContext: CoreRequestContextStorage
+    public var identity: Identity?
+    public var callingService: ServiceName?
+    public var requestID: String
+    /// The client's address as the gateway passed it (`X-Forwarded-For`), else the socket peer.
+    public var clientAddress: String
+    public let remoteAddress: SocketAddress?
+
+    public init(source: ApplicationRequestContextSource) {
+        coreContext = .init(source: source)
+        identity = nil
+        callingService = nil
+        requestID = ""
+        remoteAddress = source.channel.remoteAddress
+        clientAddress = source.channel.remoteAddress?.ipAddress ?? "unknown"
+    }
+
+    /// Bodies above 1 MiB are refused with 413 before they are read in full (the gateway
+    /// holds the same limit).
+    public var maxUploadSize: Int { 1 << 20 }
+
+    /// The tenant; only routes behind `TenantMiddleware` call this.
+    public func requireApp() throws -> UUID {
+        guard let id = identity?.appID else { throw AppError.unauthorized }
+        return id
+    }
+
+    /// The signed-in user; only routes behind `AccessTokenMiddleware` call this.
+    public func requireUser() throws -> (appID: UUID, userID: UUID) {
+        guard let identity, let user = identity.userID else { throw AppError.unauthorized }
+        return (identity.appID, user)
+    }
+}
+
+/// Carries the request id of the request being served onto outbound calls.
+public enum RequestTrace {
+    @TaskLocal public static var requestID: String?
+}
+
+/// Reads `X-Request-ID` (or makes one), puts it on the logger and the response, and carries
+/// it onto outbound calls; records the client address the gateway passed on.
+public struct RequestIDMiddleware: RouterMiddleware {
+    public typealias Context = ServiceRequestContext
+    public init() {}
+
+    public func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
+        var context = context
+        let incoming = request.headers[.xRequestID].flatMap { $0.count <= 128 && !$0.isEmpty ? $0 : nil }
+        let id = incoming ?? UUID().uuidString.lowercased()
+        context.requestID = id
+        context.logger[metadataKey: "request_id"] = .string(id)
+        if let forwarded = request.headers[.xForwardedFor]?.split(separator: ",").first {
+            context.clientAddress = forwarded.trimmingCharacters(in: .whitespaces)
+        } else if let real = request.headers[.xRealIP] {
+            context.clientAddress = real
+        }
+        var response = try await RequestTrace.$requestID.withValue(id) {
+            try await next(request, context)
+        }
+        response.headers[.xRequestID] = id
+        return response
+    }
+}
+
+extension HTTPField.Name {
+    public static let xRequestID = Self("X-Request-ID")!
+    public static let xAppID = Self("X-App-ID")!
+    public static let xAPIKey = Self("X-API-Key")!
+    public static let xForwardedFor = Self("X-Forwarded-For")!
+    public static let xRealIP = Self("X-Real-IP")!
+    public static let xServiceName = Self("X-Service-Name")!
+    public static let idempotencyKey = Self("Idempotency-Key")!
+}
+
+/// Shared JSON coders: snake_case comes from explicit `CodingKeys`, dates are ISO-8601 UTC.
+public enum JSON {
+    public static let encoder: JSONEncoder = {
+        let e = JSONEncoder()
+        e.dateEncodingStrategy = .iso8601
+        e.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        return e
+    }()
+    public static let decoder: JSONDecoder = {
+        let d = JSONDecoder()
+        d.dateDecodingStrategy = .iso8601
+        return d
+    }()
+}
+
+extension Request {
+    /// Decodes a JSON body: checks the content type, the size limit and the shape, and turns
+    /// every failure into a 4xx that names the field.
+    public func decodeJSON<T: Decodable>(as type: T.Type = T.self, context: ServiceRequestContext) async throws -> T {
+        if let ct = headers[.contentType], !ct.lowercased().hasPrefix("application/json") {
+            throw AppError(.unsupportedMediaType, "unsupported_media_type", "Content-Type must be application/json")
+        }
+        let buffer: ByteBuffer
+        do {
+            buffer = try await body.collect(upTo: context.maxUploadSize)
+        } catch {
+            throw AppError(.contentTooLarge, "payload_too_large", "Request body exceeds \(context.maxUploadSize) bytes")
+        }
+        if buffer.readableBytes == 0 { throw AppError.badRequest("Request body is required") }
+        do {
+            return try JSON.decoder.decode(T.self, from: Data(buffer.readableBytesView))
+        } catch let error as DecodingError {
+            throw AppError.decoding(error)
+        }
+    }
+}
+
+extension AppError {
+    /// A `DecodingError` as a 400 that names the field and says what was wrong.
+    public static func decoding(_ error: DecodingError) -> AppError {
+        func path(_ keys: [any CodingKey]) -> String {
+            keys.map { $0.intValue.map { "[\($0)]" } ?? $0.stringValue }.joined(separator: ".")
+        }
+        switch error {
+        case .keyNotFound(let key, let ctx):
+            let field = path(ctx.codingPath + [key])
+            return .badRequest("Missing field '\(field)'", field: field)
+        case .typeMismatch(let type, let ctx):
+            let field = path(ctx.codingPath)
+            return .badRequest("Field '\(field)' must be of type \(Self.jsonTypeName(type))", field: field)
+        case .valueNotFound(let type, let ctx):
+            let field = path(ctx.codingPath)
+            return .badRequest("Field '\(field)' must be a non-null \(Self.jsonTypeName(type))", field: field)
+        case .dataCorrupted(let ctx):
+            if ctx.codingPath.isEmpty { return .badRequest("Malformed JSON body") }
+            let field = path(ctx.codingPath)
+            return .badRequest("Field '\(field)' has an invalid value", field: field)
+        @unknown default:
+            return .badRequest("Malformed JSON body")
+        }
+    }
+
+    static func jsonTypeName(_ type: Any.Type) -> String {
+        switch type {
+        case is String.Type, is UUID.Type, is Date.Type: "string"
+        case is Bool.Type: "boolean"
+        case is Int.Type, is Int64.Type, is Int32.Type, is Double.Type: "number"
+        default: String(describing: type).hasPrefix("Array") ? "array" : "object"
+        }
+    }
+}
+
+extension ServiceRequestContext {
+    /// Encodes a value as a JSON response with the given status.
+    public func json<T: Encodable>(_ value: T, status: HTTPResponse.Status = .ok, headers: HTTPFields = [:]) throws -> Response {
+        let data = try JSON.encoder.encode(value)
+        var h = headers
+        h[.contentType] = "application/json; charset=utf-8"
+        return Response(status: status, headers: h, body: .init(byteBuffer: ByteBuffer(bytes: data)))
+    }
+}

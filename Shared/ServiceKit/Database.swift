@@ -1,0 +1,173 @@
+import Crypto
+import Foundation
+import Logging
+import NIOCore
+import PostgresNIO
+
+extension PostgresClient {
+    /// The pool of one service: its own login role, its own schema first on the search path.
+    public convenience init(config: DatabaseConfig, logger: Logger) {
+        var pg = PostgresClient.Configuration(
+            host: config.host, port: config.port, username: config.username,
+            password: config.password, database: config.database, tls: .disable)
+        pg.options.maximumConnections = config.maxConnections
+        pg.options.connectTimeout = .seconds(3)
+        pg.options.additionalStartupParameters = [("search_path", "\(config.schema),public"),
+                                                  ("application_name", config.username)]
+        self.init(configuration: pg, backgroundLogger: logger)
+    }
+}
+
+public enum DatabaseErrors {
+    /// True when the error says the database cannot be reached (down, restarting, pool
+    /// closed): the request may be retried, so it is answered 503 rather than 500.
+    public static func isUnavailable(_ error: any Error) -> Bool {
+        if let e = error as? PSQLError {
+            switch e.code {
+            case .connectionError, .serverClosedConnection, .clientClosedConnection, .poolClosed, .uncleanShutdown:
+                return true
+            case .server:
+                // 57P01 admin_shutdown, 57P03 cannot_connect_now, 08xxx connection exceptions
+                let state = e.serverInfo?[.sqlState] ?? ""
+                return state.hasPrefix("57P") || state.hasPrefix("08")
+            default:
+                return false
+            }
+        }
+        if error is NIOConnectionError || error is ChannelError { return true }
+        return false
+    }
+
+    /// The SQLSTATE of a server error, if it is one.
+    public static func sqlState(_ error: any Error) -> String? {
+        (error as? PSQLError)?.serverInfo?[.sqlState]
+    }
+
+    public static func isUniqueViolation(_ error: any Error) -> Bool { sqlState(error) == "23505" }
+}
+
+/// One named step of a schema's history.
+public struct Migration: Sendable, Equatable {
+    public var name: String
+    public var sql: String
+    public init(name: String, sql: String) { self.name = name; self.sql = sql }
+
+    public var checksum: String {
+        SHA256.hash(data: Data(sql.utf8)).map { String(format: "%02x", $0) }.joined()
+    }
+
+    /// Loads `NNNN_name.sql` files from a directory, ordered by name.
+    public static func load(directory: URL) throws -> [Migration] {
+        let files = try FileManager.default.contentsOfDirectory(at: directory, includingPropertiesForKeys: nil)
+            .filter { $0.pathExtension == "sql" }
+            .sorted { $0.lastPathComponent < $1.lastPathComponent }
+        return try files.map {
+            Migration(name: $0.deletingPathExtension().lastPathComponent, sql: try String(contentsOf: $0, encoding: .utf8))
+        }
+    }
+}
+
+public struct MigrationError: Error, CustomStringConvertible {
+    public var description: String
+}
+
+/// Applies a service's migrations in order, each exactly once, even when several replicas
+/// start together: a session advisory lock keyed by the schema serialises them, and the
+/// tracking table in the service's own schema records what ran. A database whose recorded
+/// history is not a prefix of the code's (a renamed, edited or unknown migration) stops the
+/// start: running on it would be guessing.
+public struct MigrationRunner: Sendable {
+    public let schema: String
+    public let migrations: [Migration]
+
+    public init(schema: String, migrations: [Migration]) {
+        self.schema = schema
+        self.migrations = migrations
+    }
+
+    /// Returns the names of the migrations this call applied.
+    @discardableResult
+    public func run(on client: PostgresClient, logger: Logger) async throws -> [String] {
+        try await client.withConnection { conn in
+            let lockKey = "migrations:\(schema)"
+            try await conn.query("SELECT pg_advisory_lock(hashtext(\(lockKey)))", logger: logger)
+            do {
+                let applied = try await apply(conn, logger: logger)
+                try await conn.query("SELECT pg_advisory_unlock(hashtext(\(lockKey)))", logger: logger)
+                return applied
+            } catch {
+                _ = try? await conn.query("SELECT pg_advisory_unlock(hashtext(\(lockKey)))", logger: logger)
+                throw error
+            }
+        }
+    }
+
+    private func apply(_ conn: PostgresConnection, logger: Logger) async throws -> [String] {
+        _ = try await conn.simpleQuery("""
+            CREATE TABLE IF NOT EXISTS \(schema).schema_migrations (
+                position integer PRIMARY KEY,
+                name text NOT NULL UNIQUE,
+                checksum text NOT NULL,
+                applied_at timestamptz NOT NULL DEFAULT now()
+            )
+            """).get()
+        var recorded: [(Int, String, String)] = []
+        let rows = try await conn.query("SELECT position, name, checksum FROM \(unescaped: schema).schema_migrations ORDER BY position", logger: logger)
+        for try await (position, name, checksum) in rows.decode((Int, String, String).self) {
+            recorded.append((position, name, checksum))
+        }
+        try verify(recorded)
+        var applied: [String] = []
+        for (index, migration) in migrations.enumerated() where index >= recorded.count {
+            _ = try await conn.simpleQuery("BEGIN").get()
+            do {
+                _ = try await conn.simpleQuery("SET LOCAL search_path TO \(schema), public").get()
+                _ = try await conn.simpleQuery(migration.sql).get()
+                try await conn.query("""
+                    INSERT INTO \(unescaped: schema).schema_migrations (position, name, checksum)
+                    VALUES (\(index), \(migration.name), \(migration.checksum))
+                    """, logger: logger)
+                _ = try await conn.simpleQuery("COMMIT").get()
+            } catch {
+                _ = try? await conn.simpleQuery("ROLLBACK").get()
+                throw MigrationError(description: "migration \(migration.name) failed: \(String(reflecting: error))")
+            }
+            logger.info("applied migration", metadata: ["schema": "\(schema)", "migration": "\(migration.name)"])
+            applied.append(migration.name)
+        }
+        return applied
+    }
+
+    /// The database's history must be a prefix of the code's, name for name and byte for byte.
+    func verify(_ recorded: [(Int, String, String)]) throws {
+        if recorded.count > migrations.count {
+            throw MigrationError(description: "database \(schema) has \(recorded.count) migrations, the code knows \(migrations.count): refusing to start on a newer schema")
+        }
+        for (i, row) in recorded.enumerated() {
+            let m = migrations[i]
+            guard row.0 == i, row.1 == m.name else {
+                throw MigrationError(description: "migration history of \(schema) does not match the code at position \(i): database has \(row.1), code has \(m.name)")
+            }
+            guard row.2 == m.checksum else {
+                throw MigrationError(description: "migration \(m.name) of \(schema) was changed after it was applied (checksum mismatch)")
+            }
+        }
+    }
+
+    /// Whether every migration of the code is recorded (for `/ready`).
+    public func isUpToDate(on client: PostgresClient, logger: Logger) async throws -> Bool {
+        let rows = try await client.query("SELECT count(*)::int FROM \(unescaped: schema).schema_migrations", logger: logger)
+        for try await count in rows.decode(Int.self) { return count == migrations.count }
+        return false
+    }
+}
+
+extension Migration {
+    /// The `Migrations/` folder a service target copies into its resource bundle.
+    public static func bundled(in bundle: Bundle, service: ServiceName) throws -> [Migration] {
+        guard let url = bundle.url(forResource: "Migrations", withExtension: nil) else {
+            throw MigrationError(description: "\(service.rawValue) migrations missing from the resource bundle")
+        }
+        return try load(directory: url)
+    }
+}

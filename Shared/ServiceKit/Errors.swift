@@ -1,0 +1,124 @@
+import Foundation
+import Hummingbird
+import Logging
+import NIOCore
+import WireTypes
+
+/// An error that renders the envelope `{"error": code, "message": ..., ...extra}` with its status.
+public struct AppError: Error, HTTPResponseError, Sendable, CustomStringConvertible {
+    public var status: HTTPResponse.Status
+    public var code: String
+    public var message: String
+    public var extra: [String: JSONValue]
+    public var headers: HTTPFields
+
+    public init(_ status: HTTPResponse.Status, _ code: String, _ message: String,
+                extra: [String: JSONValue] = [:], headers: HTTPFields = [:]) {
+        self.status = status
+        self.code = code
+        self.message = message
+        self.extra = extra
+        self.headers = headers
+    }
+
+    public var description: String { "AppError(\(status.code) \(code): \(message))" }
+
+    public func response(from request: Request, context: some RequestContext) throws -> Response {
+        ErrorResponder.envelope(status: status, body: ErrorEnvelope(error: code, message: message, extra: extra), headers: headers)
+    }
+
+    // The common ones, so services name them the same way.
+    public static func badRequest(_ message: String, field: String? = nil) -> AppError {
+        AppError(.badRequest, "invalid_request", message, extra: field.map { ["field": .string($0)] } ?? [:])
+    }
+    public static func validation(_ field: String, _ message: String) -> AppError {
+        AppError(.unprocessableContent, "validation_error", message, extra: ["field": .string(field)])
+    }
+    public static func notFound(_ what: String) -> AppError {
+        AppError(.notFound, "not_found", "\(what) not found")
+    }
+    public static let unauthorized = AppError(.unauthorized, "unauthorized", "Authentication required")
+    public static func invalidToken(_ message: String = "Invalid or expired access token") -> AppError {
+        AppError(.unauthorized, "invalid_token", message)
+    }
+    public static func rateLimited(retryAfter: Int) -> AppError {
+        var h = HTTPFields()
+        h[.retryAfter] = String(retryAfter)
+        return AppError(.tooManyRequests, "rate_limit_exceeded", "Too many requests, retry later",
+                        extra: ["retry_after": .int(retryAfter)], headers: h)
+    }
+    public static let unavailable = AppError(.serviceUnavailable, "service_unavailable", "Service temporarily unavailable")
+}
+
+enum ErrorResponder {
+    static let encoder: JSONEncoder = {
+        let e = JSONEncoder()
+        e.outputFormatting = [.sortedKeys]
+        return e
+    }()
+
+    static func envelope(status: HTTPResponse.Status, body: ErrorEnvelope, headers: HTTPFields = [:]) -> Response {
+        let data = (try? encoder.encode(body)) ?? Data(#"{"error":"internal_error","message":"Internal server error"}"#.utf8)
+        var h = headers
+        h[.contentType] = "application/json; charset=utf-8"
+        return Response(status: status, headers: h, body: .init(byteBuffer: ByteBuffer(bytes: data)))
+    }
+
+    static func code(for status: HTTPResponse.Status) -> String {
+        switch status.code {
+        case 400: "invalid_request"
+        case 401: "unauthorized"
+        case 403: "forbidden"
+        case 404: "not_found"
+        case 405: "method_not_allowed"
+        case 408: "request_timeout"
+        case 409: "conflict"
+        case 413: "payload_too_large"
+        case 415: "unsupported_media_type"
+        case 422: "validation_error"
+        case 429: "rate_limit_exceeded"
+        case 503: "service_unavailable"
+        default: status.code >= 500 ? "internal_error" : "http_error"
+        }
+    }
+}
+
+/// Outermost middleware: every error leaves as the envelope. Unknown errors are logged with
+/// the request id and answered with a bare 500 that tells nothing about internals; a database
+/// that cannot be reached is a 503 the client may retry.
+public struct ErrorMiddleware<Context: RequestContext>: RouterMiddleware {
+    public init() {}
+
+    public func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
+        do {
+            var response = try await next(request, context)
+            // Hummingbird answers some failures itself with an empty body (e.g. 404 for no route).
+            if response.status.code >= 400, response.headers[.contentType] == nil, response.body.contentLength == 0 {
+                response = ErrorResponder.envelope(
+                    status: response.status,
+                    body: ErrorEnvelope(error: ErrorResponder.code(for: response.status), message: response.status.reasonPhrase),
+                    headers: response.headers)
+            }
+            return response
+        } catch let error as AppError {
+            return try error.response(from: request, context: context)
+        } catch let error as HTTPError {
+            return ErrorResponder.envelope(
+                status: error.status,
+                body: ErrorEnvelope(error: ErrorResponder.code(for: error.status), message: error.body ?? error.status.reasonPhrase),
+                headers: error.headers)
+        } catch let error as any HTTPResponseError where error.status.code < 500 {
+            return ErrorResponder.envelope(
+                status: error.status,
+                body: ErrorEnvelope(error: ErrorResponder.code(for: error.status), message: error.status.reasonPhrase))
+        } catch {
+            if DatabaseErrors.isUnavailable(error) {
+                context.logger.error("database unavailable", metadata: ["error": "\(String(reflecting: error))"])
+                return try AppError.unavailable.response(from: request, context: context)
+            }
+            context.logger.error("unhandled error", metadata: ["error": "\(String(reflecting: error))"])
+            return ErrorResponder.envelope(status: .internalServerError,
+                                           body: ErrorEnvelope(error: "internal_error", message: "Internal server error"))
+        }
+    }
+}

@@ -1,0 +1,184 @@
+import Foundation
+import Logging
+import PostgresNIO
+import ServiceLifecycle
+
+/// A job as a handler sees it.
+public struct Job: Sendable {
+    public var id: Int64
+    public var queue: String
+    public var kind: String
+    public var payload: Data
+    /// 1 on the first run.
+    public var attempt: Int
+    public var maxAttempts: Int
+
+    public func decode<T: Decodable>(_ type: T.Type = T.self) throws -> T {
+        try JSON.decoder.decode(T.self, from: payload)
+    }
+}
+
+/// Exponential backoff with ±20 % jitter, capped.
+public struct Backoff: Sendable {
+    public var base: Duration
+    public var cap: Duration
+    public init(base: Duration = .seconds(1), cap: Duration = .seconds(3600)) { self.base = base; self.cap = cap }
+
+    public func delay(afterAttempt attempt: Int) -> Duration {
+        let exp = base * Int(pow(2.0, Double(min(attempt - 1, 30))))
+        let capped = min(exp, cap)
+        return capped * Double.random(in: 0.8...1.2)
+    }
+}
+
+/// The Postgres-backed queue: enqueue in the caller's transaction, claim with
+/// `FOR UPDATE SKIP LOCKED` so two workers (or two replicas) never take the same job.
+public struct JobQueue: Sendable {
+    public let client: PostgresClient
+    public let queue: String
+    public let logger: Logger
+
+    public init(client: PostgresClient, queue: String, logger: Logger) {
+        self.client = client
+        self.queue = queue
+        self.logger = logger
+    }
+
+    /// Enqueues a job on `connection` (inside the caller's transaction). A `uniqueKey` makes
+    /// a second enqueue of the same job a no-op. Returns the job id, or nil if it already existed.
+    @discardableResult
+    public static func enqueue<P: Encodable>(on connection: PostgresConnection, queue: String, kind: String, payload: P,
+                                             runAt: Date? = nil, maxAttempts: Int = 5, uniqueKey: String? = nil,
+                                             logger: Logger) async throws -> Int64? {
+        let json = String(decoding: try JSON.encoder.encode(payload), as: UTF8.self)
+        let rows = try await connection.query("""
+            INSERT INTO jobs (queue, kind, payload, run_at, max_attempts, unique_key)
+            VALUES (\(queue), \(kind), \(json)::jsonb, COALESCE(\(runAt), now()), \(maxAttempts), \(uniqueKey))
+            ON CONFLICT (unique_key) DO NOTHING
+            RETURNING id
+            """, logger: logger)
+        for try await id in rows.decode(Int64.self) { return id }
+        return nil
+    }
+
+    @discardableResult
+    public func enqueue<P: Encodable & Sendable>(kind: String, payload: P, runAt: Date? = nil, maxAttempts: Int = 5,
+                                                 uniqueKey: String? = nil) async throws -> Int64? {
+        try await client.withConnection { conn in
+            try await Self.enqueue(on: conn, queue: queue, kind: kind, payload: payload, runAt: runAt,
+                                   maxAttempts: maxAttempts, uniqueKey: uniqueKey, logger: logger)
+        }
+    }
+
+    /// Claims up to `limit` due jobs. A job whose worker died (lease expired) is due again.
+    public func claim(limit: Int, lease: Duration) async throws -> [Job] {
+        let leaseSeconds = Double(lease.components.seconds)
+        let rows = try await client.query("""
+            UPDATE jobs SET status = 'running', attempts = attempts + 1,
+                   locked_until = now() + make_interval(secs => \(leaseSeconds)), updated_at = now()
+            WHERE id IN (
+                SELECT id FROM jobs
+                WHERE queue = \(queue)
+                  AND ((status = 'pending' AND run_at <= now()) OR (status = 'running' AND locked_until < now()))
+                ORDER BY run_at
+                LIMIT \(limit)
+                FOR UPDATE SKIP LOCKED)
+            RETURNING id, kind, payload::text, attempts, max_attempts
+            """, logger: logger)
+        var jobs: [Job] = []
+        for try await (id, kind, payload, attempts, max) in rows.decode((Int64, String, String, Int, Int).self) {
+            jobs.append(Job(id: id, queue: queue, kind: kind, payload: Data(payload.utf8), attempt: attempts, maxAttempts: max))
+        }
+        return jobs
+    }
+
+    public func complete(_ job: Job) async throws {
+        try await client.query("""
+            UPDATE jobs SET status = 'done', finished_at = now(), updated_at = now(), locked_until = NULL
+            WHERE id = \(job.id)
+            """, logger: logger)
+    }
+
+    /// Schedules a retry after `backoff`, or marks the job dead after its last attempt.
+    public func fail(_ job: Job, error: String, backoff: Backoff) async throws {
+        if job.attempt >= job.maxAttempts {
+            try await client.query("""
+                UPDATE jobs SET status = 'dead', last_error = \(error), finished_at = now(), updated_at = now(), locked_until = NULL
+                WHERE id = \(job.id)
+                """, logger: logger)
+        } else {
+            let delay = Double(backoff.delay(afterAttempt: job.attempt).milliseconds) / 1000
+            try await client.query("""
+                UPDATE jobs SET status = 'pending', last_error = \(error), locked_until = NULL, updated_at = now(),
+                       run_at = now() + make_interval(secs => \(delay))
+                WHERE id = \(job.id)
+                """, logger: logger)
+        }
+    }
+}
+
+public enum JobError: Error { case noHandler(kind: String) }
+
+public typealias JobHandler = @Sendable (Job) async throws -> Void
+
+/// Runs the jobs of one queue as a service of the ServiceGroup, until graceful shutdown.
+public struct JobWorker: Service {
+    public let queue: JobQueue
+    public let handlers: [String: JobHandler]
+    public let concurrency: Int
+    public let pollInterval: Duration
+    public let lease: Duration
+    public let backoff: Backoff
+
+    public init(queue: JobQueue, handlers: [String: JobHandler], concurrency: Int = 4,
+                pollInterval: Duration = .milliseconds(250), lease: Duration = .seconds(300), backoff: Backoff = Backoff()) {
+        self.queue = queue
+        self.handlers = handlers
+        self.concurrency = concurrency
+        self.pollInterval = pollInterval
+        self.lease = lease
+        self.backoff = backoff
+    }
+
+    public func run() async throws {
+        await cancelWhenGracefulShutdown {
+            while !Task.isCancelled {
+                let claimed: Int
+                do {
+                    claimed = try await runOnce()
+                } catch {
+                    queue.logger.warning("job claim failed", metadata: ["queue": "\(queue.queue)", "error": "\(String(reflecting: error))"])
+                    claimed = 0
+                }
+                if claimed == 0 { try? await Task.sleep(for: pollInterval) }
+            }
+        }
+    }
+
+    /// Claims one batch and runs it; returns how many jobs it ran.
+    @discardableResult
+    public func runOnce() async throws -> Int {
+        let jobs = try await queue.claim(limit: concurrency, lease: lease)
+        await withTaskGroup(of: Void.self) { group in
+            for job in jobs {
+                group.addTask { await process(job) }
+            }
+        }
+        return jobs.count
+    }
+
+    private func process(_ job: Job) async {
+        do {
+            guard let handler = handlers[job.kind] else {
+                throw JobError.noHandler(kind: job.kind)
+            }
+            try await handler(job)
+            try await queue.complete(job)
+        } catch {
+            queue.logger.warning("job failed", metadata: ["job": "\(job.id)", "kind": "\(job.kind)", "attempt": "\(job.attempt)", "error": "\(error)"])
+            do { try await queue.fail(job, error: String(describing: error), backoff: backoff) } catch {
+                queue.logger.error("could not record job failure", metadata: ["job": "\(job.id)", "error": "\(error)"])
+            }
+        }
+    }
+}

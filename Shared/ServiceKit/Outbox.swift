@@ -1,0 +1,199 @@
+import Foundation
+import Logging
+import PostgresNIO
+import ServiceLifecycle
+
+/// A side effect on another service, written in the same transaction as the change that
+/// causes it and delivered later by `OutboxWorker` (ARCHITECTURE.md, "Nothing lost between
+/// services").
+public struct OutboxMessage: Sendable {
+    public var target: ServiceName
+    public var method: String
+    /// Path on the target service, e.g. `/internal/users/{id}/credits`.
+    public var path: String
+    public var body: Data?
+
+    public init<B: Encodable>(target: ServiceName, method: String = "POST", path: String, body: B) throws {
+        self.target = target
+        self.method = method
+        self.path = path
+        self.body = try JSON.encoder.encode(body)
+    }
+
+    public init(target: ServiceName, method: String, path: String) {
+        self.target = target
+        self.method = method
+        self.path = path
+        self.body = nil
+    }
+}
+
+public enum Outbox {
+    /// Writes the message on `connection` (the caller's transaction). Returns the
+    /// idempotency key the receiver will see.
+    @discardableResult
+    public static func write(_ message: OutboxMessage, on connection: PostgresConnection, logger: Logger) async throws -> UUID {
+        let body = message.body.map { String(decoding: $0, as: UTF8.self) }
+        let rows = try await connection.query("""
+            INSERT INTO outbox (target_service, method, path, body)
+            VALUES (\(message.target.rawValue), \(message.method), \(message.path), \(body)::jsonb)
+            RETURNING idempotency_key
+            """, logger: logger)
+        for try await key in rows.decode(UUID.self) { return key }
+        throw OutboxError.notWritten
+    }
+
+    public enum OutboxError: Error { case notWritten }
+}
+
+/// Delivers outbox rows over HTTP with the service credential and an `Idempotency-Key`;
+/// retries with exponential backoff and jitter; a row the receiver refuses for good (a 4xx
+/// other than 408/409/423/429) or that exhausts its attempts is marked dead for an operator.
+public struct OutboxWorker: Service {
+    public let client: PostgresClient
+    public let http: CurlHTTPClient
+    public let serviceURLs: [ServiceName: String]
+    public let credential: InternalCredential
+    public let pollInterval: Duration
+    public let batchSize: Int
+    public let backoff: Backoff
+    public let logger: Logger
+
+    public init(client: PostgresClient, http: CurlHTTPClient, serviceURLs: [ServiceName: String],
+                credential: InternalCredential, pollInterval: Duration = .milliseconds(200), batchSize: Int = 32,
+                backoff: Backoff = Backoff(base: .milliseconds(500), cap: .seconds(600)), logger: Logger) {
+        self.client = client
+        self.http = http
+        self.serviceURLs = serviceURLs
+        self.credential = credential
+        self.pollInterval = pollInterval
+        self.batchSize = batchSize
+        self.backoff = backoff
+        self.logger = logger
+    }
+
+    public func run() async throws {
+        await cancelWhenGracefulShutdown {
+            while !Task.isCancelled {
+                var delivered = 0
+                do { delivered = try await deliverBatch() } catch {
+                    logger.warning("outbox poll failed", metadata: ["error": "\(String(reflecting: error))"])
+                }
+                if delivered == 0 { try? await Task.sleep(for: pollInterval) }
+            }
+        }
+    }
+
+    private struct Row { var id: Int64; var key: UUID; var target: String; var method: String; var path: String; var body: String?; var attempts: Int; var max: Int }
+
+    /// Claims due rows (leased for 60 s so another replica skips them), sends them, records
+    /// the outcome. Returns how many rows it attempted.
+    @discardableResult
+    public func deliverBatch() async throws -> Int {
+        let rows = try await client.query("""
+            UPDATE outbox SET attempts = attempts + 1, next_attempt_at = now() + interval '60 seconds'
+            WHERE id IN (
+                SELECT id FROM outbox WHERE status = 'pending' AND next_attempt_at <= now()
+                ORDER BY id LIMIT \(batchSize) FOR UPDATE SKIP LOCKED)
+            RETURNING id, idempotency_key, target_service, method, path, body::text, attempts, max_attempts
+            """, logger: logger)
+        var batch: [Row] = []
+        for try await r in rows.decode((Int64, UUID, String, String, String, String?, Int, Int).self) {
+            batch.append(Row(id: r.0, key: r.1, target: r.2, method: r.3, path: r.4, body: r.5, attempts: r.6, max: r.7))
+        }
+        await withTaskGroup(of: Void.self) { group in
+            for row in batch { group.addTask { await deliver(row) } }
+        }
+        return batch.count
+    }
+
+    private func deliver(_ row: Row) async {
+        guard let target = ServiceName(rawValue: row.target), let base = serviceURLs[target] else {
+            await record(row, outcome: .dead("unknown target service \(row.target)"))
+            return
+        }
+        var headers = credential.headers + [("Idempotency-Key", row.key.uuidString.lowercased())]
+        if row.body != nil { headers.append(("Content-Type", "application/json")) }
+        let request = HTTPRequest(method: row.method, url: base + row.path, headers: headers,
+                                  body: row.body.map { Data($0.utf8) }, timeout: .seconds(10))
+        do {
+            let response = try await http.send(request)
+            switch response.status {
+            case 200..<300: await record(row, outcome: .delivered)
+            case 408, 409, 423, 429, 500...: await record(row, outcome: .retry("HTTP \(response.status)"))
+            default: await record(row, outcome: .dead("HTTP \(response.status): \(String(decoding: response.body.prefix(500), as: UTF8.self))"))
+            }
+        } catch {
+            await record(row, outcome: .retry(String(describing: error)))
+        }
+    }
+
+    private enum Outcome { case delivered, retry(String), dead(String) }
+
+    private func record(_ row: Row, outcome: Outcome) async {
+        do {
+            switch outcome {
+            case .delivered:
+                try await client.query("UPDATE outbox SET status = 'delivered', delivered_at = now(), last_error = NULL WHERE id = \(row.id)", logger: logger)
+            case .retry(let error) where row.attempts < row.max:
+                let delay = Double(backoff.delay(afterAttempt: row.attempts).milliseconds) / 1000
+                try await client.query("""
+                    UPDATE outbox SET last_error = \(error), next_attempt_at = now() + make_interval(secs => \(delay))
+                    WHERE id = \(row.id)
+                    """, logger: logger)
+            case .retry(let error), .dead(let error):
+                logger.error("outbox message dead", metadata: ["id": "\(row.id)", "path": "\(row.path)", "error": "\(error)"])
+                try await client.query("UPDATE outbox SET status = 'dead', last_error = \(error) WHERE id = \(row.id)", logger: logger)
+            }
+        } catch {
+            // The lease expires and the row is retried: a duplicate is harmless (idempotency key).
+            logger.warning("could not record outbox outcome", metadata: ["id": "\(row.id)", "error": "\(error)"])
+        }
+    }
+}
+
+/// The receiving side of the outbox: the first delivery of a key runs the change and stores
+/// the response in the same transaction; every redelivery gets the stored response and
+/// changes nothing. A concurrent duplicate waits on the key's row lock, then sees the stored
+/// response.
+public struct IdempotencyStore: Sendable {
+    public let client: PostgresClient
+    public let logger: Logger
+
+    public init(client: PostgresClient, logger: Logger) {
+        self.client = client
+        self.logger = logger
+    }
+
+    public struct StoredResponse: Sendable, Equatable {
+        public var status: Int
+        public var body: Data
+        public var replayed: Bool
+    }
+
+    public func run(key: String, scope: String,
+                    _ body: (PostgresConnection) async throws -> (status: Int, body: Data)) async throws -> StoredResponse {
+        try await client.withTransaction(logger: logger) { conn in
+            let inserted = try await conn.query("""
+                INSERT INTO idempotency_keys (scope, key) VALUES (\(scope), \(key))
+                ON CONFLICT (scope, key) DO NOTHING RETURNING key
+                """, logger: logger)
+            var isNew = false
+            for try await _ in inserted { isNew = true }
+            if !isNew {
+                let rows = try await conn.query("SELECT status_code, response_body FROM idempotency_keys WHERE scope = \(scope) AND key = \(key)", logger: logger)
+                for try await (status, stored) in rows.decode((Int?, String?).self) {
+                    return StoredResponse(status: status ?? 200, body: Data((stored ?? "").utf8), replayed: true)
+                }
+                throw AppError(.conflict, "idempotency_conflict", "Request with this Idempotency-Key is in progress")
+            }
+            let result = try await body(conn)
+            let text = String(decoding: result.body, as: UTF8.self)
+            try await conn.query("""
+                UPDATE idempotency_keys SET status_code = \(result.status), response_body = \(text)
+                WHERE scope = \(scope) AND key = \(key)
+                """, logger: logger)
+            return StoredResponse(status: result.status, body: result.body, replayed: false)
+        }
+    }
+}

@@ -1,0 +1,170 @@
+import Foundation
+import Hummingbird
+import Logging
+import NIOCore
+import PostgresNIO
+import Prometheus
+import ServiceLifecycle
+import Synchronization
+import WireTypes
+
+/// Whether the migrations of this process have been applied (for `/ready` and for workers
+/// that must not poll tables that do not exist yet).
+public final class Readiness: Sendable {
+    private let migrated = Mutex(false)
+    public init() {}
+    public var isMigrated: Bool { migrated.withLock { $0 } }
+    public func markMigrated() { migrated.withLock { $0 = true } }
+    public func waitUntilMigrated() async {
+        while !isMigrated && !Task.isCancelled { try? await Task.sleep(for: .milliseconds(50)) }
+    }
+}
+
+/// A service that starts only once migrations are applied.
+public struct AfterMigrations: Service {
+    let readiness: Readiness
+    let inner: any Service
+    public init(_ readiness: Readiness, _ inner: any Service) { self.readiness = readiness; self.inner = inner }
+    public func run() async throws {
+        await readiness.waitUntilMigrated()
+        try await inner.run()
+    }
+}
+
+/// Everything a service binary is built from. Tests build it too, with their own config.
+public struct ServiceRuntime: Sendable {
+    public let config: ServiceConfig
+    public let logger: Logger
+    public let db: PostgresClient
+    public let http: CurlHTTPClient
+    public let metrics: PrometheusCollectorRegistry
+    public let migrations: MigrationRunner
+    public let readiness: Readiness
+    public let clock: any WallClock
+
+    public init(config: ServiceConfig, migrations: [Migration], clock: any WallClock = SystemClock(), logger: Logger? = nil) {
+        var logger = logger ?? Logger(label: "\(config.service.rawValue)-service")
+        logger.logLevel = Logger.Level(rawValue: config.logLevel) ?? .info
+        self.config = config
+        self.logger = logger
+        self.db = PostgresClient(config: config.database, logger: logger)
+        self.http = CurlHTTPClient(logger: logger)
+        self.metrics = PrometheusCollectorRegistry()
+        self.migrations = MigrationRunner(schema: config.database.schema, migrations: PlatformMigrations.all + migrations)
+        self.readiness = Readiness()
+        self.clock = clock
+    }
+
+    public var internalCredential: InternalCredential {
+        InternalCredential(service: config.service, secret: config.ownInternalCredential)
+    }
+
+    /// The outbox worker of this service, delivering to the others.
+    public var outboxWorker: OutboxWorker {
+        OutboxWorker(client: db, http: http, serviceURLs: config.serviceURLs, credential: internalCredential,
+                     pollInterval: .milliseconds(config.outboxPollMilliseconds), logger: logger)
+    }
+
+    /// Verifies access tokens against auth's JWKS over HTTP.
+    public func remoteTokenVerifier() -> AccessTokenVerifier {
+        AccessTokenVerifier(source: RemoteJWKSSource(url: "\(config.url(of: .auth))/auth/v1/.well-known/jwks.json", http: http),
+                            cacheTTL: .seconds(config.jwksCacheSeconds))
+    }
+
+    /// Verifies tenant headers by asking auth, cached briefly.
+    public func remoteAppVerifier() -> any AppVerifier {
+        CachedAppVerifier(RemoteAppVerifier(authURL: config.url(of: .auth), http: http, credential: internalCredential),
+                          ttl: .seconds(config.tenantCacheSeconds))
+    }
+}
+
+/// The router groups a service fills: public routes behind tenant headers, authenticated
+/// routes behind tenant headers and an access token, and internal routes behind a service
+/// credential.
+public struct ServiceRoutes {
+    public let router: Router<ServiceRequestContext>
+    /// `/<prefix>/v1`, no authentication (health, JWKS, OpenAPI).
+    public let open: RouterGroup<ServiceRequestContext>
+    /// `/<prefix>/v1`, tenant headers required.
+    public let tenant: RouterGroup<ServiceRequestContext>
+    /// `/<prefix>/v1`, tenant headers and an access token of that tenant required.
+    public let user: RouterGroup<ServiceRequestContext>
+    /// `/internal`, service credential required.
+    public let `internal`: RouterGroup<ServiceRequestContext>
+}
+
+/// The composition root shared by the four services: middleware, health/ready/metrics, the
+/// migrations before the server starts, the Postgres pool and workers in the ServiceGroup.
+public func buildServiceApplication(
+    runtime: ServiceRuntime,
+    appVerifier: any AppVerifier,
+    tokenVerifier: AccessTokenVerifier,
+    services extra: [any Service] = [],
+    configure: (ServiceRoutes) throws -> Void
+) rethrows -> Application<RouterResponder<ServiceRequestContext>> {
+    let config = runtime.config
+    let router = Router(context: ServiceRequestContext.self)
+    router.add(middleware: ErrorMiddleware())
+    router.add(middleware: RequestIDMiddleware())
+    router.add(middleware: MetricsMiddleware(registry: runtime.metrics))
+
+    let prefix = config.service.prefix
+    let open = router.group(RouterPath(prefix))
+    for base in [router.group(), open] {
+        base.get("health") { _, context in
+            try context.json(HealthStatus(status: "ok", service: config.service.rawValue))
+        }
+        base.get("ready") { _, context in
+            try await readiness(runtime: runtime, context: context)
+        }
+        base.get("metrics") { _, _ in
+            var buffer: [UInt8] = []
+            runtime.metrics.emit(into: &buffer)
+            return Response(status: .ok, headers: [.contentType: "text/plain; version=0.0.4"],
+                            body: .init(byteBuffer: ByteBuffer(bytes: buffer)))
+        }
+    }
+    let tenant = router.group(RouterPath(prefix)).add(middleware: TenantMiddleware(verifier: appVerifier))
+    let user = router.group(RouterPath(prefix))
+        .add(middleware: TenantMiddleware(verifier: appVerifier))
+        .add(middleware: AccessTokenMiddleware(verifier: tokenVerifier))
+    let internalGroup = router.group("internal").add(middleware: InternalAuthMiddleware(accepted: config.acceptedInternalCredentials))
+    try configure(ServiceRoutes(router: router, open: open, tenant: tenant, user: user, internal: internalGroup))
+
+    var services: [any Service] = [runtime.db]
+    if config.runWorkers {
+        services += ([runtime.outboxWorker] + extra).map { AfterMigrations(runtime.readiness, $0) }
+    }
+    var app = Application(
+        router: router,
+        configuration: .init(address: .hostname(config.host, port: config.port),
+                             serverName: "\(config.service.rawValue)-service"),
+        services: services,
+        logger: runtime.logger
+    )
+    app.beforeServerStarts {
+        try await runtime.migrations.run(on: runtime.db, logger: runtime.logger)
+        runtime.readiness.markMigrated()
+    }
+    return app
+}
+
+private func readiness(runtime: ServiceRuntime, context: ServiceRequestContext) async throws -> Response {
+    var checks: [String: String] = [:]
+    var ok = runtime.readiness.isMigrated
+    checks["migrations"] = ok ? "applied" : "pending"
+    do {
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask { try await runtime.db.query("SELECT 1", logger: runtime.logger) }
+            group.addTask { try await Task.sleep(for: .seconds(2)); throw CancellationError() }
+            try await group.next()
+            group.cancelAll()
+        }
+        checks["database"] = "ok"
+    } catch {
+        checks["database"] = "unreachable"
+        ok = false
+    }
+    return try context.json(HealthStatus(status: ok ? "ready" : "not_ready", service: runtime.config.service.rawValue, checks: checks),
+                            status: ok ? .ok : .serviceUnavailable)
+}

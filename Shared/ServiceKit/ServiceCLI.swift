@@ -1,0 +1,57 @@
+import ArgumentParser
+import Foundation
+import Hummingbird
+import Logging
+import PostgresNIO
+
+/// What a service binary is: its name, its migrations, and how to build its application.
+public protocol ServiceDefinition {
+    static var service: ServiceName { get }
+    static func migrations() throws -> [Migration]
+    static func buildApplication(runtime: ServiceRuntime) async throws -> any ApplicationProtocol
+}
+
+extension ServiceDefinition {
+    public static func makeRuntime(environment: Environment = Environment()) throws -> ServiceRuntime {
+        ServiceRuntime(config: ServiceConfig(service: service, environment: environment), migrations: try migrations())
+    }
+}
+
+/// `<name>-service serve` (the default): migrate, then serve until SIGTERM/SIGINT.
+public struct ServeCommand<S: ServiceDefinition>: AsyncParsableCommand {
+    public static var configuration: CommandConfiguration {
+        CommandConfiguration(commandName: "serve", abstract: "Apply migrations and serve \(S.service.prefix)")
+    }
+    public init() {}
+    public func run() async throws {
+        let runtime = try S.makeRuntime()
+        let app = try await S.buildApplication(runtime: runtime)
+        try await app.runService()
+    }
+}
+
+/// `<name>-service migrate`: apply this service's migrations and exit.
+public struct MigrateCommand<S: ServiceDefinition>: AsyncParsableCommand {
+    public static var configuration: CommandConfiguration {
+        CommandConfiguration(commandName: "migrate", abstract: "Apply the \(S.service.rawValue) schema migrations and exit")
+    }
+    public init() {}
+    public func run() async throws {
+        let runtime = try S.makeRuntime()
+        try await runtime.withDatabase { db in
+            let applied = try await runtime.migrations.run(on: db, logger: runtime.logger)
+            print("applied \(applied.count) migration(s) to schema \(runtime.config.database.schema)")
+        }
+    }
+}
+
+extension ServiceRuntime {
+    /// Runs `body` with the Postgres pool running (for commands outside the server).
+    public func withDatabase<T: Sendable>(_ body: @Sendable (PostgresClient) async throws -> T) async throws -> T {
+        try await withThrowingTaskGroup(of: T?.self) { group in
+            group.addTask { await db.run(); return nil }
+            defer { group.cancelAll() }
+            return try await body(db)
+        }
+    }
+}

@@ -1,0 +1,163 @@
+import Crypto
+import Foundation
+import Hummingbird
+import Synchronization
+import WireTypes
+
+/// Checks an (`X-App-ID`, `X-API-Key`) pair. Auth answers from its own table; every other
+/// service asks auth over HTTP.
+public protocol AppVerifier: Sendable {
+    func verify(appID: UUID, apiKey: String) async throws -> Bool
+}
+
+/// Asks auth's internal endpoint, with this service's credential.
+public struct RemoteAppVerifier: AppVerifier {
+    public let authURL: String
+    public let http: CurlHTTPClient
+    public let credential: InternalCredential
+
+    public init(authURL: String, http: CurlHTTPClient, credential: InternalCredential) {
+        self.authURL = authURL
+        self.http = http
+        self.credential = credential
+    }
+
+    public func verify(appID: UUID, apiKey: String) async throws -> Bool {
+        let request = try HTTPRequest.json("POST", "\(authURL)/internal/apps/verify",
+                                           body: AppVerificationRequest(appID: appID, apiKey: apiKey),
+                                           headers: credential.headers)
+        let response: HTTPResponseData
+        do {
+            response = try await http.send(request)
+        } catch {
+            throw AppError(.serviceUnavailable, "service_unavailable", "Cannot verify the application right now")
+        }
+        guard response.isSuccess else {
+            throw AppError(.serviceUnavailable, "service_unavailable", "Cannot verify the application right now")
+        }
+        return try response.decode(AppVerificationResponse.self).valid
+    }
+}
+
+/// Remembers verdicts briefly so a hot path does not ask auth on every request: valid pairs
+/// for `ttl`, invalid ones for a few seconds (a flood of wrong keys still reaches auth rarely).
+public final class CachedAppVerifier: AppVerifier {
+    private let inner: any AppVerifier
+    private let ttl: Duration
+    private let negativeTTL: Duration
+    private let cache = Mutex([String: (Bool, ContinuousClock.Instant)]())
+
+    public init(_ inner: any AppVerifier, ttl: Duration, negativeTTL: Duration = .seconds(2)) {
+        self.inner = inner
+        self.ttl = ttl
+        self.negativeTTL = negativeTTL
+    }
+
+    public func verify(appID: UUID, apiKey: String) async throws -> Bool {
+        let key = appID.uuidString + ":" + SHA256.hash(data: Data(apiKey.utf8)).map { String(format: "%02x", $0) }.joined()
+        let now = ContinuousClock.now
+        if let (valid, at) = cache.withLock({ $0[key] }), now - at < (valid ? ttl : negativeTTL) {
+            return valid
+        }
+        let valid = try await inner.verify(appID: appID, apiKey: apiKey)
+        cache.withLock { c in
+            if c.count > 10_000 { c.removeAll() }
+            c[key] = (valid, now)
+        }
+        return valid
+    }
+
+    /// Forget every verdict (after an API key rotation in the same process).
+    public func invalidateAll() { cache.withLock { $0.removeAll() } }
+}
+
+/// Requires valid tenant headers on every public route; leaves the app id on the context.
+public struct TenantMiddleware: RouterMiddleware {
+    public typealias Context = ServiceRequestContext
+    let verifier: any AppVerifier
+
+    public init(verifier: any AppVerifier) { self.verifier = verifier }
+
+    public func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
+        guard let rawApp = request.headers[.xAppID], let key = request.headers[.xAPIKey], !key.isEmpty else {
+            throw AppError(.unauthorized, "missing_api_key", "X-App-ID and X-API-Key headers are required")
+        }
+        guard let appID = UUID(uuidString: rawApp) else {
+            throw AppError(.unauthorized, "invalid_api_key", "X-App-ID must be a UUID")
+        }
+        guard key.utf8.count <= 256, try await verifier.verify(appID: appID, apiKey: key) else {
+            throw AppError(.unauthorized, "invalid_api_key", "Invalid application credentials")
+        }
+        var context = context
+        context.identity = Identity(appID: appID)
+        context.logger[metadataKey: "app_id"] = .string(appID.uuidString.lowercased())
+        return try await next(request, context)
+    }
+}
+
+/// Requires `Authorization: Bearer <access token>` signed by auth for the tenant of the
+/// request; leaves the user on the context. Must sit behind `TenantMiddleware`.
+public struct AccessTokenMiddleware: RouterMiddleware {
+    public typealias Context = ServiceRequestContext
+    let verifier: AccessTokenVerifier
+
+    public init(verifier: AccessTokenVerifier) { self.verifier = verifier }
+
+    public func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
+        guard let appID = context.identity?.appID else { throw AppError.unauthorized }
+        guard let auth = request.headers[.authorization], auth.count > 7,
+              auth.prefix(7).lowercased() == "bearer " else {
+            throw AppError(.unauthorized, "unauthorized", "Authorization: Bearer <access_token> is required")
+        }
+        let claims = try await verifier.verify(String(auth.dropFirst(7)), appID: appID)
+        var context = context
+        context.identity = Identity(appID: appID, userID: claims.userID, status: claims.status,
+                                    isGuest: claims.isGuest, email: claims.email)
+        context.logger[metadataKey: "user_id"] = .string(claims.sub)
+        return try await next(request, context)
+    }
+}
+
+/// The credential one service presents to another on `/internal/` routes.
+public struct InternalCredential: Sendable {
+    public let service: ServiceName
+    public let secret: String
+    public init(service: ServiceName, secret: String) { self.service = service; self.secret = secret }
+
+    public var headers: [(String, String)] {
+        [("Authorization", "Bearer \(secret)"), ("X-Service-Name", service.rawValue)]
+    }
+}
+
+/// Guards `/internal/` routes: only a calling service with its configured credential passes
+/// (compared in constant time).
+public struct InternalAuthMiddleware: RouterMiddleware {
+    public typealias Context = ServiceRequestContext
+    let accepted: [ServiceName: String]
+
+    public init(accepted: [ServiceName: String]) { self.accepted = accepted }
+
+    public func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
+        guard let name = request.headers[.xServiceName].flatMap(ServiceName.init(rawValue:)),
+              let expected = accepted[name],
+              let auth = request.headers[.authorization], auth.hasPrefix("Bearer "),
+              ConstantTime.equals(String(auth.dropFirst(7)), expected) else {
+            throw AppError(.unauthorized, "invalid_service_credential", "A valid service credential is required")
+        }
+        var context = context
+        context.callingService = name
+        return try await next(request, context)
+    }
+}
+
+public enum ConstantTime {
+    /// Compares two secrets without leaking where they differ: both are hashed first so the
+    /// loop length does not depend on the secret either.
+    public static func equals(_ a: String, _ b: String) -> Bool {
+        let ha = Array(SHA256.hash(data: Data(a.utf8)))
+        let hb = Array(SHA256.hash(data: Data(b.utf8)))
+        var diff: UInt8 = 0
+        for i in 0..<ha.count { diff |= ha[i] ^ hb[i] }
+        return diff == 0
+    }
+}

@@ -1,0 +1,64 @@
+import Foundation
+
+/// A user's account status as every service sees it (seed: `users.status`).
+public enum UserStatus: String, Codable, Sendable, CaseIterable {
+    case free
+    case premium
+    case suspended
+}
+
+/// The claims of an access token signed by auth (EdDSA, `kid` in the header) and verified by
+/// every service against auth's JWKS. `sub` and `user_id` carry the same id: `user_id` is the
+/// seed's name, `sub` the JWT standard one.
+public struct AccessTokenClaims: Codable, Sendable, Equatable {
+    public var sub: String
+    public var userID: UUID
+    public var appID: UUID
+    public var email: String?
+    public var status: UserStatus
+    public var isGuest: Bool
+    public var iss: String
+    public var iat: Int
+    public var exp: Int
+    public var jti: String
+
+    enum CodingKeys: String, CodingKey {
+        case sub
+        case userID = "user_id"
+        case appID = "app_id"
+        case email, status
+        case isGuest = "is_guest"
+        case iss, iat, exp, jti
+    }
+
+    public init(userID: UUID, appID: UUID, email: String?, status: UserStatus, isGuest: Bool,
+                issuer: String, issuedAt: Int, expiresAt: Int, jti: String) {
+        self.sub = userID.uuidString.lowercased()
+        self.userID = userID
+        self.appID = appID
+        self.email = email
+        self.status = status
+        self.isGuest = isGuest
+        self.iss = issuer
+        self.iat = issuedAt
+        self.exp = expiresAt
+        self.jti = jti
+    }
+}
+
+/// Who is calling, once the tenant headers and (when present) the access token are verified.
+public struct Identity: Sendable, Equatable {
+    public var appID: UUID
+    public var userID: UUID?
+    public var status: UserStatus?
+    public var isGuest: Bool
+    public var email: String?
+
+    public init(appID: UUID, userID: UUID? = nil, status: UserStatus? = nil, isGuest: Bool = false, email: String? = nil) {
+        self.appID = appID
+        self.userID = userID
+        self.status = status
+        self.isGuest = isGuest
+        self.email = email
+    }
+}
