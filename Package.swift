@@ -44,7 +44,8 @@ func serviceTargets(_ s: ServiceSpec) -> [Target] {
         ),
         .executableTarget(
             name: s.executable,
-            dependencies: [.target(name: "\(s.name)Service")],
+            dependencies: [.target(name: "\(s.name)Service"),
+                           .product(name: "ArgumentParser", package: "swift-argument-parser")],
             path: "Services/\(s.name)/Main"
         ),
         .testTarget(

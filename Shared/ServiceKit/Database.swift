@@ -103,14 +103,14 @@ public struct MigrationRunner: Sendable {
     }
 
     private func apply(_ conn: PostgresConnection, logger: Logger) async throws -> [String] {
-        _ = try await conn.simpleQuery("""
-            CREATE TABLE IF NOT EXISTS \(schema).schema_migrations (
+        try await conn.query("""
+            CREATE TABLE IF NOT EXISTS \(unescaped: schema).schema_migrations (
                 position integer PRIMARY KEY,
                 name text NOT NULL UNIQUE,
                 checksum text NOT NULL,
                 applied_at timestamptz NOT NULL DEFAULT now()
             )
-            """).get()
+            """, logger: logger)
         var recorded: [(Int, String, String)] = []
         let rows = try await conn.query("SELECT position, name, checksum FROM \(unescaped: schema).schema_migrations ORDER BY position", logger: logger)
         for try await (position, name, checksum) in rows.decode((Int, String, String).self) {
@@ -119,17 +119,19 @@ public struct MigrationRunner: Sendable {
         try verify(recorded)
         var applied: [String] = []
         for (index, migration) in migrations.enumerated() where index >= recorded.count {
-            _ = try await conn.simpleQuery("BEGIN").get()
+            try await conn.query("BEGIN", logger: logger)
             do {
-                _ = try await conn.simpleQuery("SET LOCAL search_path TO \(schema), public").get()
-                _ = try await conn.simpleQuery(migration.sql).get()
+                try await conn.query("SET LOCAL search_path TO \(unescaped: schema), public", logger: logger)
+                for statement in SQLScript.statements(migration.sql) {
+                    try await conn.query(PostgresQuery(unsafeSQL: statement), logger: logger)
+                }
                 try await conn.query("""
                     INSERT INTO \(unescaped: schema).schema_migrations (position, name, checksum)
                     VALUES (\(index), \(migration.name), \(migration.checksum))
                     """, logger: logger)
-                _ = try await conn.simpleQuery("COMMIT").get()
+                try await conn.query("COMMIT", logger: logger)
             } catch {
-                _ = try? await conn.simpleQuery("ROLLBACK").get()
+                _ = try? await conn.query("ROLLBACK", logger: logger)
                 throw MigrationError(description: "migration \(migration.name) failed: \(String(reflecting: error))")
             }
             logger.info("applied migration", metadata: ["schema": "\(schema)", "migration": "\(migration.name)"])
@@ -169,5 +171,68 @@ extension Migration {
             throw MigrationError(description: "\(service.rawValue) migrations missing from the resource bundle")
         }
         return try load(directory: url)
+    }
+}
+
+/// Splits a SQL script into statements (the extended protocol takes one at a time), aware of
+/// quotes, dollar-quoted bodies and comments.
+public enum SQLScript {
+    public static func statements(_ sql: String) -> [String] {
+        var result: [String] = []
+        var current = ""
+        let chars = Array(sql)
+        var i = 0
+        func flush() {
+            let t = current.trimmingCharacters(in: .whitespacesAndNewlines)
+            if !t.isEmpty { result.append(t) }
+            current = ""
+        }
+        while i < chars.count {
+            let c = chars[i]
+            let next: Character? = i + 1 < chars.count ? chars[i + 1] : nil
+            if c == "-" && next == "-" {
+                while i < chars.count && chars[i] != "\n" { i += 1 }
+                continue
+            }
+            if c == "/" && next == "*" {
+                i += 2
+                while i + 1 < chars.count && !(chars[i] == "*" && chars[i + 1] == "/") { i += 1 }
+                i += 2
+                continue
+            }
+            if c == "'" || c == "\"" {
+                current.append(c); i += 1
+                while i < chars.count {
+                    current.append(chars[i])
+                    if chars[i] == c {
+                        if i + 1 < chars.count && chars[i + 1] == c { current.append(c); i += 2; continue }
+                        i += 1; break
+                    }
+                    i += 1
+                }
+                continue
+            }
+            if c == "$" {
+                // $tag$ ... $tag$
+                var j = i + 1
+                while j < chars.count && (chars[j].isLetter || chars[j].isNumber || chars[j] == "_") { j += 1 }
+                if j < chars.count && chars[j] == "$" {
+                    let tag = String(chars[i...j])
+                    current += tag
+                    i = j + 1
+                    while i < chars.count {
+                        if chars[i] == "$" && String(chars[i..<min(chars.count, i + tag.count)]) == tag {
+                            current += tag; i += tag.count; break
+                        }
+                        current.append(chars[i]); i += 1
+                    }
+                    continue
+                }
+            }
+            if c == ";" { flush(); i += 1; continue }
+            current.append(c); i += 1
+        }
+        flush()
+        return result
     }
 }

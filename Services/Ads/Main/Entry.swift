@@ -1,0 +1,7 @@
+import ArgumentParser
+import AdsService
+
+@main
+struct Entry: AsyncMainProtocol {
+    typealias Command = AdsCommand
+}

@@ -1,3 +1,0 @@
-import AdsService
-
-await AdsCommand.main()

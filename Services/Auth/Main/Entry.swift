@@ -1,0 +1,7 @@
+import ArgumentParser
+import AuthService
+
+@main
+struct Entry: AsyncMainProtocol {
+    typealias Command = AuthCommand
+}

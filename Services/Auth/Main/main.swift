@@ -1,3 +1,0 @@
-import AuthService
-
-await AuthCommand.main()

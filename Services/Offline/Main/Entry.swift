@@ -1,0 +1,7 @@
+import ArgumentParser
+import OfflineService
+
+@main
+struct Entry: AsyncMainProtocol {
+    typealias Command = OfflineCommand
+}

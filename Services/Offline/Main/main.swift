@@ -1,3 +1,0 @@
-import OfflineService
-
-await OfflineCommand.main()

@@ -1,0 +1,7 @@
+import ArgumentParser
+import SubscriptionService
+
+@main
+struct Entry: AsyncMainProtocol {
+    typealias Command = SubscriptionCommand
+}

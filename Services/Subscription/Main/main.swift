@@ -1,3 +1,0 @@
-import SubscriptionService
-
-await SubscriptionCommand.main()

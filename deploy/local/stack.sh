@@ -1,0 +1,184 @@
+#!/usr/bin/env bash
+# The local stack: a private PostgreSQL 15 + PostGIS cluster under .data/, the four services
+# and the nginx gateway. Used by `make run`, `make test`, `make stop`, `make logs`.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+ROOT=$PWD
+DATA=$ROOT/.data
+PGDATA=$DATA/pg
+SOCK=$DATA/pg-socket
+RUN=$DATA/run
+LOGS=$DATA/logs
+PGBIN=/usr/lib/postgresql/15/bin
+SERVICES=(auth subscription offline ads)
+CONFIG=${CONFIG:-debug}
+GATEWAY_PORT=${GATEWAY_PORT:-8080}
+mkdir -p "$DATA" "$RUN" "$LOGS"
+
+log() { printf '==> %s\n' "$*" >&2; }
+
+deps() {
+  local missing=()
+  for p in libcurl4-openssl-dev libpq-dev libssl-dev postgresql-15 postgresql-15-postgis-3 nginx curl python3-venv; do
+    dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
+  done
+  if [ ${#missing[@]} -gt 0 ]; then
+    log "installing ${missing[*]}"
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update -q >/dev/null
+    apt-get install -y -q "${missing[@]}" >/dev/null
+  fi
+}
+
+pg_port() {
+  if [ -f "$DATA/pg.port" ]; then cat "$DATA/pg.port"; return; fi
+  local p=54329
+  while (echo >/dev/tcp/127.0.0.1/$p) 2>/dev/null; do p=$((p+1)); done
+  echo $p > "$DATA/pg.port"; echo $p
+}
+
+psql_admin() { PGOPTIONS="-c client_min_messages=warning" runuser -u postgres -- psql -X -q -v ON_ERROR_STOP=1 -h "$SOCK" -p "$(pg_port)" -U postgres "$@"; }
+
+db_start() {
+  local port; port=$(pg_port)
+  mkdir -p "$SOCK"
+  chown postgres:postgres "$DATA/pg-socket"
+  if [ ! -s "$PGDATA/PG_VERSION" ]; then
+    log "initialising PostgreSQL cluster in $PGDATA"
+    mkdir -p "$PGDATA"; chown postgres:postgres "$PGDATA"; chmod 700 "$PGDATA"
+    runuser -u postgres -- "$PGBIN/initdb" -D "$PGDATA" -U postgres --auth-local=trust --auth-host=scram-sha-256 -E UTF8 >/dev/null
+  fi
+  touch "$LOGS/postgres.log"; chown postgres:postgres "$LOGS/postgres.log"
+  if ! runuser -u postgres -- "$PGBIN/pg_ctl" -D "$PGDATA" status >/dev/null 2>&1; then
+    log "starting PostgreSQL on 127.0.0.1:$port"
+    runuser -u postgres -- "$PGBIN/pg_ctl" -D "$PGDATA" -l "$LOGS/postgres.log" -w -t 30 start \
+      -o "-p $port -k $SOCK -c listen_addresses=127.0.0.1 -c max_connections=300 -c shared_buffers=256MB -c fsync=${PG_FSYNC:-on}" >/dev/null
+  fi
+}
+
+db_bootstrap() { # $1 = database name
+  psql_admin -d postgres -v db="$1" -f deploy/local/bootstrap.sql >/dev/null
+}
+
+db_recreate() { # $1 = database name (tests start from an empty database)
+  psql_admin -d postgres -c "DROP DATABASE IF EXISTS \"$1\" WITH (FORCE)" >/dev/null
+  db_bootstrap "$1"
+}
+
+build() {
+  log "building ($CONFIG)"
+  swift build -c "$CONFIG" ${BUILD_FLAGS:-}
+}
+
+bin_dir() { swift build -c "$CONFIG" --show-bin-path; }
+
+env_for_stack() { # the environment every service process gets
+  export DATABASE_HOST=127.0.0.1 DATABASE_PORT=$(pg_port) DATABASE_NAME=${DATABASE_NAME:-app_backend} DATA_DIR=$DATA
+  if [ -f .env ]; then set -a; . ./.env; set +a; fi
+}
+
+demo_app() {
+  env_for_stack
+  local bin; bin=$(bin_dir)
+  if [ -f "$DATA/demo.env" ]; then
+    . "$DATA/demo.env"
+    local found
+    found=$(psql_admin -d "$DATABASE_NAME" -tA -c "SELECT count(*) FROM auth.applications WHERE id = '$APP_ID'" 2>/dev/null || echo 0)
+    if [ "$found" = "1" ]; then return; fi
+  fi
+  log "creating the demo application"
+  "$bin/auth-service" admin apps create --name "Quiz Geography" --env > "$DATA/demo.env.tmp"
+  mv "$DATA/demo.env.tmp" "$DATA/demo.env"
+}
+
+services_start() {
+  env_for_stack
+  local bin; bin=$(bin_dir)
+  for s in "${SERVICES[@]}"; do
+    local pidf="$RUN/$s.pid"
+    if [ -f "$pidf" ] && kill -0 "$(cat "$pidf")" 2>/dev/null; then continue; fi
+    log "starting $s-service"
+    nohup "$bin/$s-service" serve </dev/null >>"$LOGS/$s.log" 2>&1 &
+    echo $! > "$pidf"
+  done
+}
+
+gateway_start() {
+  local conf=$DATA/nginx
+  mkdir -p "$conf/logs" "$conf/tmp"
+  # Same file as the container image, with the upstream hosts of the local stack.
+  sed -e 's/server auth:3001/server 127.0.0.1:3001/; s/server subscription:3002/server 127.0.0.1:3002/' \
+      -e 's/server offline:3003/server 127.0.0.1:3003/; s/server ads:3004/server 127.0.0.1:3004/' \
+      -e "s/listen 8080/listen 127.0.0.1:$GATEWAY_PORT/" \
+      deploy/gateway/nginx.conf > "$conf/nginx.conf"
+  if [ -f "$conf/nginx.pid" ] && kill -0 "$(cat "$conf/nginx.pid")" 2>/dev/null; then
+    nginx -p "$conf" -c "$conf/nginx.conf" -g "pid $conf/nginx.pid; user root;" -s reload
+  else
+    log "starting the gateway on 127.0.0.1:$GATEWAY_PORT"
+    nginx -p "$conf" -c "$conf/nginx.conf" -g "pid $conf/nginx.pid; user root;" </dev/null >>"$LOGS/gateway.log" 2>&1
+  fi
+}
+
+wait_ready() {
+  for s in "${SERVICES[@]}"; do
+    local url="http://127.0.0.1:$GATEWAY_PORT/$s/v1/ready" ok=0
+    for _ in $(seq 1 300); do
+      if curl -fsS -o /dev/null "$url" 2>/dev/null; then ok=1; break; fi
+      sleep 0.2
+    done
+    if [ $ok = 0 ]; then log "$s is not ready; last log lines:"; tail -20 "$LOGS/$s.log" >&2; return 1; fi
+  done
+}
+
+stop() {
+  for s in "${SERVICES[@]}"; do
+    local pidf="$RUN/$s.pid"
+    if [ -f "$pidf" ]; then kill "$(cat "$pidf")" 2>/dev/null || true; rm -f "$pidf"; fi
+  done
+  local conf=$DATA/nginx
+  if [ -f "$conf/nginx.pid" ]; then nginx -p "$conf" -c "$conf/nginx.conf" -g "pid $conf/nginx.pid; user root;" -s quit 2>/dev/null || true; fi
+  if [ -s "$PGDATA/PG_VERSION" ]; then runuser -u postgres -- "$PGBIN/pg_ctl" -D "$PGDATA" -m fast stop >/dev/null 2>&1 || true; fi
+}
+
+python_tools() { # reference tools for tests, in a venv under .data
+  if [ ! -x "$DATA/venv/bin/python" ]; then python3 -m venv "$DATA/venv"; fi
+  "$DATA/venv/bin/pip" install -q --disable-pip-version-check aiosmtpd kubernetes-validate pyyaml >/dev/null
+}
+
+case "${1:-}" in
+  run)
+    deps; build; db_start; db_bootstrap app_backend
+    DATABASE_NAME=app_backend demo_app
+    DATABASE_NAME=app_backend services_start; gateway_start; wait_ready
+    . "$DATA/demo.env"
+    cat <<TXT
+
+The stack is up.
+  gateway       http://127.0.0.1:$GATEWAY_PORT   (/auth/v1, /subscription/v1, /offline/v1, /ads/v1)
+  services      auth :3001  subscription :3002  offline :3003  ads :3004
+  PostgreSQL    127.0.0.1:$(pg_port)  database app_backend
+  demo app      APP_ID=$APP_ID
+                API_KEY=$API_KEY   (also in .data/demo.env)
+  logs          make logs      stop: make stop
+TXT
+    ;;
+  test)
+    deps; python_tools
+    log "validating deploy/k8s"
+    "$DATA/venv/bin/kubernetes-validate" -q deploy/k8s/*.yaml
+    db_start; db_recreate app_backend_test
+    BUILD_FLAGS=--build-tests build
+    stop_services_only() { for s in "${SERVICES[@]}"; do [ -f "$RUN/$s.pid" ] && kill "$(cat "$RUN/$s.pid")" 2>/dev/null; rm -f "$RUN/$s.pid"; done; }
+    stop_services_only
+    export DATABASE_NAME=app_backend_test
+    demo_app; services_start; gateway_start; wait_ready
+    trap 'stop_services_only >/dev/null 2>&1 || true' EXIT
+    env_for_stack
+    export TEST_PG_SOCKET=$SOCK TEST_GATEWAY_URL=http://127.0.0.1:$GATEWAY_PORT TEST_BIN_DIR=$(bin_dir) TEST_PYTHON=$DATA/venv/bin/python
+    swift test --skip-build ${TEST_FLAGS:-}
+    ;;
+  stop) stop ;;
+  logs) tail -n 100 -F "$LOGS"/*.log ;;
+  db) db_start; db_bootstrap app_backend ;;
+  *) echo "usage: $0 run|test|stop|logs|db" >&2; exit 2 ;;
+esac
