@@ -89,8 +89,17 @@ let package = Package(
         .testTarget(
             name: "ServiceKitTests",
             dependencies: ["ServiceKit", "TestSupport", "AuthService",
-                           .product(name: "HummingbirdTesting", package: "hummingbird")],
+                           .product(name: "HummingbirdTesting", package: "hummingbird"),
+                           .product(name: "NIOCore", package: "swift-nio"),
+                           .product(name: "NIOPosix", package: "swift-nio"),
+                           .product(name: "NIOHTTP1", package: "swift-nio"),
+                           .product(name: "ServiceLifecycle", package: "swift-service-lifecycle")],
             path: "Tests/ServiceKitTests"
+        ),
+        .testTarget(
+            name: "StackTests",
+            dependencies: ["ServiceKit", "TestSupport"],
+            path: "Tests/StackTests"
         ),
     ] + services.flatMap(serviceTargets)
 )

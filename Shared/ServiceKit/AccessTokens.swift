@@ -26,12 +26,13 @@ public struct AccessTokenSigner: Sendable {
     public let kid: String
     public let issuer: String
 
-    public init(privateKey: Curve25519.Signing.PrivateKey, issuer: String = "auth") {
+    /// `kidOverride` exists for tests that forge a token under the real key's name.
+    public init(privateKey: Curve25519.Signing.PrivateKey, issuer: String = "auth", kidOverride: String? = nil) {
         self.privateKey = privateKey
         self.issuer = issuer
-        // RFC 7638-style thumbprint prefix: stable for a key, different for a new one.
+        // A thumbprint prefix of the public key: stable for a key, different for a new one.
         let digest = SHA256.hash(data: privateKey.publicKey.rawRepresentation)
-        self.kid = String(Base64URL.encode(Data(digest)).prefix(16))
+        self.kid = kidOverride ?? String(Base64URL.encode(Data(digest)).prefix(16))
     }
 
     public func sign(_ claims: AccessTokenClaims) throws -> String {
@@ -161,7 +162,8 @@ public final class AccessTokenVerifier: Sendable {
             keys.withLock { k in
                 k.byKid = parsed
                 k.fetchedAt = now
-                if known == nil { k.lastForcedFetch = now }
+                // Only a refetch caused by an unknown kid counts against the refetch interval.
+                if known == nil && !stale { k.lastForcedFetch = now }
             }
             return parsed[kid]
         } catch {

@@ -165,8 +165,8 @@ TXT
   test)
     deps; python_tools
     log "validating deploy/k8s"
-    "$DATA/venv/bin/kubernetes-validate" -q deploy/k8s/*.yaml
-    db_start; db_recreate app_backend_test
+    "$DATA/venv/bin/kubernetes-validate" --strict --quiet deploy/k8s/*.yaml
+    db_start; db_recreate app_backend_test; db_recreate app_backend_unit
     BUILD_FLAGS=--build-tests build
     stop_services_only() { for s in "${SERVICES[@]}"; do [ -f "$RUN/$s.pid" ] && kill "$(cat "$RUN/$s.pid")" 2>/dev/null; rm -f "$RUN/$s.pid"; done; }
     stop_services_only
@@ -174,7 +174,7 @@ TXT
     demo_app; services_start; gateway_start; wait_ready
     trap 'stop_services_only >/dev/null 2>&1 || true' EXIT
     env_for_stack
-    export TEST_PG_SOCKET=$SOCK TEST_GATEWAY_URL=http://127.0.0.1:$GATEWAY_PORT TEST_BIN_DIR=$(bin_dir) TEST_PYTHON=$DATA/venv/bin/python
+    export TEST_UNIT_DATABASE=app_backend_unit TEST_PG_SOCKET=$SOCK TEST_GATEWAY_URL=http://127.0.0.1:$GATEWAY_PORT TEST_BIN_DIR=$(bin_dir) TEST_PYTHON=$DATA/venv/bin/python
     swift test --skip-build ${TEST_FLAGS:-}
     ;;
   stop) stop ;;

@@ -1,0 +1,111 @@
+import Foundation
+import PostgresNIO
+import ServiceKit
+import TestSupport
+import XCTest
+
+final class MigrationTests: XCTestCase {
+    /// Four `auth-service migrate` processes on a fresh database at once: no error, and each
+    /// migration recorded exactly once.
+    func testFourProcessesApplyEachMigrationOnce() async throws {
+        let database = "migrate_race_\(UInt32.random(in: 0...UInt32.max))"
+        let admin = TestEnvironment.adminClient()
+        try await withPostgres(admin) { admin in
+            try await admin.query("CREATE DATABASE \(unescaped: database)", logger: TestEnvironment.logger)
+        }
+        let onNew = TestEnvironment.adminClient(database: database)
+        try await withPostgres(onNew) { db in
+            try await db.query("CREATE SCHEMA auth AUTHORIZATION auth_svc", logger: TestEnvironment.logger)
+        }
+        defer {
+            let drop = TestEnvironment.adminClient()
+            Task { try? await withPostgres(drop) { try await $0.query("DROP DATABASE IF EXISTS \(unescaped: database) WITH (FORCE)") } }
+        }
+
+        let binary = URL(fileURLWithPath: TestEnvironment.binDirectory).appendingPathComponent("auth-service")
+        var env = ProcessInfo.processInfo.environment
+        env["DATABASE_NAME"] = database
+        env["DATABASE_PORT"] = String(TestEnvironment.databasePort)
+        env["LOG_LEVEL"] = "error"
+        let processes = (0..<4).map { _ -> Process in
+            let p = Process()
+            p.executableURL = binary
+            p.arguments = ["migrate"]
+            p.environment = env
+            p.standardOutput = Pipe()
+            p.standardError = Pipe()
+            return p
+        }
+        for p in processes { try p.run() }
+        for p in processes { p.waitUntilExit() }
+        for p in processes {
+            let err = String(decoding: (p.standardError as! Pipe).fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+            XCTAssertEqual(p.terminationStatus, 0, "migrate failed: \(err)")
+        }
+
+        let expected = try PlatformMigrations.all.count + AuthMigrationsCount.value()
+        let counts = try await withPostgres(TestEnvironment.adminClient(database: database)) { db -> [String: Int] in
+            var counts: [String: Int] = [:]
+            let rows = try await db.query("SELECT name, count(*)::int FROM auth.schema_migrations GROUP BY name")
+            for try await (name, n) in rows.decode((String, Int).self) { counts[name] = n }
+            return counts
+        }
+        XCTAssertEqual(counts.count, expected)
+        XCTAssertTrue(counts.values.allSatisfy { $0 == 1 }, "\(counts)")
+    }
+
+    /// A database whose history differs from the code (edited or unknown migration) is refused.
+    func testRefusesHistoryThatDoesNotMatch() async throws {
+        let schema = "auth"
+        let runtime = TestEnvironment.runtime(.auth)
+        try await withPostgres(runtime.db) { db in
+            let first = MigrationRunner(schema: schema, migrations: runtime.migrations.migrations)
+            try await first.run(on: db, logger: TestEnvironment.logger)
+
+            var edited = runtime.migrations.migrations
+            edited[0].sql += "\n-- edited after it was applied"
+            do {
+                try await MigrationRunner(schema: schema, migrations: edited).run(on: db, logger: TestEnvironment.logger)
+                XCTFail("an edited migration must stop the start")
+            } catch let error as MigrationError {
+                XCTAssertTrue(error.description.contains("checksum"), error.description)
+            }
+
+            var renamed = runtime.migrations.migrations
+            renamed[0].name = "0000_something_else"
+            do {
+                try await MigrationRunner(schema: schema, migrations: renamed).run(on: db, logger: TestEnvironment.logger)
+                XCTFail("a renamed migration must stop the start")
+            } catch let error as MigrationError {
+                XCTAssertTrue(error.description.contains("does not match"), error.description)
+            }
+
+            do {
+                try await MigrationRunner(schema: schema, migrations: []).run(on: db, logger: TestEnvironment.logger)
+                XCTFail("a newer database must stop the start")
+            } catch let error as MigrationError {
+                XCTAssertTrue(error.description.contains("newer"), error.description)
+            }
+        }
+    }
+
+    func testSQLScriptSplitsStatementsButNotQuotedSemicolons() {
+        let sql = """
+            -- a comment; with a semicolon
+            CREATE TABLE a (x text DEFAULT 'a;b');
+            /* block; comment */
+            CREATE FUNCTION f() RETURNS int AS $body$ SELECT 1; $body$ LANGUAGE sql;
+            INSERT INTO a VALUES ('it''s; fine')
+            """
+        let statements = SQLScript.statements(sql)
+        XCTAssertEqual(statements.count, 3)
+        XCTAssertEqual(statements[0], "CREATE TABLE a (x text DEFAULT 'a;b')")
+        XCTAssertTrue(statements[1].contains("$body$ SELECT 1; $body$"))
+        XCTAssertEqual(statements[2], "INSERT INTO a VALUES ('it''s; fine')")
+    }
+}
+
+import AuthService
+enum AuthMigrationsCount {
+    static func value() throws -> Int { try AuthService.migrations().count }
+}

@@ -1,0 +1,59 @@
+import Foundation
+import ServiceKit
+import TestSupport
+import XCTest
+
+final class RateLimiterTests: XCTestCase {
+    func testFixedWindowAllowsLimitThenRefusesUntilTheWindowTurns() async throws {
+        let clock = MovableClock(Date(timeIntervalSince1970: 1_800_000_000))
+        let runtime = TestEnvironment.runtime(.auth, clock: clock)
+        try await withMigratedRuntime(runtime) { runtime in
+            let limiter = RateLimiter(client: runtime.db, clock: clock, logger: runtime.logger)
+            let key = UUID().uuidString
+            for i in 1...5 {
+                let d = try await limiter.hit(scope: "test-login", key: key, limit: 5, window: 900)
+                XCTAssertTrue(d.allowed, "hit \(i)")
+                XCTAssertEqual(d.remaining, 5 - i)
+            }
+            clock.advance(by: 100)
+            let refused = try await limiter.hit(scope: "test-login", key: key, limit: 5, window: 900)
+            XCTAssertFalse(refused.allowed)
+            XCTAssertEqual(refused.retryAfter, 800)
+            // Another key is counted apart.
+            let other = try await limiter.hit(scope: "test-login", key: key + "-other", limit: 5, window: 900)
+            XCTAssertTrue(other.allowed)
+
+            do {
+                try await limiter.enforce(scope: "test-login", key: key, limit: 5, window: 900)
+                XCTFail("expected 429")
+            } catch let e as AppError {
+                XCTAssertEqual(e.status.code, 429)
+                XCTAssertEqual(e.extra["retry_after"], .int(800))
+            }
+            clock.advance(by: 800)
+            let next = try await limiter.hit(scope: "test-login", key: key, limit: 5, window: 900)
+            XCTAssertTrue(next.allowed)
+        }
+    }
+
+    func testSlidingWindowCountsThePreviousWindowsOverlap() async throws {
+        let clock = MovableClock(Date(timeIntervalSince1970: TimeInterval(1_800_000_000 - 1_800_000_000 % 60)))
+        let runtime = TestEnvironment.runtime(.auth, clock: clock)
+        try await withMigratedRuntime(runtime) { runtime in
+            let limiter = RateLimiter(client: runtime.db, clock: clock, logger: runtime.logger)
+            let key = UUID().uuidString
+            for _ in 1...10 {
+                let d = try await limiter.hit(scope: "test-sliding", key: key, limit: 10, window: 60, mode: .sliding)
+                XCTAssertTrue(d.allowed)
+            }
+            // 15 s into the next window, 3/4 of the previous 10 still count: 7 + 1 = 8 ≤ 10.
+            clock.advance(by: 75)
+            let a = try await limiter.hit(scope: "test-sliding", key: key, limit: 10, window: 60, mode: .sliding)
+            XCTAssertTrue(a.allowed)
+            _ = try await limiter.hit(scope: "test-sliding", key: key, limit: 10, window: 60, mode: .sliding)
+            _ = try await limiter.hit(scope: "test-sliding", key: key, limit: 10, window: 60, mode: .sliding)
+            let refused = try await limiter.hit(scope: "test-sliding", key: key, limit: 10, window: 60, mode: .sliding)
+            XCTAssertFalse(refused.allowed, "4 in this window + 7 carried over = 11 > 10")
+        }
+    }
+}

@@ -1,0 +1,244 @@
+import AuthService
+import Crypto
+import Foundation
+import Hummingbird
+import HummingbirdTesting
+import ServiceKit
+import ServiceLifecycle
+import Synchronization
+import TestSupport
+import WireTypes
+import XCTest
+
+/// Tenant headers, access tokens and internal credentials as another service (ads) checks
+/// them: tokens signed by a live auth service, verified through its JWKS over HTTP.
+final class RequestAuthenticationTests: XCTestCase {
+    final class CountingSource: JWKSSource {
+        let inner: any JWKSSource
+        let fetches = Mutex(0)
+        init(_ inner: any JWKSSource) { self.inner = inner }
+        func fetchKeys() async throws -> JWKSDocument {
+            fetches.withLock { $0 += 1 }
+            return try await inner.fetchKeys()
+        }
+    }
+
+    struct EchoBody: Codable { var name: String; var count: Int }
+    struct EchoResponse: Codable { var userID: UUID; var appID: UUID; var name: String
+        enum CodingKeys: String, CodingKey { case userID = "user_id"; case appID = "app_id"; case name }
+    }
+    struct Secret: Error { let detail = "password=hunter2 at db.internal:5432" }
+
+    /// Runs a live auth service with a fresh key, two registered apps, and an ads-like
+    /// consumer application with test routes on each kind of group.
+    static func withStack(_ body: @Sendable (_ client: any TestClientProtocol, _ ctx: Stack) async throws -> Void) async throws {
+        let authPort = try TestEnvironment.freePort()
+        let key = Curve25519.Signing.PrivateKey()
+        let authRuntime = TestEnvironment.runtime(.auth, migrations: try AuthService.migrations(), overrides: ["AUTH_PORT": String(authPort)])
+        let authApp = try AuthService.buildApplication(runtime: authRuntime, signingKey: key)
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            let serviceGroup = ServiceGroup(configuration: .init(services: [authApp], logger: authRuntime.logger))
+            group.addTask { try await serviceGroup.run() }
+            defer { Task { await serviceGroup.triggerGracefulShutdown() } }
+            await authRuntime.readiness.waitUntilMigrated()
+            let repo = PostgresApplicationRepository(db: authRuntime.db, logger: authRuntime.logger)
+            let appA = try await repo.create(name: "App A")
+            let appB = try await repo.create(name: "App B")
+
+            let consumer = TestEnvironment.runtime(.ads, overrides: ["AUTH_URL": "http://127.0.0.1:\(authPort)"])
+            let source = CountingSource(RemoteJWKSSource(url: "http://127.0.0.1:\(authPort)/auth/v1/.well-known/jwks.json", http: consumer.http))
+            let verifier = AccessTokenVerifier(source: source)
+            let app = buildServiceApplication(runtime: consumer, appVerifier: consumer.remoteAppVerifier(), tokenVerifier: verifier) { routes in
+                routes.user.post("echo") { request, context in
+                    let body = try await request.decodeJSON(as: EchoBody.self, context: context)
+                    let (appID, userID) = try context.requireUser()
+                    return try context.json(EchoResponse(userID: userID, appID: appID, name: body.name))
+                }
+                routes.tenant.get("tenant-only") { _, context in try context.json(["app_id": try context.requireApp()]) }
+                routes.internal.get("whoami") { _, context in try context.json(["service": context.callingService?.rawValue ?? ""]) }
+                routes.open.get("boom") { _, _ -> String in throw Secret() }
+            }
+            try await app.test(.router) { client in
+                try await body(client, Stack(signer: AccessTokenSigner(privateKey: key), appA: appA, appB: appB, source: source))
+            }
+            await serviceGroup.triggerGracefulShutdown()
+        }
+    }
+
+    struct Stack: Sendable {
+        let signer: AccessTokenSigner
+        let appA: IssuedAPIKey
+        let appB: IssuedAPIKey
+        let source: CountingSource
+
+        func token(app: UUID? = nil, expiresIn: Int = 600, signer other: AccessTokenSigner? = nil) throws -> String {
+            let now = Int(Date().timeIntervalSince1970)
+            let claims = AccessTokenClaims(userID: UUID(), appID: app ?? appA.appID, email: "p@example.com", status: .free,
+                                           isGuest: false, issuer: "auth", issuedAt: now - 10, expiresAt: now + expiresIn,
+                                           jti: UUID().uuidString)
+            return try (other ?? signer).sign(claims)
+        }
+
+        func headers(_ token: String?, app: IssuedAPIKey? = nil) -> HTTPFields {
+            var h = HTTPFields.tenant((app ?? appA).appID, (app ?? appA).apiKey)
+            h[.contentType] = "application/json"
+            if let token { h[.authorization] = "Bearer \(token)" }
+            return h
+        }
+    }
+
+    static let echoBody = ByteBuffer(string: #"{"name":"Ada","count":3}"#)
+
+    func testTokenSignedByAuthIsAcceptedByAnotherService() async throws {
+        try await Self.withStack { client, s in
+            let token = try s.token()
+            try await client.execute(uri: "/ads/v1/echo", method: .post, headers: s.headers(token), body: Self.echoBody) { r in
+                XCTAssertEqual(r.status, .ok)
+                let echo = try r.json(EchoResponse.self)
+                XCTAssertEqual(echo.appID, s.appA.appID)
+                XCTAssertEqual(echo.name, "Ada")
+            }
+            // Verified tokens are cached: a second call does not refetch the key set.
+            try await client.execute(uri: "/ads/v1/echo", method: .post, headers: s.headers(token), body: Self.echoBody) { r in
+                XCTAssertEqual(r.status, .ok)
+            }
+            XCTAssertEqual(s.source.fetches.withLock { $0 }, 1)
+        }
+    }
+
+    func testRefusedTokens() async throws {
+        try await Self.withStack { client, s in
+            let expired = try s.token(expiresIn: -120)
+            let forged = try s.token(signer: ForgedSigner.sameKid(as: s.signer))
+            let otherApp = try s.token(app: s.appB.appID)
+            let unknownKid = try s.token(signer: AccessTokenSigner(privateKey: .init()))
+            let valid = try s.token()
+            let parts = valid.split(separator: ".")
+            let none = Base64URL.encode(Data(#"{"alg":"none","kid":"\#(s.signer.kid)","typ":"JWT"}"#.utf8)) + "." + parts[1] + "."
+            let tampered = parts[0] + "." + Base64URL.encode(Data(#"{"sub":"x"}"#.utf8)) + "." + parts[2]
+            for (name, token) in [("expired", expired), ("wrong signature", forged), ("another app", otherApp),
+                                  ("unknown kid", unknownKid), ("alg none", none), ("tampered", String(tampered)), ("garbage", "abc")] {
+                try await client.execute(uri: "/ads/v1/echo", method: .post, headers: s.headers(token), body: Self.echoBody) { r in
+                    XCTAssertEqual(r.status, .unauthorized, name)
+                    let env = try r.envelope()
+                    XCTAssertEqual(env.error, "invalid_token", name)
+                    XCTAssertFalse(env.message.isEmpty)
+                }
+            }
+            // The unknown kid caused one refetch, and it stayed unknown; a second unknown kid
+            // within the refetch interval does not hammer auth.
+            let fetches = s.source.fetches.withLock { $0 }
+            XCTAssertEqual(fetches, 2, "initial fetch + one refetch for the unknown kid")
+            let another = try s.token(signer: AccessTokenSigner(privateKey: .init()))
+            try await client.execute(uri: "/ads/v1/echo", method: .post, headers: s.headers(another), body: Self.echoBody) { r in
+                XCTAssertEqual(r.status, .unauthorized)
+            }
+            XCTAssertEqual(s.source.fetches.withLock { $0 }, 2)
+            // No bearer token at all.
+            try await client.execute(uri: "/ads/v1/echo", method: .post, headers: s.headers(nil), body: Self.echoBody) { r in
+                XCTAssertEqual(r.status, .unauthorized)
+                XCTAssertEqual(try r.envelope().error, "unauthorized")
+            }
+        }
+    }
+
+    func testTenantHeaders() async throws {
+        try await Self.withStack { client, s in
+            try await client.execute(uri: "/ads/v1/tenant-only", method: .get, headers: s.headers(nil)) { r in
+                XCTAssertEqual(r.status, .ok)
+            }
+            try await client.execute(uri: "/ads/v1/tenant-only", method: .get, headers: [:]) { r in
+                XCTAssertEqual(r.status, .unauthorized)
+                XCTAssertEqual(try r.envelope().error, "missing_api_key")
+            }
+            try await client.execute(uri: "/ads/v1/tenant-only", method: .get, headers: .tenant(s.appA.appID, s.appB.apiKey)) { r in
+                XCTAssertEqual(r.status, .unauthorized)
+                XCTAssertEqual(try r.envelope().error, "invalid_api_key")
+            }
+            try await client.execute(uri: "/ads/v1/tenant-only", method: .get, headers: [.xAppID: "not-a-uuid", .xAPIKey: "x"]) { r in
+                XCTAssertEqual(r.status, .unauthorized)
+                XCTAssertEqual(try r.envelope().error, "invalid_api_key")
+            }
+            try await client.execute(uri: "/ads/v1/tenant-only", method: .get, headers: .tenant(UUID(), s.appA.apiKey)) { r in
+                XCTAssertEqual(r.status, .unauthorized)
+            }
+        }
+    }
+
+    func testBadInputGetsA4xxEnvelope() async throws {
+        try await Self.withStack { client, s in
+            let token = try s.token()
+            let cases: [(String, ByteBuffer, HTTPFields, HTTPResponse.Status, String)] = [
+                ("malformed JSON", ByteBuffer(string: #"{"name": "#), s.headers(token), .badRequest, "invalid_request"),
+                ("wrong type", ByteBuffer(string: #"{"name":"Ada","count":"three"}"#), s.headers(token), .badRequest, "invalid_request"),
+                ("missing field", ByteBuffer(string: #"{"name":"Ada"}"#), s.headers(token), .badRequest, "invalid_request"),
+                ("empty body", ByteBuffer(), s.headers(token), .badRequest, "invalid_request"),
+                ("oversized body", ByteBuffer(repeating: UInt8(ascii: "a"), count: 2 << 20), s.headers(token), .contentTooLarge, "payload_too_large"),
+            ]
+            for (name, body, headers, status, code) in cases {
+                try await client.execute(uri: "/ads/v1/echo", method: .post, headers: headers, body: body) { r in
+                    XCTAssertEqual(r.status, status, name)
+                    XCTAssertEqual(try r.envelope().error, code, name)
+                }
+            }
+            var textHeaders = s.headers(token)
+            textHeaders[.contentType] = "text/plain"
+            try await client.execute(uri: "/ads/v1/echo", method: .post, headers: textHeaders, body: Self.echoBody) { r in
+                XCTAssertEqual(r.status, .unsupportedMediaType)
+                XCTAssertEqual(try r.envelope().error, "unsupported_media_type")
+            }
+            try await client.execute(uri: "/ads/v1/echo", method: .post, headers: s.headers(token),
+                                     body: ByteBuffer(string: #"{"name":"Ada","count":"three"}"#)) { r in
+                XCTAssertEqual(try r.envelope().extra["field"], "count")
+            }
+            try await client.execute(uri: "/ads/v1/nowhere", method: .get, headers: s.headers(token)) { r in
+                XCTAssertEqual(r.status, .notFound)
+                XCTAssertEqual(try r.envelope().error, "not_found")
+            }
+            // An unknown error: a bare 500 that tells nothing about internals.
+            try await client.execute(uri: "/ads/v1/boom", method: .get) { r in
+                XCTAssertEqual(r.status, .internalServerError)
+                let env = try r.envelope()
+                XCTAssertEqual(env.error, "internal_error")
+                XCTAssertFalse(String(buffer: r.body).contains("hunter2"))
+                XCTAssertFalse(String(buffer: r.body).contains("Secret"))
+            }
+        }
+    }
+
+    func testInternalRoutesNeedTheCallingServicesCredential() async throws {
+        try await Self.withStack { client, _ in
+            try await client.execute(uri: "/internal/whoami", method: .get) { r in
+                XCTAssertEqual(r.status, .unauthorized)
+                XCTAssertEqual(try r.envelope().error, "invalid_service_credential")
+            }
+            try await client.execute(uri: "/internal/whoami", method: .get,
+                                     headers: [.authorization: "Bearer wrong", .xServiceName: "auth"]) { r in
+                XCTAssertEqual(r.status, .unauthorized)
+            }
+            // The credential of another caller does not pass under a different name.
+            try await client.execute(uri: "/internal/whoami", method: .get,
+                                     headers: [.authorization: "Bearer local-internal-offline", .xServiceName: "auth"]) { r in
+                XCTAssertEqual(r.status, .unauthorized)
+            }
+            try await client.execute(uri: "/internal/whoami", method: .get,
+                                     headers: [.authorization: "Bearer local-internal-auth", .xServiceName: "auth"]) { r in
+                XCTAssertEqual(r.status, .ok)
+                XCTAssertEqual(try r.json([String: String].self)["service"], "auth")
+            }
+        }
+    }
+}
+
+/// Signs with a different key while claiming auth's `kid`: the signature must not verify.
+enum ForgedSigner {
+    static func sameKid(as real: AccessTokenSigner) -> AccessTokenSigner {
+        ImpersonatingSigner.make(kid: real.kid)
+    }
+}
+
+enum ImpersonatingSigner {
+    static func make(kid: String) -> AccessTokenSigner {
+        AccessTokenSigner(privateKey: .init(), kidOverride: kid)
+    }
+}

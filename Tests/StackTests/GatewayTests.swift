@@ -1,0 +1,83 @@
+import Foundation
+import ServiceKit
+import TestSupport
+import WireTypes
+import XCTest
+
+/// The stack `make test` started (four binaries + nginx), reached through the gateway.
+final class GatewayTests: XCTestCase {
+    let http = CurlHTTPClient()
+    let gateway = TestEnvironment.gatewayURL
+    deinit { http.shutdown() }
+
+    func testEveryServiceAnswersHealthAndReadyThroughTheGateway() async throws {
+        for service in ServiceName.allCases {
+            for path in ["health", "ready"] {
+                let r = try await http.send(HTTPRequest(url: "\(gateway)/\(service.rawValue)/v1/\(path)"))
+                XCTAssertEqual(r.status, 200, "\(service) \(path)")
+                let status = try r.decode(HealthStatus.self)
+                XCTAssertEqual(status.service, service.rawValue)
+            }
+            let metrics = try await http.send(HTTPRequest(url: "\(gateway)/\(service.rawValue)/v1/metrics"))
+            XCTAssertEqual(metrics.status, 200)
+            XCTAssertTrue(String(decoding: metrics.body, as: UTF8.self).contains("http_requests_total"))
+        }
+    }
+
+    func testInternalPathsAreNotFoundAtTheGateway() async throws {
+        let paths = ["/internal/apps/verify", "/auth/v1/internal/apps/verify", "/auth/internal/apps/verify",
+                     "/subscription/v1/internal/users/x", "/offline/v1/internal/", "/ads/v1/internal"]
+        for path in paths {
+            for method in ["GET", "POST"] {
+                let r = try await http.send(HTTPRequest(method: method, url: gateway + path,
+                                                        headers: [("Authorization", "Bearer local-internal-ads"), ("X-Service-Name", "ads")],
+                                                        body: method == "POST" ? Data("{}".utf8) : nil))
+                XCTAssertEqual(r.status, 404, "\(method) \(path)")
+                XCTAssertEqual(try r.decode(ErrorEnvelope.self).error, "not_found")
+            }
+        }
+        // The same route is there on the service itself, for other services.
+        let direct = try await http.send(HTTPRequest(method: "POST", url: "http://127.0.0.1:3001/internal/apps/verify",
+                                                     headers: [("Content-Type", "application/json")], body: Data("{}".utf8)))
+        XCTAssertEqual(direct.status, 401)
+    }
+
+    func testGatewaySetsARequestIDAndKeepsTheClients() async throws {
+        let mine = try await http.send(HTTPRequest(url: "\(gateway)/auth/v1/health", headers: [("X-Request-ID", "client-chosen-id")]))
+        XCTAssertEqual(mine.header("X-Request-ID"), "client-chosen-id")
+        let generated = try await http.send(HTTPRequest(url: "\(gateway)/ads/v1/health"))
+        XCTAssertEqual(generated.header("X-Request-ID")?.count, 32)
+    }
+
+    func testBadInputAtTheGatewayGetsTheEnvelope() async throws {
+        let big = Data(repeating: UInt8(ascii: "a"), count: 2 << 20)
+        let tooLarge = try await http.send(HTTPRequest(method: "POST", url: "\(gateway)/auth/v1/anything",
+                                                       headers: [("Content-Type", "application/json")], body: big))
+        XCTAssertEqual(tooLarge.status, 413)
+        XCTAssertEqual(try tooLarge.decode(ErrorEnvelope.self).error, "payload_too_large")
+
+        let unknown = try await http.send(HTTPRequest(url: "\(gateway)/nope/v1/health"))
+        XCTAssertEqual(unknown.status, 404)
+        XCTAssertEqual(try unknown.decode(ErrorEnvelope.self).error, "not_found")
+
+        // The demo application's credentials work; a wrong key does not.
+        let demo = try String(contentsOfFile: ".data/demo.env", encoding: .utf8)
+        var values: [String: String] = [:]
+        for line in demo.split(separator: "\n") {
+            let parts = line.split(separator: "=", maxSplits: 1)
+            if parts.count == 2 { values[String(parts[0])] = String(parts[1]) }
+        }
+        let appID = try XCTUnwrap(values["APP_ID"])
+        for service in ServiceName.allCases {
+            let noHeaders = try await http.send(HTTPRequest(url: "\(gateway)/\(service.rawValue)/v1/some/resource"))
+            XCTAssertTrue([401, 404].contains(noHeaders.status), "\(service): \(noHeaders.status)")
+            XCTAssertNoThrow(try noHeaders.decode(ErrorEnvelope.self))
+        }
+        let jwks = try await http.send(HTTPRequest(url: "\(gateway)/auth/v1/.well-known/jwks.json"))
+        XCTAssertEqual(jwks.status, 200)
+        let doc = try jwks.decode(JWKSDocument.self)
+        XCTAssertEqual(doc.keys.first?.alg, "EdDSA")
+        XCTAssertNotNil(doc.keys.first?.kid)
+        XCTAssertFalse(appID.isEmpty)
+    }
+}

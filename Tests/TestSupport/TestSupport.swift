@@ -1,0 +1,104 @@
+import Foundation
+import Hummingbird
+import HummingbirdTesting
+import Logging
+import PostgresNIO
+import ServiceKit
+import WireTypes
+
+/// What `make test` passes to the tests: the unit database (no service process runs on it),
+/// the cluster's admin socket, the gateway of the running stack, the built binaries.
+public enum TestEnvironment {
+    public static var env: [String: String] { ProcessInfo.processInfo.environment }
+    public static var databasePort: Int { Int(env["DATABASE_PORT"] ?? "") ?? 54329 }
+    public static var unitDatabase: String { env["TEST_UNIT_DATABASE"] ?? "app_backend_unit" }
+    public static var adminSocket: String { env["TEST_PG_SOCKET"] ?? ".data/pg-socket" }
+    public static var gatewayURL: String { env["TEST_GATEWAY_URL"] ?? "http://127.0.0.1:8080" }
+    public static var binDirectory: String { env["TEST_BIN_DIR"] ?? ".build/debug" }
+    public static var python: String { env["TEST_PYTHON"] ?? "python3" }
+
+    public static let logger: Logger = {
+        var l = Logger(label: "test")
+        l.logLevel = .warning
+        return l
+    }()
+
+    /// The configuration of `service` against the unit database, workers off unless asked.
+    public static func config(_ service: ServiceName, overrides: [String: String] = [:]) -> ServiceConfig {
+        var values = env
+        values["DATABASE_NAME"] = unitDatabase
+        values["DATABASE_PORT"] = String(databasePort)
+        values["RUN_WORKERS"] = "false"
+        values["LOG_LEVEL"] = "warning"
+        for (k, v) in overrides { values[k] = v }
+        return ServiceConfig(service: service, environment: Environment(values))
+    }
+
+    public static func runtime(_ service: ServiceName, migrations: [Migration] = [], overrides: [String: String] = [:],
+                               clock: any WallClock = SystemClock()) -> ServiceRuntime {
+        ServiceRuntime(config: config(service, overrides: overrides), migrations: migrations, clock: clock, logger: logger)
+    }
+
+    /// A superuser pool over the cluster's unix socket, for set-up a service role may not do.
+    public static func adminClient(database: String = "postgres") -> PostgresClient {
+        var c = PostgresClient.Configuration(unixSocketPath: "\(adminSocket)/.s.PGSQL.\(databasePort)",
+                                             username: "postgres", password: nil, database: database)
+        c.options.additionalStartupParameters = [("client_min_messages", "warning")]
+        return PostgresClient(configuration: c, backgroundLogger: logger)
+    }
+
+    /// A free TCP port on loopback (bound then released).
+    public static func freePort() throws -> Int {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(fd) }
+        var addr = sockaddr_in()
+        addr.sin_family = sa_family_t(AF_INET)
+        addr.sin_port = 0
+        addr.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var len = socklen_t(MemoryLayout<sockaddr_in>.size)
+        _ = withUnsafePointer(to: &addr) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, len) } }
+        _ = withUnsafeMutablePointer(to: &addr) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &len) } }
+        return Int(UInt16(bigEndian: addr.sin_port))
+    }
+}
+
+/// Runs `body` with the pool's `run()` going, then shuts the pool down.
+public func withPostgres<T: Sendable>(_ client: PostgresClient, _ body: @Sendable (PostgresClient) async throws -> T) async throws -> T {
+    try await withThrowingTaskGroup(of: T?.self) { group in
+        group.addTask { await client.run(); return nil }
+        do {
+            let value = try await body(client)
+            group.cancelAll()
+            return value
+        } catch {
+            group.cancelAll()
+            throw error
+        }
+    }
+}
+
+/// Runs the runtime's pool and migrations (as the service does before serving).
+public func withMigratedRuntime<T: Sendable>(_ runtime: ServiceRuntime, _ body: @Sendable (ServiceRuntime) async throws -> T) async throws -> T {
+    try await withPostgres(runtime.db) { db in
+        try await runtime.migrations.run(on: db, logger: runtime.logger)
+        runtime.readiness.markMigrated()
+        return try await body(runtime)
+    }
+}
+
+extension TestResponse {
+    /// The error envelope of a 4xx/5xx answer.
+    public func envelope() throws -> ErrorEnvelope {
+        try JSONDecoder().decode(ErrorEnvelope.self, from: Data(body.readableBytesView))
+    }
+
+    public func json<T: Decodable>(_ type: T.Type = T.self) throws -> T {
+        try JSON.decoder.decode(T.self, from: Data(body.readableBytesView))
+    }
+}
+
+extension HTTPFields {
+    public static func tenant(_ appID: UUID, _ key: String) -> HTTPFields {
+        [.xAppID: appID.uuidString, .xAPIKey: key]
+    }
+}
