@@ -166,9 +166,16 @@ TXT
     deps; python_tools
     log "validating deploy/k8s"
     "$DATA/venv/bin/kubernetes-validate" --strict --quiet deploy/k8s/*.yaml
+    log "checking docker-compose.yml"
+    "$DATA/venv/bin/python" deploy/local/check_compose.py
     db_start; db_recreate app_backend_test; db_recreate app_backend_unit
     BUILD_FLAGS=--build-tests build
-    stop_services_only() { for s in "${SERVICES[@]}"; do [ -f "$RUN/$s.pid" ] && kill "$(cat "$RUN/$s.pid")" 2>/dev/null; rm -f "$RUN/$s.pid"; done; }
+    stop_services_only() {
+      for s in "${SERVICES[@]}"; do [ -f "$RUN/$s.pid" ] && kill "$(cat "$RUN/$s.pid")" 2>/dev/null; rm -f "$RUN/$s.pid"; done
+      local conf=$DATA/nginx
+      [ -f "$conf/nginx.pid" ] && nginx -p "$conf" -c "$conf/nginx.conf" -g "pid $conf/nginx.pid; user root;" -s quit 2>/dev/null
+      return 0
+    }
     stop_services_only
     export DATABASE_NAME=app_backend_test
     demo_app; services_start; gateway_start; wait_ready
