@@ -21,12 +21,14 @@ struct ServiceSpec {
     let name: String        // directory under Services/ and library name prefix
     let executable: String  // product name
     let extra: [Target.Dependency]
+    var resources: [Resource] = []
 }
 
 let services: [ServiceSpec] = [
     .init(name: "Auth", executable: "auth-service", extra: [
         .product(name: "HummingbirdBcrypt", package: "hummingbird-auth"),
-    ]),
+        .product(name: "NIOPosix", package: "swift-nio"),
+    ], resources: [.copy("Resources/zxcvbn")]),
     .init(name: "Subscription", executable: "subscription-service", extra: []),
     .init(name: "Offline", executable: "offline-service", extra: []),
     .init(name: "Ads", executable: "ads-service", extra: []),
@@ -40,7 +42,7 @@ func serviceTargets(_ s: ServiceSpec) -> [Target] {
             dependencies: ["ServiceKit", "WireTypes",
                            .product(name: "ArgumentParser", package: "swift-argument-parser")] + s.extra,
             path: "Services/\(s.name)/Sources",
-            resources: [.copy("Migrations")]
+            resources: [.copy("Migrations")] + s.resources
         ),
         .executableTarget(
             name: s.executable,

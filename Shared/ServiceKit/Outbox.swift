@@ -48,7 +48,7 @@ public enum Outbox {
 
 /// Delivers outbox rows over HTTP with the service credential and an `Idempotency-Key`;
 /// retries with exponential backoff and jitter; a row the receiver refuses for good (a 4xx
-/// other than 408/409/423/429) or that exhausts its attempts is marked dead for an operator.
+/// other than 404/408/409/423/429) or that exhausts its attempts is marked dead for an operator.
 public struct OutboxWorker: Service {
     public let client: PostgresClient
     public let http: CurlHTTPClient
@@ -120,7 +120,8 @@ public struct OutboxWorker: Service {
             let response = try await http.send(request)
             switch response.status {
             case 200..<300: await record(row, outcome: .delivered)
-            case 408, 409, 423, 429, 500...: await record(row, outcome: .retry("HTTP \(response.status)"))
+            // 404 is retried too: the receiver may not have been upgraded to this route yet.
+            case 404, 408, 409, 423, 429, 500...: await record(row, outcome: .retry("HTTP \(response.status)"))
             default: await record(row, outcome: .dead("HTTP \(response.status): \(String(decoding: response.body.prefix(500), as: UTF8.self))"))
             }
         } catch {

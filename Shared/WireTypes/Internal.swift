@@ -44,3 +44,62 @@ public struct HealthStatus: Codable, Sendable {
         self.status = status; self.service = service; self.checks = checks
     }
 }
+
+/// Auth → offline and ads (through the outbox) when a user's consents change, and the body of
+/// `GET /internal/users/{id}/consents`.
+public struct ConsentChange: Codable, Sendable, Equatable {
+    public var appID: UUID
+    public var userID: UUID
+    public var geolocation: Bool
+    public var personalizedAds: Bool
+    public var analytics: Bool
+    public var changedAt: Date
+
+    enum CodingKeys: String, CodingKey {
+        case appID = "app_id"
+        case userID = "user_id"
+        case geolocation
+        case personalizedAds = "personalized_ads"
+        case analytics
+        case changedAt = "changed_at"
+    }
+
+    public init(appID: UUID, userID: UUID, geolocation: Bool, personalizedAds: Bool, analytics: Bool, changedAt: Date) {
+        self.appID = appID; self.userID = userID; self.geolocation = geolocation
+        self.personalizedAds = personalizedAds; self.analytics = analytics; self.changedAt = changedAt
+    }
+}
+
+/// `GET /internal/users/{id}`: what other services may know about a user.
+public struct UserSummary: Codable, Sendable, Equatable {
+    public var id: UUID
+    public var appID: UUID
+    public var email: String?
+    public var emailVerified: Bool
+    public var status: UserStatus
+    public var isGuest: Bool
+    public var createdAt: Date
+
+    enum CodingKeys: String, CodingKey {
+        case id
+        case appID = "app_id"
+        case email
+        case emailVerified = "email_verified"
+        case status
+        case isGuest = "is_guest"
+        case createdAt = "created_at"
+    }
+
+    public init(id: UUID, appID: UUID, email: String?, emailVerified: Bool, status: UserStatus, isGuest: Bool, createdAt: Date) {
+        self.id = id; self.appID = appID; self.email = email; self.emailVerified = emailVerified
+        self.status = status; self.isGuest = isGuest; self.createdAt = createdAt
+    }
+}
+
+/// `PUT /internal/users/{id}/status`, called by subscription when a user becomes premium or free.
+public struct UserStatusUpdate: Codable, Sendable, Equatable {
+    public var appID: UUID
+    public var status: UserStatus
+    enum CodingKeys: String, CodingKey { case appID = "app_id"; case status }
+    public init(appID: UUID, status: UserStatus) { self.appID = appID; self.status = status }
+}

@@ -16,17 +16,63 @@ public enum AuthService: ServiceDefinition {
         try buildApplication(runtime: runtime, signingKey: SigningKeyLoader.load(config: runtime.config))
     }
 
-    /// The composition root: tests call it with their own runtime and key.
-    public static func buildApplication(runtime: ServiceRuntime, signingKey: Curve25519.Signing.PrivateKey)
-        throws -> Application<RouterResponder<ServiceRequestContext>> {
+    /// What a test may replace: the outbound providers.
+    public struct Providers: Sendable {
+        public var google: (any GoogleSignIn)?
+        public var mailer: (any Mailer)?
+        public init(google: (any GoogleSignIn)? = nil, mailer: (any Mailer)? = nil) { self.google = google; self.mailer = mailer }
+    }
+
+    /// The composition root: tests call it with their own runtime, key and providers.
+    public static func buildApplication(runtime: ServiceRuntime, signingKey: Curve25519.Signing.PrivateKey,
+                                        providers: Providers = Providers()) throws -> Application<RouterResponder<ServiceRequestContext>> {
+        let env = runtime.config.environment
         let signer = AccessTokenSigner(privateKey: signingKey)
         let applications = PostgresApplicationRepository(db: runtime.db, logger: runtime.logger)
         let appVerifier = CachedAppVerifier(LocalAppVerifier(repository: applications), ttl: .seconds(runtime.config.tenantCacheSeconds))
         // Auth verifies its own tokens with its own key: no HTTP round trip to itself.
         let tokenVerifier = AccessTokenVerifier(source: StaticJWKSSource(.init(keys: [signer.jwk])))
+        let refreshTokens = RefreshTokenStore(logger: runtime.logger)
+        let google = providers.google ?? GoogleIdentityVerifier(keySet: RemoteKeySet(
+            url: env.string("GOOGLE_JWKS_URL", default: "https://www.googleapis.com/oauth2/v3/certs"), http: runtime.http))
+        let mailer: any Mailer = providers.mailer ?? {
+            if let url = env.optional("SMTP_URL") {
+                return SMTPMailer(http: runtime.http, server: SMTPServer(url: url, username: env.optional("SMTP_USERNAME"),
+                                                                          password: env.optional("SMTP_PASSWORD"),
+                                                                          requireTLS: env.bool("SMTP_REQUIRE_TLS", default: false)))
+            }
+            return MailFolder(directory: URL(fileURLWithPath: runtime.config.dataDirectory).appendingPathComponent("mail"))
+        }()
+        let ctx = AuthContext(
+            db: runtime.db, logger: runtime.logger, clock: runtime.clock,
+            users: UserStore(logger: runtime.logger), refreshTokens: refreshTokens,
+            emailTokens: EmailTokenStore(logger: runtime.logger),
+            issuer: TokenIssuer(signer: signer, refreshTokens: refreshTokens),
+            audit: AuditLog(logger: runtime.logger),
+            limiter: RateLimiter(client: runtime.db, clock: runtime.clock, logger: runtime.logger),
+            applications: applications, google: google, mailer: mailer,
+            passwords: PasswordPolicy(estimator: Zxcvbn.shared),
+            box: SecretBox(key: try dataKey(env: env, signingKey: signingKey)),
+            settings: AuthSettings(environment: env))
         return buildServiceApplication(runtime: runtime, appVerifier: appVerifier, tokenVerifier: tokenVerifier) { routes in
             JWKSController(signer: signer).addRoutes(to: routes.open)
+            AuthController(ctx: ctx).addRoutes(tenant: routes.tenant, user: routes.user)
+            PrivacyController(ctx: ctx).addRoutes(to: routes.user)
             InternalApplicationsController(applications: applications).addRoutes(to: routes.internal)
+            InternalUsersController(ctx: ctx).addRoutes(to: routes.internal)
         }
+    }
+
+    /// The key that seals secrets at rest: `AUTH_DATA_KEY` (base64, 32 bytes), else derived
+    /// from the signing key so the local stack needs no set-up.
+    static func dataKey(env: Environment, signingKey: Curve25519.Signing.PrivateKey) throws -> SymmetricKey {
+        if let encoded = env.optional("AUTH_DATA_KEY") {
+            guard let raw = Data(base64Encoded: encoded), raw.count == 32 else {
+                throw ConfigurationError("AUTH_DATA_KEY must be base64 of 32 bytes")
+            }
+            return SymmetricKey(data: raw)
+        }
+        return HKDF<SHA256>.deriveKey(inputKeyMaterial: SymmetricKey(data: signingKey.rawRepresentation),
+                                      info: Data("auth data key v1".utf8), outputByteCount: 32)
     }
 }

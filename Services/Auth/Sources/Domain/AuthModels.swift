@@ -1,0 +1,180 @@
+import Foundation
+import ServiceKit
+import WireTypes
+
+/// The sign-in paths of UC-AUTH-1.1/1.2.
+public enum AuthProvider: String, Codable, Sendable, CaseIterable {
+    case google, apple, email, guest
+}
+
+/// `device_info` of register/login; stored with the refresh token.
+public struct DeviceInfo: Codable, Sendable, Equatable {
+    public var deviceID: String?
+    public var platform: String?
+    public var appVersion: String?
+    public var osVersion: String?
+
+    enum CodingKeys: String, CodingKey {
+        case deviceID = "device_id"
+        case platform
+        case appVersion = "app_version"
+        case osVersion = "os_version"
+    }
+
+    public init(deviceID: String? = nil, platform: String? = nil, appVersion: String? = nil, osVersion: String? = nil) {
+        self.deviceID = deviceID; self.platform = platform; self.appVersion = appVersion; self.osVersion = osVersion
+    }
+}
+
+/// Apple sends the name (and email) only on the first sign-in.
+public struct AppleUserInfo: Codable, Sendable, Equatable {
+    public var firstName: String?
+    public var lastName: String?
+    public var email: String?
+    enum CodingKeys: String, CodingKey { case firstName = "first_name"; case lastName = "last_name"; case email }
+}
+
+/// `credentials` of register/login: which fields are required depends on the provider.
+public struct Credentials: Codable, Sendable {
+    public var googleIDToken: String?
+    public var appleIdentityToken: String?
+    public var appleAuthorizationCode: String?
+    public var userInfo: AppleUserInfo?
+    public var nonce: String?
+    public var email: String?
+    public var password: String?
+    public var deviceID: String?
+
+    enum CodingKeys: String, CodingKey {
+        case googleIDToken = "google_id_token"
+        case appleIdentityToken = "apple_identity_token"
+        case appleAuthorizationCode = "apple_authorization_code"
+        case userInfo = "user_info"
+        case nonce, email, password
+        case deviceID = "device_id"
+    }
+
+    func require(_ value: String?, _ field: String) throws -> String {
+        guard let value, !value.isEmpty else {
+            throw AppError.badRequest("Missing field 'credentials.\(field)'", field: "credentials.\(field)")
+        }
+        guard value.utf8.count <= 8192 else {
+            throw AppError.validation("credentials.\(field)", "Field 'credentials.\(field)' is too long")
+        }
+        return value
+    }
+}
+
+public struct AuthRequest: Codable, Sendable {
+    public var provider: AuthProvider
+    public var credentials: Credentials
+    public var deviceInfo: DeviceInfo?
+
+    enum CodingKeys: String, CodingKey { case provider, credentials; case deviceInfo = "device_info" }
+}
+
+public struct TokenPair: Codable, Sendable, Equatable {
+    public var accessToken: String
+    public var refreshToken: String
+    public var expiresIn: Int
+    public var tokenType: String
+
+    enum CodingKeys: String, CodingKey {
+        case accessToken = "access_token"
+        case refreshToken = "refresh_token"
+        case expiresIn = "expires_in"
+        case tokenType = "token_type"
+    }
+}
+
+public struct PrivacySettings: Codable, Sendable, Equatable {
+    public var consentAnalytics: Bool
+    public var consentThirdParty: Bool
+    public var consentGeolocation: Bool
+    public var consentPersonalizedAds: Bool
+    public var consentNotifications: Bool
+    public var consentGameCenter: Bool
+    public var updatedAt: Date?
+
+    enum CodingKeys: String, CodingKey {
+        case consentAnalytics = "consent_analytics"
+        case consentThirdParty = "consent_third_party"
+        case consentGeolocation = "consent_geolocation"
+        case consentPersonalizedAds = "consent_personalized_ads"
+        case consentNotifications = "consent_notifications"
+        case consentGameCenter = "consent_game_center"
+        case updatedAt = "updated_at"
+    }
+}
+
+/// The `user` object of the register/login/me responses.
+public struct UserView: Codable, Sendable {
+    public var id: UUID
+    public var email: String?
+    public var emailVerified: Bool
+    public var provider: AuthProvider
+    public var status: UserStatus
+    public var isGuest: Bool
+    public var displayName: String?
+    public var createdAt: Date
+    public var lastLogin: Date?
+    public var guestExpiresAt: Date?
+    public var privacySettings: PrivacySettings?
+    public var linkedProviders: [String]?
+
+    enum CodingKeys: String, CodingKey {
+        case id, email
+        case emailVerified = "email_verified"
+        case provider, status
+        case isGuest = "is_guest"
+        case displayName = "display_name"
+        case createdAt = "created_at"
+        case lastLogin = "last_login"
+        case guestExpiresAt = "guest_expires_at"
+        case privacySettings = "privacy_settings"
+        case linkedProviders = "linked_providers"
+    }
+}
+
+public struct AuthResponse: Codable, Sendable {
+    public var user: UserView
+    public var tokens: TokenPair
+}
+
+/// A user row as the domain needs it.
+public struct User: Sendable, Equatable {
+    public var id: UUID
+    public var appID: UUID
+    public var email: String?
+    public var emailVerified: Bool
+    public var passwordHash: String?
+    public var googleID: String?
+    public var appleID: String?
+    public var provider: AuthProvider
+    public var displayName: String?
+    public var status: UserStatus
+    public var suspensionReason: String?
+    public var isGuest: Bool
+    public var guestExpiresAt: Date?
+    public var loginAttempts: Int
+    public var lockedUntil: Date?
+    public var lastLogin: Date?
+    public var deletionScheduledAt: Date?
+    public var createdAt: Date
+
+    func view(privacy: PrivacySettings? = nil, linked: [String]? = nil) -> UserView {
+        UserView(id: id, email: email, emailVerified: emailVerified, provider: provider, status: status, isGuest: isGuest,
+                 displayName: displayName, createdAt: createdAt, lastLogin: lastLogin, guestExpiresAt: guestExpiresAt,
+                 privacySettings: privacy, linkedProviders: linked)
+    }
+
+    /// Every way this user can sign in (for `/auth/me` and unlinking).
+    var signInMethods: [String] {
+        var m: [String] = []
+        if passwordHash != nil { m.append("email") }
+        if googleID != nil { m.append("google") }
+        if appleID != nil { m.append("apple") }
+        if isGuest { m.append("guest") }
+        return m
+    }
+}

@@ -1,0 +1,59 @@
+import Foundation
+
+/// Lockout of UC-AUTH-1.2 13b/14b: the 5th consecutive wrong password locks the account for
+/// 15 minutes; a success resets the counter.
+public enum LockoutPolicy {
+    public static let maxAttempts = 5
+    public static let lockDuration: TimeInterval = 15 * 60
+
+    /// The state after one more failure at `now`.
+    public static func afterFailure(attempts: Int, now: Date) -> (attempts: Int, lockedUntil: Date?) {
+        let n = attempts + 1
+        return (n, n >= maxAttempts ? now.addingTimeInterval(lockDuration) : nil)
+    }
+
+    public static func attemptsRemaining(after attempts: Int) -> Int { max(0, maxAttempts - attempts) }
+
+    public static func retryAfter(lockedUntil: Date, now: Date) -> Int {
+        max(1, Int(lockedUntil.timeIntervalSince(now).rounded(.up)))
+    }
+}
+
+/// Lifetimes of the seed: access token 7 days, refresh token 30 days, guests 30 days without
+/// activity, email verification 24 h.
+public enum TokenLifetimes {
+    public static let accessToken: TimeInterval = 7 * 24 * 3600
+    public static let refreshToken: TimeInterval = 30 * 24 * 3600
+    public static let guestInactivity: TimeInterval = 30 * 24 * 3600
+    public static let emailVerification: TimeInterval = 24 * 3600
+    public static let passwordReset: TimeInterval = 3600
+    /// A just-rotated refresh token presented again within this window gets the current pair.
+    public static let rotationGrace: TimeInterval = 10
+}
+
+public enum EmailAddress {
+    /// Lower-cased and trimmed, or nil when it is not a plausible address.
+    public static func normalize(_ raw: String) -> String? {
+        let email = raw.trimmingCharacters(in: .whitespacesAndNewlines).lowercased()
+        guard email.utf8.count <= 254 else { return nil }
+        let parts = email.split(separator: "@", omittingEmptySubsequences: false)
+        guard parts.count == 2, !parts[0].isEmpty, parts[0].count <= 64 else { return nil }
+        let domain = parts[1]
+        let labels = domain.split(separator: ".", omittingEmptySubsequences: false)
+        guard labels.count >= 2, labels.allSatisfy({ !$0.isEmpty && $0.count <= 63 }) else { return nil }
+        let localAllowed = Set("abcdefghijklmnopqrstuvwxyz0123456789.!#$%&'*+/=?^_`{|}~-")
+        let domainAllowed = Set("abcdefghijklmnopqrstuvwxyz0123456789-")
+        guard parts[0].allSatisfy({ localAllowed.contains($0) }),
+              !parts[0].hasPrefix("."), !parts[0].hasSuffix("."), !parts[0].contains(".."),
+              labels.allSatisfy({ $0.allSatisfy { domainAllowed.contains($0) } && !$0.hasPrefix("-") && !$0.hasSuffix("-") }),
+              labels.last!.count >= 2 else { return nil }
+        return email
+    }
+
+    /// `j***@example.com`, for telling a user which account holds something without showing it.
+    public static func mask(_ email: String) -> String {
+        let parts = email.split(separator: "@", maxSplits: 1)
+        guard parts.count == 2, let first = parts[0].first else { return "***" }
+        return "\(first)***@\(parts[1])"
+    }
+}

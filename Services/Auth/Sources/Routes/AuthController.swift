@@ -1,0 +1,429 @@
+import Foundation
+import HummingbirdBcrypt
+import Hummingbird
+import Logging
+import NIOPosix
+import PostgresNIO
+import ServiceKit
+import WireTypes
+
+/// Settings of the sign-in flows that come from configuration.
+public struct AuthSettings: Sendable {
+    public var mailFrom: String
+    public var supportContact: String
+    /// Base of the links in emails (the app's deep-link or web page).
+    public var linkBaseURL: String
+    public var bcryptCost: UInt8 = 12
+    /// Register/login/OTP/reset per client IP (seed: 5 per 15 minutes).
+    public var signInLimit = 5
+    public var signInWindow = 15 * 60
+    /// Refresh has its own, generous limit.
+    public var refreshLimit = 600
+    public var refreshWindow = 60
+
+    public init(environment env: Environment) {
+        mailFrom = env.string("MAIL_FROM", default: "Quiz Geography <no-reply@quiz.example>")
+        supportContact = env.string("SUPPORT_EMAIL", default: "support@example.com")
+        linkBaseURL = env.string("APP_LINK_BASE_URL", default: "https://app.example.com")
+    }
+}
+
+/// Everything the auth routes use, built once in the composition root.
+struct AuthContext: Sendable {
+    let db: PostgresClient
+    let logger: Logger
+    let clock: any WallClock
+    let users: UserStore
+    let refreshTokens: RefreshTokenStore
+    let emailTokens: EmailTokenStore
+    let issuer: TokenIssuer
+    let audit: AuditLog
+    let limiter: RateLimiter
+    let applications: any ApplicationRepository
+    let google: any GoogleSignIn
+    let mailer: any Mailer
+    let passwords: PasswordPolicy
+    let box: SecretBox
+    let settings: AuthSettings
+
+    func hashPassword(_ password: String) async throws -> String {
+        let cost = settings.bcryptCost
+        // bcrypt-12 costs ~250 ms of CPU: never on an event loop.
+        return try await NIOThreadPool.singleton.runIfActive { Bcrypt.hash(password, cost: cost) }
+    }
+
+    func checkPassword(_ password: String, hash: String) async throws -> Bool {
+        try await NIOThreadPool.singleton.runIfActive { Bcrypt.verify(password, hash: hash) }
+    }
+
+    func enforceSignInLimit(_ context: ServiceRequestContext, scope: String) async throws {
+        try await limiter.enforce(scope: "signin", key: context.clientAddress, limit: settings.signInLimit, window: settings.signInWindow)
+    }
+
+    func entry(_ action: String, _ result: String, app: UUID, user: UUID?, _ request: Request, _ context: ServiceRequestContext,
+               details: [String: JSONValue] = [:]) -> AuditLog.Entry {
+        AuditLog.Entry(userID: user, appID: app, action: action, result: result, ip: context.clientAddress,
+                       userAgent: request.headers[.userAgent].map { String($0.prefix(500)) }, details: details)
+    }
+}
+
+struct AuthController {
+    let ctx: AuthContext
+
+    func addRoutes(tenant: RouterGroup<ServiceRequestContext>, user: RouterGroup<ServiceRequestContext>) {
+        tenant.post("auth/register") { request, context in try await register(request, context) }
+        tenant.post("auth/login") { request, context in try await login(request, context) }
+        tenant.post("auth/refresh") { request, context in try await refresh(request, context) }
+        user.post("auth/logout") { request, context in try await logout(request, context) }
+        user.get("auth/me") { _, context in try await me(context) }
+    }
+
+    // MARK: register (UC-AUTH-1.1)
+
+    func register(_ request: Request, _ context: ServiceRequestContext) async throws -> Response {
+        let appID = try context.requireApp()
+        try await ctx.enforceSignInLimit(context, scope: "register")
+        let body = try await request.decodeJSON(as: AuthRequest.self, context: context)
+        let now = ctx.clock.now()
+        switch body.provider {
+        case .email:
+            return try await registerEmail(body, appID: appID, now: now, request, context)
+        case .guest:
+            return try await signInGuest(body, appID: appID, now: now, request, context)
+        case .google:
+            let identity = try await verifyGoogle(body.credentials, appID: appID, now: now, request, context)
+            return try await signInWithProvider(.google, identity: identity, body: body, appID: appID, registering: true, now: now, request, context)
+        case .apple:
+            throw AppError(.notImplemented, "provider_not_available", "Sign in with Apple is not available yet")
+        }
+    }
+
+    private func registerEmail(_ body: AuthRequest, appID: UUID, now: Date, _ request: Request, _ context: ServiceRequestContext) async throws -> Response {
+        let rawEmail = try body.credentials.require(body.credentials.email, "email")
+        let password = try body.credentials.require(body.credentials.password, "password")
+        guard let email = EmailAddress.normalize(rawEmail) else {
+            throw AppError.validation("credentials.email", "Invalid email format")
+        }
+        let strength = ctx.passwords.evaluate(password, userInputs: [email])
+        guard strength.acceptable else {
+            throw AppError(.unprocessableContent, "weak_password", "Password is too weak",
+                           extra: ["field": "credentials.password", "score": .int(strength.score),
+                                   "minimum_score": .int(PasswordPolicy.minimumScore)])
+        }
+        // Cheap check first so an existing account answers without a bcrypt round.
+        if let existing = try await ctx.db.withConnection({ try await ctx.users.find(.email(email), appID: appID, on: $0) }) {
+            throw emailTaken(existing)
+        }
+        let hash = try await ctx.hashPassword(password)
+        let verifyToken = OpaqueToken.generate()
+        do {
+            let (user, tokens) = try await ctx.db.withTransaction(logger: ctx.logger) { conn in
+                let user = try await ctx.users.create(.init(appID: appID, email: email, emailVerified: false, passwordHash: hash,
+                                                            provider: .email, now: now), on: conn)
+                try await ctx.emailTokens.insert(token: verifyToken, userID: user.id, purpose: .verifyEmail,
+                                                 expiresAt: now.addingTimeInterval(TokenLifetimes.emailVerification), on: conn)
+                let tokens = try await ctx.issuer.startSession(for: user, device: body.deviceInfo, now: now, on: conn)
+                try await ctx.audit.record(ctx.entry("register", "success", app: appID, user: user.id, request, context,
+                                                     details: ["provider": "email"]), on: conn)
+                return (user, tokens)
+            }
+            await sendVerification(to: email, token: verifyToken)
+            return try context.json(AuthResponse(user: user.view(), tokens: tokens), status: .created)
+        } catch where DatabaseErrors.isUniqueViolation(error) {
+            // A concurrent registration of the same email won.
+            let existing = try await ctx.db.withConnection { try await ctx.users.find(.email(email), appID: appID, on: $0) }
+            throw existing.map(emailTaken) ?? AppError(.conflict, "email_already_exists", "Email already registered")
+        }
+    }
+
+    func sendVerification(to email: String, token: String) async {
+        let link = "\(ctx.settings.linkBaseURL)/verify-email?token=\(token)"
+        do { try await ctx.mailer.send(Emails.verification(to: email, from: ctx.settings.mailFrom, link: link)) } catch {
+            // The account exists and the user can ask for a resend; do not fail the sign-up.
+            ctx.logger.error("verification email not sent", metadata: ["error": "\(error)"])
+        }
+    }
+
+    /// Seed 14a: the email belongs to an account of this app already.
+    func emailTaken(_ existing: User) -> AppError {
+        let provider = existing.provider.rawValue
+        let label = ["google": "Google", "apple": "Apple", "email": "email and password", "guest": "a guest account"][provider] ?? provider
+        return AppError(.conflict, "email_already_exists", "Email already registered with \(label)",
+                        extra: ["existing_provider": .string(provider), "can_link": .bool(existing.provider != .email)])
+    }
+
+    // MARK: guest (seed 3c, seed 004)
+
+    private func signInGuest(_ body: AuthRequest, appID: UUID, now: Date, _ request: Request, _ context: ServiceRequestContext) async throws -> Response {
+        let deviceID = try body.credentials.require(body.credentials.deviceID ?? body.deviceInfo?.deviceID, "device_id")
+        guard deviceID.count <= 200 else { throw AppError.validation("credentials.device_id", "device_id is too long") }
+        var device = body.deviceInfo ?? DeviceInfo()
+        device.deviceID = deviceID
+        let expires = now.addingTimeInterval(TokenLifetimes.guestInactivity)
+        let result: (User, TokenPair, Bool)
+        do {
+            result = try await ctx.db.withTransaction(logger: ctx.logger) { conn in
+                var created = false
+                var user: User
+                if let existing = try await ctx.users.find(.guestDevice(deviceID), appID: appID, on: conn, forUpdate: true) {
+                    try requireActive(existing, now: now)
+                    user = try await ctx.users.recordLogin(existing.id, now: now, on: conn) ?? existing
+                } else {
+                    user = try await ctx.users.create(.init(appID: appID, provider: .guest, guestDeviceID: deviceID,
+                                                            guestExpiresAt: expires, now: now), on: conn)
+                    created = true
+                }
+                let tokens = try await ctx.issuer.startSession(for: user, device: device, now: now, on: conn)
+                try await ctx.audit.record(ctx.entry(created ? "register" : "login", "success", app: appID, user: user.id,
+                                                     request, context, details: ["provider": "guest"]), on: conn)
+                return (user, tokens, created)
+            }
+        } catch where DatabaseErrors.isUniqueViolation(error) {
+            // The same device registered concurrently: sign in to that guest.
+            return try await signInGuest(body, appID: appID, now: now, request, context)
+        }
+        return try context.json(AuthResponse(user: result.0.view(), tokens: result.1), status: result.2 ? .created : .ok)
+    }
+
+    // MARK: Google / Apple
+
+    func verifyGoogle(_ credentials: Credentials, appID: UUID, now: Date, _ request: Request, _ context: ServiceRequestContext) async throws -> ProviderIdentity {
+        let token = try credentials.require(credentials.googleIDToken, "google_id_token")
+        let clientIDs = try await ctx.applications.find(id: appID)?.googleClientIDs ?? []
+        do {
+            guard !clientIDs.isEmpty else { throw IdentityTokenError(description: "no Google client id configured for the app") }
+            return try await ctx.google.verify(idToken: token, clientIDs: clientIDs, now: now)
+        } catch let error as HTTPClientError {
+            ctx.logger.error("Google keys unreachable", metadata: ["error": "\(error)"])
+            throw AppError(.serviceUnavailable, "provider_unavailable", "Google sign-in is temporarily unavailable")
+        } catch {
+            ctx.logger.info("Google token refused", metadata: ["reason": "\(error)"])
+            await ctx.audit.record(ctx.entry("register", "failure", app: appID, user: nil, request, context,
+                                             details: ["provider": "google", "reason": "invalid_token"]), db: ctx.db)
+            throw AppError(.unauthorized, "invalid_token", "Google authentication failed")
+        }
+    }
+
+    /// Register or login with a provider identity. Registering an identity that already has
+    /// an account logs in (seed 12a); logging in with one that has none is a 404 (13a).
+    func signInWithProvider(_ provider: AuthProvider, identity: ProviderIdentity, body: AuthRequest, appID: UUID, registering: Bool,
+                            now: Date, _ request: Request, _ context: ServiceRequestContext) async throws -> Response {
+        let lookup: UserStore.Lookup = provider == .google ? .google(identity.subject) : .apple(identity.subject)
+        do {
+            let (user, tokens, created) = try await ctx.db.withTransaction(logger: ctx.logger) { conn -> (User, TokenPair, Bool) in
+                if let existing = try await ctx.users.find(lookup, appID: appID, on: conn, forUpdate: true) {
+                    try requireActive(existing, now: now)
+                    let user = try await ctx.users.recordLogin(existing.id, now: now, on: conn) ?? existing
+                    let tokens = try await ctx.issuer.startSession(for: user, device: body.deviceInfo, now: now, on: conn)
+                    try await ctx.audit.record(ctx.entry("login", "success", app: appID, user: user.id, request, context,
+                                                         details: ["provider": .string(provider.rawValue)]), on: conn)
+                    return (user, tokens, false)
+                }
+                guard registering else {
+                    throw AppError(.notFound, "user_not_found", "No account found with this \(provider == .google ? "Google" : "Apple") ID",
+                                   extra: ["can_register": true])
+                }
+                if let email = identity.email, let other = try await ctx.users.find(.email(email), appID: appID, on: conn) {
+                    throw emailTaken(other)
+                }
+                let user = try await ctx.users.create(.init(appID: appID, email: identity.email, emailVerified: identity.emailVerified,
+                                                            googleID: provider == .google ? identity.subject : nil,
+                                                            appleID: provider == .apple ? identity.subject : nil,
+                                                            provider: provider, displayName: identity.name, now: now), on: conn)
+                try await conn.query("""
+                    INSERT INTO oauth_connections (user_id, provider, provider_user_id, profile_data)
+                    VALUES (\(user.id), \(provider.rawValue), \(identity.subject),
+                            jsonb_build_object('email', \(identity.email)::text, 'name', \(identity.name)::text))
+                    """, logger: ctx.logger)
+                let tokens = try await ctx.issuer.startSession(for: user, device: body.deviceInfo, now: now, on: conn)
+                try await ctx.audit.record(ctx.entry("register", "success", app: appID, user: user.id, request, context,
+                                                     details: ["provider": .string(provider.rawValue)]), on: conn)
+                return (user, tokens, true)
+            }
+            let privacy = created ? nil : try await ctx.db.withConnection { try await ctx.users.privacy(of: user.id, on: $0) }
+            return try context.json(AuthResponse(user: user.view(privacy: privacy), tokens: tokens), status: created ? .created : .ok)
+        } catch where DatabaseErrors.isUniqueViolation(error) {
+            // The same identity registered concurrently: now it exists, so this is a login.
+            return try await signInWithProvider(provider, identity: identity, body: body, appID: appID, registering: false,
+                                                now: now, request, context)
+        }
+    }
+
+    /// Suspended accounts are refused (seed 14a), locked ones too (14b).
+    func requireActive(_ user: User, now: Date) throws {
+        if user.status == .suspended {
+            throw AppError(.forbidden, "account_suspended", "Your account has been suspended",
+                           extra: ["reason": .string(user.suspensionReason ?? "Terms of service violation"),
+                                   "contact": .string(ctx.settings.supportContact)])
+        }
+        if let until = user.lockedUntil, until > now {
+            throw accountLocked(until: until, now: now)
+        }
+    }
+
+    func accountLocked(until: Date, now: Date) -> AppError {
+        let retry = LockoutPolicy.retryAfter(lockedUntil: until, now: now)
+        var headers = HTTPFields()
+        headers[.retryAfter] = String(retry)
+        return AppError(.tooManyRequests, "account_locked", "Too many login attempts",
+                        extra: ["locked_until": .string(ISO8601DateFormatter().string(from: until)), "retry_after": .int(retry)],
+                        headers: headers)
+    }
+
+    // MARK: login (UC-AUTH-1.2)
+
+    func login(_ request: Request, _ context: ServiceRequestContext) async throws -> Response {
+        let appID = try context.requireApp()
+        try await ctx.enforceSignInLimit(context, scope: "login")
+        let body = try await request.decodeJSON(as: AuthRequest.self, context: context)
+        let now = ctx.clock.now()
+        switch body.provider {
+        case .email: return try await loginEmail(body, appID: appID, now: now, request, context)
+        case .guest: return try await signInGuest(body, appID: appID, now: now, request, context)
+        case .google:
+            let identity = try await verifyGoogle(body.credentials, appID: appID, now: now, request, context)
+            return try await signInWithProvider(.google, identity: identity, body: body, appID: appID, registering: false, now: now, request, context)
+        case .apple:
+            throw AppError(.notImplemented, "provider_not_available", "Sign in with Apple is not available yet")
+        }
+    }
+
+    private func loginEmail(_ body: AuthRequest, appID: UUID, now: Date, _ request: Request, _ context: ServiceRequestContext) async throws -> Response {
+        let rawEmail = try body.credentials.require(body.credentials.email, "email")
+        let password = try body.credentials.require(body.credentials.password, "password")
+        guard let email = EmailAddress.normalize(rawEmail),
+              let user = try await ctx.db.withConnection({ try await ctx.users.find(.email(email), appID: appID, on: $0) }),
+              let hash = user.passwordHash else {
+            await ctx.audit.record(ctx.entry("login", "failure", app: appID, user: nil, request, context,
+                                             details: ["provider": "email", "reason": "user_not_found"]), db: ctx.db)
+            throw AppError(.notFound, "user_not_found", "No account found with this email", extra: ["can_register": true])
+        }
+        do { try requireActive(user, now: now) } catch {
+            await ctx.audit.record(ctx.entry("login", "failure", app: appID, user: user.id, request, context,
+                                             details: ["provider": "email", "reason": .string((error as? AppError)?.code ?? "refused")]), db: ctx.db)
+            throw error
+        }
+        guard try await ctx.checkPassword(password, hash: hash) else {
+            let (attempts, lockedUntil) = try await ctx.db.withTransaction(logger: ctx.logger) { conn in
+                let r = try await ctx.users.recordFailedLogin(user.id, now: now, on: conn)
+                try await ctx.audit.record(ctx.entry("login", "failure", app: appID, user: user.id, request, context,
+                                                     details: ["provider": "email", "reason": "invalid_credentials",
+                                                               "attempts": .int(r.attempts)]), on: conn)
+                return r
+            }
+            if let lockedUntil { throw accountLocked(until: lockedUntil, now: now) }
+            throw AppError(.unauthorized, "invalid_credentials", "Incorrect email or password",
+                           extra: ["attempts_remaining": .int(LockoutPolicy.attemptsRemaining(after: attempts))])
+        }
+        let (signedIn, tokens) = try await ctx.db.withTransaction(logger: ctx.logger) { conn in
+            let signedIn = try await ctx.users.recordLogin(user.id, now: now, on: conn) ?? user
+            let tokens = try await ctx.issuer.startSession(for: signedIn, device: body.deviceInfo, now: now, on: conn)
+            try await ctx.audit.record(ctx.entry("login", "success", app: appID, user: user.id, request, context,
+                                                 details: ["provider": "email"]), on: conn)
+            return (signedIn, tokens)
+        }
+        let privacy = try await ctx.db.withConnection { try await ctx.users.privacy(of: user.id, on: $0) }
+        return try context.json(AuthResponse(user: signedIn.view(privacy: privacy), tokens: tokens))
+    }
+
+    // MARK: refresh (UC-AUTH-1.8)
+
+    struct RefreshRequest: Codable { var refreshToken: String
+        enum CodingKeys: String, CodingKey { case refreshToken = "refresh_token" } }
+
+    enum RefreshOutcome: Sendable {
+        case pair(TokenPair)
+        case refused(AppError)
+    }
+
+    func refresh(_ request: Request, _ context: ServiceRequestContext) async throws -> Response {
+        let appID = try context.requireApp()
+        try await ctx.limiter.enforce(scope: "refresh", key: context.clientAddress, limit: ctx.settings.refreshLimit,
+                                      window: ctx.settings.refreshWindow)
+        let body = try await request.decodeJSON(as: RefreshRequest.self, context: context)
+        guard !body.refreshToken.isEmpty, body.refreshToken.utf8.count <= 512 else {
+            throw AppError.validation("refresh_token", "Invalid refresh token")
+        }
+        let now = ctx.clock.now()
+        let invalid = AppError(.unauthorized, "invalid_token", "Invalid or expired refresh token")
+        // A refusal that must still commit (revoking a family on reuse) is returned, not thrown.
+        let outcome: RefreshOutcome = try await ctx.db.withTransaction(logger: ctx.logger) { conn in
+            guard let record = try await ctx.refreshTokens.lock(token: body.refreshToken, on: conn), record.appID == appID else {
+                return .refused(invalid)
+            }
+            if record.revoked || record.expiresAt <= now { return .refused(invalid) }
+            if let rotatedAt = record.rotatedAt {
+                // Concurrent refreshes from one app: the loser of the race gets the winner's pair.
+                if now.timeIntervalSince(rotatedAt) <= TokenLifetimes.rotationGrace, let sealed = record.successorSealed,
+                   let successor = try? ctx.box.open(sealed),
+                   let next = try await ctx.refreshTokens.lock(token: successor, on: conn), !next.revoked,
+                   let user = try await ctx.users.find(.id(record.userID), appID: appID, on: conn) {
+                    return .pair(ctx.issuer.pair(access: try ctx.issuer.accessToken(for: user, now: now), refresh: successor))
+                }
+                // Reuse of a rotated token: someone else may hold it. End the whole family.
+                let n = try await ctx.refreshTokens.revokeFamily(record.familyID, reason: "reuse_detected", on: conn)
+                try await ctx.audit.record(ctx.entry("refresh", "reuse_detected", app: appID, user: record.userID, request, context,
+                                                     details: ["revoked": .int(n)]), on: conn)
+                return .refused(AppError(.unauthorized, "token_reused", "Refresh token was already used; please sign in again"))
+            }
+            guard let user = try await ctx.users.find(.id(record.userID), appID: appID, on: conn) else { return .refused(invalid) }
+            if user.status == .suspended {
+                try requireActive(user, now: now)
+            }
+            let next = OpaqueToken.generate()
+            try await ctx.refreshTokens.markRotated(record.id, successorSealed: try ctx.box.seal(next), now: now, on: conn)
+            try await ctx.refreshTokens.insert(token: next, userID: user.id, appID: appID, familyID: record.familyID,
+                                               deviceID: record.deviceID, deviceInfo: record.deviceInfo, now: now, on: conn)
+            if user.isGuest { _ = try await ctx.users.recordLogin(user.id, now: now, on: conn) }
+            return .pair(ctx.issuer.pair(access: try ctx.issuer.accessToken(for: user, now: now), refresh: next))
+        }
+        switch outcome {
+        case .pair(let pair): return try context.json(["tokens": pair])
+        case .refused(let error): throw error
+        }
+    }
+
+    // MARK: logout, me
+
+    struct LogoutRequest: Codable {
+        var refreshToken: String?
+        var all: Bool?
+        enum CodingKeys: String, CodingKey { case refreshToken = "refresh_token"; case all }
+    }
+
+    struct LogoutResponse: Codable { var loggedOut: Bool; var revokedSessions: Int
+        enum CodingKeys: String, CodingKey { case loggedOut = "logged_out"; case revokedSessions = "revoked_sessions" } }
+
+    func logout(_ request: Request, _ context: ServiceRequestContext) async throws -> Response {
+        let (appID, userID) = try context.requireUser()
+        let body = try await request.decodeJSON(as: LogoutRequest.self, context: context)
+        let revoked: Int = try await ctx.db.withTransaction(logger: ctx.logger) { conn in
+            let n: Int
+            if body.all == true {
+                n = try await ctx.refreshTokens.revokeAll(userID: userID, reason: "logout_all", on: conn)
+            } else if let token = body.refreshToken {
+                guard let record = try await ctx.refreshTokens.lock(token: token, on: conn), record.userID == userID else {
+                    throw AppError(.unauthorized, "invalid_token", "Refresh token does not belong to this user")
+                }
+                n = try await ctx.refreshTokens.revokeFamily(record.familyID, reason: "logout", on: conn)
+            } else {
+                throw AppError.badRequest("Give 'refresh_token' (this device) or 'all': true (every device)", field: "refresh_token")
+            }
+            try await ctx.audit.record(ctx.entry("logout", "success", app: appID, user: userID, request, context,
+                                                 details: ["all": .bool(body.all == true), "revoked": .int(n)]), on: conn)
+            return n
+        }
+        return try context.json(LogoutResponse(loggedOut: true, revokedSessions: revoked))
+    }
+
+    func me(_ context: ServiceRequestContext) async throws -> Response {
+        let (appID, userID) = try context.requireUser()
+        let (user, privacy) = try await ctx.db.withConnection { conn -> (User?, PrivacySettings?) in
+            guard let user = try await ctx.users.find(.id(userID), appID: appID, on: conn) else { return (nil, nil) }
+            return (user, try await ctx.users.privacy(of: userID, on: conn))
+        }
+        guard let user else { throw AppError(.unauthorized, "invalid_token", "This account no longer exists") }
+        if user.status == .suspended { try requireActive(user, now: ctx.clock.now()) }
+        return try context.json(["user": user.view(privacy: privacy, linked: user.signInMethods)])
+    }
+}

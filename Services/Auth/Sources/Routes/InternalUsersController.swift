@@ -1,0 +1,62 @@
+import Foundation
+import Hummingbird
+import ServiceKit
+import WireTypes
+
+/// `/internal/users/...`: what other services ask auth about a user.
+struct InternalUsersController {
+    let ctx: AuthContext
+
+    func addRoutes(to group: RouterGroup<ServiceRequestContext>) {
+        group.get("users/:id") { request, context in
+            let (appID, userID) = try ids(request, context)
+            let user = try await find(userID, appID: appID)
+            return try context.json(UserSummary(id: user.id, appID: user.appID, email: user.email, emailVerified: user.emailVerified,
+                                                status: user.status, isGuest: user.isGuest, createdAt: user.createdAt))
+        }
+        group.get("users/:id/consents") { request, context in
+            let (appID, userID) = try ids(request, context)
+            guard let p = try await ctx.db.withConnection({ conn -> PrivacySettings? in
+                guard try await ctx.users.find(.id(userID), appID: appID, on: conn) != nil else { return nil }
+                return try await ctx.users.privacy(of: userID, on: conn)
+            }) else { throw AppError.notFound("User") }
+            return try context.json(ConsentChange(appID: appID, userID: userID, geolocation: p.consentGeolocation,
+                                                  personalizedAds: p.consentPersonalizedAds, analytics: p.consentAnalytics,
+                                                  changedAt: p.updatedAt ?? ctx.clock.now()))
+        }
+        // Subscription sets premium/free; suspension is an operator's decision, not a service's.
+        group.put("users/:id/status") { request, context in
+            guard let userID = context.parameters.get("id", as: UUID.self) else { throw AppError.badRequest("User id must be a UUID", field: "id") }
+            let body = try await request.decodeJSON(as: UserStatusUpdate.self, context: context)
+            guard body.status != .suspended else {
+                throw AppError.validation("status", "Only 'premium' or 'free' can be set by a service")
+            }
+            let updated = try await ctx.db.withTransaction(logger: ctx.logger) { conn -> User? in
+                guard let current = try await ctx.users.find(.id(userID), appID: body.appID, on: conn, forUpdate: true) else { return nil }
+                // A suspended account stays suspended whatever its subscription does.
+                if current.status == .suspended { return current }
+                return try await ctx.users.setStatus(userID, appID: body.appID, status: body.status, reason: nil, on: conn)
+            }
+            guard let updated else { throw AppError.notFound("User") }
+            return try context.json(UserSummary(id: updated.id, appID: updated.appID, email: updated.email,
+                                                emailVerified: updated.emailVerified, status: updated.status,
+                                                isGuest: updated.isGuest, createdAt: updated.createdAt))
+        }
+    }
+
+    /// The user id from the path and the tenant from `?app_id=`: internal calls are scoped too.
+    func ids(_ request: Request, _ context: ServiceRequestContext) throws -> (UUID, UUID) {
+        guard let userID = context.parameters.get("id", as: UUID.self) else { throw AppError.badRequest("User id must be a UUID", field: "id") }
+        guard let raw = request.uri.queryParameters.get("app_id"), let appID = UUID(uuidString: raw) else {
+            throw AppError.badRequest("Query parameter 'app_id' (UUID) is required", field: "app_id")
+        }
+        return (appID, userID)
+    }
+
+    func find(_ id: UUID, appID: UUID) async throws -> User {
+        guard let user = try await ctx.db.withConnection({ try await ctx.users.find(.id(id), appID: appID, on: $0) }) else {
+            throw AppError.notFound("User")
+        }
+        return user
+    }
+}

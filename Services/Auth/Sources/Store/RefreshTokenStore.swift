@@ -1,0 +1,112 @@
+import Crypto
+import Foundation
+import Logging
+import PostgresNIO
+import ServiceKit
+
+/// Seals small secrets at rest (the successor of a rotated refresh token, Apple's refresh
+/// token) with AES-GCM.
+public struct SecretBox: Sendable {
+    let key: SymmetricKey
+    public init(key: SymmetricKey) { self.key = key }
+
+    public func seal(_ plain: String) throws -> [UInt8] {
+        Array(try AES.GCM.seal(Data(plain.utf8), using: key).combined!)
+    }
+
+    public func open(_ sealed: [UInt8]) throws -> String {
+        String(decoding: try AES.GCM.open(AES.GCM.SealedBox(combined: Data(sealed)), using: key), as: UTF8.self)
+    }
+}
+
+public enum OpaqueToken {
+    /// 256 random bits, base64url.
+    public static func generate() -> String {
+        var rng = SystemRandomNumberGenerator()
+        return Base64URL.encode((0..<32).map { _ in UInt8.random(in: 0...255, using: &rng) })
+    }
+
+    public static func hash(_ token: String) -> String {
+        SHA256.hash(data: Data(token.utf8)).map { String(format: "%02x", $0) }.joined()
+    }
+}
+
+/// A refresh token row as the rotation rules need it.
+public struct RefreshTokenRecord: Sendable {
+    public var id: UUID
+    public var userID: UUID
+    public var appID: UUID
+    public var familyID: UUID
+    public var deviceID: String
+    public var deviceInfo: String
+    public var expiresAt: Date
+    public var revoked: Bool
+    public var rotatedAt: Date?
+    public var successorSealed: [UInt8]?
+}
+
+public struct RefreshTokenStore: Sendable {
+    let logger: Logger
+    public init(logger: Logger) { self.logger = logger }
+
+    /// Stores a new token (its hash) for a device, in a family (a new family on sign-in).
+    public func insert(token: String, userID: UUID, appID: UUID, familyID: UUID, deviceID: String, deviceInfo: String,
+                       now: Date, on conn: PostgresConnection) async throws {
+        let expires = now.addingTimeInterval(TokenLifetimes.refreshToken)
+        try await conn.query("""
+            INSERT INTO refresh_tokens (user_id, app_id, family_id, device_id, token_hash, device_info, expires_at, created_at)
+            VALUES (\(userID), \(appID), \(familyID), \(deviceID), \(OpaqueToken.hash(token)), \(deviceInfo)::jsonb, \(expires), \(now))
+            """, logger: logger)
+    }
+
+    /// Seed UC-AUTH-1.2 14d: one active token per device — signing in again revokes the old one.
+    public func revokeDevice(userID: UUID, deviceID: String, reason: String, on conn: PostgresConnection) async throws {
+        try await conn.query("""
+            UPDATE refresh_tokens SET revoked = true, revoked_reason = \(reason)
+            WHERE user_id = \(userID) AND device_id = \(deviceID) AND NOT revoked
+            """, logger: logger)
+    }
+
+    @discardableResult
+    public func revokeAll(userID: UUID, reason: String, on conn: PostgresConnection) async throws -> Int {
+        let rows = try await conn.query("""
+            UPDATE refresh_tokens SET revoked = true, revoked_reason = \(reason)
+            WHERE user_id = \(userID) AND NOT revoked RETURNING id
+            """, logger: logger)
+        var n = 0
+        for try await _ in rows { n += 1 }
+        return n
+    }
+
+    @discardableResult
+    public func revokeFamily(_ familyID: UUID, reason: String, on conn: PostgresConnection) async throws -> Int {
+        let rows = try await conn.query("""
+            UPDATE refresh_tokens SET revoked = true, revoked_reason = \(reason)
+            WHERE family_id = \(familyID) AND NOT revoked RETURNING id
+            """, logger: logger)
+        var n = 0
+        for try await _ in rows { n += 1 }
+        return n
+    }
+
+    /// Finds a token by its plain value and locks its row: concurrent refreshes of one token
+    /// queue here, so exactly one rotates it.
+    public func lock(token: String, on conn: PostgresConnection) async throws -> RefreshTokenRecord? {
+        let rows = try await conn.query("""
+            SELECT id, user_id, app_id, family_id, device_id, device_info::text, expires_at, revoked, rotated_at, successor_sealed
+            FROM refresh_tokens WHERE token_hash = \(OpaqueToken.hash(token)) FOR UPDATE
+            """, logger: logger)
+        for try await r in rows.decode((UUID, UUID, UUID, UUID, String, String, Date, Bool, Date?, [UInt8]?).self) {
+            return RefreshTokenRecord(id: r.0, userID: r.1, appID: r.2, familyID: r.3, deviceID: r.4, deviceInfo: r.5,
+                                      expiresAt: r.6, revoked: r.7, rotatedAt: r.8, successorSealed: r.9)
+        }
+        return nil
+    }
+
+    /// Marks `id` as rotated, keeping its successor sealed for the grace window.
+    public func markRotated(_ id: UUID, successorSealed: [UInt8], now: Date, on conn: PostgresConnection) async throws {
+        try await conn.query("""
+            UPDATE refresh_tokens SET rotated_at = \(now), successor_sealed = \(successorSealed) WHERE id = \(id)
+            """, logger: logger)
+    }
+}
