@@ -2,7 +2,7 @@ import Foundation
 
 /// Reads configuration from environment variables (12-factor), with defaults that make the
 /// local stack run with no set-up. Every variable read here is listed in `.env.example`.
-public struct Environment: Sendable {
+public struct EnvironmentVariables: Sendable {
     public var values: [String: String]
 
     public init(_ values: [String: String] = ProcessInfo.processInfo.environment) {
@@ -82,9 +82,9 @@ public struct ServiceConfig: Sendable {
     public var outboxPollMilliseconds: Int
     public var jobPollMilliseconds: Int
     public var runWorkers: Bool
-    public var environment: Environment
+    public var environment: EnvironmentVariables
 
-    public init(service: ServiceName, environment env: Environment = Environment()) {
+    public init(service: ServiceName, environment env: EnvironmentVariables = EnvironmentVariables()) {
         self.service = service
         self.environment = env
         let p = service.envPrefix

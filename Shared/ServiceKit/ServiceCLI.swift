@@ -12,7 +12,7 @@ public protocol ServiceDefinition {
 }
 
 extension ServiceDefinition {
-    public static func makeRuntime(environment: Environment = Environment()) throws -> ServiceRuntime {
+    public static func makeRuntime(environment: EnvironmentVariables = EnvironmentVariables()) throws -> ServiceRuntime {
         ServiceRuntime(config: ServiceConfig(service: service, environment: environment), migrations: try migrations())
     }
 }

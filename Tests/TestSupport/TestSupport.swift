@@ -31,7 +31,7 @@ public enum TestEnvironment {
         values["RUN_WORKERS"] = "false"
         values["LOG_LEVEL"] = "warning"
         for (k, v) in overrides { values[k] = v }
-        return ServiceConfig(service: service, environment: Environment(values))
+        return ServiceConfig(service: service, environment: EnvironmentVariables(values))
     }
 
     public static func runtime(_ service: ServiceName, migrations: [Migration] = [], overrides: [String: String] = [:],

@@ -142,7 +142,7 @@ stop() {
 
 python_tools() { # reference tools for tests, in a venv under .data
   if [ ! -x "$DATA/venv/bin/python" ]; then python3 -m venv "$DATA/venv"; fi
-  "$DATA/venv/bin/pip" install -q --disable-pip-version-check aiosmtpd kubernetes-validate pyyaml >/dev/null
+  "$DATA/venv/bin/pip" install -q --disable-pip-version-check aiosmtpd kubernetes-validate pyyaml zxcvbn==4.5.0 >/dev/null
 }
 
 case "${1:-}" in

@@ -65,7 +65,7 @@ public enum AuthService: ServiceDefinition {
 
     /// The key that seals secrets at rest: `AUTH_DATA_KEY` (base64, 32 bytes), else derived
     /// from the signing key so the local stack needs no set-up.
-    static func dataKey(env: Environment, signingKey: Curve25519.Signing.PrivateKey) throws -> SymmetricKey {
+    static func dataKey(env: EnvironmentVariables, signingKey: Curve25519.Signing.PrivateKey) throws -> SymmetricKey {
         if let encoded = env.optional("AUTH_DATA_KEY") {
             guard let raw = Data(base64Encoded: encoded), raw.count == 32 else {
                 throw ConfigurationError("AUTH_DATA_KEY must be base64 of 32 bytes")

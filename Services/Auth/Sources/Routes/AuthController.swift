@@ -21,7 +21,7 @@ public struct AuthSettings: Sendable {
     public var refreshLimit = 600
     public var refreshWindow = 60
 
-    public init(environment env: Environment) {
+    public init(environment env: EnvironmentVariables) {
         mailFrom = env.string("MAIL_FROM", default: "Quiz Geography <no-reply@quiz.example>")
         supportContact = env.string("SUPPORT_EMAIL", default: "support@example.com")
         linkBaseURL = env.string("APP_LINK_BASE_URL", default: "https://app.example.com")

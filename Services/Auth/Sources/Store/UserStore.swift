@@ -75,15 +75,15 @@ public struct UserStore: Sendable {
 
     public struct NewUser: Sendable {
         var appID: UUID
-        var email: String?
-        var emailVerified: Bool
-        var passwordHash: String?
-        var googleID: String?
-        var appleID: String?
+        var email: String? = nil
+        var emailVerified: Bool = false
+        var passwordHash: String? = nil
+        var googleID: String? = nil
+        var appleID: String? = nil
         var provider: AuthProvider
-        var displayName: String?
-        var guestDeviceID: String?
-        var guestExpiresAt: Date?
+        var displayName: String? = nil
+        var guestDeviceID: String? = nil
+        var guestExpiresAt: Date? = nil
         var now: Date
     }
 
