@@ -53,7 +53,10 @@ func serviceTargets(_ s: ServiceSpec) -> [Target] {
         .testTarget(
             name: "\(s.name)Tests",
             dependencies: [.target(name: "\(s.name)Service"), "TestSupport",
-                           .product(name: "HummingbirdTesting", package: "hummingbird")],
+                           .product(name: "HummingbirdTesting", package: "hummingbird"),
+                           .product(name: "JWTKit", package: "jwt-kit"),
+                           .product(name: "_CryptoExtras", package: "swift-crypto"),
+                           .product(name: "ServiceLifecycle", package: "swift-service-lifecycle")],
             path: "Tests/\(s.name)Tests"
         ),
     ]

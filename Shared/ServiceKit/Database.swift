@@ -22,6 +22,10 @@ public enum DatabaseErrors {
     /// True when the error says the database cannot be reached (down, restarting, pool
     /// closed): the request may be retried, so it is answered 503 rather than 500.
     public static func isUnavailable(_ error: any Error) -> Bool {
+        if let t = error as? PostgresTransactionError {
+            if let inner = t.closureError ?? t.beginError ?? t.commitError { return isUnavailable(inner) }
+            return false
+        }
         if let e = error as? PSQLError {
             switch e.code {
             case .connectionError, .serverClosedConnection, .clientClosedConnection, .poolClosed, .uncleanShutdown:
@@ -40,7 +44,8 @@ public enum DatabaseErrors {
 
     /// The SQLSTATE of a server error, if it is one.
     public static func sqlState(_ error: any Error) -> String? {
-        (error as? PSQLError)?.serverInfo?[.sqlState]
+        if let t = error as? PostgresTransactionError, let inner = t.closureError ?? t.commitError { return sqlState(inner) }
+        return (error as? PSQLError)?.serverInfo?[.sqlState]
     }
 
     public static func isUniqueViolation(_ error: any Error) -> Bool { sqlState(error) == "23505" }

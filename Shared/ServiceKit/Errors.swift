@@ -2,6 +2,7 @@ import Foundation
 import Hummingbird
 import Logging
 import NIOCore
+import PostgresNIO
 import WireTypes
 
 /// An error that renders the envelope `{"error": code, "message": ..., ...extra}` with its status.
@@ -91,15 +92,13 @@ public struct ErrorMiddleware<Context: RequestContext>: RouterMiddleware {
 
     public func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
         do {
-            var response = try await next(request, context)
-            // Hummingbird answers some failures itself with an empty body (e.g. 404 for no route).
-            if response.status.code >= 400, response.headers[.contentType] == nil, response.body.contentLength == 0 {
-                response = ErrorResponder.envelope(
-                    status: response.status,
-                    body: ErrorEnvelope(error: ErrorResponder.code(for: response.status), message: response.status.reasonPhrase),
-                    headers: response.headers)
+            do {
+                return try await respond(request, context: context, next: next)
+            } catch let error as PostgresTransactionError {
+                // An error thrown inside a transaction arrives wrapped: answer for what was thrown.
+                if let inner = error.closureError { throw inner }
+                throw error
             }
-            return response
         } catch let error as AppError {
             return try error.response(from: request, context: context)
         } catch let error as HTTPError {
@@ -120,5 +119,17 @@ public struct ErrorMiddleware<Context: RequestContext>: RouterMiddleware {
             return ErrorResponder.envelope(status: .internalServerError,
                                            body: ErrorEnvelope(error: "internal_error", message: "Internal server error"))
         }
+    }
+
+    private func respond(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
+        var response = try await next(request, context)
+        // Hummingbird answers some failures itself with an empty body (e.g. 404 for no route).
+        if response.status.code >= 400, response.headers[.contentType] == nil, response.body.contentLength == 0 {
+            response = ErrorResponder.envelope(
+                status: response.status,
+                body: ErrorEnvelope(error: ErrorResponder.code(for: response.status), message: response.status.reasonPhrase),
+                headers: response.headers)
+        }
+        return response
     }
 }

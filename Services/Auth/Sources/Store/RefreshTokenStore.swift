@@ -1,6 +1,7 @@
 import Crypto
 import Foundation
 import Logging
+import NIOCore
 import PostgresNIO
 import ServiceKit
 
@@ -10,12 +11,12 @@ public struct SecretBox: Sendable {
     let key: SymmetricKey
     public init(key: SymmetricKey) { self.key = key }
 
-    public func seal(_ plain: String) throws -> [UInt8] {
-        Array(try AES.GCM.seal(Data(plain.utf8), using: key).combined!)
+    public func seal(_ plain: String) throws -> ByteBuffer {
+        ByteBuffer(bytes: try AES.GCM.seal(Data(plain.utf8), using: key).combined!)
     }
 
-    public func open(_ sealed: [UInt8]) throws -> String {
-        String(decoding: try AES.GCM.open(AES.GCM.SealedBox(combined: Data(sealed)), using: key), as: UTF8.self)
+    public func open(_ sealed: ByteBuffer) throws -> String {
+        String(decoding: try AES.GCM.open(AES.GCM.SealedBox(combined: Data(sealed.readableBytesView)), using: key), as: UTF8.self)
     }
 }
 
@@ -42,7 +43,7 @@ public struct RefreshTokenRecord: Sendable {
     public var expiresAt: Date
     public var revoked: Bool
     public var rotatedAt: Date?
-    public var successorSealed: [UInt8]?
+    public var successorSealed: ByteBuffer?
 }
 
 public struct RefreshTokenStore: Sendable {
@@ -96,7 +97,7 @@ public struct RefreshTokenStore: Sendable {
             SELECT id, user_id, app_id, family_id, device_id, device_info::text, expires_at, revoked, rotated_at, successor_sealed
             FROM refresh_tokens WHERE token_hash = \(OpaqueToken.hash(token)) FOR UPDATE
             """, logger: logger)
-        for try await r in rows.decode((UUID, UUID, UUID, UUID, String, String, Date, Bool, Date?, [UInt8]?).self) {
+        for try await r in rows.decode((UUID, UUID, UUID, UUID, String, String, Date, Bool, Date?, ByteBuffer?).self) {
             return RefreshTokenRecord(id: r.0, userID: r.1, appID: r.2, familyID: r.3, deviceID: r.4, deviceInfo: r.5,
                                       expiresAt: r.6, revoked: r.7, rotatedAt: r.8, successorSealed: r.9)
         }
@@ -104,7 +105,7 @@ public struct RefreshTokenStore: Sendable {
     }
 
     /// Marks `id` as rotated, keeping its successor sealed for the grace window.
-    public func markRotated(_ id: UUID, successorSealed: [UInt8], now: Date, on conn: PostgresConnection) async throws {
+    public func markRotated(_ id: UUID, successorSealed: ByteBuffer, now: Date, on conn: PostgresConnection) async throws {
         try await conn.query("""
             UPDATE refresh_tokens SET rotated_at = \(now), successor_sealed = \(successorSealed) WHERE id = \(id)
             """, logger: logger)

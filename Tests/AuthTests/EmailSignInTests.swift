@@ -1,0 +1,216 @@
+@testable import AuthService
+import Foundation
+import Hummingbird
+import HummingbirdTesting
+import ServiceKit
+import TestSupport
+import WireTypes
+import XCTest
+
+/// UC-AUTH-1.1 (email) and UC-AUTH-1.2 (email login) through the HTTP API.
+final class EmailSignInTests: XCTestCase {
+    func testRegisterReturnsUserAndTokensAndSendsAVerificationEmail() async throws {
+        try await AuthHarness.run { h in
+            let email = uniqueEmail()
+            let r = try await h.registerEmail(email.uppercased())
+            XCTAssertEqual(r.user.email, email, "stored lower-cased")
+            XCTAssertEqual(r.user.provider, .email)
+            XCTAssertEqual(r.user.status, .free)
+            XCTAssertFalse(r.user.emailVerified)
+            XCTAssertEqual(r.tokens.expiresIn, 604800)
+            XCTAssertEqual(r.tokens.tokenType, "Bearer")
+            XCTAssertFalse(r.tokens.refreshToken.isEmpty)
+            // The access token is accepted by the auth service itself.
+            let me = try await h.send(.get, "auth/me", token: r.tokens.accessToken)
+            XCTAssertEqual(me.status, .ok)
+            // A verification email with a 24 h token went out.
+            let mail = try XCTUnwrap(h.mailer.last)
+            XCTAssertEqual(mail.to, [email])
+            XCTAssertEqual(mail.subject, "Vérifiez votre email")
+            XCTAssertNotNil(h.mailer.token(to: email))
+            // The password is stored as a bcrypt-12 hash, never in clear.
+            let cost12 = try await h.scalar("SELECT count(*)::int FROM auth.users WHERE email = '\(email)' AND password_hash LIKE '$2b$12$%'")
+            XCTAssertEqual(cost12, 1)
+            // Privacy settings exist with every consent off, and the register is audited.
+            let consents = try await h.scalar("""
+                SELECT count(*)::int FROM auth.privacy_settings p JOIN auth.users u ON u.id = p.user_id
+                WHERE u.email = '\(email)' AND NOT (consent_analytics OR consent_third_party OR consent_geolocation OR consent_personalized_ads)
+                """)
+            XCTAssertEqual(consents, 1)
+            let audits = try await h.scalar("SELECT count(*)::int FROM auth.audit_logs WHERE user_id = '\(r.user.id)' AND action = 'register' AND result = 'success'")
+            XCTAssertEqual(audits, 1)
+        }
+    }
+
+    func testRegisterRefusesBadInput() async throws {
+        try await AuthHarness.run { h in
+            let cases: [(String, HTTPResponse.Status, String, String?)] = [
+                (#"{"provider":"email","credentials":{"email":"not-an-email","password":"Tr1cky-Geography-42"}}"#, .unprocessableContent, "validation_error", "credentials.email"),
+                (#"{"provider":"email","credentials":{"email":"a@example.com","password":"password1"}}"#, .unprocessableContent, "weak_password", "credentials.password"),
+                (#"{"provider":"email","credentials":{"email":"a@example.com"}}"#, .badRequest, "invalid_request", "credentials.password"),
+                (#"{"provider":"email","credentials":{"email":42,"password":"x"}}"#, .badRequest, "invalid_request", "credentials.email"),
+                (#"{"provider":"myspace","credentials":{}}"#, .badRequest, "invalid_request", "provider"),
+                (#"{"credentials":{}}"#, .badRequest, "invalid_request", "provider"),
+                (#"{"provider":"email""#, .badRequest, "invalid_request", nil),
+            ]
+            for (body, status, code, field) in cases {
+                try await h.post("auth/register", body) { r in
+                    XCTAssertEqual(r.status, status, body)
+                    let e = try r.envelope()
+                    XCTAssertEqual(e.error, code, body)
+                    if let field { XCTAssertEqual(e.extra["field"], .string(field), body) }
+                }
+            }
+            // Another tenant's key, or none at all.
+            var wrong = h.headers()
+            wrong[.xAPIKey] = h.otherApp.apiKey
+            try await h.client.execute(uri: "/auth/v1/auth/register", method: .post, headers: wrong,
+                                       body: ByteBuffer(string: "{}")) { r in
+                XCTAssertEqual(r.status, .unauthorized)
+                XCTAssertEqual(try r.envelope().error, "invalid_api_key")
+            }
+        }
+    }
+
+    func testEmailAlreadyRegistered() async throws {
+        try await AuthHarness.run { h in
+            let email = uniqueEmail()
+            _ = try await h.registerEmail(email)
+            try await h.post("auth/register", #"{"provider":"email","credentials":{"email":"\#(email)","password":"An0ther-Str0ng-Passphrase"}}"#) { r in
+                XCTAssertEqual(r.status, .conflict)
+                let e = try r.envelope()
+                XCTAssertEqual(e.error, "email_already_exists")
+                XCTAssertEqual(e.extra["existing_provider"], "email")
+                XCTAssertEqual(e.extra["can_link"], false)
+            }
+            // Same email in another application is another account.
+            try await h.post("auth/register", #"{"provider":"email","credentials":{"email":"\#(email)","password":"Tr1cky-Geography-42"}}"#,
+                             app: h.otherApp) { r in XCTAssertEqual(r.status, .created) }
+        }
+    }
+
+    func testTwentySimultaneousRegistrationsOfOneEmailCreateOneUser() async throws {
+        try await AuthHarness.run { h in
+            let email = uniqueEmail()
+            let statuses = try await withThrowingTaskGroup(of: HTTPResponse.Status.self) { group in
+                for _ in 0..<20 {
+                    group.addTask {
+                        try await h.post("auth/register", #"{"provider":"email","credentials":{"email":"\#(email)","password":"Tr1cky-Geography-42"}}"#).status
+                    }
+                }
+                return try await group.reduce(into: [HTTPResponse.Status]()) { $0.append($1) }
+            }
+            XCTAssertEqual(statuses.filter { $0 == .created }.count, 1)
+            XCTAssertEqual(statuses.filter { $0 == .conflict }.count, 19)
+            let users = try await h.scalar("SELECT count(*)::int FROM auth.users WHERE email = '\(email)'")
+            XCTAssertEqual(users, 1)
+        }
+    }
+
+    func testLoginMainFlowAndUnknownUser() async throws {
+        try await AuthHarness.run { h in
+            let email = uniqueEmail()
+            let registered = try await h.registerEmail(email)
+            let r = try await h.loginEmail(email)
+            XCTAssertEqual(r.status, .ok)
+            let body = try r.json(AuthResponse.self)
+            XCTAssertEqual(body.user.id, registered.user.id)
+            XCTAssertNotNil(body.user.lastLogin)
+            XCTAssertEqual(body.user.privacySettings?.consentGeolocation, false)
+            // Signing in again on the same device revokes that device's previous refresh token.
+            let old = try await h.post("auth/refresh", #"{"refresh_token":"\#(registered.tokens.refreshToken)"}"#)
+            XCTAssertEqual(old.status, .unauthorized)
+
+            let unknown = try await h.loginEmail(uniqueEmail())
+            XCTAssertEqual(unknown.status, .notFound)
+            let e = try unknown.envelope()
+            XCTAssertEqual(e.error, "user_not_found")
+            XCTAssertEqual(e.extra["can_register"], true)
+        }
+    }
+
+    /// 13b/14b: four wrong passwords count down, the fifth locks for 15 minutes, the lock
+    /// holds even for the right password, and lifts when the clock moves past it.
+    func testWrongPasswordsLockTheAccountThenTheLockLifts() async throws {
+        try await AuthHarness.run { h in
+            let email = uniqueEmail()
+            _ = try await h.registerEmail(email)
+            for expected in [4, 3, 2, 1] {
+                let r = try await h.loginEmail(email, password: "Wrong-password-\(expected)")
+                XCTAssertEqual(r.status, .unauthorized)
+                let e = try r.envelope()
+                XCTAssertEqual(e.error, "invalid_credentials")
+                XCTAssertEqual(e.extra["attempts_remaining"], .int(expected))
+            }
+            let fifth = try await h.loginEmail(email, password: "Wrong-password-5")
+            XCTAssertEqual(fifth.status, .tooManyRequests)
+            let locked = try fifth.envelope()
+            XCTAssertEqual(locked.error, "account_locked")
+            XCTAssertEqual(locked.extra["retry_after"], .int(900))
+            XCTAssertNotNil(locked.extra["locked_until"]?.stringValue)
+
+            h.clock.advance(by: 600)
+            let stillLocked = try await h.loginEmail(email)
+            XCTAssertEqual(stillLocked.status, .tooManyRequests)
+            XCTAssertEqual(try stillLocked.envelope().extra["retry_after"], .int(300))
+
+            h.clock.advance(by: 301)
+            let ok = try await h.loginEmail(email)
+            XCTAssertEqual(ok.status, .ok)
+            // The counter was reset by the success: one more failure leaves four attempts.
+            let again = try await h.loginEmail(email, password: "Wrong-again")
+            XCTAssertEqual(try again.envelope().extra["attempts_remaining"], .int(4))
+            let failures = try await h.scalar("""
+                SELECT count(*)::int FROM auth.audit_logs a JOIN auth.users u ON u.id = a.user_id
+                WHERE u.email = '\(email)' AND a.action = 'login' AND a.result = 'failure'
+                """)
+            XCTAssertEqual(failures, 7)
+        }
+    }
+
+    func testSuspendedAccountIsRefused() async throws {
+        try await AuthHarness.run { h in
+            let email = uniqueEmail()
+            let r = try await h.registerEmail(email)
+            try await h.sql("UPDATE auth.users SET status = 'suspended', suspension_reason = 'Terms of service violation' WHERE email = '\(email)'")
+            let login = try await h.loginEmail(email)
+            XCTAssertEqual(login.status, .forbidden)
+            let e = try login.envelope()
+            XCTAssertEqual(e.error, "account_suspended")
+            XCTAssertEqual(e.extra["reason"], "Terms of service violation")
+            XCTAssertEqual(e.extra["contact"], "support@example.com")
+            // Refresh and /me refuse too.
+            let refresh = try await h.post("auth/refresh", #"{"refresh_token":"\#(r.tokens.refreshToken)"}"#)
+            XCTAssertEqual(refresh.status, .forbidden)
+            let me = try await h.send(.get, "auth/me", token: r.tokens.accessToken)
+            XCTAssertEqual(me.status, .forbidden)
+        }
+    }
+
+    /// 5 sign-in attempts per 15 minutes per client IP; refresh is not counted.
+    func testSignInRateLimitPerIP() async throws {
+        try await AuthHarness.run { h in
+            let ip = "192.0.2.\(Int.random(in: 1...250))"
+            let email = uniqueEmail()
+            let reg = try await h.post("auth/register", #"{"provider":"email","credentials":{"email":"\#(email)","password":"Tr1cky-Geography-42"}}"#, ip: ip)
+            XCTAssertEqual(reg.status, .created)
+            let tokens = try reg.json(AuthResponse.self).tokens
+            for _ in 0..<4 { _ = try await h.loginEmail(email, ip: ip) }
+            let sixth = try await h.loginEmail(email, ip: ip)
+            XCTAssertEqual(sixth.status, .tooManyRequests)
+            let e = try sixth.envelope()
+            XCTAssertEqual(e.error, "rate_limit_exceeded")
+            XCTAssertNotNil(e.extra["retry_after"]?.intValue)
+            XCTAssertEqual(sixth.headers[.retryAfter], e.extra["retry_after"]?.intValue.map(String.init))
+            // Another address is not affected, nor is refresh from this one.
+            let elsewhere = try await h.loginEmail(email)
+            XCTAssertEqual(elsewhere.status, .ok)
+            let refresh = try await h.post("auth/refresh", #"{"refresh_token":"\#(tokens.refreshToken)"}"#, ip: ip)
+            XCTAssertNotEqual(refresh.status, .tooManyRequests)
+            // The window passes.
+            h.clock.advance(by: 15 * 60)
+            let later = try await h.loginEmail(email, ip: ip)
+            XCTAssertEqual(later.status, .ok)
+        }
+    }
+}
