@@ -1,0 +1,113 @@
+@testable import AuthService
+import Foundation
+import Hummingbird
+import HummingbirdTesting
+import ServiceKit
+import TestSupport
+import WireTypes
+import XCTest
+
+/// UC-AUTH-1.4 privacy settings, and the internal user endpoints other services call.
+final class PrivacyAndInternalTests: XCTestCase {
+    struct PrivacyBody: Decodable { var privacy: PrivacySettings }
+    struct Update: Decodable {
+        struct W: Decodable { var setting: String; var impact: String }
+        var privacy: PrivacySettings
+        var appliedImmediately: Bool
+        var warnings: [W]
+        enum CodingKeys: String, CodingKey { case privacy; case appliedImmediately = "applied_immediately"; case warnings }
+    }
+
+    func testUpdateConsentsWarnsAndTellsOfflineAndAdsThroughTheOutbox() async throws {
+        try await AuthHarness.run { h in
+            let r = try await h.registerEmail(uniqueEmail())
+            let token = r.tokens.accessToken
+            let all = #"{"consent_analytics":true,"consent_third_party":false,"consent_geolocation":true,"consent_personalized_ads":true,"consent_notifications":true,"consent_game_center":true}"#
+            let on = try await h.send(.patch, "auth/privacy", all, token: token)
+            XCTAssertEqual(on.status, .ok, String(buffer: on.body))
+            XCTAssertEqual(try on.json(Update.self).warnings.count, 0)
+
+            let outboxBefore = try await h.scalar("SELECT count(*)::int FROM auth.outbox WHERE path LIKE '%\(r.user.id.uuidString.lowercased())%'")
+            let off = try await h.send(.patch, "auth/privacy", #"{"consent_geolocation":false,"consent_personalized_ads":false}"#, token: token)
+            XCTAssertEqual(off.status, .ok)
+            let update = try off.json(Update.self)
+            XCTAssertTrue(update.appliedImmediately)
+            XCTAssertFalse(update.privacy.consentGeolocation)
+            XCTAssertTrue(update.privacy.consentAnalytics, "fields not sent keep their value")
+            XCTAssertEqual(update.warnings.map(\.impact), ["local_questions_unavailable", "non_personalized_ads"])
+            // Offline is told to delete the locations, and both services get the new consents.
+            let uid = r.user.id.uuidString.lowercased()
+            let deletes = try await h.scalar("SELECT count(*)::int FROM auth.outbox WHERE target_service = 'offline' AND method = 'DELETE' AND path = '/internal/users/\(uid)/locations'")
+            XCTAssertEqual(deletes, 1)
+            let adsConsent = try await h.scalar("SELECT count(*)::int FROM auth.outbox WHERE target_service = 'ads' AND path = '/internal/users/\(uid)/consents' AND body->>'personalized_ads' = 'false'")
+            XCTAssertEqual(adsConsent, 1)
+            let outboxAfter = try await h.scalar("SELECT count(*)::int FROM auth.outbox WHERE path LIKE '%\(uid)%'")
+            XCTAssertEqual(outboxAfter - outboxBefore, 3)
+
+            let get = try await h.send(.get, "auth/privacy", token: token)
+            XCTAssertEqual(try get.json(PrivacyBody.self).privacy.consentGeolocation, false)
+            let audits = try await h.scalar("SELECT count(*)::int FROM auth.audit_logs WHERE user_id = '\(r.user.id)' AND action = 'privacy_update'")
+            XCTAssertEqual(audits, 2)
+        }
+    }
+
+    func testPrivacyBadInputChangesNothing() async throws {
+        try await AuthHarness.run { h in
+            let r = try await h.registerEmail(uniqueEmail())
+            let token = r.tokens.accessToken
+            for (body, field) in [(#"{"consent_geolocation":"yes"}"#, "consent_geolocation"),
+                                  (#"{"consent_geolocation":true,"is_admin":true}"#, "is_admin"),
+                                  (#"{}"#, nil), (#"[]"#, nil)] {
+                let resp = try await h.send(.patch, "auth/privacy", body, token: token)
+                XCTAssertEqual(resp.status, .badRequest, body)
+                if let field { XCTAssertEqual(try resp.envelope().extra["field"], .string(field)) }
+            }
+            let get = try await h.send(.get, "auth/privacy", token: token)
+            XCTAssertEqual(try get.json(PrivacyBody.self).privacy.consentGeolocation, false, "nothing was half-applied")
+            let noToken = try await h.send(.patch, "auth/privacy", #"{"consent_geolocation":true}"#)
+            XCTAssertEqual(noToken.status, .unauthorized)
+        }
+    }
+
+    func testInternalStatusSummaryAndConsents() async throws {
+        try await AuthHarness.run { h in
+            let r = try await h.registerEmail(uniqueEmail())
+            let uid = r.user.id.uuidString.lowercased()
+            let app = h.app.appID.uuidString.lowercased()
+            let service: HTTPFields = [.authorization: "Bearer local-internal-subscription", .xServiceName: "subscription",
+                                       .contentType: "application/json"]
+            let put = try await h.client.execute(uri: "/internal/users/\(uid)/status", method: .put, headers: service,
+                                                 body: ByteBuffer(string: #"{"app_id":"\#(app)","status":"premium"}"#)) { $0 }
+            XCTAssertEqual(put.status, .ok)
+            XCTAssertEqual(try put.json(UserSummary.self).status, .premium)
+            // New tokens carry the new status.
+            let login = try await h.loginEmail(r.user.email!)
+            XCTAssertEqual(try login.json(AuthResponse.self).user.status, .premium)
+
+            let summary = try await h.client.execute(uri: "/internal/users/\(uid)?app_id=\(app)", method: .get, headers: service) { $0 }
+            XCTAssertEqual(summary.status, .ok)
+            XCTAssertEqual(try summary.json(UserSummary.self).id, r.user.id)
+            let consents = try await h.client.execute(uri: "/internal/users/\(uid)/consents?app_id=\(app)", method: .get, headers: service) { $0 }
+            XCTAssertEqual(try consents.json(ConsentChange.self).geolocation, false)
+
+            // Bad input and unknown ids.
+            let suspended = try await h.client.execute(uri: "/internal/users/\(uid)/status", method: .put, headers: service,
+                                                       body: ByteBuffer(string: #"{"app_id":"\#(app)","status":"suspended"}"#)) { $0 }
+            XCTAssertEqual(suspended.status, .unprocessableContent)
+            let unknown = try await h.client.execute(uri: "/internal/users/\(UUID())/status", method: .put, headers: service,
+                                                     body: ByteBuffer(string: #"{"app_id":"\#(app)","status":"free"}"#)) { $0 }
+            XCTAssertEqual(unknown.status, .notFound)
+            let otherTenant = try await h.client.execute(uri: "/internal/users/\(uid)?app_id=\(h.otherApp.appID)", method: .get, headers: service) { $0 }
+            XCTAssertEqual(otherTenant.status, .notFound)
+            let noApp = try await h.client.execute(uri: "/internal/users/\(uid)", method: .get, headers: service) { $0 }
+            XCTAssertEqual(noApp.status, .badRequest)
+            let badID = try await h.client.execute(uri: "/internal/users/not-a-uuid?app_id=\(app)", method: .get, headers: service) { $0 }
+            XCTAssertEqual(badID.status, .badRequest)
+            let badStatus = try await h.client.execute(uri: "/internal/users/\(uid)/status", method: .put, headers: service,
+                                                       body: ByteBuffer(string: #"{"app_id":"\#(app)","status":"gold"}"#)) { $0 }
+            XCTAssertEqual(badStatus.status, .badRequest)
+            let noCredential = try await h.client.execute(uri: "/internal/users/\(uid)?app_id=\(app)", method: .get, headers: [:]) { $0 }
+            XCTAssertEqual(noCredential.status, .unauthorized)
+        }
+    }
+}
