@@ -93,7 +93,7 @@ let package = Package(
         ),
         .testTarget(
             name: "ServiceKitTests",
-            dependencies: ["ServiceKit", "TestSupport", "AuthService",
+            dependencies: ["ServiceKit", "TestSupport", "AuthService", "SubscriptionService", "OfflineService", "AdsService",
                            .product(name: "HummingbirdTesting", package: "hummingbird"),
                            .product(name: "NIOCore", package: "swift-nio"),
                            .product(name: "NIOPosix", package: "swift-nio"),

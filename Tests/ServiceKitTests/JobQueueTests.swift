@@ -8,7 +8,7 @@ import XCTest
 final class JobQueueTests: XCTestCase {
     /// Two workers on one queue, 1,000 jobs: every job runs exactly once.
     func testTwoWorkersRunEachOfAThousandJobsExactlyOnce() async throws {
-        let runtime = TestEnvironment.runtime(.offline)
+        let runtime = kitRuntime(.offline)
         try await withMigratedRuntime(runtime) { runtime in
             let queueName = "test-\(UUID().uuidString)"
             let queue = JobQueue(client: runtime.db, queue: queueName, logger: runtime.logger)
@@ -47,7 +47,7 @@ final class JobQueueTests: XCTestCase {
 
     /// A job that throws is retried after a growing delay and ends dead after its attempts.
     func testFailingJobIsRetriedWithBackoffThenDead() async throws {
-        let runtime = TestEnvironment.runtime(.offline)
+        let runtime = kitRuntime(.offline)
         try await withMigratedRuntime(runtime) { runtime in
             let queueName = "test-\(UUID().uuidString)"
             let queue = JobQueue(client: runtime.db, queue: queueName, logger: runtime.logger)
@@ -85,7 +85,7 @@ final class JobQueueTests: XCTestCase {
     }
 
     func testUniqueKeyMakesASecondEnqueueANoOp() async throws {
-        let runtime = TestEnvironment.runtime(.offline)
+        let runtime = kitRuntime(.offline)
         try await withMigratedRuntime(runtime) { runtime in
             let queue = JobQueue(client: runtime.db, queue: "test-unique", logger: runtime.logger)
             let key = UUID().uuidString

@@ -57,7 +57,7 @@ final class MigrationTests: XCTestCase {
     /// A database whose history differs from the code (edited or unknown migration) is refused.
     func testRefusesHistoryThatDoesNotMatch() async throws {
         let schema = "auth"
-        let runtime = TestEnvironment.runtime(.auth)
+        let runtime = kitRuntime(.auth)
         try await withPostgres(runtime.db) { db in
             let first = MigrationRunner(schema: schema, migrations: runtime.migrations.migrations)
             try await first.run(on: db, logger: TestEnvironment.logger)

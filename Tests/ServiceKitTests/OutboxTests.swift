@@ -34,8 +34,8 @@ final class OutboxTests: XCTestCase {
 
     func testMessagesWrittenWhileTheReceiverIsDownArriveExactlyOnce() async throws {
         let port = try TestEnvironment.freePort()
-        let sender = TestEnvironment.runtime(.subscription, overrides: ["ADS_URL": "http://127.0.0.1:\(port)"])
-        let receiver = TestEnvironment.runtime(.ads)
+        let sender = kitRuntime(.subscription, overrides: ["ADS_URL": "http://127.0.0.1:\(port)"])
+        let receiver = kitRuntime(.ads)
         try await withMigratedRuntime(receiver) { receiver in
             try await receiver.db.query("CREATE TABLE IF NOT EXISTS test_deliveries (idempotency_key text, seq int)")
             try await receiver.db.query("TRUNCATE test_deliveries")
@@ -84,7 +84,7 @@ final class OutboxTests: XCTestCase {
     }
 
     func testIdempotencyStoreReplaysTheStoredResponse() async throws {
-        let runtime = TestEnvironment.runtime(.ads)
+        let runtime = kitRuntime(.ads)
         try await withMigratedRuntime(runtime) { runtime in
             try await runtime.db.query("CREATE TABLE IF NOT EXISTS test_deliveries (idempotency_key text, seq int)")
             let store = IdempotencyStore(client: runtime.db, logger: runtime.logger)

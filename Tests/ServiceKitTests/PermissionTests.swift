@@ -7,11 +7,11 @@ import XCTest
 final class PermissionTests: XCTestCase {
     func testAServiceRoleCannotReadAnotherServicesSchema() async throws {
         // Make sure the ads schema has a table to try.
-        let ads = TestEnvironment.runtime(.ads)
+        let ads = kitRuntime(.ads)
         try await withMigratedRuntime(ads) { _ in }
 
         for (service, foreign) in [(ServiceName.auth, "ads"), (.ads, "auth"), (.offline, "subscription"), (.subscription, "offline")] {
-            let runtime = TestEnvironment.runtime(service)
+            let runtime = kitRuntime(service)
             try await withMigratedRuntime(runtime) { runtime in
                 // Its own schema works...
                 try await runtime.db.query("SELECT count(*) FROM outbox")

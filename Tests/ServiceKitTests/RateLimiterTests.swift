@@ -6,7 +6,7 @@ import XCTest
 final class RateLimiterTests: XCTestCase {
     func testFixedWindowAllowsLimitThenRefusesUntilTheWindowTurns() async throws {
         let clock = MovableClock(Date(timeIntervalSince1970: 1_800_000_000))
-        let runtime = TestEnvironment.runtime(.auth, clock: clock)
+        let runtime = kitRuntime(.auth, clock: clock)
         try await withMigratedRuntime(runtime) { runtime in
             let limiter = RateLimiter(client: runtime.db, clock: clock, logger: runtime.logger)
             let key = UUID().uuidString
@@ -38,7 +38,7 @@ final class RateLimiterTests: XCTestCase {
 
     func testSlidingWindowCountsThePreviousWindowsOverlap() async throws {
         let clock = MovableClock(Date(timeIntervalSince1970: TimeInterval(1_800_000_000 - 1_800_000_000 % 60)))
-        let runtime = TestEnvironment.runtime(.auth, clock: clock)
+        let runtime = kitRuntime(.auth, clock: clock)
         try await withMigratedRuntime(runtime) { runtime in
             let limiter = RateLimiter(client: runtime.db, clock: clock, logger: runtime.logger)
             let key = UUID().uuidString

@@ -34,7 +34,7 @@ final class RequestAuthenticationTests: XCTestCase {
     static func withStack(_ body: @Sendable (_ client: any TestClientProtocol, _ ctx: Stack) async throws -> Void) async throws {
         let authPort = try TestEnvironment.freePort()
         let key = Curve25519.Signing.PrivateKey()
-        let authRuntime = TestEnvironment.runtime(.auth, migrations: try AuthService.migrations(), overrides: ["AUTH_PORT": String(authPort)])
+        let authRuntime = kitRuntime(.auth, overrides: ["AUTH_PORT": String(authPort)])
         let authApp = try AuthService.buildApplication(runtime: authRuntime, signingKey: key)
         try await withThrowingTaskGroup(of: Void.self) { group in
             let serviceGroup = ServiceGroup(configuration: .init(services: [authApp], logger: authRuntime.logger))
@@ -45,7 +45,7 @@ final class RequestAuthenticationTests: XCTestCase {
             let appA = try await repo.create(name: "App A")
             let appB = try await repo.create(name: "App B")
 
-            let consumer = TestEnvironment.runtime(.ads, overrides: ["AUTH_URL": "http://127.0.0.1:\(authPort)"])
+            let consumer = kitRuntime(.ads, overrides: ["AUTH_URL": "http://127.0.0.1:\(authPort)"])
             let source = CountingSource(RemoteJWKSSource(url: "http://127.0.0.1:\(authPort)/auth/v1/.well-known/jwks.json", http: consumer.http))
             let verifier = AccessTokenVerifier(source: source)
             let app = buildServiceApplication(runtime: consumer, appVerifier: consumer.remoteAppVerifier(), tokenVerifier: verifier) { routes in
