@@ -93,16 +93,21 @@ public final class AccessTokenVerifier: Sendable {
     /// Tolerance on `iat`/`exp` for clocks a little apart.
     public let leeway: Int = 30
 
+    private let clock: any WallClock
+
     public init(source: any JWKSSource, cacheTTL: Duration = .seconds(300),
-                unknownKidRefetchInterval: Duration = .seconds(5), maxCachedTokens: Int = 50_000) {
+                unknownKidRefetchInterval: Duration = .seconds(5), maxCachedTokens: Int = 50_000,
+                clock: any WallClock = SystemClock()) {
         self.source = source
+        self.clock = clock
         self.cacheTTL = cacheTTL
         self.unknownKidRefetchInterval = unknownKidRefetchInterval
         self.maxCachedTokens = maxCachedTokens
     }
 
     /// Verifies `token` for the tenant `appID` at `now`; throws a 401 `AppError` when refused.
-    public func verify(_ token: String, appID: UUID, now: Date = Date()) async throws -> AccessTokenClaims {
+    public func verify(_ token: String, appID: UUID, now: Date? = nil) async throws -> AccessTokenClaims {
+        let now = now ?? clock.now()
         let nowSeconds = Int(now.timeIntervalSince1970)
         if let hit = verified.withLock({ $0[token] }) {
             guard hit.exp + leeway > nowSeconds else { throw AppError.invalidToken("Access token expired") }

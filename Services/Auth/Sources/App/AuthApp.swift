@@ -31,7 +31,7 @@ public enum AuthService: ServiceDefinition {
         let applications = PostgresApplicationRepository(db: runtime.db, logger: runtime.logger)
         let appVerifier = CachedAppVerifier(LocalAppVerifier(repository: applications), ttl: .seconds(runtime.config.tenantCacheSeconds))
         // Auth verifies its own tokens with its own key: no HTTP round trip to itself.
-        let tokenVerifier = AccessTokenVerifier(source: StaticJWKSSource(.init(keys: [signer.jwk])))
+        let tokenVerifier = AccessTokenVerifier(source: StaticJWKSSource(.init(keys: [signer.jwk])), clock: runtime.clock)
         let refreshTokens = RefreshTokenStore(logger: runtime.logger)
         let google = providers.google ?? GoogleIdentityVerifier(keySet: RemoteKeySet(
             url: env.string("GOOGLE_JWKS_URL", default: "https://www.googleapis.com/oauth2/v3/certs"), http: runtime.http))
@@ -43,6 +43,7 @@ public enum AuthService: ServiceDefinition {
             }
             return MailFolder(directory: URL(fileURLWithPath: runtime.config.dataDirectory).appendingPathComponent("mail"))
         }()
+        let dataKey = try dataKey(env: env, signingKey: signingKey)
         let ctx = AuthContext(
             db: runtime.db, logger: runtime.logger, clock: runtime.clock,
             users: UserStore(logger: runtime.logger), refreshTokens: refreshTokens,
@@ -52,11 +53,14 @@ public enum AuthService: ServiceDefinition {
             limiter: RateLimiter(client: runtime.db, clock: runtime.clock, logger: runtime.logger),
             applications: applications, google: google, mailer: mailer,
             passwords: PasswordPolicy(estimator: Zxcvbn.shared),
-            box: SecretBox(key: try dataKey(env: env, signingKey: signingKey)),
+            box: SecretBox(key: dataKey),
             settings: AuthSettings(environment: env))
         return buildServiceApplication(runtime: runtime, appVerifier: appVerifier, tokenVerifier: tokenVerifier) { routes in
             JWKSController(signer: signer).addRoutes(to: routes.open)
-            AuthController(ctx: ctx).addRoutes(tenant: routes.tenant, user: routes.user)
+            let sessions = AuthController(ctx: ctx)
+            sessions.addRoutes(tenant: routes.tenant, user: routes.user)
+            EmailFlowsController(ctx: ctx, otps: OTPStore(logger: runtime.logger, key: dataKey), sessions: sessions)
+                .addRoutes(tenant: routes.tenant, user: routes.user)
             PrivacyController(ctx: ctx).addRoutes(to: routes.user)
             InternalApplicationsController(applications: applications).addRoutes(to: routes.internal)
             InternalUsersController(ctx: ctx).addRoutes(to: routes.internal)

@@ -1,0 +1,187 @@
+import Foundation
+import Hummingbird
+import PostgresNIO
+import ServiceKit
+import WireTypes
+
+/// Email verification, password reset and email one-time codes.
+struct EmailFlowsController {
+    let ctx: AuthContext
+    let otps: OTPStore
+    let sessions: AuthController
+
+    func addRoutes(tenant: RouterGroup<ServiceRequestContext>, user: RouterGroup<ServiceRequestContext>) {
+        tenant.post("auth/verify-email") { request, context in try await verifyEmail(request, context) }
+        user.post("auth/verify-email/resend") { request, context in try await resend(request, context) }
+        tenant.post("auth/password/forgot") { request, context in try await forgot(request, context) }
+        tenant.post("auth/password/reset") { request, context in try await reset(request, context) }
+        tenant.post("auth/otp/send") { request, context in try await sendOTP(request, context) }
+        tenant.post("auth/otp/verify") { request, context in try await verifyOTP(request, context) }
+    }
+
+    struct TokenBody: Codable { var token: String }
+    struct EmailBody: Codable { var email: String }
+    struct ResetBody: Codable { var token: String; var newPassword: String
+        enum CodingKeys: String, CodingKey { case token; case newPassword = "new_password" } }
+    struct OTPVerifyBody: Codable { var email: String; var code: String; var deviceInfo: DeviceInfo?
+        enum CodingKeys: String, CodingKey { case email, code; case deviceInfo = "device_info" } }
+
+    static let invalidLink = AppError(.badRequest, "invalid_or_expired_token", "This link is invalid or has expired")
+
+    // MARK: email verification (3b.8)
+
+    func verifyEmail(_ request: Request, _ context: ServiceRequestContext) async throws -> Response {
+        let appID = try context.requireApp()
+        let body = try await request.decodeJSON(as: TokenBody.self, context: context)
+        let now = ctx.clock.now()
+        try await ctx.db.withTransaction(logger: ctx.logger) { conn in
+            guard let userID = try await ctx.emailTokens.consume(token: body.token, purpose: .verifyEmail, now: now, on: conn),
+                  try await ctx.users.find(.id(userID), appID: appID, on: conn) != nil else { throw Self.invalidLink }
+            try await ctx.users.markEmailVerified(userID, on: conn)
+            try await ctx.audit.record(ctx.entry("verify_email", "success", app: appID, user: userID, request, context), on: conn)
+        }
+        return try context.json(["email_verified": true])
+    }
+
+    func resend(_ request: Request, _ context: ServiceRequestContext) async throws -> Response {
+        let (appID, userID) = try context.requireUser()
+        try await ctx.limiter.enforce(scope: "verify-resend", key: userID.uuidString, limit: 3, window: 3600)
+        let now = ctx.clock.now()
+        let token = OpaqueToken.generate()
+        let email: String = try await ctx.db.withTransaction(logger: ctx.logger) { conn in
+            guard let user = try await ctx.users.find(.id(userID), appID: appID, on: conn), let email = user.email else {
+                throw AppError(.unprocessableContent, "no_email", "This account has no email address")
+            }
+            if user.emailVerified { throw AppError(.conflict, "already_verified", "Email is already verified") }
+            try await ctx.emailTokens.insert(token: token, userID: userID, purpose: .verifyEmail,
+                                             expiresAt: now.addingTimeInterval(TokenLifetimes.emailVerification), on: conn)
+            return email
+        }
+        await sessions.sendVerification(to: email, token: token)
+        return try context.json(["sent": true])
+    }
+
+    // MARK: password reset
+
+    /// Answers the same whether the address has an account or not; the email leaves in the
+    /// background so the response time does not tell either.
+    func forgot(_ request: Request, _ context: ServiceRequestContext) async throws -> Response {
+        let appID = try context.requireApp()
+        try await ctx.enforceSignInLimit(context, scope: "reset")
+        let body = try await request.decodeJSON(as: EmailBody.self, context: context)
+        let now = ctx.clock.now()
+        if let email = EmailAddress.normalize(body.email) {
+            let token = OpaqueToken.generate()
+            let sent: Bool = try await ctx.db.withTransaction(logger: ctx.logger) { conn in
+                guard let user = try await ctx.users.find(.email(email), appID: appID, on: conn), user.passwordHash != nil || user.emailVerified else {
+                    return false
+                }
+                try await ctx.emailTokens.insert(token: token, userID: user.id, purpose: .passwordReset,
+                                                 expiresAt: now.addingTimeInterval(TokenLifetimes.passwordReset), on: conn)
+                try await ctx.audit.record(ctx.entry("password_forgot", "success", app: appID, user: user.id, request, context), on: conn)
+                return true
+            }
+            if sent {
+                let mailer = ctx.mailer, message = Emails.passwordReset(to: email, from: ctx.settings.mailFrom,
+                                                                         link: "\(ctx.settings.linkBaseURL)/reset-password?token=\(token)")
+                let logger = ctx.logger
+                Task {
+                    do { try await mailer.send(message) } catch { logger.error("reset email not sent", metadata: ["error": "\(error)"]) }
+                }
+            }
+        }
+        return try context.json(["message": "If an account exists for this address, a reset link has been sent"])
+    }
+
+    func reset(_ request: Request, _ context: ServiceRequestContext) async throws -> Response {
+        let appID = try context.requireApp()
+        try await ctx.enforceSignInLimit(context, scope: "reset")
+        let body = try await request.decodeJSON(as: ResetBody.self, context: context)
+        let now = ctx.clock.now()
+        // Validate before using the token, so a weak password does not burn the link.
+        let strength = ctx.passwords.evaluate(body.newPassword, userInputs: [])
+        guard strength.acceptable else {
+            throw AppError(.unprocessableContent, "weak_password", "Password is too weak",
+                           extra: ["field": "new_password", "score": .int(strength.score), "minimum_score": .int(PasswordPolicy.minimumScore)])
+        }
+        let hash = try await ctx.hashPassword(body.newPassword)
+        let revoked: Int = try await ctx.db.withTransaction(logger: ctx.logger) { conn in
+            guard let userID = try await ctx.emailTokens.consume(token: body.token, purpose: .passwordReset, now: now, on: conn),
+                  try await ctx.users.find(.id(userID), appID: appID, on: conn) != nil else { throw Self.invalidLink }
+            try await ctx.users.setPassword(userID, hash: hash, on: conn)
+            // Whoever knew the old password is signed out everywhere.
+            let n = try await ctx.refreshTokens.revokeAll(userID: userID, reason: "password_reset", on: conn)
+            try await ctx.audit.record(ctx.entry("password_reset", "success", app: appID, user: userID, request, context,
+                                                 details: ["revoked_sessions": .int(n)]), on: conn)
+            return n
+        }
+        return try context.json(["password_reset": .bool(true), "revoked_sessions": JSONValue.int(revoked)])
+    }
+
+    // MARK: OTP (seed 004)
+
+    func sendOTP(_ request: Request, _ context: ServiceRequestContext) async throws -> Response {
+        let appID = try context.requireApp()
+        try await ctx.enforceSignInLimit(context, scope: "otp")
+        let body = try await request.decodeJSON(as: EmailBody.self, context: context)
+        guard let email = EmailAddress.normalize(body.email) else { throw AppError.validation("email", "Invalid email format") }
+        // At most one code per minute per address.
+        let perAddress = try await ctx.limiter.hit(scope: "otp-send", key: "\(appID):\(email)", limit: 1, window: 60)
+        if !perAddress.allowed { throw AppError.rateLimited(retryAfter: perAddress.retryAfter) }
+        let code = OTPStore.generateCode()
+        let now = ctx.clock.now()
+        try await ctx.db.withTransaction(logger: ctx.logger) { conn in
+            try await otps.issue(code: code, appID: appID, email: email, now: now, on: conn)
+            try await ctx.audit.record(ctx.entry("otp_send", "success", app: appID, user: nil, request, context), on: conn)
+        }
+        try await ctx.mailer.send(SMTPMessage(from: ctx.settings.mailFrom, to: [email], subject: "Votre code de connexion",
+                                              text: "Votre code : \(code)\n\nIl est valable 5 minutes."))
+        return try context.json(["sent": JSONValue.bool(true), "expires_in": .int(Int(OTPStore.lifetime))])
+    }
+
+    func verifyOTP(_ request: Request, _ context: ServiceRequestContext) async throws -> Response {
+        let appID = try context.requireApp()
+        try await ctx.enforceSignInLimit(context, scope: "otp")
+        let body = try await request.decodeJSON(as: OTPVerifyBody.self, context: context)
+        guard let email = EmailAddress.normalize(body.email) else { throw AppError.validation("email", "Invalid email format") }
+        guard body.code.count == 6, body.code.allSatisfy(\.isASCII), body.code.allSatisfy(\.isNumber) else {
+            throw AppError.validation("code", "The code has 6 digits")
+        }
+        let now = ctx.clock.now()
+        enum Outcome: Sendable { case signedIn(User, TokenPair, Bool), refused(AppError) }
+        let outcome: Outcome = try await ctx.db.withTransaction(logger: ctx.logger) { conn in
+            switch try await otps.verify(code: body.code, appID: appID, email: email, now: now, on: conn) {
+            case .expiredOrMissing:
+                return .refused(AppError(.unauthorized, "invalid_otp", "This code is invalid or has expired; request a new one"))
+            case .invalidated:
+                return .refused(AppError(.unauthorized, "otp_invalidated", "Too many wrong codes; request a new one"))
+            case .wrong(let remaining):
+                return .refused(AppError(.unauthorized, "invalid_otp", "Incorrect code", extra: ["attempts_remaining": .int(remaining)]))
+            case .valid:
+                var created = false
+                var user: User
+                if let existing = try await ctx.users.find(.email(email), appID: appID, on: conn, forUpdate: true) {
+                    try sessions.requireActive(existing, now: now)
+                    // The code proves the address.
+                    if !existing.emailVerified { try await ctx.users.markEmailVerified(existing.id, on: conn) }
+                    user = try await ctx.users.recordLogin(existing.id, now: now, on: conn) ?? existing
+                } else {
+                    user = try await ctx.users.create(.init(appID: appID, email: email, emailVerified: true, provider: .email, now: now), on: conn)
+                    created = true
+                }
+                let tokens = try await ctx.issuer.startSession(for: user, device: body.deviceInfo, now: now, on: conn)
+                try await ctx.audit.record(ctx.entry(created ? "register" : "login", "success", app: appID, user: user.id, request, context,
+                                                     details: ["provider": "otp"]), on: conn)
+                return .signedIn(user, tokens, created)
+            }
+        }
+        switch outcome {
+        case .refused(let e):
+            await ctx.audit.record(ctx.entry("otp_verify", "failure", app: appID, user: nil, request, context,
+                                             details: ["reason": .string(e.code)]), db: ctx.db)
+            throw e
+        case .signedIn(let user, let tokens, let created):
+            return try context.json(AuthResponse(user: user.view(), tokens: tokens), status: created ? .created : .ok)
+        }
+    }
+}
