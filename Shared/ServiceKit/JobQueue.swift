@@ -37,11 +37,14 @@ public struct JobQueue: Sendable {
     public let client: PostgresClient
     public let queue: String
     public let logger: Logger
+    /// Due times are compared with this clock, so tests can move time instead of waiting.
+    public let clock: any WallClock
 
-    public init(client: PostgresClient, queue: String, logger: Logger) {
+    public init(client: PostgresClient, queue: String, logger: Logger, clock: any WallClock = SystemClock()) {
         self.client = client
         self.queue = queue
         self.logger = logger
+        self.clock = clock
     }
 
     /// Enqueues a job on `connection` (inside the caller's transaction). A `uniqueKey` makes
@@ -72,14 +75,15 @@ public struct JobQueue: Sendable {
 
     /// Claims up to `limit` due jobs. A job whose worker died (lease expired) is due again.
     public func claim(limit: Int, lease: Duration) async throws -> [Job] {
-        let leaseSeconds = Double(lease.components.seconds)
+        let now = clock.now()
+        let leaseUntil = now.addingTimeInterval(Double(lease.components.seconds))
         let rows = try await client.query("""
             UPDATE jobs SET status = 'running', attempts = attempts + 1,
-                   locked_until = now() + make_interval(secs => \(leaseSeconds)), updated_at = now()
+                   locked_until = \(leaseUntil), updated_at = now()
             WHERE id IN (
                 SELECT id FROM jobs
                 WHERE queue = \(queue)
-                  AND ((status = 'pending' AND run_at <= now()) OR (status = 'running' AND locked_until < now()))
+                  AND ((status = 'pending' AND run_at <= \(now)) OR (status = 'running' AND locked_until < \(now)))
                 ORDER BY run_at
                 LIMIT \(limit)
                 FOR UPDATE SKIP LOCKED)
@@ -107,10 +111,10 @@ public struct JobQueue: Sendable {
                 WHERE id = \(job.id)
                 """, logger: logger)
         } else {
-            let delay = Double(backoff.delay(afterAttempt: job.attempt).milliseconds) / 1000
+            let runAt = clock.now().addingTimeInterval(Double(backoff.delay(afterAttempt: job.attempt).milliseconds) / 1000)
             try await client.query("""
                 UPDATE jobs SET status = 'pending', last_error = \(error), locked_until = NULL, updated_at = now(),
-                       run_at = now() + make_interval(secs => \(delay))
+                       run_at = \(runAt)
                 WHERE id = \(job.id)
                 """, logger: logger)
         }

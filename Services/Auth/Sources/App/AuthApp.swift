@@ -55,13 +55,22 @@ public enum AuthService: ServiceDefinition {
             passwords: PasswordPolicy(estimator: Zxcvbn.shared),
             box: SecretBox(key: dataKey),
             settings: AuthSettings(environment: env))
-        return buildServiceApplication(runtime: runtime, appVerifier: appVerifier, tokenVerifier: tokenVerifier) { routes in
+        let lifecycle = AccountLifecycle(logger: runtime.logger, clock: runtime.clock)
+        let jobs = JobQueue(client: runtime.db, queue: AccountLifecycle.queue, logger: runtime.logger, clock: runtime.clock)
+        let worker = JobWorker(queue: jobs, handlers: [
+            AccountLifecycle.executeDeletionJob: { job in try await lifecycle.executeDeletion(job, db: runtime.db) },
+        ], pollInterval: .milliseconds(runtime.config.jobPollMilliseconds))
+        let sweeper = GuestExpirySweeper(lifecycle: lifecycle, db: runtime.db,
+                                         interval: .seconds(env.int("GUEST_SWEEP_SECONDS", default: 600)))
+        return buildServiceApplication(runtime: runtime, appVerifier: appVerifier, tokenVerifier: tokenVerifier,
+                                       services: [worker, sweeper]) { routes in
             JWKSController(signer: signer).addRoutes(to: routes.open)
             let sessions = AuthController(ctx: ctx)
             sessions.addRoutes(tenant: routes.tenant, user: routes.user)
             EmailFlowsController(ctx: ctx, otps: OTPStore(logger: runtime.logger, key: dataKey), sessions: sessions)
                 .addRoutes(tenant: routes.tenant, user: routes.user)
             PrivacyController(ctx: ctx).addRoutes(to: routes.user)
+            DeletionController(ctx: ctx).addRoutes(tenant: routes.tenant, user: routes.user)
             InternalApplicationsController(applications: applications).addRoutes(to: routes.internal)
             InternalUsersController(ctx: ctx).addRoutes(to: routes.internal)
         }

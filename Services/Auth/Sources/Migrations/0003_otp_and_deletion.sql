@@ -14,7 +14,7 @@ CREATE INDEX otps_lookup ON otps (app_id, email, created_at DESC) WHERE consumed
 -- Account deletion (seed 6b): requested now, executed at J+30 unless cancelled.
 CREATE TABLE deletions (
     id uuid PRIMARY KEY DEFAULT gen_random_uuid(),
-    user_id uuid NOT NULL REFERENCES users (id),
+    user_id uuid NOT NULL REFERENCES users (id) ON DELETE CASCADE,
     app_id uuid NOT NULL,
     reason text,
     requested_at timestamptz NOT NULL,

@@ -1,0 +1,111 @@
+import Foundation
+import Logging
+import PostgresNIO
+import ServiceKit
+import ServiceLifecycle
+import WireTypes
+
+/// Account deletion at J+30 (seed 6b) and guest expiry after 30 days without activity: the
+/// auth rows are anonymised or removed, and every other service is told, through the outbox,
+/// to forget the user.
+public struct AccountLifecycle: Sendable {
+    public static let gracePeriod: TimeInterval = 30 * 24 * 3600
+    public static let queue = "auth"
+    public static let executeDeletionJob = "execute_deletion"
+
+    let logger: Logger
+    let clock: any WallClock
+
+    /// The other services, each of which serves `DELETE /internal/users/{id}`.
+    static let dataOwners: [ServiceName] = [.subscription, .offline, .ads]
+
+    static func tellOthersToForget(userID: UUID, appID: UUID, on conn: PostgresConnection, logger: Logger) async throws {
+        for service in dataOwners {
+            try await Outbox.write(OutboxMessage(target: service, method: "DELETE",
+                                                 path: "/internal/users/\(userID.uuidString.lowercased())?app_id=\(appID.uuidString.lowercased())"),
+                                   on: conn, logger: logger)
+        }
+    }
+
+    struct DeletionJob: Codable, Sendable { var deletionID: UUID
+        enum CodingKeys: String, CodingKey { case deletionID = "deletion_id" } }
+
+    /// The J+30 job: anonymises the account unless the deletion was cancelled meanwhile.
+    func executeDeletion(_ job: Job, db: PostgresClient) async throws {
+        let payload = try job.decode(DeletionJob.self)
+        let now = clock.now()
+        try await db.withTransaction(logger: logger) { conn in
+            let rows = try await conn.query("""
+                SELECT user_id, app_id, status, scheduled_for FROM deletions WHERE id = \(payload.deletionID) FOR UPDATE
+                """, logger: logger)
+            var found: (UUID, UUID, String, Date)?
+            for try await r in rows.decode((UUID, UUID, String, Date).self) { found = r }
+            guard let (userID, appID, status, due) = found, status == "scheduled" else { return }
+            guard due <= now else { throw JobNotDue() }
+            try await anonymise(userID: userID, now: now, on: conn)
+            try await conn.query("UPDATE deletions SET status = 'executed', executed_at = \(now) WHERE id = \(payload.deletionID)", logger: logger)
+            try await Self.tellOthersToForget(userID: userID, appID: appID, on: conn, logger: logger)
+            try await AuditLog(logger: logger).record(.init(userID: userID, appID: appID, action: "account_deleted", result: "success"), on: conn)
+        }
+    }
+
+    struct JobNotDue: Error {}
+
+    /// Keeps the row (ids stay valid for foreign references and audit) but nothing that
+    /// identifies the person.
+    func anonymise(userID: UUID, now: Date, on conn: PostgresConnection) async throws {
+        try await conn.query("""
+            UPDATE users SET email = NULL, password_hash = NULL, google_id = NULL, apple_id = NULL, display_name = NULL,
+                   guest_device_id = NULL, email_verified = false, suspension_reason = NULL, anonymized_at = \(now),
+                   deletion_scheduled_at = NULL, updated_at = \(now)
+            WHERE id = \(userID)
+            """, logger: logger)
+        try await conn.query("DELETE FROM oauth_connections WHERE user_id = \(userID)", logger: logger)
+        try await conn.query("DELETE FROM refresh_tokens WHERE user_id = \(userID)", logger: logger)
+        try await conn.query("DELETE FROM email_tokens WHERE user_id = \(userID)", logger: logger)
+        try await conn.query("UPDATE audit_logs SET ip_address = NULL, user_agent = NULL WHERE user_id = \(userID)", logger: logger)
+    }
+
+    /// Removes guests idle for 30 days (a batch at a time, `SKIP LOCKED` so replicas share
+    /// the work) and tells the other services. Returns how many were removed.
+    @discardableResult
+    public func expireGuests(db: PostgresClient, batch: Int = 200) async throws -> Int {
+        let now = clock.now()
+        return try await db.withTransaction(logger: logger) { conn in
+            let rows = try await conn.query("""
+                DELETE FROM users WHERE id IN (
+                    SELECT id FROM users WHERE is_guest AND guest_expires_at < \(now)
+                    ORDER BY guest_expires_at LIMIT \(batch) FOR UPDATE SKIP LOCKED)
+                RETURNING id, app_id
+                """, logger: logger)
+            var removed: [(UUID, UUID)] = []
+            for try await r in rows.decode((UUID, UUID).self) { removed.append(r) }
+            for (userID, appID) in removed {
+                try await Self.tellOthersToForget(userID: userID, appID: appID, on: conn, logger: logger)
+                try await AuditLog(logger: logger).record(.init(userID: userID, appID: appID, action: "guest_expired", result: "success"), on: conn)
+            }
+            return removed.count
+        }
+    }
+}
+
+/// Runs the guest expiry sweep every `interval` while the service runs.
+public struct GuestExpirySweeper: Service {
+    let lifecycle: AccountLifecycle
+    let db: PostgresClient
+    let interval: Duration
+
+    public func run() async throws {
+        await cancelWhenGracefulShutdown {
+            while !Task.isCancelled {
+                do {
+                    while try await lifecycle.expireGuests(db: db) > 0 {}
+                } catch {
+                    lifecycle.logger.warning("guest expiry sweep failed", metadata: ["error": "\(error)"])
+                }
+                try? await Task.sleep(for: interval)
+            }
+        }
+    }
+}
+

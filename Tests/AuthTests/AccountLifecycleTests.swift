@@ -1,0 +1,107 @@
+@testable import AuthService
+import Foundation
+import Hummingbird
+import HummingbirdTesting
+import ServiceKit
+import TestSupport
+import WireTypes
+import XCTest
+
+/// Seed 6b (deletion at J+30, cancellable) and guest expiry.
+final class AccountLifecycleTests: XCTestCase {
+    struct Scheduled: Decodable {
+        var date: Date; var token: String
+        enum CodingKeys: String, CodingKey { case date = "scheduled_deletion_date"; case token = "cancellation_token" }
+    }
+
+    static func worker(_ h: AuthHarness) -> JobWorker {
+        let lifecycle = AccountLifecycle(logger: h.runtime.logger, clock: h.clock)
+        let queue = JobQueue(client: h.runtime.db, queue: AccountLifecycle.queue, logger: h.runtime.logger, clock: h.clock)
+        return JobWorker(queue: queue, handlers: [AccountLifecycle.executeDeletionJob: { try await lifecycle.executeDeletion($0, db: h.runtime.db) }])
+    }
+
+    func testDeletionScheduledCancelledScheduledAgainThenExecutedAtJ30() async throws {
+        try await AuthHarness.run { h in
+            let email = uniqueEmail()
+            let r = try await h.registerEmail(email)
+            let uid = r.user.id.uuidString.lowercased()
+            let first = try await h.send(.delete, "auth/me", #"{"reason":"user_request"}"#, token: r.tokens.accessToken)
+            XCTAssertEqual(first.status, .accepted, String(buffer: first.body))
+            let scheduled = try first.json(Scheduled.self)
+            XCTAssertEqual(scheduled.date.timeIntervalSince(h.clock.now()), 30 * 24 * 3600, accuracy: 2)
+            XCTAssertEqual(h.mailer.last?.to, [email])
+            XCTAssertEqual(h.mailer.token(to: email), scheduled.token, "the email carries the cancellation link")
+            // Logged out everywhere.
+            try await h.post("auth/refresh", #"{"refresh_token":"\#(r.tokens.refreshToken)"}"#) { XCTAssertEqual($0.status, .unauthorized) }
+            // Asking twice is a conflict.
+            let twice = try await h.send(.delete, "auth/me", token: r.tokens.accessToken)
+            XCTAssertEqual(twice.status, .conflict)
+            XCTAssertEqual(try twice.envelope().error, "deletion_already_scheduled")
+
+            // Cancelled: at J+30 nothing happens.
+            try await h.post("auth/deletion/cancel", #"{"token":"\#(scheduled.token)"}"#) { XCTAssertEqual($0.status, .ok) }
+            try await h.post("auth/deletion/cancel", #"{"token":"\#(scheduled.token)"}"#) { XCTAssertEqual($0.status, .badRequest) }
+            h.clock.advance(by: 30 * 24 * 3600 + 60)
+            try await Self.worker(h).runOnce()
+            let stillThere = try await h.loginEmail(email)
+            XCTAssertEqual(stillThere.status, .ok, "a cancelled deletion does not run")
+            let session = try stillThere.json(AuthResponse.self)
+
+            // Scheduled again, then executed at J+30.
+            let again = try await h.send(.delete, "auth/me", token: session.tokens.accessToken)
+            XCTAssertEqual(again.status, .accepted)
+            h.clock.advance(by: 29 * 24 * 3600)
+            let early = try await Self.worker(h).runOnce()
+            XCTAssertEqual(early, 0, "not due before J+30")
+            h.clock.advance(by: 24 * 3600 + 60)
+            let ran = try await Self.worker(h).runOnce()
+            XCTAssertEqual(ran, 1)
+            let gone = try await h.loginEmail(email)
+            XCTAssertEqual(gone.status, .notFound)
+            let remaining = try await h.scalar("SELECT count(*)::int FROM auth.users WHERE id = '\(uid)' AND email IS NULL AND password_hash IS NULL AND anonymized_at IS NOT NULL")
+            XCTAssertEqual(remaining, 1, "the row stays, anonymised")
+            let told = try await h.scalar("SELECT count(DISTINCT target_service)::int FROM auth.outbox WHERE method = 'DELETE' AND path LIKE '/internal/users/\(uid)?app_id=%'")
+            XCTAssertEqual(told, 3, "subscription, offline and ads are told to forget the user")
+            let ips = try await h.scalar("SELECT count(*)::int FROM auth.audit_logs WHERE user_id = '\(uid)' AND ip_address IS NOT NULL")
+            XCTAssertEqual(ips, 0)
+            // The old access token no longer finds an account.
+            let me = try await h.send(.get, "auth/me", token: session.tokens.accessToken)
+            XCTAssertEqual(me.status, .unauthorized)
+        }
+    }
+
+    func testDeletionBadInput() async throws {
+        try await AuthHarness.run { h in
+            try await h.post("auth/deletion/cancel", #"{"token":"nope"}"#) { XCTAssertEqual($0.status, .badRequest) }
+            try await h.post("auth/deletion/cancel", #"{}"#) { XCTAssertEqual($0.status, .badRequest) }
+            let noToken = try await h.send(.delete, "auth/me")
+            XCTAssertEqual(noToken.status, .unauthorized)
+            let r = try await h.registerEmail(uniqueEmail())
+            let badReason = try await h.send(.delete, "auth/me", #"{"reason":12}"#, token: r.tokens.accessToken)
+            XCTAssertEqual(badReason.status, .badRequest)
+            let scheduled = try await h.scalar("SELECT count(*)::int FROM auth.deletions WHERE user_id = '\(r.user.id)'")
+            XCTAssertEqual(scheduled, 0, "a refused request schedules nothing")
+        }
+    }
+
+    func testGuestsIdleFor30DaysAreRemovedAndOthersAreTold() async throws {
+        try await AuthHarness.run { h in
+            let idle = try await h.post("auth/register", #"{"provider":"guest","credentials":{"device_id":"idle-\#(UUID())"}}"#)
+            let idleID = try idle.json(AuthResponse.self).user.id
+            h.clock.advance(by: 20 * 24 * 3600)
+            let active = try await h.post("auth/register", #"{"provider":"guest","credentials":{"device_id":"active-\#(UUID())"}}"#)
+            let activeID = try active.json(AuthResponse.self).user.id
+            h.clock.advance(by: 11 * 24 * 3600)
+            let lifecycle = AccountLifecycle(logger: h.runtime.logger, clock: h.clock)
+            var removed = 0
+            while case let n = try await lifecycle.expireGuests(db: h.runtime.db), n > 0 { removed += n }
+            XCTAssertGreaterThanOrEqual(removed, 1)
+            let idleLeft = try await h.scalar("SELECT count(*)::int FROM auth.users WHERE id = '\(idleID)'")
+            let activeLeft = try await h.scalar("SELECT count(*)::int FROM auth.users WHERE id = '\(activeID)'")
+            XCTAssertEqual(idleLeft, 0)
+            XCTAssertEqual(activeLeft, 1, "a guest active 11 days ago stays")
+            let told = try await h.scalar("SELECT count(*)::int FROM auth.outbox WHERE method = 'DELETE' AND path LIKE '/internal/users/\(idleID.uuidString.lowercased())%'")
+            XCTAssertEqual(told, 3)
+        }
+    }
+}
