@@ -185,6 +185,8 @@ TXT
     swift test --skip-build ${TEST_FLAGS:-}
     ;;
   stop) stop ;;
+  stop-services)
+    for s in "${SERVICES[@]}"; do [ -f "$RUN/$s.pid" ] && kill "$(cat "$RUN/$s.pid")" 2>/dev/null; rm -f "$RUN/$s.pid"; done ;;
   logs) tail -n 100 -F "$LOGS"/*.log ;;
   db) db_start; db_bootstrap app_backend ;;
   *) echo "usage: $0 run|test|stop|logs|db" >&2; exit 2 ;;

@@ -1,4 +1,5 @@
 import ArgumentParser
+import HummingbirdBcrypt
 import Foundation
 import ServiceKit
 
@@ -12,7 +13,23 @@ public struct AuthCommand: AsyncParsableCommand {
     public init() {}
 
     struct Admin: AsyncParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "Operator commands", subcommands: [Apps.self])
+        static let configuration = CommandConfiguration(abstract: "Operator commands", subcommands: [Apps.self, BcryptTime.self])
+    }
+
+    /// For capacity planning and `make bench`: the cost of one bcrypt-12 check on this machine.
+    struct BcryptTime: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(commandName: "bcrypt-time", abstract: "Time one bcrypt cost-12 verification")
+        @Option var rounds = 8
+
+        func run() async throws {
+            let hash = Bcrypt.hash("Tr1cky-Geography-42", cost: 12)
+            _ = Bcrypt.verify("Tr1cky-Geography-42", hash: hash)
+            let start = ContinuousClock.now
+            for _ in 0..<rounds { _ = Bcrypt.verify("Tr1cky-Geography-42", hash: hash) }
+            let each = (ContinuousClock.now - start) / rounds
+            let ms = Double(each.components.seconds) * 1000 + Double(each.components.attoseconds) / 1e15
+            print(String(format: "bcrypt_verify_ms=%.2f", ms))
+        }
     }
 
     struct Apps: AsyncParsableCommand {

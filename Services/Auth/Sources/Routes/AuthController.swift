@@ -25,6 +25,8 @@ public struct AuthSettings: Sendable {
         mailFrom = env.string("MAIL_FROM", default: "Quiz Geography <no-reply@quiz.example>")
         supportContact = env.string("SUPPORT_EMAIL", default: "support@example.com")
         linkBaseURL = env.string("APP_LINK_BASE_URL", default: "https://app.example.com")
+        refreshLimit = env.int("AUTH_REFRESH_LIMIT_PER_MINUTE", default: 600)
+        signInLimit = env.int("AUTH_SIGNIN_LIMIT_PER_15_MINUTES", default: 5)
     }
 }
 

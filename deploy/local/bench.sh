@@ -1,0 +1,115 @@
+#!/usr/bin/env bash
+# make bench: the services in release mode on a bench database, loaded with wrk, beside
+# pgbench -S on the same cluster in the same run. Prints ratios and figures for the notes.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+ROOT=$PWD
+DATA=$ROOT/.data
+BENCH=$DATA/bench
+PGBIN=/usr/lib/postgresql/15/bin
+DURATION=${BENCH_SECONDS:-10}
+CORES=$(nproc)
+mkdir -p "$BENCH"
+log() { printf '==> %s\n' "$*" >&2; }
+
+command -v wrk >/dev/null || { DEBIAN_FRONTEND=noninteractive apt-get update -q >/dev/null; DEBIAN_FRONTEND=noninteractive apt-get install -y -q wrk >/dev/null; }
+bash deploy/local/stack.sh db >/dev/null
+PORT=$(cat "$DATA/pg.port")
+SOCK=$DATA/pg-socket
+psql_admin() { PGOPTIONS="-c client_min_messages=warning" runuser -u postgres -- psql -X -q -v ON_ERROR_STOP=1 -h "$SOCK" -p "$PORT" -U postgres "$@"; }
+
+log "building release binaries"
+swift build -c release >/dev/null
+BIN=$(swift build -c release --show-bin-path)
+
+log "bench database"
+psql_admin -d postgres -c "DROP DATABASE IF EXISTS app_backend_bench WITH (FORCE)" >/dev/null
+psql_admin -d postgres -v db=app_backend_bench -f deploy/local/bootstrap.sql >/dev/null
+
+# The dev/test stack uses the same ports: stop its services for the run.
+bash deploy/local/stack.sh stop-services >/dev/null 2>&1 || true
+
+export DATABASE_HOST=127.0.0.1 DATABASE_PORT=$PORT DATABASE_NAME=app_backend_bench DATA_DIR=$BENCH LOG_LEVEL=error
+export AUTH_REFRESH_LIMIT_PER_MINUTE=100000000
+"$BIN/auth-service" migrate >/dev/null
+eval "$("$BIN/auth-service" admin apps create --name Bench --env)"
+
+start_ms=$(date +%s%3N)
+"$BIN/auth-service" serve >"$BENCH/auth.log" 2>&1 &
+AUTH_PID=$!
+trap 'kill $AUTH_PID 2>/dev/null || true' EXIT
+until curl -fsS -o /dev/null http://127.0.0.1:3001/auth/v1/ready 2>/dev/null; do sleep 0.01; done
+ready_ms=$(( $(date +%s%3N) - start_ms ))
+
+H=(-H "Content-Type: application/json" -H "X-App-ID: $APP_ID" -H "X-API-Key: $API_KEY")
+log "sessions for the refresh run"
+: > "$BENCH/tokens.txt"
+for i in $(seq 1 64); do
+  curl -fsS "${H[@]}" -H "X-Forwarded-For: 10.9.$((i / 250)).$((i % 250 + 1))" \
+    -d "{\"provider\":\"guest\",\"credentials\":{\"device_id\":\"bench-$i-$RANDOM\"}}" \
+    http://127.0.0.1:3001/auth/v1/auth/register | sed -E 's/.*"refresh_token":"([^"]+)".*/\1/' >> "$BENCH/tokens.txt"
+  echo >> "$BENCH/tokens.txt"
+done
+sed -i '/^$/d' "$BENCH/tokens.txt"
+log "accounts for the login run"
+: > "$BENCH/emails.txt"
+for i in $(seq 1 16); do
+  email="bench-$i-$RANDOM@example.com"
+  curl -fsS -o /dev/null "${H[@]}" -H "X-Forwarded-For: 10.8.0.$i" \
+    -d "{\"provider\":\"email\",\"credentials\":{\"email\":\"$email\",\"password\":\"Tr1cky-Geography-42\"}}" \
+    http://127.0.0.1:3001/auth/v1/auth/register
+  echo "$email" >> "$BENCH/emails.txt"
+done
+
+cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
+rss_mb() { awk '/VmRSS/ {printf "%.1f", $2 / 1024}' "/proc/$1/status"; }
+CLK=$(getconf CLK_TCK)
+rps() { awk '/Requests\/sec/ {print $2}' "$1"; }
+p99() { awk '$1 == "99%" {print $2}' "$1"; }
+non2xx() { awk '/Non-2xx/ {print $5}' "$1"; }
+
+log "pgbench -S (same cluster)"
+psql_admin -d postgres -c "DROP DATABASE IF EXISTS pgbench_scratch" >/dev/null
+psql_admin -d postgres -c "CREATE DATABASE pgbench_scratch" >/dev/null
+runuser -u postgres -- "$PGBIN/pgbench" -h "$SOCK" -p "$PORT" -i -s 10 -q pgbench_scratch >/dev/null 2>&1
+PGBENCH_TPS=$(runuser -u postgres -- "$PGBIN/pgbench" -h 127.0.0.1 -p "$PORT" -S -c 16 -j 2 -T "$DURATION" pgbench_scratch 2>/dev/null \
+  | awk '/^tps/ {print int($3)}' | head -1)
+
+log "GET /auth/v1/health"
+wrk -t2 -c32 -d"${DURATION}s" --latency http://127.0.0.1:3001/auth/v1/health > "$BENCH/health.txt"
+
+log "POST /auth/v1/auth/refresh (rotation)"
+before=$(cpu_ticks $AUTH_PID)
+wrk -t2 -c32 -d"${DURATION}s" --latency -s deploy/bench/refresh.lua http://127.0.0.1:3001 -- "$APP_ID" "$API_KEY" "$BENCH/tokens.txt" 2 > "$BENCH/refresh.txt"
+after=$(cpu_ticks $AUTH_PID)
+REFRESH_CPU=$(awk -v a="$after" -v b="$before" -v c="$CLK" 'BEGIN {printf "%.2f", (a - b) / c}')
+REFRESH_RPS=$(rps "$BENCH/refresh.txt")
+REFRESH_OK=$(awk -v r="$REFRESH_RPS" -v d="$DURATION" -v n="$(non2xx "$BENCH/refresh.txt")" 'BEGIN {printf "%.0f", r * d - (n == "" ? 0 : n)}')
+
+log "bcrypt-12 on this machine"
+BCRYPT_MS=$("$BIN/auth-service" admin bcrypt-time --rounds 8 | sed 's/bcrypt_verify_ms=//')
+BCRYPT_LIMIT=$(awk -v c="$CORES" -v ms="$BCRYPT_MS" 'BEGIN {printf "%.2f", c * 1000 / ms}')
+
+log "login flood + health latency during it"
+wrk -t1 -c8 -d"${DURATION}s" --latency -s deploy/bench/login.lua http://127.0.0.1:3001 -- "$APP_ID" "$API_KEY" "$BENCH/emails.txt" > "$BENCH/login.txt" &
+FLOOD=$!
+sleep 1
+wrk -t1 -c2 -d"$((DURATION - 2))s" --latency http://127.0.0.1:3001/auth/v1/health > "$BENCH/health-flood.txt"
+wait $FLOOD
+RSS=$(rss_mb $AUTH_PID)
+
+HEALTH_RPS=$(rps "$BENCH/health.txt")
+LOGIN_RPS=$(rps "$BENCH/login.txt")
+cat <<TXT
+
+== make bench ($CORES cores, ${DURATION}s per run, release build) ==
+pgbench -S (16 clients)                 ${PGBENCH_TPS} tps
+GET /auth/v1/health                     ${HEALTH_RPS} req/s   p99 $(p99 "$BENCH/health.txt")   = $(awk -v a="$HEALTH_RPS" -v b="$PGBENCH_TPS" 'BEGIN {printf "%.2f", a / b}') x pgbench
+POST /auth/refresh (rotation)           ${REFRESH_RPS} req/s   p99 $(p99 "$BENCH/refresh.txt")   non-2xx: $(non2xx "$BENCH/refresh.txt")
+  auth-service CPU during the run       ${REFRESH_CPU} s  ->  $(awk -v n="$REFRESH_OK" -v c="$REFRESH_CPU" 'BEGIN {printf "%.0f", n / c}') rotations per CPU-second (target >= 1200)
+bcrypt-12 verify                        ${BCRYPT_MS} ms  ->  limit = ${CORES} cores / that = ${BCRYPT_LIMIT} logins/s
+POST /auth/login (email, 8 conns)       ${LOGIN_RPS} req/s  = $(awk -v a="$LOGIN_RPS" -v b="$BCRYPT_LIMIT" 'BEGIN {printf "%.2f", a / b}') x bcrypt limit (target >= 0.9)   non-2xx: $(non2xx "$BENCH/login.txt")
+GET /auth/v1/health during the flood    p99 $(p99 "$BENCH/health-flood.txt")   p50 $(awk '$1 == "50%" {print $2}' "$BENCH/health-flood.txt")   (target p99 < 20 ms)
+auth-service RSS after the runs         ${RSS} MB (target <= 64)
+auth-service ready after start          ${ready_ms} ms (target <= 1000)
+TXT
