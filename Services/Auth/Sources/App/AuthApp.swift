@@ -69,6 +69,7 @@ public enum AuthService: ServiceDefinition {
             sessions.addRoutes(tenant: routes.tenant, user: routes.user)
             EmailFlowsController(ctx: ctx, otps: OTPStore(logger: runtime.logger, key: dataKey), sessions: sessions)
                 .addRoutes(tenant: routes.tenant, user: routes.user)
+            LinkController(ctx: ctx, sessions: sessions).addRoutes(to: routes.user)
             PrivacyController(ctx: ctx).addRoutes(to: routes.user)
             DeletionController(ctx: ctx).addRoutes(tenant: routes.tenant, user: routes.user)
             InternalApplicationsController(applications: applications).addRoutes(to: routes.internal)

@@ -1,6 +1,7 @@
 import ArgumentParser
 import HummingbirdBcrypt
 import Foundation
+import WireTypes
 import ServiceKit
 
 /// `auth-service [serve | migrate | admin ...]`.
@@ -13,7 +14,55 @@ public struct AuthCommand: AsyncParsableCommand {
     public init() {}
 
     struct Admin: AsyncParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "Operator commands", subcommands: [Apps.self, BcryptTime.self])
+        static let configuration = CommandConfiguration(abstract: "Operator commands", subcommands: [Apps.self, Users.self, BcryptTime.self])
+    }
+
+    struct Users: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Manage users", subcommands: [Suspend.self, Unsuspend.self])
+    }
+
+    /// Suspends a user (seed 14a): sign-in, refresh and /me answer 403 with the reason; every
+    /// session ends at once.
+    struct Suspend: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Suspend a user")
+        @Option(name: .customLong("app-id")) var appID: String
+        @Option(name: .customLong("user-id")) var userID: String
+        @Option var reason: String = "Terms of service violation"
+
+        func run() async throws {
+            guard let app = UUID(uuidString: appID), let user = UUID(uuidString: userID) else { throw ValidationError("ids must be UUIDs") }
+            try await AuthCommand.setStatus(app: app, user: user, status: .suspended, reason: reason)
+        }
+    }
+
+    struct Unsuspend: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Lift a suspension (the user becomes free; subscription restores premium on its next event)")
+        @Option(name: .customLong("app-id")) var appID: String
+        @Option(name: .customLong("user-id")) var userID: String
+
+        func run() async throws {
+            guard let app = UUID(uuidString: appID), let user = UUID(uuidString: userID) else { throw ValidationError("ids must be UUIDs") }
+            try await AuthCommand.setStatus(app: app, user: user, status: .free, reason: nil)
+        }
+    }
+
+    static func setStatus(app: UUID, user: UUID, status: UserStatus, reason: String?) async throws {
+        let runtime = try AuthService.makeRuntime()
+        try await runtime.withDatabase { db in
+            let updated = try await db.withTransaction(logger: runtime.logger) { conn -> Bool in
+                guard try await UserStore(logger: runtime.logger).setStatus(user, appID: app, status: status, reason: reason, on: conn) != nil else {
+                    return false
+                }
+                if status == .suspended {
+                    try await RefreshTokenStore(logger: runtime.logger).revokeAll(userID: user, reason: "suspended", on: conn)
+                }
+                try await AuditLog(logger: runtime.logger).record(.init(userID: user, appID: app, action: "admin_set_status",
+                                                                         result: status.rawValue, details: reason.map { ["reason": .string($0)] } ?? [:]), on: conn)
+                return true
+            }
+            guard updated else { throw ValidationError("no user \(user) in app \(app)") }
+            print("user \(user.uuidString.lowercased()) is now \(status.rawValue)")
+        }
     }
 
     /// For capacity planning and `make bench`: the cost of one bcrypt-12 check on this machine.

@@ -1,0 +1,150 @@
+import Foundation
+import Hummingbird
+import PostgresNIO
+import ServiceKit
+import WireTypes
+
+/// UC-AUTH-1.7: attach another way to sign in to the signed-in user. A guest who links
+/// keeps the same user id (and so every piece of data) and becomes a full account.
+struct LinkController {
+    let ctx: AuthContext
+    let sessions: AuthController
+
+    func addRoutes(to user: RouterGroup<ServiceRequestContext>) {
+        user.post("auth/link") { request, context in try await link(request, context) }
+        user.delete("auth/link/:provider") { request, context in try await unlink(request, context) }
+    }
+
+    struct LinkResponse: Codable { var user: UserView; var tokens: TokenPair }
+
+    static func identityTaken(_ provider: String) -> AppError {
+        AppError(.conflict, "identity_already_linked", "This \(provider) identity already belongs to another account")
+    }
+
+    func link(_ request: Request, _ context: ServiceRequestContext) async throws -> Response {
+        let (appID, userID) = try context.requireUser()
+        let body = try await request.decodeJSON(as: AuthRequest.self, context: context)
+        let now = ctx.clock.now()
+        // Provider checks (network, bcrypt) happen before the transaction.
+        enum Linking: Sendable { case google(ProviderIdentity), email(String, String) }
+        let linking: Linking
+        switch body.provider {
+        case .google:
+            linking = .google(try await sessions.verifyGoogle(body.credentials, appID: appID, now: now, request, context))
+        case .email:
+            let raw = try body.credentials.require(body.credentials.email, "email")
+            let password = try body.credentials.require(body.credentials.password, "password")
+            guard let email = EmailAddress.normalize(raw) else { throw AppError.validation("credentials.email", "Invalid email format") }
+            let strength = ctx.passwords.evaluate(password, userInputs: [email])
+            guard strength.acceptable else {
+                throw AppError(.unprocessableContent, "weak_password", "Password is too weak",
+                               extra: ["field": "credentials.password", "score": .int(strength.score), "minimum_score": .int(PasswordPolicy.minimumScore)])
+            }
+            linking = .email(email, try await ctx.hashPassword(password))
+        case .apple:
+            throw AppError(.notImplemented, "provider_not_available", "Sign in with Apple is not available yet")
+        case .guest:
+            throw AppError.validation("provider", "A guest identity cannot be linked")
+        }
+        let verifyToken = OpaqueToken.generate()
+        do {
+            let (user, tokens, verifyTo) = try await ctx.db.withTransaction(logger: ctx.logger) { conn -> (User, TokenPair, String?) in
+                guard let user = try await ctx.users.find(.id(userID), appID: appID, on: conn, forUpdate: true) else {
+                    throw AppError(.unauthorized, "invalid_token", "This account no longer exists")
+                }
+                try sessions.requireActive(user, now: now)
+                var verifyTo: String?
+                switch linking {
+                case .google(let identity):
+                    if user.googleID == identity.subject { break }
+                    if user.googleID != nil { throw AppError(.conflict, "provider_already_linked", "A Google account is already linked") }
+                    if try await ctx.users.find(.google(identity.subject), appID: appID, on: conn) != nil { throw Self.identityTaken("Google") }
+                    // Adopt Google's verified email when the account has none and nobody else uses it.
+                    var adoptEmail: String? = nil
+                    if user.email == nil, let email = identity.email, try await ctx.users.find(.email(email), appID: appID, on: conn) == nil {
+                        adoptEmail = email
+                    }
+                    try await conn.query("""
+                        UPDATE users SET google_id = \(identity.subject),
+                               email = COALESCE(email, \(adoptEmail)),
+                               email_verified = email_verified OR \(adoptEmail != nil),
+                               display_name = COALESCE(display_name, \(identity.name)), updated_at = \(now)
+                        WHERE id = \(userID)
+                        """, logger: ctx.logger)
+                    try await conn.query("""
+                        INSERT INTO oauth_connections (user_id, provider, provider_user_id, profile_data)
+                        VALUES (\(userID), 'google', \(identity.subject), jsonb_build_object('email', \(identity.email)::text))
+                        ON CONFLICT (user_id, provider) DO UPDATE SET provider_user_id = EXCLUDED.provider_user_id
+                        """, logger: ctx.logger)
+                case .email(let email, let hash):
+                    if user.passwordHash != nil { throw AppError(.conflict, "provider_already_linked", "A password is already set on this account") }
+                    if let current = user.email, current != email {
+                        throw AppError.validation("credentials.email", "The account's email is \(EmailAddress.mask(current)); link with that address")
+                    }
+                    if user.email == nil, try await ctx.users.find(.email(email), appID: appID, on: conn) != nil { throw Self.identityTaken("email") }
+                    try await conn.query("""
+                        UPDATE users SET email = \(email), password_hash = \(hash), updated_at = \(now) WHERE id = \(userID)
+                        """, logger: ctx.logger)
+                    if !user.emailVerified {
+                        try await ctx.emailTokens.insert(token: verifyToken, userID: userID, purpose: .verifyEmail,
+                                                         expiresAt: now.addingTimeInterval(TokenLifetimes.emailVerification), on: conn)
+                        verifyTo = email
+                    }
+                }
+                // A guest who links becomes a full account: same id, nothing lost.
+                if user.isGuest {
+                    try await conn.query("""
+                        UPDATE users SET is_guest = false, guest_device_id = NULL, guest_expires_at = NULL,
+                               auth_provider = \(body.provider.rawValue), updated_at = \(now)
+                        WHERE id = \(userID)
+                        """, logger: ctx.logger)
+                }
+                guard let updated = try await ctx.users.find(.id(userID), appID: appID, on: conn) else { throw AppError.unavailable }
+                let tokens = try await ctx.issuer.startSession(for: updated, device: body.deviceInfo, now: now, on: conn)
+                try await ctx.audit.record(ctx.entry("link", "success", app: appID, user: userID, request, context,
+                                                     details: ["provider": .string(body.provider.rawValue), "was_guest": .bool(user.isGuest)]), on: conn)
+                return (updated, tokens, verifyTo)
+            }
+            if let email = verifyTo { await sessions.sendVerification(to: email, token: verifyToken) }
+            return try context.json(LinkResponse(user: user.view(linked: user.signInMethods), tokens: tokens))
+        } catch where DatabaseErrors.isUniqueViolation(error) {
+            throw Self.identityTaken(body.provider.rawValue)
+        }
+    }
+
+    func unlink(_ request: Request, _ context: ServiceRequestContext) async throws -> Response {
+        let (appID, userID) = try context.requireUser()
+        guard let provider = context.parameters.get("provider").flatMap(AuthProvider.init(rawValue:)), provider != .guest else {
+            throw AppError.badRequest("provider must be one of google, apple, email", field: "provider")
+        }
+        let now = ctx.clock.now()
+        let user: User = try await ctx.db.withTransaction(logger: ctx.logger) { conn in
+            guard let user = try await ctx.users.find(.id(userID), appID: appID, on: conn, forUpdate: true) else {
+                throw AppError(.unauthorized, "invalid_token", "This account no longer exists")
+            }
+            guard user.signInMethods.contains(provider.rawValue) else {
+                throw AppError(.notFound, "provider_not_linked", "No \(provider.rawValue) sign-in on this account")
+            }
+            guard user.signInMethods.count > 1 else {
+                throw AppError(.conflict, "last_sign_in_method", "This is the only way to sign in to this account; link another one first")
+            }
+            switch provider {
+            case .google:
+                try await conn.query("UPDATE users SET google_id = NULL, updated_at = \(now) WHERE id = \(userID)", logger: ctx.logger)
+            case .apple:
+                try await conn.query("UPDATE users SET apple_id = NULL, updated_at = \(now) WHERE id = \(userID)", logger: ctx.logger)
+            case .email:
+                try await conn.query("UPDATE users SET password_hash = NULL, updated_at = \(now) WHERE id = \(userID)", logger: ctx.logger)
+            case .guest:
+                break
+            }
+            if provider != .email {
+                try await conn.query("DELETE FROM oauth_connections WHERE user_id = \(userID) AND provider = \(provider.rawValue)", logger: ctx.logger)
+            }
+            try await ctx.audit.record(ctx.entry("unlink", "success", app: appID, user: userID, request, context,
+                                                 details: ["provider": .string(provider.rawValue)]), on: conn)
+            return try await ctx.users.find(.id(userID), appID: appID, on: conn) ?? user
+        }
+        return try context.json(["user": user.view(linked: user.signInMethods)])
+    }
+}

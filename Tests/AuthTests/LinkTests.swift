@@ -1,0 +1,134 @@
+@testable import AuthService
+import Foundation
+import Hummingbird
+import HummingbirdTesting
+import ServiceKit
+import TestSupport
+import WireTypes
+import XCTest
+
+/// UC-AUTH-1.7 linking and unlinking; the operator's suspend command.
+final class LinkTests: XCTestCase {
+    struct Linked: Decodable { var user: UserView; var tokens: TokenPair }
+
+    static func guest(_ h: AuthHarness) async throws -> AuthResponse {
+        let r = try await h.post("auth/register", #"{"provider":"guest","credentials":{"device_id":"g-\#(UUID())"}}"#)
+        return try r.json(AuthResponse.self)
+    }
+
+    func testGuestLinksEmailAndKeepsItsID() async throws {
+        try await AuthHarness.run { h in
+            let g = try await Self.guest(h)
+            let email = uniqueEmail()
+            let r = try await h.post("auth/link", #"{"provider":"email","credentials":{"email":"\#(email)","password":"Tr1cky-Geography-42"}}"#,
+                                     token: g.tokens.accessToken)
+            XCTAssertEqual(r.status, .ok, String(buffer: r.body))
+            let linked = try r.json(Linked.self)
+            XCTAssertEqual(linked.user.id, g.user.id, "same user id: all data kept")
+            XCTAssertFalse(linked.user.isGuest)
+            XCTAssertEqual(linked.user.linkedProviders, ["email"])
+            XCTAssertNotNil(h.mailer.token(to: email), "verification email sent")
+            let login = try await h.loginEmail(email)
+            XCTAssertEqual(try login.json(AuthResponse.self).user.id, g.user.id)
+            // The new access token no longer says guest.
+            let me = try await h.send(.get, "auth/me", token: linked.tokens.accessToken)
+            XCTAssertTrue(String(buffer: me.body).contains(#""is_guest":false"#))
+        }
+    }
+
+    func testGuestLinksGoogleAndAdoptsItsVerifiedEmail() async throws {
+        try await AuthHarness.run { h in
+            let g = try await Self.guest(h)
+            let email = uniqueEmail("g")
+            let token = try await h.google.idToken(sub: "link-\(UUID())", aud: h.googleClientID, email: email)
+            let r = try await h.post("auth/link", #"{"provider":"google","credentials":{"google_id_token":"\#(token)"}}"#, token: g.tokens.accessToken)
+            XCTAssertEqual(r.status, .ok, String(buffer: r.body))
+            let linked = try r.json(Linked.self)
+            XCTAssertEqual(linked.user.id, g.user.id)
+            XCTAssertEqual(linked.user.email, email)
+            XCTAssertTrue(linked.user.emailVerified)
+            XCTAssertEqual(linked.user.provider, .google)
+            let login = try await h.post("auth/login", #"{"provider":"google","credentials":{"google_id_token":"\#(token)"}}"#)
+            XCTAssertEqual(try login.json(AuthResponse.self).user.id, g.user.id)
+        }
+    }
+
+    func testIdentityOfAnotherUserIsRefusedAndChangesNothing() async throws {
+        try await AuthHarness.run { h in
+            let sub = "owner-\(UUID())"
+            let ownerToken = try await h.google.idToken(sub: sub, aud: h.googleClientID, email: uniqueEmail())
+            _ = try await h.post("auth/register", #"{"provider":"google","credentials":{"google_id_token":"\#(ownerToken)"}}"#)
+            let ownerEmail = uniqueEmail()
+            _ = try await h.registerEmail(ownerEmail)
+            let g = try await Self.guest(h)
+            try await h.post("auth/link", #"{"provider":"google","credentials":{"google_id_token":"\#(ownerToken)"}}"#, token: g.tokens.accessToken) { r in
+                XCTAssertEqual(r.status, .conflict)
+                XCTAssertEqual(try r.envelope().error, "identity_already_linked")
+            }
+            try await h.post("auth/link", #"{"provider":"email","credentials":{"email":"\#(ownerEmail)","password":"Tr1cky-Geography-42"}}"#,
+                             token: g.tokens.accessToken) { r in
+                XCTAssertEqual(r.status, .conflict)
+                XCTAssertEqual(try r.envelope().error, "identity_already_linked")
+            }
+            let stillGuest = try await h.scalar("SELECT count(*)::int FROM auth.users WHERE id = '\(g.user.id)' AND is_guest AND email IS NULL AND google_id IS NULL AND password_hash IS NULL")
+            XCTAssertEqual(stillGuest, 1, "nothing was half-linked")
+            // Bad input.
+            try await h.post("auth/link", #"{"provider":"guest","credentials":{"device_id":"x"}}"#, token: g.tokens.accessToken) {
+                XCTAssertEqual($0.status, .unprocessableContent)
+            }
+            try await h.post("auth/link", #"{"provider":"email","credentials":{"email":"x@example.com","password":"weak"}}"#, token: g.tokens.accessToken) {
+                XCTAssertEqual($0.status, .unprocessableContent)
+            }
+            try await h.post("auth/link", #"{"provider":"google","credentials":{}}"#, token: g.tokens.accessToken) { XCTAssertEqual($0.status, .badRequest) }
+            try await h.post("auth/link", #"{"provider":"google","credentials":{"google_id_token":"\#(ownerToken)"}}"#) { XCTAssertEqual($0.status, .unauthorized) }
+        }
+    }
+
+    func testUnlinkRefusesTheLastWayToSignIn() async throws {
+        try await AuthHarness.run { h in
+            let email = uniqueEmail()
+            let r = try await h.registerEmail(email)
+            let last = try await h.send(.delete, "auth/link/email", token: r.tokens.accessToken)
+            XCTAssertEqual(last.status, .conflict)
+            XCTAssertEqual(try last.envelope().error, "last_sign_in_method")
+            let token = try await h.google.idToken(sub: "u-\(UUID())", aud: h.googleClientID)
+            let linked = try await h.post("auth/link", #"{"provider":"google","credentials":{"google_id_token":"\#(token)"}}"#, token: r.tokens.accessToken)
+            XCTAssertEqual(try linked.json(Linked.self).user.linkedProviders, ["email", "google"])
+            let unlink = try await h.send(.delete, "auth/link/email", token: r.tokens.accessToken)
+            XCTAssertEqual(unlink.status, .ok)
+            let noPassword = try await h.loginEmail(email)
+            XCTAssertEqual(noPassword.status, .notFound, "no password any more")
+            let googleLogin = try await h.post("auth/login", #"{"provider":"google","credentials":{"google_id_token":"\#(token)"}}"#)
+            XCTAssertEqual(googleLogin.status, .ok)
+            let lastGoogle = try await h.send(.delete, "auth/link/google", token: r.tokens.accessToken)
+            XCTAssertEqual(lastGoogle.status, .conflict)
+            let unknown = try await h.send(.delete, "auth/link/myspace", token: r.tokens.accessToken)
+            XCTAssertEqual(unknown.status, .badRequest)
+            let notLinked = try await h.send(.delete, "auth/link/apple", token: r.tokens.accessToken)
+            XCTAssertEqual(notLinked.status, .notFound)
+        }
+    }
+
+    func testSuspendCommandEndsSessionsAndRefusesSignIn() async throws {
+        try await AuthHarness.run { h in
+            let email = uniqueEmail()
+            let r = try await h.registerEmail(email)
+            let p = Process()
+            p.executableURL = URL(fileURLWithPath: TestEnvironment.binDirectory).appendingPathComponent("auth-service")
+            p.arguments = ["admin", "users", "suspend", "--app-id", h.app.appID.uuidString, "--user-id", r.user.id.uuidString, "--reason", "Cheating"]
+            var env = ProcessInfo.processInfo.environment
+            env["DATABASE_NAME"] = TestEnvironment.unitDatabase
+            env["DATABASE_PORT"] = String(TestEnvironment.databasePort)
+            env["LOG_LEVEL"] = "error"
+            p.environment = env
+            p.standardOutput = FileHandle.nullDevice
+            try p.run()
+            p.waitUntilExit()
+            XCTAssertEqual(p.terminationStatus, 0)
+            let login = try await h.loginEmail(email)
+            XCTAssertEqual(login.status, .forbidden)
+            XCTAssertEqual(try login.envelope().extra["reason"], "Cheating")
+            try await h.post("auth/refresh", #"{"refresh_token":"\#(r.tokens.refreshToken)"}"#) { XCTAssertEqual($0.status, .unauthorized) }
+        }
+    }
+}
