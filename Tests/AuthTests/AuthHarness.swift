@@ -93,28 +93,38 @@ struct AuthHarness: Sendable {
     let app: IssuedAPIKey
     let otherApp: IssuedAPIKey
     let google: FakeIdentityProvider
+    let apple: FakeApple
     let googleClientID = "quiz-ios.apps.googleusercontent.com"
     let signer: AccessTokenSigner
+    var signerKey: Curve25519.Signing.PrivateKey { signer.privateKey }
 
     static func run(_ body: @Sendable (AuthHarness) async throws -> Void) async throws {
         let clock = MovableClock(Date())
         let google = try await FakeIdentityProvider()
+        let apple = try await FakeApple()
+        // Tenants first: Apple's per-app keys are configuration, keyed by app id.
+        let (tenant, other) = try await withMigratedRuntime(TestEnvironment.runtime(.auth, migrations: try AuthService.migrations())) { rt in
+            let repo = PostgresApplicationRepository(db: rt.db, logger: rt.logger)
+            let tenant = try await repo.create(name: "Quiz Geography")
+            let other = try await repo.create(name: "Other App")
+            _ = try await repo.setProviderSettings(appID: tenant.appID, googleClientIDs: ["quiz-ios.apps.googleusercontent.com"],
+                                                   appleBundleIDs: ["com.example.quiz"])
+            return (tenant, other)
+        }
         let runtime = TestEnvironment.runtime(.auth, migrations: try AuthService.migrations(),
-                                              overrides: ["GOOGLE_JWKS_URL": google.url], clock: clock)
+                                              overrides: ["GOOGLE_JWKS_URL": google.url, "APPLE_JWKS_URL": "\(apple.base)/auth/keys",
+                                                          "APPLE_TOKEN_URL": "\(apple.base)/auth/token", "APPLE_REVOKE_URL": "\(apple.base)/auth/revoke",
+                                                          "APPLE_SIGNIN_APPS": apple.config(for: tenant.appID)], clock: clock)
         let mailer = RecordingMailer()
         let key = Curve25519.Signing.PrivateKey()
         let app = try AuthService.buildApplication(runtime: runtime, signingKey: key, providers: .init(mailer: mailer))
         try await withThrowingTaskGroup(of: Void.self) { group in
-            let idp = ServiceGroup(configuration: .init(services: [google.application()], logger: runtime.logger))
+            let idp = ServiceGroup(configuration: .init(services: [google.application(), apple.application()], logger: runtime.logger))
             group.addTask { try await idp.run() }
             try await app.test(.router) { client in
                 await runtime.readiness.waitUntilMigrated()
-                let repo = PostgresApplicationRepository(db: runtime.db, logger: runtime.logger)
-                let tenant = try await repo.create(name: "Quiz Geography")
-                let other = try await repo.create(name: "Other App")
-                _ = try await repo.setProviderSettings(appID: tenant.appID, googleClientIDs: ["quiz-ios.apps.googleusercontent.com"], appleBundleIDs: nil)
                 try await body(AuthHarness(client: client, runtime: runtime, clock: clock, mailer: mailer, app: tenant,
-                                           otherApp: other, google: google, signer: AccessTokenSigner(privateKey: key)))
+                                           otherApp: other, google: google, apple: apple, signer: AccessTokenSigner(privateKey: key)))
             }
             await idp.triggerGracefulShutdown()
             try await group.waitForAll()

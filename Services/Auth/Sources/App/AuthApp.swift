@@ -19,8 +19,11 @@ public enum AuthService: ServiceDefinition {
     /// What a test may replace: the outbound providers.
     public struct Providers: Sendable {
         public var google: (any GoogleSignIn)?
+        public var apple: (any AppleSignIn)?
         public var mailer: (any Mailer)?
-        public init(google: (any GoogleSignIn)? = nil, mailer: (any Mailer)? = nil) { self.google = google; self.mailer = mailer }
+        public init(google: (any GoogleSignIn)? = nil, apple: (any AppleSignIn)? = nil, mailer: (any Mailer)? = nil) {
+            self.google = google; self.apple = apple; self.mailer = mailer
+        }
     }
 
     /// The composition root: tests call it with their own runtime, key and providers.
@@ -35,6 +38,12 @@ public enum AuthService: ServiceDefinition {
         let refreshTokens = RefreshTokenStore(logger: runtime.logger)
         let google = providers.google ?? GoogleIdentityVerifier(keySet: RemoteKeySet(
             url: env.string("GOOGLE_JWKS_URL", default: "https://www.googleapis.com/oauth2/v3/certs"), http: runtime.http))
+        let apple = providers.apple ?? AppleIdentityVerifier(
+            keySet: RemoteKeySet(url: env.string("APPLE_JWKS_URL", default: "https://appleid.apple.com/auth/keys"), http: runtime.http),
+            http: runtime.http,
+            tokenURL: env.string("APPLE_TOKEN_URL", default: "https://appleid.apple.com/auth/token"),
+            revokeURL: env.string("APPLE_REVOKE_URL", default: "https://appleid.apple.com/auth/revoke"))
+        let appleConfigs = try AppleClientConfig.parse(env.optional("APPLE_SIGNIN_APPS"))
         let mailer: any Mailer = providers.mailer ?? {
             if let url = env.optional("SMTP_URL") {
                 return SMTPMailer(http: runtime.http, server: SMTPServer(url: url, username: env.optional("SMTP_USERNAME"),
@@ -44,6 +53,7 @@ public enum AuthService: ServiceDefinition {
             return MailFolder(directory: URL(fileURLWithPath: runtime.config.dataDirectory).appendingPathComponent("mail"))
         }()
         let dataKey = try dataKey(env: env, signingKey: signingKey)
+        let box = SecretBox(key: dataKey)
         let ctx = AuthContext(
             db: runtime.db, logger: runtime.logger, clock: runtime.clock,
             users: UserStore(logger: runtime.logger), refreshTokens: refreshTokens,
@@ -51,11 +61,12 @@ public enum AuthService: ServiceDefinition {
             issuer: TokenIssuer(signer: signer, refreshTokens: refreshTokens),
             audit: AuditLog(logger: runtime.logger),
             limiter: RateLimiter(client: runtime.db, clock: runtime.clock, logger: runtime.logger),
-            applications: applications, google: google, mailer: mailer,
+            applications: applications, google: google, apple: apple, appleConfigs: appleConfigs, mailer: mailer,
             passwords: PasswordPolicy(estimator: Zxcvbn.shared),
-            box: SecretBox(key: dataKey),
+            box: box,
             settings: AuthSettings(environment: env))
-        let lifecycle = AccountLifecycle(logger: runtime.logger, clock: runtime.clock)
+        let lifecycle = AccountLifecycle(logger: runtime.logger, clock: runtime.clock,
+                                         appleRevoker: AppleRevoker(apple: apple, configs: appleConfigs, box: box))
         let jobs = JobQueue(client: runtime.db, queue: AccountLifecycle.queue, logger: runtime.logger, clock: runtime.clock)
         let worker = JobWorker(queue: jobs, handlers: [
             AccountLifecycle.executeDeletionJob: { job in try await lifecycle.executeDeletion(job, db: runtime.db) },

@@ -1,5 +1,6 @@
 import Foundation
 import Logging
+import NIOCore
 import PostgresNIO
 import ServiceKit
 import ServiceLifecycle
@@ -15,6 +16,7 @@ public struct AccountLifecycle: Sendable {
 
     let logger: Logger
     let clock: any WallClock
+    var appleRevoker: AppleRevoker? = nil
 
     /// The other services, each of which serves `DELETE /internal/users/{id}`.
     static let dataOwners: [ServiceName] = [.subscription, .offline, .ads]
@@ -42,6 +44,9 @@ public struct AccountLifecycle: Sendable {
             for try await r in rows.decode((UUID, UUID, String, Date).self) { found = r }
             guard let (userID, appID, status, due) = found, status == "scheduled" else { return }
             guard due <= now else { throw JobNotDue() }
+            // Apple requires apps to revoke its tokens when an account is deleted; a failure
+            // leaves the job to retry rather than deleting without revoking.
+            try await appleRevoker?.revoke(userID: userID, appID: appID, on: conn, logger: logger, now: now)
             try await anonymise(userID: userID, now: now, on: conn)
             try await conn.query("UPDATE deletions SET status = 'executed', executed_at = \(now) WHERE id = \(payload.deletionID)", logger: logger)
             try await Self.tellOthersToForget(userID: userID, appID: appID, on: conn, logger: logger)
@@ -109,3 +114,23 @@ public struct GuestExpirySweeper: Service {
     }
 }
 
+
+/// Revokes the Apple refresh token kept for a user, if any.
+struct AppleRevoker: Sendable {
+    let apple: any AppleSignIn
+    let configs: [UUID: AppleClientConfig]
+    let box: SecretBox
+
+    func revoke(userID: UUID, appID: UUID, on conn: PostgresConnection, logger: Logger, now: Date) async throws {
+        let rows = try await conn.query("""
+            SELECT refresh_token_sealed FROM oauth_connections WHERE user_id = \(userID) AND provider = 'apple' AND refresh_token_sealed IS NOT NULL
+            """, logger: logger)
+        for try await sealed in rows.decode(ByteBuffer.self) {
+            guard let config = configs[appID] else {
+                logger.error("Apple token kept but no Apple key configured to revoke it", metadata: ["app_id": "\(appID)"])
+                return
+            }
+            try await apple.revoke(refreshToken: try box.open(sealed), config: config, now: now)
+        }
+    }
+}

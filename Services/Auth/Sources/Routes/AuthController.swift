@@ -43,6 +43,8 @@ struct AuthContext: Sendable {
     let limiter: RateLimiter
     let applications: any ApplicationRepository
     let google: any GoogleSignIn
+    let apple: any AppleSignIn
+    let appleConfigs: [UUID: AppleClientConfig]
     let mailer: any Mailer
     let passwords: PasswordPolicy
     let box: SecretBox
@@ -96,7 +98,9 @@ struct AuthController {
             let identity = try await verifyGoogle(body.credentials, appID: appID, now: now, request, context)
             return try await signInWithProvider(.google, identity: identity, body: body, appID: appID, registering: true, now: now, request, context)
         case .apple:
-            throw AppError(.notImplemented, "provider_not_available", "Sign in with Apple is not available yet")
+            let (identity, sealed) = try await verifyApple(body.credentials, appID: appID, now: now, request, context)
+            return try await signInWithProvider(.apple, identity: identity, body: body, appID: appID, registering: true,
+                                                providerRefreshToken: sealed, now: now, request, context)
         }
     }
 
@@ -206,9 +210,46 @@ struct AuthController {
         }
     }
 
+    /// Verifies Apple's identity token (and nonce), takes the name from `user_info` (Apple
+    /// sends it once), and exchanges the authorization code for Apple's refresh token, kept
+    /// sealed so that account deletion can revoke it.
+    func verifyApple(_ credentials: Credentials, appID: UUID, now: Date, _ request: Request, _ context: ServiceRequestContext)
+        async throws -> (ProviderIdentity, ByteBuffer?) {
+        let token = try credentials.require(credentials.appleIdentityToken, "apple_identity_token")
+        let audiences = try await ctx.applications.find(id: appID)?.appleBundleIDs ?? []
+        var identity: ProviderIdentity
+        do {
+            guard !audiences.isEmpty else { throw AppleIdentityError(description: "no Apple bundle id configured for the app") }
+            identity = try await ctx.apple.verify(identityToken: token, audiences: audiences, rawNonce: credentials.nonce, now: now)
+        } catch let error as HTTPClientError {
+            ctx.logger.error("Apple keys unreachable", metadata: ["error": "\(error)"])
+            throw AppError(.serviceUnavailable, "provider_unavailable", "Sign in with Apple is temporarily unavailable")
+        } catch {
+            ctx.logger.info("Apple token refused", metadata: ["reason": "\(error)"])
+            await ctx.audit.record(ctx.entry("sign_in_apple", "failure", app: appID, user: nil, request, context,
+                                             details: ["provider": "apple", "reason": "invalid_token"]), db: ctx.db)
+            throw AppError(.unauthorized, "invalid_token", "Apple authentication failed")
+        }
+        let name = [credentials.userInfo?.firstName, credentials.userInfo?.lastName].compactMap { $0 }.joined(separator: " ")
+        identity.name = name.isEmpty ? nil : String(name.prefix(200))
+        var sealed: ByteBuffer?
+        if let code = credentials.appleAuthorizationCode, let config = ctx.appleConfigs[appID] {
+            do {
+                sealed = try ctx.box.seal(try await ctx.apple.exchange(code: code, config: config, now: now))
+            } catch {
+                ctx.logger.info("Apple code exchange failed", metadata: ["reason": "\(error)"])
+                throw AppError(.unauthorized, "invalid_token", "Apple authentication failed")
+            }
+        } else if credentials.appleAuthorizationCode != nil {
+            ctx.logger.warning("Apple authorization code received but no Apple key configured for the app", metadata: ["app_id": "\(appID)"])
+        }
+        return (identity, sealed)
+    }
+
     /// Register or login with a provider identity. Registering an identity that already has
     /// an account logs in (seed 12a); logging in with one that has none is a 404 (13a).
     func signInWithProvider(_ provider: AuthProvider, identity: ProviderIdentity, body: AuthRequest, appID: UUID, registering: Bool,
+                            providerRefreshToken: ByteBuffer? = nil,
                             now: Date, _ request: Request, _ context: ServiceRequestContext) async throws -> Response {
         let lookup: UserStore.Lookup = provider == .google ? .google(identity.subject) : .apple(identity.subject)
         do {
@@ -216,6 +257,12 @@ struct AuthController {
                 if let existing = try await ctx.users.find(lookup, appID: appID, on: conn, forUpdate: true) {
                     try requireActive(existing, now: now)
                     let user = try await ctx.users.recordLogin(existing.id, now: now, on: conn) ?? existing
+                    if let providerRefreshToken {
+                        try await conn.query("""
+                            UPDATE oauth_connections SET refresh_token_sealed = \(providerRefreshToken)
+                            WHERE user_id = \(user.id) AND provider = \(provider.rawValue)
+                            """, logger: ctx.logger)
+                    }
                     let tokens = try await ctx.issuer.startSession(for: user, device: body.deviceInfo, now: now, on: conn)
                     try await ctx.audit.record(ctx.entry("login", "success", app: appID, user: user.id, request, context,
                                                          details: ["provider": .string(provider.rawValue)]), on: conn)
@@ -233,9 +280,10 @@ struct AuthController {
                                                             appleID: provider == .apple ? identity.subject : nil,
                                                             provider: provider, displayName: identity.name, now: now), on: conn)
                 try await conn.query("""
-                    INSERT INTO oauth_connections (user_id, provider, provider_user_id, profile_data)
-                    VALUES (\(user.id), \(provider.rawValue), \(identity.subject),
-                            jsonb_build_object('email', \(identity.email)::text, 'name', \(identity.name)::text))
+                    INSERT INTO oauth_connections (user_id, provider, provider_user_id, refresh_token_sealed, profile_data)
+                    VALUES (\(user.id), \(provider.rawValue), \(identity.subject), \(providerRefreshToken),
+                            jsonb_build_object('email', \(identity.email)::text, 'name', \(identity.name)::text,
+                                               'is_private_email', \(identity.isPrivateEmail)))
                     """, logger: ctx.logger)
                 let tokens = try await ctx.issuer.startSession(for: user, device: body.deviceInfo, now: now, on: conn)
                 try await ctx.audit.record(ctx.entry("register", "success", app: appID, user: user.id, request, context,
@@ -286,7 +334,9 @@ struct AuthController {
             let identity = try await verifyGoogle(body.credentials, appID: appID, now: now, request, context)
             return try await signInWithProvider(.google, identity: identity, body: body, appID: appID, registering: false, now: now, request, context)
         case .apple:
-            throw AppError(.notImplemented, "provider_not_available", "Sign in with Apple is not available yet")
+            let (identity, sealed) = try await verifyApple(body.credentials, appID: appID, now: now, request, context)
+            return try await signInWithProvider(.apple, identity: identity, body: body, appID: appID, registering: false,
+                                                providerRefreshToken: sealed, now: now, request, context)
         }
     }
 

@@ -1,5 +1,6 @@
 import Foundation
 import Hummingbird
+import NIOCore
 import PostgresNIO
 import ServiceKit
 import WireTypes
@@ -26,7 +27,7 @@ struct LinkController {
         let body = try await request.decodeJSON(as: AuthRequest.self, context: context)
         let now = ctx.clock.now()
         // Provider checks (network, bcrypt) happen before the transaction.
-        enum Linking: Sendable { case google(ProviderIdentity), email(String, String) }
+        enum Linking: Sendable { case google(ProviderIdentity), apple(ProviderIdentity, ByteBuffer?), email(String, String) }
         let linking: Linking
         switch body.provider {
         case .google:
@@ -42,7 +43,8 @@ struct LinkController {
             }
             linking = .email(email, try await ctx.hashPassword(password))
         case .apple:
-            throw AppError(.notImplemented, "provider_not_available", "Sign in with Apple is not available yet")
+            let (identity, sealed) = try await sessions.verifyApple(body.credentials, appID: appID, now: now, request, context)
+            linking = .apple(identity, sealed)
         case .guest:
             throw AppError.validation("provider", "A guest identity cannot be linked")
         }
@@ -75,6 +77,26 @@ struct LinkController {
                         INSERT INTO oauth_connections (user_id, provider, provider_user_id, profile_data)
                         VALUES (\(userID), 'google', \(identity.subject), jsonb_build_object('email', \(identity.email)::text))
                         ON CONFLICT (user_id, provider) DO UPDATE SET provider_user_id = EXCLUDED.provider_user_id
+                        """, logger: ctx.logger)
+                case .apple(let identity, let sealed):
+                    if user.appleID == identity.subject { break }
+                    if user.appleID != nil { throw AppError(.conflict, "provider_already_linked", "An Apple ID is already linked") }
+                    if try await ctx.users.find(.apple(identity.subject), appID: appID, on: conn) != nil { throw Self.identityTaken("Apple") }
+                    var adoptEmail: String? = nil
+                    if user.email == nil, let email = identity.email, try await ctx.users.find(.email(email), appID: appID, on: conn) == nil {
+                        adoptEmail = email
+                    }
+                    try await conn.query("""
+                        UPDATE users SET apple_id = \(identity.subject), email = COALESCE(email, \(adoptEmail)),
+                               email_verified = email_verified OR \(adoptEmail != nil),
+                               display_name = COALESCE(display_name, \(identity.name)), updated_at = \(now)
+                        WHERE id = \(userID)
+                        """, logger: ctx.logger)
+                    try await conn.query("""
+                        INSERT INTO oauth_connections (user_id, provider, provider_user_id, refresh_token_sealed, profile_data)
+                        VALUES (\(userID), 'apple', \(identity.subject), \(sealed), jsonb_build_object('email', \(identity.email)::text))
+                        ON CONFLICT (user_id, provider) DO UPDATE SET provider_user_id = EXCLUDED.provider_user_id,
+                               refresh_token_sealed = COALESCE(EXCLUDED.refresh_token_sealed, oauth_connections.refresh_token_sealed)
                         """, logger: ctx.logger)
                 case .email(let email, let hash):
                     if user.passwordHash != nil { throw AppError(.conflict, "provider_already_linked", "A password is already set on this account") }
