@@ -36,7 +36,9 @@ let services: [ServiceSpec] = [
 
 /// The manifest helper: every service gets the same three targets (library, executable, tests).
 func serviceTargets(_ s: ServiceSpec) -> [Target] {
-    [
+    // Auth's tests run the other services as peers (privacy export).
+    let peers: [Target.Dependency] = s.name == "Auth" ? ["SubscriptionService", "OfflineService", "AdsService"] : []
+    return [
         .target(
             name: "\(s.name)Service",
             dependencies: ["ServiceKit", "WireTypes",
@@ -52,7 +54,7 @@ func serviceTargets(_ s: ServiceSpec) -> [Target] {
         ),
         .testTarget(
             name: "\(s.name)Tests",
-            dependencies: [.target(name: "\(s.name)Service"), "TestSupport",
+            dependencies: [.target(name: "\(s.name)Service"), "TestSupport"] + peers + [
                            .product(name: "HummingbirdTesting", package: "hummingbird"),
                            .product(name: "JWTKit", package: "jwt-kit"),
                            .product(name: "_CryptoExtras", package: "swift-crypto"),

@@ -100,6 +100,7 @@ public func buildServiceApplication(
     appVerifier: any AppVerifier,
     tokenVerifier: AccessTokenVerifier,
     services extra: [any Service] = [],
+    userData: [UserDataSection]? = nil,
     configure: (ServiceRoutes) throws -> Void
 ) rethrows -> Application<RouterResponder<ServiceRequestContext>> {
     let config = runtime.config
@@ -129,6 +130,9 @@ public func buildServiceApplication(
         .add(middleware: TenantMiddleware(verifier: appVerifier))
         .add(middleware: AccessTokenMiddleware(verifier: tokenVerifier))
     let internalGroup = router.group("internal").add(middleware: InternalAuthMiddleware(accepted: config.acceptedInternalCredentials))
+    if let userData {
+        UserDataController(service: config.service, sections: userData, db: runtime.db, logger: runtime.logger).addRoutes(to: internalGroup)
+    }
     try configure(ServiceRoutes(router: router, open: open, tenant: tenant, user: user, internal: internalGroup))
 
     var services: [any Service] = [runtime.db]

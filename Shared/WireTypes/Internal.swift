@@ -103,3 +103,26 @@ public struct UserStatusUpdate: Codable, Sendable, Equatable {
     enum CodingKeys: String, CodingKey { case appID = "app_id"; case status }
     public init(appID: UUID, status: UserStatus) { self.appID = appID; self.status = status }
 }
+
+/// `GET /internal/users/{id}/export`: one service's part of a privacy export.
+public struct UserDataExport: Codable, Sendable {
+    public var service: String
+    public var userID: UUID
+    public var appID: UUID
+    public var sections: [String: JSONValue]
+    enum CodingKeys: String, CodingKey { case service; case userID = "user_id"; case appID = "app_id"; case sections }
+    public init(service: String, userID: UUID, appID: UUID, sections: [String: JSONValue]) {
+        self.service = service; self.userID = userID; self.appID = appID; self.sections = sections
+    }
+}
+
+/// `DELETE /internal/users/{id}`: what a service deleted or anonymised.
+public struct UserDataDeletion: Codable, Sendable {
+    public var service: String
+    public var userID: UUID
+    public var deleted: [String: JSONValue]
+    enum CodingKeys: String, CodingKey { case service; case userID = "user_id"; case deleted }
+    public init(service: String, userID: UUID, deleted: [String: JSONValue]) {
+        self.service = service; self.userID = userID; self.deleted = deleted
+    }
+}

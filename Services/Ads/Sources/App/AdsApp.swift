@@ -17,6 +17,8 @@ public enum AdsService: ServiceDefinition {
     /// The composition root: tenant headers and access tokens are checked by asking auth.
     public static func buildApplication(runtime: ServiceRuntime, appVerifier: any AppVerifier,
                                         tokenVerifier: AccessTokenVerifier) -> Application<RouterResponder<ServiceRequestContext>> {
-        buildServiceApplication(runtime: runtime, appVerifier: appVerifier, tokenVerifier: tokenVerifier) { _ in }
+        // No personal data is stored here yet: the export says so and deletion has nothing to
+        // remove. Each table keyed by user adds its section here.
+        buildServiceApplication(runtime: runtime, appVerifier: appVerifier, tokenVerifier: tokenVerifier, userData: []) { _ in }
     }
 }

@@ -68,13 +68,20 @@ public enum AuthService: ServiceDefinition {
         let lifecycle = AccountLifecycle(logger: runtime.logger, clock: runtime.clock,
                                          appleRevoker: AppleRevoker(apple: apple, configs: appleConfigs, box: box))
         let jobs = JobQueue(client: runtime.db, queue: AccountLifecycle.queue, logger: runtime.logger, clock: runtime.clock)
+        let linkSigner = LinkSigner(key: HKDF<SHA256>.deriveKey(inputKeyMaterial: dataKey, info: Data("export links v1".utf8), outputByteCount: 32))
+        let userData = AuthUserData.sections(logger: runtime.logger)
+        let exporter = PrivacyExporter(db: runtime.db, http: runtime.http, serviceURLs: runtime.config.serviceURLs,
+                                       credential: runtime.internalCredential, sections: userData, signer: linkSigner, mailer: mailer,
+                                       settings: ctx.settings, publicURL: env.string("AUTH_PUBLIC_URL", default: "http://127.0.0.1:8080"),
+                                       clock: runtime.clock, logger: runtime.logger)
         let worker = JobWorker(queue: jobs, handlers: [
             AccountLifecycle.executeDeletionJob: { job in try await lifecycle.executeDeletion(job, db: runtime.db) },
+            PrivacyExporter.job: { job in try await exporter.build(job) },
         ], pollInterval: .milliseconds(runtime.config.jobPollMilliseconds))
         let sweeper = GuestExpirySweeper(lifecycle: lifecycle, db: runtime.db,
                                          interval: .seconds(env.int("GUEST_SWEEP_SECONDS", default: 600)))
         return buildServiceApplication(runtime: runtime, appVerifier: appVerifier, tokenVerifier: tokenVerifier,
-                                       services: [worker, sweeper]) { routes in
+                                       services: [worker, sweeper], userData: userData) { routes in
             JWKSController(signer: signer).addRoutes(to: routes.open)
             let sessions = AuthController(ctx: ctx)
             sessions.addRoutes(tenant: routes.tenant, user: routes.user)
@@ -83,6 +90,7 @@ public enum AuthService: ServiceDefinition {
             LinkController(ctx: ctx, sessions: sessions).addRoutes(to: routes.user)
             PrivacyController(ctx: ctx).addRoutes(to: routes.user)
             DeletionController(ctx: ctx).addRoutes(tenant: routes.tenant, user: routes.user)
+            ExportController(ctx: ctx, signer: linkSigner).addRoutes(open: routes.open, user: routes.user)
             InternalApplicationsController(applications: applications).addRoutes(to: routes.internal)
             InternalUsersController(ctx: ctx).addRoutes(to: routes.internal)
         }

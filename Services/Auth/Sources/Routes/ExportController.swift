@@ -1,0 +1,85 @@
+import Foundation
+import Hummingbird
+import NIOCore
+import PostgresNIO
+import ServiceKit
+import WireTypes
+
+/// Seed 6a: `POST /auth/privacy/export` starts the export job; `GET /auth/privacy/export/{id}`
+/// tells its status; the emailed link downloads it.
+struct ExportController {
+    let ctx: AuthContext
+    let signer: LinkSigner
+
+    func addRoutes(open: RouterGroup<ServiceRequestContext>, user: RouterGroup<ServiceRequestContext>) {
+        user.post("auth/privacy/export") { request, context in try await start(request, context) }
+        user.get("auth/privacy/export/:id") { _, context in try await status(context) }
+        open.get("privacy/export/:id/download") { request, context in try await download(request, context) }
+    }
+
+    struct Started: Codable { var exportID: UUID; var status: String; var estimatedTime: String
+        enum CodingKeys: String, CodingKey { case exportID = "export_id"; case status; case estimatedTime = "estimated_time" } }
+
+    struct Status: Codable {
+        var exportID: UUID; var status: String; var requestedAt: Date; var completedAt: Date?; var expiresAt: Date?; var downloadURL: String?
+        enum CodingKeys: String, CodingKey {
+            case exportID = "export_id", status, requestedAt = "requested_at", completedAt = "completed_at"
+            case expiresAt = "expires_at", downloadURL = "download_url"
+        }
+    }
+
+    func start(_ request: Request, _ context: ServiceRequestContext) async throws -> Response {
+        let (appID, userID) = try context.requireUser()
+        // Building an export reads every service: a few per day is plenty.
+        try await ctx.limiter.enforce(scope: "privacy-export", key: userID.uuidString, limit: 3, window: 24 * 3600)
+        let now = ctx.clock.now()
+        let id: UUID = try await ctx.db.withTransaction(logger: ctx.logger) { conn in
+            let rows = try await conn.query("""
+                INSERT INTO exports (user_id, app_id, requested_at) VALUES (\(userID), \(appID), \(now)) RETURNING id
+                """, logger: ctx.logger)
+            var id: UUID?
+            for try await v in rows.decode(UUID.self) { id = v }
+            try await JobQueue.enqueue(on: conn, queue: AccountLifecycle.queue, kind: PrivacyExporter.job,
+                                       payload: PrivacyExporter.Payload(exportID: id!), runAt: now, maxAttempts: 10,
+                                       uniqueKey: "export:\(id!)", logger: ctx.logger)
+            try await ctx.audit.record(ctx.entry("privacy_export", "requested", app: appID, user: userID, request, context), on: conn)
+            return id!
+        }
+        return try context.json(Started(exportID: id, status: "pending", estimatedTime: "24-48 hours"), status: .accepted)
+    }
+
+    func status(_ context: ServiceRequestContext) async throws -> Response {
+        let (appID, userID) = try context.requireUser()
+        guard let id = context.parameters.get("id", as: UUID.self) else { throw AppError.badRequest("Export id must be a UUID", field: "id") }
+        let row = try await ctx.db.withConnection { conn -> (String, Date, Date?, Date?)? in
+            let rows = try await conn.query("""
+                SELECT status, requested_at, completed_at, expires_at FROM exports WHERE id = \(id) AND user_id = \(userID) AND app_id = \(appID)
+                """, logger: ctx.logger)
+            for try await r in rows.decode((String, Date, Date?, Date?).self) { return r }
+            return nil
+        }
+        guard let (status, requested, completed, expires) = row else { throw AppError.notFound("Export") }
+        let url = (status == "ready" && (expires ?? .distantPast) > ctx.clock.now())
+            ? "/auth/v1/privacy/export/\(id.uuidString.lowercased())/download?\(signer.query(for: id, expires: expires!))" : nil
+        return try context.json(Status(exportID: id, status: status, requestedAt: requested, completedAt: completed, expiresAt: expires, downloadURL: url))
+    }
+
+    func download(_ request: Request, _ context: ServiceRequestContext) async throws -> Response {
+        guard let id = context.parameters.get("id", as: UUID.self),
+              let expires = request.uri.queryParameters.get("expires").flatMap({ Int($0) }),
+              let signature = request.uri.queryParameters.get("signature"),
+              signer.isValid(id: id, expires: expires, signature: String(signature), now: ctx.clock.now()) else {
+            throw AppError(.forbidden, "invalid_link", "This download link is invalid or has expired")
+        }
+        let data = try await ctx.db.withConnection { conn -> String? in
+            for try await d in try await conn.query("SELECT data::text FROM exports WHERE id = \(id) AND status = 'ready'", logger: ctx.logger).decode(String.self) {
+                return d
+            }
+            return nil
+        }
+        guard let data else { throw AppError.notFound("Export") }
+        return Response(status: .ok, headers: [.contentType: "application/json; charset=utf-8",
+                                               .contentDisposition: "attachment; filename=\"export-\(id.uuidString.lowercased()).json\""],
+                        body: .init(byteBuffer: ByteBuffer(string: data)))
+    }
+}

@@ -1,0 +1,74 @@
+import Foundation
+import Hummingbird
+import Logging
+import NIOCore
+import PostgresNIO
+import WireTypes
+
+/// One part of a service's data about a user (a table or a group of tables), as the user's
+/// rights need it: exported for the privacy export, deleted when the account is deleted.
+public struct UserDataSection: Sendable {
+    public var name: String
+    public var export: @Sendable (_ userID: UUID, _ appID: UUID, _ conn: PostgresConnection) async throws -> JSONValue
+    /// Deletes or anonymises; returns how many rows it touched.
+    public var delete: @Sendable (_ userID: UUID, _ appID: UUID, _ conn: PostgresConnection) async throws -> Int
+
+    public init(name: String,
+                export: @escaping @Sendable (UUID, UUID, PostgresConnection) async throws -> JSONValue,
+                delete: @escaping @Sendable (UUID, UUID, PostgresConnection) async throws -> Int) {
+        self.name = name
+        self.export = export
+        self.delete = delete
+    }
+}
+
+/// `GET /internal/users/{id}/export?app_id=` and `DELETE /internal/users/{id}?app_id=`, the
+/// same in every service. A service lists its sections; one with none holds no personal data
+/// and says so. Deletion runs once per `Idempotency-Key` (the outbox redelivers).
+public struct UserDataController: Sendable {
+    let service: ServiceName
+    let sections: [UserDataSection]
+    let db: PostgresClient
+    let idempotency: IdempotencyStore
+    let logger: Logger
+
+    public init(service: ServiceName, sections: [UserDataSection], db: PostgresClient, logger: Logger) {
+        self.service = service
+        self.sections = sections
+        self.db = db
+        self.idempotency = IdempotencyStore(client: db, logger: logger)
+        self.logger = logger
+    }
+
+    public func addRoutes(to group: RouterGroup<ServiceRequestContext>) {
+        group.get("users/:id/export") { request, context in
+            let (userID, appID) = try Self.ids(request, context)
+            let export = try await db.withConnection { conn in
+                var parts: [String: JSONValue] = [:]
+                for section in sections { parts[section.name] = try await section.export(userID, appID, conn) }
+                return UserDataExport(service: service.rawValue, userID: userID, appID: appID, sections: parts)
+            }
+            return try context.json(export)
+        }
+        group.delete("users/:id") { request, context in
+            let (userID, appID) = try Self.ids(request, context)
+            let key = request.headers[.idempotencyKey] ?? "delete:\(appID):\(userID)"
+            let stored = try await idempotency.run(key: key, scope: "user-deletion") { conn in
+                var counts: [String: JSONValue] = [:]
+                for section in sections { counts[section.name] = .int(try await section.delete(userID, appID, conn)) }
+                let body = try JSON.encoder.encode(UserDataDeletion(service: service.rawValue, userID: userID, deleted: counts))
+                return (200, body)
+            }
+            return Response(status: .init(code: stored.status), headers: [.contentType: "application/json; charset=utf-8"],
+                            body: .init(byteBuffer: ByteBuffer(bytes: stored.body)))
+        }
+    }
+
+    static func ids(_ request: Request, _ context: ServiceRequestContext) throws -> (UUID, UUID) {
+        guard let userID = context.parameters.get("id", as: UUID.self) else { throw AppError.badRequest("User id must be a UUID", field: "id") }
+        guard let raw = request.uri.queryParameters.get("app_id"), let appID = UUID(uuidString: raw) else {
+            throw AppError.badRequest("Query parameter 'app_id' (UUID) is required", field: "app_id")
+        }
+        return (userID, appID)
+    }
+}
