@@ -28,6 +28,9 @@ let services: [ServiceSpec] = [
     .init(name: "Auth", executable: "auth-service", extra: [
         .product(name: "HummingbirdBcrypt", package: "hummingbird-auth"),
         .product(name: "NIOPosix", package: "swift-nio"),
+        .product(name: "X509", package: "swift-certificates"),
+        .product(name: "SwiftASN1", package: "swift-asn1"),
+        .product(name: "_CryptoExtras", package: "swift-crypto"),
     ], resources: [.copy("Resources/zxcvbn")]),
     .init(name: "Subscription", executable: "subscription-service", extra: []),
     .init(name: "Offline", executable: "offline-service", extra: []),
@@ -58,7 +61,10 @@ func serviceTargets(_ s: ServiceSpec) -> [Target] {
                            .product(name: "HummingbirdTesting", package: "hummingbird"),
                            .product(name: "JWTKit", package: "jwt-kit"),
                            .product(name: "_CryptoExtras", package: "swift-crypto"),
-                           .product(name: "ServiceLifecycle", package: "swift-service-lifecycle")],
+                           .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                           .product(name: "HummingbirdTLS", package: "hummingbird"),
+                           .product(name: "X509", package: "swift-certificates"),
+                           .product(name: "NIOSSL", package: "swift-nio-ssl")],
             path: "Tests/\(s.name)Tests"
         ),
     ]
@@ -81,6 +87,9 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
         .package(url: "https://github.com/apple/swift-http-types.git", from: "1.8.0"),
         .package(url: "https://github.com/apple/swift-nio.git", from: "2.101.2"),
+        .package(url: "https://github.com/apple/swift-certificates.git", from: "1.21.1"),
+        .package(url: "https://github.com/apple/swift-asn1.git", from: "1.7.4"),
+        .package(url: "https://github.com/apple/swift-nio-ssl.git", from: "2.37.6"),
     ],
     targets: [
         .systemLibrary(name: "CCurlSystem", path: "Shared/CCurlSystem", pkgConfig: "libcurl",

@@ -12,15 +12,22 @@ public struct HTTPRequest: Sendable {
     /// Whole-transfer limit (connect, send, wait, receive).
     public var timeout: Duration
     public var connectTimeout: Duration
+    /// A PEM bundle to trust instead of the system's roots (a private PKI).
+    public var caBundlePath: String?
+    /// curl's `--resolve` entries (`host:port:address`): pin a host to an address.
+    public var resolve: [String]
 
     public init(method: String = "GET", url: String, headers: [(String, String)] = [], body: Data? = nil,
-                timeout: Duration = .seconds(10), connectTimeout: Duration = .seconds(2)) {
+                timeout: Duration = .seconds(10), connectTimeout: Duration = .seconds(2),
+                caBundlePath: String? = nil, resolve: [String] = []) {
         self.method = method
         self.url = url
         self.headers = headers
         self.body = body
         self.timeout = timeout
         self.connectTimeout = connectTimeout
+        self.caBundlePath = caBundlePath
+        self.resolve = resolve
     }
 
     /// A JSON request: encodes the body with the shared encoder and sets the content type.
@@ -309,6 +316,13 @@ public final class CurlHTTPClient: Sendable {
             }
             transfer.slists.append(list)
             _ = ccurl_setopt_slist(easy, CURLOPT_HTTPHEADER, list)
+            if let ca = req.caBundlePath { _ = ccurl_setopt_string(easy, CURLOPT_CAINFO, ca) }
+            if !req.resolve.isEmpty {
+                var entries: UnsafeMutablePointer<curl_slist>? = nil
+                for r in req.resolve { entries = curl_slist_append(entries, r) }
+                transfer.slists.append(entries)
+                _ = ccurl_setopt_slist(easy, CURLOPT_RESOLVE, entries)
+            }
         case .smtp(let server, let message, let timeout):
             transfer = Transfer(submission, url: server.url)
             opaque = Unmanaged.passUnretained(transfer).toOpaque()

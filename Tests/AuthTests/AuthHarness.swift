@@ -98,7 +98,7 @@ struct AuthHarness: Sendable {
     let signer: AccessTokenSigner
     var signerKey: Curve25519.Signing.PrivateKey { signer.privateKey }
 
-    static func run(_ body: @Sendable (AuthHarness) async throws -> Void) async throws {
+    static func run(overrides extra: [String: String] = [:], _ body: @Sendable (AuthHarness) async throws -> Void) async throws {
         let clock = MovableClock(Date())
         let google = try await FakeIdentityProvider()
         let apple = try await FakeApple()
@@ -114,7 +114,7 @@ struct AuthHarness: Sendable {
         let runtime = TestEnvironment.runtime(.auth, migrations: try AuthService.migrations(),
                                               overrides: ["GOOGLE_JWKS_URL": google.url, "APPLE_JWKS_URL": "\(apple.base)/auth/keys",
                                                           "APPLE_TOKEN_URL": "\(apple.base)/auth/token", "APPLE_REVOKE_URL": "\(apple.base)/auth/revoke",
-                                                          "APPLE_SIGNIN_APPS": apple.config(for: tenant.appID)], clock: clock)
+                                                          "APPLE_SIGNIN_APPS": apple.config(for: tenant.appID)].merging(extra) { $1 }, clock: clock)
         let mailer = RecordingMailer()
         let key = Curve25519.Signing.PrivateKey()
         let app = try AuthService.buildApplication(runtime: runtime, signingKey: key, providers: .init(mailer: mailer))

@@ -21,8 +21,10 @@ public enum AuthService: ServiceDefinition {
         public var google: (any GoogleSignIn)?
         public var apple: (any AppleSignIn)?
         public var mailer: (any Mailer)?
-        public init(google: (any GoogleSignIn)? = nil, apple: (any AppleSignIn)? = nil, mailer: (any Mailer)? = nil) {
-            self.google = google; self.apple = apple; self.mailer = mailer
+        public var gameCenter: (any GameCenterVerifying)?
+        public init(google: (any GoogleSignIn)? = nil, apple: (any AppleSignIn)? = nil, mailer: (any Mailer)? = nil,
+                    gameCenter: (any GameCenterVerifying)? = nil) {
+            self.google = google; self.apple = apple; self.mailer = mailer; self.gameCenter = gameCenter
         }
     }
 
@@ -44,6 +46,11 @@ public enum AuthService: ServiceDefinition {
             tokenURL: env.string("APPLE_TOKEN_URL", default: "https://appleid.apple.com/auth/token"),
             revokeURL: env.string("APPLE_REVOKE_URL", default: "https://appleid.apple.com/auth/revoke"))
         let appleConfigs = try AppleClientConfig.parse(env.optional("APPLE_SIGNIN_APPS"))
+        let gameCenter = try providers.gameCenter ?? GameCenterVerifier(
+            http: runtime.http, roots: GameCenterVerifier.roots(pemPath: env.optional("GAMECENTER_TRUST_ROOTS")),
+            allowedHostSuffix: env.string("GAMECENTER_KEY_HOST_SUFFIX", default: "apple.com"),
+            caBundlePath: env.optional("GAMECENTER_CA_BUNDLE"),
+            resolve: env.optional("GAMECENTER_RESOLVE").map { $0.split(separator: ",").map(String.init) } ?? [])
         let mailer: any Mailer = providers.mailer ?? {
             if let url = env.optional("SMTP_URL") {
                 return SMTPMailer(http: runtime.http, server: SMTPServer(url: url, username: env.optional("SMTP_USERNAME"),
@@ -88,6 +95,7 @@ public enum AuthService: ServiceDefinition {
             EmailFlowsController(ctx: ctx, otps: OTPStore(logger: runtime.logger, key: dataKey), sessions: sessions)
                 .addRoutes(tenant: routes.tenant, user: routes.user)
             LinkController(ctx: ctx, sessions: sessions).addRoutes(to: routes.user)
+            GameCenterController(ctx: ctx, verifier: gameCenter).addRoutes(to: routes.user)
             PrivacyController(ctx: ctx).addRoutes(to: routes.user)
             DeletionController(ctx: ctx).addRoutes(tenant: routes.tenant, user: routes.user)
             ExportController(ctx: ctx, signer: linkSigner).addRoutes(open: routes.open, user: routes.user)

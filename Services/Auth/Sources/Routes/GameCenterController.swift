@@ -1,0 +1,154 @@
+import Foundation
+import Hummingbird
+import PostgresNIO
+import ServiceKit
+import WireTypes
+
+/// UC-AUTH-1.3: link a Game Center player (signature verified), sync achievements and the
+/// best score, unlink.
+struct GameCenterController {
+    let ctx: AuthContext
+    let verifier: any GameCenterVerifying
+
+    func addRoutes(to user: RouterGroup<ServiceRequestContext>) {
+        user.post("auth/game-center/link") { request, context in try await link(request, context) }
+        user.post("auth/game-center/sync") { request, context in try await sync(request, context) }
+        user.post("auth/game-center/unlink") { _, context in try await unlink(context) }
+    }
+
+    struct LinkBody: Codable {
+        var playerID: String
+        var alias: String?
+        var publicKeyURL: String
+        var signature: String
+        var salt: String
+        var timestamp: UInt64
+        var achievements: [String]?
+        var leaderboardScore: Int64?
+        enum CodingKeys: String, CodingKey {
+            case playerID = "player_id", alias, publicKeyURL = "public_key_url", signature, salt, timestamp, achievements
+            case leaderboardScore = "leaderboard_score"
+        }
+    }
+
+    struct SyncBody: Codable {
+        var achievements: [String]
+        var leaderboardScore: Int64
+        enum CodingKeys: String, CodingKey { case achievements; case leaderboardScore = "leaderboard_score" }
+    }
+
+    struct Synced: Codable { var achievements: Int; var leaderboardScore: Int64
+        enum CodingKeys: String, CodingKey { case achievements; case leaderboardScore = "leaderboard_score" } }
+    struct Report: Codable { var achievements: [String]; var leaderboardScore: Int64?
+        enum CodingKeys: String, CodingKey { case achievements; case leaderboardScore = "leaderboard_score" } }
+    struct LinkResponse: Codable {
+        var linked: Bool; var playerID: String; var alias: String?; var synced: Synced
+        var conflicts: [GameCenterMerge.Conflict]; var reportToGameCenter: Report
+        enum CodingKeys: String, CodingKey {
+            case linked, playerID = "player_id", alias, synced, conflicts, reportToGameCenter = "report_to_game_center"
+        }
+    }
+
+    static func validate(_ achievements: [String]?) throws {
+        guard let achievements else { return }
+        guard achievements.count <= 1000, achievements.allSatisfy({ !$0.isEmpty && $0.utf8.count <= 200 }) else {
+            throw AppError.validation("achievements", "At most 1000 achievement ids of 1 to 200 bytes")
+        }
+    }
+
+    func link(_ request: Request, _ context: ServiceRequestContext) async throws -> Response {
+        let (appID, userID) = try context.requireUser()
+        if context.identity?.isGuest == true {
+            throw AppError(.forbidden, "guest_not_allowed", "Create an account to link Game Center")
+        }
+        let body = try await request.decodeJSON(as: LinkBody.self, context: context)
+        guard !body.playerID.isEmpty, body.playerID.utf8.count <= 200 else { throw AppError.validation("player_id", "Invalid player_id") }
+        guard let signature = Data(base64Encoded: body.signature) else { throw AppError.validation("signature", "signature must be base64") }
+        guard let salt = Data(base64Encoded: body.salt) else { throw AppError.validation("salt", "salt must be base64") }
+        try Self.validate(body.achievements)
+        let now = ctx.clock.now()
+        let bundleIDs = try await ctx.applications.find(id: appID)?.appleBundleIDs ?? []
+        do {
+            try await verifier.verify(GameCenterProof(playerID: body.playerID, publicKeyURL: body.publicKeyURL, signature: signature,
+                                                      salt: salt, timestamp: body.timestamp), bundleIDs: bundleIDs, now: now)
+        } catch {
+            ctx.logger.info("Game Center signature refused", metadata: ["reason": "\(error)"])
+            await ctx.audit.record(ctx.entry("game_center_link", "failure", app: appID, user: userID, request, context,
+                                             details: ["reason": .string(String(describing: error))]), db: ctx.db)
+            throw AppError(.unauthorized, "invalid_signature", "Game Center authentication failed")
+        }
+        do {
+            let response = try await ctx.db.withTransaction(logger: ctx.logger) { conn -> LinkResponse in
+                let owner = try await conn.query("""
+                    SELECT g.user_id, u.email FROM game_center_connections g JOIN users u ON u.id = g.user_id
+                    WHERE g.app_id = \(appID) AND g.player_id = \(body.playerID)
+                    """, logger: ctx.logger)
+                for try await (other, email) in owner.decode((UUID, String?).self) where other != userID {
+                    throw AppError(.conflict, "player_id_already_linked", "This Game Center account is already linked to another user",
+                                   extra: ["linked_user_email": email.map { .string(EmailAddress.mask($0)) } ?? .null, "can_unlink": true])
+                }
+                let mine = try await conn.query("SELECT player_id FROM game_center_connections WHERE user_id = \(userID)", logger: ctx.logger)
+                for try await player in mine.decode(String.self) where player != body.playerID {
+                    throw AppError(.conflict, "game_center_already_linked", "Another Game Center player is linked to this account; unlink it first")
+                }
+                let merge = GameCenterMerge.merge(storedAchievements: [], storedScore: 0,
+                                                  gameCenterAchievements: body.achievements ?? [], gameCenterScore: body.leaderboardScore ?? 0)
+                try await conn.query("""
+                    INSERT INTO game_center_connections (user_id, app_id, player_id, alias, achievements, leaderboard_score, linked_at, last_sync)
+                    VALUES (\(userID), \(appID), \(body.playerID), \(body.alias), \(merge.achievements), \(merge.leaderboardScore), \(now), \(now))
+                    ON CONFLICT (user_id) DO UPDATE SET alias = EXCLUDED.alias, last_sync = EXCLUDED.last_sync
+                    """, logger: ctx.logger)
+                try await ctx.audit.record(ctx.entry("game_center_link", "success", app: appID, user: userID, request, context,
+                                                     details: ["player_id": .string(body.playerID)]), on: conn)
+                return LinkResponse(linked: true, playerID: body.playerID, alias: body.alias,
+                                    synced: Synced(achievements: merge.achievements.count, leaderboardScore: merge.leaderboardScore),
+                                    conflicts: [], reportToGameCenter: Report(achievements: [], leaderboardScore: nil))
+            }
+            return try context.json(response)
+        } catch where DatabaseErrors.isUniqueViolation(error) {
+            throw AppError(.conflict, "player_id_already_linked", "This Game Center account is already linked to another user",
+                           extra: ["can_unlink": true])
+        }
+    }
+
+    func sync(_ request: Request, _ context: ServiceRequestContext) async throws -> Response {
+        let (appID, userID) = try context.requireUser()
+        let body = try await request.decodeJSON(as: SyncBody.self, context: context)
+        try Self.validate(body.achievements)
+        guard body.leaderboardScore >= 0 else { throw AppError.validation("leaderboard_score", "Score cannot be negative") }
+        let now = ctx.clock.now()
+        let response = try await ctx.db.withTransaction(logger: ctx.logger) { conn -> LinkResponse in
+            let rows = try await conn.query("""
+                SELECT player_id, alias, achievements, leaderboard_score FROM game_center_connections
+                WHERE user_id = \(userID) AND app_id = \(appID) FOR UPDATE
+                """, logger: ctx.logger)
+            var found: (String, String?, [String], Int64)?
+            for try await r in rows.decode((String, String?, [String], Int64).self) { found = r }
+            guard let (player, alias, stored, score) = found else { throw AppError(.notFound, "not_linked", "No Game Center player is linked") }
+            let merge = GameCenterMerge.merge(storedAchievements: stored, storedScore: score,
+                                              gameCenterAchievements: body.achievements, gameCenterScore: body.leaderboardScore)
+            try await conn.query("""
+                UPDATE game_center_connections SET achievements = \(merge.achievements), leaderboard_score = \(merge.leaderboardScore),
+                       last_sync = \(now) WHERE user_id = \(userID)
+                """, logger: ctx.logger)
+            return LinkResponse(linked: true, playerID: player, alias: alias,
+                                synced: Synced(achievements: merge.achievements.count, leaderboardScore: merge.leaderboardScore),
+                                conflicts: merge.conflicts,
+                                reportToGameCenter: Report(achievements: merge.achievementsToReport, leaderboardScore: merge.scoreToReport))
+        }
+        return try context.json(response)
+    }
+
+    func unlink(_ context: ServiceRequestContext) async throws -> Response {
+        let (appID, userID) = try context.requireUser()
+        let removed = try await ctx.db.withConnection { conn -> Int in
+            var n = 0
+            for try await _ in try await conn.query("""
+                DELETE FROM game_center_connections WHERE user_id = \(userID) AND app_id = \(appID) RETURNING id
+                """, logger: ctx.logger) { n += 1 }
+            return n
+        }
+        guard removed > 0 else { throw AppError(.notFound, "not_linked", "No Game Center player is linked") }
+        return try context.json(["linked": false])
+    }
+}
