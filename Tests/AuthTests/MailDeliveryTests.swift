@@ -1,0 +1,47 @@
+@testable import AuthService
+import Foundation
+import ServiceKit
+import TestSupport
+import XCTest
+
+/// Auth's emails through a real SMTP server (aiosmtpd), and the mail folder of the local stack.
+final class MailDeliveryTests: XCTestCase {
+    func testVerificationEmailReachesARealSMTPServer() async throws {
+        let port = try TestEnvironment.freePort()
+        let maildir = FileManager.default.temporaryDirectory.appendingPathComponent("auth-mail-\(UUID())")
+        let smtpd = Process()
+        smtpd.executableURL = URL(fileURLWithPath: TestEnvironment.python)
+        smtpd.arguments = ["-m", "aiosmtpd", "-n", "-l", "127.0.0.1:\(port)", "-c", "aiosmtpd.handlers.Mailbox", maildir.path]
+        smtpd.standardOutput = FileHandle.nullDevice
+        smtpd.standardError = FileHandle.nullDevice
+        try smtpd.run()
+        defer { smtpd.terminate() }
+        let http = CurlHTTPClient()
+        defer { http.shutdown() }
+        let mailer = SMTPMailer(http: http, server: SMTPServer(url: "smtp://127.0.0.1:\(port)"))
+        var sent = false
+        for _ in 0..<100 where !sent {
+            do {
+                try await mailer.send(Emails.verification(to: "player@example.com", from: "no-reply@quiz.example",
+                                                          link: "https://app.example.com/verify-email?token=abc"))
+                sent = true
+            } catch { try await Task.sleep(for: .milliseconds(100)) }
+        }
+        XCTAssertTrue(sent)
+        let files = try FileManager.default.subpathsOfDirectory(atPath: maildir.path).filter { $0.hasPrefix("new/") && $0.count > 4 }
+        XCTAssertEqual(files.count, 1)
+        let text = try String(contentsOf: maildir.appendingPathComponent(files[0]), encoding: .utf8)
+        XCTAssertTrue(text.contains("verify-email?token=abc"))
+    }
+
+    func testWithoutSMTPEmailsAreWrittenAsEmlFiles() async throws {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("mail-\(UUID())")
+        try await MailFolder(directory: dir).send(Emails.passwordReset(to: "a@example.com", from: "no-reply@quiz.example", link: "https://x/reset?token=t"))
+        let files = try FileManager.default.contentsOfDirectory(atPath: dir.path)
+        XCTAssertEqual(files.count, 1)
+        XCTAssertTrue(files[0].hasSuffix(".eml"))
+        let text = try String(contentsOf: dir.appendingPathComponent(files[0]), encoding: .utf8)
+        XCTAssertTrue(text.contains("To: a@example.com"))
+        XCTAssertTrue(text.contains("reset?token=t"))
+    }
+}
