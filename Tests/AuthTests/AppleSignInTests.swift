@@ -57,6 +57,20 @@ final class AppleSignInTests: XCTestCase {
         }
     }
 
+    func testUnlinkingAppleRevokesItsToken() async throws {
+        try await AuthHarness.run { h in
+            let email = uniqueEmail()
+            let r = try await h.registerEmail(email)
+            let token = try await h.apple.identityToken(sub: "apple-\(UUID())")
+            let link = try await h.post("auth/link", Self.body(token), token: r.tokens.accessToken)
+            XCTAssertEqual(link.status, .ok, String(buffer: link.body))
+            let appleToken = try XCTUnwrap(h.apple.log.exchanged.withLock { $0.last })
+            let unlink = try await h.send(.delete, "auth/link/apple", token: r.tokens.accessToken)
+            XCTAssertEqual(unlink.status, .ok)
+            XCTAssertTrue(h.apple.log.revoked.withLock { $0 }.contains(appleToken))
+        }
+    }
+
     func testForgedAppleTokensAreRefused() async throws {
         try await AuthHarness.run { h in
             let sub = "apple-\(UUID())"

@@ -202,6 +202,8 @@ final class EmailSignInTests: XCTestCase {
             XCTAssertEqual(e.error, "rate_limit_exceeded")
             XCTAssertNotNil(e.extra["retry_after"]?.intValue)
             XCTAssertEqual(sixth.headers[.retryAfter], e.extra["retry_after"]?.intValue.map(String.init))
+            let audited = try await h.scalar("SELECT count(*)::int FROM auth.audit_logs WHERE ip_address = '\(ip)' AND result = 'rate_limited'")
+            XCTAssertEqual(audited, 1)
             // Another address is not affected, nor is refresh from this one.
             let elsewhere = try await h.loginEmail(email)
             XCTAssertEqual(elsewhere.status, .ok)

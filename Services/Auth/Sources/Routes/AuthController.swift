@@ -60,8 +60,16 @@ struct AuthContext: Sendable {
         try await NIOThreadPool.singleton.runIfActive { Bcrypt.verify(password, hash: hash) }
     }
 
+    /// 5 sign-in attempts per 15 minutes per client IP; a refused attempt is audited too.
     func enforceSignInLimit(_ context: ServiceRequestContext, scope: String) async throws {
-        try await limiter.enforce(scope: "signin", key: context.clientAddress, limit: settings.signInLimit, window: settings.signInWindow)
+        let decision = try await limiter.hit(scope: "signin", key: context.clientAddress, limit: settings.signInLimit, window: settings.signInWindow)
+        guard decision.allowed else {
+            if let app = context.identity?.appID {
+                await audit.record(AuditLog.Entry(userID: nil, appID: app, action: scope, result: "rate_limited", ip: context.clientAddress,
+                                                  details: ["retry_after": .int(decision.retryAfter)]), db: db)
+            }
+            throw AppError.rateLimited(retryAfter: decision.retryAfter)
+        }
     }
 
     func entry(_ action: String, _ result: String, app: UUID, user: UUID?, _ request: Request, _ context: ServiceRequestContext,

@@ -140,7 +140,7 @@ struct LinkController {
             throw AppError.badRequest("provider must be one of google, apple, email", field: "provider")
         }
         let now = ctx.clock.now()
-        let user: User = try await ctx.db.withTransaction(logger: ctx.logger) { conn in
+        let (user, appleToken): (User, ByteBuffer?) = try await ctx.db.withTransaction(logger: ctx.logger) { conn in
             guard let user = try await ctx.users.find(.id(userID), appID: appID, on: conn, forUpdate: true) else {
                 throw AppError(.unauthorized, "invalid_token", "This account no longer exists")
             }
@@ -160,12 +160,22 @@ struct LinkController {
             case .guest:
                 break
             }
+            var appleToken: ByteBuffer?
             if provider != .email {
-                try await conn.query("DELETE FROM oauth_connections WHERE user_id = \(userID) AND provider = \(provider.rawValue)", logger: ctx.logger)
+                let removed = try await conn.query("""
+                    DELETE FROM oauth_connections WHERE user_id = \(userID) AND provider = \(provider.rawValue) RETURNING refresh_token_sealed
+                    """, logger: ctx.logger)
+                for try await sealed in removed.decode(ByteBuffer?.self) { appleToken = sealed }
             }
             try await ctx.audit.record(ctx.entry("unlink", "success", app: appID, user: userID, request, context,
                                                  details: ["provider": .string(provider.rawValue)]), on: conn)
-            return try await ctx.users.find(.id(userID), appID: appID, on: conn) ?? user
+            return (try await ctx.users.find(.id(userID), appID: appID, on: conn) ?? user, appleToken)
+        }
+        // Unlinking Apple ends the app's grant at Apple too (best effort: the link is gone here either way).
+        if provider == .apple, let sealed = appleToken, let config = ctx.appleConfigs[appID] {
+            do { try await ctx.apple.revoke(refreshToken: try ctx.box.open(sealed), config: config, now: now) } catch {
+                ctx.logger.warning("Apple token revocation failed on unlink", metadata: ["error": "\(error)"])
+            }
         }
         return try context.json(["user": user.view(linked: user.signInMethods)])
     }
