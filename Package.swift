@@ -32,7 +32,10 @@ let services: [ServiceSpec] = [
         .product(name: "SwiftASN1", package: "swift-asn1"),
         .product(name: "_CryptoExtras", package: "swift-crypto"),
     ], resources: [.copy("Resources/zxcvbn")]),
-    .init(name: "Subscription", executable: "subscription-service", extra: []),
+    .init(name: "Subscription", executable: "subscription-service", extra: [
+        .product(name: "X509", package: "swift-certificates"),
+        .product(name: "SwiftASN1", package: "swift-asn1"),
+    ]),
     .init(name: "Offline", executable: "offline-service", extra: []),
     .init(name: "Ads", executable: "ads-service", extra: []),
 ]
