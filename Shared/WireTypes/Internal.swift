@@ -126,3 +126,21 @@ public struct UserDataDeletion: Codable, Sendable {
         self.service = service; self.userID = userID; self.deleted = deleted
     }
 }
+
+/// `POST /internal/credits/earn` (ads → subscription): grants credits once per `reference_id`.
+public struct CreditEarnRequest: Codable, Sendable, Equatable {
+    public var userID: UUID
+    public var appID: UUID
+    public var amount: Int
+    public var source: String
+    public var referenceID: String
+    enum CodingKeys: String, CodingKey {
+        case userID = "user_id"
+        case appID = "app_id"
+        case amount, source
+        case referenceID = "reference_id"
+    }
+    public init(userID: UUID, appID: UUID, amount: Int, source: String, referenceID: String) {
+        self.userID = userID; self.appID = appID; self.amount = amount; self.source = source; self.referenceID = referenceID
+    }
+}

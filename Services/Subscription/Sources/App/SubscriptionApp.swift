@@ -17,8 +17,12 @@ public enum SubscriptionService: ServiceDefinition {
     /// The composition root: tenant headers and access tokens are checked by asking auth.
     public static func buildApplication(runtime: ServiceRuntime, appVerifier: any AppVerifier,
                                         tokenVerifier: AccessTokenVerifier) -> Application<RouterResponder<ServiceRequestContext>> {
-        // No personal data is stored here yet: the export says so and deletion has nothing to
-        // remove. Each table keyed by user adds its section here.
-        buildServiceApplication(runtime: runtime, appVerifier: appVerifier, tokenVerifier: tokenVerifier, userData: []) { _ in }
+        let ledger = CreditLedger(logger: runtime.logger)
+        let credits = CreditsController(db: runtime.db, ledger: ledger, idempotency: IdempotencyStore(client: runtime.db, logger: runtime.logger),
+                                        clock: runtime.clock, logger: runtime.logger)
+        return buildServiceApplication(runtime: runtime, appVerifier: appVerifier, tokenVerifier: tokenVerifier,
+                                       userData: SubscriptionUserData.sections(logger: runtime.logger)) { routes in
+            credits.addRoutes(user: routes.user, internalGroup: routes.internal)
+        }
     }
 }

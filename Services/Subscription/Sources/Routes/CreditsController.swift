@@ -1,0 +1,113 @@
+import Foundation
+import Hummingbird
+import NIOCore
+import PostgresNIO
+import ServiceKit
+import WireTypes
+
+/// UC-SUB-2.4 credits: balance, history, unlocking freemium content, and the internal earn
+/// endpoint through which ads grants rewards.
+struct CreditsController {
+    let db: PostgresClient
+    let ledger: CreditLedger
+    let idempotency: IdempotencyStore
+    let clock: any WallClock
+    let logger: Logger
+
+    func addRoutes(user: RouterGroup<ServiceRequestContext>, internalGroup: RouterGroup<ServiceRequestContext>) {
+        user.get("credits/balance") { _, context in
+            let (app, userID) = try context.requireUser()
+            let balance = try await db.withConnection { try await ledger.balance(app: app, user: userID, on: $0) }
+            return try context.json(["balance": balance])
+        }
+        user.get("credits/transactions") { request, context in try await transactions(request, context) }
+        user.post("content/:id/unlock") { request, context in try await unlock(request, context) }
+        internalGroup.post("credits/earn") { request, context in try await earn(request, context) }
+    }
+
+    struct Page: Codable {
+        var transactions: [CreditTransaction]
+        var nextBefore: Int64?
+        enum CodingKeys: String, CodingKey { case transactions; case nextBefore = "next_before" }
+    }
+
+    func transactions(_ request: Request, _ context: ServiceRequestContext) async throws -> Response {
+        let (app, userID) = try context.requireUser()
+        let q = request.uri.queryParameters
+        let limit: Int
+        if let raw = q.get("limit") {
+            guard let l = Int(raw), (1...100).contains(l) else { throw AppError.badRequest("limit must be 1 to 100", field: "limit") }
+            limit = l
+        } else { limit = 20 }
+        var before: Int64?
+        if let raw = q.get("before") {
+            guard let b = Int64(raw), b > 0 else { throw AppError.badRequest("before must be a transaction id", field: "before") }
+            before = b
+        }
+        let rows = try await db.withConnection { try await ledger.transactions(app: app, user: userID, before: before, limit: limit, on: $0) }
+        return try context.json(Page(transactions: rows, nextBefore: rows.count == limit ? rows.last?.id : nil))
+    }
+
+    struct UnlockResponse: Codable {
+        var unlocked: Bool
+        var charged: Bool
+        var unlock: ContentUnlock
+        var balance: Int
+    }
+
+    func unlock(_ request: Request, _ context: ServiceRequestContext) async throws -> Response {
+        let (app, userID) = try context.requireUser()
+        guard let contentID = context.parameters.get("id"), !contentID.isEmpty, contentID.utf8.count <= 200 else {
+            throw AppError.badRequest("Invalid content id", field: "id")
+        }
+        let now = clock.now()
+        let work: (PostgresConnection) async throws -> (status: Int, body: Data) = { conn in
+            guard let rule = try await ledger.rule(app: app, content: contentID, on: conn) else { throw AppError.notFound("Content") }
+            guard rule.accessLevel == .freemium else {
+                throw AppError(.unprocessableContent, "not_unlockable",
+                               rule.accessLevel == .free ? "This content is free" : "This content needs a subscription",
+                               extra: ["access_level": .string(rule.accessLevel.rawValue)])
+            }
+            switch try await ledger.unlock(app: app, user: userID, rule: rule, now: now, on: conn) {
+            case .unlocked(let u, let balance):
+                return (200, try JSON.encoder.encode(UnlockResponse(unlocked: true, charged: true, unlock: u, balance: balance)))
+            case .alreadyUnlocked(let u, let balance):
+                return (200, try JSON.encoder.encode(UnlockResponse(unlocked: true, charged: false, unlock: u, balance: balance)))
+            case .insufficient(let balance, let cost):
+                throw AppError(.init(code: 402, reasonPhrase: "Payment Required"), "insufficient_credits", "Not enough credits",
+                               extra: ["balance": .int(balance), "cost": .int(cost), "missing": .int(cost - balance)])
+            }
+        }
+        let result: (status: Int, body: Data)
+        if let key = request.headers[.idempotencyKey] {
+            guard key.utf8.count <= 200 else { throw AppError.badRequest("Idempotency-Key is too long", field: "Idempotency-Key") }
+            let stored = try await idempotency.run(key: key, scope: "unlock:\(app):\(userID)", work)
+            result = (stored.status, stored.body)
+        } else {
+            result = try await db.withTransaction(logger: logger) { try await work($0) }
+        }
+        return Response(status: .init(code: result.status), headers: [.contentType: "application/json; charset=utf-8"],
+                        body: .init(byteBuffer: ByteBuffer(bytes: result.body)))
+    }
+
+    struct EarnResponse: Codable { var credited: Bool; var balance: Int; var transaction: CreditTransaction }
+
+    static let sources: Set<String> = ["ad_reward", "promo", "campaign", "purchase_bonus", "referral"]
+
+    func earn(_ request: Request, _ context: ServiceRequestContext) async throws -> Response {
+        let body = try await request.decodeJSON(as: CreditEarnRequest.self, context: context)
+        guard (1...1000).contains(body.amount) else { throw AppError.validation("amount", "amount must be 1 to 1000") }
+        guard Self.sources.contains(body.source) else {
+            throw AppError.validation("source", "source must be one of \(Self.sources.sorted().joined(separator: ", "))")
+        }
+        guard !body.referenceID.isEmpty, body.referenceID.utf8.count <= 200 else {
+            throw AppError.validation("reference_id", "reference_id must be 1 to 200 bytes")
+        }
+        let now = clock.now()
+        let (tx, created) = try await db.withTransaction(logger: logger) { conn in
+            try await ledger.earn(app: body.appID, user: body.userID, amount: body.amount, source: body.source,
+                                  reference: body.referenceID, now: now, on: conn)
+        }
+        return try context.json(EarnResponse(credited: created, balance: tx.balanceAfter, transaction: tx))
+    }
+}
