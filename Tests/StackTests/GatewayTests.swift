@@ -49,6 +49,29 @@ final class GatewayTests: XCTestCase {
         XCTAssertEqual(generated.header("X-Request-ID")?.count, 32)
     }
 
+    /// A guest signs in at auth and sees the seeded paywall at subscription: the token auth
+    /// signed is verified by subscription through auth's JWKS, the tenant through auth.
+    func testGuestSeesTheDemoPaywall() async throws {
+        let demo = try String(contentsOfFile: ".data/demo.env", encoding: .utf8)
+        var values: [String: String] = [:]
+        for line in demo.split(separator: "\n") {
+            let parts = line.split(separator: "=", maxSplits: 1)
+            if parts.count == 2 { values[String(parts[0])] = String(parts[1]) }
+        }
+        let tenant = [("X-App-ID", values["APP_ID"]!), ("X-API-Key", values["API_KEY"]!), ("Content-Type", "application/json")]
+        let register = try await http.send(HTTPRequest(method: "POST", url: "\(gateway)/auth/v1/auth/register", headers: tenant,
+                                                       body: Data(#"{"provider":"guest","credentials":{"device_id":"stack-\#(UUID())"}}"#.utf8)))
+        XCTAssertEqual(register.status, 201, String(decoding: register.body, as: UTF8.self))
+        struct Tokens: Decodable { struct T: Decodable { var access_token: String }; var tokens: T }
+        let token = try register.decode(Tokens.self).tokens.access_token
+        let plans = try await http.send(HTTPRequest(url: "\(gateway)/subscription/v1/plans", headers: tenant + [("Authorization", "Bearer \(token)")]))
+        XCTAssertEqual(plans.status, 200, String(decoding: plans.body, as: UTF8.self))
+        let text = String(decoding: plans.body, as: UTF8.self)
+        XCTAssertTrue(text.contains("Premium Annuel") && text.contains("-33%"), text)
+        let balance = try await http.send(HTTPRequest(url: "\(gateway)/subscription/v1/credits/balance", headers: tenant + [("Authorization", "Bearer \(token)")]))
+        XCTAssertEqual(String(decoding: balance.body, as: UTF8.self), #"{"balance":0}"#)
+    }
+
     func testBadInputAtTheGatewayGetsTheEnvelope() async throws {
         let big = Data(repeating: UInt8(ascii: "a"), count: 2 << 20)
         let tooLarge = try await http.send(HTTPRequest(method: "POST", url: "\(gateway)/auth/v1/anything",

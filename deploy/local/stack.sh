@@ -89,6 +89,12 @@ demo_app() {
   log "creating the demo application"
   "$bin/auth-service" admin apps create --name "Quiz Geography" --env > "$DATA/demo.env.tmp"
   mv "$DATA/demo.env.tmp" "$DATA/demo.env"
+  . "$DATA/demo.env"
+  # The seed's paywall: two plans, and content rules for the demo catalogue.
+  "$bin/subscription-service" admin plans seed-defaults --app-id "$APP_ID" >/dev/null
+  "$bin/subscription-service" admin content set --app-id "$APP_ID" --content-id capitals-europe --level free >/dev/null
+  "$bin/subscription-service" admin content set --app-id "$APP_ID" --content-id capitals-world --level premium >/dev/null
+  "$bin/subscription-service" admin content set --app-id "$APP_ID" --content-id flags-asia --level freemium --cost 3 --hours 24 >/dev/null
 }
 
 services_start() {

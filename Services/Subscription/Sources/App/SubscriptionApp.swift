@@ -23,6 +23,7 @@ public enum SubscriptionService: ServiceDefinition {
         return buildServiceApplication(runtime: runtime, appVerifier: appVerifier, tokenVerifier: tokenVerifier,
                                        userData: SubscriptionUserData.sections(logger: runtime.logger)) { routes in
             credits.addRoutes(user: routes.user, internalGroup: routes.internal)
+            PlansController(db: runtime.db, plans: PlanStore(logger: runtime.logger)).addRoutes(to: routes.user)
         }
     }
 }

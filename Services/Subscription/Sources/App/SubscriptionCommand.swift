@@ -1,12 +1,82 @@
 import ArgumentParser
+import Foundation
 import ServiceKit
 
-/// `subscription-service [serve | migrate]`.
+/// `subscription-service [serve | migrate | admin ...]`.
 public struct SubscriptionCommand: AsyncParsableCommand {
     public static let configuration = CommandConfiguration(
         commandName: "subscription-service",
         abstract: "Plans, store purchases, access rules, credits and store notifications (port 3002)",
-        subcommands: [ServeCommand<SubscriptionService>.self, MigrateCommand<SubscriptionService>.self],
+        subcommands: [ServeCommand<SubscriptionService>.self, MigrateCommand<SubscriptionService>.self, Admin.self],
         defaultSubcommand: ServeCommand<SubscriptionService>.self)
     public init() {}
+
+    struct Admin: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Operator commands", subcommands: [Plans.self, Content.self])
+    }
+
+    struct Plans: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Manage plans", subcommands: [SeedDefaults.self, Deactivate.self])
+    }
+
+    /// The seed's monthly and annual plans for an app (idempotent): what `make run` uses.
+    struct SeedDefaults: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(commandName: "seed-defaults", abstract: "Create the seed's two plans for an app")
+        @Option(name: .customLong("app-id")) var appID: String
+        func run() async throws {
+            guard let app = UUID(uuidString: appID) else { throw ValidationError("--app-id must be a UUID") }
+            let runtime = try SubscriptionService.makeRuntime()
+            try await runtime.withDatabase { db in
+                try await runtime.migrations.run(on: db, logger: runtime.logger)
+                let n = try await db.withConnection { try await PlanStore(logger: runtime.logger).seedDefaults(app: app, on: $0) }
+                print("created \(n) plan(s)")
+            }
+        }
+    }
+
+    struct Deactivate: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Stop offering a plan")
+        @Option(name: .customLong("plan-id")) var planID: String
+        func run() async throws {
+            guard let plan = UUID(uuidString: planID) else { throw ValidationError("--plan-id must be a UUID") }
+            let runtime = try SubscriptionService.makeRuntime()
+            try await runtime.withDatabase { db in
+                guard try await db.withConnection({ try await PlanStore(logger: runtime.logger).deactivate(plan: plan, on: $0) }) else {
+                    throw ValidationError("no plan \(plan)")
+                }
+                print("plan \(plan.uuidString.lowercased()) deactivated")
+            }
+        }
+    }
+
+    struct Content: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Content access rules", subcommands: [SetRule.self])
+    }
+
+    /// Sets a content's access level and, for freemium content, its credit price.
+    struct SetRule: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(commandName: "set", abstract: "Create or update a content rule")
+        @Option(name: .customLong("app-id")) var appID: String
+        @Option(name: .customLong("content-id")) var contentID: String
+        @Option var level: String
+        @Option var cost: Int = 3
+        @Option var hours: Int = 24
+        func run() async throws {
+            guard let app = UUID(uuidString: appID) else { throw ValidationError("--app-id must be a UUID") }
+            guard ["free", "premium", "freemium"].contains(level) else { throw ValidationError("--level must be free, premium or freemium") }
+            guard cost > 0, hours > 0 else { throw ValidationError("--cost and --hours must be positive") }
+            let runtime = try SubscriptionService.makeRuntime()
+            let (content, level, cost, hours) = (contentID, level, cost, hours)
+            try await runtime.withDatabase { db in
+                try await runtime.migrations.run(on: db, logger: runtime.logger)
+                try await db.query("""
+                    INSERT INTO content_rules (app_id, content_id, access_level, credit_cost, unlock_hours)
+                    VALUES (\(app), \(content), \(level), \(cost), \(hours))
+                    ON CONFLICT (app_id, content_id) DO UPDATE SET access_level = EXCLUDED.access_level,
+                        credit_cost = EXCLUDED.credit_cost, unlock_hours = EXCLUDED.unlock_hours, active = true, updated_at = now()
+                    """, logger: runtime.logger)
+                print("content \(content): \(level)")
+            }
+        }
+    }
 }
