@@ -32,7 +32,7 @@ final class PrivacyExportTests: XCTestCase {
             let overrides = ["\(service.envPrefix)_PORT": String(port)]
             switch service {
             case .subscription:
-                apps.append(SubscriptionService.buildApplication(runtime: TestEnvironment.runtime(.subscription, migrations: try SubscriptionService.migrations(), overrides: overrides), appVerifier: AllowAll(), tokenVerifier: noTokens))
+                apps.append(try SubscriptionService.buildApplication(runtime: TestEnvironment.runtime(.subscription, migrations: try SubscriptionService.migrations(), overrides: overrides), appVerifier: AllowAll(), tokenVerifier: noTokens))
             case .offline:
                 apps.append(OfflineService.buildApplication(runtime: TestEnvironment.runtime(.offline, migrations: try OfflineService.migrations(), overrides: overrides), appVerifier: AllowAll(), tokenVerifier: noTokens))
             default:

@@ -62,7 +62,7 @@ final class CreditsTests: XCTestCase {
         let key = Curve25519.Signing.PrivateKey()
         let signer = AccessTokenSigner(privateKey: key)
         let runtime = TestEnvironment.runtime(.subscription, migrations: try SubscriptionService.migrations(), clock: clock)
-        let app = SubscriptionService.buildApplication(runtime: runtime, appVerifier: AllowAll(),
+        let app = try SubscriptionService.buildApplication(runtime: runtime, appVerifier: AllowAll(),
                                                        tokenVerifier: AccessTokenVerifier(source: StaticJWKSSource(.init(keys: [signer.jwk])), clock: clock))
         try await app.test(.router) { client in
             await runtime.readiness.waitUntilMigrated()

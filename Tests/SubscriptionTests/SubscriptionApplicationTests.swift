@@ -14,7 +14,7 @@ final class SubscriptionApplicationTests: XCTestCase {
 
     func testStartsMigratesAndServesOperationalRoutes() async throws {
         let runtime = TestEnvironment.runtime(.subscription, migrations: try SubscriptionService.migrations())
-        let app = SubscriptionService.buildApplication(runtime: runtime, appVerifier: AllowAll(),
+        let app = try SubscriptionService.buildApplication(runtime: runtime, appVerifier: AllowAll(),
                                               tokenVerifier: AccessTokenVerifier(source: StaticJWKSSource(.init(keys: []))))
         try await app.test(.router) { client in
             for path in ["/subscription/v1/health", "/health", "/subscription/v1/ready", "/ready"] {

@@ -11,19 +11,25 @@ public enum SubscriptionService: ServiceDefinition {
     }
 
     public static func buildApplication(runtime: ServiceRuntime) async throws -> any ApplicationProtocol {
-        buildApplication(runtime: runtime, appVerifier: runtime.remoteAppVerifier(), tokenVerifier: runtime.remoteTokenVerifier())
+        try buildApplication(runtime: runtime, appVerifier: runtime.remoteAppVerifier(), tokenVerifier: runtime.remoteTokenVerifier())
     }
 
     /// The composition root: tenant headers and access tokens are checked by asking auth.
     public static func buildApplication(runtime: ServiceRuntime, appVerifier: any AppVerifier,
-                                        tokenVerifier: AccessTokenVerifier) -> Application<RouterResponder<ServiceRequestContext>> {
+                                        tokenVerifier: AccessTokenVerifier) throws -> Application<RouterResponder<ServiceRequestContext>> {
         let ledger = CreditLedger(logger: runtime.logger)
+        // A bad APPLE_IAP_APPS stops the start: purchases would otherwise be refused silently.
+        let apple = try AppleIAPConfig.parse(runtime.config.environment.optional("APPLE_IAP_APPS"))
+        let subscriptions = SubscriptionsController(db: runtime.db, subscriptions: SubscriptionStore(logger: runtime.logger),
+                                                    plans: PlanStore(logger: runtime.logger), apple: apple, clock: runtime.clock,
+                                                    logger: runtime.logger)
         let credits = CreditsController(db: runtime.db, ledger: ledger, idempotency: IdempotencyStore(client: runtime.db, logger: runtime.logger),
                                         clock: runtime.clock, logger: runtime.logger)
         return buildServiceApplication(runtime: runtime, appVerifier: appVerifier, tokenVerifier: tokenVerifier,
                                        userData: SubscriptionUserData.sections(logger: runtime.logger)) { routes in
             credits.addRoutes(user: routes.user, internalGroup: routes.internal)
             PlansController(db: runtime.db, plans: PlanStore(logger: runtime.logger)).addRoutes(to: routes.user)
+            subscriptions.addRoutes(user: routes.user, internalGroup: routes.internal)
         }
     }
 }

@@ -1,0 +1,69 @@
+import Foundation
+import ServiceKit
+
+/// Per-app App Store settings (`APPLE_IAP_APPS`, JSON keyed by app id): the bundle id, the
+/// environment the app's purchases come from, the trusted roots, and whether Xcode /
+/// LocalTesting data is accepted (the local stack only; never in Production).
+public struct AppleIAPConfig: Sendable {
+    public var bundleID: String
+    public var environment: AppStoreEnvironment
+    public var rootCertificatesDER: [[UInt8]]
+    public var allowLocalEnvironments: Bool
+
+    struct Raw: Decodable {
+        var bundleID: String
+        var environment: String
+        var rootCertificatesDERBase64: [String]?
+        var allowLocalEnvironments: Bool?
+        enum CodingKeys: String, CodingKey {
+            case bundleID = "bundle_id", environment
+            case rootCertificatesDERBase64 = "root_certificates_der_base64"
+            case allowLocalEnvironments = "allow_local_environments"
+        }
+    }
+
+    public static func parse(_ json: String?) throws -> [UUID: AppleIAPConfig] {
+        guard let json, !json.isEmpty else { return [:] }
+        var out: [UUID: AppleIAPConfig] = [:]
+        for (app, r) in try JSONDecoder().decode([String: Raw].self, from: Data(json.utf8)) {
+            guard let id = UUID(uuidString: app), let env = AppStoreEnvironment(rawValue: r.environment) else {
+                throw ConfigurationError("APPLE_IAP_APPS: bad entry for \(app)")
+            }
+            let roots = try (r.rootCertificatesDERBase64 ?? [AppleRoots.appleRootCAG3]).map { b64 -> [UInt8] in
+                guard let d = Data(base64Encoded: b64) else { throw ConfigurationError("APPLE_IAP_APPS: root for \(app) is not base64") }
+                return Array(d)
+            }
+            out[id] = AppleIAPConfig(bundleID: r.bundleID, environment: env, rootCertificatesDER: roots,
+                                     allowLocalEnvironments: (r.allowLocalEnvironments ?? false) && env != .production)
+        }
+        return out
+    }
+
+    public func verifier() throws -> AppStoreSignedDataVerifier {
+        try AppStoreSignedDataVerifier(rootCertificatesDER: rootCertificatesDER, bundleID: bundleID, environment: environment,
+                                       allowLocalEnvironments: allowLocalEnvironments)
+    }
+}
+
+/// Apple Root CA - G3, the root production App Store data chains to (public certificate).
+public enum AppleRoots {
+    public static let appleRootCAG3 = "MIICQzCCAcmgAwIBAgIILcX8iNLFS5UwCgYIKoZIzj0EAwMwZzEbMBkGA1UEAwwSQXBwbGUgUm9vdCBDQSAtIEczMSYwJAYDVQQLDB1BcHBsZSBDZXJ0aWZpY2F0aW9uIEF1dGhvcml0eTETMBEGA1UECgwKQXBwbGUgSW5jLjELMAkGA1UEBhMCVVMwHhcNMTQwNDMwMTgxOTA2WhcNMzkwNDMwMTgxOTA2WjBnMRswGQYDVQQDDBJBcHBsZSBSb290IENBIC0gRzMxJjAkBgNVBAsMHUFwcGxlIENlcnRpZmljYXRpb24gQXV0aG9yaXR5MRMwEQYDVQQKDApBcHBsZSBJbmMuMQswCQYDVQQGEwJVUzB2MBAGByqGSM49AgEGBSuBBAAiA2IABJjpLz1AcqTtkyJygRMc3RCV8cWjTnHcFBbZDuWmBSp3ZHtfTjjTuxxEtX/1H7YyYl3J6YRbTzBPEVoA/VhYDKX1DyxNB0cTddqXl5dvMVztK517IDvYuVTZXpmkOlEKMaNCMEAwHQYDVR0OBBYEFLuw3qFYM4iapIqZ3r6966/ayySrMA8GA1UdEwEB/wQFMAMBAf8wDgYDVR0PAQH/BAQDAgEGMAoGCCqGSM49BAMDA2gAMGUCMQCD6cHEFl4aXTQY2e3v9GwOAEZLuN+yRhHFD/3meoyhpmvOwgPUnPWTxnS4at+qIxUCMG1mihDK1A3UT82NQz60imOlM27jbdoXt2QfyFMm+YhidDkLF1vLUagM6BgD56KyKA=="
+}
+
+/// The fields of a StoreKit 2 transaction (JWSTransactionDecodedPayload) that purchases use.
+public struct AppStoreTransaction: Decodable, Sendable {
+    public var transactionId: String
+    public var originalTransactionId: String
+    public var productId: String
+    public var purchaseDate: Double
+    public var expiresDate: Double?
+    public var revocationDate: Double?
+    public var offerType: Int?
+    public var offerDiscountType: String?
+    public var environment: String?
+    public var price: Double?
+    public var currency: String?
+
+    var isTrial: Bool { offerType == 1 && (offerDiscountType == nil || offerDiscountType == "FREE_TRIAL") }
+    static func date(_ ms: Double) -> Date { Date(timeIntervalSince1970: ms / 1000) }
+}

@@ -1,0 +1,179 @@
+import Foundation
+import Hummingbird
+import PostgresNIO
+import ServiceKit
+import WireTypes
+
+/// UC-SUB-2.1 purchase and restore (App Store, StoreKit 2 signed transactions), UC-SUB-2.2
+/// `GET /subscriptions/me`, and the entitlement other services ask for.
+struct SubscriptionsController {
+    let db: PostgresClient
+    let subscriptions: SubscriptionStore
+    let plans: PlanStore
+    let apple: [UUID: AppleIAPConfig]
+    let clock: any WallClock
+    let logger: Logger
+
+    func addRoutes(user: RouterGroup<ServiceRequestContext>, internalGroup: RouterGroup<ServiceRequestContext>) {
+        user.post("subscriptions/purchase") { request, context in try await purchase(request, context, restore: false) }
+        user.post("subscriptions/restore") { request, context in try await purchase(request, context, restore: true) }
+        user.get("subscriptions/me") { _, context in try await me(context) }
+        internalGroup.get("users/:id/entitlement") { request, context in try await entitlement(request, context) }
+    }
+
+    struct PurchaseBody: Codable {
+        var store: String
+        var signedTransaction: String?
+        enum CodingKeys: String, CodingKey { case store; case signedTransaction = "signed_transaction" }
+    }
+
+    struct SubscriptionView: Codable {
+        var id: UUID; var status: String; var planType: String; var startDate: Date; var trialEndDate: Date?
+        var endDate: Date; var autoRenew: Bool; var gracePeriodEnd: Date?; var expiredAt: Date?; var features: JSONValue?
+        enum CodingKeys: String, CodingKey {
+            case id, status, planType = "plan_type", startDate = "start_date", trialEndDate = "trial_end_date", endDate = "end_date"
+            case autoRenew = "auto_renew", gracePeriodEnd = "grace_period_end", expiredAt = "expired_at", features
+        }
+        init(_ s: Subscription, features: JSONValue?) {
+            id = s.id; status = s.status; planType = s.planType; startDate = s.startDate; trialEndDate = s.trialEndDate
+            endDate = s.endDate; autoRenew = s.autoRenew; gracePeriodEnd = s.gracePeriodEnd; expiredAt = s.expiredAt
+            self.features = features
+        }
+    }
+
+    struct PurchaseResponse: Codable { var subscription: SubscriptionView; var activated: Bool }
+
+    func purchase(_ request: Request, _ context: ServiceRequestContext, restore: Bool) async throws -> Response {
+        let (app, user) = try context.requireUser()
+        let body = try await request.decodeJSON(as: PurchaseBody.self, context: context)
+        guard body.store == "apple" else {
+            throw AppError.validation("store", "Only 'apple' (StoreKit 2 signed transactions) is accepted by this version")
+        }
+        guard let jws = body.signedTransaction, !jws.isEmpty, jws.utf8.count <= 20_000 else {
+            throw AppError.badRequest("Missing field 'signed_transaction'", field: "signed_transaction")
+        }
+        guard let config = apple[app] else {
+            throw AppError(.unprocessableContent, "store_not_configured", "App Store purchases are not configured for this app")
+        }
+        let payload: Data
+        do {
+            payload = try await config.verifier().verify(jws, kind: .transaction)
+        } catch let e as AppStoreVerificationError {
+            logger.warning("App Store transaction refused", metadata: ["reason": "\(e)"])
+            throw AppError(.badRequest, "invalid_receipt", "Apple transaction validation failed", extra: ["reason": .string(e.kind.rawValue)])
+        }
+        guard let tx = try? JSONDecoder().decode(AppStoreTransaction.self, from: payload) else {
+            throw AppError(.badRequest, "invalid_receipt", "Apple transaction validation failed", extra: ["reason": "unreadable"])
+        }
+        let now = clock.now()
+        let result: (Subscription, JSONValue?, Bool) = try await db.withTransaction(logger: logger) { conn in
+            // One purchase at a time per original transaction, whatever the number of devices posting it.
+            try await conn.query("SELECT pg_advisory_xact_lock(hashtext(\(app.uuidString + ":apple:" + tx.originalTransactionId)))", logger: logger)
+            let planList = try await plans.active(app: app, on: conn)
+            guard let plan = planList.first(where: { $0.appleProductID == tx.productId }) else {
+                throw AppError(.badRequest, "unknown_product", "No plan sells product \(tx.productId)")
+            }
+            if tx.revocationDate != nil {
+                throw AppError(.badRequest, "transaction_revoked", "This purchase was refunded or revoked")
+            }
+            let end = tx.expiresDate.map(AppStoreTransaction.date) ?? now
+            if let existing = try await subscriptions.byOriginalTransaction(app: app, store: "apple", original: tx.originalTransactionId, on: conn) {
+                if existing.userID != user {
+                    guard restore else {
+                        throw AppError(.conflict, "purchase_owned_by_another_user",
+                                       "This purchase belongs to another account of this app; use restore to move it", extra: ["can_restore": true])
+                    }
+                    try await conn.query("UPDATE subscriptions SET user_id = \(user), updated_at = \(now) WHERE id = \(existing.id)", logger: logger)
+                    try await subscriptions.event(existing.id, app: app, user: user, type: "transferred",
+                                                  data: ["from_user_id": .string(existing.userID.uuidString.lowercased())], now: now, on: conn)
+                    try await subscriptions.tellAuth(app: app, user: existing.userID, premium: false, on: conn)
+                }
+                // A newer transaction of the same subscription (renewal) moves the end date forward.
+                if end > existing.endDate {
+                    try await conn.query("""
+                        UPDATE subscriptions SET end_date = \(end), store_transaction_id = \(tx.transactionId),
+                               status = CASE WHEN \(end) > \(now) THEN 'active' ELSE status END, updated_at = \(now)
+                        WHERE id = \(existing.id)
+                        """, logger: logger)
+                }
+                try await insertReceipt(app: app, user: user, sub: existing.id, tx: tx, jws: jws, now: now, on: conn)
+                let current = try await subscriptions.byOriginalTransaction(app: app, store: "apple", original: tx.originalTransactionId, on: conn)!
+                if current.grantsAccess { try await subscriptions.tellAuth(app: app, user: user, premium: true, on: conn) }
+                return (current, plan.features, false)
+            }
+            guard end > now else { throw AppError(.badRequest, "subscription_expired", "This subscription period has ended") }
+            let status = tx.isTrial ? "trial" : "active"
+            let rows = try await conn.query("""
+                INSERT INTO subscriptions (app_id, user_id, plan_id, plan_type, status, start_date, end_date, trial_end_date, auto_renew,
+                    store, store_product_id, store_transaction_id, store_original_transaction_id, environment, price, currency, created_at, updated_at)
+                VALUES (\(app), \(user), \(plan.id), \(plan.planType), \(status), \(AppStoreTransaction.date(tx.purchaseDate)), \(end),
+                    \(tx.isTrial ? end : nil), true, 'apple', \(tx.productId), \(tx.transactionId), \(tx.originalTransactionId),
+                    \(tx.environment ?? config.environment.rawValue), \(plan.price)::numeric, \(plan.currency), \(now), \(now))
+                RETURNING id
+                """, logger: logger)
+            var id = UUID()
+            for try await v in rows.decode(UUID.self) { id = v }
+            try await subscriptions.event(id, app: app, user: user, type: tx.isTrial ? "trial_started" : "subscribed",
+                                          data: ["transaction_id": .string(tx.transactionId), "product_id": .string(tx.productId)], now: now, on: conn)
+            try await insertReceipt(app: app, user: user, sub: id, tx: tx, jws: jws, now: now, on: conn)
+            try await subscriptions.tellAuth(app: app, user: user, premium: true, on: conn)
+            let created = try await subscriptions.byOriginalTransaction(app: app, store: "apple", original: tx.originalTransactionId, on: conn)!
+            return (created, plan.features, true)
+        }
+        return try context.json(PurchaseResponse(subscription: SubscriptionView(result.0, features: result.1), activated: result.0.grantsAccess),
+                                status: result.2 ? .created : .ok)
+    }
+
+    func insertReceipt(app: UUID, user: UUID, sub: UUID, tx: AppStoreTransaction, jws: String, now: Date, on conn: PostgresConnection) async throws {
+        try await conn.query("""
+            INSERT INTO iap_receipts (app_id, user_id, subscription_id, store, transaction_id, original_transaction_id, product_id,
+                                      purchase_date, expiration_date, is_trial, is_active, validated, validation_date, signed_data)
+            VALUES (\(app), \(user), \(sub), 'apple', \(tx.transactionId), \(tx.originalTransactionId), \(tx.productId),
+                    \(AppStoreTransaction.date(tx.purchaseDate)), \(tx.expiresDate.map(AppStoreTransaction.date)), \(tx.isTrial),
+                    true, true, \(now), \(jws))
+            ON CONFLICT (app_id, store, transaction_id) DO NOTHING
+            """, logger: logger)
+    }
+
+    struct MeResponse: Codable {
+        var subscription: SubscriptionView?
+        var isPremium: Bool
+        var features: JSONValue
+        var warning: String?
+        enum CodingKeys: String, CodingKey { case subscription; case isPremium = "is_premium"; case features; case warning }
+    }
+
+    func state(app: UUID, user: UUID) async throws -> (Subscription?, JSONValue) {
+        let now = clock.now()
+        return try await db.withTransaction(logger: logger) { conn in
+            guard let current = try await subscriptions.current(app: app, user: user, on: conn) else {
+                return (try await subscriptions.latest(app: app, user: user, on: conn), .object([:]))
+            }
+            let s = try await subscriptions.expireIfDue(current, app: app, now: now, on: conn)
+            let features = s.grantsAccess ? (try await plans.active(app: app, on: conn).first { $0.planType == s.planType }?.features ?? .object([:])) : .object([:])
+            return (s, features)
+        }
+    }
+
+    func me(_ context: ServiceRequestContext) async throws -> Response {
+        let (app, user) = try context.requireUser()
+        let (sub, features) = try await state(app: app, user: user)
+        guard let sub else { return try context.json(MeResponse(subscription: nil, isPremium: false, features: .object([:]), warning: nil)) }
+        var warning: String?
+        if sub.status == "grace_period" { warning = "payment_issue" } else if sub.status == "expired" { warning = "subscription_expired" }
+        return try context.json(MeResponse(subscription: SubscriptionView(sub, features: nil), isPremium: sub.grantsAccess,
+                                           features: features, warning: warning))
+    }
+
+    struct Entitlement: Codable { var isPremium: Bool; var status: String; var features: JSONValue
+        enum CodingKeys: String, CodingKey { case isPremium = "is_premium"; case status; case features } }
+
+    func entitlement(_ request: Request, _ context: ServiceRequestContext) async throws -> Response {
+        guard let user = context.parameters.get("id", as: UUID.self) else { throw AppError.badRequest("User id must be a UUID", field: "id") }
+        guard let raw = request.uri.queryParameters.get("app_id"), let app = UUID(uuidString: raw) else {
+            throw AppError.badRequest("Query parameter 'app_id' (UUID) is required", field: "app_id")
+        }
+        let (sub, features) = try await state(app: app, user: user)
+        return try context.json(Entitlement(isPremium: sub?.grantsAccess ?? false, status: sub?.grantsAccess == true ? "premium" : "free", features: features))
+    }
+}

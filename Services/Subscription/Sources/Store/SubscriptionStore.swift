@@ -1,0 +1,107 @@
+import Foundation
+import Logging
+import PostgresNIO
+import ServiceKit
+import WireTypes
+
+public struct Subscription: Codable, Sendable, Equatable {
+    public var id: UUID
+    public var userID: UUID
+    public var status: String
+    public var planType: String
+    public var startDate: Date
+    public var endDate: Date
+    public var trialEndDate: Date?
+    public var gracePeriodEnd: Date?
+    public var autoRenew: Bool
+    public var store: String
+    public var expiredAt: Date?
+
+    enum CodingKeys: String, CodingKey {
+        case id
+        case userID = "user_id"
+        case status
+        case planType = "plan_type"
+        case startDate = "start_date"
+        case endDate = "end_date"
+        case trialEndDate = "trial_end_date"
+        case gracePeriodEnd = "grace_period_end"
+        case autoRenew = "auto_renew"
+        case store
+        case expiredAt = "expired_at"
+    }
+
+    /// Premium while trial, active, or in the store's grace period (seed UC-SUB-2.2).
+    public var grantsAccess: Bool { ["trial", "active", "grace_period"].contains(status) }
+}
+
+public struct SubscriptionStore: Sendable {
+    let logger: Logger
+    public init(logger: Logger) { self.logger = logger }
+
+    static let columns = """
+        id, user_id, status, plan_type, start_date, end_date, trial_end_date, grace_period_end, auto_renew, store, expired_at
+        """
+
+    static func decode(_ rows: PostgresRowSequence) async throws -> [Subscription] {
+        var out: [Subscription] = []
+        for try await r in rows.decode((UUID, UUID, String, String, Date, Date, Date?, Date?, Bool, String, Date?).self) {
+            out.append(Subscription(id: r.0, userID: r.1, status: r.2, planType: r.3, startDate: r.4, endDate: r.5, trialEndDate: r.6,
+                                    gracePeriodEnd: r.7, autoRenew: r.8, store: r.9, expiredAt: r.10))
+        }
+        return out
+    }
+
+    public func byOriginalTransaction(app: UUID, store: String, original: String, on conn: PostgresConnection) async throws -> Subscription? {
+        try await Self.decode(try await conn.query("""
+            SELECT \(unescaped: Self.columns) FROM subscriptions
+            WHERE app_id = \(app) AND store = \(store) AND store_original_transaction_id = \(original) FOR UPDATE
+            """, logger: logger)).first
+    }
+
+    /// The user's current subscription (seed 2.2 step 6), locked for a possible expiry flip.
+    public func current(app: UUID, user: UUID, on conn: PostgresConnection) async throws -> Subscription? {
+        try await Self.decode(try await conn.query("""
+            SELECT \(unescaped: Self.columns) FROM subscriptions
+            WHERE app_id = \(app) AND user_id = \(user) AND status IN ('active', 'trial', 'grace_period')
+            ORDER BY created_at DESC LIMIT 1 FOR UPDATE
+            """, logger: logger)).first
+    }
+
+    public func latest(app: UUID, user: UUID, on conn: PostgresConnection) async throws -> Subscription? {
+        try await Self.decode(try await conn.query("""
+            SELECT \(unescaped: Self.columns) FROM subscriptions WHERE app_id = \(app) AND user_id = \(user)
+            ORDER BY created_at DESC LIMIT 1
+            """, logger: logger)).first
+    }
+
+    public func event(_ sub: UUID, app: UUID, user: UUID, type: String, data: [String: JSONValue] = [:], now: Date,
+                      on conn: PostgresConnection) async throws {
+        let json = String(decoding: try JSON.encoder.encode(data), as: UTF8.self)
+        try await conn.query("""
+            INSERT INTO subscription_events (subscription_id, app_id, user_id, event_type, event_data, timestamp)
+            VALUES (\(sub), \(app), \(user), \(type), \(json)::jsonb, \(now))
+            """, logger: logger)
+    }
+
+    /// Tells auth the user's status, in the caller's transaction (delivered by the outbox).
+    public func tellAuth(app: UUID, user: UUID, premium: Bool, on conn: PostgresConnection) async throws {
+        try await Outbox.write(try OutboxMessage(target: .auth, method: "PUT", path: "/internal/users/\(user.uuidString.lowercased())/status",
+                                                 body: UserStatusUpdate(appID: app, status: premium ? .premium : .free)),
+                               on: conn, logger: logger)
+    }
+
+    /// Seed 7a: an end date in the past (and past any grace period) makes the row expired,
+    /// with an event and auth told. Returns the row as it is now.
+    public func expireIfDue(_ s: Subscription, app: UUID, now: Date, on conn: PostgresConnection) async throws -> Subscription {
+        let end = s.status == "grace_period" ? (s.gracePeriodEnd ?? s.endDate) : s.endDate
+        guard s.grantsAccess, end <= now else { return s }
+        try await conn.query("UPDATE subscriptions SET status = 'expired', expired_at = \(end), updated_at = \(now) WHERE id = \(s.id)", logger: logger)
+        try await event(s.id, app: app, user: s.userID, type: "expired", now: now, on: conn)
+        try await tellAuth(app: app, user: s.userID, premium: false, on: conn)
+        var e = s
+        e.status = "expired"
+        e.expiredAt = end
+        return e
+    }
+}
