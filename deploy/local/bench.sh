@@ -32,14 +32,19 @@ bash deploy/local/stack.sh stop-services >/dev/null 2>&1 || true
 export DATABASE_HOST=127.0.0.1 DATABASE_PORT=$PORT DATABASE_NAME=app_backend_bench DATA_DIR=$BENCH LOG_LEVEL=error
 export AUTH_REFRESH_LIMIT_PER_MINUTE=100000000
 "$BIN/auth-service" migrate >/dev/null
+"$BIN/subscription-service" migrate >/dev/null
 eval "$("$BIN/auth-service" admin apps create --name Bench --env)"
+"$BIN/subscription-service" admin plans seed-defaults --app-id "$APP_ID" >/dev/null
 
 start_ms=$(date +%s%3N)
 "$BIN/auth-service" serve >"$BENCH/auth.log" 2>&1 &
 AUTH_PID=$!
-trap 'kill $AUTH_PID 2>/dev/null || true' EXIT
+trap 'kill $AUTH_PID $SUB_PID 2>/dev/null || true' EXIT
 until curl -fsS -o /dev/null http://127.0.0.1:3001/auth/v1/ready 2>/dev/null; do sleep 0.01; done
 ready_ms=$(( $(date +%s%3N) - start_ms ))
+"$BIN/subscription-service" serve >"$BENCH/subscription.log" 2>&1 &
+SUB_PID=$!
+until curl -fsS -o /dev/null http://127.0.0.1:3002/subscription/v1/ready 2>/dev/null; do sleep 0.01; done
 
 H=(-H "Content-Type: application/json" -H "X-App-ID: $APP_ID" -H "X-API-Key: $API_KEY")
 log "sessions for the refresh run"
@@ -90,6 +95,15 @@ log "bcrypt-12 on this machine"
 BCRYPT_MS=$("$BIN/auth-service" admin bcrypt-time --rounds 8 | sed 's/bcrypt_verify_ms=//')
 BCRYPT_LIMIT=$(awk -v c="$CORES" -v ms="$BCRYPT_MS" 'BEGIN {printf "%.2f", c * 1000 / ms}')
 
+log "GET /subscription/v1/subscriptions/me (token and tenant verified, one subscription read)"
+ME_TOKEN=$(curl -fsS "${H[@]}" -H "X-Forwarded-For: 10.7.0.1" -d "{\"provider\":\"guest\",\"credentials\":{\"device_id\":\"bench-me-$RANDOM\"}}" \
+  http://127.0.0.1:3001/auth/v1/auth/register | sed -E 's/.*"access_token":"([^"]+)".*/\1/')
+curl -fsS -o /dev/null -H "X-App-ID: $APP_ID" -H "X-API-Key: $API_KEY" -H "Authorization: Bearer $ME_TOKEN" http://127.0.0.1:3002/subscription/v1/subscriptions/me
+wrk -t2 -c32 -d"${DURATION}s" --latency -H "X-App-ID: $APP_ID" -H "X-API-Key: $API_KEY" -H "Authorization: Bearer $ME_TOKEN" \
+  http://127.0.0.1:3002/subscription/v1/subscriptions/me > "$BENCH/me.txt"
+ME_RPS=$(rps "$BENCH/me.txt")
+SUB_RSS=$(rss_mb $SUB_PID)
+
 log "login flood + health latency during it"
 wrk -t1 -c8 -d"${DURATION}s" --latency -s deploy/bench/login.lua http://127.0.0.1:3001 -- "$APP_ID" "$API_KEY" "$BENCH/emails.txt" > "$BENCH/login.txt" &
 FLOOD=$!
@@ -110,6 +124,8 @@ POST /auth/refresh (rotation)           ${REFRESH_RPS} req/s   p99 $(p99 "$BENCH
 bcrypt-12 verify                        ${BCRYPT_MS} ms  ->  limit = ${CORES} cores / that = ${BCRYPT_LIMIT} logins/s
 POST /auth/login (email, 8 conns)       ${LOGIN_RPS} req/s  = $(awk -v a="$LOGIN_RPS" -v b="$BCRYPT_LIMIT" 'BEGIN {printf "%.2f", a / b}') x bcrypt limit (target >= 0.9)   non-2xx: $(non2xx "$BENCH/login.txt")
 GET /auth/v1/health during the flood    $(cat "$BENCH/health-flood.txt")   (one probe every 20 ms; target p99 < 20 ms)
+GET /subscriptions/me (32 conns)        ${ME_RPS} req/s   p99 $(p99 "$BENCH/me.txt")   = $(awk -v a="$ME_RPS" -v b="$PGBENCH_TPS" 'BEGIN {printf "%.2f", a / b}') x pgbench (target >= 0.5, p99 <= 10 ms)   non-2xx: $(non2xx "$BENCH/me.txt")
 auth-service RSS after the runs         ${RSS} MB (target <= 64)
+subscription-service RSS after its run  ${SUB_RSS} MB (target <= 64)
 auth-service ready after start          ${ready_ms} ms (target <= 1000)
 TXT

@@ -145,6 +145,15 @@ struct SubscriptionsController {
 
     func state(app: UUID, user: UUID) async throws -> (Subscription?, JSONValue) {
         let now = clock.now()
+        // Fast path: one read. Only a subscription whose end has passed takes the locked path
+        // that flips it to expired.
+        let snap = try await db.withConnection { try await subscriptions.snapshot(app: app, user: user, on: $0) }
+        guard let (sub, featuresText) = snap else { return (nil, .object([:])) }
+        let end = sub.status == "grace_period" ? (sub.gracePeriodEnd ?? sub.endDate) : sub.endDate
+        if !sub.grantsAccess || end > now {
+            let features = sub.grantsAccess ? featuresText.flatMap { try? JSONDecoder().decode(JSONValue.self, from: Data($0.utf8)) } ?? .object([:]) : .object([:])
+            return (sub, features)
+        }
         return try await db.withTransaction(logger: logger) { conn in
             guard let current = try await subscriptions.current(app: app, user: user, on: conn) else {
                 return (try await subscriptions.latest(app: app, user: user, on: conn), .object([:]))
