@@ -60,7 +60,9 @@ public struct RequestIDMiddleware: RouterMiddleware {
         let id = incoming ?? UUID().uuidString.lowercased()
         context.requestID = id
         context.logger[metadataKey: "request_id"] = .string(id)
-        if let forwarded = request.headers[.xForwardedFor]?.split(separator: ",").first {
+        // The last entry is the one the trusted proxy in front of us added; earlier ones come
+        // from the client and could be forged.
+        if let forwarded = request.headers[.xForwardedFor]?.split(separator: ",").last {
             context.clientAddress = forwarded.trimmingCharacters(in: .whitespaces)
         } else if let real = request.headers[.xRealIP] {
             context.clientAddress = real
