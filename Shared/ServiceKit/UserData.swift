@@ -65,10 +65,30 @@ public struct UserDataController: Sendable {
     }
 
     static func ids(_ request: Request, _ context: ServiceRequestContext) throws -> (UUID, UUID) {
+        try request.internalUserAndApp(context)
+    }
+}
+
+extension Request {
+    /// `/internal/users/{id}...?app_id=`: internal calls name the tenant too, so a user id of
+    /// one app never reaches another's rows.
+    public func internalUserAndApp(_ context: ServiceRequestContext) throws -> (user: UUID, app: UUID) {
         guard let userID = context.parameters.get("id", as: UUID.self) else { throw AppError.badRequest("User id must be a UUID", field: "id") }
-        guard let raw = request.uri.queryParameters.get("app_id"), let appID = UUID(uuidString: raw) else {
+        guard let raw = uri.queryParameters.get("app_id"), let appID = UUID(uuidString: raw) else {
             throw AppError.badRequest("Query parameter 'app_id' (UUID) is required", field: "app_id")
         }
         return (userID, appID)
+    }
+}
+
+extension UserDataSection {
+    /// Runs a query whose single column is `row_to_json(...)::text` and returns the rows as a
+    /// JSON array: how sections export their tables.
+    public static func jsonRows(_ query: PostgresQuery, on conn: PostgresConnection, logger: Logger) async throws -> JSONValue {
+        var out: [JSONValue] = []
+        for try await text in try await conn.query(query, logger: logger).decode(String.self) {
+            out.append(try JSONDecoder().decode(JSONValue.self, from: Data(text.utf8)))
+        }
+        return .array(out)
     }
 }

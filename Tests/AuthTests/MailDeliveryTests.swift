@@ -7,18 +7,11 @@ import XCTest
 /// Auth's emails through a real SMTP server (aiosmtpd), and the mail folder of the local stack.
 final class MailDeliveryTests: XCTestCase {
     func testVerificationEmailReachesARealSMTPServer() async throws {
-        let port = try TestEnvironment.freePort()
-        let maildir = FileManager.default.temporaryDirectory.appendingPathComponent("auth-mail-\(UUID())")
-        let smtpd = Process()
-        smtpd.executableURL = URL(fileURLWithPath: TestEnvironment.python)
-        smtpd.arguments = ["-m", "aiosmtpd", "-n", "-l", "127.0.0.1:\(port)", "-c", "aiosmtpd.handlers.Mailbox", maildir.path]
-        smtpd.standardOutput = FileHandle.nullDevice
-        smtpd.standardError = FileHandle.nullDevice
-        try smtpd.run()
-        defer { smtpd.terminate() }
+        let sink = try SMTPSink()
+        defer { sink.stop() }
         let http = CurlHTTPClient()
         defer { http.shutdown() }
-        let mailer = SMTPMailer(http: http, server: SMTPServer(url: "smtp://127.0.0.1:\(port)"))
+        let mailer = SMTPMailer(http: http, server: SMTPServer(url: sink.url))
         var sent = false
         for _ in 0..<100 where !sent {
             do {
@@ -28,10 +21,9 @@ final class MailDeliveryTests: XCTestCase {
             } catch { try await Task.sleep(for: .milliseconds(100)) }
         }
         XCTAssertTrue(sent)
-        let files = try FileManager.default.subpathsOfDirectory(atPath: maildir.path).filter { $0.hasPrefix("new/") && $0.count > 4 }
-        XCTAssertEqual(files.count, 1)
-        let text = try String(contentsOf: maildir.appendingPathComponent(files[0]), encoding: .utf8)
-        XCTAssertTrue(text.contains("verify-email?token=abc"))
+        let messages = try sink.messages()
+        XCTAssertEqual(messages.count, 1)
+        XCTAssertTrue(messages[0].contains("verify-email?token=abc"))
     }
 
     func testWithoutSMTPEmailsAreWrittenAsEmlFiles() async throws {

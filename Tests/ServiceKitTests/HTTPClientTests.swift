@@ -141,15 +141,9 @@ final class HTTPClientTests: XCTestCase {
 
     /// An email sent through libcurl's SMTP reaches a real SMTP server (aiosmtpd).
     func testSMTPMessageReachesALocalSMTPServer() async throws {
-        let port = try TestEnvironment.freePort()
-        let maildir = FileManager.default.temporaryDirectory.appendingPathComponent("maildir-\(UUID().uuidString)")
-        let smtpd = Process()
-        smtpd.executableURL = URL(fileURLWithPath: TestEnvironment.python)
-        smtpd.arguments = ["-m", "aiosmtpd", "-n", "-l", "127.0.0.1:\(port)", "-c", "aiosmtpd.handlers.Mailbox", maildir.path]
-        smtpd.standardOutput = FileHandle.nullDevice
-        smtpd.standardError = FileHandle.nullDevice
-        try smtpd.run()
-        defer { smtpd.terminate() }
+        let sink = try SMTPSink()
+        defer { sink.stop() }
+        let port = sink.port
         // Wait until it listens.
         let client = CurlHTTPClient()
         defer { client.shutdown() }
@@ -159,10 +153,10 @@ final class HTTPClientTests: XCTestCase {
         }
         let message = SMTPMessage(from: "no-reply@quiz.example", to: ["player@example.com"],
                                   subject: "Vérifiez votre email", text: "Bonjour,\nvotre code: 123456\n.\nfin")
-        try await client.sendMail(message, via: SMTPServer(url: "smtp://127.0.0.1:\(port)"))
-        let files = try FileManager.default.subpathsOfDirectory(atPath: maildir.path).filter { $0.hasPrefix("new/") && $0.count > 4 }
-        XCTAssertEqual(files.count, 1)
-        let text = try String(contentsOf: maildir.appendingPathComponent(files[0]), encoding: .utf8)
+        try await client.sendMail(message, via: SMTPServer(url: sink.url))
+        let messages = try sink.messages()
+        XCTAssertEqual(messages.count, 1)
+        let text = messages[0]
         XCTAssertTrue(text.contains("To: player@example.com"))
         XCTAssertTrue(text.contains("votre code: 123456"))
         XCTAssertTrue(text.contains("=?UTF-8?B?"), "non-ASCII subject is encoded")

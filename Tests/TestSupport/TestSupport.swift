@@ -102,3 +102,32 @@ extension HTTPFields {
         [.xAppID: appID.uuidString, .xAPIKey: key]
     }
 }
+
+/// A real SMTP server for tests: `aiosmtpd` (PyPI) writing every message to a Maildir.
+public final class SMTPSink {
+    public let port: Int
+    public let maildir: URL
+    let process: Process
+
+    public init() throws {
+        port = try TestEnvironment.freePort()
+        maildir = FileManager.default.temporaryDirectory.appendingPathComponent("maildir-\(UUID().uuidString)")
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: TestEnvironment.python)
+        p.arguments = ["-m", "aiosmtpd", "-n", "-l", "127.0.0.1:\(port)", "-c", "aiosmtpd.handlers.Mailbox", maildir.path]
+        p.standardOutput = FileHandle.nullDevice
+        p.standardError = FileHandle.nullDevice
+        try p.run()
+        process = p
+    }
+
+    public var url: String { "smtp://127.0.0.1:\(port)" }
+
+    /// The messages received so far, as text.
+    public func messages() throws -> [String] {
+        let files = (try? FileManager.default.subpathsOfDirectory(atPath: maildir.path))?.filter { $0.hasPrefix("new/") && $0.count > 4 } ?? []
+        return try files.map { try String(contentsOf: maildir.appendingPathComponent($0), encoding: .utf8) }
+    }
+
+    public func stop() { process.terminate() }
+}

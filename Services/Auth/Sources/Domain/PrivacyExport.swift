@@ -10,11 +10,7 @@ import WireTypes
 enum AuthUserData {
     static func sections(logger: Logger) -> [UserDataSection] {
         @Sendable func rows(_ query: PostgresQuery, _ conn: PostgresConnection) async throws -> JSONValue {
-            var out: [JSONValue] = []
-            for try await text in try await conn.query(query, logger: logger).decode(String.self) {
-                out.append(try JSONDecoder().decode(JSONValue.self, from: Data(text.utf8)))
-            }
-            return .array(out)
+            try await UserDataSection.jsonRows(query, on: conn, logger: logger)
         }
         let refuse: @Sendable (UUID, UUID, PostgresConnection) async throws -> Int = { _, _, _ in
             throw AppError(.forbidden, "not_allowed", "Auth deletes its data through the account deletion flow")

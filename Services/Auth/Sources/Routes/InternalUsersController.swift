@@ -46,11 +46,8 @@ struct InternalUsersController {
 
     /// The user id from the path and the tenant from `?app_id=`: internal calls are scoped too.
     func ids(_ request: Request, _ context: ServiceRequestContext) throws -> (UUID, UUID) {
-        guard let userID = context.parameters.get("id", as: UUID.self) else { throw AppError.badRequest("User id must be a UUID", field: "id") }
-        guard let raw = request.uri.queryParameters.get("app_id"), let appID = UUID(uuidString: raw) else {
-            throw AppError.badRequest("Query parameter 'app_id' (UUID) is required", field: "app_id")
-        }
-        return (appID, userID)
+        let (user, app) = try request.internalUserAndApp(context)
+        return (app, user)
     }
 
     func find(_ id: UUID, appID: UUID) async throws -> User {

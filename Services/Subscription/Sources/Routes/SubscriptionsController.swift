@@ -178,10 +178,7 @@ struct SubscriptionsController {
         enum CodingKeys: String, CodingKey { case isPremium = "is_premium"; case status; case features } }
 
     func entitlement(_ request: Request, _ context: ServiceRequestContext) async throws -> Response {
-        guard let user = context.parameters.get("id", as: UUID.self) else { throw AppError.badRequest("User id must be a UUID", field: "id") }
-        guard let raw = request.uri.queryParameters.get("app_id"), let app = UUID(uuidString: raw) else {
-            throw AppError.badRequest("Query parameter 'app_id' (UUID) is required", field: "app_id")
-        }
+        let (user, app) = try request.internalUserAndApp(context)
         let (sub, features) = try await state(app: app, user: user)
         return try context.json(Entitlement(isPremium: sub?.grantsAccess ?? false, status: sub?.grantsAccess == true ? "premium" : "free", features: features))
     }
