@@ -83,6 +83,7 @@ extension HTTPField.Name {
     public static let xRealIP = Self("X-Real-IP")!
     public static let xServiceName = Self("X-Service-Name")!
     public static let idempotencyKey = Self("Idempotency-Key")!
+    public static let xDeviceID = Self("X-Device-ID")!
 }
 
 /// Shared JSON coders: snake_case comes from explicit `CodingKeys`, dates are ISO-8601 UTC.

@@ -30,6 +30,8 @@ public enum SubscriptionService: ServiceDefinition {
             credits.addRoutes(user: routes.user, internalGroup: routes.internal)
             PlansController(db: runtime.db, plans: PlanStore(logger: runtime.logger)).addRoutes(to: routes.user)
             subscriptions.addRoutes(user: routes.user, internalGroup: routes.internal)
+            ContentController(db: runtime.db, ledger: ledger, plans: PlanStore(logger: runtime.logger), subscriptions: subscriptions,
+                              clock: runtime.clock, logger: runtime.logger).addRoutes(to: routes.user)
         }
     }
 }

@@ -1,0 +1,20 @@
+import Foundation
+
+/// UC-SUB-2.2 access levels: free content always; premium content with an active, trial or
+/// grace subscription; freemium content with a subscription or an unexpired credit unlock.
+public enum AccessPolicy {
+    public enum Via: String, Codable, Sendable { case free, subscription, credits }
+
+    public static func decide(level: ContentRule.Level, hasSubscription: Bool, hasUnlock: Bool) -> Via? {
+        switch level {
+        case .free: return .free
+        case .premium: return hasSubscription ? .subscription : nil
+        case .freemium: return hasSubscription ? .subscription : (hasUnlock ? .credits : nil)
+        }
+    }
+
+    /// At most this many devices of one user are active at a time.
+    public static let maxActiveDevices = 5
+    /// A device counts as active while it was seen this recently.
+    public static let deviceActiveWindow: TimeInterval = 15 * 60
+}

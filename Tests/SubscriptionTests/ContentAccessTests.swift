@@ -1,0 +1,113 @@
+import Foundation
+import Hummingbird
+import HummingbirdTesting
+import PostgresNIO
+import ServiceKit
+@testable import SubscriptionService
+import TestSupport
+import WireTypes
+import XCTest
+
+/// UC-SUB-2.2 access levels, the unlock options shown on the paywall, access logs and the
+/// concurrent-device limit.
+final class ContentAccessTests: XCTestCase {
+    struct D: Decodable {
+        struct O: Decodable {
+            struct S: Decodable { var available: Bool; var plans: [Plan] }
+            struct C: Decodable { var cost: Int; var duration_hours: Int; var user_can_afford: Bool; var user_balance: Int }
+            var via_subscription: S?; var via_credits: C?
+        }
+        var has_access: Bool; var via: String?; var unlock_options: O?
+    }
+
+    static func rules(_ h: PurchaseTests.H, _ prefix: String) async throws {
+        try await withPostgres(TestEnvironment.adminClient(database: TestEnvironment.unitDatabase)) { db in
+            try await db.query("""
+                INSERT INTO subscription.content_rules (app_id, content_id, access_level) VALUES
+                (\(h.app), \(prefix + "free"), 'free'), (\(h.app), \(prefix + "premium"), 'premium'), (\(h.app), \(prefix + "freemium"), 'freemium')
+                """)
+        }
+    }
+
+    static func get(_ h: PurchaseTests.H, _ user: UUID, _ content: String) async throws -> TestResponse {
+        try await h.client.execute(uri: "/subscription/v1/content/\(content)", method: .get, headers: try h.headers(user)) { $0 }
+    }
+
+    static func check(_ h: PurchaseTests.H, _ user: UUID, _ content: String, device: String? = nil) async throws -> TestResponse {
+        var headers = try h.headers(user)
+        if let device { headers[.xDeviceID] = device }
+        return try await h.client.execute(uri: "/subscription/v1/content/\(content)/check-access", method: .post, headers: headers) { $0 }
+    }
+
+    func testLevelsOptionsAndLogs() async throws {
+        try await PurchaseTests.run { h in
+            let p = "c\(Int.random(in: 1000...9999))-"
+            try await Self.rules(h, p)
+            let user = UUID()
+            let free = try await Self.get(h, user, p + "free").json(D.self)
+            XCTAssertTrue(free.has_access)
+            XCTAssertEqual(free.via, "free")
+            XCTAssertNil(free.unlock_options)
+
+            let premium = try await Self.get(h, user, p + "premium").json(D.self)
+            XCTAssertFalse(premium.has_access)
+            XCTAssertEqual(premium.unlock_options?.via_subscription?.plans.count, 2)
+            XCTAssertNil(premium.unlock_options?.via_credits, "premium content cannot be bought with credits")
+            let denied = try await Self.check(h, user, p + "premium")
+            XCTAssertEqual(denied.status, .forbidden)
+            XCTAssertEqual(try denied.envelope().error, "access_denied")
+
+            // Freemium: shows the credit price against the balance, then opens after an unlock.
+            _ = try await h.client.execute(uri: "/internal/credits/earn", method: .post,
+                                           headers: [.authorization: "Bearer local-internal-ads", .xServiceName: "ads", .contentType: "application/json"],
+                                           body: ByteBuffer(string: #"{"user_id":"\#(user)","app_id":"\#(h.app)","amount":5,"source":"ad_reward","reference_id":"r-\#(UUID())"}"#)) { $0 }
+            let freemium = try await Self.get(h, user, p + "freemium").json(D.self)
+            XCTAssertFalse(freemium.has_access)
+            XCTAssertEqual(freemium.unlock_options?.via_credits?.cost, 3)
+            XCTAssertEqual(freemium.unlock_options?.via_credits?.duration_hours, 24)
+            XCTAssertEqual(freemium.unlock_options?.via_credits?.user_balance, 5)
+            XCTAssertEqual(freemium.unlock_options?.via_credits?.user_can_afford, true)
+            _ = try await h.client.execute(uri: "/subscription/v1/content/\(p)freemium/unlock", method: .post, headers: try h.headers(user)) { $0 }
+            let opened = try await Self.check(h, user, p + "freemium")
+            XCTAssertEqual(opened.status, .ok)
+            XCTAssertTrue(String(buffer: opened.body).contains(#""via":"credits""#))
+
+            // A subscription opens premium content.
+            let original = "5\(Int.random(in: 1000000...9999999))"
+            let bought = try await h.post("subscriptions/purchase", user, jws: try h.store.transaction(id: original, original: original))
+            XCTAssertEqual(bought.status, .created)
+            let nowPremium = try await Self.check(h, user, p + "premium")
+            XCTAssertEqual(nowPremium.status, .ok)
+            XCTAssertTrue(String(buffer: nowPremium.body).contains(#""via":"subscription""#))
+
+            let logs = try await h.scalar("SELECT count(*)::int FROM subscription.access_logs WHERE user_id = '\(user)'")
+            let refused = try await h.scalar("SELECT count(*)::int FROM subscription.access_logs WHERE user_id = '\(user)' AND NOT access_granted")
+            XCTAssertEqual(logs, 3)
+            XCTAssertEqual(refused, 1)
+            let unknown = try await Self.get(h, user, "nope")
+            XCTAssertEqual(unknown.status, .notFound)
+        }
+    }
+
+    func testSixthDeviceIsRefusedUntilOneGoesQuiet() async throws {
+        try await PurchaseTests.run { h in
+            let p = "d\(Int.random(in: 1000...9999))-"
+            try await Self.rules(h, p)
+            let user = UUID()
+            for i in 1...5 {
+                let r = try await Self.check(h, user, p + "free", device: "device-\(i)")
+                XCTAssertEqual(r.status, .ok, "device \(i)")
+            }
+            let again = try await Self.check(h, user, p + "free", device: "device-3")
+            XCTAssertEqual(again.status, .ok, "a known device is not counted twice")
+            let sixth = try await Self.check(h, user, p + "free", device: "device-6")
+            XCTAssertEqual(sixth.status, .tooManyRequests)
+            let e = try sixth.envelope()
+            XCTAssertEqual(e.error, "concurrent_access_limit")
+            XCTAssertEqual(e.extra["active_devices"], .int(5))
+            h.clock.advance(by: 16 * 60)
+            let later = try await Self.check(h, user, p + "free", device: "device-6")
+            XCTAssertEqual(later.status, .ok)
+        }
+    }
+}
