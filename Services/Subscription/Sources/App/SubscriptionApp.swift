@@ -25,11 +25,15 @@ public enum SubscriptionService: ServiceDefinition {
                                                     logger: runtime.logger)
         let credits = CreditsController(db: runtime.db, ledger: ledger, idempotency: IdempotencyStore(client: runtime.db, logger: runtime.logger),
                                         clock: runtime.clock, logger: runtime.logger)
-        return buildServiceApplication(runtime: runtime, appVerifier: appVerifier, tokenVerifier: tokenVerifier,
+        let sweeper = ExpirySweeper(store: SubscriptionStore(logger: runtime.logger), db: runtime.db, clock: runtime.clock,
+                                    interval: .seconds(runtime.config.environment.int("EXPIRY_SWEEP_SECONDS", default: 300)))
+        return buildServiceApplication(runtime: runtime, appVerifier: appVerifier, tokenVerifier: tokenVerifier, services: [sweeper],
                                        userData: SubscriptionUserData.sections(logger: runtime.logger)) { routes in
             credits.addRoutes(user: routes.user, internalGroup: routes.internal)
             PlansController(db: runtime.db, plans: PlanStore(logger: runtime.logger)).addRoutes(to: routes.user)
             subscriptions.addRoutes(user: routes.user, internalGroup: routes.internal)
+            AppleNotificationsController(db: runtime.db, subscriptions: SubscriptionStore(logger: runtime.logger), apple: apple,
+                                         clock: runtime.clock, logger: runtime.logger).addRoutes(to: routes.open)
             ContentController(db: runtime.db, ledger: ledger, plans: PlanStore(logger: runtime.logger), subscriptions: subscriptions,
                               clock: runtime.clock, logger: runtime.logger).addRoutes(to: routes.user)
         }

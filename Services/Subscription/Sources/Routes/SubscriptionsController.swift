@@ -18,6 +18,7 @@ struct SubscriptionsController {
         user.post("subscriptions/purchase") { request, context in try await purchase(request, context, restore: false) }
         user.post("subscriptions/restore") { request, context in try await purchase(request, context, restore: true) }
         user.get("subscriptions/me") { _, context in try await me(context) }
+        user.post("subscriptions/cancel") { _, context in try await cancel(context) }
         internalGroup.get("users/:id/entitlement") { request, context in try await entitlement(request, context) }
     }
 
@@ -172,6 +173,29 @@ struct SubscriptionsController {
         if sub.status == "grace_period" { warning = "payment_issue" } else if sub.status == "expired" { warning = "subscription_expired" }
         return try context.json(MeResponse(subscription: SubscriptionView(sub, features: nil), isPremium: sub.grantsAccess,
                                            features: features, warning: warning))
+    }
+
+    struct CancelResponse: Codable {
+        var subscription: SubscriptionView; var manageURL: String; var accessUntil: Date; var message: String
+        enum CodingKeys: String, CodingKey { case subscription; case manageURL = "manage_url"; case accessUntil = "access_until"; case message }
+    }
+
+    /// UC-SUB-2.3: stores own cancellation. Record the user's intent and send them to the
+    /// store's page; the store's notification then turns auto-renew off, access lasts to the end.
+    func cancel(_ context: ServiceRequestContext) async throws -> Response {
+        let (app, user) = try context.requireUser()
+        let now = clock.now()
+        let sub: Subscription = try await db.withTransaction(logger: logger) { conn in
+            guard let current = try await subscriptions.current(app: app, user: user, on: conn) else {
+                throw AppError(.notFound, "no_active_subscription", "There is no active subscription to cancel")
+            }
+            try await conn.query("UPDATE subscriptions SET cancel_requested_at = \(now), updated_at = \(now) WHERE id = \(current.id)", logger: logger)
+            try await subscriptions.event(current.id, app: app, user: user, type: "cancel_requested", now: now, on: conn)
+            return current
+        }
+        let url = sub.store == "apple" ? "https://apps.apple.com/account/subscriptions" : "https://play.google.com/store/account/subscriptions"
+        return try context.json(CancelResponse(subscription: SubscriptionView(sub, features: nil), manageURL: url, accessUntil: sub.endDate,
+                                               message: "Cancel in the store; premium access continues until the end of the period"))
     }
 
     struct Entitlement: Codable { var isPremium: Bool; var status: String; var features: JSONValue

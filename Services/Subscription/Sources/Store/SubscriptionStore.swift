@@ -85,6 +85,26 @@ public struct SubscriptionStore: Sendable {
         return nil
     }
 
+    /// The expiry sweep: subscriptions whose period (or grace) has ended, a batch at a time,
+    /// `SKIP LOCKED` so replicas share the work. Returns how many it expired.
+    public func expireDue(now: Date, batch: Int, db: PostgresClient) async throws -> Int {
+        try await db.withTransaction(logger: logger) { conn in
+            let rows = try await conn.query("""
+                SELECT app_id, \(unescaped: Self.columns) FROM subscriptions
+                WHERE status IN ('active', 'trial', 'grace_period')
+                  AND (CASE WHEN status = 'grace_period' THEN COALESCE(grace_period_end, end_date) ELSE end_date END) <= \(now)
+                ORDER BY end_date LIMIT \(batch) FOR UPDATE SKIP LOCKED
+                """, logger: logger)
+            var due: [(UUID, Subscription)] = []
+            for try await r in rows.decode((UUID, UUID, UUID, String, String, Date, Date, Date?, Date?, Bool, String, Date?).self) {
+                due.append((r.0, Subscription(id: r.1, userID: r.2, status: r.3, planType: r.4, startDate: r.5, endDate: r.6, trialEndDate: r.7,
+                                              gracePeriodEnd: r.8, autoRenew: r.9, store: r.10, expiredAt: r.11)))
+            }
+            for (app, sub) in due { _ = try await expireIfDue(sub, app: app, now: now, on: conn) }
+            return due.count
+        }
+    }
+
     public func latest(app: UUID, user: UUID, on conn: PostgresConnection) async throws -> Subscription? {
         try await Self.decode(try await conn.query("""
             SELECT \(unescaped: Self.columns) FROM subscriptions WHERE app_id = \(app) AND user_id = \(user)

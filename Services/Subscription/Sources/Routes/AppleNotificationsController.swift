@@ -1,0 +1,125 @@
+import Foundation
+import Hummingbird
+import PostgresNIO
+import ServiceKit
+import WireTypes
+
+/// `POST /webhooks/apple`: App Store Server Notifications v2. No user token: the
+/// `signedPayload` is verified like a transaction (chain, OIDs, signature, bundle,
+/// environment), then stored once per `notificationUUID` and applied.
+struct AppleNotificationsController {
+    let db: PostgresClient
+    let subscriptions: SubscriptionStore
+    let apple: [UUID: AppleIAPConfig]
+    let clock: any WallClock
+    let logger: Logger
+
+    func addRoutes(to open: RouterGroup<ServiceRequestContext>) {
+        open.post("webhooks/apple") { request, context in try await receive(request, context) }
+    }
+
+    struct Body: Codable { var signedPayload: String }
+    struct Notification: Decodable {
+        var notificationType: String
+        var subtype: String?
+        var notificationUUID: String
+        var data: DataPart?
+        struct DataPart: Decodable { var bundleId: String?; var signedTransactionInfo: String?; var signedRenewalInfo: String? }
+    }
+    struct Renewal: Decodable { var gracePeriodExpiresDate: Double?; var autoRenewStatus: Int? }
+
+    func receive(_ request: Request, _ context: ServiceRequestContext) async throws -> Response {
+        let body = try await request.decodeJSON(as: Body.self, context: context)
+        // Which app: the bundle id inside (read before verifying only to pick the app's keys).
+        let parts = body.signedPayload.split(separator: ".")
+        guard parts.count == 3, let raw = Base64URL.decode(parts[1]),
+              let peek = try? JSONDecoder().decode(Notification.self, from: raw),
+              let (app, config) = apple.first(where: { $0.value.bundleID == peek.data?.bundleId }) else {
+            throw AppError(.badRequest, "invalid_notification", "Unknown or malformed notification")
+        }
+        let verifier = try config.verifier()
+        let n: Notification
+        var tx: AppStoreTransaction?
+        var renewal: Renewal?
+        do {
+            n = try JSONDecoder().decode(Notification.self, from: try await verifier.verify(body.signedPayload, kind: .notification))
+            if let s = n.data?.signedTransactionInfo {
+                tx = try JSONDecoder().decode(AppStoreTransaction.self, from: try await verifier.verify(s, kind: .transaction))
+            }
+            if let s = n.data?.signedRenewalInfo {
+                renewal = try JSONDecoder().decode(Renewal.self, from: try await verifier.verify(s, kind: .renewalInfo))
+            }
+        } catch {
+            logger.warning("Apple notification refused", metadata: ["reason": "\(error)"])
+            throw AppError(.badRequest, "invalid_notification", "Notification signature validation failed")
+        }
+        let now = clock.now()
+        let result: String = try await db.withTransaction(logger: logger) { conn in
+            let payload = String(decoding: raw, as: UTF8.self)
+            let inserted = try await conn.query("""
+                INSERT INTO store_notifications (app_id, store, notification_id, notification_type, subtype, original_transaction_id, payload, received_at, result)
+                VALUES (\(app), 'apple', \(n.notificationUUID), \(n.notificationType), \(n.subtype), \(tx?.originalTransactionId),
+                        \(payload)::jsonb, \(now), 'received')
+                ON CONFLICT (store, notification_id) DO NOTHING RETURNING id
+                """, logger: logger)
+            var id: UUID?
+            for try await v in inserted.decode(UUID.self) { id = v }
+            guard let id else { return "duplicate" }
+            let outcome = try await apply(n, tx: tx, renewal: renewal, app: app, now: now, on: conn)
+            try await conn.query("UPDATE store_notifications SET result = \(outcome) WHERE id = \(id)", logger: logger)
+            return outcome
+        }
+        return try context.json(["received": JSONValue.bool(true), "result": .string(result)])
+    }
+
+    func apply(_ n: Notification, tx: AppStoreTransaction?, renewal: Renewal?, app: UUID, now: Date, on conn: PostgresConnection) async throws -> String {
+        let effect = AppleNotificationEffect.of(type: n.notificationType, subtype: n.subtype)
+        if effect == .none { return "ignored" }
+        guard let tx, let sub = try await subscriptions.byOriginalTransaction(app: app, store: "apple", original: tx.originalTransactionId, on: conn) else {
+            return "no_subscription"
+        }
+        let data: [String: JSONValue] = ["notification_type": .string(n.notificationType), "subtype": n.subtype.map { .string($0) } ?? .null,
+                                         "notification_uuid": .string(n.notificationUUID)]
+        switch effect {
+        case .renewed:
+            let end = tx.expiresDate.map(AppStoreTransaction.date) ?? sub.endDate
+            let status = end > now ? "active" : "expired"
+            try await conn.query("""
+                UPDATE subscriptions SET status = \(status), end_date = GREATEST(end_date, \(end)), store_transaction_id = \(tx.transactionId),
+                       grace_period_end = NULL, auto_renew = true, updated_at = \(now) WHERE id = \(sub.id)
+                """, logger: logger)
+            try await subscriptions.event(sub.id, app: app, user: sub.userID, type: "renewed", data: data, now: now, on: conn)
+            try await subscriptions.tellAuth(app: app, user: sub.userID, premium: status == "active", on: conn)
+        case .gracePeriod:
+            let graceEnd = renewal?.gracePeriodExpiresDate.map(AppStoreTransaction.date)
+                ?? sub.endDate.addingTimeInterval(TimeInterval(AppleNotificationEffect.fallbackGraceDays) * 86400)
+            try await conn.query("""
+                UPDATE subscriptions SET status = 'grace_period', grace_period_end = \(graceEnd), updated_at = \(now) WHERE id = \(sub.id)
+                """, logger: logger)
+            try await subscriptions.event(sub.id, app: app, user: sub.userID, type: "grace_period_started", data: data, now: now, on: conn)
+        case .billingRetry:
+            try await subscriptions.event(sub.id, app: app, user: sub.userID, type: "billing_retry", data: data, now: now, on: conn)
+        case .expired:
+            try await conn.query("""
+                UPDATE subscriptions SET status = 'expired', expired_at = \(now), auto_renew = false, updated_at = \(now) WHERE id = \(sub.id)
+                """, logger: logger)
+            try await subscriptions.event(sub.id, app: app, user: sub.userID, type: "expired", data: data, now: now, on: conn)
+            try await subscriptions.tellAuth(app: app, user: sub.userID, premium: false, on: conn)
+        case .revoked:
+            try await conn.query("""
+                UPDATE subscriptions SET status = 'revoked', expired_at = \(now), auto_renew = false, updated_at = \(now) WHERE id = \(sub.id)
+                """, logger: logger)
+            try await conn.query("UPDATE iap_receipts SET is_active = false WHERE subscription_id = \(sub.id)", logger: logger)
+            try await subscriptions.event(sub.id, app: app, user: sub.userID, type: n.notificationType == "REFUND" ? "refunded" : "revoked",
+                                          data: data, now: now, on: conn)
+            try await subscriptions.tellAuth(app: app, user: sub.userID, premium: false, on: conn)
+        case .autoRenew(let on):
+            try await conn.query("UPDATE subscriptions SET auto_renew = \(on), updated_at = \(now) WHERE id = \(sub.id)", logger: logger)
+            try await subscriptions.event(sub.id, app: app, user: sub.userID, type: on ? "auto_renew_enabled" : "auto_renew_disabled",
+                                          data: data, now: now, on: conn)
+        case .none:
+            break
+        }
+        return "applied"
+    }
+}

@@ -1,0 +1,142 @@
+import Foundation
+import Hummingbird
+import HummingbirdTesting
+import PostgresNIO
+import ServiceKit
+@testable import SubscriptionService
+import TestSupport
+import WireTypes
+import XCTest
+
+extension FakeAppStore {
+    func sign(_ payload: String) throws -> String {
+        let header = #"{"alg":"ES256","x5c":[\#(chainB64.map { "\"\($0)\"" }.joined(separator: ","))]}"#
+        let input = Base64URLTest.encode(header) + "." + Base64URLTest.encode(payload)
+        let sig = try leafKey.signature(for: Data(input.utf8))
+        return input + "." + Data(sig.rawRepresentation).base64EncodedString()
+            .replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_").replacingOccurrences(of: "=", with: "")
+    }
+
+    func notification(_ type: String, subtype: String? = nil, uuid: String = UUID().uuidString, transaction: String?,
+                      renewal: String? = nil, bundle: String = "com.quiz.app") throws -> String {
+        var data = #""bundleId":"\#(bundle)","environment":"Sandbox""#
+        if let transaction { data += #","signedTransactionInfo":"\#(transaction)""# }
+        if let renewal { data += #","signedRenewalInfo":"\#(renewal)""# }
+        let sub = subtype.map { #","subtype":"\#($0)""# } ?? ""
+        return try sign(#"{"notificationType":"\#(type)"\#(sub),"notificationUUID":"\#(uuid)","data":{\#(data)},"signedDate":\#(Int(Date().timeIntervalSince1970 * 1000))}"#)
+    }
+
+    func renewal(graceEnd: Date) throws -> String {
+        try sign(#"{"environment":"Sandbox","signedDate":\#(Int(Date().timeIntervalSince1970 * 1000)),"gracePeriodExpiresDate":\#(Int(graceEnd.timeIntervalSince1970 * 1000)),"autoRenewStatus":1}"#)
+    }
+}
+
+/// App Store Server Notifications v2, cancellation (UC-SUB-2.3) and the expiry sweep.
+final class StoreNotificationTests: XCTestCase {
+    static func post(_ h: PurchaseTests.H, _ signed: String) async throws -> TestResponse {
+        try await h.client.execute(uri: "/subscription/v1/webhooks/apple", method: .post, headers: [.contentType: "application/json"],
+                                   body: ByteBuffer(string: #"{"signedPayload":"\#(signed)"}"#)) { $0 }
+    }
+
+    struct Me: Decodable { struct S: Decodable { var status: String; var auto_renew: Bool; var end_date: Date }; var subscription: S?; var is_premium: Bool; var warning: String? }
+    static func me(_ h: PurchaseTests.H, _ user: UUID) async throws -> Me {
+        try await h.client.execute(uri: "/subscription/v1/subscriptions/me", method: .get, headers: try h.headers(user)) { $0 }.json(Me.self)
+    }
+
+    func testRenewGraceAutoRenewRefundAndReplays() async throws {
+        try await PurchaseTests.run { h in
+            let user = UUID()
+            let original = "7\(Int.random(in: 1000000...9999999))"
+            _ = try await h.post("subscriptions/purchase", user, jws: try h.store.transaction(id: original, original: original, trial: false))
+            // DID_RENEW, delivered ten times: one change.
+            let renewedTx = try h.store.transaction(id: original + "-2", original: original, trial: false, expires: Date() + 37 * 86400)
+            let renew = try h.store.notification("DID_RENEW", transaction: renewedTx)
+            for i in 0..<10 {
+                let r = try await Self.post(h, renew)
+                XCTAssertEqual(r.status, .ok)
+                XCTAssertTrue(String(buffer: r.body).contains(i == 0 ? "applied" : "duplicate"))
+            }
+            let renewals = try await h.scalar("SELECT count(*)::int FROM subscription.subscription_events WHERE user_id = '\(user)' AND event_type = 'renewed'")
+            XCTAssertEqual(renewals, 1)
+            var m = try await Self.me(h, user)
+            XCTAssertGreaterThan(m.subscription!.end_date, Date() + 30 * 86400)
+
+            // Billing fails with a grace period: still premium, with a warning.
+            let grace = try h.store.notification("DID_FAIL_TO_RENEW", subtype: "GRACE_PERIOD", transaction: renewedTx,
+                                                 renewal: try h.store.renewal(graceEnd: Date() + 40 * 86400))
+            _ = try await Self.post(h, grace)
+            m = try await Self.me(h, user)
+            XCTAssertEqual(m.subscription?.status, "grace_period")
+            XCTAssertTrue(m.is_premium)
+            XCTAssertEqual(m.warning, "payment_issue")
+
+            // The user turns auto-renew off in the store: access continues.
+            _ = try await Self.post(h, try h.store.notification("DID_CHANGE_RENEWAL_STATUS", subtype: "AUTO_RENEW_DISABLED", transaction: renewedTx))
+            m = try await Self.me(h, user)
+            XCTAssertEqual(m.subscription?.auto_renew, false)
+            XCTAssertTrue(m.is_premium)
+
+            // A refund removes access at once, and auth is told.
+            _ = try await Self.post(h, try h.store.notification("REFUND", transaction: renewedTx))
+            m = try await Self.me(h, user)
+            XCTAssertFalse(m.is_premium)
+            let free = try await h.scalar("SELECT count(*)::int FROM subscription.outbox WHERE path = '/internal/users/\(user.uuidString.lowercased())/status' AND body->>'status' = 'free'")
+            XCTAssertEqual(free, 1)
+            let stored = try await h.scalar("SELECT count(*)::int FROM subscription.store_notifications WHERE original_transaction_id = '\(original)'")
+            XCTAssertEqual(stored, 4, "every notification is stored")
+        }
+    }
+
+    func testForgedOrForeignNotificationsAreRefused() async throws {
+        let foreign = try FakeAppStore()
+        try await PurchaseTests.run { h in
+            let tx = try h.store.transaction(id: "x", original: "x")
+            let cases = [
+                ("another root", try foreign.notification("REFUND", transaction: tx)),
+                ("unknown bundle", try h.store.notification("REFUND", transaction: tx, bundle: "com.unknown")),
+            ]
+            for (name, signed) in cases {
+                let r = try await Self.post(h, signed)
+                XCTAssertEqual(r.status, .badRequest, name)
+                XCTAssertEqual(try r.envelope().error, "invalid_notification", name)
+            }
+            let valid = try h.store.notification("TEST", transaction: nil)
+            let parts = valid.split(separator: ".")
+            let tampered = parts[0] + "." + Base64URLTest.encode(#"{"notificationType":"REFUND","notificationUUID":"u","data":{"bundleId":"com.quiz.app","environment":"Sandbox"}}"#) + "." + parts[2]
+            let forged = try await Self.post(h, String(tampered))
+            XCTAssertEqual(forged.status, .badRequest)
+            let test = try await Self.post(h, valid)
+            XCTAssertEqual(test.status, .ok)
+            XCTAssertTrue(String(buffer: test.body).contains("ignored"))
+            let malformed = try await h.client.execute(uri: "/subscription/v1/webhooks/apple", method: .post, headers: [.contentType: "application/json"],
+                                                       body: ByteBuffer(string: #"{"payload":1}"#)) { $0 }
+            XCTAssertEqual(malformed.status, .badRequest)
+        }
+    }
+
+    func testCancelKeepsAccessToTheEndAndTheSweepExpires() async throws {
+        try await PurchaseTests.run { h in
+            let user = UUID()
+            let none = try await h.client.execute(uri: "/subscription/v1/subscriptions/cancel", method: .post, headers: try h.headers(user)) { $0 }
+            XCTAssertEqual(none.status, .notFound)
+            let original = "8\(Int.random(in: 1000000...9999999))"
+            _ = try await h.post("subscriptions/purchase", user, jws: try h.store.transaction(id: original, original: original, trial: false))
+            let cancel = try await h.client.execute(uri: "/subscription/v1/subscriptions/cancel", method: .post, headers: try h.headers(user)) { $0 }
+            XCTAssertEqual(cancel.status, .ok)
+            XCTAssertTrue(String(buffer: cancel.body).contains("apps.apple.com"))
+            var m = try await Self.me(h, user)
+            XCTAssertTrue(m.is_premium, "access continues until the end of the period")
+            // The sweep expires it after its end, without anyone asking.
+            h.clock.advance(by: 8 * 86400)
+            let runtime = TestEnvironment.runtime(.subscription, migrations: try SubscriptionService.migrations())
+            let expired = try await withPostgres(runtime.db) { db in
+                try await SubscriptionStore(logger: runtime.logger).expireDue(now: h.clock.now(), batch: 1000, db: db)
+            }
+            XCTAssertGreaterThanOrEqual(expired, 1)
+            let status = try await h.scalar("SELECT count(*)::int FROM subscription.subscriptions WHERE store_original_transaction_id = '\(original)' AND status = 'expired'")
+            XCTAssertEqual(status, 1)
+            m = try await Self.me(h, user)
+            XCTAssertFalse(m.is_premium)
+        }
+    }
+}
