@@ -52,7 +52,7 @@ struct FakeAppStore: Sendable {
 
     func config(app: UUID, bundle: String = "com.quiz.app", env: String = "Sandbox", roots: [[UInt8]]? = nil, allowLocal: Bool = false) -> String {
         let r = (roots ?? [rootDER]).map { "\"\(Data($0).base64EncodedString())\"" }.joined(separator: ",")
-        return #"{"\#(app.uuidString)":{"bundle_id":"\#(bundle)","environment":"\#(env)","root_certificates_der_base64":[\#(r)],"allow_local_environments":\#(allowLocal)}}"#
+        return #"{"\#(app.uuidString)":{"bundle_id":"\#(bundle)","environment":"\#(env)","root_certificates_der_base64":[\#(r)],"allow_local_environments":\#(allowLocal),"shared_secret":"s3cret"}}"#
     }
 
     func transaction(id: String, original: String, product: String = "com.quiz.premium.annual", trial: Bool = true,
@@ -100,13 +100,15 @@ final class PurchaseTests: XCTestCase {
         }
     }
 
-    static func run(config: ((FakeAppStore, UUID) -> String)? = nil, _ body: @Sendable (H) async throws -> Void) async throws {
+    static func run(config: ((FakeAppStore, UUID) -> String)? = nil, overrides: [String: String] = [:],
+                    _ body: @Sendable (H) async throws -> Void) async throws {
         let store = try FakeAppStore()
         let app = UUID()
         let clock = MovableClock()
         let signer = AccessTokenSigner(privateKey: .init())
         let runtime = TestEnvironment.runtime(.subscription, migrations: try SubscriptionService.migrations(),
-                                              overrides: ["APPLE_IAP_APPS": config?(store, app) ?? store.config(app: app)], clock: clock)
+                                              overrides: ["APPLE_IAP_APPS": config?(store, app) ?? store.config(app: app)].merging(overrides) { $1 },
+                                              clock: clock)
         let application = try SubscriptionService.buildApplication(runtime: runtime, appVerifier: AllowAll(),
                                                                    tokenVerifier: AccessTokenVerifier(source: StaticJWKSSource(.init(keys: [signer.jwk])), clock: clock))
         try await application.test(.router) { client in

@@ -21,7 +21,13 @@ public enum SubscriptionService: ServiceDefinition {
         // A bad APPLE_IAP_APPS stops the start: purchases would otherwise be refused silently.
         let apple = try AppleIAPConfig.parse(runtime.config.environment.optional("APPLE_IAP_APPS"))
         let subscriptions = SubscriptionsController(db: runtime.db, subscriptions: SubscriptionStore(logger: runtime.logger),
-                                                    plans: PlanStore(logger: runtime.logger), apple: apple, clock: runtime.clock,
+                                                    plans: PlanStore(logger: runtime.logger), apple: apple,
+                                                    receipts: AppleReceiptVerifier(
+                                                        http: runtime.http,
+                                                        productionURL: runtime.config.environment.string("APPLE_VERIFY_RECEIPT_URL", default: "https://buy.itunes.apple.com/verifyReceipt"),
+                                                        sandboxURL: runtime.config.environment.string("APPLE_VERIFY_RECEIPT_SANDBOX_URL", default: "https://sandbox.itunes.apple.com/verifyReceipt"),
+                                                        logger: runtime.logger),
+                                                    clock: runtime.clock,
                                                     logger: runtime.logger)
         let credits = CreditsController(db: runtime.db, ledger: ledger, idempotency: IdempotencyStore(client: runtime.db, logger: runtime.logger),
                                         clock: runtime.clock, logger: runtime.logger)

@@ -9,13 +9,17 @@ public struct AppleIAPConfig: Sendable {
     public var environment: AppStoreEnvironment
     public var rootCertificatesDER: [[UInt8]]
     public var allowLocalEnvironments: Bool
+    /// The app's shared secret for legacy `verifyReceipt` calls.
+    public var sharedSecret: String?
 
     struct Raw: Decodable {
         var bundleID: String
         var environment: String
         var rootCertificatesDERBase64: [String]?
         var allowLocalEnvironments: Bool?
+        var sharedSecret: String?
         enum CodingKeys: String, CodingKey {
+            case sharedSecret = "shared_secret"
             case bundleID = "bundle_id", environment
             case rootCertificatesDERBase64 = "root_certificates_der_base64"
             case allowLocalEnvironments = "allow_local_environments"
@@ -34,7 +38,8 @@ public struct AppleIAPConfig: Sendable {
                 return Array(d)
             }
             out[id] = AppleIAPConfig(bundleID: r.bundleID, environment: env, rootCertificatesDER: roots,
-                                     allowLocalEnvironments: (r.allowLocalEnvironments ?? false) && env != .production)
+                                     allowLocalEnvironments: (r.allowLocalEnvironments ?? false) && env != .production,
+                                     sharedSecret: r.sharedSecret)
         }
         return out
     }

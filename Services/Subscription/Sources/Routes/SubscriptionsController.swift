@@ -11,6 +11,7 @@ struct SubscriptionsController {
     let subscriptions: SubscriptionStore
     let plans: PlanStore
     let apple: [UUID: AppleIAPConfig]
+    let receipts: AppleReceiptVerifier
     let clock: any WallClock
     let logger: Logger
 
@@ -25,7 +26,9 @@ struct SubscriptionsController {
     struct PurchaseBody: Codable {
         var store: String
         var signedTransaction: String?
-        enum CodingKeys: String, CodingKey { case store; case signedTransaction = "signed_transaction" }
+        var receiptData: String?
+        var planID: UUID?
+        enum CodingKeys: String, CodingKey { case store; case signedTransaction = "signed_transaction"; case receiptData = "receipt_data"; case planID = "plan_id" }
     }
 
     struct SubscriptionView: Codable {
@@ -48,24 +51,12 @@ struct SubscriptionsController {
         let (app, user) = try context.requireUser()
         let body = try await request.decodeJSON(as: PurchaseBody.self, context: context)
         guard body.store == "apple" else {
-            throw AppError.validation("store", "Only 'apple' (StoreKit 2 signed transactions) is accepted by this version")
-        }
-        guard let jws = body.signedTransaction, !jws.isEmpty, jws.utf8.count <= 20_000 else {
-            throw AppError.badRequest("Missing field 'signed_transaction'", field: "signed_transaction")
+            throw AppError.validation("store", "Only 'apple' is accepted by this version (Google Play is not built yet)")
         }
         guard let config = apple[app] else {
             throw AppError(.unprocessableContent, "store_not_configured", "App Store purchases are not configured for this app")
         }
-        let payload: Data
-        do {
-            payload = try await config.verifier().verify(jws, kind: .transaction)
-        } catch let e as AppStoreVerificationError {
-            logger.warning("App Store transaction refused", metadata: ["reason": "\(e)"])
-            throw AppError(.badRequest, "invalid_receipt", "Apple transaction validation failed", extra: ["reason": .string(e.kind.rawValue)])
-        }
-        guard let tx = try? JSONDecoder().decode(AppStoreTransaction.self, from: payload) else {
-            throw AppError(.badRequest, "invalid_receipt", "Apple transaction validation failed", extra: ["reason": "unreadable"])
-        }
+        let (tx, jws) = try await appleTransaction(body, app: app, config: config)
         let now = clock.now()
         let result: (Subscription, JSONValue?, Bool) = try await db.withTransaction(logger: logger) { conn in
             // One purchase at a time per original transaction, whatever the number of devices posting it.
@@ -123,6 +114,56 @@ struct SubscriptionsController {
         }
         return try context.json(PurchaseResponse(subscription: SubscriptionView(result.0, features: result.1), activated: result.0.grantsAccess),
                                 status: result.2 ? .created : .ok)
+    }
+
+    /// StoreKit 2 signed transaction, or a legacy receipt checked with `verifyReceipt`.
+    func appleTransaction(_ body: PurchaseBody, app: UUID, config: AppleIAPConfig) async throws -> (AppStoreTransaction, String) {
+        if let jws = body.signedTransaction {
+            guard !jws.isEmpty, jws.utf8.count <= 20_000 else { throw AppError.validation("signed_transaction", "Invalid signed_transaction") }
+            let payload: Data
+            do {
+                payload = try await config.verifier().verify(jws, kind: .transaction)
+            } catch let e as AppStoreVerificationError {
+                logger.warning("App Store transaction refused", metadata: ["reason": "\(e)"])
+                throw AppError(.badRequest, "invalid_receipt", "Apple transaction validation failed", extra: ["reason": .string(e.kind.rawValue)])
+            }
+            guard let tx = try? JSONDecoder().decode(AppStoreTransaction.self, from: payload) else {
+                throw AppError(.badRequest, "invalid_receipt", "Apple transaction validation failed", extra: ["reason": "unreadable"])
+            }
+            return (tx, jws)
+        }
+        guard let receipt = body.receiptData, !receipt.isEmpty else {
+            throw AppError.badRequest("Give 'signed_transaction' (StoreKit 2) or 'receipt_data'", field: "signed_transaction")
+        }
+        guard receipt.utf8.count <= 500_000 else { throw AppError.validation("receipt_data", "receipt_data is too large") }
+        let transactions: [AppleReceiptVerifier.ReceiptTransaction]
+        do {
+            (transactions, _) = try await receipts.verify(receiptData: receipt, sharedSecret: config.sharedSecret)
+        } catch AppleReceiptVerifier.Failure.status(let status) {
+            logger.warning("verifyReceipt refused a receipt", metadata: ["status": "\(status)"])
+            throw AppError(.badRequest, "invalid_receipt", "Apple receipt validation failed", extra: ["apple_status": .int(status)])
+        } catch {
+            throw AppError(.serviceUnavailable, "store_unavailable", "The App Store cannot be reached; try again")
+        }
+        // The transaction of the plan bought (or of any plan the app sells), latest expiry first.
+        let products: Set<String>
+        if let planID = body.planID {
+            let plan = try await db.withConnection { try await plans.active(app: app, on: $0) }.first { $0.id == planID }
+            guard let product = plan?.appleProductID else { throw AppError.notFound("Plan") }
+            products = [product]
+        } else {
+            products = Set(try await db.withConnection { try await plans.active(app: app, on: $0) }.compactMap(\.appleProductID))
+        }
+        guard let chosen = transactions.filter({ products.contains($0.productID) })
+            .max(by: { (Double($0.expiresDateMS ?? "0") ?? 0) < (Double($1.expiresDateMS ?? "0") ?? 0) }) else {
+            throw AppError(.badRequest, "product_mismatch", "The receipt holds no purchase of this plan")
+        }
+        let tx = AppStoreTransaction(transactionId: chosen.transactionID, originalTransactionId: chosen.originalTransactionID,
+                                     productId: chosen.productID, purchaseDate: Double(chosen.purchaseDateMS) ?? 0,
+                                     expiresDate: chosen.expiresDateMS.flatMap(Double.init), revocationDate: chosen.cancellationDateMS.flatMap(Double.init),
+                                     offerType: chosen.isTrialPeriod == "true" ? 1 : nil, offerDiscountType: chosen.isTrialPeriod == "true" ? "FREE_TRIAL" : nil,
+                                     environment: nil, price: nil, currency: nil)
+        return (tx, receipt)
     }
 
     func insertReceipt(app: UUID, user: UUID, sub: UUID, tx: AppStoreTransaction, jws: String, now: Date, on conn: PostgresConnection) async throws {
