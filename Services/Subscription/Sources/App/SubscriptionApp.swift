@@ -20,6 +20,15 @@ public enum SubscriptionService: ServiceDefinition {
         let ledger = CreditLedger(logger: runtime.logger)
         // A bad APPLE_IAP_APPS stops the start: purchases would otherwise be refused silently.
         let apple = try AppleIAPConfig.parse(runtime.config.environment.optional("APPLE_IAP_APPS"))
+        let env = runtime.config.environment
+        let google = try GooglePlayConfig.parse(env.optional("GOOGLE_PLAY_APPS"))
+        let googleClient = GooglePlayClient(http: runtime.http,
+                                            apiBase: env.string("GOOGLE_PLAY_API_URL", default: "https://androidpublisher.googleapis.com"),
+                                            tokenURL: env.string("GOOGLE_OAUTH_TOKEN_URL", default: "https://oauth2.googleapis.com/token"))
+        let jobs = JobWorker(queue: JobQueue(client: runtime.db, queue: GoogleAcknowledgeJob.queue, logger: runtime.logger, clock: runtime.clock),
+                             handlers: [GoogleAcknowledgeJob.kind: GoogleAcknowledgeJob.handler(client: googleClient, configs: google, clock: runtime.clock)],
+                             pollInterval: .milliseconds(runtime.config.jobPollMilliseconds),
+                             backoff: Backoff(base: .seconds(30), cap: .seconds(3600)))
         let subscriptions = SubscriptionsController(db: runtime.db, subscriptions: SubscriptionStore(logger: runtime.logger),
                                                     plans: PlanStore(logger: runtime.logger), apple: apple,
                                                     receipts: AppleReceiptVerifier(
@@ -27,13 +36,14 @@ public enum SubscriptionService: ServiceDefinition {
                                                         productionURL: runtime.config.environment.string("APPLE_VERIFY_RECEIPT_URL", default: "https://buy.itunes.apple.com/verifyReceipt"),
                                                         sandboxURL: runtime.config.environment.string("APPLE_VERIFY_RECEIPT_SANDBOX_URL", default: "https://sandbox.itunes.apple.com/verifyReceipt"),
                                                         logger: runtime.logger),
+                                                    google: google, googleClient: googleClient,
                                                     clock: runtime.clock,
                                                     logger: runtime.logger)
         let credits = CreditsController(db: runtime.db, ledger: ledger, idempotency: IdempotencyStore(client: runtime.db, logger: runtime.logger),
                                         clock: runtime.clock, logger: runtime.logger)
         let sweeper = ExpirySweeper(store: SubscriptionStore(logger: runtime.logger), db: runtime.db, clock: runtime.clock,
                                     interval: .seconds(runtime.config.environment.int("EXPIRY_SWEEP_SECONDS", default: 300)))
-        return buildServiceApplication(runtime: runtime, appVerifier: appVerifier, tokenVerifier: tokenVerifier, services: [sweeper],
+        return buildServiceApplication(runtime: runtime, appVerifier: appVerifier, tokenVerifier: tokenVerifier, services: [sweeper, jobs],
                                        userData: SubscriptionUserData.sections(logger: runtime.logger)) { routes in
             credits.addRoutes(user: routes.user, internalGroup: routes.internal)
             PlansController(db: runtime.db, plans: PlanStore(logger: runtime.logger)).addRoutes(to: routes.user)

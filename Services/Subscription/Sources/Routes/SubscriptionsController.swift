@@ -12,6 +12,8 @@ struct SubscriptionsController {
     let plans: PlanStore
     let apple: [UUID: AppleIAPConfig]
     let receipts: AppleReceiptVerifier
+    let google: [UUID: GooglePlayConfig]
+    let googleClient: GooglePlayClient
     let clock: any WallClock
     let logger: Logger
 
@@ -28,7 +30,12 @@ struct SubscriptionsController {
         var signedTransaction: String?
         var receiptData: String?
         var planID: UUID?
-        enum CodingKeys: String, CodingKey { case store; case signedTransaction = "signed_transaction"; case receiptData = "receipt_data"; case planID = "plan_id" }
+        var purchaseToken: String?
+        var productID: String?
+        enum CodingKeys: String, CodingKey {
+            case store, signedTransaction = "signed_transaction", receiptData = "receipt_data", planID = "plan_id"
+            case purchaseToken = "purchase_token", productID = "product_id"
+        }
     }
 
     struct SubscriptionView: Codable {
@@ -47,29 +54,67 @@ struct SubscriptionsController {
 
     struct PurchaseResponse: Codable { var subscription: SubscriptionView; var activated: Bool }
 
+    /// A verified store purchase, whatever the store.
+    struct StorePurchase: Sendable {
+        var store: String
+        var transactionID: String
+        var originalTransactionID: String
+        var productID: String
+        var purchaseDate: Date
+        var endDate: Date
+        var status: String
+        var autoRenew: Bool
+        var isTrial: Bool
+        var environment: String
+        var proof: String
+        var graceEnd: Date?
+    }
+
     func purchase(_ request: Request, _ context: ServiceRequestContext, restore: Bool) async throws -> Response {
         let (app, user) = try context.requireUser()
         let body = try await request.decodeJSON(as: PurchaseBody.self, context: context)
-        guard body.store == "apple" else {
-            throw AppError.validation("store", "Only 'apple' is accepted by this version (Google Play is not built yet)")
-        }
-        guard let config = apple[app] else {
-            throw AppError(.unprocessableContent, "store_not_configured", "App Store purchases are not configured for this app")
-        }
-        let (tx, jws) = try await appleTransaction(body, app: app, config: config)
         let now = clock.now()
-        let result: (Subscription, JSONValue?, Bool) = try await db.withTransaction(logger: logger) { conn in
-            // One purchase at a time per original transaction, whatever the number of devices posting it.
-            try await conn.query("SELECT pg_advisory_xact_lock(hashtext(\(app.uuidString + ":apple:" + tx.originalTransactionId)))", logger: logger)
-            let planList = try await plans.active(app: app, on: conn)
-            guard let plan = planList.first(where: { $0.appleProductID == tx.productId }) else {
-                throw AppError(.badRequest, "unknown_product", "No plan sells product \(tx.productId)")
+        let purchase: StorePurchase
+        var acknowledge: GoogleAcknowledgeJob?
+        switch body.store {
+        case "apple":
+            guard let config = apple[app] else {
+                throw AppError(.unprocessableContent, "store_not_configured", "App Store purchases are not configured for this app")
             }
-            if tx.revocationDate != nil {
-                throw AppError(.badRequest, "transaction_revoked", "This purchase was refunded or revoked")
-            }
+            let (tx, proof) = try await appleTransaction(body, app: app, config: config)
+            if tx.revocationDate != nil { throw AppError(.badRequest, "transaction_revoked", "This purchase was refunded or revoked") }
             let end = tx.expiresDate.map(AppStoreTransaction.date) ?? now
-            if let existing = try await subscriptions.byOriginalTransaction(app: app, store: "apple", original: tx.originalTransactionId, on: conn) {
+            purchase = StorePurchase(store: "apple", transactionID: tx.transactionId, originalTransactionID: tx.originalTransactionId,
+                                     productID: tx.productId, purchaseDate: AppStoreTransaction.date(tx.purchaseDate), endDate: end,
+                                     status: tx.isTrial ? "trial" : "active", autoRenew: true, isTrial: tx.isTrial,
+                                     environment: tx.environment ?? config.environment.rawValue, proof: proof)
+        case "google":
+            (purchase, acknowledge) = try await googlePurchase(body, app: app, now: now)
+        default:
+            throw AppError.validation("store", "store must be 'apple' or 'google'")
+        }
+        let result = try await record(purchase, app: app, user: user, restore: restore, acknowledge: acknowledge, now: now)
+        return try context.json(PurchaseResponse(subscription: SubscriptionView(result.0, features: result.1), activated: result.0.grantsAccess),
+                                status: result.2 ? .created : .ok)
+    }
+
+    /// Writes the subscription, its event, the receipt and the message to auth in one
+    /// transaction. The same purchase twice returns the existing subscription (seed 16a); a
+    /// purchase owned by another user of the app moves only on restore, as an event.
+    func record(_ p: StorePurchase, app: UUID, user: UUID, restore: Bool, acknowledge: GoogleAcknowledgeJob?, now: Date)
+        async throws -> (Subscription, JSONValue?, Bool) {
+        try await db.withTransaction(logger: logger) { conn in
+            // One purchase at a time per original transaction, whatever the number of devices posting it.
+            try await conn.query("SELECT pg_advisory_xact_lock(hashtext(\(app.uuidString + ":" + p.store + ":" + p.originalTransactionID)))", logger: logger)
+            let planList = try await plans.active(app: app, on: conn)
+            guard let plan = planList.first(where: { (p.store == "apple" ? $0.appleProductID : $0.googleProductID) == p.productID }) else {
+                throw AppError(.badRequest, "unknown_product", "No plan sells product \(p.productID)")
+            }
+            if let acknowledge {
+                try await JobQueue.enqueue(on: conn, queue: GoogleAcknowledgeJob.queue, kind: GoogleAcknowledgeJob.kind, payload: acknowledge,
+                                           runAt: now, maxAttempts: 50, uniqueKey: "ack:\(acknowledge.purchaseToken)", logger: logger)
+            }
+            if let existing = try await subscriptions.byOriginalTransaction(app: app, store: p.store, original: p.originalTransactionID, on: conn) {
                 if existing.userID != user {
                     guard restore else {
                         throw AppError(.conflict, "purchase_owned_by_another_user",
@@ -81,39 +126,71 @@ struct SubscriptionsController {
                     try await subscriptions.tellAuth(app: app, user: existing.userID, premium: false, on: conn)
                 }
                 // A newer transaction of the same subscription (renewal) moves the end date forward.
-                if end > existing.endDate {
+                if p.endDate > existing.endDate {
                     try await conn.query("""
-                        UPDATE subscriptions SET end_date = \(end), store_transaction_id = \(tx.transactionId),
-                               status = CASE WHEN \(end) > \(now) THEN 'active' ELSE status END, updated_at = \(now)
+                        UPDATE subscriptions SET end_date = \(p.endDate), store_transaction_id = \(p.transactionID),
+                               status = CASE WHEN \(p.endDate) > \(now) THEN \(p.status) ELSE status END, auto_renew = \(p.autoRenew),
+                               updated_at = \(now)
                         WHERE id = \(existing.id)
                         """, logger: logger)
                 }
-                try await insertReceipt(app: app, user: user, sub: existing.id, tx: tx, jws: jws, now: now, on: conn)
-                let current = try await subscriptions.byOriginalTransaction(app: app, store: "apple", original: tx.originalTransactionId, on: conn)!
+                try await insertReceipt(app: app, user: user, sub: existing.id, p, now: now, on: conn)
+                let current = try await subscriptions.byOriginalTransaction(app: app, store: p.store, original: p.originalTransactionID, on: conn)!
                 if current.grantsAccess { try await subscriptions.tellAuth(app: app, user: user, premium: true, on: conn) }
                 return (current, plan.features, false)
             }
-            guard end > now else { throw AppError(.badRequest, "subscription_expired", "This subscription period has ended") }
-            let status = tx.isTrial ? "trial" : "active"
+            guard p.endDate > now, ["trial", "active", "grace_period"].contains(p.status) else {
+                throw AppError(.badRequest, "subscription_expired", "This subscription period has ended")
+            }
             let rows = try await conn.query("""
-                INSERT INTO subscriptions (app_id, user_id, plan_id, plan_type, status, start_date, end_date, trial_end_date, auto_renew,
-                    store, store_product_id, store_transaction_id, store_original_transaction_id, environment, price, currency, created_at, updated_at)
-                VALUES (\(app), \(user), \(plan.id), \(plan.planType), \(status), \(AppStoreTransaction.date(tx.purchaseDate)), \(end),
-                    \(tx.isTrial ? end : nil), true, 'apple', \(tx.productId), \(tx.transactionId), \(tx.originalTransactionId),
-                    \(tx.environment ?? config.environment.rawValue), \(plan.price)::numeric, \(plan.currency), \(now), \(now))
+                INSERT INTO subscriptions (app_id, user_id, plan_id, plan_type, status, start_date, end_date, trial_end_date, grace_period_end,
+                    auto_renew, store, store_product_id, store_transaction_id, store_original_transaction_id, environment, price, currency,
+                    created_at, updated_at)
+                VALUES (\(app), \(user), \(plan.id), \(plan.planType), \(p.status), \(p.purchaseDate), \(p.endDate),
+                    \(p.isTrial ? p.endDate : nil), \(p.graceEnd), \(p.autoRenew), \(p.store), \(p.productID), \(p.transactionID),
+                    \(p.originalTransactionID), \(p.environment), \(plan.price)::numeric, \(plan.currency), \(now), \(now))
                 RETURNING id
                 """, logger: logger)
             var id = UUID()
             for try await v in rows.decode(UUID.self) { id = v }
-            try await subscriptions.event(id, app: app, user: user, type: tx.isTrial ? "trial_started" : "subscribed",
-                                          data: ["transaction_id": .string(tx.transactionId), "product_id": .string(tx.productId)], now: now, on: conn)
-            try await insertReceipt(app: app, user: user, sub: id, tx: tx, jws: jws, now: now, on: conn)
+            try await subscriptions.event(id, app: app, user: user, type: p.isTrial ? "trial_started" : "subscribed",
+                                          data: ["transaction_id": .string(p.transactionID), "product_id": .string(p.productID)], now: now, on: conn)
+            try await insertReceipt(app: app, user: user, sub: id, p, now: now, on: conn)
             try await subscriptions.tellAuth(app: app, user: user, premium: true, on: conn)
-            let created = try await subscriptions.byOriginalTransaction(app: app, store: "apple", original: tx.originalTransactionId, on: conn)!
+            let created = try await subscriptions.byOriginalTransaction(app: app, store: p.store, original: p.originalTransactionID, on: conn)!
             return (created, plan.features, true)
         }
-        return try context.json(PurchaseResponse(subscription: SubscriptionView(result.0, features: result.1), activated: result.0.grantsAccess),
-                                status: result.2 ? .created : .ok)
+    }
+
+    /// Reads the purchase from Google (never trusting the app's word for its state).
+    func googlePurchase(_ body: PurchaseBody, app: UUID, now: Date) async throws -> (StorePurchase, GoogleAcknowledgeJob?) {
+        guard let config = google[app] else {
+            throw AppError(.unprocessableContent, "store_not_configured", "Google Play purchases are not configured for this app")
+        }
+        guard let token = body.purchaseToken, !token.isEmpty, token.utf8.count <= 4096 else {
+            throw AppError.badRequest("Missing field 'purchase_token'", field: "purchase_token")
+        }
+        let g: GoogleSubscriptionPurchase
+        do {
+            g = try await googleClient.subscription(token: token, config: config, now: now)
+        } catch let e as GooglePlayError where (400..<500).contains(e.status) {
+            throw AppError(.badRequest, "invalid_purchase_token", "Google Play does not know this purchase", extra: ["google_status": .int(e.status)])
+        } catch {
+            throw AppError(.serviceUnavailable, "store_unavailable", "Google Play cannot be reached; try again")
+        }
+        guard let product = g.productID else { throw AppError(.badRequest, "invalid_purchase_token", "No line item in the purchase") }
+        if let wanted = body.productID, wanted != product { throw AppError(.badRequest, "product_mismatch", "The purchase is for \(product)") }
+        guard let (status, autoRenew) = GoogleStateMapping.status(g.subscriptionState, expiry: g.expiry, now: now) else {
+            throw AppError(.conflict, "payment_pending", "The payment is not complete yet")
+        }
+        let expiry = g.expiry ?? now
+        let graceEnd = status == "grace_period" ? max(expiry, now.addingTimeInterval(TimeInterval(GoogleStateMapping.fallbackGraceDays) * 86400)) : nil
+        let purchase = StorePurchase(store: "google", transactionID: g.latestOrderId ?? token, originalTransactionID: token, productID: product,
+                                     purchaseDate: GoogleSubscriptionPurchase.date(g.startTime) ?? now, endDate: expiry, status: status,
+                                     autoRenew: autoRenew, isTrial: false, environment: "Production", proof: token, graceEnd: graceEnd)
+        let ack = g.acknowledgementState == "ACKNOWLEDGEMENT_STATE_PENDING"
+            ? GoogleAcknowledgeJob(appID: app, purchaseToken: token, productID: product) : nil
+        return (purchase, ack)
     }
 
     /// StoreKit 2 signed transaction, or a legacy receipt checked with `verifyReceipt`.
@@ -166,13 +243,12 @@ struct SubscriptionsController {
         return (tx, receipt)
     }
 
-    func insertReceipt(app: UUID, user: UUID, sub: UUID, tx: AppStoreTransaction, jws: String, now: Date, on conn: PostgresConnection) async throws {
+    func insertReceipt(app: UUID, user: UUID, sub: UUID, _ p: StorePurchase, now: Date, on conn: PostgresConnection) async throws {
         try await conn.query("""
             INSERT INTO iap_receipts (app_id, user_id, subscription_id, store, transaction_id, original_transaction_id, product_id,
                                       purchase_date, expiration_date, is_trial, is_active, validated, validation_date, signed_data)
-            VALUES (\(app), \(user), \(sub), 'apple', \(tx.transactionId), \(tx.originalTransactionId), \(tx.productId),
-                    \(AppStoreTransaction.date(tx.purchaseDate)), \(tx.expiresDate.map(AppStoreTransaction.date)), \(tx.isTrial),
-                    true, true, \(now), \(jws))
+            VALUES (\(app), \(user), \(sub), \(p.store), \(p.transactionID), \(p.originalTransactionID), \(p.productID),
+                    \(p.purchaseDate), \(p.endDate), \(p.isTrial), true, true, \(now), \(p.proof))
             ON CONFLICT (app_id, store, transaction_id) DO NOTHING
             """, logger: logger)
     }

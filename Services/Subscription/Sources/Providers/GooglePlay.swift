@@ -1,0 +1,122 @@
+import _CryptoExtras
+import Crypto
+import Foundation
+import Logging
+import ServiceKit
+import Synchronization
+import WireTypes
+
+/// An app's Google Play settings (`GOOGLE_PLAY_APPS`, JSON keyed by app id).
+public struct GooglePlayConfig: Sendable {
+    public var packageName: String
+    public var serviceAccountEmail: String
+    public var privateKey: _RSA.Signing.PrivateKey
+
+    struct Raw: Decodable {
+        var packageName: String; var serviceAccountEmail: String; var privateKeyPEM: String
+        enum CodingKeys: String, CodingKey { case packageName = "package_name"; case serviceAccountEmail = "service_account_email"; case privateKeyPEM = "private_key_pem" }
+    }
+
+    public static func parse(_ json: String?) throws -> [UUID: GooglePlayConfig] {
+        guard let json, !json.isEmpty else { return [:] }
+        var out: [UUID: GooglePlayConfig] = [:]
+        for (app, r) in try JSONDecoder().decode([String: Raw].self, from: Data(json.utf8)) {
+            guard let id = UUID(uuidString: app) else { throw ConfigurationError("GOOGLE_PLAY_APPS: \(app) is not an app id") }
+            out[id] = GooglePlayConfig(packageName: r.packageName, serviceAccountEmail: r.serviceAccountEmail,
+                                       privateKey: try _RSA.Signing.PrivateKey(pemRepresentation: r.privateKeyPEM))
+        }
+        return out
+    }
+}
+
+/// `purchases.subscriptionsv2` as Google returns it (the fields used here).
+public struct GoogleSubscriptionPurchase: Decodable, Sendable {
+    public var subscriptionState: String
+    public var acknowledgementState: String?
+    public var latestOrderId: String?
+    public var startTime: String?
+    public var lineItems: [LineItem]?
+    public struct LineItem: Decodable, Sendable { public var productId: String; public var expiryTime: String? }
+
+    static func date(_ s: String?) -> Date? {
+        guard let s else { return nil }
+        let f = ISO8601DateFormatter()
+        f.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
+        return f.date(from: s) ?? ISO8601DateFormatter().date(from: s)
+    }
+    var expiry: Date? { lineItems?.compactMap { Self.date($0.expiryTime) }.max() }
+    var productID: String? { lineItems?.first?.productId }
+}
+
+public struct GooglePlayError: Error, CustomStringConvertible { public var status: Int; public var description: String }
+
+/// The Android Publisher API with a service account: an OAuth access token from a signed JWT
+/// (RS256, androidpublisher scope), cached until shortly before it expires.
+public final class GooglePlayClient: Sendable {
+    let http: CurlHTTPClient
+    let apiBase: String
+    let tokenURL: String
+    private let tokens = Mutex([String: (String, Date)]())
+
+    public init(http: CurlHTTPClient, apiBase: String, tokenURL: String) {
+        self.http = http
+        self.apiBase = apiBase
+        self.tokenURL = tokenURL
+    }
+
+    func accessToken(_ config: GooglePlayConfig, now: Date) async throws -> String {
+        if let (token, expires) = tokens.withLock({ $0[config.serviceAccountEmail] }), expires > now.addingTimeInterval(60) { return token }
+        let iat = Int(now.timeIntervalSince1970)
+        let header = Base64URL.encode(Data(#"{"alg":"RS256","typ":"JWT"}"#.utf8))
+        let claims = Base64URL.encode(Data(#"{"iss":"\#(config.serviceAccountEmail)","scope":"https://www.googleapis.com/auth/androidpublisher","aud":"\#(tokenURL)","iat":\#(iat),"exp":\#(iat + 3600)}"#.utf8))
+        let input = header + "." + claims
+        let signature = try config.privateKey.signature(for: SHA256.hash(data: Data(input.utf8)), padding: .insecurePKCS1v1_5)
+        let assertion = input + "." + Base64URL.encode(signature.rawRepresentation)
+        let body = Data("grant_type=urn%3Aietf%3Aparams%3Aoauth%3Agrant-type%3Ajwt-bearer&assertion=\(assertion)".utf8)
+        let response = try await http.send(HTTPRequest(method: "POST", url: tokenURL, headers: [("Content-Type", "application/x-www-form-urlencoded")],
+                                                       body: body, timeout: .seconds(10)))
+        struct T: Decodable { var access_token: String; var expires_in: Int }
+        guard response.isSuccess, let t = try? JSONDecoder().decode(T.self, from: response.body) else {
+            throw GooglePlayError(status: response.status, description: "token endpoint answered \(response.status)")
+        }
+        tokens.withLock { $0[config.serviceAccountEmail] = (t.access_token, now.addingTimeInterval(TimeInterval(t.expires_in))) }
+        return t.access_token
+    }
+
+    static func escape(_ s: String) -> String {
+        var allowed = CharacterSet.alphanumerics
+        allowed.insert(charactersIn: "-._~")
+        return s.addingPercentEncoding(withAllowedCharacters: allowed) ?? s
+    }
+
+    public func subscription(token purchaseToken: String, config: GooglePlayConfig, now: Date) async throws -> GoogleSubscriptionPurchase {
+        let url = "\(apiBase)/androidpublisher/v3/applications/\(Self.escape(config.packageName))/purchases/subscriptionsv2/tokens/\(Self.escape(purchaseToken))"
+        let response = try await http.send(HTTPRequest(url: url, headers: [("Authorization", "Bearer \(try await accessToken(config, now: now))")]), retries: 2)
+        guard response.isSuccess else { throw GooglePlayError(status: response.status, description: "subscriptionsv2.get answered \(response.status)") }
+        return try JSONDecoder().decode(GoogleSubscriptionPurchase.self, from: response.body)
+    }
+
+    public func acknowledge(token purchaseToken: String, productID: String, config: GooglePlayConfig, now: Date) async throws {
+        let url = "\(apiBase)/androidpublisher/v3/applications/\(Self.escape(config.packageName))/purchases/subscriptions/\(Self.escape(productID))/tokens/\(Self.escape(purchaseToken)):acknowledge"
+        let response = try await http.send(HTTPRequest(method: "POST", url: url, headers: [("Authorization", "Bearer \(try await accessToken(config, now: now))"),
+                                                                                        ("Content-Type", "application/json")], body: Data("{}".utf8)))
+        guard response.isSuccess else { throw GooglePlayError(status: response.status, description: "acknowledge answered \(response.status)") }
+    }
+}
+
+/// How a Google subscription state maps onto ours: a CANCELED subscription keeps access until
+/// its expiry (it only stops renewing); ON_HOLD, PAUSED and EXPIRED give none.
+public enum GoogleStateMapping {
+    public static func status(_ state: String, expiry: Date?, now: Date) -> (status: String, autoRenew: Bool)? {
+        let live = (expiry ?? .distantPast) > now
+        switch state {
+        case "SUBSCRIPTION_STATE_ACTIVE": return (live ? "active" : "expired", true)
+        case "SUBSCRIPTION_STATE_CANCELED": return (live ? "active" : "expired", false)
+        case "SUBSCRIPTION_STATE_IN_GRACE_PERIOD": return ("grace_period", true)
+        case "SUBSCRIPTION_STATE_ON_HOLD", "SUBSCRIPTION_STATE_PAUSED", "SUBSCRIPTION_STATE_EXPIRED": return ("expired", false)
+        default: return nil // PENDING and unknown states grant nothing yet
+        }
+    }
+    /// Google's grace period when the API gives no later expiry (seed: 3 days).
+    public static let fallbackGraceDays = 3
+}
