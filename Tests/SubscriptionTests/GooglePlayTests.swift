@@ -153,3 +153,51 @@ final class GooglePlayTests: XCTestCase {
         }
     }
 }
+
+/// Real-time developer notifications (Pub/Sub push): re-read from Google, once per message.
+final class GooglePubSubTests: XCTestCase {
+    static func push(_ h: PurchaseTests.H, messageID: String, token: String, type: Int, pushToken: String = "push-secret") async throws -> TestResponse {
+        let data = Data(#"{"version":"1.0","packageName":"com.quiz.android","eventTimeMillis":"1","subscriptionNotification":{"version":"1.0","notificationType":\#(type),"purchaseToken":"\#(token)","subscriptionId":"premium_monthly"}}"#.utf8).base64EncodedString()
+        return try await h.client.execute(uri: "/subscription/v1/webhooks/google?token=\(pushToken)", method: .post, headers: [.contentType: "application/json"],
+                                          body: ByteBuffer(string: #"{"message":{"data":"\#(data)","messageId":"\#(messageID)"},"subscription":"projects/p/subscriptions/s"}"#)) { $0 }
+    }
+
+    func testPushReReadsGoogleAndReplaysChangeNothing() async throws {
+        let google = try FakeGooglePlay()
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            let server = ServiceGroup(configuration: .init(services: [google.application()], logger: TestEnvironment.logger))
+            group.addTask { try await server.run() }
+            let overrides = ["GOOGLE_PLAY_API_URL": google.base, "GOOGLE_OAUTH_TOKEN_URL": "\(google.base)/token", "GOOGLE_PUBSUB_TOKEN": "push-secret"]
+            try await PurchaseTests.run(overrides: overrides, perApp: { ["GOOGLE_PLAY_APPS": google.config(app: $0)] }) { h in
+                let user = UUID()
+                let token = "tok-\(UUID().uuidString.prefix(8))"
+                google.purchase(token: token, state: "SUBSCRIPTION_STATE_ACTIVE", expiry: Date() + 30 * 86400)
+                let bought = try await GooglePlayTests.post(h, user, token: token)
+                XCTAssertEqual(bought.status, .created)
+                // Google says the subscription is on hold now; the push only names the token.
+                google.purchase(token: token, state: "SUBSCRIPTION_STATE_ON_HOLD", expiry: Date() - 60)
+                let messageID = "msg-\(UUID())"
+                for i in 0..<10 {
+                    let r = try await Self.push(h, messageID: messageID, token: token, type: 5)
+                    XCTAssertEqual(r.status, .ok)
+                    XCTAssertTrue(String(buffer: r.body).contains(i == 0 ? "applied" : "duplicate"))
+                }
+                let events = try await h.scalar("SELECT count(*)::int FROM subscription.subscription_events WHERE user_id = '\(user)' AND event_type = 'google_notification'")
+                XCTAssertEqual(events, 1, "ten deliveries, one change")
+                let me = try await h.client.execute(uri: "/subscription/v1/subscriptions/me", method: .get, headers: try h.headers(user)) { $0 }
+                XCTAssertTrue(String(buffer: me.body).contains(#""is_premium":false"#))
+                let told = try await h.scalar("SELECT count(*)::int FROM subscription.outbox WHERE path = '/internal/users/\(user.uuidString.lowercased())/status' AND body->>'status' = 'free'")
+                XCTAssertEqual(told, 1)
+                // A wrong push token, an undecodable message.
+                let forged = try await Self.push(h, messageID: "m-\(UUID())", token: token, type: 5, pushToken: "guess")
+                XCTAssertEqual(forged.status, .unauthorized)
+                let garbage = try await h.client.execute(uri: "/subscription/v1/webhooks/google?token=push-secret", method: .post,
+                                                         headers: [.contentType: "application/json"],
+                                                         body: ByteBuffer(string: #"{"message":{"data":"bm90IGpzb24=","messageId":"x"}}"#)) { $0 }
+                XCTAssertEqual(garbage.status, .badRequest)
+            }
+            await server.triggerGracefulShutdown()
+            try await group.waitForAll()
+        }
+    }
+}

@@ -50,6 +50,9 @@ public enum SubscriptionService: ServiceDefinition {
             subscriptions.addRoutes(user: routes.user, internalGroup: routes.internal)
             AppleNotificationsController(db: runtime.db, subscriptions: SubscriptionStore(logger: runtime.logger), apple: apple,
                                          clock: runtime.clock, logger: runtime.logger).addRoutes(to: routes.open)
+            GoogleNotificationsController(db: runtime.db, subscriptions: SubscriptionStore(logger: runtime.logger), google: google,
+                                          client: googleClient, pushToken: env.optional("GOOGLE_PUBSUB_TOKEN"), clock: runtime.clock,
+                                          logger: runtime.logger).addRoutes(to: routes.open)
             ContentController(db: runtime.db, ledger: ledger, plans: PlanStore(logger: runtime.logger), subscriptions: subscriptions,
                               clock: runtime.clock, logger: runtime.logger).addRoutes(to: routes.user)
         }

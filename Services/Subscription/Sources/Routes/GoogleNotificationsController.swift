@@ -1,0 +1,100 @@
+import Foundation
+import Hummingbird
+import PostgresNIO
+import ServiceKit
+import WireTypes
+
+/// `POST /webhooks/google`: Real-time developer notifications through a Pub/Sub push. The
+/// push body is never trusted for state: the subscription is re-read from Google. Deduplicated
+/// on `messageId`; a push that cannot be processed answers 503 so Pub/Sub delivers it again.
+struct GoogleNotificationsController {
+    let db: PostgresClient
+    let subscriptions: SubscriptionStore
+    let google: [UUID: GooglePlayConfig]
+    let client: GooglePlayClient
+    let pushToken: String?
+    let clock: any WallClock
+    let logger: Logger
+
+    func addRoutes(to open: RouterGroup<ServiceRequestContext>) {
+        open.post("webhooks/google") { request, context in try await receive(request, context) }
+    }
+
+    struct Push: Codable { struct Message: Codable { var data: String; var messageId: String }; var message: Message }
+    struct DeveloperNotification: Decodable {
+        var packageName: String
+        var subscriptionNotification: Sub?
+        struct Sub: Decodable { var notificationType: Int; var purchaseToken: String; var subscriptionId: String? }
+    }
+
+    func receive(_ request: Request, _ context: ServiceRequestContext) async throws -> Response {
+        if let pushToken {
+            guard let given = request.uri.queryParameters.get("token"), ConstantTime.equals(String(given), pushToken) else {
+                throw AppError(.unauthorized, "invalid_push_token", "Unknown push endpoint token")
+            }
+        }
+        let push = try await request.decodeJSON(as: Push.self, context: context)
+        guard let data = Data(base64Encoded: push.message.data),
+              let n = try? JSONDecoder().decode(DeveloperNotification.self, from: data) else {
+            throw AppError(.badRequest, "invalid_notification", "Undecodable Pub/Sub message")
+        }
+        guard let (app, config) = google.first(where: { $0.value.packageName == n.packageName }) else {
+            throw AppError(.badRequest, "invalid_notification", "Unknown package")
+        }
+        let now = clock.now()
+        let alreadySeen = try await db.withConnection { conn -> Bool in
+            for try await _ in try await conn.query("""
+                SELECT 1 FROM store_notifications WHERE store = 'google' AND notification_id = \(push.message.messageId)
+                """, logger: logger) { return true }
+            return false
+        }
+        if alreadySeen { return try context.json(["received": JSONValue.bool(true), "result": "duplicate"]) }
+        var fresh: GoogleSubscriptionPurchase?
+        if let sub = n.subscriptionNotification {
+            do { fresh = try await client.subscription(token: sub.purchaseToken, config: config, now: now) } catch {
+                logger.warning("Google re-read failed; Pub/Sub will redeliver", metadata: ["error": "\(error)"])
+                throw AppError(.serviceUnavailable, "store_unavailable", "Google Play cannot be reached; deliver again later")
+            }
+        }
+        let result: String = try await db.withTransaction(logger: logger) { conn in
+            let inserted = try await conn.query("""
+                INSERT INTO store_notifications (app_id, store, notification_id, notification_type, original_transaction_id, payload, received_at, result)
+                VALUES (\(app), 'google', \(push.message.messageId), \(String(n.subscriptionNotification?.notificationType ?? 0)),
+                        \(n.subscriptionNotification?.purchaseToken), \(String(decoding: data, as: UTF8.self))::jsonb, \(now), 'received')
+                ON CONFLICT (store, notification_id) DO NOTHING RETURNING id
+                """, logger: logger)
+            var id: UUID?
+            for try await v in inserted.decode(UUID.self) { id = v }
+            guard let id else { return "duplicate" }
+            var outcome = "ignored"
+            if let sub = n.subscriptionNotification, let g = fresh {
+                outcome = try await apply(g, token: sub.purchaseToken, type: sub.notificationType, app: app, now: now, on: conn)
+            }
+            try await conn.query("UPDATE store_notifications SET result = \(outcome) WHERE id = \(id)", logger: logger)
+            return outcome
+        }
+        return try context.json(["received": JSONValue.bool(true), "result": .string(result)])
+    }
+
+    func apply(_ g: GoogleSubscriptionPurchase, token: String, type: Int, app: UUID, now: Date, on conn: PostgresConnection) async throws -> String {
+        guard let sub = try await subscriptions.byOriginalTransaction(app: app, store: "google", original: token, on: conn) else { return "no_subscription" }
+        let mapped = GoogleStateMapping.status(g.subscriptionState, expiry: g.expiry, now: now)
+        let (status, autoRenew) = mapped ?? (sub.status, sub.autoRenew)
+        // Revoked (type 12) removes access at once whatever the expiry says.
+        let finalStatus = type == 12 ? "revoked" : status
+        let end = g.expiry ?? sub.endDate
+        let graceEnd = finalStatus == "grace_period" ? max(end, now.addingTimeInterval(TimeInterval(GoogleStateMapping.fallbackGraceDays) * 86400)) : nil
+        try await conn.query("""
+            UPDATE subscriptions SET status = \(finalStatus), end_date = \(end), auto_renew = \(autoRenew), grace_period_end = \(graceEnd),
+                   store_transaction_id = COALESCE(\(g.latestOrderId), store_transaction_id),
+                   expired_at = CASE WHEN \(finalStatus) IN ('expired', 'revoked') THEN \(now) ELSE NULL END, updated_at = \(now)
+            WHERE id = \(sub.id)
+            """, logger: logger)
+        try await subscriptions.event(sub.id, app: app, user: sub.userID, type: "google_notification",
+                                      data: ["notification_type": .int(type), "state": .string(g.subscriptionState)], now: now, on: conn)
+        if (sub.grantsAccess) != ["trial", "active", "grace_period"].contains(finalStatus) || finalStatus == "revoked" {
+            try await subscriptions.tellAuth(app: app, user: sub.userID, premium: ["trial", "active", "grace_period"].contains(finalStatus), on: conn)
+        }
+        return "applied"
+    }
+}
