@@ -114,6 +114,37 @@ final class StoreNotificationTests: XCTestCase {
         }
     }
 
+    func testVersionOneNotificationsWithTheSharedSecret() async throws {
+        try await PurchaseTests.run { h in
+            let user = UUID()
+            let original = "4\(Int.random(in: 1000000...9999999))"
+            _ = try await h.post("subscriptions/purchase", user, jws: try h.store.transaction(id: original, original: original, trial: false))
+            let ms = Int(Date().timeIntervalSince1970 * 1000)
+            func v1(_ type: String, password: String = "s3cret", autoRenew: String = "true") -> String {
+                #"{"notification_type":"\#(type)","password":"\#(password)","environment":"Sandbox","auto_renew_status":"\#(autoRenew)","unified_receipt":{"status":0,"latest_receipt_info":[{"product_id":"com.quiz.premium.annual","transaction_id":"\#(original)","original_transaction_id":"\#(original)","purchase_date_ms":"\#(ms - 60000)","expires_date_ms":"\#(ms + 86_400_000 * 7)"}]}}"#
+            }
+            func post(_ body: String) async throws -> TestResponse {
+                try await h.client.execute(uri: "/subscription/v1/webhooks/apple", method: .post, headers: [.contentType: "application/json"],
+                                           body: ByteBuffer(string: body)) { $0 }
+            }
+            let wrong = try await post(v1("CANCEL", password: "guess"))
+            XCTAssertEqual(wrong.status, .unauthorized)
+            let off = try await post(v1("DID_CHANGE_RENEWAL_STATUS", autoRenew: "false"))
+            XCTAssertTrue(String(buffer: off.body).contains("applied"))
+            var m = try await Self.me(h, user)
+            XCTAssertEqual(m.subscription?.auto_renew, false)
+            // Apple's v1 refund is CANCEL: access ends at once; a replay changes nothing.
+            let cancel = try await post(v1("CANCEL"))
+            XCTAssertTrue(String(buffer: cancel.body).contains("applied"))
+            let replay = try await post(v1("CANCEL"))
+            XCTAssertTrue(String(buffer: replay.body).contains("duplicate"))
+            m = try await Self.me(h, user)
+            XCTAssertFalse(m.is_premium)
+            let secrets = try await h.scalar("SELECT count(*)::int FROM subscription.store_notifications WHERE payload ? 'password'")
+            XCTAssertEqual(secrets, 0, "the shared secret is not stored")
+        }
+    }
+
     func testCancelKeepsAccessToTheEndAndTheSweepExpires() async throws {
         try await PurchaseTests.run { h in
             let user = UUID()

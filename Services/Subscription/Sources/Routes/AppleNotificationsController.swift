@@ -1,3 +1,4 @@
+import Crypto
 import Foundation
 import Hummingbird
 import PostgresNIO
@@ -28,8 +29,30 @@ struct AppleNotificationsController {
     }
     struct Renewal: Decodable { var gracePeriodExpiresDate: Double?; var autoRenewStatus: Int? }
 
+    /// App Store Server Notifications v1 (legacy): no signature, the app's shared secret in
+    /// `password` instead. Apple's v1 type for a refund is `CANCEL` (there is no DID_CANCEL).
+    struct V1: Decodable {
+        var notificationType: String
+        var password: String?
+        var autoRenewStatus: String?
+        var unifiedReceipt: Unified?
+        struct Unified: Decodable { var latestReceiptInfo: [AppleReceiptVerifier.ReceiptTransaction]?
+            enum CodingKeys: String, CodingKey { case latestReceiptInfo = "latest_receipt_info" } }
+        enum CodingKeys: String, CodingKey {
+            case notificationType = "notification_type", password, autoRenewStatus = "auto_renew_status", unifiedReceipt = "unified_receipt"
+        }
+    }
+
     func receive(_ request: Request, _ context: ServiceRequestContext) async throws -> Response {
-        let body = try await request.decodeJSON(as: Body.self, context: context)
+        let raw = try await request.decodeJSON(as: [String: JSONValue].self, context: context)
+        if raw["signedPayload"] == nil, raw["notification_type"] != nil {
+            return try await receiveV1(try JSON.decoder.decode(V1.self, from: try JSON.encoder.encode(raw)),
+                                       rawBody: try JSON.encoder.encode(raw), context)
+        }
+        guard case .string(let signed)? = raw["signedPayload"] else {
+            throw AppError.badRequest("Missing field 'signedPayload'", field: "signedPayload")
+        }
+        let body = Body(signedPayload: signed)
         // Which app: the bundle id inside (read before verifying only to pick the app's keys).
         let parts = body.signedPayload.split(separator: ".")
         guard parts.count == 3, let raw = Base64URL.decode(parts[1]),
@@ -67,6 +90,46 @@ struct AppleNotificationsController {
             guard let id else { return "duplicate" }
             let outcome = try await apply(n, tx: tx, renewal: renewal, app: app, now: now, on: conn)
             try await conn.query("UPDATE store_notifications SET result = \(outcome) WHERE id = \(id)", logger: logger)
+            return outcome
+        }
+        return try context.json(["received": JSONValue.bool(true), "result": .string(result)])
+    }
+
+    func receiveV1(_ v1: V1, rawBody: Data, _ context: ServiceRequestContext) async throws -> Response {
+        guard let password = v1.password,
+              let (app, _) = apple.first(where: { $0.value.sharedSecret.map { ConstantTime.equals($0, password) } ?? false }) else {
+            throw AppError(.unauthorized, "invalid_notification", "Unknown shared secret")
+        }
+        let latest = v1.unifiedReceipt?.latestReceiptInfo?.max { (Double($0.expiresDateMS ?? "0") ?? 0) < (Double($1.expiresDateMS ?? "0") ?? 0) }
+        let tx = latest.map {
+            AppStoreTransaction(transactionId: $0.transactionID, originalTransactionId: $0.originalTransactionID, productId: $0.productID,
+                                purchaseDate: Double($0.purchaseDateMS) ?? 0, expiresDate: $0.expiresDateMS.flatMap(Double.init),
+                                revocationDate: $0.cancellationDateMS.flatMap(Double.init), offerType: nil, offerDiscountType: nil,
+                                environment: nil, price: nil, currency: nil)
+        }
+        // v1 names onto the v2 effects.
+        let (type, subtype): (String, String?) = switch v1.notificationType {
+        case "CANCEL": ("REFUND", nil)
+        case "INTERACTIVE_RENEWAL", "RENEWAL": ("DID_RENEW", nil)
+        case "DID_CHANGE_RENEWAL_STATUS": ("DID_CHANGE_RENEWAL_STATUS", v1.autoRenewStatus == "true" ? "AUTO_RENEW_ENABLED" : "AUTO_RENEW_DISABLED")
+        default: (v1.notificationType, nil)
+        }
+        // v1 carries no id: the body's digest deduplicates replays.
+        let id = "v1:" + SHA256.hash(data: rawBody).map { String(format: "%02x", $0) }.joined()
+        let n = Notification(notificationType: type, subtype: subtype, notificationUUID: id, data: nil)
+        let now = clock.now()
+        let result: String = try await db.withTransaction(logger: logger) { conn in
+            let inserted = try await conn.query("""
+                INSERT INTO store_notifications (app_id, store, notification_id, notification_type, subtype, original_transaction_id, payload, received_at, result)
+                VALUES (\(app), 'apple', \(id), \(v1.notificationType), \(subtype), \(tx?.originalTransactionId),
+                        \(String(decoding: rawBody, as: UTF8.self))::jsonb - 'password', \(now), 'received')
+                ON CONFLICT (store, notification_id) DO NOTHING RETURNING id
+                """, logger: logger)
+            var row: UUID?
+            for try await v in inserted.decode(UUID.self) { row = v }
+            guard let row else { return "duplicate" }
+            let outcome = try await apply(n, tx: tx, renewal: nil, app: app, now: now, on: conn)
+            try await conn.query("UPDATE store_notifications SET result = \(outcome) WHERE id = \(row)", logger: logger)
             return outcome
         }
         return try context.json(["received": JSONValue.bool(true), "result": .string(result)])
