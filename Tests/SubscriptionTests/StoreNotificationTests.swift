@@ -38,7 +38,7 @@ final class StoreNotificationTests: XCTestCase {
                                    body: ByteBuffer(string: #"{"signedPayload":"\#(signed)"}"#)) { $0 }
     }
 
-    struct Me: Decodable { struct S: Decodable { var status: String; var auto_renew: Bool; var end_date: Date }; var subscription: S?; var is_premium: Bool; var warning: String? }
+    struct Me: Decodable { struct S: Decodable { var status: String; var auto_renew: Bool; var end_date: Date; var grace_period_end: Date? }; var subscription: S?; var is_premium: Bool; var warning: String?; var days_remaining: Int? }
     static func me(_ h: PurchaseTests.H, _ user: UUID) async throws -> Me {
         try await h.client.execute(uri: "/subscription/v1/subscriptions/me", method: .get, headers: try h.headers(user)) { $0 }.json(Me.self)
     }
@@ -69,6 +69,8 @@ final class StoreNotificationTests: XCTestCase {
             XCTAssertEqual(m.subscription?.status, "grace_period")
             XCTAssertTrue(m.is_premium)
             XCTAssertEqual(m.warning, "payment_issue")
+            XCTAssertTrue((40...41).contains(m.days_remaining ?? 0), "from the store's grace end date, not the 16-day fallback")
+            XCTAssertNotNil(m.subscription?.grace_period_end)
 
             // The user turns auto-renew off in the store: access continues.
             _ = try await Self.post(h, try h.store.notification("DID_CHANGE_RENEWAL_STATUS", subtype: "AUTO_RENEW_DISABLED", transaction: renewedTx))

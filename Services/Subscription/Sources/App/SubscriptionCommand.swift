@@ -16,7 +16,7 @@ public struct SubscriptionCommand: AsyncParsableCommand {
     }
 
     struct Plans: AsyncParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "Manage plans", subcommands: [SeedDefaults.self, Deactivate.self])
+        static let configuration = CommandConfiguration(abstract: "Manage plans", subcommands: [SeedDefaults.self, Create.self, Update.self, Deactivate.self])
     }
 
     /// The seed's monthly and annual plans for an app (idempotent): what `make run` uses.
@@ -30,6 +30,67 @@ public struct SubscriptionCommand: AsyncParsableCommand {
                 try await runtime.migrations.run(on: db, logger: runtime.logger)
                 let n = try await db.withConnection { try await PlanStore(logger: runtime.logger).seedDefaults(app: app, on: $0) }
                 print("created \(n) plan(s)")
+            }
+        }
+    }
+
+    struct Create: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Create a plan")
+        @Option(name: .customLong("app-id")) var appID: String
+        @Option var name: String
+        @Option(name: .customLong("plan-type"), help: "weekly, monthly or annual") var planType: String
+        @Option(name: .customLong("apple-product-id")) var appleProductID: String?
+        @Option(name: .customLong("google-product-id")) var googleProductID: String?
+        @Option var price: Double
+        @Option var currency: String = "EUR"
+        @Option(name: .customLong("trial-days")) var trialDays: Int = 0
+        @Option(help: "JSON object") var features: String = "{}"
+        func run() async throws {
+            guard let app = UUID(uuidString: appID) else { throw ValidationError("--app-id must be a UUID") }
+            guard ["weekly", "monthly", "annual"].contains(planType) else { throw ValidationError("--plan-type must be weekly, monthly or annual") }
+            guard price >= 0, trialDays >= 0, (try? JSONSerialization.jsonObject(with: Data(features.utf8))) is [String: Any] else {
+                throw ValidationError("--price and --trial-days must be positive, --features a JSON object")
+            }
+            let runtime = try SubscriptionService.makeRuntime()
+            let (name, type, apple, google, price, currency, trial, features) = (name, planType, appleProductID, googleProductID, price, currency, trialDays, features)
+            try await runtime.withDatabase { db in
+                try await runtime.migrations.run(on: db, logger: runtime.logger)
+                let rows = try await db.query("""
+                    INSERT INTO subscription_plans (app_id, name, plan_type, apple_product_id, google_product_id, price, currency,
+                                                    trial_enabled, trial_duration_days, features)
+                    VALUES (\(app), \(name), \(type), \(apple), \(google), \(price)::numeric, \(currency), \(trial > 0), \(trial), \(features)::jsonb)
+                    RETURNING id
+                    """, logger: runtime.logger)
+                for try await id in rows.decode(UUID.self) { print("plan \(id.uuidString.lowercased()) created") }
+            }
+        }
+    }
+
+    struct Update: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Change a plan's name, price, trial or features")
+        @Option(name: .customLong("plan-id")) var planID: String
+        @Option var name: String?
+        @Option var price: Double?
+        @Option(name: .customLong("trial-days")) var trialDays: Int?
+        @Option(help: "JSON object") var features: String?
+        func run() async throws {
+            guard let plan = UUID(uuidString: planID) else { throw ValidationError("--plan-id must be a UUID") }
+            if let features, !((try? JSONSerialization.jsonObject(with: Data(features.utf8))) is [String: Any]) {
+                throw ValidationError("--features must be a JSON object")
+            }
+            let runtime = try SubscriptionService.makeRuntime()
+            let (name, price, trial, features) = (name, price, trialDays, features)
+            try await runtime.withDatabase { db in
+                var n = 0
+                for try await _ in try await db.query("""
+                    UPDATE subscription_plans SET name = COALESCE(\(name), name), price = COALESCE(\(price)::numeric, price),
+                           trial_duration_days = COALESCE(\(trial), trial_duration_days),
+                           trial_enabled = COALESCE(\(trial.map { $0 > 0 }), trial_enabled),
+                           features = COALESCE(\(features)::jsonb, features)
+                    WHERE id = \(plan) RETURNING id
+                    """, logger: runtime.logger) { n += 1 }
+                guard n == 1 else { throw ValidationError("no plan \(plan)") }
+                print("plan \(plan.uuidString.lowercased()) updated")
             }
         }
     }

@@ -258,7 +258,9 @@ struct SubscriptionsController {
         var isPremium: Bool
         var features: JSONValue
         var warning: String?
-        enum CodingKeys: String, CodingKey { case subscription; case isPremium = "is_premium"; case features; case warning }
+        /// In a grace period: whole days left before access ends.
+        var daysRemaining: Int?
+        enum CodingKeys: String, CodingKey { case subscription; case isPremium = "is_premium"; case features; case warning; case daysRemaining = "days_remaining" }
     }
 
     func state(app: UUID, user: UUID) async throws -> (Subscription?, JSONValue) {
@@ -285,11 +287,18 @@ struct SubscriptionsController {
     func me(_ context: ServiceRequestContext) async throws -> Response {
         let (app, user) = try context.requireUser()
         let (sub, features) = try await state(app: app, user: user)
-        guard let sub else { return try context.json(MeResponse(subscription: nil, isPremium: false, features: .object([:]), warning: nil)) }
+        guard let sub else { return try context.json(MeResponse(subscription: nil, isPremium: false, features: .object([:]), warning: nil, daysRemaining: nil)) }
         var warning: String?
-        if sub.status == "grace_period" { warning = "payment_issue" } else if sub.status == "expired" { warning = "subscription_expired" }
+        var days: Int?
+        if sub.status == "grace_period" {
+            warning = "payment_issue"
+            let end = sub.gracePeriodEnd ?? sub.endDate
+            days = max(0, Int((end.timeIntervalSince(clock.now()) / 86400).rounded(.up)))
+        } else if sub.status == "expired" {
+            warning = "subscription_expired"
+        }
         return try context.json(MeResponse(subscription: SubscriptionView(sub, features: nil), isPremium: sub.grantsAccess,
-                                           features: features, warning: warning))
+                                           features: features, warning: warning, daysRemaining: days))
     }
 
     struct CancelResponse: Codable {
