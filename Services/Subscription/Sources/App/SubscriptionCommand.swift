@@ -111,7 +111,27 @@ public struct SubscriptionCommand: AsyncParsableCommand {
     }
 
     struct Content: AsyncParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "Content access rules", subcommands: [SetRule.self])
+        static let configuration = CommandConfiguration(abstract: "Content access rules", subcommands: [SetRule.self, DeactivateRule.self])
+    }
+
+    /// Removes a content rule from use (unknown content is then refused, as any unknown id).
+    struct DeactivateRule: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(commandName: "deactivate", abstract: "Deactivate a content rule")
+        @Option(name: .customLong("app-id")) var appID: String
+        @Option(name: .customLong("content-id")) var contentID: String
+        func run() async throws {
+            guard let app = UUID(uuidString: appID) else { throw ValidationError("--app-id must be a UUID") }
+            let runtime = try SubscriptionService.makeRuntime()
+            let content = contentID
+            try await runtime.withDatabase { db in
+                var n = 0
+                for try await _ in try await db.query("""
+                    UPDATE content_rules SET active = false, updated_at = now() WHERE app_id = \(app) AND content_id = \(content) RETURNING content_id
+                    """, logger: runtime.logger) { n += 1 }
+                guard n == 1 else { throw ValidationError("no content \(content) in app \(app)") }
+                print("content \(content) deactivated")
+            }
+        }
     }
 
     /// Sets a content's access level and, for freemium content, its credit price.
