@@ -12,6 +12,13 @@ extension PostgresClient {
             password: config.password, database: config.database, tls: .disable)
         pg.options.maximumConnections = config.maxConnections
         pg.options.connectTimeout = .seconds(3)
+        // Measured with postgres-nio 1.33.2: every release of a connection schedules a
+        // keep-alive timer (30 s) and, above the minimum, an idle timer (60 s); under load they
+        // pile up (~1 KB per request, 1.5 GB at 30 k leases/s) and cut throughput by 2.5x.
+        // A fixed pool without keep-alive pings stays flat; a dead connection is noticed on
+        // use (the request gets a 503 and the pool reconnects).
+        pg.options.minimumConnections = config.maxConnections
+        pg.options.keepAliveBehavior = nil
         pg.options.additionalStartupParameters = [("search_path", "\(config.schema),public"),
                                                   ("application_name", config.username)]
         self.init(configuration: pg, backgroundLogger: logger)
