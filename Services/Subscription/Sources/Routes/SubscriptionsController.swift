@@ -267,7 +267,7 @@ struct SubscriptionsController {
         let now = clock.now()
         // Fast path: one read. Only a subscription whose end has passed takes the locked path
         // that flips it to expired.
-        let snap = try await db.withConnection { try await subscriptions.snapshot(app: app, user: user, on: $0) }
+        let snap = try await subscriptions.snapshot(app: app, user: user, db: db)
         guard let (sub, featuresText) = snap else { return (nil, .object([:])) }
         let end = sub.status == "grace_period" ? (sub.gracePeriodEnd ?? sub.endDate) : sub.endDate
         if !sub.grantsAccess || end > now {
