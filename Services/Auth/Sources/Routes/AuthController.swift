@@ -102,14 +102,22 @@ struct AuthController {
             return try await registerEmail(body, appID: appID, now: now, request, context)
         case .guest:
             return try await signInGuest(body, appID: appID, now: now, request, context)
-        case .google:
-            let identity = try await verifyGoogle(body.credentials, appID: appID, now: now, request, context)
-            return try await signInWithProvider(.google, identity: identity, body: body, appID: appID, registering: true, now: now, request, context)
-        case .apple:
+        case .google, .apple:
+            return try await providerSignIn(body, appID: appID, registering: true, now: now, request, context)
+        }
+    }
+
+    /// Google or Apple: verify the provider's proof, then register or log in with it.
+    func providerSignIn(_ body: AuthRequest, appID: UUID, registering: Bool, now: Date,
+                        _ request: Request, _ context: ServiceRequestContext) async throws -> Response {
+        if body.provider == .apple {
             let (identity, sealed) = try await verifyApple(body.credentials, appID: appID, now: now, request, context)
-            return try await signInWithProvider(.apple, identity: identity, body: body, appID: appID, registering: true,
+            return try await signInWithProvider(.apple, identity: identity, body: body, appID: appID, registering: registering,
                                                 providerRefreshToken: sealed, now: now, request, context)
         }
+        let identity = try await verifyGoogle(body.credentials, appID: appID, now: now, request, context)
+        return try await signInWithProvider(.google, identity: identity, body: body, appID: appID, registering: registering,
+                                            now: now, request, context)
     }
 
     private func registerEmail(_ body: AuthRequest, appID: UUID, now: Date, _ request: Request, _ context: ServiceRequestContext) async throws -> Response {
@@ -338,13 +346,8 @@ struct AuthController {
         switch body.provider {
         case .email: return try await loginEmail(body, appID: appID, now: now, request, context)
         case .guest: return try await signInGuest(body, appID: appID, now: now, request, context)
-        case .google:
-            let identity = try await verifyGoogle(body.credentials, appID: appID, now: now, request, context)
-            return try await signInWithProvider(.google, identity: identity, body: body, appID: appID, registering: false, now: now, request, context)
-        case .apple:
-            let (identity, sealed) = try await verifyApple(body.credentials, appID: appID, now: now, request, context)
-            return try await signInWithProvider(.apple, identity: identity, body: body, appID: appID, registering: false,
-                                                providerRefreshToken: sealed, now: now, request, context)
+        case .google, .apple:
+            return try await providerSignIn(body, appID: appID, registering: false, now: now, request, context)
         }
     }
 

@@ -77,20 +77,10 @@ struct AppleNotificationsController {
             throw AppError(.badRequest, "invalid_notification", "Notification signature validation failed")
         }
         let now = clock.now()
-        let result: String = try await db.withTransaction(logger: logger) { conn in
-            let payload = String(decoding: raw, as: UTF8.self)
-            let inserted = try await conn.query("""
-                INSERT INTO store_notifications (app_id, store, notification_id, notification_type, subtype, original_transaction_id, payload, received_at, result)
-                VALUES (\(app), 'apple', \(n.notificationUUID), \(n.notificationType), \(n.subtype), \(tx?.originalTransactionId),
-                        \(payload)::jsonb, \(now), 'received')
-                ON CONFLICT (store, notification_id) DO NOTHING RETURNING id
-                """, logger: logger)
-            var id: UUID?
-            for try await v in inserted.decode(UUID.self) { id = v }
-            guard let id else { return "duplicate" }
-            let outcome = try await apply(n, tx: tx, renewal: renewal, app: app, now: now, on: conn)
-            try await conn.query("UPDATE store_notifications SET result = \(outcome) WHERE id = \(id)", logger: logger)
-            return outcome
+        let result = try await subscriptions.receiveOnce(
+            app: app, store: "apple", id: n.notificationUUID, type: n.notificationType, subtype: n.subtype,
+            originalTransaction: tx?.originalTransactionId, payload: String(decoding: raw, as: UTF8.self), now: now, db: db) { conn in
+            try await apply(n, tx: tx, renewal: renewal, app: app, now: now, on: conn)
         }
         return try context.json(["received": JSONValue.bool(true), "result": .string(result)])
     }
@@ -118,19 +108,13 @@ struct AppleNotificationsController {
         let id = "v1:" + SHA256.hash(data: rawBody).map { String(format: "%02x", $0) }.joined()
         let n = Notification(notificationType: type, subtype: subtype, notificationUUID: id, data: nil)
         let now = clock.now()
-        let result: String = try await db.withTransaction(logger: logger) { conn in
-            let inserted = try await conn.query("""
-                INSERT INTO store_notifications (app_id, store, notification_id, notification_type, subtype, original_transaction_id, payload, received_at, result)
-                VALUES (\(app), 'apple', \(id), \(v1.notificationType), \(subtype), \(tx?.originalTransactionId),
-                        \(String(decoding: rawBody, as: UTF8.self))::jsonb - 'password', \(now), 'received')
-                ON CONFLICT (store, notification_id) DO NOTHING RETURNING id
-                """, logger: logger)
-            var row: UUID?
-            for try await v in inserted.decode(UUID.self) { row = v }
-            guard let row else { return "duplicate" }
-            let outcome = try await apply(n, tx: tx, renewal: nil, app: app, now: now, on: conn)
-            try await conn.query("UPDATE store_notifications SET result = \(outcome) WHERE id = \(row)", logger: logger)
-            return outcome
+        // The shared secret is not kept with the stored body.
+        var stored = (try? JSONDecoder().decode([String: JSONValue].self, from: rawBody)) ?? [:]
+        stored["password"] = nil
+        let result = try await subscriptions.receiveOnce(
+            app: app, store: "apple", id: id, type: v1.notificationType, subtype: subtype, originalTransaction: tx?.originalTransactionId,
+            payload: String(decoding: try JSON.encoder.encode(stored), as: UTF8.self), now: now, db: db) { conn in
+            try await apply(n, tx: tx, renewal: nil, app: app, now: now, on: conn)
         }
         return try context.json(["received": JSONValue.bool(true), "result": .string(result)])
     }

@@ -42,13 +42,7 @@ struct GoogleNotificationsController {
             throw AppError(.badRequest, "invalid_notification", "Unknown package")
         }
         let now = clock.now()
-        let alreadySeen = try await db.withConnection { conn -> Bool in
-            for try await _ in try await conn.query("""
-                SELECT 1 FROM store_notifications WHERE store = 'google' AND notification_id = \(push.message.messageId)
-                """, logger: logger) { return true }
-            return false
-        }
-        if alreadySeen { return try context.json(["received": JSONValue.bool(true), "result": "duplicate"]) }
+        if try await subscriptions.notificationSeen(store: "google", id: push.message.messageId, db: db) { return try context.json(["received": JSONValue.bool(true), "result": "duplicate"]) }
         var fresh: GoogleSubscriptionPurchase?
         if let sub = n.subscriptionNotification {
             do { fresh = try await client.subscription(token: sub.purchaseToken, config: config, now: now) } catch {
@@ -56,22 +50,12 @@ struct GoogleNotificationsController {
                 throw AppError(.serviceUnavailable, "store_unavailable", "Google Play cannot be reached; deliver again later")
             }
         }
-        let result: String = try await db.withTransaction(logger: logger) { conn in
-            let inserted = try await conn.query("""
-                INSERT INTO store_notifications (app_id, store, notification_id, notification_type, original_transaction_id, payload, received_at, result)
-                VALUES (\(app), 'google', \(push.message.messageId), \(String(n.subscriptionNotification?.notificationType ?? 0)),
-                        \(n.subscriptionNotification?.purchaseToken), \(String(decoding: data, as: UTF8.self))::jsonb, \(now), 'received')
-                ON CONFLICT (store, notification_id) DO NOTHING RETURNING id
-                """, logger: logger)
-            var id: UUID?
-            for try await v in inserted.decode(UUID.self) { id = v }
-            guard let id else { return "duplicate" }
-            var outcome = "ignored"
-            if let sub = n.subscriptionNotification, let g = fresh {
-                outcome = try await apply(g, token: sub.purchaseToken, type: sub.notificationType, app: app, now: now, on: conn)
-            }
-            try await conn.query("UPDATE store_notifications SET result = \(outcome) WHERE id = \(id)", logger: logger)
-            return outcome
+        let result = try await subscriptions.receiveOnce(
+            app: app, store: "google", id: push.message.messageId, type: String(n.subscriptionNotification?.notificationType ?? 0),
+            subtype: nil, originalTransaction: n.subscriptionNotification?.purchaseToken, payload: String(decoding: data, as: UTF8.self),
+            now: now, db: db) { conn in
+            guard let sub = n.subscriptionNotification, let g = fresh else { return "ignored" }
+            return try await apply(g, token: sub.purchaseToken, type: sub.notificationType, app: app, now: now, on: conn)
         }
         return try context.json(["received": JSONValue.bool(true), "result": .string(result)])
     }

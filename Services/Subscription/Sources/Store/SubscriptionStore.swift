@@ -119,6 +119,35 @@ public struct SubscriptionStore: Sendable {
         }
     }
 
+    /// The store notification inbox: records a notification once per (store, id) and runs
+    /// `apply` in the same transaction; a replay returns "duplicate" and changes nothing.
+    public func receiveOnce(app: UUID, store: String, id: String, type: String, subtype: String?, originalTransaction: String?,
+                            payload: String, now: Date, db: PostgresClient,
+                            apply: (PostgresConnection) async throws -> String) async throws -> String {
+        try await db.withTransaction(logger: logger) { conn in
+            let inserted = try await conn.query("""
+                INSERT INTO store_notifications (app_id, store, notification_id, notification_type, subtype, original_transaction_id,
+                                                 payload, received_at, result)
+                VALUES (\(app), \(store), \(id), \(type), \(subtype), \(originalTransaction), \(payload)::jsonb, \(now), 'received')
+                ON CONFLICT (store, notification_id) DO NOTHING RETURNING id
+                """, logger: logger)
+            var row: UUID?
+            for try await v in inserted.decode(UUID.self) { row = v }
+            guard let row else { return "duplicate" }
+            let outcome = try await apply(conn)
+            try await conn.query("UPDATE store_notifications SET result = \(outcome) WHERE id = \(row)", logger: logger)
+            return outcome
+        }
+    }
+
+    /// Whether a notification was already recorded (to skip a store round trip on a replay).
+    public func notificationSeen(store: String, id: String, db: PostgresClient) async throws -> Bool {
+        for try await _ in try await db.query("""
+            SELECT 1 FROM store_notifications WHERE store = \(store) AND notification_id = \(id)
+            """, logger: logger) { return true }
+        return false
+    }
+
     public func latest(app: UUID, user: UUID, on conn: PostgresConnection) async throws -> Subscription? {
         try await Self.decode(try await conn.query("""
             SELECT \(unescaped: Self.columns) FROM subscriptions WHERE app_id = \(app) AND user_id = \(user)
