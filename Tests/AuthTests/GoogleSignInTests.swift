@@ -72,6 +72,16 @@ final class GoogleSignInTests: XCTestCase {
         }
     }
 
+    func testUnreachableGoogleKeysAre503NotARefusal() async throws {
+        let dead = "http://127.0.0.1:\(try TestEnvironment.freePort())/certs"
+        try await AuthHarness.run(overrides: ["GOOGLE_JWKS_URL": dead]) { h in
+            let token = try await h.google.idToken(sub: "g-\(UUID())", aud: h.googleClientID)
+            let r = try await h.post("auth/register", Self.body(token))
+            XCTAssertEqual(r.status, .serviceUnavailable)
+            XCTAssertEqual(try r.envelope().error, "provider_unavailable")
+        }
+    }
+
     func testForgedTokensAreRefused() async throws {
         try await AuthHarness.run { h in
             let other = try await FakeIdentityProvider()

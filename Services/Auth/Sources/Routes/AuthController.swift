@@ -212,17 +212,26 @@ struct AuthController {
     func verifyGoogle(_ credentials: Credentials, appID: UUID, now: Date, _ request: Request, _ context: ServiceRequestContext) async throws -> ProviderIdentity {
         let token = try credentials.require(credentials.googleIDToken, "google_id_token")
         let clientIDs = try await ctx.applications.find(id: appID)?.googleClientIDs ?? []
-        do {
+        return try await checkingProof(.google, label: "Google", appID: appID, request, context) {
             guard !clientIDs.isEmpty else { throw IdentityTokenError(description: "no Google client id configured for the app") }
             return try await ctx.google.verify(idToken: token, clientIDs: clientIDs, now: now)
+        }
+    }
+
+    /// A provider's proof, checked: its keys unreachable is a 503 the app may retry; anything
+    /// else refused is audited and answered 401 `invalid_token` "<Provider> authentication failed".
+    func checkingProof<T: Sendable>(_ provider: AuthProvider, label: String, appID: UUID, _ request: Request, _ context: ServiceRequestContext,
+                                    _ check: () async throws -> T) async throws -> T {
+        do {
+            return try await check()
         } catch let error as HTTPClientError {
-            ctx.logger.error("Google keys unreachable", metadata: ["error": "\(error)"])
-            throw AppError(.serviceUnavailable, "provider_unavailable", "Google sign-in is temporarily unavailable")
+            ctx.logger.error("\(label) keys unreachable", metadata: ["error": "\(error)"])
+            throw AppError(.serviceUnavailable, "provider_unavailable", "\(label) sign-in is temporarily unavailable")
         } catch {
-            ctx.logger.info("Google token refused", metadata: ["reason": "\(error)"])
-            await ctx.audit.record(ctx.entry("register", "failure", app: appID, user: nil, request, context,
-                                             details: ["provider": "google", "reason": "invalid_token"]), db: ctx.db)
-            throw AppError(.unauthorized, "invalid_token", "Google authentication failed")
+            ctx.logger.info("\(label) token refused", metadata: ["reason": "\(error)"])
+            await ctx.audit.record(ctx.entry("sign_in", "failure", app: appID, user: nil, request, context,
+                                             details: ["provider": .string(provider.rawValue), "reason": "invalid_token"]), db: ctx.db)
+            throw AppError(.unauthorized, "invalid_token", "\(label) authentication failed")
         }
     }
 
@@ -233,18 +242,9 @@ struct AuthController {
         async throws -> (ProviderIdentity, ByteBuffer?) {
         let token = try credentials.require(credentials.appleIdentityToken, "apple_identity_token")
         let audiences = try await ctx.applications.find(id: appID)?.appleBundleIDs ?? []
-        var identity: ProviderIdentity
-        do {
+        var identity = try await checkingProof(.apple, label: "Apple", appID: appID, request, context) {
             guard !audiences.isEmpty else { throw AppleIdentityError(description: "no Apple bundle id configured for the app") }
-            identity = try await ctx.apple.verify(identityToken: token, audiences: audiences, rawNonce: credentials.nonce, now: now)
-        } catch let error as HTTPClientError {
-            ctx.logger.error("Apple keys unreachable", metadata: ["error": "\(error)"])
-            throw AppError(.serviceUnavailable, "provider_unavailable", "Sign in with Apple is temporarily unavailable")
-        } catch {
-            ctx.logger.info("Apple token refused", metadata: ["reason": "\(error)"])
-            await ctx.audit.record(ctx.entry("sign_in_apple", "failure", app: appID, user: nil, request, context,
-                                             details: ["provider": "apple", "reason": "invalid_token"]), db: ctx.db)
-            throw AppError(.unauthorized, "invalid_token", "Apple authentication failed")
+            return try await ctx.apple.verify(identityToken: token, audiences: audiences, rawNonce: credentials.nonce, now: now)
         }
         let name = [credentials.userInfo?.firstName, credentials.userInfo?.lastName].compactMap { $0 }.joined(separator: " ")
         identity.name = name.isEmpty ? nil : String(name.prefix(200))
