@@ -75,6 +75,8 @@ public struct ServiceConfig: Sendable {
     public var acceptedInternalCredentials: [ServiceName: String]
     /// How long a verified (app id, API key) pair is trusted without asking auth again.
     public var tenantCacheSeconds: Int
+    /// The operator credential on `/<prefix>/v1/admin/...`-style routes (with the tenant headers).
+    public var adminToken: String
     /// How long auth's JWKS is cached before a refetch.
     public var jwksCacheSeconds: Int
     public var logLevel: String
@@ -111,6 +113,7 @@ public struct ServiceConfig: Sendable {
         }
         acceptedInternalCredentials = accepted
         tenantCacheSeconds = env.int("TENANT_CACHE_SECONDS", default: 60)
+        adminToken = env.string("ADMIN_API_TOKEN", default: "local-admin-token")
         jwksCacheSeconds = env.int("JWKS_CACHE_SECONDS", default: 300)
         logLevel = env.string("LOG_LEVEL", default: "info")
         dataDirectory = env.string("DATA_DIR", default: ".data")

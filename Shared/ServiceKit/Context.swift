@@ -84,10 +84,19 @@ extension HTTPField.Name {
     public static let xServiceName = Self("X-Service-Name")!
     public static let idempotencyKey = Self("Idempotency-Key")!
     public static let xDeviceID = Self("X-Device-ID")!
+    /// The client's country (ISO 3166-1 alpha-2), set by the app from its locale or by an edge
+    /// proxy from the address.
+    public static let xCountryCode = Self("X-Country-Code")!
 }
 
 /// Shared JSON coders: snake_case comes from explicit `CodingKeys`, dates are ISO-8601 UTC.
 public enum JSON {
+    /// A date as the encoder writes it (ISO-8601 UTC, seconds).
+    public static func iso8601(_ date: Date) -> String {
+        let f = ISO8601DateFormatter()
+        f.formatOptions = [.withInternetDateTime]
+        return f.string(from: date)
+    }
     public static let encoder: JSONEncoder = {
         let e = JSONEncoder()
         e.dateEncodingStrategy = .iso8601

@@ -33,13 +33,19 @@ public enum Outbox {
     /// idempotency key the receiver will see.
     @discardableResult
     public static func write(_ message: OutboxMessage, on connection: PostgresConnection, logger: Logger) async throws -> UUID {
+        try await enqueue(message, on: connection, logger: logger).key
+    }
+
+    /// Like `write`, also returning the row id, for a caller that attempts delivery at once
+    /// after its commit (`OutboxWorker.deliverNow`).
+    public static func enqueue(_ message: OutboxMessage, on connection: PostgresConnection, logger: Logger) async throws -> (id: Int64, key: UUID) {
         let body = message.body.map { String(decoding: $0, as: UTF8.self) }
         let rows = try await connection.query("""
             INSERT INTO outbox (target_service, method, path, body)
             VALUES (\(message.target.rawValue), \(message.method), \(message.path), \(body)::jsonb)
-            RETURNING idempotency_key
+            RETURNING id, idempotency_key
             """, logger: logger)
-        for try await key in rows.decode(UUID.self) { return key }
+        for try await (id, key) in rows.decode((Int64, UUID).self) { return (id, key) }
         throw OutboxError.notWritten
     }
 
@@ -107,19 +113,42 @@ public struct OutboxWorker: Service {
         return batch.count
     }
 
-    private func deliver(_ row: Row) async {
+    /// Attempts one row right away (the caller has just committed it), with a short timeout.
+    /// Returns the receiver's answer when it was delivered; otherwise the row stays pending
+    /// (or leased by a worker) and is delivered later.
+    public func deliverNow(id: Int64, timeout: Duration) async -> HTTPResponseData? {
+        do {
+            let rows = try await client.query("""
+                UPDATE outbox SET attempts = attempts + 1, next_attempt_at = now() + interval '60 seconds'
+                WHERE id = \(id) AND status = 'pending' AND next_attempt_at <= now()
+                RETURNING id, idempotency_key, target_service, method, path, body::text, attempts, max_attempts
+                """, logger: logger)
+            for try await r in rows.decode((Int64, UUID, String, String, String, String?, Int, Int).self) {
+                return await deliver(Row(id: r.0, key: r.1, target: r.2, method: r.3, path: r.4, body: r.5, attempts: r.6, max: r.7),
+                                     timeout: timeout)
+            }
+        } catch {
+            logger.warning("immediate outbox delivery not attempted", metadata: ["id": "\(id)", "error": "\(error)"])
+        }
+        return nil
+    }
+
+    @discardableResult
+    private func deliver(_ row: Row, timeout: Duration = .seconds(10)) async -> HTTPResponseData? {
         guard let target = ServiceName(rawValue: row.target), let base = serviceURLs[target] else {
             await record(row, outcome: .dead("unknown target service \(row.target)"))
-            return
+            return nil
         }
         var headers = credential.headers + [("Idempotency-Key", row.key.uuidString.lowercased())]
         if row.body != nil { headers.append(("Content-Type", "application/json")) }
         let request = HTTPRequest(method: row.method, url: base + row.path, headers: headers,
-                                  body: row.body.map { Data($0.utf8) }, timeout: .seconds(10))
+                                  body: row.body.map { Data($0.utf8) }, timeout: timeout)
         do {
             let response = try await http.send(request)
             switch response.status {
-            case 200..<300: await record(row, outcome: .delivered)
+            case 200..<300:
+                await record(row, outcome: .delivered)
+                return response
             // 404 is retried too: the receiver may not have been upgraded to this route yet.
             case 404, 408, 409, 423, 429, 500...: await record(row, outcome: .retry("HTTP \(response.status)"))
             default: await record(row, outcome: .dead("HTTP \(response.status): \(String(decoding: response.body.prefix(500), as: UTF8.self))"))
@@ -127,6 +156,7 @@ public struct OutboxWorker: Service {
         } catch {
             await record(row, outcome: .retry(String(describing: error)))
         }
+        return nil
     }
 
     private enum Outcome { case delivered, retry(String), dead(String) }

@@ -91,6 +91,8 @@ public struct ServiceRoutes {
     public let user: RouterGroup<ServiceRequestContext>
     /// `/internal`, service credential required.
     public let `internal`: RouterGroup<ServiceRequestContext>
+    /// `/<prefix>/v1`, tenant headers and the operator's admin token required.
+    public let admin: RouterGroup<ServiceRequestContext>
 }
 
 /// The composition root shared by the four services: middleware, health/ready/metrics, the
@@ -133,7 +135,10 @@ public func buildServiceApplication(
     if let userData {
         UserDataController(service: config.service, sections: userData, db: runtime.db, logger: runtime.logger).addRoutes(to: internalGroup)
     }
-    try configure(ServiceRoutes(router: router, open: open, tenant: tenant, user: user, internal: internalGroup))
+    let admin = router.group(RouterPath(prefix))
+        .add(middleware: TenantMiddleware(verifier: appVerifier))
+        .add(middleware: AdminAuthMiddleware(token: config.adminToken))
+    try configure(ServiceRoutes(router: router, open: open, tenant: tenant, user: user, internal: internalGroup, admin: admin))
 
     var services: [any Service] = [runtime.db]
     if config.runWorkers {

@@ -144,3 +144,15 @@ public struct CreditEarnRequest: Codable, Sendable, Equatable {
         self.userID = userID; self.appID = appID; self.amount = amount; self.source = source; self.referenceID = referenceID
     }
 }
+
+/// `GET /internal/users/{id}/entitlement?app_id=` (subscription → ads, offline): whether the
+/// user has premium access now, and the features of their plan.
+public struct Entitlement: Codable, Sendable, Equatable {
+    public var isPremium: Bool
+    public var status: String
+    public var features: JSONValue
+    enum CodingKeys: String, CodingKey { case isPremium = "is_premium"; case status; case features }
+    public init(isPremium: Bool, status: String, features: JSONValue) {
+        self.isPremium = isPremium; self.status = status; self.features = features
+    }
+}

@@ -14,11 +14,39 @@ public enum AdsService: ServiceDefinition {
         buildApplication(runtime: runtime, appVerifier: runtime.remoteAppVerifier(), tokenVerifier: runtime.remoteTokenVerifier())
     }
 
-    /// The composition root: tenant headers and access tokens are checked by asking auth.
+    /// The composition root: tenant headers and access tokens are checked by asking auth;
+    /// premium status by asking subscription; credits go to subscription through the outbox.
     public static func buildApplication(runtime: ServiceRuntime, appVerifier: any AppVerifier,
                                         tokenVerifier: AccessTokenVerifier) -> Application<RouterResponder<ServiceRequestContext>> {
-        // No personal data is stored here yet: the export says so and deletion has nothing to
-        // remove. Each table keyed by user adds its section here.
-        buildServiceApplication(runtime: runtime, appVerifier: appVerifier, tokenVerifier: tokenVerifier, userData: []) { _ in }
+        let env = runtime.config.environment
+        let logger = runtime.logger
+        let ads = AdStore(logger: logger)
+        let rewards = RewardStore(logger: logger)
+        let campaigns = CampaignStore(logger: logger)
+        let stats = StatsStore(logger: logger)
+        let rewarding = AdRewarding(ads: ads, rewards: rewards, campaigns: campaigns)
+        // Seed 21c: the reward is tried at once with a short timeout, then left to the outbox.
+        let delivery = RewardDelivery(worker: runtime.outboxWorker, rewards: rewards, db: runtime.db,
+                                      timeout: .milliseconds(env.int("REWARD_DELIVERY_TIMEOUT_MS", default: 1500)))
+        let entitlements = RemoteEntitlements(baseURL: runtime.config.url(of: .subscription), http: runtime.http,
+                                              credential: runtime.internalCredential,
+                                              ttl: .seconds(env.int("ENTITLEMENT_CACHE_SECONDS", default: 60)))
+        let verifier = AdMobVerifier(keysURL: env.string("ADMOB_VERIFIER_KEYS_URL", default: "https://www.gstatic.com/admob/reward/verifier-keys.json"),
+                                     http: runtime.http)
+        let refresher = StatsRefresher(stats: stats, db: runtime.db, clock: runtime.clock,
+                                       interval: .seconds(env.int("AD_STATS_REFRESH_SECONDS", default: 3600)))
+        return buildServiceApplication(runtime: runtime, appVerifier: appVerifier, tokenVerifier: tokenVerifier, services: [refresher],
+                                       userData: AdsUserData.sections(logger: logger)) { routes in
+            AdsController(db: runtime.db, ads: ads, consents: ConsentStore(logger: logger), rewarding: rewarding, delivery: delivery,
+                          entitlements: entitlements, clock: runtime.clock, logger: logger).addRoutes(to: routes.user)
+            ConsentController(db: runtime.db, consents: ConsentStore(logger: logger), clock: runtime.clock, logger: logger)
+                .addRoutes(user: routes.user, internalGroup: routes.internal)
+            SSVController(db: runtime.db, verifier: verifier, ads: ads, rewarding: rewarding, delivery: delivery, clock: runtime.clock,
+                          logger: logger).addRoutes(to: routes.open)
+            CampaignsController(db: runtime.db, campaigns: campaigns, rewards: rewards, delivery: delivery, clock: runtime.clock,
+                                logger: logger).addRoutes(to: routes.user)
+            AdminController(db: runtime.db, ads: ads, campaigns: campaigns, clock: runtime.clock, logger: logger).addRoutes(to: routes.admin)
+            AnalyticsController(db: runtime.db, stats: stats, ads: ads, clock: runtime.clock, logger: logger).addRoutes(to: routes.admin)
+        }
     }
 }

@@ -324,9 +324,6 @@ struct SubscriptionsController {
                                                message: "Cancel in the store; premium access continues until the end of the period"))
     }
 
-    struct Entitlement: Codable { var isPremium: Bool; var status: String; var features: JSONValue
-        enum CodingKeys: String, CodingKey { case isPremium = "is_premium"; case status; case features } }
-
     func entitlement(_ request: Request, _ context: ServiceRequestContext) async throws -> Response {
         let (user, app) = try request.internalUserAndApp(context)
         let (sub, features) = try await state(app: app, user: user)

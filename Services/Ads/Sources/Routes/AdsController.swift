@@ -1,0 +1,357 @@
+import Foundation
+import Hummingbird
+import PostgresNIO
+import ServiceKit
+import WireTypes
+
+/// UC-ADS-4.1 and 4.2: eligibility, ad requests, impressions and completions.
+struct AdsController: Sendable {
+    let db: PostgresClient
+    let ads: AdStore
+    let consents: ConsentStore
+    let rewarding: AdRewarding
+    let delivery: RewardDelivery
+    let entitlements: any EntitlementSource
+    let clock: any WallClock
+    let logger: Logger
+
+    func addRoutes(to user: RouterGroup<ServiceRequestContext>) {
+        user.get("ads/available") { request, context in try await available(request, context) }
+        user.post("ads/request") { request, context in try await requestAd(request, context) }
+        user.post("ads/:id/impression") { request, context in try await impression(request, context) }
+        user.post("ads/:id/complete") { request, context in try await complete(request, context) }
+    }
+
+    // MARK: eligibility
+
+    struct AvailabilityResponse: Encodable {
+        var eligibility: Eligibility
+        func encode(to encoder: any Encoder) throws {
+            // The seed's body shows nulls explicitly.
+            var c = encoder.container(keyedBy: CodingKeys.self)
+            try c.encode(eligibility.available, forKey: .available)
+            try c.encode(eligibility.reason?.rawValue, forKey: .reason)
+            try c.encode(eligibility.cooldownSeconds, forKey: .cooldownSeconds)
+            try c.encode(eligibility.nextAvailableAt, forKey: .nextAvailableAt)
+        }
+        enum CodingKeys: String, CodingKey {
+            case available, reason
+            case cooldownSeconds = "cooldown_seconds"
+            case nextAvailableAt = "next_available_at"
+        }
+    }
+
+    static func adType(_ raw: String?, field: String) throws -> AdType {
+        guard let raw else { throw AppError.badRequest("'\(field)' is required (rewarded or interstitial)", field: field) }
+        guard let t = AdType(rawValue: raw) else { throw AppError.validation(field, "\(field) must be rewarded or interstitial") }
+        return t
+    }
+
+    static func placement(_ raw: String?, field: String = "placement") throws -> String {
+        guard let raw, !raw.isEmpty else { return "default" }
+        guard raw.utf8.count <= 64, raw.allSatisfy({ $0.isLetter || $0.isNumber || $0 == "_" || $0 == "-" }) else {
+            throw AppError.validation(field, "placement must be 1 to 64 letters, digits, '_' or '-'")
+        }
+        return raw
+    }
+
+    static func country(_ request: Request) throws -> String? {
+        guard let raw = request.uri.queryParameters.get("country") ?? request.headers[.xCountryCode] else { return nil }
+        guard raw.count == 2, raw.allSatisfy({ $0.isASCII && $0.isLetter }) else {
+            throw AppError.validation("country", "country must be an ISO 3166-1 alpha-2 code")
+        }
+        return raw.uppercased()
+    }
+
+    /// Premium from subscription (cached); if subscription cannot answer, the status in the
+    /// access token decides (at most 7 days old) rather than failing the request.
+    func isPremium(app: UUID, user: UUID, context: ServiceRequestContext) async -> Bool {
+        do { return try await entitlements.entitlement(app: app, user: user).isPremium } catch {
+            logger.warning("entitlement unavailable, using the token's status", metadata: ["error": "\(error)"])
+            return context.identity?.status == .premium
+        }
+    }
+
+    func consentState(app: UUID, user: UUID, country: String?, on conn: PostgresConnection) async throws -> ConsentState {
+        try await consents.latest(app: app, user: user, on: conn)?.state() ?? .none(country: country)
+    }
+
+    func available(_ request: Request, _ context: ServiceRequestContext) async throws -> Response {
+        let (app, user) = try context.requireUser()
+        let q = request.uri.queryParameters
+        let type = try Self.adType(q.get("ad_type"), field: "ad_type")
+        _ = try Self.placement(q.get("placement"))
+        let country = try Self.country(request)
+        let premium = await isPremium(app: app, user: user, context: context)
+        let now = clock.now()
+        let (consent, limits) = try await db.withConnection { conn in
+            (try await consentState(app: app, user: user, country: country, on: conn), try await ads.limits(app: app, user: user, on: conn))
+        }
+        let e = Eligibility.evaluate(type: type, limits: limits, today: AdStore.day(now), consent: consent, isPremium: premium, now: now)
+        return try context.json(AvailabilityResponse(eligibility: e))
+    }
+
+    // MARK: request
+
+    struct AdRequestBody: Decodable {
+        var adType: String
+        var placement: String?
+        var providerPreference: String?
+        enum CodingKeys: String, CodingKey {
+            case adType = "ad_type"
+            case placement
+            case providerPreference = "provider_preference"
+        }
+    }
+
+    struct AdRequestResponse: Encodable {
+        var adRequestID: UUID
+        var provider: String
+        var adUnitID: String
+        var canShow: Bool
+        var testMode: Bool
+        var personalized: Bool
+        var adDurationSeconds: Int
+        var serverSideVerification: Bool
+        enum CodingKeys: String, CodingKey {
+            case adRequestID = "ad_request_id"
+            case provider
+            case adUnitID = "ad_unit_id"
+            case canShow = "can_show"
+            case testMode = "test_mode"
+            case personalized
+            case adDurationSeconds = "ad_duration_seconds"
+            case serverSideVerification = "server_side_verification"
+        }
+    }
+
+    static func refusal(_ e: Eligibility) -> AppError {
+        let reason = e.reason ?? .cooldownActive
+        var extra: [String: JSONValue] = ["reason": .string(reason.rawValue)]
+        var headers = HTTPFields()
+        if let next = e.nextAvailableAt { extra["next_available_at"] = .string(JSON.iso8601(next)) }
+        switch reason {
+        case .premiumUser:
+            return AppError(.forbidden, "ads_disabled_premium", "Premium users see no ads", extra: extra)
+        case .consentRequired:
+            return AppError(.forbidden, "consent_required", "Ad consent is required in this region before any ad (GDPR)", extra: extra)
+        case .underAge:
+            return AppError(.forbidden, "under_age", "No rewarded ads for users under 13 (COPPA)", extra: extra)
+        case .dailyLimitReached:
+            return AppError(.tooManyRequests, "daily_limit_reached", "Daily ad limit reached", extra: extra)
+        case .cooldownActive, .intervalNotElapsed:
+            let seconds = max(1, e.cooldownSeconds ?? 1)
+            extra["retry_after"] = .int(seconds)
+            extra["cooldown_seconds"] = .int(seconds)
+            headers[.retryAfter] = String(seconds)
+            return AppError(.tooManyRequests, reason.rawValue, "Wait \(seconds) s before the next ad", extra: extra, headers: headers)
+        }
+    }
+
+    func requestAd(_ request: Request, _ context: ServiceRequestContext) async throws -> Response {
+        let (app, user) = try context.requireUser()
+        let body = try await request.decodeJSON(as: AdRequestBody.self, context: context)
+        let type = try Self.adType(body.adType, field: "ad_type")
+        let placement = try Self.placement(body.placement)
+        if let p = body.providerPreference, p.isEmpty || p.utf8.count > 40 {
+            throw AppError.validation("provider_preference", "provider_preference must be a provider name")
+        }
+        let premium = await isPremium(app: app, user: user, context: context)
+        let country = try Self.country(request)
+        let now = clock.now()
+        let response = try await db.withTransaction(logger: logger) { conn -> AdRequestResponse in
+            let consent = try await consentState(app: app, user: user, country: country, on: conn)
+            // Premium, consent and age first: no slot is taken for an ad that cannot be shown.
+            let gate = Eligibility.evaluate(type: type, limits: nil, today: AdStore.day(now), consent: consent, isPremium: premium, now: now)
+            if let reason = gate.reason, [.premiumUser, .consentRequired, .underAge].contains(reason) { throw Self.refusal(gate) }
+            let providers = try await ads.providers(app: app, on: conn).filter { $0.active && $0.unitID(for: type) != nil }
+            guard let provider = providers.first(where: { $0.name == body.providerPreference }) ?? providers.first,
+                  let unit = provider.unitID(for: type) else {
+                throw AppError(.serviceUnavailable, "no_ad_provider", "No active ad provider serves \(type.rawValue) ads for this app")
+            }
+            guard try await ads.reserve(type, app: app, user: user, now: now, on: conn) else {
+                let limits = try await ads.limits(app: app, user: user, on: conn)
+                var e = Eligibility.evaluate(type: type, limits: limits, today: AdStore.day(now), consent: consent, isPremium: false, now: now)
+                if e.available { e = Eligibility(available: false, reason: .cooldownActive, cooldownSeconds: 1, nextAvailableAt: nil) }
+                throw Self.refusal(e)
+            }
+            let record = AdRequestRecord(id: UUID(), appID: app, userID: user, adType: type, placement: placement, provider: provider.name,
+                                         adDurationSeconds: provider.adDurationSeconds, verification: provider.verification, createdAt: now)
+            try await ads.insertRequest(record, unitID: unit, personalized: consent.personalized, on: conn)
+            return AdRequestResponse(adRequestID: record.id, provider: provider.name, adUnitID: unit, canShow: true, testMode: provider.testMode,
+                                     personalized: consent.personalized, adDurationSeconds: provider.adDurationSeconds,
+                                     serverSideVerification: provider.verification == "ssv")
+        }
+        return try context.json(response, status: .created)
+    }
+
+    static func requestID(_ context: ServiceRequestContext) throws -> UUID {
+        guard let id = context.parameters.get("id", as: UUID.self) else { throw AppError.badRequest("Ad request id must be a UUID", field: "id") }
+        return id
+    }
+
+    // MARK: impression
+
+    struct ImpressionBody: Decodable {
+        var loaded: Bool
+        var shown: Bool
+        var loadTimeMs: Int?
+        var error: String?
+        enum CodingKeys: String, CodingKey { case loaded, shown; case loadTimeMs = "load_time_ms"; case error }
+    }
+
+    func impression(_ request: Request, _ context: ServiceRequestContext) async throws -> Response {
+        let (app, user) = try context.requireUser()
+        let id = try Self.requestID(context)
+        let body = try await request.decodeJSON(as: ImpressionBody.self, context: context)
+        if let ms = body.loadTimeMs, !(0...600_000).contains(ms) { throw AppError.validation("load_time_ms", "load_time_ms must be 0 to 600000") }
+        if let e = body.error, e.utf8.count > 500 { throw AppError.validation("error", "error must be at most 500 bytes") }
+        guard !(body.shown && !body.loaded) else { throw AppError.validation("shown", "an ad cannot be shown without being loaded") }
+        let found = try await db.withConnection { conn in
+            try await ads.recordImpression(id: id, app: app, user: user, loaded: body.loaded, shown: body.shown, loadTimeMs: body.loadTimeMs,
+                                           error: body.error, on: conn)
+        }
+        guard found else { throw AppError.notFound("Ad request") }
+        return try context.json(["recorded": true])
+    }
+
+    // MARK: complete
+
+    struct CompleteBody: Decodable {
+        var completed: Bool
+        var clicked: Bool?
+        var displayDurationMs: Int
+        var revenueUSD: Double?
+        enum CodingKeys: String, CodingKey {
+            case completed, clicked
+            case displayDurationMs = "display_duration_ms"
+            case revenueUSD = "revenue_usd"
+        }
+    }
+
+    struct RewardBody: Codable { var type = "credits"; var amount: Int }
+
+    struct CompleteResponse: Encodable {
+        var adRequestID: UUID
+        var adType: String
+        var completed: Bool
+        var rewardGranted: Bool
+        var reward: RewardBody?
+        var newBalance: Int?
+        /// `granted` (credited at subscription), `pending` (in the outbox, 21c),
+        /// `awaiting_verification` (the network's callback decides), or null.
+        var rewardStatus: String?
+        var reason: String?
+        var cooldownSeconds: Int?
+        var message: String?
+        enum CodingKeys: String, CodingKey {
+            case adRequestID = "ad_request_id"
+            case adType = "ad_type"
+            case completed
+            case rewardGranted = "reward_granted"
+            case reward
+            case newBalance = "new_balance"
+            case rewardStatus = "reward_status"
+            case reason
+            case cooldownSeconds = "cooldown_seconds"
+            case message
+        }
+    }
+
+    func complete(_ request: Request, _ context: ServiceRequestContext) async throws -> Response {
+        let (app, user) = try context.requireUser()
+        let id = try Self.requestID(context)
+        let body = try await request.decodeJSON(as: CompleteBody.self, context: context)
+        guard (0...3_600_000).contains(body.displayDurationMs) else {
+            throw AppError.validation("display_duration_ms", "display_duration_ms must be 0 to 3600000")
+        }
+        if let r = body.revenueUSD, !(0...1000).contains(r) { throw AppError.validation("revenue_usd", "revenue_usd must be 0 to 1000") }
+        let now = clock.now()
+        var (response, outboxID) = try await db.withTransaction(logger: logger) { conn -> (CompleteResponse, Int64?) in
+            guard let r = try await ads.lockRequest(id: id, on: conn), r.appID == app, r.userID == user else { throw AppError.notFound("Ad request") }
+            if r.completedAt != nil { return (try await replay(r, on: conn), nil) }
+            guard now.timeIntervalSince(r.createdAt) <= AdRules.requestLifetime else {
+                throw AppError(.gone, "ad_request_expired", "This ad request is older than one hour; request a new ad")
+            }
+            try await ads.markCompleted(id: id, now: now, on: conn)
+            var out = CompleteResponse(adRequestID: id, adType: r.adType.rawValue, completed: body.completed, rewardGranted: false)
+            var outboxID: Int64?
+            var granted = false
+            var refusal: String?
+            switch r.adType {
+            case .interstitial:
+                try await ads.countInterstitial(app: app, user: user, now: now, on: conn)
+                out.cooldownSeconds = Int(AdRules.interstitialInterval)
+            case .rewarded:
+                let decision = RewardDecision.decide(completed: body.completed, displayMilliseconds: body.displayDurationMs,
+                                                     adDurationSeconds: r.adDurationSeconds, verification: r.verification,
+                                                     requestedAt: r.createdAt, now: now)
+                refusal = decision.refusal
+                switch decision {
+                case .grant:
+                    switch try await rewarding.grant(r, user: user, now: now, on: conn) {
+                    case .granted(let o): outboxID = o; granted = true
+                    case .alreadyGranted: granted = true
+                    case .dailyLimitReached: refusal = Ineligibility.dailyLimitReached.rawValue
+                    }
+                    out.cooldownSeconds = Int(AdRules.rewardedCooldown)
+                case .notCompleted:
+                    try await ads.setShortCooldown(app: app, user: user, now: now, on: conn)
+                    out.cooldownSeconds = Int(AdRules.abandonedCooldown)
+                    out.message = "Watch the whole ad to earn the credit"
+                case .awaitingVerification:
+                    // The network's callback may already have come.
+                    granted = try await rewarding.rewards.reward(app: app, source: AdRewarding.source, reference: id.uuidString.lowercased(),
+                                                                 on: conn) != nil
+                    if granted { refusal = nil }
+                    out.rewardStatus = granted ? nil : "awaiting_verification"
+                case .tooShort(let minimum):
+                    out.message = "The ad must be watched for at least \(minimum) ms"
+                case .implausibleDuration:
+                    out.message = "The reported display time is longer than the time since the request"
+                }
+            }
+            try await ads.insertView(request: r, completed: body.completed, clicked: body.clicked ?? false, displayMs: body.displayDurationMs,
+                                     rewardGranted: granted, rewardAmount: granted ? AdRules.rewardCredits : 0, refusal: refusal,
+                                     revenueUSD: body.revenueUSD, now: now, on: conn)
+            out.rewardGranted = granted
+            out.reason = refusal
+            if granted {
+                out.reward = RewardBody(amount: AdRules.rewardCredits)
+                if outboxID == nil { out = try await replay(r, on: conn, base: out) }
+            }
+            return (out, outboxID)
+        }
+        if let outboxID {
+            if let balance = await delivery.attempt(outboxID: outboxID) {
+                response.newBalance = balance
+                response.rewardStatus = "granted"
+            } else {
+                response.rewardStatus = "pending"
+                response.message = "Your credit is being added"
+            }
+        }
+        return try context.json(response)
+    }
+
+    /// The first answer again, for a completion sent twice (and for a reward the server-side
+    /// callback granted first).
+    func replay(_ r: AdRequestRecord, on conn: PostgresConnection, base: CompleteResponse? = nil) async throws -> CompleteResponse {
+        var out = base ?? CompleteResponse(adRequestID: r.id, adType: r.adType.rawValue, completed: false, rewardGranted: false)
+        if base == nil, let view = try await ads.view(request: r.id, on: conn) {
+            out.completed = view.completed
+            out.rewardGranted = view.rewardGranted
+            out.reason = view.refusal
+        }
+        if let reward = try await rewarding.rewards.reward(app: r.appID, source: AdRewarding.source, reference: r.id.uuidString.lowercased(), on: conn) {
+            out.rewardGranted = true
+            out.reason = nil
+            out.reward = RewardBody(amount: reward.amount)
+            out.newBalance = reward.newBalance
+            out.rewardStatus = reward.delivery == "delivered" ? "granted" : "pending"
+        } else if out.reason == RewardDecision.awaitingVerification.refusal {
+            out.rewardStatus = "awaiting_verification"
+        }
+        return out
+    }
+}

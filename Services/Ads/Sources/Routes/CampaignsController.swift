@@ -1,0 +1,193 @@
+import Foundation
+import Hummingbird
+import PostgresNIO
+import ServiceKit
+import WireTypes
+
+/// UC-ADS-4.4: campaigns with the user's progress, check-ins, referrals and claims.
+struct CampaignsController: Sendable {
+    let db: PostgresClient
+    let campaigns: CampaignStore
+    let rewards: RewardStore
+    let delivery: RewardDelivery
+    let clock: any WallClock
+    let logger: Logger
+
+    static let claimSource = "promo"
+
+    func addRoutes(to user: RouterGroup<ServiceRequestContext>) {
+        user.get("campaigns/active") { _, context in try await active(context) }
+        user.get("campaigns/:id") { _, context in try await show(context) }
+        user.post("campaigns/:id") { _, context in try await updateProgress(context) }
+        user.post("campaigns/:id/claim-reward") { _, context in try await claim(context) }
+        user.get("referral/code") { _, context in try await referralCode(context) }
+        user.post("referral/redeem") { request, context in try await redeem(request, context) }
+    }
+
+    struct Progress: Codable { var current: Int; var required: Int; var completed: Bool; var rewardClaimed: Bool
+        enum CodingKeys: String, CodingKey { case current, required, completed; case rewardClaimed = "reward_claimed" } }
+    struct RewardBody: Codable { var type = "credits"; var amount: Int }
+
+    struct CampaignView: Encodable {
+        var id: UUID
+        var name: String
+        var description: String
+        var campaignType: String
+        var reward: RewardBody
+        var conditions: JSONValue
+        var progress: Progress
+        var startsAt: Date
+        var endsAt: Date
+        var status: String
+        enum CodingKeys: String, CodingKey {
+            case id, name, description
+            case campaignType = "campaign_type"
+            case reward, conditions, progress
+            case startsAt = "starts_at"
+            case endsAt = "ends_at"
+            case status
+        }
+
+        init(_ c: Campaign, _ p: Participation?, now: Date) {
+            id = c.id; name = c.name; description = c.description; campaignType = c.type.rawValue
+            reward = RewardBody(amount: c.rewardAmount); conditions = c.conditions
+            progress = Progress(current: min(p?.progress ?? 0, c.required), required: c.required, completed: p?.completed ?? false,
+                                rewardClaimed: p?.rewardClaimed ?? false)
+            startsAt = c.startsAt; endsAt = c.endsAt
+            status = c.isRunning(at: now) ? "active" : (now < c.startsAt && c.active ? "upcoming" : "expired")
+        }
+    }
+
+    static func id(_ context: ServiceRequestContext) throws -> UUID {
+        guard let id = context.parameters.get("id", as: UUID.self) else { throw AppError.badRequest("Campaign id must be a UUID", field: "id") }
+        return id
+    }
+
+    func active(_ context: ServiceRequestContext) async throws -> Response {
+        let (app, user) = try context.requireUser()
+        let now = clock.now()
+        let views = try await db.withConnection { conn in
+            let list = try await campaigns.running(app: app, now: now, on: conn)
+            let mine = try await campaigns.participations(app: app, user: user, on: conn)
+            return list.map { CampaignView($0, mine[$0.id], now: now) }
+        }
+        return try context.json(["campaigns": views])
+    }
+
+    func show(_ context: ServiceRequestContext) async throws -> Response {
+        let (app, user) = try context.requireUser()
+        let id = try Self.id(context)
+        let now = clock.now()
+        let view = try await db.withConnection { conn in
+            guard let c = try await campaigns.campaign(app: app, id: id, on: conn) else { throw AppError.notFound("Campaign") }
+            return CampaignView(c, try await campaigns.participation(campaign: id, user: user, on: conn), now: now)
+        }
+        return try context.json(view)
+    }
+
+    struct ProgressResponse: Encodable {
+        var campaignID: UUID
+        var progress: Int
+        var required: Int
+        var completed: Bool
+        var canClaimReward: Bool
+        enum CodingKeys: String, CodingKey {
+            case campaignID = "campaign_id"
+            case progress, required, completed
+            case canClaimReward = "can_claim_reward"
+        }
+    }
+
+    static func expired(_ c: Campaign, _ p: Participation?) -> AppError {
+        AppError(.badRequest, "campaign_expired", "This campaign has ended; progress is kept but earns no reward",
+                 extra: ["progress": .int(min(p?.progress ?? 0, c.required)), "required": .int(c.required),
+                         "ended_at": .string(JSON.iso8601(c.endsAt))])
+    }
+
+    /// Step 12b/13: the progress the server counted. A streak campaign records today's
+    /// check-in; watch-ads and referral progress only moves on views and redemptions the
+    /// server saw, so nothing the client says can advance it.
+    func updateProgress(_ context: ServiceRequestContext) async throws -> Response {
+        let (app, user) = try context.requireUser()
+        let id = try Self.id(context)
+        let now = clock.now()
+        let out = try await db.withTransaction(logger: logger) { conn -> ProgressResponse in
+            guard let c = try await campaigns.campaign(app: app, id: id, on: conn) else { throw AppError.notFound("Campaign") }
+            guard c.isRunning(at: now) else { throw Self.expired(c, try await campaigns.participation(campaign: id, user: user, on: conn)) }
+            if c.type == .streakBonus { try await campaigns.checkIn(c, user: user, now: now, on: conn) }
+            let p = try await campaigns.participation(campaign: id, user: user, on: conn)
+            return ProgressResponse(campaignID: id, progress: min(p?.progress ?? 0, c.required), required: c.required,
+                                    completed: p?.completed ?? false, canClaimReward: (p?.completed ?? false) && !(p?.rewardClaimed ?? false))
+        }
+        return try context.json(out)
+    }
+
+    struct ClaimResponse: Encodable {
+        var claimed: Bool
+        var reward: RewardBody
+        var newBalance: Int?
+        var rewardStatus: String
+        enum CodingKeys: String, CodingKey {
+            case claimed, reward
+            case newBalance = "new_balance"
+            case rewardStatus = "reward_status"
+        }
+    }
+
+    /// 23a-23d: completed and not yet claimed → credits through the outbox, once.
+    func claim(_ context: ServiceRequestContext) async throws -> Response {
+        let (app, user) = try context.requireUser()
+        let id = try Self.id(context)
+        let now = clock.now()
+        let (amount, outboxID) = try await db.withTransaction(logger: logger) { conn -> (Int, Int64) in
+            guard let c = try await campaigns.campaign(app: app, id: id, on: conn) else { throw AppError.notFound("Campaign") }
+            let p = try await campaigns.participation(campaign: id, user: user, lock: true, on: conn)
+            if p?.rewardClaimed == true {
+                throw AppError(.badRequest, "already_claimed", "Reward already claimed; a campaign rewards each user once")
+            }
+            guard let p, p.completed, let done = p.completedAt else {
+                // 17a: an ended campaign keeps the progress but pays nothing.
+                if now > c.endsAt || !c.active { throw Self.expired(c, p) }
+                throw AppError(.badRequest, "campaign_not_completed", "The campaign's conditions are not met yet",
+                               extra: ["progress": .int(p?.progress ?? 0), "required": .int(c.required)])
+            }
+            // Completed while the campaign ran: still paid after its end (never lose a reward).
+            guard done <= c.endsAt else { throw Self.expired(c, p) }
+            guard try await campaigns.markClaimed(campaign: id, user: user, now: now, on: conn),
+                  let outboxID = try await rewards.grant(app: app, user: user, amount: c.rewardAmount, source: Self.claimSource,
+                                                         reference: "campaign:\(id.uuidString.lowercased()):\(user.uuidString.lowercased())",
+                                                         now: now, on: conn) else {
+                throw AppError(.badRequest, "already_claimed", "Reward already claimed; a campaign rewards each user once")
+            }
+            return (c.rewardAmount, outboxID)
+        }
+        let balance = await delivery.attempt(outboxID: outboxID)
+        return try context.json(ClaimResponse(claimed: true, reward: RewardBody(amount: amount), newBalance: balance,
+                                              rewardStatus: balance == nil ? "pending" : "granted"))
+    }
+
+    func referralCode(_ context: ServiceRequestContext) async throws -> Response {
+        let (app, user) = try context.requireUser()
+        let now = clock.now()
+        let code = try await db.withConnection { try await campaigns.referralCode(app: app, user: user, now: now, on: $0) }
+        return try context.json(["code": code])
+    }
+
+    struct RedeemBody: Decodable { var code: String }
+
+    func redeem(_ request: Request, _ context: ServiceRequestContext) async throws -> Response {
+        let (app, user) = try context.requireUser()
+        let body = try await request.decodeJSON(as: RedeemBody.self, context: context)
+        guard (4...16).contains(body.code.count), body.code.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber) }) else {
+            throw AppError.validation("code", "code must be 4 to 16 letters or digits")
+        }
+        let now = clock.now()
+        let result = try await db.withTransaction(logger: logger) { try await campaigns.redeem(app: app, referee: user, code: body.code, now: now, on: $0) }
+        switch result {
+        case .redeemed: return try context.json(["redeemed": true])
+        case .unknownCode: throw AppError.notFound("Referral code")
+        case .ownCode: throw AppError(.badRequest, "own_referral_code", "You cannot redeem your own referral code")
+        case .alreadyReferred: throw AppError(.conflict, "already_referred", "You have already redeemed a referral code")
+        }
+    }
+}

@@ -1,0 +1,156 @@
+import Foundation
+import Hummingbird
+import PostgresNIO
+import ServiceKit
+import WireTypes
+
+/// UC-ADS-4.3: GDPR / COPPA / ATT consent, append-only, and the internal route through which
+/// auth applies a withdrawal of personalised-ads consent.
+struct ConsentController: Sendable {
+    let db: PostgresClient
+    let consents: ConsentStore
+    let clock: any WallClock
+    let logger: Logger
+
+    func addRoutes(user: RouterGroup<ServiceRequestContext>, internalGroup: RouterGroup<ServiceRequestContext>) {
+        user.get("ads/consent") { request, context in try await show(request, context) }
+        user.post("ads/consent") { request, context in try await update(request, context) }
+        internalGroup.put("users/:id/consents") { request, context in try await fromAuth(request, context) }
+    }
+
+    struct ConsentResponse: Encodable {
+        var consent: AdConsentRecord?
+        var required: Bool
+        var gdprApplies: Bool
+        var adsEnabled: Bool
+        var personalizedAds: Bool
+        var rewardedAdsAllowed: Bool
+        func encode(to encoder: any Encoder) throws {
+            var c = encoder.container(keyedBy: CodingKeys.self)
+            try c.encode(consent, forKey: .consent) // null before the first answer (seed step 5)
+            try c.encode(required, forKey: .required)
+            try c.encode(gdprApplies, forKey: .gdprApplies)
+            try c.encode(adsEnabled, forKey: .adsEnabled)
+            try c.encode(personalizedAds, forKey: .personalizedAds)
+            try c.encode(rewardedAdsAllowed, forKey: .rewardedAdsAllowed)
+        }
+        enum CodingKeys: String, CodingKey {
+            case consent, required
+            case gdprApplies = "gdpr_applies"
+            case adsEnabled = "ads_enabled"
+            case personalizedAds = "personalized_ads"
+            case rewardedAdsAllowed = "rewarded_ads_allowed"
+        }
+
+        init(_ record: AdConsentRecord?, country: String?) {
+            let state = record?.state() ?? .none(country: country)
+            consent = record
+            required = state.required
+            gdprApplies = state.gdprApplies
+            adsEnabled = !state.blocksAds
+            personalizedAds = state.personalized
+            rewardedAdsAllowed = !state.blocksAds && !state.isUnderAge
+        }
+    }
+
+    func show(_ request: Request, _ context: ServiceRequestContext) async throws -> Response {
+        let (app, user) = try context.requireUser()
+        let country = try AdsController.country(request)
+        let record = try await db.withConnection { try await consents.latest(app: app, user: user, on: $0) }
+        return try context.json(ConsentResponse(record, country: country))
+    }
+
+    struct ConsentBody: Decodable {
+        var consentPersonalizedAds: Bool?
+        var consentDataSharing: Bool?
+        var ageGatePassed: Bool?
+        var isUnderAge: Bool?
+        var attStatus: String?
+        var tcfString: String?
+        var consentFormStatus: String?
+        var country: String?
+        enum CodingKeys: String, CodingKey {
+            case consentPersonalizedAds = "consent_personalized_ads"
+            case consentDataSharing = "consent_data_sharing"
+            case ageGatePassed = "age_gate_passed"
+            case isUnderAge = "is_under_age"
+            case attStatus = "att_status"
+            case tcfString = "tcf_string"
+            case consentFormStatus = "consent_form_status"
+            case country
+        }
+        var isEmpty: Bool {
+            consentPersonalizedAds == nil && consentDataSharing == nil && ageGatePassed == nil && isUnderAge == nil && attStatus == nil
+                && tcfString == nil && consentFormStatus == nil && country == nil
+        }
+    }
+
+    static let attStatuses: Set<String> = ["authorized", "denied", "restricted", "not_determined"]
+    static let formStatuses: Set<String> = ["obtained", "required", "not_required", "unknown"]
+
+    /// A partial body changes only what it names (the ATT answer comes after the GDPR one);
+    /// every change is a new row.
+    func update(_ request: Request, _ context: ServiceRequestContext) async throws -> Response {
+        let (app, user) = try context.requireUser()
+        let body = try await request.decodeJSON(as: ConsentBody.self, context: context)
+        guard !body.isEmpty else { throw AppError.badRequest("Nothing to record: name at least one consent field") }
+        if let a = body.attStatus, !Self.attStatuses.contains(a) {
+            throw AppError.validation("att_status", "att_status must be one of \(Self.attStatuses.sorted().joined(separator: ", "))")
+        }
+        if let f = body.consentFormStatus, !Self.formStatuses.contains(f) {
+            throw AppError.validation("consent_form_status", "consent_form_status must be one of \(Self.formStatuses.sorted().joined(separator: ", "))")
+        }
+        // A TC string is web-safe base64 segments separated by dots.
+        if let t = body.tcfString, t.isEmpty || t.utf8.count > 4096
+            || !t.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "-" || $0 == "_" || $0 == ".") }) {
+            throw AppError.validation("tcf_string", "tcf_string must be an IAB TCF consent string")
+        }
+        if let c = body.country, c.count != 2 || !c.allSatisfy({ $0.isASCII && $0.isLetter }) {
+            throw AppError.validation("country", "country must be an ISO 3166-1 alpha-2 code")
+        }
+        let headerCountry = try AdsController.country(request)
+        let now = clock.now()
+        let record = try await db.withTransaction(logger: logger) { conn -> AdConsentRecord in
+            try await consents.lock(app: app, user: user, on: conn)
+            let previous = try await consents.latest(app: app, user: user, on: conn)
+            let country = (body.country ?? headerCountry ?? previous?.country)?.uppercased()
+            let underAge = body.isUnderAge ?? previous?.isUnderAge ?? false
+            var r = AdConsentRecord(consentPersonalizedAds: body.consentPersonalizedAds ?? previous?.consentPersonalizedAds ?? false,
+                                    consentDataSharing: body.consentDataSharing ?? previous?.consentDataSharing ?? false,
+                                    ageGatePassed: body.ageGatePassed ?? previous?.ageGatePassed ?? false,
+                                    isUnderAge: underAge,
+                                    attStatus: body.attStatus ?? previous?.attStatus,
+                                    tcfString: body.tcfString ?? previous?.tcfString,
+                                    consentFormStatus: body.consentFormStatus ?? previous?.consentFormStatus,
+                                    country: country, gdprApplies: ConsentState.gdprApplies(country: country), source: "app", updatedAt: now)
+            // COPPA (8a): no personalisation and no sharing for a child, whatever was ticked.
+            if underAge { r.consentPersonalizedAds = false; r.consentDataSharing = false }
+            try await consents.append(app: app, user: user, r, on: conn)
+            return r
+        }
+        return try context.json(ConsentResponse(record, country: record.country))
+    }
+
+    /// Auth's privacy settings changed: its personalised-ads consent wins unless this service
+    /// has heard a newer answer (deliveries may arrive late or out of order).
+    func fromAuth(_ request: Request, _ context: ServiceRequestContext) async throws -> Response {
+        let (user, app) = try request.internalUserAndApp(context)
+        let change = try await request.decodeJSON(as: ConsentChange.self, context: context)
+        guard change.userID == user, change.appID == app else { throw AppError.validation("user_id", "body and path name different users") }
+        let applied = try await db.withTransaction(logger: logger) { conn -> Bool in
+            try await consents.lock(app: app, user: user, on: conn)
+            let previous = try await consents.latest(app: app, user: user, on: conn)
+            if let previous, previous.updatedAt > change.changedAt { return false }
+            if let previous, previous.consentPersonalizedAds == change.personalizedAds { return false }
+            let r = AdConsentRecord(consentPersonalizedAds: change.personalizedAds && !(previous?.isUnderAge ?? false),
+                                    consentDataSharing: change.personalizedAds ? (previous?.consentDataSharing ?? false) : false,
+                                    ageGatePassed: previous?.ageGatePassed ?? false, isUnderAge: previous?.isUnderAge ?? false,
+                                    attStatus: previous?.attStatus, tcfString: previous?.tcfString, consentFormStatus: previous?.consentFormStatus,
+                                    country: previous?.country, gdprApplies: previous?.gdprApplies ?? true, source: "auth",
+                                    updatedAt: change.changedAt)
+            try await consents.append(app: app, user: user, r, on: conn)
+            return true
+        }
+        return try context.json(["applied": applied])
+    }
+}

@@ -1,0 +1,76 @@
+import Foundation
+import Logging
+import PostgresNIO
+import ServiceKit
+
+/// One row of `user_consent_ads` (the latest one is the current consent).
+struct AdConsentRecord: Codable, Sendable, Equatable {
+    var consentPersonalizedAds: Bool
+    var consentDataSharing: Bool
+    var ageGatePassed: Bool
+    var isUnderAge: Bool
+    var attStatus: String?
+    var tcfString: String?
+    var consentFormStatus: String?
+    var country: String?
+    var gdprApplies: Bool
+    var source: String
+    var updatedAt: Date
+
+    enum CodingKeys: String, CodingKey {
+        case consentPersonalizedAds = "consent_personalized_ads"
+        case consentDataSharing = "consent_data_sharing"
+        case ageGatePassed = "age_gate_passed"
+        case isUnderAge = "is_under_age"
+        case attStatus = "att_status"
+        case tcfString = "tcf_string"
+        case consentFormStatus = "consent_form_status"
+        case country
+        case gdprApplies = "gdpr_applies"
+        case source
+        case updatedAt = "updated_at"
+    }
+
+    func state() -> ConsentState {
+        ConsentState(recorded: true, personalizedAds: consentPersonalizedAds, dataSharing: consentDataSharing, isUnderAge: isUnderAge,
+                     attStatus: attStatus, gdprApplies: gdprApplies)
+    }
+}
+
+/// `user_consent_ads`: append-only, so every change stays in the audit history.
+struct ConsentStore: Sendable {
+    let logger: Logger
+
+    func latest(app: UUID, user: UUID, on conn: PostgresConnection) async throws -> AdConsentRecord? {
+        let rows = try await conn.query("""
+            SELECT consent_personalized_ads, consent_data_sharing, age_gate_passed, is_under_age, att_status, tcf_string,
+                   consent_form_status, country, gdpr_applies, source, created_at
+            FROM user_consent_ads WHERE app_id = \(app) AND user_id = \(user) ORDER BY id DESC LIMIT 1
+            """, logger: logger)
+        for try await r in rows.decode((Bool, Bool, Bool, Bool, String?, String?, String?, String?, Bool, String, Date).self) {
+            return AdConsentRecord(consentPersonalizedAds: r.0, consentDataSharing: r.1, ageGatePassed: r.2, isUnderAge: r.3, attStatus: r.4,
+                                   tcfString: r.5, consentFormStatus: r.6, country: r.7, gdprApplies: r.8, source: r.9, updatedAt: r.10)
+        }
+        return nil
+    }
+
+    func append(app: UUID, user: UUID, _ c: AdConsentRecord, on conn: PostgresConnection) async throws {
+        try await conn.query("""
+            INSERT INTO user_consent_ads (app_id, user_id, consent_personalized_ads, consent_data_sharing, age_gate_passed, is_under_age,
+                                          att_status, tcf_string, consent_form_status, country, gdpr_applies, source, created_at)
+            VALUES (\(app), \(user), \(c.consentPersonalizedAds), \(c.consentDataSharing), \(c.ageGatePassed), \(c.isUnderAge),
+                    \(c.attStatus), \(c.tcfString), \(c.consentFormStatus), \(c.country), \(c.gdprApplies), \(c.source), \(c.updatedAt))
+            """, logger: logger)
+    }
+
+    /// Serialises changes of one user's consent (two devices answering at once).
+    func lock(app: UUID, user: UUID, on conn: PostgresConnection) async throws {
+        try await conn.query("SELECT pg_advisory_xact_lock(hashtextextended(\("consent:\(app):\(user)"), 0))", logger: logger)
+    }
+
+    func history(app: UUID, user: UUID, on conn: PostgresConnection) async throws -> Int {
+        let rows = try await conn.query("SELECT count(*)::int FROM user_consent_ads WHERE app_id = \(app) AND user_id = \(user)", logger: logger)
+        for try await n in rows.decode(Int.self) { return n }
+        return 0
+    }
+}

@@ -1,0 +1,113 @@
+import Foundation
+import Logging
+import PostgresNIO
+import ServiceKit
+import ServiceLifecycle
+
+/// `ad_daily_stats`: folded from raw requests and views by the aggregation job, read by the
+/// revenue report.
+struct StatsStore: Sendable {
+    let logger: Logger
+
+    /// Recomputes every (app, UTC day) that has requests or views since the last run (an hour
+    /// of overlap catches late completions). Two replicas serialise on an advisory lock.
+    @discardableResult
+    func refresh(now: Date, db: PostgresClient) async throws -> Int {
+        try await db.withTransaction(logger: logger) { conn in
+            try await conn.query("SELECT pg_advisory_xact_lock(hashtextextended('ads:daily-stats', 0))", logger: logger)
+            var since = Date.distantPast
+            for try await until in try await conn.query("SELECT refreshed_until FROM ad_stats_state WHERE id = 1", logger: logger).decode(Date.self) {
+                since = until.addingTimeInterval(-3600)
+            }
+            var apps: [UUID] = []
+            var days: [String] = []
+            for try await (app, day) in try await conn.query("""
+                SELECT app_id, (created_at AT TIME ZONE 'UTC')::date::text FROM ad_requests WHERE created_at >= \(since)
+                UNION SELECT app_id, (created_at AT TIME ZONE 'UTC')::date::text FROM ad_views WHERE created_at >= \(since)
+                """, logger: logger).decode((UUID, String).self) {
+                apps.append(app); days.append(day)
+            }
+            if !apps.isEmpty {
+                try await conn.query("""
+                    DELETE FROM ad_daily_stats WHERE (app_id, day) IN (SELECT a, d::date FROM unnest(\(apps)::uuid[], \(days)::text[]) AS t(a, d))
+                    """, logger: logger)
+                try await conn.query("""
+                    WITH touched AS (SELECT a AS app_id, d::date AS day FROM unnest(\(apps)::uuid[], \(days)::text[]) AS t(a, d)),
+                    q AS (
+                        SELECT r.app_id, (r.created_at AT TIME ZONE 'UTC')::date AS day, r.ad_type, r.provider, r.placement, count(*) AS requests
+                        FROM ad_requests r JOIN touched t ON t.app_id = r.app_id AND t.day = (r.created_at AT TIME ZONE 'UTC')::date
+                        GROUP BY 1, 2, 3, 4, 5),
+                    v AS (
+                        SELECT w.app_id, (w.created_at AT TIME ZONE 'UTC')::date AS day, w.ad_type, w.provider, w.placement,
+                               count(*) AS impressions, count(*) FILTER (WHERE w.ad_clicked) AS clicks,
+                               count(*) FILTER (WHERE w.ad_completed) AS completions, COALESCE(sum(w.revenue_usd), 0) AS revenue,
+                               count(*) FILTER (WHERE w.revenue_usd IS NULL) AS without_revenue, COALESCE(sum(w.display_duration_ms), 0) AS duration
+                        FROM ad_views w JOIN touched t ON t.app_id = w.app_id AND t.day = (w.created_at AT TIME ZONE 'UTC')::date
+                        GROUP BY 1, 2, 3, 4, 5)
+                    INSERT INTO ad_daily_stats (app_id, day, ad_type, provider, placement, requests, impressions, clicks, completions,
+                                                revenue_usd, impressions_without_revenue, duration_ms_sum, refreshed_at)
+                    SELECT COALESCE(q.app_id, v.app_id), COALESCE(q.day, v.day), COALESCE(q.ad_type, v.ad_type), COALESCE(q.provider, v.provider),
+                           COALESCE(q.placement, v.placement), COALESCE(q.requests, 0), COALESCE(v.impressions, 0), COALESCE(v.clicks, 0),
+                           COALESCE(v.completions, 0), COALESCE(v.revenue, 0), COALESCE(v.without_revenue, 0), COALESCE(v.duration, 0), now()
+                    FROM q FULL JOIN v ON q.app_id = v.app_id AND q.day = v.day AND q.ad_type = v.ad_type AND q.provider = v.provider
+                                      AND q.placement = v.placement
+                    """, logger: logger)
+            }
+            try await conn.query("""
+                INSERT INTO ad_stats_state (id, refreshed_until) VALUES (1, \(now))
+                ON CONFLICT (id) DO UPDATE SET refreshed_until = GREATEST(ad_stats_state.refreshed_until, EXCLUDED.refreshed_until)
+                """, logger: logger)
+            return apps.count
+        }
+    }
+
+    struct Filter: Sendable {
+        var start: String
+        var end: String
+        var adType: String?
+        var provider: String?
+        var placement: String?
+    }
+
+    func rows(app: UUID, _ f: Filter, on conn: PostgresConnection) async throws -> [StatsRow] {
+        let rows = try await conn.query("""
+            SELECT day::text, ad_type, provider, placement, requests::int, impressions::int, clicks::int, completions::int,
+                   revenue_usd::float8, impressions_without_revenue::int
+            FROM ad_daily_stats
+            WHERE app_id = \(app) AND day BETWEEN \(f.start)::date AND \(f.end)::date
+              AND (\(f.adType)::text IS NULL OR ad_type = \(f.adType)) AND (\(f.provider)::text IS NULL OR provider = \(f.provider))
+              AND (\(f.placement)::text IS NULL OR placement = \(f.placement))
+            ORDER BY day DESC, ad_type, provider, placement
+            """, logger: logger)
+        var out: [StatsRow] = []
+        for try await r in rows.decode((String, String, String, String, Int, Int, Int, Int, Double, Int).self) {
+            out.append(StatsRow(day: r.0, adType: r.1, provider: r.2, placement: r.3, requests: r.4, impressions: r.5, clicks: r.6,
+                                completions: r.7, revenueUSD: r.8, impressionsWithoutRevenue: r.9))
+        }
+        return out
+    }
+
+    func refreshedUntil(on conn: PostgresConnection) async throws -> Date? {
+        for try await d in try await conn.query("SELECT refreshed_until FROM ad_stats_state WHERE id = 1", logger: logger).decode(Date.self) { return d }
+        return nil
+    }
+}
+
+/// Keeps the aggregates current (the seed: hourly), as a ServiceGroup service.
+struct StatsRefresher: Service {
+    let stats: StatsStore
+    let db: PostgresClient
+    let clock: any WallClock
+    let interval: Duration
+
+    func run() async throws {
+        await cancelWhenGracefulShutdown {
+            while !Task.isCancelled {
+                do { try await stats.refresh(now: clock.now(), db: db) } catch {
+                    stats.logger.warning("daily ad stats refresh failed", metadata: ["error": "\(error)"])
+                }
+                try? await Task.sleep(for: interval)
+            }
+        }
+    }
+}
