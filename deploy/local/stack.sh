@@ -195,5 +195,6 @@ TXT
     for s in "${SERVICES[@]}"; do [ -f "$RUN/$s.pid" ] && kill "$(cat "$RUN/$s.pid")" 2>/dev/null; rm -f "$RUN/$s.pid"; done ;;
   logs) tail -n 100 -F "$LOGS"/*.log ;;
   db) db_start; db_bootstrap app_backend ;;
+  reset-unit-db) db_start; db_recreate app_backend_unit ;;   # after editing an unreleased migration
   *) echo "usage: $0 run|test|stop|logs|db" >&2; exit 2 ;;
 esac

@@ -37,7 +37,9 @@ CREATE TABLE ad_requests (
     load_time_ms integer,
     load_error text,
     load_failures integer NOT NULL DEFAULT 0,
-    completed_at timestamptz
+    completed_at timestamptz,
+    -- the database's clock at insert: the aggregation job's watermark
+    recorded_at timestamptz NOT NULL DEFAULT now()
 );
 CREATE INDEX ad_requests_user ON ad_requests (app_id, user_id, created_at DESC);
 CREATE INDEX ad_requests_day ON ad_requests (app_id, created_at);
@@ -59,7 +61,8 @@ CREATE TABLE ad_views (
     -- why a rewarded view earned nothing (too short, daily limit, waiting for the network)
     reward_refusal text,
     revenue_usd numeric(12,6),
-    created_at timestamptz NOT NULL
+    created_at timestamptz NOT NULL,
+    recorded_at timestamptz NOT NULL DEFAULT now()
 );
 CREATE INDEX ad_views_app_day ON ad_views (app_id, created_at);
 CREATE INDEX ad_views_user ON ad_views (app_id, user_id, created_at DESC);
@@ -195,10 +198,11 @@ CREATE TABLE ad_daily_stats (
     PRIMARY KEY (app_id, day, ad_type, provider, placement)
 );
 
--- What the aggregation job has folded in (one row): it refreshes the days touched since.
+-- What the aggregation job has folded in (one row, database time): it refreshes the days of
+-- the rows recorded since.
 CREATE TABLE ad_stats_state (
     id integer PRIMARY KEY CHECK (id = 1),
     refreshed_until timestamptz NOT NULL
 );
-CREATE INDEX ad_requests_created ON ad_requests (created_at);
-CREATE INDEX ad_views_created ON ad_views (created_at);
+CREATE INDEX ad_requests_recorded ON ad_requests (recorded_at);
+CREATE INDEX ad_views_recorded ON ad_views (recorded_at);

@@ -18,7 +18,7 @@ struct AnalyticsController: Sendable {
         admin.get("analytics/dashboard") { request, context in try await dashboard(request, context) }
         admin.post("analytics/refresh") { _, context in
             _ = try context.requireApp()
-            let days = try await stats.refresh(now: clock.now(), db: db)
+            let days = try await stats.refresh(db: db)
             return try context.json(["refreshed_days": days])
         }
     }
@@ -186,7 +186,7 @@ enum RevenueDashboard {
                 bars += "<text x=\"\(x + barWidth / 2)\" y=\"\(height - 5)\" font-size=\"9\" text-anchor=\"middle\">\(escape(String(day.suffix(5))))</text>"
             }
         }
-        let chart = "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"\(Int(width))\" height=\"\(Int(height))\" role=\"img\" aria-label=\"Revenue per day\"><line x1=\"30\" y1=\"\(height - 20)\" x2=\"\(width)\" y2=\"\(height - 20)\" stroke=\"#888\"/><text x=\"2\" y=\"14\" font-size=\"10\">\(money(maxRevenue))</text>\(bars)</svg>"
+        let chart = "<svg width=\"\(Int(width))\" height=\"\(Int(height))\" role=\"img\" aria-label=\"Revenue per day\"><line x1=\"30\" y1=\"\(height - 20)\" x2=\"\(width)\" y2=\"\(height - 20)\" stroke=\"#888\"/><text x=\"2\" y=\"14\" font-size=\"10\">\(money(maxRevenue))</text>\(bars)</svg>"
         let disclaimer = r.total.estimatedRevenue > 0
             ? "<p class=\"note\">* Includes \(money(r.total.estimatedRevenue)) estimated from the average eCPM for views reported without revenue.</p>" : ""
         let filters = [f.adType.map { "type \($0)" }, f.provider.map { "provider \($0)" }, f.placement.map { "placement \($0)" }]

@@ -9,10 +9,11 @@ import ServiceLifecycle
 struct StatsStore: Sendable {
     let logger: Logger
 
-    /// Recomputes every (app, UTC day) that has requests or views since the last run (an hour
-    /// of overlap catches late completions). Two replicas serialise on an advisory lock.
+    /// Recomputes every (app, UTC day) with requests or views recorded since the last run (in
+    /// the database's time, with an hour of overlap for transactions that committed late).
+    /// Two replicas serialise on an advisory lock.
     @discardableResult
-    func refresh(now: Date, db: PostgresClient) async throws -> Int {
+    func refresh(db: PostgresClient) async throws -> Int {
         try await db.withTransaction(logger: logger) { conn in
             try await conn.query("SELECT pg_advisory_xact_lock(hashtextextended('ads:daily-stats', 0))", logger: logger)
             var since = Date.distantPast
@@ -22,8 +23,8 @@ struct StatsStore: Sendable {
             var apps: [UUID] = []
             var days: [String] = []
             for try await (app, day) in try await conn.query("""
-                SELECT app_id, (created_at AT TIME ZONE 'UTC')::date::text FROM ad_requests WHERE created_at >= \(since)
-                UNION SELECT app_id, (created_at AT TIME ZONE 'UTC')::date::text FROM ad_views WHERE created_at >= \(since)
+                SELECT app_id, (created_at AT TIME ZONE 'UTC')::date::text FROM ad_requests WHERE recorded_at >= \(since)
+                UNION SELECT app_id, (created_at AT TIME ZONE 'UTC')::date::text FROM ad_views WHERE recorded_at >= \(since)
                 """, logger: logger).decode((UUID, String).self) {
                 apps.append(app); days.append(day)
             }
@@ -54,7 +55,7 @@ struct StatsStore: Sendable {
                     """, logger: logger)
             }
             try await conn.query("""
-                INSERT INTO ad_stats_state (id, refreshed_until) VALUES (1, \(now))
+                INSERT INTO ad_stats_state (id, refreshed_until) VALUES (1, now())
                 ON CONFLICT (id) DO UPDATE SET refreshed_until = GREATEST(ad_stats_state.refreshed_until, EXCLUDED.refreshed_until)
                 """, logger: logger)
             return apps.count
@@ -97,13 +98,12 @@ struct StatsStore: Sendable {
 struct StatsRefresher: Service {
     let stats: StatsStore
     let db: PostgresClient
-    let clock: any WallClock
     let interval: Duration
 
     func run() async throws {
         await cancelWhenGracefulShutdown {
             while !Task.isCancelled {
-                do { try await stats.refresh(now: clock.now(), db: db) } catch {
+                do { try await stats.refresh(db: db) } catch {
                     stats.logger.warning("daily ad stats refresh failed", metadata: ["error": "\(error)"])
                 }
                 try? await Task.sleep(for: interval)

@@ -1,0 +1,211 @@
+@testable import AdsService
+import Crypto
+import Foundation
+import Hummingbird
+import HummingbirdTesting
+import NIOCore
+import ServiceKit
+import TestSupport
+import WireTypes
+import XCTest
+
+/// UC-ADS-4.3 consent (GDPR, COPPA, ATT, TCF; audit history; auth's withdrawal) and AdMob
+/// server-side verification.
+final class ConsentAndSSVTests: XCTestCase {
+    func testConsentFlowHistoryUnderAgeAndATT() async throws {
+        try await AdsHarness.run { h in
+            try await h.provider()
+            let user = UUID()
+            let first = try await h.call(.get, "/ads/consent?country=FR", user: user).json([String: JSONValue].self)
+            XCTAssertTrue(first.isNull("consent"))
+            XCTAssertEqual(first.bool("required"), true)
+            XCTAssertEqual(first.bool("gdpr_applies"), true)
+            let us = try await h.call(.get, "/ads/consent?country=US", user: user).json([String: JSONValue].self)
+            XCTAssertEqual(us.bool("required"), false)
+            XCTAssertEqual(us.bool("gdpr_applies"), false)
+
+            let posted = try await h.call(.post, "/ads/consent", user: user, json: """
+                {"consent_personalized_ads":true,"consent_data_sharing":true,"age_gate_passed":true,"is_under_age":false,
+                 "country":"DE","tcf_string":"CPXxRfAPXxRfAAfKABENB-CgAAAAAAAAAAYgAAAAAAAA.YAAAAAAAAAAA","consent_form_status":"obtained"}
+                """).json([String: JSONValue].self)
+            XCTAssertEqual(posted.bool("ads_enabled"), true)
+            XCTAssertEqual(posted.bool("personalized_ads"), true)
+            XCTAssertEqual(posted.object("consent")?.bool("consent_personalized_ads"), true)
+            XCTAssertEqual(posted.object("consent")?.string("tcf_string")?.hasPrefix("CPX"), true)
+
+            // 15a: the ATT answer alone; the rest is kept, personalisation stops.
+            let att = try await h.call(.post, "/ads/consent", user: user, json: #"{"att_status":"denied"}"#).json([String: JSONValue].self)
+            XCTAssertEqual(att.object("consent")?.string("att_status"), "denied")
+            XCTAssertEqual(att.object("consent")?.bool("consent_personalized_ads"), true)
+            XCTAssertEqual(att.bool("personalized_ads"), false)
+            let (id, r) = try await h.request(user)
+            XCTAssertNotNil(id)
+            XCTAssertEqual(try r.json([String: JSONValue].self).bool("personalized"), false)
+
+            // 8a: under 13: nothing personalised, no rewarded ads; interstitials stay contextual.
+            let child = UUID()
+            try await h.consent(child, personalized: true, underAge: true)
+            let c = try await h.call(.get, "/ads/consent", user: child).json([String: JSONValue].self)
+            XCTAssertEqual(c.object("consent")?.bool("consent_personalized_ads"), false)
+            XCTAssertEqual(c.bool("rewarded_ads_allowed"), false)
+            let a = try await h.available(child)
+            XCTAssertEqual(a.string("reason"), "under_age")
+            let refused = try await h.request(child).1
+            XCTAssertEqual(refused.status, .forbidden)
+            XCTAssertEqual(try refused.envelope().error, "under_age")
+            let (inter, ir) = try await h.request(child, "interstitial", placement: "post_quiz")
+            XCTAssertNotNil(inter)
+            XCTAssertEqual(try ir.json([String: JSONValue].self).bool("personalized"), false)
+
+            let history = try await h.count("SELECT count(*)::int FROM ads.user_consent_ads WHERE user_id = '\(user)'")
+            XCTAssertEqual(history, 2, "every change is a new row")
+
+            for (json, field) in [(#"{"att_status":"maybe"}"#, "att_status"), (#"{"tcf_string":"<bad>"}"#, "tcf_string"),
+                                  (#"{"country":"FRA"}"#, "country"), (#"{"is_under_age":"no"}"#, "is_under_age")] {
+                let bad = try await h.call(.post, "/ads/consent", user: user, json: json)
+                XCTAssertTrue([400, 422].contains(bad.status.code), json)
+                XCTAssertEqual(try bad.envelope().extra["field"], .string(field), json)
+            }
+            let empty = try await h.call(.post, "/ads/consent", user: user, json: "{}")
+            XCTAssertEqual(empty.status, .badRequest)
+        }
+    }
+
+    /// Auth's privacy change arrives over the internal route; an older one does not undo a
+    /// newer answer.
+    func testAuthWithdrawalAppliesAndStaleChangesAreIgnored() async throws {
+        try await AdsHarness.run { h in
+            let user = UUID()
+            try await h.consent(user)
+            let internalHeaders: HTTPFields = [.authorization: "Bearer local-internal-auth", .xServiceName: "auth", .contentType: "application/json"]
+            func send(_ personalized: Bool, at date: Date) async throws -> TestResponse {
+                let body = try JSON.encoder.encode(ConsentChange(appID: h.app, userID: user, geolocation: false, personalizedAds: personalized,
+                                                                 analytics: false, changedAt: date))
+                return try await h.client.execute(uri: "/internal/users/\(user)/consents?app_id=\(h.app)", method: .put, headers: internalHeaders,
+                                                  body: ByteBuffer(data: body)) { $0 }
+            }
+            let withdrawn = try await send(false, at: h.clock.now().addingTimeInterval(5))
+            XCTAssertEqual(withdrawn.status, .ok)
+            XCTAssertEqual(try withdrawn.json([String: Bool].self)["applied"], true)
+            let now = try await h.call(.get, "/ads/consent", user: user).json([String: JSONValue].self)
+            XCTAssertEqual(now.bool("personalized_ads"), false)
+            XCTAssertEqual(now.object("consent")?.string("source"), "auth")
+            let stale = try await send(true, at: h.clock.now().addingTimeInterval(-60))
+            XCTAssertEqual(try stale.json([String: Bool].self)["applied"], false)
+            let still = try await h.call(.get, "/ads/consent", user: user).json([String: JSONValue].self)
+            XCTAssertEqual(still.bool("personalized_ads"), false)
+            let noCredential = try await h.client.execute(uri: "/internal/users/\(user)/consents?app_id=\(h.app)", method: .put,
+                                                          headers: [.contentType: "application/json"], body: ByteBuffer(string: "{}")) { $0 }
+            XCTAssertEqual(noCredential.status, .unauthorized)
+        }
+    }
+
+    func testAdMobCallbackGrantsOnceAndRefusesTamperedOrReplayed() async throws {
+        try await AdsHarness.run { h in
+            try await h.provider(verification: "ssv")
+            let user = UUID()
+            try await h.consent(user)
+            let (id, r) = try await h.request(user)
+            let adRequest = try XCTUnwrap(id)
+            XCTAssertEqual(try r.json([String: JSONValue].self).bool("server_side_verification"), true)
+            h.clock.advance(by: 31)
+            // The client's word is not enough for an SSV provider.
+            let c = try await h.complete(user, adRequest).json([String: JSONValue].self)
+            XCTAssertEqual(c.bool("reward_granted"), false)
+            XCTAssertEqual(c.string("reward_status"), "awaiting_verification")
+            XCTAssertEqual(h.upstream.earnCalls.withLock { $0 }, 0)
+
+            func callback(_ query: String) async throws -> TestResponse {
+                try await h.client.execute(uri: "/ads/v1/ads/ssv/admob?" + query, method: .get) { $0 }
+            }
+            let query = try h.upstream.ssvQuery(adRequest: adRequest, user: user, transaction: "tx-1")
+            let ok = try await callback(query)
+            XCTAssertEqual(ok.status, .ok, String(buffer: ok.body))
+            XCTAssertEqual(try ok.json([String: String].self)["status"], "granted")
+            XCTAssertEqual(h.upstream.balance(h.app, user), 1)
+            // Replayed: the same transaction changes nothing.
+            let replay = try await callback(query)
+            XCTAssertEqual(try replay.json([String: String].self)["status"], "duplicate")
+            // Another transaction id for the same ad: still one reward.
+            let second = try await callback(try h.upstream.ssvQuery(adRequest: adRequest, user: user, transaction: "tx-2"))
+            XCTAssertEqual(try second.json([String: String].self)["status"], "duplicate")
+            XCTAssertEqual(h.upstream.balance(h.app, user), 1)
+            let view = try await h.complete(user, adRequest).json([String: JSONValue].self)
+            XCTAssertEqual(view.bool("reward_granted"), true)
+
+            // Tampered: a changed field after signing.
+            let tampered = query.replacingOccurrences(of: "reward_amount=1", with: "reward_amount=9")
+            let t = try await callback(tampered)
+            XCTAssertEqual(t.status, .forbidden)
+            XCTAssertEqual(try t.envelope().error, "invalid_signature")
+            // Signed by a key AdMob does not publish, under its key id and under an unknown one.
+            let forged = try await callback(try h.upstream.ssvQuery(adRequest: adRequest, user: user, transaction: "tx-3", key: P256.Signing.PrivateKey()))
+            XCTAssertEqual(forged.status, .forbidden)
+            let fetchesBefore = h.upstream.keyFetches.withLock { $0 }
+            let unknown = try await callback(try h.upstream.ssvQuery(adRequest: adRequest, user: user, transaction: "tx-4", keyID: 42))
+            XCTAssertEqual(unknown.status, .forbidden)
+            let unknownAgain = try await callback(try h.upstream.ssvQuery(adRequest: adRequest, user: user, transaction: "tx-5", keyID: 43))
+            XCTAssertEqual(unknownAgain.status, .forbidden)
+            XCTAssertLessThanOrEqual(h.upstream.keyFetches.withLock { $0 } - fetchesBefore, 1, "unknown keys refetch at most every 10 s")
+            let malformed = try await callback("transaction_id=1&custom_data=x")
+            XCTAssertEqual(malformed.status, .badRequest)
+            let wrongUser = try await callback(try h.upstream.ssvQuery(adRequest: adRequest, user: UUID(), transaction: "tx-6"))
+            XCTAssertEqual(wrongUser.status, .unprocessableContent)
+            XCTAssertEqual(h.upstream.balance(h.app, user), 1)
+        }
+    }
+
+    /// The callback may come before the client's completion.
+    func testCallbackBeforeCompletion() async throws {
+        try await AdsHarness.run { h in
+            try await h.provider(verification: "ssv")
+            let user = UUID()
+            try await h.consent(user)
+            let requested = try await h.request(user).0
+            let adRequest = try XCTUnwrap(requested)
+            let ok = try await h.client.execute(uri: "/ads/v1/ads/ssv/admob?" + (try h.upstream.ssvQuery(adRequest: adRequest, user: user, transaction: "t-\(UUID())")),
+                                                method: .get) { $0 }
+            XCTAssertEqual(try ok.json([String: String].self)["status"], "granted")
+            h.clock.advance(by: 31)
+            let c = try await h.complete(user, adRequest).json([String: JSONValue].self)
+            XCTAssertEqual(c.bool("reward_granted"), true)
+            XCTAssertEqual(c.int("new_balance"), 1)
+            XCTAssertEqual(h.upstream.balance(h.app, user), 1)
+        }
+    }
+
+    func testInterstitialIntervalAndSoftCap() async throws {
+        try await AdsHarness.run { h in
+            try await h.provider()
+            let user = UUID()
+            try await h.consent(user)
+            let a = try await h.available(user, "interstitial")
+            XCTAssertEqual(a.bool("available"), true)
+            let (id, _) = try await h.request(user, "interstitial", placement: "post_quiz")
+            h.clock.advance(by: 8)
+            let c = try await h.complete(user, try XCTUnwrap(id), ms: 8000).json([String: JSONValue].self)
+            XCTAssertEqual(c.bool("reward_granted"), false)
+            XCTAssertEqual(c.int("cooldown_seconds"), 180)
+            h.clock.advance(by: 60)
+            let b = try await h.available(user, "interstitial")
+            XCTAssertEqual(b.bool("available"), false)
+            XCTAssertEqual(b.string("reason"), "interval_not_elapsed")
+            XCTAssertEqual(b.int("cooldown_seconds"), 120)
+            let refused = try await h.request(user, "interstitial").1
+            XCTAssertEqual(refused.status, .tooManyRequests)
+            // Interstitials do not touch the rewarded cooldown.
+            let rewarded = try await h.available(user)
+            XCTAssertEqual(rewarded.bool("available"), true)
+            for _ in 0..<19 {
+                h.clock.advance(by: 181)
+                let (next, _) = try await h.request(user, "interstitial")
+                _ = try await h.complete(user, try XCTUnwrap(next), ms: 6000)
+            }
+            h.clock.advance(by: 181)
+            let capped = try await h.available(user, "interstitial")
+            XCTAssertEqual(capped.string("reason"), "daily_limit_reached")
+            let shown = try await h.count("SELECT interstitial_views FROM ads.user_ad_limits WHERE user_id = '\(user)'")
+            XCTAssertEqual(shown, 20)
+        }
+    }
+}
