@@ -33,18 +33,23 @@ export DATABASE_HOST=127.0.0.1 DATABASE_PORT=$PORT DATABASE_NAME=app_backend_ben
 export AUTH_REFRESH_LIMIT_PER_MINUTE=100000000
 "$BIN/auth-service" migrate >/dev/null
 "$BIN/subscription-service" migrate >/dev/null
+"$BIN/ads-service" migrate >/dev/null
 eval "$("$BIN/auth-service" admin apps create --name Bench --env)"
 "$BIN/subscription-service" admin plans seed-defaults --app-id "$APP_ID" >/dev/null
+"$BIN/ads-service" admin set-provider --app-id "$APP_ID" --name admob --priority 1 --test-mode --rewarded-unit test/rewarded >/dev/null
 
 start_ms=$(date +%s%3N)
 "$BIN/auth-service" serve >"$BENCH/auth.log" 2>&1 &
 AUTH_PID=$!
-trap 'kill $AUTH_PID $SUB_PID 2>/dev/null || true' EXIT
+trap 'kill $AUTH_PID $SUB_PID $ADS_PID 2>/dev/null || true' EXIT
 until curl -fsS -o /dev/null http://127.0.0.1:3001/auth/v1/ready 2>/dev/null; do sleep 0.01; done
 ready_ms=$(( $(date +%s%3N) - start_ms ))
 "$BIN/subscription-service" serve >"$BENCH/subscription.log" 2>&1 &
 SUB_PID=$!
 until curl -fsS -o /dev/null http://127.0.0.1:3002/subscription/v1/ready 2>/dev/null; do sleep 0.01; done
+"$BIN/ads-service" serve >"$BENCH/ads.log" 2>&1 &
+ADS_PID=$!
+until curl -fsS -o /dev/null http://127.0.0.1:3004/ads/v1/ready 2>/dev/null; do sleep 0.01; done
 
 H=(-H "Content-Type: application/json" -H "X-App-ID: $APP_ID" -H "X-API-Key: $API_KEY")
 log "sessions for the refresh run"
@@ -104,6 +109,17 @@ wrk -t2 -c32 -d"${DURATION}s" --latency -H "X-App-ID: $APP_ID" -H "X-API-Key: $A
 ME_RPS=$(rps "$BENCH/me.txt")
 SUB_RSS=$(rss_mb $SUB_PID)
 
+log "GET /ads/v1/ads/available (token, consent, limits, entitlement cached)"
+curl -fsS -o /dev/null -H "Content-Type: application/json" -H "X-App-ID: $APP_ID" -H "X-API-Key: $API_KEY" -H "Authorization: Bearer $ME_TOKEN" \
+  -d '{"consent_personalized_ads":true,"consent_data_sharing":true,"age_gate_passed":true,"is_under_age":false,"country":"FR"}' \
+  http://127.0.0.1:3004/ads/v1/ads/consent
+curl -fsS -o /dev/null -H "X-App-ID: $APP_ID" -H "X-API-Key: $API_KEY" -H "Authorization: Bearer $ME_TOKEN" \
+  "http://127.0.0.1:3004/ads/v1/ads/available?ad_type=rewarded&placement=earn_credits"
+wrk -t2 -c32 -d"${DURATION}s" --latency -H "X-App-ID: $APP_ID" -H "X-API-Key: $API_KEY" -H "Authorization: Bearer $ME_TOKEN" \
+  "http://127.0.0.1:3004/ads/v1/ads/available?ad_type=rewarded&placement=earn_credits" > "$BENCH/ads.txt"
+ADS_RPS=$(rps "$BENCH/ads.txt")
+ADS_RSS=$(rss_mb $ADS_PID)
+
 log "login flood + health latency during it"
 wrk -t1 -c8 -d"${DURATION}s" --latency -s deploy/bench/login.lua http://127.0.0.1:3001 -- "$APP_ID" "$API_KEY" "$BENCH/emails.txt" > "$BENCH/login.txt" &
 FLOOD=$!
@@ -125,6 +141,8 @@ bcrypt-12 verify                        ${BCRYPT_MS} ms  ->  limit = ${CORES} co
 POST /auth/login (email, 8 conns)       ${LOGIN_RPS} req/s  = $(awk -v a="$LOGIN_RPS" -v b="$BCRYPT_LIMIT" 'BEGIN {printf "%.2f", a / b}') x bcrypt limit (target >= 0.9)   non-2xx: $(non2xx "$BENCH/login.txt")
 GET /auth/v1/health during the flood    $(cat "$BENCH/health-flood.txt")   (one probe every 20 ms; target p99 < 20 ms)
 GET /subscriptions/me (32 conns)        ${ME_RPS} req/s   p99 $(p99 "$BENCH/me.txt")   = $(awk -v a="$ME_RPS" -v b="$PGBENCH_TPS" 'BEGIN {printf "%.2f", a / b}') x pgbench (target >= 0.5, p99 <= 10 ms)   non-2xx: $(non2xx "$BENCH/me.txt")
+GET /ads/available (32 conns)           ${ADS_RPS} req/s   p99 $(p99 "$BENCH/ads.txt")   = $(awk -v a="$ADS_RPS" -v b="$PGBENCH_TPS" 'BEGIN {printf "%.2f", a / b}') x pgbench (target >= 0.5, p99 <= 10 ms)   non-2xx: $(non2xx "$BENCH/ads.txt")
+ads-service RSS after its run           ${ADS_RSS} MB (target <= 64)
 auth-service RSS after the runs         ${RSS} MB (target <= 64)
 subscription-service RSS after its run  ${SUB_RSS} MB (target <= 64)
 auth-service ready after start          ${ready_ms} ms (target <= 1000)
