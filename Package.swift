@@ -36,7 +36,8 @@ let services: [ServiceSpec] = [
         .product(name: "X509", package: "swift-certificates"),
         .product(name: "SwiftASN1", package: "swift-asn1"),
     ]),
-    .init(name: "Offline", executable: "offline-service", extra: []),
+    // zlib for gzip of large items (UC-OFFLINE-3.1 compression rule).
+    .init(name: "Offline", executable: "offline-service", extra: ["CZlib"]),
     .init(name: "Ads", executable: "ads-service", extra: []),
 ]
 
@@ -98,6 +99,7 @@ let package = Package(
         .systemLibrary(name: "CCurlSystem", path: "Shared/CCurlSystem", pkgConfig: "libcurl",
                        providers: [.apt(["libcurl4-openssl-dev"])]),
         .target(name: "CCurl", dependencies: ["CCurlSystem"], path: "Shared/CCurl"),
+        .systemLibrary(name: "CZlib", path: "Shared/CZlib"),
         .target(name: "WireTypes", path: "Shared/WireTypes"),
         .target(name: "ServiceKit", dependencies: serviceKitDeps, path: "Shared/ServiceKit"),
         .target(

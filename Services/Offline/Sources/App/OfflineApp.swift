@@ -2,7 +2,7 @@ import Foundation
 import Hummingbird
 import ServiceKit
 
-/// The offline service. Offline content, sync, the offline queue and places (port 3003).
+/// The offline service. Content packs, sync, the offline queue, conflicts and places (port 3003).
 public enum OfflineService: ServiceDefinition {
     public static let service = ServiceName.offline
 
@@ -11,14 +11,40 @@ public enum OfflineService: ServiceDefinition {
     }
 
     public static func buildApplication(runtime: ServiceRuntime) async throws -> any ApplicationProtocol {
-        buildApplication(runtime: runtime, appVerifier: runtime.remoteAppVerifier(), tokenVerifier: runtime.remoteTokenVerifier())
+        try buildApplication(runtime: runtime, appVerifier: runtime.remoteAppVerifier(), tokenVerifier: runtime.remoteTokenVerifier())
     }
 
-    /// The composition root: tenant headers and access tokens are checked by asking auth.
+    /// The composition root: tenant headers and tokens checked by asking auth, tiers by asking
+    /// subscription; downloads and sync run as Postgres-backed jobs.
     public static func buildApplication(runtime: ServiceRuntime, appVerifier: any AppVerifier,
-                                        tokenVerifier: AccessTokenVerifier) -> Application<RouterResponder<ServiceRequestContext>> {
-        // No personal data is stored here yet: the export says so and deletion has nothing to
-        // remove. Each table keyed by user adds its section here.
-        buildServiceApplication(runtime: runtime, appVerifier: appVerifier, tokenVerifier: tokenVerifier, userData: []) { _ in }
+                                        tokenVerifier: AccessTokenVerifier) throws -> Application<RouterResponder<ServiceRequestContext>> {
+        let env = runtime.config.environment
+        let logger = runtime.logger
+        let catalog = CatalogStore(logger: logger), copies = CopyStore(logger: logger), downloads = DownloadStore(logger: logger)
+        let profiles = ProfileStore(logger: logger), sync = SyncStore(logger: logger)
+        let upstream = SyncUpstream(routes: try SyncUpstream.parse(env.optional("SYNC_UPSTREAMS")), http: runtime.http,
+                                    timeout: .seconds(env.int("SYNC_UPSTREAM_TIMEOUT_SECONDS", default: 10)))
+        let entitlements = RemoteEntitlements(baseURL: runtime.config.url(of: .subscription), http: runtime.http, credential: runtime.internalCredential,
+                                              ttl: .seconds(min(300, env.int("ENTITLEMENT_CACHE_SECONDS", default: 60))))
+        let geocoder = Geocoder(baseURL: env.optional("GEOCODER_URL"),
+                                userAgent: env.string("GEOCODER_USER_AGENT", default: "app-backend-offline/1.0 (+\(env.string("SUPPORT_EMAIL", default: "support@example.com")))"),
+                                http: runtime.http, db: runtime.db, clock: runtime.clock, logger: logger)
+        let queue = JobQueue(client: runtime.db, queue: DownloadJob.queue, logger: logger, clock: runtime.clock)
+        let worker = JobWorker(queue: queue, handlers: [
+            DownloadJob.kind: DownloadJob.handler(.init(db: runtime.db, downloads: downloads, copies: copies, profiles: profiles, clock: runtime.clock, logger: logger)),
+            SyncExecuteJob.kind: SyncExecuteJob.handler(.init(db: runtime.db, sync: sync, profiles: profiles, upstream: upstream, clock: runtime.clock, logger: logger)),
+        ], pollInterval: .milliseconds(runtime.config.jobPollMilliseconds), lease: .seconds(600))
+        let maintenance = OfflineMaintenance(db: runtime.db, catalog: catalog, sync: sync, clock: runtime.clock,
+                                             interval: .seconds(env.int("OFFLINE_MAINTENANCE_SECONDS", default: 3600)), logger: logger)
+        return buildServiceApplication(runtime: runtime, appVerifier: appVerifier, tokenVerifier: tokenVerifier, services: [worker, maintenance],
+                                       userData: OfflineUserData.sections(logger: logger)) { routes in
+            ContentController(db: runtime.db, catalog: catalog, copies: copies, downloads: downloads, profiles: profiles, entitlements: entitlements,
+                              jobs: queue, clock: runtime.clock, logger: logger).addRoutes(to: routes.user)
+            SyncController(db: runtime.db, sync: sync, upstream: upstream, clock: runtime.clock, logger: logger).addRoutes(to: routes.user)
+            LocationController(db: runtime.db, geocoder: geocoder, http: runtime.http, authURL: runtime.config.url(of: .auth),
+                               credential: runtime.internalCredential, clock: runtime.clock, logger: logger)
+                .addRoutes(user: routes.user, internalGroup: routes.internal)
+            CatalogAdminController(db: runtime.db, catalog: catalog, logger: logger).addRoutes(to: routes.admin)
+        }
     }
 }

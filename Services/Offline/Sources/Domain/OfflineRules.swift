@@ -1,0 +1,75 @@
+import Foundation
+
+/// UC-OFFLINE-3.1 / 3.6 limits by tier.
+struct OfflineLimits: Sendable, Equatable {
+    var tier: String
+    /// nil: unlimited (PREMIUM).
+    var maxCategories: Int?
+    var maxItemsPerCategory: Int?
+    var storageLimitBytes: Int64
+
+    static let free = OfflineLimits(tier: "free", maxCategories: 3, maxItemsPerCategory: 50, storageLimitBytes: 50 * 1_000_000)
+    static let premium = OfflineLimits(tier: "premium", maxCategories: nil, maxItemsPerCategory: nil, storageLimitBytes: 500 * 1_000_000)
+
+    static func forPremium(_ isPremium: Bool) -> OfflineLimits { isPremium ? .premium : .free }
+}
+
+enum OfflineRules {
+    /// Expiration cache : 30 jours.
+    static let copyLifetime: TimeInterval = 30 * 86400
+    /// Compression : gzip si item > 10 KB.
+    static let compressAbove = 10 * 1024
+    /// Retry automatique : 3 tentatives par item.
+    static let itemAttempts = 3
+    /// Tombstones are kept at least this long.
+    static let tombstoneWindow: TimeInterval = 30 * 86400
+    /// Auto-cleanup : items > 90 jours non accédés; locations anonymised after 90 days.
+    static let staleAfter: TimeInterval = 90 * 86400
+    /// Conflits > 7 jours → auto-résolution 'server_wins'.
+    static let conflictAutoResolveAfter: TimeInterval = 7 * 86400
+    /// Max 10 conflits simultanés (sinon force 'server_wins').
+    static let maxOpenConflicts = 10
+    /// User peut skip temporairement (max 3 fois).
+    static let maxConflictSkips = 3
+    /// Max 100 actions en queue.
+    static let maxPendingActions = 100
+    /// Retry : exponentiel backoff (2s, 4s, 8s, 16s, 32s), then failed.
+    static let maxActionAttempts = 5
+    static func retryDelay(afterAttempt n: Int) -> TimeInterval { pow(2, Double(max(1, min(n, 5)))) }
+    /// Priority : answer_submit = 5, progress_save = 7, autres = 10.
+    static func defaultPriority(actionType: String) -> Int {
+        switch actionType {
+        case "answer_submit": 5
+        case "progress_save": 7
+        default: 10
+        }
+    }
+    /// One location update per 15 minutes per user; accuracy worse than 1 km refused.
+    static let locationInterval: TimeInterval = 15 * 60
+    static let worstAccuracyMeters = 1000.0
+    static let nearbyDefaultKm = 50.0
+    static let nearbyMaxKm = 200.0
+    static let nearbyLimit = 20
+    /// Estimated download throughput for `estimated_time_seconds` (a conservative mobile link).
+    static let estimatedBytesPerSecond = 250_000.0
+
+    static func megabytes(_ bytes: Int64) -> Double { (Double(bytes) / 1_000_000 * 100).rounded() / 100 }
+}
+
+/// UC-OFFLINE-3.5 merge: for each top-level field named in `merge_data`, "local" takes the
+/// local value and "server" the server's; fields not named keep the server's value.
+enum ConflictMerge {
+    enum MergeError: Error, Equatable { case badChoice(String), notObjects }
+
+    static func merge(local: [String: Any], server: [String: Any], choices: [String: String]) throws -> [String: Any] {
+        var out = server
+        for (field, choice) in choices {
+            switch choice {
+            case "local": out[field] = local[field]
+            case "server": out[field] = server[field]
+            default: throw MergeError.badChoice(field)
+            }
+        }
+        return out
+    }
+}

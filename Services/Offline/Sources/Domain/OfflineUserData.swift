@@ -1,0 +1,112 @@
+import Foundation
+import Logging
+import PostgresNIO
+import ServiceKit
+import WireTypes
+import ServiceLifecycle
+
+/// The user's data held here, for the privacy export and account deletion. Everything tied
+/// to the person goes: the copy, the queue, conflicts, the profile, locations and consents.
+enum OfflineUserData {
+    static func sections(logger: Logger) -> [UserDataSection] {
+        @Sendable func rows(_ query: PostgresQuery, _ conn: PostgresConnection) async throws -> JSONValue {
+            try await UserDataSection.jsonRows(query, on: conn, logger: logger)
+        }
+        @Sendable func count(_ query: PostgresQuery, _ conn: PostgresConnection) async throws -> Int {
+            var n = 0
+            for try await _ in try await conn.query(query, logger: logger) { n += 1 }
+            return n
+        }
+        return [
+            UserDataSection(name: "locations", export: { user, app, conn in
+                try await rows("""
+                    SELECT row_to_json(l)::text FROM (SELECT id, ST_Y(location::geometry) AS latitude, ST_X(location::geometry) AS longitude,
+                           accuracy, altitude, source, country_code, country, city, created_at
+                    FROM user_locations WHERE app_id = \(app) AND user_id = \(user) ORDER BY created_at) l
+                    """, conn)
+            }, delete: { user, app, conn in
+                try await count("DELETE FROM user_locations WHERE app_id = \(app) AND user_id = \(user) RETURNING 1", conn)
+            }),
+            UserDataSection(name: "offline_copy", export: { user, app, conn in
+                try await rows("""
+                    SELECT row_to_json(c)::text FROM (SELECT category_id, item_count, size_bytes, downloaded_at, last_accessed_at, expires_at
+                    FROM offline_categories WHERE app_id = \(app) AND user_id = \(user) ORDER BY category_id) c
+                    """, conn)
+            }, delete: { user, app, conn in
+                try await conn.query("DELETE FROM offline_items WHERE app_id = \(app) AND user_id = \(user)", logger: logger)
+                try await conn.query("DELETE FROM download_jobs WHERE app_id = \(app) AND user_id = \(user)", logger: logger)
+                return try await count("DELETE FROM offline_categories WHERE app_id = \(app) AND user_id = \(user) RETURNING 1", conn)
+            }),
+            UserDataSection(name: "sync_queue", export: { user, app, conn in
+                try await rows("""
+                    SELECT row_to_json(q)::text FROM (SELECT client_action_id, action_type, entity_type, entity_id, payload, status, created_at
+                    FROM sync_queue WHERE app_id = \(app) AND user_id = \(user) ORDER BY created_at) q
+                    """, conn)
+            }, delete: { user, app, conn in
+                try await conn.query("DELETE FROM sync_applied_actions WHERE app_id = \(app) AND user_id = \(user)", logger: logger)
+                try await conn.query("DELETE FROM sync_jobs WHERE app_id = \(app) AND user_id = \(user)", logger: logger)
+                return try await count("DELETE FROM sync_queue WHERE app_id = \(app) AND user_id = \(user) RETURNING 1", conn)
+            }),
+            UserDataSection(name: "sync_profile", export: { user, app, conn in
+                try await rows("""
+                    SELECT row_to_json(p)::text FROM (SELECT auto_sync_enabled, sync_on_wifi_only, sync_frequency_hours, conflict_strategy, last_sync_at
+                    FROM sync_profiles WHERE app_id = \(app) AND user_id = \(user)) p
+                    """, conn)
+            }, delete: { user, app, conn in
+                try await conn.query("DELETE FROM user_consents WHERE app_id = \(app) AND user_id = \(user)", logger: logger)
+                return try await count("DELETE FROM sync_profiles WHERE app_id = \(app) AND user_id = \(user) RETURNING 1", conn)
+            }),
+        ]
+    }
+}
+
+/// Periodic upkeep: anonymise locations after 90 days (coarsened to 0.1°, unlinked), expire
+/// offline copies after 30 days, drop copies not opened for 90 days, auto-resolve conflicts
+/// older than 7 days, purge tombstones past the 30-day window.
+struct OfflineMaintenance: Service {
+    let db: PostgresClient
+    let catalog: CatalogStore
+    let sync: SyncStore
+    let clock: any WallClock
+    let interval: Duration
+    let logger: Logger
+
+    func run() async throws {
+        await cancelWhenGracefulShutdown {
+            while !Task.isCancelled {
+                do { _ = try await runOnce() } catch { logger.warning("offline maintenance failed", metadata: ["error": "\(error)"]) }
+                try? await Task.sleep(for: interval)
+            }
+        }
+    }
+
+    struct Report: Sendable, Equatable { var anonymized = 0, expired = 0, stale = 0, conflicts = 0, tombstoneApps = 0 }
+
+    func runOnce() async throws -> Report {
+        let now = clock.now()
+        var r = Report()
+        for try await _ in try await db.query("""
+            UPDATE user_locations SET user_id = NULL, anonymized = true,
+                   location = ST_SnapToGrid(location::geometry, 0.1)::geography, city = NULL
+            WHERE NOT anonymized AND created_at < \(now.addingTimeInterval(-OfflineRules.staleAfter)) RETURNING 1
+            """, logger: logger) { r.anonymized += 1 }
+        for (cutoff, column) in [(now, "expires_at"), (now.addingTimeInterval(-OfflineRules.staleAfter), "COALESCE(last_accessed_at, downloaded_at)")] {
+            let n = try await db.withTransaction(logger: logger) { conn -> Int in
+                var n = 0
+                for try await (app, user, category) in try await conn.query("""
+                    DELETE FROM offline_categories WHERE \(unescaped: column) < \(cutoff) RETURNING app_id, user_id, category_id
+                    """, logger: logger).decode((UUID, UUID, String).self) {
+                    n += 1
+                    try await conn.query("""
+                        DELETE FROM offline_items WHERE app_id = \(app) AND user_id = \(user) AND category_id = \(category)
+                        """, logger: logger)
+                }
+                return n
+            }
+            if column == "expires_at" { r.expired = n } else { r.stale = n }
+        }
+        r.conflicts = try await sync.autoResolveOld(before: now.addingTimeInterval(-OfflineRules.conflictAutoResolveAfter), now: now, db: db)
+        r.tombstoneApps = try await catalog.purgeTombstones(before: now.addingTimeInterval(-OfflineRules.tombstoneWindow), db: db)
+        return r
+    }
+}

@@ -1,0 +1,66 @@
+import Foundation
+import Hummingbird
+import PostgresNIO
+import ServiceKit
+import WireTypes
+
+/// How the main app publishes content (admin credential + tenant headers): categories, item
+/// batches (upserts and deletions), and location-based content.
+struct CatalogAdminController: Sendable {
+    let db: PostgresClient
+    let catalog: CatalogStore
+    let logger: Logger
+
+    func addRoutes(to admin: RouterGroup<ServiceRequestContext>) {
+        admin.put("admin/categories/:id") { request, context in
+            let app = try context.requireApp()
+            let id = try ContentController.categoryID(context)
+            struct Body: Decodable { var name: String; var description: String? }
+            let b = try await request.decodeJSON(as: Body.self, context: context)
+            guard (1...200).contains(b.name.count) else { throw AppError.validation("name", "name must be 1 to 200 characters") }
+            try await db.withConnection { try await catalog.upsertCategory(app: app, id: id, name: b.name, description: b.description ?? "", on: $0) }
+            return try context.json(["id": id, "name": b.name])
+        }
+        admin.post("admin/categories/:id/items") { request, context in
+            let app = try context.requireApp()
+            let id = try ContentController.categoryID(context)
+            struct Item: Decodable { var id: String; var data: JSONValue }
+            struct Body: Decodable { var upsert: [Item]?; var delete: [String]? }
+            let b = try await request.decodeJSON(as: Body.self, context: context)
+            let upserts = b.upsert ?? [], deletes = b.delete ?? []
+            guard upserts.count + deletes.count <= 1000 else { throw AppError.validation("upsert", "at most 1000 changes per batch") }
+            for (i, item) in upserts.enumerated() {
+                guard ContentController.validID(item.id) else { throw AppError.validation("upsert[\(i)].id", "item ids are letters, digits, '-', '_' or '.'") }
+                guard case .object = item.data else { throw AppError.validation("upsert[\(i)].data", "data must be a JSON object") }
+            }
+            guard deletes.allSatisfy(ContentController.validID) else { throw AppError.validation("delete", "item ids are letters, digits, '-', '_' or '.'") }
+            let encoded = try upserts.map { ($0.id, String(decoding: try JSON.encoder.encode($0.data), as: UTF8.self)) }
+            let (u, d) = try await db.withTransaction(logger: logger) { conn -> (Int, Int) in
+                guard try await catalog.categoryExists(app: app, id: id, on: conn) else { throw AppError.notFound("Category") }
+                return try await catalog.applyBatch(app: app, category: id, upserts: encoded, deletes: deletes, on: conn)
+            }
+            return try context.json(["upserted": u, "deleted": d])
+        }
+        admin.put("admin/location-content/:id") { request, context in
+            let app = try context.requireApp()
+            let id = try ContentController.categoryID(context)
+            struct Body: Decodable {
+                var title: String; var contentType: String?; var latitude: Double; var longitude: Double
+                var metadata: JSONValue?; var availableUntil: Date?; var active: Bool?
+                enum CodingKeys: String, CodingKey { case title, contentType = "content_type", latitude, longitude, metadata, availableUntil = "available_until", active }
+            }
+            let b = try await request.decodeJSON(as: Body.self, context: context)
+            guard (-90...90).contains(b.latitude) else { throw AppError.validation("latitude", "latitude must be -90 to 90") }
+            guard (-180...180).contains(b.longitude) else { throw AppError.validation("longitude", "longitude must be -180 to 180") }
+            let metadata = String(decoding: try JSON.encoder.encode(b.metadata ?? .object([:])), as: UTF8.self)
+            try await db.query("""
+                INSERT INTO location_based_content (app_id, id, content_type, title, metadata, location, active, available_until)
+                VALUES (\(app), \(id), \(b.contentType ?? "quiz"), \(b.title), \(metadata)::jsonb,
+                        ST_SetSRID(ST_MakePoint(\(b.longitude), \(b.latitude)), 4326)::geography, \(b.active ?? true), \(b.availableUntil))
+                ON CONFLICT (app_id, id) DO UPDATE SET content_type = EXCLUDED.content_type, title = EXCLUDED.title, metadata = EXCLUDED.metadata,
+                    location = EXCLUDED.location, active = EXCLUDED.active, available_until = EXCLUDED.available_until
+                """, logger: logger)
+            return try context.json(["id": id])
+        }
+    }
+}

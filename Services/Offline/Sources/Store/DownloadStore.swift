@@ -1,0 +1,109 @@
+import Foundation
+import Logging
+import PostgresNIO
+import ServiceKit
+
+struct DownloadJobStatus: Encodable, Sendable {
+    var jobID: UUID
+    var status: String
+    var progress: Int
+    var downloadedCount: Int
+    var totalCount: Int
+    var failedCount: Int
+    var categoryIDs: [String]
+    var errors: [ItemError]
+    var startedAt: Date?
+    var completedAt: Date?
+
+    struct ItemError: Encodable, Sendable {
+        var itemID: String
+        var error: String
+        enum CodingKeys: String, CodingKey { case itemID = "item_id", error }
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case jobID = "job_id", status, progress, downloadedCount = "downloaded_count", totalCount = "total_count"
+        case failedCount = "failed_count", categoryIDs = "category_ids", errors, startedAt = "started_at", completedAt = "completed_at"
+    }
+}
+
+/// `download_jobs` and their work lists.
+struct DownloadStore: Sendable {
+    let logger: Logger
+
+    func create(id: UUID, app: UUID, user: UUID, items: [(category: String, item: String)], categories: [String], estimatedBytes: Int64,
+                now: Date, on conn: PostgresConnection) async throws {
+        try await conn.query("""
+            INSERT INTO download_jobs (id, app_id, user_id, category_ids, status, total_count, estimated_size_bytes, cursor, created_at)
+            SELECT \(id), \(app), \(user), \(categories), 'pending', \(items.count), \(estimatedBytes),
+                   COALESCE((SELECT max(change_seq) FROM content_items WHERE app_id = \(app)), 0), \(now)
+            """, logger: logger)
+        let cats = items.map(\.category), ids = items.map(\.item)
+        try await conn.query("""
+            INSERT INTO download_job_items (job_id, position, category_id, item_id)
+            SELECT \(id), ord::int, c, i FROM unnest(\(cats)::text[], \(ids)::text[]) WITH ORDINALITY AS t(c, i, ord)
+            """, logger: logger)
+    }
+
+    func status(id: UUID, app: UUID, user: UUID, on conn: PostgresConnection) async throws -> DownloadJobStatus? {
+        var out: DownloadJobStatus?
+        for try await r in try await conn.query("""
+            SELECT status, downloaded_count, total_count, failed_count, category_ids, started_at, completed_at FROM download_jobs
+            WHERE id = \(id) AND app_id = \(app) AND user_id = \(user)
+            """, logger: logger).decode((String, Int, Int, Int, [String], Date?, Date?).self) {
+            let done = r.1 + r.3
+            out = DownloadJobStatus(jobID: id, status: r.0, progress: r.2 == 0 ? 100 : done * 100 / r.2, downloadedCount: r.1, totalCount: r.2,
+                                    failedCount: r.3, categoryIDs: r.4, errors: [], startedAt: r.5, completedAt: r.6)
+        }
+        guard var status = out else { return nil }
+        for try await (item, error) in try await conn.query("""
+            SELECT item_id, COALESCE(error, 'failed') FROM download_job_items WHERE job_id = \(id) AND status = 'failed' ORDER BY position
+            """, logger: logger).decode((String, String).self) { status.errors.append(.init(itemID: item, error: error)) }
+        return status
+    }
+
+    /// Moves a job between states when allowed; returns the new status or nil.
+    func transition(id: UUID, app: UUID, user: UUID, from: [String], to: String, on conn: PostgresConnection) async throws -> Bool {
+        for try await _ in try await conn.query("""
+            UPDATE download_jobs SET status = \(to) WHERE id = \(id) AND app_id = \(app) AND user_id = \(user) AND status = ANY(\(from)) RETURNING 1
+            """, logger: logger) { return true }
+        return false
+    }
+
+    struct Work: Sendable { var app: UUID; var user: UUID; var status: String; var cursor: Int64; var categories: [String] }
+
+    func work(id: UUID, on conn: PostgresConnection) async throws -> Work? {
+        for try await r in try await conn.query("""
+            SELECT app_id, user_id, status, cursor, category_ids FROM download_jobs WHERE id = \(id) FOR UPDATE
+            """, logger: logger).decode((UUID, UUID, String, Int64, [String]).self) {
+            return Work(app: r.0, user: r.1, status: r.2, cursor: r.3, categories: r.4)
+        }
+        return nil
+    }
+
+    struct PendingItem: Sendable { var position: Int; var category: String; var item: String; var attempts: Int }
+
+    func nextItems(job: UUID, limit: Int, on conn: PostgresConnection) async throws -> [PendingItem] {
+        var out: [PendingItem] = []
+        for try await r in try await conn.query("""
+            SELECT position, category_id, item_id, attempts FROM download_job_items WHERE job_id = \(job) AND status = 'pending'
+            ORDER BY position LIMIT \(limit)
+            """, logger: logger).decode((Int, String, String, Int).self) { out.append(PendingItem(position: r.0, category: r.1, item: r.2, attempts: r.3)) }
+        return out
+    }
+
+    func markItem(job: UUID, position: Int, status: String, error: String?, on conn: PostgresConnection) async throws {
+        try await conn.query("""
+            UPDATE download_job_items SET status = \(status), error = \(error), attempts = attempts + 1 WHERE job_id = \(job) AND position = \(position)
+            """, logger: logger)
+    }
+
+    func recount(job: UUID, on conn: PostgresConnection) async throws {
+        try await conn.query("""
+            UPDATE download_jobs j SET downloaded_count = c.done, failed_count = c.failed
+            FROM (SELECT count(*) FILTER (WHERE status = 'done')::int AS done, count(*) FILTER (WHERE status = 'failed')::int AS failed
+                  FROM download_job_items WHERE job_id = \(job)) c
+            WHERE j.id = \(job)
+            """, logger: logger)
+    }
+}

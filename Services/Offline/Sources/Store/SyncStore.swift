@@ -1,0 +1,248 @@
+import Foundation
+import Logging
+import PostgresNIO
+import ServiceKit
+import WireTypes
+
+struct SyncProfile: Codable, Sendable {
+    var autoSyncEnabled: Bool
+    var syncOnWifiOnly: Bool
+    var syncFrequencyHours: Int
+    var conflictStrategy: String
+    var lastSyncAt: Date?
+    var lastFullSyncAt: Date?
+    enum CodingKeys: String, CodingKey {
+        case autoSyncEnabled = "auto_sync_enabled", syncOnWifiOnly = "sync_on_wifi_only", syncFrequencyHours = "sync_frequency_hours"
+        case conflictStrategy = "conflict_strategy", lastSyncAt = "last_sync_at", lastFullSyncAt = "last_full_sync_at"
+    }
+}
+
+struct ProfileStore: Sendable {
+    let logger: Logger
+
+    func ensure(app: UUID, user: UUID, on conn: PostgresConnection) async throws {
+        try await conn.query("INSERT INTO sync_profiles (app_id, user_id) VALUES (\(app), \(user)) ON CONFLICT DO NOTHING", logger: logger)
+    }
+
+    func profile(app: UUID, user: UUID, on conn: PostgresConnection) async throws -> SyncProfile {
+        try await ensure(app: app, user: user, on: conn)
+        for try await r in try await conn.query("""
+            SELECT auto_sync_enabled, sync_on_wifi_only, sync_frequency_hours, conflict_strategy, last_sync_at, last_full_sync_at
+            FROM sync_profiles WHERE app_id = \(app) AND user_id = \(user)
+            """, logger: logger).decode((Bool, Bool, Int, String, Date?, Date?).self) {
+            return SyncProfile(autoSyncEnabled: r.0, syncOnWifiOnly: r.1, syncFrequencyHours: r.2, conflictStrategy: r.3, lastSyncAt: r.4, lastFullSyncAt: r.5)
+        }
+        throw AppError.unavailable
+    }
+
+    func save(app: UUID, user: UUID, _ p: SyncProfile, on conn: PostgresConnection) async throws {
+        try await conn.query("""
+            UPDATE sync_profiles SET auto_sync_enabled = \(p.autoSyncEnabled), sync_on_wifi_only = \(p.syncOnWifiOnly),
+                   sync_frequency_hours = \(p.syncFrequencyHours), conflict_strategy = \(p.conflictStrategy), updated_at = now()
+            WHERE app_id = \(app) AND user_id = \(user)
+            """, logger: logger)
+    }
+}
+
+struct QueueItem: Encodable, Sendable {
+    var id: UUID
+    var clientActionID: String
+    var actionType: String
+    var entityType: String
+    var entityID: String
+    var categoryID: String?
+    var payload: JSONValue
+    var priority: Int
+    var status: String
+    var attempts: Int
+    var lastError: String?
+    var createdAt: Date
+    var processedAt: Date?
+    enum CodingKeys: String, CodingKey {
+        case id, clientActionID = "client_action_id", actionType = "action_type", entityType = "entity_type", entityID = "entity_id"
+        case categoryID = "category_id", payload, priority, status, attempts, lastError = "last_error", createdAt = "created_at"
+        case processedAt = "processed_at"
+    }
+}
+
+/// `sync_queue`, `sync_jobs`, `sync_conflicts`.
+struct SyncStore: Sendable {
+    let logger: Logger
+
+    static let columns = """
+        id, client_action_id, action_type, entity_type, entity_id, category_id, payload::text, priority, status, attempts, last_error, created_at, processed_at
+        """
+    typealias Row = (UUID, String, String, String, String, String?, String, Int, String, Int, String?, Date, Date?)
+    static func item(_ r: Row) throws -> QueueItem {
+        QueueItem(id: r.0, clientActionID: r.1, actionType: r.2, entityType: r.3, entityID: r.4, categoryID: r.5,
+                  payload: try JSONDecoder().decode(JSONValue.self, from: Data(r.6.utf8)), priority: r.7, status: r.8, attempts: r.9,
+                  lastError: r.10, createdAt: r.11, processedAt: r.12)
+    }
+
+    func lockUser(app: UUID, user: UUID, on conn: PostgresConnection) async throws {
+        try await conn.query("SELECT pg_advisory_xact_lock(hashtextextended(\("queue:\(app):\(user)"), 0))", logger: logger)
+    }
+
+    func find(app: UUID, user: UUID, clientActionID: String, on conn: PostgresConnection) async throws -> QueueItem? {
+        for try await r in try await conn.query("""
+            SELECT \(unescaped: Self.columns) FROM sync_queue WHERE app_id = \(app) AND user_id = \(user) AND client_action_id = \(clientActionID)
+            """, logger: logger).decode(Row.self) { return try Self.item(r) }
+        return nil
+    }
+
+    func pendingCount(app: UUID, user: UUID, on conn: PostgresConnection) async throws -> Int {
+        for try await n in try await conn.query("""
+            SELECT count(*)::int FROM sync_queue WHERE app_id = \(app) AND user_id = \(user) AND status = 'pending'
+            """, logger: logger).decode(Int.self) { return n }
+        return 0
+    }
+
+    /// The queue is full: the oldest pending action of the lowest importance (priority 10 and
+    /// above, never an answer or a progress save) makes room, marked `dropped`. Returns its
+    /// client id, or nil when only answers and progress wait.
+    func dropOldestExpendable(app: UUID, user: UUID, now: Date, on conn: PostgresConnection) async throws -> String? {
+        for try await id in try await conn.query("""
+            UPDATE sync_queue SET status = 'dropped', processed_at = \(now), last_error = 'dropped: the queue held 100 pending actions'
+            WHERE id = (SELECT id FROM sync_queue WHERE app_id = \(app) AND user_id = \(user) AND status = 'pending' AND priority >= 10
+                        ORDER BY created_at, id LIMIT 1)
+            RETURNING client_action_id
+            """, logger: logger).decode(String.self) { return id }
+        return nil
+    }
+
+    func insert(_ q: QueueItem, app: UUID, user: UUID, on conn: PostgresConnection) async throws {
+        let payload = String(decoding: try JSON.encoder.encode(q.payload), as: UTF8.self)
+        try await conn.query("""
+            INSERT INTO sync_queue (id, app_id, user_id, client_action_id, action_type, entity_type, entity_id, category_id, payload, priority, status, created_at)
+            VALUES (\(q.id), \(app), \(user), \(q.clientActionID), \(q.actionType), \(q.entityType), \(q.entityID), \(q.categoryID), \(payload)::jsonb,
+                    \(q.priority), 'pending', \(q.createdAt))
+            """, logger: logger)
+    }
+
+    /// Position in the order the worker sends (priority, then age), 1-based.
+    func position(of q: QueueItem, app: UUID, user: UUID, on conn: PostgresConnection) async throws -> Int {
+        for try await n in try await conn.query("""
+            SELECT count(*)::int FROM sync_queue WHERE app_id = \(app) AND user_id = \(user) AND status = 'pending'
+              AND (priority, created_at, id) <= (\(q.priority), \(q.createdAt), \(q.id))
+            """, logger: logger).decode(Int.self) { return n }
+        return 0
+    }
+
+    func list(app: UUID, user: UUID, on conn: PostgresConnection) async throws -> [QueueItem] {
+        var out: [QueueItem] = []
+        for try await r in try await conn.query("""
+            SELECT \(unescaped: Self.columns) FROM sync_queue WHERE app_id = \(app) AND user_id = \(user)
+            ORDER BY CASE WHEN status = 'pending' THEN 0 ELSE 1 END, priority, created_at LIMIT 500
+            """, logger: logger).decode(Row.self) { out.append(try Self.item(r)) }
+        return out
+    }
+
+    /// The next action due for this user, locked (priority, then age).
+    func nextDue(app: UUID, user: UUID, on conn: PostgresConnection) async throws -> QueueItem? {
+        for try await r in try await conn.query("""
+            SELECT \(unescaped: Self.columns) FROM sync_queue WHERE app_id = \(app) AND user_id = \(user) AND status = 'pending'
+              AND next_retry_at <= now() ORDER BY priority, created_at, id LIMIT 1 FOR UPDATE SKIP LOCKED
+            """, logger: logger).decode(Row.self) { return try Self.item(r) }
+        return nil
+    }
+
+    /// Seconds until the next pending action is due, or nil when none is pending.
+    func nextRetryIn(app: UUID, user: UUID, on conn: PostgresConnection) async throws -> Double? {
+        for try await s in try await conn.query("""
+            SELECT GREATEST(0, extract(epoch FROM min(next_retry_at) - now()))::float8 FROM sync_queue
+            WHERE app_id = \(app) AND user_id = \(user) AND status = 'pending' HAVING count(*) > 0
+            """, logger: logger).decode(Double.self) { return s }
+        return nil
+    }
+
+    func finish(_ id: UUID, status: String, error: String?, on conn: PostgresConnection) async throws {
+        try await conn.query("""
+            UPDATE sync_queue SET status = \(status), last_error = \(error), processed_at = now(), attempts = attempts + 1 WHERE id = \(id)
+            """, logger: logger)
+    }
+
+    func retryLater(_ id: UUID, attempts: Int, error: String, on conn: PostgresConnection) async throws {
+        let delay = OfflineRules.retryDelay(afterAttempt: attempts)
+        try await conn.query("""
+            UPDATE sync_queue SET attempts = \(attempts), last_error = \(error), next_retry_at = now() + make_interval(secs => \(delay)) WHERE id = \(id)
+            """, logger: logger)
+    }
+
+    // MARK: conflicts
+
+    struct Conflict: Encodable, Sendable {
+        var id: UUID
+        var queueItemID: UUID
+        var entityType: String
+        var entityID: String
+        var localData: JSONValue
+        var serverData: JSONValue
+        var serverVersion: String?
+        var resolved: Bool
+        var resolution: String?
+        var resolvedBy: String?
+        var finalData: JSONValue?
+        var skipCount: Int
+        var createdAt: Date
+        enum CodingKeys: String, CodingKey {
+            case id, queueItemID = "queue_item_id", entityType = "entity_type", entityID = "entity_id", localData = "local_data"
+            case serverData = "server_data", serverVersion = "server_version", resolved, resolution, resolvedBy = "resolved_by"
+            case finalData = "final_data", skipCount = "skip_count", createdAt = "created_at"
+        }
+    }
+
+    static let conflictColumns = """
+        id, queue_item_id, entity_type, entity_id, local_data::text, server_data::text, server_version, resolved, resolution, resolved_by,
+        final_data::text, skip_count, created_at
+        """
+    typealias ConflictRow = (UUID, UUID, String, String, String, String, String?, Bool, String?, String?, String?, Int, Date)
+    static func conflict(_ r: ConflictRow) throws -> Conflict {
+        let d = JSONDecoder()
+        return Conflict(id: r.0, queueItemID: r.1, entityType: r.2, entityID: r.3, localData: try d.decode(JSONValue.self, from: Data(r.4.utf8)),
+                        serverData: try d.decode(JSONValue.self, from: Data(r.5.utf8)), serverVersion: r.6, resolved: r.7, resolution: r.8,
+                        resolvedBy: r.9, finalData: try r.10.map { try d.decode(JSONValue.self, from: Data($0.utf8)) }, skipCount: r.11, createdAt: r.12)
+    }
+
+    func openConflict(app: UUID, user: UUID, item: QueueItem, serverData: String, serverVersion: String?, now: Date,
+                      on conn: PostgresConnection) async throws -> UUID {
+        let id = UUID()
+        let local = String(decoding: try JSON.encoder.encode(item.payload), as: UTF8.self)
+        try await conn.query("""
+            INSERT INTO sync_conflicts (id, app_id, user_id, queue_item_id, entity_type, entity_id, local_data, server_data, server_version, created_at)
+            VALUES (\(id), \(app), \(user), \(item.id), \(item.entityType), \(item.entityID), \(local)::jsonb, \(serverData)::jsonb, \(serverVersion), \(now))
+            """, logger: logger)
+        return id
+    }
+
+    func openConflicts(app: UUID, user: UUID, on conn: PostgresConnection) async throws -> [Conflict] {
+        var out: [Conflict] = []
+        for try await r in try await conn.query("""
+            SELECT \(unescaped: Self.conflictColumns) FROM sync_conflicts WHERE app_id = \(app) AND user_id = \(user) AND NOT resolved ORDER BY created_at
+            """, logger: logger).decode(ConflictRow.self) { out.append(try Self.conflict(r)) }
+        return out
+    }
+
+    func conflict(id: UUID, app: UUID, user: UUID, on conn: PostgresConnection) async throws -> Conflict? {
+        for try await r in try await conn.query("""
+            SELECT \(unescaped: Self.conflictColumns) FROM sync_conflicts WHERE id = \(id) AND app_id = \(app) AND user_id = \(user) FOR UPDATE
+            """, logger: logger).decode(ConflictRow.self) { return try Self.conflict(r) }
+        return nil
+    }
+
+    func resolve(_ id: UUID, resolution: String, by: String, finalData: String, now: Date, on conn: PostgresConnection) async throws {
+        try await conn.query("""
+            UPDATE sync_conflicts SET resolved = true, resolution = \(resolution), resolved_by = \(by), final_data = \(finalData)::jsonb,
+                   resolved_at = \(now) WHERE id = \(id)
+            """, logger: logger)
+    }
+
+    /// Older than 7 days: the server's version stands.
+    func autoResolveOld(before: Date, now: Date, db: PostgresClient) async throws -> Int {
+        var n = 0
+        for try await _ in try await db.query("""
+            UPDATE sync_conflicts SET resolved = true, resolution = 'server_wins', resolved_by = 'system', final_data = server_data, resolved_at = \(now)
+            WHERE NOT resolved AND created_at < \(before) RETURNING 1
+            """, logger: logger) { n += 1 }
+        return n
+    }
+}
