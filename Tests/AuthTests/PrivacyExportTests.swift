@@ -34,7 +34,7 @@ final class PrivacyExportTests: XCTestCase {
             case .subscription:
                 apps.append(try SubscriptionService.buildApplication(runtime: TestEnvironment.runtime(.subscription, migrations: try SubscriptionService.migrations(), overrides: overrides), appVerifier: AllowAll(), tokenVerifier: noTokens))
             case .offline:
-                apps.append(OfflineService.buildApplication(runtime: TestEnvironment.runtime(.offline, migrations: try OfflineService.migrations(), overrides: overrides), appVerifier: AllowAll(), tokenVerifier: noTokens))
+                apps.append(try OfflineService.buildApplication(runtime: TestEnvironment.runtime(.offline, migrations: try OfflineService.migrations(), overrides: overrides), appVerifier: AllowAll(), tokenVerifier: noTokens))
             default:
                 apps.append(AdsService.buildApplication(runtime: TestEnvironment.runtime(.ads, migrations: try AdsService.migrations(), overrides: overrides), appVerifier: AllowAll(), tokenVerifier: noTokens))
             }

@@ -14,7 +14,7 @@ final class OfflineApplicationTests: XCTestCase {
 
     func testStartsMigratesAndServesOperationalRoutes() async throws {
         let runtime = TestEnvironment.runtime(.offline, migrations: try OfflineService.migrations())
-        let app = OfflineService.buildApplication(runtime: runtime, appVerifier: AllowAll(),
+        let app = try OfflineService.buildApplication(runtime: runtime, appVerifier: AllowAll(),
                                               tokenVerifier: AccessTokenVerifier(source: StaticJWKSSource(.init(keys: []))))
         try await app.test(.router) { client in
             for path in ["/offline/v1/health", "/health", "/offline/v1/ready", "/ready"] {

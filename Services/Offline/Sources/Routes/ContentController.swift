@@ -332,6 +332,9 @@ struct ContentController: Sendable {
             enum CodingKeys: String, CodingKey { case deleted, categoriesDeleted = "categories_deleted", spaceFreedMB = "space_freed_mb" }
         }
         let body = try await db.withTransaction(logger: logger) { conn -> Deleted in
+            if let one = categories?.first, !(try await copies.downloaded(app: app, user: user, on: conn).contains { $0.categoryID == one }) {
+                throw AppError(.notFound, "category_not_downloaded", "This category is not in your offline copy")
+            }
             // Items with actions still in the sync queue: warn before deleting.
             var waiting = 0
             for try await n in try await conn.query("""
@@ -343,7 +346,6 @@ struct ContentController: Sendable {
                                extra: ["pending_actions": .int(waiting)])
             }
             let (n, bytes) = try await copies.delete(app: app, user: user, categories: categories, on: conn)
-            if categories != nil && n == 0 { throw AppError(.notFound, "category_not_downloaded", "This category is not in your offline copy") }
             if all { try await conn.query("DELETE FROM sync_profiles WHERE app_id = \(app) AND user_id = \(user)", logger: logger) }
             return Deleted(deleted: true, categoriesDeleted: n, spaceFreedMB: OfflineRules.megabytes(bytes))
         }

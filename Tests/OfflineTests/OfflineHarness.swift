@@ -1,0 +1,200 @@
+import Crypto
+import Foundation
+import Hummingbird
+import HummingbirdTesting
+import NIOCore
+@testable import OfflineService
+import PostgresNIO
+import ServiceKit
+import ServiceLifecycle
+import Synchronization
+import TestSupport
+import WireTypes
+import XCTest
+
+/// Local servers for what offline calls: subscription's entitlement, auth's consents, the main
+/// app's API that queued actions go to (idempotent on Idempotency-Key, as a real API is), and a
+/// Nominatim-compatible geocoder. Each can be made to fail, be slow or answer 409.
+final class FakeOfflineUpstreams: Sendable {
+    enum SyncMode: Sendable, Equatable { case up, failFirst(Int), slow(Duration), conflict, reject }
+    enum GeoMode: Sendable, Equatable { case up, failing, slow(Duration) }
+    let port: Int
+    let premium = Mutex(Set<UUID>())
+    let geolocationConsent = Mutex(Set<UUID>())
+    let syncMode = Mutex(SyncMode.up)
+    let geoMode = Mutex(GeoMode.up)
+    /// Applied actions by Idempotency-Key, and every delivery attempt.
+    let applied = Mutex([String: String]())
+    let attempts = Mutex([String]())
+    let geocodeCalls = Mutex(0)
+    let userAgents = Mutex([String]())
+
+    init() throws { port = try TestEnvironment.freePort() }
+    var base: String { "http://127.0.0.1:\(port)" }
+
+    func json(_ s: String, _ status: HTTPResponse.Status = .ok) -> Response {
+        Response(status: status, headers: [.contentType: "application/json"], body: .init(byteBuffer: ByteBuffer(string: s)))
+    }
+
+    func application() -> some ApplicationProtocol {
+        let router = Router()
+        router.get("internal/users/:id/entitlement") { _, context -> Response in
+            let premium = self.premium.withLock { $0.contains(context.parameters.get("id", as: UUID.self)!) }
+            return self.json(#"{"is_premium":\#(premium),"status":"\#(premium ? "premium" : "free")","features":{}}"#)
+        }
+        router.get("internal/users/:id/consents") { request, context -> Response in
+            let user = context.parameters.get("id", as: UUID.self)!
+            let app = request.uri.queryParameters.get("app_id")!
+            let ok = self.geolocationConsent.withLock { $0.contains(user) }
+            return self.json(#"{"app_id":"\#(app)","user_id":"\#(user)","geolocation":\#(ok),"personalized_ads":false,"analytics":false,"changed_at":"2026-01-01T00:00:00Z"}"#)
+        }
+        router.post("sync") { request, _ -> Response in
+            let key = request.headers[.idempotencyKey] ?? ""
+            let raw = String(buffer: try await request.body.collect(upTo: 1 << 20))
+            let body = try JSONSerialization.jsonObject(with: Data(raw.utf8)) as? [String: Any] ?? [:]
+            let mode = self.syncMode.withLock { m -> SyncMode in
+                if case .failFirst(let n) = m { m = n > 1 ? .failFirst(n - 1) : .up; return .failFirst(n) }
+                return m
+            }
+            self.attempts.withLock { $0.append(key) }
+            switch mode {
+            case .failFirst: return Response(status: .serviceUnavailable)
+            case .slow(let d): try await Task.sleep(for: d)
+            case .reject: return self.json(#"{"error":"question_not_found"}"#, .unprocessableContent)
+            case .conflict where body["resolution"] == nil:
+                return self.json(#"{"server_version":"7","server_data":{"score":7,"question_5":3,"timestamp":"server"}}"#, .conflict)
+            default: break
+            }
+            let duplicate = self.applied.withLock { a -> Bool in
+                if a[key] != nil { return true }
+                a[key] = raw
+                return false
+            }
+            return self.json(#"{"duplicate":\#(duplicate)}"#)
+        }
+        router.get("nominatim/reverse") { request, _ -> Response in
+            self.geocodeCalls.withLock { $0 += 1 }
+            self.userAgents.withLock { $0.append(request.headers[.userAgent] ?? "") }
+            switch self.geoMode.withLock({ $0 }) {
+            case .failing: return Response(status: .internalServerError)
+            case .slow(let d): try await Task.sleep(for: d)
+            case .up: break
+            }
+            return self.json(#"{"place_id":1,"address":{"city":"Paris","country":"France","country_code":"fr"}}"#)
+        }
+        return Application(router: router, configuration: .init(address: .hostname("127.0.0.1", port: port)))
+    }
+}
+
+struct OfflineHarness: Sendable {
+    struct AllowAll: AppVerifier { func verify(appID: UUID, apiKey: String) async throws -> Bool { apiKey == "good" } }
+
+    let client: any TestClientProtocol
+    let runtime: ServiceRuntime
+    let signer: AccessTokenSigner
+    let app: UUID
+    let clock: MovableClock
+    let upstream: FakeOfflineUpstreams
+    let worker: JobWorker
+    let downloadDeps: DownloadJob.Deps
+
+    func token(_ user: UUID, app: UUID? = nil) throws -> String {
+        let now = Int(clock.now().timeIntervalSince1970)
+        return try signer.sign(AccessTokenClaims(userID: user, appID: app ?? self.app, email: nil, status: .free, isGuest: false, issuer: "auth",
+                                                 issuedAt: now, expiresAt: now + 3600, jti: UUID().uuidString))
+    }
+
+    var admin: HTTPFields { [.xAppID: app.uuidString, .xAPIKey: "good", .authorization: "Bearer local-admin-token", .contentType: "application/json"] }
+
+    func call(_ method: HTTPRequest.Method, _ path: String, user: UUID? = nil, json: String? = nil, headers: HTTPFields? = nil) async throws -> TestResponse {
+        var h = headers ?? admin
+        if let user { h[.authorization] = "Bearer \(try token(user))" }
+        return try await client.execute(uri: "/offline/v1" + path, method: method, headers: h, body: json.map { ByteBuffer(string: $0) }) { $0 }
+    }
+
+    func obj(_ r: TestResponse) throws -> [String: JSONValue] { try r.json([String: JSONValue].self) }
+
+    /// Publishes a category of `n` items; every 10th item is larger than 10 KB (gzip).
+    func category(_ id: String, items n: Int, prefix: String? = nil) async throws {
+        let c = try await call(.put, "/admin/categories/\(id)", json: #"{"name":"\#(id)","description":"demo"}"#)
+        XCTAssertEqual(c.status, .ok, String(buffer: c.body))
+        var start = 0
+        while start < n {
+            let batch = (start..<min(n, start + 500)).map { i -> String in
+                let filler = i % 10 == 0 ? String(repeating: "Lorem ipsum geographica ", count: 600) : ""
+                return #"{"id":"\#(prefix ?? id)-\#(String(format: "%04d", i))","data":{"question":"Capital #\#(i)?","answer":\#(i % 4),"notes":"\#(filler)"}}"#
+            }
+            let r = try await call(.post, "/admin/categories/\(id)/items", json: #"{"upsert":[\#(batch.joined(separator: ","))]}"#)
+            XCTAssertEqual(r.status, .ok, String(buffer: r.body))
+            start += 500
+        }
+    }
+
+    /// Runs queued jobs until none is left.
+    func drainJobs() async throws {
+        // Jobs are due by the database's clock at enqueue; a test clock left behind would
+        // never reach them.
+        if clock.now() < Date() { clock.set(Date()) }
+        var idle = 0
+        while idle < 2 {
+            idle = try await worker.runOnce() == 0 ? idle + 1 : 0
+        }
+    }
+
+    func count(_ sql: String) async throws -> Int {
+        try await withPostgres(TestEnvironment.adminClient(database: TestEnvironment.unitDatabase)) { db in
+            for try await n in try await db.query(PostgresQuery(unsafeSQL: sql)).decode(Int.self) { return n }
+            return -1
+        }
+    }
+
+    static func run(syncUpstream: Bool = true, geocoder: Bool = true, _ body: @Sendable (OfflineHarness) async throws -> Void) async throws {
+        let upstream = try FakeOfflineUpstreams()
+        let clock = MovableClock()
+        let signer = AccessTokenSigner(privateKey: Curve25519.Signing.PrivateKey())
+        var overrides = ["SUBSCRIPTION_URL": upstream.base, "AUTH_URL": upstream.base, "ENTITLEMENT_CACHE_SECONDS": "0", "RUN_WORKERS": "false"]
+        if syncUpstream { overrides["SYNC_UPSTREAMS"] = #"{"*":"\#(upstream.base)/sync"}"# }
+        if geocoder { overrides["GEOCODER_URL"] = upstream.base + "/nominatim" }
+        let runtime = TestEnvironment.runtime(.offline, migrations: try OfflineService.migrations(), overrides: overrides, clock: clock)
+        let app = try OfflineService.buildApplication(runtime: runtime, appVerifier: AllowAll(),
+                                                      tokenVerifier: AccessTokenVerifier(source: StaticJWKSSource(.init(keys: [signer.jwk])), clock: clock))
+        let logger = runtime.logger
+        let deps = DownloadJob.Deps(db: runtime.db, downloads: DownloadStore(logger: logger), copies: CopyStore(logger: logger),
+                                    profiles: ProfileStore(logger: logger), clock: clock, logger: logger)
+        let upstreamClient = SyncUpstream(routes: try SyncUpstream.parse(overrides["SYNC_UPSTREAMS"]), http: runtime.http, timeout: .seconds(2))
+        let worker = JobWorker(queue: JobQueue(client: runtime.db, queue: DownloadJob.queue, logger: logger, clock: clock), handlers: [
+            DownloadJob.kind: DownloadJob.handler(deps),
+            SyncExecuteJob.kind: SyncExecuteJob.handler(.init(db: runtime.db, sync: SyncStore(logger: logger), profiles: ProfileStore(logger: logger),
+                                                              upstream: upstreamClient, clock: clock, logger: logger)),
+        ], concurrency: 1)
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            let server = ServiceGroup(configuration: .init(services: [upstream.application()], logger: logger))
+            group.addTask { try await server.run() }
+            for _ in 0..<100 {
+                if (try? await runtime.http.send(ServiceKit.HTTPRequest(method: "GET", url: upstream.base + "/", timeout: .seconds(1)))) != nil { break }
+                try await Task.sleep(for: .milliseconds(50))
+            }
+            try await app.test(.router) { client in
+                await runtime.readiness.waitUntilMigrated()
+                try await body(OfflineHarness(client: client, runtime: runtime, signer: signer, app: UUID(), clock: clock, upstream: upstream,
+                                              worker: worker, downloadDeps: deps))
+            }
+            await server.triggerGracefulShutdown()
+            try await group.waitForAll()
+        }
+    }
+}
+
+extension [String: JSONValue] {
+    func int(_ k: String) -> Int? { if case .int(let v)? = self[k] { return v }; return nil }
+    func string(_ k: String) -> String? { if case .string(let v)? = self[k] { return v }; return nil }
+    func bool(_ k: String) -> Bool? { if case .bool(let v)? = self[k] { return v }; return nil }
+    func double(_ k: String) -> Double? {
+        switch self[k] { case .double(let v)?: v; case .int(let v)?: Double(v); default: nil }
+    }
+    func object(_ k: String) -> [String: JSONValue]? { if case .object(let v)? = self[k] { return v }; return nil }
+    func array(_ k: String) -> [[String: JSONValue]] {
+        guard case .array(let a)? = self[k] else { return [] }
+        return a.compactMap { if case .object(let o) = $0 { return o }; return nil }
+    }
+}
