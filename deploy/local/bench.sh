@@ -34,6 +34,7 @@ export AUTH_REFRESH_LIMIT_PER_MINUTE=100000000
 "$BIN/auth-service" migrate >/dev/null
 "$BIN/subscription-service" migrate >/dev/null
 "$BIN/ads-service" migrate >/dev/null
+"$BIN/offline-service" migrate >/dev/null
 eval "$("$BIN/auth-service" admin apps create --name Bench --env)"
 "$BIN/subscription-service" admin plans seed-defaults --app-id "$APP_ID" >/dev/null
 "$BIN/ads-service" admin set-provider --app-id "$APP_ID" --name admob --priority 1 --test-mode --rewarded-unit test/rewarded >/dev/null
@@ -41,7 +42,7 @@ eval "$("$BIN/auth-service" admin apps create --name Bench --env)"
 start_ms=$(date +%s%3N)
 "$BIN/auth-service" serve >"$BENCH/auth.log" 2>&1 &
 AUTH_PID=$!
-trap 'kill $AUTH_PID $SUB_PID $ADS_PID 2>/dev/null || true' EXIT
+trap 'kill $AUTH_PID $SUB_PID $ADS_PID $OFF_PID 2>/dev/null || true' EXIT
 until curl -fsS -o /dev/null http://127.0.0.1:3001/auth/v1/ready 2>/dev/null; do sleep 0.01; done
 ready_ms=$(( $(date +%s%3N) - start_ms ))
 "$BIN/subscription-service" serve >"$BENCH/subscription.log" 2>&1 &
@@ -50,6 +51,9 @@ until curl -fsS -o /dev/null http://127.0.0.1:3002/subscription/v1/ready 2>/dev/
 "$BIN/ads-service" serve >"$BENCH/ads.log" 2>&1 &
 ADS_PID=$!
 until curl -fsS -o /dev/null http://127.0.0.1:3004/ads/v1/ready 2>/dev/null; do sleep 0.01; done
+"$BIN/offline-service" serve >"$BENCH/offline.log" 2>&1 &
+OFF_PID=$!
+until curl -fsS -o /dev/null http://127.0.0.1:3003/offline/v1/ready 2>/dev/null; do sleep 0.01; done
 
 H=(-H "Content-Type: application/json" -H "X-App-ID: $APP_ID" -H "X-API-Key: $API_KEY")
 log "sessions for the refresh run"
@@ -120,6 +124,27 @@ wrk -t2 -c32 -d"${DURATION}s" --latency -H "X-App-ID: $APP_ID" -H "X-API-Key: $A
 ADS_RPS=$(rps "$BENCH/ads.txt")
 ADS_RSS=$(rss_mb $ADS_PID)
 
+log "GET /offline/v1/location/nearby-content over 1,000,000 points, 50 km"
+psql_admin -d app_backend_bench -c "
+  INSERT INTO offline.location_based_content (app_id, id, title, location)
+  SELECT '$APP_ID', 'p' || g, 'Place ' || g,
+         ST_SetSRID(ST_MakePoint(-10 + random() * 40, 36 + random() * 24), 4326)::geography  -- Europe
+  FROM generate_series(1, 1000000) g;
+  ANALYZE offline.location_based_content;" >/dev/null
+curl -fsS -o /dev/null -X PATCH -H "Content-Type: application/json" -H "X-App-ID: $APP_ID" -H "X-API-Key: $API_KEY" -H "Authorization: Bearer $ME_TOKEN" \
+  -d '{"consent_geolocation":true}' http://127.0.0.1:3001/auth/v1/auth/privacy
+curl -fsS -o /dev/null -H "Content-Type: application/json" -H "X-App-ID: $APP_ID" -H "X-API-Key: $API_KEY" -H "Authorization: Bearer $ME_TOKEN" \
+  -d '{"latitude":48.8566,"longitude":2.3522,"accuracy":15,"source":"gps","consent_given":true}' http://127.0.0.1:3003/offline/v1/location/update
+NEARBY_COUNT=$(curl -fsS -H "X-App-ID: $APP_ID" -H "X-API-Key: $API_KEY" -H "Authorization: Bearer $ME_TOKEN" \
+  "http://127.0.0.1:3003/offline/v1/location/nearby-content?radius_km=50" | grep -o '"distance_km"' | wc -l)
+wrk -t2 -c16 -d"${DURATION}s" --latency -H "X-App-ID: $APP_ID" -H "X-API-Key: $API_KEY" -H "Authorization: Bearer $ME_TOKEN" \
+  "http://127.0.0.1:3003/offline/v1/location/nearby-content?radius_km=50" > "$BENCH/nearby.txt"
+NEARBY_RPS=$(rps "$BENCH/nearby.txt")
+OFF_RSS=$(rss_mb $OFF_PID)
+p50() { awk '$1 == "50%" {print $2}' "$1"; }
+log "a 1,000-item download job against a plain SELECT of the same rows"
+DOWNLOAD=$("$BIN/offline-service" admin bench-download --items 1000 2>/dev/null | tail -1)
+
 log "login flood + health latency during it"
 wrk -t1 -c8 -d"${DURATION}s" --latency -s deploy/bench/login.lua http://127.0.0.1:3001 -- "$APP_ID" "$API_KEY" "$BENCH/emails.txt" > "$BENCH/login.txt" &
 FLOOD=$!
@@ -142,6 +167,10 @@ POST /auth/login (email, 8 conns)       ${LOGIN_RPS} req/s  = $(awk -v a="$LOGIN
 GET /auth/v1/health during the flood    $(cat "$BENCH/health-flood.txt")   (one probe every 20 ms; target p99 < 20 ms)
 GET /subscriptions/me (32 conns)        ${ME_RPS} req/s   p99 $(p99 "$BENCH/me.txt")   = $(awk -v a="$ME_RPS" -v b="$PGBENCH_TPS" 'BEGIN {printf "%.2f", a / b}') x pgbench (target >= 0.5, p99 <= 10 ms)   non-2xx: $(non2xx "$BENCH/me.txt")
 GET /ads/available (32 conns)           ${ADS_RPS} req/s   p99 $(p99 "$BENCH/ads.txt")   = $(awk -v a="$ADS_RPS" -v b="$PGBENCH_TPS" 'BEGIN {printf "%.2f", a / b}') x pgbench (target >= 0.5, p99 <= 10 ms)   non-2xx: $(non2xx "$BENCH/ads.txt")
+GET /location/nearby-content (16 conns) ${NEARBY_RPS} req/s   p50 $(p50 "$BENCH/nearby.txt")   p99 $(p99 "$BENCH/nearby.txt")   (1,000,000 points, 50 km, ${NEARBY_COUNT} results; target p99 <= 5 ms)   non-2xx: $(non2xx "$BENCH/nearby.txt")
+1,000-item download job                 ${DOWNLOAD}
+  job vs plain SELECT                   $(echo "$DOWNLOAD" | awk -F'[ =]' '{for (i = 1; i <= NF; i++) {if ($i == "job_items_per_s") j = $(i+1); if ($i == "select_rows_per_s") s = $(i+1)}} END {printf "%.3f x", j / s}')
+offline-service RSS after its run       ${OFF_RSS} MB (target <= 64)
 ads-service RSS after its run           ${ADS_RSS} MB (target <= 64)
 auth-service RSS after the runs         ${RSS} MB (target <= 64)
 subscription-service RSS after its run  ${SUB_RSS} MB (target <= 64)

@@ -95,6 +95,7 @@ demo_app() {
   "$bin/subscription-service" admin content set --app-id "$APP_ID" --content-id capitals-europe --level free >/dev/null
   "$bin/subscription-service" admin content set --app-id "$APP_ID" --content-id capitals-world --level premium >/dev/null
   "$bin/subscription-service" admin content set --app-id "$APP_ID" --content-id flags-asia --level freemium --cost 3 --hours 24 >/dev/null
+  "$bin/offline-service" admin seed-demo --app-id "$APP_ID" >/dev/null
   # AdMob's public test units: the demo app shows test ads only.
   "$bin/ads-service" admin set-provider --app-id "$APP_ID" --name admob --priority 1 --test-mode --ecpm-estimate-usd 12 \
     --rewarded-unit ca-app-pub-3940256099942544/5224354917 --interstitial-unit ca-app-pub-3940256099942544/1033173712 >/dev/null

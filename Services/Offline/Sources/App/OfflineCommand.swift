@@ -1,12 +1,94 @@
 import ArgumentParser
+import Foundation
 import ServiceKit
 
-/// `offline-service [serve | migrate]`.
+/// `offline-service [serve | migrate | admin ...]`.
 public struct OfflineCommand: AsyncParsableCommand {
     public static let configuration = CommandConfiguration(
         commandName: "offline-service",
-        abstract: "Offline content, sync, the offline queue and places (port 3003)",
-        subcommands: [ServeCommand<OfflineService>.self, MigrateCommand<OfflineService>.self],
+        abstract: "Content packs, sync, the offline queue, conflicts and places (port 3003)",
+        subcommands: [ServeCommand<OfflineService>.self, MigrateCommand<OfflineService>.self, Admin.self],
         defaultSubcommand: ServeCommand<OfflineService>.self)
     public init() {}
+
+    struct Admin: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Operator commands", subcommands: [SeedDemo.self, BenchDownload.self])
+    }
+
+    /// Publishes the geography quiz's demo catalogue and a place-based quiz at each capital
+    /// (idempotent: unchanged items keep their version).
+    struct SeedDemo: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(commandName: "seed-demo", abstract: "Publish the demo geography catalogue for an app")
+        @Option(name: .customLong("app-id")) var appID: String
+        func run() async throws {
+            guard let app = UUID(uuidString: appID) else { throw ValidationError("--app-id must be a UUID") }
+            let runtime = try OfflineService.makeRuntime()
+            try await runtime.withDatabase { db in
+                try await runtime.migrations.run(on: db, logger: runtime.logger)
+                let catalog = CatalogStore(logger: runtime.logger)
+                var total = 0
+                for category in DemoCatalogue.categories() {
+                    let items = try category.items.map { ($0.0, String(decoding: try JSONSerialization.data(withJSONObject: $0.1, options: [.sortedKeys]), as: UTF8.self)) }
+                    let (n, _) = try await db.withTransaction(logger: runtime.logger) { conn in
+                        try await catalog.upsertCategory(app: app, id: category.id, name: category.name, description: "", on: conn)
+                        return try await catalog.applyBatch(app: app, category: category.id, upserts: items, deletes: [], on: conn)
+                    }
+                    total += n
+                }
+                for c in DemoCatalogue.countries {
+                    let metadata = #"{"country_code":"\#(c.code)","flag":"\#(c.flag)","questions":5}"#
+                    try await db.query("""
+                        INSERT INTO location_based_content (app_id, id, content_type, title, metadata, location)
+                        VALUES (\(app), \("around-" + c.code.lowercased()), 'quiz', \("Autour de \(c.capital)"), \(metadata)::jsonb,
+                                ST_SetSRID(ST_MakePoint(\(c.lon), \(c.lat)), 4326)::geography)
+                        ON CONFLICT (app_id, id) DO NOTHING
+                        """, logger: runtime.logger)
+                }
+                print("demo catalogue: \(total) item(s) published, \(DemoCatalogue.countries.count) places")
+            }
+        }
+    }
+
+    /// For `make bench`: a download job of `--items` items run by the real worker code, timed
+    /// against a plain SELECT of the same rows, in one process on the same database.
+    struct BenchDownload: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(commandName: "bench-download", abstract: "Time a download job against a plain SELECT")
+        @Option var items: Int = 1000
+        func run() async throws {
+            let runtime = try OfflineService.makeRuntime()
+            let n = items
+            try await runtime.withDatabase { db in
+                try await runtime.migrations.run(on: db, logger: runtime.logger)
+                let logger = runtime.logger
+                let app = UUID(), user = UUID(), job = UUID()
+                let catalog = CatalogStore(logger: logger)
+                let filler = String(repeating: "geography ", count: 150)
+                let rows = (0..<n).map { i in (String(format: "bench-%05d", i), #"{"question":"Capital #\#(i)?","answer":\#(i % 4),"notes":"\#(i % 10 == 0 ? filler + filler + filler + filler + filler + filler + filler + filler : filler)"}"#) }
+                try await db.withTransaction(logger: logger) { conn in
+                    try await catalog.upsertCategory(app: app, id: "bench", name: "bench", description: "", on: conn)
+                    _ = try await catalog.applyBatch(app: app, category: "bench", upserts: rows, deletes: [], on: conn)
+                    try await DownloadStore(logger: logger).create(id: job, app: app, user: user, items: rows.map { ("bench", $0.0) },
+                                                                   categories: ["bench"], estimatedBytes: 0, now: Date(), on: conn)
+                }
+                let clock = ContinuousClock()
+                let selectStart = clock.now
+                var bytes = 0
+                for try await text in try await db.query("""
+                    SELECT data::text FROM content_items WHERE app_id = \(app) AND category_id = 'bench' AND deleted_at IS NULL ORDER BY id
+                    """, logger: logger).decode(String.self) { bytes += text.utf8.count }
+                let select = clock.now - selectStart
+                let deps = DownloadJob.Deps(db: db, downloads: DownloadStore(logger: logger), copies: CopyStore(logger: logger),
+                                            profiles: ProfileStore(logger: logger), clock: SystemClock(), logger: logger)
+                let jobStart = clock.now
+                try await DownloadJob.run(job, deps)
+                let elapsed = clock.now - jobStart
+                func secs(_ d: Duration) -> Double { Double(d.components.seconds) + Double(d.components.attoseconds) / 1e18 }
+                print(String(format: "download_job_items=%d job_s=%.3f job_items_per_s=%.0f select_s=%.4f select_rows_per_s=%.0f bytes=%d",
+                             n, secs(elapsed), Double(n) / secs(elapsed), secs(select), Double(n) / secs(select), bytes))
+                try await db.query("DELETE FROM download_jobs WHERE id = \(job)", logger: logger)
+                try await db.query("DELETE FROM offline_items WHERE app_id = \(app)", logger: logger)
+                try await db.query("DELETE FROM offline_categories WHERE app_id = \(app)", logger: logger)
+            }
+        }
+    }
 }

@@ -44,16 +44,18 @@ struct DownloadJob: Codable, Sendable {
                 try await finish(id, work, now: now, d, on: conn)
                 return false
             }
+            // One read for the batch, one write per item, one update for the work list.
+            var content: [String: (String, Int)] = [:]
+            for try await r in try await conn.query("""
+                SELECT id, data::text, version FROM content_items WHERE app_id = \(work.app) AND id = ANY(\(items.map(\.item))) AND deleted_at IS NULL
+                """, logger: d.logger).decode((String, String, Int).self) { content[r.0] = (r.1, r.2) }
+            var done: [Int] = []
             for item in items {
-                var found: (String, Int)?
-                for try await r in try await conn.query("""
-                    SELECT data::text, version FROM content_items WHERE app_id = \(work.app) AND id = \(item.item) AND deleted_at IS NULL
-                    """, logger: d.logger).decode((String, Int).self) { found = r }
-                if let (json, version) = found {
+                if let (json, version) = content[item.item] {
                     let packed = try PackedItem.pack(Data(json.utf8))
                     try await d.copies.storeItem(app: work.app, user: work.user, category: item.category, item: item.item, packed: packed,
                                                  version: version, now: now, on: conn)
-                    try await d.downloads.markItem(job: id, position: item.position, status: "done", error: nil, on: conn)
+                    done.append(item.position)
                 } else {
                     // 15b: this item is gone; it is tried 3 times, then listed as failed.
                     let last = item.attempts + 1 >= OfflineRules.itemAttempts
@@ -61,6 +63,9 @@ struct DownloadJob: Codable, Sendable {
                                                    error: "item not found in the catalogue", on: conn)
                 }
             }
+            try await conn.query("""
+                UPDATE download_job_items SET status = 'done', attempts = attempts + 1 WHERE job_id = \(id) AND position = ANY(\(done))
+                """, logger: d.logger)
             try await d.downloads.recount(job: id, on: conn)
             return true
         }
