@@ -14,7 +14,9 @@ final class OutboxTests: XCTestCase {
         let idempotency = IdempotencyStore(client: runtime.db, logger: runtime.logger)
         var config = runtime.config
         config.port = port
-        let rt = ServiceRuntime(config: config, migrations: [], logger: runtime.logger)
+        // The receiving service's own migrations: its schema's history must match them.
+        let rt = ServiceRuntime(config: config, migrations: Array(runtime.migrations.migrations.dropFirst(PlatformMigrations.all.count)),
+                                logger: runtime.logger)
         return buildServiceApplication(runtime: rt, appVerifier: CachedAppVerifier(DenyAll(), ttl: .seconds(1)),
                                        tokenVerifier: AccessTokenVerifier(source: StaticJWKSSource(.init(keys: [])))) { routes in
             routes.internal.post("test/deliveries") { request, context in
