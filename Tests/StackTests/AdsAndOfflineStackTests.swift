@@ -1,0 +1,107 @@
+import Foundation
+import ServiceKit
+import TestSupport
+import WireTypes
+import XCTest
+
+/// Ads and offline in the running stack, through the gateway: a rewarded view credited by the
+/// real subscription service; a demo category downloaded by the real offline worker, an answer
+/// synced, a place found nearby.
+final class AdsAndOfflineStackTests: XCTestCase {
+    let http = CurlHTTPClient()
+    let gateway = TestEnvironment.gatewayURL
+    deinit { http.shutdown() }
+
+    func tenant() throws -> [(String, String)] {
+        let demo = try String(contentsOfFile: ".data/demo.env", encoding: .utf8)
+        var values: [String: String] = [:]
+        for line in demo.split(separator: "\n") {
+            let parts = line.split(separator: "=", maxSplits: 1)
+            if parts.count == 2 { values[String(parts[0])] = String(parts[1]) }
+        }
+        return [("X-App-ID", values["APP_ID"]!), ("X-API-Key", values["API_KEY"]!), ("Content-Type", "application/json")]
+    }
+
+    func guest() async throws -> [(String, String)] {
+        let t = try tenant()
+        let r = try await http.send(HTTPRequest(method: "POST", url: "\(gateway)/auth/v1/auth/register", headers: t,
+                                                body: Data(#"{"provider":"guest","credentials":{"device_id":"stack-\#(UUID())"}}"#.utf8)))
+        XCTAssertEqual(r.status, 201)
+        struct Tokens: Decodable { struct T: Decodable { var access_token: String }; var tokens: T }
+        return t + [("Authorization", "Bearer \(try r.decode(Tokens.self).tokens.access_token)")]
+    }
+
+    func call(_ method: String, _ path: String, _ headers: [(String, String)], _ json: String? = nil) async throws -> (Int, [String: JSONValue]) {
+        let r = try await http.send(HTTPRequest(method: method, url: gateway + path, headers: headers, body: json.map { Data($0.utf8) }))
+        let body = (try? JSONDecoder().decode([String: JSONValue].self, from: r.body)) ?? [:]
+        return (r.status, body)
+    }
+
+    func testRewardedViewIsCreditedByTheRealSubscriptionService() async throws {
+        let user = try await guest()
+        let (consent, _) = try await call("POST", "/ads/v1/ads/consent", user,
+                                          #"{"consent_personalized_ads":true,"consent_data_sharing":false,"age_gate_passed":true,"is_under_age":false,"country":"FR"}"#)
+        XCTAssertEqual(consent, 200)
+        let (_, available) = try await call("GET", "/ads/v1/ads/available?ad_type=rewarded&placement=earn_credits", user)
+        XCTAssertEqual(available["available"], .bool(true))
+        let (status, request) = try await call("POST", "/ads/v1/ads/request", user, #"{"ad_type":"rewarded","placement":"earn_credits"}"#)
+        XCTAssertEqual(status, 201)
+        XCTAssertEqual(request["test_mode"], .bool(true))
+        guard case .string(let id)? = request["ad_request_id"] else { return XCTFail("no ad request id") }
+        // The ad plays: the server checks the reported time against the time since the request.
+        try await Task.sleep(for: .seconds(20))
+        let (done, completion) = try await call("POST", "/ads/v1/ads/\(id)/complete", user, #"{"completed":true,"clicked":false,"display_duration_ms":24500}"#)
+        XCTAssertEqual(done, 200)
+        XCTAssertEqual(completion["reward_granted"], .bool(true))
+        XCTAssertEqual(completion["new_balance"], .int(1))
+        let (_, balance) = try await call("GET", "/subscription/v1/credits/balance", user)
+        XCTAssertEqual(balance["balance"], .int(1))
+    }
+
+    func testDemoCategoryDownloadedAnswerSyncedAndPlaceNearby() async throws {
+        let user = try await guest()
+        let (_, profile) = try await call("GET", "/offline/v1/sync/profile", user)
+        guard case .array(let categories)? = profile["categories"] else { return XCTFail("no categories") }
+        XCTAssertTrue(categories.contains { if case .object(let c) = $0 { return c["id"] == .string("capitals-europe") }; return false })
+        let (accepted, job) = try await call("POST", "/offline/v1/categories/download", user, #"{"category_ids":["capitals-europe"]}"#)
+        XCTAssertEqual(accepted, 202)
+        guard case .string(let jobID)? = job["job_id"] else { return XCTFail("no job") }
+        var status: [String: JSONValue] = [:]
+        for _ in 0..<100 {
+            (_, status) = try await call("GET", "/offline/v1/categories/download/\(jobID)", user)
+            if status["status"] == .string("completed") { break }
+            try await Task.sleep(for: .milliseconds(100))
+        }
+        XCTAssertEqual(status["status"], .string("completed"))
+        XCTAssertEqual(status["downloaded_count"], .int(20))
+        let (_, items) = try await call("GET", "/offline/v1/categories/capitals-europe/items", user)
+        guard case .array(let list)? = items["items"] else { return XCTFail("no items") }
+        XCTAssertEqual(list.count, 20)
+
+        _ = try await call("POST", "/offline/v1/sync/queue", user, """
+            {"client_action_id":"stack-\(UUID())","action_type":"answer_submit","entity_type":"quiz_completion","entity_id":"quiz_1",
+             "category_id":"capitals-europe","payload":{"quiz_id":"quiz_1","score":8}}
+            """)
+        let (_, execution) = try await call("POST", "/offline/v1/sync/execute", user)
+        guard case .string(let syncJob)? = execution["job_id"] else { return XCTFail("no sync job") }
+        var sync: [String: JSONValue] = [:]
+        for _ in 0..<100 {
+            (_, sync) = try await call("GET", "/offline/v1/sync/execute/\(syncJob)", user)
+            if sync["status"] == .string("completed") { break }
+            try await Task.sleep(for: .milliseconds(100))
+        }
+        XCTAssertEqual(sync["succeeded"], .int(1))
+
+        let (refused, _) = try await call("POST", "/offline/v1/location/update", user,
+                                          #"{"latitude":48.8566,"longitude":2.3522,"accuracy":20,"consent_given":true}"#)
+        XCTAssertEqual(refused, 403, "geolocation consent is off at auth by default")
+        let (patched, _) = try await call("PATCH", "/auth/v1/auth/privacy", user, #"{"consent_geolocation":true}"#)
+        XCTAssertEqual(patched, 200)
+        let (created, _) = try await call("POST", "/offline/v1/location/update", user,
+                                          #"{"latitude":48.8566,"longitude":2.3522,"accuracy":20,"consent_given":true}"#)
+        XCTAssertEqual(created, 201)
+        let (_, nearby) = try await call("GET", "/offline/v1/location/nearby-content?radius_km=50", user)
+        guard case .array(let places)? = nearby["content"], case .object(let first)? = places.first else { return XCTFail("nothing nearby") }
+        XCTAssertEqual(first["id"], .string("around-fr"))
+    }
+}
