@@ -118,7 +118,8 @@ final class ConsentAndSSVTests: XCTestCase {
             func callback(_ query: String) async throws -> TestResponse {
                 try await h.client.execute(uri: "/ads/v1/ads/ssv/admob?" + query, method: .get) { $0 }
             }
-            let query = try h.upstream.ssvQuery(adRequest: adRequest, user: user, transaction: "tx-1")
+            let tx = UUID().uuidString.lowercased()
+            let query = try h.upstream.ssvQuery(adRequest: adRequest, user: user, transaction: "tx-1-\(tx)")
             let ok = try await callback(query)
             XCTAssertEqual(ok.status, .ok, String(buffer: ok.body))
             XCTAssertEqual(try ok.json([String: String].self)["status"], "granted")
@@ -127,7 +128,7 @@ final class ConsentAndSSVTests: XCTestCase {
             let replay = try await callback(query)
             XCTAssertEqual(try replay.json([String: String].self)["status"], "duplicate")
             // Another transaction id for the same ad: still one reward.
-            let second = try await callback(try h.upstream.ssvQuery(adRequest: adRequest, user: user, transaction: "tx-2"))
+            let second = try await callback(try h.upstream.ssvQuery(adRequest: adRequest, user: user, transaction: "tx-2-\(tx)"))
             XCTAssertEqual(try second.json([String: String].self)["status"], "duplicate")
             XCTAssertEqual(h.upstream.balance(h.app, user), 1)
             let view = try await h.complete(user, adRequest).json([String: JSONValue].self)
@@ -139,17 +140,17 @@ final class ConsentAndSSVTests: XCTestCase {
             XCTAssertEqual(t.status, .forbidden)
             XCTAssertEqual(try t.envelope().error, "invalid_signature")
             // Signed by a key AdMob does not publish, under its key id and under an unknown one.
-            let forged = try await callback(try h.upstream.ssvQuery(adRequest: adRequest, user: user, transaction: "tx-3", key: P256.Signing.PrivateKey()))
+            let forged = try await callback(try h.upstream.ssvQuery(adRequest: adRequest, user: user, transaction: "tx-3-\(tx)", key: P256.Signing.PrivateKey()))
             XCTAssertEqual(forged.status, .forbidden)
             let fetchesBefore = h.upstream.keyFetches.withLock { $0 }
-            let unknown = try await callback(try h.upstream.ssvQuery(adRequest: adRequest, user: user, transaction: "tx-4", keyID: 42))
+            let unknown = try await callback(try h.upstream.ssvQuery(adRequest: adRequest, user: user, transaction: "tx-4-\(tx)", keyID: 42))
             XCTAssertEqual(unknown.status, .forbidden)
-            let unknownAgain = try await callback(try h.upstream.ssvQuery(adRequest: adRequest, user: user, transaction: "tx-5", keyID: 43))
+            let unknownAgain = try await callback(try h.upstream.ssvQuery(adRequest: adRequest, user: user, transaction: "tx-5-\(tx)", keyID: 43))
             XCTAssertEqual(unknownAgain.status, .forbidden)
             XCTAssertLessThanOrEqual(h.upstream.keyFetches.withLock { $0 } - fetchesBefore, 1, "unknown keys refetch at most every 10 s")
             let malformed = try await callback("transaction_id=1&custom_data=x")
             XCTAssertEqual(malformed.status, .badRequest)
-            let wrongUser = try await callback(try h.upstream.ssvQuery(adRequest: adRequest, user: UUID(), transaction: "tx-6"))
+            let wrongUser = try await callback(try h.upstream.ssvQuery(adRequest: adRequest, user: UUID(), transaction: "tx-6-\(tx)"))
             XCTAssertEqual(wrongUser.status, .unprocessableContent)
             XCTAssertEqual(h.upstream.balance(h.app, user), 1)
         }

@@ -84,9 +84,8 @@ struct AdsController: Sendable {
         let country = try Self.country(request)
         let premium = await isPremium(app: app, user: user, context: context)
         let now = clock.now()
-        let (consent, limits) = try await db.withConnection { conn in
-            (try await consentState(app: app, user: user, country: country, on: conn), try await ads.limits(app: app, user: user, on: conn))
-        }
+        let (limits, record) = try await db.withConnection { try await ads.eligibilityInputs(app: app, user: user, on: $0) }
+        let consent = record?.state() ?? .none(country: country)
         let e = Eligibility.evaluate(type: type, limits: limits, today: AdStore.day(now), consent: consent, isPremium: premium, now: now)
         return try context.json(AvailabilityResponse(eligibility: e))
     }

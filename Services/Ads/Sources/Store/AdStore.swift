@@ -54,13 +54,20 @@ struct AdRequestRecord: Sendable {
 struct AdStore: Sendable {
     let logger: Logger
 
+    /// The UTC day of `date` as `yyyy-MM-dd`, by arithmetic (a DateFormatter per request cost
+    /// more than the rest of `GET /ads/available`).
     static func day(_ date: Date) -> String {
-        let f = DateFormatter()
-        f.calendar = Calendar(identifier: .gregorian)
-        f.locale = Locale(identifier: "en_US_POSIX")
-        f.timeZone = TimeZone(identifier: "UTC")
-        f.dateFormat = "yyyy-MM-dd"
-        return f.string(from: date)
+        // Days since 1970-01-01 to a civil date (Howard Hinnant's algorithm).
+        let z = Int((date.timeIntervalSince1970 / 86400).rounded(.down)) + 719_468
+        let era = (z >= 0 ? z : z - 146_096) / 146_097
+        let doe = z - era * 146_097
+        let yoe = (doe - doe / 1460 + doe / 36524 - doe / 146_096) / 365
+        let doy = doe - (365 * yoe + yoe / 4 - yoe / 100)
+        let mp = (5 * doy + 2) / 153
+        let d = doy - (153 * mp + 2) / 5 + 1
+        let m = mp < 10 ? mp + 3 : mp - 9
+        let y = yoe + era * 400 + (m <= 2 ? 1 : 0)
+        return String(format: "%04d-%02d-%02d", y, m, d)
     }
 
     // MARK: providers
@@ -102,6 +109,31 @@ struct AdStore: Sendable {
     }
 
     // MARK: limits
+
+    /// The user's limits and latest consent in one round trip (the hot path of
+    /// `GET /ads/available`).
+    func eligibilityInputs(app: UUID, user: UUID, on conn: PostgresConnection) async throws -> (UserAdLimits?, AdConsentRecord?) {
+        let rows = try await conn.query("""
+            SELECT l.day::text, l.rewarded_views, l.interstitial_views, l.last_rewarded_at, l.rewarded_cooldown_until, l.last_interstitial_at,
+                   c.consent_personalized_ads, c.consent_data_sharing, c.age_gate_passed, c.is_under_age, c.att_status, c.country,
+                   c.gdpr_applies, c.source, c.created_at
+            FROM (SELECT 1) one
+            LEFT JOIN user_ad_limits l ON l.app_id = \(app) AND l.user_id = \(user)
+            LEFT JOIN LATERAL (SELECT * FROM user_consent_ads WHERE app_id = \(app) AND user_id = \(user) ORDER BY id DESC LIMIT 1) c ON true
+            """, logger: logger)
+        for try await r in rows.decode((String?, Int?, Int?, Date?, Date?, Date?, Bool?, Bool?, Bool?, Bool?, String?, String?, Bool?, String?, Date?).self) {
+            let limits = r.0.map { UserAdLimits(day: $0, rewardedViews: r.1 ?? 0, interstitialViews: r.2 ?? 0, lastRewardedAt: r.3,
+                                                rewardedCooldownUntil: r.4, lastInterstitialAt: r.5) }
+            var consent: AdConsentRecord?
+            if let personalized = r.6, let sharing = r.7, let gate = r.8, let under = r.9, let gdpr = r.12, let source = r.13, let at = r.14 {
+                consent = AdConsentRecord(consentPersonalizedAds: personalized, consentDataSharing: sharing, ageGatePassed: gate, isUnderAge: under,
+                                          attStatus: r.10, tcfString: nil, consentFormStatus: nil, country: r.11, gdprApplies: gdpr,
+                                          source: source, updatedAt: at)
+            }
+            return (limits, consent)
+        }
+        return (nil, nil)
+    }
 
     func limits(app: UUID, user: UUID, on conn: PostgresConnection) async throws -> UserAdLimits? {
         let rows = try await conn.query("""
