@@ -1,0 +1,87 @@
+import Foundation
+import Hummingbird
+import HummingbirdTesting
+import NIOCore
+@testable import OfflineService
+import ServiceKit
+import TestSupport
+import WireTypes
+import XCTest
+
+/// The alternate flows the other suites do not reach: an item gone mid-download (15b), a slow
+/// upstream (timeout, retry, applied once), the internal routes and the user's data.
+final class OfflineEdgeTests: XCTestCase {
+    func testItemRemovedBeforeItIsCopiedEndsCompletedWithErrors() async throws {
+        try await OfflineHarness.run { h in
+            try await h.category("mixed", items: 12)
+            let user = UUID()
+            let start = try h.obj(try await h.call(.post, "/categories/download", user: user, json: #"{"category_ids":["mixed"]}"#))
+            let job = try XCTUnwrap(start.string("job_id"))
+            _ = try await h.call(.post, "/admin/categories/mixed/items", json: #"{"delete":["mixed-0003","mixed-0007"]}"#)
+            try await h.drainJobs()
+            let status = try h.obj(try await h.call(.get, "/categories/download/\(job)", user: user))
+            XCTAssertEqual(status.string("status"), "completed_with_errors")
+            XCTAssertEqual(status.int("downloaded_count"), 10)
+            XCTAssertEqual(status.int("failed_count"), 2)
+            XCTAssertEqual(status.array("errors").compactMap { $0.string("item_id") }, ["mixed-0003", "mixed-0007"])
+            let tries = try await h.count("SELECT max(attempts)::int FROM offline.download_job_items WHERE job_id = '\(job)' AND status = 'failed'")
+            XCTAssertEqual(tries, 3, "3 tries per item")
+            let copy = try h.obj(try await h.call(.get, "/categories/downloaded", user: user)).array("categories")
+            XCTAssertEqual(copy.first?.bool("complete"), false)
+            let partial = try h.obj(try await h.call(.get, "/storage/suggestions", user: user)).array("suggestions")
+            XCTAssertEqual(partial.first?.string("category_id"), "mixed")
+        }
+    }
+
+    /// An upstream slower than the timeout: the action is retried; the first (late) delivery
+    /// and the retry carry the same Idempotency-Key, so it is applied once.
+    func testSlowUpstreamIsRetriedAndAppliedOnce() async throws {
+        try await OfflineHarness.run { h in
+            let user = UUID()
+            _ = try await h.call(.post, "/sync/queue", user: user, json: """
+                {"client_action_id":"slow-1","action_type":"progress_save","entity_type":"progress","entity_id":"p1","payload":{"level":3}}
+                """)
+            h.upstream.syncMode.withLock { $0 = .slow(.seconds(3)) }
+            let exec = try h.obj(try await h.call(.post, "/sync/execute", user: user))
+            let job = try XCTUnwrap(exec.string("job_id"))
+            // The first delivery times out (2 s); the retry comes 2 s later, upstream is fast again.
+            Task { try await Task.sleep(for: .seconds(2.5)); h.upstream.syncMode.withLock { $0 = .up } }
+            try await h.drainJobs()
+            let r = try h.obj(try await h.call(.get, "/sync/execute/\(job)", user: user))
+            XCTAssertEqual(r.string("status"), "completed")
+            XCTAssertEqual((r.int("succeeded") ?? 0) + (r.int("duplicates") ?? 0), 1)
+            XCTAssertGreaterThanOrEqual(h.upstream.attempts.withLock { $0 }.filter { $0 == "slow-1" }.count, 2, "timed out, then retried")
+            XCTAssertEqual(h.upstream.applied.withLock { $0.keys.filter { $0 == "slow-1" }.count }, 1, "applied once upstream")
+        }
+    }
+
+    func testInternalLocationDeletionExportAndAccountDeletion() async throws {
+        try await OfflineHarness.run { h in
+            let user = UUID()
+            h.upstream.geolocationConsent.withLock { _ = $0.insert(user) }
+            try await h.category("c", items: 3)
+            _ = try await h.call(.post, "/categories/download", user: user, json: #"{"category_ids":["c"]}"#)
+            try await h.drainJobs()
+            _ = try await h.call(.post, "/location/update", user: user, json: #"{"latitude":45.5,"longitude":-73.56,"accuracy":30,"consent_given":true}"#)
+            _ = try await h.call(.post, "/sync/queue", user: user, json: #"{"client_action_id":"x1","action_type":"answer_submit","entity_type":"q","entity_id":"1","payload":{}}"#)
+            let headers: HTTPFields = [.authorization: "Bearer local-internal-auth", .xServiceName: "auth"]
+            let export = try await h.client.execute(uri: "/internal/users/\(user)/export?app_id=\(h.app)", method: .get, headers: headers) { $0 }
+            let doc = try export.json(UserDataExport.self)
+            for section in ["locations", "offline_copy", "sync_queue", "sync_profile"] {
+                guard case .array(let rows)? = doc.sections[section] else { XCTFail(section); continue }
+                XCTAssertEqual(rows.count, 1, section)
+            }
+            let dropped = try await h.client.execute(uri: "/internal/users/\(user)/locations?app_id=\(h.app)", method: .delete, headers: headers) { $0 }
+            XCTAssertEqual(try dropped.json([String: Int].self)["deleted"], 1)
+            let noCredential = try await h.client.execute(uri: "/internal/users/\(user)/locations?app_id=\(h.app)", method: .delete) { $0 }
+            XCTAssertEqual(noCredential.status, .unauthorized)
+            let deleted = try await h.client.execute(uri: "/internal/users/\(user)?app_id=\(h.app)", method: .delete, headers: headers) { $0 }
+            XCTAssertEqual(deleted.status, .ok)
+            let left = try await h.count("""
+                SELECT ((SELECT count(*) FROM offline.offline_items WHERE user_id = '\(user)') + (SELECT count(*) FROM offline.sync_queue WHERE user_id = '\(user)')
+                 + (SELECT count(*) FROM offline.sync_profiles WHERE user_id = '\(user)') + (SELECT count(*) FROM offline.offline_categories WHERE user_id = '\(user)'))::int
+                """)
+            XCTAssertEqual(left, 0)
+        }
+    }
+}
