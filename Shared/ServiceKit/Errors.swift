@@ -115,6 +115,19 @@ public struct ErrorMiddleware<Context: RequestContext>: RouterMiddleware {
                 context.logger.error("database unavailable", metadata: ["error": "\(String(reflecting: error))"])
                 return try AppError.unavailable.response(from: request, context: context)
             }
+            // Input that passed validation but that Postgres cannot store (a NUL character in
+            // text, a number out of range): the client's mistake, said without internals.
+            if let state = DatabaseErrors.sqlState(error) {
+                context.logger.notice("refused by the database", metadata: ["sqlstate": "\(state)"])
+                if state.hasPrefix("22") {
+                    return try AppError.badRequest("A value in the request cannot be stored (text with NUL characters, a number out of range...)")
+                        .response(from: request, context: context)
+                }
+                if state == "23514" {
+                    return try AppError(.unprocessableContent, "validation_error", "A value in the request is outside what is allowed")
+                        .response(from: request, context: context)
+                }
+            }
             context.logger.error("unhandled error", metadata: ["error": "\(String(reflecting: error))"])
             return ErrorResponder.envelope(status: .internalServerError,
                                            body: ErrorEnvelope(error: "internal_error", message: "Internal server error"))

@@ -85,3 +85,20 @@ final class OfflineEdgeTests: XCTestCase {
         }
     }
 }
+
+/// Text Postgres cannot store (a NUL character, valid in JSON) is refused as bad input, never
+/// a 500, and leaves nothing behind.
+final class UnstorableInputTests: XCTestCase {
+    func testNulCharacterInAPayloadIsA400() async throws {
+        try await OfflineHarness.run { h in
+            let user = UUID()
+            let r = try await h.call(.post, "/sync/queue", user: user, json: #"{"client_action_id":"nul-1","action_type":"answer_submit","entity_type":"q","entity_id":"1","payload":{"a":"x\u0000y"}}"#)
+            XCTAssertEqual(r.status, .badRequest, String(buffer: r.body))
+            XCTAssertEqual(try r.envelope().error, "invalid_request")
+            let n = try await h.count("SELECT count(*)::int FROM offline.sync_queue WHERE user_id = '\(user)'")
+            XCTAssertEqual(n, 0)
+            let name = try await h.call(.put, "/admin/categories/nul", json: #"{"name":"a\u0000b"}"#)
+            XCTAssertEqual(name.status, .badRequest)
+        }
+    }
+}
