@@ -37,8 +37,8 @@ let services: [ServiceSpec] = [
         .product(name: "SwiftASN1", package: "swift-asn1"),
     ]),
     // zlib for gzip of large items (UC-OFFLINE-3.1 compression rule).
-    .init(name: "Offline", executable: "offline-service", extra: ["CZlib"]),
-    .init(name: "Ads", executable: "ads-service", extra: []),
+    .init(name: "Offline", executable: "offline-service", extra: ["CZlib"], resources: [.copy("OpenAPI")]),
+    .init(name: "Ads", executable: "ads-service", extra: [], resources: [.copy("OpenAPI")]),
 ]
 
 /// The manifest helper: every service gets the same three targets (library, executable, tests).

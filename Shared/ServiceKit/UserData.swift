@@ -92,3 +92,18 @@ extension UserDataSection {
         return .array(out)
     }
 }
+
+/// `GET /<prefix>/v1/openapi.json`: the service's OpenAPI 3.1 document, shipped as a resource
+/// of its module (no authentication: the contract is public).
+public enum OpenAPIDocument {
+    public static func serve(_ bundle: Bundle, on open: RouterGroup<ServiceRequestContext>) throws {
+        guard let url = bundle.url(forResource: "openapi", withExtension: "json", subdirectory: "OpenAPI") else {
+            throw ConfigurationError("OpenAPI/openapi.json is missing from the service's resources")
+        }
+        let document = try Data(contentsOf: url)
+        open.get("openapi.json") { _, _ in
+            Response(status: .ok, headers: [.contentType: "application/json", .cacheControl: "public, max-age=300"],
+                     body: .init(byteBuffer: ByteBuffer(bytes: document)))
+        }
+    }
+}

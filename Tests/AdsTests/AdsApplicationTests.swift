@@ -14,7 +14,7 @@ final class AdsApplicationTests: XCTestCase {
 
     func testStartsMigratesAndServesOperationalRoutes() async throws {
         let runtime = TestEnvironment.runtime(.ads, migrations: try AdsService.migrations())
-        let app = AdsService.buildApplication(runtime: runtime, appVerifier: AllowAll(),
+        let app = try AdsService.buildApplication(runtime: runtime, appVerifier: AllowAll(),
                                               tokenVerifier: AccessTokenVerifier(source: StaticJWKSSource(.init(keys: []))))
         try await app.test(.router) { client in
             for path in ["/ads/v1/health", "/health", "/ads/v1/ready", "/ready"] {

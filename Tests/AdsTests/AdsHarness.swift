@@ -187,7 +187,7 @@ struct AdsHarness: Sendable {
             "SUBSCRIPTION_URL": upstream.base, "ADMOB_VERIFIER_KEYS_URL": upstream.base + "/admob/verifier-keys.json",
             "ENTITLEMENT_CACHE_SECONDS": "0", "RUN_WORKERS": "false", "REWARD_DELIVERY_TIMEOUT_MS": "1000",
         ].merging(overrides) { $1 }, clock: clock)
-        let app = AdsService.buildApplication(runtime: runtime, appVerifier: AllowAll(),
+        let app = try AdsService.buildApplication(runtime: runtime, appVerifier: AllowAll(),
                                               tokenVerifier: AccessTokenVerifier(source: StaticJWKSSource(.init(keys: [signer.jwk])), clock: clock))
         try await withThrowingTaskGroup(of: Void.self) { group in
             let server = ServiceGroup(configuration: .init(services: startUpstream ? [upstream.application()] : [], logger: runtime.logger))

@@ -22,7 +22,7 @@ final class ReplicaTests: XCTestCase {
             let runtime2 = TestEnvironment.runtime(.ads, migrations: try AdsService.migrations(), overrides: [
                 "SUBSCRIPTION_URL": h.upstream.base, "ENTITLEMENT_CACHE_SECONDS": "0", "RUN_WORKERS": "false",
             ], clock: h.clock)
-            let replica = AdsService.buildApplication(runtime: runtime2, appVerifier: AdsHarness.AllowAll(),
+            let replica = try AdsService.buildApplication(runtime: runtime2, appVerifier: AdsHarness.AllowAll(),
                                                       tokenVerifier: AccessTokenVerifier(source: StaticJWKSSource(.init(keys: [h.signer.jwk])), clock: h.clock))
             try await replica.test(.router) { second in
                 await runtime2.readiness.waitUntilMigrated()

@@ -36,7 +36,7 @@ final class PrivacyExportTests: XCTestCase {
             case .offline:
                 apps.append(try OfflineService.buildApplication(runtime: TestEnvironment.runtime(.offline, migrations: try OfflineService.migrations(), overrides: overrides), appVerifier: AllowAll(), tokenVerifier: noTokens))
             default:
-                apps.append(AdsService.buildApplication(runtime: TestEnvironment.runtime(.ads, migrations: try AdsService.migrations(), overrides: overrides), appVerifier: AllowAll(), tokenVerifier: noTokens))
+                apps.append(try AdsService.buildApplication(runtime: TestEnvironment.runtime(.ads, migrations: try AdsService.migrations(), overrides: overrides), appVerifier: AllowAll(), tokenVerifier: noTokens))
             }
         }
         return (urls, apps)

@@ -11,13 +11,13 @@ public enum AdsService: ServiceDefinition {
     }
 
     public static func buildApplication(runtime: ServiceRuntime) async throws -> any ApplicationProtocol {
-        buildApplication(runtime: runtime, appVerifier: runtime.remoteAppVerifier(), tokenVerifier: runtime.remoteTokenVerifier())
+        try buildApplication(runtime: runtime, appVerifier: runtime.remoteAppVerifier(), tokenVerifier: runtime.remoteTokenVerifier())
     }
 
     /// The composition root: tenant headers and access tokens are checked by asking auth;
     /// premium status by asking subscription; credits go to subscription through the outbox.
     public static func buildApplication(runtime: ServiceRuntime, appVerifier: any AppVerifier,
-                                        tokenVerifier: AccessTokenVerifier) -> Application<RouterResponder<ServiceRequestContext>> {
+                                        tokenVerifier: AccessTokenVerifier) throws -> Application<RouterResponder<ServiceRequestContext>> {
         let env = runtime.config.environment
         let logger = runtime.logger
         let ads = AdStore(logger: logger)
@@ -35,8 +35,9 @@ public enum AdsService: ServiceDefinition {
                                      http: runtime.http)
         let refresher = StatsRefresher(stats: stats, db: runtime.db,
                                        interval: .seconds(env.int("AD_STATS_REFRESH_SECONDS", default: 3600)))
-        return buildServiceApplication(runtime: runtime, appVerifier: appVerifier, tokenVerifier: tokenVerifier, services: [refresher],
+        return try buildServiceApplication(runtime: runtime, appVerifier: appVerifier, tokenVerifier: tokenVerifier, services: [refresher],
                                        userData: AdsUserData.sections(logger: logger)) { routes in
+            try OpenAPIDocument.serve(.module, on: routes.open)
             AdsController(db: runtime.db, ads: ads, consents: ConsentStore(logger: logger), rewarding: rewarding, delivery: delivery,
                           entitlements: entitlements, clock: runtime.clock, logger: logger).addRoutes(to: routes.user)
             ConsentController(db: runtime.db, consents: ConsentStore(logger: logger), clock: runtime.clock, logger: logger)

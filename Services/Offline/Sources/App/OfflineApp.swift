@@ -36,8 +36,9 @@ public enum OfflineService: ServiceDefinition {
         ], pollInterval: .milliseconds(runtime.config.jobPollMilliseconds), lease: .seconds(600))
         let maintenance = OfflineMaintenance(db: runtime.db, catalog: catalog, sync: sync, clock: runtime.clock,
                                              interval: .seconds(env.int("OFFLINE_MAINTENANCE_SECONDS", default: 3600)), logger: logger)
-        return buildServiceApplication(runtime: runtime, appVerifier: appVerifier, tokenVerifier: tokenVerifier, services: [worker, maintenance],
+        return try buildServiceApplication(runtime: runtime, appVerifier: appVerifier, tokenVerifier: tokenVerifier, services: [worker, maintenance],
                                        userData: OfflineUserData.sections(logger: logger)) { routes in
+            try OpenAPIDocument.serve(.module, on: routes.open)
             ContentController(db: runtime.db, catalog: catalog, copies: copies, downloads: downloads, profiles: profiles, entitlements: entitlements,
                               jobs: queue, clock: runtime.clock, logger: logger).addRoutes(to: routes.user)
             SyncController(db: runtime.db, sync: sync, upstream: upstream, clock: runtime.clock, logger: logger).addRoutes(to: routes.user)

@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# Contract checks: schemathesis (PyPI) against each service's OpenAPI document, through the
+# gateway, with the demo app's tenant headers and a fresh guest's token. No 5xx, no response
+# that breaks its schema, no undocumented status code.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+DATA=${DATA_DIR:-$PWD/.data}
+GATEWAY=${TEST_GATEWAY_URL:-http://127.0.0.1:${GATEWAY_PORT:-8080}}
+. "$DATA/demo.env"
+ST=$DATA/venv/bin/st
+TOKEN=$(curl -fsS -H "Content-Type: application/json" -H "X-App-ID: $APP_ID" -H "X-API-Key: $API_KEY" \
+  -d "{\"provider\":\"guest\",\"credentials\":{\"device_id\":\"contracts-$RANDOM$RANDOM\"}}" \
+  "$GATEWAY/auth/v1/auth/register" | sed -E 's/.*"access_token":"([^"]+)".*/\1/')
+status=0
+for service in ${CONTRACT_SERVICES:-offline ads}; do
+  echo "==> schemathesis: $service"
+  "$ST" run "$GATEWAY/$service/v1/openapi.json" --base-url "$GATEWAY" \
+    -H "X-App-ID: $APP_ID" -H "X-API-Key: $API_KEY" -H "Authorization: Bearer $TOKEN" \
+    --checks not_a_server_error,status_code_conformance,response_schema_conformance,content_type_conformance \
+    --hypothesis-max-examples "${CONTRACT_EXAMPLES:-30}" --hypothesis-seed 20261122 --hypothesis-suppress-health-check all \
+    --experimental=openapi-3.1 --no-color --show-trace || status=1
+done
+exit $status
