@@ -23,6 +23,8 @@ final class AdsApplicationTests: XCTestCase {
                     XCTAssertEqual(try r.json(HealthStatus.self).service, "ads")
                 }
             }
+            let problems = try await documentedOperationProblems(client, prefix: "ads")
+            XCTAssertEqual(problems, [])
             try await client.execute(uri: "/ads/v1/metrics", method: .get) { r in
                 XCTAssertEqual(r.status, .ok)
                 XCTAssertTrue(String(buffer: r.body).contains("http_requests_total"))

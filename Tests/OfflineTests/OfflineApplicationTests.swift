@@ -23,6 +23,8 @@ final class OfflineApplicationTests: XCTestCase {
                     XCTAssertEqual(try r.json(HealthStatus.self).service, "offline")
                 }
             }
+            let problems = try await documentedOperationProblems(client, prefix: "offline")
+            XCTAssertEqual(problems, [])
             try await client.execute(uri: "/offline/v1/metrics", method: .get) { r in
                 XCTAssertEqual(r.status, .ok)
                 XCTAssertTrue(String(buffer: r.body).contains("http_requests_total"))

@@ -131,3 +131,24 @@ public final class SMTPSink {
 
     public func stop() { process.terminate() }
 }
+
+/// Fetches the service's OpenAPI document and checks each documented operation reaches a
+/// route: without credentials none may answer 404 or 405, so the document cannot name a path
+/// the service does not serve. Returns what is wrong (empty when all is well).
+public func documentedOperationProblems(_ client: any TestClientProtocol, prefix: String) async throws -> [String] {
+    let doc = try await client.execute(uri: "/\(prefix)/v1/openapi.json", method: .get) { $0 }
+    guard doc.status == .ok, let json = try JSONSerialization.jsonObject(with: Data(buffer: doc.body)) as? [String: Any],
+          json["openapi"] as? String == "3.1.0", let paths = json["paths"] as? [String: [String: Any]], !paths.isEmpty else {
+        return ["no OpenAPI 3.1 document with paths at /\(prefix)/v1/openapi.json"]
+    }
+    var problems: [String] = []
+    for (path, ops) in paths {
+        let concrete = path.replacingOccurrences(of: #"\{[^}]+\}"#, with: "00000000-0000-4000-8000-000000000000", options: .regularExpression)
+        for method in ops.keys {
+            guard let m = HTTPRequest.Method(rawValue: method.uppercased()) else { problems.append("bad method \(method)"); continue }
+            let r = try await client.execute(uri: concrete, method: m, headers: [.contentType: "application/json"], body: ByteBuffer(string: "{}")) { $0 }
+            if [404, 405].contains(r.status.code) { problems.append("\(method.uppercased()) \(path) answered \(r.status.code)") }
+        }
+    }
+    return problems
+}

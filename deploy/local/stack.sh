@@ -152,7 +152,8 @@ stop() {
 
 python_tools() { # reference tools for tests, in a venv under .data
   if [ ! -x "$DATA/venv/bin/python" ]; then python3 -m venv "$DATA/venv"; fi
-  "$DATA/venv/bin/pip" install -q --disable-pip-version-check aiosmtpd kubernetes-validate pyyaml zxcvbn==4.5.0 >/dev/null
+  "$DATA/venv/bin/pip" install -q --disable-pip-version-check aiosmtpd kubernetes-validate pyyaml zxcvbn==4.5.0 \
+    schemathesis==3.39.16 hypothesis==6.122.3 >/dev/null
 }
 
 case "${1:-}" in
@@ -193,6 +194,8 @@ TXT
     env_for_stack
     export TEST_UNIT_DATABASE=app_backend_unit TEST_PG_SOCKET=$SOCK TEST_GATEWAY_URL=http://127.0.0.1:$GATEWAY_PORT TEST_BIN_DIR=$(bin_dir) TEST_PYTHON=$DATA/venv/bin/python
     swift test --skip-build ${TEST_FLAGS:-}
+    log "contracts: schemathesis against the OpenAPI documents, through the gateway"
+    bash deploy/local/contracts.sh
     ;;
   stop) stop ;;
   stop-services)

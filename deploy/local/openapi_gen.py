@@ -1,0 +1,147 @@
+import json, sys
+
+def err(desc): return {"description": desc, "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}}
+ERRS = {"400": "Malformed input (the field is named)", "401": "Missing or invalid tenant headers or token", "403": "Not allowed",
+        "404": "Unknown resource", "409": "Conflicting state", "410": "Gone", "413": "Body too large", "415": "Content-Type must be application/json",
+        "422": "Invalid value (the field is named)", "429": "Limit reached (retry_after)", "502": "Upstream refused", "503": "A dependency is unavailable",
+        "507": "Not enough offline storage"}
+def responses(ok, okdesc, extra, schema=None):
+    r = {ok: {"description": okdesc, "content": {"application/json": {"schema": schema or {"type": "object"}}}}}
+    for c in ["400", "401", "404", "413", "415", "422", "429", "503"] + extra:
+        r[c] = err(ERRS[c])
+    return r
+def obj(props, required=()):
+    return {"type": "object", "properties": props, "required": list(required)}
+S = {"type": "string"}; I = {"type": "integer"}; B = {"type": "boolean"}; N = {"type": "number"}
+def nullable(t): return {"type": [t["type"], "null"]} if "type" in t else t
+def body(schema): return {"required": True, "content": {"application/json": {"schema": schema}}}
+UUIDS = {"type": "string", "format": "uuid", "pattern": "^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$"}
+ID = {"type": "string", "pattern": "^[A-Za-z0-9._-]{1,100}$"}
+def q(name, schema, required=False): return {"name": name, "in": "query", "required": required, "schema": schema}
+def p(name, schema=ID): return {"name": name, "in": "path", "required": True, "schema": schema}
+
+def document(title, prefix, paths, security_user=True):
+    doc = {"openapi": "3.1.0", "info": {"title": title, "version": "1.0.0"},
+           "servers": [{"url": "/"}],
+           "components": {
+               "securitySchemes": {
+                   "appId": {"type": "apiKey", "in": "header", "name": "X-App-ID"},
+                   "apiKey": {"type": "apiKey", "in": "header", "name": "X-API-Key"},
+                   "bearer": {"type": "http", "scheme": "bearer"}},
+               "schemas": {"Error": obj({"error": S, "message": S}, ["error", "message"])}},
+           "security": [{"appId": [], "apiKey": [], "bearer": []}],
+           "paths": {}}
+    for path, ops in paths.items():
+        doc["paths"][prefix + path] = ops
+    return doc
+
+def op(summary, ok="200", okdesc="OK", extra=(), params=(), req=None, schema=None, tags=()):
+    o = {"summary": summary, "responses": responses(ok, okdesc, list(extra), schema)}
+    if params: o["parameters"] = list(params)
+    if req: o["requestBody"] = req
+    return o
+
+ads = {
+ "/ads/available": {"get": op("Whether an ad can be shown now (UC-ADS-4.1 step 3, 4.2 step 5)",
+    params=[q("ad_type", {"type": "string", "enum": ["rewarded", "interstitial"]}, True), q("placement", S), q("country", S)],
+    schema=obj({"available": B, "reason": {"type": ["string", "null"]}, "cooldown_seconds": {"type": ["integer", "null"]},
+                "next_available_at": {"type": ["string", "null"]}}, ["available", "reason", "cooldown_seconds", "next_available_at"]))},
+ "/ads/request": {"post": op("Request an ad: provider by priority, unit id", ok="201", okdesc="Created", extra=["403"],
+    req=body(obj({"ad_type": {"type": "string", "enum": ["rewarded", "interstitial"]}, "placement": S, "provider_preference": S}, ["ad_type"])),
+    schema=obj({"ad_request_id": UUIDS, "provider": S, "ad_unit_id": S, "can_show": B, "test_mode": B, "personalized": B,
+                "ad_duration_seconds": I, "server_side_verification": B}, ["ad_request_id", "provider", "ad_unit_id", "can_show", "test_mode"]))},
+ "/ads/{id}/impression": {"post": op("Record load/show", params=[p("id", UUIDS)],
+    req=body(obj({"loaded": B, "shown": B, "load_time_ms": I, "error": S}, ["loaded", "shown"])), schema=obj({"recorded": B}, ["recorded"]))},
+ "/ads/{id}/complete": {"post": op("Complete a view; a rewarded view may earn 1 credit", params=[p("id", UUIDS)], extra=["410"],
+    req=body(obj({"completed": B, "clicked": B, "display_duration_ms": I, "revenue_usd": N}, ["completed", "display_duration_ms"])),
+    schema=obj({"ad_request_id": UUIDS, "ad_type": S, "completed": B, "reward_granted": B, "new_balance": I, "reward_status": S,
+                "reason": S, "cooldown_seconds": I}, ["ad_request_id", "reward_granted"]))},
+ "/ads/ssv/admob": {"get": dict(op("AdMob server-side verification callback (signed query)", extra=["403"],
+    params=[q("transaction_id", S), q("custom_data", S), q("signature", S), q("key_id", S)], schema=obj({"status": S}, ["status"])), security=[])},
+ "/ads/consent": {
+    "get": op("The current ad consent and whether GDPR applies", params=[q("country", S)],
+        schema=obj({"consent": {"type": ["object", "null"]}, "required": B, "gdpr_applies": B, "ads_enabled": B}, ["consent", "required", "gdpr_applies"])),
+    "post": op("Record a consent change (GDPR, COPPA, ATT, TCF)", req=body(obj({"consent_personalized_ads": B, "consent_data_sharing": B,
+        "age_gate_passed": B, "is_under_age": B, "att_status": {"type": "string", "enum": ["authorized", "denied", "restricted", "not_determined"]},
+        "tcf_string": S, "consent_form_status": {"type": "string", "enum": ["obtained", "required", "not_required", "unknown"]}, "country": S})),
+        schema=obj({"consent": {"type": ["object", "null"]}, "ads_enabled": B}, ["consent", "ads_enabled"]))},
+ "/campaigns/active": {"get": op("Running campaigns with the user's progress", schema=obj({"campaigns": {"type": "array"}}, ["campaigns"]))},
+ "/campaigns/{id}": {
+    "get": op("A campaign with the user's progress", params=[p("id", UUIDS)], schema=obj({"id": UUIDS, "progress": {"type": "object"}}, ["id", "progress"])),
+    "post": op("Progress as the server counted it (a streak campaign records today's check-in)", params=[p("id", UUIDS)],
+        schema=obj({"campaign_id": UUIDS, "progress": I, "completed": B, "can_claim_reward": B}, ["campaign_id", "progress", "completed"]))},
+ "/campaigns/{id}/claim-reward": {"post": op("Claim a completed campaign's credits once", params=[p("id", UUIDS)],
+    schema=obj({"claimed": B, "reward": {"type": "object"}, "reward_status": S}, ["claimed", "reward"]))},
+ "/referral/code": {"get": op("The user's referral code", schema=obj({"code": S}, ["code"]))},
+ "/referral/redeem": {"post": op("Redeem another user's referral code", extra=["409"], req=body(obj({"code": S}, ["code"])), schema=obj({"redeemed": B}, ["redeemed"]))},
+ "/admin/providers": {"get": op("Ad providers (admin token)", schema=obj({"providers": {"type": "array"}}, ["providers"]))},
+ "/admin/providers/{name}": {"put": op("Create or update an ad provider (admin token)", params=[p("name", {"type": "string", "pattern": "^[a-z0-9_]{1,40}$"})],
+    req=body(obj({"priority": I, "active": B, "rewarded_unit_id": S, "interstitial_unit_id": S, "banner_unit_id": S, "ad_duration_seconds": I,
+                  "verification": {"type": "string", "enum": ["client", "ssv"]}, "test_mode": B, "ecpm_estimate_usd": N})))},
+ "/admin/campaigns": {"post": op("Create a campaign (admin token)", ok="201", okdesc="Created", req=body(obj({"name": S, "description": S,
+    "campaign_type": {"type": "string", "enum": ["watch_ads", "streak_bonus", "referral"]}, "reward": obj({"type": S, "amount": I}, ["amount"]),
+    "conditions": {"type": "object"}, "starts_at": {"type": "string", "format": "date-time"}, "ends_at": {"type": "string", "format": "date-time"}},
+    ["name", "campaign_type", "reward", "conditions", "ends_at"])))},
+ "/admin/campaigns/{id}/end": {"post": op("End a campaign now (admin token)", params=[p("id", UUIDS)])},
+ "/analytics/revenue": {"get": dict(op("Revenue report from daily aggregates (admin token); ?format=csv for the export",
+    params=[q("start_date", {"type": "string", "format": "date"}), q("end_date", {"type": "string", "format": "date"}),
+            q("ad_type", {"type": "string", "enum": ["rewarded", "interstitial"]}), q("provider", S), q("placement", S),
+            q("format", {"type": "string", "enum": ["json", "csv"]})]))},
+ "/analytics/dashboard": {"get": {"summary": "HTML revenue dashboard (admin token)", "parameters": [q("start_date", {"type": "string", "format": "date"}),
+    q("end_date", {"type": "string", "format": "date"})], "responses": {"200": {"description": "HTML", "content": {"text/html": {"schema": S}}},
+    **{c: err(ERRS[c]) for c in ["400", "401", "422", "429", "503"]}}}},
+ "/analytics/refresh": {"post": op("Refresh the daily aggregates now (admin token)")},
+}
+rev = ads["/analytics/revenue"]["get"]["responses"]["200"]["content"]; rev["text/csv"] = {"schema": S}
+
+off = {
+ "/sync/profile": {"get": op("Sync profile, categories and storage", schema=obj({"profile": {"type": "object"}, "storage": {"type": "object"},
+        "limits": {"type": "object"}, "categories": {"type": "array"}}, ["profile", "storage", "limits", "categories"])),
+    "patch": op("Change sync settings", extra=["403"], req=body(obj({"auto_sync_enabled": B, "sync_on_wifi_only": B, "sync_frequency_hours": I,
+        "conflict_strategy": {"type": "string", "enum": ["server_wins", "local_wins", "manual"]}})), schema=obj({"profile": {"type": "object"}}, ["profile"]))},
+ "/categories/download": {"post": op("Start a download job (limits checked first)", ok="202", okdesc="Accepted", extra=["403", "507"],
+    req=body(obj({"category_ids": {"type": "array", "items": S}}, ["category_ids"])),
+    schema=obj({"job_id": UUIDS, "estimated_size_mb": N, "estimated_time_seconds": I}, ["job_id", "estimated_size_mb", "estimated_time_seconds"]))},
+ "/categories/download/{job}": {"get": op("Download progress", params=[p("job", UUIDS)],
+    schema=obj({"job_id": UUIDS, "status": S, "progress": I, "downloaded_count": I, "total_count": I}, ["status", "progress", "downloaded_count", "total_count"]))},
+ "/categories/download/{job}/pause": {"post": op("Pause a download", extra=["409"], params=[p("job", UUIDS)])},
+ "/categories/download/{job}/resume": {"post": op("Resume a paused download", extra=["409"], params=[p("job", UUIDS)])},
+ "/categories/downloaded": {"get": op("The user's offline categories", schema=obj({"categories": {"type": "array"}}, ["categories"]))},
+ "/categories/{id}/items": {"get": op("The pack (paged; base64 data, encoding, SHA-256 checksum)", params=[p("id"), q("after", S), q("limit", I)],
+    schema=obj({"items": {"type": "array"}}, ["items"]))},
+ "/categories/{id}/check-updates": {"get": op("Changes since a cursor", params=[p("id"), q("cursor", I)],
+    schema=obj({"added": I, "updated": I, "deleted": I, "next_cursor": I, "full_download_required": B}, ["added", "updated", "deleted", "next_cursor"]))},
+ "/categories/{id}/refresh": {"post": op("Apply the changes to the copy", extra=["409"], params=[p("id")],
+    schema=obj({"updated": B, "changes": {"type": "object"}}, ["updated", "changes"]))},
+ "/categories/{id}": {"delete": op("Delete a category from the copy", extra=["409"], params=[p("id"), q("force", S)],
+    schema=obj({"deleted": B, "space_freed_mb": N}, ["deleted", "space_freed_mb"]))},
+ "/categories": {"delete": op("Delete the whole copy", extra=["409"], params=[q("force", S)], schema=obj({"deleted": B, "space_freed_mb": N}, ["deleted"]))},
+ "/storage/suggestions": {"get": op("What to free", schema=obj({"suggestions": {"type": "array"}, "freeable_mb": N}, ["suggestions"]))},
+ "/sync/queue": {"post": op("Queue an offline action (idempotent on client_action_id)", ok="201", okdesc="Created",
+    req=body(obj({"client_action_id": S, "action_type": S, "entity_type": S, "entity_id": S, "category_id": S, "payload": {"type": "object"},
+                  "priority": I}, ["client_action_id", "action_type", "entity_type", "entity_id", "payload"])),
+    schema=obj({"queue_item": {"type": "object"}, "position": I}, ["queue_item", "position"])),
+    "get": op("The user's queued actions", schema=obj({"actions": {"type": "array"}}, ["actions"]))},
+ "/sync/execute": {"post": op("Send the queue", ok="202", okdesc="Accepted", schema=obj({"job_id": UUIDS, "items_to_process": I}, ["job_id", "items_to_process"]))},
+ "/sync/execute/{job}": {"get": op("Sync job progress", params=[p("job", UUIDS)], schema=obj({"job_id": UUIDS, "status": S}, ["job_id", "status"]))},
+ "/sync/conflicts": {"get": op("Open conflicts", schema=obj({"conflicts": {"type": "array"}}, ["conflicts"]))},
+ "/sync/conflicts/{id}/resolve": {"post": op("Resolve a conflict", extra=["409", "502"], params=[p("id", UUIDS)],
+    req=body(obj({"resolution": {"type": "string", "enum": ["local_wins", "server_wins", "merge", "skip"]},
+                  "merge_data": {"type": "object", "additionalProperties": {"type": "string", "enum": ["local", "server"]}}}, ["resolution"])),
+    schema=obj({"resolved": B, "resolution": S}, ["resolved", "resolution"]))},
+ "/location/update": {"post": op("Record the user's location (consent, 15 min, accuracy <= 1 km)", ok="201", okdesc="Created", extra=["403"],
+    req=body(obj({"latitude": N, "longitude": N, "accuracy": N, "altitude": N, "source": {"type": "string", "enum": ["gps", "wifi", "cell", "ip"]},
+                  "consent_given": B}, ["latitude", "longitude", "accuracy", "consent_given"])), schema=obj({"location": {"type": "object"}}, ["location"]))},
+ "/location/nearby-content": {"get": op("Place-based content near the last location", extra=["409"], params=[q("radius_km", N)],
+    schema=obj({"content": {"type": "array"}}, ["content"]))},
+ "/admin/categories/{id}": {"put": op("Create or update a category (admin token)", params=[p("id")], req=body(obj({"name": S, "description": S}, ["name"])))},
+ "/admin/categories/{id}/items": {"post": op("Upsert or delete items, 1,000 per batch (admin token)", params=[p("id")],
+    req=body(obj({"upsert": {"type": "array", "items": obj({"id": S, "data": {"type": "object"}}, ["id", "data"])}, "delete": {"type": "array", "items": S}})))},
+ "/admin/location-content/{id}": {"put": op("Create or update place-based content (admin token)", params=[p("id")],
+    req=body(obj({"title": S, "content_type": S, "latitude": N, "longitude": N, "metadata": {"type": "object"},
+                  "available_until": {"type": "string", "format": "date-time"}, "active": B}, ["title", "latitude", "longitude"])))},
+}
+for name, title, prefix, paths, out in [("ads", "Ads & freemium service", "/ads/v1", ads, sys.argv[1]), ("offline", "Offline & geolocation service", "/offline/v1", off, sys.argv[2])]:
+    d = document(title, prefix, paths)
+    json.dump(d, open(out, "w"), indent=1, sort_keys=True)
+    print(name, len(d["paths"]), "paths")
