@@ -31,11 +31,11 @@ let services: [ServiceSpec] = [
         .product(name: "X509", package: "swift-certificates"),
         .product(name: "SwiftASN1", package: "swift-asn1"),
         .product(name: "_CryptoExtras", package: "swift-crypto"),
-    ], resources: [.copy("Resources/zxcvbn")]),
+    ], resources: [.copy("Resources/zxcvbn"), .copy("OpenAPI")]),
     .init(name: "Subscription", executable: "subscription-service", extra: [
         .product(name: "X509", package: "swift-certificates"),
         .product(name: "SwiftASN1", package: "swift-asn1"),
-    ]),
+    ], resources: [.copy("OpenAPI")]),
     // zlib for gzip of large items (UC-OFFLINE-3.1 compression rule).
     .init(name: "Offline", executable: "offline-service", extra: ["CZlib"], resources: [.copy("OpenAPI")]),
     .init(name: "Ads", executable: "ads-service", extra: [], resources: [.copy("OpenAPI")]),

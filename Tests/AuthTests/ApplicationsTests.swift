@@ -52,6 +52,8 @@ final class ApplicationsTests: XCTestCase {
         let key = Curve25519.Signing.PrivateKey()
         let app = try AuthService.buildApplication(runtime: runtime, signingKey: key)
         try await app.test(.router) { client in
+            let problems = try await documentedOperationProblems(client, prefix: "auth")
+            XCTAssertEqual(problems, [])
             try await client.execute(uri: "/auth/v1/.well-known/jwks.json", method: .get) { r in
                 XCTAssertEqual(r.status, .ok)
                 let doc = try r.json(JWKSDocument.self)

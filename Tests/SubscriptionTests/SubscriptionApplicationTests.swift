@@ -23,6 +23,8 @@ final class SubscriptionApplicationTests: XCTestCase {
                     XCTAssertEqual(try r.json(HealthStatus.self).service, "subscription")
                 }
             }
+            let problems = try await documentedOperationProblems(client, prefix: "subscription")
+            XCTAssertEqual(problems, [])
             try await client.execute(uri: "/subscription/v1/metrics", method: .get) { r in
                 XCTAssertEqual(r.status, .ok)
                 XCTAssertTrue(String(buffer: r.body).contains("http_requests_total"))

@@ -14,7 +14,7 @@ TOKEN=$(curl -fsS -H "Content-Type: application/json" -H "X-App-ID: $APP_ID" -H 
   -d "{\"provider\":\"guest\",\"credentials\":{\"device_id\":\"contracts-$RANDOM$RANDOM\"}}" \
   "http://127.0.0.1:${AUTH_PORT:-3001}/auth/v1/auth/register" | sed -E 's/.*"access_token":"([^"]+)".*/\1/')
 status=0
-for service in ${CONTRACT_SERVICES:-offline ads}; do
+for service in ${CONTRACT_SERVICES:-auth subscription offline ads}; do
   echo "==> schemathesis: $service"
   "$ST" run "$GATEWAY/$service/v1/openapi.json" --base-url "$GATEWAY" \
     -H "X-App-ID: $APP_ID" -H "X-API-Key: $API_KEY" -H "Authorization: Bearer $TOKEN" \

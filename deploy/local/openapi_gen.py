@@ -1,3 +1,5 @@
+"""Writes each service's OpenAPI 3.1 document (Services/<Name>/Sources/OpenAPI/openapi.json).
+Run from anywhere: python3 deploy/local/openapi_gen.py. The documents are committed; edit here."""
 import json, sys
 
 def err(desc): return {"description": desc, "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}}
@@ -141,7 +143,68 @@ off = {
     req=body(obj({"title": S, "content_type": S, "latitude": N, "longitude": N, "metadata": {"type": "object"},
                   "available_until": {"type": "string", "format": "date-time"}, "active": B}, ["title", "latitude", "longitude"])))},
 }
-for name, title, prefix, paths, out in [("ads", "Ads & freemium service", "/ads/v1", ads, sys.argv[1]), ("offline", "Offline & geolocation service", "/offline/v1", off, sys.argv[2])]:
+ERRS.update({"402": "Not enough credits"})
+BROAD = ["403", "409", "410", "402", "502"]
+DEV = obj({"device_id": S, "platform": S, "app_version": S, "os_version": S})
+CREDS = obj({"email": S, "password": S, "google_id_token": S, "apple_identity_token": S, "apple_authorization_code": S, "nonce": S,
+             "device_id": S, "user_info": obj({"first_name": S, "last_name": S, "email": S})})
+AUTHREQ = body(obj({"provider": {"type": "string", "enum": ["email", "google", "apple", "guest"]}, "credentials": CREDS, "device_info": DEV},
+                   ["provider", "credentials"]))
+TOKENS = obj({"user": {"type": "object"}, "tokens": {"type": "object"}}, ["tokens"])
+def aop(summary, ok="200", req=None, params=(), schema=None, public=False):
+    o = op(summary, ok=ok, extra=BROAD, params=params, req=req, schema=schema)
+    if public: o["security"] = [{"appId": [], "apiKey": []}]
+    return o
+auth = {
+ "/auth/register": {"post": aop("Create an account (email, google, apple, guest)", ok="201", req=AUTHREQ, schema=TOKENS, public=True)},
+ "/auth/login": {"post": aop("Sign in", req=AUTHREQ, schema=TOKENS, public=True)},
+ "/auth/refresh": {"post": aop("Rotate a refresh token", req=body(obj({"refresh_token": S}, ["refresh_token"])), public=True)},
+ "/auth/logout": {"post": aop("Sign out this device or all", req=body(obj({"refresh_token": S, "all": B})))},
+ "/auth/me": {"get": aop("The signed-in user", schema=obj({"user": {"type": "object"}}, ["user"])),
+              "delete": aop("Schedule the account's deletion (J+30)", ok="202", req={"required": False, "content": {"application/json": {"schema": obj({"reason": S})}}})},
+ "/auth/deletion/cancel": {"post": aop("Cancel a scheduled deletion", req=body(obj({"token": S}, ["token"])), public=True)},
+ "/auth/verify-email": {"post": aop("Verify an email address", req=body(obj({"token": S}, ["token"])), public=True)},
+ "/auth/verify-email/resend": {"post": aop("Send the verification email again")},
+ "/auth/password/forgot": {"post": aop("Start a password reset (same answer whether or not the address exists)", req=body(obj({"email": S}, ["email"])), public=True)},
+ "/auth/password/reset": {"post": aop("Reset the password", req=body(obj({"token": S, "new_password": S}, ["token", "new_password"])), public=True)},
+ "/auth/otp/send": {"post": aop("Send a sign-in code by email", req=body(obj({"email": S}, ["email"])), public=True)},
+ "/auth/otp/verify": {"post": aop("Sign in with the emailed code", req=body(obj({"email": S, "code": S, "device_info": DEV}, ["email", "code"])), public=True)},
+ "/auth/link": {"post": aop("Link another sign-in method", req=AUTHREQ, schema=TOKENS)},
+ "/auth/link/{provider}": {"delete": aop("Unlink a sign-in method", params=[p("provider", {"type": "string", "enum": ["email", "google", "apple"]})])},
+ "/auth/game-center/link": {"post": aop("Link Game Center (signature checked against Apple's certificate)", req=body(obj({"player_id": S, "alias": S,
+    "public_key_url": S, "signature": S, "salt": S, "timestamp": I, "achievements": {"type": "array"}, "leaderboard_score": I},
+    ["player_id", "public_key_url", "signature", "salt", "timestamp"])))},
+ "/auth/game-center/sync": {"post": aop("Merge Game Center progress", req=body(obj({"achievements": {"type": "array"}, "leaderboard_score": I})))},
+ "/auth/game-center/unlink": {"post": aop("Unlink Game Center")},
+ "/auth/privacy": {"get": aop("Privacy settings", schema=obj({"privacy": {"type": "object"}}, ["privacy"])),
+                   "patch": aop("Change consents", req=body(obj({"consent_analytics": B, "consent_third_party": B, "consent_geolocation": B,
+                        "consent_personalized_ads": B, "consent_notifications": B, "consent_game_center": B})))},
+ "/auth/privacy/export": {"post": aop("Request a data export", ok="202")},
+ "/auth/privacy/export/{id}": {"get": aop("An export's status", params=[p("id", UUIDS)])},
+ "/.well-known/jwks.json": {"get": dict(op("Public keys of the access tokens", schema=obj({"keys": {"type": "array"}}, ["keys"])), security=[])},
+}
+sub = {
+ "/plans": {"get": aop("The app's plans", schema=obj({"plans": {"type": "array"}}, ["plans"]))},
+ "/subscriptions/purchase": {"post": aop("Verify a store purchase", req=body(obj({"store": {"type": "string", "enum": ["apple", "google"]},
+    "signed_transaction": S, "receipt_data": S, "plan_id": UUIDS, "purchase_token": S, "product_id": S}, ["store"])))},
+ "/subscriptions/restore": {"post": aop("Restore purchases", req=body(obj({"store": {"type": "string", "enum": ["apple", "google"]},
+    "signed_transaction": S, "receipt_data": S, "plan_id": UUIDS, "purchase_token": S, "product_id": S}, ["store"])))},
+ "/subscriptions/me": {"get": aop("The user's subscription", schema=obj({"subscription": {"type": ["object", "null"]}, "is_premium": B}, ["is_premium"]))},
+ "/subscriptions/cancel": {"post": aop("Cancel (access lasts to the period end)")},
+ "/content/{id}": {"get": aop("A content's access level and the user's access", params=[p("id")])},
+ "/content/{id}/check-access": {"post": aop("Check and log access", params=[p("id")])},
+ "/content/{id}/unlock": {"post": aop("Unlock freemium content with credits", params=[p("id")])},
+ "/credits/balance": {"get": aop("Credit balance", schema=obj({"balance": I}, ["balance"]))},
+ "/credits/transactions": {"get": aop("Credit history", params=[q("limit", I), q("before", I)], schema=obj({"transactions": {"type": "array"}}, ["transactions"]))},
+ "/webhooks/apple": {"post": dict(aop("App Store Server Notifications (v2 signed, v1 shared secret)", req=body({"type": "object"})), security=[])},
+ "/webhooks/google": {"post": dict(aop("Google Play real-time notifications (Pub/Sub push)", params=[q("token", S)], req=body({"type": "object"})), security=[])},
+}
+import os
+root = os.path.dirname(os.path.abspath(__file__)) + "/../.."
+for name, title, prefix, paths in [("Auth", "Auth service", "/auth/v1", auth), ("Subscription", "Subscription service", "/subscription/v1", sub),
+                                   ("Offline", "Offline & geolocation service", "/offline/v1", off), ("Ads", "Ads & freemium service", "/ads/v1", ads)]:
     d = document(title, prefix, paths)
+    out = f"{root}/Services/{name}/Sources/OpenAPI/openapi.json"
+    os.makedirs(os.path.dirname(out), exist_ok=True)
     json.dump(d, open(out, "w"), indent=1, sort_keys=True)
     print(name, len(d["paths"]), "paths")

@@ -87,8 +87,9 @@ public enum AuthService: ServiceDefinition {
         ], pollInterval: .milliseconds(runtime.config.jobPollMilliseconds))
         let sweeper = GuestExpirySweeper(lifecycle: lifecycle, db: runtime.db,
                                          interval: .seconds(env.int("GUEST_SWEEP_SECONDS", default: 600)))
-        return buildServiceApplication(runtime: runtime, appVerifier: appVerifier, tokenVerifier: tokenVerifier,
-                                       services: [worker, sweeper], userData: userData) { routes in
+        return try buildServiceApplication(runtime: runtime, appVerifier: appVerifier, tokenVerifier: tokenVerifier,
+                                           services: [worker, sweeper], userData: userData) { routes in
+            try OpenAPIDocument.serve(.module, on: routes.open)
             JWKSController(signer: signer).addRoutes(to: routes.open)
             let sessions = AuthController(ctx: ctx)
             sessions.addRoutes(tenant: routes.tenant, user: routes.user)

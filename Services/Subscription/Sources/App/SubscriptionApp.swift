@@ -43,8 +43,9 @@ public enum SubscriptionService: ServiceDefinition {
                                         clock: runtime.clock, logger: runtime.logger)
         let sweeper = ExpirySweeper(store: SubscriptionStore(logger: runtime.logger), db: runtime.db, clock: runtime.clock,
                                     interval: .seconds(runtime.config.environment.int("EXPIRY_SWEEP_SECONDS", default: 300)))
-        return buildServiceApplication(runtime: runtime, appVerifier: appVerifier, tokenVerifier: tokenVerifier, services: [sweeper, jobs],
-                                       userData: SubscriptionUserData.sections(logger: runtime.logger)) { routes in
+        return try buildServiceApplication(runtime: runtime, appVerifier: appVerifier, tokenVerifier: tokenVerifier, services: [sweeper, jobs],
+                                           userData: SubscriptionUserData.sections(logger: runtime.logger)) { routes in
+            try OpenAPIDocument.serve(.module, on: routes.open)
             credits.addRoutes(user: routes.user, internalGroup: routes.internal)
             PlansController(db: runtime.db, plans: PlanStore(logger: runtime.logger)).addRoutes(to: routes.user)
             subscriptions.addRoutes(user: routes.user, internalGroup: routes.internal)
