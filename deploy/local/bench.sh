@@ -159,7 +159,7 @@ RSS=$(rss_mb $AUTH_PID)
 
 HEALTH_RPS=$(rps "$BENCH/health.txt")
 LOGIN_RPS=$(rps "$BENCH/login.txt")
-cat <<TXT
+TABLE=$(cat <<TXT
 
 == make bench ($CORES cores, ${DURATION}s per run, release build) ==
 pgbench -S (16 clients)                 ${PGBENCH_TPS} tps
@@ -181,3 +181,19 @@ auth-service RSS after the runs         ${RSS} MB (target <= 64)
 subscription-service RSS after its run  ${SUB_RSS} MB (target <= 64)
 auth-service ready after start          ${ready_ms} ms (target <= 1000)
 TXT
+)
+echo "$TABLE"
+# The results file the README links: the table, the machine, the date.
+{
+  echo "# Benchmark results"
+  echo
+  echo "Written by \`make bench\` on $(date -u +%Y-%m-%dT%H:%MZ): $(nproc) cores ($(awk -F': ' '/model name/ {print $2; exit}' /proc/cpuinfo)),"
+  echo "$(awk '/MemTotal/ {printf "%.0f GiB", $2 / 1048576}' /proc/meminfo) RAM, PostgreSQL $(runuser -u postgres -- "$PGBIN/postgres" --version | awk '{print $3}'), release build,"
+  echo "wrk and pgbench on the same machine as the services. Ratios are taken within this one run."
+  echo
+  echo '```'
+  echo "$TABLE"
+  echo '```'
+} > "${BENCH_RESULTS:-BENCHMARKS.md}"
+echo "results written to ${BENCH_RESULTS:-BENCHMARKS.md}"
+
