@@ -101,12 +101,15 @@ demo_app() {
     --rewarded-unit ca-app-pub-3940256099942544/5224354917 --interstitial-unit ca-app-pub-3940256099942544/1033173712 >/dev/null
 }
 
+# A killed service may linger as a zombie (nothing reaps it in a container): not alive.
+alive() { [ -r "/proc/$1/stat" ] && [ "$(awk '{print $3}' "/proc/$1/stat")" != "Z" ]; }
+
 services_start() {
   env_for_stack
   local bin; bin=$(bin_dir)
   for s in "${SERVICES[@]}"; do
     local pidf="$RUN/$s.pid"
-    if [ -f "$pidf" ] && kill -0 "$(cat "$pidf")" 2>/dev/null; then continue; fi
+    if [ -f "$pidf" ] && alive "$(cat "$pidf")"; then continue; fi
     log "starting $s-service"
     nohup "$bin/$s-service" serve </dev/null >>"$LOGS/$s.log" 2>&1 &
     echo $! > "$pidf"
@@ -196,8 +199,11 @@ TXT
     swift test --skip-build ${TEST_FLAGS:-}
     log "contracts: schemathesis against the OpenAPI documents, through the gateway"
     bash deploy/local/contracts.sh
+    log "faults: subscription killed while rewards are earned; PostgreSQL restarted under load"
+    "$DATA/venv/bin/python" deploy/local/faults.py
     ;;
   stop) stop ;;
+  start-services) env_for_stack; services_start; wait_ready ;;   # after a fault test stopped one
   stop-services)
     for s in "${SERVICES[@]}"; do [ -f "$RUN/$s.pid" ] && kill "$(cat "$RUN/$s.pid")" 2>/dev/null; rm -f "$RUN/$s.pid"; done ;;
   logs) tail -n 100 -F "$LOGS"/*.log ;;
