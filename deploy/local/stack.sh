@@ -192,8 +192,19 @@ TXT
     }
     stop_services_only
     export DATABASE_NAME=app_backend_test
-    demo_app; services_start; gateway_start; wait_ready
-    trap 'stop_services_only >/dev/null 2>&1 || true' EXIT
+    demo_app
+    # The journey test buys with StoreKit data it signs with a local chain; the stack trusts that
+    # root for the demo app, in Apple's local ("Xcode") environment only.
+    [ -f "$DATA/storekit/leaf.p8" ] || bash deploy/local/storekit_local.sh "$DATA/storekit" >/dev/null
+    . "$DATA/demo.env"
+    # Apple's verifyReceipt, played locally (legacy receipts in the contract run).
+    RECEIPT_PORT=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+    python3 deploy/local/apple_receipt_stub.py "$RECEIPT_PORT" </dev/null >/dev/null 2>&1 &
+    echo $! > "$RUN/receipt-stub.pid"
+    export APPLE_VERIFY_RECEIPT_URL=http://127.0.0.1:$RECEIPT_PORT/verifyReceipt APPLE_VERIFY_RECEIPT_SANDBOX_URL=http://127.0.0.1:$RECEIPT_PORT/verifyReceipt
+    export APPLE_IAP_APPS="{\"$APP_ID\":{\"bundle_id\":\"com.quiz.geography\",\"environment\":\"Sandbox\",\"root_certificates_der_base64\":[\"$(cat "$DATA/storekit/root.der.b64")\"],\"allow_local_environments\":true,\"shared_secret\":\"local\"}}"
+    services_start; gateway_start; wait_ready
+    trap 'stop_services_only >/dev/null 2>&1 || true; kill "$(cat "$RUN/receipt-stub.pid" 2>/dev/null)" 2>/dev/null || true' EXIT
     env_for_stack
     export TEST_UNIT_DATABASE=app_backend_unit TEST_PG_SOCKET=$SOCK TEST_GATEWAY_URL=http://127.0.0.1:$GATEWAY_PORT TEST_BIN_DIR=$(bin_dir) TEST_PYTHON=$DATA/venv/bin/python
     swift test --skip-build ${TEST_FLAGS:-}
