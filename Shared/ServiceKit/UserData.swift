@@ -94,16 +94,60 @@ extension UserDataSection {
 }
 
 /// `GET /<prefix>/v1/openapi.json`: the service's OpenAPI 3.1 document, shipped as a resource
-/// of its module (no authentication: the contract is public).
+/// of its module, and `GET /<prefix>/v1/docs`: the same document as a readable page (rendered
+/// here from the JSON, no script, no external asset). No authentication: the contract is public.
 public enum OpenAPIDocument {
     public static func serve(_ bundle: Bundle, on open: RouterGroup<ServiceRequestContext>) throws {
         guard let url = bundle.url(forResource: "openapi", withExtension: "json", subdirectory: "OpenAPI") else {
             throw ConfigurationError("OpenAPI/openapi.json is missing from the service's resources")
         }
         let document = try Data(contentsOf: url)
+        let page = try render(document)
         open.get("openapi.json") { _, _ in
             Response(status: .ok, headers: [.contentType: "application/json", .cacheControl: "public, max-age=300"],
                      body: .init(byteBuffer: ByteBuffer(bytes: document)))
         }
+        open.get("docs") { _, _ in
+            Response(status: .ok, headers: [.contentType: "text/html; charset=utf-8", .cacheControl: "public, max-age=300",
+                                            .contentSecurityPolicy: "default-src 'none'; style-src 'unsafe-inline'"],
+                     body: .init(byteBuffer: ByteBuffer(string: page)))
+        }
+    }
+
+    static func escape(_ s: String) -> String {
+        s.replacingOccurrences(of: "&", with: "&amp;").replacingOccurrences(of: "<", with: "&lt;").replacingOccurrences(of: ">", with: "&gt;")
+    }
+
+    /// One section per operation: method, path, summary, parameters, body fields, statuses.
+    static func render(_ document: Data) throws -> String {
+        guard let doc = try JSONSerialization.jsonObject(with: document) as? [String: Any],
+              let paths = doc["paths"] as? [String: [String: Any]] else { throw ConfigurationError("openapi.json has no paths") }
+        let title = ((doc["info"] as? [String: Any])?["title"] as? String) ?? "API"
+        var html = """
+            <!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>\(escape(title))</title><style>
+            body{font-family:system-ui,sans-serif;margin:24px;max-width:1000px}h2{font-size:16px;margin:22px 0 4px}
+            code{background:#f3f3f3;padding:1px 4px}.m{font-weight:bold;display:inline-block;min-width:60px}.s{color:#555}
+            </style></head><body><h1>\(escape(title))</h1><p>OpenAPI 3.1 document: <a href="openapi.json">openapi.json</a>.
+            Every route needs <code>X-App-ID</code> and <code>X-API-Key</code>; user routes a bearer access token; admin routes
+            the admin token.</p>
+            """
+        for path in paths.keys.sorted() {
+            for (method, raw) in paths[path]!.sorted(by: { $0.key < $1.key }) {
+                guard let op = raw as? [String: Any] else { continue }
+                html += "<h2><span class=\"m\">\(method.uppercased())</span> <code>\(escape(path))</code></h2>"
+                html += "<div class=\"s\">\(escape(op["summary"] as? String ?? ""))</div>"
+                let params = (op["parameters"] as? [[String: Any]] ?? []).map { "\($0["name"] ?? "")" + (($0["in"] as? String).map { " (\($0))" } ?? "") }
+                if !params.isEmpty { html += "<div>Parameters: \(escape(params.joined(separator: ", ")))</div>" }
+                if let body = op["requestBody"] as? [String: Any], let content = body["content"] as? [String: Any],
+                   let json = content["application/json"] as? [String: Any], let schema = json["schema"] as? [String: Any],
+                   let props = schema["properties"] as? [String: Any] {
+                    let required = Set(schema["required"] as? [String] ?? [])
+                    html += "<div>Body: \(escape(props.keys.sorted().map { required.contains($0) ? "\($0)*" : $0 }.joined(separator: ", ")))</div>"
+                }
+                let statuses = (op["responses"] as? [String: Any] ?? [:]).keys.sorted()
+                html += "<div>Responses: \(escape(statuses.joined(separator: " ")))</div>"
+            }
+        }
+        return html + "</body></html>"
     }
 }

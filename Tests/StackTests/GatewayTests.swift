@@ -24,6 +24,19 @@ final class GatewayTests: XCTestCase {
         }
     }
 
+    func testTheDocsPageLinksEveryServicesDocument() async throws {
+        let index = try await http.send(HTTPRequest(url: "\(gateway)/docs"))
+        XCTAssertEqual(index.status, 200)
+        for service in ServiceName.allCases {
+            XCTAssertTrue(String(decoding: index.body, as: UTF8.self).contains("/\(service.rawValue)/v1/docs"))
+            let page = try await http.send(HTTPRequest(url: "\(gateway)/\(service.rawValue)/v1/docs"))
+            XCTAssertEqual(page.status, 200)
+            XCTAssertEqual(page.header("Content-Type"), "text/html; charset=utf-8")
+            let doc = try await http.send(HTTPRequest(url: "\(gateway)/\(service.rawValue)/v1/openapi.json"))
+            XCTAssertEqual(doc.status, 200)
+        }
+    }
+
     func testInternalPathsAreNotFoundAtTheGateway() async throws {
         let paths = ["/internal/apps/verify", "/auth/v1/internal/apps/verify", "/auth/internal/apps/verify",
                      "/subscription/v1/internal/users/x", "/offline/v1/internal/", "/ads/v1/internal"]

@@ -142,6 +142,9 @@ public func documentedOperationProblems(_ client: any TestClientProtocol, prefix
         return ["no OpenAPI 3.1 document with paths at /\(prefix)/v1/openapi.json"]
     }
     var problems: [String] = []
+    // The docs page shows this same document: every path is on it.
+    let page = try await client.execute(uri: "/\(prefix)/v1/docs", method: .get) { String(buffer: $0.body) }
+    for path in paths.keys where !page.contains("<code>\(path)</code>") { problems.append("\(path) is not on the docs page") }
     for (path, ops) in paths {
         let concrete = path.replacingOccurrences(of: #"\{[^}]+\}"#, with: "00000000-0000-4000-8000-000000000000", options: .regularExpression)
         for method in ops.keys {
