@@ -74,6 +74,8 @@ public struct JobQueue: Sendable {
     }
 
     /// Claims up to `limit` due jobs. A job whose worker died (lease expired) is due again.
+    /// Due means by the later of the injected clock and the database's: `enqueue` without a
+    /// `runAt` stamps the database's now, and a test clock that lags must not hold that back.
     public func claim(limit: Int, lease: Duration) async throws -> [Job] {
         let now = clock.now()
         let leaseUntil = now.addingTimeInterval(Double(lease.components.seconds))
@@ -83,7 +85,7 @@ public struct JobQueue: Sendable {
             WHERE id IN (
                 SELECT id FROM jobs
                 WHERE queue = \(queue)
-                  AND ((status = 'pending' AND run_at <= \(now)) OR (status = 'running' AND locked_until < \(now)))
+                  AND ((status = 'pending' AND run_at <= GREATEST(\(now), now())) OR (status = 'running' AND locked_until < \(now)))
                 ORDER BY run_at
                 LIMIT \(limit)
                 FOR UPDATE SKIP LOCKED)

@@ -132,9 +132,6 @@ struct OfflineHarness: Sendable {
 
     /// Runs queued jobs until none is left.
     func drainJobs() async throws {
-        // Jobs are due by the database's clock at enqueue; a test clock left behind would
-        // never reach them.
-        if clock.now() < Date() { clock.set(Date()) }
         var idle = 0
         while idle < 2 {
             idle = try await worker.runOnce() == 0 ? idle + 1 : 0
@@ -182,19 +179,5 @@ struct OfflineHarness: Sendable {
             await server.triggerGracefulShutdown()
             try await group.waitForAll()
         }
-    }
-}
-
-extension [String: JSONValue] {
-    func int(_ k: String) -> Int? { if case .int(let v)? = self[k] { return v }; return nil }
-    func string(_ k: String) -> String? { if case .string(let v)? = self[k] { return v }; return nil }
-    func bool(_ k: String) -> Bool? { if case .bool(let v)? = self[k] { return v }; return nil }
-    func double(_ k: String) -> Double? {
-        switch self[k] { case .double(let v)?: v; case .int(let v)?: Double(v); default: nil }
-    }
-    func object(_ k: String) -> [String: JSONValue]? { if case .object(let v)? = self[k] { return v }; return nil }
-    func array(_ k: String) -> [[String: JSONValue]] {
-        guard case .array(let a)? = self[k] else { return [] }
-        return a.compactMap { if case .object(let o) = $0 { return o }; return nil }
     }
 }
