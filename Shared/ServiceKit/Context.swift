@@ -105,7 +105,15 @@ public enum JSON {
     }()
     public static let decoder: JSONDecoder = {
         let d = JSONDecoder()
-        d.dateDecodingStrategy = .iso8601
+        // ISO-8601, with or without fractional seconds. Parsed here rather than with `.iso8601`
+        // because that strategy's error carries no coding path, so a bad date could not be named.
+        d.dateDecodingStrategy = .custom { decoder in
+            let container = try decoder.singleValueContainer()
+            let text = try container.decode(String.self)
+            if let date = try? Date(text, strategy: .iso8601) { return date }
+            if let date = try? Date(text, strategy: Date.ISO8601FormatStyle(includingFractionalSeconds: true)) { return date }
+            throw DecodingError.dataCorruptedError(in: container, debugDescription: "Expected an ISO-8601 date-time")
+        }
         return d
     }()
 }

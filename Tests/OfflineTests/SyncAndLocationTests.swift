@@ -248,8 +248,12 @@ final class SyncAndLocationTests: XCTestCase {
             let user = UUID()
             h.upstream.geolocationConsent.withLock { _ = $0.insert(user) }
             h.upstream.geoMode.withLock { $0 = .slow(.seconds(4)) }
+            try await h.runtime.db.query("DELETE FROM offline.geocode_cache", logger: h.runtime.logger)
             let slow = try h.obj(try await Self.locate(h, user, lat: 43.2965, lon: 5.3698))
             XCTAssertEqual(slow.object("location")?["geocoded"], .null, "a geocoder slower than its 3 s timeout leaves the place empty")
+            XCTAssertEqual(h.upstream.geocodeCalls.withLock { $0 }, 1, "the geocoder was asked (and was too slow)")
+            let stored = try await h.count("SELECT count(*)::int FROM offline.user_locations WHERE user_id = '\(user)' AND country_code IS NULL")
+            XCTAssertEqual(stored, 1, "the raw point is kept (10a)")
             h.clock.advance(by: 91 * 86400)
             let report = try await OfflineMaintenance(db: h.runtime.db, catalog: CatalogStore(logger: h.runtime.logger), sync: SyncStore(logger: h.runtime.logger),
                                                       clock: h.clock, interval: .seconds(60), logger: h.runtime.logger).runOnce()
