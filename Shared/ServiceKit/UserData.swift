@@ -81,6 +81,24 @@ extension Request {
     }
 }
 
+/// The two queries every service's sections are made of, with the service's logger.
+public struct UserDataQueries: Sendable {
+    public let logger: Logger
+    public init(logger: Logger) { self.logger = logger }
+
+    /// Rows as a JSON array (the query's single column is `row_to_json(...)::text`).
+    public func rows(_ query: PostgresQuery, _ conn: PostgresConnection) async throws -> JSONValue {
+        try await UserDataSection.jsonRows(query, on: conn, logger: logger)
+    }
+
+    /// How many rows a `... RETURNING 1` statement touched.
+    public func count(_ query: PostgresQuery, _ conn: PostgresConnection) async throws -> Int {
+        var n = 0
+        for try await _ in try await conn.query(query, logger: logger) { n += 1 }
+        return n
+    }
+}
+
 extension UserDataSection {
     /// Runs a query whose single column is `row_to_json(...)::text` and returns the rows as a
     /// JSON array: how sections export their tables.

@@ -214,18 +214,3 @@ struct AdsHarness: Sendable {
         XCTFail("port \(port) never opened")
     }
 }
-
-extension [String: JSONValue] {
-    func int(_ k: String) -> Int? { if case .int(let v)? = self[k] { return v }; return nil }
-    func string(_ k: String) -> String? { if case .string(let v)? = self[k] { return v }; return nil }
-    func bool(_ k: String) -> Bool? { if case .bool(let v)? = self[k] { return v }; return nil }
-    func double(_ k: String) -> Double? {
-        switch self[k] {
-        case .double(let v)?: v
-        case .int(let v)?: Double(v)
-        default: nil
-        }
-    }
-    func object(_ k: String) -> [String: JSONValue]? { if case .object(let v)? = self[k] { return v }; return nil }
-    func isNull(_ k: String) -> Bool { if case .null? = self[k] { return true }; return false }
-}

@@ -155,3 +155,23 @@ public func documentedOperationProblems(_ client: any TestClientProtocol, prefix
     }
     return problems
 }
+
+/// Reading a decoded JSON object in assertions: nil when the key is missing or of another type.
+extension [String: JSONValue] {
+    public func int(_ k: String) -> Int? { if case .int(let v)? = self[k] { return v }; return nil }
+    public func string(_ k: String) -> String? { if case .string(let v)? = self[k] { return v }; return nil }
+    public func bool(_ k: String) -> Bool? { if case .bool(let v)? = self[k] { return v }; return nil }
+    public func double(_ k: String) -> Double? {
+        switch self[k] {
+        case .double(let v)?: v
+        case .int(let v)?: Double(v)
+        default: nil
+        }
+    }
+    public func object(_ k: String) -> [String: JSONValue]? { if case .object(let v)? = self[k] { return v }; return nil }
+    public func array(_ k: String) -> [[String: JSONValue]] {
+        guard case .array(let a)? = self[k] else { return [] }
+        return a.compactMap { if case .object(let o) = $0 { return o }; return nil }
+    }
+    public func isNull(_ k: String) -> Bool { if case .null? = self[k] { return true }; return false }
+}

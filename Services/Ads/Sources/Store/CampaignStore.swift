@@ -124,14 +124,14 @@ struct CampaignStore: Sendable {
 
     /// Adds `step` to the progress of the running campaigns of `type` (optionally only those
     /// for `placement`), completing those that reach their count.
-    private func advance(app: UUID, user: UUID, type: CampaignType, placement: String?, only campaign: UUID? = nil, now: Date,
+    private func advance(app: UUID, user: UUID, type: CampaignType, placement: String?, now: Date,
                          on conn: PostgresConnection) async throws {
         try await conn.query("""
             INSERT INTO campaign_participations AS p (campaign_id, app_id, user_id, progress, completed, completed_at, updated_at)
             SELECT c.id, c.app_id, \(user), 1, c.required <= 1, CASE WHEN c.required <= 1 THEN \(now)::timestamptz END, \(now)
             FROM freemium_campaigns c
             WHERE c.app_id = \(app) AND c.campaign_type = \(type.rawValue) AND c.active AND c.starts_at <= \(now) AND c.ends_at >= \(now)
-              AND (c.placement IS NULL OR c.placement = \(placement)) AND (\(campaign)::uuid IS NULL OR c.id = \(campaign))
+              AND (c.placement IS NULL OR c.placement = \(placement))
             ON CONFLICT (campaign_id, user_id) DO UPDATE SET
                 progress = p.progress + 1,
                 completed = p.progress + 1 >= (SELECT required FROM freemium_campaigns WHERE id = p.campaign_id),

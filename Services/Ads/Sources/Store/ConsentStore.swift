@@ -67,10 +67,4 @@ struct ConsentStore: Sendable {
     func lock(app: UUID, user: UUID, on conn: PostgresConnection) async throws {
         try await conn.query("SELECT pg_advisory_xact_lock(hashtextextended(\("consent:\(app):\(user)"), 0))", logger: logger)
     }
-
-    func history(app: UUID, user: UUID, on conn: PostgresConnection) async throws -> Int {
-        let rows = try await conn.query("SELECT count(*)::int FROM user_consent_ads WHERE app_id = \(app) AND user_id = \(user)", logger: logger)
-        for try await n in rows.decode(Int.self) { return n }
-        return 0
-    }
 }

@@ -40,7 +40,7 @@ public enum OfflineService: ServiceDefinition {
                                        userData: OfflineUserData.sections(logger: logger)) { routes in
             try OpenAPIDocument.serve(.module, on: routes.open)
             ContentController(db: runtime.db, catalog: catalog, copies: copies, downloads: downloads, profiles: profiles, entitlements: entitlements,
-                              jobs: queue, clock: runtime.clock, logger: logger).addRoutes(to: routes.user)
+                              clock: runtime.clock, logger: logger).addRoutes(to: routes.user)
             SyncController(db: runtime.db, sync: sync, upstream: upstream, clock: runtime.clock, logger: logger).addRoutes(to: routes.user)
             LocationController(db: runtime.db, geocoder: geocoder, http: runtime.http, authURL: runtime.config.url(of: .auth),
                                credential: runtime.internalCredential, clock: runtime.clock, logger: logger)

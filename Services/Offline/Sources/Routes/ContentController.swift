@@ -12,7 +12,6 @@ struct ContentController: Sendable {
     let downloads: DownloadStore
     let profiles: ProfileStore
     let entitlements: any EntitlementSource
-    let jobs: JobQueue
     let clock: any WallClock
     let logger: Logger
 

@@ -238,10 +238,4 @@ struct CopyStore: Sendable {
         }
         return out
     }
-
-    func touch(app: UUID, user: UUID, category: String, now: Date, on conn: PostgresConnection) async throws {
-        try await conn.query("""
-            UPDATE offline_categories SET last_accessed_at = \(now) WHERE app_id = \(app) AND user_id = \(user) AND category_id = \(category)
-            """, logger: logger)
-    }
 }
