@@ -4,31 +4,11 @@ import Logging
 import NIOCore
 import PostgresNIO
 
-extension PostgresClient {
-    /// The pool of one service: its own login role, its own schema first on the search path.
-    public convenience init(config: DatabaseConfig, logger: Logger) {
-        var pg = PostgresClient.Configuration(
-            host: config.host, port: config.port, username: config.username,
-            password: config.password, database: config.database, tls: .disable)
-        pg.options.maximumConnections = config.maxConnections
-        pg.options.connectTimeout = .seconds(3)
-        // Measured with postgres-nio 1.33.2: every release of a connection schedules a
-        // keep-alive timer (30 s) and, above the minimum, an idle timer (60 s); under load they
-        // pile up (~1 KB per request, 1.5 GB at 30 k leases/s) and cut throughput by 2.5x.
-        // A fixed pool without keep-alive pings stays flat; a dead connection is noticed on
-        // use (the request gets a 503 and the pool reconnects).
-        pg.options.minimumConnections = config.maxConnections
-        pg.options.keepAliveBehavior = nil
-        pg.options.additionalStartupParameters = [("search_path", "\(config.schema),public"),
-                                                  ("application_name", config.username)]
-        self.init(configuration: pg, backgroundLogger: logger)
-    }
-}
-
 public enum DatabaseErrors {
     /// True when the error says the database cannot be reached (down, restarting, pool
     /// closed): the request may be retried, so it is answered 503 rather than 500.
     public static func isUnavailable(_ error: any Error) -> Bool {
+        if error is DatabaseUnavailableError { return true }
         if let t = error as? PostgresTransactionError {
             if let inner = t.closureError ?? t.beginError ?? t.commitError { return isUnavailable(inner) }
             return false
@@ -99,7 +79,7 @@ public struct MigrationRunner: Sendable {
 
     /// Returns the names of the migrations this call applied.
     @discardableResult
-    public func run(on client: PostgresClient, logger: Logger) async throws -> [String] {
+    public func run(on client: DatabasePool, logger: Logger) async throws -> [String] {
         try await client.withConnection { conn in
             let lockKey = "migrations:\(schema)"
             try await conn.query("SELECT pg_advisory_lock(hashtext(\(lockKey)))", logger: logger)
@@ -169,7 +149,7 @@ public struct MigrationRunner: Sendable {
     }
 
     /// Whether every migration of the code is recorded (for `/ready`).
-    public func isUpToDate(on client: PostgresClient, logger: Logger) async throws -> Bool {
+    public func isUpToDate(on client: DatabasePool, logger: Logger) async throws -> Bool {
         let rows = try await client.query("SELECT count(*)::int FROM \(unescaped: schema).schema_migrations", logger: logger)
         for try await count in rows.decode(Int.self) { return count == migrations.count }
         return false

@@ -34,13 +34,13 @@ public struct Backoff: Sendable {
 /// The Postgres-backed queue: enqueue in the caller's transaction, claim with
 /// `FOR UPDATE SKIP LOCKED` so two workers (or two replicas) never take the same job.
 public struct JobQueue: Sendable {
-    public let client: PostgresClient
+    public let client: DatabasePool
     public let queue: String
     public let logger: Logger
     /// Due times are compared with this clock, so tests can move time instead of waiting.
     public let clock: any WallClock
 
-    public init(client: PostgresClient, queue: String, logger: Logger, clock: any WallClock = SystemClock()) {
+    public init(client: DatabasePool, queue: String, logger: Logger, clock: any WallClock = SystemClock()) {
         self.client = client
         self.queue = queue
         self.logger = logger

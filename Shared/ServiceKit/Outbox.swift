@@ -56,7 +56,7 @@ public enum Outbox {
 /// retries with exponential backoff and jitter; a row the receiver refuses for good (a 4xx
 /// other than 404/408/409/423/429) or that exhausts its attempts is marked dead for an operator.
 public struct OutboxWorker: Service {
-    public let client: PostgresClient
+    public let client: DatabasePool
     public let http: CurlHTTPClient
     public let serviceURLs: [ServiceName: String]
     public let credential: InternalCredential
@@ -65,7 +65,7 @@ public struct OutboxWorker: Service {
     public let backoff: Backoff
     public let logger: Logger
 
-    public init(client: PostgresClient, http: CurlHTTPClient, serviceURLs: [ServiceName: String],
+    public init(client: DatabasePool, http: CurlHTTPClient, serviceURLs: [ServiceName: String],
                 credential: InternalCredential, pollInterval: Duration = .milliseconds(200), batchSize: Int = 32,
                 backoff: Backoff = Backoff(base: .milliseconds(500), cap: .seconds(600)), logger: Logger) {
         self.client = client
@@ -188,10 +188,10 @@ public struct OutboxWorker: Service {
 /// changes nothing. A concurrent duplicate waits on the key's row lock, then sees the stored
 /// response.
 public struct IdempotencyStore: Sendable {
-    public let client: PostgresClient
+    public let client: DatabasePool
     public let logger: Logger
 
-    public init(client: PostgresClient, logger: Logger) {
+    public init(client: DatabasePool, logger: Logger) {
         self.client = client
         self.logger = logger
     }

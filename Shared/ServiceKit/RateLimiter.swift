@@ -15,11 +15,11 @@ public struct RateLimitDecision: Sendable, Equatable {
 public struct RateLimiter: Sendable {
     public enum Mode: Sendable { case fixed, sliding }
 
-    public let client: PostgresClient
+    public let client: DatabasePool
     public let clock: any WallClock
     public let logger: Logger
 
-    public init(client: PostgresClient, clock: any WallClock = SystemClock(), logger: Logger) {
+    public init(client: DatabasePool, clock: any WallClock = SystemClock(), logger: Logger) {
         self.client = client
         self.clock = clock
         self.logger = logger

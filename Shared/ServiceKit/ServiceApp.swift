@@ -35,7 +35,7 @@ public struct AfterMigrations: Service {
 public struct ServiceRuntime: Sendable {
     public let config: ServiceConfig
     public let logger: Logger
-    public let db: PostgresClient
+    public let db: DatabasePool
     public let http: CurlHTTPClient
     public let metrics: PrometheusCollectorRegistry
     public let migrations: MigrationRunner
@@ -47,7 +47,7 @@ public struct ServiceRuntime: Sendable {
         logger.logLevel = Logger.Level(rawValue: config.logLevel) ?? .info
         self.config = config
         self.logger = logger
-        self.db = PostgresClient(config: config.database, logger: logger)
+        self.db = DatabasePool(config: config.database, logger: logger)
         self.http = CurlHTTPClient(logger: logger)
         self.metrics = PrometheusCollectorRegistry()
         self.migrations = MigrationRunner(schema: config.database.schema, migrations: PlatformMigrations.all + migrations)

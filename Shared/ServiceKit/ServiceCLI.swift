@@ -47,7 +47,7 @@ public struct MigrateCommand<S: ServiceDefinition>: AsyncParsableCommand {
 
 extension ServiceRuntime {
     /// Runs `body` with the Postgres pool running (for commands outside the server).
-    public func withDatabase<T: Sendable>(_ body: @Sendable (PostgresClient) async throws -> T) async throws -> T {
+    public func withDatabase<T: Sendable>(_ body: @Sendable (DatabasePool) async throws -> T) async throws -> T {
         try await withThrowingTaskGroup(of: T?.self) { group in
             group.addTask { await db.run(); return nil }
             defer { group.cancelAll() }

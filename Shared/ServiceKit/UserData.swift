@@ -28,11 +28,11 @@ public struct UserDataSection: Sendable {
 public struct UserDataController: Sendable {
     let service: ServiceName
     let sections: [UserDataSection]
-    let db: PostgresClient
+    let db: DatabasePool
     let idempotency: IdempotencyStore
     let logger: Logger
 
-    public init(service: ServiceName, sections: [UserDataSection], db: PostgresClient, logger: Logger) {
+    public init(service: ServiceName, sections: [UserDataSection], db: DatabasePool, logger: Logger) {
         self.service = service
         self.sections = sections
         self.db = db

@@ -40,11 +40,11 @@ public enum TestEnvironment {
     }
 
     /// A superuser pool over the cluster's unix socket, for set-up a service role may not do.
-    public static func adminClient(database: String = "postgres") -> PostgresClient {
-        var c = PostgresClient.Configuration(unixSocketPath: "\(adminSocket)/.s.PGSQL.\(databasePort)",
-                                             username: "postgres", password: nil, database: database)
+    public static func adminClient(database: String = "postgres") -> DatabasePool {
+        var c = PostgresConnection.Configuration(unixSocketPath: "\(adminSocket)/.s.PGSQL.\(databasePort)",
+                                                 username: "postgres", password: nil, database: database)
         c.options.additionalStartupParameters = [("client_min_messages", "warning")]
-        return PostgresClient(configuration: c, backgroundLogger: logger)
+        return DatabasePool(configuration: c, size: 4, logger: logger)
     }
 
     /// A free TCP port on loopback (bound then released).
@@ -63,7 +63,7 @@ public enum TestEnvironment {
 }
 
 /// Runs `body` with the pool's `run()` going, then shuts the pool down.
-public func withPostgres<T: Sendable>(_ client: PostgresClient, _ body: @Sendable (PostgresClient) async throws -> T) async throws -> T {
+public func withPostgres<T: Sendable>(_ client: DatabasePool, _ body: @Sendable (DatabasePool) async throws -> T) async throws -> T {
     try await withThrowingTaskGroup(of: T?.self) { group in
         group.addTask { await client.run(); return nil }
         do {

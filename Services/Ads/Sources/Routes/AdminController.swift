@@ -6,7 +6,7 @@ import WireTypes
 
 /// Operator routes (admin credential + tenant headers): ad providers and campaigns.
 struct AdminController: Sendable {
-    let db: PostgresClient
+    let db: DatabasePool
     let ads: AdStore
     let campaigns: CampaignStore
     let clock: any WallClock

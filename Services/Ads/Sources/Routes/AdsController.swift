@@ -6,7 +6,7 @@ import WireTypes
 
 /// UC-ADS-4.1 and 4.2: eligibility, ad requests, impressions and completions.
 struct AdsController: Sendable {
-    let db: PostgresClient
+    let db: DatabasePool
     let ads: AdStore
     let consents: ConsentStore
     let rewarding: AdRewarding

@@ -7,7 +7,7 @@ import ServiceKit
 /// UC-ADS-4.5 (admin credential): the revenue report as JSON, CSV and an HTML dashboard, all
 /// from the daily aggregates.
 struct AnalyticsController: Sendable {
-    let db: PostgresClient
+    let db: DatabasePool
     let stats: StatsStore
     let ads: AdStore
     let clock: any WallClock

@@ -6,7 +6,7 @@ import WireTypes
 
 /// UC-ADS-4.4: campaigns with the user's progress, check-ins, referrals and claims.
 struct CampaignsController: Sendable {
-    let db: PostgresClient
+    let db: DatabasePool
     let campaigns: CampaignStore
     let rewards: RewardStore
     let delivery: RewardDelivery

@@ -7,7 +7,7 @@ import WireTypes
 /// UC-ADS-4.3: GDPR / COPPA / ATT consent, append-only, and the internal route through which
 /// auth applies a withdrawal of personalised-ads consent.
 struct ConsentController: Sendable {
-    let db: PostgresClient
+    let db: DatabasePool
     let consents: ConsentStore
     let clock: any WallClock
     let logger: Logger

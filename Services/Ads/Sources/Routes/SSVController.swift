@@ -7,7 +7,7 @@ import ServiceKit
 /// AdMob calls it). The app sets the SSV custom data to the `ad_request_id`; the signature
 /// proves the view; `transaction_id` makes a replay harmless.
 struct SSVController: Sendable {
-    let db: PostgresClient
+    let db: DatabasePool
     let verifier: AdMobVerifier
     let ads: AdStore
     let rewarding: AdRewarding

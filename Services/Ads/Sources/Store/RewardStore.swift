@@ -57,7 +57,7 @@ struct RewardStore: Sendable {
     }
 
     /// After an immediate delivery: the balance subscription answered, kept for replays.
-    func recordBalance(outboxID: Int64, balance: Int, db: PostgresClient) async {
+    func recordBalance(outboxID: Int64, balance: Int, db: DatabasePool) async {
         do {
             try await db.query("UPDATE pending_rewards SET new_balance = \(balance) WHERE outbox_id = \(outboxID)", logger: logger)
         } catch {
@@ -71,7 +71,7 @@ struct RewardStore: Sendable {
 struct RewardDelivery: Sendable {
     let worker: OutboxWorker
     let rewards: RewardStore
-    let db: PostgresClient
+    let db: DatabasePool
     let timeout: Duration
 
     struct EarnAnswer: Decodable { var balance: Int }

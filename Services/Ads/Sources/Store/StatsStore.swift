@@ -13,7 +13,7 @@ struct StatsStore: Sendable {
     /// the database's time, with an hour of overlap for transactions that committed late).
     /// Two replicas serialise on an advisory lock.
     @discardableResult
-    func refresh(db: PostgresClient) async throws -> Int {
+    func refresh(db: DatabasePool) async throws -> Int {
         try await db.withTransaction(logger: logger) { conn in
             try await conn.query("SELECT pg_advisory_xact_lock(hashtextextended('ads:daily-stats', 0))", logger: logger)
             var since = Date.distantPast
@@ -97,7 +97,7 @@ struct StatsStore: Sendable {
 /// Keeps the aggregates current (the seed: hourly), as a ServiceGroup service.
 struct StatsRefresher: Service {
     let stats: StatsStore
-    let db: PostgresClient
+    let db: DatabasePool
     let interval: Duration
 
     func run() async throws {

@@ -33,7 +33,7 @@ public struct AccountLifecycle: Sendable {
         enum CodingKeys: String, CodingKey { case deletionID = "deletion_id" } }
 
     /// The J+30 job: anonymises the account unless the deletion was cancelled meanwhile.
-    func executeDeletion(_ job: Job, db: PostgresClient) async throws {
+    func executeDeletion(_ job: Job, db: DatabasePool) async throws {
         let payload = try job.decode(DeletionJob.self)
         let now = clock.now()
         try await db.withTransaction(logger: logger) { conn in
@@ -74,7 +74,7 @@ public struct AccountLifecycle: Sendable {
     /// Removes guests idle for 30 days (a batch at a time, `SKIP LOCKED` so replicas share
     /// the work) and tells the other services. Returns how many were removed.
     @discardableResult
-    public func expireGuests(db: PostgresClient, batch: Int = 200) async throws -> Int {
+    public func expireGuests(db: DatabasePool, batch: Int = 200) async throws -> Int {
         let now = clock.now()
         return try await db.withTransaction(logger: logger) { conn in
             let rows = try await conn.query("""
@@ -97,7 +97,7 @@ public struct AccountLifecycle: Sendable {
 /// Runs the guest expiry sweep every `interval` while the service runs.
 public struct GuestExpirySweeper: Service {
     let lifecycle: AccountLifecycle
-    let db: PostgresClient
+    let db: DatabasePool
     let interval: Duration
 
     public func run() async throws {

@@ -54,7 +54,7 @@ struct PrivacyExporter: Sendable {
     static let job = "build_export"
     static let validity: TimeInterval = 7 * 24 * 3600
 
-    let db: PostgresClient
+    let db: DatabasePool
     let http: CurlHTTPClient
     let serviceURLs: [ServiceName: String]
     let credential: InternalCredential

@@ -32,7 +32,7 @@ public struct AuthSettings: Sendable {
 
 /// Everything the auth routes use, built once in the composition root.
 struct AuthContext: Sendable {
-    let db: PostgresClient
+    let db: DatabasePool
     let logger: Logger
     let clock: any WallClock
     let users: UserStore

@@ -42,10 +42,10 @@ public enum APIKeys {
 }
 
 public struct PostgresApplicationRepository: ApplicationRepository {
-    let db: PostgresClient
+    let db: DatabasePool
     let logger: Logger
 
-    public init(db: PostgresClient, logger: Logger) { self.db = db; self.logger = logger }
+    public init(db: DatabasePool, logger: Logger) { self.db = db; self.logger = logger }
 
     public func create(name: String) async throws -> IssuedAPIKey {
         let key = APIKeys.generate()

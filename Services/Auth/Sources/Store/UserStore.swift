@@ -205,7 +205,7 @@ public struct AuditLog: Sendable {
     }
 
     /// Records outside any transaction (a failure whose transaction was rolled back).
-    public func record(_ e: Entry, db: PostgresClient) async {
+    public func record(_ e: Entry, db: DatabasePool) async {
         do { try await db.withConnection { try await record(e, on: $0) } } catch {
             logger.warning("audit log write failed", metadata: ["action": "\(e.action)", "error": "\(error)"])
         }

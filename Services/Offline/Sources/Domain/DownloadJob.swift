@@ -14,7 +14,7 @@ struct DownloadJob: Codable, Sendable {
     enum CodingKeys: String, CodingKey { case jobID = "job_id" }
 
     struct Deps: Sendable {
-        let db: PostgresClient
+        let db: DatabasePool
         let downloads: DownloadStore
         let copies: CopyStore
         let profiles: ProfileStore

@@ -57,7 +57,7 @@ enum OfflineUserData {
 /// offline copies after 30 days, drop copies not opened for 90 days, auto-resolve conflicts
 /// older than 7 days, purge tombstones past the 30-day window.
 struct OfflineMaintenance: Service {
-    let db: PostgresClient
+    let db: DatabasePool
     let catalog: CatalogStore
     let sync: SyncStore
     let clock: any WallClock

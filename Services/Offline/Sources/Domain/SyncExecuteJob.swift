@@ -13,7 +13,7 @@ struct SyncExecuteJob: Codable, Sendable {
     enum CodingKeys: String, CodingKey { case jobID = "job_id" }
 
     struct Deps: Sendable {
-        let db: PostgresClient
+        let db: DatabasePool
         let sync: SyncStore
         let profiles: ProfileStore
         let upstream: SyncUpstream

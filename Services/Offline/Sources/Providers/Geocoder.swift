@@ -18,7 +18,7 @@ struct Geocoder: Sendable {
     let baseURL: String?
     let userAgent: String
     let http: CurlHTTPClient
-    let db: PostgresClient
+    let db: DatabasePool
     let clock: any WallClock
     let logger: Logger
     /// Longer than this in line for a slot, the request is not made (the answer would come too late).

@@ -7,7 +7,7 @@ import WireTypes
 /// How the main app publishes content (admin credential + tenant headers): categories, item
 /// batches (upserts and deletions), and location-based content.
 struct CatalogAdminController: Sendable {
-    let db: PostgresClient
+    let db: DatabasePool
     let catalog: CatalogStore
     let logger: Logger
 

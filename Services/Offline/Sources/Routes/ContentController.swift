@@ -6,7 +6,7 @@ import WireTypes
 
 /// UC-OFFLINE-3.1, 3.2 and 3.6: the profile, downloads, the user's packs, updates and storage.
 struct ContentController: Sendable {
-    let db: PostgresClient
+    let db: DatabasePool
     let catalog: CatalogStore
     let copies: CopyStore
     let downloads: DownloadStore

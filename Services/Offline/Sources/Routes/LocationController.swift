@@ -7,7 +7,7 @@ import WireTypes
 /// UC-OFFLINE-3.4: location updates (consent twice, rate, accuracy, PostGIS, reverse
 /// geocoding) and nearby content; the internal routes auth calls on consent changes.
 struct LocationController: Sendable {
-    let db: PostgresClient
+    let db: DatabasePool
     let geocoder: Geocoder
     let http: CurlHTTPClient
     let authURL: String

@@ -6,7 +6,7 @@ import WireTypes
 
 /// UC-OFFLINE-3.3 (the queue and its execution) and 3.5 (conflicts).
 struct SyncController: Sendable {
-    let db: PostgresClient
+    let db: DatabasePool
     let sync: SyncStore
     let upstream: SyncUpstream
     let clock: any WallClock

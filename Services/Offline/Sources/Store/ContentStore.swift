@@ -121,7 +121,7 @@ struct CatalogStore: Sendable {
     }
 
     /// Purges tombstones older than the window, moving each app's horizon past them.
-    func purgeTombstones(before: Date, db: PostgresClient) async throws -> Int {
+    func purgeTombstones(before: Date, db: DatabasePool) async throws -> Int {
         try await db.withTransaction(logger: logger) { conn in
             var n = 0
             for try await (app, seq) in try await conn.query("""

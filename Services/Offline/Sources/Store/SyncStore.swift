@@ -237,7 +237,7 @@ struct SyncStore: Sendable {
     }
 
     /// Older than 7 days: the server's version stands.
-    func autoResolveOld(before: Date, now: Date, db: PostgresClient) async throws -> Int {
+    func autoResolveOld(before: Date, now: Date, db: DatabasePool) async throws -> Int {
         var n = 0
         for try await _ in try await db.query("""
             UPDATE sync_conflicts SET resolved = true, resolution = 'server_wins', resolved_by = 'system', final_data = server_data, resolved_at = \(now)

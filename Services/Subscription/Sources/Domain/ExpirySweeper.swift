@@ -6,7 +6,7 @@ import ServiceLifecycle
 /// Expires subscriptions whose period has ended even when nobody asks (/me also does it on read).
 struct ExpirySweeper: Service {
     let store: SubscriptionStore
-    let db: PostgresClient
+    let db: DatabasePool
     let clock: any WallClock
     let interval: Duration
 

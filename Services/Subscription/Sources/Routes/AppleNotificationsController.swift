@@ -9,7 +9,7 @@ import WireTypes
 /// `signedPayload` is verified like a transaction (chain, OIDs, signature, bundle,
 /// environment), then stored once per `notificationUUID` and applied.
 struct AppleNotificationsController {
-    let db: PostgresClient
+    let db: DatabasePool
     let subscriptions: SubscriptionStore
     let apple: [UUID: AppleIAPConfig]
     let clock: any WallClock

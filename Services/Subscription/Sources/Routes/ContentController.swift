@@ -6,7 +6,7 @@ import WireTypes
 
 /// UC-SUB-2.2: what a content needs and whether this user has it, with the ways to unlock it.
 struct ContentController {
-    let db: PostgresClient
+    let db: DatabasePool
     let ledger: CreditLedger
     let plans: PlanStore
     let subscriptions: SubscriptionsController

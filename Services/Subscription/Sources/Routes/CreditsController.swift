@@ -8,7 +8,7 @@ import WireTypes
 /// UC-SUB-2.4 credits: balance, history, unlocking freemium content, and the internal earn
 /// endpoint through which ads grants rewards.
 struct CreditsController {
-    let db: PostgresClient
+    let db: DatabasePool
     let ledger: CreditLedger
     let idempotency: IdempotencyStore
     let clock: any WallClock

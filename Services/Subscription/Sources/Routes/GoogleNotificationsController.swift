@@ -8,7 +8,7 @@ import WireTypes
 /// push body is never trusted for state: the subscription is re-read from Google. Deduplicated
 /// on `messageId`; a push that cannot be processed answers 503 so Pub/Sub delivers it again.
 struct GoogleNotificationsController {
-    let db: PostgresClient
+    let db: DatabasePool
     let subscriptions: SubscriptionStore
     let google: [UUID: GooglePlayConfig]
     let client: GooglePlayClient

@@ -5,7 +5,7 @@ import ServiceKit
 
 /// `GET /plans` (UC-SUB-2.1 step 3).
 struct PlansController {
-    let db: PostgresClient
+    let db: DatabasePool
     let plans: PlanStore
 
     func addRoutes(to user: RouterGroup<ServiceRequestContext>) {

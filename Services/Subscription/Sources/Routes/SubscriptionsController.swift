@@ -7,7 +7,7 @@ import WireTypes
 /// UC-SUB-2.1 purchase and restore (App Store, StoreKit 2 signed transactions), UC-SUB-2.2
 /// `GET /subscriptions/me`, and the entitlement other services ask for.
 struct SubscriptionsController {
-    let db: PostgresClient
+    let db: DatabasePool
     let subscriptions: SubscriptionStore
     let plans: PlanStore
     let apple: [UUID: AppleIAPConfig]

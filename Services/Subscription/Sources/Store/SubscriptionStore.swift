@@ -91,8 +91,8 @@ public struct SubscriptionStore: Sendable {
 
     /// One round trip, no lock: the user's most relevant subscription (one granting access
     /// first) and its plan's features.
-    public func snapshot(app: UUID, user: UUID, db: PostgresClient) async throws -> (Subscription, String?)? {
-        for try await r in try await db.execute(SnapshotStatement(app: app, user: user), logger: logger) {
+    public func snapshot(app: UUID, user: UUID, db: DatabasePool) async throws -> (Subscription, String?)? {
+        for r in try await db.execute(SnapshotStatement(app: app, user: user), logger: logger) {
             return (Subscription(id: r.0, userID: r.1, status: r.2, planType: r.3, startDate: r.4, endDate: r.5, trialEndDate: r.6,
                                  gracePeriodEnd: r.7, autoRenew: r.8, store: r.9, expiredAt: r.10), r.11)
         }
@@ -101,7 +101,7 @@ public struct SubscriptionStore: Sendable {
 
     /// The expiry sweep: subscriptions whose period (or grace) has ended, a batch at a time,
     /// `SKIP LOCKED` so replicas share the work. Returns how many it expired.
-    public func expireDue(now: Date, batch: Int, db: PostgresClient) async throws -> Int {
+    public func expireDue(now: Date, batch: Int, db: DatabasePool) async throws -> Int {
         try await db.withTransaction(logger: logger) { conn in
             let rows = try await conn.query("""
                 SELECT app_id, \(unescaped: Self.columns) FROM subscriptions
@@ -122,7 +122,7 @@ public struct SubscriptionStore: Sendable {
     /// The store notification inbox: records a notification once per (store, id) and runs
     /// `apply` in the same transaction; a replay returns "duplicate" and changes nothing.
     public func receiveOnce(app: UUID, store: String, id: String, type: String, subtype: String?, originalTransaction: String?,
-                            payload: String, now: Date, db: PostgresClient,
+                            payload: String, now: Date, db: DatabasePool,
                             apply: (PostgresConnection) async throws -> String) async throws -> String {
         try await db.withTransaction(logger: logger) { conn in
             let inserted = try await conn.query("""
@@ -141,7 +141,7 @@ public struct SubscriptionStore: Sendable {
     }
 
     /// Whether a notification was already recorded (to skip a store round trip on a replay).
-    public func notificationSeen(store: String, id: String, db: PostgresClient) async throws -> Bool {
+    public func notificationSeen(store: String, id: String, db: DatabasePool) async throws -> Bool {
         for try await _ in try await db.query("""
             SELECT 1 FROM store_notifications WHERE store = \(store) AND notification_id = \(id)
             """, logger: logger) { return true }

@@ -1,0 +1,311 @@
+import Logging
+import NIOCore
+import PostgresNIO
+import ServiceLifecycle
+import Synchronization
+
+/// The database is unreachable right now (down, restarting, refusing connections): the request
+/// may be retried, so it is answered 503.
+public struct DatabaseUnavailableError: Error, CustomStringConvertible {
+    public var reason: String
+    public var description: String { "database unavailable: \(reason)" }
+}
+
+/// The Postgres connection pool of one service: at most `size` connections, opened at start and
+/// again on demand, handed out first-come first-served, never closed for being idle.
+///
+/// Why not postgres-nio's `PostgresClient` pool (1.33.2): with a minimum above zero it stops the
+/// process on a precondition after the database restarts (connections that failed while the
+/// database was away are dropped without being replaced, then the next lease finds fewer than the
+/// minimum), and with a minimum of zero every release schedules an idle timer whose tasks pile up
+/// under load (measured: ~1 KB per request, 2.5x less throughput) and a queued request can be
+/// stranded when the last connection dies (vapor/postgres-nio#657). This pool has no timers: a
+/// closed connection is dropped when it is seen, a replacement is opened while someone waits, and
+/// while the database refuses connections requests fail at once (503) instead of queueing.
+public final class DatabasePool: Sendable, Service {
+    private struct Waiter {
+        let id: Int
+        let since: ContinuousClock.Instant
+        let continuation: CheckedContinuation<PostgresConnection, any Error>
+    }
+
+    private struct State {
+        var idle: [PostgresConnection] = []
+        /// Established connections, idle or leased.
+        var open = 0
+        var connecting = 0
+        var waiters: [Waiter] = []
+        var nextID = 0
+        /// After a failed connection attempt, no new attempt before this instant.
+        var retryAfter: ContinuousClock.Instant?
+        var failures = 0
+        var lastError = ""
+        var closed = false
+    }
+
+    private let configuration: PostgresConnection.Configuration
+    private let size: Int
+    private let logger: Logger
+    private let state = Mutex(State())
+    private let connectRequests: AsyncStream<Void>
+    private let requestConnect: AsyncStream<Void>.Continuation
+    private static let quiet = Logger(label: "postgres-query", factory: { _ in SwiftLogNoOpLogHandler() })
+
+    public init(configuration: PostgresConnection.Configuration, size: Int, logger: Logger) {
+        self.configuration = configuration
+        self.size = max(1, size)
+        self.logger = logger
+        (connectRequests, requestConnect) = AsyncStream.makeStream(of: Void.self)
+    }
+
+    /// The pool of one service: its own login role, its own schema first on the search path.
+    public convenience init(config: DatabaseConfig, logger: Logger) {
+        var pg = PostgresConnection.Configuration(
+            host: config.host, port: config.port, username: config.username,
+            password: config.password, database: config.database, tls: .disable)
+        pg.options.connectTimeout = .seconds(3)
+        pg.options.additionalStartupParameters = [("search_path", "\(config.schema),public"),
+                                                  ("application_name", config.username)]
+        self.init(configuration: pg, size: config.maxConnections, logger: logger)
+    }
+
+    // MARK: Running
+
+    /// Opens the connections and keeps opening the ones asked for until shutdown, then closes
+    /// them (leased ones when they come back).
+    public func run() async {
+        let missing = state.withLock { s in
+            let n = max(0, size - s.open - s.connecting)
+            s.connecting += n
+            return n
+        }
+        for _ in 0..<missing { requestConnect.yield() }
+        await withGracefulShutdownHandler {
+            await withDiscardingTaskGroup { group in
+                for await _ in connectRequests {
+                    group.addTask { await self.connectOne() }
+                }
+            }
+        } onGracefulShutdown: {
+            self.requestConnect.finish()
+        }
+        let (idle, waiters) = state.withLock { s in
+            s.closed = true
+            defer { s.idle = []; s.waiters = [] }
+            return (s.idle, s.waiters)
+        }
+        for w in waiters { w.continuation.resume(throwing: DatabaseUnavailableError(reason: "the pool is shut down")) }
+        for c in idle { try? await c.close() }
+    }
+
+    /// One connection attempt, tried again while requests wait for it. When it fails, requests
+    /// waiting are answered at once (503) if the pool holds no connection at all; otherwise they
+    /// may still get one that comes back, but wait at most `maximumWait`.
+    private func connectOne() async {
+        while !Task.isCancelled {
+            let id = state.withLock { s in s.nextID += 1; return s.nextID }
+            do {
+                let connection = try await connect(id: id)
+                let (waiter, close) = state.withLock { s -> (Waiter?, Bool) in
+                    s.connecting -= 1
+                    s.failures = 0
+                    s.retryAfter = nil
+                    if s.closed { return (nil, true) }
+                    s.open += 1
+                    if s.waiters.isEmpty { s.idle.append(connection); return (nil, false) }
+                    return (s.waiters.removeFirst(), false)
+                }
+                if close { try? await connection.close() }
+                waiter?.continuation.resume(returning: connection)
+                return
+            } catch {
+                let now = ContinuousClock.now
+                let (failed, retryAt) = state.withLock { s -> ([Waiter], ContinuousClock.Instant?) in
+                    s.failures += 1
+                    // 50 ms, 100 ms, ... at most 1 s between attempts while the database is away.
+                    let retryAt = now + .milliseconds(min(1000, 50 << min(s.failures - 1, 5)))
+                    s.retryAfter = retryAt
+                    s.lastError = String(describing: error)
+                    var failed: [Waiter] = []
+                    if s.open == 0 {
+                        failed = s.waiters
+                        s.waiters = []
+                    } else {
+                        failed = s.waiters.filter { $0.since + Self.maximumWait <= now }
+                        s.waiters.removeAll { $0.since + Self.maximumWait <= now }
+                    }
+                    guard !s.closed, !s.waiters.isEmpty else { s.connecting -= 1; return (failed, nil) }
+                    return (failed, retryAt)
+                }
+                if !(error is CancellationError), !Task.isCancelled {
+                    logger.warning("database connection failed", metadata: ["error": "\(String(reflecting: error))"])
+                }
+                let unavailable = DatabaseUnavailableError(reason: "cannot connect")
+                for w in failed { w.continuation.resume(throwing: unavailable) }
+                guard let retryAt else { return }
+                try? await Task.sleep(until: retryAt)
+            }
+        }
+        state.withLock { $0.connecting -= 1 }
+    }
+
+    static let maximumWait = Duration.seconds(2)
+
+    /// `connectTimeout` bounds the TCP connect only; the start-up exchange is bounded here too.
+    private func connect(id: Int) async throws -> PostgresConnection {
+        let limit = Duration.seconds(Double(configuration.options.connectTimeout.nanoseconds) / 1e9 + 2)
+        return try await withThrowingTaskGroup(of: PostgresConnection?.self) { group in
+            group.addTask { try await PostgresConnection.connect(configuration: self.configuration, id: id, logger: self.logger) }
+            group.addTask { try? await Task.sleep(for: limit); return nil }
+            // The first to finish decides; the other is cancelled and drained, and a connection
+            // that completes anyway is used or closed, never dropped open.
+            var outcome: Result<PostgresConnection, any Error> =
+                .failure(DatabaseUnavailableError(reason: "no answer to the start-up within \(limit)"))
+            var decided = false
+            while true {
+                let next: PostgresConnection??
+                do { next = try await group.next() } catch {
+                    if !decided { outcome = .failure(error) }
+                    decided = true
+                    group.cancelAll()
+                    continue
+                }
+                guard let result = next else { break }
+                if let connection = result {
+                    if case .success = outcome { try? await connection.close() } else { outcome = .success(connection) }
+                }
+                decided = true
+                group.cancelAll()
+            }
+            return try outcome.get()
+        }
+    }
+
+    // MARK: Leasing
+
+    private enum LeaseDecision {
+        case connection(PostgresConnection)
+        case fail(DatabaseUnavailableError)
+        case wait
+    }
+
+    /// An idle connection, or nil after dropping the closed ones; fails while the database refuses.
+    private func immediate(_ s: inout State) -> LeaseDecision {
+        while let c = s.idle.popLast() {
+            if !c.isClosed { return .connection(c) }
+            s.open -= 1
+        }
+        if s.closed { return .fail(DatabaseUnavailableError(reason: "the pool is shut down")) }
+        if s.open == 0, s.connecting == 0, let until = s.retryAfter, ContinuousClock.now < until {
+            return .fail(DatabaseUnavailableError(reason: "cannot connect"))
+        }
+        return .wait
+    }
+
+    private func lease() async throws -> PostgresConnection {
+        switch state.withLock({ immediate(&$0) }) {
+        case .connection(let c): return c
+        case .fail(let e): throw e
+        case .wait: break
+        }
+        let id = state.withLock { s in s.nextID += 1; return s.nextID }
+        return try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<PostgresConnection, any Error>) in
+                let (decision, connect) = state.withLock { s -> (LeaseDecision, Bool) in
+                    let d = immediate(&s)
+                    guard case .wait = d else { return (d, false) }
+                    s.waiters.append(Waiter(id: id, since: .now, continuation: continuation))
+                    // One attempt per waiter not already covered, within the size.
+                    let connect = s.connecting < s.waiters.count && s.open + s.connecting < size
+                        && (s.retryAfter.map { ContinuousClock.now >= $0 } ?? true)
+                    if connect { s.connecting += 1 }
+                    return (.wait, connect)
+                }
+                switch decision {
+                case .connection(let c): continuation.resume(returning: c)
+                case .fail(let e): continuation.resume(throwing: e)
+                case .wait: if connect { requestConnect.yield() }
+                }
+            }
+        } onCancel: {
+            let waiter = state.withLock { s -> Waiter? in
+                guard let i = s.waiters.firstIndex(where: { $0.id == id }) else { return nil }
+                return s.waiters.remove(at: i)
+            }
+            waiter?.continuation.resume(throwing: CancellationError())
+        }
+    }
+
+    private func release(_ connection: PostgresConnection) {
+        enum Next { case give(Waiter), close, replace, none }
+        let next = state.withLock { s -> Next in
+            if connection.isClosed || s.closed {
+                s.open -= 1
+                guard !s.closed else { return .close }
+                guard s.waiters.count > s.connecting else { return .none }
+                s.connecting += 1
+                return .replace
+            }
+            if s.waiters.isEmpty { s.idle.append(connection); return .none }
+            return .give(s.waiters.removeFirst())
+        }
+        switch next {
+        case .give(let w): w.continuation.resume(returning: connection)
+        case .close: connection.close().whenComplete { _ in }
+        case .replace: requestConnect.yield()
+        case .none: break
+        }
+    }
+
+    // MARK: The PostgresClient-shaped API the services use
+
+    public func withConnection<R>(isolation: isolated (any Actor)? = #isolation,
+                                  _ body: (PostgresConnection) async throws -> sending R) async throws -> sending R {
+        let connection = try await lease()
+        defer { release(connection) }
+        return try await body(connection)
+    }
+
+    /// BEGIN, the body, COMMIT; ROLLBACK when the body throws (errors are `PostgresTransactionError`).
+    public func withTransaction<R>(logger: Logger, file: String = #file, line: Int = #line,
+                                   isolation: isolated (any Actor)? = #isolation,
+                                   _ body: (PostgresConnection) async throws -> sending R) async throws -> sending R {
+        try await withConnection(isolation: isolation) { connection in
+            try await connection.withTransaction(logger: logger, file: file, line: line, isolation: isolation, body)
+        }
+    }
+
+    /// Runs one statement and returns its rows, read in full before the connection goes back.
+    @discardableResult
+    public func query(_ query: PostgresQuery, logger: Logger? = nil,
+                      file: String = #fileID, line: Int = #line) async throws -> PostgresRows {
+        try await withConnection { connection in
+            PostgresRows(rows: try await connection.query(query, logger: logger ?? Self.quiet, file: file, line: line).collect())
+        }
+    }
+
+    /// Runs a prepared statement (prepared once per connection) and returns its decoded rows.
+    public func execute<Statement: PostgresPreparedStatement>(_ statement: Statement, logger: Logger,
+                                                              file: String = #fileID, line: Int = #line) async throws -> [Statement.Row] {
+        try await withConnection { connection in
+            var rows: [Statement.Row] = []
+            for try await row in try await connection.execute(statement, logger: logger, file: file, line: line) { rows.append(row) }
+            return rows
+        }
+    }
+}
+
+/// The rows of one statement, already read: an `AsyncSequence` of `PostgresRow`, so
+/// `decode(...)` works as on a `PostgresRowSequence`.
+public struct PostgresRows: AsyncSequence, Sendable {
+    public typealias Element = PostgresRow
+    public let rows: [PostgresRow]
+
+    public struct AsyncIterator: AsyncIteratorProtocol {
+        var base: IndexingIterator<[PostgresRow]>
+        public mutating func next() async -> PostgresRow? { base.next() }
+    }
+
+    public func makeAsyncIterator() -> AsyncIterator { AsyncIterator(base: rows.makeIterator()) }
+    public func collect() -> [PostgresRow] { rows }
+}

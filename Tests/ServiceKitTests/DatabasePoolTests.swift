@@ -1,0 +1,113 @@
+import Foundation
+import PostgresNIO
+import ServiceKit
+import Synchronization
+import TestSupport
+import XCTest
+
+private final class Tally: Sendable {
+    let value = Mutex((ok: 0, unavailable: 0, other: [String]()))
+}
+
+final class DatabasePoolTests: XCTestCase {
+    private static func pool(name: String, size: Int) -> DatabasePool {
+        var c = PostgresConnection.Configuration(unixSocketPath: "\(TestEnvironment.adminSocket)/.s.PGSQL.\(TestEnvironment.databasePort)",
+                                                 username: "postgres", password: nil, database: TestEnvironment.unitDatabase)
+        c.options.additionalStartupParameters = [("application_name", name)]
+        return DatabasePool(configuration: c, size: size, logger: TestEnvironment.logger)
+    }
+
+    /// Every connection of the pool is killed by the server (as in a database restart) while 32
+    /// tasks query through it: the process keeps running, the requests that met a dead connection
+    /// fail as "unavailable" (a 503, never a 500), and the pool is whole again afterwards.
+    func testConnectionsKilledUnderLoadAreReplaced() async throws {
+        let name = "pool-test-\(UUID().uuidString.prefix(8))"
+        let admin = TestEnvironment.adminClient(database: TestEnvironment.unitDatabase)
+        try await withPostgres(admin) { admin in
+            try await withPostgres(Self.pool(name: name, size: 8)) { pool in
+                let outcomes = Tally()
+                let stop = ContinuousClock.now + .seconds(3)
+                try await withThrowingTaskGroup(of: Void.self) { group in
+                    for _ in 0..<32 {
+                        group.addTask {
+                            while ContinuousClock.now < stop {
+                                do {
+                                    let rows = try await pool.query("SELECT 1::int4").decode(Int32.self)
+                                    for try await one in rows { XCTAssertEqual(one, 1) }
+                                    outcomes.value.withLock { $0.ok += 1 }
+                                } catch where DatabaseErrors.isUnavailable(error) {
+                                    outcomes.value.withLock { $0.unavailable += 1 }
+                                } catch {
+                                    outcomes.value.withLock { $0.other.append(String(reflecting: error)) }
+                                }
+                            }
+                        }
+                    }
+                    group.addTask {
+                        for _ in 0..<3 {
+                            try await Task.sleep(for: .milliseconds(700))
+                            try await admin.query("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = \(name)")
+                        }
+                    }
+                    try await group.waitForAll()
+                }
+                let seen = outcomes.value.withLock { $0 }
+                XCTAssertEqual(seen.other, [], "every failure is an unavailable database")
+                XCTAssertGreaterThan(seen.ok, 100)
+                // After the storm the pool answers again and holds at most its size.
+                for _ in 0..<20 {
+                    let rows = try await pool.query("SELECT 1::int4").collect()
+                    XCTAssertEqual(rows.count, 1)
+                }
+                let count = try await admin.query("SELECT count(*)::int4 FROM pg_stat_activity WHERE application_name = \(name)")
+                for try await n in count.decode(Int32.self) { XCTAssertLessThanOrEqual(n, 8); XCTAssertGreaterThan(n, 0) }
+            }
+        }
+    }
+
+    /// Nothing listens where the database should be: a lease fails as "unavailable" within the
+    /// connect timeout instead of queueing forever, and, while the pool waits before its next
+    /// attempt, at once.
+    func testRefusedConnectionsFailFast() async throws {
+        let port = try TestEnvironment.freePort()
+        var c = PostgresConnection.Configuration(host: "127.0.0.1", port: port, username: "nobody", password: nil, database: "none", tls: .disable)
+        c.options.connectTimeout = .seconds(2)
+        let pool = DatabasePool(configuration: c, size: 4, logger: TestEnvironment.logger)
+        try await withPostgres(pool) { pool in
+            let started = ContinuousClock.now
+            do {
+                try await pool.query("SELECT 1")
+                XCTFail("a query without a database")
+            } catch {
+                XCTAssertTrue(error is DatabaseUnavailableError, "\(error)")
+            }
+            XCTAssertLessThan(started.duration(to: .now), .seconds(1), "not held until a timeout")
+            do {
+                try await pool.query("SELECT 1")
+                XCTFail("a query without a database")
+            } catch {
+                XCTAssertTrue(DatabaseErrors.isUnavailable(error), "\(error)")
+            }
+        }
+    }
+
+    /// A transaction that throws is rolled back and its connection goes back to the pool usable.
+    func testTransactionRollsBackAndConnectionIsReused() async throws {
+        try await withPostgres(Self.pool(name: "pool-test-tx", size: 1)) { pool in
+            try await pool.query("CREATE TEMP TABLE IF NOT EXISTS pool_probe (n int)")
+            struct Boom: Error {}
+            do {
+                try await pool.withTransaction(logger: TestEnvironment.logger) { c in
+                    try await c.query("INSERT INTO pool_probe VALUES (1)", logger: TestEnvironment.logger)
+                    throw Boom()
+                }
+                XCTFail("the body threw")
+            } catch let e as PostgresTransactionError {
+                XCTAssertTrue(e.closureError is Boom)
+            }
+            // Size 1: the same connection, so the temp table is visible and empty.
+            let rows = try await pool.query("SELECT count(*)::int4 FROM pool_probe").decode(Int32.self)
+            for try await n in rows { XCTAssertEqual(n, 0) }
+        }
+    }
+}
