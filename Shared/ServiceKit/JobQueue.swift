@@ -180,6 +180,7 @@ public struct JobWorker: Service {
             }
             try await handler(job)
             try await queue.complete(job)
+            queue.logger.debug("job done", metadata: ["job": "\(job.id)", "kind": "\(job.kind)", "attempt": "\(job.attempt)"])
         } catch {
             queue.logger.warning("job failed", metadata: ["job": "\(job.id)", "kind": "\(job.kind)", "attempt": "\(job.attempt)", "error": "\(error)"])
             do { try await queue.fail(job, error: String(describing: error), backoff: backoff) } catch {

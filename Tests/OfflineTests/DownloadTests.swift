@@ -123,6 +123,9 @@ final class DownloadTests: XCTestCase {
             XCTAssertEqual(jobs, 0)
             let ok = try await h.call(.post, "/categories/download", user: user, json: #"{"category_ids":["a1","a2","a3"]}"#)
             XCTAssertEqual(try h.obj(ok).int("total_count"), 150, "50 items per category for FREE")
+            // The job has not run yet: its categories count already (else a quick second request gets a 4th).
+            let early = try await h.call(.post, "/categories/download", user: user, json: #"{"category_ids":["a4"]}"#)
+            XCTAssertEqual(try early.envelope().error, "category_limit_exceeded")
             try await h.drainJobs()
             let more = try await h.call(.post, "/categories/download", user: user, json: #"{"category_ids":["a4"]}"#)
             XCTAssertEqual(try more.envelope().extra["downloaded"], .int(3))

@@ -45,17 +45,10 @@ final class JourneyTests: XCTestCase {
         XCTFail("not within \(seconds) s: \(what)")
     }
 
-    /// A StoreKit 2 signed transaction from the local chain (`.data/storekit`, made by `make test`).
+    /// A StoreKit 2 signed transaction from the local chain, for a new original transaction.
     func signedTransaction(product: String, expires: Date) throws -> String {
-        let dir = ".data/storekit/"
-        let key = try P256.Signing.PrivateKey(pemRepresentation: String(contentsOfFile: dir + "leaf.p8", encoding: .utf8))
-        let chain = try ["leaf", "inter", "root"].map { try String(contentsOfFile: dir + "\($0).der.b64", encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines) }
-        let ms = { (d: Date) in Int(d.timeIntervalSince1970 * 1000) }
         let id = "2000\(Int.random(in: 100_000_000...999_999_999))"
-        let payload = #"{"transactionId":"\#(id)","originalTransactionId":"\#(id)","bundleId":"com.quiz.geography","productId":"\#(product)","purchaseDate":\#(ms(Date() - 5)),"expiresDate":\#(ms(expires)),"type":"Auto-Renewable Subscription","environment":"Xcode","signedDate":\#(ms(Date()))}"#
-        let header = #"{"alg":"ES256","x5c":[\#(chain.map { "\"\($0)\"" }.joined(separator: ","))]}"#
-        let input = Base64URL.encode(Data(header.utf8)) + "." + Base64URL.encode(Data(payload.utf8))
-        return input + "." + Base64URL.encode(try key.signature(for: Data(input.utf8)).rawRepresentation)
+        return try LocalStoreKit().transaction(id: id, original: id, product: product, expires: expires)
     }
 
     func testTheWholeJourney() async throws {

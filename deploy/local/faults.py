@@ -179,9 +179,100 @@ def writes_survive_a_database_restart():
           % (len(acknowledged), len(answered), len(outage), slowest))
 
 
+def replicas_share_the_database():
+    """A second offline and a second ads process on other ports, same database."""
+    binaries = os.environ.get("TEST_BIN_DIR", ROOT + "/.build/debug")
+    replicas = {"offline": 3013, "ads": 3014}
+    procs = []
+    try:
+        for service, port in replicas.items():
+            env = dict(os.environ, **{service.upper() + "_PORT": str(port), "LOG_LEVEL": "debug"})
+            log = open(DATA + "/logs/%s-replica.log" % service, "w")
+            procs.append(subprocess.Popen([binaries + "/%s-service" % service, "serve"], env=env, stdout=log, stderr=subprocess.STDOUT,
+                                          stdin=subprocess.DEVNULL, cwd=ROOT))
+        for service, port in replicas.items():
+            deadline = time.time() + 60
+            while call("GET", "http://127.0.0.1:%d/%s/v1/ready" % (port, service), {})[0] != 200:
+                if time.time() > deadline:
+                    fail("the %s replica is not ready" % service)
+                time.sleep(0.2)
+        ads = ["http://127.0.0.1:3004/ads/v1", "http://127.0.0.1:3014/ads/v1"]
+        offline = ["http://127.0.0.1:3003/offline/v1", "http://127.0.0.1:3013/offline/v1"]
+        pool = cf.ThreadPoolExecutor(24)
+
+        # Ads: 20 rewarded requests at once, half to each replica: the 30 s cooldown lets one through.
+        h = guest(USERS + 20)
+        answers = list(pool.map(lambda i: call("POST", ads[i % 2] + "/ads/request", h, {"ad_type": "rewarded", "placement": "earn_credits"}), range(20)))
+        granted = [b for s, b in answers if s == 201]
+        refused = [s for s, b in answers if s == 429]
+        if len(granted) != 1 or len(refused) != 19:
+            fail("ad requests across two replicas: %s" % sorted(s for s, _ in answers))
+        ad = granted[0]["ad_request_id"]
+
+        # Offline: a FREE user asks for the 4 demo categories at once, two on each replica: 3 accepted.
+        categories = ["capitals-europe", "capitals-world", "flags-europe", "flags-asia"]
+        u = guest(USERS + 21)
+        starts = list(pool.map(lambda i: call("POST", offline[i % 2] + "/categories/download", u, {"category_ids": [categories[i]]}), range(4)))
+        if sorted(s for s, _ in starts) != [202, 202, 202, 403] or not any(b.get("error") == "category_limit_exceeded" for _, b in starts):
+            fail("FREE category limit across two replicas: %s" % [(s, b.get("error")) for s, b in starts])
+        # Download jobs for 10 more users, asked of both replicas: both workers take jobs, none runs twice.
+        users = [guest(USERS + 30 + i) for i in range(10)]
+        def start(pair):
+            i, hu = pair
+            return [call("POST", offline[(i + k) % 2] + "/categories/download", hu, {"category_ids": [c]})[1].get("job_id") for k, c in enumerate(categories[:3])]
+        jobs = [j for js in pool.map(start, enumerate(users)) for j in js] + [b["job_id"] for s, b in starts if s == 202]
+        if len(jobs) != 33 or None in jobs:
+            fail("download jobs not all accepted: %s" % jobs)
+        deadline = time.time() + 120
+        while True:
+            done = psql("SELECT count(*) FROM offline.download_jobs WHERE id IN (%s) AND status = 'completed'" % ",".join("'%s'" % j for j in jobs))
+            if int(done[0]) == len(jobs):
+                break
+            if time.time() > deadline:
+                fail("download jobs not completed after 120 s: %s of %d" % (done[0], len(jobs)))
+            time.sleep(0.5)
+        ids = ",".join("'%s'" % j for j in jobs)
+        runs = psql("SELECT count(*), max(attempts), min(attempts) FROM offline.jobs WHERE kind = 'download' AND payload->>'job_id' IN (%s)" % ids)[0].split("|")
+        if runs != [str(len(jobs)), "1", "1"]:
+            fail("each download job should have run once: count|max|min attempts = %s" % runs)
+        item_runs = psql("SELECT max(attempts) FROM offline.download_job_items WHERE job_id IN (%s)" % ids)[0]
+        if item_runs != "1":
+            fail("an item was processed twice: max attempts %s" % item_runs)
+        by_replica = sum(1 for line in open(DATA + "/logs/offline-replica.log") if "job done" in line and "kind=download" in line)
+        if not 0 < by_replica < len(jobs):
+            fail("both workers should have taken jobs: the replica ran %d of %d" % (by_replica, len(jobs)))
+
+        # The ad plays, then both replicas are told it completed, 10 times each: one reward.
+        time.sleep(20)  # the ad plays (display time is checked against the time since the request)
+        completions = list(pool.map(lambda i: call("POST", ads[i % 2] + "/ads/%s/complete" % ad, h,
+                                                   {"completed": True, "clicked": False, "display_duration_ms": 24500}), range(20)))
+        if any(s != 200 or b.get("reward_granted") is not True for s, b in completions):
+            fail("completions across two replicas: %s" % [(s, b) for s, b in completions][:3])
+        rewards = psql("SELECT count(*) FROM ads.pending_rewards WHERE reference_id = '%s'" % ad.lower())[0]
+        if rewards != "1":
+            fail("%s rewards recorded for one view" % rewards)
+        deadline = time.time() + 30
+        while call("GET", GATEWAY + "/subscription/v1/credits/balance", h)[1].get("balance") != 1:
+            if time.time() > deadline:
+                fail("the credit did not arrive")
+            time.sleep(0.5)
+        print("two replicas of offline and ads: 1 of 20 simultaneous ad requests passed the cooldown, 20 completions "
+              "made 1 reward and 1 credit; 3 of 4 categories for a FREE user; %d download jobs each run once "
+              "(the replica ran %d)" % (len(jobs), by_replica))
+    finally:
+        for p in procs:
+            p.terminate()
+        for p in procs:
+            try:
+                p.wait(10)
+            except subprocess.TimeoutExpired:
+                p.kill()
+
+
 CHECKS = {
     "subscription-kill": credits_arrive_once_when_subscription_dies,
     "postgres-restart": writes_survive_a_database_restart,
+    "replicas": replicas_share_the_database,
 }
 
 if __name__ == "__main__":

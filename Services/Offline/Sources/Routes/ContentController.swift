@@ -152,7 +152,8 @@ struct ContentController: Sendable {
             if let missing = wanted.first(where: { all[$0] == nil }) {
                 throw AppError(.notFound, "category_not_found", "Category \(missing) does not exist", extra: ["category_id": .string(missing)])
             }
-            let have = Set(try await copies.downloaded(app: app, user: user, on: conn).map(\.categoryID))
+            let unfinished = try await downloads.unfinished(app: app, user: user, on: conn)
+            let have = Set(try await copies.downloaded(app: app, user: user, on: conn).map(\.categoryID)).union(unfinished.categories)
             let total = have.union(wanted).count
             if let max = l.maxCategories, total > max {
                 throw AppError(.forbidden, "category_limit_exceeded", "FREE keeps at most \(max) categories offline; Premium removes the limit",
@@ -168,7 +169,7 @@ struct ContentController: Sendable {
             let used = try await copies.storageUsed(app: app, user: user, on: conn)
             // Re-downloading a category replaces its copy: its current size is freed first.
             let replaced = try await copies.downloaded(app: app, user: user, on: conn).filter { wanted.contains($0.categoryID) }.reduce(0) { $0 + $1.sizeBytes }
-            let available = l.storageLimitBytes - (used - replaced)
+            let available = l.storageLimitBytes - (used - replaced) - unfinished.bytes
             if bytes > available {
                 throw AppError(.init(code: 507, reasonPhrase: "Insufficient Storage"), "storage_limit_exceeded",
                                "Not enough offline space: \(OfflineRules.megabytes(bytes)) MB needed, \(OfflineRules.megabytes(max(0, available))) MB available",

@@ -45,6 +45,21 @@ struct DownloadStore: Sendable {
             """, logger: logger)
     }
 
+    /// What the user's unfinished jobs (pending, downloading, paused) will still add: their
+    /// categories, and the bytes of the items not yet written. The limits count them, or
+    /// two quick requests (or two replicas) would each see room for the same slot.
+    func unfinished(app: UUID, user: UUID, on conn: PostgresConnection) async throws -> (categories: Set<String>, bytes: Int64) {
+        var categories: Set<String> = [], bytes: Int64 = 0
+        for try await (ids, left) in try await conn.query("""
+            SELECT category_ids, (estimated_size_bytes * GREATEST(total_count - downloaded_count - failed_count, 0) / GREATEST(total_count, 1))::int8
+            FROM download_jobs WHERE app_id = \(app) AND user_id = \(user) AND status IN ('pending', 'downloading', 'paused')
+            """, logger: logger).decode(([String], Int64).self) {
+            categories.formUnion(ids)
+            bytes += left
+        }
+        return (categories, bytes)
+    }
+
     func status(id: UUID, app: UUID, user: UUID, on conn: PostgresConnection) async throws -> DownloadJobStatus? {
         var out: DownloadJobStatus?
         for try await r in try await conn.query("""
