@@ -260,6 +260,27 @@ final class CampaignsAndAnalyticsTests: XCTestCase {
             XCTAssertTrue(page.contains("estimated"))
             XCTAssertFalse(page.contains("http://") || page.contains("https://") || page.contains("<script"), "no external assets")
             try Self.screenshot(page)
+
+            // Two years later the detail goes (4.5: 2 years of detailed data); the report does not change.
+            // (Other tests' rows share the database, so the counts are of this test's users.)
+            let users = "'\(user)', '\(second)'"
+            let purge = { @Sendable (batch: Int) in
+                try await StatsStore(logger: h.runtime.logger).purgeDetail(before: h.clock.now().addingTimeInterval(-StatsStore.detailRetention),
+                                                                       db: h.runtime.db, batch: batch)
+            }
+            _ = try await purge(5000)
+            let kept = try await h.count("SELECT count(*)::int FROM ads.ad_requests WHERE user_id IN (\(users))")
+            XCTAssertEqual(kept, 6, "nothing is two years old yet")
+            h.clock.advance(by: StatsStore.detailRetention + 86400)
+            let removed = try await purge(2)
+            XCTAssertGreaterThanOrEqual(removed, 6, "in batches of 2")
+            let requests = try await h.count("SELECT count(*)::int FROM ads.ad_requests WHERE user_id IN (\(users))")
+            let views = try await h.count("SELECT count(*)::int FROM ads.ad_views WHERE user_id IN (\(users))")
+            XCTAssertEqual(requests + views, 0)
+            _ = try await h.call(.post, "/analytics/refresh")
+            let after = try await h.call(.get, "/analytics/revenue?start_date=\(day1)&end_date=\(day2)").json([String: JSONValue].self)
+            XCTAssertEqual(after.int("total_impressions"), 5)
+            XCTAssertEqual(try XCTUnwrap(after.double("total_revenue")), 0.11 + 0.0333, accuracy: 0.0001)
         }
     }
 

@@ -42,7 +42,8 @@ final class ConsentAndSSVTests: XCTestCase {
             XCTAssertNotNil(id)
             XCTAssertEqual(try r.json([String: JSONValue].self).bool("personalized"), false)
 
-            // 8a: under 13: nothing personalised, no rewarded ads; interstitials stay contextual.
+            // 8a: under 13: nothing personalised, no rewarded ads, and (4.1: "pas de pub si age < 13
+            // ans", 8a.5 "mode contenu uniquement") no interstitials either.
             let child = UUID()
             try await h.consent(child, personalized: true, underAge: true)
             let c = try await h.call(.get, "/ads/consent", user: child).json([String: JSONValue].self)
@@ -53,9 +54,13 @@ final class ConsentAndSSVTests: XCTestCase {
             let refused = try await h.request(child).1
             XCTAssertEqual(refused.status, .forbidden)
             XCTAssertEqual(try refused.envelope().error, "under_age")
+            XCTAssertEqual(c.bool("ads_enabled"), false)
+            let interAvailable = try await h.available(child, "interstitial")
+            XCTAssertEqual(interAvailable.bool("available"), false)
+            XCTAssertEqual(interAvailable.string("reason"), "under_age")
             let (inter, ir) = try await h.request(child, "interstitial", placement: "post_quiz")
-            XCTAssertNotNil(inter)
-            XCTAssertEqual(try ir.json([String: JSONValue].self).bool("personalized"), false)
+            XCTAssertNil(inter)
+            XCTAssertEqual(try ir.envelope().error, "under_age")
 
             let history = try await h.count("SELECT count(*)::int FROM ads.user_consent_ads WHERE user_id = '\(user)'")
             XCTAssertEqual(history, 2, "every change is a new row")

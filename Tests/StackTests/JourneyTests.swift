@@ -9,7 +9,7 @@ import XCTest
 /// The app's journey through the gateway, against the four binaries `make test` started:
 /// guest → email upgrade (the verification mail opened from the mail folder) → second device →
 /// plans → a StoreKit 2 purchase (signed with the stack's local chain, Apple's "Xcode"
-/// environment) → premium everywhere → offline play and sync → a place nearby → ad consent →
+/// environment) → premium everywhere → offline play and sync, a conflict merged → a place nearby → ad consent →
 /// back to free when the period ends → a rewarded ad, a campaign, an unlock with credits → the
 /// revenue report → a privacy export from all four services → deletion scheduled, cancelled,
 /// scheduled again and executed when due → every service has forgotten the user.
@@ -124,6 +124,33 @@ final class JourneyTests: XCTestCase {
             let s = try await call("GET", "/offline/v1/sync/execute/\(syncID)", user)
             return s["status"] == .string("completed") && s["succeeded"] == .int(3)
         }
+        // Both devices saved progress offline on the same version: the game server takes the
+        // first and refuses the second (409): a conflict, which the player resolves by merging.
+        try await call("PATCH", "/offline/v1/sync/profile", user, #"{"conflict_strategy":"manual"}"#, expect: 200)
+        for (i, save) in [(level: 3, stars: 9), (level: 5, stars: 2)].enumerated() {
+            try await call("POST", "/offline/v1/sync/queue", user, """
+                {"client_action_id":"journey-\(userID)-progress-\(i)","action_type":"progress_save","entity_type":"progress","entity_id":"capitals-europe",
+                 "payload":{"based_on_version":0,"level":\(save.level),"stars":\(save.stars)}}
+                """, expect: 201)
+        }
+        let conflictSync = try await call("POST", "/offline/v1/sync/execute", user, expect: 202)
+        guard case .string(let secondID)? = conflictSync["job_id"] else { return XCTFail("no sync job") }
+        try await eventually("the sync with a conflict", seconds: 30) {
+            let s = try await call("GET", "/offline/v1/sync/execute/\(secondID)", user)
+            return s["status"] == .string("completed") && s["succeeded"] == .int(1) && s["conflicts"] == .int(1)
+        }
+        let conflicts = try await call("GET", "/offline/v1/sync/conflicts", user, expect: 200)
+        guard case .array(let open)? = conflicts["conflicts"], open.count == 1, case .object(let conflict)? = open.first,
+              case .string(let conflictID)? = conflict["id"] else { return XCTFail("one conflict expected: \(conflicts)") }
+        if case .object(let server)? = conflict["server_data"] { XCTAssertEqual(server["level"], .int(3)) } else { XCTFail("no server data") }
+        if case .object(let local)? = conflict["local_data"] { XCTAssertEqual(local["level"], .int(5)) } else { XCTFail("no local data") }
+        let merged = try await call("POST", "/offline/v1/sync/conflicts/\(conflictID)/resolve", user,
+                                    #"{"resolution":"merge","merge_data":{"level":"local","stars":"server"}}"#, expect: 200)
+        XCTAssertEqual(merged["resolved"], .bool(true))
+        if case .object(let final)? = merged["final_data"] {
+            XCTAssertEqual(final["level"], .int(5))
+            XCTAssertEqual(final["stars"], .int(9))
+        } else { XCTFail("no merged data: \(merged)") }
 
         // A place nearby, once geolocation is allowed.
         try await call("PATCH", "/auth/v1/auth/privacy", user, #"{"consent_geolocation":true,"consent_personalized_ads":true}"#, expect: 200)

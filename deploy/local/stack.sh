@@ -202,9 +202,14 @@ TXT
     python3 deploy/local/apple_receipt_stub.py "$RECEIPT_PORT" </dev/null >/dev/null 2>&1 &
     echo $! > "$RUN/receipt-stub.pid"
     export APPLE_VERIFY_RECEIPT_URL=http://127.0.0.1:$RECEIPT_PORT/verifyReceipt APPLE_VERIFY_RECEIPT_SANDBOX_URL=http://127.0.0.1:$RECEIPT_PORT/verifyReceipt
+    # The quiz's game server, where offline sends queued actions (it refuses stale saves: 409).
+    GAME_PORT=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+    python3 deploy/local/game_server_stub.py "$GAME_PORT" </dev/null >/dev/null 2>&1 &
+    echo $! > "$RUN/game-stub.pid"
+    export SYNC_UPSTREAMS="{\"*\":\"http://127.0.0.1:$GAME_PORT/sync\"}"
     export APPLE_IAP_APPS="{\"$APP_ID\":{\"bundle_id\":\"com.quiz.geography\",\"environment\":\"Sandbox\",\"root_certificates_der_base64\":[\"$(cat "$DATA/storekit/root.der.b64")\"],\"allow_local_environments\":true,\"shared_secret\":\"local\"}}"
     services_start; gateway_start; wait_ready
-    trap 'stop_services_only >/dev/null 2>&1 || true; kill "$(cat "$RUN/receipt-stub.pid" 2>/dev/null)" 2>/dev/null || true' EXIT
+    trap 'stop_services_only >/dev/null 2>&1 || true; kill "$(cat "$RUN/receipt-stub.pid" "$RUN/game-stub.pid" 2>/dev/null)" 2>/dev/null || true' EXIT
     env_for_stack
     export TEST_UNIT_DATABASE=app_backend_unit TEST_PG_SOCKET=$SOCK TEST_GATEWAY_URL=http://127.0.0.1:$GATEWAY_PORT TEST_BIN_DIR=$(bin_dir) TEST_PYTHON=$DATA/venv/bin/python
     swift test --skip-build ${TEST_FLAGS:-}

@@ -33,7 +33,7 @@ public enum AdsService: ServiceDefinition {
                                               ttl: .seconds(env.int("ENTITLEMENT_CACHE_SECONDS", default: 60)))
         let verifier = AdMobVerifier(keysURL: env.string("ADMOB_VERIFIER_KEYS_URL", default: "https://www.gstatic.com/admob/reward/verifier-keys.json"),
                                      http: runtime.http)
-        let refresher = StatsRefresher(stats: stats, db: runtime.db,
+        let refresher = StatsRefresher(stats: stats, db: runtime.db, clock: runtime.clock,
                                        interval: .seconds(env.int("AD_STATS_REFRESH_SECONDS", default: 3600)))
         return try buildServiceApplication(runtime: runtime, appVerifier: appVerifier, tokenVerifier: tokenVerifier, services: [refresher],
                                        userData: AdsUserData.sections(logger: logger)) { routes in

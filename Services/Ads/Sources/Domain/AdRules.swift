@@ -78,7 +78,8 @@ struct Eligibility: Sendable, Equatable {
                          isPremium: Bool, now: Date) -> Eligibility {
         if isPremium { return Eligibility(available: false, reason: .premiumUser, cooldownSeconds: nil, nextAvailableAt: nil) }
         if consent.blocksAds { return Eligibility(available: false, reason: .consentRequired, cooldownSeconds: nil, nextAvailableAt: nil) }
-        if type == .rewarded && consent.isUnderAge {
+        // COPPA: no ads at all under 13 (UC-ADS-4.1 rule; 4.3 8a.5 "content only").
+        if consent.isUnderAge {
             return Eligibility(available: false, reason: .underAge, cooldownSeconds: nil, nextAvailableAt: nil)
         }
         let l = (limits?.day == today ? limits : nil) ?? .empty(day: today)

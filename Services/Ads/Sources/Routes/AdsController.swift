@@ -135,7 +135,7 @@ struct AdsController: Sendable {
         case .consentRequired:
             return AppError(.forbidden, "consent_required", "Ad consent is required in this region before any ad (GDPR)", extra: extra)
         case .underAge:
-            return AppError(.forbidden, "under_age", "No rewarded ads for users under 13 (COPPA)", extra: extra)
+            return AppError(.forbidden, "under_age", "No ads for users under 13 (COPPA): content only", extra: extra)
         case .dailyLimitReached:
             return AppError(.tooManyRequests, "daily_limit_reached", "Daily ad limit reached", extra: extra)
         case .cooldownActive, .intervalNotElapsed:

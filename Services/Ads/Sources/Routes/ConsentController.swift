@@ -47,7 +47,7 @@ struct ConsentController: Sendable {
             consent = record
             required = state.required
             gdprApplies = state.gdprApplies
-            adsEnabled = !state.blocksAds
+            adsEnabled = !state.blocksAds && !state.isUnderAge
             personalizedAds = state.personalized
             rewardedAdsAllowed = !state.blocksAds && !state.isUnderAge
         }

@@ -9,6 +9,25 @@ import ServiceLifecycle
 struct StatsStore: Sendable {
     let logger: Logger
 
+    /// UC-ADS-4.5: detailed requests and views are kept two years; the daily aggregates stay.
+    static let detailRetention: TimeInterval = 730 * 86400
+
+    /// Deletes the requests (and, by cascade, the views) made before `cutoff`, in batches.
+    /// Aggregates are recomputed only for days that get new rows, so purged days keep theirs.
+    @discardableResult
+    func purgeDetail(before cutoff: Date, db: DatabasePool, batch: Int = 5000) async throws -> Int {
+        var total = 0
+        while true {
+            var deleted = 0
+            for try await n in try await db.query("""
+                WITH gone AS (DELETE FROM ad_requests WHERE id IN (SELECT id FROM ad_requests WHERE created_at < \(cutoff) LIMIT \(batch)) RETURNING 1)
+                SELECT count(*)::int FROM gone
+                """, logger: logger).decode(Int.self) { deleted = n }
+            total += deleted
+            if deleted < batch { return total }
+        }
+    }
+
     /// Recomputes every (app, UTC day) with requests or views recorded since the last run (in
     /// the database's time, with an hour of overlap for transactions that committed late).
     /// Two replicas serialise on an advisory lock.
@@ -94,16 +113,21 @@ struct StatsStore: Sendable {
     }
 }
 
-/// Keeps the aggregates current (the seed: hourly), as a ServiceGroup service.
+/// Keeps the aggregates current (the seed: hourly) and the detail within its retention, as a
+/// ServiceGroup service.
 struct StatsRefresher: Service {
     let stats: StatsStore
     let db: DatabasePool
+    let clock: any WallClock
     let interval: Duration
 
     func run() async throws {
         await cancelWhenGracefulShutdown {
             while !Task.isCancelled {
-                do { try await stats.refresh(db: db) } catch {
+                do {
+                    try await stats.refresh(db: db)
+                    try await stats.purgeDetail(before: clock.now().addingTimeInterval(-StatsStore.detailRetention), db: db)
+                } catch {
                     stats.logger.warning("daily ad stats refresh failed", metadata: ["error": "\(error)"])
                 }
                 try? await Task.sleep(for: interval)
