@@ -108,9 +108,10 @@ final class AdsAndOfflineStackTests: XCTestCase {
         XCTAssertEqual(first["id"], .string("around-fr"))
     }
 
-    /// App Store Server Notifications are retried by Apple: the same DID_RENEW delivered ten
-    /// times at once through the gateway changes the subscription once.
-    func testAppleNotificationDeliveredTenTimesAtOnceChangesStateOnce() async throws {
+    /// App Store Server Notifications are retried by Apple: a renewal, auto-renew turned off and
+    /// a refund, each delivered ten times at once through the gateway, change the subscription
+    /// once each (one event each, auth told of the refund once).
+    func testAppleNotificationsDeliveredTenTimesAtOnceChangeStateOnceEach() async throws {
         let user = try await guest()
         let store = try LocalStoreKit()
         let original = "2000\(Int.random(in: 100_000_000...999_999_999))"
@@ -118,36 +119,58 @@ final class AdsAndOfflineStackTests: XCTestCase {
         let bought = try await call("POST", "/subscription/v1/subscriptions/purchase", user, #"{"store":"apple","signed_transaction":"\#(purchase)"}"#)
         XCTAssertEqual(bought.0, 201, "\(bought.1)")
         let renewedUntil = Date() + 30 * 86400
-        let renewal = try store.notification("DID_RENEW", transaction: try store.transaction(
-            id: original + "1", original: original, product: "com.quiz.premium.monthly", expires: renewedUntil, environment: "Sandbox"))
+        let renewed = try store.transaction(id: original + "1", original: original, product: "com.quiz.premium.monthly",
+                                            expires: renewedUntil, environment: "Sandbox")
         let http = self.http, gateway = self.gateway
-        let answers = try await withThrowingTaskGroup(of: (Int, String).self) { group in
-            for _ in 0..<10 {
-                group.addTask {
-                    let r = try await http.send(HTTPRequest(method: "POST", url: gateway + "/subscription/v1/webhooks/apple",
-                                                                 headers: [("Content-Type", "application/json")],
-                                                                 body: Data(#"{"signedPayload":"\#(renewal)"}"#.utf8)))
-                    return (r.status, String(decoding: r.body, as: UTF8.self))
-                }
-            }
-            return try await group.reduce(into: []) { $0.append($1) }
-        }
-        XCTAssertEqual(answers.map(\.0), Array(repeating: 200, count: 10), "\(answers)")
-        XCTAssertEqual(answers.filter { $0.1.contains("applied") }.count, 1, "\(answers)")
-        XCTAssertEqual(answers.filter { $0.1.contains("duplicate") }.count, 9, "\(answers)")
-        let (_, me) = try await call("GET", "/subscription/v1/subscriptions/me", user)
-        guard case .object(let sub)? = me["subscription"], case .string(let end)? = sub["end_date"],
-              let endDate = ISO8601DateFormatter().date(from: end) else { return XCTFail("no subscription: \(me)") }
-        XCTAssertEqual(endDate.timeIntervalSince1970, renewedUntil.timeIntervalSince1970, accuracy: 2)
+        let deliveries: [(String, String, check: ([String: JSONValue]) -> Void)] = [
+            ("renewed", try store.notification("DID_RENEW", transaction: renewed), { me in
+                guard case .object(let sub)? = me["subscription"], case .string(let end)? = sub["end_date"],
+                      let endDate = ISO8601DateFormatter().date(from: end) else { return XCTFail("no subscription: \(me)") }
+                XCTAssertEqual(endDate.timeIntervalSince1970, renewedUntil.timeIntervalSince1970, accuracy: 2)
+            }),
+            ("auto_renew_disabled", try store.notification("DID_CHANGE_RENEWAL_STATUS", subtype: "AUTO_RENEW_DISABLED", transaction: renewed), { me in
+                if case .object(let sub)? = me["subscription"] { XCTAssertEqual(sub["auto_renew"], .bool(false)) } else { XCTFail("\(me)") }
+                XCTAssertEqual(me["is_premium"], .bool(true), "access continues to the end of the period")
+            }),
+            ("refunded", try store.notification("REFUND", transaction: renewed), { me in
+                XCTAssertEqual(me["is_premium"], .bool(false))
+            }),
+        ]
         let database = ProcessInfo.processInfo.environment["DATABASE_NAME"] ?? "app_backend_test"
-        let renewals = try await withPostgres(TestEnvironment.adminClient(database: database)) { db -> Int in
+        for (event, signed, check) in deliveries {
+            let answers = try await withThrowingTaskGroup(of: (Int, String).self) { group in
+                for _ in 0..<10 {
+                    group.addTask {
+                        let r = try await http.send(HTTPRequest(method: "POST", url: gateway + "/subscription/v1/webhooks/apple",
+                                                                headers: [("Content-Type", "application/json")],
+                                                                body: Data(#"{"signedPayload":"\#(signed)"}"#.utf8)))
+                        return (r.status, String(decoding: r.body, as: UTF8.self))
+                    }
+                }
+                return try await group.reduce(into: []) { $0.append($1) }
+            }
+            XCTAssertEqual(answers.map(\.0), Array(repeating: 200, count: 10), "\(event): \(answers)")
+            XCTAssertEqual(answers.filter { $0.1.contains("applied") }.count, 1, "\(event): \(answers)")
+            XCTAssertEqual(answers.filter { $0.1.contains("duplicate") }.count, 9, "\(event): \(answers)")
+            check(try await call("GET", "/subscription/v1/subscriptions/me", user).1)
+            let events = try await withPostgres(TestEnvironment.adminClient(database: database)) { db -> Int in
+                var n = 0
+                for try await c in try await db.query("""
+                    SELECT count(*)::int FROM subscription.subscription_events e JOIN subscription.subscriptions s ON s.id = e.subscription_id
+                    WHERE s.store_original_transaction_id = \(original) AND e.event_type = \(event)
+                    """).decode(Int.self) { n = c }
+                return n
+            }
+            XCTAssertEqual(events, 1, event)
+        }
+        let toldFree = try await withPostgres(TestEnvironment.adminClient(database: database)) { db -> Int in
             var n = 0
             for try await c in try await db.query("""
-                SELECT count(*)::int FROM subscription.subscription_events e JOIN subscription.subscriptions s ON s.id = e.subscription_id
-                WHERE s.store_original_transaction_id = \(original) AND e.event_type = 'renewed'
+                SELECT count(*)::int FROM subscription.outbox o JOIN subscription.subscriptions s ON o.path = '/internal/users/' || s.user_id || '/status'
+                WHERE s.store_original_transaction_id = \(original) AND o.body->>'status' = 'free'
                 """).decode(Int.self) { n = c }
             return n
         }
-        XCTAssertEqual(renewals, 1)
+        XCTAssertEqual(toldFree, 1, "auth is told of the refund once")
     }
 }

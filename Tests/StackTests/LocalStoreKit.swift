@@ -30,7 +30,8 @@ struct LocalStoreKit {
     }
 
     /// An App Store Server Notification v2 `signedPayload`.
-    func notification(_ type: String, transaction: String, uuid: UUID = UUID()) throws -> String {
-        try sign(#"{"notificationType":"\#(type)","notificationUUID":"\#(uuid)","data":{"bundleId":"\#(Self.bundle)","environment":"Sandbox","signedTransactionInfo":"\#(transaction)"},"version":"2.0","signedDate":\#(Self.ms(Date()))}"#)
+    func notification(_ type: String, subtype: String? = nil, transaction: String, uuid: UUID = UUID()) throws -> String {
+        let sub = subtype.map { #","subtype":"\#($0)""# } ?? ""
+        return try sign(#"{"notificationType":"\#(type)"\#(sub),"notificationUUID":"\#(uuid)","data":{"bundleId":"\#(Self.bundle)","environment":"Sandbox","signedTransactionInfo":"\#(transaction)"},"version":"2.0","signedDate":\#(Self.ms(Date()))}"#)
     }
 }

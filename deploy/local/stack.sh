@@ -148,6 +148,9 @@ stop() {
     local pidf="$RUN/$s.pid"
     if [ -f "$pidf" ]; then kill "$(cat "$pidf")" 2>/dev/null || true; rm -f "$pidf"; fi
   done
+  for stub in receipt-stub game-stub; do
+    if [ -f "$RUN/$stub.pid" ]; then kill "$(cat "$RUN/$stub.pid")" 2>/dev/null || true; rm -f "$RUN/$stub.pid"; fi
+  done
   local conf=$DATA/nginx
   if [ -f "$conf/nginx.pid" ]; then nginx -p "$conf" -c "$conf/nginx.conf" -g "pid $conf/nginx.pid; user root;" -s quit 2>/dev/null || true; fi
   if [ -s "$PGDATA/PG_VERSION" ]; then runuser -u postgres -- "$PGBIN/pg_ctl" -D "$PGDATA" -m fast stop >/dev/null 2>&1 || true; fi
@@ -157,6 +160,36 @@ python_tools() { # reference tools for tests, in a venv under .data
   if [ ! -x "$DATA/venv/bin/python" ]; then python3 -m venv "$DATA/venv"; fi
   "$DATA/venv/bin/pip" install -q --disable-pip-version-check aiosmtpd kubernetes-validate pyyaml zxcvbn==4.5.0 \
     schemathesis==3.39.16 hypothesis==6.122.3 >/dev/null
+}
+
+stop_services_only() {
+  for s in "${SERVICES[@]}"; do [ -f "$RUN/$s.pid" ] && kill "$(cat "$RUN/$s.pid")" 2>/dev/null; rm -f "$RUN/$s.pid"; done
+  local conf=$DATA/nginx
+  [ -f "$conf/nginx.pid" ] && nginx -p "$conf" -c "$conf/nginx.conf" -g "pid $conf/nginx.pid; user root;" -s quit 2>/dev/null
+  return 0
+}
+
+# The stack `make test` runs against (test database, local StoreKit root, Apple's verifyReceipt
+# and the game server played locally); `stack.sh test-up` starts it alone for debugging.
+test_stack_up() {
+  export DATABASE_NAME=app_backend_test
+  demo_app
+  # The journey test buys with StoreKit data it signs with a local chain; the stack trusts that
+  # root for the demo app, in Apple's local ("Xcode") environment only.
+  [ -f "$DATA/storekit/leaf.p8" ] || bash deploy/local/storekit_local.sh "$DATA/storekit" >/dev/null
+  . "$DATA/demo.env"
+  # Apple's verifyReceipt, played locally (legacy receipts in the contract run).
+  RECEIPT_PORT=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+  python3 deploy/local/apple_receipt_stub.py "$RECEIPT_PORT" </dev/null >/dev/null 2>&1 &
+  echo $! > "$RUN/receipt-stub.pid"
+  export APPLE_VERIFY_RECEIPT_URL=http://127.0.0.1:$RECEIPT_PORT/verifyReceipt APPLE_VERIFY_RECEIPT_SANDBOX_URL=http://127.0.0.1:$RECEIPT_PORT/verifyReceipt
+  # The quiz's game server, where offline sends queued actions (it refuses stale saves: 409).
+  GAME_PORT=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+  python3 deploy/local/game_server_stub.py "$GAME_PORT" </dev/null >/dev/null 2>&1 &
+  echo $! > "$RUN/game-stub.pid"
+  export SYNC_UPSTREAMS="{\"*\":\"http://127.0.0.1:$GAME_PORT/sync\"}"
+  export APPLE_IAP_APPS="{\"$APP_ID\":{\"bundle_id\":\"com.quiz.geography\",\"environment\":\"Sandbox\",\"root_certificates_der_base64\":[\"$(cat "$DATA/storekit/root.der.b64")\"],\"allow_local_environments\":true,\"shared_secret\":\"local\"}}"
+  services_start; gateway_start; wait_ready
 }
 
 case "${1:-}" in
@@ -184,31 +217,8 @@ TXT
     "$DATA/venv/bin/python" deploy/local/check_compose.py
     db_start; db_recreate app_backend_test; db_recreate app_backend_unit
     BUILD_FLAGS=--build-tests build
-    stop_services_only() {
-      for s in "${SERVICES[@]}"; do [ -f "$RUN/$s.pid" ] && kill "$(cat "$RUN/$s.pid")" 2>/dev/null; rm -f "$RUN/$s.pid"; done
-      local conf=$DATA/nginx
-      [ -f "$conf/nginx.pid" ] && nginx -p "$conf" -c "$conf/nginx.conf" -g "pid $conf/nginx.pid; user root;" -s quit 2>/dev/null
-      return 0
-    }
     stop_services_only
-    export DATABASE_NAME=app_backend_test
-    demo_app
-    # The journey test buys with StoreKit data it signs with a local chain; the stack trusts that
-    # root for the demo app, in Apple's local ("Xcode") environment only.
-    [ -f "$DATA/storekit/leaf.p8" ] || bash deploy/local/storekit_local.sh "$DATA/storekit" >/dev/null
-    . "$DATA/demo.env"
-    # Apple's verifyReceipt, played locally (legacy receipts in the contract run).
-    RECEIPT_PORT=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
-    python3 deploy/local/apple_receipt_stub.py "$RECEIPT_PORT" </dev/null >/dev/null 2>&1 &
-    echo $! > "$RUN/receipt-stub.pid"
-    export APPLE_VERIFY_RECEIPT_URL=http://127.0.0.1:$RECEIPT_PORT/verifyReceipt APPLE_VERIFY_RECEIPT_SANDBOX_URL=http://127.0.0.1:$RECEIPT_PORT/verifyReceipt
-    # The quiz's game server, where offline sends queued actions (it refuses stale saves: 409).
-    GAME_PORT=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
-    python3 deploy/local/game_server_stub.py "$GAME_PORT" </dev/null >/dev/null 2>&1 &
-    echo $! > "$RUN/game-stub.pid"
-    export SYNC_UPSTREAMS="{\"*\":\"http://127.0.0.1:$GAME_PORT/sync\"}"
-    export APPLE_IAP_APPS="{\"$APP_ID\":{\"bundle_id\":\"com.quiz.geography\",\"environment\":\"Sandbox\",\"root_certificates_der_base64\":[\"$(cat "$DATA/storekit/root.der.b64")\"],\"allow_local_environments\":true,\"shared_secret\":\"local\"}}"
-    services_start; gateway_start; wait_ready
+    test_stack_up
     trap 'stop_services_only >/dev/null 2>&1 || true; kill "$(cat "$RUN/receipt-stub.pid" "$RUN/game-stub.pid" 2>/dev/null)" 2>/dev/null || true' EXIT
     env_for_stack
     export TEST_UNIT_DATABASE=app_backend_unit TEST_PG_SOCKET=$SOCK TEST_GATEWAY_URL=http://127.0.0.1:$GATEWAY_PORT TEST_BIN_DIR=$(bin_dir) TEST_PYTHON=$DATA/venv/bin/python
@@ -218,6 +228,7 @@ TXT
     log "faults: subscription killed while rewards are earned; PostgreSQL restarted under load"
     "$DATA/venv/bin/python" deploy/local/faults.py
     ;;
+  test-up) db_start; BUILD_FLAGS=--build-tests build; stop_services_only; test_stack_up ;;   # the test stack, left running
   stop) stop ;;
   start-services) env_for_stack; services_start; wait_ready ;;   # after a fault test stopped one
   stop-services)
@@ -225,5 +236,5 @@ TXT
   logs) tail -n 100 -F "$LOGS"/*.log ;;
   db) db_start; db_bootstrap app_backend ;;
   reset-unit-db) db_start; db_recreate app_backend_unit ;;   # after editing an unreleased migration
-  *) echo "usage: $0 run|test|stop|logs|db" >&2; exit 2 ;;
+  *) echo "usage: $0 run|test|test-up|stop|logs|db|start-services|stop-services|reset-unit-db" >&2; exit 2 ;;
 esac
