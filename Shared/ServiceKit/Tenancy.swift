@@ -54,7 +54,7 @@ public final class CachedAppVerifier: AppVerifier {
     }
 
     public func verify(appID: UUID, apiKey: String) async throws -> Bool {
-        let key = appID.uuidString + ":" + SHA256.hash(data: Data(apiKey.utf8)).map { String(format: "%02x", $0) }.joined()
+        let key = appID.uuidString + ":" + SHA256.hash(data: Data(apiKey.utf8)).hexEncoded
         let now = ContinuousClock.now
         if let (valid, at) = cache.withLock({ $0[key] }), now - at < (valid ? ttl : negativeTTL) {
             return valid

@@ -72,7 +72,7 @@ public struct AppleIdentityVerifier: AppleSignIn {
     public func verify(identityToken: String, audiences: [String], rawNonce: String?, now: Date) async throws -> ProviderIdentity {
         let p = try await verifier.verify(identityToken, audiences: audiences, now: now)
         if let rawNonce {
-            let expected = SHA256.hash(data: Data(rawNonce.utf8)).map { String(format: "%02x", $0) }.joined()
+            let expected = SHA256.hash(data: Data(rawNonce.utf8)).hexEncoded
             guard p.nonce == expected else { throw AppleIdentityError(description: "nonce mismatch") }
         }
         let verified = p.emailVerified?.value ?? false

@@ -37,7 +37,7 @@ public enum APIKeys {
     }
 
     public static func hash(_ key: String) -> String {
-        SHA256.hash(data: Data(key.utf8)).map { String(format: "%02x", $0) }.joined()
+        SHA256.hash(data: Data(key.utf8)).hexEncoded
     }
 }
 

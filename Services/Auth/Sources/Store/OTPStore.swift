@@ -20,7 +20,7 @@ public struct OTPStore: Sendable {
     }
 
     func hash(_ code: String, email: String) -> String {
-        HMAC<SHA256>.authenticationCode(for: Data("\(email):\(code)".utf8), using: key).map { String(format: "%02x", $0) }.joined()
+        HMAC<SHA256>.authenticationCode(for: Data("\(email):\(code)".utf8), using: key).hexEncoded
     }
 
     /// Replaces any pending code of this address by a new one.

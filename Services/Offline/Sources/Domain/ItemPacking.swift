@@ -1,6 +1,7 @@
 import CZlib
 import Crypto
 import Foundation
+import ServiceKit
 
 /// How an item is stored in the user's offline copy and served to the app: the JSON bytes,
 /// gzip-compressed above 10 KB, with the SHA-256 of the uncompressed bytes so the app can
@@ -12,7 +13,7 @@ struct PackedItem: Sendable, Equatable {
     var sizeBytes: Int
 
     static func pack(_ json: Data) throws -> PackedItem {
-        let checksum = SHA256.hash(data: json).map { String(format: "%02x", $0) }.joined()
+        let checksum = SHA256.hash(data: json).hexEncoded
         if json.count > OfflineRules.compressAbove {
             return PackedItem(data: try Gzip.compress(json), compressed: true, checksum: checksum, sizeBytes: json.count)
         }

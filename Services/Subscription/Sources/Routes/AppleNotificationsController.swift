@@ -105,7 +105,7 @@ struct AppleNotificationsController {
         default: (v1.notificationType, nil)
         }
         // v1 carries no id: the body's digest deduplicates replays.
-        let id = "v1:" + SHA256.hash(data: rawBody).map { String(format: "%02x", $0) }.joined()
+        let id = "v1:" + SHA256.hash(data: rawBody).hexEncoded
         let n = Notification(notificationType: type, subtype: subtype, notificationUUID: id, data: nil)
         let now = clock.now()
         // The shared secret is not kept with the stored body.
