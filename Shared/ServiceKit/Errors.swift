@@ -112,7 +112,7 @@ public struct ErrorMiddleware<Context: RequestContext>: RouterMiddleware {
                 body: ErrorEnvelope(error: ErrorResponder.code(for: error.status), message: error.status.reasonPhrase))
         } catch {
             if DatabaseErrors.isUnavailable(error) {
-                context.logger.error("database unavailable", metadata: ["error": "\(String(reflecting: error))"])
+                context.logger.warning("database unavailable", metadata: ["error": "\(String(reflecting: error))"])
                 return try AppError.unavailable.response(from: request, context: context)
             }
             // Input that passed validation but that Postgres cannot store (a NUL character in
