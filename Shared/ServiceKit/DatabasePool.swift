@@ -39,6 +39,7 @@ public final class DatabasePool: Sendable, Service {
         /// After a failed connection attempt, no new attempt before this instant.
         var retryAfter: ContinuousClock.Instant?
         var failures = 0
+        /// For the logs of the requests answered 503 while the pool waits to try again.
         var lastError = ""
         var closed = false
     }
@@ -125,7 +126,7 @@ public final class DatabasePool: Sendable, Service {
                     // 50 ms, 100 ms, ... at most 1 s between attempts while the database is away.
                     let retryAt = now + .milliseconds(min(1000, 50 << min(s.failures - 1, 5)))
                     s.retryAfter = retryAt
-                    s.lastError = String(describing: error)
+                    s.lastError = String(reflecting: error)
                     var failed: [Waiter] = []
                     if s.open == 0 {
                         failed = s.waiters
@@ -140,7 +141,7 @@ public final class DatabasePool: Sendable, Service {
                 if !(error is CancellationError), !Task.isCancelled {
                     logger.warning("database connection failed", metadata: ["error": "\(String(reflecting: error))"])
                 }
-                let unavailable = DatabaseUnavailableError(reason: "cannot connect")
+                let unavailable = DatabaseUnavailableError(reason: "cannot connect: \(String(reflecting: error))")
                 for w in failed { w.continuation.resume(throwing: unavailable) }
                 guard let retryAt else { return }
                 try? await Task.sleep(until: retryAt)
@@ -197,7 +198,7 @@ public final class DatabasePool: Sendable, Service {
         }
         if s.closed { return .fail(DatabaseUnavailableError(reason: "the pool is shut down")) }
         if s.open == 0, s.connecting == 0, let until = s.retryAfter, ContinuousClock.now < until {
-            return .fail(DatabaseUnavailableError(reason: "cannot connect"))
+            return .fail(DatabaseUnavailableError(reason: "cannot connect (waiting before the next attempt): \(s.lastError)"))
         }
         return .wait
     }
