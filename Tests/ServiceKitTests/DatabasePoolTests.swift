@@ -46,7 +46,11 @@ final class DatabasePoolTests: XCTestCase {
                     group.addTask {
                         for _ in 0..<3 {
                             try await Task.sleep(for: .milliseconds(700))
-                            try await admin.query("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = \(name)")
+                            var killed = 0
+                            for try await n in try await admin.query("""
+                                SELECT count(*)::int FROM (SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = \(name)) t
+                                """).decode(Int.self) { killed = n }
+                            XCTAssertGreaterThan(killed, 0, "the pool's connections were there to be killed")
                         }
                     }
                     try await group.waitForAll()

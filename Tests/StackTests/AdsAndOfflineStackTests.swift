@@ -12,15 +12,7 @@ final class AdsAndOfflineStackTests: XCTestCase {
     let gateway = TestEnvironment.gatewayURL
     deinit { http.shutdown() }
 
-    func tenant() throws -> [(String, String)] {
-        let demo = try String(contentsOfFile: ".data/demo.env", encoding: .utf8)
-        var values: [String: String] = [:]
-        for line in demo.split(separator: "\n") {
-            let parts = line.split(separator: "=", maxSplits: 1)
-            if parts.count == 2 { values[String(parts[0])] = String(parts[1]) }
-        }
-        return [("X-App-ID", values["APP_ID"]!), ("X-API-Key", values["API_KEY"]!), ("Content-Type", "application/json")]
-    }
+    func tenant() throws -> [(String, String)] { try DemoApp.tenantHeaders() }
 
     /// A guest for the setup, signed up at auth directly as its own client address (sign-ups are
     /// limited per address, and the journey test signs up through the gateway).

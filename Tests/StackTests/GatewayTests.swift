@@ -65,13 +65,7 @@ final class GatewayTests: XCTestCase {
     /// A guest signs in at auth and sees the seeded paywall at subscription: the token auth
     /// signed is verified by subscription through auth's JWKS, the tenant through auth.
     func testGuestSeesTheDemoPaywall() async throws {
-        let demo = try String(contentsOfFile: ".data/demo.env", encoding: .utf8)
-        var values: [String: String] = [:]
-        for line in demo.split(separator: "\n") {
-            let parts = line.split(separator: "=", maxSplits: 1)
-            if parts.count == 2 { values[String(parts[0])] = String(parts[1]) }
-        }
-        let tenant = [("X-App-ID", values["APP_ID"]!), ("X-API-Key", values["API_KEY"]!), ("Content-Type", "application/json")]
+        let tenant = try DemoApp.tenantHeaders()
         let register = try await http.send(HTTPRequest(method: "POST", url: "\(gateway)/auth/v1/auth/register", headers: tenant,
                                                        body: Data(#"{"provider":"guest","credentials":{"device_id":"stack-\#(UUID())"}}"#.utf8)))
         XCTAssertEqual(register.status, 201, String(decoding: register.body, as: UTF8.self))
@@ -97,12 +91,7 @@ final class GatewayTests: XCTestCase {
         XCTAssertEqual(try unknown.decode(ErrorEnvelope.self).error, "not_found")
 
         // The demo application's credentials work; a wrong key does not.
-        let demo = try String(contentsOfFile: ".data/demo.env", encoding: .utf8)
-        var values: [String: String] = [:]
-        for line in demo.split(separator: "\n") {
-            let parts = line.split(separator: "=", maxSplits: 1)
-            if parts.count == 2 { values[String(parts[0])] = String(parts[1]) }
-        }
+        let values = try DemoApp.values()
         let appID = try XCTUnwrap(values["APP_ID"])
         for service in ServiceName.allCases {
             let noHeaders = try await http.send(HTTPRequest(url: "\(gateway)/\(service.rawValue)/v1/some/resource"))

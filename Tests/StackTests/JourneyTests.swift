@@ -18,14 +18,7 @@ final class JourneyTests: XCTestCase {
     let gateway = TestEnvironment.gatewayURL
     deinit { http.shutdown() }
 
-    func demo() throws -> [String: String] {
-        var values: [String: String] = [:]
-        for line in try String(contentsOfFile: ".data/demo.env", encoding: .utf8).split(separator: "\n") {
-            let parts = line.split(separator: "=", maxSplits: 1)
-            if parts.count == 2 { values[String(parts[0])] = String(parts[1]) }
-        }
-        return values
-    }
+    func demo() throws -> [String: String] { try DemoApp.values() }
 
     @discardableResult
     func call(_ method: String, _ path: String, _ headers: [(String, String)], _ json: String? = nil, expect: Int? = nil,

@@ -90,6 +90,13 @@ struct SyncStore: Sendable {
         return nil
     }
 
+    func find(app: UUID, user: UUID, id: UUID, on conn: PostgresConnection) async throws -> QueueItem? {
+        for try await r in try await conn.query("""
+            SELECT \(unescaped: Self.columns) FROM sync_queue WHERE app_id = \(app) AND user_id = \(user) AND id = \(id)
+            """, logger: logger).decode(Row.self) { return try Self.item(r) }
+        return nil
+    }
+
     func pendingCount(app: UUID, user: UUID, on conn: PostgresConnection) async throws -> Int {
         for try await n in try await conn.query("""
             SELECT count(*)::int FROM sync_queue WHERE app_id = \(app) AND user_id = \(user) AND status = 'pending'
