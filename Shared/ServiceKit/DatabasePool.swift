@@ -1,4 +1,5 @@
 import Logging
+import NIOConcurrencyHelpers
 import NIOCore
 import PostgresNIO
 import ServiceLifecycle
@@ -153,32 +154,32 @@ public final class DatabasePool: Sendable, Service {
     static let maximumWait = Duration.seconds(2)
 
     /// `connectTimeout` bounds the TCP connect only; the start-up exchange is bounded here too.
+    /// The attempt is raced with a timer on its event loop and never awaited past the limit (or
+    /// past cancellation, at shutdown): an attempt that completes later is closed, not dropped open.
     private func connect(id: Int) async throws -> PostgresConnection {
-        let limit = Duration.seconds(Double(configuration.options.connectTimeout.nanoseconds) / 1e9 + 2)
-        return try await withThrowingTaskGroup(of: PostgresConnection?.self) { group in
-            group.addTask { try await PostgresConnection.connect(configuration: self.configuration, id: id, logger: self.logger) }
-            group.addTask { try? await Task.sleep(for: limit); return nil }
-            // The first to finish decides; the other is cancelled and drained, and a connection
-            // that completes anyway is used or closed, never dropped open.
-            var outcome: Result<PostgresConnection, any Error> =
-                .failure(DatabaseUnavailableError(reason: "no answer to the start-up within \(limit)"))
-            var decided = false
-            while true {
-                let next: PostgresConnection??
-                do { next = try await group.next() } catch {
-                    if !decided { outcome = .failure(error) }
-                    decided = true
-                    group.cancelAll()
-                    continue
-                }
-                guard let result = next else { break }
-                if let connection = result {
-                    if case .success = outcome { try? await connection.close() } else { outcome = .success(connection) }
-                }
-                decided = true
-                group.cancelAll()
+        let limit = configuration.options.connectTimeout + .seconds(2)
+        let eventLoop = PostgresConnection.defaultEventLoopGroup.any()
+        let answer = eventLoop.makePromise(of: PostgresConnection.self)
+        let decided = NIOLockedValueBox(false)
+        let decide = { @Sendable (result: Result<PostgresConnection, any Error>) in
+            let first = decided.withLockedValue { done in defer { done = true }; return !done }
+            if first {
+                answer.completeWith(result)
+            } else if case .success(let late) = result {
+                late.close().whenComplete { _ in }
             }
-            return try outcome.get()
+        }
+        let timer = eventLoop.scheduleTask(in: limit) {
+            decide(.failure(DatabaseUnavailableError(reason: "no answer to the start-up within \(limit)")))
+        }
+        PostgresConnection.connect(on: eventLoop, configuration: configuration, id: id, logger: logger).whenComplete { result in
+            timer.cancel()
+            decide(result)
+        }
+        return try await withTaskCancellationHandler {
+            try await answer.futureResult.get()
+        } onCancel: {
+            decide(.failure(CancellationError()))
         }
     }
 
