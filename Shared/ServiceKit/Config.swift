@@ -59,6 +59,13 @@ public struct DatabaseConfig: Sendable {
     public var password: String
     public var schema: String
     public var maxConnections: Int
+    /// Server-side limits on every session of the service: a statement running longer, or a
+    /// transaction left open and idle longer, is ended by PostgreSQL (an error for the request,
+    /// its locks released) rather than holding rows and a pooled connection forever.
+    public var statementTimeoutMilliseconds: Int = 30_000
+    public var idleInTransactionTimeoutMilliseconds: Int = 60_000
+    /// How long a request waits for a free pooled connection before it is answered 503.
+    public var acquireTimeoutMilliseconds: Int = 10_000
 }
 
 /// Configuration shared by every service binary.
@@ -99,7 +106,10 @@ public struct ServiceConfig: Sendable {
             username: env.string("\(p)_DATABASE_USER", default: service.databaseRole),
             password: env.string("\(p)_DATABASE_PASSWORD", default: "\(service.databaseRole)_local"),
             schema: service.schema,
-            maxConnections: env.int("DATABASE_MAX_CONNECTIONS", default: 16)
+            maxConnections: env.int("DATABASE_MAX_CONNECTIONS", default: 16),
+            statementTimeoutMilliseconds: env.int("DATABASE_STATEMENT_TIMEOUT_MS", default: 30_000),
+            idleInTransactionTimeoutMilliseconds: env.int("DATABASE_IDLE_IN_TRANSACTION_TIMEOUT_MS", default: 60_000),
+            acquireTimeoutMilliseconds: env.int("DATABASE_ACQUIRE_TIMEOUT_MS", default: 10_000)
         )
         var urls: [ServiceName: String] = [:]
         for s in ServiceName.allCases {

@@ -82,15 +82,45 @@ public struct MigrationRunner: Sendable {
     public func run(on client: DatabasePool, logger: Logger) async throws -> [String] {
         try await client.withConnection { conn in
             let lockKey = "migrations:\(schema)"
-            try await conn.query("SELECT pg_advisory_lock(hashtext(\(lockKey)))", logger: logger)
+            // A migration may take longer than the sessions' statement limit: lifted for this
+            // session, restored before the connection goes back to the pool.
+            try await conn.query("SET statement_timeout = 0", logger: logger)
             do {
+                try await waitForLock(lockKey, on: conn, logger: logger)
                 let applied = try await apply(conn, logger: logger)
                 try await conn.query("SELECT pg_advisory_unlock(hashtext(\(lockKey)))", logger: logger)
+                try await conn.query("RESET statement_timeout", logger: logger)
                 return applied
             } catch {
                 _ = try? await conn.query("SELECT pg_advisory_unlock(hashtext(\(lockKey)))", logger: logger)
+                _ = try? await conn.query("RESET statement_timeout", logger: logger)
                 throw error
             }
+        }
+    }
+
+    /// Takes the session lock, polling: a replica waiting for another one's migrations says so
+    /// (and who holds the lock) every 10 s instead of blocking silently.
+    private func waitForLock(_ key: String, on conn: PostgresConnection, logger: Logger) async throws {
+        let started = ContinuousClock.now
+        var lastReport = started
+        while true {
+            for try await taken in try await conn.query("SELECT pg_try_advisory_lock(hashtext(\(key)))", logger: logger).decode(Bool.self) where taken {
+                return
+            }
+            if ContinuousClock.now - lastReport >= .seconds(10) {
+                lastReport = .now
+                var holder = "unknown"
+                for try await (pid, app, state) in try await conn.query("""
+                    SELECT a.pid, a.application_name, a.state FROM pg_locks l JOIN pg_stat_activity a USING (pid)
+                    WHERE l.locktype = 'advisory' AND l.granted AND l.objid::int = hashtext(\(key))
+                    """, logger: logger).decode((Int, String, String?).self) {
+                    holder = "pid \(pid) (\(app), \(state ?? "?"))"
+                }
+                logger.warning("waiting for the migration lock", metadata: ["schema": "\(schema)", "holder": "\(holder)",
+                                                                           "waited": "\(ContinuousClock.now - started)"])
+            }
+            try await Task.sleep(for: .milliseconds(100))
         }
     }
 

@@ -28,6 +28,14 @@ public final class DatabasePool: Sendable, Service {
         let id: Int
         let since: ContinuousClock.Instant
         let continuation: CheckedContinuation<PostgresConnection, any Error>
+        /// Fails the wait at `acquireTimeout`; cancelled by whoever hands the waiter a connection.
+        let deadline: Scheduled<Void>
+
+        /// Whoever removed the waiter from the state (under the lock) is the one to resume it.
+        func resume(with result: Result<PostgresConnection, any Error>) {
+            deadline.cancel()
+            continuation.resume(with: result)
+        }
     }
 
     private struct State {
@@ -47,15 +55,19 @@ public final class DatabasePool: Sendable, Service {
 
     private let configuration: PostgresConnection.Configuration
     private let size: Int
+    /// The longest a request waits for a free connection before it is answered 503: a pool
+    /// that cannot serve (every connection held by slow work) is reported, never waited on forever.
+    private let acquireTimeout: Duration
     private let logger: Logger
     private let state = Mutex(State())
     private let connectRequests: AsyncStream<Void>
     private let requestConnect: AsyncStream<Void>.Continuation
     private static let quiet = Logger(label: "postgres-query", factory: { _ in SwiftLogNoOpLogHandler() })
 
-    public init(configuration: PostgresConnection.Configuration, size: Int, logger: Logger) {
+    public init(configuration: PostgresConnection.Configuration, size: Int, acquireTimeout: Duration = .seconds(10), logger: Logger) {
         self.configuration = configuration
         self.size = max(1, size)
+        self.acquireTimeout = acquireTimeout
         self.logger = logger
         (connectRequests, requestConnect) = AsyncStream.makeStream(of: Void.self)
     }
@@ -67,8 +79,10 @@ public final class DatabasePool: Sendable, Service {
             password: config.password, database: config.database, tls: .disable)
         pg.options.connectTimeout = .seconds(3)
         pg.options.additionalStartupParameters = [("search_path", "\(config.schema),public"),
-                                                  ("application_name", config.username)]
-        self.init(configuration: pg, size: config.maxConnections, logger: logger)
+                                                  ("application_name", config.username),
+                                                  ("statement_timeout", String(config.statementTimeoutMilliseconds)),
+                                                  ("idle_in_transaction_session_timeout", String(config.idleInTransactionTimeoutMilliseconds))]
+        self.init(configuration: pg, size: config.maxConnections, acquireTimeout: .milliseconds(config.acquireTimeoutMilliseconds), logger: logger)
     }
 
     // MARK: Running
@@ -96,7 +110,7 @@ public final class DatabasePool: Sendable, Service {
             defer { s.idle = []; s.waiters = [] }
             return (s.idle, s.waiters)
         }
-        for w in waiters { w.continuation.resume(throwing: DatabaseUnavailableError(reason: "the pool is shut down")) }
+        for w in waiters { w.resume(with: .failure(DatabaseUnavailableError(reason: "the pool is shut down"))) }
         for c in idle { try? await c.close() }
     }
 
@@ -118,7 +132,7 @@ public final class DatabasePool: Sendable, Service {
                     return (s.waiters.removeFirst(), false)
                 }
                 if close { try? await connection.close() }
-                waiter?.continuation.resume(returning: connection)
+                waiter?.resume(with: .success(connection))
                 return
             } catch {
                 let now = ContinuousClock.now
@@ -143,7 +157,7 @@ public final class DatabasePool: Sendable, Service {
                     logger.warning("database connection failed", metadata: ["error": "\(String(reflecting: error))"])
                 }
                 let unavailable = DatabaseUnavailableError(reason: "cannot connect: \(String(reflecting: error))")
-                for w in failed { w.continuation.resume(throwing: unavailable) }
+                for w in failed { w.resume(with: .failure(unavailable)) }
                 guard let retryAt else { return }
                 try? await Task.sleep(until: retryAt)
             }
@@ -213,10 +227,11 @@ public final class DatabasePool: Sendable, Service {
         let id = state.withLock { s in s.nextID += 1; return s.nextID }
         return try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<PostgresConnection, any Error>) in
+                let deadline = PostgresConnection.defaultEventLoopGroup.any().scheduleTask(in: .nanoseconds(acquireTimeout.nanoseconds)) { self.expire(id) }
                 let (decision, connect) = state.withLock { s -> (LeaseDecision, Bool) in
                     let d = immediate(&s)
                     guard case .wait = d else { return (d, false) }
-                    s.waiters.append(Waiter(id: id, since: .now, continuation: continuation))
+                    s.waiters.append(Waiter(id: id, since: .now, continuation: continuation, deadline: deadline))
                     // One attempt per waiter not already covered, within the size.
                     let connect = s.connecting < s.waiters.count && s.open + s.connecting < size
                         && (s.retryAfter.map { ContinuousClock.now >= $0 } ?? true)
@@ -224,8 +239,8 @@ public final class DatabasePool: Sendable, Service {
                     return (.wait, connect)
                 }
                 switch decision {
-                case .connection(let c): continuation.resume(returning: c)
-                case .fail(let e): continuation.resume(throwing: e)
+                case .connection(let c): deadline.cancel(); continuation.resume(returning: c)
+                case .fail(let e): deadline.cancel(); continuation.resume(throwing: e)
                 case .wait: if connect { requestConnect.yield() }
                 }
             }
@@ -234,8 +249,20 @@ public final class DatabasePool: Sendable, Service {
                 guard let i = s.waiters.firstIndex(where: { $0.id == id }) else { return nil }
                 return s.waiters.remove(at: i)
             }
-            waiter?.continuation.resume(throwing: CancellationError())
+            waiter?.resume(with: .failure(CancellationError()))
         }
+    }
+
+    /// A waiter's deadline passed before any connection came free.
+    private func expire(_ id: Int) {
+        let (waiter, stats) = state.withLock { s -> (Waiter?, String) in
+            guard let i = s.waiters.firstIndex(where: { $0.id == id }) else { return (nil, "") }
+            let w = s.waiters.remove(at: i)
+            return (w, "size \(size), open \(s.open), idle \(s.idle.count), connecting \(s.connecting), waiting \(s.waiters.count + 1)")
+        }
+        guard let waiter else { return }
+        logger.warning("no database connection came free in time", metadata: ["pool": "\(stats)"])
+        waiter.resume(with: .failure(DatabaseUnavailableError(reason: "no connection came free within \(acquireTimeout) (\(stats))")))
     }
 
     private func release(_ connection: PostgresConnection) {
@@ -252,7 +279,7 @@ public final class DatabasePool: Sendable, Service {
             return .give(s.waiters.removeFirst())
         }
         switch next {
-        case .give(let w): w.continuation.resume(returning: connection)
+        case .give(let w): w.resume(with: .success(connection))
         case .close: connection.close().whenComplete { _ in }
         case .replace: requestConnect.yield()
         case .none: break

@@ -37,9 +37,11 @@ final class PrivacyAndInternalTests: XCTestCase {
             XCTAssertEqual(update.warnings.map(\.impact), ["local_questions_unavailable", "non_personalized_ads"])
             // Offline is told to delete the locations, and both services get the new consents.
             let uid = r.user.id.uuidString.lowercased()
-            let deletes = try await h.scalar("SELECT count(*)::int FROM auth.outbox WHERE target_service = 'offline' AND method = 'DELETE' AND path = '/internal/users/\(uid)/locations'")
+            // Scoped by tenant, as the receivers' internal routes require.
+            let scope = "?app_id=\(h.app.appID.uuidString.lowercased())"
+            let deletes = try await h.scalar("SELECT count(*)::int FROM auth.outbox WHERE target_service = 'offline' AND method = 'DELETE' AND path = '/internal/users/\(uid)/locations\(scope)'")
             XCTAssertEqual(deletes, 1)
-            let adsConsent = try await h.scalar("SELECT count(*)::int FROM auth.outbox WHERE target_service = 'ads' AND path = '/internal/users/\(uid)/consents' AND body->>'personalized_ads' = 'false'")
+            let adsConsent = try await h.scalar("SELECT count(*)::int FROM auth.outbox WHERE target_service = 'ads' AND path = '/internal/users/\(uid)/consents\(scope)' AND body->>'personalized_ads' = 'false'")
             XCTAssertEqual(adsConsent, 1)
             let outboxAfter = try await h.scalar("SELECT count(*)::int FROM auth.outbox WHERE path LIKE '%\(uid)%'")
             XCTAssertEqual(outboxAfter - outboxBefore, 3)

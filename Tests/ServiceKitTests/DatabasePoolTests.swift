@@ -10,11 +10,11 @@ private final class Tally: Sendable {
 }
 
 final class DatabasePoolTests: XCTestCase {
-    private static func pool(name: String, size: Int) -> DatabasePool {
+    private static func pool(name: String, size: Int, acquireTimeout: Duration = .seconds(10)) -> DatabasePool {
         var c = PostgresConnection.Configuration(unixSocketPath: "\(TestEnvironment.adminSocket)/.s.PGSQL.\(TestEnvironment.databasePort)",
                                                  username: "postgres", password: nil, database: TestEnvironment.unitDatabase)
         c.options.additionalStartupParameters = [("application_name", name)]
-        return DatabasePool(configuration: c, size: size, logger: TestEnvironment.logger)
+        return DatabasePool(configuration: c, size: size, acquireTimeout: acquireTimeout, logger: TestEnvironment.logger)
     }
 
     /// Every connection of the pool is killed by the server (as in a database restart) while 32
@@ -112,6 +112,50 @@ final class DatabasePoolTests: XCTestCase {
             // Size 1: the same connection, so the temp table is visible and empty.
             let rows = try await pool.query("SELECT count(*)::int4 FROM pool_probe").decode(Int32.self)
             for try await n in rows { XCTAssertEqual(n, 0) }
+        }
+    }
+
+    /// Every connection busy past the acquire timeout: the waiting request fails as "unavailable"
+    /// (a 503) and says why, instead of waiting forever; the pool serves again once one is back.
+    func testAWaitForAConnectionIsBounded() async throws {
+        try await withPostgres(Self.pool(name: "pool-test-acquire", size: 1, acquireTimeout: .milliseconds(300))) { pool in
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                group.addTask { try await pool.query("SELECT pg_sleep(1.5)") }
+                try await Task.sleep(for: .milliseconds(200))
+                let started = ContinuousClock.now
+                do {
+                    try await pool.query("SELECT 1")
+                    XCTFail("the only connection was busy")
+                } catch let e as DatabaseUnavailableError {
+                    XCTAssertTrue(e.reason.contains("no connection came free"), e.reason)
+                    XCTAssertTrue(e.reason.contains("waiting 1"), e.reason)
+                }
+                XCTAssertLessThan(started.duration(to: .now), .seconds(1), "answered at the deadline, not when the sleep ended")
+                try await group.waitForAll()
+            }
+            let rows = try await pool.query("SELECT 7::int4").decode(Int32.self)
+            for try await n in rows { XCTAssertEqual(n, 7) }
+        }
+    }
+
+    /// A service's sessions carry the statement and idle-in-transaction limits from its config:
+    /// PostgreSQL ends a statement that runs too long (the request gets an error, never a hang).
+    func testServiceSessionsHaveServerSideTimeouts() async throws {
+        let runtime = TestEnvironment.runtime(.ads, overrides: ["DATABASE_STATEMENT_TIMEOUT_MS": "250",
+                                                              "DATABASE_IDLE_IN_TRANSACTION_TIMEOUT_MS": "4000"])
+        try await withPostgres(runtime.db) { db in
+            for try await (statement, idle) in try await db.query("""
+                SELECT current_setting('statement_timeout'), current_setting('idle_in_transaction_session_timeout')
+                """).decode((String, String).self) {
+                XCTAssertEqual(statement, "250ms")
+                XCTAssertEqual(idle, "4s")
+            }
+            do {
+                try await db.query("SELECT pg_sleep(2)")
+                XCTFail("the statement outlived the limit")
+            } catch let e as PSQLError {
+                XCTAssertEqual(e.serverInfo?[.sqlState], "57014", "query_canceled")
+            }
         }
     }
 }

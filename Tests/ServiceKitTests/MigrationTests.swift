@@ -89,6 +89,32 @@ final class MigrationTests: XCTestCase {
         }
     }
 
+    /// Another session holds the migration lock (a replica migrating): the runner waits for it
+    /// without blocking a statement (a statement limit shorter than the wait does not end it),
+    /// then runs; the session's statement limit is back afterwards.
+    func testWaitsForTheMigrationLockThenRestoresTheStatementLimit() async throws {
+        let runtime = kitRuntime(.auth, overrides: ["DATABASE_MAX_CONNECTIONS": "1", "DATABASE_STATEMENT_TIMEOUT_MS": "300"])
+        try await withPostgres(TestEnvironment.adminClient(database: TestEnvironment.unitDatabase)) { admin in
+            try await withPostgres(runtime.db) { db in
+                try await admin.withConnection { holder in
+                    try await holder.query("SELECT pg_advisory_lock(hashtext('migrations:auth'))", logger: TestEnvironment.logger)
+                    let released = Task {
+                        try await Task.sleep(for: .milliseconds(1200))
+                        try await holder.query("SELECT pg_advisory_unlock(hashtext('migrations:auth'))", logger: TestEnvironment.logger)
+                    }
+                    let started = ContinuousClock.now
+                    try await runtime.migrations.run(on: db, logger: TestEnvironment.logger)
+                    XCTAssertGreaterThanOrEqual(started.duration(to: .now), .milliseconds(1100), "waited for the holder")
+                    try await released.value
+                }
+                // One connection: the one the runner used.
+                for try await limit in try await db.query("SELECT current_setting('statement_timeout')").decode(String.self) {
+                    XCTAssertEqual(limit, "300ms")
+                }
+            }
+        }
+    }
+
     func testSQLScriptSplitsStatementsButNotQuotedSemicolons() {
         let sql = """
             -- a comment; with a semicolon

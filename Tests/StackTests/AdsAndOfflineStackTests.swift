@@ -98,6 +98,31 @@ final class AdsAndOfflineStackTests: XCTestCase {
         let (_, nearby) = try await call("GET", "/offline/v1/location/nearby-content?radius_km=50", user)
         guard case .array(let places)? = nearby["content"], case .object(let first)? = places.first else { return XCTFail("nothing nearby") }
         XCTAssertEqual(first["id"], .string("around-fr"))
+
+        // Geolocation withdrawn at auth: offline is told through auth's outbox and deletes the
+        // locations at once (seed 11a); every message auth wrote for this user is delivered.
+        let (_, me) = try await call("GET", "/auth/v1/auth/me", user)
+        guard case .object(let profileUser)? = me["user"], case .string(let userID)? = profileUser["id"] else { return XCTFail("no user: \(me)") }
+        let (withdrawn, _) = try await call("PATCH", "/auth/v1/auth/privacy", user, #"{"consent_geolocation":false}"#)
+        XCTAssertEqual(withdrawn, 200)
+        let app = try DemoApp.values()["APP_ID"]!.lowercased()
+        let internalHeaders = [("Authorization", "Bearer local-internal-auth"), ("X-Service-Name", "auth")]
+        var locations = -1, undelivered = -1
+        for _ in 0..<60 {
+            let export = try await http.send(HTTPRequest(url: "http://127.0.0.1:3003/internal/users/\(userID)/export?app_id=\(app)", headers: internalHeaders))
+            let doc = try export.decode(UserDataExport.self)
+            if case .array(let rows)? = doc.sections["locations"] { locations = rows.count }
+            undelivered = try await withPostgres(TestEnvironment.adminClient(database: TestEnvironment.stackDatabase)) { db in
+                for try await n in try await db.query("""
+                    SELECT count(*)::int FROM auth.outbox WHERE path LIKE \("%" + userID.lowercased() + "%") AND status <> 'delivered'
+                    """).decode(Int.self) { return n }
+                return -1
+            }
+            if locations == 0 && undelivered == 0 { break }
+            try await Task.sleep(for: .milliseconds(250))
+        }
+        XCTAssertEqual(locations, 0, "offline deleted the locations")
+        XCTAssertEqual(undelivered, 0, "auth's messages to offline and ads were all delivered")
     }
 
     /// App Store Server Notifications are retried by Apple: a renewal, auto-renew turned off and
@@ -128,7 +153,7 @@ final class AdsAndOfflineStackTests: XCTestCase {
                 XCTAssertEqual(me["is_premium"], .bool(false))
             }),
         ]
-        let database = ProcessInfo.processInfo.environment["DATABASE_NAME"] ?? "app_backend_test"
+        let database = TestEnvironment.stackDatabase
         for (event, signed, check) in deliveries {
             let answers = try await withThrowingTaskGroup(of: (Int, String).self) { group in
                 for _ in 0..<10 {

@@ -208,7 +208,7 @@ final class JourneyTests: XCTestCase {
         try await call("POST", "/auth/v1/auth/deletion/cancel", tenant, #"{"token":"\#(cancelToken)"}"#, expect: 200)
         try await call("DELETE", "/auth/v1/auth/me", user, expect: 202)
         // Thirty days pass: the deletion and its job fall due.
-        try await withPostgres(TestEnvironment.adminClient(database: ProcessInfo.processInfo.environment["DATABASE_NAME"] ?? "app_backend_test")) { db in
+        try await withPostgres(TestEnvironment.adminClient(database: TestEnvironment.stackDatabase)) { db in
             try await db.query("""
                 UPDATE auth.deletions SET scheduled_for = now() - interval '1 second' WHERE user_id = \(UUID(uuidString: userID)!) AND status = 'scheduled'
                 """, logger: TestEnvironment.logger)

@@ -12,6 +12,8 @@ public enum TestEnvironment {
     public static var env: [String: String] { ProcessInfo.processInfo.environment }
     public static var databasePort: Int { Int(env["DATABASE_PORT"] ?? "") ?? 54329 }
     public static var unitDatabase: String { env["TEST_UNIT_DATABASE"] ?? "app_backend_unit" }
+    /// The database of the running stack (the services `make test` started).
+    public static var stackDatabase: String { env["DATABASE_NAME"] ?? "app_backend_test" }
     public static var adminSocket: String { env["TEST_PG_SOCKET"] ?? ".data/pg-socket" }
     public static var gatewayURL: String { env["TEST_GATEWAY_URL"] ?? "http://127.0.0.1:8080" }
     public static var binDirectory: String { env["TEST_BIN_DIR"] ?? ".build/debug" }
@@ -25,7 +27,8 @@ public enum TestEnvironment {
 
     /// The configuration of `service` against the unit database, workers off unless asked.
     public static func config(_ service: ServiceName, overrides: [String: String] = [:]) -> ServiceConfig {
-        var values = env
+        // The stack's own settings (its upstreams, its store roots) are not the unit tests'.
+        var values = env.filter { key, _ in !key.hasSuffix("_URL") && !["SYNC_UPSTREAMS", "APPLE_IAP_APPS"].contains(key) }
         values["DATABASE_NAME"] = unitDatabase
         values["DATABASE_PORT"] = String(databasePort)
         values["RUN_WORKERS"] = "false"

@@ -169,6 +169,54 @@ stop_services_only() {
   return 0
 }
 
+# swift test under a watchdog. When no test case starts or ends for TEST_HANG_SECONDS (the
+# journey, the longest, takes ~2.5 min), the database's sessions and the test process's threads
+# are printed at the end of the output (where a CI log tail shows them) and the run fails,
+# instead of hanging until CI's own limit. Output is line-buffered so the log shows the last
+# test that started.
+run_xctest() {
+  local out=$LOGS/xctest.log diag=$LOGS/xctest-hang.txt
+  rm -f "$diag"
+  set +e
+  stdbuf -oL -eL swift test --skip-build ${TEST_FLAGS:-} > >(tee "$out") 2>&1 &
+  local runner=$!
+  xctest_watchdog "$out" "$diag" &
+  local dog=$!
+  wait "$runner"; local rc=$?
+  kill "$dog" 2>/dev/null; wait "$dog" 2>/dev/null
+  set -e
+  if [ -s "$diag" ]; then cat "$diag" >&2; return 1; fi
+  return $rc
+}
+
+xctest_watchdog() { # $1 = the test output, $2 = where the diagnosis goes
+  local limit=${TEST_HANG_SECONDS:-600} last="" since; since=$(date +%s)
+  while sleep 10; do
+    local now; now=$(date +%s)
+    local cur; cur=$(grep -aE "^Test Case '.*' (started|passed|failed)" "$1" 2>/dev/null | tail -1)
+    if [ "$cur" != "$last" ]; then last=$cur; since=$now; continue; fi
+    [ $((now - since)) -lt "$limit" ] && continue
+    {
+      echo "==> HANG: no test case started or ended for ${limit}s; the last line was: $cur"
+      echo "==> database sessions that are not idle:"
+      psql_admin -d postgres -c "SELECT datname, application_name, pid, state, wait_event_type, wait_event,
+          now() - xact_start AS in_transaction, now() - state_change AS in_state, left(query, 200) AS query
+        FROM pg_stat_activity WHERE datname IS NOT NULL AND state <> 'idle' ORDER BY xact_start" 2>&1
+      psql_admin -d postgres -c "SELECT datname, application_name, count(*) FROM pg_stat_activity GROUP BY 1, 2 ORDER BY 1, 2" 2>&1
+      local pid; pid=$(pgrep -f 'app-backendPackageTests.xctest' | head -1)
+      if [ -n "$pid" ]; then
+        echo "==> test process $pid: $(ls /proc/"$pid"/task | wc -l) threads, $(ls /proc/"$pid"/fd | wc -l) descriptors"
+        if command -v gdb >/dev/null; then
+          timeout 180 gdb -p "$pid" -batch -ex "thread apply all bt 12" 2>/dev/null | grep -aE '^Thread|^#' \
+            | grep -avE 'in \?\? \(\)|epoll_wait|curl_multi_poll|__futex_abstimed|pthread_cond_(timed)?wait|sem_wait|_dispatch_sema4' | head -200
+        fi
+        kill -9 "$pid"
+      fi
+    } > "$2" 2>&1
+    return
+  done
+}
+
 # The stack `make test` runs against (test database, local StoreKit root, Apple's verifyReceipt
 # and the game server played locally); `stack.sh test-up` starts it alone for debugging.
 test_stack_up() {
@@ -222,7 +270,7 @@ TXT
     trap 'stop_services_only >/dev/null 2>&1 || true; kill "$(cat "$RUN/receipt-stub.pid" "$RUN/game-stub.pid" 2>/dev/null)" 2>/dev/null || true' EXIT
     env_for_stack
     export TEST_UNIT_DATABASE=app_backend_unit TEST_PG_SOCKET=$SOCK TEST_GATEWAY_URL=http://127.0.0.1:$GATEWAY_PORT TEST_BIN_DIR=$(bin_dir) TEST_PYTHON=$DATA/venv/bin/python
-    swift test --skip-build ${TEST_FLAGS:-}
+    run_xctest
     log "contracts: schemathesis against the OpenAPI documents, through the gateway"
     bash deploy/local/contracts.sh
     log "faults: subscription killed while rewards are earned; PostgreSQL restarted under load"

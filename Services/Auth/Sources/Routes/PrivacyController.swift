@@ -63,20 +63,23 @@ struct PrivacyController {
             let consent = ConsentChange(appID: appID, userID: userID, geolocation: new.consentGeolocation,
                                         personalizedAds: new.consentPersonalizedAds, analytics: new.consentAnalytics,
                                         changedAt: now)
+            // The receivers' internal routes are scoped by tenant too (`?app_id=`).
+            let userPath = "/internal/users/\(userID.uuidString.lowercased())"
+            let scope = "?app_id=\(appID.uuidString.lowercased())"
             if old.consentGeolocation && !new.consentGeolocation {
                 // Seed 11a: locations are deleted at once, by offline, which owns them.
                 try await Outbox.write(OutboxMessage(target: .offline, method: "DELETE",
-                                                     path: "/internal/users/\(userID.uuidString.lowercased())/locations"),
+                                                     path: userPath + "/locations" + scope),
                                        on: conn, logger: ctx.logger)
                 warnings.append(Warning(setting: "consent_geolocation", impact: "local_questions_unavailable",
                                         message: "Questions locales ne seront plus disponibles"))
             }
             if old.consentGeolocation != new.consentGeolocation || old.consentPersonalizedAds != new.consentPersonalizedAds {
                 try await Outbox.write(try OutboxMessage(target: .offline, method: "PUT",
-                                                         path: "/internal/users/\(userID.uuidString.lowercased())/consents", body: consent),
+                                                         path: userPath + "/consents" + scope, body: consent),
                                        on: conn, logger: ctx.logger)
                 try await Outbox.write(try OutboxMessage(target: .ads, method: "PUT",
-                                                         path: "/internal/users/\(userID.uuidString.lowercased())/consents", body: consent),
+                                                         path: userPath + "/consents" + scope, body: consent),
                                        on: conn, logger: ctx.logger)
             }
             if old.consentPersonalizedAds && !new.consentPersonalizedAds {
