@@ -18,9 +18,11 @@ public enum DatabaseErrors {
             case .connectionError, .serverClosedConnection, .clientClosedConnection, .poolClosed, .uncleanShutdown:
                 return true
             case .server:
-                // 57P01 admin_shutdown, 57P03 cannot_connect_now, 08xxx connection exceptions
+                // 57P01 admin_shutdown, 57P03 cannot_connect_now, 08xxx connection exceptions; and
+                // what a retry may pass: 57014 statement timeout, 55P03 lock timeout, 25P03 idle
+                // transaction ended, 40001 serialization failure, 40P01 deadlock.
                 let state = e.serverInfo?[.sqlState] ?? ""
-                return state.hasPrefix("57P") || state.hasPrefix("08")
+                return state.hasPrefix("57P") || state.hasPrefix("08") || ["57014", "55P03", "25P03", "40001", "40P01"].contains(state)
             default:
                 return false
             }
@@ -84,16 +86,16 @@ public struct MigrationRunner: Sendable {
             let lockKey = "migrations:\(schema)"
             // A migration may take longer than the sessions' statement limit: lifted for this
             // session, restored before the connection goes back to the pool.
-            try await conn.query("SET statement_timeout = 0", logger: logger)
+            try await conn.run("SET statement_timeout = 0", logger: logger)
             do {
                 try await waitForLock(lockKey, on: conn, logger: logger)
                 let applied = try await apply(conn, logger: logger)
-                try await conn.query("SELECT pg_advisory_unlock(hashtext(\(lockKey)))", logger: logger)
-                try await conn.query("RESET statement_timeout", logger: logger)
+                try await conn.run("SELECT pg_advisory_unlock(hashtext(\(lockKey)))", logger: logger)
+                try await conn.run("RESET statement_timeout", logger: logger)
                 return applied
             } catch {
-                _ = try? await conn.query("SELECT pg_advisory_unlock(hashtext(\(lockKey)))", logger: logger)
-                _ = try? await conn.query("RESET statement_timeout", logger: logger)
+                _ = try? await conn.run("SELECT pg_advisory_unlock(hashtext(\(lockKey)))", logger: logger)
+                _ = try? await conn.run("RESET statement_timeout", logger: logger)
                 throw error
             }
         }
@@ -105,13 +107,13 @@ public struct MigrationRunner: Sendable {
         let started = ContinuousClock.now
         var lastReport = started
         while true {
-            for try await taken in try await conn.query("SELECT pg_try_advisory_lock(hashtext(\(key)))", logger: logger).decode(Bool.self) where taken {
+            for try await taken in try await conn.run("SELECT pg_try_advisory_lock(hashtext(\(key)))", logger: logger).decode(Bool.self) where taken {
                 return
             }
             if ContinuousClock.now - lastReport >= .seconds(10) {
                 lastReport = .now
                 var holder = "unknown"
-                for try await (pid, app, state) in try await conn.query("""
+                for try await (pid, app, state) in try await conn.run("""
                     SELECT a.pid, a.application_name, a.state FROM pg_locks l JOIN pg_stat_activity a USING (pid)
                     WHERE l.locktype = 'advisory' AND l.granted AND l.objid::int = hashtext(\(key))
                     """, logger: logger).decode((Int, String, String?).self) {
@@ -125,7 +127,7 @@ public struct MigrationRunner: Sendable {
     }
 
     private func apply(_ conn: PostgresConnection, logger: Logger) async throws -> [String] {
-        try await conn.query("""
+        try await conn.run("""
             CREATE TABLE IF NOT EXISTS \(unescaped: schema).schema_migrations (
                 position integer PRIMARY KEY,
                 name text NOT NULL UNIQUE,
@@ -134,26 +136,26 @@ public struct MigrationRunner: Sendable {
             )
             """, logger: logger)
         var recorded: [(Int, String, String)] = []
-        let rows = try await conn.query("SELECT position, name, checksum FROM \(unescaped: schema).schema_migrations ORDER BY position", logger: logger)
+        let rows = try await conn.run("SELECT position, name, checksum FROM \(unescaped: schema).schema_migrations ORDER BY position", logger: logger)
         for try await (position, name, checksum) in rows.decode((Int, String, String).self) {
             recorded.append((position, name, checksum))
         }
         try verify(recorded)
         var applied: [String] = []
         for (index, migration) in migrations.enumerated() where index >= recorded.count {
-            try await conn.query("BEGIN", logger: logger)
+            try await conn.run("BEGIN", logger: logger)
             do {
-                try await conn.query("SET LOCAL search_path TO \(unescaped: schema), public", logger: logger)
+                try await conn.run("SET LOCAL search_path TO \(unescaped: schema), public", logger: logger)
                 for statement in SQLScript.statements(migration.sql) {
-                    try await conn.query(PostgresQuery(unsafeSQL: statement), logger: logger)
+                    try await conn.run(PostgresQuery(unsafeSQL: statement), logger: logger)
                 }
-                try await conn.query("""
+                try await conn.run("""
                     INSERT INTO \(unescaped: schema).schema_migrations (position, name, checksum)
                     VALUES (\(index), \(migration.name), \(migration.checksum))
                     """, logger: logger)
-                try await conn.query("COMMIT", logger: logger)
+                try await conn.run("COMMIT", logger: logger)
             } catch {
-                _ = try? await conn.query("ROLLBACK", logger: logger)
+                _ = try? await conn.run("ROLLBACK", logger: logger)
                 throw MigrationError(description: "migration \(migration.name) failed: \(String(reflecting: error))")
             }
             logger.info("applied migration", metadata: ["schema": "\(schema)", "migration": "\(migration.name)"])

@@ -88,6 +88,9 @@ enum ErrorResponder {
 /// the request id and answered with a bare 500 that tells nothing about internals; a database
 /// that cannot be reached is a 503 the client may retry.
 public struct ErrorMiddleware<Context: RequestContext>: RouterMiddleware {
+    /// An outage answers every request 503: one log line per interval says so.
+    let unavailable = LogThrottle()
+
     public init() {}
 
     public func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
@@ -112,7 +115,7 @@ public struct ErrorMiddleware<Context: RequestContext>: RouterMiddleware {
                 body: ErrorEnvelope(error: ErrorResponder.code(for: error.status), message: error.status.reasonPhrase))
         } catch {
             if DatabaseErrors.isUnavailable(error) {
-                context.logger.warning("database unavailable", metadata: ["error": "\(String(reflecting: error))"])
+                unavailable.warning(context.logger, "database unavailable", metadata: ["error": "\(String(reflecting: error))"])
                 return try AppError.unavailable.response(from: request, context: context)
             }
             // Input that passed validation but that Postgres cannot store (a NUL character in

@@ -54,7 +54,7 @@ public struct JobQueue: Sendable {
                                              runAt: Date? = nil, maxAttempts: Int = 5, uniqueKey: String? = nil,
                                              logger: Logger) async throws -> Int64? {
         let json = String(decoding: try JSON.encoder.encode(payload), as: UTF8.self)
-        let rows = try await connection.query("""
+        let rows = try await connection.run("""
             INSERT INTO jobs (queue, kind, payload, run_at, max_attempts, unique_key)
             VALUES (\(queue), \(kind), \(json)::jsonb, COALESCE(\(runAt), now()), \(maxAttempts), \(uniqueKey))
             ON CONFLICT (unique_key) DO NOTHING

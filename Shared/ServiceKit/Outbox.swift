@@ -40,7 +40,7 @@ public enum Outbox {
     /// after its commit (`OutboxWorker.deliverNow`).
     public static func enqueue(_ message: OutboxMessage, on connection: PostgresConnection, logger: Logger) async throws -> (id: Int64, key: UUID) {
         let body = message.body.map { String(decoding: $0, as: UTF8.self) }
-        let rows = try await connection.query("""
+        let rows = try await connection.run("""
             INSERT INTO outbox (target_service, method, path, body)
             VALUES (\(message.target.rawValue), \(message.method), \(message.path), \(body)::jsonb)
             RETURNING id, idempotency_key
@@ -205,14 +205,14 @@ public struct IdempotencyStore: Sendable {
     public func run(key: String, scope: String,
                     _ body: (PostgresConnection) async throws -> (status: Int, body: Data)) async throws -> StoredResponse {
         try await client.withTransaction(logger: logger) { conn in
-            let inserted = try await conn.query("""
+            let inserted = try await conn.run("""
                 INSERT INTO idempotency_keys (scope, key) VALUES (\(scope), \(key))
                 ON CONFLICT (scope, key) DO NOTHING RETURNING key
                 """, logger: logger)
             var isNew = false
             for try await _ in inserted { isNew = true }
             if !isNew {
-                let rows = try await conn.query("SELECT status_code, response_body FROM idempotency_keys WHERE scope = \(scope) AND key = \(key)", logger: logger)
+                let rows = try await conn.run("SELECT status_code, response_body FROM idempotency_keys WHERE scope = \(scope) AND key = \(key)", logger: logger)
                 for try await (status, stored) in rows.decode((Int?, String?).self) {
                     return StoredResponse(status: status ?? 200, body: Data((stored ?? "").utf8), replayed: true)
                 }
@@ -220,7 +220,7 @@ public struct IdempotencyStore: Sendable {
             }
             let result = try await body(conn)
             let text = String(decoding: result.body, as: UTF8.self)
-            try await conn.query("""
+            try await conn.run("""
                 UPDATE idempotency_keys SET status_code = \(result.status), response_body = \(text)
                 WHERE scope = \(scope) AND key = \(key)
                 """, logger: logger)

@@ -94,7 +94,7 @@ public struct UserDataQueries: Sendable {
     /// How many rows a `... RETURNING 1` statement touched.
     public func count(_ query: PostgresQuery, _ conn: PostgresConnection) async throws -> Int {
         var n = 0
-        for try await _ in try await conn.query(query, logger: logger) { n += 1 }
+        for try await _ in try await conn.run(query, logger: logger) { n += 1 }
         return n
     }
 }
@@ -104,7 +104,7 @@ extension UserDataSection {
     /// JSON array: how sections export their tables.
     public static func jsonRows(_ query: PostgresQuery, on conn: PostgresConnection, logger: Logger) async throws -> JSONValue {
         var out: [JSONValue] = []
-        for try await text in try await conn.query(query, logger: logger).decode(String.self) {
+        for try await text in try await conn.run(query, logger: logger).decode(String.self) {
             out.append(try JSONDecoder().decode(JSONValue.self, from: Data(text.utf8)))
         }
         return .array(out)

@@ -199,8 +199,7 @@ struct AdsHarness: Sendable {
                 await runtime.readiness.waitUntilMigrated()
                 try await body(AdsHarness(client: client, runtime: runtime, signer: signer, app: UUID(), clock: clock, upstream: upstream))
             }
-            await server.triggerGracefulShutdown()
-            try await group.waitForAll()
+            try await stopLocalServer(server, in: &group)
         }
     }
 

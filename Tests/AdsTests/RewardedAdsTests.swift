@@ -222,8 +222,7 @@ final class RewardedAdsTests: XCTestCase {
                     try await h.runtime.outboxWorker.deliverBatch()
                     rounds += 1
                 }
-                await server.triggerGracefulShutdown()
-                try await group.waitForAll()
+                try await stopLocalServer(server, in: &group)
             }
             XCTAssertEqual(h.upstream.totalCredited(app: h.app), 1000)
             let perUser = h.upstream.references.withLock { refs in

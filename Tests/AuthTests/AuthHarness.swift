@@ -126,8 +126,7 @@ struct AuthHarness: Sendable {
                 try await body(AuthHarness(client: client, runtime: runtime, clock: clock, mailer: mailer, app: tenant,
                                            otherApp: other, google: google, apple: apple, signer: AccessTokenSigner(privateKey: key)))
             }
-            await idp.triggerGracefulShutdown()
-            try await group.waitForAll()
+            try await stopLocalServer(idp, in: &group)
         }
     }
 

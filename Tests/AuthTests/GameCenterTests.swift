@@ -103,8 +103,7 @@ final class GameCenterTests: XCTestCase {
             let server = ServiceGroup(configuration: .init(services: [try gc.application()], logger: TestEnvironment.logger))
             group.addTask { try await server.run() }
             try await AuthHarness.run(overrides: gc.env) { h in try await body(h, gc) }
-            await server.triggerGracefulShutdown()
-            try await group.waitForAll()
+            try await stopLocalServer(server, in: &group)
         }
     }
 

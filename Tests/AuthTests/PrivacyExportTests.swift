@@ -112,8 +112,7 @@ final class PrivacyExportTests: XCTestCase {
                 let bad = try await h.send(.get, "auth/privacy/export/not-a-uuid", token: other.tokens.accessToken)
                 XCTAssertEqual(bad.status, .badRequest)
             }
-            await peers.triggerGracefulShutdown()
-            try await group.waitForAll()
+            try await stopLocalServer(peers, in: &group)
         }
     }
 

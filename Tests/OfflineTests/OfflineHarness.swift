@@ -176,8 +176,8 @@ struct OfflineHarness: Sendable {
                 try await body(OfflineHarness(client: client, runtime: runtime, signer: signer, app: UUID(), clock: clock, upstream: upstream,
                                               worker: worker, downloadDeps: deps))
             }
-            await server.triggerGracefulShutdown()
-            try await group.waitForAll()
+
+            try await stopLocalServer(server, in: &group)
         }
     }
 }

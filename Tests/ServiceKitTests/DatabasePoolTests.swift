@@ -106,12 +106,36 @@ final class DatabasePoolTests: XCTestCase {
                     throw Boom()
                 }
                 XCTFail("the body threw")
-            } catch let e as PostgresTransactionError {
-                XCTAssertTrue(e.closureError is Boom)
+            } catch {
+                XCTAssertTrue(error is Boom, "the body's own error: \(error)")
             }
             // Size 1: the same connection, so the temp table is visible and empty.
             let rows = try await pool.query("SELECT count(*)::int4 FROM pool_probe").decode(Int32.self)
             for try await n in rows { XCTAssertEqual(n, 0) }
+        }
+    }
+
+    /// A statement on a connection the server has already ended fails at once as unavailable
+    /// (postgres-nio's own `query` would wait forever once the connection's pipeline is gone).
+    func testAStatementOnAClosedConnectionFailsInsteadOfWaiting() async throws {
+        let name = "pool-test-closed-\(UUID().uuidString.prefix(8))"
+        try await withPostgres(TestEnvironment.adminClient(database: TestEnvironment.unitDatabase)) { admin in
+            try await withPostgres(Self.pool(name: name, size: 1)) { pool in
+                try await pool.withConnection { conn in
+                    try await admin.query("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = \(name)")
+                    for _ in 0..<100 where !conn.isClosed { try await Task.sleep(for: .milliseconds(20)) }
+                    XCTAssertTrue(conn.isClosed)
+                    try await Task.sleep(for: .milliseconds(100)) // the pipeline is torn down after the close
+                    do {
+                        try await conn.run("SELECT 1", logger: TestEnvironment.logger)
+                        XCTFail("a statement on a closed connection")
+                    } catch {
+                        XCTAssertTrue(DatabaseErrors.isUnavailable(error), "\(error)")
+                    }
+                }
+                // The pool drops the dead connection and opens another.
+                for try await n in try await pool.query("SELECT 3::int4").decode(Int32.self) { XCTAssertEqual(n, 3) }
+            }
         }
     }
 
@@ -156,6 +180,30 @@ final class DatabasePoolTests: XCTestCase {
             } catch let e as PSQLError {
                 XCTAssertEqual(e.serverInfo?[.sqlState], "57014", "query_canceled")
             }
+        }
+    }
+}
+
+/// A pool started, used once and cancelled, many times over (as every test's helper does):
+/// each `run()` returns and closes its connections.
+final class DatabasePoolLifecycleTests: XCTestCase {
+    func testShortLivedPoolsAlwaysShutDown() async throws {
+        for round in 0..<300 {
+            let pool = TestEnvironment.adminClient(database: TestEnvironment.unitDatabase)
+            let finished = try await withThrowingTaskGroup(of: Bool.self) { group in
+                group.addTask {
+                    try await withPostgres(pool) { db in
+                        for try await n in try await db.query("SELECT 1::int4").decode(Int32.self) { XCTAssertEqual(n, 1) }
+                    }
+                    return true
+                }
+                group.addTask { try await Task.sleep(for: .seconds(10)); return false }
+                let first = try await group.next()!
+                group.cancelAll()
+                return first
+            }
+            XCTAssertTrue(finished, "round \(round): the pool did not shut down")
+            if !finished { return }
         }
     }
 }

@@ -1,5 +1,7 @@
 import Foundation
+import Logging
 import ServiceKit
+import Synchronization
 import TestSupport
 import XCTest
 
@@ -55,5 +57,31 @@ final class RateLimiterTests: XCTestCase {
             let refused = try await limiter.hit(scope: "test-sliding", key: key, limit: 10, window: 60, mode: .sliding)
             XCTAssertFalse(refused.allowed, "4 in this window + 7 carried over = 11 > 10")
         }
+    }
+}
+
+/// A burst of the same warning is one line, and the next report says how many were held back.
+final class LogThrottleTests: XCTestCase {
+    final class Sink: Sendable { let lines = Mutex([(String, Logger.Metadata?)]()) }
+    struct Capture: LogHandler {
+        let sink: Sink
+        var metadata: Logger.Metadata = [:]
+        var logLevel: Logger.Level = .trace
+        subscript(metadataKey key: String) -> Logger.Metadata.Value? { get { metadata[key] } set { metadata[key] = newValue } }
+        func log(event: LogEvent) { sink.lines.withLock { $0.append((event.message.description, event.metadata)) } }
+    }
+
+    func testRepeatedWarningsAreSaidOncePerInterval() async throws {
+        let sink = Sink()
+        let logger = Logger(label: "throttle-test") { _ in Capture(sink: sink) }
+        let throttle = LogThrottle(interval: .milliseconds(300))
+        for _ in 0..<100 { throttle.warning(logger, "subscription unreachable") }
+        throttle.warning(logger, "another warning")
+        XCTAssertEqual(sink.lines.withLock { $0.map(\.0) }, ["subscription unreachable", "another warning"])
+        try await Task.sleep(for: .milliseconds(350))
+        throttle.warning(logger, "subscription unreachable")
+        let last = sink.lines.withLock { $0.last }
+        XCTAssertEqual(last?.0, "subscription unreachable")
+        XCTAssertEqual(last?.1?["repeated"], "99 times since the last report")
     }
 }

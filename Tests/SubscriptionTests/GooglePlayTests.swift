@@ -148,8 +148,7 @@ final class GooglePlayTests: XCTestCase {
                 }
                 XCTAssertTrue(google.state.acknowledged.withLock { $0 }.contains(token))
             }
-            await server.triggerGracefulShutdown()
-            try await group.waitForAll()
+            try await stopLocalServer(server, in: &group)
         }
     }
 }
@@ -196,8 +195,7 @@ final class GooglePubSubTests: XCTestCase {
                                                          body: ByteBuffer(string: #"{"message":{"data":"bm90IGpzb24=","messageId":"x"}}"#)) { $0 }
                 XCTAssertEqual(garbage.status, .badRequest)
             }
-            await server.triggerGracefulShutdown()
-            try await group.waitForAll()
+            try await stopLocalServer(server, in: &group)
         }
     }
 }

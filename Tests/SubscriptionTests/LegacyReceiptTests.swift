@@ -84,8 +84,7 @@ final class LegacyReceiptTests: XCTestCase {
                 let receipts = try await h.scalar("SELECT count(*)::int FROM subscription.iap_receipts WHERE original_transaction_id = 'sandbox-\(tag)'")
                 XCTAssertEqual(receipts, 1)
             }
-            await server.triggerGracefulShutdown()
-            try await group.waitForAll()
+            try await stopLocalServer(server, in: &group)
         }
     }
 }

@@ -3,6 +3,8 @@ import Hummingbird
 import HummingbirdTesting
 import Logging
 import PostgresNIO
+import ServiceLifecycle
+import Synchronization
 import ServiceKit
 import WireTypes
 
@@ -177,4 +179,28 @@ extension [String: JSONValue] {
         return a.compactMap { if case .object(let o) = $0 { return o }; return nil }
     }
     public func isNull(_ k: String) -> Bool { if case .null? = self[k] { return true }; return false }
+}
+
+/// Stops a test's local server (a fake upstream, identity provider or store) that runs in
+/// `group`: a graceful shutdown first, and if the server has not ended within `grace` (a
+/// connection a peer left half-open can hold it), cancellation. A test never waits forever on
+/// its own stand-in.
+public func stopLocalServer(_ server: ServiceGroup, in group: inout ThrowingTaskGroup<Void, any Error>,
+                            grace: Duration = .seconds(10)) async throws {
+    await server.triggerGracefulShutdown()
+    let expired = Mutex(false)
+    group.addTask {
+        try await Task.sleep(for: grace)
+        expired.withLock { $0 = true }
+    }
+    var failure: (any Error)?
+    do { _ = try await group.next() } catch { failure = error } // the server, or the grace period, whichever ends first
+    group.cancelAll()
+    while let next = await group.nextResult() {
+        if case .failure(let error) = next, failure == nil, !(error is CancellationError) { failure = error }
+    }
+    if expired.withLock({ $0 }) {
+        TestEnvironment.logger.warning("a local test server did not stop within \(grace) of a graceful shutdown; cancelled")
+    }
+    if let failure { throw failure }
 }

@@ -65,9 +65,14 @@ db_recreate() { # $1 = database name (tests start from an empty database)
   db_bootstrap "$1"
 }
 
-build() {
-  log "building ($CONFIG)"
-  swift build -c "$CONFIG" ${BUILD_FLAGS:-}
+build() { # the compiler's progress goes to a log; its tail is shown when the build fails
+  log "building ($CONFIG): $LOGS/build.log"
+  if ! swift build -c "$CONFIG" ${BUILD_FLAGS:-} > "$LOGS/build.log" 2>&1; then
+    grep -aE "error:" "$LOGS/build.log" | head -40 >&2
+    tail -n 40 "$LOGS/build.log" >&2
+    return 1
+  fi
+  tail -n 1 "$LOGS/build.log" >&2
 }
 
 bin_dir() { swift build -c "$CONFIG" --show-bin-path; }
@@ -169,23 +174,26 @@ stop_services_only() {
   return 0
 }
 
-# swift test under a watchdog. When no test case starts or ends for TEST_HANG_SECONDS (the
-# journey, the longest, takes ~2.5 min), the database's sessions and the test process's threads
-# are printed at the end of the output (where a CI log tail shows them) and the run fails,
-# instead of hanging until CI's own limit. Output is line-buffered so the log shows the last
-# test that started.
+# swift test under a watchdog, its output in a log file: the console gets each failure and the
+# totals (the services' warnings in a full run are hundreds of kilobytes, and a console that
+# stops draining must never stall a test). When no test case starts or ends for
+# TEST_HANG_SECONDS (the journey, the longest, takes ~2.5 min), the database's sessions and the
+# test process's threads are printed and the run fails instead of hanging until CI's own limit.
 run_xctest() {
   local out=$LOGS/xctest.log diag=$LOGS/xctest-hang.txt
   rm -f "$diag"
+  log "running the XCTest suite: $out"
   set +e
-  stdbuf -oL -eL swift test --skip-build ${TEST_FLAGS:-} > >(tee "$out") 2>&1 &
+  stdbuf -oL -eL swift test --skip-build ${TEST_FLAGS:-} > "$out" 2>&1 &
   local runner=$!
   xctest_watchdog "$out" "$diag" &
   local dog=$!
   wait "$runner"; local rc=$?
   kill "$dog" 2>/dev/null; wait "$dog" 2>/dev/null
   set -e
+  { grep -aE "error: |^Test Case .* failed" "$out" | head -n 60; grep -aA1 "^Test Suite 'All tests'" "$out" | tail -n 2; } >&2 || true
   if [ -s "$diag" ]; then cat "$diag" >&2; return 1; fi
+  if [ $rc -ne 0 ]; then log "XCTest failed ($rc); the last lines of $out:"; tail -n 80 "$out" >&2; fi
   return $rc
 }
 
@@ -198,6 +206,8 @@ xctest_watchdog() { # $1 = the test output, $2 = where the diagnosis goes
     [ $((now - since)) -lt "$limit" ] && continue
     {
       echo "==> HANG: no test case started or ended for ${limit}s; the last line was: $cur"
+      echo "==> the last lines of the test output:"
+      tail -n 30 "$1" | cut -c1-400
       echo "==> database sessions that are not idle:"
       psql_admin -d postgres -c "SELECT datname, application_name, pid, state, wait_event_type, wait_event,
           now() - xact_start AS in_transaction, now() - state_change AS in_state, left(query, 200) AS query

@@ -29,7 +29,7 @@ enum AdsUserData {
                     """, conn)
             }, delete: { user, app, conn in
                 let n = try await q.count("UPDATE ad_views SET user_id = NULL WHERE app_id = \(app) AND user_id = \(user) RETURNING 1", conn)
-                try await conn.query("UPDATE ad_requests SET user_id = NULL WHERE app_id = \(app) AND user_id = \(user)", logger: logger)
+                try await conn.run("UPDATE ad_requests SET user_id = NULL WHERE app_id = \(app) AND user_id = \(user)", logger: logger)
                 return n
             }),
             UserDataSection(name: "ad_limits", export: { user, app, conn in

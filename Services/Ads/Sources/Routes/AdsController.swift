@@ -14,6 +14,8 @@ struct AdsController: Sendable {
     let entitlements: any EntitlementSource
     let clock: any WallClock
     let logger: Logger
+    /// While subscription is down every request falls back: said once per interval.
+    let fallbackLog = LogThrottle()
 
     func addRoutes(to user: RouterGroup<ServiceRequestContext>) {
         user.get("ads/available") { request, context in try await available(request, context) }
@@ -67,7 +69,7 @@ struct AdsController: Sendable {
     /// access token decides (at most 7 days old) rather than failing the request.
     func isPremium(app: UUID, user: UUID, context: ServiceRequestContext) async -> Bool {
         do { return try await entitlements.entitlement(app: app, user: user).isPremium } catch {
-            logger.warning("entitlement unavailable, using the token's status", metadata: ["error": "\(error)"])
+            fallbackLog.warning(logger, "entitlement unavailable, using the token's status", metadata: ["error": "\(error)"])
             return context.identity?.status == .premium
         }
     }

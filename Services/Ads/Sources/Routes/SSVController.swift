@@ -43,7 +43,7 @@ struct SSVController: Sendable {
                 throw AppError.validation("user_id", "user_id does not match the ad request's user")
             }
             var fresh = false
-            for try await _ in try await conn.query("""
+            for try await _ in try await conn.run("""
                 INSERT INTO ssv_callbacks (transaction_id, app_id, ad_request_id, key_id, reward_amount, received_at)
                 VALUES (\(callback.transactionID), \(r.appID), \(r.id), \(callback.keyID), \(callback.rewardAmount), \(now))
                 ON CONFLICT DO NOTHING RETURNING 1

@@ -84,7 +84,7 @@ struct AdStore: Sendable {
     }
 
     func providers(app: UUID, on conn: PostgresConnection) async throws -> [AdProvider] {
-        let rows = try await conn.query("SELECT \(unescaped: Self.providerColumns) FROM ad_providers WHERE app_id = \(app) ORDER BY priority, name",
+        let rows = try await conn.run("SELECT \(unescaped: Self.providerColumns) FROM ad_providers WHERE app_id = \(app) ORDER BY priority, name",
                                         logger: logger)
         var out: [AdProvider] = []
         for try await r in rows.decode(ProviderRow.self) { out.append(Self.provider(r)) }
@@ -92,7 +92,7 @@ struct AdStore: Sendable {
     }
 
     func upsertProvider(app: UUID, _ p: AdProvider, on conn: PostgresConnection) async throws -> AdProvider {
-        let rows = try await conn.query("""
+        let rows = try await conn.run("""
             INSERT INTO ad_providers (app_id, name, priority, active, rewarded_unit_id, interstitial_unit_id, banner_unit_id,
                                       ad_duration_seconds, verification, test_mode, ecpm_estimate_usd, updated_at)
             VALUES (\(app), \(p.name), \(p.priority), \(p.active), \(p.rewardedUnitID), \(p.interstitialUnitID), \(p.bannerUnitID),
@@ -113,7 +113,7 @@ struct AdStore: Sendable {
     /// The user's limits and latest consent in one round trip (the hot path of
     /// `GET /ads/available`).
     func eligibilityInputs(app: UUID, user: UUID, on conn: PostgresConnection) async throws -> (UserAdLimits?, AdConsentRecord?) {
-        let rows = try await conn.query("""
+        let rows = try await conn.run("""
             SELECT l.day::text, l.rewarded_views, l.interstitial_views, l.last_rewarded_at, l.rewarded_cooldown_until, l.last_interstitial_at,
                    c.consent_personalized_ads, c.consent_data_sharing, c.age_gate_passed, c.is_under_age, c.att_status, c.country,
                    c.gdpr_applies, c.source, c.created_at
@@ -136,7 +136,7 @@ struct AdStore: Sendable {
     }
 
     func limits(app: UUID, user: UUID, on conn: PostgresConnection) async throws -> UserAdLimits? {
-        let rows = try await conn.query("""
+        let rows = try await conn.run("""
             SELECT day::text, rewarded_views, interstitial_views, last_rewarded_at, rewarded_cooldown_until, last_interstitial_at
             FROM user_ad_limits WHERE app_id = \(app) AND user_id = \(user)
             """, logger: logger)
@@ -152,14 +152,14 @@ struct AdStore: Sendable {
     /// Returns false when another request got there first (or the cap is reached).
     func reserve(_ type: AdType, app: UUID, user: UUID, now: Date, on conn: PostgresConnection) async throws -> Bool {
         let today = Self.day(now)
-        try await conn.query("""
+        try await conn.run("""
             INSERT INTO user_ad_limits (app_id, user_id, day) VALUES (\(app), \(user), \(today)::date) ON CONFLICT DO NOTHING
             """, logger: logger)
-        let rows: PostgresRowSequence
+        let rows: PostgresRows
         switch type {
         case .rewarded:
             let until = now.addingTimeInterval(AdRules.rewardedCooldown)
-            rows = try await conn.query("""
+            rows = try await conn.run("""
                 UPDATE user_ad_limits SET
                     rewarded_views = CASE WHEN day = \(today)::date THEN rewarded_views ELSE 0 END,
                     interstitial_views = CASE WHEN day = \(today)::date THEN interstitial_views ELSE 0 END,
@@ -171,7 +171,7 @@ struct AdStore: Sendable {
                 """, logger: logger)
         case .interstitial:
             let since = now.addingTimeInterval(-AdRules.interstitialInterval)
-            rows = try await conn.query("""
+            rows = try await conn.run("""
                 UPDATE user_ad_limits SET
                     rewarded_views = CASE WHEN day = \(today)::date THEN rewarded_views ELSE 0 END,
                     interstitial_views = CASE WHEN day = \(today)::date THEN interstitial_views ELSE 0 END,
@@ -190,10 +190,10 @@ struct AdStore: Sendable {
     func countRewardedView(app: UUID, user: UUID, now: Date, on conn: PostgresConnection) async throws -> Bool {
         let today = Self.day(now)
         let until = now.addingTimeInterval(AdRules.rewardedCooldown)
-        try await conn.query("""
+        try await conn.run("""
             INSERT INTO user_ad_limits (app_id, user_id, day) VALUES (\(app), \(user), \(today)::date) ON CONFLICT DO NOTHING
             """, logger: logger)
-        let rows = try await conn.query("""
+        let rows = try await conn.run("""
             UPDATE user_ad_limits SET
                 rewarded_views = CASE WHEN day = \(today)::date THEN rewarded_views ELSE 0 END + 1,
                 interstitial_views = CASE WHEN day = \(today)::date THEN interstitial_views ELSE 0 END,
@@ -209,7 +209,7 @@ struct AdStore: Sendable {
     /// 18a: a rewarded view closed early: a short cooldown instead of the full one.
     func setShortCooldown(app: UUID, user: UUID, now: Date, on conn: PostgresConnection) async throws {
         let until = now.addingTimeInterval(AdRules.abandonedCooldown)
-        try await conn.query("""
+        try await conn.run("""
             UPDATE user_ad_limits SET rewarded_cooldown_until = \(until) WHERE app_id = \(app) AND user_id = \(user)
             """, logger: logger)
     }
@@ -217,10 +217,10 @@ struct AdStore: Sendable {
     /// UC-ADS-4.2 step 15: an interstitial shown: counted, and the 180 s interval starts now.
     func countInterstitial(app: UUID, user: UUID, now: Date, on conn: PostgresConnection) async throws {
         let today = Self.day(now)
-        try await conn.query("""
+        try await conn.run("""
             INSERT INTO user_ad_limits (app_id, user_id, day) VALUES (\(app), \(user), \(today)::date) ON CONFLICT DO NOTHING
             """, logger: logger)
-        try await conn.query("""
+        try await conn.run("""
             UPDATE user_ad_limits SET
                 rewarded_views = CASE WHEN day = \(today)::date THEN rewarded_views ELSE 0 END,
                 interstitial_views = CASE WHEN day = \(today)::date THEN interstitial_views ELSE 0 END + 1,
@@ -232,7 +232,7 @@ struct AdStore: Sendable {
     // MARK: requests and views
 
     func insertRequest(_ r: AdRequestRecord, unitID: String, personalized: Bool, on conn: PostgresConnection) async throws {
-        try await conn.query("""
+        try await conn.run("""
             INSERT INTO ad_requests (id, app_id, user_id, ad_type, placement, provider, ad_unit_id, ad_duration_seconds, verification,
                                      personalized, created_at)
             VALUES (\(r.id), \(r.appID), \(r.userID), \(r.adType.rawValue), \(r.placement), \(r.provider), \(unitID), \(r.adDurationSeconds),
@@ -250,14 +250,14 @@ struct AdStore: Sendable {
     /// The request, locked for the rest of the transaction (completion and the server-side
     /// callback of the same request serialise on it).
     func lockRequest(id: UUID, on conn: PostgresConnection) async throws -> AdRequestRecord? {
-        let rows = try await conn.query("SELECT \(unescaped: Self.requestColumns) FROM ad_requests WHERE id = \(id) FOR UPDATE", logger: logger)
+        let rows = try await conn.run("SELECT \(unescaped: Self.requestColumns) FROM ad_requests WHERE id = \(id) FOR UPDATE", logger: logger)
         for try await r in rows.decode(RequestRow.self) { return Self.request(r) }
         return nil
     }
 
     func recordImpression(id: UUID, app: UUID, user: UUID, loaded: Bool, shown: Bool, loadTimeMs: Int?, error: String?,
                           on conn: PostgresConnection) async throws -> Bool {
-        let rows = try await conn.query("""
+        let rows = try await conn.run("""
             UPDATE ad_requests SET loaded = loaded OR \(loaded), shown = shown OR \(shown),
                    load_time_ms = COALESCE(\(loadTimeMs), load_time_ms), load_error = COALESCE(\(error), load_error),
                    load_failures = load_failures + CASE WHEN \(loaded) THEN 0 ELSE 1 END
@@ -268,7 +268,7 @@ struct AdStore: Sendable {
     }
 
     func markCompleted(id: UUID, now: Date, on conn: PostgresConnection) async throws {
-        try await conn.query("UPDATE ad_requests SET completed_at = \(now) WHERE id = \(id)", logger: logger)
+        try await conn.run("UPDATE ad_requests SET completed_at = \(now) WHERE id = \(id)", logger: logger)
     }
 
     struct View: Sendable {
@@ -280,7 +280,7 @@ struct AdStore: Sendable {
 
     func insertView(request r: AdRequestRecord, completed: Bool, clicked: Bool, displayMs: Int, rewardGranted: Bool, rewardAmount: Int,
                     refusal: String?, revenueUSD: Double?, now: Date, on conn: PostgresConnection) async throws {
-        try await conn.query("""
+        try await conn.run("""
             INSERT INTO ad_views (app_id, user_id, ad_request_id, ad_type, placement, provider, ad_completed, ad_clicked, display_duration_ms,
                                   reward_granted, reward_amount, reward_refusal, revenue_usd, created_at)
             VALUES (\(r.appID), \(r.userID), \(r.id), \(r.adType.rawValue), \(r.placement), \(r.provider), \(completed), \(clicked), \(displayMs),
@@ -289,7 +289,7 @@ struct AdStore: Sendable {
     }
 
     func view(request id: UUID, on conn: PostgresConnection) async throws -> View? {
-        let rows = try await conn.query("""
+        let rows = try await conn.run("""
             SELECT ad_completed, reward_granted, reward_amount, reward_refusal FROM ad_views WHERE ad_request_id = \(id)
             """, logger: logger)
         for try await r in rows.decode((Bool, Bool, Int, String?).self) {
@@ -300,7 +300,7 @@ struct AdStore: Sendable {
 
     /// The server-side callback confirmed the reward after the client reported the view.
     func markViewRewarded(request id: UUID, amount: Int, on conn: PostgresConnection) async throws {
-        try await conn.query("""
+        try await conn.run("""
             UPDATE ad_views SET reward_granted = true, reward_amount = \(amount), reward_refusal = NULL WHERE ad_request_id = \(id)
             """, logger: logger)
     }

@@ -62,7 +62,7 @@ struct CampaignStore: Sendable {
 
     func create(_ c: Campaign, on conn: PostgresConnection) async throws -> Campaign {
         let conditions = String(decoding: try JSON.encoder.encode(c.conditions), as: UTF8.self)
-        let rows = try await conn.query("""
+        let rows = try await conn.run("""
             INSERT INTO freemium_campaigns (id, app_id, name, description, campaign_type, reward_amount, conditions, required, placement,
                                             starts_at, ends_at, active)
             VALUES (\(c.id), \(c.appID), \(c.name), \(c.description), \(c.type.rawValue), \(c.rewardAmount), \(conditions)::jsonb, \(c.required),
@@ -75,7 +75,7 @@ struct CampaignStore: Sendable {
 
     /// Ends a campaign now (admin): no new progress, no claim after its end.
     func end(app: UUID, id: UUID, now: Date, on conn: PostgresConnection) async throws -> Campaign? {
-        let rows = try await conn.query("""
+        let rows = try await conn.run("""
             UPDATE freemium_campaigns SET active = false, ends_at = LEAST(ends_at, GREATEST(starts_at + interval '1 second', \(now)))
             WHERE app_id = \(app) AND id = \(id) RETURNING \(unescaped: Self.columns)
             """, logger: logger)
@@ -84,13 +84,13 @@ struct CampaignStore: Sendable {
     }
 
     func campaign(app: UUID, id: UUID, on conn: PostgresConnection) async throws -> Campaign? {
-        let rows = try await conn.query("SELECT \(unescaped: Self.columns) FROM freemium_campaigns WHERE app_id = \(app) AND id = \(id)", logger: logger)
+        let rows = try await conn.run("SELECT \(unescaped: Self.columns) FROM freemium_campaigns WHERE app_id = \(app) AND id = \(id)", logger: logger)
         for try await r in rows.decode(Row.self) { return try Self.campaign(r) }
         return nil
     }
 
     func running(app: UUID, now: Date, on conn: PostgresConnection) async throws -> [Campaign] {
-        let rows = try await conn.query("""
+        let rows = try await conn.run("""
             SELECT \(unescaped: Self.columns) FROM freemium_campaigns
             WHERE app_id = \(app) AND active AND starts_at <= \(now) AND ends_at >= \(now) ORDER BY ends_at, id
             """, logger: logger)
@@ -100,7 +100,7 @@ struct CampaignStore: Sendable {
     }
 
     func participations(app: UUID, user: UUID, on conn: PostgresConnection) async throws -> [UUID: Participation] {
-        let rows = try await conn.query("""
+        let rows = try await conn.run("""
             SELECT campaign_id, progress, completed, completed_at, reward_claimed, reward_claimed_at FROM campaign_participations
             WHERE app_id = \(app) AND user_id = \(user)
             """, logger: logger)
@@ -112,7 +112,7 @@ struct CampaignStore: Sendable {
     }
 
     func participation(campaign: UUID, user: UUID, lock: Bool = false, on conn: PostgresConnection) async throws -> Participation? {
-        let rows = try await conn.query("""
+        let rows = try await conn.run("""
             SELECT progress, completed, completed_at, reward_claimed, reward_claimed_at FROM campaign_participations
             WHERE campaign_id = \(campaign) AND user_id = \(user) \(unescaped: lock ? "FOR UPDATE" : "")
             """, logger: logger)
@@ -126,7 +126,7 @@ struct CampaignStore: Sendable {
     /// for `placement`), completing those that reach their count.
     private func advance(app: UUID, user: UUID, type: CampaignType, placement: String?, now: Date,
                          on conn: PostgresConnection) async throws {
-        try await conn.query("""
+        try await conn.run("""
             INSERT INTO campaign_participations AS p (campaign_id, app_id, user_id, progress, completed, completed_at, updated_at)
             SELECT c.id, c.app_id, \(user), 1, c.required <= 1, CASE WHEN c.required <= 1 THEN \(now)::timestamptz END, \(now)
             FROM freemium_campaigns c
@@ -152,7 +152,7 @@ struct CampaignStore: Sendable {
     /// restarts it at 1 otherwise; a second check-in the same day changes nothing.
     func checkIn(_ c: Campaign, user: UUID, now: Date, on conn: PostgresConnection) async throws {
         let today = AdStore.day(now)
-        try await conn.query("""
+        try await conn.run("""
             INSERT INTO campaign_participations AS p (campaign_id, app_id, user_id, progress, completed, completed_at, last_checkin_day, updated_at)
             VALUES (\(c.id), \(c.appID), \(user), 1, \(c.required <= 1), CASE WHEN \(c.required <= 1) THEN \(now)::timestamptz END,
                     \(today)::date, \(now))
@@ -170,7 +170,7 @@ struct CampaignStore: Sendable {
     /// The claim (23a-23d): marks the reward claimed once; the caller grants the credits in
     /// the same transaction.
     func markClaimed(campaign: UUID, user: UUID, now: Date, on conn: PostgresConnection) async throws -> Bool {
-        let rows = try await conn.query("""
+        let rows = try await conn.run("""
             UPDATE campaign_participations SET reward_claimed = true, reward_claimed_at = \(now), updated_at = \(now)
             WHERE campaign_id = \(campaign) AND user_id = \(user) AND completed AND NOT reward_claimed RETURNING 1
             """, logger: logger)
@@ -184,7 +184,7 @@ struct CampaignStore: Sendable {
         for _ in 0..<5 {
             let alphabet = Array("ABCDEFGHJKLMNPQRSTUVWXYZ23456789")
             let candidate = String((0..<8).map { _ in alphabet.randomElement()! })
-            let rows = try await conn.query("""
+            let rows = try await conn.run("""
                 WITH ins AS (
                     INSERT INTO referral_codes (app_id, user_id, code, created_at) VALUES (\(app), \(user), \(candidate), \(now))
                     ON CONFLICT DO NOTHING RETURNING code)
@@ -199,13 +199,13 @@ struct CampaignStore: Sendable {
 
     func redeem(app: UUID, referee: UUID, code: String, now: Date, on conn: PostgresConnection) async throws -> Redemption {
         var referrer: UUID?
-        for try await id in try await conn.query("""
+        for try await id in try await conn.run("""
             SELECT user_id FROM referral_codes WHERE app_id = \(app) AND code = \(code.uppercased())
             """, logger: logger).decode(UUID.self) { referrer = id }
         guard let referrer else { return .unknownCode }
         guard referrer != referee else { return .ownCode }
         var inserted = false
-        for try await _ in try await conn.query("""
+        for try await _ in try await conn.run("""
             INSERT INTO referral_redemptions (app_id, referee_id, referrer_id, created_at) VALUES (\(app), \(referee), \(referrer), \(now))
             ON CONFLICT DO NOTHING RETURNING 1
             """, logger: logger) { inserted = true }

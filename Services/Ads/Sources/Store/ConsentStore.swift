@@ -42,7 +42,7 @@ struct ConsentStore: Sendable {
     let logger: Logger
 
     func latest(app: UUID, user: UUID, on conn: PostgresConnection) async throws -> AdConsentRecord? {
-        let rows = try await conn.query("""
+        let rows = try await conn.run("""
             SELECT consent_personalized_ads, consent_data_sharing, age_gate_passed, is_under_age, att_status, tcf_string,
                    consent_form_status, country, gdpr_applies, source, created_at
             FROM user_consent_ads WHERE app_id = \(app) AND user_id = \(user) ORDER BY id DESC LIMIT 1
@@ -55,7 +55,7 @@ struct ConsentStore: Sendable {
     }
 
     func append(app: UUID, user: UUID, _ c: AdConsentRecord, on conn: PostgresConnection) async throws {
-        try await conn.query("""
+        try await conn.run("""
             INSERT INTO user_consent_ads (app_id, user_id, consent_personalized_ads, consent_data_sharing, age_gate_passed, is_under_age,
                                           att_status, tcf_string, consent_form_status, country, gdpr_applies, source, created_at)
             VALUES (\(app), \(user), \(c.consentPersonalizedAds), \(c.consentDataSharing), \(c.ageGatePassed), \(c.isUnderAge),
@@ -65,6 +65,6 @@ struct ConsentStore: Sendable {
 
     /// Serialises changes of one user's consent (two devices answering at once).
     func lock(app: UUID, user: UUID, on conn: PostgresConnection) async throws {
-        try await conn.query("SELECT pg_advisory_xact_lock(hashtextextended(\("consent:\(app):\(user)"), 0))", logger: logger)
+        try await conn.run("SELECT pg_advisory_xact_lock(hashtextextended(\("consent:\(app):\(user)"), 0))", logger: logger)
     }
 }

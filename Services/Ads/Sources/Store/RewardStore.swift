@@ -21,7 +21,7 @@ struct RewardStore: Sendable {
     /// Returns the outbox row id, or nil when this reference was already rewarded.
     func grant(app: UUID, user: UUID, amount: Int, source: String, reference: String, now: Date,
                on conn: PostgresConnection) async throws -> Int64? {
-        let inserted = try await conn.query("""
+        let inserted = try await conn.run("""
             INSERT INTO pending_rewards (app_id, user_id, amount, source, reference_id, outbox_id, created_at)
             VALUES (\(app), \(user), \(amount), \(source), \(reference), 0, \(now))
             ON CONFLICT (app_id, source, reference_id) DO NOTHING RETURNING id
@@ -32,20 +32,20 @@ struct RewardStore: Sendable {
         let message = try OutboxMessage(target: .subscription, path: "/internal/credits/earn",
                                         body: CreditEarnRequest(userID: user, appID: app, amount: amount, source: source, referenceID: reference))
         let (outboxID, _) = try await Outbox.enqueue(message, on: conn, logger: logger)
-        try await conn.query("UPDATE pending_rewards SET outbox_id = \(outboxID) WHERE id = \(rewardID)", logger: logger)
+        try await conn.run("UPDATE pending_rewards SET outbox_id = \(outboxID) WHERE id = \(rewardID)", logger: logger)
         return outboxID
     }
 
     /// Undoes a grant in the same transaction (the daily cap refused it after all).
     func withdraw(app: UUID, source: String, reference: String, on conn: PostgresConnection) async throws {
-        try await conn.query("""
+        try await conn.run("""
             WITH r AS (DELETE FROM pending_rewards WHERE app_id = \(app) AND source = \(source) AND reference_id = \(reference) RETURNING outbox_id)
             DELETE FROM outbox WHERE id IN (SELECT outbox_id FROM r)
             """, logger: logger)
     }
 
     func reward(app: UUID, source: String, reference: String, on conn: PostgresConnection) async throws -> Reward? {
-        let rows = try await conn.query("""
+        let rows = try await conn.run("""
             SELECT r.amount, r.outbox_id, COALESCE(o.status, 'delivered'), r.new_balance FROM pending_rewards r
             LEFT JOIN outbox o ON o.id = r.outbox_id
             WHERE r.app_id = \(app) AND r.source = \(source) AND r.reference_id = \(reference)

@@ -34,24 +34,24 @@ struct StatsStore: Sendable {
     @discardableResult
     func refresh(db: DatabasePool) async throws -> Int {
         try await db.withTransaction(logger: logger) { conn in
-            try await conn.query("SELECT pg_advisory_xact_lock(hashtextextended('ads:daily-stats', 0))", logger: logger)
+            try await conn.run("SELECT pg_advisory_xact_lock(hashtextextended('ads:daily-stats', 0))", logger: logger)
             var since = Date.distantPast
-            for try await until in try await conn.query("SELECT refreshed_until FROM ad_stats_state WHERE id = 1", logger: logger).decode(Date.self) {
+            for try await until in try await conn.run("SELECT refreshed_until FROM ad_stats_state WHERE id = 1", logger: logger).decode(Date.self) {
                 since = until.addingTimeInterval(-3600)
             }
             var apps: [UUID] = []
             var days: [String] = []
-            for try await (app, day) in try await conn.query("""
+            for try await (app, day) in try await conn.run("""
                 SELECT app_id, (created_at AT TIME ZONE 'UTC')::date::text FROM ad_requests WHERE recorded_at >= \(since)
                 UNION SELECT app_id, (created_at AT TIME ZONE 'UTC')::date::text FROM ad_views WHERE recorded_at >= \(since)
                 """, logger: logger).decode((UUID, String).self) {
                 apps.append(app); days.append(day)
             }
             if !apps.isEmpty {
-                try await conn.query("""
+                try await conn.run("""
                     DELETE FROM ad_daily_stats WHERE (app_id, day) IN (SELECT a, d::date FROM unnest(\(apps)::uuid[], \(days)::text[]) AS t(a, d))
                     """, logger: logger)
-                try await conn.query("""
+                try await conn.run("""
                     WITH touched AS (SELECT a AS app_id, d::date AS day FROM unnest(\(apps)::uuid[], \(days)::text[]) AS t(a, d)),
                     q AS (
                         SELECT r.app_id, (r.created_at AT TIME ZONE 'UTC')::date AS day, r.ad_type, r.provider, r.placement, count(*) AS requests
@@ -73,7 +73,7 @@ struct StatsStore: Sendable {
                                       AND q.placement = v.placement
                     """, logger: logger)
             }
-            try await conn.query("""
+            try await conn.run("""
                 INSERT INTO ad_stats_state (id, refreshed_until) VALUES (1, now())
                 ON CONFLICT (id) DO UPDATE SET refreshed_until = GREATEST(ad_stats_state.refreshed_until, EXCLUDED.refreshed_until)
                 """, logger: logger)
@@ -90,7 +90,7 @@ struct StatsStore: Sendable {
     }
 
     func rows(app: UUID, _ f: Filter, on conn: PostgresConnection) async throws -> [StatsRow] {
-        let rows = try await conn.query("""
+        let rows = try await conn.run("""
             SELECT day::text, ad_type, provider, placement, requests::int, impressions::int, clicks::int, completions::int,
                    revenue_usd::float8, impressions_without_revenue::int
             FROM ad_daily_stats
@@ -108,7 +108,7 @@ struct StatsStore: Sendable {
     }
 
     func refreshedUntil(on conn: PostgresConnection) async throws -> Date? {
-        for try await d in try await conn.query("SELECT refreshed_until FROM ad_stats_state WHERE id = 1", logger: logger).decode(Date.self) { return d }
+        for try await d in try await conn.run("SELECT refreshed_until FROM ad_stats_state WHERE id = 1", logger: logger).decode(Date.self) { return d }
         return nil
     }
 }

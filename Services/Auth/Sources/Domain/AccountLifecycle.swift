@@ -37,7 +37,7 @@ public struct AccountLifecycle: Sendable {
         let payload = try job.decode(DeletionJob.self)
         let now = clock.now()
         try await db.withTransaction(logger: logger) { conn in
-            let rows = try await conn.query("""
+            let rows = try await conn.run("""
                 SELECT user_id, app_id, status, scheduled_for FROM deletions WHERE id = \(payload.deletionID) FOR UPDATE
                 """, logger: logger)
             var found: (UUID, UUID, String, Date)?
@@ -48,7 +48,7 @@ public struct AccountLifecycle: Sendable {
             // leaves the job to retry rather than deleting without revoking.
             try await appleRevoker?.revoke(userID: userID, appID: appID, on: conn, logger: logger, now: now)
             try await anonymise(userID: userID, now: now, on: conn)
-            try await conn.query("UPDATE deletions SET status = 'executed', executed_at = \(now) WHERE id = \(payload.deletionID)", logger: logger)
+            try await conn.run("UPDATE deletions SET status = 'executed', executed_at = \(now) WHERE id = \(payload.deletionID)", logger: logger)
             try await Self.tellOthersToForget(userID: userID, appID: appID, on: conn, logger: logger)
             try await AuditLog(logger: logger).record(.init(userID: userID, appID: appID, action: "account_deleted", result: "success"), on: conn)
         }
@@ -59,16 +59,16 @@ public struct AccountLifecycle: Sendable {
     /// Keeps the row (ids stay valid for foreign references and audit) but nothing that
     /// identifies the person.
     func anonymise(userID: UUID, now: Date, on conn: PostgresConnection) async throws {
-        try await conn.query("""
+        try await conn.run("""
             UPDATE users SET email = NULL, password_hash = NULL, google_id = NULL, apple_id = NULL, display_name = NULL,
                    guest_device_id = NULL, email_verified = false, suspension_reason = NULL, anonymized_at = \(now),
                    deletion_scheduled_at = NULL, updated_at = \(now)
             WHERE id = \(userID)
             """, logger: logger)
-        try await conn.query("DELETE FROM oauth_connections WHERE user_id = \(userID)", logger: logger)
-        try await conn.query("DELETE FROM refresh_tokens WHERE user_id = \(userID)", logger: logger)
-        try await conn.query("DELETE FROM email_tokens WHERE user_id = \(userID)", logger: logger)
-        try await conn.query("UPDATE audit_logs SET ip_address = NULL, user_agent = NULL WHERE user_id = \(userID)", logger: logger)
+        try await conn.run("DELETE FROM oauth_connections WHERE user_id = \(userID)", logger: logger)
+        try await conn.run("DELETE FROM refresh_tokens WHERE user_id = \(userID)", logger: logger)
+        try await conn.run("DELETE FROM email_tokens WHERE user_id = \(userID)", logger: logger)
+        try await conn.run("UPDATE audit_logs SET ip_address = NULL, user_agent = NULL WHERE user_id = \(userID)", logger: logger)
     }
 
     /// Removes guests idle for 30 days (a batch at a time, `SKIP LOCKED` so replicas share
@@ -77,7 +77,7 @@ public struct AccountLifecycle: Sendable {
     public func expireGuests(db: DatabasePool, batch: Int = 200) async throws -> Int {
         let now = clock.now()
         return try await db.withTransaction(logger: logger) { conn in
-            let rows = try await conn.query("""
+            let rows = try await conn.run("""
                 DELETE FROM users WHERE id IN (
                     SELECT id FROM users WHERE is_guest AND guest_expires_at < \(now)
                     ORDER BY guest_expires_at LIMIT \(batch) FOR UPDATE SKIP LOCKED)
@@ -122,7 +122,7 @@ struct AppleRevoker: Sendable {
     let box: SecretBox
 
     func revoke(userID: UUID, appID: UUID, on conn: PostgresConnection, logger: Logger, now: Date) async throws {
-        let rows = try await conn.query("""
+        let rows = try await conn.run("""
             SELECT refresh_token_sealed FROM oauth_connections WHERE user_id = \(userID) AND provider = 'apple' AND refresh_token_sealed IS NOT NULL
             """, logger: logger)
         for try await sealed in rows.decode(ByteBuffer.self) {

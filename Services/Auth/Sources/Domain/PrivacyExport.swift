@@ -72,7 +72,7 @@ struct PrivacyExporter: Sendable {
     func build(_ job: Job) async throws {
         let exportID = try job.decode(Payload.self).exportID
         let found = try await db.withConnection { conn -> (UUID, UUID, String, String?)? in
-            let rows = try await conn.query("""
+            let rows = try await conn.run("""
                 SELECT e.user_id, e.app_id, e.status, u.email FROM exports e JOIN users u ON u.id = e.user_id WHERE e.id = \(exportID)
                 """, logger: logger)
             for try await r in rows.decode((UUID, UUID, String, String?).self) { return r }
@@ -100,7 +100,7 @@ struct PrivacyExporter: Sendable {
         let json = String(decoding: try JSON.encoder.encode(document), as: UTF8.self)
         let expires = now.addingTimeInterval(Self.validity)
         try await db.withConnection { conn in
-            try await conn.query("""
+            try await conn.run("""
                 UPDATE exports SET status = 'ready', data = \(json)::jsonb, completed_at = \(now), expires_at = \(expires)
                 WHERE id = \(exportID) AND status = 'pending'
                 """, logger: logger)

@@ -274,7 +274,7 @@ struct AuthController {
                     try requireActive(existing, now: now)
                     let user = try await ctx.users.recordLogin(existing.id, now: now, on: conn) ?? existing
                     if let providerRefreshToken {
-                        try await conn.query("""
+                        try await conn.run("""
                             UPDATE oauth_connections SET refresh_token_sealed = \(providerRefreshToken)
                             WHERE user_id = \(user.id) AND provider = \(provider.rawValue)
                             """, logger: ctx.logger)
@@ -295,7 +295,7 @@ struct AuthController {
                                                             googleID: provider == .google ? identity.subject : nil,
                                                             appleID: provider == .apple ? identity.subject : nil,
                                                             provider: provider, displayName: identity.name, now: now), on: conn)
-                try await conn.query("""
+                try await conn.run("""
                     INSERT INTO oauth_connections (user_id, provider, provider_user_id, refresh_token_sealed, profile_data)
                     VALUES (\(user.id), \(provider.rawValue), \(identity.subject), \(providerRefreshToken),
                             jsonb_build_object('email', \(identity.email)::text, 'name', \(identity.name)::text,

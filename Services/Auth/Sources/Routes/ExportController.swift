@@ -34,7 +34,7 @@ struct ExportController {
         try await ctx.limiter.enforce(scope: "privacy-export", key: userID.uuidString, limit: 3, window: 24 * 3600)
         let now = ctx.clock.now()
         let id: UUID = try await ctx.db.withTransaction(logger: ctx.logger) { conn in
-            let rows = try await conn.query("""
+            let rows = try await conn.run("""
                 INSERT INTO exports (user_id, app_id, requested_at) VALUES (\(userID), \(appID), \(now)) RETURNING id
                 """, logger: ctx.logger)
             var id: UUID?
@@ -52,7 +52,7 @@ struct ExportController {
         let (appID, userID) = try context.requireUser()
         guard let id = context.parameters.get("id", as: UUID.self) else { throw AppError.badRequest("Export id must be a UUID", field: "id") }
         let row = try await ctx.db.withConnection { conn -> (String, Date, Date?, Date?)? in
-            let rows = try await conn.query("""
+            let rows = try await conn.run("""
                 SELECT status, requested_at, completed_at, expires_at FROM exports WHERE id = \(id) AND user_id = \(userID) AND app_id = \(appID)
                 """, logger: ctx.logger)
             for try await r in rows.decode((String, Date, Date?, Date?).self) { return r }
@@ -72,7 +72,7 @@ struct ExportController {
             throw AppError(.forbidden, "invalid_link", "This download link is invalid or has expired")
         }
         let data = try await ctx.db.withConnection { conn -> String? in
-            for try await d in try await conn.query("SELECT data::text FROM exports WHERE id = \(id) AND status = 'ready'", logger: ctx.logger).decode(String.self) {
+            for try await d in try await conn.run("SELECT data::text FROM exports WHERE id = \(id) AND status = 'ready'", logger: ctx.logger).decode(String.self) {
                 return d
             }
             return nil

@@ -79,7 +79,7 @@ struct GameCenterController {
         }
         do {
             let response = try await ctx.db.withTransaction(logger: ctx.logger) { conn -> LinkResponse in
-                let owner = try await conn.query("""
+                let owner = try await conn.run("""
                     SELECT g.user_id, u.email FROM game_center_connections g JOIN users u ON u.id = g.user_id
                     WHERE g.app_id = \(appID) AND g.player_id = \(body.playerID)
                     """, logger: ctx.logger)
@@ -87,13 +87,13 @@ struct GameCenterController {
                     throw AppError(.conflict, "player_id_already_linked", "This Game Center account is already linked to another user",
                                    extra: ["linked_user_email": email.map { .string(EmailAddress.mask($0)) } ?? .null, "can_unlink": true])
                 }
-                let mine = try await conn.query("SELECT player_id FROM game_center_connections WHERE user_id = \(userID)", logger: ctx.logger)
+                let mine = try await conn.run("SELECT player_id FROM game_center_connections WHERE user_id = \(userID)", logger: ctx.logger)
                 for try await player in mine.decode(String.self) where player != body.playerID {
                     throw AppError(.conflict, "game_center_already_linked", "Another Game Center player is linked to this account; unlink it first")
                 }
                 let merge = GameCenterMerge.merge(storedAchievements: [], storedScore: 0,
                                                   gameCenterAchievements: body.achievements ?? [], gameCenterScore: body.leaderboardScore ?? 0)
-                try await conn.query("""
+                try await conn.run("""
                     INSERT INTO game_center_connections (user_id, app_id, player_id, alias, achievements, leaderboard_score, linked_at, last_sync)
                     VALUES (\(userID), \(appID), \(body.playerID), \(body.alias), \(merge.achievements), \(merge.leaderboardScore), \(now), \(now))
                     ON CONFLICT (user_id) DO UPDATE SET alias = EXCLUDED.alias, last_sync = EXCLUDED.last_sync
@@ -118,7 +118,7 @@ struct GameCenterController {
         guard body.leaderboardScore >= 0 else { throw AppError.validation("leaderboard_score", "Score cannot be negative") }
         let now = ctx.clock.now()
         let response = try await ctx.db.withTransaction(logger: ctx.logger) { conn -> LinkResponse in
-            let rows = try await conn.query("""
+            let rows = try await conn.run("""
                 SELECT player_id, alias, achievements, leaderboard_score FROM game_center_connections
                 WHERE user_id = \(userID) AND app_id = \(appID) FOR UPDATE
                 """, logger: ctx.logger)
@@ -127,7 +127,7 @@ struct GameCenterController {
             guard let (player, alias, stored, score) = found else { throw AppError(.notFound, "not_linked", "No Game Center player is linked") }
             let merge = GameCenterMerge.merge(storedAchievements: stored, storedScore: score,
                                               gameCenterAchievements: body.achievements, gameCenterScore: body.leaderboardScore)
-            try await conn.query("""
+            try await conn.run("""
                 UPDATE game_center_connections SET achievements = \(merge.achievements), leaderboard_score = \(merge.leaderboardScore),
                        last_sync = \(now) WHERE user_id = \(userID)
                 """, logger: ctx.logger)
@@ -143,7 +143,7 @@ struct GameCenterController {
         let (appID, userID) = try context.requireUser()
         let removed = try await ctx.db.withConnection { conn -> Int in
             var n = 0
-            for try await _ in try await conn.query("""
+            for try await _ in try await conn.run("""
                 DELETE FROM game_center_connections WHERE user_id = \(userID) AND app_id = \(appID) RETURNING id
                 """, logger: ctx.logger) { n += 1 }
             return n

@@ -66,14 +66,14 @@ struct LinkController {
                     if user.email == nil, let email = identity.email, try await ctx.users.find(.email(email), appID: appID, on: conn) == nil {
                         adoptEmail = email
                     }
-                    try await conn.query("""
+                    try await conn.run("""
                         UPDATE users SET google_id = \(identity.subject),
                                email = COALESCE(email, \(adoptEmail)),
                                email_verified = email_verified OR \(adoptEmail != nil),
                                display_name = COALESCE(display_name, \(identity.name)), updated_at = \(now)
                         WHERE id = \(userID)
                         """, logger: ctx.logger)
-                    try await conn.query("""
+                    try await conn.run("""
                         INSERT INTO oauth_connections (user_id, provider, provider_user_id, profile_data)
                         VALUES (\(userID), 'google', \(identity.subject), jsonb_build_object('email', \(identity.email)::text))
                         ON CONFLICT (user_id, provider) DO UPDATE SET provider_user_id = EXCLUDED.provider_user_id
@@ -86,13 +86,13 @@ struct LinkController {
                     if user.email == nil, let email = identity.email, try await ctx.users.find(.email(email), appID: appID, on: conn) == nil {
                         adoptEmail = email
                     }
-                    try await conn.query("""
+                    try await conn.run("""
                         UPDATE users SET apple_id = \(identity.subject), email = COALESCE(email, \(adoptEmail)),
                                email_verified = email_verified OR \(adoptEmail != nil),
                                display_name = COALESCE(display_name, \(identity.name)), updated_at = \(now)
                         WHERE id = \(userID)
                         """, logger: ctx.logger)
-                    try await conn.query("""
+                    try await conn.run("""
                         INSERT INTO oauth_connections (user_id, provider, provider_user_id, refresh_token_sealed, profile_data)
                         VALUES (\(userID), 'apple', \(identity.subject), \(sealed), jsonb_build_object('email', \(identity.email)::text))
                         ON CONFLICT (user_id, provider) DO UPDATE SET provider_user_id = EXCLUDED.provider_user_id,
@@ -104,7 +104,7 @@ struct LinkController {
                         throw AppError.validation("credentials.email", "The account's email is \(EmailAddress.mask(current)); link with that address")
                     }
                     if user.email == nil, try await ctx.users.find(.email(email), appID: appID, on: conn) != nil { throw Self.identityTaken("email") }
-                    try await conn.query("""
+                    try await conn.run("""
                         UPDATE users SET email = \(email), password_hash = \(hash), updated_at = \(now) WHERE id = \(userID)
                         """, logger: ctx.logger)
                     if !user.emailVerified {
@@ -115,7 +115,7 @@ struct LinkController {
                 }
                 // A guest who links becomes a full account: same id, nothing lost.
                 if user.isGuest {
-                    try await conn.query("""
+                    try await conn.run("""
                         UPDATE users SET is_guest = false, guest_device_id = NULL, guest_expires_at = NULL,
                                auth_provider = \(body.provider.rawValue), updated_at = \(now)
                         WHERE id = \(userID)
@@ -152,17 +152,17 @@ struct LinkController {
             }
             switch provider {
             case .google:
-                try await conn.query("UPDATE users SET google_id = NULL, updated_at = \(now) WHERE id = \(userID)", logger: ctx.logger)
+                try await conn.run("UPDATE users SET google_id = NULL, updated_at = \(now) WHERE id = \(userID)", logger: ctx.logger)
             case .apple:
-                try await conn.query("UPDATE users SET apple_id = NULL, updated_at = \(now) WHERE id = \(userID)", logger: ctx.logger)
+                try await conn.run("UPDATE users SET apple_id = NULL, updated_at = \(now) WHERE id = \(userID)", logger: ctx.logger)
             case .email:
-                try await conn.query("UPDATE users SET password_hash = NULL, updated_at = \(now) WHERE id = \(userID)", logger: ctx.logger)
+                try await conn.run("UPDATE users SET password_hash = NULL, updated_at = \(now) WHERE id = \(userID)", logger: ctx.logger)
             case .guest:
                 break
             }
             var appleToken: ByteBuffer?
             if provider != .email {
-                let removed = try await conn.query("""
+                let removed = try await conn.run("""
                     DELETE FROM oauth_connections WHERE user_id = \(userID) AND provider = \(provider.rawValue) RETURNING refresh_token_sealed
                     """, logger: ctx.logger)
                 for try await sealed in removed.decode(ByteBuffer?.self) { appleToken = sealed }

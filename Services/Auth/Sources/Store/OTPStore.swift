@@ -25,10 +25,10 @@ public struct OTPStore: Sendable {
 
     /// Replaces any pending code of this address by a new one.
     public func issue(code: String, appID: UUID, email: String, now: Date, on conn: PostgresConnection) async throws {
-        try await conn.query("""
+        try await conn.run("""
             UPDATE otps SET consumed_at = \(now) WHERE app_id = \(appID) AND email = \(email) AND consumed_at IS NULL
             """, logger: logger)
-        try await conn.query("""
+        try await conn.run("""
             INSERT INTO otps (app_id, email, code_hash, expires_at, created_at)
             VALUES (\(appID), \(email), \(hash(code, email: email)), \(now.addingTimeInterval(Self.lifetime)), \(now))
             """, logger: logger)
@@ -44,7 +44,7 @@ public struct OTPStore: Sendable {
     /// Checks a code against the pending one (locked): a match consumes it; the third wrong
     /// code invalidates it.
     public func verify(code: String, appID: UUID, email: String, now: Date, on conn: PostgresConnection) async throws -> Verdict {
-        let rows = try await conn.query("""
+        let rows = try await conn.run("""
             SELECT id, code_hash, attempts, expires_at FROM otps
             WHERE app_id = \(appID) AND email = \(email) AND consumed_at IS NULL
             ORDER BY created_at DESC LIMIT 1 FOR UPDATE
@@ -53,15 +53,15 @@ public struct OTPStore: Sendable {
         for try await r in rows.decode((UUID, String, Int, Date).self) { found = r }
         guard let (id, stored, attempts, expires) = found, expires > now else { return .expiredOrMissing }
         if ConstantTime.equals(stored, hash(code, email: email)) {
-            try await conn.query("UPDATE otps SET consumed_at = \(now) WHERE id = \(id)", logger: logger)
+            try await conn.run("UPDATE otps SET consumed_at = \(now) WHERE id = \(id)", logger: logger)
             return .valid
         }
         let n = attempts + 1
         if n >= Self.maxAttempts {
-            try await conn.query("UPDATE otps SET attempts = \(n), consumed_at = \(now) WHERE id = \(id)", logger: logger)
+            try await conn.run("UPDATE otps SET attempts = \(n), consumed_at = \(now) WHERE id = \(id)", logger: logger)
             return .invalidated
         }
-        try await conn.query("UPDATE otps SET attempts = \(n) WHERE id = \(id)", logger: logger)
+        try await conn.run("UPDATE otps SET attempts = \(n) WHERE id = \(id)", logger: logger)
         return .wrong(attemptsRemaining: Self.maxAttempts - n)
     }
 }

@@ -37,7 +37,7 @@ struct DownloadJob: Codable, Sendable {
         return try await d.db.withTransaction(logger: d.logger) { conn in
             guard let work = try await d.downloads.work(id: id, on: conn), ["pending", "downloading"].contains(work.status) else { return false }
             if work.status == "pending" {
-                try await conn.query("UPDATE download_jobs SET status = 'downloading', started_at = \(now) WHERE id = \(id)", logger: d.logger)
+                try await conn.run("UPDATE download_jobs SET status = 'downloading', started_at = \(now) WHERE id = \(id)", logger: d.logger)
             }
             let items = try await d.downloads.nextItems(job: id, limit: d.batchSize, on: conn)
             if items.isEmpty {
@@ -46,7 +46,7 @@ struct DownloadJob: Codable, Sendable {
             }
             // One read for the batch, one write per item, one update for the work list.
             var content: [String: (String, Int)] = [:]
-            for try await r in try await conn.query("""
+            for try await r in try await conn.run("""
                 SELECT id, data::text, version FROM content_items WHERE app_id = \(work.app) AND id = ANY(\(items.map(\.item))) AND deleted_at IS NULL
                 """, logger: d.logger).decode((String, String, Int).self) { content[r.0] = (r.1, r.2) }
             var done: [Int] = []
@@ -63,7 +63,7 @@ struct DownloadJob: Codable, Sendable {
                                                    error: "item not found in the catalogue", on: conn)
                 }
             }
-            try await conn.query("""
+            try await conn.run("""
                 UPDATE download_job_items SET status = 'done', attempts = attempts + 1 WHERE job_id = \(id) AND position = ANY(\(done))
                 """, logger: d.logger)
             try await d.downloads.recount(job: id, on: conn)
@@ -73,7 +73,7 @@ struct DownloadJob: Codable, Sendable {
 
     static func finish(_ id: UUID, _ work: DownloadStore.Work, now: Date, _ d: Deps, on conn: PostgresConnection) async throws {
         var failedByCategory: [String: Int] = [:]
-        for try await (category, n) in try await conn.query("""
+        for try await (category, n) in try await conn.run("""
             SELECT category_id, count(*)::int FROM download_job_items WHERE job_id = \(id) AND status = 'failed' GROUP BY category_id
             """, logger: d.logger).decode((String, Int).self) { failedByCategory[category] = n }
         for category in work.categories {
@@ -82,9 +82,9 @@ struct DownloadJob: Codable, Sendable {
         }
         try await d.downloads.recount(job: id, on: conn)
         let status = failedByCategory.isEmpty ? "completed" : "completed_with_errors"
-        try await conn.query("UPDATE download_jobs SET status = \(status), completed_at = \(now) WHERE id = \(id)", logger: d.logger)
+        try await conn.run("UPDATE download_jobs SET status = \(status), completed_at = \(now) WHERE id = \(id)", logger: d.logger)
         try await d.profiles.ensure(app: work.app, user: work.user, on: conn)
-        try await conn.query("""
+        try await conn.run("""
             UPDATE sync_profiles SET last_full_sync_at = \(now), last_sync_at = \(now) WHERE app_id = \(work.app) AND user_id = \(work.user)
             """, logger: d.logger)
     }

@@ -26,8 +26,8 @@ enum OfflineUserData {
                     FROM offline_categories WHERE app_id = \(app) AND user_id = \(user) ORDER BY category_id) c
                     """, conn)
             }, delete: { user, app, conn in
-                try await conn.query("DELETE FROM offline_items WHERE app_id = \(app) AND user_id = \(user)", logger: logger)
-                try await conn.query("DELETE FROM download_jobs WHERE app_id = \(app) AND user_id = \(user)", logger: logger)
+                try await conn.run("DELETE FROM offline_items WHERE app_id = \(app) AND user_id = \(user)", logger: logger)
+                try await conn.run("DELETE FROM download_jobs WHERE app_id = \(app) AND user_id = \(user)", logger: logger)
                 return try await q.count("DELETE FROM offline_categories WHERE app_id = \(app) AND user_id = \(user) RETURNING 1", conn)
             }),
             UserDataSection(name: "sync_queue", export: { user, app, conn in
@@ -36,8 +36,8 @@ enum OfflineUserData {
                     FROM sync_queue WHERE app_id = \(app) AND user_id = \(user) ORDER BY created_at) q
                     """, conn)
             }, delete: { user, app, conn in
-                try await conn.query("DELETE FROM sync_applied_actions WHERE app_id = \(app) AND user_id = \(user)", logger: logger)
-                try await conn.query("DELETE FROM sync_jobs WHERE app_id = \(app) AND user_id = \(user)", logger: logger)
+                try await conn.run("DELETE FROM sync_applied_actions WHERE app_id = \(app) AND user_id = \(user)", logger: logger)
+                try await conn.run("DELETE FROM sync_jobs WHERE app_id = \(app) AND user_id = \(user)", logger: logger)
                 return try await q.count("DELETE FROM sync_queue WHERE app_id = \(app) AND user_id = \(user) RETURNING 1", conn)
             }),
             UserDataSection(name: "sync_profile", export: { user, app, conn in
@@ -46,7 +46,7 @@ enum OfflineUserData {
                     FROM sync_profiles WHERE app_id = \(app) AND user_id = \(user)) p
                     """, conn)
             }, delete: { user, app, conn in
-                try await conn.query("DELETE FROM user_consents WHERE app_id = \(app) AND user_id = \(user)", logger: logger)
+                try await conn.run("DELETE FROM user_consents WHERE app_id = \(app) AND user_id = \(user)", logger: logger)
                 return try await q.count("DELETE FROM sync_profiles WHERE app_id = \(app) AND user_id = \(user) RETURNING 1", conn)
             }),
         ]
@@ -86,11 +86,11 @@ struct OfflineMaintenance: Service {
         for (cutoff, column) in [(now, "expires_at"), (now.addingTimeInterval(-OfflineRules.staleAfter), "COALESCE(last_accessed_at, downloaded_at)")] {
             let n = try await db.withTransaction(logger: logger) { conn -> Int in
                 var n = 0
-                for try await (app, user, category) in try await conn.query("""
+                for try await (app, user, category) in try await conn.run("""
                     DELETE FROM offline_categories WHERE \(unescaped: column) < \(cutoff) RETURNING app_id, user_id, category_id
                     """, logger: logger).decode((UUID, UUID, String).self) {
                     n += 1
-                    try await conn.query("""
+                    try await conn.run("""
                         DELETE FROM offline_items WHERE app_id = \(app) AND user_id = \(user) AND category_id = \(category)
                         """, logger: logger)
                 }

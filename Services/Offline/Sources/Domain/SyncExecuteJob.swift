@@ -47,7 +47,7 @@ struct SyncExecuteJob: Codable, Sendable {
     }
 
     static func count(_ column: String, job: UUID, _ d: Deps, on conn: PostgresConnection) async throws {
-        try await conn.query("UPDATE sync_jobs SET \(unescaped: column) = \(unescaped: column) + 1 WHERE id = \(job)", logger: d.logger)
+        try await conn.run("UPDATE sync_jobs SET \(unescaped: column) = \(unescaped: column) + 1 WHERE id = \(job)", logger: d.logger)
     }
 
     static func process(_ item: QueueItem, app: UUID, user: UUID, job: UUID, _ d: Deps, on conn: PostgresConnection) async throws {
@@ -59,7 +59,7 @@ struct SyncExecuteJob: Codable, Sendable {
             // No upstream (the local stack): the accepted action is recorded here, once.
             var inserted = false
             let payload = String(decoding: try JSON.encoder.encode(item.payload), as: UTF8.self)
-            for try await _ in try await conn.query("""
+            for try await _ in try await conn.run("""
                 INSERT INTO sync_applied_actions (app_id, user_id, client_action_id, action_type, entity_type, entity_id, payload)
                 VALUES (\(app), \(user), \(item.clientActionID), \(item.actionType), \(item.entityType), \(item.entityID), \(payload)::jsonb)
                 ON CONFLICT DO NOTHING RETURNING 1
@@ -67,7 +67,7 @@ struct SyncExecuteJob: Codable, Sendable {
             outcome = inserted ? .applied : .duplicate
         }
         if let category = item.categoryID {
-            try await conn.query("""
+            try await conn.run("""
                 UPDATE offline_categories SET last_accessed_at = GREATEST(COALESCE(last_accessed_at, \(item.createdAt)), \(item.createdAt))
                 WHERE app_id = \(app) AND user_id = \(user) AND category_id = \(category)
                 """, logger: d.logger)

@@ -14,6 +14,8 @@ struct ContentController: Sendable {
     let entitlements: any EntitlementSource
     let clock: any WallClock
     let logger: Logger
+    /// While subscription is down every request falls back: said once per interval.
+    let fallbackLog = LogThrottle()
 
     func addRoutes(to user: RouterGroup<ServiceRequestContext>) {
         user.get("sync/profile") { _, context in try await profile(context) }
@@ -36,7 +38,7 @@ struct ContentController: Sendable {
 
     func limits(app: UUID, user: UUID, context: ServiceRequestContext) async -> OfflineLimits {
         do { return .forPremium(try await entitlements.entitlement(app: app, user: user).isPremium) } catch {
-            logger.warning("entitlement unavailable, using the token's status", metadata: ["error": "\(error)"])
+            fallbackLog.warning(logger, "entitlement unavailable, using the token's status", metadata: ["error": "\(error)"])
             return .forPremium(context.identity?.status == .premium)
         }
     }
@@ -147,7 +149,7 @@ struct ContentController: Sendable {
         let l = await limits(app: app, user: user, context: context)
         let now = clock.now()
         let response = try await db.withTransaction(logger: logger) { conn -> DownloadResponse in
-            try await conn.query("SELECT pg_advisory_xact_lock(hashtextextended(\("download:\(app):\(user)"), 0))", logger: logger)
+            try await conn.run("SELECT pg_advisory_xact_lock(hashtextextended(\("download:\(app):\(user)"), 0))", logger: logger)
             let all = Dictionary(try await catalog.categories(app: app, on: conn).map { ($0.id, $0) }, uniquingKeysWith: { a, _ in a })
             if let missing = wanted.first(where: { all[$0] == nil }) {
                 throw AppError(.notFound, "category_not_found", "Category \(missing) does not exist", extra: ["category_id": .string(missing)])
@@ -315,7 +317,7 @@ struct ContentController: Sendable {
                                            version: c.version, now: now, on: conn)
             }
             try await copies.upsertCategory(app: app, user: user, category: category, cursor: next, complete: mine.complete, now: now, on: conn)
-            try await conn.query("UPDATE sync_profiles SET last_sync_at = \(now) WHERE app_id = \(app) AND user_id = \(user)", logger: logger)
+            try await conn.run("UPDATE sync_profiles SET last_sync_at = \(now) WHERE app_id = \(app) AND user_id = \(user)", logger: logger)
             return RefreshResponse(updated: !changes.isEmpty, changes: .init(added: added, updated: updated, deleted: deleted.count), cursor: next)
         }
         return try context.json(body)
@@ -337,7 +339,7 @@ struct ContentController: Sendable {
             }
             // Items with actions still in the sync queue: warn before deleting.
             var waiting = 0
-            for try await n in try await conn.query("""
+            for try await n in try await conn.run("""
                 SELECT count(*)::int FROM sync_queue WHERE app_id = \(app) AND user_id = \(user) AND status = 'pending'
                   AND category_id IS NOT NULL AND (\(categories)::text[] IS NULL OR category_id = ANY(\(categories)))
                 """, logger: logger).decode(Int.self) { waiting = n }
@@ -346,7 +348,7 @@ struct ContentController: Sendable {
                                extra: ["pending_actions": .int(waiting)])
             }
             let (n, bytes) = try await copies.delete(app: app, user: user, categories: categories, on: conn)
-            if all { try await conn.query("DELETE FROM sync_profiles WHERE app_id = \(app) AND user_id = \(user)", logger: logger) }
+            if all { try await conn.run("DELETE FROM sync_profiles WHERE app_id = \(app) AND user_id = \(user)", logger: logger) }
             return Deleted(deleted: true, categoriesDeleted: n, spaceFreedMB: OfflineRules.megabytes(bytes))
         }
         return try context.json(body)

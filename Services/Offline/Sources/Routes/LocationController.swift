@@ -29,13 +29,13 @@ struct LocationController: Sendable {
             let c = try await request.decodeJSON(as: ConsentChange.self, context: context)
             guard c.userID == userID, c.appID == app else { throw AppError.validation("user_id", "body and path name different users") }
             try await db.withTransaction(logger: logger) { conn in
-                try await conn.query("""
+                try await conn.run("""
                     INSERT INTO user_consents (app_id, user_id, geolocation, changed_at) VALUES (\(app), \(userID), \(c.geolocation), \(c.changedAt))
                     ON CONFLICT (app_id, user_id) DO UPDATE SET geolocation = EXCLUDED.geolocation, changed_at = EXCLUDED.changed_at
                     WHERE user_consents.changed_at <= EXCLUDED.changed_at
                     """, logger: logger)
                 // Consent withdrawn: the locations go with it.
-                if !c.geolocation { try await conn.query("DELETE FROM user_locations WHERE app_id = \(app) AND user_id = \(userID)", logger: logger) }
+                if !c.geolocation { try await conn.run("DELETE FROM user_locations WHERE app_id = \(app) AND user_id = \(userID)", logger: logger) }
             }
             return try context.json(["applied": true])
         }
@@ -95,9 +95,9 @@ struct LocationController: Sendable {
         let place = await geocoder.place(latitude: b.latitude, longitude: b.longitude)
         let id = UUID()
         try await db.withTransaction(logger: logger) { conn in
-            try await conn.query("SELECT pg_advisory_xact_lock(hashtextextended(\("location:\(app):\(user)"), 0))", logger: logger)
+            try await conn.run("SELECT pg_advisory_xact_lock(hashtextextended(\("location:\(app):\(user)"), 0))", logger: logger)
             try await rateCheck(app: app, user: user, now: now, on: conn)
-            try await conn.query("""
+            try await conn.run("""
                 INSERT INTO user_locations (id, app_id, user_id, location, accuracy, altitude, source, country_code, country, city, created_at)
                 VALUES (\(id), \(app), \(user), ST_SetSRID(ST_MakePoint(\(b.longitude), \(b.latitude)), 4326)::geography, \(b.accuracy), \(b.altitude),
                         \(source), \(place?.countryCode), \(place?.country), \(place?.city), \(now))
@@ -108,7 +108,7 @@ struct LocationController: Sendable {
     }
 
     func rateCheck(app: UUID, user: UUID, now: Date, on conn: PostgresConnection) async throws {
-        for try await last in try await conn.query("""
+        for try await last in try await conn.run("""
             SELECT max(created_at) FROM user_locations WHERE app_id = \(app) AND user_id = \(user) HAVING count(*) > 0
             """, logger: logger).decode(Date.self) {
             let wait = Int((last.addingTimeInterval(OfflineRules.locationInterval).timeIntervalSince(now)).rounded(.up))

@@ -98,7 +98,7 @@ struct SyncController: Sendable {
             try await sync.lockUser(app: app, user: user, on: conn)
             let n = try await sync.pendingCount(app: app, user: user, on: conn)
             let id = UUID()
-            try await conn.query("""
+            try await conn.run("""
                 INSERT INTO sync_jobs (id, app_id, user_id, status, items_to_process, created_at) VALUES (\(id), \(app), \(user), 'pending', \(n), \(now))
                 """, logger: logger)
             try await JobQueue.enqueue(on: conn, queue: DownloadJob.queue, kind: SyncExecuteJob.kind, payload: SyncExecuteJob(jobID: id), logger: logger)
@@ -148,7 +148,7 @@ struct SyncController: Sendable {
                 guard c.skipCount < OfflineRules.maxConflictSkips else {
                     throw AppError(.conflict, "skip_limit_reached", "A conflict can be skipped at most \(OfflineRules.maxConflictSkips) times")
                 }
-                try await conn.query("UPDATE sync_conflicts SET skip_count = skip_count + 1 WHERE id = \(id)", logger: logger)
+                try await conn.run("UPDATE sync_conflicts SET skip_count = skip_count + 1 WHERE id = \(id)", logger: logger)
                 return Resolved(resolved: false, resolution: "skip", finalData: nil, skipCount: c.skipCount + 1)
             }
             var final: JSONValue

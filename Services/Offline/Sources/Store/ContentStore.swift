@@ -18,7 +18,7 @@ struct CatalogStore: Sendable {
     let logger: Logger
 
     func upsertCategory(app: UUID, id: String, name: String, description: String, on conn: PostgresConnection) async throws {
-        try await conn.query("""
+        try await conn.run("""
             INSERT INTO content_categories (app_id, id, name, description) VALUES (\(app), \(id), \(name), \(description))
             ON CONFLICT (app_id, id) DO UPDATE SET name = EXCLUDED.name, description = EXCLUDED.description, active = true,
                 change_seq = nextval('content_change_seq'), updated_at = now()
@@ -26,7 +26,7 @@ struct CatalogStore: Sendable {
     }
 
     func categoryExists(app: UUID, id: String, on conn: PostgresConnection) async throws -> Bool {
-        for try await _ in try await conn.query("SELECT 1 FROM content_categories WHERE app_id = \(app) AND id = \(id) AND active", logger: logger) {
+        for try await _ in try await conn.run("SELECT 1 FROM content_categories WHERE app_id = \(app) AND id = \(id) AND active", logger: logger) {
             return true
         }
         return false
@@ -37,7 +37,7 @@ struct CatalogStore: Sendable {
     func applyBatch(app: UUID, category: String, upserts: [(String, String)], deletes: [String], on conn: PostgresConnection) async throws -> (Int, Int) {
         var upserted = 0, deleted = 0
         for (id, json) in upserts {
-            for try await _ in try await conn.query("""
+            for try await _ in try await conn.run("""
                 INSERT INTO content_items (app_id, id, category_id, data, size_bytes, created_seq, change_seq)
                 SELECT \(app), \(id), \(category), d, octet_length(d::text), s, s
                 FROM (SELECT \(json)::jsonb AS d, nextval('content_change_seq') AS s) x
@@ -50,7 +50,7 @@ struct CatalogStore: Sendable {
                 """, logger: logger) { upserted += 1 }
         }
         if !deletes.isEmpty {
-            for try await _ in try await conn.query("""
+            for try await _ in try await conn.run("""
                 UPDATE content_items SET deleted_at = now(), change_seq = nextval('content_change_seq'), updated_at = now()
                 WHERE app_id = \(app) AND category_id = \(category) AND id = ANY(\(deletes)) AND deleted_at IS NULL RETURNING 1
                 """, logger: logger) { deleted += 1 }
@@ -59,7 +59,7 @@ struct CatalogStore: Sendable {
     }
 
     func categories(app: UUID, on conn: PostgresConnection) async throws -> [CategorySummary] {
-        let rows = try await conn.query("""
+        let rows = try await conn.run("""
             SELECT c.id, c.name, c.description, count(i.id)::int, COALESCE(sum(i.size_bytes), 0)::int8,
                    GREATEST(c.change_seq, COALESCE(max(i.change_seq), 0))::int8
             FROM content_categories c
@@ -75,7 +75,7 @@ struct CatalogStore: Sendable {
 
     /// Live items of a category in download order, at most `limit`.
     func itemIDs(app: UUID, category: String, limit: Int?, on conn: PostgresConnection) async throws -> [(String, Int)] {
-        let rows = try await conn.query("""
+        let rows = try await conn.run("""
             SELECT id, size_bytes FROM content_items WHERE app_id = \(app) AND category_id = \(category) AND deleted_at IS NULL
             ORDER BY id LIMIT \(limit ?? Int(Int32.max))
             """, logger: logger)
@@ -89,7 +89,7 @@ struct CatalogStore: Sendable {
     /// What changed in a category after `cursor`: added, updated, deleted (relative to a copy
     /// taken at `cursor`).
     func changes(app: UUID, category: String, after cursor: Int64, on conn: PostgresConnection) async throws -> (changes: [Change], next: Int64) {
-        let rows = try await conn.query("""
+        let rows = try await conn.run("""
             SELECT id, CASE WHEN deleted_at IS NULL THEN data::text END, version,
                    CASE WHEN deleted_at IS NOT NULL THEN 'deleted' WHEN created_seq > \(cursor) THEN 'added' ELSE 'updated' END, change_seq
             FROM content_items WHERE app_id = \(app) AND category_id = \(category) AND change_seq > \(cursor)
@@ -106,7 +106,7 @@ struct CatalogStore: Sendable {
     }
 
     func currentSeq(app: UUID, category: String, on conn: PostgresConnection) async throws -> Int64 {
-        for try await s in try await conn.query("""
+        for try await s in try await conn.run("""
             SELECT COALESCE(max(change_seq), 0)::int8 FROM content_items WHERE app_id = \(app) AND category_id = \(category)
             """, logger: logger).decode(Int64.self) { return s }
         return 0
@@ -114,7 +114,7 @@ struct CatalogStore: Sendable {
 
     /// The change number before which tombstones were purged (a cursor below it is too old).
     func horizon(app: UUID, on conn: PostgresConnection) async throws -> Int64 {
-        for try await s in try await conn.query("SELECT purged_through_seq FROM content_horizon WHERE app_id = \(app)", logger: logger).decode(Int64.self) {
+        for try await s in try await conn.run("SELECT purged_through_seq FROM content_horizon WHERE app_id = \(app)", logger: logger).decode(Int64.self) {
             return s
         }
         return 0
@@ -124,12 +124,12 @@ struct CatalogStore: Sendable {
     func purgeTombstones(before: Date, db: DatabasePool) async throws -> Int {
         try await db.withTransaction(logger: logger) { conn in
             var n = 0
-            for try await (app, seq) in try await conn.query("""
+            for try await (app, seq) in try await conn.run("""
                 WITH gone AS (DELETE FROM content_items WHERE deleted_at IS NOT NULL AND deleted_at < \(before) RETURNING app_id, change_seq)
                 SELECT app_id, max(change_seq)::int8 FROM gone GROUP BY app_id
                 """, logger: logger).decode((UUID, Int64).self) {
                 n += 1
-                try await conn.query("""
+                try await conn.run("""
                     INSERT INTO content_horizon (app_id, purged_through_seq) VALUES (\(app), \(seq))
                     ON CONFLICT (app_id) DO UPDATE SET purged_through_seq = GREATEST(content_horizon.purged_through_seq, EXCLUDED.purged_through_seq)
                     """, logger: logger)
@@ -160,7 +160,7 @@ struct CopyStore: Sendable {
     }
 
     func downloaded(app: UUID, user: UUID, on conn: PostgresConnection) async throws -> [Downloaded] {
-        let rows = try await conn.query("""
+        let rows = try await conn.run("""
             SELECT category_id, item_count, size_bytes, cursor, complete, downloaded_at, last_updated_at, last_accessed_at, expires_at
             FROM offline_categories WHERE app_id = \(app) AND user_id = \(user) ORDER BY category_id
             """, logger: logger)
@@ -173,7 +173,7 @@ struct CopyStore: Sendable {
     }
 
     func storageUsed(app: UUID, user: UUID, on conn: PostgresConnection) async throws -> Int64 {
-        for try await n in try await conn.query("""
+        for try await n in try await conn.run("""
             SELECT COALESCE(sum(size_bytes), 0)::int8 FROM offline_items WHERE app_id = \(app) AND user_id = \(user)
             """, logger: logger).decode(Int64.self) { return n }
         return 0
@@ -182,7 +182,7 @@ struct CopyStore: Sendable {
     func storeItem(app: UUID, user: UUID, category: String, item: String, packed: PackedItem, version: Int, now: Date,
                    on conn: PostgresConnection) async throws {
         let expires = now.addingTimeInterval(OfflineRules.copyLifetime)
-        try await conn.query("""
+        try await conn.run("""
             INSERT INTO offline_items (app_id, user_id, category_id, item_id, data, compressed, checksum, size_bytes, version, downloaded_at, expires_at)
             VALUES (\(app), \(user), \(category), \(item), \(ByteBuffer(data: packed.data)), \(packed.compressed), \(packed.checksum),
                     \(packed.sizeBytes), \(version), \(now), \(expires))
@@ -193,13 +193,13 @@ struct CopyStore: Sendable {
     }
 
     func deleteItems(app: UUID, user: UUID, ids: [String], on conn: PostgresConnection) async throws {
-        try await conn.query("DELETE FROM offline_items WHERE app_id = \(app) AND user_id = \(user) AND item_id = ANY(\(ids))", logger: logger)
+        try await conn.run("DELETE FROM offline_items WHERE app_id = \(app) AND user_id = \(user) AND item_id = ANY(\(ids))", logger: logger)
     }
 
     /// Recounts a category of the copy from its items and records the cursor it is at.
     func upsertCategory(app: UUID, user: UUID, category: String, cursor: Int64, complete: Bool, now: Date, on conn: PostgresConnection) async throws {
         let expires = now.addingTimeInterval(OfflineRules.copyLifetime)
-        try await conn.query("""
+        try await conn.run("""
             INSERT INTO offline_categories (app_id, user_id, category_id, item_count, size_bytes, cursor, complete, downloaded_at, last_updated_at, expires_at)
             SELECT \(app), \(user), \(category), count(*)::int, COALESCE(sum(size_bytes), 0)::int8, \(cursor), \(complete), \(now), \(now), \(expires)
             FROM offline_items WHERE app_id = \(app) AND user_id = \(user) AND category_id = \(category)
@@ -211,13 +211,13 @@ struct CopyStore: Sendable {
     /// Deletes categories of the copy (all when `categories` is nil); returns the bytes freed.
     func delete(app: UUID, user: UUID, categories: [String]?, on conn: PostgresConnection) async throws -> (count: Int, bytes: Int64) {
         var bytes: Int64 = 0
-        for try await b in try await conn.query("""
+        for try await b in try await conn.run("""
             WITH gone AS (DELETE FROM offline_items WHERE app_id = \(app) AND user_id = \(user)
                           AND (\(categories)::text[] IS NULL OR category_id = ANY(\(categories))) RETURNING size_bytes)
             SELECT COALESCE(sum(size_bytes), 0)::int8 FROM gone
             """, logger: logger).decode(Int64.self) { bytes = b }
         var count = 0
-        for try await _ in try await conn.query("""
+        for try await _ in try await conn.run("""
             DELETE FROM offline_categories WHERE app_id = \(app) AND user_id = \(user)
               AND (\(categories)::text[] IS NULL OR category_id = ANY(\(categories))) RETURNING 1
             """, logger: logger) { count += 1 }
@@ -227,7 +227,7 @@ struct CopyStore: Sendable {
     struct PackedRow: Sendable { var id: String; var data: Data; var compressed: Bool; var checksum: String; var sizeBytes: Int; var version: Int }
 
     func items(app: UUID, user: UUID, category: String, after: String?, limit: Int, on conn: PostgresConnection) async throws -> [PackedRow] {
-        let rows = try await conn.query("""
+        let rows = try await conn.run("""
             SELECT item_id, data, compressed, checksum, size_bytes, version FROM offline_items
             WHERE app_id = \(app) AND user_id = \(user) AND category_id = \(category) AND (\(after)::text IS NULL OR item_id > \(after))
             ORDER BY item_id LIMIT \(limit)

@@ -33,13 +33,13 @@ struct DownloadStore: Sendable {
 
     func create(id: UUID, app: UUID, user: UUID, items: [(category: String, item: String)], categories: [String], estimatedBytes: Int64,
                 now: Date, on conn: PostgresConnection) async throws {
-        try await conn.query("""
+        try await conn.run("""
             INSERT INTO download_jobs (id, app_id, user_id, category_ids, status, total_count, estimated_size_bytes, cursor, created_at)
             SELECT \(id), \(app), \(user), \(categories), 'pending', \(items.count), \(estimatedBytes),
                    COALESCE((SELECT max(change_seq) FROM content_items WHERE app_id = \(app)), 0), \(now)
             """, logger: logger)
         let cats = items.map(\.category), ids = items.map(\.item)
-        try await conn.query("""
+        try await conn.run("""
             INSERT INTO download_job_items (job_id, position, category_id, item_id)
             SELECT \(id), ord::int, c, i FROM unnest(\(cats)::text[], \(ids)::text[]) WITH ORDINALITY AS t(c, i, ord)
             """, logger: logger)
@@ -50,7 +50,7 @@ struct DownloadStore: Sendable {
     /// two quick requests (or two replicas) would each see room for the same slot.
     func unfinished(app: UUID, user: UUID, on conn: PostgresConnection) async throws -> (categories: Set<String>, bytes: Int64) {
         var categories: Set<String> = [], bytes: Int64 = 0
-        for try await (ids, left) in try await conn.query("""
+        for try await (ids, left) in try await conn.run("""
             SELECT category_ids, (estimated_size_bytes * GREATEST(total_count - downloaded_count - failed_count, 0) / GREATEST(total_count, 1))::int8
             FROM download_jobs WHERE app_id = \(app) AND user_id = \(user) AND status IN ('pending', 'downloading', 'paused')
             """, logger: logger).decode(([String], Int64).self) {
@@ -62,7 +62,7 @@ struct DownloadStore: Sendable {
 
     func status(id: UUID, app: UUID, user: UUID, on conn: PostgresConnection) async throws -> DownloadJobStatus? {
         var out: DownloadJobStatus?
-        for try await r in try await conn.query("""
+        for try await r in try await conn.run("""
             SELECT status, downloaded_count, total_count, failed_count, category_ids, started_at, completed_at FROM download_jobs
             WHERE id = \(id) AND app_id = \(app) AND user_id = \(user)
             """, logger: logger).decode((String, Int, Int, Int, [String], Date?, Date?).self) {
@@ -71,7 +71,7 @@ struct DownloadStore: Sendable {
                                     failedCount: r.3, categoryIDs: r.4, errors: [], startedAt: r.5, completedAt: r.6)
         }
         guard var status = out else { return nil }
-        for try await (item, error) in try await conn.query("""
+        for try await (item, error) in try await conn.run("""
             SELECT item_id, COALESCE(error, 'failed') FROM download_job_items WHERE job_id = \(id) AND status = 'failed' ORDER BY position
             """, logger: logger).decode((String, String).self) { status.errors.append(.init(itemID: item, error: error)) }
         return status
@@ -79,7 +79,7 @@ struct DownloadStore: Sendable {
 
     /// Moves a job between states when allowed; returns the new status or nil.
     func transition(id: UUID, app: UUID, user: UUID, from: [String], to: String, on conn: PostgresConnection) async throws -> Bool {
-        for try await _ in try await conn.query("""
+        for try await _ in try await conn.run("""
             UPDATE download_jobs SET status = \(to) WHERE id = \(id) AND app_id = \(app) AND user_id = \(user) AND status = ANY(\(from)) RETURNING 1
             """, logger: logger) { return true }
         return false
@@ -88,7 +88,7 @@ struct DownloadStore: Sendable {
     struct Work: Sendable { var app: UUID; var user: UUID; var status: String; var cursor: Int64; var categories: [String] }
 
     func work(id: UUID, on conn: PostgresConnection) async throws -> Work? {
-        for try await r in try await conn.query("""
+        for try await r in try await conn.run("""
             SELECT app_id, user_id, status, cursor, category_ids FROM download_jobs WHERE id = \(id) FOR UPDATE
             """, logger: logger).decode((UUID, UUID, String, Int64, [String]).self) {
             return Work(app: r.0, user: r.1, status: r.2, cursor: r.3, categories: r.4)
@@ -100,7 +100,7 @@ struct DownloadStore: Sendable {
 
     func nextItems(job: UUID, limit: Int, on conn: PostgresConnection) async throws -> [PendingItem] {
         var out: [PendingItem] = []
-        for try await r in try await conn.query("""
+        for try await r in try await conn.run("""
             SELECT position, category_id, item_id, attempts FROM download_job_items WHERE job_id = \(job) AND status = 'pending'
             ORDER BY position LIMIT \(limit)
             """, logger: logger).decode((Int, String, String, Int).self) { out.append(PendingItem(position: r.0, category: r.1, item: r.2, attempts: r.3)) }
@@ -108,13 +108,13 @@ struct DownloadStore: Sendable {
     }
 
     func markItem(job: UUID, position: Int, status: String, error: String?, on conn: PostgresConnection) async throws {
-        try await conn.query("""
+        try await conn.run("""
             UPDATE download_job_items SET status = \(status), error = \(error), attempts = attempts + 1 WHERE job_id = \(job) AND position = \(position)
             """, logger: logger)
     }
 
     func recount(job: UUID, on conn: PostgresConnection) async throws {
-        try await conn.query("""
+        try await conn.run("""
             UPDATE download_jobs j SET downloaded_count = c.done, failed_count = c.failed
             FROM (SELECT count(*) FILTER (WHERE status = 'done')::int AS done, count(*) FILTER (WHERE status = 'failed')::int AS failed
                   FROM download_job_items WHERE job_id = \(job)) c

@@ -21,12 +21,12 @@ struct ProfileStore: Sendable {
     let logger: Logger
 
     func ensure(app: UUID, user: UUID, on conn: PostgresConnection) async throws {
-        try await conn.query("INSERT INTO sync_profiles (app_id, user_id) VALUES (\(app), \(user)) ON CONFLICT DO NOTHING", logger: logger)
+        try await conn.run("INSERT INTO sync_profiles (app_id, user_id) VALUES (\(app), \(user)) ON CONFLICT DO NOTHING", logger: logger)
     }
 
     func profile(app: UUID, user: UUID, on conn: PostgresConnection) async throws -> SyncProfile {
         try await ensure(app: app, user: user, on: conn)
-        for try await r in try await conn.query("""
+        for try await r in try await conn.run("""
             SELECT auto_sync_enabled, sync_on_wifi_only, sync_frequency_hours, conflict_strategy, last_sync_at, last_full_sync_at
             FROM sync_profiles WHERE app_id = \(app) AND user_id = \(user)
             """, logger: logger).decode((Bool, Bool, Int, String, Date?, Date?).self) {
@@ -36,7 +36,7 @@ struct ProfileStore: Sendable {
     }
 
     func save(app: UUID, user: UUID, _ p: SyncProfile, on conn: PostgresConnection) async throws {
-        try await conn.query("""
+        try await conn.run("""
             UPDATE sync_profiles SET auto_sync_enabled = \(p.autoSyncEnabled), sync_on_wifi_only = \(p.syncOnWifiOnly),
                    sync_frequency_hours = \(p.syncFrequencyHours), conflict_strategy = \(p.conflictStrategy), updated_at = now()
             WHERE app_id = \(app) AND user_id = \(user)
@@ -80,25 +80,25 @@ struct SyncStore: Sendable {
     }
 
     func lockUser(app: UUID, user: UUID, on conn: PostgresConnection) async throws {
-        try await conn.query("SELECT pg_advisory_xact_lock(hashtextextended(\("queue:\(app):\(user)"), 0))", logger: logger)
+        try await conn.run("SELECT pg_advisory_xact_lock(hashtextextended(\("queue:\(app):\(user)"), 0))", logger: logger)
     }
 
     func find(app: UUID, user: UUID, clientActionID: String, on conn: PostgresConnection) async throws -> QueueItem? {
-        for try await r in try await conn.query("""
+        for try await r in try await conn.run("""
             SELECT \(unescaped: Self.columns) FROM sync_queue WHERE app_id = \(app) AND user_id = \(user) AND client_action_id = \(clientActionID)
             """, logger: logger).decode(Row.self) { return try Self.item(r) }
         return nil
     }
 
     func find(app: UUID, user: UUID, id: UUID, on conn: PostgresConnection) async throws -> QueueItem? {
-        for try await r in try await conn.query("""
+        for try await r in try await conn.run("""
             SELECT \(unescaped: Self.columns) FROM sync_queue WHERE app_id = \(app) AND user_id = \(user) AND id = \(id)
             """, logger: logger).decode(Row.self) { return try Self.item(r) }
         return nil
     }
 
     func pendingCount(app: UUID, user: UUID, on conn: PostgresConnection) async throws -> Int {
-        for try await n in try await conn.query("""
+        for try await n in try await conn.run("""
             SELECT count(*)::int FROM sync_queue WHERE app_id = \(app) AND user_id = \(user) AND status = 'pending'
             """, logger: logger).decode(Int.self) { return n }
         return 0
@@ -108,7 +108,7 @@ struct SyncStore: Sendable {
     /// above, never an answer or a progress save) makes room, marked `dropped`. Returns its
     /// client id, or nil when only answers and progress wait.
     func dropOldestExpendable(app: UUID, user: UUID, now: Date, on conn: PostgresConnection) async throws -> String? {
-        for try await id in try await conn.query("""
+        for try await id in try await conn.run("""
             UPDATE sync_queue SET status = 'dropped', processed_at = \(now), last_error = 'dropped: the queue held 100 pending actions'
             WHERE id = (SELECT id FROM sync_queue WHERE app_id = \(app) AND user_id = \(user) AND status = 'pending' AND priority >= 10
                         ORDER BY created_at, id LIMIT 1)
@@ -119,7 +119,7 @@ struct SyncStore: Sendable {
 
     func insert(_ q: QueueItem, app: UUID, user: UUID, on conn: PostgresConnection) async throws {
         let payload = String(decoding: try JSON.encoder.encode(q.payload), as: UTF8.self)
-        try await conn.query("""
+        try await conn.run("""
             INSERT INTO sync_queue (id, app_id, user_id, client_action_id, action_type, entity_type, entity_id, category_id, payload, priority, status, created_at)
             VALUES (\(q.id), \(app), \(user), \(q.clientActionID), \(q.actionType), \(q.entityType), \(q.entityID), \(q.categoryID), \(payload)::jsonb,
                     \(q.priority), 'pending', \(q.createdAt))
@@ -128,7 +128,7 @@ struct SyncStore: Sendable {
 
     /// Position in the order the worker sends (priority, then age), 1-based.
     func position(of q: QueueItem, app: UUID, user: UUID, on conn: PostgresConnection) async throws -> Int {
-        for try await n in try await conn.query("""
+        for try await n in try await conn.run("""
             SELECT count(*)::int FROM sync_queue WHERE app_id = \(app) AND user_id = \(user) AND status = 'pending'
               AND (priority, created_at, id) <= (\(q.priority), \(q.createdAt), \(q.id))
             """, logger: logger).decode(Int.self) { return n }
@@ -137,7 +137,7 @@ struct SyncStore: Sendable {
 
     func list(app: UUID, user: UUID, on conn: PostgresConnection) async throws -> [QueueItem] {
         var out: [QueueItem] = []
-        for try await r in try await conn.query("""
+        for try await r in try await conn.run("""
             SELECT \(unescaped: Self.columns) FROM sync_queue WHERE app_id = \(app) AND user_id = \(user)
             ORDER BY CASE WHEN status = 'pending' THEN 0 ELSE 1 END, priority, created_at LIMIT 500
             """, logger: logger).decode(Row.self) { out.append(try Self.item(r)) }
@@ -146,7 +146,7 @@ struct SyncStore: Sendable {
 
     /// The next action due for this user, locked (priority, then age).
     func nextDue(app: UUID, user: UUID, on conn: PostgresConnection) async throws -> QueueItem? {
-        for try await r in try await conn.query("""
+        for try await r in try await conn.run("""
             SELECT \(unescaped: Self.columns) FROM sync_queue WHERE app_id = \(app) AND user_id = \(user) AND status = 'pending'
               AND next_retry_at <= now() ORDER BY priority, created_at, id LIMIT 1 FOR UPDATE SKIP LOCKED
             """, logger: logger).decode(Row.self) { return try Self.item(r) }
@@ -155,7 +155,7 @@ struct SyncStore: Sendable {
 
     /// Seconds until the next pending action is due, or nil when none is pending.
     func nextRetryIn(app: UUID, user: UUID, on conn: PostgresConnection) async throws -> Double? {
-        for try await s in try await conn.query("""
+        for try await s in try await conn.run("""
             SELECT GREATEST(0, extract(epoch FROM min(next_retry_at) - now()))::float8 FROM sync_queue
             WHERE app_id = \(app) AND user_id = \(user) AND status = 'pending' HAVING count(*) > 0
             """, logger: logger).decode(Double.self) { return s }
@@ -163,14 +163,14 @@ struct SyncStore: Sendable {
     }
 
     func finish(_ id: UUID, status: String, error: String?, on conn: PostgresConnection) async throws {
-        try await conn.query("""
+        try await conn.run("""
             UPDATE sync_queue SET status = \(status), last_error = \(error), processed_at = now(), attempts = attempts + 1 WHERE id = \(id)
             """, logger: logger)
     }
 
     func retryLater(_ id: UUID, attempts: Int, error: String, on conn: PostgresConnection) async throws {
         let delay = OfflineRules.retryDelay(afterAttempt: attempts)
-        try await conn.query("""
+        try await conn.run("""
             UPDATE sync_queue SET attempts = \(attempts), last_error = \(error), next_retry_at = now() + make_interval(secs => \(delay)) WHERE id = \(id)
             """, logger: logger)
     }
@@ -214,7 +214,7 @@ struct SyncStore: Sendable {
                       on conn: PostgresConnection) async throws -> UUID {
         let id = UUID()
         let local = String(decoding: try JSON.encoder.encode(item.payload), as: UTF8.self)
-        try await conn.query("""
+        try await conn.run("""
             INSERT INTO sync_conflicts (id, app_id, user_id, queue_item_id, entity_type, entity_id, local_data, server_data, server_version, created_at)
             VALUES (\(id), \(app), \(user), \(item.id), \(item.entityType), \(item.entityID), \(local)::jsonb, \(serverData)::jsonb, \(serverVersion), \(now))
             """, logger: logger)
@@ -223,21 +223,21 @@ struct SyncStore: Sendable {
 
     func openConflicts(app: UUID, user: UUID, on conn: PostgresConnection) async throws -> [Conflict] {
         var out: [Conflict] = []
-        for try await r in try await conn.query("""
+        for try await r in try await conn.run("""
             SELECT \(unescaped: Self.conflictColumns) FROM sync_conflicts WHERE app_id = \(app) AND user_id = \(user) AND NOT resolved ORDER BY created_at
             """, logger: logger).decode(ConflictRow.self) { out.append(try Self.conflict(r)) }
         return out
     }
 
     func conflict(id: UUID, app: UUID, user: UUID, on conn: PostgresConnection) async throws -> Conflict? {
-        for try await r in try await conn.query("""
+        for try await r in try await conn.run("""
             SELECT \(unescaped: Self.conflictColumns) FROM sync_conflicts WHERE id = \(id) AND app_id = \(app) AND user_id = \(user) FOR UPDATE
             """, logger: logger).decode(ConflictRow.self) { return try Self.conflict(r) }
         return nil
     }
 
     func resolve(_ id: UUID, resolution: String, by: String, finalData: String, now: Date, on conn: PostgresConnection) async throws {
-        try await conn.query("""
+        try await conn.run("""
             UPDATE sync_conflicts SET resolved = true, resolution = \(resolution), resolved_by = \(by), final_data = \(finalData)::jsonb,
                    resolved_at = \(now) WHERE id = \(id)
             """, logger: logger)

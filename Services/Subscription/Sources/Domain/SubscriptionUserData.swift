@@ -22,8 +22,8 @@ enum SubscriptionUserData {
                 let n = try await q.count("""
                     UPDATE subscriptions SET user_id = \(anonymous), updated_at = now() WHERE app_id = \(app) AND user_id = \(user) RETURNING id
                     """, conn)
-                try await conn.query("UPDATE subscription_events SET user_id = \(anonymous) WHERE app_id = \(app) AND user_id = \(user)", logger: logger)
-                try await conn.query("""
+                try await conn.run("UPDATE subscription_events SET user_id = \(anonymous) WHERE app_id = \(app) AND user_id = \(user)", logger: logger)
+                try await conn.run("""
                     UPDATE iap_receipts SET user_id = \(anonymous), signed_data = NULL WHERE app_id = \(app) AND user_id = \(user)
                     """, logger: logger)
                 return n
@@ -35,7 +35,7 @@ enum SubscriptionUserData {
                     """, conn)
             }, delete: { user, app, conn in
                 let n = try await q.count("DELETE FROM access_logs WHERE app_id = \(app) AND user_id = \(user) RETURNING id", conn)
-                try await conn.query("DELETE FROM devices WHERE app_id = \(app) AND user_id = \(user)", logger: logger)
+                try await conn.run("DELETE FROM devices WHERE app_id = \(app) AND user_id = \(user)", logger: logger)
                 return n
             }),
             UserDataSection(name: "credits", export: { user, app, conn in
@@ -48,7 +48,7 @@ enum SubscriptionUserData {
                 let n = try await q.count("""
                     UPDATE credit_ledger SET user_id = \(anonymous) WHERE app_id = \(app) AND user_id = \(user) RETURNING id
                     """, conn)
-                try await conn.query("DELETE FROM credit_balances WHERE app_id = \(app) AND user_id = \(user)", logger: logger)
+                try await conn.run("DELETE FROM credit_balances WHERE app_id = \(app) AND user_id = \(user)", logger: logger)
                 return n
             }),
             UserDataSection(name: "content_unlocks", export: { user, app, conn in

@@ -131,7 +131,7 @@ struct AppleNotificationsController {
         case .renewed:
             let end = tx.expiresDate.map(AppStoreTransaction.date) ?? sub.endDate
             let status = end > now ? "active" : "expired"
-            try await conn.query("""
+            try await conn.run("""
                 UPDATE subscriptions SET status = \(status), end_date = GREATEST(end_date, \(end)), store_transaction_id = \(tx.transactionId),
                        grace_period_end = NULL, auto_renew = true, updated_at = \(now) WHERE id = \(sub.id)
                 """, logger: logger)
@@ -140,28 +140,28 @@ struct AppleNotificationsController {
         case .gracePeriod:
             let graceEnd = renewal?.gracePeriodExpiresDate.map(AppStoreTransaction.date)
                 ?? sub.endDate.addingTimeInterval(TimeInterval(AppleNotificationEffect.fallbackGraceDays) * 86400)
-            try await conn.query("""
+            try await conn.run("""
                 UPDATE subscriptions SET status = 'grace_period', grace_period_end = \(graceEnd), updated_at = \(now) WHERE id = \(sub.id)
                 """, logger: logger)
             try await subscriptions.event(sub.id, app: app, user: sub.userID, type: "grace_period_started", data: data, now: now, on: conn)
         case .billingRetry:
             try await subscriptions.event(sub.id, app: app, user: sub.userID, type: "billing_retry", data: data, now: now, on: conn)
         case .expired:
-            try await conn.query("""
+            try await conn.run("""
                 UPDATE subscriptions SET status = 'expired', expired_at = \(now), auto_renew = false, updated_at = \(now) WHERE id = \(sub.id)
                 """, logger: logger)
             try await subscriptions.event(sub.id, app: app, user: sub.userID, type: "expired", data: data, now: now, on: conn)
             try await subscriptions.tellAuth(app: app, user: sub.userID, premium: false, on: conn)
         case .revoked:
-            try await conn.query("""
+            try await conn.run("""
                 UPDATE subscriptions SET status = 'revoked', expired_at = \(now), auto_renew = false, updated_at = \(now) WHERE id = \(sub.id)
                 """, logger: logger)
-            try await conn.query("UPDATE iap_receipts SET is_active = false WHERE subscription_id = \(sub.id)", logger: logger)
+            try await conn.run("UPDATE iap_receipts SET is_active = false WHERE subscription_id = \(sub.id)", logger: logger)
             try await subscriptions.event(sub.id, app: app, user: sub.userID, type: n.notificationType == "REFUND" ? "refunded" : "revoked",
                                           data: data, now: now, on: conn)
             try await subscriptions.tellAuth(app: app, user: sub.userID, premium: false, on: conn)
         case .autoRenew(let on):
-            try await conn.query("UPDATE subscriptions SET auto_renew = \(on), updated_at = \(now) WHERE id = \(sub.id)", logger: logger)
+            try await conn.run("UPDATE subscriptions SET auto_renew = \(on), updated_at = \(now) WHERE id = \(sub.id)", logger: logger)
             try await subscriptions.event(sub.id, app: app, user: sub.userID, type: on ? "auto_renew_enabled" : "auto_renew_disabled",
                                           data: data, now: now, on: conn)
         case .none:

@@ -83,14 +83,14 @@ struct ContentController {
         if let device {
             let active = try await db.withTransaction(logger: logger) { conn -> Int in
                 // Serialise one user's devices so two new ones cannot both take the last place.
-                try await conn.query("SELECT pg_advisory_xact_lock(hashtext(\(app.uuidString + ":" + user.uuidString)))", logger: logger)
+                try await conn.run("SELECT pg_advisory_xact_lock(hashtext(\(app.uuidString + ":" + user.uuidString)))", logger: logger)
                 let since = now.addingTimeInterval(-AccessPolicy.deviceActiveWindow)
                 var others = 0
-                for try await n in try await conn.query("""
+                for try await n in try await conn.run("""
                     SELECT count(*)::int FROM devices WHERE app_id = \(app) AND user_id = \(user) AND device_id <> \(device) AND last_seen > \(since)
                     """, logger: logger).decode(Int.self) { others = n }
                 if others >= AccessPolicy.maxActiveDevices { return others }
-                try await conn.query("""
+                try await conn.run("""
                     INSERT INTO devices (app_id, user_id, device_id, first_seen, last_seen) VALUES (\(app), \(user), \(device), \(now), \(now))
                     ON CONFLICT (app_id, user_id, device_id) DO UPDATE SET last_seen = EXCLUDED.last_seen
                     """, logger: logger)
@@ -104,7 +104,7 @@ struct ContentController {
         let (rule, d) = try await evaluate(app: app, user: user, content: content)
         let status = d.via == .subscription ? "premium" : "free"
         try await db.withConnection { conn in
-            try await conn.query("""
+            try await conn.run("""
                 INSERT INTO access_logs (app_id, user_id, content_id, access_granted, user_status, via, device_id, timestamp)
                 VALUES (\(app), \(user), \(content), \(d.hasAccess), \(status), \(d.via?.rawValue), \(device), \(now))
                 """, logger: logger)

@@ -68,7 +68,7 @@ struct GoogleNotificationsController {
         let finalStatus = type == 12 ? "revoked" : status
         let end = g.expiry ?? sub.endDate
         let graceEnd = finalStatus == "grace_period" ? max(end, now.addingTimeInterval(TimeInterval(GoogleStateMapping.fallbackGraceDays) * 86400)) : nil
-        try await conn.query("""
+        try await conn.run("""
             UPDATE subscriptions SET status = \(finalStatus), end_date = \(end), auto_renew = \(autoRenew), grace_period_end = \(graceEnd),
                    store_transaction_id = COALESCE(\(g.latestOrderId), store_transaction_id),
                    expired_at = CASE WHEN \(finalStatus) IN ('expired', 'revoked') THEN \(now) ELSE NULL END, updated_at = \(now)

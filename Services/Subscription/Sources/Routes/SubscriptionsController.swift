@@ -105,7 +105,7 @@ struct SubscriptionsController {
         async throws -> (Subscription, JSONValue?, Bool) {
         try await db.withTransaction(logger: logger) { conn in
             // One purchase at a time per original transaction, whatever the number of devices posting it.
-            try await conn.query("SELECT pg_advisory_xact_lock(hashtext(\(app.uuidString + ":" + p.store + ":" + p.originalTransactionID)))", logger: logger)
+            try await conn.run("SELECT pg_advisory_xact_lock(hashtext(\(app.uuidString + ":" + p.store + ":" + p.originalTransactionID)))", logger: logger)
             let planList = try await plans.active(app: app, on: conn)
             guard let plan = planList.first(where: { (p.store == "apple" ? $0.appleProductID : $0.googleProductID) == p.productID }) else {
                 throw AppError(.badRequest, "unknown_product", "No plan sells product \(p.productID)")
@@ -120,14 +120,14 @@ struct SubscriptionsController {
                         throw AppError(.conflict, "purchase_owned_by_another_user",
                                        "This purchase belongs to another account of this app; use restore to move it", extra: ["can_restore": true])
                     }
-                    try await conn.query("UPDATE subscriptions SET user_id = \(user), updated_at = \(now) WHERE id = \(existing.id)", logger: logger)
+                    try await conn.run("UPDATE subscriptions SET user_id = \(user), updated_at = \(now) WHERE id = \(existing.id)", logger: logger)
                     try await subscriptions.event(existing.id, app: app, user: user, type: "transferred",
                                                   data: ["from_user_id": .string(existing.userID.uuidString.lowercased())], now: now, on: conn)
                     try await subscriptions.tellAuth(app: app, user: existing.userID, premium: false, on: conn)
                 }
                 // A newer transaction of the same subscription (renewal) moves the end date forward.
                 if p.endDate > existing.endDate {
-                    try await conn.query("""
+                    try await conn.run("""
                         UPDATE subscriptions SET end_date = \(p.endDate), store_transaction_id = \(p.transactionID),
                                status = CASE WHEN \(p.endDate) > \(now) THEN \(p.status) ELSE status END, auto_renew = \(p.autoRenew),
                                updated_at = \(now)
@@ -142,7 +142,7 @@ struct SubscriptionsController {
             guard p.endDate > now, ["trial", "active", "grace_period"].contains(p.status) else {
                 throw AppError(.badRequest, "subscription_expired", "This subscription period has ended")
             }
-            let rows = try await conn.query("""
+            let rows = try await conn.run("""
                 INSERT INTO subscriptions (app_id, user_id, plan_id, plan_type, status, start_date, end_date, trial_end_date, grace_period_end,
                     auto_renew, store, store_product_id, store_transaction_id, store_original_transaction_id, environment, price, currency,
                     created_at, updated_at)
@@ -244,7 +244,7 @@ struct SubscriptionsController {
     }
 
     func insertReceipt(app: UUID, user: UUID, sub: UUID, _ p: StorePurchase, now: Date, on conn: PostgresConnection) async throws {
-        try await conn.query("""
+        try await conn.run("""
             INSERT INTO iap_receipts (app_id, user_id, subscription_id, store, transaction_id, original_transaction_id, product_id,
                                       purchase_date, expiration_date, is_trial, is_active, validated, validation_date, signed_data)
             VALUES (\(app), \(user), \(sub), \(p.store), \(p.transactionID), \(p.originalTransactionID), \(p.productID),
@@ -315,7 +315,7 @@ struct SubscriptionsController {
             guard let current = try await subscriptions.current(app: app, user: user, on: conn) else {
                 throw AppError(.notFound, "no_active_subscription", "There is no active subscription to cancel")
             }
-            try await conn.query("UPDATE subscriptions SET cancel_requested_at = \(now), updated_at = \(now) WHERE id = \(current.id)", logger: logger)
+            try await conn.run("UPDATE subscriptions SET cancel_requested_at = \(now), updated_at = \(now) WHERE id = \(current.id)", logger: logger)
             try await subscriptions.event(current.id, app: app, user: user, type: "cancel_requested", now: now, on: conn)
             return current
         }

@@ -60,17 +60,17 @@ public struct CreditLedger: Sendable {
 
     /// Locks (creating if needed) the user's balance row; returns the balance.
     func lockBalance(app: UUID, user: UUID, on conn: PostgresConnection) async throws -> Int {
-        try await conn.query("""
+        try await conn.run("""
             INSERT INTO credit_balances (app_id, user_id) VALUES (\(app), \(user)) ON CONFLICT DO NOTHING
             """, logger: logger)
-        for try await b in try await conn.query("""
+        for try await b in try await conn.run("""
             SELECT balance FROM credit_balances WHERE app_id = \(app) AND user_id = \(user) FOR UPDATE
             """, logger: logger).decode(Int.self) { return b }
         return 0
     }
 
     func existing(app: UUID, user: UUID, source: String, reference: String, on conn: PostgresConnection) async throws -> CreditTransaction? {
-        let rows = try await conn.query("""
+        let rows = try await conn.run("""
             SELECT id, amount, source, reference_id, content_id, balance_after, created_at FROM credit_ledger
             WHERE app_id = \(app) AND user_id = \(user) AND source = \(source) AND reference_id = \(reference)
             """, logger: logger)
@@ -83,14 +83,14 @@ public struct CreditLedger: Sendable {
     /// Appends a row and moves the balance (the caller holds the balance lock).
     func append(app: UUID, user: UUID, amount: Int, source: String, reference: String, contentID: String?, balanceAfter: Int,
                 now: Date, on conn: PostgresConnection) async throws -> CreditTransaction {
-        let rows = try await conn.query("""
+        let rows = try await conn.run("""
             INSERT INTO credit_ledger (app_id, user_id, amount, source, reference_id, content_id, balance_after, created_at)
             VALUES (\(app), \(user), \(amount), \(source), \(reference), \(contentID), \(balanceAfter), \(now))
             RETURNING id
             """, logger: logger)
         var id: Int64 = 0
         for try await v in rows.decode(Int64.self) { id = v }
-        try await conn.query("""
+        try await conn.run("""
             UPDATE credit_balances SET balance = \(balanceAfter), updated_at = \(now) WHERE app_id = \(app) AND user_id = \(user)
             """, logger: logger)
         return CreditTransaction(id: id, amount: amount, source: source, referenceID: reference, contentID: contentID,
@@ -108,14 +108,14 @@ public struct CreditLedger: Sendable {
     }
 
     public func balance(app: UUID, user: UUID, on conn: PostgresConnection) async throws -> Int {
-        for try await b in try await conn.query("""
+        for try await b in try await conn.run("""
             SELECT balance FROM credit_balances WHERE app_id = \(app) AND user_id = \(user)
             """, logger: logger).decode(Int.self) { return b }
         return 0
     }
 
     public func transactions(app: UUID, user: UUID, before: Int64?, limit: Int, on conn: PostgresConnection) async throws -> [CreditTransaction] {
-        let rows = try await conn.query("""
+        let rows = try await conn.run("""
             SELECT id, amount, source, reference_id, content_id, balance_after, created_at FROM credit_ledger
             WHERE app_id = \(app) AND user_id = \(user) AND id < \(before ?? Int64.max)
             ORDER BY id DESC LIMIT \(limit)
@@ -128,7 +128,7 @@ public struct CreditLedger: Sendable {
     }
 
     public func rule(app: UUID, content: String, on conn: PostgresConnection) async throws -> ContentRule? {
-        let rows = try await conn.query("""
+        let rows = try await conn.run("""
             SELECT content_id, access_level, credit_cost, unlock_hours FROM content_rules
             WHERE app_id = \(app) AND content_id = \(content) AND active
             """, logger: logger)
@@ -139,7 +139,7 @@ public struct CreditLedger: Sendable {
     }
 
     public func activeUnlock(app: UUID, user: UUID, content: String, now: Date, on conn: PostgresConnection) async throws -> ContentUnlock? {
-        let rows = try await conn.query("""
+        let rows = try await conn.run("""
             SELECT content_id, credits_spent, unlocked_at, expires_at FROM content_unlocks
             WHERE app_id = \(app) AND user_id = \(user) AND content_id = \(content) AND expires_at > \(now)
             ORDER BY expires_at DESC LIMIT 1
@@ -168,7 +168,7 @@ public struct CreditLedger: Sendable {
                                   reference: unlockID.uuidString.lowercased(), contentID: rule.contentID,
                                   balanceAfter: balance - rule.creditCost, now: now, on: conn)
         let expires = now.addingTimeInterval(TimeInterval(rule.unlockHours) * 3600)
-        try await conn.query("""
+        try await conn.run("""
             INSERT INTO content_unlocks (id, app_id, user_id, content_id, ledger_id, credits_spent, unlocked_at, expires_at)
             VALUES (\(unlockID), \(app), \(user), \(rule.contentID), \(tx.id), \(rule.creditCost), \(now), \(expires))
             """, logger: logger)

@@ -36,7 +36,7 @@ public struct PlanStore: Sendable {
 
     /// The app's active plans ordered by price, with the saving of the longer ones computed.
     public func active(app: UUID, on conn: PostgresConnection) async throws -> [Plan] {
-        let rows = try await conn.query("""
+        let rows = try await conn.run("""
             SELECT id, name, plan_type, apple_product_id, google_product_id, price::float8, currency, trial_enabled,
                    trial_duration_days, features::text
             FROM subscription_plans WHERE app_id = \(app) AND active ORDER BY price ASC, name
@@ -62,7 +62,7 @@ public struct PlanStore: Sendable {
         var created = 0
         for (name, type, apple, google, price) in [("Premium Mensuel", "monthly", "com.quiz.premium.monthly", "premium_monthly", 4.99),
                                                    ("Premium Annuel", "annual", "com.quiz.premium.annual", "premium_annual", 39.99)] {
-            let rows = try await conn.query("""
+            let rows = try await conn.run("""
                 INSERT INTO subscription_plans (app_id, name, plan_type, apple_product_id, google_product_id, price, currency,
                                                 trial_enabled, trial_duration_days, features)
                 VALUES (\(app), \(name), \(type), \(apple), \(google), \(price)::numeric, 'EUR', true, 7, \(features)::jsonb)
@@ -75,7 +75,7 @@ public struct PlanStore: Sendable {
 
     public func deactivate(plan: UUID, on conn: PostgresConnection) async throws -> Bool {
         var n = 0
-        for try await _ in try await conn.query("UPDATE subscription_plans SET active = false WHERE id = \(plan) RETURNING id", logger: logger) { n += 1 }
+        for try await _ in try await conn.run("UPDATE subscription_plans SET active = false WHERE id = \(plan) RETURNING id", logger: logger) { n += 1 }
         return n > 0
     }
 }

@@ -43,7 +43,7 @@ public struct SubscriptionStore: Sendable {
         id, user_id, status, plan_type, start_date, end_date, trial_end_date, grace_period_end, auto_renew, store, expired_at
         """
 
-    static func decode(_ rows: PostgresRowSequence) async throws -> [Subscription] {
+    static func decode(_ rows: PostgresRows) async throws -> [Subscription] {
         var out: [Subscription] = []
         for try await r in rows.decode((UUID, UUID, String, String, Date, Date, Date?, Date?, Bool, String, Date?).self) {
             out.append(Subscription(id: r.0, userID: r.1, status: r.2, planType: r.3, startDate: r.4, endDate: r.5, trialEndDate: r.6,
@@ -53,7 +53,7 @@ public struct SubscriptionStore: Sendable {
     }
 
     public func byOriginalTransaction(app: UUID, store: String, original: String, on conn: PostgresConnection) async throws -> Subscription? {
-        try await Self.decode(try await conn.query("""
+        try await Self.decode(try await conn.run("""
             SELECT \(unescaped: Self.columns) FROM subscriptions
             WHERE app_id = \(app) AND store = \(store) AND store_original_transaction_id = \(original) FOR UPDATE
             """, logger: logger)).first
@@ -61,7 +61,7 @@ public struct SubscriptionStore: Sendable {
 
     /// The user's current subscription (seed 2.2 step 6), locked for a possible expiry flip.
     public func current(app: UUID, user: UUID, on conn: PostgresConnection) async throws -> Subscription? {
-        try await Self.decode(try await conn.query("""
+        try await Self.decode(try await conn.run("""
             SELECT \(unescaped: Self.columns) FROM subscriptions
             WHERE app_id = \(app) AND user_id = \(user) AND status IN ('active', 'trial', 'grace_period')
             ORDER BY created_at DESC LIMIT 1 FOR UPDATE
@@ -103,7 +103,7 @@ public struct SubscriptionStore: Sendable {
     /// `SKIP LOCKED` so replicas share the work. Returns how many it expired.
     public func expireDue(now: Date, batch: Int, db: DatabasePool) async throws -> Int {
         try await db.withTransaction(logger: logger) { conn in
-            let rows = try await conn.query("""
+            let rows = try await conn.run("""
                 SELECT app_id, \(unescaped: Self.columns) FROM subscriptions
                 WHERE status IN ('active', 'trial', 'grace_period')
                   AND (CASE WHEN status = 'grace_period' THEN COALESCE(grace_period_end, end_date) ELSE end_date END) <= \(now)
@@ -125,7 +125,7 @@ public struct SubscriptionStore: Sendable {
                             payload: String, now: Date, db: DatabasePool,
                             apply: (PostgresConnection) async throws -> String) async throws -> String {
         try await db.withTransaction(logger: logger) { conn in
-            let inserted = try await conn.query("""
+            let inserted = try await conn.run("""
                 INSERT INTO store_notifications (app_id, store, notification_id, notification_type, subtype, original_transaction_id,
                                                  payload, received_at, result)
                 VALUES (\(app), \(store), \(id), \(type), \(subtype), \(originalTransaction), \(payload)::jsonb, \(now), 'received')
@@ -135,7 +135,7 @@ public struct SubscriptionStore: Sendable {
             for try await v in inserted.decode(UUID.self) { row = v }
             guard let row else { return "duplicate" }
             let outcome = try await apply(conn)
-            try await conn.query("UPDATE store_notifications SET result = \(outcome) WHERE id = \(row)", logger: logger)
+            try await conn.run("UPDATE store_notifications SET result = \(outcome) WHERE id = \(row)", logger: logger)
             return outcome
         }
     }
@@ -149,7 +149,7 @@ public struct SubscriptionStore: Sendable {
     }
 
     public func latest(app: UUID, user: UUID, on conn: PostgresConnection) async throws -> Subscription? {
-        try await Self.decode(try await conn.query("""
+        try await Self.decode(try await conn.run("""
             SELECT \(unescaped: Self.columns) FROM subscriptions WHERE app_id = \(app) AND user_id = \(user)
             ORDER BY created_at DESC LIMIT 1
             """, logger: logger)).first
@@ -158,7 +158,7 @@ public struct SubscriptionStore: Sendable {
     public func event(_ sub: UUID, app: UUID, user: UUID, type: String, data: [String: JSONValue] = [:], now: Date,
                       on conn: PostgresConnection) async throws {
         let json = String(decoding: try JSON.encoder.encode(data), as: UTF8.self)
-        try await conn.query("""
+        try await conn.run("""
             INSERT INTO subscription_events (subscription_id, app_id, user_id, event_type, event_data, timestamp)
             VALUES (\(sub), \(app), \(user), \(type), \(json)::jsonb, \(now))
             """, logger: logger)
@@ -176,7 +176,7 @@ public struct SubscriptionStore: Sendable {
     public func expireIfDue(_ s: Subscription, app: UUID, now: Date, on conn: PostgresConnection) async throws -> Subscription {
         let end = s.status == "grace_period" ? (s.gracePeriodEnd ?? s.endDate) : s.endDate
         guard s.grantsAccess, end <= now else { return s }
-        try await conn.query("UPDATE subscriptions SET status = 'expired', expired_at = \(end), updated_at = \(now) WHERE id = \(s.id)", logger: logger)
+        try await conn.run("UPDATE subscriptions SET status = 'expired', expired_at = \(end), updated_at = \(now) WHERE id = \(s.id)", logger: logger)
         try await event(s.id, app: app, user: s.userID, type: "expired", now: now, on: conn)
         try await tellAuth(app: app, user: s.userID, premium: false, on: conn)
         var e = s
