@@ -191,7 +191,7 @@ run_xctest() {
   wait "$runner"; local rc=$?
   kill "$dog" 2>/dev/null; wait "$dog" 2>/dev/null
   set -e
-  { grep -aE "error: |^Test Case .* failed" "$out" | head -n 60; grep -aA1 "^Test Suite 'All tests'" "$out" | tail -n 2; } >&2 || true
+  { grep -aE "^/.*:[0-9]+: error: |^Test Case .* failed" "$out" | head -n 60; grep -aA1 "^Test Suite 'All tests'" "$out" | tail -n 2; } >&2 || true
   if [ -s "$diag" ]; then cat "$diag" >&2; return 1; fi
   if [ $rc -ne 0 ]; then log "XCTest failed ($rc); the last lines of $out:"; tail -n 80 "$out" >&2; fi
   return $rc
