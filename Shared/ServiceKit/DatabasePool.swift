@@ -337,15 +337,33 @@ public final class DatabasePool: Sendable, Service {
         }
     }
 
-    /// Runs a statement declared as a `PostgresPreparedStatement` (its SQL, binds and row
-    /// decoding) through `run`: postgres-nio's `execute` writes from the caller's thread like its
-    /// `query`, with the same wait-forever case after a disconnect.
+    /// Runs a prepared statement (prepared once per connection by postgres-nio) and returns its
+    /// decoded rows. postgres-nio's `execute` writes from whatever thread runs it, so it runs
+    /// here with the connection's event loop as its task executor: the `isClosed` check and the
+    /// write happen in one turn of that loop, as in `run` (a statement written after the server
+    /// ended the connection would never be answered).
     public func execute<Statement: PostgresPreparedStatement>(_ statement: Statement, logger: Logger,
                                                               file: String = #fileID, line: Int = #line) async throws -> [Statement.Row] {
-        let query = PostgresQuery(unsafeSQL: Statement.sql, binds: try statement.makeBindings())
-        return try await withConnection { connection in
-            try await connection.run(query, logger: logger, file: file, line: line).rows.map { try statement.decodeRow($0) }
+        try await withConnection { connection in
+            try await withTaskExecutorPreference(EventLoopTaskExecutor(connection.eventLoop)) {
+                guard !connection.isClosed else { throw DatabaseUnavailableError(reason: "the connection was closed") }
+                var rows: [Statement.Row] = []
+                for try await row in try await connection.execute(statement, logger: logger, file: file, line: line) { rows.append(row) }
+                return rows
+            }
         }
+    }
+}
+
+/// Runs a task's jobs on one NIO event loop, so that code awaiting a connection's work executes
+/// on that connection's loop (see `DatabasePool.execute`).
+public final class EventLoopTaskExecutor: TaskExecutor {
+    public let eventLoop: any EventLoop
+    public init(_ eventLoop: any EventLoop) { self.eventLoop = eventLoop }
+
+    public func enqueue(_ job: consuming ExecutorJob) {
+        let job = UnownedJob(job)
+        eventLoop.execute { job.runSynchronously(on: self.asUnownedTaskExecutor()) }
     }
 }
 

@@ -5,6 +5,18 @@ import Synchronization
 import TestSupport
 import XCTest
 
+/// A prepared statement for the pool tests (postgres-nio prepares it once per connection).
+private struct Echo: PostgresPreparedStatement {
+    static let sql = "SELECT $1::int4"
+    typealias Row = Int32
+    var value: Int32
+    func makeBindings() throws -> PostgresBindings { var b = PostgresBindings(); b.append(value); return b }
+    func decodeRow(_ row: PostgresRow) throws -> Row { try row.decode(Int32.self) }
+}
+
+/// Runs on whatever executor the caller's task prefers (a nonisolated async function).
+private func currentLoopCheck(_ loop: any EventLoop) async -> Bool { loop.inEventLoop }
+
 private final class Tally: Sendable {
     let value = Mutex((ok: 0, unavailable: 0, other: [String]()))
 }
@@ -32,8 +44,14 @@ final class DatabasePoolTests: XCTestCase {
                         group.addTask {
                             while ContinuousClock.now < stop {
                                 do {
-                                    let rows = try await pool.query("SELECT 1::int4").decode(Int32.self)
-                                    for try await one in rows { XCTAssertEqual(one, 1) }
+                                    // Half plain statements, half prepared ones: both must fail, never hang.
+                                    if Bool.random() {
+                                        let rows = try await pool.query("SELECT 1::int4").decode(Int32.self)
+                                        for try await one in rows { XCTAssertEqual(one, 1) }
+                                    } else {
+                                        let echoed = try await pool.execute(Echo(value: 2), logger: TestEnvironment.logger)
+                                        XCTAssertEqual(echoed, [2])
+                                    }
                                     outcomes.value.withLock { $0.ok += 1 }
                                 } catch where DatabaseErrors.isUnavailable(error) {
                                     outcomes.value.withLock { $0.unavailable += 1 }
@@ -137,6 +155,19 @@ final class DatabasePoolTests: XCTestCase {
                 for try await n in try await pool.query("SELECT 3::int4").decode(Int32.self) { XCTAssertEqual(n, 3) }
             }
         }
+    }
+
+    /// Code under `EventLoopTaskExecutor` runs on that loop, nonisolated async callees included:
+    /// what `execute` relies on to check and write in one turn of the connection's loop.
+    func testTheEventLoopExecutorRunsCalleesOnTheLoop() async throws {
+        let loop = PostgresConnection.defaultEventLoopGroup.any()
+        let (direct, callee) = await withTaskExecutorPreference(EventLoopTaskExecutor(loop)) {
+            (loop.inEventLoop, await currentLoopCheck(loop))
+        }
+        XCTAssertTrue(direct)
+        XCTAssertTrue(callee)
+        let outside = await currentLoopCheck(loop)
+        XCTAssertFalse(outside)
     }
 
     /// Every connection busy past the acquire timeout: the waiting request fails as "unavailable"
