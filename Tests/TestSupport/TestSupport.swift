@@ -134,7 +134,12 @@ public final class SMTPSink {
         return try files.map { try String(contentsOf: maildir.appendingPathComponent($0), encoding: .utf8) }
     }
 
-    public func stop() { process.terminate() }
+    /// SIGKILL: the child inherits the spawning thread's blocked signals (SIGTERM and SIGINT among
+    /// them), so `terminate()` left every sink running after the tests.
+    public func stop() { if process.isRunning { kill(process.processIdentifier, SIGKILL); process.waitUntilExit() } }
+
+    /// A test that forgot `stop()` (or failed before it) does not leave the server running.
+    deinit { stop() }
 }
 
 /// Fetches the service's OpenAPI document and checks each documented operation reaches a
