@@ -112,11 +112,12 @@ public struct MigrationRunner: Sendable {
             }
             if ContinuousClock.now - lastReport >= .seconds(10) {
                 lastReport = .now
+                // Only a diagnosis: if it cannot be read, the wait goes on regardless.
                 var holder = "unknown"
-                for try await (pid, app, state) in try await conn.run("""
+                if let rows = try? await conn.run("""
                     SELECT a.pid, a.application_name, a.state FROM pg_locks l JOIN pg_stat_activity a USING (pid)
                     WHERE l.locktype = 'advisory' AND l.granted AND l.objid::int = hashtext(\(key))
-                    """, logger: logger).decode((Int, String, String?).self) {
+                    """, logger: logger).rows, let row = rows.first, let (pid, app, state) = try? row.decode((Int, String, String?).self) {
                     holder = "pid \(pid) (\(app), \(state ?? "?"))"
                 }
                 logger.warning("waiting for the migration lock", metadata: ["schema": "\(schema)", "holder": "\(holder)",

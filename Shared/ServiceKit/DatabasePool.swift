@@ -93,8 +93,10 @@ public final class DatabasePool: Sendable, Service {
         }
     }
 
-    public var statistics: Statistics {
-        state.withLock { s in Statistics(size: size, open: s.open, idle: s.idle.count, connecting: s.connecting, waiting: s.waiters.count, closed: s.closed) }
+    public var statistics: Statistics { state.withLock { Self.statistics(of: $0, size: size) } }
+
+    private static func statistics(of s: State, size: Int) -> Statistics {
+        Statistics(size: size, open: s.open, idle: s.idle.count, connecting: s.connecting, waiting: s.waiters.count, closed: s.closed)
     }
 
     // MARK: Running
@@ -267,12 +269,12 @@ public final class DatabasePool: Sendable, Service {
 
     /// A waiter's deadline passed before any connection came free.
     private func expire(_ id: Int) {
-        let (waiter, stats) = state.withLock { s -> (Waiter?, String) in
-            guard let i = s.waiters.firstIndex(where: { $0.id == id }) else { return (nil, "") }
-            let w = s.waiters.remove(at: i)
-            return (w, "size \(size), open \(s.open), idle \(s.idle.count), connecting \(s.connecting), waiting \(s.waiters.count + 1)")
+        let (waiter, stats) = state.withLock { s -> (Waiter?, Statistics?) in
+            guard let i = s.waiters.firstIndex(where: { $0.id == id }) else { return (nil, nil) }
+            let stats = Self.statistics(of: s, size: size) // counted with this waiter still waiting
+            return (s.waiters.remove(at: i), stats)
         }
-        guard let waiter else { return }
+        guard let waiter, let stats else { return }
         logger.warning("no database connection came free in time", metadata: ["pool": "\(stats)"])
         waiter.resume(with: .failure(DatabaseUnavailableError(reason: "no connection came free within \(acquireTimeout) (\(stats))")))
     }

@@ -210,6 +210,7 @@ final class DatabasePoolTests: XCTestCase {
                 XCTFail("the statement outlived the limit")
             } catch let e as PSQLError {
                 XCTAssertEqual(e.serverInfo?[.sqlState], "57014", "query_canceled")
+                XCTAssertTrue(DatabaseErrors.isUnavailable(e), "a statement timeout is answered 503 (retryable), not 500")
             }
         }
     }

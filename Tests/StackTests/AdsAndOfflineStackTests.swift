@@ -107,21 +107,24 @@ final class AdsAndOfflineStackTests: XCTestCase {
         XCTAssertEqual(withdrawn, 200)
         let app = try DemoApp.values()["APP_ID"]!.lowercased()
         let internalHeaders = [("Authorization", "Bearer local-internal-auth"), ("X-Service-Name", "auth")]
-        var locations = -1, undelivered = -1
-        for _ in 0..<60 {
-            let export = try await http.send(HTTPRequest(url: "http://127.0.0.1:3003/internal/users/\(userID)/export?app_id=\(app)", headers: internalHeaders))
-            let doc = try export.decode(UserDataExport.self)
-            if case .array(let rows)? = doc.sections["locations"] { locations = rows.count }
-            undelivered = try await withPostgres(TestEnvironment.adminClient(database: TestEnvironment.stackDatabase)) { db in
-                for try await n in try await db.query("""
-                    SELECT count(*)::int FROM auth.outbox WHERE path LIKE \("%" + userID.lowercased() + "%") AND status <> 'delivered'
-                    """).decode(Int.self) { return n }
-                return -1
+        let http = self.http
+        let (locations, delivered, undelivered) = try await withPostgres(TestEnvironment.adminClient(database: TestEnvironment.stackDatabase)) { db in
+            var seen = (locations: -1, delivered: -1, undelivered: -1)
+            for _ in 0..<60 {
+                let export = try await http.send(HTTPRequest(url: "http://127.0.0.1:3003/internal/users/\(userID)/export?app_id=\(app)", headers: internalHeaders))
+                if case .array(let rows)? = try export.decode(UserDataExport.self).sections["locations"] { seen.locations = rows.count }
+                for try await (done, pending) in try await db.query("""
+                    SELECT count(*) FILTER (WHERE status = 'delivered')::int, count(*) FILTER (WHERE status <> 'delivered')::int
+                    FROM auth.outbox WHERE path LIKE \("%" + userID.lowercased() + "%")
+                    """).decode((Int, Int).self) { (seen.delivered, seen.undelivered) = (done, pending) }
+                if seen.locations == 0 && seen.undelivered == 0 && seen.delivered >= 5 { break }
+                try await Task.sleep(for: .milliseconds(250))
             }
-            if locations == 0 && undelivered == 0 { break }
-            try await Task.sleep(for: .milliseconds(250))
+            return seen
         }
         XCTAssertEqual(locations, 0, "offline deleted the locations")
+        // Two consent changes (on, then off), each to offline and ads, and the order to delete the locations.
+        XCTAssertEqual(delivered, 5, "auth wrote the messages and they were delivered")
         XCTAssertEqual(undelivered, 0, "auth's messages to offline and ads were all delivered")
     }
 
