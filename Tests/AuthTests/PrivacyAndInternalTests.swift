@@ -68,6 +68,15 @@ final class PrivacyAndInternalTests: XCTestCase {
             XCTAssertEqual(try get.json(PrivacyBody.self).privacy.consentGeolocation, false, "nothing was half-applied")
             let noToken = try await h.send(.patch, "auth/privacy", #"{"consent_geolocation":true}"#)
             XCTAssertEqual(noToken.status, .unauthorized)
+            // This app's token presented with another tenant's headers.
+            let otherTenant = try await h.send(.patch, "auth/privacy", #"{"consent_geolocation":true}"#, token: token, app: h.otherApp)
+            XCTAssertEqual(otherTenant.status, .unauthorized, String(buffer: otherTenant.body))
+            let big = #"{"consent_geolocation":true,"pad":""# + String(repeating: "a", count: 2 << 20) + #""}"#
+            let oversized = try await h.send(.patch, "auth/privacy", big, token: token)
+            XCTAssertEqual(oversized.status, .contentTooLarge)
+            XCTAssertEqual(try oversized.envelope().error, "payload_too_large")
+            let after = try await h.send(.get, "auth/privacy", token: token)
+            XCTAssertEqual(try after.json(PrivacyBody.self).privacy.consentGeolocation, false, "neither was applied")
         }
     }
 
