@@ -89,6 +89,8 @@ public struct ServiceConfig: Sendable {
     public var logLevel: String
     public var dataDirectory: String
     public var outboxPollMilliseconds: Int
+    /// How often each replica reads the session revocations other replicas stored.
+    public var sessionPollMilliseconds: Int
     public var jobPollMilliseconds: Int
     public var runWorkers: Bool
     public var environment: EnvironmentVariables
@@ -128,6 +130,7 @@ public struct ServiceConfig: Sendable {
         logLevel = env.string("LOG_LEVEL", default: "info")
         dataDirectory = env.string("DATA_DIR", default: ".data")
         outboxPollMilliseconds = env.int("OUTBOX_POLL_MS", default: 200)
+        sessionPollMilliseconds = env.int("SESSION_POLL_MS", default: 1000)
         jobPollMilliseconds = env.int("JOB_POLL_MS", default: 250)
         runWorkers = env.bool("RUN_WORKERS", default: true)
     }

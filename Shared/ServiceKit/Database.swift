@@ -56,8 +56,26 @@ public struct Migration: Sendable, Equatable {
             .filter { $0.pathExtension == "sql" }
             .sorted { $0.lastPathComponent < $1.lastPathComponent }
         return try files.map {
-            Migration(name: $0.deletingPathExtension().lastPathComponent, sql: try String(contentsOf: $0, encoding: .utf8))
+            let name = $0.deletingPathExtension().lastPathComponent
+            return Migration(name: name, sql: try expandInclude(try String(contentsOf: $0, encoding: .utf8), in: name))
         }
+    }
+}
+
+extension Migration {
+    static let includeMarker = "-- include platform: "
+
+    /// A file that says `-- include platform: NAME` takes the platform's SQL of that name, at
+    /// the file's own position in the service's history (the tables every service has, added
+    /// after its first release).
+    static func expandInclude(_ sql: String, in name: String) throws -> String {
+        let text = sql.trimmingCharacters(in: .whitespacesAndNewlines)
+        guard text.hasPrefix(includeMarker) else { return sql }
+        let included = String(text.dropFirst(includeMarker.count)).trimmingCharacters(in: .whitespaces)
+        guard let platform = PlatformMigrations.included[included] else {
+            throw MigrationError(description: "migration \(name) includes an unknown platform migration '\(included)'")
+        }
+        return platform
     }
 }
 

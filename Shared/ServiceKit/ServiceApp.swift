@@ -41,6 +41,8 @@ public struct ServiceRuntime: Sendable {
     public let migrations: MigrationRunner
     public let readiness: Readiness
     public let clock: any WallClock
+    /// Ended sessions, suspended and erased users, as this service last learned them.
+    public let sessions: SessionRegistry
 
     public init(config: ServiceConfig, migrations: [Migration], clock: any WallClock = SystemClock(), logger: Logger? = nil) {
         var logger = logger ?? Logger(label: "\(config.service.rawValue)-service")
@@ -53,6 +55,12 @@ public struct ServiceRuntime: Sendable {
         self.migrations = MigrationRunner(schema: config.database.schema, migrations: PlatformMigrations.all + migrations)
         self.readiness = Readiness()
         self.clock = clock
+        self.sessions = SessionRegistry()
+    }
+
+    /// Keeps `sessions` in step with this service's schema (every replica, workers or not).
+    public var sessionWatcher: SessionWatcher {
+        SessionWatcher(registry: sessions, db: db, interval: .milliseconds(config.sessionPollMilliseconds), logger: logger)
     }
 
     public var internalCredential: InternalCredential {
@@ -130,17 +138,23 @@ public func buildServiceApplication(
     let tenant = router.group(RouterPath(prefix)).add(middleware: TenantMiddleware(verifier: appVerifier))
     let user = router.group(RouterPath(prefix))
         .add(middleware: TenantMiddleware(verifier: appVerifier))
-        .add(middleware: AccessTokenMiddleware(verifier: tokenVerifier))
+        .add(middleware: AccessTokenMiddleware(verifier: tokenVerifier, sessions: runtime.sessions))
     let internalGroup = router.group("internal").add(middleware: InternalAuthMiddleware(accepted: config.acceptedInternalCredentials))
     if let userData {
-        UserDataController(service: config.service, sections: userData, db: runtime.db, logger: runtime.logger).addRoutes(to: internalGroup)
+        UserDataController(service: config.service, sections: userData, db: runtime.db, sessions: runtime.sessions,
+                           logger: runtime.logger).addRoutes(to: internalGroup)
+    }
+    if config.service != .auth {
+        SessionFactsController(registry: runtime.sessions, db: runtime.db, store: UserFactStore(logger: runtime.logger),
+                               logger: runtime.logger).addRoutes(to: internalGroup)
     }
     let admin = router.group(RouterPath(prefix))
         .add(middleware: TenantMiddleware(verifier: appVerifier))
         .add(middleware: AdminAuthMiddleware(token: config.adminToken))
     try configure(ServiceRoutes(router: router, open: open, tenant: tenant, user: user, internal: internalGroup, admin: admin))
 
-    var services: [any Service] = [runtime.db]
+    let watcher = runtime.sessionWatcher
+    var services: [any Service] = [runtime.db, AfterMigrations(runtime.readiness, watcher)]
     if config.runWorkers {
         services += ([runtime.outboxWorker] + extra).map { AfterMigrations(runtime.readiness, $0) }
     }
@@ -153,6 +167,10 @@ public func buildServiceApplication(
     )
     app.beforeServerStarts {
         try await runtime.migrations.run(on: runtime.db, logger: runtime.logger)
+        // A new or restarted replica refuses ended sessions from its first request.
+        do { _ = try await watcher.loadAll() } catch {
+            runtime.logger.warning("session revocations not loaded before start", metadata: ["error": "\(error)"])
+        }
         runtime.readiness.markMigrated()
     }
     return app

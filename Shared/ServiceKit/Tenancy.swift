@@ -100,8 +100,9 @@ public struct TenantMiddleware: RouterMiddleware {
 public struct AccessTokenMiddleware: RouterMiddleware {
     public typealias Context = ServiceRequestContext
     let verifier: AccessTokenVerifier
+    let sessions: SessionRegistry
 
-    public init(verifier: AccessTokenVerifier) { self.verifier = verifier }
+    public init(verifier: AccessTokenVerifier, sessions: SessionRegistry) { self.verifier = verifier; self.sessions = sessions }
 
     public func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
         guard let appID = context.identity?.appID else { throw AppError.unauthorized }
@@ -110,6 +111,8 @@ public struct AccessTokenMiddleware: RouterMiddleware {
             throw AppError(.unauthorized, "unauthorized", "Authorization: Bearer <access_token> is required")
         }
         let claims = try await verifier.verify(String(auth.dropFirst(7)), appID: appID)
+        // A valid signature is not enough: the session may have ended since (from memory).
+        if let refusal = AppError.refusal(sessions.verdict(for: claims)) { throw refusal }
         var context = context
         context.identity = Identity(appID: appID, userID: claims.userID, status: claims.status,
                                     isGuest: claims.isGuest, email: claims.email)

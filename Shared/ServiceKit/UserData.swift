@@ -30,12 +30,16 @@ public struct UserDataController: Sendable {
     let sections: [UserDataSection]
     let db: DatabasePool
     let idempotency: IdempotencyStore
+    let sessions: SessionRegistry
+    let facts: UserFactStore
     let logger: Logger
 
-    public init(service: ServiceName, sections: [UserDataSection], db: DatabasePool, logger: Logger) {
+    public init(service: ServiceName, sections: [UserDataSection], db: DatabasePool, sessions: SessionRegistry, logger: Logger) {
         self.service = service
         self.sections = sections
         self.db = db
+        self.sessions = sessions
+        self.facts = UserFactStore(logger: logger)
         self.idempotency = IdempotencyStore(client: db, logger: logger)
         self.logger = logger
     }
@@ -52,13 +56,24 @@ public struct UserDataController: Sendable {
         }
         group.delete("users/:id") { request, context in
             let (userID, appID) = try Self.ids(request, context)
+            // Erasure is final: its version only documents the order at auth.
+            var version = Int64.max
+            if let raw = request.uri.queryParameters.get("version") {
+                guard let v = Int64(raw), v > 0 else { throw AppError.badRequest("Query parameter 'version' must be a positive integer", field: "version") }
+                version = v
+            }
+            let erased = SessionFact(appID: appID, userID: userID, version: version, sessionEpoch: Int(Int32.max), state: .erased)
             let key = request.headers[.idempotencyKey] ?? "delete:\(appID):\(userID)"
             let stored = try await idempotency.run(key: key, scope: "user-deletion") { conn in
                 var counts: [String: JSONValue] = [:]
                 for section in sections { counts[section.name] = .int(try await section.delete(userID, appID, conn)) }
+                // Nothing is recreated for this user afterwards: tokens are refused, late facts ignored.
+                try await facts.forget(app: appID, user: userID, on: conn)
+                try await facts.record(erased, on: conn)
                 let body = try JSON.encoder.encode(UserDataDeletion(service: service.rawValue, userID: userID, deleted: counts))
                 return (200, body)
             }
+            sessions.apply([erased])
             return Response(status: .init(code: stored.status), headers: [.contentType: "application/json; charset=utf-8"],
                             body: .init(byteBuffer: ByteBuffer(bytes: stored.body)))
         }

@@ -21,6 +21,11 @@ public struct AccessTokenClaims: Codable, Sendable, Equatable {
     public var iat: Int
     public var exp: Int
     public var jti: String
+    /// The session (device token family) the token belongs to: ending it refuses the token.
+    public var sid: UUID?
+    /// The user's session epoch when the token was issued: "every device" ends tokens of an
+    /// older epoch.
+    public var sv: Int?
 
     enum CodingKeys: String, CodingKey {
         case sub
@@ -28,11 +33,13 @@ public struct AccessTokenClaims: Codable, Sendable, Equatable {
         case appID = "app_id"
         case email, status
         case isGuest = "is_guest"
-        case iss, iat, exp, jti
+        case iss, iat, exp, jti, sid, sv
     }
 
     public init(userID: UUID, appID: UUID, email: String?, status: UserStatus, isGuest: Bool,
-                issuer: String, issuedAt: Int, expiresAt: Int, jti: String) {
+                issuer: String, issuedAt: Int, expiresAt: Int, jti: String, sessionID: UUID? = nil, sessionEpoch: Int? = nil) {
+        self.sid = sessionID
+        self.sv = sessionEpoch
         self.sub = userID.uuidString.lowercased()
         self.userID = userID
         self.appID = appID

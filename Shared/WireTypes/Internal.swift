@@ -45,8 +45,7 @@ public struct HealthStatus: Codable, Sendable {
     }
 }
 
-/// Auth → offline and ads (through the outbox) when a user's consents change, and the body of
-/// `GET /internal/users/{id}/consents`.
+/// The body of `GET /internal/users/{id}/consents`: auth's consents as they stand.
 public struct ConsentChange: Codable, Sendable, Equatable {
     public var appID: UUID
     public var userID: UUID
@@ -54,6 +53,9 @@ public struct ConsentChange: Codable, Sendable, Equatable {
     public var personalizedAds: Bool
     public var analytics: Bool
     public var changedAt: Date
+    /// Each consent's version at auth (0: never changed), so a receiver can store the answer
+    /// it asked for and still apply only newer ones.
+    public var versions: [String: Int64]?
 
     enum CodingKeys: String, CodingKey {
         case appID = "app_id"
@@ -62,11 +64,13 @@ public struct ConsentChange: Codable, Sendable, Equatable {
         case personalizedAds = "personalized_ads"
         case analytics
         case changedAt = "changed_at"
+        case versions
     }
 
-    public init(appID: UUID, userID: UUID, geolocation: Bool, personalizedAds: Bool, analytics: Bool, changedAt: Date) {
+    public init(appID: UUID, userID: UUID, geolocation: Bool, personalizedAds: Bool, analytics: Bool, changedAt: Date,
+                versions: [String: Int64]? = nil) {
         self.appID = appID; self.userID = userID; self.geolocation = geolocation
-        self.personalizedAds = personalizedAds; self.analytics = analytics; self.changedAt = changedAt
+        self.personalizedAds = personalizedAds; self.analytics = analytics; self.changedAt = changedAt; self.versions = versions
     }
 }
 
@@ -97,11 +101,13 @@ public struct UserSummary: Codable, Sendable, Equatable {
 }
 
 /// `PUT /internal/users/{id}/status`, called by subscription when a user becomes premium or free.
+/// `version` is the user's fact counter at subscription: auth keeps the newest.
 public struct UserStatusUpdate: Codable, Sendable, Equatable {
     public var appID: UUID
     public var status: UserStatus
-    enum CodingKeys: String, CodingKey { case appID = "app_id"; case status }
-    public init(appID: UUID, status: UserStatus) { self.appID = appID; self.status = status }
+    public var version: Int64
+    enum CodingKeys: String, CodingKey { case appID = "app_id"; case status; case version }
+    public init(appID: UUID, status: UserStatus, version: Int64) { self.appID = appID; self.status = status; self.version = version }
 }
 
 /// `GET /internal/users/{id}/export`: one service's part of a privacy export.
@@ -155,4 +161,77 @@ public struct Entitlement: Codable, Sendable, Equatable {
     public init(isPremium: Bool, status: String, features: JSONValue) {
         self.isPremium = isPremium; self.status = status; self.features = features
     }
+}
+
+/// Auth → every service (through the outbox) when sessions end: logout of one device
+/// (`revoked_session_id`), of every device (a new `session_epoch`: tokens of an older epoch are
+/// refused), suspension, and erasure (deletion executed, guest expired; terminal). `version` is
+/// the user's fact counter at auth, assigned in the transaction that made the change.
+public struct SessionFact: Codable, Sendable, Equatable {
+    public enum State: String, Codable, Sendable { case active, suspended, erased }
+    public var appID: UUID
+    public var userID: UUID
+    public var version: Int64
+    public var sessionEpoch: Int
+    public var state: State
+    public var reason: String?
+    public var revokedSessionID: UUID?
+
+    enum CodingKeys: String, CodingKey {
+        case appID = "app_id"
+        case userID = "user_id"
+        case version
+        case sessionEpoch = "session_epoch"
+        case state, reason
+        case revokedSessionID = "revoked_session_id"
+    }
+
+    public init(appID: UUID, userID: UUID, version: Int64, sessionEpoch: Int, state: State, reason: String? = nil, revokedSessionID: UUID? = nil) {
+        self.appID = appID; self.userID = userID; self.version = version; self.sessionEpoch = sessionEpoch
+        self.state = state; self.reason = reason; self.revokedSessionID = revokedSessionID
+    }
+}
+
+/// One consent, as its owner last set it (auth → offline and ads; `PUT
+/// /internal/users/{id}/consents/{consent}`). A receiver applies it only when `version` is newer
+/// than the one it holds for that consent.
+public struct ConsentFact: Codable, Sendable, Equatable {
+    public var appID: UUID
+    public var userID: UUID
+    public var consent: String
+    public var value: Bool
+    public var version: Int64
+
+    enum CodingKeys: String, CodingKey { case appID = "app_id"; case userID = "user_id"; case consent, value, version }
+
+    public init(appID: UUID, userID: UUID, consent: String, value: Bool, version: Int64) {
+        self.appID = appID; self.userID = userID; self.consent = consent; self.value = value; self.version = version
+    }
+
+    /// The consents other services act on, by the name in the path.
+    public static let geolocation = "geolocation"
+    public static let personalizedAds = "personalized_ads"
+    public static let analytics = "analytics"
+}
+
+/// Ads → auth: the user answered the personalised-ads question on the ads screen. `basedOn` is
+/// the version of auth's answer ads held when the user answered; auth applies the change only if
+/// nothing newer happened at auth since (else its newer answer stands and reaches ads).
+public struct ConsentAnswer: Codable, Sendable, Equatable {
+    public var appID: UUID
+    public var value: Bool
+    public var basedOn: Int64
+    public var source: String
+    enum CodingKeys: String, CodingKey { case appID = "app_id"; case value; case basedOn = "based_on"; case source }
+    public init(appID: UUID, value: Bool, basedOn: Int64, source: String) {
+        self.appID = appID; self.value = value; self.basedOn = basedOn; self.source = source
+    }
+}
+
+/// What a receiver did with a versioned fact: applied it, or kept what it had (an older or
+/// repeated version, or a user already erased). Both are a 200: the sender's job is done.
+public struct FactOutcome: Codable, Sendable, Equatable {
+    public var applied: Bool
+    public var reason: String?
+    public init(applied: Bool, reason: String? = nil) { self.applied = applied; self.reason = reason }
 }

@@ -15,7 +15,7 @@ final class AccountLifecycleTests: XCTestCase {
     }
 
     static func worker(_ h: AuthHarness) -> JobWorker {
-        let lifecycle = AccountLifecycle(logger: h.runtime.logger, clock: h.clock)
+        let lifecycle = AccountLifecycle(logger: h.runtime.logger, clock: h.clock, sessions: h.runtime.sessions)
         let queue = JobQueue(client: h.runtime.db, queue: AccountLifecycle.queue, logger: h.runtime.logger, clock: h.clock)
         return JobWorker(queue: queue, handlers: [AccountLifecycle.executeDeletionJob: { try await lifecycle.executeDeletion($0, db: h.runtime.db) }])
     }
@@ -92,7 +92,7 @@ final class AccountLifecycleTests: XCTestCase {
             let active = try await h.post("auth/register", #"{"provider":"guest","credentials":{"device_id":"active-\#(UUID())"}}"#)
             let activeID = try active.json(AuthResponse.self).user.id
             h.clock.advance(by: 11 * 24 * 3600)
-            let lifecycle = AccountLifecycle(logger: h.runtime.logger, clock: h.clock)
+            let lifecycle = AccountLifecycle(logger: h.runtime.logger, clock: h.clock, sessions: h.runtime.sessions)
             var removed = 0
             while case let n = try await lifecycle.expireGuests(db: h.runtime.db), n > 0 { removed += n }
             XCTAssertGreaterThanOrEqual(removed, 1)

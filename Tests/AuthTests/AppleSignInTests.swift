@@ -44,7 +44,7 @@ final class AppleSignInTests: XCTestCase {
             let del = try await h.send(.delete, "auth/me", token: auth.tokens.accessToken)
             XCTAssertEqual(del.status, .accepted)
             h.clock.advance(by: 30 * 24 * 3600 + 60)
-            let lifecycle = AccountLifecycle(logger: h.runtime.logger, clock: h.clock,
+            let lifecycle = AccountLifecycle(logger: h.runtime.logger, clock: h.clock, sessions: h.runtime.sessions,
                                              appleRevoker: AppleRevoker(apple: AppleIdentityVerifier(
                                                 keySet: RemoteKeySet(url: "\(h.apple.base)/auth/keys", http: h.runtime.http), http: h.runtime.http,
                                                 tokenURL: "\(h.apple.base)/auth/token", revokeURL: "\(h.apple.base)/auth/revoke"),

@@ -35,21 +35,28 @@ final class PrivacyAndInternalTests: XCTestCase {
             XCTAssertFalse(update.privacy.consentGeolocation)
             XCTAssertTrue(update.privacy.consentAnalytics, "fields not sent keep their value")
             XCTAssertEqual(update.warnings.map(\.impact), ["local_questions_unavailable", "non_personalized_ads"])
-            // Offline is told to delete the locations, and both services get the new consents.
+            // Each changed consent goes, versioned, to the service that acts on it: geolocation to
+            // offline (which deletes the locations when it applies the withdrawal), personalised
+            // ads to ads. Scoped by tenant, as the receivers' internal routes require.
             let uid = r.user.id.uuidString.lowercased()
-            // Scoped by tenant, as the receivers' internal routes require.
             let scope = "?app_id=\(h.app.appID.uuidString.lowercased())"
-            let deletes = try await h.scalar("SELECT count(*)::int FROM auth.outbox WHERE target_service = 'offline' AND method = 'DELETE' AND path = '/internal/users/\(uid)/locations\(scope)'")
-            XCTAssertEqual(deletes, 1)
-            let adsConsent = try await h.scalar("SELECT count(*)::int FROM auth.outbox WHERE target_service = 'ads' AND path = '/internal/users/\(uid)/consents\(scope)' AND body->>'personalized_ads' = 'false'")
-            XCTAssertEqual(adsConsent, 1)
+            let geo = try await h.scalar("SELECT max((body->>'version')::int) FROM auth.outbox WHERE target_service = 'offline' AND method = 'PUT' AND path = '/internal/users/\(uid)/consents/geolocation\(scope)' AND body->>'value' = 'false'")
+            let ads = try await h.scalar("SELECT max((body->>'version')::int) FROM auth.outbox WHERE target_service = 'ads' AND path = '/internal/users/\(uid)/consents/personalized_ads\(scope)' AND body->>'value' = 'false'")
+            let earlier = try await h.scalar("SELECT max((body->>'version')::int) FROM auth.outbox WHERE path LIKE '/internal/users/\(uid)/consents/%' AND body->>'value' = 'true'")
+            XCTAssertGreaterThan(earlier, 0)
+            XCTAssertGreaterThan(geo, earlier, "the withdrawal carries a newer version than the grant")
+            XCTAssertGreaterThan(ads, earlier)
+            XCTAssertNotEqual(geo, ads, "one counter per user: every change has its own version")
             let outboxAfter = try await h.scalar("SELECT count(*)::int FROM auth.outbox WHERE path LIKE '%\(uid)%'")
-            XCTAssertEqual(outboxAfter - outboxBefore, 3)
+            XCTAssertEqual(outboxAfter - outboxBefore, 2)
+            // Nothing to tell when nothing another service acts on changed.
+            _ = try await h.send(.patch, "auth/privacy", #"{"consent_notifications":false}"#, token: token)
+            do { let v = try await h.scalar("SELECT count(*)::int FROM auth.outbox WHERE path LIKE '%\(uid)%'"); XCTAssertEqual(v, outboxAfter) }
 
             let get = try await h.send(.get, "auth/privacy", token: token)
             XCTAssertEqual(try get.json(PrivacyBody.self).privacy.consentGeolocation, false)
             let audits = try await h.scalar("SELECT count(*)::int FROM auth.audit_logs WHERE user_id = '\(r.user.id)' AND action = 'privacy_update'")
-            XCTAssertEqual(audits, 2)
+            XCTAssertEqual(audits, 3, "every change is in the audit history")
         }
     }
 
@@ -88,9 +95,23 @@ final class PrivacyAndInternalTests: XCTestCase {
             let service: HTTPFields = [.authorization: "Bearer local-internal-subscription", .xServiceName: "subscription",
                                        .contentType: "application/json"]
             let put = try await h.client.execute(uri: "/internal/users/\(uid)/status", method: .put, headers: service,
-                                                 body: ByteBuffer(string: #"{"app_id":"\#(app)","status":"premium"}"#)) { $0 }
+                                                 body: ByteBuffer(string: #"{"app_id":"\#(app)","status":"premium","version":2}"#)) { $0 }
             XCTAssertEqual(put.status, .ok)
             XCTAssertEqual(try put.json(UserSummary.self).status, .premium)
+            // An older answer (a purchase's "premium" after its refund's "free", or the reverse)
+            // arriving late changes nothing; a replay neither.
+            for stale in [1, 2] {
+                let late = try await h.client.execute(uri: "/internal/users/\(uid)/status", method: .put, headers: service,
+                                                      body: ByteBuffer(string: #"{"app_id":"\#(app)","status":"free","version":\#(stale)}"#)) { $0 }
+                XCTAssertEqual(late.status, .ok)
+                XCTAssertEqual(try late.json(UserSummary.self).status, .premium, "version \(stale) is not newer than 2")
+            }
+            let zero = try await h.client.execute(uri: "/internal/users/\(uid)/status", method: .put, headers: service,
+                                                  body: ByteBuffer(string: #"{"app_id":"\#(app)","status":"free","version":0}"#)) { $0 }
+            XCTAssertEqual(zero.status, .unprocessableContent)
+            let noVersion = try await h.client.execute(uri: "/internal/users/\(uid)/status", method: .put, headers: service,
+                                                       body: ByteBuffer(string: #"{"app_id":"\#(app)","status":"free"}"#)) { $0 }
+            XCTAssertEqual(noVersion.status, .badRequest)
             // New tokens carry the new status.
             let login = try await h.loginEmail(r.user.email!)
             XCTAssertEqual(try login.json(AuthResponse.self).user.status, .premium)
@@ -103,10 +124,10 @@ final class PrivacyAndInternalTests: XCTestCase {
 
             // Bad input and unknown ids.
             let suspended = try await h.client.execute(uri: "/internal/users/\(uid)/status", method: .put, headers: service,
-                                                       body: ByteBuffer(string: #"{"app_id":"\#(app)","status":"suspended"}"#)) { $0 }
+                                                       body: ByteBuffer(string: #"{"app_id":"\#(app)","status":"suspended","version":9}"#)) { $0 }
             XCTAssertEqual(suspended.status, .unprocessableContent)
             let unknown = try await h.client.execute(uri: "/internal/users/\(UUID())/status", method: .put, headers: service,
-                                                     body: ByteBuffer(string: #"{"app_id":"\#(app)","status":"free"}"#)) { $0 }
+                                                     body: ByteBuffer(string: #"{"app_id":"\#(app)","status":"free","version":9}"#)) { $0 }
             XCTAssertEqual(unknown.status, .notFound)
             let otherTenant = try await h.client.execute(uri: "/internal/users/\(uid)?app_id=\(h.otherApp.appID)", method: .get, headers: service) { $0 }
             XCTAssertEqual(otherTenant.status, .notFound)
@@ -115,7 +136,7 @@ final class PrivacyAndInternalTests: XCTestCase {
             let badID = try await h.client.execute(uri: "/internal/users/not-a-uuid?app_id=\(app)", method: .get, headers: service) { $0 }
             XCTAssertEqual(badID.status, .badRequest)
             let badStatus = try await h.client.execute(uri: "/internal/users/\(uid)/status", method: .put, headers: service,
-                                                       body: ByteBuffer(string: #"{"app_id":"\#(app)","status":"gold"}"#)) { $0 }
+                                                       body: ByteBuffer(string: #"{"app_id":"\#(app)","status":"gold","version":9}"#)) { $0 }
             XCTAssertEqual(badStatus.status, .badRequest)
             let noCredential = try await h.client.execute(uri: "/internal/users/\(uid)?app_id=\(app)", method: .get, headers: [:]) { $0 }
             XCTAssertEqual(noCredential.status, .unauthorized)

@@ -3,10 +3,10 @@ import Foundation
 import X509
 import XCTest
 
-/// Apple's own vectors (../shared/vectors/apple-app-store): they pass and fail as described.
+/// Apple's own vectors (Tests/Fixtures/apple-app-store, MIT): they pass and fail as described.
 final class AppStoreSignedDataTests: XCTestCase {
     static let vectors = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
-        .appendingPathComponent("../../../shared/vectors/apple-app-store").standardized
+        .appendingPathComponent("../Fixtures/apple-app-store").standardized
 
     static func file(_ path: String) throws -> String {
         try String(contentsOf: vectors.appendingPathComponent(path), encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)

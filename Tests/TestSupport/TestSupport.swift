@@ -29,14 +29,23 @@ public enum TestEnvironment {
 
     /// The configuration of `service` against the unit database, workers off unless asked.
     public static func config(_ service: ServiceName, overrides: [String: String] = [:]) -> ServiceConfig {
-        // The stack's own settings (its upstreams, its store roots) are not the unit tests'.
-        var values = env.filter { key, _ in !key.hasSuffix("_URL") && !["SYNC_UPSTREAMS", "APPLE_IAP_APPS"].contains(key) }
+        // Only where the database is comes from outside: the operator's `.env` (lifted sign-in
+        // limits, the stack's upstreams and store roots) must never change a test's outcome.
+        // Everything else is a service default or the test's own override.
+        var values = env.filter { key, _ in Self.inheritedByUnitTests(key) }
         values["DATABASE_NAME"] = unitDatabase
         values["DATABASE_PORT"] = String(databasePort)
         values["RUN_WORKERS"] = "false"
         values["LOG_LEVEL"] = "warning"
         for (k, v) in overrides { values[k] = v }
         return ServiceConfig(service: service, environment: EnvironmentVariables(values))
+    }
+
+    /// The variables an in-process service takes from the test process: how to reach the
+    /// database, nothing that decides behaviour.
+    public static func inheritedByUnitTests(_ key: String) -> Bool {
+        key.hasPrefix("DATABASE_") && !key.hasSuffix("_TIMEOUT_MS") && key != "DATABASE_MAX_CONNECTIONS"
+            || key.hasSuffix("_DATABASE_USER") || key.hasSuffix("_DATABASE_PASSWORD") || key == "DATA_DIR"
     }
 
     public static func runtime(_ service: ServiceName, migrations: [Migration] = [], overrides: [String: String] = [:],

@@ -227,6 +227,14 @@ xctest_watchdog() { # $1 = the test output, $2 = where the diagnosis goes
   done
 }
 
+# The repository stands alone: no tracked file may point at a folder beside it (a clone has
+# nothing there). The pattern is written so that this file does not match it.
+standalone_check() {
+  local outside='[.][.]/shared' hits
+  hits=$(git ls-files -z 2>/dev/null | xargs -0 grep -lE -- "$outside" 2>/dev/null || true)
+  if [ -n "$hits" ]; then log "these tracked files refer to a folder outside the repository:"; echo "$hits" >&2; return 1; fi
+}
+
 # The stack `make test` runs against (test database, local StoreKit root, Apple's verifyReceipt
 # and the game server played locally); `stack.sh test-up` starts it alone for debugging.
 test_stack_up() {
@@ -268,6 +276,7 @@ The stack is up.
 TXT
     ;;
   test)
+    standalone_check
     deps; python_tools
     log "validating deploy/k8s"
     "$DATA/venv/bin/kubernetes-validate" --strict --quiet deploy/k8s/*.yaml
@@ -279,6 +288,7 @@ TXT
     test_stack_up
     trap 'stop_services_only >/dev/null 2>&1 || true; kill "$(cat "$RUN/receipt-stub.pid" "$RUN/game-stub.pid" 2>/dev/null)" 2>/dev/null || true' EXIT
     env_for_stack
+    [ -f .env ] && log "the stack runs with .env; the in-process tests take only the database settings from it"
     export TEST_UNIT_DATABASE=app_backend_unit TEST_PG_SOCKET=$SOCK TEST_GATEWAY_URL=http://127.0.0.1:$GATEWAY_PORT TEST_BIN_DIR=$(bin_dir) TEST_PYTHON=$DATA/venv/bin/python
     run_xctest
     log "contracts: schemathesis against the OpenAPI documents, through the gateway"

@@ -40,7 +40,7 @@ public enum AdsService: ServiceDefinition {
             try OpenAPIDocument.serve(.module, on: routes.open)
             AdsController(db: runtime.db, ads: ads, consents: ConsentStore(logger: logger), rewarding: rewarding, delivery: delivery,
                           entitlements: entitlements, clock: runtime.clock, logger: logger).addRoutes(to: routes.user)
-            ConsentController(db: runtime.db, consents: ConsentStore(logger: logger), clock: runtime.clock, logger: logger)
+            ConsentController(db: runtime.db, consents: ConsentStore(logger: logger), outbox: runtime.outboxWorker, clock: runtime.clock, logger: logger)
                 .addRoutes(user: routes.user, internalGroup: routes.internal)
             SSVController(db: runtime.db, verifier: verifier, ads: ads, rewarding: rewarding, delivery: delivery, clock: runtime.clock,
                           logger: logger).addRoutes(to: routes.open)

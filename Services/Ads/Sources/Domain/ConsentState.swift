@@ -2,8 +2,9 @@ import Foundation
 
 /// UC-ADS-4.3: where GDPR applies, and what the latest consent allows.
 struct ConsentState: Sendable, Equatable {
-    /// The latest recorded consent, if any.
-    var recorded: Bool
+    /// Whether the user answered the ads consent question (here, or the personalised-ads
+    /// consent at auth). An ATT answer or a TCF string alone is not an answer.
+    var answered: Bool
     var personalizedAds: Bool
     var dataSharing: Bool
     var isUnderAge: Bool
@@ -25,15 +26,17 @@ struct ConsentState: Sendable, Equatable {
     static func none(country: String?) -> ConsentState {
         // Outside GDPR regions consent is implicit (2a); inside, nothing until the user answers.
         let gdpr = gdprApplies(country: country)
-        return ConsentState(recorded: false, personalizedAds: !gdpr, dataSharing: !gdpr, isUnderAge: false, attStatus: nil, gdprApplies: gdpr)
+        return ConsentState(answered: false, personalizedAds: !gdpr, dataSharing: !gdpr, isUnderAge: false, attStatus: nil, gdprApplies: gdpr)
     }
 
     /// GDPR needs an answer (any answer: 7b, a refusal still gets non-personalised ads).
-    var required: Bool { gdprApplies && !recorded }
+    var required: Bool { gdprApplies && !answered }
     var blocksAds: Bool { required }
 
-    /// Personalised ads need the opt-in, no COPPA flag and no ATT refusal (15a).
+    /// Personalised ads need consent (an opt-in in GDPR regions; implicit elsewhere unless the
+    /// user said no: 2a), no COPPA flag and no ATT refusal (15a).
     var personalized: Bool {
-        personalizedAds && !isUnderAge && attStatus != "denied" && attStatus != "restricted"
+        let consented = gdprApplies || answered ? personalizedAds : true
+        return consented && !isUnderAge && attStatus != "denied" && attStatus != "restricted"
     }
 }

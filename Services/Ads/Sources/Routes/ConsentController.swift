@@ -4,18 +4,20 @@ import PostgresNIO
 import ServiceKit
 import WireTypes
 
-/// UC-ADS-4.3: GDPR / COPPA / ATT consent, append-only, and the internal route through which
-/// auth applies a withdrawal of personalised-ads consent.
+/// UC-ADS-4.3: GDPR / COPPA / ATT consent, append-only. Auth owns the personalised-ads
+/// consent (one answer for both screens): an answer given here is kept here at once and sent
+/// to auth, which versions it and sends it back; auth's versions decide between the screens.
 struct ConsentController: Sendable {
     let db: DatabasePool
     let consents: ConsentStore
+    let outbox: OutboxWorker
     let clock: any WallClock
     let logger: Logger
 
     func addRoutes(user: RouterGroup<ServiceRequestContext>, internalGroup: RouterGroup<ServiceRequestContext>) {
         user.get("ads/consent") { request, context in try await show(request, context) }
         user.post("ads/consent") { request, context in try await update(request, context) }
-        internalGroup.put("users/:id/consents") { request, context in try await fromAuth(request, context) }
+        internalGroup.put("users/:id/consents/:consent") { request, context in try await fromAuth(request, context) }
     }
 
     struct ConsentResponse: Encodable {
@@ -110,7 +112,7 @@ struct ConsentController: Sendable {
         }
         let headerCountry = try AdsController.country(request)
         let now = clock.now()
-        let record = try await db.withTransaction(logger: logger) { conn -> AdConsentRecord in
+        let (record, forwarded) = try await db.withTransaction(logger: logger) { conn -> (AdConsentRecord, Int64?) in
             try await consents.lock(app: app, user: user, on: conn)
             let previous = try await consents.latest(app: app, user: user, on: conn)
             let country = (body.country ?? headerCountry ?? previous?.country)?.uppercased()
@@ -122,35 +124,54 @@ struct ConsentController: Sendable {
                                     attStatus: body.attStatus ?? previous?.attStatus,
                                     tcfString: body.tcfString ?? previous?.tcfString,
                                     consentFormStatus: body.consentFormStatus ?? previous?.consentFormStatus,
-                                    country: country, gdprApplies: ConsentState.gdprApplies(country: country), source: "app", updatedAt: now)
+                                    country: country, gdprApplies: ConsentState.gdprApplies(country: country), source: "app", updatedAt: now,
+                                    answered: (previous?.answered ?? false) || body.consentPersonalizedAds != nil || body.consentDataSharing != nil)
             // COPPA (8a): no personalisation and no sharing for a child, whatever was ticked.
             if underAge { r.consentPersonalizedAds = false; r.consentDataSharing = false }
             try await consents.append(app: app, user: user, r, on: conn)
-            return r
+            // The personalised-ads answer goes to its owner, with the version of auth's answer
+            // this screen was showing.
+            guard let answer = body.consentPersonalizedAds else { return (r, nil) }
+            let basedOn = try await consents.facts.version(app: app, user: user, fact: "consent.personalized_ads", on: conn) ?? 0
+            let message = try OutboxMessage(target: .auth, method: "POST",
+                                            path: "/internal/users/\(user.uuidString.lowercased())/consent-answers/personalized_ads?app_id=\(app.uuidString.lowercased())",
+                                            body: ConsentAnswer(appID: app, value: answer && !underAge, basedOn: basedOn, source: "ads"))
+            return (r, try await Outbox.enqueue(message, on: conn, logger: logger).id)
         }
+        // Tried at once so the privacy screen shows it within a moment; else the worker delivers it.
+        if let forwarded { _ = await outbox.deliverNow(id: forwarded, timeout: .seconds(2)) }
         return try context.json(ConsentResponse(record, country: record.country))
     }
 
-    /// Auth's privacy settings changed: its personalised-ads consent wins unless this service
-    /// has heard a newer answer (deliveries may arrive late or out of order).
+    /// Auth's personalised-ads consent, versioned: applied only when newer than the one held.
+    /// It answers the ads consent question (`required` becomes false) like an answer given here.
     func fromAuth(_ request: Request, _ context: ServiceRequestContext) async throws -> Response {
         let (user, app) = try request.internalUserAndApp(context)
-        let change = try await request.decodeJSON(as: ConsentChange.self, context: context)
-        guard change.userID == user, change.appID == app else { throw AppError.validation("user_id", "body and path name different users") }
-        let applied = try await db.withTransaction(logger: logger) { conn -> Bool in
+        let fact = try await request.decodeJSON(as: ConsentFact.self, context: context)
+        guard fact.userID == user, fact.appID == app else { throw AppError.validation("user_id", "body and path name different users") }
+        guard fact.consent == context.parameters.get("consent"), fact.consent == ConsentFact.personalizedAds else {
+            throw AppError.validation("consent", "ads acts on the personalized_ads consent only")
+        }
+        guard fact.version > 0 else { throw AppError.validation("version", "version must be a positive integer") }
+        let now = clock.now()
+        let outcome = try await db.withTransaction(logger: logger) { conn -> FactOutcome in
             try await consents.lock(app: app, user: user, on: conn)
+            let outcome = try await consents.facts.advance(app: app, user: user, fact: "consent.personalized_ads", version: fact.version, on: conn)
+            guard outcome.applied else { return outcome }
             let previous = try await consents.latest(app: app, user: user, on: conn)
-            if let previous, previous.updatedAt > change.changedAt { return false }
-            if let previous, previous.consentPersonalizedAds == change.personalizedAds { return false }
-            let r = AdConsentRecord(consentPersonalizedAds: change.personalizedAds && !(previous?.isUnderAge ?? false),
-                                    consentDataSharing: change.personalizedAds ? (previous?.consentDataSharing ?? false) : false,
-                                    ageGatePassed: previous?.ageGatePassed ?? false, isUnderAge: previous?.isUnderAge ?? false,
+            let underAge = previous?.isUnderAge ?? false
+            let personalized = fact.value && !underAge
+            // The same answer this screen already holds (its own, come back versioned): no new row.
+            if let previous, previous.answered, previous.consentPersonalizedAds == personalized { return outcome }
+            let r = AdConsentRecord(consentPersonalizedAds: personalized,
+                                    consentDataSharing: fact.value ? (previous?.consentDataSharing ?? false) : false,
+                                    ageGatePassed: previous?.ageGatePassed ?? false, isUnderAge: underAge,
                                     attStatus: previous?.attStatus, tcfString: previous?.tcfString, consentFormStatus: previous?.consentFormStatus,
                                     country: previous?.country, gdprApplies: previous?.gdprApplies ?? true, source: "auth",
-                                    updatedAt: change.changedAt)
+                                    updatedAt: now, answered: true)
             try await consents.append(app: app, user: user, r, on: conn)
-            return true
+            return outcome
         }
-        return try context.json(["applied": applied])
+        return try context.json(outcome)
     }
 }

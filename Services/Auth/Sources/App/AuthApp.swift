@@ -71,8 +71,9 @@ public enum AuthService: ServiceDefinition {
             applications: applications, google: google, apple: apple, appleConfigs: appleConfigs, mailer: mailer,
             passwords: PasswordPolicy(estimator: Zxcvbn.shared),
             box: box,
-            settings: AuthSettings(environment: env))
-        let lifecycle = AccountLifecycle(logger: runtime.logger, clock: runtime.clock,
+            settings: AuthSettings(environment: env),
+            facts: FactPublisher(logger: runtime.logger), sessions: runtime.sessions)
+        let lifecycle = AccountLifecycle(logger: runtime.logger, clock: runtime.clock, sessions: runtime.sessions,
                                          appleRevoker: AppleRevoker(apple: apple, configs: appleConfigs, box: box))
         let jobs = JobQueue(client: runtime.db, queue: AccountLifecycle.queue, logger: runtime.logger, clock: runtime.clock)
         let linkSigner = LinkSigner(key: HKDF<SHA256>.deriveKey(inputKeyMaterial: dataKey, info: Data("export links v1".utf8), outputByteCount: 32))
@@ -97,7 +98,9 @@ public enum AuthService: ServiceDefinition {
                 .addRoutes(tenant: routes.tenant, user: routes.user)
             LinkController(ctx: ctx, sessions: sessions).addRoutes(to: routes.user)
             GameCenterController(ctx: ctx, verifier: gameCenter).addRoutes(to: routes.user)
-            PrivacyController(ctx: ctx).addRoutes(to: routes.user)
+            let privacy = PrivacyController(ctx: ctx)
+            privacy.addRoutes(to: routes.user)
+            privacy.addInternalRoutes(to: routes.internal)
             DeletionController(ctx: ctx).addRoutes(tenant: routes.tenant, user: routes.user)
             ExportController(ctx: ctx, signer: linkSigner).addRoutes(open: routes.open, user: routes.user)
             InternalApplicationsController(applications: applications).addRoutes(to: routes.internal)

@@ -53,8 +53,13 @@ public struct AuthCommand: AsyncParsableCommand {
                 guard try await UserStore(logger: runtime.logger).setStatus(user, appID: app, status: status, reason: reason, on: conn) != nil else {
                     return false
                 }
+                // Every service refuses the user's tokens within seconds (403 with the reason).
+                let facts = FactPublisher(logger: runtime.logger)
                 if status == .suspended {
                     try await RefreshTokenStore(logger: runtime.logger).revokeAll(userID: user, reason: "suspended", on: conn)
+                    _ = try await facts.endSessions(app: app, user: user, .suspended(reason: reason ?? "Terms of service violation"), on: conn)
+                } else {
+                    _ = try await facts.endSessions(app: app, user: user, .reinstated, on: conn)
                 }
                 try await AuditLog(logger: runtime.logger).record(.init(userID: user, appID: app, action: "admin_set_status",
                                                                          result: status.rawValue, details: reason.map { ["reason": .string($0)] } ?? [:]), on: conn)

@@ -16,17 +16,25 @@ public struct AccountLifecycle: Sendable {
 
     let logger: Logger
     let clock: any WallClock
+    let sessions: SessionRegistry
     var appleRevoker: AppleRevoker? = nil
+    var facts: FactPublisher { FactPublisher(logger: logger) }
 
     /// The other services, each of which serves `DELETE /internal/users/{id}`.
     static let dataOwners: [ServiceName] = [.subscription, .offline, .ads]
 
-    static func tellOthersToForget(userID: UUID, appID: UUID, on conn: PostgresConnection, logger: Logger) async throws {
-        for service in dataOwners {
+    /// The erasure, as a versioned fact: every session ends at once (auth's replicas and every
+    /// service refuse the user's tokens), then each service deletes what it holds. Auth keeps
+    /// nothing of its fact versions; the erased state refuses anything later.
+    func erase(userID: UUID, appID: UUID, on conn: PostgresConnection) async throws -> SessionFact {
+        let fact = try await facts.endSessions(app: appID, user: userID, .erased, on: conn)
+        for service in Self.dataOwners {
             try await Outbox.write(OutboxMessage(target: service, method: "DELETE",
-                                                 path: "/internal/users/\(userID.uuidString.lowercased())?app_id=\(appID.uuidString.lowercased())"),
+                                                 path: FactPublisher.path(userID, appID, "") + "&version=\(fact.version)"),
                                    on: conn, logger: logger)
         }
+        try await facts.facts.forget(app: appID, user: userID, on: conn)
+        return fact
     }
 
     struct DeletionJob: Codable, Sendable { var deletionID: UUID
@@ -36,22 +44,24 @@ public struct AccountLifecycle: Sendable {
     func executeDeletion(_ job: Job, db: DatabasePool) async throws {
         let payload = try job.decode(DeletionJob.self)
         let now = clock.now()
-        try await db.withTransaction(logger: logger) { conn in
+        let erased: SessionFact? = try await db.withTransaction(logger: logger) { conn in
             let rows = try await conn.run("""
                 SELECT user_id, app_id, status, scheduled_for FROM deletions WHERE id = \(payload.deletionID) FOR UPDATE
                 """, logger: logger)
             var found: (UUID, UUID, String, Date)?
             for try await r in rows.decode((UUID, UUID, String, Date).self) { found = r }
-            guard let (userID, appID, status, due) = found, status == "scheduled" else { return }
+            guard let (userID, appID, status, due) = found, status == "scheduled" else { return nil }
             guard due <= now else { throw JobNotDue() }
             // Apple requires apps to revoke its tokens when an account is deleted; a failure
             // leaves the job to retry rather than deleting without revoking.
             try await appleRevoker?.revoke(userID: userID, appID: appID, on: conn, logger: logger, now: now)
             try await anonymise(userID: userID, now: now, on: conn)
             try await conn.run("UPDATE deletions SET status = 'executed', executed_at = \(now) WHERE id = \(payload.deletionID)", logger: logger)
-            try await Self.tellOthersToForget(userID: userID, appID: appID, on: conn, logger: logger)
+            let fact = try await erase(userID: userID, appID: appID, on: conn)
             try await AuditLog(logger: logger).record(.init(userID: userID, appID: appID, action: "account_deleted", result: "success"), on: conn)
+            return fact
         }
+        if let erased { sessions.apply([erased]) }
     }
 
     struct JobNotDue: Error {}
@@ -68,6 +78,9 @@ public struct AccountLifecycle: Sendable {
         try await conn.run("DELETE FROM oauth_connections WHERE user_id = \(userID)", logger: logger)
         try await conn.run("DELETE FROM refresh_tokens WHERE user_id = \(userID)", logger: logger)
         try await conn.run("DELETE FROM email_tokens WHERE user_id = \(userID)", logger: logger)
+        // The stored exports (email, addresses, locations) and their links die with the account.
+        try await conn.run("DELETE FROM exports WHERE user_id = \(userID)", logger: logger)
+        try await conn.run("DELETE FROM game_center_connections WHERE user_id = \(userID)", logger: logger)
         try await conn.run("UPDATE audit_logs SET ip_address = NULL, user_agent = NULL WHERE user_id = \(userID)", logger: logger)
     }
 
@@ -76,7 +89,7 @@ public struct AccountLifecycle: Sendable {
     @discardableResult
     public func expireGuests(db: DatabasePool, batch: Int = 200) async throws -> Int {
         let now = clock.now()
-        return try await db.withTransaction(logger: logger) { conn in
+        let erased: [SessionFact] = try await db.withTransaction(logger: logger) { conn in
             let rows = try await conn.run("""
                 DELETE FROM users WHERE id IN (
                     SELECT id FROM users WHERE is_guest AND guest_expires_at < \(now)
@@ -85,12 +98,15 @@ public struct AccountLifecycle: Sendable {
                 """, logger: logger)
             var removed: [(UUID, UUID)] = []
             for try await r in rows.decode((UUID, UUID).self) { removed.append(r) }
+            var facts: [SessionFact] = []
             for (userID, appID) in removed {
-                try await Self.tellOthersToForget(userID: userID, appID: appID, on: conn, logger: logger)
+                facts.append(try await erase(userID: userID, appID: appID, on: conn))
                 try await AuditLog(logger: logger).record(.init(userID: userID, appID: appID, action: "guest_expired", result: "success"), on: conn)
             }
-            return removed.count
+            return facts
         }
+        sessions.apply(erased)
+        return erased.count
     }
 }
 

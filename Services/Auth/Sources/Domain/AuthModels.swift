@@ -161,6 +161,8 @@ public struct User: Sendable, Equatable {
     public var lastLogin: Date?
     public var deletionScheduledAt: Date?
     public var createdAt: Date
+    /// Raised when every session of the user ends; access tokens carry it (`sv`).
+    public var sessionEpoch: Int = 0
 
     func view(privacy: PrivacySettings? = nil, linked: [String]? = nil) -> UserView {
         UserView(id: id, email: email, emailVerified: emailVerified, provider: provider, status: status, isGuest: isGuest,

@@ -43,6 +43,13 @@ enum AuthUserData {
                     FROM audit_logs WHERE user_id = \(user) AND app_id = \(app) ORDER BY timestamp) a
                     """, conn)
             }, delete: refuse),
+            // Seed 6a.4: the Game Center player and its achievements.
+            UserDataSection(name: "game_center", export: { user, app, conn in
+                try await rows("""
+                    SELECT row_to_json(g)::text FROM (SELECT player_id, alias, achievements, leaderboard_score, linked_at, last_sync
+                    FROM game_center_connections WHERE user_id = \(user) AND app_id = \(app)) g
+                    """, conn)
+            }, delete: refuse),
         ]
     }
 }

@@ -8,11 +8,13 @@ public struct TokenIssuer: Sendable {
     let signer: AccessTokenSigner
     let refreshTokens: RefreshTokenStore
 
-    public func accessToken(for user: User, now: Date) throws -> String {
+    /// An access token of the session (token family) `session`, at the user's current epoch.
+    public func accessToken(for user: User, session: UUID, now: Date) throws -> String {
         let iat = Int(now.timeIntervalSince1970)
         return try signer.sign(AccessTokenClaims(
             userID: user.id, appID: user.appID, email: user.email, status: user.status, isGuest: user.isGuest,
-            issuer: signer.issuer, issuedAt: iat, expiresAt: iat + Int(TokenLifetimes.accessToken), jti: UUID().uuidString))
+            issuer: signer.issuer, issuedAt: iat, expiresAt: iat + Int(TokenLifetimes.accessToken), jti: UUID().uuidString,
+            sessionID: session, sessionEpoch: user.sessionEpoch))
     }
 
     /// A new session on a device: the device's previous token is revoked, a new family begins.
@@ -21,9 +23,10 @@ public struct TokenIssuer: Sendable {
         try await refreshTokens.revokeDevice(userID: user.id, deviceID: deviceID, reason: "new_login", on: conn)
         let refresh = OpaqueToken.generate()
         let info = String(decoding: try JSON.encoder.encode(device ?? DeviceInfo()), as: UTF8.self)
-        try await refreshTokens.insert(token: refresh, userID: user.id, appID: user.appID, familyID: UUID(),
+        let family = UUID()
+        try await refreshTokens.insert(token: refresh, userID: user.id, appID: user.appID, familyID: family,
                                        deviceID: deviceID, deviceInfo: info, now: now, on: conn)
-        return pair(access: try accessToken(for: user, now: now), refresh: refresh)
+        return pair(access: try accessToken(for: user, session: family, now: now), refresh: refresh)
     }
 
     func pair(access: String, refresh: String) -> TokenPair {

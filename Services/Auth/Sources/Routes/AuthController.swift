@@ -49,6 +49,10 @@ struct AuthContext: Sendable {
     let passwords: PasswordPolicy
     let box: SecretBox
     let settings: AuthSettings
+    /// Versioned facts auth owns (sessions, consents), told to the other services.
+    let facts: FactPublisher
+    /// This process's view of ended sessions (auth refuses them too).
+    let sessions: SessionRegistry
 
     func hashPassword(_ password: String) async throws -> String {
         let cost = settings.bcryptCost
@@ -414,14 +418,17 @@ struct AuthController {
             guard let record = try await ctx.refreshTokens.lock(token: body.refreshToken, on: conn), record.appID == appID else {
                 return .refused(invalid)
             }
+            // A suspension ended every session: its holder is told why, not "invalid token".
+            let owner = try await ctx.users.find(.id(record.userID), appID: appID, on: conn)
+            if let owner, owner.status == .suspended { try requireActive(owner, now: now) }
             if record.revoked || record.expiresAt <= now { return .refused(invalid) }
             if let rotatedAt = record.rotatedAt {
                 // Concurrent refreshes from one app: the loser of the race gets the winner's pair.
                 if now.timeIntervalSince(rotatedAt) <= TokenLifetimes.rotationGrace, let sealed = record.successorSealed,
                    let successor = try? ctx.box.open(sealed),
-                   let next = try await ctx.refreshTokens.lock(token: successor, on: conn), !next.revoked,
-                   let user = try await ctx.users.find(.id(record.userID), appID: appID, on: conn) {
-                    return .pair(ctx.issuer.pair(access: try ctx.issuer.accessToken(for: user, now: now), refresh: successor))
+                   let next = try await ctx.refreshTokens.lock(token: successor, on: conn), !next.revoked, let user = owner {
+                    return .pair(ctx.issuer.pair(access: try ctx.issuer.accessToken(for: user, session: record.familyID, now: now),
+                                                 refresh: successor))
                 }
                 // Reuse of a rotated token: someone else may hold it. End the whole family.
                 let n = try await ctx.refreshTokens.revokeFamily(record.familyID, reason: "reuse_detected", on: conn)
@@ -429,16 +436,13 @@ struct AuthController {
                                                      details: ["revoked": .int(n)]), on: conn)
                 return .refused(AppError(.unauthorized, "token_reused", "Refresh token was already used; please sign in again"))
             }
-            guard let user = try await ctx.users.find(.id(record.userID), appID: appID, on: conn) else { return .refused(invalid) }
-            if user.status == .suspended {
-                try requireActive(user, now: now)
-            }
+            guard let user = owner else { return .refused(invalid) }
             let next = OpaqueToken.generate()
             try await ctx.refreshTokens.markRotated(record.id, successorSealed: try ctx.box.seal(next), now: now, on: conn)
             try await ctx.refreshTokens.insert(token: next, userID: user.id, appID: appID, familyID: record.familyID,
                                                deviceID: record.deviceID, deviceInfo: record.deviceInfo, now: now, on: conn)
             if user.isGuest { _ = try await ctx.users.recordLogin(user.id, now: now, on: conn) }
-            return .pair(ctx.issuer.pair(access: try ctx.issuer.accessToken(for: user, now: now), refresh: next))
+            return .pair(ctx.issuer.pair(access: try ctx.issuer.accessToken(for: user, session: record.familyID, now: now), refresh: next))
         }
         switch outcome {
         case .pair(let pair): return try context.json(["tokens": pair])
@@ -460,23 +464,27 @@ struct AuthController {
     func logout(_ request: Request, _ context: ServiceRequestContext) async throws -> Response {
         let (appID, userID) = try context.requireUser()
         let body = try await request.decodeJSON(as: LogoutRequest.self, context: context)
-        let revoked: Int = try await ctx.db.withTransaction(logger: ctx.logger) { conn in
+        let revoked: (Int, SessionFact) = try await ctx.db.withTransaction(logger: ctx.logger) { conn in
             let n: Int
+            let fact: SessionFact
             if body.all == true {
                 n = try await ctx.refreshTokens.revokeAll(userID: userID, reason: "logout_all", on: conn)
+                fact = try await ctx.facts.endSessions(app: appID, user: userID, .all, on: conn)
             } else if let token = body.refreshToken {
                 guard let record = try await ctx.refreshTokens.lock(token: token, on: conn), record.userID == userID else {
                     throw AppError(.unauthorized, "invalid_token", "Refresh token does not belong to this user")
                 }
                 n = try await ctx.refreshTokens.revokeFamily(record.familyID, reason: "logout", on: conn)
+                fact = try await ctx.facts.endSessions(app: appID, user: userID, .one(record.familyID), on: conn)
             } else {
                 throw AppError.badRequest("Give 'refresh_token' (this device) or 'all': true (every device)", field: "refresh_token")
             }
             try await ctx.audit.record(ctx.entry("logout", "success", app: appID, user: userID, request, context,
                                                  details: ["all": .bool(body.all == true), "revoked": .int(n)]), on: conn)
-            return n
+            return (n, fact)
         }
-        return try context.json(LogoutResponse(loggedOut: true, revokedSessions: revoked))
+        ctx.sessions.apply([revoked.1])
+        return try context.json(LogoutResponse(loggedOut: true, revokedSessions: revoked.0))
     }
 
     func me(_ context: ServiceRequestContext) async throws -> Response {

@@ -105,16 +105,18 @@ struct EmailFlowsController {
                            extra: ["field": "new_password", "score": .int(strength.score), "minimum_score": .int(PasswordPolicy.minimumScore)])
         }
         let hash = try await ctx.hashPassword(body.newPassword)
-        let revoked: Int = try await ctx.db.withTransaction(logger: ctx.logger) { conn in
+        let (revoked, fact): (Int, SessionFact) = try await ctx.db.withTransaction(logger: ctx.logger) { conn in
             guard let userID = try await ctx.emailTokens.consume(token: body.token, purpose: .passwordReset, now: now, on: conn),
                   try await ctx.users.find(.id(userID), appID: appID, on: conn) != nil else { throw Self.invalidLink }
             try await ctx.users.setPassword(userID, hash: hash, on: conn)
-            // Whoever knew the old password is signed out everywhere.
+            // Whoever knew the old password is signed out everywhere, access tokens included.
             let n = try await ctx.refreshTokens.revokeAll(userID: userID, reason: "password_reset", on: conn)
+            let fact = try await ctx.facts.endSessions(app: appID, user: userID, .all, on: conn)
             try await ctx.audit.record(ctx.entry("password_reset", "success", app: appID, user: userID, request, context,
                                                  details: ["revoked_sessions": .int(n)]), on: conn)
-            return n
+            return (n, fact)
         }
+        ctx.sessions.apply([fact])
         return try context.json(["password_reset": .bool(true), "revoked_sessions": JSONValue.int(revoked)])
     }
 

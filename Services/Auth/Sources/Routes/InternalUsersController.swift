@@ -16,13 +16,18 @@ struct InternalUsersController {
         }
         group.get("users/:id/consents") { request, context in
             let (appID, userID) = try ids(request, context)
-            guard let p = try await ctx.db.withConnection({ conn -> PrivacySettings? in
-                guard try await ctx.users.find(.id(userID), appID: appID, on: conn) != nil else { return nil }
-                return try await ctx.users.privacy(of: userID, on: conn)
+            guard let (p, versions) = try await ctx.db.withConnection({ conn -> (PrivacySettings, [String: Int64])? in
+                guard try await ctx.users.find(.id(userID), appID: appID, on: conn) != nil,
+                      let p = try await ctx.users.privacy(of: userID, on: conn) else { return nil }
+                var versions: [String: Int64] = [:]
+                for consent in [ConsentFact.geolocation, ConsentFact.personalizedAds, ConsentFact.analytics] {
+                    versions[consent] = try await ctx.facts.consentVersion(app: appID, user: userID, consent: consent, on: conn)
+                }
+                return (p, versions)
             }) else { throw AppError.notFound("User") }
             return try context.json(ConsentChange(appID: appID, userID: userID, geolocation: p.consentGeolocation,
                                                   personalizedAds: p.consentPersonalizedAds, analytics: p.consentAnalytics,
-                                                  changedAt: p.updatedAt ?? ctx.clock.now()))
+                                                  changedAt: p.updatedAt ?? ctx.clock.now(), versions: versions))
         }
         // Subscription sets premium/free; suspension is an operator's decision, not a service's.
         group.put("users/:id/status") { request, context in
@@ -31,8 +36,15 @@ struct InternalUsersController {
             guard body.status != .suspended else {
                 throw AppError.validation("status", "Only 'premium' or 'free' can be set by a service")
             }
+            guard body.version > 0 else { throw AppError.validation("version", "version must be a positive integer") }
+            if let app = request.uri.queryParameters.get("app_id"), UUID(uuidString: app) != body.appID {
+                throw AppError.validation("app_id", "the query and the body name different applications")
+            }
             let updated = try await ctx.db.withTransaction(logger: ctx.logger) { conn -> User? in
                 guard let current = try await ctx.users.find(.id(userID), appID: body.appID, on: conn, forUpdate: true) else { return nil }
+                // Subscription's versions order its answers: an older or repeated one changes nothing.
+                let outcome = try await ctx.facts.facts.advance(app: body.appID, user: userID, fact: "status", version: body.version, on: conn)
+                guard outcome.applied else { return current }
                 // A suspended account stays suspended whatever its subscription does.
                 if current.status == .suspended { return current }
                 return try await ctx.users.setStatus(userID, appID: body.appID, status: body.status, reason: nil, on: conn)

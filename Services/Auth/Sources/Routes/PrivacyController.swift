@@ -19,6 +19,10 @@ struct PrivacyController {
         user.patch("auth/privacy") { request, context in try await update(request, context) }
     }
 
+    func addInternalRoutes(to group: RouterGroup<ServiceRequestContext>) {
+        group.post("users/:id/consent-answers/:consent") { request, context in try await answerFromAds(request, context) }
+    }
+
     struct Warning: Codable, Sendable { var setting: String; var impact: String; var message: String }
     struct UpdateResponse: Codable, Sendable {
         var privacy: PrivacySettings
@@ -54,33 +58,18 @@ struct PrivacyController {
         let body = try await request.decodeJSON(as: [String: JSONValue].self, context: context)
         let now = ctx.clock.now()
         let (settings, warnings) = try await ctx.db.withTransaction(logger: ctx.logger) { conn -> (PrivacySettings, [Warning]) in
-            guard let current = try await ctx.users.privacy(of: userID, on: conn) else { throw AppError.notFound("Privacy settings") }
+            // Locked first: two screens changing different consents at once both count.
+            guard let current = try await ctx.users.privacy(of: userID, on: conn, forUpdate: true) else { throw AppError.notFound("Privacy settings") }
             let wanted = try Self.parse(body, onto: current)
             guard let (old, new) = try await ctx.users.updatePrivacy(of: userID, to: wanted, now: now, on: conn) else {
                 throw AppError.notFound("Privacy settings")
             }
+            try await publishChanges(app: appID, user: userID, old: old, new: new, on: conn)
             var warnings: [Warning] = []
-            let consent = ConsentChange(appID: appID, userID: userID, geolocation: new.consentGeolocation,
-                                        personalizedAds: new.consentPersonalizedAds, analytics: new.consentAnalytics,
-                                        changedAt: now)
-            // The receivers' internal routes are scoped by tenant too (`?app_id=`).
-            let userPath = "/internal/users/\(userID.uuidString.lowercased())"
-            let scope = "?app_id=\(appID.uuidString.lowercased())"
             if old.consentGeolocation && !new.consentGeolocation {
-                // Seed 11a: locations are deleted at once, by offline, which owns them.
-                try await Outbox.write(OutboxMessage(target: .offline, method: "DELETE",
-                                                     path: userPath + "/locations" + scope),
-                                       on: conn, logger: ctx.logger)
+                // Seed 11a: offline deletes the locations when it applies the withdrawal.
                 warnings.append(Warning(setting: "consent_geolocation", impact: "local_questions_unavailable",
                                         message: "Questions locales ne seront plus disponibles"))
-            }
-            if old.consentGeolocation != new.consentGeolocation || old.consentPersonalizedAds != new.consentPersonalizedAds {
-                try await Outbox.write(try OutboxMessage(target: .offline, method: "PUT",
-                                                         path: userPath + "/consents" + scope, body: consent),
-                                       on: conn, logger: ctx.logger)
-                try await Outbox.write(try OutboxMessage(target: .ads, method: "PUT",
-                                                         path: userPath + "/consents" + scope, body: consent),
-                                       on: conn, logger: ctx.logger)
             }
             if old.consentPersonalizedAds && !new.consentPersonalizedAds {
                 warnings.append(Warning(setting: "consent_personalized_ads", impact: "non_personalized_ads",
@@ -91,5 +80,50 @@ struct PrivacyController {
             return (new, warnings)
         }
         return try context.json(UpdateResponse(privacy: settings, appliedImmediately: true, warnings: warnings))
+    }
+
+    /// Each consent another service acts on gets a new version when it changes, and goes to
+    /// that service through the outbox.
+    func publishChanges(app: UUID, user: UUID, old: PrivacySettings, new: PrivacySettings, on conn: PostgresConnection) async throws {
+        let changes: [(String, Bool, Bool)] = [
+            (ConsentFact.geolocation, old.consentGeolocation, new.consentGeolocation),
+            (ConsentFact.personalizedAds, old.consentPersonalizedAds, new.consentPersonalizedAds),
+            (ConsentFact.analytics, old.consentAnalytics, new.consentAnalytics),
+        ]
+        for (consent, before, after) in changes where before != after {
+            try await ctx.facts.consentChanged(app: app, user: user, consent: consent, value: after, on: conn)
+        }
+    }
+
+    /// `POST /internal/users/{id}/consent-answers/personalized_ads?app_id=`: the user answered on
+    /// the ads screen. Applied unless auth changed that consent since the answer ads held (then
+    /// auth's newer answer stands and is already on its way to ads). Audited like any change.
+    func answerFromAds(_ request: Request, _ context: ServiceRequestContext) async throws -> Response {
+        guard context.callingService == .ads else { throw AppError(.forbidden, "forbidden", "Only ads answers this consent") }
+        let (user, app) = try request.internalUserAndApp(context)
+        guard context.parameters.get("consent") == ConsentFact.personalizedAds else {
+            throw AppError.validation("consent", "only personalized_ads is answered on another screen")
+        }
+        let answer = try await request.decodeJSON(as: ConsentAnswer.self, context: context)
+        guard answer.appID == app else { throw AppError.validation("app_id", "the query and the body name different applications") }
+        guard answer.basedOn >= 0 else { throw AppError.validation("based_on", "based_on must not be negative") }
+        let now = ctx.clock.now()
+        let outcome = try await ctx.db.withTransaction(logger: ctx.logger) { conn -> FactOutcome in
+            guard try await ctx.users.find(.id(user), appID: app, on: conn) != nil,
+                  let current = try await ctx.users.privacy(of: user, on: conn, forUpdate: true) else { throw AppError.notFound("User") }
+            let held = try await ctx.facts.consentVersion(app: app, user: user, consent: ConsentFact.personalizedAds, on: conn)
+            guard answer.basedOn <= held else { throw AppError.validation("based_on", "based_on names a version auth never issued") }
+            guard answer.basedOn == held else { return FactOutcome(applied: false, reason: "stale_version") }
+            guard current.consentPersonalizedAds != answer.value else { return FactOutcome(applied: false, reason: "unchanged") }
+            var wanted = current
+            wanted.consentPersonalizedAds = answer.value
+            guard let (old, new) = try await ctx.users.updatePrivacy(of: user, to: wanted, now: now, on: conn) else { throw AppError.notFound("User") }
+            try await publishChanges(app: app, user: user, old: old, new: new, on: conn)
+            try await ctx.audit.record(.init(userID: user, appID: app, action: "privacy_update", result: "success",
+                                             details: ["consent_personalized_ads": .bool(answer.value), "source": .string(String(answer.source.prefix(40)))]),
+                                       on: conn)
+            return FactOutcome(applied: true)
+        }
+        return try context.json(outcome)
     }
 }

@@ -13,7 +13,7 @@ public struct UserStore: Sendable {
     static let columns = """
         id, app_id, email, email_verified, password_hash, google_id, apple_id, auth_provider, display_name,
         status, suspension_reason, is_guest, guest_expires_at, login_attempts, locked_until, last_login,
-        deletion_scheduled_at, created_at
+        deletion_scheduled_at, created_at, session_epoch
         """
 
     static func decode(_ row: PostgresRow) throws -> User {
@@ -36,7 +36,8 @@ public struct UserStore: Sendable {
             lockedUntil: try r["locked_until"].decode(Date?.self),
             lastLogin: try r["last_login"].decode(Date?.self),
             deletionScheduledAt: try r["deletion_scheduled_at"].decode(Date?.self),
-            createdAt: try r["created_at"].decode(Date.self))
+            createdAt: try r["created_at"].decode(Date.self),
+            sessionEpoch: try r["session_epoch"].decode(Int.self))
     }
 
     private func one(_ rows: PostgresRows) async throws -> User? {
@@ -149,8 +150,10 @@ public struct UserStore: Sendable {
         consent_notifications, consent_game_center, updated_at
         """
 
-    public func privacy(of userID: UUID, on conn: PostgresConnection) async throws -> PrivacySettings? {
-        let rows = try await conn.run("SELECT \(unescaped: Self.privacyColumns) FROM privacy_settings WHERE user_id = \(userID)", logger: logger)
+    public func privacy(of userID: UUID, on conn: PostgresConnection, forUpdate: Bool = false) async throws -> PrivacySettings? {
+        let rows = try await conn.run("""
+            SELECT \(unescaped: Self.privacyColumns) FROM privacy_settings WHERE user_id = \(userID) \(unescaped: forUpdate ? "FOR UPDATE" : "")
+            """, logger: logger)
         for try await r in rows.decode((Bool, Bool, Bool, Bool, Bool, Bool, Date).self) {
             return PrivacySettings(consentAnalytics: r.0, consentThirdParty: r.1, consentGeolocation: r.2,
                                    consentPersonalizedAds: r.3, consentNotifications: r.4, consentGameCenter: r.5, updatedAt: r.6)

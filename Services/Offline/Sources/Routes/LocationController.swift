@@ -14,45 +14,43 @@ struct LocationController: Sendable {
     let credential: InternalCredential
     let clock: any WallClock
     let logger: Logger
+    var locations: LocationStore { LocationStore(logger: logger) }
 
     func addRoutes(user: RouterGroup<ServiceRequestContext>, internalGroup: RouterGroup<ServiceRequestContext>) {
         user.post("location/update") { request, context in try await update(request, context) }
         user.get("location/nearby-content") { request, context in try await nearby(request, context) }
-        internalGroup.delete("users/:id/locations") { request, context in
+        internalGroup.put("users/:id/consents/:consent") { request, context in
             let (userID, app) = try request.internalUserAndApp(context)
-            var n = 0
-            for try await _ in try await db.query("DELETE FROM user_locations WHERE app_id = \(app) AND user_id = \(userID) RETURNING 1", logger: logger) { n += 1 }
-            return try context.json(["deleted": n])
-        }
-        internalGroup.put("users/:id/consents") { request, context in
-            let (userID, app) = try request.internalUserAndApp(context)
-            let c = try await request.decodeJSON(as: ConsentChange.self, context: context)
-            guard c.userID == userID, c.appID == app else { throw AppError.validation("user_id", "body and path name different users") }
-            try await db.withTransaction(logger: logger) { conn in
-                try await conn.run("""
-                    INSERT INTO user_consents (app_id, user_id, geolocation, changed_at) VALUES (\(app), \(userID), \(c.geolocation), \(c.changedAt))
-                    ON CONFLICT (app_id, user_id) DO UPDATE SET geolocation = EXCLUDED.geolocation, changed_at = EXCLUDED.changed_at
-                    WHERE user_consents.changed_at <= EXCLUDED.changed_at
-                    """, logger: logger)
-                // Consent withdrawn: the locations go with it.
-                if !c.geolocation { try await conn.run("DELETE FROM user_locations WHERE app_id = \(app) AND user_id = \(userID)", logger: logger) }
+            let fact = try await request.decodeJSON(as: ConsentFact.self, context: context)
+            guard fact.userID == userID, fact.appID == app else { throw AppError.validation("user_id", "body and path name different users") }
+            guard fact.consent == context.parameters.get("consent"), fact.consent == ConsentFact.geolocation else {
+                throw AppError.validation("consent", "offline acts on the geolocation consent only")
             }
-            return try context.json(["applied": true])
+            guard fact.version > 0 else { throw AppError.validation("version", "version must be a positive integer") }
+            let outcome = try await db.withTransaction(logger: logger) { try await locations.applyGeolocationConsent(fact, on: $0) }
+            return try context.json(outcome)
         }
     }
 
-    /// The geolocation consent at auth: what auth last pushed here, else asked directly.
-    func geolocationConsent(app: UUID, user: UUID) async throws -> Bool {
-        for try await g in try await db.query("SELECT geolocation FROM user_consents WHERE app_id = \(app) AND user_id = \(user)", logger: logger)
-            .decode(Bool.self) { return g }
+    /// Makes sure the geolocation consent is held here: auth pushes every change, but a user
+    /// whose consent never changed is asked for once.
+    func ensureGeolocationConsent(app: UUID, user: UUID) async throws {
+        if try await db.withConnection({ try await locations.geolocationConsent(app: app, user: user, lock: false, on: $0) }) != nil { return }
         let url = "\(authURL)/internal/users/\(user.uuidString.lowercased())/consents?app_id=\(app.uuidString.lowercased())"
+        let current: ConsentChange
         do {
             let r = try await http.send(ServiceKit.HTTPRequest(method: "GET", url: url, headers: credential.headers, timeout: .seconds(2)))
-            guard r.isSuccess else { return false }
-            return try r.decode(ConsentChange.self).geolocation
+            guard r.isSuccess else { throw AppError(.forbidden, "consent_required", "Geolocation is not allowed in your privacy settings") }
+            current = try r.decode(ConsentChange.self)
+        } catch let e as AppError {
+            throw e
         } catch {
             throw AppError(.serviceUnavailable, "service_unavailable", "Cannot check the geolocation consent right now")
         }
+        // Stored under auth's version: a newer push still wins, an older one cannot undo it.
+        let fact = ConsentFact(appID: app, userID: user, consent: ConsentFact.geolocation, value: current.geolocation,
+                               version: max(1, current.versions?[ConsentFact.geolocation] ?? 0))
+        _ = try await db.withTransaction(logger: logger) { try await locations.applyGeolocationConsent(fact, on: $0) }
     }
 
     struct UpdateBody: Decodable {
@@ -86,34 +84,28 @@ struct LocationController: Sendable {
         let source = b.source ?? "gps"
         guard ["gps", "wifi", "cell", "ip"].contains(source) else { throw AppError.validation("source", "source must be gps, wifi, cell or ip") }
         guard b.consentGiven else { throw AppError(.forbidden, "consent_required", "Location needs consent_given") }
-        guard try await geolocationConsent(app: app, user: user) else {
-            throw AppError(.forbidden, "consent_required", "Geolocation is not allowed in your privacy settings")
-        }
+        let refused = AppError(.forbidden, "consent_required", "Geolocation is not allowed in your privacy settings")
+        try await ensureGeolocationConsent(app: app, user: user)
         let now = clock.now()
-        // One update per 15 minutes: checked before geocoding, and again under the lock.
-        try await db.withConnection { try await rateCheck(app: app, user: user, now: now, on: $0) }
+        // Consent and rate checked before geocoding (no lookup for a refused request), and
+        // again under the lock when the row is written.
+        try await db.withConnection { conn in
+            guard try await locations.geolocationConsent(app: app, user: user, lock: false, on: conn) == true else { throw refused }
+            try await locations.rateCheck(app: app, user: user, now: now, on: conn)
+        }
         let place = await geocoder.place(latitude: b.latitude, longitude: b.longitude)
         let id = UUID()
         try await db.withTransaction(logger: logger) { conn in
-            try await conn.run("SELECT pg_advisory_xact_lock(hashtextextended(\("location:\(app):\(user)"), 0))", logger: logger)
-            try await rateCheck(app: app, user: user, now: now, on: conn)
-            try await conn.run("""
-                INSERT INTO user_locations (id, app_id, user_id, location, accuracy, altitude, source, country_code, country, city, created_at)
-                VALUES (\(id), \(app), \(user), ST_SetSRID(ST_MakePoint(\(b.longitude), \(b.latitude)), 4326)::geography, \(b.accuracy), \(b.altitude),
-                        \(source), \(place?.countryCode), \(place?.country), \(place?.city), \(now))
-                """, logger: logger)
+            try await locations.lockUser(app: app, user: user, on: conn)
+            // A withdrawal that committed while the geocoder answered wins; one that commits
+            // after this insert deletes the row with the others.
+            guard try await locations.geolocationConsent(app: app, user: user, lock: true, on: conn) == true else { throw refused }
+            try await locations.rateCheck(app: app, user: user, now: now, on: conn)
+            try await locations.insert(app: app, user: user, .init(id: id, latitude: b.latitude, longitude: b.longitude, accuracy: b.accuracy,
+                                                                   altitude: b.altitude, source: source, place: place, at: now), on: conn)
         }
         return try context.json(["location": LocationView(id: id, latitude: b.latitude, longitude: b.longitude, accuracy: b.accuracy,
                                                           geocoded: place, timestamp: now)], status: .created)
-    }
-
-    func rateCheck(app: UUID, user: UUID, now: Date, on conn: PostgresConnection) async throws {
-        for try await last in try await conn.run("""
-            SELECT max(created_at) FROM user_locations WHERE app_id = \(app) AND user_id = \(user) HAVING count(*) > 0
-            """, logger: logger).decode(Date.self) {
-            let wait = Int((last.addingTimeInterval(OfflineRules.locationInterval).timeIntervalSince(now)).rounded(.up))
-            if wait > 0 { throw AppError.rateLimited(retryAfter: wait) }
-        }
     }
 
     func nearby(_ request: Request, _ context: ServiceRequestContext) async throws -> Response {

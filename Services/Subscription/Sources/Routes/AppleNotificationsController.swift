@@ -136,7 +136,7 @@ struct AppleNotificationsController {
                        grace_period_end = NULL, auto_renew = true, updated_at = \(now) WHERE id = \(sub.id)
                 """, logger: logger)
             try await subscriptions.event(sub.id, app: app, user: sub.userID, type: "renewed", data: data, now: now, on: conn)
-            try await subscriptions.tellAuth(app: app, user: sub.userID, premium: status == "active", on: conn)
+            try await subscriptions.tellAuth(app: app, user: sub.userID, on: conn)
         case .gracePeriod:
             let graceEnd = renewal?.gracePeriodExpiresDate.map(AppStoreTransaction.date)
                 ?? sub.endDate.addingTimeInterval(TimeInterval(AppleNotificationEffect.fallbackGraceDays) * 86400)
@@ -151,7 +151,7 @@ struct AppleNotificationsController {
                 UPDATE subscriptions SET status = 'expired', expired_at = \(now), auto_renew = false, updated_at = \(now) WHERE id = \(sub.id)
                 """, logger: logger)
             try await subscriptions.event(sub.id, app: app, user: sub.userID, type: "expired", data: data, now: now, on: conn)
-            try await subscriptions.tellAuth(app: app, user: sub.userID, premium: false, on: conn)
+            try await subscriptions.tellAuth(app: app, user: sub.userID, on: conn)
         case .revoked:
             try await conn.run("""
                 UPDATE subscriptions SET status = 'revoked', expired_at = \(now), auto_renew = false, updated_at = \(now) WHERE id = \(sub.id)
@@ -159,7 +159,7 @@ struct AppleNotificationsController {
             try await conn.run("UPDATE iap_receipts SET is_active = false WHERE subscription_id = \(sub.id)", logger: logger)
             try await subscriptions.event(sub.id, app: app, user: sub.userID, type: n.notificationType == "REFUND" ? "refunded" : "revoked",
                                           data: data, now: now, on: conn)
-            try await subscriptions.tellAuth(app: app, user: sub.userID, premium: false, on: conn)
+            try await subscriptions.tellAuth(app: app, user: sub.userID, on: conn)
         case .autoRenew(let on):
             try await conn.run("UPDATE subscriptions SET auto_renew = \(on), updated_at = \(now) WHERE id = \(sub.id)", logger: logger)
             try await subscriptions.event(sub.id, app: app, user: sub.userID, type: on ? "auto_renew_enabled" : "auto_renew_disabled",

@@ -105,7 +105,12 @@ struct CreditsController {
         }
         let now = clock.now()
         let (tx, created) = try await db.withTransaction(logger: logger) { conn in
-            try await ledger.earn(app: body.appID, user: body.userID, amount: body.amount, source: body.source,
+            // An erased user gets nothing recreated (a reward still in another outbox): 410,
+            // which the sender's outbox records as final.
+            if try await UserFactStore(logger: logger).isErased(app: body.appID, user: body.userID, on: conn) {
+                throw AppError(.gone, "user_erased", "This user's data has been erased")
+            }
+            return try await ledger.earn(app: body.appID, user: body.userID, amount: body.amount, source: body.source,
                                   reference: body.referenceID, now: now, on: conn)
         }
         return try context.json(EarnResponse(credited: created, balance: tx.balanceAfter, transaction: tx))

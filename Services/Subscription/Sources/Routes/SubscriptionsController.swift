@@ -123,7 +123,7 @@ struct SubscriptionsController {
                     try await conn.run("UPDATE subscriptions SET user_id = \(user), updated_at = \(now) WHERE id = \(existing.id)", logger: logger)
                     try await subscriptions.event(existing.id, app: app, user: user, type: "transferred",
                                                   data: ["from_user_id": .string(existing.userID.uuidString.lowercased())], now: now, on: conn)
-                    try await subscriptions.tellAuth(app: app, user: existing.userID, premium: false, on: conn)
+                    try await subscriptions.tellAuth(app: app, user: existing.userID, on: conn)
                 }
                 // A newer transaction of the same subscription (renewal) moves the end date forward.
                 if p.endDate > existing.endDate {
@@ -136,7 +136,7 @@ struct SubscriptionsController {
                 }
                 try await insertReceipt(app: app, user: user, sub: existing.id, p, now: now, on: conn)
                 let current = try await subscriptions.byOriginalTransaction(app: app, store: p.store, original: p.originalTransactionID, on: conn)!
-                if current.grantsAccess { try await subscriptions.tellAuth(app: app, user: user, premium: true, on: conn) }
+                if current.grantsAccess { try await subscriptions.tellAuth(app: app, user: user, on: conn) }
                 return (current, plan.features, false)
             }
             guard p.endDate > now, ["trial", "active", "grace_period"].contains(p.status) else {
@@ -156,7 +156,7 @@ struct SubscriptionsController {
             try await subscriptions.event(id, app: app, user: user, type: p.isTrial ? "trial_started" : "subscribed",
                                           data: ["transaction_id": .string(p.transactionID), "product_id": .string(p.productID)], now: now, on: conn)
             try await insertReceipt(app: app, user: user, sub: id, p, now: now, on: conn)
-            try await subscriptions.tellAuth(app: app, user: user, premium: true, on: conn)
+            try await subscriptions.tellAuth(app: app, user: user, on: conn)
             let created = try await subscriptions.byOriginalTransaction(app: app, store: p.store, original: p.originalTransactionID, on: conn)!
             return (created, plan.features, true)
         }

@@ -164,10 +164,20 @@ public struct SubscriptionStore: Sendable {
             """, logger: logger)
     }
 
-    /// Tells auth the user's status, in the caller's transaction (delivered by the outbox).
-    public func tellAuth(app: UUID, user: UUID, premium: Bool, on conn: PostgresConnection) async throws {
-        try await Outbox.write(try OutboxMessage(target: .auth, method: "PUT", path: "/internal/users/\(user.uuidString.lowercased())/status",
-                                                 body: UserStatusUpdate(appID: app, status: premium ? .premium : .free)),
+    /// Tells auth the user's status, in the caller's transaction (delivered by the outbox). The
+    /// user's fact counter is taken first: it serialises concurrent changes of one user, so the
+    /// status read after it includes every change committed before, and the later change carries
+    /// the higher version (a purchase then a refund ends `free` at auth in any arrival order).
+    public func tellAuth(app: UUID, user: UUID, on conn: PostgresConnection) async throws {
+        let version = try await UserFactStore(logger: logger).nextVersion(app: app, user: user, on: conn)
+        var premium = false
+        for try await p in try await conn.run("""
+            SELECT EXISTS (SELECT 1 FROM subscriptions WHERE app_id = \(app) AND user_id = \(user)
+                           AND status IN ('trial', 'active', 'grace_period'))
+            """, logger: logger).decode(Bool.self) { premium = p }
+        try await Outbox.write(try OutboxMessage(target: .auth, method: "PUT",
+                                                 path: "/internal/users/\(user.uuidString.lowercased())/status?app_id=\(app.uuidString.lowercased())",
+                                                 body: UserStatusUpdate(appID: app, status: premium ? .premium : .free, version: version)),
                                on: conn, logger: logger)
     }
 
@@ -178,7 +188,7 @@ public struct SubscriptionStore: Sendable {
         guard s.grantsAccess, end <= now else { return s }
         try await conn.run("UPDATE subscriptions SET status = 'expired', expired_at = \(end), updated_at = \(now) WHERE id = \(s.id)", logger: logger)
         try await event(s.id, app: app, user: s.userID, type: "expired", now: now, on: conn)
-        try await tellAuth(app: app, user: s.userID, premium: false, on: conn)
+        try await tellAuth(app: app, user: s.userID, on: conn)
         var e = s
         e.status = "expired"
         e.expiredAt = end

@@ -1,0 +1,91 @@
+import Foundation
+import Logging
+import PostgresNIO
+import ServiceKit
+import WireTypes
+
+/// Auth owns the facts about a user's sessions and consents. Each change gets the user's next
+/// version in the caller's transaction, is stored in auth's own schema (auth's replicas read
+/// it) and is written to the outbox for every service that acts on it.
+struct FactPublisher: Sendable {
+    let logger: Logger
+    var facts: UserFactStore { UserFactStore(logger: logger) }
+
+    /// Every service but auth refuses tokens on what it is told.
+    static let sessionReceivers: [ServiceName] = [.subscription, .offline, .ads]
+    /// The consents other services act on, and who acts on each.
+    static let consentReceivers: [String: [ServiceName]] = [
+        ConsentFact.geolocation: [.offline],
+        ConsentFact.personalizedAds: [.ads],
+    ]
+
+    enum SessionEnd: Sendable {
+        /// Logout of one device: that token family.
+        case one(UUID)
+        /// Logout of every device, password reset.
+        case all
+        case suspended(reason: String)
+        /// The suspension is lifted (tokens of the suspended epoch stay refused).
+        case reinstated
+        /// Deletion executed, guest expired.
+        case erased
+    }
+
+    static func path(_ user: UUID, _ app: UUID, _ tail: String) -> String {
+        "/internal/users/\(user.uuidString.lowercased())\(tail)?app_id=\(app.uuidString.lowercased())"
+    }
+
+    /// Records the end and queues it for the other services; the caller applies the returned
+    /// fact to its own registry once the transaction has committed.
+    func endSessions(app: UUID, user: UUID, _ end: SessionEnd, on conn: PostgresConnection) async throws -> SessionFact {
+        let version = try await facts.nextVersion(app: app, user: user, on: conn)
+        let raise: Bool
+        switch end {
+        case .one, .reinstated: raise = false
+        case .all, .suspended, .erased: raise = true
+        }
+        // A guest that expired has no row left: its epoch no longer matters, it is erased.
+        let epoch = try await sessionEpoch(user: user, raise: raise, on: conn) ?? Int(Int32.max)
+        var fact = SessionFact(appID: app, userID: user, version: version, sessionEpoch: epoch, state: .active)
+        switch end {
+        case .one(let sid): fact.revokedSessionID = sid
+        case .all, .reinstated: break
+        case .suspended(let reason): fact.state = .suspended; fact.reason = reason
+        case .erased: fact.state = .erased
+        }
+        try await facts.record(fact, on: conn)
+        for service in Self.sessionReceivers {
+            try await Outbox.write(try OutboxMessage(target: service, method: "PUT", path: Self.path(user, app, "/sessions"), body: fact),
+                                   on: conn, logger: logger)
+        }
+        return fact
+    }
+
+    /// The user's session epoch, raised first when asked (nil: no such user row).
+    func sessionEpoch(user: UUID, raise: Bool, on conn: PostgresConnection) async throws -> Int? {
+        let rows = raise
+            ? try await conn.run("UPDATE users SET session_epoch = session_epoch + 1 WHERE id = \(user) RETURNING session_epoch", logger: logger)
+            : try await conn.run("SELECT session_epoch FROM users WHERE id = \(user)", logger: logger)
+        for try await e in rows.decode(Int.self) { return e }
+        return nil
+    }
+
+    /// A consent changed at auth (or was answered on another service's screen and accepted
+    /// here): its next version is recorded and sent to the services that act on it.
+    @discardableResult
+    func consentChanged(app: UUID, user: UUID, consent: String, value: Bool, on conn: PostgresConnection) async throws -> Int64 {
+        let version = try await facts.nextVersion(app: app, user: user, on: conn)
+        _ = try await facts.advance(app: app, user: user, fact: "consent.\(consent)", version: version, on: conn)
+        let fact = ConsentFact(appID: app, userID: user, consent: consent, value: value, version: version)
+        for service in Self.consentReceivers[consent] ?? [] {
+            try await Outbox.write(try OutboxMessage(target: service, method: "PUT", path: Self.path(user, app, "/consents/\(consent)"), body: fact),
+                                   on: conn, logger: logger)
+        }
+        return version
+    }
+
+    /// The version of auth's current answer for a consent (0 before any change).
+    func consentVersion(app: UUID, user: UUID, consent: String, on conn: PostgresConnection) async throws -> Int64 {
+        try await facts.version(app: app, user: user, fact: "consent.\(consent)", on: conn) ?? 0
+    }
+}

@@ -1,0 +1,68 @@
+import Foundation
+import Logging
+import PostgresNIO
+import ServiceKit
+import WireTypes
+
+/// `user_consents` (auth's geolocation consent, as its versions arrive) and `user_locations`.
+struct LocationStore: Sendable {
+    let logger: Logger
+    var facts: UserFactStore { UserFactStore(logger: logger) }
+
+    /// Applies auth's geolocation consent if its version is newer than the one held; a
+    /// withdrawal deletes the user's locations in the same transaction (seed 11a).
+    func applyGeolocationConsent(_ fact: ConsentFact, on conn: PostgresConnection) async throws -> FactOutcome {
+        let outcome = try await facts.advance(app: fact.appID, user: fact.userID, fact: "consent.geolocation", version: fact.version, on: conn)
+        guard outcome.applied else { return outcome }
+        try await conn.run("""
+            INSERT INTO user_consents (app_id, user_id, geolocation, changed_at) VALUES (\(fact.appID), \(fact.userID), \(fact.value), now())
+            ON CONFLICT (app_id, user_id) DO UPDATE SET geolocation = EXCLUDED.geolocation, changed_at = EXCLUDED.changed_at
+            """, logger: logger)
+        if !fact.value { _ = try await deleteLocations(app: fact.appID, user: fact.userID, on: conn) }
+        return outcome
+    }
+
+    /// The consent held here, locked against a concurrent withdrawal until the caller's
+    /// transaction ends (nil: auth never told this service).
+    func geolocationConsent(app: UUID, user: UUID, lock: Bool, on conn: PostgresConnection) async throws -> Bool? {
+        let rows = lock
+            ? try await conn.run("SELECT geolocation FROM user_consents WHERE app_id = \(app) AND user_id = \(user) FOR SHARE", logger: logger)
+            : try await conn.run("SELECT geolocation FROM user_consents WHERE app_id = \(app) AND user_id = \(user)", logger: logger)
+        for try await g in rows.decode(Bool.self) { return g }
+        return nil
+    }
+
+    func deleteLocations(app: UUID, user: UUID, on conn: PostgresConnection) async throws -> Int {
+        var n = 0
+        for try await _ in try await conn.run("DELETE FROM user_locations WHERE app_id = \(app) AND user_id = \(user) RETURNING 1", logger: logger) { n += 1 }
+        return n
+    }
+
+    /// One update per 15 minutes.
+    func rateCheck(app: UUID, user: UUID, now: Date, on conn: PostgresConnection) async throws {
+        for try await last in try await conn.run("""
+            SELECT max(created_at) FROM user_locations WHERE app_id = \(app) AND user_id = \(user) HAVING count(*) > 0
+            """, logger: logger).decode(Date.self) {
+            let wait = Int((last.addingTimeInterval(OfflineRules.locationInterval).timeIntervalSince(now)).rounded(.up))
+            if wait > 0 { throw AppError.rateLimited(retryAfter: wait) }
+        }
+    }
+
+    /// Serialises one user's location updates.
+    func lockUser(app: UUID, user: UUID, on conn: PostgresConnection) async throws {
+        try await conn.run("SELECT pg_advisory_xact_lock(hashtextextended(\("location:\(app):\(user)"), 0))", logger: logger)
+    }
+
+    struct NewLocation {
+        var id: UUID, latitude: Double, longitude: Double, accuracy: Double, altitude: Double?, source: String
+        var place: Place?, at: Date
+    }
+
+    func insert(app: UUID, user: UUID, _ l: NewLocation, on conn: PostgresConnection) async throws {
+        try await conn.run("""
+            INSERT INTO user_locations (id, app_id, user_id, location, accuracy, altitude, source, country_code, country, city, created_at)
+            VALUES (\(l.id), \(app), \(user), ST_SetSRID(ST_MakePoint(\(l.longitude), \(l.latitude)), 4326)::geography, \(l.accuracy), \(l.altitude),
+                    \(l.source), \(l.place?.countryCode), \(l.place?.country), \(l.place?.city), \(l.at))
+            """, logger: logger)
+    }
+}
