@@ -166,7 +166,7 @@ struct AdsHarness: Sendable {
 
     /// Outbox rows of this test's app still waiting.
     func pendingRewards() async throws -> Int {
-        try await count("SELECT count(*)::int FROM ads.outbox WHERE status = 'pending' AND lower(body->>'app_id') = '\(app.uuidString.lowercased())'")
+        try await count("SELECT count(*)::int FROM ads.outbox WHERE status = 'pending' AND path = '/internal/credits/earn' AND lower(body->>'app_id') = '\(app.uuidString.lowercased())'")
     }
 
     func count(_ sql: String) async throws -> Int {

@@ -76,32 +76,95 @@ final class ConsentAndSSVTests: XCTestCase {
         }
     }
 
-    /// Auth's privacy change arrives over the internal route; an older one does not undo a
-    /// newer answer.
-    func testAuthWithdrawalAppliesAndStaleChangesAreIgnored() async throws {
+    /// Auth's versioned personalised-ads consent: applied when newer, in any arrival order; an
+    /// older or repeated version, another tenant, a wrong consent or a bad body change nothing.
+    func testAuthConsentVersionsDecideWhateverTheArrivalOrder() async throws {
         try await AdsHarness.run { h in
             let user = UUID()
             try await h.consent(user)
             let internalHeaders: HTTPFields = [.authorization: "Bearer local-internal-auth", .xServiceName: "auth", .contentType: "application/json"]
-            func send(_ personalized: Bool, at date: Date) async throws -> TestResponse {
-                let body = try JSON.encoder.encode(ConsentChange(appID: h.app, userID: user, geolocation: false, personalizedAds: personalized,
-                                                                 analytics: false, changedAt: date))
-                return try await h.client.execute(uri: "/internal/users/\(user)/consents?app_id=\(h.app)", method: .put, headers: internalHeaders,
-                                                  body: ByteBuffer(data: body)) { $0 }
+            func send(_ value: Bool, version: Int64, consent: String = "personalized_ads", app: UUID? = nil, bodyUser: UUID? = nil) async throws -> TestResponse {
+                let body = try JSON.encoder.encode(ConsentFact(appID: h.app, userID: bodyUser ?? user, consent: consent, value: value, version: version))
+                return try await h.client.execute(uri: "/internal/users/\(user)/consents/\(consent)?app_id=\(app ?? h.app)", method: .put,
+                                                  headers: internalHeaders, body: ByteBuffer(data: body)) { $0 }
             }
-            let withdrawn = try await send(false, at: h.clock.now().addingTimeInterval(5))
+            func personalized() async throws -> Bool? { try await h.call(.get, "/ads/consent", user: user).json([String: JSONValue].self).bool("personalized_ads") }
+            let rows = { try await h.count("SELECT count(*)::int FROM ads.user_consent_ads WHERE user_id = '\(user)'") }
+            // Version 3 (withdrawn) arrives before version 2 (granted): 3 stands.
+            let withdrawn = try await send(false, version: 3)
             XCTAssertEqual(withdrawn.status, .ok)
-            XCTAssertEqual(try withdrawn.json([String: Bool].self)["applied"], true)
+            XCTAssertEqual(try withdrawn.json(FactOutcome.self).applied, true)
+            do { let v = try await personalized(); XCTAssertEqual(v, false) }
             let now = try await h.call(.get, "/ads/consent", user: user).json([String: JSONValue].self)
-            XCTAssertEqual(now.bool("personalized_ads"), false)
             XCTAssertEqual(now.object("consent")?.string("source"), "auth")
-            let stale = try await send(true, at: h.clock.now().addingTimeInterval(-60))
-            XCTAssertEqual(try stale.json([String: Bool].self)["applied"], false)
-            let still = try await h.call(.get, "/ads/consent", user: user).json([String: JSONValue].self)
-            XCTAssertEqual(still.bool("personalized_ads"), false)
-            let noCredential = try await h.client.execute(uri: "/internal/users/\(user)/consents?app_id=\(h.app)", method: .put,
+            let before = try await rows()
+            for (value, version) in [(true, Int64(2)), (false, 3), (true, 1)] {
+                let late = try await send(value, version: version)
+                XCTAssertEqual(late.status, .ok)
+                XCTAssertEqual(try late.json(FactOutcome.self), FactOutcome(applied: false, reason: "stale_version"))
+            }
+            do { let v = try await personalized(); XCTAssertEqual(v, false, "an older version does not undo a newer one") }
+            do { let v = try await rows(); XCTAssertEqual(v, before, "nothing written") }
+            // Bad input: version 0, a consent ads does not act on, body and path naming different
+            // users or tenants, a wrong type, no credential.
+            do { let v = try await send(true, version: 0).status; XCTAssertEqual(v, .unprocessableContent) }
+            do { let v = try await send(true, version: 9, consent: "geolocation").status; XCTAssertEqual(v, .unprocessableContent) }
+            do { let v = try await send(true, version: 9, app: UUID()).status; XCTAssertEqual(v, .unprocessableContent) }
+            do { let v = try await send(true, version: 9, bodyUser: UUID()).status; XCTAssertEqual(v, .unprocessableContent) }
+            let wrongType = try await h.client.execute(uri: "/internal/users/\(user)/consents/personalized_ads?app_id=\(h.app)", method: .put, headers: internalHeaders,
+                                                       body: ByteBuffer(string: #"{"app_id":"\#(h.app)","user_id":"\#(user)","consent":"personalized_ads","value":"yes","version":9}"#)) { $0 }
+            XCTAssertEqual(wrongType.status, .badRequest)
+            let noCredential = try await h.client.execute(uri: "/internal/users/\(user)/consents/personalized_ads?app_id=\(h.app)", method: .put,
                                                           headers: [.contentType: "application/json"], body: ByteBuffer(string: "{}")) { $0 }
             XCTAssertEqual(noCredential.status, .unauthorized)
+            do { let v = try await personalized(); XCTAssertEqual(v, false) }
+            do { let v = try await rows(); XCTAssertEqual(v, before) }
+            // Version 4 grants again.
+            do { let v = try await send(true, version: 4).json(FactOutcome.self).applied; XCTAssertEqual(v, true) }
+            do { let v = try await personalized(); XCTAssertEqual(v, true) }
+        }
+    }
+
+    /// One consent answer: an EU user who never answered stays `required` whatever else he
+    /// sets (ATT, TCF); auth's personalised-ads answer answers it. An answer given here goes
+    /// to auth (the owner) with the version this screen held.
+    func testOnlyTheAdsQuestionAnswersItAndAnswersGoToAuth() async throws {
+        try await AdsHarness.run { h in
+            let user = UUID()
+            let att = try await h.call(.post, "/ads/consent", user: user, json: #"{"att_status":"authorized","country":"DE"}"#)
+            XCTAssertEqual(att.status, .ok)
+            var c = try await h.call(.get, "/ads/consent", user: user, headers: nil).json([String: JSONValue].self)
+            XCTAssertEqual(c.bool("required"), true, "ATT is not the ads consent question")
+            XCTAssertEqual(c.bool("ads_enabled"), false)
+            let toAuth = { try await h.count("SELECT count(*)::int FROM ads.outbox WHERE target_service = 'auth' AND path LIKE '/internal/users/\(user.uuidString.lowercased())/consent-answers/personalized_ads?app_id=%'") }
+            do { let v = try await toAuth(); XCTAssertEqual(v, 0, "nothing answered, nothing sent") }
+            // Auth's answer (version 1) answers it.
+            let fact = try JSON.encoder.encode(ConsentFact(appID: h.app, userID: user, consent: "personalized_ads", value: false, version: 1))
+            let told = try await h.client.execute(uri: "/internal/users/\(user)/consents/personalized_ads?app_id=\(h.app)", method: .put,
+                                                  headers: [.authorization: "Bearer local-internal-auth", .xServiceName: "auth", .contentType: "application/json"],
+                                                  body: ByteBuffer(data: fact)) { $0 }
+            XCTAssertEqual(told.status, .ok)
+            c = try await h.call(.get, "/ads/consent", user: user).json([String: JSONValue].self)
+            XCTAssertEqual(c.bool("required"), false)
+            XCTAssertEqual(c.bool("personalized_ads"), false)
+            // The user opts in here: kept at once, and sent to auth based on version 1.
+            let optIn = try await h.call(.post, "/ads/consent", user: user, json: #"{"consent_personalized_ads":true}"#)
+            XCTAssertEqual(optIn.status, .ok)
+            c = try await h.call(.get, "/ads/consent", user: user).json([String: JSONValue].self)
+            XCTAssertEqual(c.bool("personalized_ads"), true)
+            do { let v = try await toAuth(); XCTAssertEqual(v, 1) }
+            let based = try await h.count("SELECT (body->>'based_on')::int FROM ads.outbox WHERE target_service = 'auth' AND path LIKE '/internal/users/\(user.uuidString.lowercased())/consent-answers/%'")
+            XCTAssertEqual(based, 1)
+            // Outside GDPR regions consent is implicit (2a): ATT authorized keeps ads personalised,
+            // denied makes them non-personalised.
+            let american = UUID()
+            _ = try await h.call(.post, "/ads/consent", user: american, json: #"{"att_status":"authorized","country":"US"}"#)
+            c = try await h.call(.get, "/ads/consent", user: american).json([String: JSONValue].self)
+            XCTAssertEqual(c.bool("required"), false)
+            XCTAssertEqual(c.bool("personalized_ads"), true)
+            _ = try await h.call(.post, "/ads/consent", user: american, json: #"{"att_status":"denied"}"#)
+            c = try await h.call(.get, "/ads/consent", user: american).json([String: JSONValue].self)
+            XCTAssertEqual(c.bool("personalized_ads"), false)
         }
     }
 

@@ -128,7 +128,26 @@ final class LinkTests: XCTestCase {
             let login = try await h.loginEmail(email)
             XCTAssertEqual(login.status, .forbidden)
             XCTAssertEqual(try login.envelope().extra["reason"], "Cheating")
-            try await h.post("auth/refresh", #"{"refresh_token":"\#(r.tokens.refreshToken)"}"#) { XCTAssertEqual($0.status, .unauthorized) }
+            // Refresh says why (not "invalid token"); the access token is refused by every auth
+            // route (this process learns it from its schema: the command ran elsewhere).
+            try await h.post("auth/refresh", #"{"refresh_token":"\#(r.tokens.refreshToken)"}"#) {
+                XCTAssertEqual($0.status, .forbidden)
+                XCTAssertEqual(try $0.envelope().error, "account_suspended")
+            }
+            let deadline = Date() + 5
+            while try await h.send(.get, "auth/privacy", token: r.tokens.accessToken).status == .ok && Date() < deadline {
+                try await Task.sleep(for: .milliseconds(100))
+            }
+            let me = try await h.send(.get, "auth/me", token: r.tokens.accessToken)
+            XCTAssertEqual(me.status, .forbidden)
+            XCTAssertEqual(try me.envelope().error, "account_suspended")
+            XCTAssertEqual(try me.envelope().extra["reason"], "Cheating")
+            for (method, path, body) in [(HTTPRequest.Method.get, "auth/privacy", nil), (.patch, "auth/privacy", #"{"consent_analytics":true}"#),
+                                         (.post, "auth/privacy/export", "{}")] {
+                do { let v = try await h.send(method, path, body, token: r.tokens.accessToken).status; XCTAssertEqual(v, .forbidden, path) }
+            }
+            let told = try await h.scalar("SELECT count(*)::int FROM auth.outbox WHERE path LIKE '/internal/users/\(r.user.id.uuidString.lowercased())/sessions%' AND body->>'state' = 'suspended'")
+            XCTAssertEqual(told, 3)
         }
     }
 }

@@ -86,18 +86,36 @@ final class SessionTests: XCTestCase {
             let out = try await h.post("auth/logout", #"{"refresh_token":"\#(phone.tokens.refreshToken)"}"#, token: phone.tokens.accessToken)
             XCTAssertEqual(out.status, .ok)
             try await h.post("auth/refresh", #"{"refresh_token":"\#(phone.tokens.refreshToken)"}"#) { XCTAssertEqual($0.status, .unauthorized) }
+            // The phone's access token is refused at once; the tablet's is not.
+            let phoneMe = try await h.send(.get, "auth/me", token: phone.tokens.accessToken)
+            XCTAssertEqual(phoneMe.status, .unauthorized)
+            XCTAssertEqual(try phoneMe.envelope().error, "session_revoked")
+            do { let v = try await h.send(.get, "auth/me", token: tablet.tokens.accessToken).status; XCTAssertEqual(v, .ok) }
             let stillIn = try await h.post("auth/refresh", #"{"refresh_token":"\#(tablet.tokens.refreshToken)"}"#)
             XCTAssertEqual(stillIn.status, .ok)
             let tabletNow = try stillIn.json(Refreshed.self).tokens
-            // Everywhere.
+            do { let v = try await h.send(.get, "auth/me", token: tabletNow.accessToken).status; XCTAssertEqual(v, .ok, "a refreshed token keeps its session") }
+            // Everywhere: every access token of the user ends, and the other services are told.
             try await h.post("auth/logout", #"{"all":true}"#, token: tabletNow.accessToken) { XCTAssertEqual($0.status, .ok) }
             try await h.post("auth/refresh", #"{"refresh_token":"\#(tabletNow.refreshToken)"}"#) { XCTAssertEqual($0.status, .unauthorized) }
+            for token in [tablet.tokens.accessToken, tabletNow.accessToken] {
+                do { let v = try await h.send(.get, "auth/me", token: token).status; XCTAssertEqual(v, .unauthorized) }
+            }
+            let told = try await h.scalar("""
+                SELECT count(DISTINCT target_service)::int FROM auth.outbox WHERE path LIKE '/internal/users/\(phone.user.id.uuidString.lowercased())/sessions?app_id=%'
+                AND (body->>'session_epoch')::int = 1
+                """)
+            XCTAssertEqual(told, 3, "subscription, offline and ads")
+            // A new sign-in works.
+            let again = try await h.loginEmail(email, device: "tablet").json(AuthResponse.self)
+            do { let v = try await h.send(.get, "auth/me", token: again.tokens.accessToken).status; XCTAssertEqual(v, .ok) }
+            let tabletNow2 = again.tokens
             // Bad input.
-            try await h.post("auth/logout", #"{}"#, token: tabletNow.accessToken) { XCTAssertEqual($0.status, .badRequest) }
+            try await h.post("auth/logout", #"{}"#, token: tabletNow2.accessToken) { XCTAssertEqual($0.status, .badRequest) }
             try await h.post("auth/logout", #"{"all":true}"#) { XCTAssertEqual($0.status, .unauthorized) }
             // Someone else's token.
             let other = try await h.registerEmail(uniqueEmail())
-            try await h.post("auth/logout", #"{"refresh_token":"\#(other.tokens.refreshToken)"}"#, token: tabletNow.accessToken) {
+            try await h.post("auth/logout", #"{"refresh_token":"\#(other.tokens.refreshToken)"}"#, token: tabletNow2.accessToken) {
                 XCTAssertEqual($0.status, .unauthorized)
             }
         }

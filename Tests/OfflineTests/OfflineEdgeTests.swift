@@ -71,9 +71,22 @@ final class OfflineEdgeTests: XCTestCase {
                 guard case .array(let rows)? = doc.sections[section] else { XCTFail(section); continue }
                 XCTAssertEqual(rows.count, 1, section)
             }
-            let dropped = try await h.client.execute(uri: "/internal/users/\(user)/locations?app_id=\(h.app)", method: .delete, headers: headers) { $0 }
-            XCTAssertEqual(try dropped.json([String: Int].self)["deleted"], 1)
-            let noCredential = try await h.client.execute(uri: "/internal/users/\(user)/locations?app_id=\(h.app)", method: .delete) { $0 }
+            // Auth withdraws the geolocation consent (version 2): the locations go with it. A late
+            // grant (version 1) does not bring the consent back.
+            var json = headers
+            json[.contentType] = "application/json"
+            func consent(_ value: Bool, _ version: Int64) async throws -> TestResponse {
+                try await h.client.execute(uri: "/internal/users/\(user)/consents/geolocation?app_id=\(h.app)", method: .put, headers: json,
+                                           body: ByteBuffer(data: try JSON.encoder.encode(ConsentFact(appID: h.app, userID: user, consent: "geolocation",
+                                                                                                    value: value, version: version)))) { $0 }
+            }
+            let withdrawn = try await consent(false, 2)
+            XCTAssertEqual(try withdrawn.json(FactOutcome.self).applied, true)
+            do { let v = try await h.count("SELECT count(*)::int FROM offline.user_locations WHERE user_id = '\(user)'"); XCTAssertEqual(v, 0) }
+            do { let v = try await consent(true, 1).json(FactOutcome.self).applied; XCTAssertEqual(v, false) }
+            let refused = try await h.call(.post, "/location/update", user: user, json: #"{"latitude":45.5,"longitude":-73.56,"accuracy":30,"consent_given":true}"#)
+            XCTAssertEqual(refused.status, .forbidden, "auth's fake still says yes, but offline holds the newer withdrawal")
+            let noCredential = try await h.client.execute(uri: "/internal/users/\(user)/consents/geolocation?app_id=\(h.app)", method: .put) { $0 }
             XCTAssertEqual(noCredential.status, .unauthorized)
             let deleted = try await h.client.execute(uri: "/internal/users/\(user)?app_id=\(h.app)", method: .delete, headers: headers) { $0 }
             XCTAssertEqual(deleted.status, .ok)

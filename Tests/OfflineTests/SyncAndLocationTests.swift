@@ -229,9 +229,8 @@ final class SyncAndLocationTests: XCTestCase {
             XCTAssertEqual(try nowhere.envelope().error, "location_required")
 
             // Consent withdrawn at auth: the locations go.
-            let body = try JSON.encoder.encode(ConsentChange(appID: h.app, userID: user, geolocation: false, personalizedAds: false, analytics: false,
-                                                             changedAt: Date()))
-            let withdrawn = try await h.client.execute(uri: "/internal/users/\(user)/consents?app_id=\(h.app)", method: .put,
+            let body = try JSON.encoder.encode(ConsentFact(appID: h.app, userID: user, consent: "geolocation", value: false, version: 1))
+            let withdrawn = try await h.client.execute(uri: "/internal/users/\(user)/consents/geolocation?app_id=\(h.app)", method: .put,
                                                        headers: [.authorization: "Bearer local-internal-auth", .xServiceName: "auth", .contentType: "application/json"],
                                                        body: ByteBuffer(data: body)) { $0 }
             XCTAssertEqual(withdrawn.status, .ok)

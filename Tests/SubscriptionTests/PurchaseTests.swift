@@ -132,7 +132,7 @@ final class PurchaseTests: XCTestCase {
             XCTAssertEqual(p.subscription.plan_type, "annual")
             XCTAssertNotNil(p.subscription.trial_end_date)
             XCTAssertTrue(p.activated)
-            let told = try await h.scalar("SELECT count(*)::int FROM subscription.outbox WHERE target_service = 'auth' AND path = '/internal/users/\(user.uuidString.lowercased())/status' AND body->>'status' = 'premium'")
+            let told = try await h.scalar("SELECT count(*)::int FROM subscription.outbox WHERE target_service = 'auth' AND path LIKE '/internal/users/\(user.uuidString.lowercased())/status%' AND body->>'status' = 'premium'")
             XCTAssertEqual(told, 1)
             let me = try await h.client.execute(uri: "/subscription/v1/subscriptions/me", method: .get, headers: try h.headers(user)) { $0 }
             struct Me: Decodable { var is_premium: Bool; var features: [String: JSONValue]; var warning: String? }
@@ -150,7 +150,7 @@ final class PurchaseTests: XCTestCase {
             XCTAssertEqual(l.warning, "subscription_expired")
             let events = try await h.scalar("SELECT count(*)::int FROM subscription.subscription_events WHERE user_id = '\(user)' AND event_type IN ('trial_started', 'expired')")
             XCTAssertEqual(events, 2)
-            let free = try await h.scalar("SELECT count(*)::int FROM subscription.outbox WHERE path = '/internal/users/\(user.uuidString.lowercased())/status' AND body->>'status' = 'free'")
+            let free = try await h.scalar("SELECT count(*)::int FROM subscription.outbox WHERE path LIKE '/internal/users/\(user.uuidString.lowercased())/status%' AND body->>'status' = 'free'")
             XCTAssertEqual(free, 1)
             let nobody = try await h.client.execute(uri: "/subscription/v1/subscriptions/me", method: .get, headers: try h.headers(UUID())) { $0 }
             XCTAssertEqual(try nobody.json(Me.self).is_premium, false)
@@ -189,7 +189,7 @@ final class PurchaseTests: XCTestCase {
             XCTAssertEqual(restored.status, .ok)
             let transferred = try await h.scalar("SELECT count(*)::int FROM subscription.subscription_events WHERE event_type = 'transferred' AND user_id = '\(other)'")
             XCTAssertEqual(transferred, 1)
-            let ownerFree = try await h.scalar("SELECT count(*)::int FROM subscription.outbox WHERE path = '/internal/users/\(owner.uuidString.lowercased())/status' AND body->>'status' = 'free'")
+            let ownerFree = try await h.scalar("SELECT count(*)::int FROM subscription.outbox WHERE path LIKE '/internal/users/\(owner.uuidString.lowercased())/status%' AND body->>'status' = 'free'")
             XCTAssertEqual(ownerFree, 1)
         }
     }

@@ -82,7 +82,7 @@ final class StoreNotificationTests: XCTestCase {
             _ = try await Self.post(h, try h.store.notification("REFUND", transaction: renewedTx))
             m = try await Self.me(h, user)
             XCTAssertFalse(m.is_premium)
-            let free = try await h.scalar("SELECT count(*)::int FROM subscription.outbox WHERE path = '/internal/users/\(user.uuidString.lowercased())/status' AND body->>'status' = 'free'")
+            let free = try await h.scalar("SELECT count(*)::int FROM subscription.outbox WHERE path LIKE '/internal/users/\(user.uuidString.lowercased())/status%' AND body->>'status' = 'free'")
             XCTAssertEqual(free, 1)
             let stored = try await h.scalar("SELECT count(*)::int FROM subscription.store_notifications WHERE original_transaction_id = '\(original)'")
             XCTAssertEqual(stored, 4, "every notification is stored")

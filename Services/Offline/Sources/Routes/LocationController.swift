@@ -32,25 +32,17 @@ struct LocationController: Sendable {
         }
     }
 
-    /// Makes sure the geolocation consent is held here: auth pushes every change, but a user
-    /// whose consent never changed is asked for once.
-    func ensureGeolocationConsent(app: UUID, user: UUID) async throws {
-        if try await db.withConnection({ try await locations.geolocationConsent(app: app, user: user, lock: false, on: $0) }) != nil { return }
+    /// Auth's geolocation consent for a user it never pushed a change of (a consent never
+    /// changed is off; asked once per request, not stored: any later change arrives as a push).
+    func askAuthForGeolocationConsent(app: UUID, user: UUID) async throws -> Bool {
         let url = "\(authURL)/internal/users/\(user.uuidString.lowercased())/consents?app_id=\(app.uuidString.lowercased())"
-        let current: ConsentChange
         do {
             let r = try await http.send(ServiceKit.HTTPRequest(method: "GET", url: url, headers: credential.headers, timeout: .seconds(2)))
-            guard r.isSuccess else { throw AppError(.forbidden, "consent_required", "Geolocation is not allowed in your privacy settings") }
-            current = try r.decode(ConsentChange.self)
-        } catch let e as AppError {
-            throw e
+            guard r.isSuccess else { return false }
+            return try r.decode(ConsentChange.self).geolocation
         } catch {
             throw AppError(.serviceUnavailable, "service_unavailable", "Cannot check the geolocation consent right now")
         }
-        // Stored under auth's version: a newer push still wins, an older one cannot undo it.
-        let fact = ConsentFact(appID: app, userID: user, consent: ConsentFact.geolocation, value: current.geolocation,
-                               version: max(1, current.versions?[ConsentFact.geolocation] ?? 0))
-        _ = try await db.withTransaction(logger: logger) { try await locations.applyGeolocationConsent(fact, on: $0) }
     }
 
     struct UpdateBody: Decodable {
@@ -85,21 +77,23 @@ struct LocationController: Sendable {
         guard ["gps", "wifi", "cell", "ip"].contains(source) else { throw AppError.validation("source", "source must be gps, wifi, cell or ip") }
         guard b.consentGiven else { throw AppError(.forbidden, "consent_required", "Location needs consent_given") }
         let refused = AppError(.forbidden, "consent_required", "Geolocation is not allowed in your privacy settings")
-        try await ensureGeolocationConsent(app: app, user: user)
         let now = clock.now()
         // Consent and rate checked before geocoding (no lookup for a refused request), and
         // again under the lock when the row is written.
-        try await db.withConnection { conn in
-            guard try await locations.geolocationConsent(app: app, user: user, lock: false, on: conn) == true else { throw refused }
+        let held = try await db.withConnection { conn in
+            let held = try await locations.geolocationConsent(app: app, user: user, lock: false, on: conn)
             try await locations.rateCheck(app: app, user: user, now: now, on: conn)
+            return held
         }
+        let asked = held == nil ? try await askAuthForGeolocationConsent(app: app, user: user) : nil
+        guard held ?? asked == true else { throw refused }
         let place = await geocoder.place(latitude: b.latitude, longitude: b.longitude)
         let id = UUID()
         try await db.withTransaction(logger: logger) { conn in
             try await locations.lockUser(app: app, user: user, on: conn)
             // A withdrawal that committed while the geocoder answered wins; one that commits
             // after this insert deletes the row with the others.
-            guard try await locations.geolocationConsent(app: app, user: user, lock: true, on: conn) == true else { throw refused }
+            guard try await locations.geolocationConsent(app: app, user: user, lock: true, on: conn) ?? asked == true else { throw refused }
             try await locations.rateCheck(app: app, user: user, now: now, on: conn)
             try await locations.insert(app: app, user: user, .init(id: id, latitude: b.latitude, longitude: b.longitude, accuracy: b.accuracy,
                                                                    altitude: b.altitude, source: source, place: place, at: now), on: conn)
