@@ -47,6 +47,28 @@ final class AccountLifecycleTests: XCTestCase {
             XCTAssertEqual(stillThere.status, .ok, "a cancelled deletion does not run")
             let session = try stillThere.json(AuthResponse.self)
 
+            // A ready export (with its emailed link) and a Game Center link exist before the deletion.
+            let app = h.app.appID.uuidString.lowercased()
+            try await h.sql("""
+                INSERT INTO auth.game_center_connections (user_id, app_id, player_id, alias, achievements, leaderboard_score, linked_at, last_sync)
+                VALUES ('\(uid)', '\(app)', 'G:\(uid.prefix(8))', 'Ada', '{first_quiz,europe_master}', 420, now(), now())
+                """)
+            try await h.sql("""
+                INSERT INTO auth.exports (id, user_id, app_id, status, data, requested_at, completed_at, expires_at)
+                VALUES ('\(uid.prefix(8))-0000-4000-8000-000000000000', '\(uid)', '\(app)', 'ready', '{"email":"\(email)"}', now(), now(), now() + interval '90 days')
+                """)
+            let exportID = "\(uid.prefix(8))-0000-4000-8000-000000000000"
+            struct ExportStatus: Decodable { var download_url: String? }
+            let status = try await h.send(.get, "auth/privacy/export/\(exportID)", token: session.tokens.accessToken)
+            let link = try XCTUnwrap(try status.json(ExportStatus.self).download_url)
+            do { let v = try await h.client.execute(uri: link, method: .get) { $0 }.status; XCTAssertEqual(v, .ok, "the link works before") }
+            let service: HTTPFields = [.authorization: "Bearer local-internal-subscription", .xServiceName: "subscription"]
+            let part = try await h.client.execute(uri: "/internal/users/\(uid)/export?app_id=\(app)", method: .get, headers: service) { $0 }
+            guard case .array(let players)? = try part.json(UserDataExport.self).sections["game_center"],
+                  case .object(let player)? = players.first else { return XCTFail("the export has no Game Center section") }
+            XCTAssertEqual(player["alias"], .string("Ada"))
+            XCTAssertEqual(player["achievements"], .array([.string("first_quiz"), .string("europe_master")]))
+
             // Scheduled again, then executed at J+30.
             let again = try await h.send(.delete, "auth/me", token: session.tokens.accessToken)
             XCTAssertEqual(again.status, .accepted)
@@ -64,9 +86,18 @@ final class AccountLifecycleTests: XCTestCase {
             XCTAssertEqual(told, 3, "subscription, offline and ads are told to forget the user")
             let ips = try await h.scalar("SELECT count(*)::int FROM auth.audit_logs WHERE user_id = '\(uid)' AND ip_address IS NOT NULL")
             XCTAssertEqual(ips, 0)
-            // The old access token no longer finds an account.
+            // The old access token is refused (the account is erased) and the old link is dead.
             let me = try await h.send(.get, "auth/me", token: session.tokens.accessToken)
             XCTAssertEqual(me.status, .unauthorized)
+            do { let v = try await h.client.execute(uri: link, method: .get) { $0 }.status; XCTAssertEqual(v, .notFound) }
+            for table in ["exports", "game_center_connections", "refresh_tokens", "oauth_connections", "email_tokens", "fact_counters", "fact_versions"] {
+                do { let v = try await h.scalar("SELECT count(*)::int FROM auth.\(table) WHERE user_id = '\(uid)'"); XCTAssertEqual(v, 0, table) }
+            }
+            do { let v = try await h.scalar("SELECT count(*)::int FROM auth.session_state WHERE user_id = '\(uid)' AND state = 'erased'"); XCTAssertEqual(v, 1) }
+            let erasedEverywhere = try await h.scalar("""
+                SELECT count(DISTINCT target_service)::int FROM auth.outbox WHERE path LIKE '/internal/users/\(uid)/sessions?app_id=%' AND body->>'state' = 'erased'
+                """)
+            XCTAssertEqual(erasedEverywhere, 3, "every service refuses the user's tokens")
         }
     }
 
