@@ -81,6 +81,7 @@ public struct AccountLifecycle: Sendable {
         // The stored exports (email, addresses, locations) and their links die with the account.
         try await conn.run("DELETE FROM exports WHERE user_id = \(userID)", logger: logger)
         try await conn.run("DELETE FROM game_center_connections WHERE user_id = \(userID)", logger: logger)
+        try await conn.run("DELETE FROM privacy_settings WHERE user_id = \(userID)", logger: logger)
         try await conn.run("UPDATE audit_logs SET ip_address = NULL, user_agent = NULL WHERE user_id = \(userID)", logger: logger)
     }
 
