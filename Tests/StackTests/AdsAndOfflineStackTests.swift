@@ -117,14 +117,14 @@ final class AdsAndOfflineStackTests: XCTestCase {
                     SELECT count(*) FILTER (WHERE status = 'delivered')::int, count(*) FILTER (WHERE status <> 'delivered')::int
                     FROM auth.outbox WHERE path LIKE \("%" + userID.lowercased() + "%")
                     """).decode((Int, Int).self) { (seen.delivered, seen.undelivered) = (done, pending) }
-                if seen.locations == 0 && seen.undelivered == 0 && seen.delivered >= 5 { break }
+                if seen.locations == 0 && seen.undelivered == 0 && seen.delivered >= 2 { break }
                 try await Task.sleep(for: .milliseconds(250))
             }
             return seen
         }
         XCTAssertEqual(locations, 0, "offline deleted the locations")
-        // Two consent changes (on, then off), each to offline and ads, and the order to delete the locations.
-        XCTAssertEqual(delivered, 5, "auth wrote the messages and they were delivered")
+        // Two geolocation changes (on, then off), each a versioned fact to offline (which deletes the locations with the withdrawal).
+        XCTAssertEqual(delivered, 2, "auth wrote the two versioned geolocation messages and they were delivered")
         XCTAssertEqual(undelivered, 0, "auth's messages to offline and ads were all delivered")
     }
 
@@ -186,7 +186,7 @@ final class AdsAndOfflineStackTests: XCTestCase {
         let toldFree = try await withPostgres(TestEnvironment.adminClient(database: database)) { db -> Int in
             var n = 0
             for try await c in try await db.query("""
-                SELECT count(*)::int FROM subscription.outbox o JOIN subscription.subscriptions s ON o.path = '/internal/users/' || s.user_id || '/status'
+                SELECT count(*)::int FROM subscription.outbox o JOIN subscription.subscriptions s ON o.path = '/internal/users/' || s.user_id || '/status?app_id=' || s.app_id
                 WHERE s.store_original_transaction_id = \(original) AND o.body->>'status' = 'free'
                 """).decode(Int.self) { n = c }
             return n

@@ -149,6 +149,9 @@ p50() { awk '$1 == "50%" {print $2}' "$1"; }
 log "a 1,000-item download job against a plain SELECT of the same rows"
 DOWNLOAD=$("$BIN/offline-service" admin bench-download --items 1000 2>/dev/null | tail -1)
 
+log "revocation: logout-all answered -> the old token refused at each service (200 users)"
+REVOCATION=$(python3 deploy/bench/revocation.py "$APP_ID" "$API_KEY" "${BENCH_REVOCATION_USERS:-200}")
+
 log "login flood + health latency during it"
 wrk -t1 -c8 -d"${DURATION}s" --latency -s deploy/bench/login.lua http://127.0.0.1:3001 -- "$APP_ID" "$API_KEY" "$BENCH/emails.txt" > "$BENCH/login.txt" &
 FLOOD=$!
@@ -175,6 +178,7 @@ GET /location/nearby-content (16 conns) ${NEARBY_RPS} req/s   p50 $(p50 "$BENCH/
   one connection                        $(rps "$BENCH/nearby1.txt") req/s   p50 $(p50 "$BENCH/nearby1.txt")   p99 $(p99 "$BENCH/nearby1.txt")
 1,000-item download job                 ${DOWNLOAD}
   job vs plain SELECT                   $(echo "$DOWNLOAD" | awk -F'[ =]' '{for (i = 1; i <= NF; i++) {if ($i == "job_items_per_s") j = $(i+1); if ($i == "select_rows_per_s") s = $(i+1)}} END {printf "%.3f x", j / s}')
+revocation (logout-all, ms)             ${REVOCATION}   (target p99 <= 5000)
 offline-service RSS after its run       ${OFF_RSS} MB (target <= 64)
 ads-service RSS after its run           ${ADS_RSS} MB (target <= 64)
 auth-service RSS after the runs         ${RSS} MB (target <= 64)
