@@ -158,8 +158,11 @@ public struct UserFactStore: Sendable {
     /// Forgets revocations no live token can need any more.
     public func purgeExpired(on conn: PostgresConnection) async throws {
         try await conn.run("DELETE FROM revoked_sessions WHERE expires_at < clock_timestamp()", logger: logger)
+        // Eight days after the last change every token it could refuse has expired: an erased
+        // user's marker goes, and so does an epoch (tokens of later epochs need no row). A
+        // suspension stays until it is lifted.
         try await conn.run("""
-            DELETE FROM session_state WHERE state = 'erased' AND changed_at < clock_timestamp() - make_interval(secs => \(Self.retention))
+            DELETE FROM session_state WHERE state IN ('erased', 'active') AND changed_at < clock_timestamp() - make_interval(secs => \(Self.retention))
             """, logger: logger)
     }
 }

@@ -142,4 +142,50 @@ final class PrivacyAndInternalTests: XCTestCase {
             XCTAssertEqual(noCredential.status, .unauthorized)
         }
     }
+
+    /// The ads screen's answer reaches its owner: applied when auth has not changed that consent
+    /// since the version ads showed, refused as stale otherwise; bad input changes nothing.
+    func testAnAnswerFromTheAdsScreenIsAppliedUnlessAuthChangedItSince() async throws {
+        try await AuthHarness.run { h in
+            let r = try await h.registerEmail(uniqueEmail())
+            let uid = r.user.id.uuidString.lowercased()
+            let app = h.app.appID.uuidString.lowercased()
+            let ads: HTTPFields = [.authorization: "Bearer local-internal-ads", .xServiceName: "ads", .contentType: "application/json"]
+            func answer(_ body: String, user: String? = nil, consent: String = "personalized_ads", headers: HTTPFields? = nil) async throws -> TestResponse {
+                try await h.client.execute(uri: "/internal/users/\(user ?? uid)/consent-answers/\(consent)?app_id=\(app)", method: .post,
+                                           headers: headers ?? ads, body: ByteBuffer(string: body)) { $0 }
+            }
+            func personalized() async throws -> Bool {
+                try await h.send(.get, "auth/privacy", token: r.tokens.accessToken).json(PrivacyBody.self).privacy.consentPersonalizedAds
+            }
+            let optIn = try await answer(#"{"app_id":"\#(app)","value":true,"based_on":0,"source":"ads"}"#)
+            XCTAssertEqual(optIn.status, .ok, String(buffer: optIn.body))
+            XCTAssertEqual(try optIn.json(FactOutcome.self).applied, true)
+            do { let v = try await personalized(); XCTAssertTrue(v, "the privacy screen shows the ads screen's answer") }
+            let v1 = try await h.scalar("SELECT max((body->>'version')::int) FROM auth.outbox WHERE path LIKE '/internal/users/\(uid)/consents/personalized_ads%'")
+            XCTAssertGreaterThan(v1, 0, "sent back to ads, versioned")
+            // Withdrawn at auth afterwards; a late answer based on the older version is stale.
+            _ = try await h.send(.patch, "auth/privacy", #"{"consent_personalized_ads":false}"#, token: r.tokens.accessToken)
+            let late = try await answer(#"{"app_id":"\#(app)","value":true,"based_on":\#(v1),"source":"ads"}"#)
+            XCTAssertEqual(try late.json(FactOutcome.self), FactOutcome(applied: false, reason: "stale_version"))
+            do { let v = try await personalized(); XCTAssertFalse(v) }
+            let outbox = try await h.scalar("SELECT count(*)::int FROM auth.outbox WHERE path LIKE '/internal/users/\(uid)/%'")
+            // Bad input: a version auth never issued, another consent, another tenant in the body, a
+            // wrong type, a caller other than ads, an unknown user.
+            let cases: [(String, String?, String, HTTPFields?, HTTPResponse.Status)] = [
+                (#"{"app_id":"\#(app)","value":true,"based_on":999,"source":"ads"}"#, nil, "personalized_ads", nil, .unprocessableContent),
+                (#"{"app_id":"\#(app)","value":true,"based_on":0,"source":"ads"}"#, nil, "geolocation", nil, .unprocessableContent),
+                (#"{"app_id":"\#(UUID())","value":true,"based_on":0,"source":"ads"}"#, nil, "personalized_ads", nil, .unprocessableContent),
+                (#"{"app_id":"\#(app)","value":"yes","based_on":0,"source":"ads"}"#, nil, "personalized_ads", nil, .badRequest),
+                (#"{"app_id":"\#(app)","value":true,"based_on":0,"source":"ads"}"#, nil, "personalized_ads",
+                 [.authorization: "Bearer local-internal-offline", .xServiceName: "offline", .contentType: "application/json"], .forbidden),
+                (#"{"app_id":"\#(app)","value":true,"based_on":0,"source":"ads"}"#, UUID().uuidString.lowercased(), "personalized_ads", nil, .notFound),
+            ]
+            for (body, user, consent, headers, status) in cases {
+                do { let v = try await answer(body, user: user, consent: consent, headers: headers).status; XCTAssertEqual(v, status, body) }
+            }
+            do { let v = try await personalized(); XCTAssertFalse(v, "nothing applied") }
+            do { let v = try await h.scalar("SELECT count(*)::int FROM auth.outbox WHERE path LIKE '/internal/users/\(uid)/%'"); XCTAssertEqual(v, outbox) }
+        }
+    }
 }

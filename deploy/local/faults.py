@@ -256,9 +256,31 @@ def replicas_share_the_database():
             if time.time() > deadline:
                 fail("the credit did not arrive")
             time.sleep(0.5)
+        # Logout of every device, told by auth to one process of each service: both replicas
+        # refuse the old token within 5 s (the other one reads its schema).
+        probes = [a + "/ads/consent" for a in ads] + [o + "/sync/profile" for o in offline]
+        worst = 0.0
+        for i in range(10):
+            hu = guest(USERS + 50 + i)
+            for url in probes:
+                if call("GET", url, hu)[0] != 200:
+                    fail("a fresh session is refused at %s" % url)
+            status, _ = call("POST", AUTH + "/auth/v1/auth/logout", hu, {"all": True})
+            answered = time.monotonic()
+            if status != 200:
+                fail("logout-all answered %s" % status)
+            pending = set(probes)
+            while pending:
+                for url in list(pending):
+                    if call("GET", url, hu)[0] == 401:
+                        pending.discard(url)
+                        worst = max(worst, time.monotonic() - answered)
+                if pending and time.monotonic() - answered > 5:
+                    fail("still accepted 5 s after logout-all: %s" % sorted(pending))
+                time.sleep(0.02)
         print("two replicas of offline and ads: 1 of 20 simultaneous ad requests passed the cooldown, 20 completions "
               "made 1 reward and 1 credit; 3 of 4 categories for a FREE user; %d download jobs each run once "
-              "(the replica ran %d)" % (len(jobs), by_replica))
+              "(the replica ran %d); logout-all refused by all four processes within %.2f s (10 users, worst)" % (len(jobs), by_replica, worst))
     finally:
         for p in procs:
             p.terminate()

@@ -19,6 +19,7 @@ public struct AccountLifecycle: Sendable {
     let sessions: SessionRegistry
     var appleRevoker: AppleRevoker? = nil
     var facts: FactPublisher { FactPublisher(logger: logger) }
+    var accounts: AccountStore { AccountStore(logger: logger) }
 
     /// The other services, each of which serves `DELETE /internal/users/{id}`.
     static let dataOwners: [ServiceName] = [.subscription, .offline, .ads]
@@ -45,20 +46,15 @@ public struct AccountLifecycle: Sendable {
         let payload = try job.decode(DeletionJob.self)
         let now = clock.now()
         let erased: SessionFact? = try await db.withTransaction(logger: logger) { conn in
-            let rows = try await conn.run("""
-                SELECT user_id, app_id, status, scheduled_for FROM deletions WHERE id = \(payload.deletionID) FOR UPDATE
-                """, logger: logger)
-            var found: (UUID, UUID, String, Date)?
-            for try await r in rows.decode((UUID, UUID, String, Date).self) { found = r }
-            guard let (userID, appID, status, due) = found, status == "scheduled" else { return nil }
-            guard due <= now else { throw JobNotDue() }
+            guard let d = try await accounts.lockDeletion(payload.deletionID, on: conn), d.status == "scheduled" else { return nil }
+            guard d.due <= now else { throw JobNotDue() }
             // Apple requires apps to revoke its tokens when an account is deleted; a failure
             // leaves the job to retry rather than deleting without revoking.
-            try await appleRevoker?.revoke(userID: userID, appID: appID, on: conn, logger: logger, now: now)
-            try await anonymise(userID: userID, now: now, on: conn)
-            try await conn.run("UPDATE deletions SET status = 'executed', executed_at = \(now) WHERE id = \(payload.deletionID)", logger: logger)
-            let fact = try await erase(userID: userID, appID: appID, on: conn)
-            try await AuditLog(logger: logger).record(.init(userID: userID, appID: appID, action: "account_deleted", result: "success"), on: conn)
+            try await appleRevoker?.revoke(userID: d.userID, appID: d.appID, on: conn, logger: logger, now: now)
+            try await accounts.anonymise(userID: d.userID, now: now, on: conn)
+            try await accounts.markExecuted(payload.deletionID, now: now, on: conn)
+            let fact = try await erase(userID: d.userID, appID: d.appID, on: conn)
+            try await AuditLog(logger: logger).record(.init(userID: d.userID, appID: d.appID, action: "account_deleted", result: "success"), on: conn)
             return fact
         }
         if let erased { sessions.apply([erased]) }
@@ -66,39 +62,13 @@ public struct AccountLifecycle: Sendable {
 
     struct JobNotDue: Error {}
 
-    /// Keeps the row (ids stay valid for foreign references and audit) but nothing that
-    /// identifies the person.
-    func anonymise(userID: UUID, now: Date, on conn: PostgresConnection) async throws {
-        try await conn.run("""
-            UPDATE users SET email = NULL, password_hash = NULL, google_id = NULL, apple_id = NULL, display_name = NULL,
-                   guest_device_id = NULL, email_verified = false, suspension_reason = NULL, anonymized_at = \(now),
-                   deletion_scheduled_at = NULL, updated_at = \(now)
-            WHERE id = \(userID)
-            """, logger: logger)
-        try await conn.run("DELETE FROM oauth_connections WHERE user_id = \(userID)", logger: logger)
-        try await conn.run("DELETE FROM refresh_tokens WHERE user_id = \(userID)", logger: logger)
-        try await conn.run("DELETE FROM email_tokens WHERE user_id = \(userID)", logger: logger)
-        // The stored exports (email, addresses, locations) and their links die with the account.
-        try await conn.run("DELETE FROM exports WHERE user_id = \(userID)", logger: logger)
-        try await conn.run("DELETE FROM game_center_connections WHERE user_id = \(userID)", logger: logger)
-        try await conn.run("DELETE FROM privacy_settings WHERE user_id = \(userID)", logger: logger)
-        try await conn.run("UPDATE audit_logs SET ip_address = NULL, user_agent = NULL WHERE user_id = \(userID)", logger: logger)
-    }
-
     /// Removes guests idle for 30 days (a batch at a time, `SKIP LOCKED` so replicas share
     /// the work) and tells the other services. Returns how many were removed.
     @discardableResult
     public func expireGuests(db: DatabasePool, batch: Int = 200) async throws -> Int {
         let now = clock.now()
         let erased: [SessionFact] = try await db.withTransaction(logger: logger) { conn in
-            let rows = try await conn.run("""
-                DELETE FROM users WHERE id IN (
-                    SELECT id FROM users WHERE is_guest AND guest_expires_at < \(now)
-                    ORDER BY guest_expires_at LIMIT \(batch) FOR UPDATE SKIP LOCKED)
-                RETURNING id, app_id
-                """, logger: logger)
-            var removed: [(UUID, UUID)] = []
-            for try await r in rows.decode((UUID, UUID).self) { removed.append(r) }
+            let removed = try await accounts.deleteExpiredGuests(now: now, batch: batch, on: conn)
             var facts: [SessionFact] = []
             for (userID, appID) in removed {
                 facts.append(try await erase(userID: userID, appID: appID, on: conn))
@@ -139,10 +109,7 @@ struct AppleRevoker: Sendable {
     let box: SecretBox
 
     func revoke(userID: UUID, appID: UUID, on conn: PostgresConnection, logger: Logger, now: Date) async throws {
-        let rows = try await conn.run("""
-            SELECT refresh_token_sealed FROM oauth_connections WHERE user_id = \(userID) AND provider = 'apple' AND refresh_token_sealed IS NOT NULL
-            """, logger: logger)
-        for try await sealed in rows.decode(ByteBuffer.self) {
+        for sealed in try await AccountStore(logger: logger).sealedAppleTokens(userID: userID, on: conn) {
             guard let config = configs[appID] else {
                 logger.error("Apple token kept but no Apple key configured to revoke it", metadata: ["app_id": "\(appID)"])
                 return

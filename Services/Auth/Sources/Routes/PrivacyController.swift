@@ -110,7 +110,13 @@ struct PrivacyController {
         let now = ctx.clock.now()
         let outcome = try await ctx.db.withTransaction(logger: ctx.logger) { conn -> FactOutcome in
             guard try await ctx.users.find(.id(user), appID: app, on: conn) != nil,
-                  let current = try await ctx.users.privacy(of: user, on: conn, forUpdate: true) else { throw AppError.notFound("User") }
+                  let current = try await ctx.users.privacy(of: user, on: conn, forUpdate: true) else {
+                // An erased user's late answer is final news for the sender's outbox (410), not a retry.
+                if try await ctx.facts.facts.isErased(app: app, user: user, on: conn) {
+                    throw AppError(.gone, "user_erased", "This user's data has been erased")
+                }
+                throw AppError.notFound("User")
+            }
             let held = try await ctx.facts.consentVersion(app: app, user: user, consent: ConsentFact.personalizedAds, on: conn)
             guard answer.basedOn <= held else { throw AppError.validation("based_on", "based_on names a version auth never issued") }
             guard answer.basedOn == held else { return FactOutcome(applied: false, reason: "stale_version") }
