@@ -202,18 +202,27 @@ public struct IdempotencyStore: Sendable {
         public var replayed: Bool
     }
 
-    public func run(key: String, scope: String,
+    /// `fingerprint` names the request a key was first used for (e.g. its target): the same key
+    /// with another fingerprint is refused with 422 `idempotency_key_reused` (Stripe's rule),
+    /// rather than answered with the first request's response.
+    public func run(key: String, scope: String, fingerprint: String? = nil,
                     _ body: (PostgresConnection) async throws -> (status: Int, body: Data)) async throws -> StoredResponse {
         try await client.withTransaction(logger: logger) { conn in
             let inserted = try await conn.run("""
-                INSERT INTO idempotency_keys (scope, key) VALUES (\(scope), \(key))
+                INSERT INTO idempotency_keys (scope, key, request_fingerprint) VALUES (\(scope), \(key), \(fingerprint))
                 ON CONFLICT (scope, key) DO NOTHING RETURNING key
                 """, logger: logger)
             var isNew = false
             for try await _ in inserted { isNew = true }
             if !isNew {
-                let rows = try await conn.run("SELECT status_code, response_body FROM idempotency_keys WHERE scope = \(scope) AND key = \(key)", logger: logger)
-                for try await (status, stored) in rows.decode((Int?, String?).self) {
+                let rows = try await conn.run("""
+                    SELECT status_code, response_body, request_fingerprint FROM idempotency_keys WHERE scope = \(scope) AND key = \(key)
+                    """, logger: logger)
+                for try await (status, stored, first) in rows.decode((Int?, String?, String?).self) {
+                    if first != fingerprint {
+                        throw AppError(.unprocessableContent, "idempotency_key_reused",
+                                       "This Idempotency-Key was used for another request; use a new key for a new request")
+                    }
                     return StoredResponse(status: status ?? 200, body: Data((stored ?? "").utf8), replayed: true)
                 }
                 throw AppError(.conflict, "idempotency_conflict", "Request with this Idempotency-Key is in progress")

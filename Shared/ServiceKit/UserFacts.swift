@@ -50,8 +50,13 @@ extension PlatformMigrations {
         CREATE INDEX revoked_sessions_user ON revoked_sessions (app_id, user_id);
         """
 
+    /// An idempotency key remembers the request it was first used for.
+    public static let idempotencyFingerprint = """
+        ALTER TABLE idempotency_keys ADD COLUMN request_fingerprint text;
+        """
+
     /// Migrations a service's `Migrations/` folder includes by name.
-    static let included: [String: String] = ["user_facts": userFacts]
+    static let included: [String: String] = ["user_facts": userFacts, "idempotency_fingerprint": idempotencyFingerprint]
 }
 
 /// All SQL of the versioned facts and session revocations.

@@ -188,6 +188,27 @@ final class EmailSignInTests: XCTestCase {
     }
 
     /// 5 sign-in attempts per 15 minutes per client IP; refresh is not counted.
+    /// bcrypt reads 72 bytes: two passwords sharing their first 72 bytes would both open the
+    /// account. A longer one is refused with a clear 400 at register, link and reset.
+    func testPasswordsLongerThanBcryptReadsAreRefused() async throws {
+        try await AuthHarness.run { h in
+            let email = uniqueEmail()
+            let long = "Tr1cky-Geography-" + String(repeating: "x", count: 56)  // 73 bytes
+            XCTAssertEqual(long.utf8.count, 73)
+            let r = try await h.post("auth/register", #"{"provider":"email","credentials":{"email":"\#(email)","password":"\#(long)"}}"#)
+            XCTAssertEqual(r.status, .badRequest)
+            XCTAssertEqual(try r.envelope().error, "password_too_long")
+            XCTAssertEqual(try r.envelope().extra["field"], .string("credentials.password"))
+            do { let v = try await h.scalar("SELECT count(*)::int FROM auth.users WHERE email = '\(email)'"); XCTAssertEqual(v, 0, "nothing created") }
+            // 72 bytes is fine.
+            let ok = try await h.post("auth/register", #"{"provider":"email","credentials":{"email":"\#(email)","password":"\#(long.dropLast())"}}"#)
+            XCTAssertEqual(ok.status, .created, String(buffer: ok.body))
+            let reset = try await h.post("auth/password/reset", #"{"token":"whatever","new_password":"\#(long)"}"#)
+            XCTAssertEqual(reset.status, .badRequest)
+            XCTAssertEqual(try reset.envelope().extra["field"], .string("new_password"))
+        }
+    }
+
     func testSignInRateLimitPerIP() async throws {
         // The seed's limit, set here: the test asserts on it, whatever the environment says.
         try await AuthHarness.run(overrides: ["AUTH_SIGNIN_LIMIT_PER_15_MINUTES": "5"]) { h in

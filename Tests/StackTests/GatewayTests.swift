@@ -86,6 +86,17 @@ final class GatewayTests: XCTestCase {
         XCTAssertEqual(tooLarge.status, 413)
         XCTAssertEqual(try tooLarge.decode(ErrorEnvelope.self).error, "payload_too_large")
 
+        // The gateway's own refusals are in the envelope too (nginx answers HTML by default).
+        let longPath = try await http.send(HTTPRequest(url: "\(gateway)/auth/v1/" + String(repeating: "a", count: 9 * 1024)))
+        XCTAssertEqual(longPath.status, 414)
+        XCTAssertEqual(try longPath.decode(ErrorEnvelope.self).error, "uri_too_long")
+        let bigHeader = try await http.send(HTTPRequest(url: "\(gateway)/auth/v1/health", headers: [("X-Padding", String(repeating: "b", count: 9 * 1024))]))
+        XCTAssertEqual(bigHeader.status, 431)
+        XCTAssertEqual(try bigHeader.decode(ErrorEnvelope.self).error, "headers_too_large")
+        let malformed = try await http.send(HTTPRequest(url: "\(gateway)/auth/v1/health%00"))
+        XCTAssertEqual(malformed.status, 400)
+        XCTAssertNoThrow(try malformed.decode(ErrorEnvelope.self), String(decoding: malformed.body, as: UTF8.self))
+
         let unknown = try await http.send(HTTPRequest(url: "\(gateway)/nope/v1/health"))
         XCTAssertEqual(unknown.status, 404)
         XCTAssertEqual(try unknown.decode(ErrorEnvelope.self).error, "not_found")

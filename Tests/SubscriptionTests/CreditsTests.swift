@@ -139,6 +139,11 @@ final class CreditsTests: XCTestCase {
             // The same Idempotency-Key (a retried tap) answers the same and charges nothing.
             let retried = try await h.unlock(user, "\(prefix)1", idempotency: "tap-1")
             XCTAssertEqual(String(buffer: retried.body), String(buffer: renewed.body))
+            // The same key for another content is refused, not answered "unlocked" (Stripe's rule).
+            let reused = try await h.unlock(user, "\(prefix)2", idempotency: "tap-1")
+            XCTAssertEqual(reused.status, .unprocessableContent)
+            XCTAssertEqual(try reused.envelope().error, "idempotency_key_reused")
+            do { let v = try await h.balance(user); XCTAssertEqual(v, 2, "nothing spent") }
             let poor = try await h.unlock(user, "\(prefix)2")
             XCTAssertEqual(poor.status.code, 402)
             let e = try poor.envelope()
@@ -155,6 +160,25 @@ final class CreditsTests: XCTestCase {
             let anonymous = try await h.client.execute(uri: "/subscription/v1/content/\(prefix)1/unlock", method: .post,
                                                        headers: [.xAppID: h.app.uuidString, .xAPIKey: "k"]) { $0 }
             XCTAssertEqual(anonymous.status, .unauthorized)
+
+            // FREEMIUM = subscription OR credits: a subscriber is never charged.
+            let subscriber = UUID()
+            _ = try await h.earn(subscriber, 5)
+            try await withPostgres(TestEnvironment.adminClient(database: TestEnvironment.unitDatabase)) { db in
+                try await db.query("""
+                    INSERT INTO subscription.subscriptions (app_id, user_id, plan_type, status, start_date, end_date, store, store_product_id,
+                                                            store_transaction_id, store_original_transaction_id, environment)
+                    VALUES (\(h.app), \(subscriber), 'monthly', 'active', now() - interval '1 day', \(h.clock.now().addingTimeInterval(86400)),
+                            'apple', 'com.quiz.premium.monthly', \(prefix + "s1"), \(prefix + "s1"), 'Sandbox')
+                    """)
+            }
+            let viaSubscription = try await h.unlock(subscriber, "\(prefix)2")
+            XCTAssertEqual(viaSubscription.status, .ok)
+            let body = try viaSubscription.json([String: JSONValue].self)
+            XCTAssertEqual(body["charged"], .bool(false))
+            XCTAssertEqual(body["via"], .string("subscription"))
+            XCTAssertEqual(body["unlock"], .null)
+            do { let v = try await h.balance(subscriber); XCTAssertEqual(v, 5, "no credit spent") }
         }
     }
 

@@ -26,9 +26,9 @@ final class FakeVerifyReceipt: Sendable {
                     enum CodingKeys: String, CodingKey { case receiptData = "receipt-data"; case password } }
                 let b = try JSONDecoder().decode(B.self, from: Data(try await request.body.collect(upTo: 1 << 20).readableBytesView))
                 let n = calls.log.withLock { $0.append("\(env):\(b.receiptData)"); return $0.filter { $0.hasSuffix(b.receiptData) }.count }
-                func answer(_ status: Int, product: String = "com.quiz.premium.monthly", retryable: Bool? = nil) -> Response {
+                func answer(_ status: Int, product: String = "com.quiz.premium.monthly", retryable: Bool? = nil, bundle: String = "com.quiz.app") -> Response {
                     let ms = Int(Date().timeIntervalSince1970 * 1000)
-                    let info = status == 0 ? #","latest_receipt_info":[{"product_id":"\#(product)","transaction_id":"\#(b.receiptData)-1","original_transaction_id":"\#(b.receiptData)","purchase_date_ms":"\#(ms - 60000)","expires_date_ms":"\#(ms + 30 * 86_400_000)","is_trial_period":"false"}]"# : ""
+                    let info = status == 0 ? #","receipt":{"bundle_id":"\#(bundle)"},"latest_receipt_info":[{"product_id":"\#(product)","transaction_id":"\#(b.receiptData)-1","original_transaction_id":"\#(b.receiptData)","purchase_date_ms":"\#(ms - 60000)","expires_date_ms":"\#(ms + 30 * 86_400_000)","is_trial_period":"false"}]"# : ""
                     let r = retryable.map { #","is-retryable":\#($0)"# } ?? ""
                     return Response(status: .ok, headers: [.contentType: "application/json"],
                                     body: .init(byteBuffer: ByteBuffer(string: #"{"status":\#(status),"environment":"\#(env)"\#(info)\#(r)}"#)))
@@ -39,6 +39,9 @@ final class FakeVerifyReceipt: Sendable {
                 case let r where r.hasPrefix("flaky-"): return n == 1 ? answer(21005) : answer(0)
                 case let r where r.hasPrefix("bad-"): return answer(21003)
                 case let r where r.hasPrefix("gold-"): return answer(0, product: "com.quiz.gold")
+                case let r where r.hasPrefix("otherapp-"): return answer(0, bundle: "com.someone.else")
+                case let r where r.hasPrefix("down-"): return answer(21005)
+                case let r where r.hasPrefix("internal-"): return answer(21150)
                 default: return env == "Production" ? answer(0) : answer(21008)
                 }
             }
@@ -78,6 +81,23 @@ final class LegacyReceiptTests: XCTestCase {
                 let gold = try await Self.post(h, UUID(), receipt: "gold-\(tag)")
                 XCTAssertEqual(gold.status, .badRequest)
                 XCTAssertEqual(try gold.envelope().error, "product_mismatch")
+                // Another app's receipt (its bundle) buys nothing here, and writes nothing.
+                let otherApp = try await Self.post(h, UUID(), receipt: "otherapp-\(tag)")
+                XCTAssertEqual(otherApp.status, .badRequest)
+                XCTAssertEqual(try otherApp.envelope().extra["reason"], .string("bundle_mismatch"))
+                // Apple unable to answer (21005 the receipt server, 21100–21199 internal errors,
+                // after retries) is not a verdict on the receipt: 503, retryable, nothing written.
+                for prefix in ["down", "internal"] {
+                    let busy = try await Self.post(h, UUID(), receipt: "\(prefix)-\(tag)")
+                    XCTAssertEqual(busy.status, .serviceUnavailable, prefix)
+                    XCTAssertEqual(try busy.envelope().error, "store_unavailable", prefix)
+                    XCTAssertEqual(try busy.envelope().extra["retryable"], .bool(true), prefix)
+                }
+                for prefix in ["otherapp", "down", "internal"] {
+                    do { let v = try await h.scalar("SELECT count(*)::int FROM subscription.iap_receipts WHERE original_transaction_id = '\(prefix)-\(tag)'"); XCTAssertEqual(v, 0, prefix) }
+                    do { let v = try await h.scalar("SELECT count(*)::int FROM subscription.subscriptions WHERE store_original_transaction_id = '\(prefix)-\(tag)'"); XCTAssertEqual(v, 0, prefix) }
+                }
+                XCTAssertEqual(apple.calls.log.withLock { $0.filter { $0.hasSuffix("down-\(tag)") }.count }, 3, "tried, then retried twice")
                 // The same receipt again: the existing subscription (seed 16a).
                 let again = try await Self.post(h, user, receipt: "sandbox-\(tag)")
                 XCTAssertEqual(again.status, .ok)

@@ -116,14 +116,29 @@ final class StoreNotificationTests: XCTestCase {
         }
     }
 
+    /// Apple's v1 table onto the v2 effects (DID_RECOVER moves the period like a renewal).
+    func testVersionOneTypesMeanWhatApplesTableSays() {
+        let cases: [(String, String?, AppleNotificationEffect)] = [
+            ("CANCEL", nil, .revoked), ("REFUND", nil, .revoked), ("REVOKE", nil, .revoked),
+            ("DID_RECOVER", nil, .renewed), ("INTERACTIVE_RENEWAL", nil, .renewed), ("RENEWAL", nil, .renewed),
+            ("DID_RENEW", nil, .renewed), ("INITIAL_BUY", nil, .renewed), ("DID_FAIL_TO_RENEW", nil, .billingRetry),
+            ("DID_CHANGE_RENEWAL_STATUS", "false", .autoRenew(false)), ("DID_CHANGE_RENEWAL_STATUS", "true", .autoRenew(true)),
+            ("PRICE_INCREASE_CONSENT", nil, .none), ("CONSUMPTION_REQUEST", nil, .none),
+        ]
+        for (v1, autoRenew, effect) in cases {
+            let (type, subtype) = AppleNotificationEffect.v2Type(ofV1: v1, autoRenewStatus: autoRenew)
+            XCTAssertEqual(AppleNotificationEffect.of(type: type, subtype: subtype), effect, v1)
+        }
+    }
+
     func testVersionOneNotificationsWithTheSharedSecret() async throws {
         try await PurchaseTests.run { h in
             let user = UUID()
             let original = "4\(Int.random(in: 1000000...9999999))"
             _ = try await h.post("subscriptions/purchase", user, jws: try h.store.transaction(id: original, original: original, trial: false))
             let ms = Int(Date().timeIntervalSince1970 * 1000)
-            func v1(_ type: String, password: String = "s3cret", autoRenew: String = "true") -> String {
-                #"{"notification_type":"\#(type)","password":"\#(password)","environment":"Sandbox","auto_renew_status":"\#(autoRenew)","unified_receipt":{"status":0,"latest_receipt_info":[{"product_id":"com.quiz.premium.annual","transaction_id":"\#(original)","original_transaction_id":"\#(original)","purchase_date_ms":"\#(ms - 60000)","expires_date_ms":"\#(ms + 86_400_000 * 7)"}]}}"#
+            func v1(_ type: String, password: String = "s3cret", autoRenew: String = "true", tx: String? = nil, days: Int = 7) -> String {
+                #"{"notification_type":"\#(type)","password":"\#(password)","environment":"Sandbox","auto_renew_status":"\#(autoRenew)","unified_receipt":{"status":0,"latest_receipt_info":[{"product_id":"com.quiz.premium.annual","transaction_id":"\#(tx ?? original)","original_transaction_id":"\#(original)","purchase_date_ms":"\#(ms - 60000)","expires_date_ms":"\#(ms + 86_400_000 * days)"}]}}"#
             }
             func post(_ body: String) async throws -> TestResponse {
                 try await h.client.execute(uri: "/subscription/v1/webhooks/apple", method: .post, headers: [.contentType: "application/json"],
@@ -135,6 +150,11 @@ final class StoreNotificationTests: XCTestCase {
             XCTAssertTrue(String(buffer: off.body).contains("applied"))
             var m = try await Self.me(h, user)
             XCTAssertEqual(m.subscription?.auto_renew, false)
+            // Billing recovered (v1 DID_RECOVER, a new transaction): the period moves like a renewal.
+            let recovered = try await post(v1("DID_RECOVER", tx: original + "9", days: 37))
+            XCTAssertTrue(String(buffer: recovered.body).contains("applied"), String(buffer: recovered.body))
+            let end = try await h.scalar("SELECT extract(epoch FROM end_date)::int FROM subscription.subscriptions WHERE store_original_transaction_id = '\(original)'")
+            XCTAssertEqual(Double(end), Double(ms / 1000 + 37 * 86400), accuracy: 2, "the new period's end")
             // Apple's v1 refund is CANCEL: access ends at once; a replay changes nothing.
             let cancel = try await post(v1("CANCEL"))
             XCTAssertTrue(String(buffer: cancel.body).contains("applied"))

@@ -130,12 +130,7 @@ struct AuthController {
         guard let email = EmailAddress.normalize(rawEmail) else {
             throw AppError.validation("credentials.email", "Invalid email format")
         }
-        let strength = ctx.passwords.evaluate(password, userInputs: [email])
-        guard strength.acceptable else {
-            throw AppError(.unprocessableContent, "weak_password", "Password is too weak",
-                           extra: ["field": "credentials.password", "score": .int(strength.score),
-                                   "minimum_score": .int(PasswordPolicy.minimumScore)])
-        }
+        try ctx.passwords.require(password, userInputs: [email], field: "credentials.password")
         // Cheap check first so an existing account answers without a bcrypt round.
         if let existing = try await ctx.db.withConnection({ try await ctx.users.find(.email(email), appID: appID, on: $0) }) {
             throw emailTaken(existing)

@@ -99,11 +99,7 @@ struct EmailFlowsController {
         let body = try await request.decodeJSON(as: ResetBody.self, context: context)
         let now = ctx.clock.now()
         // Validate before using the token, so a weak password does not burn the link.
-        let strength = ctx.passwords.evaluate(body.newPassword, userInputs: [])
-        guard strength.acceptable else {
-            throw AppError(.unprocessableContent, "weak_password", "Password is too weak",
-                           extra: ["field": "new_password", "score": .int(strength.score), "minimum_score": .int(PasswordPolicy.minimumScore)])
-        }
+        try ctx.passwords.require(body.newPassword, userInputs: [], field: "new_password")
         let hash = try await ctx.hashPassword(body.newPassword)
         let (revoked, fact): (Int, SessionFact) = try await ctx.db.withTransaction(logger: ctx.logger) { conn in
             guard let userID = try await ctx.emailTokens.consume(token: body.token, purpose: .passwordReset, now: now, on: conn),

@@ -36,11 +36,7 @@ struct LinkController {
             let raw = try body.credentials.require(body.credentials.email, "email")
             let password = try body.credentials.require(body.credentials.password, "password")
             guard let email = EmailAddress.normalize(raw) else { throw AppError.validation("credentials.email", "Invalid email format") }
-            let strength = ctx.passwords.evaluate(password, userInputs: [email])
-            guard strength.acceptable else {
-                throw AppError(.unprocessableContent, "weak_password", "Password is too weak",
-                               extra: ["field": "credentials.password", "score": .int(strength.score), "minimum_score": .int(PasswordPolicy.minimumScore)])
-            }
+            try ctx.passwords.require(password, userInputs: [email], field: "credentials.password")
             linking = .email(email, try await ctx.hashPassword(password))
         case .apple:
             let (identity, sealed) = try await sessions.verifyApple(body.credentials, appID: appID, now: now, request, context)

@@ -21,6 +21,18 @@ public enum AppleNotificationEffect: Equatable, Sendable {
         }
     }
 
+    /// App Store Server Notifications v1 names onto the v2 types they mean (Apple's v1 table):
+    /// CANCEL is a refund; INITIAL_BUY, RENEWAL, INTERACTIVE_RENEWAL and DID_RECOVER (billing
+    /// recovered) start a new period; the others keep their name.
+    public static func v2Type(ofV1 type: String, autoRenewStatus: String?) -> (type: String, subtype: String?) {
+        switch type {
+        case "CANCEL": return ("REFUND", nil)
+        case "INITIAL_BUY", "INTERACTIVE_RENEWAL", "RENEWAL", "DID_RECOVER": return ("DID_RENEW", nil)
+        case "DID_CHANGE_RENEWAL_STATUS": return ("DID_CHANGE_RENEWAL_STATUS", autoRenewStatus == "true" ? "AUTO_RENEW_ENABLED" : "AUTO_RENEW_DISABLED")
+        default: return (type, nil)
+        }
+    }
+
     /// Apple's grace period when the renewal info does not carry its end (seed: 16 days).
     public static let fallbackGraceDays = 16
 }

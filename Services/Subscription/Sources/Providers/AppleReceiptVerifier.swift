@@ -39,18 +39,37 @@ public struct AppleReceiptVerifier: Sendable {
         var isRetryable: Bool?
         var latestReceiptInfo: [ReceiptTransaction]?
         var receipt: Inner?
-        struct Inner: Decodable { var inApp: [ReceiptTransaction]?; enum CodingKeys: String, CodingKey { case inApp = "in_app" } }
+        struct Inner: Decodable {
+            var inApp: [ReceiptTransaction]?
+            var bundleID: String?
+            enum CodingKeys: String, CodingKey { case inApp = "in_app"; case bundleID = "bundle_id" }
+        }
         enum CodingKeys: String, CodingKey {
             case status, environment, isRetryable = "is-retryable", latestReceiptInfo = "latest_receipt_info", receipt
         }
     }
 
-    public enum Failure: Error, Equatable { case status(Int), unreachable }
+    /// `status`: Apple refused the receipt. `unavailable`: Apple could not answer (a status it
+    /// documents as "try again"), which says nothing about the receipt. `unreachable`: no answer.
+    public enum Failure: Error, Equatable { case status(Int), unavailable(Int), unreachable }
 
-    static let temporary: Set<Int> = [21002, 21005, 21009]
+    /// What the receipt holds, as Apple answered.
+    public struct Verified: Sendable {
+        public var transactions: [ReceiptTransaction]
+        public var environment: String?
+        /// `receipt.bundle_id`: the app the receipt was issued to.
+        public var bundleID: String?
+    }
 
-    /// Returns the receipt's transactions (latest first as Apple sends them) and its environment.
-    public func verify(receiptData: String, sharedSecret: String?) async throws -> ([ReceiptTransaction], String?) {
+    /// Apple's "try again" statuses: 21002 (a temporary issue reading the data), 21005 (the
+    /// receipt server is unavailable), 21009 (internal data access error) and 21100–21199
+    /// (internal data access errors); `is-retryable` says so for the others.
+    static func isTemporary(_ status: Int, retryable: Bool?) -> Bool {
+        [21002, 21005, 21009].contains(status) || (21100...21199).contains(status) || retryable == true
+    }
+
+    /// Returns the receipt's transactions (latest first as Apple sends them), environment and bundle.
+    public func verify(receiptData: String, sharedSecret: String?) async throws -> Verified {
         var url = productionURL
         var hops = 0
         var attempts = 0
@@ -72,13 +91,15 @@ public struct AppleReceiptVerifier: Sendable {
             }
             switch r.status {
             case 0:
-                return (r.latestReceiptInfo ?? r.receipt?.inApp ?? [], r.environment)
+                return Verified(transactions: r.latestReceiptInfo ?? r.receipt?.inApp ?? [], environment: r.environment, bundleID: r.receipt?.bundleID)
             case 21007 where hops < 2:
                 url = sandboxURL; hops += 1
             case 21008 where hops < 2:
                 url = productionURL; hops += 1
-            case let s where (Self.temporary.contains(s) || r.isRetryable == true) && attempts < 2:
+            case let s where Self.isTemporary(s, retryable: r.isRetryable):
                 attempts += 1
+                // 21002 also means malformed data: still a refusal once the retries are spent.
+                guard attempts <= 2 else { throw s == 21002 ? Failure.status(s) : Failure.unavailable(s) }
                 logger.info("verifyReceipt temporary status, retrying", metadata: ["status": "\(s)"])
                 try await Task.sleep(for: .milliseconds(200 * attempts))
             default:

@@ -98,12 +98,7 @@ struct AppleNotificationsController {
                                 environment: nil, price: nil, currency: nil)
         }
         // v1 names onto the v2 effects.
-        let (type, subtype): (String, String?) = switch v1.notificationType {
-        case "CANCEL": ("REFUND", nil)
-        case "INTERACTIVE_RENEWAL", "RENEWAL": ("DID_RENEW", nil)
-        case "DID_CHANGE_RENEWAL_STATUS": ("DID_CHANGE_RENEWAL_STATUS", v1.autoRenewStatus == "true" ? "AUTO_RENEW_ENABLED" : "AUTO_RENEW_DISABLED")
-        default: (v1.notificationType, nil)
-        }
+        let (type, subtype) = AppleNotificationEffect.v2Type(ofV1: v1.notificationType, autoRenewStatus: v1.autoRenewStatus)
         // v1 carries no id: the body's digest deduplicates replays.
         let id = "v1:" + SHA256.hash(data: rawBody).hexEncoded
         let n = Notification(notificationType: type, subtype: subtype, notificationUUID: id, data: nil)

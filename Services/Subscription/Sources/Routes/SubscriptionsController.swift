@@ -213,15 +213,25 @@ struct SubscriptionsController {
             throw AppError.badRequest("Give 'signed_transaction' (StoreKit 2) or 'receipt_data'", field: "signed_transaction")
         }
         guard receipt.utf8.count <= 500_000 else { throw AppError.validation("receipt_data", "receipt_data is too large") }
-        let transactions: [AppleReceiptVerifier.ReceiptTransaction]
+        let verified: AppleReceiptVerifier.Verified
         do {
-            (transactions, _) = try await receipts.verify(receiptData: receipt, sharedSecret: config.sharedSecret)
+            verified = try await receipts.verify(receiptData: receipt, sharedSecret: config.sharedSecret)
         } catch AppleReceiptVerifier.Failure.status(let status) {
             logger.warning("verifyReceipt refused a receipt", metadata: ["status": "\(status)"])
             throw AppError(.badRequest, "invalid_receipt", "Apple receipt validation failed", extra: ["apple_status": .int(status)])
+        } catch AppleReceiptVerifier.Failure.unavailable(let status) {
+            // Apple could not answer: nothing is known about the receipt, nothing is written.
+            throw AppError(.serviceUnavailable, "store_unavailable", "The App Store cannot verify receipts right now; try again",
+                           extra: ["apple_status": .int(status), "retryable": true])
         } catch {
-            throw AppError(.serviceUnavailable, "store_unavailable", "The App Store cannot be reached; try again")
+            throw AppError(.serviceUnavailable, "store_unavailable", "The App Store cannot be reached; try again", extra: ["retryable": true])
         }
+        // A receipt issued to another app (its bundle) buys nothing here.
+        guard verified.bundleID == config.bundleID else {
+            logger.warning("verifyReceipt: receipt of another app", metadata: ["bundle_id": "\(verified.bundleID ?? "none")"])
+            throw AppError(.badRequest, "invalid_receipt", "The receipt was issued to another app", extra: ["reason": "bundle_mismatch"])
+        }
+        let transactions = verified.transactions
         // The transaction of the plan bought (or of any plan the app sells), latest expiry first.
         let products: Set<String>
         if let planID = body.planID {

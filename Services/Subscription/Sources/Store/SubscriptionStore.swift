@@ -164,6 +164,17 @@ public struct SubscriptionStore: Sendable {
             """, logger: logger)
     }
 
+    /// Whether one of the user's subscriptions gives access at `now` (its period, or its grace
+    /// period, not over).
+    public func grantsAccessNow(app: UUID, user: UUID, now: Date, on conn: PostgresConnection) async throws -> Bool {
+        for try await yes in try await conn.run("""
+            SELECT EXISTS (SELECT 1 FROM subscriptions WHERE app_id = \(app) AND user_id = \(user)
+                           AND status IN ('trial', 'active', 'grace_period')
+                           AND COALESCE(CASE WHEN status = 'grace_period' THEN grace_period_end END, end_date) > \(now))
+            """, logger: logger).decode(Bool.self) { return yes }
+        return false
+    }
+
     /// Tells auth the user's status, in the caller's transaction (delivered by the outbox). The
     /// user's fact counter is taken first: it serialises concurrent changes of one user, so the
     /// status read after it includes every change committed before, and the later change carries

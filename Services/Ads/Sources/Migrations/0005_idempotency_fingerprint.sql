@@ -1,0 +1,1 @@
+-- include platform: idempotency_fingerprint
