@@ -86,6 +86,24 @@ final class OfflineEdgeTests: XCTestCase {
             do { let v = try await consent(true, 1).json(FactOutcome.self).applied; XCTAssertEqual(v, false) }
             let refused = try await h.call(.post, "/location/update", user: user, json: #"{"latitude":45.5,"longitude":-73.56,"accuracy":30,"consent_given":true}"#)
             XCTAssertEqual(refused.status, .forbidden, "auth's fake still says yes, but offline holds the newer withdrawal")
+            // Bad input changes nothing: version 0, a consent offline does not act on, another user
+            // or tenant in the body, a wrong type, a missing field.
+            func raw(_ body: String, consent: String = "geolocation", app: UUID? = nil) async throws -> HTTPResponse.Status {
+                try await h.client.execute(uri: "/internal/users/\(user)/consents/\(consent)?app_id=\(app ?? h.app)", method: .put, headers: json,
+                                           body: ByteBuffer(string: body)) { $0 }.status
+            }
+            let bad: [(String, String, UUID?, HTTPResponse.Status)] = [
+                (#"{"app_id":"\#(h.app)","user_id":"\#(user)","consent":"geolocation","value":true,"version":0}"#, "geolocation", nil, .unprocessableContent),
+                (#"{"app_id":"\#(h.app)","user_id":"\#(user)","consent":"personalized_ads","value":true,"version":9}"#, "personalized_ads", nil, .unprocessableContent),
+                (#"{"app_id":"\#(h.app)","user_id":"\#(UUID())","consent":"geolocation","value":true,"version":9}"#, "geolocation", nil, .unprocessableContent),
+                (#"{"app_id":"\#(h.app)","user_id":"\#(user)","consent":"geolocation","value":true,"version":9}"#, "geolocation", UUID(), .unprocessableContent),
+                (#"{"app_id":"\#(h.app)","user_id":"\#(user)","consent":"geolocation","value":"yes","version":9}"#, "geolocation", nil, .badRequest),
+                (#"{"app_id":"\#(h.app)","user_id":"\#(user)","consent":"geolocation","value":true}"#, "geolocation", nil, .badRequest),
+            ]
+            for (body, consent, app, status) in bad {
+                do { let v = try await raw(body, consent: consent, app: app); XCTAssertEqual(v, status, body) }
+            }
+            do { let v = try await h.count("SELECT count(*)::int FROM offline.user_consents WHERE user_id = '\(user)' AND geolocation"); XCTAssertEqual(v, 0, "still withdrawn") }
             let noCredential = try await h.client.execute(uri: "/internal/users/\(user)/consents/geolocation?app_id=\(h.app)", method: .put) { $0 }
             XCTAssertEqual(noCredential.status, .unauthorized)
             let deleted = try await h.client.execute(uri: "/internal/users/\(user)?app_id=\(h.app)", method: .delete, headers: headers) { $0 }

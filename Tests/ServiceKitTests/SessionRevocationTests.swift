@@ -121,6 +121,15 @@ final class SessionRevocationTests: XCTestCase {
                 do { let v = try await r.put(a, try r.body(f), user: user, app: UUID()).0; XCTAssertEqual(v, .unprocessableContent) }
                 do { let v = try await r.put(a, try r.body(f), user: user, as: "subscription", credential: "local-internal-subscription").0; XCTAssertEqual(v, .forbidden) }
                 do { let v = try await r.put(a, try r.body(f), user: user, credential: "wrong").0; XCTAssertEqual(v, .unauthorized) }
+                var longReason = f; longReason.reason = String(repeating: "r", count: 501)
+                do { let v = try await r.put(a, try r.body(longReason), user: user).0; XCTAssertEqual(v, .unprocessableContent) }
+                do { let v = try await r.put(a, #"{"app_id":"\#(app)","user_id":"\#(user)","session_epoch":0,"state":"active"}"#, user: user).0; XCTAssertEqual(v, .badRequest, "missing version") }
+                do { let v = try await r.put(a, "{" + String(repeating: " ", count: 2 << 20) + "}", user: user).0; XCTAssertEqual(v, .contentTooLarge) }
+                for bad in ["abc", "0", "-3"] {
+                    let erase = try await a.execute(uri: "/internal/users/\(user)?app_id=\(app)&version=\(bad)", method: .delete,
+                                                    headers: [.authorization: "Bearer local-internal-auth", .xServiceName: "auth"]) { $0 }
+                    XCTAssertEqual(erase.status, .badRequest, "version=\(bad)")
+                }
                 for c in [a, b] { let (s, _) = try await r.probe(c, phoneToken); XCTAssertEqual(s, .ok, "nothing was applied") }
 
                 // Logout of the phone, told to A only: A refuses at once, B within its poll; the
