@@ -56,11 +56,12 @@ struct FakeAppStore: Sendable {
     }
 
     func transaction(id: String, original: String, product: String = "com.quiz.premium.annual", trial: Bool = true,
-                     expires: Date = Date() + 7 * 86400, bundle: String = "com.quiz.app", env: String = "Sandbox", revoked: Bool = false) throws -> String {
+                     expires: Date = Date() + 7 * 86400, bundle: String = "com.quiz.app", env: String = "Sandbox", revoked: Bool = false, accountToken: UUID? = nil) throws -> String {
         let ms = { (d: Date) in Int(d.timeIntervalSince1970 * 1000) }
         var payload = #"{"transactionId":"\#(id)","originalTransactionId":"\#(original)","bundleId":"\#(bundle)","productId":"\#(product)","purchaseDate":\#(ms(Date() - 60)),"expiresDate":\#(ms(expires)),"type":"Auto-Renewable Subscription","environment":"\#(env)","signedDate":\#(ms(Date()))"#
         if trial { payload += #","offerType":1,"offerDiscountType":"FREE_TRIAL""# }
         if revoked { payload += #","revocationDate":\#(ms(Date()))"# }
+        if let accountToken { payload += #","appAccountToken":"\#(accountToken.uuidString.lowercased())""# }
         payload += "}"
         let header = #"{"alg":"ES256","x5c":[\#(chainB64.map { "\"\($0)\"" }.joined(separator: ","))]}"#
         let input = Base64URLTest.encode(header) + "." + Base64URLTest.encode(payload)
@@ -154,6 +155,7 @@ final class PurchaseTests: XCTestCase {
             XCTAssertEqual(free, 1)
             let nobody = try await h.client.execute(uri: "/subscription/v1/subscriptions/me", method: .get, headers: try h.headers(UUID())) { $0 }
             XCTAssertEqual(try nobody.json(Me.self).is_premium, false)
+            XCTAssertTrue(String(buffer: nobody.body).contains(#""subscription":null"#), "a free user's answer says null: \(String(buffer: nobody.body))")
         }
     }
 
@@ -229,5 +231,112 @@ final class PurchaseTests: XCTestCase {
             let subs = try await h.scalar("SELECT count(*)::int FROM subscription.subscriptions WHERE user_id = '\(user)'")
             XCTAssertEqual(subs, 0, "nothing was granted")
         }
+    }
+
+    /// #13: after a refund, the pre-refund transaction replayed (purchase or restore, many times,
+    /// with expiry dates whose milliseconds do not survive a rounding) never makes the
+    /// subscription active again; only a transaction the store issued after the refund does.
+    func testARefundSticksAgainstReplaysOfThePreRefundTransaction() async throws {
+        try await Self.run { h in
+            let user = UUID()
+            let original = "4100000\(Int.random(in: 100000...999999))"
+            let base = (Date().timeIntervalSince1970 + 20 * 86400).rounded(.down)
+            var jwsByOffset: [String] = []
+            // Expiry dates with every few milliseconds: a rounded copy would look "newer" for some.
+            for k in 0..<12 {
+                jwsByOffset.append(try h.store.transaction(id: original, original: original, trial: false,
+                                                           expires: Date(timeIntervalSince1970: base + Double(k * 83 + 1) / 1000)))
+            }
+            let bought = try await h.post("subscriptions/purchase", user, jws: jwsByOffset[11])
+            XCTAssertEqual(bought.status, .created, String(buffer: bought.body))
+            // Apple refunds the transaction.
+            let refunded = try h.store.transaction(id: original, original: original, trial: false,
+                                                   expires: Date(timeIntervalSince1970: base + Double(11 * 83 + 1) / 1000), revoked: true)
+            let n = try await StoreNotificationTests.post(h, try h.store.notification("REFUND", transaction: refunded))
+            XCTAssertEqual(n.status, .ok)
+            let before = try await h.scalar("SELECT count(*)::int FROM subscription.outbox WHERE path LIKE '/internal/users/\(user.uuidString.lowercased())/status%'")
+            for jws in jwsByOffset + jwsByOffset {
+                for path in ["subscriptions/restore", "subscriptions/purchase"] {
+                    let r = try await h.post(path, user, jws: jws)
+                    XCTAssertEqual(r.status, .badRequest, path)
+                    XCTAssertEqual(try r.envelope().error, "transaction_revoked", path)
+                }
+            }
+            var me = try await StoreNotificationTests.me(h, user)
+            XCTAssertFalse(me.is_premium)
+            XCTAssertEqual(me.subscription?.status, "revoked")
+            let after = try await h.scalar("SELECT count(*)::int FROM subscription.outbox WHERE path LIKE '/internal/users/\(user.uuidString.lowercased())/status%'")
+            XCTAssertEqual(after, before, "nothing told to auth: nothing changed")
+            // A transaction the store issued afterwards (a new id, a later period) is a new purchase.
+            let renewed = try h.store.transaction(id: original + "-2", original: original, trial: false, expires: Date() + 40 * 86400)
+            let again = try await h.post("subscriptions/purchase", user, jws: renewed)
+            XCTAssertEqual(again.status, .ok, String(buffer: again.body))
+            me = try await StoreNotificationTests.me(h, user)
+            XCTAssertTrue(me.is_premium)
+            XCTAssertEqual(me.subscription?.status, "active")
+        }
+    }
+
+    /// #13: a new transaction id with an earlier period does not revive a refunded subscription,
+    /// and Apple's own REFUND_REVERSED does.
+    func testOnlyTheStoreRevivesARefundedSubscription() async throws {
+        try await Self.run { h in
+            let user = UUID()
+            let original = "4200000\(Int.random(in: 100000...999999))"
+            let tx = try h.store.transaction(id: original, original: original, trial: false, expires: Date() + 30 * 86400)
+            _ = try await h.post("subscriptions/purchase", user, jws: tx)
+            _ = try await StoreNotificationTests.post(h, try h.store.notification("REFUND", transaction: tx))
+            let older = try h.store.transaction(id: original + "-0", original: original, trial: false, expires: Date() + 10 * 86400)
+            let r = try await h.post("subscriptions/restore", user, jws: older)
+            XCTAssertEqual(try r.envelope().error, "transaction_revoked")
+            var me = try await StoreNotificationTests.me(h, user)
+            XCTAssertFalse(me.is_premium)
+            _ = try await StoreNotificationTests.post(h, try h.store.notification("REFUND_REVERSED", transaction: tx))
+            me = try await StoreNotificationTests.me(h, user)
+            XCTAssertTrue(me.is_premium)
+            let replay = try await h.post("subscriptions/restore", user, jws: tx)
+            XCTAssertEqual(replay.status, .ok, "the reversal made the transaction good again")
+        }
+    }
+
+    /// #13: StoreKit 2 appAccountToken: a transaction the app tied to one account is refused
+    /// to another (purchase and restore alike), and nothing is written.
+    func testAppAccountTokenBindsATransactionToItsBuyer() async throws {
+        try await Self.run { h in
+            let buyer = UUID(), thief = UUID()
+            let original = "4300000\(Int.random(in: 100000...999999))"
+            let tx = try h.store.transaction(id: original, original: original, trial: false, accountToken: buyer)
+            for path in ["subscriptions/purchase", "subscriptions/restore"] {
+                let r = try await h.post(path, thief, jws: tx)
+                XCTAssertEqual(r.status, .conflict, path)
+                XCTAssertEqual(try r.envelope().error, "purchase_owned_by_another_user", path)
+            }
+            let none = try await h.scalar("SELECT count(*)::int FROM subscription.subscriptions WHERE store_original_transaction_id = '\(original)'")
+            XCTAssertEqual(none, 0)
+            let mine = try await h.post("subscriptions/purchase", buyer, jws: tx)
+            XCTAssertEqual(mine.status, .created)
+            let moved = try await h.post("subscriptions/restore", thief, jws: tx)
+            XCTAssertEqual(moved.status, .conflict, "restore cannot move it either")
+            let owner = try await h.scalar("SELECT count(*)::int FROM subscription.subscriptions WHERE store_original_transaction_id = '\(original)' AND user_id = '\(buyer)'")
+            XCTAssertEqual(owner, 1)
+            let token = try await h.scalar("SELECT count(*)::int FROM subscription.iap_receipts WHERE transaction_id = '\(original)' AND app_account_token = '\(buyer)'")
+            XCTAssertEqual(token, 1)
+        }
+    }
+
+    func testPurchaseRules() {
+        XCTAssertEqual(PurchaseRules.effect(transaction: .revoked, incomingExpiresMS: 9, subscriptionStatus: "active", storedExpiresMS: 1), .refuseRevoked)
+        XCTAssertEqual(PurchaseRules.effect(transaction: .active, incomingExpiresMS: 9, subscriptionStatus: "revoked", storedExpiresMS: 1), .refuseRevoked)
+        XCTAssertEqual(PurchaseRules.effect(transaction: .unknown, incomingExpiresMS: 1, subscriptionStatus: "revoked", storedExpiresMS: 1), .refuseRevoked)
+        XCTAssertEqual(PurchaseRules.effect(transaction: .unknown, incomingExpiresMS: 2, subscriptionStatus: "revoked", storedExpiresMS: 1), .extend)
+        XCTAssertEqual(PurchaseRules.effect(transaction: .active, incomingExpiresMS: 1_700_000_000_001, subscriptionStatus: "active",
+                                            storedExpiresMS: 1_700_000_000_001), .keep)
+        XCTAssertEqual(PurchaseRules.effect(transaction: .active, incomingExpiresMS: 5, subscriptionStatus: "expired", storedExpiresMS: 1), .extend)
+        let u = UUID()
+        XCTAssertTrue(PurchaseRules.accountTokenAllows(nil, user: u))
+        XCTAssertTrue(PurchaseRules.accountTokenAllows(u.uuidString.lowercased(), user: u))
+        XCTAssertFalse(PurchaseRules.accountTokenAllows(UUID().uuidString, user: u))
+        XCTAssertFalse(PurchaseRules.accountTokenAllows("not-a-uuid", user: u))
+        XCTAssertEqual(PurchaseRules.milliseconds(Date(timeIntervalSince1970: 1_700_000_000.987)), 1_700_000_000_987)
     }
 }

@@ -38,7 +38,7 @@ final class StoreNotificationTests: XCTestCase {
                                    body: ByteBuffer(string: #"{"signedPayload":"\#(signed)"}"#)) { $0 }
     }
 
-    struct Me: Decodable { struct S: Decodable { var status: String; var auto_renew: Bool; var end_date: Date; var grace_period_end: Date? }; var subscription: S?; var is_premium: Bool; var warning: String?; var days_remaining: Int? }
+    struct Me: Decodable { struct S: Decodable { var status: String; var auto_renew: Bool; var end_date: Date; var grace_period_end: Date?; var days_remaining: Int?; var billing_issue: Bool? }; var subscription: S?; var is_premium: Bool; var warning: String?; var days_remaining: Int? }
     static func me(_ h: PurchaseTests.H, _ user: UUID) async throws -> Me {
         try await h.client.execute(uri: "/subscription/v1/subscriptions/me", method: .get, headers: try h.headers(user)) { $0 }.json(Me.self)
     }
@@ -68,8 +68,10 @@ final class StoreNotificationTests: XCTestCase {
             m = try await Self.me(h, user)
             XCTAssertEqual(m.subscription?.status, "grace_period")
             XCTAssertTrue(m.is_premium)
-            XCTAssertEqual(m.warning, "payment_issue")
+            XCTAssertEqual(m.warning, "billing_retry_in_progress", "seed 2.2 7b")
             XCTAssertTrue((40...41).contains(m.days_remaining ?? 0), "from the store's grace end date, not the 16-day fallback")
+            XCTAssertEqual(m.subscription?.days_remaining, m.days_remaining, "seed 7b puts it inside the subscription")
+            XCTAssertEqual(m.subscription?.billing_issue, true)
             XCTAssertNotNil(m.subscription?.grace_period_end)
 
             // The user turns auto-renew off in the store: access continues.

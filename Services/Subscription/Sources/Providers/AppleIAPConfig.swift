@@ -68,7 +68,18 @@ public struct AppStoreTransaction: Decodable, Sendable {
     public var environment: String?
     public var price: Double?
     public var currency: String?
+    /// Set by the app at purchase (StoreKit 2), to the buyer's account id.
+    public var appAccountToken: String?
 
     var isTrial: Bool { offerType == 1 && (offerDiscountType == nil || offerDiscountType == "FREE_TRIAL") }
     static func date(_ ms: Double) -> Date { Date(timeIntervalSince1970: ms / 1000) }
+
+    /// The purchase this transaction is, in the store's own milliseconds (`now` when it has no expiry).
+    func purchase(environment: String, proof: String, now: Date) -> StorePurchase {
+        let expiresMS = expiresDate.map { Int64($0) } ?? PurchaseRules.milliseconds(now)
+        return StorePurchase(store: "apple", transactionID: transactionId, originalTransactionID: originalTransactionId, productID: productId,
+                             purchaseDate: Self.date(purchaseDate), endDate: Self.date(Double(expiresMS)), expiresMS: expiresMS,
+                             status: isTrial ? "trial" : "active", autoRenew: true, isTrial: isTrial, environment: self.environment ?? environment,
+                             proof: proof, appAccountToken: appAccountToken.flatMap(UUID.init(uuidString:)))
+    }
 }

@@ -124,12 +124,8 @@ struct AppleNotificationsController {
                                          "notification_uuid": .string(n.notificationUUID)]
         switch effect {
         case .renewed:
-            let end = tx.expiresDate.map(AppStoreTransaction.date) ?? sub.endDate
-            let status = end > now ? "active" : "expired"
-            try await conn.run("""
-                UPDATE subscriptions SET status = \(status), end_date = GREATEST(end_date, \(end)), store_transaction_id = \(tx.transactionId),
-                       grace_period_end = NULL, auto_renew = true, updated_at = \(now) WHERE id = \(sub.id)
-                """, logger: logger)
+            try await subscriptions.renew(sub, expiresMS: tx.expiresDate.map { Int64($0) }, transactionID: tx.transactionId,
+                                          refundReversed: n.notificationType == "REFUND_REVERSED", now: now, on: conn)
             try await subscriptions.event(sub.id, app: app, user: sub.userID, type: "renewed", data: data, now: now, on: conn)
             try await subscriptions.tellAuth(app: app, user: sub.userID, on: conn)
         case .gracePeriod:
@@ -148,10 +144,7 @@ struct AppleNotificationsController {
             try await subscriptions.event(sub.id, app: app, user: sub.userID, type: "expired", data: data, now: now, on: conn)
             try await subscriptions.tellAuth(app: app, user: sub.userID, on: conn)
         case .revoked:
-            try await conn.run("""
-                UPDATE subscriptions SET status = 'revoked', expired_at = \(now), auto_renew = false, updated_at = \(now) WHERE id = \(sub.id)
-                """, logger: logger)
-            try await conn.run("UPDATE iap_receipts SET is_active = false WHERE subscription_id = \(sub.id)", logger: logger)
+            try await subscriptions.revoke(sub, app: app, transaction: tx.purchase(environment: "", proof: "", now: now), now: now, on: conn)
             try await subscriptions.event(sub.id, app: app, user: sub.userID, type: n.notificationType == "REFUND" ? "refunded" : "revoked",
                                           data: data, now: now, on: conn)
             try await subscriptions.tellAuth(app: app, user: sub.userID, on: conn)

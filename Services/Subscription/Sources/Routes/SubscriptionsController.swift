@@ -41,9 +41,11 @@ struct SubscriptionsController {
     struct SubscriptionView: Codable {
         var id: UUID; var status: String; var planType: String; var startDate: Date; var trialEndDate: Date?
         var endDate: Date; var autoRenew: Bool; var gracePeriodEnd: Date?; var expiredAt: Date?; var features: JSONValue?
+        var daysRemaining: Int?; var billingIssue: Bool?
         enum CodingKeys: String, CodingKey {
             case id, status, planType = "plan_type", startDate = "start_date", trialEndDate = "trial_end_date", endDate = "end_date"
             case autoRenew = "auto_renew", gracePeriodEnd = "grace_period_end", expiredAt = "expired_at", features
+            case daysRemaining = "days_remaining", billingIssue = "billing_issue"
         }
         init(_ s: Subscription, features: JSONValue?) {
             id = s.id; status = s.status; planType = s.planType; startDate = s.startDate; trialEndDate = s.trialEndDate
@@ -53,22 +55,6 @@ struct SubscriptionsController {
     }
 
     struct PurchaseResponse: Codable { var subscription: SubscriptionView; var activated: Bool }
-
-    /// A verified store purchase, whatever the store.
-    struct StorePurchase: Sendable {
-        var store: String
-        var transactionID: String
-        var originalTransactionID: String
-        var productID: String
-        var purchaseDate: Date
-        var endDate: Date
-        var status: String
-        var autoRenew: Bool
-        var isTrial: Bool
-        var environment: String
-        var proof: String
-        var graceEnd: Date?
-    }
 
     func purchase(_ request: Request, _ context: ServiceRequestContext, restore: Bool) async throws -> Response {
         let (app, user) = try context.requireUser()
@@ -83,11 +69,11 @@ struct SubscriptionsController {
             }
             let (tx, proof) = try await appleTransaction(body, app: app, config: config)
             if tx.revocationDate != nil { throw AppError(.badRequest, "transaction_revoked", "This purchase was refunded or revoked") }
-            let end = tx.expiresDate.map(AppStoreTransaction.date) ?? now
-            purchase = StorePurchase(store: "apple", transactionID: tx.transactionId, originalTransactionID: tx.originalTransactionId,
-                                     productID: tx.productId, purchaseDate: AppStoreTransaction.date(tx.purchaseDate), endDate: end,
-                                     status: tx.isTrial ? "trial" : "active", autoRenew: true, isTrial: tx.isTrial,
-                                     environment: tx.environment ?? config.environment.rawValue, proof: proof)
+            guard PurchaseRules.accountTokenAllows(tx.appAccountToken, user: user) else {
+                throw AppError(.conflict, "purchase_owned_by_another_user",
+                               "This purchase was made by another account of this app (its appAccountToken)", extra: ["can_restore": false])
+            }
+            purchase = tx.purchase(environment: config.environment.rawValue, proof: proof, now: now)
         case "google":
             (purchase, acknowledge) = try await googlePurchase(body, app: app, now: now)
         default:
@@ -100,66 +86,61 @@ struct SubscriptionsController {
 
     /// Writes the subscription, its event, the receipt and the message to auth in one
     /// transaction. The same purchase twice returns the existing subscription (seed 16a); a
-    /// purchase owned by another user of the app moves only on restore, as an event.
+    /// purchase owned by another user of the app moves only on restore, as an event; a refunded
+    /// transaction never buys anything again (PurchaseRules).
     func record(_ p: StorePurchase, app: UUID, user: UUID, restore: Bool, acknowledge: GoogleAcknowledgeJob?, now: Date)
         async throws -> (Subscription, JSONValue?, Bool) {
         try await db.withTransaction(logger: logger) { conn in
-            // One purchase at a time per original transaction, whatever the number of devices posting it.
-            try await conn.run("SELECT pg_advisory_xact_lock(hashtext(\(app.uuidString + ":" + p.store + ":" + p.originalTransactionID)))", logger: logger)
+            try await subscriptions.lockPurchase(app: app, store: p.store, original: p.originalTransactionID, on: conn)
             let planList = try await plans.active(app: app, on: conn)
             guard let plan = planList.first(where: { (p.store == "apple" ? $0.appleProductID : $0.googleProductID) == p.productID }) else {
                 throw AppError(.badRequest, "unknown_product", "No plan sells product \(p.productID)")
             }
-            if let acknowledge {
-                try await JobQueue.enqueue(on: conn, queue: GoogleAcknowledgeJob.queue, kind: GoogleAcknowledgeJob.kind, payload: acknowledge,
-                                           runAt: now, maxAttempts: 50, uniqueKey: "ack:\(acknowledge.purchaseToken)", logger: logger)
-            }
-            if let existing = try await subscriptions.byOriginalTransaction(app: app, store: p.store, original: p.originalTransactionID, on: conn) {
-                if existing.userID != user {
-                    guard restore else {
-                        throw AppError(.conflict, "purchase_owned_by_another_user",
-                                       "This purchase belongs to another account of this app; use restore to move it", extra: ["can_restore": true])
-                    }
-                    try await conn.run("UPDATE subscriptions SET user_id = \(user), updated_at = \(now) WHERE id = \(existing.id)", logger: logger)
-                    try await subscriptions.event(existing.id, app: app, user: user, type: "transferred",
-                                                  data: ["from_user_id": .string(existing.userID.uuidString.lowercased())], now: now, on: conn)
-                    try await subscriptions.tellAuth(app: app, user: existing.userID, on: conn)
+            let known = try await subscriptions.knownTransaction(app: app, store: p.store, id: p.transactionID, on: conn)
+            guard let existing = try await subscriptions.byOriginalTransaction(app: app, store: p.store, original: p.originalTransactionID, on: conn) else {
+                guard known != .revoked else { throw Self.revokedError }
+                guard p.endDate > now, ["trial", "active", "grace_period"].contains(p.status) else {
+                    throw AppError(.badRequest, "subscription_expired", "This subscription period has ended")
                 }
-                // A newer transaction of the same subscription (renewal) moves the end date forward.
-                if p.endDate > existing.endDate {
-                    try await conn.run("""
-                        UPDATE subscriptions SET end_date = \(p.endDate), store_transaction_id = \(p.transactionID),
-                               status = CASE WHEN \(p.endDate) > \(now) THEN \(p.status) ELSE status END, auto_renew = \(p.autoRenew),
-                               updated_at = \(now)
-                        WHERE id = \(existing.id)
-                        """, logger: logger)
+                try await enqueue(acknowledge, now: now, on: conn)
+                let id = try await subscriptions.insert(p, app: app, user: user, plan: plan, now: now, on: conn)
+                try await subscriptions.event(id, app: app, user: user, type: p.isTrial ? "trial_started" : "subscribed",
+                                              data: ["transaction_id": .string(p.transactionID), "product_id": .string(p.productID)], now: now, on: conn)
+                try await subscriptions.insertReceipt(app: app, user: user, sub: id, p, now: now, on: conn)
+                try await subscriptions.tellAuth(app: app, user: user, on: conn)
+                let created = try await subscriptions.byOriginalTransaction(app: app, store: p.store, original: p.originalTransactionID, on: conn)!
+                return (created, plan.features, true)
+            }
+            let stored = try await subscriptions.storeExpiresMS(existing.id, on: conn)
+            let effect = PurchaseRules.effect(transaction: known, incomingExpiresMS: p.expiresMS, subscriptionStatus: existing.status,
+                                              storedExpiresMS: stored ?? PurchaseRules.milliseconds(existing.endDate))
+            if effect == .refuseRevoked { throw Self.revokedError }
+            if existing.userID != user {
+                guard restore else {
+                    throw AppError(.conflict, "purchase_owned_by_another_user",
+                                   "This purchase belongs to another account of this app; use restore to move it", extra: ["can_restore": true])
                 }
-                try await insertReceipt(app: app, user: user, sub: existing.id, p, now: now, on: conn)
-                let current = try await subscriptions.byOriginalTransaction(app: app, store: p.store, original: p.originalTransactionID, on: conn)!
-                if current.grantsAccess { try await subscriptions.tellAuth(app: app, user: user, on: conn) }
-                return (current, plan.features, false)
+                try await subscriptions.transfer(existing.id, to: user, now: now, on: conn)
+                try await subscriptions.event(existing.id, app: app, user: user, type: "transferred",
+                                              data: ["from_user_id": .string(existing.userID.uuidString.lowercased())], now: now, on: conn)
+                try await subscriptions.tellAuth(app: app, user: existing.userID, on: conn)
             }
-            guard p.endDate > now, ["trial", "active", "grace_period"].contains(p.status) else {
-                throw AppError(.badRequest, "subscription_expired", "This subscription period has ended")
-            }
-            let rows = try await conn.run("""
-                INSERT INTO subscriptions (app_id, user_id, plan_id, plan_type, status, start_date, end_date, trial_end_date, grace_period_end,
-                    auto_renew, store, store_product_id, store_transaction_id, store_original_transaction_id, environment, price, currency,
-                    created_at, updated_at)
-                VALUES (\(app), \(user), \(plan.id), \(plan.planType), \(p.status), \(p.purchaseDate), \(p.endDate),
-                    \(p.isTrial ? p.endDate : nil), \(p.graceEnd), \(p.autoRenew), \(p.store), \(p.productID), \(p.transactionID),
-                    \(p.originalTransactionID), \(p.environment), \(plan.price)::numeric, \(plan.currency), \(now), \(now))
-                RETURNING id
-                """, logger: logger)
-            var id = UUID()
-            for try await v in rows.decode(UUID.self) { id = v }
-            try await subscriptions.event(id, app: app, user: user, type: p.isTrial ? "trial_started" : "subscribed",
-                                          data: ["transaction_id": .string(p.transactionID), "product_id": .string(p.productID)], now: now, on: conn)
-            try await insertReceipt(app: app, user: user, sub: id, p, now: now, on: conn)
-            try await subscriptions.tellAuth(app: app, user: user, on: conn)
-            let created = try await subscriptions.byOriginalTransaction(app: app, store: p.store, original: p.originalTransactionID, on: conn)!
-            return (created, plan.features, true)
+            try await enqueue(acknowledge, now: now, on: conn)
+            // A later period reported by the store (a renewal) moves the end date forward.
+            if effect == .extend { try await subscriptions.extend(existing.id, with: p, now: now, on: conn) }
+            try await subscriptions.insertReceipt(app: app, user: user, sub: existing.id, p, now: now, on: conn)
+            let current = try await subscriptions.byOriginalTransaction(app: app, store: p.store, original: p.originalTransactionID, on: conn)!
+            if current.grantsAccess { try await subscriptions.tellAuth(app: app, user: user, on: conn) }
+            return (current, plan.features, false)
         }
+    }
+
+    static let revokedError = AppError(.badRequest, "transaction_revoked", "This purchase was refunded or revoked")
+
+    func enqueue(_ acknowledge: GoogleAcknowledgeJob?, now: Date, on conn: PostgresConnection) async throws {
+        guard let acknowledge else { return }
+        try await JobQueue.enqueue(on: conn, queue: GoogleAcknowledgeJob.queue, kind: GoogleAcknowledgeJob.kind, payload: acknowledge,
+                                   runAt: now, maxAttempts: 50, uniqueKey: "ack:\(acknowledge.purchaseToken)", logger: logger)
     }
 
     /// Reads the purchase from Google (never trusting the app's word for its state).
@@ -186,8 +167,9 @@ struct SubscriptionsController {
         let expiry = g.expiry ?? now
         let graceEnd = status == "grace_period" ? max(expiry, now.addingTimeInterval(TimeInterval(GoogleStateMapping.fallbackGraceDays) * 86400)) : nil
         let purchase = StorePurchase(store: "google", transactionID: g.latestOrderId ?? token, originalTransactionID: token, productID: product,
-                                     purchaseDate: GoogleSubscriptionPurchase.date(g.startTime) ?? now, endDate: expiry, status: status,
-                                     autoRenew: autoRenew, isTrial: false, environment: "Production", proof: token, graceEnd: graceEnd)
+                                     purchaseDate: GoogleSubscriptionPurchase.date(g.startTime) ?? now, endDate: expiry,
+                                     expiresMS: PurchaseRules.milliseconds(expiry), status: status, autoRenew: autoRenew, isTrial: false,
+                                     environment: "Production", proof: token, graceEnd: graceEnd)
         let ack = g.acknowledgementState == "ACKNOWLEDGEMENT_STATE_PENDING"
             ? GoogleAcknowledgeJob(appID: app, purchaseToken: token, productID: product) : nil
         return (purchase, ack)
@@ -253,24 +235,23 @@ struct SubscriptionsController {
         return (tx, receipt)
     }
 
-    func insertReceipt(app: UUID, user: UUID, sub: UUID, _ p: StorePurchase, now: Date, on conn: PostgresConnection) async throws {
-        try await conn.run("""
-            INSERT INTO iap_receipts (app_id, user_id, subscription_id, store, transaction_id, original_transaction_id, product_id,
-                                      purchase_date, expiration_date, is_trial, is_active, validated, validation_date, signed_data)
-            VALUES (\(app), \(user), \(sub), \(p.store), \(p.transactionID), \(p.originalTransactionID), \(p.productID),
-                    \(p.purchaseDate), \(p.endDate), \(p.isTrial), true, true, \(now), \(p.proof))
-            ON CONFLICT (app_id, store, transaction_id) DO NOTHING
-            """, logger: logger)
-    }
-
     struct MeResponse: Codable {
         var subscription: SubscriptionView?
         var isPremium: Bool
         var features: JSONValue
         var warning: String?
-        /// In a grace period: whole days left before access ends.
+        /// In a grace period: whole days left before access ends (also inside `subscription`, as seed 7b shows it).
         var daysRemaining: Int?
         enum CodingKeys: String, CodingKey { case subscription; case isPremium = "is_premium"; case features; case warning; case daysRemaining = "days_remaining" }
+        // A free user's answer says `"subscription": null` (seed 2.2), not a missing key.
+        func encode(to encoder: Encoder) throws {
+            var c = encoder.container(keyedBy: CodingKeys.self)
+            try c.encode(subscription, forKey: .subscription)
+            try c.encode(isPremium, forKey: .isPremium)
+            try c.encode(features, forKey: .features)
+            try c.encodeIfPresent(warning, forKey: .warning)
+            try c.encodeIfPresent(daysRemaining, forKey: .daysRemaining)
+        }
     }
 
     func state(app: UUID, user: UUID) async throws -> (Subscription?, JSONValue) {
@@ -300,14 +281,18 @@ struct SubscriptionsController {
         guard let sub else { return try context.json(MeResponse(subscription: nil, isPremium: false, features: .object([:]), warning: nil, daysRemaining: nil)) }
         var warning: String?
         var days: Int?
+        var view = SubscriptionView(sub, features: nil)
         if sub.status == "grace_period" {
-            warning = "payment_issue"
+            // Seed 2.2 7b: the store is retrying the payment; access lasts to the grace end.
+            warning = "billing_retry_in_progress"
             let end = sub.gracePeriodEnd ?? sub.endDate
             days = max(0, Int((end.timeIntervalSince(clock.now()) / 86400).rounded(.up)))
+            view.daysRemaining = days
+            view.billingIssue = true
         } else if sub.status == "expired" {
             warning = "subscription_expired"
         }
-        return try context.json(MeResponse(subscription: SubscriptionView(sub, features: nil), isPremium: sub.grantsAccess,
+        return try context.json(MeResponse(subscription: view, isPremium: sub.grantsAccess,
                                            features: features, warning: warning, daysRemaining: days))
     }
 

@@ -59,6 +59,102 @@ public struct SubscriptionStore: Sendable {
             """, logger: logger)).first
     }
 
+    /// One purchase at a time per original transaction, whatever the number of devices posting it.
+    public func lockPurchase(app: UUID, store: String, original: String, on conn: PostgresConnection) async throws {
+        try await conn.run("SELECT pg_advisory_xact_lock(hashtext(\(app.uuidString + ":" + store + ":" + original)))", logger: logger)
+    }
+
+    /// What is recorded about one store transaction id: never seen, seen, or refunded/revoked.
+    public func knownTransaction(app: UUID, store: String, id: String, on conn: PostgresConnection) async throws -> PurchaseRules.KnownTransaction {
+        for try await revoked in try await conn.run("""
+            SELECT revoked_at IS NOT NULL FROM iap_receipts WHERE app_id = \(app) AND store = \(store) AND transaction_id = \(id)
+            """, logger: logger).decode(Bool.self) { return revoked ? .revoked : .active }
+        return .unknown
+    }
+
+    /// The store's expiry last applied to a subscription, exactly as the store sent it.
+    public func storeExpiresMS(_ sub: UUID, on conn: PostgresConnection) async throws -> Int64? {
+        for try await ms in try await conn.run("SELECT store_expires_ms FROM subscriptions WHERE id = \(sub)", logger: logger).decode(Int64?.self) {
+            return ms
+        }
+        return nil
+    }
+
+    public func insert(_ p: StorePurchase, app: UUID, user: UUID, plan: Plan, now: Date, on conn: PostgresConnection) async throws -> UUID {
+        let rows = try await conn.run("""
+            INSERT INTO subscriptions (app_id, user_id, plan_id, plan_type, status, start_date, end_date, store_expires_ms, trial_end_date,
+                grace_period_end, auto_renew, store, store_product_id, store_transaction_id, store_original_transaction_id, environment, price,
+                currency, created_at, updated_at)
+            VALUES (\(app), \(user), \(plan.id), \(plan.planType), \(p.status), \(p.purchaseDate), \(p.endDate), \(p.expiresMS),
+                \(p.isTrial ? p.endDate : nil), \(p.graceEnd), \(p.autoRenew), \(p.store), \(p.productID), \(p.transactionID),
+                \(p.originalTransactionID), \(p.environment), \(plan.price)::numeric, \(plan.currency), \(now), \(now))
+            RETURNING id
+            """, logger: logger)
+        for try await id in rows.decode(UUID.self) { return id }
+        throw AppError(.internalServerError, "internal_error", "Internal error")
+    }
+
+    /// A later period reported by the store: the end date, the transaction and the status move.
+    public func extend(_ sub: UUID, with p: StorePurchase, now: Date, on conn: PostgresConnection) async throws {
+        try await conn.run("""
+            UPDATE subscriptions SET end_date = \(p.endDate), store_expires_ms = \(p.expiresMS), store_transaction_id = \(p.transactionID),
+                   status = CASE WHEN \(p.endDate) > \(now) THEN \(p.status) ELSE status END,
+                   expired_at = CASE WHEN \(p.endDate) > \(now) THEN NULL ELSE expired_at END,
+                   auto_renew = \(p.autoRenew), updated_at = \(now)
+            WHERE id = \(sub)
+            """, logger: logger)
+    }
+
+    public func transfer(_ sub: UUID, to user: UUID, now: Date, on conn: PostgresConnection) async throws {
+        try await conn.run("UPDATE subscriptions SET user_id = \(user), updated_at = \(now) WHERE id = \(sub)", logger: logger)
+    }
+
+    public func insertReceipt(app: UUID, user: UUID, sub: UUID, _ p: StorePurchase, now: Date, on conn: PostgresConnection) async throws {
+        try await conn.run("""
+            INSERT INTO iap_receipts (app_id, user_id, subscription_id, store, transaction_id, original_transaction_id, product_id,
+                                      purchase_date, expiration_date, is_trial, is_active, validated, validation_date, signed_data, app_account_token)
+            VALUES (\(app), \(user), \(sub), \(p.store), \(p.transactionID), \(p.originalTransactionID), \(p.productID),
+                    \(p.purchaseDate), \(p.endDate), \(p.isTrial), true, true, \(now), \(p.proof), \(p.appAccountToken))
+            ON CONFLICT (app_id, store, transaction_id) DO NOTHING
+            """, logger: logger)
+    }
+
+    /// A refund or revocation: the subscription loses access at once and the store's
+    /// transaction (recorded even if the app never posted it) stays revoked, so replaying it
+    /// buys nothing.
+    public func revoke(_ sub: Subscription, app: UUID, transaction: StorePurchase, now: Date, on conn: PostgresConnection) async throws {
+        try await conn.run("""
+            UPDATE subscriptions SET status = 'revoked', expired_at = \(now), auto_renew = false, updated_at = \(now) WHERE id = \(sub.id)
+            """, logger: logger)
+        try await conn.run("""
+            INSERT INTO iap_receipts (app_id, user_id, subscription_id, store, transaction_id, original_transaction_id, product_id,
+                                      purchase_date, expiration_date, is_trial, is_active, validated, validation_date, revoked_at)
+            VALUES (\(app), \(sub.userID), \(sub.id), \(transaction.store), \(transaction.transactionID), \(transaction.originalTransactionID),
+                    \(transaction.productID), \(transaction.purchaseDate), \(transaction.endDate), \(transaction.isTrial), false, true, \(now), \(now))
+            ON CONFLICT (app_id, store, transaction_id) DO NOTHING
+            """, logger: logger)
+        try await conn.run("""
+            UPDATE iap_receipts SET is_active = false, revoked_at = COALESCE(revoked_at, \(now)) WHERE subscription_id = \(sub.id)
+            """, logger: logger)
+    }
+
+    /// A store renewal (or a refund reversed): the period moves to the store's end, and the
+    /// receipts revoked by a refund that the store reversed count again.
+    public func renew(_ sub: Subscription, expiresMS: Int64?, transactionID: String, refundReversed: Bool, now: Date,
+                      on conn: PostgresConnection) async throws {
+        let end = expiresMS.map { Date(timeIntervalSince1970: Double($0) / 1000) } ?? sub.endDate
+        let status = end > now ? "active" : "expired"
+        try await conn.run("""
+            UPDATE subscriptions SET status = \(status), end_date = GREATEST(end_date, \(end)),
+                   store_expires_ms = GREATEST(store_expires_ms, \(expiresMS)), store_transaction_id = \(transactionID),
+                   expired_at = CASE WHEN \(status) = 'active' THEN NULL ELSE expired_at END,
+                   grace_period_end = NULL, auto_renew = true, updated_at = \(now) WHERE id = \(sub.id)
+            """, logger: logger)
+        if refundReversed {
+            try await conn.run("UPDATE iap_receipts SET is_active = true, revoked_at = NULL WHERE subscription_id = \(sub.id)", logger: logger)
+        }
+    }
+
     /// The user's current subscription (seed 2.2 step 6), locked for a possible expiry flip.
     public func current(app: UUID, user: UUID, on conn: PostgresConnection) async throws -> Subscription? {
         try await Self.decode(try await conn.run("""
