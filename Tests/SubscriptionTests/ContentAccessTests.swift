@@ -33,7 +33,7 @@ final class ContentAccessTests: XCTestCase {
         try await h.client.execute(uri: "/subscription/v1/content/\(content)", method: .get, headers: try h.headers(user)) { $0 }
     }
 
-    static func check(_ h: PurchaseTests.H, _ user: UUID, _ content: String, device: String? = nil) async throws -> TestResponse {
+    static func check(_ h: PurchaseTests.H, _ user: UUID, _ content: String, device: String? = "phone-1") async throws -> TestResponse {
         var headers = try h.headers(user)
         if let device { headers[.xDeviceID] = device }
         return try await h.client.execute(uri: "/subscription/v1/content/\(content)/check-access", method: .post, headers: headers) { $0 }
@@ -108,6 +108,31 @@ final class ContentAccessTests: XCTestCase {
             h.clock.advance(by: 16 * 60)
             let later = try await Self.check(h, user, p + "free", device: "device-6")
             XCTAssertEqual(later.status, .ok)
+        }
+    }
+
+    /// #13: the device limit cannot be skipped by leaving the device out: a check without
+    /// `X-Device-ID` (or with an empty or oversized one) is a 400 naming the header, and is
+    /// neither logged nor counted.
+    func testACheckWithoutItsDeviceIsRefused() async throws {
+        try await PurchaseTests.run { h in
+            let p = "x\(Int.random(in: 1000...9999))-"
+            try await Self.rules(h, p)
+            let user = UUID()
+            for i in 1...5 { _ = try await Self.check(h, user, p + "free", device: "device-\(i)") }
+            for device in [nil, "", "   ", String(repeating: "d", count: 201)] as [String?] {
+                let r = try await Self.check(h, user, p + "free", device: device)
+                XCTAssertEqual(r.status, .badRequest, "device \(String(describing: device?.prefix(8)))")
+                let e = try r.envelope()
+                XCTAssertEqual(e.error, "invalid_request")
+                XCTAssertEqual(e.extra["field"], .string("X-Device-ID"))
+            }
+            let logs = try await h.scalar("SELECT count(*)::int FROM subscription.access_logs WHERE user_id = '\(user)'")
+            XCTAssertEqual(logs, 5, "refused checks are not logged")
+            let devices = try await h.scalar("SELECT count(*)::int FROM subscription.devices WHERE user_id = '\(user)'")
+            XCTAssertEqual(devices, 5)
+            let sixth = try await Self.check(h, user, p + "free", device: "device-6")
+            XCTAssertEqual(sixth.status, .tooManyRequests)
         }
     }
 }

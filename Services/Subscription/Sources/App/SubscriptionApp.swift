@@ -55,6 +55,7 @@ public enum SubscriptionService: ServiceDefinition {
                                           client: googleClient, pushToken: env.optional("GOOGLE_PUBSUB_TOKEN"), clock: runtime.clock,
                                           logger: runtime.logger).addRoutes(to: routes.open)
             ContentController(db: runtime.db, ledger: ledger, plans: PlanStore(logger: runtime.logger), subscriptions: subscriptions,
+                              access: AccessStore(logger: runtime.logger),
                               clock: runtime.clock, logger: runtime.logger).addRoutes(to: routes.user)
         }
     }

@@ -10,6 +10,7 @@ struct ContentController {
     let ledger: CreditLedger
     let plans: PlanStore
     let subscriptions: SubscriptionsController
+    let access: AccessStore
     let clock: any WallClock
     let logger: Logger
 
@@ -73,42 +74,26 @@ struct ContentController {
         return try context.json(try await evaluate(app: app, user: user, content: try contentID(context)).1)
     }
 
-    /// Logs the decision (`access_logs`) and answers 403 when refused; the device limit applies
-    /// when the app sends `X-Device-ID`.
+    /// Logs the decision (`access_logs`) and answers 403 when refused. Every check names its
+    /// device (`X-Device-ID`, required): without it the 5-device limit could be skipped.
     func checkAccess(_ request: Request, _ context: ServiceRequestContext) async throws -> Response {
         let (app, user) = try context.requireUser()
         let content = try contentID(context)
-        let device = request.headers[.xDeviceID].map { String($0.prefix(200)) }
+        guard let raw = request.headers[.xDeviceID]?.trimmingCharacters(in: .whitespaces), !raw.isEmpty, raw.utf8.count <= 200 else {
+            throw AppError(.badRequest, "invalid_request", "Header 'X-Device-ID' is required (1 to 200 characters): access is counted per device",
+                           extra: ["field": "X-Device-ID"])
+        }
+        let device = raw
         let now = clock.now()
-        if let device {
-            let active = try await db.withTransaction(logger: logger) { conn -> Int in
-                // Serialise one user's devices so two new ones cannot both take the last place.
-                try await conn.run("SELECT pg_advisory_xact_lock(hashtext(\(app.uuidString + ":" + user.uuidString)))", logger: logger)
-                let since = now.addingTimeInterval(-AccessPolicy.deviceActiveWindow)
-                var others = 0
-                for try await n in try await conn.run("""
-                    SELECT count(*)::int FROM devices WHERE app_id = \(app) AND user_id = \(user) AND device_id <> \(device) AND last_seen > \(since)
-                    """, logger: logger).decode(Int.self) { others = n }
-                if others >= AccessPolicy.maxActiveDevices { return others }
-                try await conn.run("""
-                    INSERT INTO devices (app_id, user_id, device_id, first_seen, last_seen) VALUES (\(app), \(user), \(device), \(now), \(now))
-                    ON CONFLICT (app_id, user_id, device_id) DO UPDATE SET last_seen = EXCLUDED.last_seen
-                    """, logger: logger)
-                return -1
-            }
-            if active >= 0 {
-                throw AppError(.tooManyRequests, "concurrent_access_limit", "Too many devices in use on this account",
-                               extra: ["active_devices": .int(active), "max_devices": .int(AccessPolicy.maxActiveDevices)])
-            }
+        if let active = try await access.admitDevice(app: app, user: user, device: device, limit: AccessPolicy.maxActiveDevices,
+                                                     since: now.addingTimeInterval(-AccessPolicy.deviceActiveWindow), now: now, db: db) {
+            throw AppError(.tooManyRequests, "concurrent_access_limit", "Too many devices in use on this account",
+                           extra: ["active_devices": .int(active), "max_devices": .int(AccessPolicy.maxActiveDevices)])
         }
         let (rule, d) = try await evaluate(app: app, user: user, content: content)
         let status = d.via == .subscription ? "premium" : "free"
-        try await db.withConnection { conn in
-            try await conn.run("""
-                INSERT INTO access_logs (app_id, user_id, content_id, access_granted, user_status, via, device_id, timestamp)
-                VALUES (\(app), \(user), \(content), \(d.hasAccess), \(status), \(d.via?.rawValue), \(device), \(now))
-                """, logger: logger)
-        }
+        try await access.log(app: app, user: user, content: content, granted: d.hasAccess, userStatus: status, via: d.via?.rawValue,
+                             device: device, now: now, db: db)
         guard d.hasAccess else {
             let options = String(decoding: try JSON.encoder.encode(d.unlockOptions), as: UTF8.self)
             throw AppError(.forbidden, "access_denied", rule.accessLevel == .premium ? "This content is for premium members" : "Unlock this content to play it",

@@ -1,0 +1,39 @@
+import Foundation
+import Logging
+import PostgresNIO
+import ServiceKit
+
+/// UC-SUB-2.2: the devices a user plays on and the log of access decisions.
+public struct AccessStore: Sendable {
+    let logger: Logger
+    public init(logger: Logger) { self.logger = logger }
+
+    /// Records `device` as seen now unless the user already has `limit` other devices active
+    /// since `since`; returns how many others are active when refused, nil when admitted.
+    /// One user's devices are serialised so two new ones cannot both take the last place.
+    public func admitDevice(app: UUID, user: UUID, device: String, limit: Int, since: Date, now: Date, db: DatabasePool) async throws -> Int? {
+        try await db.withTransaction(logger: logger) { conn in
+            try await conn.run("SELECT pg_advisory_xact_lock(hashtext(\(app.uuidString + ":" + user.uuidString)))", logger: logger)
+            var others = 0
+            for try await n in try await conn.run("""
+                SELECT count(*)::int FROM devices WHERE app_id = \(app) AND user_id = \(user) AND device_id <> \(device) AND last_seen > \(since)
+                """, logger: logger).decode(Int.self) { others = n }
+            if others >= limit { return others }
+            try await conn.run("""
+                INSERT INTO devices (app_id, user_id, device_id, first_seen, last_seen) VALUES (\(app), \(user), \(device), \(now), \(now))
+                ON CONFLICT (app_id, user_id, device_id) DO UPDATE SET last_seen = EXCLUDED.last_seen
+                """, logger: logger)
+            return nil
+        }
+    }
+
+    public func log(app: UUID, user: UUID, content: String, granted: Bool, userStatus: String, via: String?, device: String, now: Date,
+                    db: DatabasePool) async throws {
+        try await db.withConnection { conn in
+            try await conn.run("""
+                INSERT INTO access_logs (app_id, user_id, content_id, access_granted, user_status, via, device_id, timestamp)
+                VALUES (\(app), \(user), \(content), \(granted), \(userStatus), \(via), \(device), \(now))
+                """, logger: logger)
+        }
+    }
+}
