@@ -110,6 +110,27 @@ public struct UserStatusUpdate: Codable, Sendable, Equatable {
     public init(appID: UUID, status: UserStatus, version: Int64) { self.appID = appID; self.status = status; self.version = version }
 }
 
+/// `POST /internal/users/{id}/emails/purchase-confirmation`, from subscription when a purchase
+/// creates a subscription (seed 2.1 postconditions). Auth holds the address and the mailer; the
+/// subscription id makes a redelivery send nothing twice.
+public struct PurchaseConfirmation: Codable, Sendable, Equatable {
+    public var appID: UUID
+    public var subscriptionID: UUID
+    public var planType: String
+    public var productID: String
+    public var store: String
+    public var isTrial: Bool
+    public var endDate: Date
+    enum CodingKeys: String, CodingKey {
+        case appID = "app_id", subscriptionID = "subscription_id", planType = "plan_type", productID = "product_id", store
+        case isTrial = "is_trial", endDate = "end_date"
+    }
+    public init(appID: UUID, subscriptionID: UUID, planType: String, productID: String, store: String, isTrial: Bool, endDate: Date) {
+        self.appID = appID; self.subscriptionID = subscriptionID; self.planType = planType; self.productID = productID
+        self.store = store; self.isTrial = isTrial; self.endDate = endDate
+    }
+}
+
 /// `GET /internal/users/{id}/export`: one service's part of a privacy export.
 public struct UserDataExport: Codable, Sendable {
     public var service: String

@@ -16,7 +16,13 @@ import XCTest
 /// Keeps the emails auth sends, for tests to open.
 final class RecordingMailer: Mailer {
     let sent = Mutex([SMTPMessage]())
-    func send(_ message: SMTPMessage) async throws { sent.withLock { $0.append(message) } }
+    /// While set, the mail server refuses every message (a failed SMTP delivery).
+    let refusing = Mutex(false)
+    struct Refused: Error {}
+    func send(_ message: SMTPMessage) async throws {
+        if refusing.withLock({ $0 }) { throw Refused() }
+        sent.withLock { $0.append(message) }
+    }
     var last: SMTPMessage? { sent.withLock { $0.last } }
     /// The `token=` value of the last link sent to `email`.
     func token(to email: String) -> String? {

@@ -87,6 +87,66 @@ final class PrivacyAndInternalTests: XCTestCase {
         }
     }
 
+    /// Seed 2.1: the purchase confirmation subscription asks for is emailed once per
+    /// subscription however often the outbox delivers it; a failed send is a 503 and claims
+    /// nothing (the redelivery sends it); guests get none; only subscription may ask.
+    func testPurchaseConfirmationEmailOncePerSubscription() async throws {
+        try await AuthHarness.run { h in
+            let email = uniqueEmail("buyer")
+            let r = try await h.registerEmail(email)
+            let uid = r.user.id.uuidString.lowercased()
+            let app = h.app.appID.uuidString.lowercased()
+            let service: HTTPFields = [.authorization: "Bearer local-internal-subscription", .xServiceName: "subscription",
+                                       .contentType: "application/json"]
+            let sub = UUID().uuidString.lowercased()
+            let body = #"{"app_id":"\#(app)","subscription_id":"\#(sub)","plan_type":"annual","product_id":"com.quiz.premium.annual","store":"apple","is_trial":true,"end_date":"2030-01-08T10:00:00Z"}"#
+            @Sendable func ask(_ user: String = uid, _ json: String = body, headers: HTTPFields? = nil) async throws -> TestResponse {
+                try await h.client.execute(uri: "/internal/users/\(user)/emails/purchase-confirmation?app_id=\(app)", method: .post,
+                                           headers: headers ?? service, body: ByteBuffer(string: json)) { $0 }
+            }
+            let before = h.mailer.sent.withLock { $0.count }
+            h.mailer.refusing.withLock { $0 = true }
+            let failed = try await ask()
+            XCTAssertEqual(failed.status, .serviceUnavailable, "the outbox retries a failed send")
+            let claims = try await h.scalar("SELECT count(*)::int FROM auth.sent_emails WHERE reference = '\(sub)'")
+            XCTAssertEqual(claims, 0, "a failed send claims nothing")
+            h.mailer.refusing.withLock { $0 = false }
+            for i in 0..<3 {
+                let ok = try await ask()
+                XCTAssertEqual(ok.status, .ok)
+                XCTAssertTrue(String(buffer: ok.body).contains(i == 0 ? #""result":"sent""# : #""result":"already_sent""#), String(buffer: ok.body))
+            }
+            let mails = h.mailer.sent.withLock { Array($0.dropFirst(before)) }
+            XCTAssertEqual(mails.count, 1)
+            XCTAssertEqual(mails.first?.to, [email])
+            XCTAssertEqual(mails.first?.subject, "Confirmation de votre abonnement premium")
+            XCTAssertTrue(mails.first?.text.contains("8 janvier 2030") ?? false, mails.first?.text ?? "")
+            XCTAssertTrue(mails.first?.text.contains(sub) ?? false)
+
+            // A guest has no address: nothing sent, nothing claimed.
+            let guest = try await h.post("auth/register", #"{"provider":"guest","credentials":{"device_id":"guest-\#(UUID())"}}"#).json(AuthResponse.self)
+            let g = try await ask(guest.user.id.uuidString.lowercased())
+            XCTAssertTrue(String(buffer: g.body).contains(#""result":"no_email""#))
+
+            // Bad input: another caller, another tenant, unknown user, wrong type, missing field, oversized body.
+            let cases: [(String, String, HTTPFields?, HTTPResponse.Status)] = [
+                (uid, body, [.authorization: "Bearer local-internal-ads", .xServiceName: "ads", .contentType: "application/json"], .forbidden),
+                (uid, body.replacingOccurrences(of: app, with: UUID().uuidString.lowercased()), nil, .unprocessableContent),
+                (UUID().uuidString.lowercased(), body, nil, .notFound),
+                ("not-a-uuid", body, nil, .badRequest),
+                (uid, body.replacingOccurrences(of: #""is_trial":true"#, with: #""is_trial":"yes""#), nil, .badRequest),
+                (uid, #"{"app_id":"\#(app)"}"#, nil, .badRequest),
+                (uid, #"{"app_id":"\#(app)","pad":""# + String(repeating: "x", count: 2 << 20) + #""}"#, nil, .contentTooLarge),
+            ]
+            for (user, json, headers, status) in cases {
+                let v = try await ask(user, json, headers: headers)
+                XCTAssertEqual(v.status, status, String(json.prefix(80)))
+                XCTAssertNotNil(try? v.envelope().error)
+            }
+            XCTAssertEqual(h.mailer.sent.withLock { $0.count }, before + 1, "nothing more was sent")
+        }
+    }
+
     func testInternalStatusSummaryAndConsents() async throws {
         try await AuthHarness.run { h in
             let r = try await h.registerEmail(uniqueEmail())

@@ -174,6 +174,14 @@ final class PurchaseTests: XCTestCase {
             let receipts = try await h.scalar("SELECT count(*)::int FROM subscription.iap_receipts WHERE original_transaction_id = '\(original)'")
             XCTAssertEqual(subs, 1)
             XCTAssertEqual(receipts, 1)
+            // Seed 2.1: one confirmation email asked of auth, not ten.
+            let emails = try await h.scalar("""
+                SELECT count(*)::int FROM subscription.outbox WHERE target_service = 'auth' AND method = 'POST'
+                AND path = '/internal/users/\(user.uuidString.lowercased())/emails/purchase-confirmation?app_id=\(h.app.uuidString.lowercased())'
+                AND lower(body->>'subscription_id') = (SELECT id::text FROM subscription.subscriptions WHERE store_original_transaction_id = '\(original)')
+                AND body->>'plan_type' = 'annual' AND body->>'store' = 'apple'
+                """)
+            XCTAssertEqual(emails, 1)
         }
     }
 
@@ -230,6 +238,8 @@ final class PurchaseTests: XCTestCase {
             XCTAssertEqual(missing.status, .badRequest)
             let subs = try await h.scalar("SELECT count(*)::int FROM subscription.subscriptions WHERE user_id = '\(user)'")
             XCTAssertEqual(subs, 0, "nothing was granted")
+            let mails = try await h.scalar("SELECT count(*)::int FROM subscription.outbox WHERE path LIKE '/internal/users/\(user.uuidString.lowercased())/emails/%'")
+            XCTAssertEqual(mails, 0, "no purchase, no confirmation")
         }
     }
 

@@ -29,6 +29,7 @@ struct InternalUsersController {
                                                   personalizedAds: p.consentPersonalizedAds, analytics: p.consentAnalytics,
                                                   changedAt: p.updatedAt ?? ctx.clock.now(), versions: versions))
         }
+        group.post("users/:id/emails/purchase-confirmation") { request, context in try await purchaseConfirmation(request, context) }
         // Subscription sets premium/free; suspension is an operator's decision, not a service's.
         group.put("users/:id/status") { request, context in
             guard let userID = context.parameters.get("id", as: UUID.self) else { throw AppError.badRequest("User id must be a UUID", field: "id") }
@@ -54,6 +55,43 @@ struct InternalUsersController {
                                                 emailVerified: updated.emailVerified, status: updated.status,
                                                 isGuest: updated.isGuest, createdAt: updated.createdAt))
         }
+    }
+
+    /// Seed 2.1: subscription asks for the purchase confirmation email (through its outbox). Sent
+    /// once per subscription; a user without an address (a guest) gets none; a failed send is a
+    /// 503, so the outbox delivers the request again.
+    func purchaseConfirmation(_ request: Request, _ context: ServiceRequestContext) async throws -> Response {
+        guard context.callingService == .subscription else {
+            throw AppError(.forbidden, "forbidden", "Only subscription confirms purchases")
+        }
+        guard let userID = context.parameters.get("id", as: UUID.self) else { throw AppError.badRequest("User id must be a UUID", field: "id") }
+        let body = try await request.decodeJSON(as: PurchaseConfirmation.self, context: context)
+        if let app = request.uri.queryParameters.get("app_id"), UUID(uuidString: app) != body.appID {
+            throw AppError.validation("app_id", "the query and the body name different applications")
+        }
+        let sent = SentEmailStore(logger: ctx.logger)
+        let outcome: String = try await ctx.db.withTransaction(logger: ctx.logger) { conn in
+            guard let user = try await ctx.users.find(.id(userID), appID: body.appID, on: conn) else {
+                // An erased account gets no mail, and the outbox stops asking (410 is final).
+                if try await ctx.facts.facts.isErased(app: body.appID, user: userID, on: conn) {
+                    throw AppError(.gone, "user_erased", "This account was deleted")
+                }
+                throw AppError.notFound("User")
+            }
+            guard let email = user.email else { return "no_email" }
+            guard try await sent.claim(app: body.appID, user: userID, kind: "purchase_confirmation",
+                                       reference: body.subscriptionID.uuidString.lowercased(), now: ctx.clock.now(), on: conn) else {
+                return "already_sent"
+            }
+            do {
+                try await ctx.mailer.send(Emails.purchaseConfirmation(to: email, from: ctx.settings.mailFrom, body))
+            } catch {
+                ctx.logger.warning("purchase confirmation not sent; the outbox retries", metadata: ["error": "\(error)"])
+                throw AppError(.serviceUnavailable, "mail_unavailable", "The mail server did not accept the message; try again")
+            }
+            return "sent"
+        }
+        return try context.json(["sent": JSONValue.bool(outcome == "sent"), "result": .string(outcome)])
     }
 
     /// The user id from the path and the tenant from `?app_id=`: internal calls are scoped too.

@@ -34,7 +34,7 @@ struct AccountStore: Sendable {
                    deletion_scheduled_at = NULL, updated_at = \(now)
             WHERE id = \(userID)
             """, logger: logger)
-        for table in ["oauth_connections", "refresh_tokens", "email_tokens", "exports", "game_center_connections", "privacy_settings"] {
+        for table in ["oauth_connections", "refresh_tokens", "email_tokens", "exports", "game_center_connections", "privacy_settings", "sent_emails"] {
             try await conn.run("DELETE FROM \(unescaped: table) WHERE user_id = \(userID)", logger: logger)
         }
         try await conn.run("UPDATE audit_logs SET ip_address = NULL, user_agent = NULL WHERE user_id = \(userID)", logger: logger)

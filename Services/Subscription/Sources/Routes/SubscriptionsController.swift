@@ -108,6 +108,7 @@ struct SubscriptionsController {
                                               data: ["transaction_id": .string(p.transactionID), "product_id": .string(p.productID)], now: now, on: conn)
                 try await subscriptions.insertReceipt(app: app, user: user, sub: id, p, now: now, on: conn)
                 try await subscriptions.tellAuth(app: app, user: user, on: conn)
+                try await subscriptions.askConfirmationEmail(app: app, user: user, subscription: id, p, planType: plan.planType, on: conn)
                 let created = try await subscriptions.byOriginalTransaction(app: app, store: p.store, original: p.originalTransactionID, on: conn)!
                 return (created, plan.features, true)
             }

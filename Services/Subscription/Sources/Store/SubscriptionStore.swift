@@ -288,6 +288,17 @@ public struct SubscriptionStore: Sendable {
                                on: conn, logger: logger)
     }
 
+    /// Seed 2.1 postconditions: auth (which holds the address and the mailer) emails the
+    /// confirmation, through the outbox in the caller's transaction: no purchase, no email.
+    public func askConfirmationEmail(app: UUID, user: UUID, subscription: UUID, _ p: StorePurchase, planType: String,
+                                     on conn: PostgresConnection) async throws {
+        try await Outbox.write(try OutboxMessage(target: .auth, method: "POST",
+                                                 path: "/internal/users/\(user.uuidString.lowercased())/emails/purchase-confirmation?app_id=\(app.uuidString.lowercased())",
+                                                 body: PurchaseConfirmation(appID: app, subscriptionID: subscription, planType: planType,
+                                                                            productID: p.productID, store: p.store, isTrial: p.isTrial, endDate: p.endDate)),
+                               on: conn, logger: logger)
+    }
+
     /// Seed 7a: an end date in the past (and past any grace period) makes the row expired,
     /// with an event and auth told. Returns the row as it is now.
     public func expireIfDue(_ s: Subscription, app: UUID, now: Date, on conn: PostgresConnection) async throws -> Subscription {
