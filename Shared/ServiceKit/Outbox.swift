@@ -133,16 +133,46 @@ public struct OutboxWorker: Service {
         return nil
     }
 
+    /// Asks the receiver again for its answer to a message, whatever the row's state (not dead):
+    /// the receiver keeps its first response per Idempotency-Key, so this changes nothing there
+    /// and tells the truth here: a row whose delivery timed out but landed, or one a worker
+    /// delivered without anyone keeping the answer. A 2xx marks a pending row delivered; any
+    /// other outcome leaves the row to the worker.
+    public func confirm(id: Int64, timeout: Duration) async -> HTTPResponseData? {
+        do {
+            var found: Row?
+            for try await r in try await client.query("""
+                SELECT id, idempotency_key, target_service, method, path, body::text, attempts, max_attempts
+                FROM outbox WHERE id = \(id) AND status <> 'dead'
+                """, logger: logger).decode((Int64, UUID, String, String, String, String?, Int, Int).self) {
+                found = Row(id: r.0, key: r.1, target: r.2, method: r.3, path: r.4, body: r.5, attempts: r.6, max: r.7)
+            }
+            guard let row = found, let request = request(for: row, timeout: timeout) else { return nil }
+            let response = try await http.send(request)
+            guard (200..<300).contains(response.status) else { return nil }
+            try await client.query("""
+                UPDATE outbox SET status = 'delivered', delivered_at = now(), last_error = NULL WHERE id = \(id) AND status = 'pending'
+                """, logger: logger)
+            return response
+        } catch {
+            logger.warning("outbox confirmation failed", metadata: ["id": "\(id)", "error": "\(error)"])
+            return nil
+        }
+    }
+
+    private func request(for row: Row, timeout: Duration) -> HTTPRequest? {
+        guard let target = ServiceName(rawValue: row.target), let base = serviceURLs[target] else { return nil }
+        var headers = credential.headers + [("Idempotency-Key", row.key.uuidString.lowercased())]
+        if row.body != nil { headers.append(("Content-Type", "application/json")) }
+        return HTTPRequest(method: row.method, url: base + row.path, headers: headers, body: row.body.map { Data($0.utf8) }, timeout: timeout)
+    }
+
     @discardableResult
     private func deliver(_ row: Row, timeout: Duration = .seconds(10)) async -> HTTPResponseData? {
-        guard let target = ServiceName(rawValue: row.target), let base = serviceURLs[target] else {
+        guard let request = request(for: row, timeout: timeout) else {
             await record(row, outcome: .dead("unknown target service \(row.target)"))
             return nil
         }
-        var headers = credential.headers + [("Idempotency-Key", row.key.uuidString.lowercased())]
-        if row.body != nil { headers.append(("Content-Type", "application/json")) }
-        let request = HTTPRequest(method: row.method, url: base + row.path, headers: headers,
-                                  body: row.body.map { Data($0.utf8) }, timeout: timeout)
         do {
             let response = try await http.send(request)
             switch response.status {

@@ -27,6 +27,8 @@ final class FakeUpstream: Sendable {
     let admobKey = P256.Signing.PrivateKey()
     let admobKeyID: Int64 = 3_335_741_209
     let keyFetches = Mutex(0)
+    /// Keys AdMob published later (a rotation), by key id.
+    let rotatedKeys = Mutex([Int64: P256.Signing.PrivateKey]())
 
     init(port: Int? = nil) throws { self.port = try port ?? TestEnvironment.freePort() }
 
@@ -72,8 +74,11 @@ final class FakeUpstream: Sendable {
             self.keyFetches.withLock { $0 += 1 }
             let pem = self.admobKey.publicKey.pemRepresentation.replacingOccurrences(of: "\n", with: "\\n")
             let b64 = self.admobKey.publicKey.derRepresentation.base64EncodedString()
+            let rotated = self.rotatedKeys.withLock { $0 }.map { id, key in
+                #",{"keyId":\#(id),"base64":"\#(key.publicKey.derRepresentation.base64EncodedString())"}"#
+            }.joined()
             return Response(status: .ok, headers: [.contentType: "application/json"], body: .init(byteBuffer: ByteBuffer(
-                string: #"{"keys":[{"keyId":\#(self.admobKeyID),"pem":"\#(pem)","base64":"\#(b64)"}]}"#)))
+                string: #"{"keys":[{"keyId":\#(self.admobKeyID),"pem":"\#(pem)","base64":"\#(b64)"}\#(rotated)]}"#)))
         }
         return Application(router: router, configuration: .init(address: .hostname("127.0.0.1", port: port)))
     }
@@ -147,7 +152,14 @@ struct AdsHarness: Sendable {
         return (UUID(uuidString: s), r)
     }
 
-    func complete(_ user: UUID, _ id: UUID, completed: Bool = true, ms: Int = 30500, revenue: Double? = nil) async throws -> TestResponse {
+    /// `POST /ads/{id}/impression` (shown) then `complete`, as the SDK reports them; with
+    /// `impression: false` the completion comes alone (an ad never reported on screen).
+    func complete(_ user: UUID, _ id: UUID, completed: Bool = true, ms: Int = 30500, revenue: Double? = nil,
+                  impression: Bool = true) async throws -> TestResponse {
+        if impression {
+            let shown = try await call(.post, "/ads/\(id)/impression", user: user, json: #"{"loaded":true,"shown":true,"load_time_ms":800}"#)
+            XCTAssertEqual(shown.status, .ok, String(buffer: shown.body))
+        }
         let revenuePart = revenue.map { #","revenue_usd":\#($0)"# } ?? ""
         return try await call(.post, "/ads/\(id)/complete", user: user, json: #"{"completed":\#(completed),"clicked":false,"display_duration_ms":\#(ms)\#(revenuePart)}"#)
     }

@@ -146,9 +146,29 @@ final class CampaignsAndAnalyticsTests: XCTestCase {
             XCTAssertEqual(twice.status, .conflict)
             let unknown = try await h.call(.post, "/referral/redeem", user: friend, json: #"{"code":"ZZZZZZZZ"}"#)
             XCTAssertEqual(unknown.status, .notFound)
-            let v6 = try await h.call(.post, "/referral/redeem", user: UUID(), json: #"{"code":"\#(code)"}"#).status
-            XCTAssertEqual(v6, .ok)
-            let p = try await h.call(.post, "/campaigns/\(id)", user: referrer).json([String: JSONValue].self)
+            // #13: a friend who never played does not count ("install and play", 4.4).
+            var p = try await h.call(.post, "/campaigns/\(id)", user: referrer).json([String: JSONValue].self)
+            XCTAssertEqual(p.int("progress"), 0, "redeeming alone counts for nothing")
+            let idle = UUID()
+            let redeemedIdle = try await h.call(.post, "/referral/redeem", user: idle, json: #"{"code":"\#(code)"}"#).json([String: JSONValue].self)
+            XCTAssertEqual(redeemedIdle.bool("counted"), false)
+            XCTAssertEqual(redeemedIdle.string("counts_after"), "first_rewarded_view")
+            p = try await h.call(.post, "/campaigns/\(id)", user: referrer).json([String: JSONValue].self)
+            XCTAssertEqual(p.int("progress"), 0)
+            // The first friend plays (a rewarded view the server grants): his referral counts, once.
+            try await h.provider()
+            try await h.consent(friend)
+            _ = try await h.watch(friend)
+            _ = try await h.watch(friend)
+            p = try await h.call(.post, "/campaigns/\(id)", user: referrer).json([String: JSONValue].self)
+            XCTAssertEqual(p.int("progress"), 1, "one friend, counted once however many ads he watches")
+            // A friend who had already played counts at redemption.
+            let player = UUID()
+            try await h.consent(player)
+            _ = try await h.watch(player)
+            let redeemedPlayer = try await h.call(.post, "/referral/redeem", user: player, json: #"{"code":"\#(code)"}"#).json([String: JSONValue].self)
+            XCTAssertEqual(redeemedPlayer.bool("counted"), true)
+            p = try await h.call(.post, "/campaigns/\(id)", user: referrer).json([String: JSONValue].self)
             XCTAssertEqual(p.int("progress"), 2)
             XCTAssertEqual(p.bool("can_claim_reward"), true)
         }

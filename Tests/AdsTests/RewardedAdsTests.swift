@@ -328,7 +328,7 @@ final class RewardedAdsTests: XCTestCase {
             let shownNotLoaded = try await h.call(.post, "/ads/\(id1)/impression", user: user, json: #"{"loaded":false,"shown":true}"#)
             XCTAssertEqual(shownNotLoaded.status, .unprocessableContent)
             // Another user cannot complete it; another tenant's token is refused.
-            let other = try await h.complete(UUID(), id1)
+            let other = try await h.complete(UUID(), id1, impression: false)
             XCTAssertEqual(other.status, .notFound)
             var foreign = try h.headers(user)
             foreign[.authorization] = "Bearer \(try h.token(user, app: UUID()))"

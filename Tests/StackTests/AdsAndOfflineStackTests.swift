@@ -45,6 +45,8 @@ final class AdsAndOfflineStackTests: XCTestCase {
         guard case .string(let id)? = request["ad_request_id"] else { return XCTFail("no ad request id") }
         // The ad plays: the server checks the reported time against the time since the request.
         try await Task.sleep(for: .seconds(20))
+        let (shown, _) = try await call("POST", "/ads/v1/ads/\(id)/impression", user, #"{"loaded":true,"shown":true}"#)
+        XCTAssertEqual(shown, 200)
         let (done, completion) = try await call("POST", "/ads/v1/ads/\(id)/complete", user, #"{"completed":true,"clicked":false,"display_duration_ms":24500}"#)
         XCTAssertEqual(done, 200)
         XCTAssertEqual(completion["reward_granted"], .bool(true))

@@ -171,6 +171,7 @@ final class JourneyTests: XCTestCase {
         let request = try await call("POST", "/ads/v1/ads/request", user, #"{"ad_type":"rewarded","placement":"earn_credits"}"#, expect: 201)
         guard case .string(let adID)? = request["ad_request_id"] else { return XCTFail("no ad") }
         try await Task.sleep(for: .seconds(20))
+        _ = try await call("POST", "/ads/v1/ads/\(adID)/impression", user, #"{"loaded":true,"shown":true,"load_time_ms":900}"#, expect: 200)
         let done = try await call("POST", "/ads/v1/ads/\(adID)/complete", user, #"{"completed":true,"clicked":true,"display_duration_ms":24500,"revenue_usd":0.021}"#, expect: 200)
         XCTAssertEqual(done["new_balance"], .int(1))
         let claim = try await call("POST", "/ads/v1/campaigns/\(campaignID)/claim-reward", user, expect: 200)

@@ -82,6 +82,7 @@ def credits_arrive_once_when_subscription_dies():
     os.kill(pid("subscription"), signal.SIGKILL)
     def complete(pair):
         h, ad = pair
+        call("POST", GATEWAY + "/ads/v1/ads/%s/impression" % ad, h, {"loaded": True, "shown": True})
         status, body = call("POST", GATEWAY + "/ads/v1/ads/%s/complete" % ad, h, {"completed": True, "clicked": False, "display_duration_ms": 24500})
         if status != 200 or body.get("reward_granted") is not True:
             fail("completion with subscription down: %s %s" % (status, body))
@@ -244,6 +245,7 @@ def replicas_share_the_database():
 
         # The ad plays, then both replicas are told it completed, 10 times each: one reward.
         time.sleep(20)  # the ad plays (display time is checked against the time since the request)
+        call("POST", ads[0] + "/ads/%s/impression" % ad, h, {"loaded": True, "shown": True})
         completions = list(pool.map(lambda i: call("POST", ads[i % 2] + "/ads/%s/complete" % ad, h,
                                                    {"completed": True, "clicked": False, "display_duration_ms": 24500}), range(20)))
         if any(s != 200 or b.get("reward_granted") is not True for s, b in completions):

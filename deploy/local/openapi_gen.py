@@ -54,7 +54,7 @@ ads = {
                 "ad_duration_seconds": I, "server_side_verification": B}, ["ad_request_id", "provider", "ad_unit_id", "can_show", "test_mode"]))},
  "/ads/{id}/impression": {"post": op("Record load/show", params=[p("id", UUIDS)],
     req=body(obj({"loaded": B, "shown": B, "load_time_ms": I, "error": S}, ["loaded", "shown"])), schema=obj({"recorded": B}, ["recorded"]))},
- "/ads/{id}/complete": {"post": op("Complete a view; a rewarded view may earn 1 credit", params=[p("id", UUIDS)], extra=["410"],
+ "/ads/{id}/complete": {"post": op("Complete a view (after its impression: 409 ad_not_shown otherwise); a rewarded view may earn 1 credit", params=[p("id", UUIDS)], extra=["409", "410"],
     req=body(obj({"completed": B, "clicked": B, "display_duration_ms": I, "revenue_usd": N}, ["completed", "display_duration_ms"])),
     schema=obj({"ad_request_id": UUIDS, "ad_type": S, "completed": B, "reward_granted": B, "new_balance": I, "reward_status": S,
                 "reason": S, "cooldown_seconds": I}, ["ad_request_id", "reward_granted"]))},
@@ -63,7 +63,8 @@ ads = {
  "/ads/consent": {
     "get": op("The current ad consent and whether GDPR applies", params=[q("country", S)],
         schema=obj({"consent": {"type": ["object", "null"]}, "required": B, "gdpr_applies": B, "ads_enabled": B}, ["consent", "required", "gdpr_applies"])),
-    "post": op("Record a consent change (GDPR, COPPA, ATT, TCF)", req=body(obj({"consent_personalized_ads": B, "consent_data_sharing": B,
+    "post": op("Record a consent change (GDPR, COPPA, ATT, TCF); under 13 sticks until a birth_date says 13+", extra=["403"],
+        req=body(obj({"consent_personalized_ads": B, "consent_data_sharing": B, "birth_date": {"type": "string", "format": "date"},
         "age_gate_passed": B, "is_under_age": B, "att_status": {"type": "string", "enum": ["authorized", "denied", "restricted", "not_determined"]},
         "tcf_string": S, "consent_form_status": {"type": "string", "enum": ["obtained", "required", "not_required", "unknown"]}, "country": S})),
         schema=obj({"consent": {"type": ["object", "null"]}, "ads_enabled": B}, ["consent", "ads_enabled"]))},

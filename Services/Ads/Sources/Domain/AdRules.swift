@@ -26,6 +26,20 @@ enum AdRules {
     /// Slack between the server's clock and the display duration the client reports.
     static let durationSlack: TimeInterval = 5
 
+    /// Client-reported revenue is a hint, never the truth: one view may add at most this many
+    /// times the provider's estimated revenue per impression (its eCPM / 1000).
+    static let clientRevenueCeilingFactor = 10.0
+    /// The ceiling when the provider has no eCPM estimate (a $50 eCPM).
+    static let clientRevenueDefaultCeiling = 0.05
+
+    /// What a client-reported revenue counts for: bounded by the provider's estimate, and
+    /// flagged when the client claimed more.
+    static func clientRevenue(_ reported: Double?, ecpmEstimateUSD: Double?) -> (counted: Double?, flagged: Bool) {
+        guard let reported else { return (nil, false) }
+        let ceiling = ecpmEstimateUSD.flatMap { $0 > 0 ? $0 / 1000 * clientRevenueCeilingFactor : nil } ?? clientRevenueDefaultCeiling
+        return reported > ceiling ? (ceiling, true) : (reported, false)
+    }
+
     /// The minimum display for a reward, in milliseconds (24 000 for a 30 s ad).
     static func minimumDisplayMilliseconds(adDurationSeconds: Int) -> Int {
         Int((Double(adDurationSeconds) * 1000 * minimumWatchedRatio).rounded(.up))

@@ -40,3 +40,46 @@ struct ConsentState: Sendable, Equatable {
         return consented && !isUnderAge && attStatus != "denied" && attStatus != "restricted"
     }
 }
+
+/// COPPA (UC-ADS-4.3 8a): once a user is known to be under 13 the flag sticks; only an age-gate
+/// answer with a birth date that makes him 13 or older clears it, never the bare flag.
+enum AgeGate {
+    static let minimumAge = 13
+
+    enum Outcome: Equatable, Sendable {
+        case underAge(Bool)
+        /// The bare flag tried to clear a child's status.
+        case birthDateRequired
+        /// A birth date in the future or more than 120 years ago.
+        case implausibleBirthDate
+    }
+
+    /// Whole years between `birth` and `now`, in UTC calendar days.
+    static func age(birth: DateComponents, now: Date) -> Int? {
+        var calendar = Calendar(identifier: .gregorian)
+        calendar.timeZone = TimeZone(identifier: "UTC")!
+        guard let born = calendar.date(from: birth), born <= now else { return nil }
+        return calendar.dateComponents([.year], from: born, to: now).year
+    }
+
+    /// A `yyyy-MM-dd` birth date.
+    static func parse(_ raw: String) -> DateComponents? {
+        let parts = raw.split(separator: "-", omittingEmptySubsequences: false)
+        guard raw.utf8.count == 10, parts.count == 3, let y = Int(parts[0]), let m = Int(parts[1]), let d = Int(parts[2]),
+              (1...12).contains(m), (1...31).contains(d) else { return nil }
+        var c = DateComponents(year: y, month: m, day: d)
+        c.calendar = Calendar(identifier: .gregorian)
+        c.calendar?.timeZone = TimeZone(identifier: "UTC")!
+        guard c.isValidDate else { return nil }
+        return c
+    }
+
+    static func decide(previous: Bool, claimed: Bool?, birth: DateComponents?, now: Date) -> Outcome {
+        if let birth {
+            guard let age = age(birth: birth, now: now), age <= 120 else { return .implausibleBirthDate }
+            return .underAge(age < minimumAge)
+        }
+        if previous && claimed == false { return .birthDateRequired }
+        return .underAge(previous || (claimed ?? false))
+    }
+}

@@ -22,8 +22,11 @@ enum AdMobVerificationError: Error, Equatable {
 
 /// Verifies AdMob's rewarded-ad callbacks as Google specifies: ECDSA P-256 with SHA-256 over
 /// the raw query string up to `&signature=`, with the public key named by `key_id` in the
-/// verifier-keys document (fetched from a configured URL, kept at most 24 h, fetched again on
-/// an unknown key at most every 10 s).
+/// verifier-keys document (fetched from a configured URL, kept at most 24 h). An unknown key id
+/// (AdMob rotates its keys) fetches the document again at once: a key published since the last
+/// fetch is never refused for it. The refetch is limited per key id (one per 10 s for an id still
+/// absent), fetches are coalesced, and at most one starts per second, so a flood of made-up ids
+/// costs AdMob's server at most one request a second.
 final class AdMobVerifier: Sendable {
     let keysURL: String
     let http: CurlHTTPClient
@@ -31,7 +34,12 @@ final class AdMobVerifier: Sendable {
     private struct State {
         var keys: [Int64: P256.Signing.PublicKey] = [:]
         var fetchedAt: ContinuousClock.Instant?
+        /// When each absent key id last caused a fetch.
+        var missedAt: [Int64: ContinuousClock.Instant] = [:]
+        var inFlight: Task<Void, any Error>?
     }
+    static let missInterval: Duration = .seconds(10)
+    static let minimumFetchInterval: Duration = .seconds(1)
     private let state = Mutex(State())
 
     init(keysURL: String, http: CurlHTTPClient, maxAge: Duration = .seconds(86400)) {
@@ -75,13 +83,34 @@ final class AdMobVerifier: Sendable {
 
     private func key(id: Int64) async throws -> P256.Signing.PublicKey? {
         let now = ContinuousClock.now
-        let (cached, fetchedAt) = state.withLock { ($0.keys[id], $0.fetchedAt) }
+        let (cached, fetchedAt, missed) = state.withLock { ($0.keys[id], $0.fetchedAt, $0.missedAt[id]) }
         let fresh = fetchedAt.map { now - $0 < maxAge } ?? false
         if let cached, fresh { return cached }
-        // Unknown key: refetch, but not more than every 10 s (a flood of bad ids stays cheap).
-        if cached == nil, let fetchedAt, fresh, now - fetchedAt < .seconds(10) { return nil }
-        try await refresh()
+        if cached == nil, fresh, let missed, now - missed < Self.missInterval { return nil }
+        if cached == nil {
+            state.withLock { s in
+                if s.missedAt.count > 10_000 { s.missedAt = s.missedAt.filter { now - $0.value < Self.missInterval } }
+                s.missedAt[id] = now
+            }
+            // Another id's fetch a moment ago: wait for the floor, then fetch for this one.
+            if let fetchedAt, now - fetchedAt < Self.minimumFetchInterval {
+                try await Task.sleep(for: Self.minimumFetchInterval - (now - fetchedAt))
+                if let key = state.withLock({ $0.keys[id] }) { return key }
+            }
+        }
+        try await refreshCoalesced()
         return state.withLock { $0.keys[id] }
+    }
+
+    /// One fetch at a time: concurrent lookups share it.
+    private func refreshCoalesced() async throws {
+        let task: Task<Void, any Error> = state.withLock { s in
+            if let running = s.inFlight { return running }
+            let started = Task { try await self.refresh() }
+            s.inFlight = started
+            return started
+        }
+        try await task.value
     }
 
     struct KeysDocument: Decodable {
@@ -90,6 +119,7 @@ final class AdMobVerifier: Sendable {
     }
 
     private func refresh() async throws {
+        defer { state.withLock { $0.inFlight = nil } }
         let response: HTTPResponseData
         do { response = try await http.send(HTTPRequest(method: "GET", url: keysURL, timeout: .seconds(5)), retries: 1) } catch {
             throw AdMobVerificationError.keysUnavailable

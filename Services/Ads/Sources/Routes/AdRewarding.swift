@@ -29,6 +29,8 @@ struct AdRewarding: Sendable {
             return .dailyLimitReached
         }
         try await campaigns.countWatchedAd(app: request.appID, user: user, placement: request.placement, now: now, on: conn)
+        // A referred friend's first rewarded view is the "play" that makes his referral count.
+        try await campaigns.countReferral(app: request.appID, referee: user, now: now, on: conn)
         return .granted(outboxID: outboxID)
     }
 }

@@ -245,6 +245,9 @@ struct AdsController: Sendable {
         var reason: String?
         var cooldownSeconds: Int?
         var message: String?
+        /// A replay's credit whose outcome this side does not know yet: asked of subscription
+        /// after the transaction (not encoded).
+        var confirmOutboxID: Int64?
         enum CodingKeys: String, CodingKey {
             case adRequestID = "ad_request_id"
             case adType = "ad_type"
@@ -273,6 +276,12 @@ struct AdsController: Sendable {
             if r.completedAt != nil { return (try await replay(r, on: conn), nil) }
             guard now.timeIntervalSince(r.createdAt) <= AdRules.requestLifetime else {
                 throw AppError(.gone, "ad_request_expired", "This ad request is older than one hour; request a new ad")
+            }
+            // No impression, no view: an ad never reported on screen earns nothing and counts
+            // for nothing (reward, interstitial frequency, revenue).
+            guard r.shown else {
+                throw AppError(.conflict, "ad_not_shown", "Report the impression (shown: true) before completing this ad",
+                               extra: ["ad_request_id": .string(id.uuidString.lowercased())])
             }
             try await ads.markCompleted(id: id, now: now, on: conn)
             var out = CompleteResponse(adRequestID: id, adType: r.adType.rawValue, completed: body.completed, rewardGranted: false)
@@ -312,9 +321,15 @@ struct AdsController: Sendable {
                     out.message = "The reported display time is longer than the time since the request"
                 }
             }
+            let revenue = AdRules.clientRevenue(body.revenueUSD, ecpmEstimateUSD: body.revenueUSD == nil ? nil
+                                                    : try await ads.ecpmEstimate(app: app, provider: r.provider, on: conn))
+            if revenue.flagged {
+                logger.warning("client-reported revenue above the provider's bound; counted at the bound",
+                               metadata: ["ad_request_id": "\(id)", "provider": "\(r.provider)", "reported": "\(body.revenueUSD ?? 0)"])
+            }
             try await ads.insertView(request: r, completed: body.completed, clicked: body.clicked ?? false, displayMs: body.displayDurationMs,
                                      rewardGranted: granted, rewardAmount: granted ? AdRules.rewardCredits : 0, refusal: refusal,
-                                     revenueUSD: body.revenueUSD, now: now, on: conn)
+                                     revenueUSD: revenue.counted, revenueFlagged: revenue.flagged, now: now, on: conn)
             out.rewardGranted = granted
             out.reason = refusal
             if granted {
@@ -329,6 +344,15 @@ struct AdsController: Sendable {
                 response.rewardStatus = "granted"
             } else {
                 response.rewardStatus = "pending"
+                response.message = "Your credit is being added"
+            }
+        } else if let confirm = response.confirmOutboxID {
+            // A replay answers the truth now: the credit may have landed since the first answer.
+            if let balance = await delivery.confirm(outboxID: confirm) {
+                response.newBalance = balance
+                response.rewardStatus = "granted"
+                response.message = nil
+            } else if response.rewardStatus == "pending" {
                 response.message = "Your credit is being added"
             }
         }
@@ -350,6 +374,7 @@ struct AdsController: Sendable {
             out.reward = RewardBody(amount: reward.amount)
             out.newBalance = reward.newBalance
             out.rewardStatus = reward.delivery == "delivered" ? "granted" : "pending"
+            if reward.newBalance == nil, reward.delivery != "dead" { out.confirmOutboxID = reward.outboxID }
         } else if out.reason == RewardDecision.awaitingVerification.refusal {
             out.rewardStatus = "awaiting_verification"
         }

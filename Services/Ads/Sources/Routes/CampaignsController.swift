@@ -104,6 +104,12 @@ struct CampaignsController: Sendable {
                          "ended_at": .string(JSON.iso8601(c.endsAt))])
     }
 
+    /// A campaign that has not begun: nothing counts yet, and the app is told when it starts.
+    static func notStarted(_ c: Campaign) -> AppError {
+        AppError(.badRequest, "campaign_not_started", "This campaign has not started yet",
+                 extra: ["starts_at": .string(JSON.iso8601(c.startsAt)), "ends_at": .string(JSON.iso8601(c.endsAt))])
+    }
+
     /// Step 12b/13: the progress the server counted. A streak campaign records today's
     /// check-in; watch-ads and referral progress only moves on views and redemptions the
     /// server saw, so nothing the client says can advance it.
@@ -113,7 +119,10 @@ struct CampaignsController: Sendable {
         let now = clock.now()
         let out = try await db.withTransaction(logger: logger) { conn -> ProgressResponse in
             guard let c = try await campaigns.campaign(app: app, id: id, on: conn) else { throw AppError.notFound("Campaign") }
-            guard c.isRunning(at: now) else { throw Self.expired(c, try await campaigns.participation(campaign: id, user: user, on: conn)) }
+            guard c.isRunning(at: now) else {
+                if c.active && now < c.startsAt { throw Self.notStarted(c) }
+                throw Self.expired(c, try await campaigns.participation(campaign: id, user: user, on: conn))
+            }
             if c.type == .streakBonus { try await campaigns.checkIn(c, user: user, now: now, on: conn) }
             let p = try await campaigns.participation(campaign: id, user: user, on: conn)
             return ProgressResponse(campaignID: id, progress: min(p?.progress ?? 0, c.required), required: c.required,
@@ -134,18 +143,23 @@ struct CampaignsController: Sendable {
         }
     }
 
-    /// 23a-23d: completed and not yet claimed → credits through the outbox, once.
+    /// 23a-23d: completed and not yet claimed → credits through the outbox, once. A second
+    /// claim is the seed's 400 `already_claimed`, with the first claim's truth now
+    /// (`reward_status`, and `new_balance` once subscription has credited it).
     func claim(_ context: ServiceRequestContext) async throws -> Response {
         let (app, user) = try context.requireUser()
         let id = try Self.id(context)
         let now = clock.now()
-        let (amount, outboxID) = try await db.withTransaction(logger: logger) { conn -> (Int, Int64) in
+        let reference = "campaign:\(id.uuidString.lowercased()):\(user.uuidString.lowercased())"
+        enum Outcome { case granted(amount: Int, outboxID: Int64), alreadyClaimed(RewardStore.Reward?) }
+        let outcome = try await db.withTransaction(logger: logger) { conn -> Outcome in
             guard let c = try await campaigns.campaign(app: app, id: id, on: conn) else { throw AppError.notFound("Campaign") }
             let p = try await campaigns.participation(campaign: id, user: user, lock: true, on: conn)
             if p?.rewardClaimed == true {
-                throw AppError(.badRequest, "already_claimed", "Reward already claimed; a campaign rewards each user once")
+                return .alreadyClaimed(try await rewards.reward(app: app, source: Self.claimSource, reference: reference, on: conn))
             }
             guard let p, p.completed, let done = p.completedAt else {
+                if c.active && now < c.startsAt { throw Self.notStarted(c) }
                 // 17a: an ended campaign keeps the progress but pays nothing.
                 if now > c.endsAt || !c.active { throw Self.expired(c, p) }
                 throw AppError(.badRequest, "campaign_not_completed", "The campaign's conditions are not met yet",
@@ -155,15 +169,29 @@ struct CampaignsController: Sendable {
             guard done <= c.endsAt else { throw Self.expired(c, p) }
             guard try await campaigns.markClaimed(campaign: id, user: user, now: now, on: conn),
                   let outboxID = try await rewards.grant(app: app, user: user, amount: c.rewardAmount, source: Self.claimSource,
-                                                         reference: "campaign:\(id.uuidString.lowercased()):\(user.uuidString.lowercased())",
-                                                         now: now, on: conn) else {
-                throw AppError(.badRequest, "already_claimed", "Reward already claimed; a campaign rewards each user once")
+                                                         reference: reference, now: now, on: conn) else {
+                return .alreadyClaimed(try await rewards.reward(app: app, source: Self.claimSource, reference: reference, on: conn))
             }
-            return (c.rewardAmount, outboxID)
+            return .granted(amount: c.rewardAmount, outboxID: outboxID)
         }
-        let balance = await delivery.attempt(outboxID: outboxID)
-        return try context.json(ClaimResponse(claimed: true, reward: RewardBody(amount: amount), newBalance: balance,
-                                              rewardStatus: balance == nil ? "pending" : "granted"))
+        switch outcome {
+        case .granted(let amount, let outboxID):
+            let balance = await delivery.attempt(outboxID: outboxID)
+            return try context.json(ClaimResponse(claimed: true, reward: RewardBody(amount: amount), newBalance: balance,
+                                                  rewardStatus: balance == nil ? "pending" : "granted"))
+        case .alreadyClaimed(let reward):
+            var extra: [String: JSONValue] = [:]
+            if let reward {
+                var balance = reward.newBalance
+                if balance == nil, reward.delivery != "dead", let outboxID = reward.outboxID {
+                    balance = await delivery.confirm(outboxID: outboxID)
+                }
+                extra["reward"] = .object(["type": "credits", "amount": .int(reward.amount)])
+                extra["reward_status"] = .string(balance != nil || reward.delivery == "delivered" ? "granted" : "pending")
+                if let balance { extra["new_balance"] = .int(balance) }
+            }
+            throw AppError(.badRequest, "already_claimed", "Reward already claimed; a campaign rewards each user once", extra: extra)
+        }
     }
 
     func referralCode(_ context: ServiceRequestContext) async throws -> Response {
@@ -184,7 +212,10 @@ struct CampaignsController: Sendable {
         let now = clock.now()
         let result = try await db.withTransaction(logger: logger) { try await campaigns.redeem(app: app, referee: user, code: body.code, now: now, on: $0) }
         switch result {
-        case .redeemed: return try context.json(["redeemed": true])
+        case .redeemed(_, let counted):
+            // The referrer's progress moves once this user has played (a first rewarded view).
+            return try context.json(["redeemed": JSONValue.bool(true), "counted": .bool(counted),
+                                     "counts_after": .string(counted ? "counted" : "first_rewarded_view")])
         case .unknownCode: throw AppError.notFound("Referral code")
         case .ownCode: throw AppError(.badRequest, "own_referral_code", "You cannot redeem your own referral code")
         case .alreadyReferred: throw AppError(.conflict, "already_referred", "You have already redeemed a referral code")

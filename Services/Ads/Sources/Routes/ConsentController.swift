@@ -71,7 +71,10 @@ struct ConsentController: Sendable {
         var tcfString: String?
         var consentFormStatus: String?
         var country: String?
+        /// The age gate's answer (`yyyy-MM-dd`): used to decide COPPA, never stored.
+        var birthDate: String?
         enum CodingKeys: String, CodingKey {
+            case birthDate = "birth_date"
             case consentPersonalizedAds = "consent_personalized_ads"
             case consentDataSharing = "consent_data_sharing"
             case ageGatePassed = "age_gate_passed"
@@ -83,7 +86,7 @@ struct ConsentController: Sendable {
         }
         var isEmpty: Bool {
             consentPersonalizedAds == nil && consentDataSharing == nil && ageGatePassed == nil && isUnderAge == nil && attStatus == nil
-                && tcfString == nil && consentFormStatus == nil && country == nil
+                && tcfString == nil && consentFormStatus == nil && country == nil && birthDate == nil
         }
     }
 
@@ -110,16 +113,29 @@ struct ConsentController: Sendable {
         if let c = body.country, c.count != 2 || !c.allSatisfy({ $0.isASCII && $0.isLetter }) {
             throw AppError.validation("country", "country must be an ISO 3166-1 alpha-2 code")
         }
+        var birth: DateComponents?
+        if let raw = body.birthDate {
+            guard let parsed = AgeGate.parse(raw) else { throw AppError.validation("birth_date", "birth_date must be a date, yyyy-MM-dd") }
+            birth = parsed
+        }
         let headerCountry = try AdsController.country(request)
         let now = clock.now()
         let (record, forwarded) = try await db.withTransaction(logger: logger) { conn -> (AdConsentRecord, Int64?) in
             try await consents.lock(app: app, user: user, on: conn)
             let previous = try await consents.latest(app: app, user: user, on: conn)
             let country = (body.country ?? headerCountry ?? previous?.country)?.uppercased()
-            let underAge = body.isUnderAge ?? previous?.isUnderAge ?? false
+            let underAge: Bool
+            switch AgeGate.decide(previous: previous?.isUnderAge ?? false, claimed: body.isUnderAge, birth: birth, now: now) {
+            case .underAge(let u): underAge = u
+            case .birthDateRequired:
+                throw AppError(.forbidden, "age_verification_required",
+                               "This account is under 13 (COPPA); only the age gate with a birth date can change that", extra: ["field": "birth_date"])
+            case .implausibleBirthDate:
+                throw AppError.validation("birth_date", "birth_date must be in the past and less than 120 years ago")
+            }
             var r = AdConsentRecord(consentPersonalizedAds: body.consentPersonalizedAds ?? previous?.consentPersonalizedAds ?? false,
                                     consentDataSharing: body.consentDataSharing ?? previous?.consentDataSharing ?? false,
-                                    ageGatePassed: body.ageGatePassed ?? previous?.ageGatePassed ?? false,
+                                    ageGatePassed: body.ageGatePassed ?? (birth != nil ? true : (previous?.ageGatePassed ?? false)),
                                     isUnderAge: underAge,
                                     attStatus: body.attStatus ?? previous?.attStatus,
                                     tcfString: body.tcfString ?? previous?.tcfString,

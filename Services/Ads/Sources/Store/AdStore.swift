@@ -47,6 +47,8 @@ struct AdRequestRecord: Sendable {
     var verification: String
     var createdAt: Date
     var completedAt: Date?
+    /// The client reported the ad on screen (`impression` with `shown: true`).
+    var shown = false
 }
 
 /// `ad_providers`, `ad_requests`, `ad_views` and `user_ad_limits`: every check-and-change of a
@@ -240,11 +242,11 @@ struct AdStore: Sendable {
             """, logger: logger)
     }
 
-    static let requestColumns = "id, app_id, user_id, ad_type, placement, provider, ad_duration_seconds, verification, created_at, completed_at"
-    typealias RequestRow = (UUID, UUID, UUID?, String, String, String, Int, String, Date, Date?)
+    static let requestColumns = "id, app_id, user_id, ad_type, placement, provider, ad_duration_seconds, verification, created_at, completed_at, shown"
+    typealias RequestRow = (UUID, UUID, UUID?, String, String, String, Int, String, Date, Date?, Bool)
     static func request(_ r: RequestRow) -> AdRequestRecord {
         AdRequestRecord(id: r.0, appID: r.1, userID: r.2, adType: AdType(rawValue: r.3) ?? .rewarded, placement: r.4, provider: r.5,
-                        adDurationSeconds: r.6, verification: r.7, createdAt: r.8, completedAt: r.9)
+                        adDurationSeconds: r.6, verification: r.7, createdAt: r.8, completedAt: r.9, shown: r.10)
     }
 
     /// The request, locked for the rest of the transaction (completion and the server-side
@@ -279,13 +281,22 @@ struct AdStore: Sendable {
     }
 
     func insertView(request r: AdRequestRecord, completed: Bool, clicked: Bool, displayMs: Int, rewardGranted: Bool, rewardAmount: Int,
-                    refusal: String?, revenueUSD: Double?, now: Date, on conn: PostgresConnection) async throws {
+                    refusal: String?, revenueUSD: Double?, revenueFlagged: Bool, now: Date, on conn: PostgresConnection) async throws {
         try await conn.run("""
             INSERT INTO ad_views (app_id, user_id, ad_request_id, ad_type, placement, provider, ad_completed, ad_clicked, display_duration_ms,
-                                  reward_granted, reward_amount, reward_refusal, revenue_usd, created_at)
+                                  reward_granted, reward_amount, reward_refusal, revenue_usd, revenue_source, created_at)
             VALUES (\(r.appID), \(r.userID), \(r.id), \(r.adType.rawValue), \(r.placement), \(r.provider), \(completed), \(clicked), \(displayMs),
-                    \(rewardGranted), \(rewardAmount), \(refusal), \(revenueUSD)::numeric, \(now))
+                    \(rewardGranted), \(rewardAmount), \(refusal), \(revenueUSD)::numeric,
+                    \(revenueUSD == nil ? nil : (revenueFlagged ? "client_capped" : "client")), \(now))
             """, logger: logger)
+    }
+
+    /// The provider's eCPM estimate (the bound on what a client may report).
+    func ecpmEstimate(app: UUID, provider: String, on conn: PostgresConnection) async throws -> Double? {
+        for try await e in try await conn.run("""
+            SELECT ecpm_estimate_usd::float8 FROM ad_providers WHERE app_id = \(app) AND name = \(provider)
+            """, logger: logger).decode(Double?.self) { return e }
+        return nil
     }
 
     func view(request id: UUID, on conn: PostgresConnection) async throws -> View? {

@@ -195,7 +195,8 @@ struct CampaignStore: Sendable {
         throw AppError.unavailable
     }
 
-    enum Redemption: Equatable { case redeemed(referrer: UUID), unknownCode, ownCode, alreadyReferred }
+    /// `counted`: the friend had already played, so the referrer's progress moved now.
+    enum Redemption: Equatable { case redeemed(referrer: UUID, counted: Bool), unknownCode, ownCode, alreadyReferred }
 
     func redeem(app: UUID, referee: UUID, code: String, now: Date, on conn: PostgresConnection) async throws -> Redemption {
         var referrer: UUID?
@@ -210,7 +211,23 @@ struct CampaignStore: Sendable {
             ON CONFLICT DO NOTHING RETURNING 1
             """, logger: logger) { inserted = true }
         guard inserted else { return .alreadyReferred }
-        try await advance(app: app, user: referrer, type: .referral, placement: nil, now: now, on: conn)
-        return .redeemed(referrer: referrer)
+        // A friend who has already watched a rewarded ad has played: counted at once.
+        var played = false
+        for try await _ in try await conn.run("""
+            SELECT 1 FROM pending_rewards WHERE app_id = \(app) AND user_id = \(referee) AND source = 'ad_reward' LIMIT 1
+            """, logger: logger) { played = true }
+        if played { try await countReferral(app: app, referee: referee, now: now, on: conn) }
+        return .redeemed(referrer: referrer, counted: played)
+    }
+
+    /// The referee did something real (UC-ADS-4.4 "install and play"): his redemption, if not
+    /// counted yet, now moves the referrer's referral campaigns, once.
+    func countReferral(app: UUID, referee: UUID, now: Date, on conn: PostgresConnection) async throws {
+        for try await referrer in try await conn.run("""
+            UPDATE referral_redemptions SET counted_at = \(now)
+            WHERE app_id = \(app) AND referee_id = \(referee) AND counted_at IS NULL RETURNING referrer_id
+            """, logger: logger).decode(UUID.self) {
+            try await advance(app: app, user: referrer, type: .referral, placement: nil, now: now, on: conn)
+        }
     }
 }

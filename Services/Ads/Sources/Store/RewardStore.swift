@@ -82,4 +82,13 @@ struct RewardDelivery: Sendable {
         await rewards.recordBalance(outboxID: outboxID, balance: answer.balance, db: db)
         return answer.balance
     }
+
+    /// For a replay: the credit's truth at subscription now (it answers a redelivery with the
+    /// balance after that credit), when this side does not know it yet. Nil: still pending.
+    func confirm(outboxID: Int64) async -> Int? {
+        guard let response = await worker.confirm(id: outboxID, timeout: timeout),
+              let answer = try? response.decode(EarnAnswer.self) else { return nil }
+        await rewards.recordBalance(outboxID: outboxID, balance: answer.balance, db: db)
+        return answer.balance
+    }
 }
