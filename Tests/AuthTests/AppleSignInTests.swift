@@ -1,4 +1,5 @@
 @testable import AuthService
+import Crypto
 import Foundation
 import Hummingbird
 import HummingbirdTesting
@@ -78,6 +79,8 @@ final class AppleSignInTests: XCTestCase {
             let cases: [(String, String)] = [
                 ("nonce mismatch", Self.body(try await h.apple.identityToken(sub: sub, rawNonce: "one"), nonce: "another")),
                 ("nonce missing in token", Self.body(try await h.apple.identityToken(sub: sub), nonce: "raw")),
+                // #13: a token bound to a nonce, sent without the raw nonce (a replayed token).
+                ("raw nonce missing", Self.body(try await h.apple.identityToken(sub: sub, rawNonce: "bound"))),
                 ("wrong aud", Self.body(try await h.apple.identityToken(sub: sub, aud: "com.other.app"))),
                 ("wrong iss", Self.body(try await h.apple.identityToken(sub: sub, iss: "https://accounts.google.com"))),
                 ("expired", Self.body(try await h.apple.identityToken(sub: sub, expiresIn: -300))),
@@ -96,5 +99,14 @@ final class AppleSignInTests: XCTestCase {
                 XCTAssertEqual(try r.envelope().extra["field"], "credentials.apple_identity_token")
             }
         }
+    }
+
+    func testNonceRule() {
+        let hashed = SHA256.hash(data: Data("r4w".utf8)).hexEncoded
+        XCTAssertTrue(AppleIdentityVerifier.nonceMatches(tokenNonce: nil, rawNonce: nil))
+        XCTAssertTrue(AppleIdentityVerifier.nonceMatches(tokenNonce: hashed, rawNonce: "r4w"))
+        XCTAssertFalse(AppleIdentityVerifier.nonceMatches(tokenNonce: hashed, rawNonce: nil))
+        XCTAssertFalse(AppleIdentityVerifier.nonceMatches(tokenNonce: nil, rawNonce: "r4w"))
+        XCTAssertFalse(AppleIdentityVerifier.nonceMatches(tokenNonce: hashed, rawNonce: "other"))
     }
 }

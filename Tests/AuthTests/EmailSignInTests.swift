@@ -81,7 +81,7 @@ final class EmailSignInTests: XCTestCase {
                 let e = try r.envelope()
                 XCTAssertEqual(e.error, "email_already_exists")
                 XCTAssertEqual(e.extra["existing_provider"], "email")
-                XCTAssertEqual(e.extra["can_link"], false)
+                XCTAssertEqual(e.extra["can_link"], false, "the account already has a password")
             }
             // Same email in another application is another account.
             try await h.post("auth/register", #"{"provider":"email","credentials":{"email":"\#(email)","password":"Tr1cky-Geography-42"}}"#,

@@ -53,6 +53,40 @@ final class LinkTests: XCTestCase {
         }
     }
 
+    /// #13: the 409 `email_already_exists` says `can_link` truthfully: true exactly when signing
+    /// in to the existing account and linking the refused method works.
+    func testCanLinkSaysWhatIsTrue() async throws {
+        try await AuthHarness.run { h in
+            let email = uniqueEmail("owner")
+            let owner = try await h.registerEmail(email)
+            let first = try await h.google.idToken(sub: "g1-\(UUID())", aud: h.googleClientID, email: email)
+            let refused = try await h.post("auth/register", #"{"provider":"google","credentials":{"google_id_token":"\#(first)"}}"#)
+            XCTAssertEqual(refused.status, .conflict)
+            XCTAssertEqual(try refused.envelope().extra["can_link"], .bool(true), "an email account without Google can link it")
+            let linked = try await h.post("auth/link", #"{"provider":"google","credentials":{"google_id_token":"\#(first)"}}"#,
+                                          token: owner.tokens.accessToken)
+            XCTAssertEqual(linked.status, .ok, "and it does: \(String(buffer: linked.body))")
+            // Now a second Google identity with the same email: Google is taken on that account.
+            let second = try await h.google.idToken(sub: "g2-\(UUID())", aud: h.googleClientID, email: email)
+            let again = try await h.post("auth/register", #"{"provider":"google","credentials":{"google_id_token":"\#(second)"}}"#)
+            XCTAssertEqual(try again.envelope().extra["can_link"], .bool(false))
+            let tried = try await h.post("auth/link", #"{"provider":"google","credentials":{"google_id_token":"\#(second)"}}"#,
+                                         token: owner.tokens.accessToken)
+            XCTAssertEqual(tried.status, .conflict, "and linking it indeed fails")
+            // A password on an account that has one: false; on a Google-only account: true.
+            let dup = try await h.post("auth/register", #"{"provider":"email","credentials":{"email":"\#(email)","password":"An0ther-Str0ng-Passphrase"}}"#)
+            XCTAssertEqual(try dup.envelope().extra["can_link"], .bool(false))
+            let googleEmail = uniqueEmail("gonly")
+            let gtoken = try await h.google.idToken(sub: "g3-\(UUID())", aud: h.googleClientID, email: googleEmail)
+            let gUser = try await h.post("auth/register", #"{"provider":"google","credentials":{"google_id_token":"\#(gtoken)"}}"#).json(AuthResponse.self)
+            let pw = try await h.post("auth/register", #"{"provider":"email","credentials":{"email":"\#(googleEmail)","password":"An0ther-Str0ng-Passphrase"}}"#)
+            XCTAssertEqual(try pw.envelope().extra["can_link"], .bool(true))
+            let linkedPw = try await h.post("auth/link", #"{"provider":"email","credentials":{"email":"\#(googleEmail)","password":"An0ther-Str0ng-Passphrase"}}"#,
+                                            token: gUser.tokens.accessToken)
+            XCTAssertEqual(linkedPw.status, .ok, String(buffer: linkedPw.body))
+        }
+    }
+
     func testIdentityOfAnotherUserIsRefusedAndChangesNothing() async throws {
         try await AuthHarness.run { h in
             let sub = "owner-\(UUID())"

@@ -57,3 +57,17 @@ public enum EmailAddress {
         return "\(first)***@\(parts[1])"
     }
 }
+
+/// UC-AUTH-1.7 / seed 14a: whether the owner of an existing account can attach the sign-in
+/// method that was just refused because the email is taken (sign in to that account, then
+/// `POST /auth/link`). True exactly when the link would be accepted.
+public enum LinkRules {
+    public static func canLink(attempted: AuthProvider, existingHasPassword: Bool, existingGoogleID: String?, existingAppleID: String?) -> Bool {
+        switch attempted {
+        case .email: return !existingHasPassword
+        case .google: return existingGoogleID == nil
+        case .apple: return existingAppleID == nil
+        case .guest: return false
+        }
+    }
+}

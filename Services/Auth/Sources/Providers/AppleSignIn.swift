@@ -71,13 +71,23 @@ public struct AppleIdentityVerifier: AppleSignIn {
 
     public func verify(identityToken: String, audiences: [String], rawNonce: String?, now: Date) async throws -> ProviderIdentity {
         let p = try await verifier.verify(identityToken, audiences: audiences, now: now)
-        if let rawNonce {
-            let expected = SHA256.hash(data: Data(rawNonce.utf8)).hexEncoded
-            guard p.nonce == expected else { throw AppleIdentityError(description: "nonce mismatch") }
+        guard Self.nonceMatches(tokenNonce: p.nonce, rawNonce: rawNonce) else {
+            throw AppleIdentityError(description: rawNonce == nil ? "the token carries a nonce: the raw nonce is required" : "nonce mismatch")
         }
         let verified = p.emailVerified?.value ?? false
         return ProviderIdentity(subject: p.sub!, email: verified ? p.email.flatMap(EmailAddress.normalize) : nil,
                                 emailVerified: verified, name: nil, isPrivateEmail: p.isPrivateEmail?.value ?? false, nonce: p.nonce)
+    }
+
+    /// The token's `nonce` is SHA-256(raw nonce) in hex. A token that carries one was bound to a
+    /// sign-in the app started: without the raw nonce it could be a token replayed from another
+    /// sign-in, so it is refused. A raw nonce given for a token without one is refused too.
+    static func nonceMatches(tokenNonce: String?, rawNonce: String?) -> Bool {
+        switch (tokenNonce, rawNonce) {
+        case (nil, nil): return true
+        case (let t?, let r?): return ConstantTime.equals(t, SHA256.hash(data: Data(r.utf8)).hexEncoded)
+        default: return false
+        }
     }
 
     static func form(_ fields: [(String, String)]) -> Data {

@@ -133,7 +133,7 @@ struct AuthController {
         try ctx.passwords.require(password, userInputs: [email], field: "credentials.password")
         // Cheap check first so an existing account answers without a bcrypt round.
         if let existing = try await ctx.db.withConnection({ try await ctx.users.find(.email(email), appID: appID, on: $0) }) {
-            throw emailTaken(existing)
+            throw emailTaken(existing, attempted: .email)
         }
         let hash = try await ctx.hashPassword(password)
         let verifyToken = OpaqueToken.generate()
@@ -153,7 +153,7 @@ struct AuthController {
         } catch where DatabaseErrors.isUniqueViolation(error) {
             // A concurrent registration of the same email won.
             let existing = try await ctx.db.withConnection { try await ctx.users.find(.email(email), appID: appID, on: $0) }
-            throw existing.map(emailTaken) ?? AppError(.conflict, "email_already_exists", "Email already registered")
+            throw existing.map { emailTaken($0, attempted: .email) } ?? AppError(.conflict, "email_already_exists", "Email already registered")
         }
     }
 
@@ -165,12 +165,15 @@ struct AuthController {
         }
     }
 
-    /// Seed 14a: the email belongs to an account of this app already.
-    func emailTaken(_ existing: User) -> AppError {
+    /// Seed 14a: the email belongs to an account of this app already. `can_link` says whether
+    /// signing in to that account and linking `attempted` would work.
+    func emailTaken(_ existing: User, attempted: AuthProvider) -> AppError {
         let provider = existing.provider.rawValue
         let label = ["google": "Google", "apple": "Apple", "email": "email and password", "guest": "a guest account"][provider] ?? provider
+        let canLink = LinkRules.canLink(attempted: attempted, existingHasPassword: existing.passwordHash != nil,
+                                        existingGoogleID: existing.googleID, existingAppleID: existing.appleID)
         return AppError(.conflict, "email_already_exists", "Email already registered with \(label)",
-                        extra: ["existing_provider": .string(provider), "can_link": .bool(existing.provider != .email)])
+                        extra: ["existing_provider": .string(provider), "can_link": .bool(canLink)])
     }
 
     // MARK: guest (seed 3c, seed 004)
@@ -288,7 +291,7 @@ struct AuthController {
                                    extra: ["can_register": true])
                 }
                 if let email = identity.email, let other = try await ctx.users.find(.email(email), appID: appID, on: conn) {
-                    throw emailTaken(other)
+                    throw emailTaken(other, attempted: provider)
                 }
                 let user = try await ctx.users.create(.init(appID: appID, email: identity.email, emailVerified: identity.emailVerified,
                                                             googleID: provider == .google ? identity.subject : nil,
