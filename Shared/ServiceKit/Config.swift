@@ -93,6 +93,9 @@ public struct ServiceConfig: Sendable {
     public var sessionPollMilliseconds: Int
     public var jobPollMilliseconds: Int
     public var runWorkers: Bool
+    /// Whose `X-Forwarded-For` is believed (`TRUSTED_PROXIES`, CIDRs; loopback by default). An
+    /// unreadable value falls back to loopback: the safe side, nobody else can spoof an address.
+    public var trustedProxies: TrustedProxies
     public var environment: EnvironmentVariables
 
     public init(service: ServiceName, environment env: EnvironmentVariables = EnvironmentVariables()) {
@@ -133,6 +136,7 @@ public struct ServiceConfig: Sendable {
         sessionPollMilliseconds = env.int("SESSION_POLL_MS", default: 1000)
         jobPollMilliseconds = env.int("JOB_POLL_MS", default: 250)
         runWorkers = env.bool("RUN_WORKERS", default: true)
+        trustedProxies = env.optional("TRUSTED_PROXIES").flatMap(TrustedProxies.init(cidrs:)) ?? .loopback
     }
 
     public func url(of service: ServiceName) -> String { serviceURLs[service]! }

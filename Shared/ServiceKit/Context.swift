@@ -13,7 +13,7 @@ public struct ServiceRequestContext: RequestContext {
     public var identity: Identity?
     public var callingService: ServiceName?
     public var requestID: String
-    /// The client's address as the gateway passed it (`X-Forwarded-For`), else the socket peer.
+    /// The client's address: from a trusted proxy's `X-Forwarded-For`, else the socket peer.
     public var clientAddress: String
     public let remoteAddress: SocketAddress?
 
@@ -52,7 +52,8 @@ public enum RequestTrace {
 /// it onto outbound calls; records the client address the gateway passed on.
 public struct RequestIDMiddleware: RouterMiddleware {
     public typealias Context = ServiceRequestContext
-    public init() {}
+    let proxies: TrustedProxies
+    public init(trustedProxies: TrustedProxies = .loopback) { proxies = trustedProxies }
 
     public func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
         var context = context
@@ -60,13 +61,10 @@ public struct RequestIDMiddleware: RouterMiddleware {
         let id = incoming ?? UUID().uuidString.lowercased()
         context.requestID = id
         context.logger[metadataKey: "request_id"] = .string(id)
-        // The last entry is the one the trusted proxy in front of us added; earlier ones come
-        // from the client and could be forged.
-        if let forwarded = request.headers[.xForwardedFor]?.split(separator: ",").last {
-            context.clientAddress = forwarded.trimmingCharacters(in: .whitespaces)
-        } else if let real = request.headers[.xRealIP] {
-            context.clientAddress = real
-        }
+        // Forwarding headers count only from a trusted proxy; a client calling a service
+        // directly is known by its socket address.
+        context.clientAddress = proxies.clientAddress(peer: context.remoteAddress?.ipAddress,
+                                                      forwardedFor: request.headers[.xForwardedFor], realIP: request.headers[.xRealIP])
         var response = try await RequestTrace.$requestID.withValue(id) {
             try await next(request, context)
         }

@@ -116,7 +116,7 @@ public func buildServiceApplication(
     let config = runtime.config
     let router = Router(context: ServiceRequestContext.self)
     router.add(middleware: ErrorMiddleware())
-    router.add(middleware: RequestIDMiddleware())
+    router.add(middleware: RequestIDMiddleware(trustedProxies: config.trustedProxies))
     router.add(middleware: MetricsMiddleware(registry: runtime.metrics))
 
     let prefix = config.service.prefix

@@ -104,7 +104,8 @@ struct AuthHarness: Sendable {
     let signer: AccessTokenSigner
     var signerKey: Curve25519.Signing.PrivateKey { signer.privateKey }
 
-    static func run(overrides extra: [String: String] = [:], _ body: @Sendable (AuthHarness) async throws -> Void) async throws {
+    /// `live`: over a real socket on 127.0.0.1 (the client has a peer address), not in-process.
+    static func run(overrides extra: [String: String] = [:], live: Bool = false, _ body: @Sendable (AuthHarness) async throws -> Void) async throws {
         let clock = MovableClock(Date())
         let google = try await FakeIdentityProvider()
         let apple = try await FakeApple()
@@ -127,7 +128,7 @@ struct AuthHarness: Sendable {
         try await withThrowingTaskGroup(of: Void.self) { group in
             let idp = ServiceGroup(configuration: .init(services: [google.application(), apple.application()], logger: runtime.logger))
             group.addTask { try await idp.run() }
-            try await app.test(.router) { client in
+            try await app.test(live ? .live : .router) { client in
                 await runtime.readiness.waitUntilMigrated()
                 try await body(AuthHarness(client: client, runtime: runtime, clock: clock, mailer: mailer, app: tenant,
                                            otherApp: other, google: google, apple: apple, signer: AccessTokenSigner(privateKey: key)))

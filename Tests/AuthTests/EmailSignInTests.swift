@@ -209,6 +209,29 @@ final class EmailSignInTests: XCTestCase {
         }
     }
 
+    /// #13: a client calling the service directly (its peer is not a trusted proxy) cannot reset
+    /// its sign-in budget with a new `X-Forwarded-For` each time; behind a trusted proxy (the
+    /// loopback gateway by default) the forwarded address is the client's.
+    func testForwardedForCountsOnlyFromATrustedProxy() async throws {
+        try await AuthHarness.run(overrides: ["AUTH_SIGNIN_LIMIT_PER_15_MINUTES": "5", "TRUSTED_PROXIES": "10.0.0.0/8"], live: true) { h in
+            var statuses: [HTTPResponse.Status] = []
+            for _ in 0..<6 { statuses.append(try await h.loginEmail(uniqueEmail("nobody")).status) } // a new X-Forwarded-For each time
+            XCTAssertTrue(statuses.contains(.tooManyRequests), "one budget for the socket address: \(statuses)")
+            let bySocket = try await h.scalar("SELECT count(*)::int FROM auth.audit_logs WHERE app_id = '\(h.app.appID)' AND result = 'rate_limited' AND host(ip_address::inet) = '127.0.0.1'")
+            XCTAssertGreaterThanOrEqual(bySocket, 1, "refused under the socket's address")
+            let spoofed = try await h.scalar("SELECT count(*)::int FROM auth.audit_logs WHERE app_id = '\(h.app.appID)' AND host(ip_address::inet) <> '127.0.0.1'")
+            XCTAssertEqual(spoofed, 0, "no forwarded address was believed")
+        }
+        try await AuthHarness.run(overrides: ["AUTH_SIGNIN_LIMIT_PER_15_MINUTES": "5"], live: true) { h in
+            let ip = "198.51.100.\(Int.random(in: 1...250))"
+            var statuses: [HTTPResponse.Status] = []
+            for _ in 0..<6 { statuses.append(try await h.loginEmail(uniqueEmail("nobody"), ip: ip).status) }
+            XCTAssertEqual(statuses.last, .tooManyRequests, "behind the loopback gateway, the forwarded address is the client's")
+            let audited = try await h.scalar("SELECT count(*)::int FROM auth.audit_logs WHERE ip_address = '\(ip)' AND result = 'rate_limited'")
+            XCTAssertEqual(audited, 1)
+        }
+    }
+
     func testSignInRateLimitPerIP() async throws {
         // The seed's limit, set here: the test asserts on it, whatever the environment says.
         try await AuthHarness.run(overrides: ["AUTH_SIGNIN_LIMIT_PER_15_MINUTES": "5"]) { h in
