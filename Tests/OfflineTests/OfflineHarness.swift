@@ -98,9 +98,9 @@ struct OfflineHarness: Sendable {
     let worker: JobWorker
     let downloadDeps: DownloadJob.Deps
 
-    func token(_ user: UUID, app: UUID? = nil) throws -> String {
+    func token(_ user: UUID, app: UUID? = nil, guest: Bool = false) throws -> String {
         let now = Int(clock.now().timeIntervalSince1970)
-        return try signer.sign(AccessTokenClaims(userID: user, appID: app ?? self.app, email: nil, status: .free, isGuest: false, issuer: "auth",
+        return try signer.sign(AccessTokenClaims(userID: user, appID: app ?? self.app, email: nil, status: .free, isGuest: guest, issuer: "auth",
                                                  issuedAt: now, expiresAt: now + 3600, jti: UUID().uuidString))
     }
 

@@ -81,6 +81,35 @@ final class SyncAndLocationTests: XCTestCase {
         }
     }
 
+    /// Seed 004 (3c.1), #13: a guest has no cloud save: queueing or sending is 403
+    /// `guest_no_cloud_save` with how to create an account, and nothing is stored; downloads stay open.
+    func testGuestsHaveNoCloudSave() async throws {
+        try await OfflineHarness.run { h in
+            let guest = UUID()
+            var headers = h.admin
+            headers[.authorization] = "Bearer \(try h.token(guest, guest: true))"
+            let queued = try await h.call(.post, "/sync/queue", json: """
+                {"client_action_id":"g-1","action_type":"answer_submit","entity_type":"question","entity_id":"q1","payload":{"a":1}}
+                """, headers: headers)
+            XCTAssertEqual(queued.status, .forbidden)
+            let e = try queued.envelope()
+            XCTAssertEqual(e.error, "guest_no_cloud_save")
+            XCTAssertEqual(e.extra["can_link"], .bool(true))
+            XCTAssertNotNil(e.extra["how"])
+            let sent = try await h.call(.post, "/sync/execute", headers: headers)
+            XCTAssertEqual(sent.status, .forbidden)
+            let rows = try await h.count("SELECT count(*)::int FROM offline.sync_queue WHERE user_id = '\(guest)'")
+            XCTAssertEqual(rows, 0, "nothing stored")
+            let catalogue = try await h.call(.get, "/categories/downloaded", headers: headers)
+            XCTAssertEqual(catalogue.status, .ok, "downloads stay open to guests")
+            // The same user with an account token (after linking): saved.
+            let saved = try await h.call(.post, "/sync/queue", user: guest, json: """
+                {"client_action_id":"g-1","action_type":"answer_submit","entity_type":"question","entity_id":"q1","payload":{"a":1}}
+                """)
+            XCTAssertEqual(saved.status, .created)
+        }
+    }
+
     func testFullQueueDropsTheOldestExpendableActionNeverAnAnswer() async throws {
         try await OfflineHarness.run { h in
             let user = UUID()

@@ -17,10 +17,20 @@ final class AdsAndOfflineStackTests: XCTestCase {
     /// A guest for the setup, signed up at auth directly as its own client address (sign-ups are
     /// limited per address, and the journey test signs up through the gateway).
     func guest() async throws -> [(String, String)] {
+        try await signUp(#"{"provider":"guest","credentials":{"device_id":"stack-\#(UUID())"}}"#)
+    }
+
+    /// An account (guests have no cloud save), signed up the same way.
+    func account() async throws -> [(String, String)] {
+        let email = "stack-\(UUID().uuidString.prefix(8).lowercased())@example.com"
+        return try await signUp(#"{"provider":"email","credentials":{"email":"\#(email)","password":"Tr1cky-Geography-42!"}}"#)
+    }
+
+    func signUp(_ json: String) async throws -> [(String, String)] {
         let t = try tenant()
         let r = try await http.send(HTTPRequest(method: "POST", url: "http://127.0.0.1:3001/auth/v1/auth/register",
                                                 headers: t + [("X-Forwarded-For", "10.88.\(Int.random(in: 0...250)).\(Int.random(in: 1...250))")],
-                                                body: Data(#"{"provider":"guest","credentials":{"device_id":"stack-\#(UUID())"}}"#.utf8)))
+                                                body: Data(json.utf8)))
         XCTAssertEqual(r.status, 201)
         struct Tokens: Decodable { struct T: Decodable { var access_token: String }; var tokens: T }
         return t + [("Authorization", "Bearer \(try r.decode(Tokens.self).tokens.access_token)")]
@@ -56,7 +66,7 @@ final class AdsAndOfflineStackTests: XCTestCase {
     }
 
     func testDemoCategoryDownloadedAnswerSyncedAndPlaceNearby() async throws {
-        let user = try await guest()
+        let user = try await account()
         let (_, profile) = try await call("GET", "/offline/v1/sync/profile", user)
         guard case .array(let categories)? = profile["categories"] else { return XCTFail("no categories") }
         XCTAssertTrue(categories.contains { if case .object(let c) = $0 { return c["id"] == .string("capitals-europe") }; return false })

@@ -8,10 +8,11 @@ DATA=${DATA_DIR:-$PWD/.data}
 GATEWAY=${TEST_GATEWAY_URL:-http://127.0.0.1:${GATEWAY_PORT:-8080}}
 . "$DATA/demo.env"
 ST=$DATA/venv/bin/st
-# The guest signs up at auth directly, as its own client address, so the contract run does not
-# share the per-address sign-up limit with the stack tests that ran before it.
+# The user (an account: guests have no cloud save to fuzz) signs up at auth directly, as its own
+# client address, so the contract run does not share the per-address sign-up limit with the
+# stack tests that ran before it.
 TOKEN=$(curl -fsS -H "Content-Type: application/json" -H "X-App-ID: $APP_ID" -H "X-API-Key: $API_KEY" -H "X-Forwarded-For: 10.77.0.$((RANDOM % 250 + 1))" \
-  -d "{\"provider\":\"guest\",\"credentials\":{\"device_id\":\"contracts-$RANDOM$RANDOM\"}}" \
+  -d "{\"provider\":\"email\",\"credentials\":{\"email\":\"contracts-$RANDOM$RANDOM@example.com\",\"password\":\"Tr1cky-Geography-42!\"}}" \
   "http://127.0.0.1:${AUTH_PORT:-3001}/auth/v1/auth/register" | sed -E 's/.*"access_token":"([^"]+)".*/\1/')
 status=0
 for service in ${CONTRACT_SERVICES:-auth subscription offline ads}; do

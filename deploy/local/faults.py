@@ -49,12 +49,15 @@ def fail(msg):
     sys.exit(1)
 
 
-def guest(i):
-    # Straight to auth, each as its own client address: sign-ups are limited per address.
+def guest(i, account=False):
+    # Straight to auth, each as its own client address: sign-ups are limited per address. An
+    # account (email) where the check saves to the cloud: guests have none.
     h = dict(TENANT, **{"X-Forwarded-For": "10.%d.%d.%d" % (60 + i // 62500, (i // 250) % 250, i % 250 + 1)})
-    status, body = call("POST", AUTH + "/auth/v1/auth/register", h, {"provider": "guest", "credentials": {"device_id": "fault-%s" % uuid.uuid4()}})
+    credentials = ({"email": "fault-%s@example.com" % uuid.uuid4().hex[:12], "password": "Tr1cky-Geography-42!"} if account
+                   else {"device_id": "fault-%s" % uuid.uuid4()})
+    status, body = call("POST", AUTH + "/auth/v1/auth/register", h, {"provider": "email" if account else "guest", "credentials": credentials})
     if status != 201:
-        fail("guest sign-up %d: %s %s" % (i, status, body))
+        fail("sign-up %d: %s %s" % (i, status, body))
     return dict(TENANT, Authorization="Bearer " + body["tokens"]["access_token"], **{"X-Country-Code": "US"})
 
 
@@ -107,7 +110,7 @@ def credits_arrive_once_when_subscription_dies():
 
 
 def writes_survive_a_database_restart():
-    writers = [guest(USERS + 1 + i) for i in range(4)]
+    writers = [guest(USERS + 1 + i, account=True) for i in range(4)]
     reader = guest(USERS + 9)
     pids = {s: pid(s) for s in ("auth", "subscription", "offline", "ads")}
     acknowledged, outage, answered = [], [], []

@@ -49,8 +49,18 @@ struct SyncController: Sendable {
         }
     }
 
+    /// Seed 004 (3c.1): a guest keeps his progress on the device; cloud save needs an account.
+    /// Downloads, ads and credits stay open to guests.
+    static func requireAccount(_ context: ServiceRequestContext) throws {
+        guard context.identity?.isGuest != true else {
+            throw AppError(.forbidden, "guest_no_cloud_save", "Guests keep their progress on this device; create an account to save it in the cloud",
+                           extra: ["how": "POST /auth/v1/auth/link with an email, Google or Apple", "can_link": true])
+        }
+    }
+
     func enqueue(_ request: Request, _ context: ServiceRequestContext) async throws -> Response {
         let (app, user) = try context.requireUser()
+        try Self.requireAccount(context)
         let b = try await request.decodeJSON(as: QueueBody.self, context: context)
         try Self.token(b.clientActionID, "client_action_id")
         try Self.token(b.actionType, "action_type", max: 50)
@@ -93,6 +103,7 @@ struct SyncController: Sendable {
 
     func execute(_ context: ServiceRequestContext) async throws -> Response {
         let (app, user) = try context.requireUser()
+        try Self.requireAccount(context)
         let now = clock.now()
         let body = try await db.withTransaction(logger: logger) { conn -> ExecuteStatus in
             try await sync.lockUser(app: app, user: user, on: conn)
