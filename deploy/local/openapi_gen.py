@@ -148,7 +148,7 @@ ERRS.update({"402": "Not enough credits"})
 BROAD = ["403", "409", "410", "402", "502"]
 DEV = obj({"device_id": S, "platform": S, "app_version": S, "os_version": S})
 CREDS = obj({"email": S, "password": S, "google_id_token": S, "apple_identity_token": S, "apple_authorization_code": S, "nonce": S,
-             "device_id": S, "user_info": obj({"first_name": S, "last_name": S, "email": S})})
+             "device_id": S, "guest_secret": S, "user_info": obj({"first_name": S, "last_name": S, "email": S})})
 AUTHREQ = body(obj({"provider": {"type": "string", "enum": ["email", "google", "apple", "guest"]}, "credentials": CREDS, "device_info": DEV},
                    ["provider", "credentials"]))
 TOKENS = obj({"user": {"type": "object"}, "tokens": {"type": "object"}}, ["tokens"])

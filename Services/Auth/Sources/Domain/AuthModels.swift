@@ -44,8 +44,11 @@ public struct Credentials: Codable, Sendable {
     public var email: String?
     public var password: String?
     public var deviceID: String?
+    /// The guest's secret, given once when the guest was created.
+    public var guestSecret: String?
 
     enum CodingKeys: String, CodingKey {
+        case guestSecret = "guest_secret"
         case googleIDToken = "google_id_token"
         case appleIdentityToken = "apple_identity_token"
         case appleAuthorizationCode = "apple_authorization_code"
@@ -139,6 +142,12 @@ public struct UserView: Codable, Sendable {
 public struct AuthResponse: Codable, Sendable {
     public var user: UserView
     public var tokens: TokenPair
+    /// Only when a guest is created (or claims its secret): the device keeps it; it is never shown again.
+    public var guestSecret: String?
+    enum CodingKeys: String, CodingKey { case user, tokens, guestSecret = "guest_secret" }
+    public init(user: UserView, tokens: TokenPair, guestSecret: String? = nil) {
+        self.user = user; self.tokens = tokens; self.guestSecret = guestSecret
+    }
 }
 
 /// A user row as the domain needs it.

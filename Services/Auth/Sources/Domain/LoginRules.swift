@@ -1,4 +1,5 @@
 import Foundation
+import ServiceKit
 
 /// Lockout of UC-AUTH-1.2 13b/14b: the 5th consecutive wrong password locks the account for
 /// 15 minutes; a success resets the counter.
@@ -69,5 +70,23 @@ public enum LinkRules {
         case .apple: return existingAppleID == nil
         case .guest: return false
         }
+    }
+}
+
+/// A guest is its device id plus a secret that only that device holds (returned once at
+/// registration, stored hashed): knowing someone's device id opens nothing.
+public enum GuestSecret {
+    public enum Decision: Equatable, Sendable {
+        case signIn
+        /// A guest from before secrets existed: this sign-in claims one (returned once).
+        case claim
+        case missing
+        case wrong
+    }
+
+    public static func decide(storedHash: String?, given: String?) -> Decision {
+        guard let storedHash else { return .claim }
+        guard let given, !given.isEmpty else { return .missing }
+        return ConstantTime.equals(OpaqueToken.hash(given), storedHash) ? .signIn : .wrong
     }
 }

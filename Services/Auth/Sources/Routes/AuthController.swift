@@ -181,32 +181,55 @@ struct AuthController {
     private func signInGuest(_ body: AuthRequest, appID: UUID, now: Date, _ request: Request, _ context: ServiceRequestContext) async throws -> Response {
         let deviceID = try body.credentials.require(body.credentials.deviceID ?? body.deviceInfo?.deviceID, "device_id")
         guard deviceID.count <= 200 else { throw AppError.validation("credentials.device_id", "device_id is too long") }
+        if let s = body.credentials.guestSecret, s.utf8.count > 200 {
+            throw AppError.validation("credentials.guest_secret", "guest_secret is too long")
+        }
         var device = body.deviceInfo ?? DeviceInfo()
         device.deviceID = deviceID
         let expires = now.addingTimeInterval(TokenLifetimes.guestInactivity)
-        let result: (User, TokenPair, Bool)
+        let result: (User, TokenPair, Bool, String?)
         do {
             result = try await ctx.db.withTransaction(logger: ctx.logger) { conn in
                 var created = false
                 var user: User
+                var issuedSecret: String?
                 if let existing = try await ctx.users.find(.guestDevice(deviceID), appID: appID, on: conn, forUpdate: true) {
                     try requireActive(existing, now: now)
+                    switch GuestSecret.decide(storedHash: try await ctx.users.guestSecretHash(existing.id, on: conn),
+                                              given: body.credentials.guestSecret) {
+                    case .signIn: break
+                    case .claim:
+                        let secret = OpaqueToken.generate()
+                        if try await ctx.users.claimGuestSecret(existing.id, hash: OpaqueToken.hash(secret), on: conn) { issuedSecret = secret }
+                    case .missing:
+                        throw AppError(.unauthorized, "guest_secret_required",
+                                       "This device's guest account is opened with the guest_secret it received at registration",
+                                       extra: ["field": "credentials.guest_secret"])
+                    case .wrong:
+                        throw AppError(.unauthorized, "invalid_credentials", "Invalid guest credentials")
+                    }
                     user = try await ctx.users.recordLogin(existing.id, now: now, on: conn) ?? existing
                 } else {
-                    user = try await ctx.users.create(.init(appID: appID, provider: .guest, guestDeviceID: deviceID,
-                                                            guestExpiresAt: expires, now: now), on: conn)
+                    let secret = OpaqueToken.generate()
+                    user = try await ctx.users.create(.init(appID: appID, provider: .guest, guestDeviceID: deviceID, guestExpiresAt: expires,
+                                                            guestSecretHash: OpaqueToken.hash(secret), now: now), on: conn)
+                    issuedSecret = secret
                     created = true
                 }
                 let tokens = try await ctx.issuer.startSession(for: user, device: device, now: now, on: conn)
                 try await ctx.audit.record(ctx.entry(created ? "register" : "login", "success", app: appID, user: user.id,
                                                      request, context, details: ["provider": "guest"]), on: conn)
-                return (user, tokens, created)
+                return (user, tokens, created, issuedSecret)
             }
         } catch where DatabaseErrors.isUniqueViolation(error) {
-            // The same device registered concurrently: sign in to that guest.
+            // The same device registered concurrently: that guest exists now (its secret went to the winner).
             return try await signInGuest(body, appID: appID, now: now, request, context)
+        } catch let e as AppError where e.status == .unauthorized {
+            await ctx.audit.record(ctx.entry("login", "failure", app: appID, user: nil, request, context,
+                                             details: ["provider": "guest", "reason": .string(e.code)]), db: ctx.db)
+            throw e
         }
-        return try context.json(AuthResponse(user: result.0.view(), tokens: result.1), status: result.2 ? .created : .ok)
+        return try context.json(AuthResponse(user: result.0.view(), tokens: result.1, guestSecret: result.3), status: result.2 ? .created : .ok)
     }
 
     // MARK: Google / Apple

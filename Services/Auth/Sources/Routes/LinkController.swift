@@ -112,7 +112,7 @@ struct LinkController {
                 // A guest who links becomes a full account: same id, nothing lost.
                 if user.isGuest {
                     try await conn.run("""
-                        UPDATE users SET is_guest = false, guest_device_id = NULL, guest_expires_at = NULL,
+                        UPDATE users SET is_guest = false, guest_device_id = NULL, guest_expires_at = NULL, guest_secret_hash = NULL,
                                auth_provider = \(body.provider.rawValue), updated_at = \(now)
                         WHERE id = \(userID)
                         """, logger: ctx.logger)

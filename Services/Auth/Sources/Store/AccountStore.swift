@@ -30,7 +30,7 @@ struct AccountStore: Sendable {
     func anonymise(userID: UUID, now: Date, on conn: PostgresConnection) async throws {
         try await conn.run("""
             UPDATE users SET email = NULL, password_hash = NULL, google_id = NULL, apple_id = NULL, display_name = NULL,
-                   guest_device_id = NULL, email_verified = false, suspension_reason = NULL, anonymized_at = \(now),
+                   guest_device_id = NULL, guest_secret_hash = NULL, email_verified = false, suspension_reason = NULL, anonymized_at = \(now),
                    deletion_scheduled_at = NULL, updated_at = \(now)
             WHERE id = \(userID)
             """, logger: logger)

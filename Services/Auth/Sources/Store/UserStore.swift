@@ -85,6 +85,7 @@ public struct UserStore: Sendable {
         var displayName: String? = nil
         var guestDeviceID: String? = nil
         var guestExpiresAt: Date? = nil
+        var guestSecretHash: String? = nil
         var now: Date
     }
 
@@ -93,15 +94,31 @@ public struct UserStore: Sendable {
     public func create(_ u: NewUser, on conn: PostgresConnection) async throws -> User {
         let rows = try await conn.run("""
             INSERT INTO users (app_id, email, email_verified, password_hash, google_id, apple_id, auth_provider,
-                               display_name, is_guest, guest_device_id, guest_expires_at, created_at, updated_at, last_login)
+                               display_name, is_guest, guest_device_id, guest_expires_at, guest_secret_hash, created_at, updated_at, last_login)
             VALUES (\(u.appID), \(u.email), \(u.emailVerified), \(u.passwordHash), \(u.googleID), \(u.appleID),
                     \(u.provider.rawValue), \(u.displayName), \(u.provider == .guest), \(u.guestDeviceID), \(u.guestExpiresAt),
-                    \(u.now), \(u.now), \(u.now))
+                    \(u.guestSecretHash), \(u.now), \(u.now), \(u.now))
             RETURNING \(unescaped: Self.columns)
             """, logger: logger)
         guard let user = try await one(rows) else { throw AppError.unavailable }
         try await conn.run("INSERT INTO privacy_settings (user_id, updated_at) VALUES (\(user.id), \(u.now))", logger: logger)
         return user
+    }
+
+    /// The hash of a guest's secret (nil for a guest created before secrets).
+    public func guestSecretHash(_ id: UUID, on conn: PostgresConnection) async throws -> String? {
+        for try await h in try await conn.run("SELECT guest_secret_hash FROM users WHERE id = \(id)", logger: logger).decode(String?.self) {
+            return h
+        }
+        return nil
+    }
+
+    /// Sets a guest's secret once (a legacy guest claiming one); false when another sign-in set it first.
+    public func claimGuestSecret(_ id: UUID, hash: String, on conn: PostgresConnection) async throws -> Bool {
+        for try await _ in try await conn.run("""
+            UPDATE users SET guest_secret_hash = \(hash) WHERE id = \(id) AND guest_secret_hash IS NULL RETURNING 1
+            """, logger: logger) { return true }
+        return false
     }
 
     /// A successful sign-in: counter reset, last login, guest expiry pushed back.
