@@ -2,6 +2,7 @@ import Foundation
 import Logging
 import PostgresNIO
 import ServiceLifecycle
+import Synchronization
 
 /// A job as a handler sees it.
 public struct Job: Sendable {
@@ -50,13 +51,16 @@ public struct JobQueue: Sendable {
     /// Enqueues a job on `connection` (inside the caller's transaction). A `uniqueKey` makes
     /// a second enqueue of the same job a no-op. Returns the job id, or nil if it already existed.
     @discardableResult
+    /// `runAfter`: seconds from the database's clock now (a retry counted from the moment of the
+    /// failure, whatever clock the caller holds).
     public static func enqueue<P: Encodable>(on connection: PostgresConnection, queue: String, kind: String, payload: P,
-                                             runAt: Date? = nil, maxAttempts: Int = 5, uniqueKey: String? = nil,
+                                             runAt: Date? = nil, runAfter: Double? = nil, maxAttempts: Int = 5, uniqueKey: String? = nil,
                                              logger: Logger) async throws -> Int64? {
         let json = String(decoding: try JSON.encoder.encode(payload), as: UTF8.self)
         let rows = try await connection.run("""
             INSERT INTO jobs (queue, kind, payload, run_at, max_attempts, unique_key)
-            VALUES (\(queue), \(kind), \(json)::jsonb, COALESCE(\(runAt), now()), \(maxAttempts), \(uniqueKey))
+            VALUES (\(queue), \(kind), \(json)::jsonb,
+                    COALESCE(\(runAt), clock_timestamp() + make_interval(secs => COALESCE(\(runAfter), 0))), \(maxAttempts), \(uniqueKey))
             ON CONFLICT (unique_key) DO NOTHING
             RETURNING id
             """, logger: logger)
@@ -146,22 +150,45 @@ public struct JobWorker: Service {
         self.backoff = backoff
     }
 
+    /// `concurrency` slots, each free as soon as its job ends: a slow job (an upstream that
+    /// hangs) holds one slot, never the start of the others. Claims only as many jobs as there
+    /// are free slots; in-flight jobs finish on graceful shutdown.
     public func run() async throws {
+        final class Slots: Sendable { let busy = Mutex(0) }
+        let slots = Slots()
         await cancelWhenGracefulShutdown {
-            while !Task.isCancelled {
-                let claimed: Int
-                do {
-                    claimed = try await runOnce()
-                } catch {
-                    queue.logger.warning("job claim failed", metadata: ["queue": "\(queue.queue)", "error": "\(String(reflecting: error))"])
-                    claimed = 0
+            await withDiscardingTaskGroup { group in
+                while !Task.isCancelled {
+                    let free = concurrency - slots.busy.withLock { $0 }
+                    var claimed = 0
+                    if free > 0 {
+                        do {
+                            let jobs = try await queue.claim(limit: free, lease: lease)
+                            claimed = jobs.count
+                            for job in jobs {
+                                slots.busy.withLock { $0 += 1 }
+                                group.addTask {
+                                    await process(job)
+                                    slots.busy.withLock { $0 -= 1 }
+                                }
+                            }
+                        } catch {
+                            queue.logger.warning("job claim failed", metadata: ["queue": "\(queue.queue)", "error": "\(String(reflecting: error))"])
+                        }
+                    }
+                    if free == 0 {
+                        // Every slot busy: look again shortly (an in-memory check, no query).
+                        try? await Task.sleep(for: .milliseconds(20))
+                    } else if claimed < free {
+                        try? await Task.sleep(for: pollInterval)
+                    }
                 }
-                if claimed == 0 { try? await Task.sleep(for: pollInterval) }
             }
         }
     }
 
-    /// Claims one batch and runs it; returns how many jobs it ran.
+    /// Claims one batch and runs it to the end; returns how many jobs it ran (tests and tools
+    /// drive the queue with it; `run` does not wait for a batch).
     @discardableResult
     public func runOnce() async throws -> Int {
         let jobs = try await queue.claim(limit: concurrency, lease: lease)

@@ -1,5 +1,6 @@
 import Crypto
 import Foundation
+import HTTPTypes
 import Hummingbird
 import HummingbirdTesting
 import NIOCore
@@ -23,9 +24,30 @@ final class FakeOfflineUpstreams: Sendable {
     let geolocationConsent = Mutex(Set<UUID>())
     let syncMode = Mutex(SyncMode.up)
     let geoMode = Mutex(GeoMode.up)
-    /// Applied actions by Idempotency-Key, and every delivery attempt.
+    /// Applied actions by Idempotency-Key, every delivery attempt (its client_action_id), the
+    /// keys seen, and the calls refused for a missing or wrong signature.
     let applied = Mutex([String: String]())
     let attempts = Mutex([String]())
+    let keys = Mutex([String]())
+    let forged = Mutex(0)
+    /// The deployment's SYNC_SIGNING_KEY (the local default).
+    static let signingKey = "local-sync-signing-key"
+
+    /// The game server's check, written from the README (not with the service's code): the
+    /// tenant's secret is hex HMAC-SHA256(key, "sync-signing:" + app id); the signature is hex
+    /// HMAC-SHA256(secret, "<t>.<raw body>"), `t` within 300 s.
+    static func signatureValid(_ header: String, body: Data, app: String, now: Date = Date()) -> Bool {
+        let secret = Data(HMAC<SHA256>.authenticationCode(for: Data(("sync-signing:" + app.lowercased()).utf8),
+                                                          using: SymmetricKey(data: Data(signingKey.utf8)))).map { String(format: "%02x", $0) }.joined()
+        let parts = Dictionary(header.split(separator: ",").compactMap { p -> (String, String)? in
+            let kv = p.split(separator: "=", maxSplits: 1); return kv.count == 2 ? (String(kv[0]), String(kv[1])) : nil
+        }, uniquingKeysWith: { a, _ in a })
+        guard let ts = parts["t"], let t = Double(ts), let v1 = parts["v1"], abs(now.timeIntervalSince1970 - t) <= 300 else { return false }
+        var message = Data("\(ts).".utf8)
+        message.append(body)
+        let expected = Data(HMAC<SHA256>.authenticationCode(for: message, using: SymmetricKey(data: Data(secret.utf8)))).map { String(format: "%02x", $0) }.joined()
+        return expected == v1
+    }
     let geocodeCalls = Mutex(0)
     let userAgents = Mutex([String]())
 
@@ -52,11 +74,17 @@ final class FakeOfflineUpstreams: Sendable {
             let key = request.headers[.idempotencyKey] ?? ""
             let raw = String(buffer: try await request.body.collect(upTo: 1 << 20))
             let body = try JSONSerialization.jsonObject(with: Data(raw.utf8)) as? [String: Any] ?? [:]
+            guard Self.signatureValid(request.headers[HTTPField.Name("X-Signature")!] ?? "", body: Data(raw.utf8),
+                                      app: body["app_id"] as? String ?? "") else {
+                self.forged.withLock { $0 += 1 }
+                return self.json(#"{"error":"invalid_signature"}"#, .unauthorized)
+            }
+            self.keys.withLock { $0.append(key) }
             let mode = self.syncMode.withLock { m -> SyncMode in
                 if case .failFirst(let n) = m { m = n > 1 ? .failFirst(n - 1) : .up; return .failFirst(n) }
                 return m
             }
-            self.attempts.withLock { $0.append(key) }
+            self.attempts.withLock { $0.append(body["client_action_id"] as? String ?? "") }
             switch mode {
             case .failFirst: return Response(status: .serviceUnavailable)
             case .slow(let d): try await Task.sleep(for: d)
@@ -97,6 +125,8 @@ struct OfflineHarness: Sendable {
     let upstream: FakeOfflineUpstreams
     let worker: JobWorker
     let downloadDeps: DownloadJob.Deps
+    /// The last job id before this test: its drain waits for its own jobs only.
+    let firstJob: Int64
 
     func token(_ user: UUID, app: UUID? = nil, guest: Bool = false) throws -> String {
         let now = Int(clock.now().timeIntervalSince1970)
@@ -130,12 +160,30 @@ struct OfflineHarness: Sendable {
         }
     }
 
-    /// Runs queued jobs until none is left.
+    /// `POST /categories/download` for `user` (made premium first when asked); the job id.
+    func startDownload(_ user: UUID, _ categories: [String], premium: Bool = false) async throws -> UUID {
+        if premium { upstream.premium.withLock { _ = $0.insert(user) } }
+        let list = categories.map { "\"\($0)\"" }.joined(separator: ",")
+        let r = try await call(.post, "/categories/download", user: user, json: #"{"category_ids":[\#(list)]}"#)
+        XCTAssertEqual(r.status, .accepted, String(buffer: r.body))
+        return try XCTUnwrap(UUID(uuidString: try obj(r).string("job_id") ?? ""))
+    }
+
+    /// Runs queued jobs until none of this test's is left, waiting for the ones scheduled
+    /// within 40 s (a sync retry is a job scheduled for later).
     func drainJobs() async throws {
-        var idle = 0
-        while idle < 2 {
-            idle = try await worker.runOnce() == 0 ? idle + 1 : 0
+        let deadline = Date().addingTimeInterval(90)
+        while Date() < deadline {
+            if try await worker.runOnce() > 0 { continue }
+            let soon = JSON.iso8601(max(clock.now(), Date()).addingTimeInterval(40))
+            let waiting = try await count("""
+                SELECT count(*)::int FROM offline.jobs WHERE queue = 'offline' AND id > \(firstJob) AND status IN ('pending', 'running')
+                AND run_at < '\(soon)'::timestamptz
+                """)
+            if waiting == 0 { return }
+            try await Task.sleep(for: .milliseconds(100))
         }
+        XCTFail("jobs still waiting after 90 s")
     }
 
     func count(_ sql: String) async throws -> Int {
@@ -173,8 +221,10 @@ struct OfflineHarness: Sendable {
             }
             try await app.test(.router) { client in
                 await runtime.readiness.waitUntilMigrated()
+                var firstJob: Int64 = 0
+                for try await n in try await runtime.db.query("SELECT COALESCE(max(id), 0)::int8 FROM jobs", logger: logger).decode(Int64.self) { firstJob = n }
                 try await body(OfflineHarness(client: client, runtime: runtime, signer: signer, app: UUID(), clock: clock, upstream: upstream,
-                                              worker: worker, downloadDeps: deps))
+                                              worker: worker, downloadDeps: deps, firstJob: firstJob))
             }
 
             try await stopLocalServer(server, in: &group)

@@ -14,9 +14,7 @@ final class ReplicaJobTests: XCTestCase {
         try await OfflineHarness.run { h in
             try await h.category("twice", items: 300)
             let user = UUID()
-            h.upstream.premium.withLock { _ = $0.insert(user) }
-            let start = try h.obj(try await h.call(.post, "/categories/download", user: user, json: #"{"category_ids":["twice"]}"#))
-            let job = try XCTUnwrap(UUID(uuidString: start.string("job_id") ?? ""))
+            let job = try await h.startDownload(user, ["twice"], premium: true)
             // The second replica: its own runtime (pool), the same database.
             let runtime2 = TestEnvironment.runtime(.offline, migrations: try OfflineService.migrations(), overrides: ["RUN_WORKERS": "false"], clock: h.clock)
             try await withMigratedRuntime(runtime2) { r2 in

@@ -301,7 +301,7 @@ final class SyncAndLocationTests: XCTestCase {
                 """, logger: h.runtime.logger)
             try await h.runtime.db.query("ANALYZE offline.location_based_content", logger: h.runtime.logger)
             var plan = ""
-            let q = LocationController.nearbyQuery(app: h.app, lat: 48.85, lon: 2.35, radiusKm: 50, now: Date())
+            let q = LocationStore.nearbyQuery(app: h.app, lat: 48.85, lon: 2.35, radiusKm: 50, now: Date())
             var explain = PostgresQuery(unsafeSQL: "EXPLAIN " + q.sql)
             explain.binds = q.binds
             for try await line in try await h.runtime.db.query(explain, logger: h.runtime.logger).decode(String.self) { plan += line + "\n" }

@@ -45,6 +45,41 @@ final class JobQueueTests: XCTestCase {
         }
     }
 
+    /// #14: a job that hangs holds its slot, never the start of the others: with two slots and
+    /// one job stuck, twenty quick jobs queued after it all run while it is still stuck.
+    func testAStuckJobNeverDelaysTheOthers() async throws {
+        let runtime = kitRuntime(.offline)
+        try await withMigratedRuntime(runtime) { runtime in
+            let queueName = "test-\(UUID().uuidString)"
+            let queue = JobQueue(client: runtime.db, queue: queueName, logger: runtime.logger)
+            try await queue.enqueue(kind: "stuck", payload: [String: Int]())
+            for i in 0..<20 { try await queue.enqueue(kind: "quick", payload: ["n": i]) }
+            let release = Mutex(false)
+            let quick = Mutex(0)
+            let worker = JobWorker(queue: queue, handlers: [
+                "stuck": { _ in while !release.withLock({ $0 }) { try await Task.sleep(for: .milliseconds(20)) } },
+                "quick": { _ in quick.withLock { $0 += 1 } },
+            ], concurrency: 2, pollInterval: .milliseconds(20))
+            let running = Task { try await worker.run() }
+            var waited = 0
+            while quick.withLock({ $0 }) < 20 && waited < 1500 {
+                try await Task.sleep(for: .milliseconds(20)); waited += 1
+            }
+            XCTAssertEqual(quick.withLock { $0 }, 20, "every quick job ran while the stuck one held its slot")
+            let stuck = try await runtime.db.query("SELECT count(*)::int FROM jobs WHERE queue = \(queueName) AND kind = 'stuck' AND status = 'running'")
+            for try await n in stuck.decode(Int.self) { XCTAssertEqual(n, 1, "and it was still running") }
+            release.withLock { $0 = true }
+            var done = 0
+            while done < 21 && waited < 3000 {
+                for try await n in try await runtime.db.query("SELECT count(*)::int FROM jobs WHERE queue = \(queueName) AND status = 'done'").decode(Int.self) { done = n }
+                try await Task.sleep(for: .milliseconds(20)); waited += 1
+            }
+            XCTAssertEqual(done, 21)
+            running.cancel()
+            _ = await running.result
+        }
+    }
+
     /// A job that throws is retried after a growing delay and ends dead after its attempts.
     func testFailingJobIsRetriedWithBackoffThenDead() async throws {
         let runtime = kitRuntime(.offline)

@@ -23,7 +23,9 @@ public enum OfflineService: ServiceDefinition {
         let catalog = CatalogStore(logger: logger), copies = CopyStore(logger: logger), downloads = DownloadStore(logger: logger)
         let profiles = ProfileStore(logger: logger), sync = SyncStore(logger: logger)
         let upstream = SyncUpstream(routes: try SyncUpstream.parse(env.optional("SYNC_UPSTREAMS")), http: runtime.http,
-                                    timeout: .seconds(env.int("SYNC_UPSTREAM_TIMEOUT_SECONDS", default: 10)))
+                                    timeout: .seconds(env.int("SYNC_UPSTREAM_TIMEOUT_SECONDS", default: 10)),
+                                    signer: SyncSignature(key: env.string("SYNC_SIGNING_KEY", default: "local-sync-signing-key")),
+                                    clock: runtime.clock)
         let entitlements = RemoteEntitlements(baseURL: runtime.config.url(of: .subscription), http: runtime.http, credential: runtime.internalCredential,
                                               ttl: .seconds(min(300, env.int("ENTITLEMENT_CACHE_SECONDS", default: 60))))
         let geocoder = Geocoder(baseURL: env.optional("GEOCODER_URL"),

@@ -12,7 +12,19 @@ public struct OfflineCommand: AsyncParsableCommand {
     public init() {}
 
     struct Admin: AsyncParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "Operator commands", subcommands: [SeedDemo.self, BenchDownload.self])
+        static let configuration = CommandConfiguration(abstract: "Operator commands", subcommands: [SeedDemo.self, BenchDownload.self, SyncSecret.self])
+    }
+
+    /// The secret a tenant's game server checks `X-Signature` with (derived from
+    /// `SYNC_SIGNING_KEY`; nothing stored).
+    struct SyncSecret: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(commandName: "sync-secret", abstract: "Print the sync signing secret of an app")
+        @Option(name: .customLong("app-id")) var appID: String
+        func run() async throws {
+            guard let app = UUID(uuidString: appID) else { throw ValidationError("--app-id must be a UUID") }
+            let env = EnvironmentVariables()
+            print(SyncSignature(key: env.string("SYNC_SIGNING_KEY", default: "local-sync-signing-key")).secret(app: app))
+        }
     }
 
     /// Publishes the geography quiz's demo catalogue and a place-based quiz at each capital

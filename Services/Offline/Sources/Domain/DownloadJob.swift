@@ -18,6 +18,7 @@ struct DownloadJob: Codable, Sendable {
         let downloads: DownloadStore
         let copies: CopyStore
         let profiles: ProfileStore
+        var catalog: CatalogStore { CatalogStore(logger: logger) }
         let clock: any WallClock
         let logger: Logger
         var batchSize = 100
@@ -36,23 +37,22 @@ struct DownloadJob: Codable, Sendable {
         let now = d.clock.now()
         return try await d.db.withTransaction(logger: d.logger) { conn in
             guard let work = try await d.downloads.work(id: id, on: conn), ["pending", "downloading"].contains(work.status) else { return false }
-            if work.status == "pending" {
-                try await conn.run("UPDATE download_jobs SET status = 'downloading', started_at = \(now) WHERE id = \(id)", logger: d.logger)
-            }
+            if work.status == "pending" { try await d.downloads.start(id, now: now, on: conn) }
             let items = try await d.downloads.nextItems(job: id, limit: d.batchSize, on: conn)
             if items.isEmpty {
                 try await finish(id, work, now: now, d, on: conn)
                 return false
             }
-            // One read for the batch, one write per item, one update for the work list.
-            var content: [String: (String, Int)] = [:]
-            for try await r in try await conn.run("""
-                SELECT id, data::text, version FROM content_items WHERE app_id = \(work.app) AND id = ANY(\(items.map(\.item))) AND deleted_at IS NULL
-                """, logger: d.logger).decode((String, String, Int).self) { content[r.0] = (r.1, r.2) }
-            var done: [Int] = []
-            for item in items {
+            // Items packed at publication are copied in one statement; one not packed yet (published
+            // before packing existed) is packed here once, for the catalogue, then copied.
+            let copied = try await d.copies.copyPacked(app: work.app, user: work.user, items: items.map { ($0.category, $0.item) }, now: now, on: conn)
+            let rest = items.filter { !copied.contains($0.item) }
+            let content = rest.isEmpty ? [:] : try await d.catalog.liveItems(app: work.app, ids: rest.map(\.item), on: conn)
+            var done: [Int] = items.filter { copied.contains($0.item) }.map(\.position)
+            for item in rest {
                 if let (json, version) = content[item.item] {
                     let packed = try PackedItem.pack(Data(json.utf8))
+                    try await d.catalog.setPacked(app: work.app, id: item.item, packed, on: conn)
                     try await d.copies.storeItem(app: work.app, user: work.user, category: item.category, item: item.item, packed: packed,
                                                  version: version, now: now, on: conn)
                     done.append(item.position)
@@ -63,29 +63,27 @@ struct DownloadJob: Codable, Sendable {
                                                    error: "item not found in the catalogue", on: conn)
                 }
             }
-            try await conn.run("""
-                UPDATE download_job_items SET status = 'done', attempts = attempts + 1 WHERE job_id = \(id) AND position = ANY(\(done))
-                """, logger: d.logger)
+            try await d.downloads.markDone(job: id, positions: done, on: conn)
             try await d.downloads.recount(job: id, on: conn)
+            // The partial copy is visible (listed `complete: false`, counted, deletable) while
+            // the job runs or is paused, not only once it finishes.
+            for category in Set(items.map(\.category)) {
+                try await d.copies.upsertCategory(app: work.app, user: work.user, category: category, cursor: work.cursor, complete: false,
+                                                  now: now, on: conn)
+            }
             return true
         }
     }
 
     static func finish(_ id: UUID, _ work: DownloadStore.Work, now: Date, _ d: Deps, on conn: PostgresConnection) async throws {
-        var failedByCategory: [String: Int] = [:]
-        for try await (category, n) in try await conn.run("""
-            SELECT category_id, count(*)::int FROM download_job_items WHERE job_id = \(id) AND status = 'failed' GROUP BY category_id
-            """, logger: d.logger).decode((String, Int).self) { failedByCategory[category] = n }
+        let failedByCategory = try await d.downloads.failedByCategory(job: id, on: conn)
         for category in work.categories {
             try await d.copies.upsertCategory(app: work.app, user: work.user, category: category, cursor: work.cursor,
                                               complete: failedByCategory[category] == nil, now: now, on: conn)
         }
         try await d.downloads.recount(job: id, on: conn)
-        let status = failedByCategory.isEmpty ? "completed" : "completed_with_errors"
-        try await conn.run("UPDATE download_jobs SET status = \(status), completed_at = \(now) WHERE id = \(id)", logger: d.logger)
+        try await d.downloads.complete(id, withErrors: !failedByCategory.isEmpty, now: now, on: conn)
         try await d.profiles.ensure(app: work.app, user: work.user, on: conn)
-        try await conn.run("""
-            UPDATE sync_profiles SET last_full_sync_at = \(now), last_sync_at = \(now) WHERE app_id = \(work.app) AND user_id = \(work.user)
-            """, logger: d.logger)
+        try await d.profiles.touchFullSync(app: work.app, user: work.user, now: now, on: conn)
     }
 }

@@ -33,9 +33,15 @@ enum OfflineRules {
     static let maxConflictSkips = 3
     /// Max 100 actions en queue.
     static let maxPendingActions = 100
-    /// Retry : exponentiel backoff (2s, 4s, 8s, 16s, 32s), then failed.
-    static let maxActionAttempts = 5
-    static func retryDelay(afterAttempt n: Int) -> TimeInterval { pow(2, Double(max(1, min(n, 5)))) }
+    /// Retry : exponentiel backoff (2s, 4s, 8s, 16s, 32s), then failed: the first try and five
+    /// retries.
+    static let maxActionAttempts = 6
+    /// The wait after the `n`th failed attempt (2, 4, 8, 16, 32 s), times `jitter` (±20 % in
+    /// use, so a fleet of devices that failed together does not retry together).
+    static func retryDelay(afterAttempt n: Int, jitter: Double = 1) -> TimeInterval { pow(2, Double(max(1, min(n, 5)))) * jitter }
+    /// Answers and progress are never dropped from a full queue, whatever priority the app gave them.
+    static let neverDropped = ["answer_submit", "progress_save"]
+    static func isDroppable(actionType: String, priority: Int) -> Bool { priority >= 10 && !neverDropped.contains(actionType) }
     /// Priority : answer_submit = 5, progress_save = 7, autres = 10.
     static func defaultPriority(actionType: String) -> Int {
         switch actionType {
@@ -71,5 +77,33 @@ enum ConflictMerge {
             }
         }
         return out
+    }
+}
+
+/// What a copy may still take (UC-OFFLINE-3.1 limits, on every path that adds to a copy: the
+/// download job and `refresh`). An item already in the copy may change size; a new item needs a
+/// place under the per-category count and room under the storage limit. What does not fit is
+/// refused here and reported by the caller, never silently added.
+struct CopyBudget: Sendable, Equatable {
+    var itemCount: Int
+    var usedBytes: Int64
+    let limits: OfflineLimits
+
+    enum Refusal: String, Sendable { case itemLimit = "item_limit", storageLimit = "storage_limit" }
+
+    /// Admits `newSize` bytes for an item (`oldSize` when the copy already holds it) and
+    /// accounts for it; nil when admitted.
+    mutating func admit(newSize: Int64, oldSize: Int64?) -> Refusal? {
+        if oldSize == nil, let max = limits.maxItemsPerCategory, itemCount >= max { return .itemLimit }
+        let grown = newSize - (oldSize ?? 0)
+        if grown > 0, usedBytes + grown > limits.storageLimitBytes { return .storageLimit }
+        usedBytes += grown
+        if oldSize == nil { itemCount += 1 }
+        return nil
+    }
+
+    mutating func remove(size: Int64) {
+        usedBytes -= size
+        itemCount -= 1
     }
 }

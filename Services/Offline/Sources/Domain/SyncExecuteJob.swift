@@ -6,7 +6,9 @@ import WireTypes
 
 /// UC-OFFLINE-3.3 step 18: sends a user's pending actions by priority then age. Each action
 /// ends applied, duplicate, rejected (a 4xx: failed with the reason, never blocking the ones
-/// behind it), retried (5xx or network: 2, 4, 8, 16, 32 s, then failed) or in conflict (409).
+/// behind it), retried (5xx or network: after 2, 4, 8, 16, 32 s counted from the failure, then
+/// failed) or in conflict (409). A retry is this job scheduled again for when it is due, never
+/// a sleep holding a worker slot.
 struct SyncExecuteJob: Codable, Sendable {
     static let kind = "sync_execute"
     var jobID: UUID
@@ -26,11 +28,7 @@ struct SyncExecuteJob: Codable, Sendable {
     }
 
     static func run(_ id: UUID, _ d: Deps) async throws {
-        var owner: (UUID, UUID)?
-        for try await r in try await d.db.query("""
-            UPDATE sync_jobs SET status = 'processing' WHERE id = \(id) AND status <> 'completed' RETURNING app_id, user_id
-            """, logger: d.logger).decode((UUID, UUID).self) { owner = r }
-        guard let (app, user) = owner else { return }
+        guard let (app, user) = try await d.db.withConnection({ try await d.sync.startJob(id, on: $0) }) else { return }
         while !Task.isCancelled {
             let processed = try await d.db.withTransaction(logger: d.logger) { conn -> Bool in
                 guard let item = try await d.sync.nextDue(app: app, user: user, on: conn) else { return false }
@@ -38,16 +36,24 @@ struct SyncExecuteJob: Codable, Sendable {
                 return true
             }
             if processed { continue }
-            // Nothing due: wait for the next retry if one is pending (at most the 32 s step).
-            guard let wait = try await d.db.withConnection({ try await d.sync.nextRetryIn(app: app, user: user, on: $0) }) else { break }
-            try await Task.sleep(for: .milliseconds(Int(min(wait, 33) * 1000) + 50))
+            // Nothing due now. A retry pending: run again when it is due, as a scheduled job.
+            if let wait = try await d.db.withConnection({ try await d.sync.nextRetryIn(app: app, user: user, on: $0) }) {
+                try await d.db.withConnection { conn in
+                    try await JobQueue.enqueue(on: conn, queue: DownloadJob.queue, kind: kind, payload: SyncExecuteJob(jobID: id), runAfter: wait + 0.05,
+                                               logger: d.logger)
+                }
+                return
+            }
+            break
         }
-        try await d.db.query("UPDATE sync_jobs SET status = 'completed', completed_at = \(d.clock.now()) WHERE id = \(id)", logger: d.logger)
-        try await d.db.query("UPDATE sync_profiles SET last_sync_at = \(d.clock.now()) WHERE app_id = \(app) AND user_id = \(user)", logger: d.logger)
+        try await d.db.withConnection { conn in
+            try await d.sync.completeJob(id, now: d.clock.now(), on: conn)
+            try await d.profiles.touchSync(app: app, user: user, now: d.clock.now(), on: conn)
+        }
     }
 
-    static func count(_ column: String, job: UUID, _ d: Deps, on conn: PostgresConnection) async throws {
-        try await conn.run("UPDATE sync_jobs SET \(unescaped: column) = \(unescaped: column) + 1 WHERE id = \(job)", logger: d.logger)
+    static func count(_ column: SyncStore.JobCounter, job: UUID, _ d: Deps, on conn: PostgresConnection) async throws {
+        try await d.sync.count(column, job: job, on: conn)
     }
 
     static func process(_ item: QueueItem, app: UUID, user: UUID, job: UUID, _ d: Deps, on conn: PostgresConnection) async throws {
@@ -57,42 +63,33 @@ struct SyncExecuteJob: Codable, Sendable {
             outcome = await d.upstream.send(url, item: item, app: app, user: user)
         } else {
             // No upstream (the local stack): the accepted action is recorded here, once.
-            var inserted = false
-            let payload = String(decoding: try JSON.encoder.encode(item.payload), as: UTF8.self)
-            for try await _ in try await conn.run("""
-                INSERT INTO sync_applied_actions (app_id, user_id, client_action_id, action_type, entity_type, entity_id, payload)
-                VALUES (\(app), \(user), \(item.clientActionID), \(item.actionType), \(item.entityType), \(item.entityID), \(payload)::jsonb)
-                ON CONFLICT DO NOTHING RETURNING 1
-                """, logger: d.logger) { inserted = true }
-            outcome = inserted ? .applied : .duplicate
+            outcome = try await d.sync.applyLocally(item, app: app, user: user, on: conn) ? .applied : .duplicate
         }
         if let category = item.categoryID {
-            try await conn.run("""
-                UPDATE offline_categories SET last_accessed_at = GREATEST(COALESCE(last_accessed_at, \(item.createdAt)), \(item.createdAt))
-                WHERE app_id = \(app) AND user_id = \(user) AND category_id = \(category)
-                """, logger: d.logger)
+            try await d.sync.touchCategory(app: app, user: user, category: category, at: item.createdAt, on: conn)
         }
         switch outcome {
         case .applied:
             try await d.sync.finish(item.id, status: "success", error: nil, on: conn)
-            try await count("succeeded", job: job, d, on: conn)
+            try await count(.succeeded, job: job, d, on: conn)
         case .duplicate:
             try await d.sync.finish(item.id, status: "duplicate", error: nil, on: conn)
-            try await count("duplicates", job: job, d, on: conn)
+            try await count(.duplicates, job: job, d, on: conn)
         case .rejected(let why):
             try await d.sync.finish(item.id, status: "failed", error: why, on: conn)
-            try await count("failed", job: job, d, on: conn)
+            try await count(.failed, job: job, d, on: conn)
         case .retryable(let why):
             let attempts = item.attempts + 1
             if attempts >= OfflineRules.maxActionAttempts {
                 try await d.sync.finish(item.id, status: "failed", error: "gave up after \(attempts) attempts: \(why)", on: conn)
-                try await count("failed", job: job, d, on: conn)
+                try await count(.failed, job: job, d, on: conn)
             } else {
-                try await d.sync.retryLater(item.id, attempts: attempts, error: why, on: conn)
+                try await d.sync.retryLater(item.id, attempts: attempts, delay: OfflineRules.retryDelay(afterAttempt: attempts, jitter: .random(in: 0.8...1.2)),
+                                            error: why, on: conn)
             }
         case .conflict(let serverData, let version):
             try await d.sync.finish(item.id, status: "conflict", error: nil, on: conn)
-            try await count("conflicts", job: job, d, on: conn)
+            try await count(.conflicts, job: job, d, on: conn)
             let conflictID = try await d.sync.openConflict(app: app, user: user, item: item, serverData: serverData, serverVersion: version,
                                                           now: now, on: conn)
             // The profile's strategy applies at once unless it is manual; past 10 open

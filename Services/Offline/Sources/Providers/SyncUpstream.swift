@@ -1,14 +1,18 @@
+import Crypto
 import Foundation
 import ServiceKit
 import WireTypes
 
 /// Where queued actions go: the main app's API per action type (`SYNC_UPSTREAMS`, a JSON
-/// object of action type → URL, `*` for the rest). Sent through libcurl with the action's
-/// `client_action_id` as `Idempotency-Key`, so a retry never applies twice upstream.
+/// object of action type → URL, `*` for the rest). Sent through libcurl, signed, with an
+/// `Idempotency-Key` unique per tenant, user and action, so a retry never applies twice upstream.
 struct SyncUpstream: Sendable {
     let routes: [String: String]
     let http: CurlHTTPClient
     let timeout: Duration
+    /// Signs every call (`X-Signature`) with the tenant's secret, derived from this key.
+    var signer = SyncSignature(key: "local-sync-signing-key")
+    var clock: any WallClock = SystemClock()
 
     static func parse(_ raw: String?) throws -> [String: String] {
         guard let raw, !raw.isEmpty else { return [:] }
@@ -40,11 +44,12 @@ struct SyncUpstream: Sendable {
     func send(_ url: String, item: QueueItem, app: UUID, user: UUID, payload: JSONValue? = nil, resolution: String? = nil) async -> Outcome {
         let body = Body(clientActionID: item.clientActionID, appID: app, userID: user, actionType: item.actionType, entityType: item.entityType,
                         entityID: item.entityID, payload: payload ?? item.payload, resolution: resolution)
-        let key = resolution.map { "\(item.clientActionID):\($0)" } ?? item.clientActionID
-        guard var request = try? HTTPRequest.json("POST", url, body: body, headers: [("Idempotency-Key", key), ("X-App-ID", app.uuidString.lowercased())]) else {
-            return .rejected("could not encode the action")
-        }
-        request.timeout = timeout
+        let key = SyncSignature.idempotencyKey(app: app, user: user, clientActionID: item.clientActionID, resolution: resolution)
+        guard let data = try? JSON.encoder.encode(body) else { return .rejected("could not encode the action") }
+        let signature = signer.header(app: app, body: data, at: clock.now())
+        let request = HTTPRequest(method: "POST", url: url, headers: [("Content-Type", "application/json"), ("Idempotency-Key", key),
+                                                                      ("X-App-ID", app.uuidString.lowercased()), ("X-Signature", signature)],
+                                  body: data, timeout: timeout)
         let response: HTTPResponseData
         do { response = try await http.send(request) } catch { return .retryable(String(describing: error)) }
         let text = String(decoding: response.body.prefix(1000), as: UTF8.self)
@@ -62,5 +67,51 @@ struct SyncUpstream: Sendable {
         case 408, 425, 429, 500...: return .retryable("HTTP \(response.status): \(text)")
         default: return .rejected("HTTP \(response.status): \(text)")
         }
+    }
+}
+
+/// How the game server knows a sync call is ours, and whose action it carries.
+///
+/// - `Idempotency-Key`: `<app_id>:<user_id>:<client_action_id>` (`:<resolution>` for a conflict
+///   resolution): unique per tenant and user, so two users reusing one client id never collide.
+/// - `X-Signature: t=<unix seconds>,v1=<hex HMAC-SHA256(secret, "<t>.<raw body>")>`; the tenant's
+///   secret is hex HMAC-SHA256(`SYNC_SIGNING_KEY`, `"sync-signing:" + app_id`) (`offline-service
+///   admin sync-secret --app-id` prints it). The receiver recomputes it over the raw body, compares
+///   in constant time and refuses a `t` more than `tolerance` away from its clock (a replay).
+struct SyncSignature: Sendable {
+    let key: String
+    static let tolerance: TimeInterval = 300
+
+    static func idempotencyKey(app: UUID, user: UUID, clientActionID: String, resolution: String?) -> String {
+        let base = "\(app.uuidString.lowercased()):\(user.uuidString.lowercased()):\(clientActionID)"
+        return resolution.map { base + ":" + $0 } ?? base
+    }
+
+    func secret(app: UUID) -> String {
+        Data(HMAC<SHA256>.authenticationCode(for: Data(("sync-signing:" + app.uuidString.lowercased()).utf8),
+                                             using: SymmetricKey(data: Data(key.utf8)))).hexEncoded
+    }
+
+    func header(app: UUID, body: Data, at date: Date) -> String {
+        let t = Int(date.timeIntervalSince1970)
+        return "t=\(t),v1=" + Self.mac(secret: secret(app: app), timestamp: t, body: body)
+    }
+
+    static func mac(secret: String, timestamp: Int, body: Data) -> String {
+        var message = Data("\(timestamp).".utf8)
+        message.append(body)
+        return Data(HMAC<SHA256>.authenticationCode(for: message, using: SymmetricKey(data: Data(secret.utf8)))).hexEncoded
+    }
+
+    /// The receiver's check (used by tests and given to the game server's authors).
+    static func verify(header: String, body: Data, secret: String, now: Date) -> Bool {
+        var t: Int?, v1: String?
+        for part in header.split(separator: ",") {
+            let kv = part.split(separator: "=", maxSplits: 1)
+            guard kv.count == 2 else { continue }
+            if kv[0] == "t" { t = Int(kv[1]) } else if kv[0] == "v1" { v1 = String(kv[1]) }
+        }
+        guard let t, let v1, abs(now.timeIntervalSince1970 - Double(t)) <= tolerance else { return false }
+        return ConstantTime.equals(mac(secret: secret, timestamp: t, body: body), v1)
     }
 }

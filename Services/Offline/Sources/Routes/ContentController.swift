@@ -11,6 +11,7 @@ struct ContentController: Sendable {
     let copies: CopyStore
     let downloads: DownloadStore
     let profiles: ProfileStore
+    var sync: SyncStore { SyncStore(logger: logger) }
     let entitlements: any EntitlementSource
     let clock: any WallClock
     let logger: Logger
@@ -285,7 +286,13 @@ struct ContentController: Sendable {
 
     struct RefreshResponse: Encodable {
         struct Changes: Encodable { var added: Int, updated: Int, deleted: Int }
-        var updated: Bool, changes: Changes, cursor: Int64
+        /// A change the copy's limits could not take (the item count or the storage limit).
+        struct NotApplied: Encodable {
+            var itemID: String, reason: String
+            enum CodingKeys: String, CodingKey { case itemID = "item_id", reason }
+        }
+        var updated: Bool, changes: Changes, cursor: Int64, notApplied: [NotApplied]
+        enum CodingKeys: String, CodingKey { case updated, changes, cursor, notApplied = "not_applied" }
     }
 
     /// 7a-7e: applies the catalogue's changes since the copy's cursor to the copy.
@@ -302,23 +309,31 @@ struct ContentController: Sendable {
                 throw AppError(.conflict, "full_download_required", "This copy is older than the 30-day change history; download the category again")
             }
             let (changes, next) = try await catalog.changes(app: app, category: category, after: mine.cursor, on: conn)
-            var added = 0, updated = 0
-            var count = mine.itemCount
-            let deleted = changes.filter { $0.kind == "deleted" }.map(\.id)
-            try await copies.deleteItems(app: app, user: user, ids: deleted, on: conn)
-            count -= deleted.count
+            // The limits hold here too: the whole copy's storage, this category's item count.
+            var held = try await copies.itemSizes(app: app, user: user, category: category, on: conn)
+            var budget = CopyBudget(itemCount: held.count, usedBytes: try await copies.storageUsed(app: app, user: user, on: conn), limits: l)
+            var added = 0, updated = 0, deleted = 0
+            var notApplied: [RefreshResponse.NotApplied] = []
+            let gone = changes.filter { $0.kind == "deleted" }.map(\.id).filter { held[$0] != nil }
+            try await copies.deleteItems(app: app, user: user, ids: gone, on: conn)
+            for id in gone { budget.remove(size: held.removeValue(forKey: id) ?? 0); deleted += 1 }
             for c in changes where c.kind != "deleted" {
                 guard let json = c.data else { continue }
-                if c.kind == "added" {
-                    if let max = l.maxItemsPerCategory, count >= max { continue }
-                    count += 1; added += 1
-                } else { updated += 1 }
-                try await copies.storeItem(app: app, user: user, category: category, item: c.id, packed: try PackedItem.pack(Data(json.utf8)),
-                                           version: c.version, now: now, on: conn)
+                let packed = try PackedItem.pack(Data(json.utf8))
+                let old = held[c.id]
+                if let refusal = budget.admit(newSize: Int64(packed.sizeBytes), oldSize: old) {
+                    notApplied.append(.init(itemID: c.id, reason: refusal.rawValue))
+                    continue
+                }
+                if old == nil { added += 1 } else { updated += 1 }
+                held[c.id] = Int64(packed.sizeBytes)
+                try await copies.storeItem(app: app, user: user, category: category, item: c.id, packed: packed, version: c.version, now: now, on: conn)
             }
-            try await copies.upsertCategory(app: app, user: user, category: category, cursor: next, complete: mine.complete, now: now, on: conn)
-            try await conn.run("UPDATE sync_profiles SET last_sync_at = \(now) WHERE app_id = \(app) AND user_id = \(user)", logger: logger)
-            return RefreshResponse(updated: !changes.isEmpty, changes: .init(added: added, updated: updated, deleted: deleted.count), cursor: next)
+            try await copies.upsertCategory(app: app, user: user, category: category, cursor: next, complete: mine.complete && notApplied.isEmpty,
+                                            now: now, on: conn)
+            try await profiles.touchSync(app: app, user: user, now: now, on: conn)
+            return RefreshResponse(updated: !changes.isEmpty, changes: .init(added: added, updated: updated, deleted: deleted), cursor: next,
+                                   notApplied: notApplied)
         }
         return try context.json(body)
     }
@@ -334,21 +349,20 @@ struct ContentController: Sendable {
             enum CodingKeys: String, CodingKey { case deleted, categoriesDeleted = "categories_deleted", spaceFreedMB = "space_freed_mb" }
         }
         let body = try await db.withTransaction(logger: logger) { conn -> Deleted in
-            if let one = categories?.first, !(try await copies.downloaded(app: app, user: user, on: conn).contains { $0.categoryID == one }) {
+            if let one = categories?.first, !(try await copies.downloaded(app: app, user: user, on: conn).contains { $0.categoryID == one }),
+               !(try await downloads.unfinished(app: app, user: user, on: conn).categories.contains(one)) {
                 throw AppError(.notFound, "category_not_downloaded", "This category is not in your offline copy")
             }
             // Items with actions still in the sync queue: warn before deleting.
-            var waiting = 0
-            for try await n in try await conn.run("""
-                SELECT count(*)::int FROM sync_queue WHERE app_id = \(app) AND user_id = \(user) AND status = 'pending'
-                  AND category_id IS NOT NULL AND (\(categories)::text[] IS NULL OR category_id = ANY(\(categories)))
-                """, logger: logger).decode(Int.self) { waiting = n }
+            let waiting = try await sync.pendingActions(app: app, user: user, categories: categories, on: conn)
             if waiting > 0 && !force {
                 throw AppError(.conflict, "pending_sync_actions", "\(waiting) action(s) for this content are not synced yet; sync first or repeat with ?force=true",
                                extra: ["pending_actions": .int(waiting)])
             }
+            // What an unfinished download would still add to these categories is cancelled first.
+            try await downloads.cancel(app: app, user: user, categories: categories, on: conn)
             let (n, bytes) = try await copies.delete(app: app, user: user, categories: categories, on: conn)
-            if all { try await conn.run("DELETE FROM sync_profiles WHERE app_id = \(app) AND user_id = \(user)", logger: logger) }
+            if all { try await profiles.delete(app: app, user: user, on: conn) }
             return Deleted(deleted: true, categoriesDeleted: n, spaceFreedMB: OfflineRules.megabytes(bytes))
         }
         return try context.json(body)

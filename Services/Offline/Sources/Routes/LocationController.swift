@@ -113,35 +113,21 @@ struct LocationController: Sendable {
             radius = r
         }
         let now = clock.now()
-        var point: (Double, Double)?
-        for try await p in try await db.query("""
-            SELECT ST_Y(location::geometry), ST_X(location::geometry) FROM user_locations WHERE app_id = \(app) AND user_id = \(user)
-            ORDER BY created_at DESC LIMIT 1
-            """, logger: logger).decode((Double, Double).self) { point = p }
-        guard let (lat, lon) = point else {
+        let found = try await db.withConnection { conn -> [LocationStore.NearbyContent]? in
+            guard let (lat, lon) = try await locations.lastPoint(app: app, user: user, on: conn) else { return nil }
+            return try await locations.nearby(app: app, lat: lat, lon: lon, radiusKm: radius, now: now, on: conn)
+        }
+        guard let found else {
             throw AppError(.conflict, "location_required", "Send a location update first (POST /location/update)")
         }
         struct Item: Encodable {
             var id: String, type: String, title: String, distanceKm: Double, metadata: JSONValue
             enum CodingKeys: String, CodingKey { case id, type, title, distanceKm = "distance_km", metadata }
         }
-        var items: [Item] = []
-        for try await r in try await db.query(Self.nearbyQuery(app: app, lat: lat, lon: lon, radiusKm: radius, now: now), logger: logger)
-            .decode((String, String, String, Double, String).self) {
-            items.append(Item(id: r.0, type: r.1, title: r.2, distanceKm: (r.3 / 10).rounded() / 100,
-                              metadata: (try? JSONDecoder().decode(JSONValue.self, from: Data(r.4.utf8))) ?? .object([:])))
+        let items = found.map { r in
+            Item(id: r.id, type: r.type, title: r.title, distanceKm: (r.distanceMeters / 10).rounded() / 100,
+                 metadata: (try? JSONDecoder().decode(JSONValue.self, from: Data(r.metadata.utf8))) ?? .object([:]))
         }
         return try context.json(["content": items])
-    }
-
-    /// ST_DWithin on the GiST-indexed geography column, nearest first, 20 at most.
-    static func nearbyQuery(app: UUID, lat: Double, lon: Double, radiusKm: Double, now: Date) -> PostgresQuery {
-        """
-        SELECT id, content_type, title, ST_Distance(location, p.g), metadata::text
-        FROM location_based_content, (SELECT ST_SetSRID(ST_MakePoint(\(lon), \(lat)), 4326)::geography AS g) p
-        WHERE app_id = \(app) AND active AND ST_DWithin(location, p.g, \(radiusKm * 1000))
-          AND (available_until IS NULL OR available_until > \(now))
-        ORDER BY location <-> p.g LIMIT \(OfflineRules.nearbyLimit)
-        """
     }
 }

@@ -37,7 +37,8 @@ struct CatalogStore: Sendable {
     func applyBatch(app: UUID, category: String, upserts: [(String, String)], deletes: [String], on conn: PostgresConnection) async throws -> (Int, Int) {
         var upserted = 0, deleted = 0
         for (id, json) in upserts {
-            for try await _ in try await conn.run("""
+            var stored: String?
+            for try await text in try await conn.run("""
                 INSERT INTO content_items (app_id, id, category_id, data, size_bytes, created_seq, change_seq)
                 SELECT \(app), \(id), \(category), d, octet_length(d::text), s, s
                 FROM (SELECT \(json)::jsonb AS d, nextval('content_change_seq') AS s) x
@@ -46,8 +47,12 @@ struct CatalogStore: Sendable {
                     created_seq = CASE WHEN content_items.deleted_at IS NOT NULL THEN EXCLUDED.created_seq ELSE content_items.created_seq END
                 WHERE content_items.data IS DISTINCT FROM EXCLUDED.data OR content_items.deleted_at IS NOT NULL
                    OR content_items.category_id <> EXCLUDED.category_id
-                RETURNING 1
-                """, logger: logger) { upserted += 1 }
+                RETURNING data::text
+                """, logger: logger).decode(String.self) { stored = text }
+            guard let stored else { continue }
+            upserted += 1
+            // Packed once here, for every user who downloads it.
+            try await setPacked(app: app, id: id, try PackedItem.pack(Data(stored.utf8)), on: conn)
         }
         if !deletes.isEmpty {
             for try await _ in try await conn.run("""
@@ -56,6 +61,23 @@ struct CatalogStore: Sendable {
                 """, logger: logger) { deleted += 1 }
         }
         return (upserted, deleted)
+    }
+
+    /// The JSON text and version of the live items among `ids`.
+    func liveItems(app: UUID, ids: [String], on conn: PostgresConnection) async throws -> [String: (String, Int)] {
+        var out: [String: (String, Int)] = [:]
+        for try await r in try await conn.run("""
+            SELECT id, data::text, version FROM content_items WHERE app_id = \(app) AND id = ANY(\(ids)) AND deleted_at IS NULL
+            """, logger: logger).decode((String, String, Int).self) { out[r.0] = (r.1, r.2) }
+        return out
+    }
+
+    func setPacked(app: UUID, id: String, _ p: PackedItem, on conn: PostgresConnection) async throws {
+        try await conn.run("""
+            UPDATE content_items SET packed = \(ByteBuffer(data: p.data)), packed_compressed = \(p.compressed), packed_checksum = \(p.checksum),
+                   packed_size = \(p.sizeBytes)
+            WHERE app_id = \(app) AND id = \(id)
+            """, logger: logger)
     }
 
     func categories(app: UUID, on conn: PostgresConnection) async throws -> [CategorySummary] {
@@ -190,6 +212,33 @@ struct CopyStore: Sendable {
                 compressed = EXCLUDED.compressed, checksum = EXCLUDED.checksum, size_bytes = EXCLUDED.size_bytes, version = EXCLUDED.version,
                 downloaded_at = EXCLUDED.downloaded_at, expires_at = EXCLUDED.expires_at
             """, logger: logger)
+    }
+
+    /// The sizes of the items a category of the copy holds, by item id.
+    func itemSizes(app: UUID, user: UUID, category: String, on conn: PostgresConnection) async throws -> [String: Int64] {
+        var out: [String: Int64] = [:]
+        for try await (id, size) in try await conn.run("""
+            SELECT item_id, size_bytes::int8 FROM offline_items WHERE app_id = \(app) AND user_id = \(user) AND category_id = \(category)
+            """, logger: logger).decode((String, Int64).self) { out[id] = size }
+        return out
+    }
+
+    /// Copies published items, already packed, into the user's copy in one statement; returns
+    /// the ids stored (an item not packed yet, or gone, is not).
+    func copyPacked(app: UUID, user: UUID, items: [(category: String, item: String)], now: Date, on conn: PostgresConnection) async throws -> Set<String> {
+        let expires = now.addingTimeInterval(OfflineRules.copyLifetime)
+        var stored: Set<String> = []
+        for try await id in try await conn.run("""
+            INSERT INTO offline_items (app_id, user_id, category_id, item_id, data, compressed, checksum, size_bytes, version, downloaded_at, expires_at)
+            SELECT \(app), \(user), w.c, i.id, i.packed, i.packed_compressed, i.packed_checksum, i.packed_size, i.version, \(now), \(expires)
+            FROM unnest(\(items.map(\.category))::text[], \(items.map(\.item))::text[]) AS w(c, i_id)
+            JOIN content_items i ON i.app_id = \(app) AND i.id = w.i_id AND i.deleted_at IS NULL AND i.packed IS NOT NULL
+            ON CONFLICT (app_id, user_id, item_id) DO UPDATE SET category_id = EXCLUDED.category_id, data = EXCLUDED.data,
+                compressed = EXCLUDED.compressed, checksum = EXCLUDED.checksum, size_bytes = EXCLUDED.size_bytes, version = EXCLUDED.version,
+                downloaded_at = EXCLUDED.downloaded_at, expires_at = EXCLUDED.expires_at
+            RETURNING item_id
+            """, logger: logger).decode(String.self) { stored.insert(id) }
+        return stored
     }
 
     func deleteItems(app: UUID, user: UUID, ids: [String], on conn: PostgresConnection) async throws {

@@ -36,7 +36,10 @@ struct DownloadStore: Sendable {
         try await conn.run("""
             INSERT INTO download_jobs (id, app_id, user_id, category_ids, status, total_count, estimated_size_bytes, cursor, created_at)
             SELECT \(id), \(app), \(user), \(categories), 'pending', \(items.count), \(estimatedBytes),
-                   COALESCE((SELECT max(change_seq) FROM content_items WHERE app_id = \(app)), 0), \(now)
+                   -- A copy made now is up to date now: never below the purge horizon (after tombstones
+                   -- are purged the highest stored change can be older than it).
+                   GREATEST(COALESCE((SELECT max(change_seq) FROM content_items WHERE app_id = \(app)), 0),
+                            COALESCE((SELECT purged_through_seq FROM content_horizon WHERE app_id = \(app)), 0)), \(now)
             """, logger: logger)
         let cats = items.map(\.category), ids = items.map(\.item)
         try await conn.run("""
@@ -107,16 +110,61 @@ struct DownloadStore: Sendable {
         return out
     }
 
+    func start(_ id: UUID, now: Date, on conn: PostgresConnection) async throws {
+        try await conn.run("UPDATE download_jobs SET status = 'downloading', started_at = \(now) WHERE id = \(id)", logger: logger)
+    }
+
+    func complete(_ id: UUID, withErrors: Bool, now: Date, on conn: PostgresConnection) async throws {
+        try await conn.run("""
+            UPDATE download_jobs SET status = \(withErrors ? "completed_with_errors" : "completed"), completed_at = \(now) WHERE id = \(id)
+            """, logger: logger)
+    }
+
+    func failedByCategory(job: UUID, on conn: PostgresConnection) async throws -> [String: Int] {
+        var out: [String: Int] = [:]
+        for try await (category, n) in try await conn.run("""
+            SELECT category_id, count(*)::int FROM download_job_items WHERE job_id = \(job) AND status = 'failed' GROUP BY category_id
+            """, logger: logger).decode((String, Int).self) { out[category] = n }
+        return out
+    }
+
+    func markDone(job: UUID, positions: [Int], on conn: PostgresConnection) async throws {
+        try await conn.run("""
+            UPDATE download_job_items SET status = 'done', attempts = attempts + 1 WHERE job_id = \(job) AND position = ANY(\(positions))
+            """, logger: logger)
+    }
+
     func markItem(job: UUID, position: Int, status: String, error: String?, on conn: PostgresConnection) async throws {
         try await conn.run("""
             UPDATE download_job_items SET status = \(status), error = \(error), attempts = attempts + 1 WHERE job_id = \(job) AND position = \(position)
             """, logger: logger)
     }
 
+    /// Deleting categories from the copy (all when nil) cancels what unfinished downloads would
+    /// still add to them: their pending items, and a job left with no category at all.
+    func cancel(app: UUID, user: UUID, categories: [String]?, on conn: PostgresConnection) async throws {
+        try await conn.run("""
+            UPDATE download_job_items SET status = 'cancelled'
+            WHERE status = 'pending' AND (\(categories)::text[] IS NULL OR category_id = ANY(\(categories)))
+              AND job_id IN (SELECT id FROM download_jobs WHERE app_id = \(app) AND user_id = \(user)
+                             AND status IN ('pending', 'downloading', 'paused'))
+            """, logger: logger)
+        try await conn.run("""
+            UPDATE download_jobs SET category_ids = CASE WHEN \(categories)::text[] IS NULL THEN '{}'::text[]
+                                                         ELSE ARRAY(SELECT c FROM unnest(category_ids) c WHERE c <> ALL(\(categories))) END
+            WHERE app_id = \(app) AND user_id = \(user) AND status IN ('pending', 'downloading', 'paused')
+            """, logger: logger)
+        try await conn.run("""
+            UPDATE download_jobs SET status = 'cancelled', completed_at = now()
+            WHERE app_id = \(app) AND user_id = \(user) AND status IN ('pending', 'downloading', 'paused') AND cardinality(category_ids) = 0
+            """, logger: logger)
+    }
+
     func recount(job: UUID, on conn: PostgresConnection) async throws {
         try await conn.run("""
-            UPDATE download_jobs j SET downloaded_count = c.done, failed_count = c.failed
-            FROM (SELECT count(*) FILTER (WHERE status = 'done')::int AS done, count(*) FILTER (WHERE status = 'failed')::int AS failed
+            UPDATE download_jobs j SET downloaded_count = c.done, failed_count = c.failed, total_count = c.total
+            FROM (SELECT count(*) FILTER (WHERE status = 'done')::int AS done, count(*) FILTER (WHERE status = 'failed')::int AS failed,
+                         count(*) FILTER (WHERE status <> 'cancelled')::int AS total
                   FROM download_job_items WHERE job_id = \(job)) c
             WHERE j.id = \(job)
             """, logger: logger)

@@ -65,4 +65,38 @@ struct LocationStore: Sendable {
                     \(l.source), \(l.place?.countryCode), \(l.place?.country), \(l.place?.city), \(l.at))
             """, logger: logger)
     }
+
+    // MARK: nearby content (UC-OFFLINE-3.4)
+
+    /// The user's latest position (latitude, longitude).
+    func lastPoint(app: UUID, user: UUID, on conn: PostgresConnection) async throws -> (Double, Double)? {
+        for try await p in try await conn.run("""
+            SELECT ST_Y(location::geometry), ST_X(location::geometry) FROM user_locations WHERE app_id = \(app) AND user_id = \(user)
+            ORDER BY created_at DESC LIMIT 1
+            """, logger: logger).decode((Double, Double).self) { return p }
+        return nil
+    }
+
+    struct NearbyContent: Sendable { var id: String, type: String, title: String, distanceMeters: Double, metadata: String }
+
+    /// ST_DWithin on the GiST-indexed geography column, 20 at most, ordered by the distance
+    /// reported (the WGS84 spheroid's), not by the index's sphere: the order the app shows.
+    static func nearbyQuery(app: UUID, lat: Double, lon: Double, radiusKm: Double, now: Date) -> PostgresQuery {
+        """
+        SELECT id, content_type, title, ST_Distance(location, p.g) AS d, metadata::text
+        FROM location_based_content, (SELECT ST_SetSRID(ST_MakePoint(\(lon), \(lat)), 4326)::geography AS g) p
+        WHERE app_id = \(app) AND active AND ST_DWithin(location, p.g, \(radiusKm * 1000))
+          AND (available_until IS NULL OR available_until > \(now))
+        ORDER BY d, id LIMIT \(OfflineRules.nearbyLimit)
+        """
+    }
+
+    func nearby(app: UUID, lat: Double, lon: Double, radiusKm: Double, now: Date, on conn: PostgresConnection) async throws -> [NearbyContent] {
+        var out: [NearbyContent] = []
+        for try await r in try await conn.run(Self.nearbyQuery(app: app, lat: lat, lon: lon, radiusKm: radiusKm, now: now), logger: logger)
+            .decode((String, String, String, Double, String).self) {
+            out.append(NearbyContent(id: r.0, type: r.1, title: r.2, distanceMeters: r.3, metadata: r.4))
+        }
+        return out
+    }
 }

@@ -24,6 +24,20 @@ struct ProfileStore: Sendable {
         try await conn.run("INSERT INTO sync_profiles (app_id, user_id) VALUES (\(app), \(user)) ON CONFLICT DO NOTHING", logger: logger)
     }
 
+    func touchFullSync(app: UUID, user: UUID, now: Date, on conn: PostgresConnection) async throws {
+        try await conn.run("UPDATE sync_profiles SET last_full_sync_at = \(now), last_sync_at = \(now) WHERE app_id = \(app) AND user_id = \(user)",
+                           logger: logger)
+    }
+
+    func touchSync(app: UUID, user: UUID, now: Date, on conn: PostgresConnection) async throws {
+        try await conn.run("UPDATE sync_profiles SET last_sync_at = \(now) WHERE app_id = \(app) AND user_id = \(user)", logger: logger)
+    }
+
+    /// Deleting the whole copy forgets the sync settings too.
+    func delete(app: UUID, user: UUID, on conn: PostgresConnection) async throws {
+        try await conn.run("DELETE FROM sync_profiles WHERE app_id = \(app) AND user_id = \(user)", logger: logger)
+    }
+
     func profile(app: UUID, user: UUID, on conn: PostgresConnection) async throws -> SyncProfile {
         try await ensure(app: app, user: user, on: conn)
         for try await r in try await conn.run("""
@@ -111,6 +125,7 @@ struct SyncStore: Sendable {
         for try await id in try await conn.run("""
             UPDATE sync_queue SET status = 'dropped', processed_at = \(now), last_error = 'dropped: the queue held 100 pending actions'
             WHERE id = (SELECT id FROM sync_queue WHERE app_id = \(app) AND user_id = \(user) AND status = 'pending' AND priority >= 10
+                          AND action_type <> ALL(\(OfflineRules.neverDropped))
                         ORDER BY created_at, id LIMIT 1)
             RETURNING client_action_id
             """, logger: logger).decode(String.self) { return id }
@@ -145,6 +160,54 @@ struct SyncStore: Sendable {
     }
 
     /// The next action due for this user, locked (priority, then age).
+    // MARK: sync jobs
+
+    /// Marks a sync job processing; nil when it is already completed (or unknown).
+    func startJob(_ id: UUID, on conn: PostgresConnection) async throws -> (UUID, UUID)? {
+        for try await r in try await conn.run("""
+            UPDATE sync_jobs SET status = 'processing' WHERE id = \(id) AND status <> 'completed' RETURNING app_id, user_id
+            """, logger: logger).decode((UUID, UUID).self) { return r }
+        return nil
+    }
+
+    func completeJob(_ id: UUID, now: Date, on conn: PostgresConnection) async throws {
+        try await conn.run("UPDATE sync_jobs SET status = 'completed', completed_at = \(now) WHERE id = \(id)", logger: logger)
+    }
+
+    enum JobCounter: String, Sendable { case succeeded, duplicates, failed, conflicts }
+
+    func count(_ counter: JobCounter, job: UUID, on conn: PostgresConnection) async throws {
+        try await conn.run("UPDATE sync_jobs SET \(unescaped: counter.rawValue) = \(unescaped: counter.rawValue) + 1 WHERE id = \(job)", logger: logger)
+    }
+
+    /// No upstream (the local stack): the accepted action is recorded here, once. False for a duplicate.
+    func applyLocally(_ item: QueueItem, app: UUID, user: UUID, on conn: PostgresConnection) async throws -> Bool {
+        let payload = String(decoding: try JSON.encoder.encode(item.payload), as: UTF8.self)
+        for try await _ in try await conn.run("""
+            INSERT INTO sync_applied_actions (app_id, user_id, client_action_id, action_type, entity_type, entity_id, payload)
+            VALUES (\(app), \(user), \(item.clientActionID), \(item.actionType), \(item.entityType), \(item.entityID), \(payload)::jsonb)
+            ON CONFLICT DO NOTHING RETURNING 1
+            """, logger: logger) { return true }
+        return false
+    }
+
+    /// An action about a category counts as opening it (storage suggestions).
+    func touchCategory(app: UUID, user: UUID, category: String, at: Date, on conn: PostgresConnection) async throws {
+        try await conn.run("""
+            UPDATE offline_categories SET last_accessed_at = GREATEST(COALESCE(last_accessed_at, \(at)), \(at))
+            WHERE app_id = \(app) AND user_id = \(user) AND category_id = \(category)
+            """, logger: logger)
+    }
+
+    /// Pending actions about content of these categories (all when nil).
+    func pendingActions(app: UUID, user: UUID, categories: [String]?, on conn: PostgresConnection) async throws -> Int {
+        for try await n in try await conn.run("""
+            SELECT count(*)::int FROM sync_queue WHERE app_id = \(app) AND user_id = \(user) AND status = 'pending'
+              AND category_id IS NOT NULL AND (\(categories)::text[] IS NULL OR category_id = ANY(\(categories)))
+            """, logger: logger).decode(Int.self) { return n }
+        return 0
+    }
+
     func nextDue(app: UUID, user: UUID, on conn: PostgresConnection) async throws -> QueueItem? {
         for try await r in try await conn.run("""
             SELECT \(unescaped: Self.columns) FROM sync_queue WHERE app_id = \(app) AND user_id = \(user) AND status = 'pending'
@@ -168,10 +231,12 @@ struct SyncStore: Sendable {
             """, logger: logger)
     }
 
-    func retryLater(_ id: UUID, attempts: Int, error: String, on conn: PostgresConnection) async throws {
-        let delay = OfflineRules.retryDelay(afterAttempt: attempts)
+    /// The next try after `delay` counted from now, the failure (`clock_timestamp()`: a
+    /// transaction's `now()` is its start, before the upstream call timed out).
+    func retryLater(_ id: UUID, attempts: Int, delay: TimeInterval, error: String, on conn: PostgresConnection) async throws {
         try await conn.run("""
-            UPDATE sync_queue SET attempts = \(attempts), last_error = \(error), next_retry_at = now() + make_interval(secs => \(delay)) WHERE id = \(id)
+            UPDATE sync_queue SET attempts = \(attempts), last_error = \(error),
+                   next_retry_at = clock_timestamp() + make_interval(secs => \(delay)) WHERE id = \(id)
             """, logger: logger)
     }
 
