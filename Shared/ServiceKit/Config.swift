@@ -140,6 +140,23 @@ public struct ServiceConfig: Sendable {
     }
 
     public func url(of service: ServiceName) -> String { serviceURLs[service]! }
+
+    /// `ENVIRONMENT=local` (set by `make run` and `make test`): the built-in secrets are allowed.
+    public var isLocal: Bool { environment.optional("ENVIRONMENT") == "local" }
+
+    /// The secrets this service would run with that are empty or the built-in local value,
+    /// by variable name; always empty in the local stack.
+    public func unsafeSecrets() -> [String] {
+        guard !isLocal else { return [] }
+        var checks: [(String, String)] = [("ADMIN_API_TOKEN", "local-admin-token"),
+                                          ("\(service.envPrefix)_DATABASE_PASSWORD", "\(service.databaseRole)_local")]
+        for s in ServiceName.allCases { checks.append(("\(s.envPrefix)_INTERNAL_CREDENTIAL", "local-internal-\(s.rawValue)")) }
+        if service == .offline { checks.append(("SYNC_SIGNING_KEY", "local-sync-signing-key")) }
+        return checks.compactMap { name, builtIn in
+            let value = environment.optional(name) ?? ""
+            return value.isEmpty || value == builtIn ? name : nil
+        }
+    }
 }
 
 /// Configuration or packaging that makes the service unable to start.

@@ -58,7 +58,10 @@ enum ErrorResponder {
         return e
     }()
 
+    /// The envelope, with the request's id (`request_id`) so a user's report finds the logs.
     static func envelope(status: HTTPResponse.Status, body: ErrorEnvelope, headers: HTTPFields = [:]) -> Response {
+        var body = body
+        if body.extra["request_id"] == nil, let id = RequestTrace.requestID { body.extra["request_id"] = .string(id) }
         let data = (try? encoder.encode(body)) ?? Data(#"{"error":"internal_error","message":"Internal server error"}"#.utf8)
         var h = headers
         h[.contentType] = "application/json; charset=utf-8"
@@ -84,7 +87,7 @@ enum ErrorResponder {
     }
 }
 
-/// Outermost middleware: every error leaves as the envelope. Unknown errors are logged with
+/// Inside the request id and the metrics: every error leaves as the envelope. Unknown errors are logged with
 /// the request id and answered with a bare 500 that tells nothing about internals; a database
 /// that cannot be reached is a 503 the client may retry.
 public struct ErrorMiddleware<Context: RequestContext>: RouterMiddleware {

@@ -115,9 +115,11 @@ public func buildServiceApplication(
 ) rethrows -> Application<RouterResponder<ServiceRequestContext>> {
     let config = runtime.config
     let router = Router(context: ServiceRequestContext.self)
-    router.add(middleware: ErrorMiddleware())
+    // Outermost the request id (on every answer, errors included), then the metrics (which
+    // see every answer, errors rendered), then the error envelope.
     router.add(middleware: RequestIDMiddleware(trustedProxies: config.trustedProxies))
     router.add(middleware: MetricsMiddleware(registry: runtime.metrics))
+    router.add(middleware: ErrorMiddleware())
 
     let prefix = config.service.prefix
     let open = router.group(RouterPath(prefix))
@@ -125,15 +127,17 @@ public func buildServiceApplication(
         base.get("health") { _, context in
             try context.json(HealthStatus(status: "ok", service: config.service.rawValue))
         }
-        base.get("ready") { _, context in
-            try await readiness(runtime: runtime, context: context)
-        }
-        base.get("metrics") { _, _ in
-            var buffer: [UInt8] = []
-            runtime.metrics.emit(into: &buffer)
-            return Response(status: .ok, headers: [.contentType: "text/plain; version=0.0.4"],
-                            body: .init(byteBuffer: ByteBuffer(bytes: buffer)))
-        }
+    }
+    // Operators only: at the root, outside every public prefix, so neither the gateway nor the
+    // Ingress (which route by prefix) ever reaches them.
+    router.get("ready") { _, context in
+        try await readiness(runtime: runtime, context: context)
+    }
+    router.get("metrics") { _, _ in
+        var buffer: [UInt8] = []
+        runtime.metrics.emit(into: &buffer)
+        return Response(status: .ok, headers: [.contentType: "text/plain; version=0.0.4"],
+                        body: .init(byteBuffer: ByteBuffer(bytes: buffer)))
     }
     let tenant = router.group(RouterPath(prefix)).add(middleware: TenantMiddleware(verifier: appVerifier))
     let user = router.group(RouterPath(prefix))

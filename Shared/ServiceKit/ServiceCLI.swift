@@ -25,6 +25,12 @@ public struct ServeCommand<S: ServiceDefinition>: AsyncParsableCommand {
     public init() {}
     public func run() async throws {
         let runtime = try S.makeRuntime()
+        // Outside the local stack a built-in secret is a door anyone can open: refuse to start.
+        let unsafe = runtime.config.unsafeSecrets()
+        guard unsafe.isEmpty else {
+            throw ConfigurationError("refusing to start with a default or empty secret outside ENVIRONMENT=local: set "
+                                     + unsafe.joined(separator: ", "))
+        }
         let app = try await S.buildApplication(runtime: runtime)
         try await app.runService()
     }

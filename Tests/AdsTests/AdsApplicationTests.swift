@@ -17,7 +17,7 @@ final class AdsApplicationTests: XCTestCase {
         let app = try AdsService.buildApplication(runtime: runtime, appVerifier: AllowAll(),
                                               tokenVerifier: AccessTokenVerifier(source: StaticJWKSSource(.init(keys: []))))
         try await app.test(.router) { client in
-            for path in ["/ads/v1/health", "/health", "/ads/v1/ready", "/ready"] {
+            for path in ["/ads/v1/health", "/health", "/ready"] {
                 try await client.execute(uri: path, method: .get) { r in
                     XCTAssertEqual(r.status, .ok, path)
                     XCTAssertEqual(try r.json(HealthStatus.self).service, "ads")
@@ -25,7 +25,7 @@ final class AdsApplicationTests: XCTestCase {
             }
             let problems = try await documentedOperationProblems(client, prefix: "ads")
             XCTAssertEqual(problems, [])
-            try await client.execute(uri: "/ads/v1/metrics", method: .get) { r in
+            try await client.execute(uri: "/metrics", method: .get) { r in
                 XCTAssertEqual(r.status, .ok)
                 XCTAssertTrue(String(buffer: r.body).contains("http_requests_total"))
             }

@@ -17,7 +17,7 @@ final class OfflineApplicationTests: XCTestCase {
         let app = try OfflineService.buildApplication(runtime: runtime, appVerifier: AllowAll(),
                                               tokenVerifier: AccessTokenVerifier(source: StaticJWKSSource(.init(keys: []))))
         try await app.test(.router) { client in
-            for path in ["/offline/v1/health", "/health", "/offline/v1/ready", "/ready"] {
+            for path in ["/offline/v1/health", "/health", "/ready"] {
                 try await client.execute(uri: path, method: .get) { r in
                     XCTAssertEqual(r.status, .ok, path)
                     XCTAssertEqual(try r.json(HealthStatus.self).service, "offline")
@@ -25,7 +25,7 @@ final class OfflineApplicationTests: XCTestCase {
             }
             let problems = try await documentedOperationProblems(client, prefix: "offline")
             XCTAssertEqual(problems, [])
-            try await client.execute(uri: "/offline/v1/metrics", method: .get) { r in
+            try await client.execute(uri: "/metrics", method: .get) { r in
                 XCTAssertEqual(r.status, .ok)
                 XCTAssertTrue(String(buffer: r.body).contains("http_requests_total"))
             }

@@ -204,8 +204,9 @@ struct OfflineHarness: Sendable {
         let app = try OfflineService.buildApplication(runtime: runtime, appVerifier: AllowAll(),
                                                       tokenVerifier: AccessTokenVerifier(source: StaticJWKSSource(.init(keys: [signer.jwk])), clock: clock))
         let logger = runtime.logger
+        // Batches of 100 here: the tests pause and count between batches.
         let deps = DownloadJob.Deps(db: runtime.db, downloads: DownloadStore(logger: logger), copies: CopyStore(logger: logger),
-                                    profiles: ProfileStore(logger: logger), clock: clock, logger: logger)
+                                    profiles: ProfileStore(logger: logger), clock: clock, logger: logger, batchSize: 100)
         let upstreamClient = SyncUpstream(routes: try SyncUpstream.parse(overrides["SYNC_UPSTREAMS"]), http: runtime.http, timeout: .seconds(2))
         let worker = JobWorker(queue: JobQueue(client: runtime.db, queue: DownloadJob.queue, logger: logger, clock: clock), handlers: [
             DownloadJob.kind: DownloadJob.handler(deps),

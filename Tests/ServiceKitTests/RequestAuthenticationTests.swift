@@ -206,6 +206,41 @@ final class RequestAuthenticationTests: XCTestCase {
         }
     }
 
+    /// #15: every answer is counted by route pattern and status, errors included (a thrown
+    /// 401, 422 and 500), and every answer carries the request id, in the header and in the
+    /// error envelope; `/metrics` and `/ready` are at the root only (no public prefix).
+    func testErrorsAreCountedAndCarryTheRequestID() async throws {
+        try await Self.withStack { client, ctx in
+            let tenant = HTTPFields.tenant(ctx.appA.appID, ctx.appA.apiKey)
+            let cases: [(String, HTTPRequest.Method, HTTPFields, String?, Int)] = [
+                ("/ads/v1/echo", .post, tenant, #"{"name":"x","count":1}"#, 401),
+                ("/ads/v1/boom", .get, [:], nil, 500),
+            ]
+            var withToken = tenant
+            withToken[.authorization] = "Bearer \(try ctx.token())"
+            withToken[.contentType] = "application/json"
+            for (path, method, headers, body, status) in cases + [("/ads/v1/echo", .post, withToken, #"{"name":"x","count":"many"}"#, 400)] {
+                let id = "req-\(UUID().uuidString.prefix(8))"
+                var h = headers
+                h[.xRequestID] = id
+                try await client.execute(uri: path, method: method, headers: h, body: body.map { ByteBuffer(string: $0) }) { r in
+                    XCTAssertEqual(Int(r.status.code), status, path)
+                    XCTAssertEqual(r.headers[.xRequestID], id, "the id on an error answer: \(path)")
+                    XCTAssertEqual(try r.envelope().extra["request_id"], .string(id), path)
+                }
+            }
+            let metrics = try await client.execute(uri: "/metrics", method: .get) { String(buffer: $0.body) }
+            for status in ["401", "400", "500"] {
+                XCTAssertTrue(metrics.contains(#"status="\#(status)""#), "a \(status) series: \(metrics.prefix(2000))")
+            }
+            XCTAssertTrue(metrics.contains(#"route="/ads/v1/echo""#), "by route pattern")
+            for path in ["/ads/v1/metrics", "/ads/v1/ready"] {
+                let r = try await client.execute(uri: path, method: .get) { $0.status }
+                XCTAssertEqual(r, .notFound, "\(path) is not under the public prefix")
+            }
+        }
+    }
+
     func testInternalRoutesNeedTheCallingServicesCredential() async throws {
         try await Self.withStack { client, _ in
             try await client.execute(uri: "/internal/whoami", method: .get) { r in

@@ -10,18 +10,45 @@ final class GatewayTests: XCTestCase {
     let gateway = TestEnvironment.gatewayURL
     deinit { http.shutdown() }
 
-    func testEveryServiceAnswersHealthAndReadyThroughTheGateway() async throws {
+    /// Health through the gateway; readiness and metrics only on each service's own port (#15:
+    /// operators only: the gateway and the Ingress route the public prefixes, where they are not).
+    func testHealthThroughTheGatewayReadyAndMetricsOnlyOnTheServicePort() async throws {
         for service in ServiceName.allCases {
-            for path in ["health", "ready"] {
-                let r = try await http.send(HTTPRequest(url: "\(gateway)/\(service.rawValue)/v1/\(path)"))
-                XCTAssertEqual(r.status, 200, "\(service) \(path)")
-                let status = try r.decode(HealthStatus.self)
-                XCTAssertEqual(status.service, service.rawValue)
+            let r = try await http.send(HTTPRequest(url: "\(gateway)/\(service.rawValue)/v1/health"))
+            XCTAssertEqual(r.status, 200, "\(service) health")
+            XCTAssertEqual(try r.decode(HealthStatus.self).service, service.rawValue)
+            for path in ["ready", "metrics"] {
+                let hidden = try await http.send(HTTPRequest(url: "\(gateway)/\(service.rawValue)/v1/\(path)"))
+                XCTAssertEqual(hidden.status, 404, "\(service) \(path) through the gateway")
             }
-            let metrics = try await http.send(HTTPRequest(url: "\(gateway)/\(service.rawValue)/v1/metrics"))
+            let own = "http://127.0.0.1:\(service.defaultPort)"
+            let ready = try await http.send(HTTPRequest(url: "\(own)/ready"))
+            XCTAssertEqual(ready.status, 200)
+            let metrics = try await http.send(HTTPRequest(url: "\(own)/metrics"))
             XCTAssertEqual(metrics.status, 200)
             XCTAssertTrue(String(decoding: metrics.body, as: UTF8.self).contains("http_requests_total"))
         }
+    }
+
+    /// #15: outside ENVIRONMENT=local a service refuses to start with a built-in secret, naming it.
+    func testAServiceRefusesToStartWithADefaultSecret() async throws {
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: TestEnvironment.binDirectory + "/ads-service")
+        p.arguments = ["serve"]
+        var env = ProcessInfo.processInfo.environment
+        env["ENVIRONMENT"] = "production"
+        env["ADS_PORT"] = String(try TestEnvironment.freePort())
+        env["ADMIN_API_TOKEN"] = nil
+        p.environment = env
+        let err = Pipe()
+        p.standardError = err
+        p.standardOutput = Pipe()
+        try p.run()
+        p.waitUntilExit()
+        let text = String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        XCTAssertNotEqual(p.terminationStatus, 0)
+        XCTAssertTrue(text.contains("ADMIN_API_TOKEN"), text)
+        XCTAssertTrue(text.contains("ADS_INTERNAL_CREDENTIAL"), text)
     }
 
     func testTheDocsPageLinksEveryServicesDocument() async throws {

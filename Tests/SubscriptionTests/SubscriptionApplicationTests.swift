@@ -17,7 +17,7 @@ final class SubscriptionApplicationTests: XCTestCase {
         let app = try SubscriptionService.buildApplication(runtime: runtime, appVerifier: AllowAll(),
                                               tokenVerifier: AccessTokenVerifier(source: StaticJWKSSource(.init(keys: []))))
         try await app.test(.router) { client in
-            for path in ["/subscription/v1/health", "/health", "/subscription/v1/ready", "/ready"] {
+            for path in ["/subscription/v1/health", "/health", "/ready"] {
                 try await client.execute(uri: path, method: .get) { r in
                     XCTAssertEqual(r.status, .ok, path)
                     XCTAssertEqual(try r.json(HealthStatus.self).service, "subscription")
@@ -25,7 +25,7 @@ final class SubscriptionApplicationTests: XCTestCase {
             }
             let problems = try await documentedOperationProblems(client, prefix: "subscription")
             XCTAssertEqual(problems, [])
-            try await client.execute(uri: "/subscription/v1/metrics", method: .get) { r in
+            try await client.execute(uri: "/metrics", method: .get) { r in
                 XCTAssertEqual(r.status, .ok)
                 XCTAssertTrue(String(buffer: r.body).contains("http_requests_total"))
             }

@@ -31,6 +31,7 @@ bash deploy/local/stack.sh stop-services >/dev/null 2>&1 || true
 
 export DATABASE_HOST=127.0.0.1 DATABASE_PORT=$PORT DATABASE_NAME=app_backend_bench DATA_DIR=$BENCH LOG_LEVEL=error
 export AUTH_REFRESH_LIMIT_PER_MINUTE=100000000
+export ENVIRONMENT=local
 "$BIN/auth-service" migrate >/dev/null
 "$BIN/subscription-service" migrate >/dev/null
 "$BIN/ads-service" migrate >/dev/null
@@ -43,17 +44,17 @@ start_ms=$(date +%s%3N)
 "$BIN/auth-service" serve >"$BENCH/auth.log" 2>&1 &
 AUTH_PID=$!
 trap 'kill $AUTH_PID $SUB_PID $ADS_PID $OFF_PID 2>/dev/null || true' EXIT
-until curl -fsS -o /dev/null http://127.0.0.1:3001/auth/v1/ready 2>/dev/null; do sleep 0.01; done
+until curl -fsS -o /dev/null http://127.0.0.1:3001/ready 2>/dev/null; do sleep 0.01; done
 ready_ms=$(( $(date +%s%3N) - start_ms ))
 "$BIN/subscription-service" serve >"$BENCH/subscription.log" 2>&1 &
 SUB_PID=$!
-until curl -fsS -o /dev/null http://127.0.0.1:3002/subscription/v1/ready 2>/dev/null; do sleep 0.01; done
+until curl -fsS -o /dev/null http://127.0.0.1:3002/ready 2>/dev/null; do sleep 0.01; done
 "$BIN/ads-service" serve >"$BENCH/ads.log" 2>&1 &
 ADS_PID=$!
-until curl -fsS -o /dev/null http://127.0.0.1:3004/ads/v1/ready 2>/dev/null; do sleep 0.01; done
+until curl -fsS -o /dev/null http://127.0.0.1:3004/ready 2>/dev/null; do sleep 0.01; done
 "$BIN/offline-service" serve >"$BENCH/offline.log" 2>&1 &
 OFF_PID=$!
-until curl -fsS -o /dev/null http://127.0.0.1:3003/offline/v1/ready 2>/dev/null; do sleep 0.01; done
+until curl -fsS -o /dev/null http://127.0.0.1:3003/ready 2>/dev/null; do sleep 0.01; done
 
 H=(-H "Content-Type: application/json" -H "X-App-ID: $APP_ID" -H "X-API-Key: $API_KEY")
 log "sessions for the refresh run"

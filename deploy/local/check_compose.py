@@ -15,7 +15,7 @@ for name, port in [("auth", 3001), ("subscription", 3002), ("offline", 3003), ("
     if s.get("command") != [f"/app/{name}-service", "serve"]:
         errors.append(f"{name}: command {s.get('command')}")
     check = " ".join(s.get("healthcheck", {}).get("test", []))
-    if f":{port}/{name}/v1/ready" not in check:
+    if f":{port}/ready" not in check:
         errors.append(f"{name}: healthcheck {check!r}")
 gateway = services.get("gateway", {})
 if "./deploy/gateway/nginx.conf:/etc/nginx/nginx.conf:ro" not in gateway.get("volumes", []):

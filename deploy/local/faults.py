@@ -23,6 +23,9 @@ ROOT = os.path.dirname(os.path.abspath(__file__)) + "/../.."
 DATA = os.environ.get("DATA_DIR", ROOT + "/.data")
 GATEWAY = os.environ.get("TEST_GATEWAY_URL", "http://127.0.0.1:8080")
 AUTH = "http://127.0.0.1:" + os.environ.get("AUTH_PORT", "3001")
+# Each service's own port: /ready and /metrics are for operators, not behind the gateway.
+PORTS = {s: int(os.environ.get(s.upper() + "_PORT", str(p))) for s, p in
+         (("auth", 3001), ("subscription", 3002), ("offline", 3003), ("ads", 3004))}
 USERS = int(os.environ.get("FAULT_USERS", "1000"))
 env = dict(line.strip().split("=", 1) for line in open(DATA + "/demo.env") if "=" in line)
 TENANT = {"X-App-ID": env["APP_ID"], "X-API-Key": env["API_KEY"], "Content-Type": "application/json"}
@@ -160,7 +163,7 @@ def writes_survive_a_database_restart():
         ready = {}
         while len(ready) < 4 and time.time() < restarted + 30:
             for s in ("auth", "subscription", "offline", "ads"):
-                if s not in ready and call("GET", GATEWAY + "/%s/v1/ready" % s, {})[0] == 200:
+                if s not in ready and call("GET", "http://127.0.0.1:%d/ready" % PORTS[s], {})[0] == 200:
                     ready[s] = time.time() - restarted
             time.sleep(0.05)
         for f in running:
@@ -196,7 +199,7 @@ def replicas_share_the_database():
                                           stdin=subprocess.DEVNULL, cwd=ROOT))
         for service, port in replicas.items():
             deadline = time.time() + 60
-            while call("GET", "http://127.0.0.1:%d/%s/v1/ready" % (port, service), {})[0] != 200:
+            while call("GET", "http://127.0.0.1:%d/ready" % port, {})[0] != 200:
                 if time.time() > deadline:
                     fail("the %s replica is not ready" % service)
                 time.sleep(0.2)

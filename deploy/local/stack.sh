@@ -13,6 +13,8 @@ PGBIN=/usr/lib/postgresql/15/bin
 SERVICES=(auth subscription offline ads)
 CONFIG=${CONFIG:-debug}
 GATEWAY_PORT=${GATEWAY_PORT:-8080}
+# The local stack runs with the built-in local secrets; outside it the services refuse them.
+export ENVIRONMENT=${ENVIRONMENT:-local}
 mkdir -p "$DATA" "$RUN" "$LOGS"
 
 log() { printf '==> %s\n' "$*" >&2; }
@@ -137,11 +139,19 @@ gateway_start() {
   fi
 }
 
+service_port() {
+  case $1 in auth) echo "${AUTH_PORT:-3001}" ;; subscription) echo "${SUBSCRIPTION_PORT:-3002}" ;;
+    offline) echo "${OFFLINE_PORT:-3003}" ;; ads) echo "${ADS_PORT:-3004}" ;; esac
+}
+
+# Ready on each service's own port (/ready is for operators, not behind the gateway), then
+# healthy through the gateway.
 wait_ready() {
   for s in "${SERVICES[@]}"; do
-    local url="http://127.0.0.1:$GATEWAY_PORT/$s/v1/ready" ok=0
+    local ok=0
     for _ in $(seq 1 300); do
-      if curl -fsS -o /dev/null "$url" 2>/dev/null; then ok=1; break; fi
+      if curl -fsS -o /dev/null "http://127.0.0.1:$(service_port "$s")/ready" 2>/dev/null \
+         && curl -fsS -o /dev/null "http://127.0.0.1:$GATEWAY_PORT/$s/v1/health" 2>/dev/null; then ok=1; break; fi
       sleep 0.2
     done
     if [ $ok = 0 ]; then log "$s is not ready; last log lines:"; tail -20 "$LOGS/$s.log" >&2; return 1; fi

@@ -21,7 +21,7 @@ struct DownloadJob: Codable, Sendable {
         var catalog: CatalogStore { CatalogStore(logger: logger) }
         let clock: any WallClock
         let logger: Logger
-        var batchSize = 100
+        var batchSize = 500
     }
 
     static func handler(_ deps: Deps) -> JobHandler {
@@ -36,6 +36,9 @@ struct DownloadJob: Codable, Sendable {
     static func batch(_ id: UUID, _ d: Deps) async throws -> Bool {
         let now = d.clock.now()
         return try await d.db.withTransaction(logger: d.logger) { conn in
+            // A batch is re-derivable (its items are marked done in the same transaction): it
+            // need not wait for the WAL flush; a crash loses at most a batch, done again.
+            try await d.downloads.relaxCommit(on: conn)
             guard let work = try await d.downloads.work(id: id, on: conn), ["pending", "downloading"].contains(work.status) else { return false }
             if work.status == "pending" { try await d.downloads.start(id, now: now, on: conn) }
             let items = try await d.downloads.nextItems(job: id, limit: d.batchSize, on: conn)

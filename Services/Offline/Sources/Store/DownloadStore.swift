@@ -110,6 +110,10 @@ struct DownloadStore: Sendable {
         return out
     }
 
+    func relaxCommit(on conn: PostgresConnection) async throws {
+        try await conn.run("SET LOCAL synchronous_commit TO off", logger: logger)
+    }
+
     func start(_ id: UUID, now: Date, on conn: PostgresConnection) async throws {
         try await conn.run("UPDATE download_jobs SET status = 'downloading', started_at = \(now) WHERE id = \(id)", logger: logger)
     }

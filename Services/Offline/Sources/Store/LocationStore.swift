@@ -79,15 +79,26 @@ struct LocationStore: Sendable {
 
     struct NearbyContent: Sendable { var id: String, type: String, title: String, distanceMeters: Double, metadata: String }
 
-    /// ST_DWithin on the GiST-indexed geography column, 20 at most, ordered by the distance
-    /// reported (the WGS84 spheroid's), not by the index's sphere: the order the app shows.
+    /// The nearest 20 within the radius, ordered by the distance reported (WGS84, the
+    /// spheroid), found through the GiST index: the index's nearest-neighbour order (`<->`, a
+    /// sphere) gives 20 candidates; every point whose spheroid distance is below the farthest of
+    /// them lies within 1 % more on the sphere (the two differ by under 0.6 %), so the final
+    /// set is taken from that ball and ordered exactly. A few dozen distances, not one per point
+    /// of the radius.
     static func nearbyQuery(app: UUID, lat: Double, lon: Double, radiusKm: Double, now: Date) -> PostgresQuery {
         """
-        SELECT id, content_type, title, ST_Distance(location, p.g) AS d, metadata::text
-        FROM location_based_content, (SELECT ST_SetSRID(ST_MakePoint(\(lon), \(lat)), 4326)::geography AS g) p
-        WHERE app_id = \(app) AND active AND ST_DWithin(location, p.g, \(radiusKm * 1000))
-          AND (available_until IS NULL OR available_until > \(now))
-        ORDER BY d, id LIMIT \(OfflineRules.nearbyLimit)
+        WITH p AS (SELECT ST_SetSRID(ST_MakePoint(\(lon), \(lat)), 4326)::geography AS g),
+        knn AS (
+            SELECT ST_Distance(c.location, p.g) AS d FROM location_based_content c, p
+            WHERE c.app_id = \(app) AND c.active AND (c.available_until IS NULL OR c.available_until > \(now))
+              AND ST_DWithin(c.location, p.g, \(radiusKm * 1000))
+            ORDER BY c.location <-> p.g LIMIT \(OfflineRules.nearbyLimit)),
+        bound AS (SELECT LEAST(COALESCE(max(d), 0), \(radiusKm * 1000)) * 1.01 AS r FROM knn)
+        SELECT c.id, c.content_type, c.title, ST_Distance(c.location, p.g) AS d, c.metadata::text
+        FROM location_based_content c, p, bound
+        WHERE c.app_id = \(app) AND c.active AND (c.available_until IS NULL OR c.available_until > \(now))
+          AND ST_DWithin(c.location, p.g, bound.r, false) AND ST_Distance(c.location, p.g) <= \(radiusKm * 1000)
+        ORDER BY d, c.id LIMIT \(OfflineRules.nearbyLimit)
         """
     }
 
