@@ -1,4 +1,5 @@
 import Foundation
+import Logging
 
 /// Reads configuration from environment variables (12-factor), with defaults that make the
 /// local stack run with no set-up. Every variable read here is listed in `.env.example`.
@@ -96,6 +97,8 @@ public struct ServiceConfig: Sendable {
     /// Whose `X-Forwarded-For` is believed (`TRUSTED_PROXIES`, CIDRs; loopback by default). An
     /// unreadable value falls back to loopback: the safe side, nobody else can spoof an address.
     public var trustedProxies: TrustedProxies
+    /// The level of the one access line per request (`ACCESS_LOG_LEVEL`, info by default).
+    public var accessLogLevel: Logger.Level
     public var environment: EnvironmentVariables
 
     public init(service: ServiceName, environment env: EnvironmentVariables = EnvironmentVariables()) {
@@ -137,6 +140,7 @@ public struct ServiceConfig: Sendable {
         jobPollMilliseconds = env.int("JOB_POLL_MS", default: 250)
         runWorkers = env.bool("RUN_WORKERS", default: true)
         trustedProxies = env.optional("TRUSTED_PROXIES").flatMap(TrustedProxies.init(cidrs:)) ?? .loopback
+        accessLogLevel = Logger.Level(rawValue: env.string("ACCESS_LOG_LEVEL", default: "info")) ?? .info
     }
 
     public func url(of service: ServiceName) -> String { serviceURLs[service]! }

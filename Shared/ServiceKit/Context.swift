@@ -53,7 +53,12 @@ public enum RequestTrace {
 public struct RequestIDMiddleware: RouterMiddleware {
     public typealias Context = ServiceRequestContext
     let proxies: TrustedProxies
-    public init(trustedProxies: TrustedProxies = .loopback) { proxies = trustedProxies }
+    /// One access line per request at this level (`ACCESS_LOG_LEVEL`).
+    let accessLevel: Logger.Level
+    public init(trustedProxies: TrustedProxies = .loopback, accessLevel: Logger.Level = .info) {
+        proxies = trustedProxies
+        self.accessLevel = accessLevel
+    }
 
     public func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
         var context = context
@@ -65,10 +70,20 @@ public struct RequestIDMiddleware: RouterMiddleware {
         // directly is known by its socket address.
         context.clientAddress = proxies.clientAddress(peer: context.remoteAddress?.ipAddress,
                                                       forwardedFor: request.headers[.xForwardedFor], realIP: request.headers[.xRealIP])
+        let start = ContinuousClock.now
         var response = try await RequestTrace.$requestID.withValue(id) {
             try await next(request, context)
         }
         response.headers[.xRequestID] = id
+        let elapsed = ContinuousClock.now - start
+        var metadata: Logger.Metadata = [
+            "method": "\(request.method.rawValue)", "route": "\(context.endpointPath ?? "unmatched")", "status": "\(response.status.code)",
+            "duration_ms": "\(Double(elapsed.components.attoseconds / 1_000_000_000_000 + elapsed.components.seconds * 1_000_000) / 1000)",
+        ]
+        if let app = context.identity?.appID { metadata["app_id"] = "\(app.uuidString.lowercased())" }
+        if let user = context.identity?.userID { metadata["user_id"] = "\(user.uuidString.lowercased())" }
+        if let caller = context.callingService { metadata["caller"] = "\(caller.rawValue)" }
+        context.logger.log(level: accessLevel, "request", metadata: metadata)
         return response
     }
 }

@@ -13,6 +13,8 @@ public struct Job: Sendable {
     /// 1 on the first run.
     public var attempt: Int
     public var maxAttempts: Int
+    /// The request that queued the job (its log lines and outbound calls carry it).
+    public var requestID: String? = nil
 
     public func decode<T: Decodable>(_ type: T.Type = T.self) throws -> T {
         try JSON.decoder.decode(T.self, from: payload)
@@ -58,9 +60,10 @@ public struct JobQueue: Sendable {
                                              logger: Logger) async throws -> Int64? {
         let json = String(decoding: try JSON.encoder.encode(payload), as: UTF8.self)
         let rows = try await connection.run("""
-            INSERT INTO jobs (queue, kind, payload, run_at, max_attempts, unique_key)
+            INSERT INTO jobs (queue, kind, payload, run_at, max_attempts, unique_key, request_id)
             VALUES (\(queue), \(kind), \(json)::jsonb,
-                    COALESCE(\(runAt), clock_timestamp() + make_interval(secs => COALESCE(\(runAfter), 0))), \(maxAttempts), \(uniqueKey))
+                    COALESCE(\(runAt), clock_timestamp() + make_interval(secs => COALESCE(\(runAfter), 0))), \(maxAttempts), \(uniqueKey),
+                    \(RequestTrace.requestID))
             ON CONFLICT (unique_key) DO NOTHING
             RETURNING id
             """, logger: logger)
@@ -93,11 +96,11 @@ public struct JobQueue: Sendable {
                 ORDER BY run_at
                 LIMIT \(limit)
                 FOR UPDATE SKIP LOCKED)
-            RETURNING id, kind, payload::text, attempts, max_attempts
+            RETURNING id, kind, payload::text, attempts, max_attempts, request_id
             """, logger: logger)
         var jobs: [Job] = []
-        for try await (id, kind, payload, attempts, max) in rows.decode((Int64, String, String, Int, Int).self) {
-            jobs.append(Job(id: id, queue: queue, kind: kind, payload: Data(payload.utf8), attempt: attempts, maxAttempts: max))
+        for try await (id, kind, payload, attempts, max, requestID) in rows.decode((Int64, String, String, Int, Int, String?).self) {
+            jobs.append(Job(id: id, queue: queue, kind: kind, payload: Data(payload.utf8), attempt: attempts, maxAttempts: max, requestID: requestID))
         }
         return jobs
     }
@@ -201,6 +204,10 @@ public struct JobWorker: Service {
     }
 
     private func process(_ job: Job) async {
+        await RequestTrace.$requestID.withValue(job.requestID) { await run(job) }
+    }
+
+    private func run(_ job: Job) async {
         do {
             guard let handler = handlers[job.kind] else {
                 throw JobError.noHandler(kind: job.kind)

@@ -41,8 +41,8 @@ public enum Outbox {
     public static func enqueue(_ message: OutboxMessage, on connection: PostgresConnection, logger: Logger) async throws -> (id: Int64, key: UUID) {
         let body = message.body.map { String(decoding: $0, as: UTF8.self) }
         let rows = try await connection.run("""
-            INSERT INTO outbox (target_service, method, path, body)
-            VALUES (\(message.target.rawValue), \(message.method), \(message.path), \(body)::jsonb)
+            INSERT INTO outbox (target_service, method, path, body, request_id)
+            VALUES (\(message.target.rawValue), \(message.method), \(message.path), \(body)::jsonb, \(RequestTrace.requestID))
             RETURNING id, idempotency_key
             """, logger: logger)
         for try await (id, key) in rows.decode((Int64, UUID).self) { return (id, key) }
@@ -90,7 +90,15 @@ public struct OutboxWorker: Service {
         }
     }
 
-    private struct Row { var id: Int64; var key: UUID; var target: String; var method: String; var path: String; var body: String?; var attempts: Int; var max: Int }
+    /// `requestID`: the request that wrote the row, carried to the receiver (`X-Request-ID`).
+    private struct Row {
+        var id: Int64; var key: UUID; var target: String; var method: String; var path: String; var body: String?; var attempts: Int; var max: Int
+        var requestID: String?
+        typealias Columns = (Int64, UUID, String, String, String, String?, Int, Int, String?)
+        init(_ r: Columns) {
+            id = r.0; key = r.1; target = r.2; method = r.3; path = r.4; body = r.5; attempts = r.6; max = r.7; requestID = r.8
+        }
+    }
 
     /// Claims due rows (leased for 60 s so another replica skips them), sends them, records
     /// the outcome. Returns how many rows it attempted.
@@ -101,12 +109,10 @@ public struct OutboxWorker: Service {
             WHERE id IN (
                 SELECT id FROM outbox WHERE status = 'pending' AND next_attempt_at <= now()
                 ORDER BY id LIMIT \(batchSize) FOR UPDATE SKIP LOCKED)
-            RETURNING id, idempotency_key, target_service, method, path, body::text, attempts, max_attempts
+            RETURNING id, idempotency_key, target_service, method, path, body::text, attempts, max_attempts, request_id
             """, logger: logger)
         var batch: [Row] = []
-        for try await r in rows.decode((Int64, UUID, String, String, String, String?, Int, Int).self) {
-            batch.append(Row(id: r.0, key: r.1, target: r.2, method: r.3, path: r.4, body: r.5, attempts: r.6, max: r.7))
-        }
+        for try await r in rows.decode(Row.Columns.self) { batch.append(Row(r)) }
         await withTaskGroup(of: Void.self) { group in
             for row in batch { group.addTask { await deliver(row) } }
         }
@@ -121,12 +127,9 @@ public struct OutboxWorker: Service {
             let rows = try await client.query("""
                 UPDATE outbox SET attempts = attempts + 1, next_attempt_at = now() + interval '60 seconds'
                 WHERE id = \(id) AND status = 'pending' AND next_attempt_at <= now()
-                RETURNING id, idempotency_key, target_service, method, path, body::text, attempts, max_attempts
+                RETURNING id, idempotency_key, target_service, method, path, body::text, attempts, max_attempts, request_id
                 """, logger: logger)
-            for try await r in rows.decode((Int64, UUID, String, String, String, String?, Int, Int).self) {
-                return await deliver(Row(id: r.0, key: r.1, target: r.2, method: r.3, path: r.4, body: r.5, attempts: r.6, max: r.7),
-                                     timeout: timeout)
-            }
+            for try await r in rows.decode(Row.Columns.self) { return await deliver(Row(r), timeout: timeout) }
         } catch {
             logger.warning("immediate outbox delivery not attempted", metadata: ["id": "\(id)", "error": "\(error)"])
         }
@@ -142,11 +145,9 @@ public struct OutboxWorker: Service {
         do {
             var found: Row?
             for try await r in try await client.query("""
-                SELECT id, idempotency_key, target_service, method, path, body::text, attempts, max_attempts
+                SELECT id, idempotency_key, target_service, method, path, body::text, attempts, max_attempts, request_id
                 FROM outbox WHERE id = \(id) AND status <> 'dead'
-                """, logger: logger).decode((Int64, UUID, String, String, String, String?, Int, Int).self) {
-                found = Row(id: r.0, key: r.1, target: r.2, method: r.3, path: r.4, body: r.5, attempts: r.6, max: r.7)
-            }
+                """, logger: logger).decode(Row.Columns.self) { found = Row(r) }
             guard let row = found, let request = request(for: row, timeout: timeout) else { return nil }
             let response = try await http.send(request)
             guard (200..<300).contains(response.status) else { return nil }
@@ -164,6 +165,8 @@ public struct OutboxWorker: Service {
         guard let target = ServiceName(rawValue: row.target), let base = serviceURLs[target] else { return nil }
         var headers = credential.headers + [("Idempotency-Key", row.key.uuidString.lowercased())]
         if row.body != nil { headers.append(("Content-Type", "application/json")) }
+        // One id follows a change from the request that caused it into the receiver's log.
+        if let id = row.requestID { headers.append(("X-Request-ID", id)) }
         return HTTPRequest(method: row.method, url: base + row.path, headers: headers, body: row.body.map { Data($0.utf8) }, timeout: timeout)
     }
 

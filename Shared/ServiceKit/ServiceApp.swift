@@ -117,7 +117,7 @@ public func buildServiceApplication(
     let router = Router(context: ServiceRequestContext.self)
     // Outermost the request id (on every answer, errors included), then the metrics (which
     // see every answer, errors rendered), then the error envelope.
-    router.add(middleware: RequestIDMiddleware(trustedProxies: config.trustedProxies))
+    router.add(middleware: RequestIDMiddleware(trustedProxies: config.trustedProxies, accessLevel: config.accessLogLevel))
     router.add(middleware: MetricsMiddleware(registry: runtime.metrics))
     router.add(middleware: ErrorMiddleware())
 

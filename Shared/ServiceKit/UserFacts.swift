@@ -56,7 +56,14 @@ extension PlatformMigrations {
         """
 
     /// Migrations a service's `Migrations/` folder includes by name.
-    static let included: [String: String] = ["user_facts": userFacts, "idempotency_fingerprint": idempotencyFingerprint]
+    static let included: [String: String] = ["user_facts": userFacts, "idempotency_fingerprint": idempotencyFingerprint,
+                                             "request_trace": requestTrace]
+
+    /// The request that wrote an outbox row or queued a job, carried to where the work runs.
+    static let requestTrace = """
+        ALTER TABLE outbox ADD COLUMN request_id text;
+        ALTER TABLE jobs ADD COLUMN request_id text;
+        """
 }
 
 /// All SQL of the versioned facts and session revocations.

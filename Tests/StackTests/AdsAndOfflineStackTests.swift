@@ -42,6 +42,26 @@ final class AdsAndOfflineStackTests: XCTestCase {
         return (r.status, body)
     }
 
+    /// #15: one request id follows a change from the gateway through an outbox delivery into
+    /// the receiving service's log (an answer given on the ads screen, sent to auth).
+    func testOneRequestIDFollowsAnOutboxDeliveryIntoTheReceiversLog() async throws {
+        let user = try await guest()
+        let id = "trace-\(UUID().uuidString.lowercased())"
+        let (status, _) = try await call("POST", "/ads/v1/ads/consent", user + [("X-Request-ID", id)],
+                                         #"{"consent_personalized_ads":true,"consent_data_sharing":true,"age_gate_passed":true,"is_under_age":false,"country":"FR"}"#)
+        XCTAssertEqual(status, 200)
+        let deadline = Date() + 20
+        var found = false
+        while Date() < deadline && !found {
+            let log = (try? String(contentsOfFile: ".data/logs/auth.log", encoding: .utf8)) ?? ""
+            found = log.split(separator: "\n").contains { $0.contains(id) && $0.contains("consent-answers") }
+            if !found { try await Task.sleep(for: .milliseconds(200)) }
+        }
+        XCTAssertTrue(found, "auth logged the delivery under the gateway's request id \(id)")
+        let adsLog = (try? String(contentsOfFile: ".data/logs/ads.log", encoding: .utf8)) ?? ""
+        XCTAssertTrue(adsLog.contains(id), "and ads logged the request itself")
+    }
+
     func testRewardedViewIsCreditedByTheRealSubscriptionService() async throws {
         let user = try await guest()
         let (consent, _) = try await call("POST", "/ads/v1/ads/consent", user,

@@ -32,21 +32,13 @@ final class GatewayTests: XCTestCase {
 
     /// #15: outside ENVIRONMENT=local a service refuses to start with a built-in secret, naming it.
     func testAServiceRefusesToStartWithADefaultSecret() async throws {
-        let p = Process()
-        p.executableURL = URL(fileURLWithPath: TestEnvironment.binDirectory + "/ads-service")
-        p.arguments = ["serve"]
         var env = ProcessInfo.processInfo.environment
         env["ENVIRONMENT"] = "production"
         env["ADS_PORT"] = String(try TestEnvironment.freePort())
         env["ADMIN_API_TOKEN"] = nil
-        p.environment = env
-        let err = Pipe()
-        p.standardError = err
-        p.standardOutput = Pipe()
-        try p.run()
-        p.waitUntilExit()
-        let text = String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        XCTAssertNotEqual(p.terminationStatus, 0)
+        let r = try runServiceBinary("ads-service", ["serve"], environment: env)
+        let text = r.err + r.out
+        XCTAssertNotEqual(r.status, 0)
         XCTAssertTrue(text.contains("ADMIN_API_TOKEN"), text)
         XCTAssertTrue(text.contains("ADS_INTERNAL_CREDENTIAL"), text)
     }

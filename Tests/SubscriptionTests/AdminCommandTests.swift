@@ -7,20 +7,12 @@ import XCTest
 /// The operator's commands for plans and content rules, run as the binary.
 final class AdminCommandTests: XCTestCase {
     func run(_ args: [String]) throws -> (Int32, String) {
-        let p = Process()
-        p.executableURL = URL(fileURLWithPath: TestEnvironment.binDirectory).appendingPathComponent("subscription-service")
-        p.arguments = args
         var env = ProcessInfo.processInfo.environment
         env["DATABASE_NAME"] = TestEnvironment.unitDatabase
         env["DATABASE_PORT"] = String(TestEnvironment.databasePort)
         env["LOG_LEVEL"] = "error"
-        p.environment = env
-        let out = Pipe()
-        p.standardOutput = out
-        p.standardError = Pipe()
-        try p.run()
-        p.waitUntilExit()
-        return (p.terminationStatus, String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self))
+        let r = try runServiceBinary("subscription-service", args, environment: env)
+        return (r.status, r.out)
     }
 
     func scalar(_ sql: String) async throws -> Int {

@@ -218,3 +218,23 @@ public func stopLocalServer(_ server: ServiceGroup, in group: inout ThrowingTask
     }
     if let failure { throw failure }
 }
+
+/// Runs one of the built service binaries (`TEST_BIN_DIR`) to its end (ended after `timeout`
+/// seconds, so a binary that should have refused to start cannot hang the run): exit status,
+/// stdout, stderr.
+public func runServiceBinary(_ name: String, _ args: [String], environment: [String: String],
+                             timeout: TimeInterval = 60) throws -> (status: Int32, out: String, err: String) {
+    let p = Process()
+    p.executableURL = URL(fileURLWithPath: TestEnvironment.binDirectory).appendingPathComponent(name)
+    p.arguments = args
+    p.environment = environment
+    let out = Pipe(), err = Pipe()
+    p.standardOutput = out
+    p.standardError = err
+    try p.run()
+    let pid = p.processIdentifier
+    DispatchQueue.global().asyncAfter(deadline: .now() + timeout) { kill(pid, SIGKILL) }
+    p.waitUntilExit()
+    return (p.terminationStatus, String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self),
+            String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self))
+}

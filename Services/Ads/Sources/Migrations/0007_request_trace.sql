@@ -1,0 +1,1 @@
+-- include platform: request_trace
