@@ -86,18 +86,21 @@ struct LocationStore: Sendable {
     /// set is taken from that ball and ordered exactly. A few dozen distances, not one per point
     /// of the radius.
     static func nearbyQuery(app: UUID, lat: Double, lon: Double, radiusKm: Double, now: Date) -> PostgresQuery {
+        // The point is written out in each place (not a CTE): a constant lets the planner walk
+        // the GiST index in distance order for the candidates.
         """
-        WITH p AS (SELECT ST_SetSRID(ST_MakePoint(\(lon), \(lat)), 4326)::geography AS g),
-        knn AS (
-            SELECT ST_Distance(c.location, p.g) AS d FROM location_based_content c, p
-            WHERE c.app_id = \(app) AND c.active AND (c.available_until IS NULL OR c.available_until > \(now))
-              AND ST_DWithin(c.location, p.g, \(radiusKm * 1000))
-            ORDER BY c.location <-> p.g LIMIT \(OfflineRules.nearbyLimit)),
+        WITH knn AS (
+            SELECT ST_Distance(location, ST_SetSRID(ST_MakePoint(\(lon), \(lat)), 4326)::geography) AS d FROM location_based_content
+            WHERE app_id = \(app) AND active AND (available_until IS NULL OR available_until > \(now))
+              AND ST_DWithin(location, ST_SetSRID(ST_MakePoint(\(lon), \(lat)), 4326)::geography, \(radiusKm * 1010), false)
+            ORDER BY location <-> ST_SetSRID(ST_MakePoint(\(lon), \(lat)), 4326)::geography LIMIT \(OfflineRules.nearbyLimit)),
         bound AS (SELECT LEAST(COALESCE(max(d), 0), \(radiusKm * 1000)) * 1.01 AS r FROM knn)
-        SELECT c.id, c.content_type, c.title, ST_Distance(c.location, p.g) AS d, c.metadata::text
-        FROM location_based_content c, p, bound
+        SELECT c.id, c.content_type, c.title, ST_Distance(c.location, ST_SetSRID(ST_MakePoint(\(lon), \(lat)), 4326)::geography) AS d,
+               c.metadata::text
+        FROM location_based_content c, bound
         WHERE c.app_id = \(app) AND c.active AND (c.available_until IS NULL OR c.available_until > \(now))
-          AND ST_DWithin(c.location, p.g, bound.r, false) AND ST_Distance(c.location, p.g) <= \(radiusKm * 1000)
+          AND ST_DWithin(c.location, ST_SetSRID(ST_MakePoint(\(lon), \(lat)), 4326)::geography, bound.r, false)
+          AND ST_Distance(c.location, ST_SetSRID(ST_MakePoint(\(lon), \(lat)), 4326)::geography) <= \(radiusKm * 1000)
         ORDER BY d, c.id LIMIT \(OfflineRules.nearbyLimit)
         """
     }
