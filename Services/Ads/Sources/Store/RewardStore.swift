@@ -77,17 +77,17 @@ struct RewardDelivery: Sendable {
     struct EarnAnswer: Decodable { var balance: Int }
 
     func attempt(outboxID: Int64) async -> Int? {
-        guard let response = await worker.deliverNow(id: outboxID, timeout: timeout),
-              let answer = try? response.decode(EarnAnswer.self) else { return nil }
-        await rewards.recordBalance(outboxID: outboxID, balance: answer.balance, db: db)
-        return answer.balance
+        await balance(outboxID: outboxID, from: await worker.deliverNow(id: outboxID, timeout: timeout))
     }
 
     /// For a replay: the credit's truth at subscription now (it answers a redelivery with the
     /// balance after that credit), when this side does not know it yet. Nil: still pending.
     func confirm(outboxID: Int64) async -> Int? {
-        guard let response = await worker.confirm(id: outboxID, timeout: timeout),
-              let answer = try? response.decode(EarnAnswer.self) else { return nil }
+        await balance(outboxID: outboxID, from: await worker.confirm(id: outboxID, timeout: timeout))
+    }
+
+    private func balance(outboxID: Int64, from response: HTTPResponseData?) async -> Int? {
+        guard let answer = try? response?.decode(EarnAnswer.self) else { return nil }
         await rewards.recordBalance(outboxID: outboxID, balance: answer.balance, db: db)
         return answer.balance
     }

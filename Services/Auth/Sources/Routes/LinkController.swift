@@ -111,11 +111,7 @@ struct LinkController {
                 }
                 // A guest who links becomes a full account: same id, nothing lost.
                 if user.isGuest {
-                    try await conn.run("""
-                        UPDATE users SET is_guest = false, guest_device_id = NULL, guest_expires_at = NULL, guest_secret_hash = NULL,
-                               auth_provider = \(body.provider.rawValue), updated_at = \(now)
-                        WHERE id = \(userID)
-                        """, logger: ctx.logger)
+                    try await ctx.users.upgradeGuest(userID, provider: body.provider, now: now, on: conn)
                 }
                 guard let updated = try await ctx.users.find(.id(userID), appID: appID, on: conn) else { throw AppError.unavailable }
                 let tokens = try await ctx.issuer.startSession(for: updated, device: body.deviceInfo, now: now, on: conn)

@@ -105,6 +105,16 @@ public struct UserStore: Sendable {
         return user
     }
 
+    /// A guest who links a way to sign in becomes a full account (same id): no device, no
+    /// expiry, no guest secret any more.
+    public func upgradeGuest(_ id: UUID, provider: AuthProvider, now: Date, on conn: PostgresConnection) async throws {
+        try await conn.run("""
+            UPDATE users SET is_guest = false, guest_device_id = NULL, guest_expires_at = NULL, guest_secret_hash = NULL,
+                   auth_provider = \(provider.rawValue), updated_at = \(now)
+            WHERE id = \(id)
+            """, logger: logger)
+    }
+
     /// The hash of a guest's secret (nil for a guest created before secrets).
     public func guestSecretHash(_ id: UUID, on conn: PostgresConnection) async throws -> String? {
         for try await h in try await conn.run("SELECT guest_secret_hash FROM users WHERE id = \(id)", logger: logger).decode(String?.self) {
