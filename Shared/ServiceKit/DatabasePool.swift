@@ -181,6 +181,13 @@ public final class DatabasePool: Sendable, Service {
 
     static let maximumWait = Duration.seconds(2)
 
+    /// A connection of the pool's configuration that the pool does not count or lend: for a
+    /// session that must stay open for its own purpose (LISTEN), closed by its owner.
+    public func connectDedicated() async throws -> PostgresConnection {
+        let id = state.withLock { s in s.nextID += 1; return s.nextID }
+        return try await connect(id: id)
+    }
+
     /// `connectTimeout` bounds the TCP connect only; the start-up exchange is bounded here too.
     /// The attempt is raced with a timer on its event loop and never awaited past the limit (or
     /// past cancellation, at shutdown): an attempt that completes later is closed, not dropped open.

@@ -43,6 +43,8 @@ public struct ServiceRuntime: Sendable {
     public let clock: any WallClock
     /// Ended sessions, suspended and erased users, as this service last learned them.
     public let sessions: SessionRegistry
+    /// The changes of this service's schema, as every replica hears them (for its caches).
+    public let changes: ChangeFeed
 
     public init(config: ServiceConfig, migrations: [Migration], clock: any WallClock = SystemClock(), logger: Logger? = nil) {
         var logger = logger ?? Logger(label: "\(config.service.rawValue)-service")
@@ -56,6 +58,7 @@ public struct ServiceRuntime: Sendable {
         self.readiness = Readiness()
         self.clock = clock
         self.sessions = SessionRegistry()
+        self.changes = ChangeFeed(db: db, schema: config.database.schema, logger: logger)
     }
 
     /// Keeps `sessions` in step with this service's schema (every replica, workers or not).
@@ -146,7 +149,7 @@ public func buildServiceApplication(
     let internalGroup = router.group("internal").add(middleware: InternalAuthMiddleware(accepted: config.acceptedInternalCredentials))
     if let userData {
         UserDataController(service: config.service, sections: userData, db: runtime.db, sessions: runtime.sessions,
-                           logger: runtime.logger).addRoutes(to: internalGroup)
+                           changes: runtime.changes, logger: runtime.logger).addRoutes(to: internalGroup)
     }
     if config.service != .auth {
         SessionFactsController(registry: runtime.sessions, db: runtime.db, store: UserFactStore(logger: runtime.logger),
@@ -158,7 +161,7 @@ public func buildServiceApplication(
     try configure(ServiceRoutes(router: router, open: open, tenant: tenant, user: user, internal: internalGroup, admin: admin))
 
     let watcher = runtime.sessionWatcher
-    var services: [any Service] = [runtime.db, AfterMigrations(runtime.readiness, watcher)]
+    var services: [any Service] = [runtime.db, runtime.changes, AfterMigrations(runtime.readiness, watcher)]
     if config.runWorkers {
         services += ([runtime.outboxWorker] + extra).map { AfterMigrations(runtime.readiness, $0) }
     }

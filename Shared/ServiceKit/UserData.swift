@@ -32,10 +32,12 @@ public struct UserDataController: Sendable {
     let idempotency: IdempotencyStore
     let sessions: SessionRegistry
     let facts: UserFactStore
+    let changes: ChangeFeed
     let logger: Logger
 
-    public init(service: ServiceName, sections: [UserDataSection], db: DatabasePool, sessions: SessionRegistry, logger: Logger) {
+    public init(service: ServiceName, sections: [UserDataSection], db: DatabasePool, sessions: SessionRegistry, changes: ChangeFeed, logger: Logger) {
         self.service = service
+        self.changes = changes
         self.sections = sections
         self.db = db
         self.sessions = sessions
@@ -70,6 +72,8 @@ public struct UserDataController: Sendable {
                 // Nothing is recreated for this user afterwards: tokens are refused, late facts ignored.
                 try await facts.forget(app: appID, user: userID, on: conn)
                 try await facts.record(erased, on: conn)
+                // Every replica's caches drop what they hold of this user.
+                try await changes.publish(DataChange(DataChange.userTopic, app: appID, user: userID), on: conn)
                 let body = try JSON.encoder.encode(UserDataDeletion(service: service.rawValue, userID: userID, deleted: counts))
                 return (200, body)
             }

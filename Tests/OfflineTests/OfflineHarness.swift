@@ -117,7 +117,7 @@ final class FakeOfflineUpstreams: Sendable {
 struct OfflineHarness: Sendable {
     struct AllowAll: AppVerifier { func verify(appID: UUID, apiKey: String) async throws -> Bool { apiKey == "good" } }
 
-    let client: any TestClientProtocol
+    var client: any TestClientProtocol
     let runtime: ServiceRuntime
     let signer: AccessTokenSigner
     let app: UUID
@@ -127,6 +127,22 @@ struct OfflineHarness: Sendable {
     let downloadDeps: DownloadJob.Deps
     /// The last job id before this test: its drain waits for its own jobs only.
     let firstJob: Int64
+    let overrides: [String: String]
+
+    /// A second replica of the service (its own runtime, pool, change feed and caches) on the
+    /// same database; `body` gets this harness calling that replica.
+    func withSecondReplica(_ body: @Sendable (OfflineHarness) async throws -> Void) async throws {
+        let runtime2 = TestEnvironment.runtime(.offline, migrations: try OfflineService.migrations(), overrides: overrides, clock: clock)
+        let app2 = try OfflineService.buildApplication(runtime: runtime2, appVerifier: AllowAll(),
+                                                       tokenVerifier: AccessTokenVerifier(source: StaticJWKSSource(.init(keys: [signer.jwk])), clock: clock))
+        try await app2.test(.router) { client in
+            await runtime2.readiness.waitUntilMigrated()
+            while runtime2.changes.livePeriod == nil || runtime.changes.livePeriod == nil { try await Task.sleep(for: .milliseconds(10)) }
+            var other = self
+            other.client = client
+            try await body(other)
+        }
+    }
 
     func token(_ user: UUID, app: UUID? = nil, guest: Bool = false) throws -> String {
         let now = Int(clock.now().timeIntervalSince1970)
@@ -193,14 +209,16 @@ struct OfflineHarness: Sendable {
         }
     }
 
-    static func run(syncUpstream: Bool = true, geocoder: Bool = true, _ body: @Sendable (OfflineHarness) async throws -> Void) async throws {
+    static func run(syncUpstream: Bool = true, geocoder: Bool = true, settings extra: [String: String] = [:], _ body: @Sendable (OfflineHarness) async throws -> Void) async throws {
         let upstream = try FakeOfflineUpstreams()
         let clock = MovableClock()
         let signer = AccessTokenSigner(privateKey: Curve25519.Signing.PrivateKey())
         var overrides = ["SUBSCRIPTION_URL": upstream.base, "AUTH_URL": upstream.base, "ENTITLEMENT_CACHE_SECONDS": "0", "RUN_WORKERS": "false"]
         if syncUpstream { overrides["SYNC_UPSTREAMS"] = #"{"*":"\#(upstream.base)/sync"}"# }
         if geocoder { overrides["GEOCODER_URL"] = upstream.base + "/nominatim" }
+        overrides.merge(extra) { _, new in new }
         let runtime = TestEnvironment.runtime(.offline, migrations: try OfflineService.migrations(), overrides: overrides, clock: clock)
+        let settings = overrides
         let app = try OfflineService.buildApplication(runtime: runtime, appVerifier: AllowAll(),
                                                       tokenVerifier: AccessTokenVerifier(source: StaticJWKSSource(.init(keys: [signer.jwk])), clock: clock))
         let logger = runtime.logger
@@ -222,10 +240,12 @@ struct OfflineHarness: Sendable {
             }
             try await app.test(.router) { client in
                 await runtime.readiness.waitUntilMigrated()
+                // Caches keep answers only once the feed listens.
+                while runtime.changes.livePeriod == nil { try await Task.sleep(for: .milliseconds(10)) }
                 var firstJob: Int64 = 0
                 for try await n in try await runtime.db.query("SELECT COALESCE(max(id), 0)::int8 FROM jobs", logger: logger).decode(Int64.self) { firstJob = n }
                 try await body(OfflineHarness(client: client, runtime: runtime, signer: signer, app: UUID(), clock: clock, upstream: upstream,
-                                              worker: worker, downloadDeps: deps, firstJob: firstJob))
+                                              worker: worker, downloadDeps: deps, firstJob: firstJob, overrides: settings))
             }
 
             try await stopLocalServer(server, in: &group)

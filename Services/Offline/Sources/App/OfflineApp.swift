@@ -1,5 +1,6 @@
 import Foundation
 import Hummingbird
+import NIOCore
 import ServiceKit
 
 /// The offline service. Content packs, sync, the offline queue, conflicts and places (port 3003).
@@ -36,7 +37,12 @@ public enum OfflineService: ServiceDefinition {
             DownloadJob.kind: DownloadJob.handler(.init(db: runtime.db, downloads: downloads, copies: copies, profiles: profiles, clock: runtime.clock, logger: logger)),
             SyncExecuteJob.kind: SyncExecuteJob.handler(.init(db: runtime.db, sync: sync, profiles: profiles, upstream: upstream, clock: runtime.clock, logger: logger)),
         ], pollInterval: .milliseconds(runtime.config.jobPollMilliseconds), lease: .seconds(600))
-        let maintenance = OfflineMaintenance(db: runtime.db, catalog: catalog, sync: sync, clock: runtime.clock,
+        let locations = LocationStore(logger: logger)
+        let nearbyCache = ReadCache<LocationController.NearbyKey, ByteBuffer>(
+            name: "nearby_content", capacity: env.int("NEARBY_CACHE_ENTRIES", default: 2000),
+            ttl: .seconds(env.int("NEARBY_CACHE_SECONDS", default: 300)), feed: runtime.changes,
+            topics: [LocationStore.locationTopic, LocationStore.placesTopic], metrics: runtime.metrics, clock: runtime.clock)
+        let maintenance = OfflineMaintenance(db: runtime.db, catalog: catalog, sync: sync, locations: locations, changes: runtime.changes, clock: runtime.clock,
                                              interval: .seconds(env.int("OFFLINE_MAINTENANCE_SECONDS", default: 3600)), logger: logger)
         return try buildServiceApplication(runtime: runtime, appVerifier: appVerifier, tokenVerifier: tokenVerifier, services: [worker, maintenance],
                                        userData: OfflineUserData.sections(logger: logger)) { routes in
@@ -45,9 +51,10 @@ public enum OfflineService: ServiceDefinition {
                               clock: runtime.clock, logger: logger).addRoutes(to: routes.user)
             SyncController(db: runtime.db, sync: sync, upstream: upstream, clock: runtime.clock, logger: logger).addRoutes(to: routes.user)
             LocationController(db: runtime.db, geocoder: geocoder, http: runtime.http, authURL: runtime.config.url(of: .auth),
-                               credential: runtime.internalCredential, clock: runtime.clock, logger: logger)
+                               credential: runtime.internalCredential, changes: runtime.changes, nearbyCache: nearbyCache,
+                               clock: runtime.clock, logger: logger)
                 .addRoutes(user: routes.user, internalGroup: routes.internal)
-            CatalogAdminController(db: runtime.db, catalog: catalog, logger: logger).addRoutes(to: routes.admin)
+            CatalogAdminController(db: runtime.db, catalog: catalog, locations: locations, changes: runtime.changes, logger: logger).addRoutes(to: routes.admin)
         }
     }
 }

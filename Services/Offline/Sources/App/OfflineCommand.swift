@@ -49,12 +49,13 @@ public struct OfflineCommand: AsyncParsableCommand {
                 }
                 for c in DemoCatalogue.countries {
                     let metadata = #"{"country_code":"\#(c.code)","flag":"\#(c.flag)","questions":5}"#
-                    try await db.query("""
-                        INSERT INTO location_based_content (app_id, id, content_type, title, metadata, location)
-                        VALUES (\(app), \("around-" + c.code.lowercased()), 'quiz', \("Autour de \(c.capital)"), \(metadata)::jsonb,
-                                ST_SetSRID(ST_MakePoint(\(c.lon), \(c.lat)), 4326)::geography)
-                        ON CONFLICT (app_id, id) DO NOTHING
-                        """, logger: runtime.logger)
+                    let place = LocationStore.LocationContent(id: "around-" + c.code.lowercased(), contentType: "quiz", title: "Autour de \(c.capital)",
+                                                    metadata: metadata, latitude: c.lat, longitude: c.lon, active: true, availableUntil: nil)
+                    try await db.withTransaction(logger: runtime.logger) { conn in
+                        try await LocationStore(logger: runtime.logger).insertPlaceIfAbsent(app: app, place, on: conn)
+                        // Running services drop their cached nearby answers for this tenant.
+                        try await ChangeFeed.notify(DataChange(LocationStore.placesTopic, app: app), channel: runtime.changes.channel, on: conn, logger: runtime.logger)
+                    }
                 }
                 print("demo catalogue: \(total) item(s) published, \(DemoCatalogue.countries.count) places")
             }

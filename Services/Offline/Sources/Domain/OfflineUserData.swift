@@ -60,6 +60,8 @@ struct OfflineMaintenance: Service {
     let db: DatabasePool
     let catalog: CatalogStore
     let sync: SyncStore
+    let locations: LocationStore
+    let changes: ChangeFeed
     let clock: any WallClock
     let interval: Duration
     let logger: Logger
@@ -78,11 +80,12 @@ struct OfflineMaintenance: Service {
     func runOnce() async throws -> Report {
         let now = clock.now()
         var r = Report()
-        for try await _ in try await db.query("""
-            UPDATE user_locations SET user_id = NULL, anonymized = true,
-                   location = ST_SnapToGrid(location::geometry, 0.1)::geography, city = NULL
-            WHERE NOT anonymized AND created_at < \(now.addingTimeInterval(-OfflineRules.staleAfter)) RETURNING 1
-            """, logger: logger) { r.anonymized += 1 }
+        r.anonymized = try await db.withTransaction(logger: logger) { conn in
+            let n = try await locations.anonymize(olderThan: now.addingTimeInterval(-OfflineRules.staleAfter), on: conn)
+            // Whose positions went is not listed: every replica drops every cached nearby answer.
+            if n > 0 { try await changes.publish(DataChange(LocationStore.locationTopic), on: conn) }
+            return n
+        }
         for (cutoff, column) in [(now, "expires_at"), (now.addingTimeInterval(-OfflineRules.staleAfter), "COALESCE(last_accessed_at, downloaded_at)")] {
             let n = try await db.withTransaction(logger: logger) { conn -> Int in
                 var n = 0

@@ -9,6 +9,8 @@ import WireTypes
 struct CatalogAdminController: Sendable {
     let db: DatabasePool
     let catalog: CatalogStore
+    let locations: LocationStore
+    let changes: ChangeFeed
     let logger: Logger
 
     func addRoutes(to admin: RouterGroup<ServiceRequestContext>) {
@@ -53,13 +55,12 @@ struct CatalogAdminController: Sendable {
             guard (-90...90).contains(b.latitude) else { throw AppError.validation("latitude", "latitude must be -90 to 90") }
             guard (-180...180).contains(b.longitude) else { throw AppError.validation("longitude", "longitude must be -180 to 180") }
             let metadata = String(decoding: try JSON.encoder.encode(b.metadata ?? .object([:])), as: UTF8.self)
-            try await db.query("""
-                INSERT INTO location_based_content (app_id, id, content_type, title, metadata, location, active, available_until)
-                VALUES (\(app), \(id), \(b.contentType ?? "quiz"), \(b.title), \(metadata)::jsonb,
-                        ST_SetSRID(ST_MakePoint(\(b.longitude), \(b.latitude)), 4326)::geography, \(b.active ?? true), \(b.availableUntil))
-                ON CONFLICT (app_id, id) DO UPDATE SET content_type = EXCLUDED.content_type, title = EXCLUDED.title, metadata = EXCLUDED.metadata,
-                    location = EXCLUDED.location, active = EXCLUDED.active, available_until = EXCLUDED.available_until
-                """, logger: logger)
+            let place = LocationStore.LocationContent(id: id, contentType: b.contentType ?? "quiz", title: b.title, metadata: metadata, latitude: b.latitude,
+                                            longitude: b.longitude, active: b.active ?? true, availableUntil: b.availableUntil)
+            try await db.withTransaction(logger: logger) { conn in
+                try await locations.upsertPlace(app: app, place, on: conn)
+                try await changes.publish(DataChange(LocationStore.placesTopic, app: app), on: conn)
+            }
             return try context.json(["id": id])
         }
     }

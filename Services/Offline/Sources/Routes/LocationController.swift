@@ -1,5 +1,6 @@
 import Foundation
 import Hummingbird
+import NIOCore
 import PostgresNIO
 import ServiceKit
 import WireTypes
@@ -12,6 +13,11 @@ struct LocationController: Sendable {
     let http: CurlHTTPClient
     let authURL: String
     let credential: InternalCredential
+    let changes: ChangeFeed
+    /// Nearby answers by user and radius, dropped when the user's position or the tenant's
+    /// places change (a position changes at most every 15 minutes; the map screen asks again
+    /// each time it opens).
+    let nearbyCache: ReadCache<NearbyKey, ByteBuffer>
     let clock: any WallClock
     let logger: Logger
     var locations: LocationStore { LocationStore(logger: logger) }
@@ -27,7 +33,13 @@ struct LocationController: Sendable {
                 throw AppError.validation("consent", "offline acts on the geolocation consent only")
             }
             guard fact.version > 0 else { throw AppError.validation("version", "version must be a positive integer") }
-            let outcome = try await db.withTransaction(logger: logger) { try await locations.applyGeolocationConsent(fact, on: $0) }
+            let outcome = try await db.withTransaction(logger: logger) { conn in
+                let outcome = try await locations.applyGeolocationConsent(fact, on: conn)
+                if outcome.applied && !fact.value {
+                    try await changes.publish(DataChange(LocationStore.locationTopic, app: fact.appID, user: fact.userID), on: conn)
+                }
+                return outcome
+            }
             return try context.json(outcome)
         }
     }
@@ -97,6 +109,7 @@ struct LocationController: Sendable {
             try await locations.rateCheck(app: app, user: user, now: now, on: conn)
             try await locations.insert(app: app, user: user, .init(id: id, latitude: b.latitude, longitude: b.longitude, accuracy: b.accuracy,
                                                                    altitude: b.altitude, source: source, place: place, at: now), on: conn)
+            try await changes.publish(DataChange(LocationStore.locationTopic, app: app, user: user), on: conn)
         }
         return try context.json(["location": LocationView(id: id, latitude: b.latitude, longitude: b.longitude, accuracy: b.accuracy,
                                                           geocoded: place, timestamp: now)], status: .created)
@@ -112,6 +125,9 @@ struct LocationController: Sendable {
             }
             radius = r
         }
+        let key = NearbyKey(app: app, user: user, radiusKm: radius)
+        if let body = nearbyCache.value(for: key) { return Self.jsonResponse(body) }
+        let ticket = nearbyCache.ticket(for: key)
         let now = clock.now()
         let found = try await db.withConnection { conn -> [LocationStore.NearbyContent]? in
             guard let (lat, lon) = try await locations.lastPoint(app: app, user: user, on: conn) else { return nil }
@@ -128,6 +144,19 @@ struct LocationController: Sendable {
             Item(id: r.id, type: r.type, title: r.title, distanceKm: (r.distanceMeters / 10).rounded() / 100,
                  metadata: (try? JSONDecoder().decode(JSONValue.self, from: Data(r.metadata.utf8))) ?? .object([:]))
         }
-        return try context.json(["content": items])
+        let body = ByteBuffer(bytes: try JSON.encoder.encode(["content": items]))
+        // Kept until a change is heard, and never past the first listed place's end of availability.
+        nearbyCache.store(body, for: key, ticket: ticket, expires: found.compactMap(\.availableUntil).min())
+        return Self.jsonResponse(body)
+    }
+
+    struct NearbyKey: CacheKey {
+        var app: UUID, user: UUID, radiusKm: Double
+        var scope: UUID { app }
+        var subject: UUID? { user }
+    }
+
+    static func jsonResponse(_ body: ByteBuffer) -> Response {
+        Response(status: .ok, headers: [.contentType: "application/json; charset=utf-8"], body: .init(byteBuffer: body))
     }
 }

@@ -7,6 +7,8 @@ import WireTypes
 /// `user_consents` (auth's geolocation consent, as its versions arrive) and `user_locations`.
 struct LocationStore: Sendable {
     let logger: Logger
+    /// Change topics: a user's positions (`app`, `user`), a tenant's places (`app`).
+    static let locationTopic = "location", placesTopic = "places"
     var facts: UserFactStore { UserFactStore(logger: logger) }
 
     /// Applies auth's geolocation consent if its version is newer than the one held; a
@@ -53,6 +55,43 @@ struct LocationStore: Sendable {
         try await conn.run("SELECT pg_advisory_xact_lock(hashtextextended(\("location:\(app):\(user)"), 0))", logger: logger)
     }
 
+    /// Positions older than `cutoff` lose their user and their precision (seed: kept 30 days).
+    func anonymize(olderThan cutoff: Date, on conn: PostgresConnection) async throws -> Int {
+        var n = 0
+        for try await _ in try await conn.run("""
+            UPDATE user_locations SET user_id = NULL, anonymized = true,
+                   location = ST_SnapToGrid(location::geometry, 0.1)::geography, city = NULL
+            WHERE NOT anonymized AND created_at < \(cutoff) RETURNING 1
+            """, logger: logger) { n += 1 }
+        return n
+    }
+
+    struct LocationContent {
+        var id: String, contentType: String, title: String, metadata: String, latitude: Double, longitude: Double
+        var active: Bool, availableUntil: Date?
+    }
+
+    /// Adds or replaces one place of the tenant's location-based content.
+    func upsertPlace(app: UUID, _ p: LocationContent, on conn: PostgresConnection) async throws {
+        try await conn.run("""
+            INSERT INTO location_based_content (app_id, id, content_type, title, metadata, location, active, available_until)
+            VALUES (\(app), \(p.id), \(p.contentType), \(p.title), \(p.metadata)::jsonb,
+                    ST_SetSRID(ST_MakePoint(\(p.longitude), \(p.latitude)), 4326)::geography, \(p.active), \(p.availableUntil))
+            ON CONFLICT (app_id, id) DO UPDATE SET content_type = EXCLUDED.content_type, title = EXCLUDED.title, metadata = EXCLUDED.metadata,
+                location = EXCLUDED.location, active = EXCLUDED.active, available_until = EXCLUDED.available_until
+            """, logger: logger)
+    }
+
+    /// A demo place, kept as it is if it exists.
+    func insertPlaceIfAbsent(app: UUID, _ p: LocationContent, on conn: PostgresConnection) async throws {
+        try await conn.run("""
+            INSERT INTO location_based_content (app_id, id, content_type, title, metadata, location, active, available_until)
+            VALUES (\(app), \(p.id), \(p.contentType), \(p.title), \(p.metadata)::jsonb,
+                    ST_SetSRID(ST_MakePoint(\(p.longitude), \(p.latitude)), 4326)::geography, \(p.active), \(p.availableUntil))
+            ON CONFLICT (app_id, id) DO NOTHING
+            """, logger: logger)
+    }
+
     struct NewLocation {
         var id: UUID, latitude: Double, longitude: Double, accuracy: Double, altitude: Double?, source: String
         var place: Place?, at: Date
@@ -77,7 +116,7 @@ struct LocationStore: Sendable {
         return nil
     }
 
-    struct NearbyContent: Sendable { var id: String, type: String, title: String, distanceMeters: Double, metadata: String }
+    struct NearbyContent: Sendable { var id: String, type: String, title: String, distanceMeters: Double, metadata: String, availableUntil: Date? }
 
     /// The nearest 20 within the radius, ordered by the distance reported (WGS84, the
     /// spheroid), found through the GiST index: the index's nearest-neighbour order (`<->`, a
@@ -96,7 +135,7 @@ struct LocationStore: Sendable {
             ORDER BY location <-> ST_SetSRID(ST_MakePoint(\(lon), \(lat)), 4326)::geography LIMIT \(OfflineRules.nearbyLimit)),
         bound AS (SELECT LEAST(COALESCE(max(d), 0), \(radiusKm * 1000)) * 1.01 AS r FROM knn)
         SELECT c.id, c.content_type, c.title, ST_Distance(c.location, ST_SetSRID(ST_MakePoint(\(lon), \(lat)), 4326)::geography) AS d,
-               c.metadata::text
+               c.metadata::text, c.available_until
         FROM location_based_content c, bound
         WHERE c.app_id = \(app) AND c.active AND (c.available_until IS NULL OR c.available_until > \(now))
           AND ST_DWithin(c.location, ST_SetSRID(ST_MakePoint(\(lon), \(lat)), 4326)::geography, bound.r, false)
@@ -108,8 +147,8 @@ struct LocationStore: Sendable {
     func nearby(app: UUID, lat: Double, lon: Double, radiusKm: Double, now: Date, on conn: PostgresConnection) async throws -> [NearbyContent] {
         var out: [NearbyContent] = []
         for try await r in try await conn.run(Self.nearbyQuery(app: app, lat: lat, lon: lon, radiusKm: radiusKm, now: now), logger: logger)
-            .decode((String, String, String, Double, String).self) {
-            out.append(NearbyContent(id: r.0, type: r.1, title: r.2, distanceMeters: r.3, metadata: r.4))
+            .decode((String, String, String, Double, String, Date?).self) {
+            out.append(NearbyContent(id: r.0, type: r.1, title: r.2, distanceMeters: r.3, metadata: r.4, availableUntil: r.5))
         }
         return out
     }
