@@ -33,6 +33,31 @@ final class OfflineEdgeTests: XCTestCase {
         }
     }
 
+    /// Items published before packing existed (packed is NULL) are packed once, for the
+    /// catalogue, and copied like the others in the same batch.
+    func testItemsNotPackedYetArePackedOnceAndCopied() async throws {
+        try await OfflineHarness.run { h in
+            try await h.category("legacy", items: 7)
+            try await h.runtime.db.query("UPDATE offline.content_items SET packed = NULL WHERE app_id = \(h.app) AND id IN ('legacy-0002', 'legacy-0005')")
+            let user = UUID()
+            let start = try h.obj(try await h.call(.post, "/categories/download", user: user, json: #"{"category_ids":["legacy"]}"#))
+            let job = try XCTUnwrap(start.string("job_id"))
+            try await h.drainJobs()
+            let status = try h.obj(try await h.call(.get, "/categories/download/\(job)", user: user))
+            XCTAssertEqual(status.string("status"), "completed")
+            XCTAssertEqual(status.int("downloaded_count"), 7)
+            let unpacked = try await h.count("SELECT count(*)::int FROM offline.content_items WHERE app_id = '\(h.app)' AND packed IS NULL")
+            XCTAssertEqual(unpacked, 0, "packed for the catalogue")
+            let mismatched = try await h.count("""
+                SELECT count(*)::int FROM offline.offline_items o JOIN offline.content_items c ON c.app_id = o.app_id AND c.id = o.item_id
+                WHERE o.user_id = '\(user)' AND (o.checksum <> c.packed_checksum OR o.data <> c.packed)
+                """)
+            let copied = try await h.count("SELECT count(*)::int FROM offline.offline_items WHERE user_id = '\(user)'")
+            XCTAssertEqual(copied, 7)
+            XCTAssertEqual(mismatched, 0)
+        }
+    }
+
     /// An upstream slower than the timeout: the action is retried; the first (late) delivery
     /// and the retry carry the same Idempotency-Key, so it is applied once.
     func testSlowUpstreamIsRetriedAndAppliedOnce() async throws {

@@ -41,17 +41,17 @@ struct DownloadJob: Codable, Sendable {
             try await d.downloads.relaxCommit(on: conn)
             guard let work = try await d.downloads.work(id: id, on: conn), ["pending", "downloading"].contains(work.status) else { return false }
             if work.status == "pending" { try await d.downloads.start(id, now: now, on: conn) }
-            let items = try await d.downloads.nextItems(job: id, limit: d.batchSize, on: conn)
-            if items.isEmpty {
+            // Items packed at publication are copied and marked done in one statement; one not
+            // packed yet (published before packing existed) is packed here once, for the
+            // catalogue, then copied.
+            let batch = try await d.downloads.copyNextBatch(job: id, app: work.app, user: work.user, limit: d.batchSize, now: now, on: conn)
+            if batch.categories.isEmpty {
                 try await finish(id, work, now: now, d, on: conn)
                 return false
             }
-            // Items packed at publication are copied in one statement; one not packed yet (published
-            // before packing existed) is packed here once, for the catalogue, then copied.
-            let copied = try await d.copies.copyPacked(app: work.app, user: work.user, items: items.map { ($0.category, $0.item) }, now: now, on: conn)
-            let rest = items.filter { !copied.contains($0.item) }
+            let rest = batch.rest
             let content = rest.isEmpty ? [:] : try await d.catalog.liveItems(app: work.app, ids: rest.map(\.item), on: conn)
-            var done: [Int] = items.filter { copied.contains($0.item) }.map(\.position)
+            var done: [Int] = []
             for item in rest {
                 if let (json, version) = content[item.item] {
                     let packed = try PackedItem.pack(Data(json.utf8))
@@ -66,11 +66,11 @@ struct DownloadJob: Codable, Sendable {
                                                    error: "item not found in the catalogue", on: conn)
                 }
             }
-            try await d.downloads.markDone(job: id, positions: done, on: conn)
+            if !done.isEmpty { try await d.downloads.markDone(job: id, positions: done, on: conn) }
             try await d.downloads.recount(job: id, on: conn)
             // The partial copy is visible (listed `complete: false`, counted, deletable) while
             // the job runs or is paused, not only once it finishes.
-            for category in Set(items.map(\.category)) {
+            for category in batch.categories.keys.sorted() {
                 try await d.copies.upsertCategory(app: work.app, user: work.user, category: category, cursor: work.cursor, complete: false,
                                                   now: now, on: conn)
             }

@@ -223,23 +223,6 @@ struct CopyStore: Sendable {
         return out
     }
 
-    /// Copies published items, already packed, into the user's copy in one statement; returns
-    /// the ids stored (an item not packed yet, or gone, is not).
-    func copyPacked(app: UUID, user: UUID, items: [(category: String, item: String)], now: Date, on conn: PostgresConnection) async throws -> Set<String> {
-        let expires = now.addingTimeInterval(OfflineRules.copyLifetime)
-        var stored: Set<String> = []
-        for try await id in try await conn.run("""
-            INSERT INTO offline_items (app_id, user_id, category_id, item_id, data, compressed, checksum, size_bytes, version, downloaded_at, expires_at)
-            SELECT \(app), \(user), w.c, i.id, i.packed, i.packed_compressed, i.packed_checksum, i.packed_size, i.version, \(now), \(expires)
-            FROM unnest(\(items.map(\.category))::text[], \(items.map(\.item))::text[]) AS w(c, i_id)
-            JOIN content_items i ON i.app_id = \(app) AND i.id = w.i_id AND i.deleted_at IS NULL AND i.packed IS NOT NULL
-            ON CONFLICT (app_id, user_id, item_id) DO UPDATE SET category_id = EXCLUDED.category_id, data = EXCLUDED.data,
-                compressed = EXCLUDED.compressed, checksum = EXCLUDED.checksum, size_bytes = EXCLUDED.size_bytes, version = EXCLUDED.version,
-                downloaded_at = EXCLUDED.downloaded_at, expires_at = EXCLUDED.expires_at
-            RETURNING item_id
-            """, logger: logger).decode(String.self) { stored.insert(id) }
-        return stored
-    }
 
     func deleteItems(app: UUID, user: UUID, ids: [String], on conn: PostgresConnection) async throws {
         try await conn.run("DELETE FROM offline_items WHERE app_id = \(app) AND user_id = \(user) AND item_id = ANY(\(ids))", logger: logger)

@@ -101,13 +101,50 @@ struct DownloadStore: Sendable {
 
     struct PendingItem: Sendable { var position: Int; var category: String; var item: String; var attempts: Int }
 
-    func nextItems(job: UUID, limit: Int, on conn: PostgresConnection) async throws -> [PendingItem] {
-        var out: [PendingItem] = []
+    struct Batch: Sendable {
+        /// The categories of the batch's items and how many there were (none: the job is done).
+        var categories: [String: Int] = [:]
+        /// Items that could not be copied as packed: not packed yet, or gone from the catalogue.
+        var rest: [PendingItem] = []
+    }
+
+    /// The next `limit` pending items of the job, in one statement: those packed at publication
+    /// are copied into the user's copy and marked done; the others are returned for the job to
+    /// deal with. The job's row lock (taken by `work`) keeps a second worker off the same batch.
+    func copyNextBatch(job: UUID, app: UUID, user: UUID, limit: Int, now: Date, on conn: PostgresConnection) async throws -> Batch {
+        let expires = now.addingTimeInterval(OfflineRules.copyLifetime)
+        var batch = Batch()
         for try await r in try await conn.run("""
-            SELECT position, category_id, item_id, attempts FROM download_job_items WHERE job_id = \(job) AND status = 'pending'
-            ORDER BY position LIMIT \(limit)
-            """, logger: logger).decode((Int, String, String, Int).self) { out.append(PendingItem(position: r.0, category: r.1, item: r.2, attempts: r.3)) }
-        return out
+            WITH next AS (
+                SELECT n.position, n.category_id, n.item_id, n.attempts, i.id IS NOT NULL AS ready,
+                       i.packed, i.packed_compressed, i.packed_checksum, i.packed_size, i.version
+                FROM (SELECT position, category_id, item_id, attempts FROM download_job_items
+                      WHERE job_id = \(job) AND status = 'pending' ORDER BY position LIMIT \(limit)) n
+                -- One primary-key lookup per item, whatever the statistics of a just-published catalogue say.
+                LEFT JOIN LATERAL (SELECT i.id, i.packed, i.packed_compressed, i.packed_checksum, i.packed_size, i.version FROM content_items i
+                                   WHERE i.app_id = \(app) AND i.id = n.item_id AND i.deleted_at IS NULL AND i.packed IS NOT NULL LIMIT 1) i ON true),
+            copied AS (
+                INSERT INTO offline_items (app_id, user_id, category_id, item_id, data, compressed, checksum, size_bytes, version, downloaded_at, expires_at)
+                SELECT \(app), \(user), r.category_id, r.item_id, r.packed, r.packed_compressed, r.packed_checksum, r.packed_size, r.version, \(now), \(expires)
+                FROM next r WHERE r.ready
+                ON CONFLICT (app_id, user_id, item_id) DO UPDATE SET category_id = EXCLUDED.category_id, data = EXCLUDED.data,
+                    compressed = EXCLUDED.compressed, checksum = EXCLUDED.checksum, size_bytes = EXCLUDED.size_bytes, version = EXCLUDED.version,
+                    downloaded_at = EXCLUDED.downloaded_at, expires_at = EXCLUDED.expires_at
+                RETURNING 1),
+            done AS (
+                UPDATE download_job_items d SET status = 'done', attempts = d.attempts + 1
+                FROM next r WHERE r.ready AND d.job_id = \(job) AND d.position = r.position RETURNING 1)
+            SELECT false, position, category_id, item_id, attempts FROM next WHERE NOT ready
+            UNION ALL
+            SELECT true, count(*)::int, category_id, '', 0 FROM next GROUP BY category_id
+            """, logger: logger).decode((Bool, Int, String, String, Int).self) {
+            if r.0 {
+                batch.categories[r.2] = r.1
+            } else {
+                batch.rest.append(PendingItem(position: r.1, category: r.2, item: r.3, attempts: r.4))
+            }
+        }
+        return batch
     }
 
     func relaxCommit(on conn: PostgresConnection) async throws {
