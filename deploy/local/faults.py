@@ -186,6 +186,60 @@ def writes_survive_a_database_restart():
           % (len(acknowledged), len(answered), len(outage), slowest))
 
 
+def one_hanging_upstream_delays_no_one(offline, pool):
+    """One player's game-server calls hang (60 s, past the 10 s upstream timeout) on both offline
+    processes; meanwhile 8 other players download a category and sync an answer each, through
+    both processes: all of it finishes in a few seconds, not after the stuck calls time out."""
+    stuck = guest(USERS + 80, account=True)
+    stuck_jobs = []
+    for k in range(2):
+        call("POST", offline[k] + "/sync/queue", stuck, {"client_action_id": "hang-%d" % k, "action_type": "progress_save", "entity_type": "progress",
+                                                         "entity_id": "hang-%d" % k, "payload": {"hang_seconds": 60}})
+        status, body = call("POST", offline[k] + "/sync/execute", stuck, {})
+        if status != 202 or "job_id" not in body:
+            fail("sync/execute for the stuck player: %s %s" % (status, body))
+        stuck_jobs.append(body["job_id"])
+    time.sleep(1)  # both stuck calls are in flight
+    others = [guest(USERS + 90 + i, account=True) for i in range(8)]
+    began = time.monotonic()
+
+    def work(pair):
+        i, h = pair
+        target = offline[i % 2]
+        status, body = call("POST", target + "/categories/download", h, {"category_ids": ["capitals-europe"]})
+        if status != 202:
+            return "download %s %s" % (status, body)
+        download = body["job_id"]
+        call("POST", target + "/sync/queue", h, {"client_action_id": "ok-%d" % i, "action_type": "answer_submit", "entity_type": "answer",
+                                                 "entity_id": "q%d" % i, "payload": {"answer": i}})
+        status, body = call("POST", offline[(i + 1) % 2] + "/sync/execute", h, {})
+        if status != 202:
+            return "execute %s %s" % (status, body)
+        sync = body["job_id"]
+        deadline = time.monotonic() + 30
+        while True:
+            d = call("GET", target + "/categories/download/" + download, h)[1].get("status")
+            s = call("GET", target + "/sync/execute/" + sync, h)[1].get("status")
+            if d == "completed" and s == "completed":
+                return time.monotonic() - began
+            if time.monotonic() > deadline:
+                return "not finished after 30 s: download %s, sync %s" % (d, s)
+            time.sleep(0.1)
+
+    results = list(pool.map(work, enumerate(others)))
+    errors = [r for r in results if isinstance(r, str)]
+    if errors:
+        fail("other players while one upstream hangs: %s" % errors[:3])
+    slowest = max(results)
+    still = [call("GET", offline[0] + "/sync/execute/" + j, stuck)[1].get("status") for j in stuck_jobs]
+    if slowest >= 8:
+        fail("other players waited %.1f s while one upstream hung (the timeout is 10 s)" % slowest)
+    if "completed" in still:
+        fail("the stuck player's sync completed while its upstream hangs: %s" % still)
+    return ("one upstream hanging on both offline processes (%s): 8 other players' downloads and syncs all finished within %.2f s"
+            % ("/".join(still), slowest))
+
+
 def replicas_share_the_database():
     """A second offline and a second ads process on other ports, same database."""
     binaries = os.environ.get("TEST_BIN_DIR", ROOT + "/.build/debug")
@@ -286,6 +340,8 @@ def replicas_share_the_database():
                 if pending and time.monotonic() - answered > 5:
                     fail("still accepted 5 s after logout-all: %s" % sorted(pending))
                 time.sleep(0.02)
+        hung = one_hanging_upstream_delays_no_one(offline, pool)
+        print(hung)
         print("two replicas of offline and ads: 1 of 20 simultaneous ad requests passed the cooldown, 20 completions "
               "made 1 reward and 1 credit; 3 of 4 categories for a FREE user; %d download jobs each run once "
               "(the replica ran %d); logout-all refused by all four processes within %.2f s (10 users, worst)" % (len(jobs), by_replica, worst))

@@ -2,11 +2,13 @@
 here): it keeps each player's saved entities with a version and refuses a save made on an older
 version with 409 and its own copy (`server_data`, `server_version`), as an optimistic-concurrency
 API does; a resolution (`resolution` set) is applied as sent. A repeated `Idempotency-Key`
-answers {"duplicate": true}. Usage: python game_server_stub.py PORT"""
+answers {"duplicate": true}. A payload with `hang_seconds` is held that long before any answer (a
+player whose calls hang, for the fault checks). Usage: python game_server_stub.py PORT"""
 import http.server
 import json
 import sys
 import threading
+import time
 
 lock = threading.Lock()
 seen = set()
@@ -23,6 +25,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
         entity = (body.get("app_id"), body.get("user_id"), body.get("entity_type"), body.get("entity_id"))
         payload = body.get("payload")
         based_on = payload.get("based_on_version") if isinstance(payload, dict) else None
+        if isinstance(payload, dict) and isinstance(payload.get("hang_seconds"), (int, float)):
+            time.sleep(min(payload["hang_seconds"], 120))
         with lock:
             if key in seen:
                 return self.reply(200, {"duplicate": True})

@@ -132,8 +132,9 @@ struct DownloadStore: Sendable {
                     downloaded_at = EXCLUDED.downloaded_at, expires_at = EXCLUDED.expires_at
                 RETURNING 1),
             done AS (
-                UPDATE download_job_items d SET status = 'done', attempts = d.attempts + 1
-                FROM next r WHERE r.ready AND d.job_id = \(job) AND d.position = r.position RETURNING 1)
+                -- Positions as an array: one primary-key probe each, whatever the estimates.
+                UPDATE download_job_items SET status = 'done', attempts = attempts + 1
+                WHERE job_id = \(job) AND position = ANY(ARRAY(SELECT position FROM next WHERE ready)) RETURNING 1)
             SELECT false, position, category_id, item_id, attempts FROM next WHERE NOT ready
             UNION ALL
             SELECT true, count(*)::int, category_id, '', 0 FROM next GROUP BY category_id
