@@ -66,8 +66,15 @@ struct DownloadJob: Codable, Sendable {
                                                    error: "item not found in the catalogue", on: conn)
                 }
             }
-            if !done.isEmpty { try await d.downloads.markDone(job: id, positions: done, on: conn) }
-            try await d.downloads.recount(job: id, on: conn)
+            if !rest.isEmpty {
+                if !done.isEmpty { try await d.downloads.markDone(job: id, positions: done, on: conn) }
+                try await d.downloads.recount(job: id, on: conn)
+            }
+            // Nothing left: finished in this transaction rather than in an empty one.
+            if !batch.more && rest.isEmpty {
+                try await finish(id, work, now: now, d, on: conn)
+                return false
+            }
             // The partial copy is visible (listed `complete: false`, counted, deletable) while
             // the job runs or is paused, not only once it finishes.
             for category in batch.categories.keys.sorted() {

@@ -106,20 +106,25 @@ struct DownloadStore: Sendable {
         var categories: [String: Int] = [:]
         /// Items that could not be copied as packed: not packed yet, or gone from the catalogue.
         var rest: [PendingItem] = []
+        /// Whether pending items remain after this batch.
+        var more = false
     }
 
     /// The next `limit` pending items of the job, in one statement: those packed at publication
-    /// are copied into the user's copy and marked done; the others are returned for the job to
-    /// deal with. The job's row lock (taken by `work`) keeps a second worker off the same batch.
+    /// are copied into the user's copy, marked done and counted on the job; the others are
+    /// returned for the job to deal with. The job's row lock (taken by `work`) keeps a second
+    /// worker off the same batch.
     func copyNextBatch(job: UUID, app: UUID, user: UUID, limit: Int, now: Date, on conn: PostgresConnection) async throws -> Batch {
         let expires = now.addingTimeInterval(OfflineRules.copyLifetime)
         var batch = Batch()
         for try await r in try await conn.run("""
-            WITH next AS (
+            WITH pending AS (
+                SELECT position, category_id, item_id, attempts FROM download_job_items
+                WHERE job_id = \(job) AND status = 'pending' ORDER BY position LIMIT \(limit + 1)),
+            next AS (
                 SELECT n.position, n.category_id, n.item_id, n.attempts, i.id IS NOT NULL AS ready,
                        i.packed, i.packed_compressed, i.packed_checksum, i.packed_size, i.version
-                FROM (SELECT position, category_id, item_id, attempts FROM download_job_items
-                      WHERE job_id = \(job) AND status = 'pending' ORDER BY position LIMIT \(limit)) n
+                FROM (SELECT * FROM pending ORDER BY position LIMIT \(limit)) n
                 -- One primary-key lookup per item, whatever the statistics of a just-published catalogue say.
                 LEFT JOIN LATERAL (SELECT i.id, i.packed, i.packed_compressed, i.packed_checksum, i.packed_size, i.version FROM content_items i
                                    WHERE i.app_id = \(app) AND i.id = n.item_id AND i.deleted_at IS NULL AND i.packed IS NOT NULL LIMIT 1) i ON true),
@@ -134,15 +139,20 @@ struct DownloadStore: Sendable {
             done AS (
                 -- Positions as an array: one primary-key probe each, whatever the estimates.
                 UPDATE download_job_items SET status = 'done', attempts = attempts + 1
-                WHERE job_id = \(job) AND position = ANY(ARRAY(SELECT position FROM next WHERE ready)) RETURNING 1)
-            SELECT false, position, category_id, item_id, attempts FROM next WHERE NOT ready
+                WHERE job_id = \(job) AND position = ANY(ARRAY(SELECT position FROM next WHERE ready)) RETURNING 1),
+            counted AS (
+                UPDATE download_jobs SET downloaded_count = downloaded_count + (SELECT count(*) FROM next WHERE ready)::int
+                WHERE id = \(job) RETURNING 1)
+            SELECT 'rest', position, category_id, item_id, attempts FROM next WHERE NOT ready
             UNION ALL
-            SELECT true, count(*)::int, category_id, '', 0 FROM next GROUP BY category_id
-            """, logger: logger).decode((Bool, Int, String, String, Int).self) {
-            if r.0 {
-                batch.categories[r.2] = r.1
-            } else {
-                batch.rest.append(PendingItem(position: r.1, category: r.2, item: r.3, attempts: r.4))
+            SELECT 'category', count(*)::int, category_id, '', 0 FROM next GROUP BY category_id
+            UNION ALL
+            SELECT 'more', (SELECT count(*) FROM pending)::int, '', '', 0 WHERE (SELECT count(*) FROM pending) > \(limit)
+            """, logger: logger).decode((String, Int, String, String, Int).self) {
+            switch r.0 {
+            case "category": batch.categories[r.2] = r.1
+            case "more": batch.more = true
+            default: batch.rest.append(PendingItem(position: r.1, category: r.2, item: r.3, attempts: r.4))
             }
         }
         return batch
