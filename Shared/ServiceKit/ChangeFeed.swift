@@ -1,4 +1,5 @@
 import Foundation
+import Hummingbird
 import Logging
 import PostgresNIO
 import ServiceLifecycle
@@ -84,6 +85,12 @@ public final class ChangeFeed: Service, Sendable {
         deliver(.change(change))
     }
 
+    /// Drops what this replica holds of a change it just committed, without waiting for its
+    /// own notification to come back (read-your-writes on the replica that answered).
+    public func dropLocally(_ change: DataChange) {
+        deliver(.change(change))
+    }
+
     /// The NOTIFY alone, for a process that holds no feed (a command-line tool writing the catalogue).
     public static func notify(_ change: DataChange, channel: String, on conn: PostgresConnection, logger: Logger) async throws {
         try await conn.run("SELECT pg_notify(\(channel), \(change.payload))", logger: logger)
@@ -162,5 +169,22 @@ public final class ChangeFeed: Service, Sendable {
                 group.cancelAll()
             }
         }
+    }
+}
+
+/// A user's own write is in their next read on the replica that answered it: after any
+/// request that may write (not GET or HEAD), this replica drops what its caches hold of that
+/// user at once; the other replicas hear the change from the feed. The route's transaction has
+/// committed when it answers, so a read that begins after this drop reads the write.
+public struct ReadYourWritesMiddleware: RouterMiddleware {
+    public typealias Context = ServiceRequestContext
+    let changes: ChangeFeed
+
+    public init(changes: ChangeFeed) { self.changes = changes }
+
+    public func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
+        guard request.method != .get, request.method != .head, let identity = context.identity else { return try await next(request, context) }
+        defer { changes.dropLocally(DataChange(DataChange.userTopic, app: identity.appID, user: identity.userID)) }
+        return try await next(request, context)
     }
 }

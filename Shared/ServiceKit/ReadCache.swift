@@ -55,9 +55,11 @@ public final class ReadCache<Key: CacheKey, Value: Sendable>: Sendable {
         self.ttl = ttl
         self.feed = feed
         let help = "Answers of the \(name) read path served from this replica's memory (hit) or read from the database (miss)"
-        hits = metrics.makeCounter(name: "cache_requests_total", labels: [("cache", name), ("result", "hit")], help: help)
-        misses = metrics.makeCounter(name: "cache_requests_total", labels: [("cache", name), ("result", "miss")], help: help)
-        size = metrics.makeGauge(name: "cache_entries", labels: [("cache", name)], help: "Answers held in this replica's memory per cache")
+        let requests = MetricNameDescriptor(metricName: "cache_requests", unitName: "total", helpText: help)
+        hits = metrics.makeCounter(descriptor: requests, labels: [("cache", name), ("result", "hit")])
+        misses = metrics.makeCounter(descriptor: requests, labels: [("cache", name), ("result", "miss")])
+        size = metrics.makeGauge(descriptor: MetricNameDescriptor(metricName: "cache", unitName: "entries", helpText: "Answers held in this replica's memory per cache"),
+                                 labels: [("cache", name)])
         let concerned = topics.union([DataChange.userTopic])
         feed.subscribe { [weak self] event in
             guard let self else { return }
@@ -145,4 +147,12 @@ public final class ReadCache<Key: CacheKey, Value: Sendable>: Sendable {
         }
         size.set(Int64(count))
     }
+}
+
+/// One user of one tenant: the key of answers about that user alone.
+public struct UserCacheKey: CacheKey {
+    public var app: UUID, user: UUID
+    public init(app: UUID, user: UUID) { self.app = app; self.user = user }
+    public var scope: UUID { app }
+    public var subject: UUID? { user }
 }

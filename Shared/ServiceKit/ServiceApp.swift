@@ -146,6 +146,7 @@ public func buildServiceApplication(
     let user = router.group(RouterPath(prefix))
         .add(middleware: TenantMiddleware(verifier: appVerifier))
         .add(middleware: AccessTokenMiddleware(verifier: tokenVerifier, sessions: runtime.sessions))
+        .add(middleware: ReadYourWritesMiddleware(changes: runtime.changes))
     let internalGroup = router.group("internal").add(middleware: InternalAuthMiddleware(accepted: config.acceptedInternalCredentials))
     if let userData {
         UserDataController(service: config.service, sections: userData, db: runtime.db, sessions: runtime.sessions,

@@ -57,7 +57,34 @@ extension PlatformMigrations {
 
     /// Migrations a service's `Migrations/` folder includes by name.
     static let included: [String: String] = ["user_facts": userFacts, "idempotency_fingerprint": idempotencyFingerprint,
-                                             "request_trace": requestTrace]
+                                             "request_trace": requestTrace, "change_feed": changeFeed]
+
+    /// Trigger functions that announce a row's change on the schema's change feed (NOTIFY on
+    /// `<schema>_changes`, delivered at commit): no write path can forget to. `announce_change`
+    /// names the row's tenant and user (both users when a row moves between them);
+    /// `announce_tenant_change` the tenant only. The trigger's argument is the topic.
+    static let changeFeed = """
+        CREATE FUNCTION announce_change() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN
+            IF TG_OP <> 'DELETE' THEN
+                PERFORM pg_notify(TG_TABLE_SCHEMA || '_changes', TG_ARGV[0] || '|' || NEW.app_id::text || '|' || COALESCE(NEW.user_id::text, ''));
+            END IF;
+            IF TG_OP = 'DELETE' OR (TG_OP = 'UPDATE' AND (NEW.user_id IS DISTINCT FROM OLD.user_id OR NEW.app_id <> OLD.app_id)) THEN
+                PERFORM pg_notify(TG_TABLE_SCHEMA || '_changes', TG_ARGV[0] || '|' || OLD.app_id::text || '|' || COALESCE(OLD.user_id::text, ''));
+            END IF;
+            RETURN NULL;
+        END $$;
+        CREATE FUNCTION announce_tenant_change() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN
+            IF TG_OP <> 'DELETE' THEN
+                PERFORM pg_notify(TG_TABLE_SCHEMA || '_changes', TG_ARGV[0] || '|' || NEW.app_id::text || '|');
+            END IF;
+            IF TG_OP <> 'INSERT' THEN
+                PERFORM pg_notify(TG_TABLE_SCHEMA || '_changes', TG_ARGV[0] || '|' || OLD.app_id::text || '|');
+            END IF;
+            RETURN NULL;
+        END $$;
+        """
 
     /// The request that wrote an outbox row or queued a job, carried to where the work runs.
     static let requestTrace = """

@@ -39,7 +39,11 @@ public enum AdsService: ServiceDefinition {
                                        userData: AdsUserData.sections(logger: logger)) { routes in
             try OpenAPIDocument.serve(.module, on: routes.open)
             AdsController(db: runtime.db, ads: ads, consents: ConsentStore(logger: logger), rewarding: rewarding, delivery: delivery,
-                          entitlements: entitlements, clock: runtime.clock, logger: logger).addRoutes(to: routes.user)
+                          entitlements: entitlements,
+                          eligibility: ReadCache(name: "ad_eligibility", capacity: env.int("ELIGIBILITY_CACHE_ENTRIES", default: 50_000),
+                                                 ttl: .seconds(env.int("ELIGIBILITY_CACHE_SECONDS", default: 300)), feed: runtime.changes,
+                                                 topics: ["ad_limits", "ad_consent"], metrics: runtime.metrics, clock: runtime.clock),
+                          clock: runtime.clock, logger: logger).addRoutes(to: routes.user)
             ConsentController(db: runtime.db, consents: ConsentStore(logger: logger), outbox: runtime.outboxWorker, clock: runtime.clock, logger: logger)
                 .addRoutes(user: routes.user, internalGroup: routes.internal)
             SSVController(db: runtime.db, verifier: verifier, ads: ads, rewarding: rewarding, delivery: delivery, clock: runtime.clock,

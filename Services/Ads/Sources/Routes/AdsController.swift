@@ -12,8 +12,13 @@ struct AdsController: Sendable {
     let rewarding: AdRewarding
     let delivery: RewardDelivery
     let entitlements: any EntitlementSource
+    /// Each user's counters, cooldowns and latest consent as last read: `available` is
+    /// evaluated from them at each request (the clock moves cooldowns on); every write to them
+    /// is announced by triggers. `POST /ads/request` still decides on the atomic update.
+    let eligibility: ReadCache<UserCacheKey, EligibilityInputs>
     let clock: any WallClock
     let logger: Logger
+    struct EligibilityInputs: Sendable { var limits: UserAdLimits?; var consent: AdConsentRecord? }
     /// While subscription is down every request falls back: said once per interval.
     let fallbackLog = LogThrottle()
 
@@ -86,7 +91,17 @@ struct AdsController: Sendable {
         let country = try Self.country(request)
         let premium = await isPremium(app: app, user: user, context: context)
         let now = clock.now()
-        let (limits, record) = try await db.withConnection { try await ads.eligibilityInputs(app: app, user: user, on: $0) }
+        let key = UserCacheKey(app: app, user: user)
+        let inputs: EligibilityInputs
+        if let held = eligibility.value(for: key) {
+            inputs = held
+        } else {
+            let ticket = eligibility.ticket(for: key)
+            let (limits, record) = try await db.withConnection { try await ads.eligibilityInputs(app: app, user: user, on: $0) }
+            inputs = EligibilityInputs(limits: limits, consent: record)
+            eligibility.store(inputs, for: key, ticket: ticket)
+        }
+        let (limits, record) = (inputs.limits, inputs.consent)
         let consent = record?.state() ?? .none(country: country)
         let e = Eligibility.evaluate(type: type, limits: limits, today: AdStore.day(now), consent: consent, isPremium: premium, now: now)
         return try context.json(AvailabilityResponse(eligibility: e))

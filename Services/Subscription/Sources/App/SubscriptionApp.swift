@@ -37,6 +37,10 @@ public enum SubscriptionService: ServiceDefinition {
                                                         sandboxURL: runtime.config.environment.string("APPLE_VERIFY_RECEIPT_SANDBOX_URL", default: "https://sandbox.itunes.apple.com/verifyReceipt"),
                                                         logger: runtime.logger),
                                                     google: google, googleClient: googleClient,
+                                                    states: ReadCache(name: "subscription_state", capacity: runtime.config.environment.int("STATUS_CACHE_ENTRIES", default: 50_000),
+                                                                      ttl: .seconds(min(300, runtime.config.environment.int("STATUS_CACHE_SECONDS", default: 300))),
+                                                                      feed: runtime.changes, topics: ["subscription", "plans"], metrics: runtime.metrics,
+                                                                      clock: runtime.clock),
                                                     clock: runtime.clock,
                                                     logger: runtime.logger)
         let credits = CreditsController(db: runtime.db, ledger: ledger, idempotency: IdempotencyStore(client: runtime.db, logger: runtime.logger),

@@ -14,8 +14,13 @@ struct SubscriptionsController {
     let receipts: AppleReceiptVerifier
     let google: [UUID: GooglePlayConfig]
     let googleClient: GooglePlayClient
+    /// Each user's subscription and features as last read, kept until the subscription or the
+    /// tenant's plans change (announced by triggers to every replica) or its period ends.
+    let states: ReadCache<UserCacheKey, SubscriptionState>
     let clock: any WallClock
     let logger: Logger
+
+    struct SubscriptionState: Sendable { var subscription: Subscription?; var features: JSONValue }
 
     func addRoutes(user: RouterGroup<ServiceRequestContext>, internalGroup: RouterGroup<ServiceRequestContext>) {
         user.post("subscriptions/purchase") { request, context in try await purchase(request, context, restore: false) }
@@ -257,13 +262,21 @@ struct SubscriptionsController {
 
     func state(app: UUID, user: UUID) async throws -> (Subscription?, JSONValue) {
         let now = clock.now()
+        let key = UserCacheKey(app: app, user: user)
+        if let held = states.value(for: key) { return (held.subscription, held.features) }
+        let ticket = states.ticket(for: key)
         // Fast path: one read. Only a subscription whose end has passed takes the locked path
         // that flips it to expired.
         let snap = try await subscriptions.snapshot(app: app, user: user, db: db)
-        guard let (sub, featuresText) = snap else { return (nil, .object([:])) }
+        guard let (sub, featuresText) = snap else {
+            states.store(SubscriptionState(subscription: nil, features: .object([:])), for: key, ticket: ticket)
+            return (nil, .object([:]))
+        }
         let end = sub.status == "grace_period" ? (sub.gracePeriodEnd ?? sub.endDate) : sub.endDate
         if !sub.grantsAccess || end > now {
             let features = sub.grantsAccess ? featuresText.flatMap { try? JSONDecoder().decode(JSONValue.self, from: Data($0.utf8)) } ?? .object([:]) : .object([:])
+            // Never past the end of the period: then the locked path expires it.
+            states.store(SubscriptionState(subscription: sub, features: features), for: key, ticket: ticket, expires: sub.grantsAccess ? end : nil)
             return (sub, features)
         }
         return try await db.withTransaction(logger: logger) { conn in
