@@ -215,6 +215,21 @@ struct AdsHarness: Sendable {
         }
     }
 
+    /// A second replica: its own runtime, pool and change feed, the same database and clock;
+    /// `body` gets its client and runtime once both replicas' feeds listen.
+    func withSecondReplica(_ body: @Sendable (any TestClientProtocol, ServiceRuntime) async throws -> Void) async throws {
+        let runtime2 = TestEnvironment.runtime(.ads, migrations: try AdsService.migrations(), overrides: [
+            "SUBSCRIPTION_URL": upstream.base, "ENTITLEMENT_CACHE_SECONDS": "0", "RUN_WORKERS": "false",
+        ], clock: clock)
+        let replica = try AdsService.buildApplication(runtime: runtime2, appVerifier: AdsHarness.AllowAll(),
+                                                      tokenVerifier: AccessTokenVerifier(source: StaticJWKSSource(.init(keys: [signer.jwk])), clock: clock))
+        try await replica.test(.router) { second in
+            await runtime2.readiness.waitUntilMigrated()
+            while runtime2.changes.livePeriod == nil || runtime.changes.livePeriod == nil { try await Task.sleep(for: .milliseconds(10)) }
+            try await body(second, runtime2)
+        }
+    }
+
     static func waitForPort(_ port: Int) async throws {
         for _ in 0..<100 {
             let http = CurlHTTPClient(logger: TestEnvironment.logger)

@@ -1,8 +1,6 @@
 @testable import AdsService
 import Foundation
-import Hummingbird
 import HummingbirdTesting
-import NIOCore
 import ServiceKit
 import TestSupport
 import WireTypes
@@ -16,14 +14,7 @@ final class EligibilityCacheTests: XCTestCase {
         try await AdsHarness.run { h in
             try await h.provider()
             let user = UUID()
-            let runtime2 = TestEnvironment.runtime(.ads, migrations: try AdsService.migrations(), overrides: [
-                "SUBSCRIPTION_URL": h.upstream.base, "ENTITLEMENT_CACHE_SECONDS": "0", "RUN_WORKERS": "false",
-            ], clock: h.clock)
-            let replica = try AdsService.buildApplication(runtime: runtime2, appVerifier: AdsHarness.AllowAll(),
-                                                          tokenVerifier: AccessTokenVerifier(source: StaticJWKSSource(.init(keys: [h.signer.jwk])), clock: h.clock))
-            try await replica.test(.router) { second in
-                await runtime2.readiness.waitUntilMigrated()
-                while runtime2.changes.livePeriod == nil || h.runtime.changes.livePeriod == nil { try await Task.sleep(for: .milliseconds(10)) }
+            try await h.withSecondReplica { second, runtime2 in
                 @Sendable func availableOnB() async throws -> (Bool?, String?) {
                     let r = try await second.execute(uri: "/ads/v1/ads/available?ad_type=rewarded&placement=earn_credits", method: .get,
                                                      headers: try h.headers(user, country: "FR")) { $0 }

@@ -18,14 +18,7 @@ final class ReplicaTests: XCTestCase {
             try await h.provider()
             let user = UUID()
             try await h.consent(user)
-            // A second replica: its own runtime and pool, the same database and clock.
-            let runtime2 = TestEnvironment.runtime(.ads, migrations: try AdsService.migrations(), overrides: [
-                "SUBSCRIPTION_URL": h.upstream.base, "ENTITLEMENT_CACHE_SECONDS": "0", "RUN_WORKERS": "false",
-            ], clock: h.clock)
-            let replica = try AdsService.buildApplication(runtime: runtime2, appVerifier: AdsHarness.AllowAll(),
-                                                      tokenVerifier: AccessTokenVerifier(source: StaticJWKSSource(.init(keys: [h.signer.jwk])), clock: h.clock))
-            try await replica.test(.router) { second in
-                await runtime2.readiness.waitUntilMigrated()
+            try await h.withSecondReplica { second, _ in
                 let clients: [any TestClientProtocol] = [h.client, second]
                 var granted = 0
                 for _ in 0..<15 {
