@@ -54,7 +54,8 @@ public final class ReadCache<Key: CacheKey, Value: Sendable>: Sendable {
         self.capacity = max(1, capacity)
         self.ttl = ttl
         self.feed = feed
-        let help = "Answers of the \(name) read path served from this replica's memory (hit) or read from the database (miss)"
+        // One help text for every cache: the registry refuses two texts for one name.
+        let help = "Reads of a cached path answered from this replica's memory (hit) or from the database (miss), by cache"
         let requests = MetricNameDescriptor(metricName: "cache_requests", unitName: "total", helpText: help)
         hits = metrics.makeCounter(descriptor: requests, labels: [("cache", name), ("result", "hit")])
         misses = metrics.makeCounter(descriptor: requests, labels: [("cache", name), ("result", "miss")])

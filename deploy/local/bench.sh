@@ -105,23 +105,17 @@ log "bcrypt-12 on this machine"
 BCRYPT_MS=$("$BIN/auth-service" admin bcrypt-time --rounds 8 | sed 's/bcrypt_verify_ms=//')
 BCRYPT_LIMIT=$(awk -v c="$CORES" -v ms="$BCRYPT_MS" 'BEGIN {printf "%.2f", c * 1000 / ms}')
 
-log "GET /subscription/v1/subscriptions/me (token and tenant verified, one subscription read)"
+log "GET /subscription/v1/subscriptions/me and /ads/v1/ads/available: ${BENCH_USERS:-10000} users, a random one per request"
 ME_TOKEN=$(curl -fsS "${H[@]}" -H "X-Forwarded-For: 10.7.0.1" -d "{\"provider\":\"guest\",\"credentials\":{\"device_id\":\"bench-me-$RANDOM\"}}" \
   http://127.0.0.1:3001/auth/v1/auth/register | sed -E 's/.*"access_token":"([^"]+)".*/\1/')
-curl -fsS -o /dev/null -H "X-App-ID: $APP_ID" -H "X-API-Key: $API_KEY" -H "Authorization: Bearer $ME_TOKEN" http://127.0.0.1:3002/subscription/v1/subscriptions/me
-wrk -t2 -c32 -d"${DURATION}s" --latency -H "X-App-ID: $APP_ID" -H "X-API-Key: $API_KEY" -H "Authorization: Bearer $ME_TOKEN" \
-  http://127.0.0.1:3002/subscription/v1/subscriptions/me > "$BENCH/me.txt"
+python3 deploy/bench/users.py "$APP_ID" "$API_KEY" "${BENCH_USERS:-10000}" "$BENCH/users.txt" --consent
+USERS=$(wc -l < "$BENCH/users.txt")
+wrk -t2 -c32 -d"${DURATION}s" --latency -s deploy/bench/random_user.lua http://127.0.0.1:3002 -- "$APP_ID" "$API_KEY" \
+  /subscription/v1/subscriptions/me "$BENCH/users.txt" > "$BENCH/me.txt"
 ME_RPS=$(rps "$BENCH/me.txt")
 SUB_RSS=$(rss_mb $SUB_PID)
-
-log "GET /ads/v1/ads/available (token, consent, limits, entitlement cached)"
-curl -fsS -o /dev/null -H "Content-Type: application/json" -H "X-App-ID: $APP_ID" -H "X-API-Key: $API_KEY" -H "Authorization: Bearer $ME_TOKEN" \
-  -d '{"consent_personalized_ads":true,"consent_data_sharing":true,"age_gate_passed":true,"is_under_age":false,"country":"FR"}' \
-  http://127.0.0.1:3004/ads/v1/ads/consent
-curl -fsS -o /dev/null -H "X-App-ID: $APP_ID" -H "X-API-Key: $API_KEY" -H "Authorization: Bearer $ME_TOKEN" \
-  "http://127.0.0.1:3004/ads/v1/ads/available?ad_type=rewarded&placement=earn_credits"
-wrk -t2 -c32 -d"${DURATION}s" --latency -H "X-App-ID: $APP_ID" -H "X-API-Key: $API_KEY" -H "Authorization: Bearer $ME_TOKEN" \
-  "http://127.0.0.1:3004/ads/v1/ads/available?ad_type=rewarded&placement=earn_credits" > "$BENCH/ads.txt"
+wrk -t2 -c32 -d"${DURATION}s" --latency -s deploy/bench/random_user.lua http://127.0.0.1:3004 -- "$APP_ID" "$API_KEY" \
+  "/ads/v1/ads/available?ad_type=rewarded&placement=earn_credits" "$BENCH/users.txt" > "$BENCH/ads.txt"
 ADS_RPS=$(rps "$BENCH/ads.txt")
 ADS_RSS=$(rss_mb $ADS_PID)
 
@@ -173,8 +167,8 @@ POST /auth/refresh (rotation)           ${REFRESH_RPS} req/s   p99 $(p99 "$BENCH
 bcrypt-12 verify                        ${BCRYPT_MS} ms  ->  limit = ${CORES} cores / that = ${BCRYPT_LIMIT} logins/s
 POST /auth/login (email, 8 conns)       ${LOGIN_RPS} req/s  = $(awk -v a="$LOGIN_RPS" -v b="$BCRYPT_LIMIT" 'BEGIN {printf "%.2f", a / b}') x bcrypt limit (target >= 0.9)   non-2xx: $(non2xx "$BENCH/login.txt")
 GET /auth/v1/health during the flood    $(cat "$BENCH/health-flood.txt")   (one probe every 20 ms; target p99 < 20 ms)
-GET /subscriptions/me (32 conns)        ${ME_RPS} req/s   p99 $(p99 "$BENCH/me.txt")   = $(awk -v a="$ME_RPS" -v b="$PGBENCH_TPS" 'BEGIN {printf "%.2f", a / b}') x pgbench (target >= 0.5, p99 <= 10 ms)   non-2xx: $(non2xx "$BENCH/me.txt")
-GET /ads/available (32 conns)           ${ADS_RPS} req/s   p99 $(p99 "$BENCH/ads.txt")   = $(awk -v a="$ADS_RPS" -v b="$PGBENCH_TPS" 'BEGIN {printf "%.2f", a / b}') x pgbench (target >= 0.5, p99 <= 10 ms)   non-2xx: $(non2xx "$BENCH/ads.txt")
+GET /subscriptions/me (32 conns, ${USERS} users)  ${ME_RPS} req/s   p99 $(p99 "$BENCH/me.txt")   = $(awk -v a="$ME_RPS" -v b="$PGBENCH_TPS" 'BEGIN {printf "%.2f", a / b}') x pgbench (target >= 0.5, p99 <= 10 ms)   non-2xx: $(non2xx "$BENCH/me.txt")
+GET /ads/available (32 conns, ${USERS} users)    ${ADS_RPS} req/s   p99 $(p99 "$BENCH/ads.txt")   = $(awk -v a="$ADS_RPS" -v b="$PGBENCH_TPS" 'BEGIN {printf "%.2f", a / b}') x pgbench (target >= 0.5, p99 <= 10 ms)   non-2xx: $(non2xx "$BENCH/ads.txt")
 GET /location/nearby-content (16 conns) ${NEARBY_RPS} req/s   p50 $(p50 "$BENCH/nearby.txt")   p99 $(p99 "$BENCH/nearby.txt")   (1,000,000 points, 50 km, ${NEARBY_COUNT} results; target p99 <= 5 ms)   non-2xx: $(non2xx "$BENCH/nearby.txt")
   one connection                        $(rps "$BENCH/nearby1.txt") req/s   p50 $(p50 "$BENCH/nearby1.txt")   p99 $(p99 "$BENCH/nearby1.txt")
 1,000-item download job                 ${DOWNLOAD}
