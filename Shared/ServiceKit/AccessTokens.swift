@@ -86,7 +86,21 @@ public final class AccessTokenVerifier: Sendable {
 
     private let source: any JWKSSource
     private let keys = Mutex(Keys())
-    private let verified = Mutex([String: AccessTokenClaims]())
+    /// Keyed by the token's SHA-256 (32 bytes held inline) rather than the token itself
+    /// (~300 bytes on the heap): tens of thousands of sessions fit in a few megabytes.
+    private let verified = Mutex([TokenDigest: AccessTokenClaims]())
+
+    struct TokenDigest: Hashable {
+        var a: UInt64, b: UInt64, c: UInt64, d: UInt64
+        init(_ token: String) {
+            var words = (UInt64(0), UInt64(0), UInt64(0), UInt64(0))
+            SHA256.hash(data: Data(token.utf8)).withUnsafeBytes { raw in
+                words = (raw.loadUnaligned(fromByteOffset: 0, as: UInt64.self), raw.loadUnaligned(fromByteOffset: 8, as: UInt64.self),
+                         raw.loadUnaligned(fromByteOffset: 16, as: UInt64.self), raw.loadUnaligned(fromByteOffset: 24, as: UInt64.self))
+            }
+            (a, b, c, d) = words
+        }
+    }
     private let cacheTTL: Duration
     private let unknownKidRefetchInterval: Duration
     private let maxCachedTokens: Int
@@ -109,7 +123,8 @@ public final class AccessTokenVerifier: Sendable {
     public func verify(_ token: String, appID: UUID, now: Date? = nil) async throws -> AccessTokenClaims {
         let now = now ?? clock.now()
         let nowSeconds = Int(now.timeIntervalSince1970)
-        if let hit = verified.withLock({ $0[token] }) {
+        let digest = TokenDigest(token)
+        if let hit = verified.withLock({ $0[digest] }) {
             guard hit.exp + leeway > nowSeconds else { throw AppError.invalidToken("Access token expired") }
             guard hit.appID == appID else { throw AppError.invalidToken("Access token was issued for another application") }
             return hit
@@ -139,7 +154,7 @@ public final class AccessTokenVerifier: Sendable {
         guard claims.iat - leeway <= nowSeconds else { throw AppError.invalidToken("Access token issued in the future") }
         verified.withLock { cache in
             if cache.count >= maxCachedTokens { cache.removeAll(keepingCapacity: true) }
-            cache[token] = claims
+            cache[digest] = claims
         }
         guard claims.appID == appID else { throw AppError.invalidToken("Access token was issued for another application") }
         return claims
