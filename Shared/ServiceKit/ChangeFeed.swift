@@ -36,10 +36,10 @@ public struct DataChange: Sendable, Hashable, CustomStringConvertible {
     public var description: String { payload }
 }
 
-/// The changes of this service's schema, heard by every replica: a writer announces a change
-/// with `publish(_:on:)` inside its transaction (Postgres' NOTIFY, delivered at commit, to no
-/// one if it rolls back); each replica keeps one connection LISTENing on the schema's channel
-/// and hands what it hears to its caches.
+/// The changes of this service's schema, heard by every replica: table triggers
+/// (`announce_change`, platform include `change_feed`) or `publish(_:on:)` NOTIFY inside the
+/// writing transaction (delivered at commit, to no one if it rolls back); each replica keeps one
+/// connection LISTENing on the schema's channel and hands what it hears to its caches.
 ///
 /// A cache may hold an answer only while the feed is live: when the listening connection is
 /// lost, changes may go unheard, so subscribers are told to `reset` (drop everything) and the
@@ -80,8 +80,9 @@ public final class ChangeFeed: Service, Sendable {
 
     /// Announces a change inside the caller's transaction (heard by every replica at commit),
     /// and drops it here at once: a read racing the write may not keep what it read before.
+    /// For changes no table trigger announces (an erasure: the user topic).
     public func publish(_ change: DataChange, on conn: PostgresConnection) async throws {
-        try await Self.notify(change, channel: channel, on: conn, logger: logger)
+        try await conn.run("SELECT pg_notify(\(channel), \(change.payload))", logger: logger)
         deliver(.change(change))
     }
 
@@ -89,11 +90,6 @@ public final class ChangeFeed: Service, Sendable {
     /// own notification to come back (read-your-writes on the replica that answered).
     public func dropLocally(_ change: DataChange) {
         deliver(.change(change))
-    }
-
-    /// The NOTIFY alone, for a process that holds no feed (a command-line tool writing the catalogue).
-    public static func notify(_ change: DataChange, channel: String, on conn: PostgresConnection, logger: Logger) async throws {
-        try await conn.run("SELECT pg_notify(\(channel), \(change.payload))", logger: logger)
     }
 
     private func deliver(_ event: Event) {

@@ -1,9 +1,12 @@
 import Foundation
+import Hummingbird
+import HummingbirdTesting
 import Logging
 import PostgresNIO
 import Prometheus
 import ServiceKit
 import TestSupport
+import WireTypes
 import XCTest
 
 /// Two replicas (two pools, two feeds, two caches) on one database: what one writes, the
@@ -140,6 +143,35 @@ final class ChangeFeedTests: XCTestCase {
             try await Self.waitFor("A listening again", within: .seconds(3)) { a.feed.livePeriod != nil }
             try await a.publish(DataChange("thing", app: key.scope, user: key.subject))
             try await Self.waitFor("the change heard after the reconnection") { b.cache.value(for: key) == nil }
+        }
+    }
+
+    /// A signed-in user's own write (any non-GET answer) drops their entries on the replica that
+    /// answered before the answer goes out, with no notification needed; a GET drops nothing.
+    func testAUsersOwnWriteIsDroppedOnTheReplicaThatAnsweredIt() async throws {
+        struct SignedIn: RouterMiddleware {
+            typealias Context = ServiceRequestContext
+            let app: UUID, user: UUID
+            func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
+                var context = context
+                context.identity = Identity(appID: app, userID: user, status: .free, isGuest: false, email: nil)
+                return try await next(request, context)
+            }
+        }
+        try await Self.withReplicas { a, _ in
+            let app = UUID(), user = UUID()
+            let key = Key(scope: app, subject: user)
+            let router = Router(context: ServiceRequestContext.self)
+            let group = router.group("v1").add(middleware: SignedIn(app: app, user: user)).add(middleware: ReadYourWritesMiddleware(changes: a.feed))
+            group.get("thing") { _, _ in "read" }
+            group.post("thing") { _, _ in "written" }
+            try await Application(router: router).test(.router) { client in
+                a.put("before", key)
+                _ = try await client.execute(uri: "/v1/thing", method: .get) { $0 }
+                XCTAssertEqual(a.cache.value(for: key), "before", "a read drops nothing")
+                _ = try await client.execute(uri: "/v1/thing", method: .post) { $0 }
+                XCTAssertNil(a.cache.value(for: key), "dropped before the write was answered")
+            }
         }
     }
 }

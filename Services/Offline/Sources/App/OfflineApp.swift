@@ -42,7 +42,7 @@ public enum OfflineService: ServiceDefinition {
             name: "nearby_content", capacity: env.int("NEARBY_CACHE_ENTRIES", default: 2000),
             ttl: .seconds(env.int("NEARBY_CACHE_SECONDS", default: 300)), feed: runtime.changes,
             topics: [LocationStore.locationTopic, LocationStore.placesTopic], metrics: runtime.metrics, clock: runtime.clock)
-        let maintenance = OfflineMaintenance(db: runtime.db, catalog: catalog, sync: sync, locations: locations, changes: runtime.changes, clock: runtime.clock,
+        let maintenance = OfflineMaintenance(db: runtime.db, catalog: catalog, sync: sync, locations: locations, clock: runtime.clock,
                                              interval: .seconds(env.int("OFFLINE_MAINTENANCE_SECONDS", default: 3600)), logger: logger)
         return try buildServiceApplication(runtime: runtime, appVerifier: appVerifier, tokenVerifier: tokenVerifier, services: [worker, maintenance],
                                        userData: OfflineUserData.sections(logger: logger)) { routes in
@@ -51,10 +51,10 @@ public enum OfflineService: ServiceDefinition {
                               clock: runtime.clock, logger: logger).addRoutes(to: routes.user)
             SyncController(db: runtime.db, sync: sync, upstream: upstream, clock: runtime.clock, logger: logger).addRoutes(to: routes.user)
             LocationController(db: runtime.db, geocoder: geocoder, http: runtime.http, authURL: runtime.config.url(of: .auth),
-                               credential: runtime.internalCredential, changes: runtime.changes, nearbyCache: nearbyCache,
+                               credential: runtime.internalCredential, nearbyCache: nearbyCache,
                                clock: runtime.clock, logger: logger)
                 .addRoutes(user: routes.user, internalGroup: routes.internal)
-            CatalogAdminController(db: runtime.db, catalog: catalog, locations: locations, changes: runtime.changes, logger: logger).addRoutes(to: routes.admin)
+            CatalogAdminController(db: runtime.db, catalog: catalog, locations: locations, logger: logger).addRoutes(to: routes.admin)
         }
     }
 }

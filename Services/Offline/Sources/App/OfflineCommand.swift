@@ -51,11 +51,7 @@ public struct OfflineCommand: AsyncParsableCommand {
                     let metadata = #"{"country_code":"\#(c.code)","flag":"\#(c.flag)","questions":5}"#
                     let place = LocationStore.LocationContent(id: "around-" + c.code.lowercased(), contentType: "quiz", title: "Autour de \(c.capital)",
                                                     metadata: metadata, latitude: c.lat, longitude: c.lon, active: true, availableUntil: nil)
-                    try await db.withTransaction(logger: runtime.logger) { conn in
-                        try await LocationStore(logger: runtime.logger).insertPlaceIfAbsent(app: app, place, on: conn)
-                        // Running services drop their cached nearby answers for this tenant.
-                        try await ChangeFeed.notify(DataChange(LocationStore.placesTopic, app: app), channel: runtime.changes.channel, on: conn, logger: runtime.logger)
-                    }
+                    try await db.withConnection { try await LocationStore(logger: runtime.logger).insertPlaceIfAbsent(app: app, place, on: $0) }
                 }
                 print("demo catalogue: \(total) item(s) published, \(DemoCatalogue.countries.count) places")
             }

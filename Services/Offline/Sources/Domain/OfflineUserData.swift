@@ -61,7 +61,6 @@ struct OfflineMaintenance: Service {
     let catalog: CatalogStore
     let sync: SyncStore
     let locations: LocationStore
-    let changes: ChangeFeed
     let clock: any WallClock
     let interval: Duration
     let logger: Logger
@@ -80,12 +79,7 @@ struct OfflineMaintenance: Service {
     func runOnce() async throws -> Report {
         let now = clock.now()
         var r = Report()
-        r.anonymized = try await db.withTransaction(logger: logger) { conn in
-            let n = try await locations.anonymize(olderThan: now.addingTimeInterval(-OfflineRules.staleAfter), on: conn)
-            // Whose positions went is not listed: every replica drops every cached nearby answer.
-            if n > 0 { try await changes.publish(DataChange(LocationStore.locationTopic), on: conn) }
-            return n
-        }
+        r.anonymized = try await db.withConnection { try await locations.anonymize(olderThan: now.addingTimeInterval(-OfflineRules.staleAfter), on: $0) }
         for (cutoff, column) in [(now, "expires_at"), (now.addingTimeInterval(-OfflineRules.staleAfter), "COALESCE(last_accessed_at, downloaded_at)")] {
             let n = try await db.withTransaction(logger: logger) { conn -> Int in
                 var n = 0

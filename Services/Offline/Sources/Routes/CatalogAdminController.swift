@@ -10,7 +10,6 @@ struct CatalogAdminController: Sendable {
     let db: DatabasePool
     let catalog: CatalogStore
     let locations: LocationStore
-    let changes: ChangeFeed
     let logger: Logger
 
     func addRoutes(to admin: RouterGroup<ServiceRequestContext>) {
@@ -57,10 +56,7 @@ struct CatalogAdminController: Sendable {
             let metadata = String(decoding: try JSON.encoder.encode(b.metadata ?? .object([:])), as: UTF8.self)
             let place = LocationStore.LocationContent(id: id, contentType: b.contentType ?? "quiz", title: b.title, metadata: metadata, latitude: b.latitude,
                                             longitude: b.longitude, active: b.active ?? true, availableUntil: b.availableUntil)
-            try await db.withTransaction(logger: logger) { conn in
-                try await locations.upsertPlace(app: app, place, on: conn)
-                try await changes.publish(DataChange(LocationStore.placesTopic, app: app), on: conn)
-            }
+            try await db.withConnection { try await locations.upsertPlace(app: app, place, on: $0) }
             return try context.json(["id": id])
         }
     }

@@ -13,10 +13,9 @@ struct LocationController: Sendable {
     let http: CurlHTTPClient
     let authURL: String
     let credential: InternalCredential
-    let changes: ChangeFeed
     /// Nearby answers by user and radius, dropped when the user's position or the tenant's
-    /// places change (a position changes at most every 15 minutes; the map screen asks again
-    /// each time it opens).
+    /// places change (announced by triggers on both tables; a position changes at most every
+    /// 15 minutes, the map screen asks again each time it opens).
     let nearbyCache: ReadCache<NearbyKey, ByteBuffer>
     let clock: any WallClock
     let logger: Logger
@@ -33,13 +32,7 @@ struct LocationController: Sendable {
                 throw AppError.validation("consent", "offline acts on the geolocation consent only")
             }
             guard fact.version > 0 else { throw AppError.validation("version", "version must be a positive integer") }
-            let outcome = try await db.withTransaction(logger: logger) { conn in
-                let outcome = try await locations.applyGeolocationConsent(fact, on: conn)
-                if outcome.applied && !fact.value {
-                    try await changes.publish(DataChange(LocationStore.locationTopic, app: fact.appID, user: fact.userID), on: conn)
-                }
-                return outcome
-            }
+            let outcome = try await db.withTransaction(logger: logger) { try await locations.applyGeolocationConsent(fact, on: $0) }
             return try context.json(outcome)
         }
     }
@@ -109,7 +102,6 @@ struct LocationController: Sendable {
             try await locations.rateCheck(app: app, user: user, now: now, on: conn)
             try await locations.insert(app: app, user: user, .init(id: id, latitude: b.latitude, longitude: b.longitude, accuracy: b.accuracy,
                                                                    altitude: b.altitude, source: source, place: place, at: now), on: conn)
-            try await changes.publish(DataChange(LocationStore.locationTopic, app: app, user: user), on: conn)
         }
         return try context.json(["location": LocationView(id: id, latitude: b.latitude, longitude: b.longitude, accuracy: b.accuracy,
                                                           geocoded: place, timestamp: now)], status: .created)

@@ -7,7 +7,7 @@ import WireTypes
 /// `user_consents` (auth's geolocation consent, as its versions arrive) and `user_locations`.
 struct LocationStore: Sendable {
     let logger: Logger
-    /// Change topics: a user's positions (`app`, `user`), a tenant's places (`app`).
+    /// Change topics, announced by the triggers of migration 0010: a user's positions, a tenant's places.
     static let locationTopic = "location", placesTopic = "places"
     var facts: UserFactStore { UserFactStore(logger: logger) }
 
