@@ -17,14 +17,6 @@ final class NearbyCacheTests: XCTestCase {
         return (200, try h.obj(r).array("content").compactMap { $0.string("title") })
     }
 
-    static func hits(_ h: OfflineHarness) -> Int {
-        var buffer: [UInt8] = []
-        h.runtime.metrics.emit(into: &buffer)
-        let line = String(decoding: buffer, as: UTF8.self).split(separator: "\n")
-            .first { $0.hasPrefix("cache_requests_total{") && $0.contains(#"cache="nearby_content""#) && $0.contains(#"result="hit""#) }
-        return line.flatMap { Int($0.split(separator: " ").last ?? "") } ?? 0
-    }
-
     /// Polls `h` until the answer is `expected`, at most 1 s.
     static func eventually(_ h: OfflineHarness, _ user: UUID, _ expected: (Int, [String]), _ what: String) async throws {
         let end = ContinuousClock.now + .seconds(1)
@@ -54,10 +46,10 @@ final class NearbyCacheTests: XCTestCase {
             do { let r = try await SyncAndLocationTests.locate(h, user, lat: -30.0, lon: -20.0); XCTAssertEqual(r.status, .created) }
             let first = try await Self.nearby(h, user)
             XCTAssertEqual(first.titles, ["one", "two"])
-            let before = Self.hits(h)
+            let before = h.runtime.cacheHits("nearby_content")
             let again = try await Self.nearby(h, user)
             XCTAssertEqual(again.titles, ["one", "two"])
-            XCTAssertEqual(Self.hits(h), before + 1, "the second read is answered from memory")
+            XCTAssertEqual(h.runtime.cacheHits("nearby_content"), before + 1, "the second read is answered from memory")
 
             try await h.withSecondReplica { h2 in
                 // The operator adds a place through the other replica.
@@ -82,7 +74,8 @@ final class NearbyCacheTests: XCTestCase {
     }
 
     func testAnAnswerEndsWhenAListedPlaceStopsBeingAvailable() async throws {
-        try await OfflineHarness.run { h in
+        // Kept far longer than the 10 minutes the clock moves: only the place's end can end it.
+        try await OfflineHarness.run(settings: ["NEARBY_CACHE_SECONDS": "7200"]) { h in
             let user = UUID()
             h.upstream.geolocationConsent.withLock { _ = $0.insert(user) }
             let until = ISO8601DateFormatter().string(from: h.clock.now().addingTimeInterval(600))

@@ -238,3 +238,14 @@ public func runServiceBinary(_ name: String, _ args: [String], environment: [Str
     return (p.terminationStatus, String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self),
             String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self))
 }
+
+extension ServiceRuntime {
+    /// How many reads of the named cache this runtime answered from memory (its metrics).
+    public func cacheHits(_ cache: String) -> Int {
+        var buffer: [UInt8] = []
+        metrics.emit(into: &buffer)
+        let line = String(decoding: buffer, as: UTF8.self).split(separator: "\n")
+            .first { $0.hasPrefix("cache_requests_total{") && $0.contains(#"cache="\#(cache)""#) && $0.contains(#"result="hit""#) }
+        return line.flatMap { Int($0.split(separator: " ").last ?? "") } ?? 0
+    }
+}
