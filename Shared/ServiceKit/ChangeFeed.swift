@@ -168,19 +168,34 @@ public final class ChangeFeed: Service, Sendable {
     }
 }
 
-/// A user's own write is in their next read on the replica that answered it: after any
-/// request that may write (not GET or HEAD), this replica drops what its caches hold of that
-/// user at once; the other replicas hear the change from the feed. The route's transaction has
-/// committed when it answers, so a read that begins after this drop reads the write.
+/// A write is in the next read on the replica that answered it, before its own notification
+/// comes back: after any request that may write (not GET or HEAD) this replica drops what its
+/// caches hold of the signed-in user (`signedInUser`, behind the access token) or, for a writer
+/// that is not a user and whose rows cannot be named here (a store's webhook, another service's
+/// delivery, an operator), everything it holds (`everything`). The other replicas hear the change
+/// from the feed. The route's transaction has committed when it answers, so a read that begins
+/// after this drop reads the write.
 public struct ReadYourWritesMiddleware: RouterMiddleware {
     public typealias Context = ServiceRequestContext
+    public enum Scope: Sendable { case signedInUser, everything }
     let changes: ChangeFeed
+    let scope: Scope
 
-    public init(changes: ChangeFeed) { self.changes = changes }
+    public init(changes: ChangeFeed, scope: Scope = .signedInUser) { self.changes = changes; self.scope = scope }
 
     public func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
-        guard request.method != .get, request.method != .head, let identity = context.identity else { return try await next(request, context) }
-        defer { changes.dropLocally(DataChange(DataChange.userTopic, app: identity.appID, user: identity.userID)) }
+        guard request.method != .get, request.method != .head else { return try await next(request, context) }
+        let change: DataChange
+        switch (scope, context.identity?.userID, context.identity?.appID) {
+        case (.signedInUser, let user?, let app?): change = DataChange(DataChange.userTopic, app: app, user: user)
+        case (.signedInUser, _, _): return try await next(request, context)
+        case (.everything, _, _):
+            // Only a write that was accepted: a refused one changed nothing, and anyone may send one.
+            let response = try await next(request, context)
+            if response.status.code < 300 { changes.dropLocally(DataChange(DataChange.userTopic)) }
+            return response
+        }
+        defer { changes.dropLocally(change) }
         return try await next(request, context)
     }
 }

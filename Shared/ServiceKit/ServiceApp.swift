@@ -125,7 +125,10 @@ public func buildServiceApplication(
     router.add(middleware: ErrorMiddleware())
 
     let prefix = config.service.prefix
-    let open = router.group(RouterPath(prefix))
+    // Writers that are not a signed-in user (webhooks, deliveries, operators) drop this
+    // replica's cached answers before answering; a user's write drops only theirs (below).
+    let everything = ReadYourWritesMiddleware(changes: runtime.changes, scope: .everything)
+    let open = router.group(RouterPath(prefix)).add(middleware: everything)
     for base in [router.group(), open] {
         base.get("health") { _, context in
             try context.json(HealthStatus(status: "ok", service: config.service.rawValue))
@@ -142,12 +145,12 @@ public func buildServiceApplication(
         return Response(status: .ok, headers: [.contentType: "text/plain; version=0.0.4"],
                         body: .init(byteBuffer: ByteBuffer(bytes: buffer)))
     }
-    let tenant = router.group(RouterPath(prefix)).add(middleware: TenantMiddleware(verifier: appVerifier))
+    let tenant = router.group(RouterPath(prefix)).add(middleware: everything).add(middleware: TenantMiddleware(verifier: appVerifier))
     let user = router.group(RouterPath(prefix))
         .add(middleware: TenantMiddleware(verifier: appVerifier))
         .add(middleware: AccessTokenMiddleware(verifier: tokenVerifier, sessions: runtime.sessions))
         .add(middleware: ReadYourWritesMiddleware(changes: runtime.changes))
-    let internalGroup = router.group("internal").add(middleware: InternalAuthMiddleware(accepted: config.acceptedInternalCredentials))
+    let internalGroup = router.group("internal").add(middleware: InternalAuthMiddleware(accepted: config.acceptedInternalCredentials)).add(middleware: everything)
     if let userData {
         UserDataController(service: config.service, sections: userData, db: runtime.db, sessions: runtime.sessions,
                            changes: runtime.changes, logger: runtime.logger).addRoutes(to: internalGroup)
@@ -159,6 +162,7 @@ public func buildServiceApplication(
     let admin = router.group(RouterPath(prefix))
         .add(middleware: TenantMiddleware(verifier: appVerifier))
         .add(middleware: AdminAuthMiddleware(token: config.adminToken))
+        .add(middleware: everything)
     try configure(ServiceRoutes(router: router, open: open, tenant: tenant, user: user, internal: internalGroup, admin: admin))
 
     let watcher = runtime.sessionWatcher
