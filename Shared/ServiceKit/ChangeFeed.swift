@@ -1,3 +1,4 @@
+import WireTypes
 import Foundation
 import Hummingbird
 import Logging
@@ -22,7 +23,7 @@ public struct DataChange: Sendable, Hashable, CustomStringConvertible {
     /// Everything held about one user of one tenant (erasure, suspension): every cache listens to it.
     public static let userTopic = "user"
 
-    var payload: String { "\(topic)|\(app.map { $0.uuidString.lowercased() } ?? "")|\(user.map { $0.uuidString.lowercased() } ?? "")" }
+    var payload: String { "\(topic)|\(app.map { $0.lowercasedString } ?? "")|\(user.map { $0.lowercasedString } ?? "")" }
 
     init?(payload: String) {
         let parts = payload.split(separator: "|", omittingEmptySubsequences: false)

@@ -88,6 +88,8 @@ public struct ServiceConfig: Sendable {
     /// How long auth's JWKS is cached before a refetch.
     public var jwksCacheSeconds: Int
     public var logLevel: String
+    /// `LOG_FORMAT`: `json` (the default, one object per line) or `text`.
+    public var logFormat: LogFormat
     public var dataDirectory: String
     public var outboxPollMilliseconds: Int
     /// How often each replica reads the session revocations other replicas stored.
@@ -134,6 +136,7 @@ public struct ServiceConfig: Sendable {
         adminToken = env.string("ADMIN_API_TOKEN", default: "local-admin-token")
         jwksCacheSeconds = env.int("JWKS_CACHE_SECONDS", default: 300)
         logLevel = env.string("LOG_LEVEL", default: "info")
+        logFormat = LogFormat(rawValue: env.string("LOG_FORMAT", default: "json").lowercased()) ?? .json
         dataDirectory = env.string("DATA_DIR", default: ".data")
         outboxPollMilliseconds = env.int("OUTBOX_POLL_MS", default: 200)
         sessionPollMilliseconds = env.int("SESSION_POLL_MS", default: 1000)

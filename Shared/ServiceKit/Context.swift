@@ -63,7 +63,7 @@ public struct RequestIDMiddleware: RouterMiddleware {
     public func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
         var context = context
         let incoming = request.headers[.xRequestID].flatMap { $0.count <= 128 && !$0.isEmpty ? $0 : nil }
-        let id = incoming ?? UUID().uuidString.lowercased()
+        let id = incoming ?? Self.newRequestID()
         context.requestID = id
         context.logger[metadataKey: "request_id"] = .string(id)
         // Forwarding headers count only from a trusted proxy; a client calling a service
@@ -75,16 +75,25 @@ public struct RequestIDMiddleware: RouterMiddleware {
             try await next(request, context)
         }
         response.headers[.xRequestID] = id
+        // The access line's fields are built only when the line is written.
+        guard context.logger.logLevel <= accessLevel else { return response }
         let elapsed = ContinuousClock.now - start
         var metadata: Logger.Metadata = [
             "method": "\(request.method.rawValue)", "route": "\(context.endpointPath ?? "unmatched")", "status": "\(response.status.code)",
             "duration_ms": "\(Double(elapsed.components.attoseconds / 1_000_000_000_000 + elapsed.components.seconds * 1_000_000) / 1000)",
         ]
-        if let app = context.identity?.appID { metadata["app_id"] = "\(app.uuidString.lowercased())" }
-        if let user = context.identity?.userID { metadata["user_id"] = "\(user.uuidString.lowercased())" }
+        if let app = context.identity?.appID { metadata["app_id"] = "\(app.lowercasedString)" }
+        if let user = context.identity?.userID { metadata["user_id"] = "\(user.lowercasedString)" }
         if let caller = context.callingService { metadata["caller"] = "\(caller.rawValue)" }
         context.logger.log(level: accessLevel, "request", metadata: metadata)
         return response
+    }
+
+    /// 128 random bits in hex: as unique as a UUID, without Foundation's formatting.
+    static func newRequestID() -> String {
+        var rng = SystemRandomNumberGenerator()
+        let high = rng.next() as UInt64, low = rng.next() as UInt64
+        return withUnsafeBytes(of: (high, low)) { $0.hexEncoded }
     }
 }
 

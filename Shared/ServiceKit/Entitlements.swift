@@ -31,7 +31,7 @@ public final class RemoteEntitlements: EntitlementSource {
         let key = "\(app):\(user)"
         let now = ContinuousClock.now
         if let (value, at) = cache.withLock({ $0[key] }), now - at < ttl { return value }
-        let url = "\(baseURL)/internal/users/\(user.uuidString.lowercased())/entitlement?app_id=\(app.uuidString.lowercased())"
+        let url = "\(baseURL)/internal/users/\(user.lowercasedString)/entitlement?app_id=\(app.lowercasedString)"
         let response = try await http.send(HTTPRequest(method: "GET", url: url, headers: credential.headers, timeout: timeout))
         guard response.isSuccess else { throw HTTPClientError.transport(code: response.status, message: "entitlement: HTTP \(response.status)") }
         let value = try response.decode(Entitlement.self)

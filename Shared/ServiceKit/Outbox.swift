@@ -1,3 +1,4 @@
+import WireTypes
 import Foundation
 import Logging
 import PostgresNIO
@@ -163,7 +164,7 @@ public struct OutboxWorker: Service {
 
     private func request(for row: Row, timeout: Duration) -> HTTPRequest? {
         guard let target = ServiceName(rawValue: row.target), let base = serviceURLs[target] else { return nil }
-        var headers = credential.headers + [("Idempotency-Key", row.key.uuidString.lowercased())]
+        var headers = credential.headers + [("Idempotency-Key", row.key.lowercasedString)]
         if row.body != nil { headers.append(("Content-Type", "application/json")) }
         // One id follows a change from the request that caused it into the receiver's log.
         if let id = row.requestID { headers.append(("X-Request-ID", id)) }

@@ -47,7 +47,9 @@ public struct ServiceRuntime: Sendable {
     public let changes: ChangeFeed
 
     public init(config: ServiceConfig, migrations: [Migration], clock: any WallClock = SystemClock(), logger: Logger? = nil) {
-        var logger = logger ?? Logger(label: "\(config.service.rawValue)-service")
+        var logger = logger ?? Logger(label: "\(config.service.rawValue)-service") { _ in
+            ServiceLogHandler(service: config.service.rawValue, format: config.logFormat)
+        }
         logger.logLevel = Logger.Level(rawValue: config.logLevel) ?? .info
         self.config = config
         self.logger = logger

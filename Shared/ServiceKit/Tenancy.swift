@@ -45,7 +45,9 @@ public final class CachedAppVerifier: AppVerifier {
     private let inner: any AppVerifier
     private let ttl: Duration
     private let negativeTTL: Duration
-    private let cache = Mutex([String: (Bool, ContinuousClock.Instant)]())
+    private let cache = Mutex([Key: (Bool, ContinuousClock.Instant)]())
+    /// The key is kept by its digest; the app id and digest as bytes, not formatted text.
+    struct Key: Hashable { let app: UUID; let digest: SHA256.Digest }
 
     public init(_ inner: any AppVerifier, ttl: Duration, negativeTTL: Duration = .seconds(2)) {
         self.inner = inner
@@ -54,7 +56,7 @@ public final class CachedAppVerifier: AppVerifier {
     }
 
     public func verify(appID: UUID, apiKey: String) async throws -> Bool {
-        let key = appID.uuidString + ":" + SHA256.hash(data: Data(apiKey.utf8)).hexEncoded
+        let key = Key(app: appID, digest: SHA256.hash(data: Data(apiKey.utf8)))
         let now = ContinuousClock.now
         if let (valid, at) = cache.withLock({ $0[key] }), now - at < (valid ? ttl : negativeTTL) {
             return valid
@@ -90,7 +92,7 @@ public struct TenantMiddleware: RouterMiddleware {
         }
         var context = context
         context.identity = Identity(appID: appID)
-        context.logger[metadataKey: "app_id"] = .string(appID.uuidString.lowercased())
+        context.logger[metadataKey: "app_id"] = .string(appID.lowercasedString)
         return try await next(request, context)
     }
 }

@@ -40,7 +40,7 @@ public struct AccessTokenClaims: Codable, Sendable, Equatable {
                 issuer: String, issuedAt: Int, expiresAt: Int, jti: String, sessionID: UUID? = nil, sessionEpoch: Int? = nil) {
         self.sid = sessionID
         self.sv = sessionEpoch
-        self.sub = userID.uuidString.lowercased()
+        self.sub = userID.lowercasedString
         self.userID = userID
         self.appID = appID
         self.email = email
@@ -67,5 +67,25 @@ public struct Identity: Sendable, Equatable {
         self.status = status
         self.isGuest = isGuest
         self.email = email
+    }
+}
+
+extension UUID {
+    /// The canonical lower-case form (`uuidString` is upper-case, and made through `sprintf`,
+    /// which showed in the profile of every request that names a user).
+    public var lowercasedString: String {
+        let digits = Array("0123456789abcdef".utf8)
+        return withUnsafeBytes(of: uuid) { bytes in
+            String(unsafeUninitializedCapacity: 36) { out in
+                var i = 0
+                for (n, byte) in bytes.enumerated() {
+                    if n == 4 || n == 6 || n == 8 || n == 10 { out[i] = UInt8(ascii: "-"); i += 1 }
+                    out[i] = digits[Int(byte >> 4)]
+                    out[i + 1] = digits[Int(byte & 0x0f)]
+                    i += 2
+                }
+                return i
+            }
+        }
     }
 }

@@ -299,7 +299,13 @@ def replicas_share_the_database():
         item_runs = psql("SELECT max(attempts) FROM offline.download_job_items WHERE job_id IN (%s)" % ids)[0]
         if item_runs != "1":
             fail("an item was processed twice: max attempts %s" % item_runs)
-        by_replica = sum(1 for line in open(DATA + "/logs/offline-replica.log") if "job done" in line and "kind=download" in line)
+        def job_done(line):  # the services log JSON lines (LOG_FORMAT=json, the default)
+            try:
+                entry = json.loads(line)
+            except ValueError:
+                return False
+            return entry.get("message") == "job done" and entry.get("kind") == "download"
+        by_replica = sum(1 for line in open(DATA + "/logs/offline-replica.log") if job_done(line))
         if not 0 < by_replica < len(jobs):
             fail("both workers should have taken jobs: the replica ran %d of %d" % (by_replica, len(jobs)))
 

@@ -1,3 +1,4 @@
+import WireTypes
 import Foundation
 import Logging
 import PostgresNIO
@@ -21,7 +22,7 @@ struct AdRewarding: Sendable {
     }
 
     func grant(_ request: AdRequestRecord, user: UUID, now: Date, on conn: PostgresConnection) async throws -> Outcome {
-        let reference = request.id.uuidString.lowercased()
+        let reference = request.id.lowercasedString
         guard let outboxID = try await rewards.grant(app: request.appID, user: user, amount: AdRules.rewardCredits, source: Self.source,
                                                      reference: reference, now: now, on: conn) else { return .alreadyGranted }
         guard try await ads.countRewardedView(app: request.appID, user: user, now: now, on: conn) else {

@@ -296,7 +296,7 @@ struct AdsController: Sendable {
             // for nothing (reward, interstitial frequency, revenue).
             guard r.shown else {
                 throw AppError(.conflict, "ad_not_shown", "Report the impression (shown: true) before completing this ad",
-                               extra: ["ad_request_id": .string(id.uuidString.lowercased())])
+                               extra: ["ad_request_id": .string(id.lowercasedString)])
             }
             try await ads.markCompleted(id: id, now: now, on: conn)
             var out = CompleteResponse(adRequestID: id, adType: r.adType.rawValue, completed: body.completed, rewardGranted: false)
@@ -326,7 +326,7 @@ struct AdsController: Sendable {
                     out.message = "Watch the whole ad to earn the credit"
                 case .awaitingVerification:
                     // The network's callback may already have come.
-                    granted = try await rewarding.rewards.reward(app: app, source: AdRewarding.source, reference: id.uuidString.lowercased(),
+                    granted = try await rewarding.rewards.reward(app: app, source: AdRewarding.source, reference: id.lowercasedString,
                                                                  on: conn) != nil
                     if granted { refusal = nil }
                     out.rewardStatus = granted ? nil : "awaiting_verification"
@@ -383,7 +383,7 @@ struct AdsController: Sendable {
             out.rewardGranted = view.rewardGranted
             out.reason = view.refusal
         }
-        if let reward = try await rewarding.rewards.reward(app: r.appID, source: AdRewarding.source, reference: r.id.uuidString.lowercased(), on: conn) {
+        if let reward = try await rewarding.rewards.reward(app: r.appID, source: AdRewarding.source, reference: r.id.lowercasedString, on: conn) {
             out.rewardGranted = true
             out.reason = nil
             out.reward = RewardBody(amount: reward.amount)

@@ -150,7 +150,7 @@ struct CampaignsController: Sendable {
         let (app, user) = try context.requireUser()
         let id = try Self.id(context)
         let now = clock.now()
-        let reference = "campaign:\(id.uuidString.lowercased()):\(user.uuidString.lowercased())"
+        let reference = "campaign:\(id.lowercasedString):\(user.lowercasedString)"
         enum Outcome { case granted(amount: Int, outboxID: Int64), alreadyClaimed(RewardStore.Reward?) }
         let outcome = try await db.withTransaction(logger: logger) { conn -> Outcome in
             guard let c = try await campaigns.campaign(app: app, id: id, on: conn) else { throw AppError.notFound("Campaign") }

@@ -150,7 +150,7 @@ struct ConsentController: Sendable {
             guard let answer = body.consentPersonalizedAds else { return (r, nil) }
             let basedOn = try await consents.facts.version(app: app, user: user, fact: "consent.personalized_ads", on: conn) ?? 0
             let message = try OutboxMessage(target: .auth, method: "POST",
-                                            path: "/internal/users/\(user.uuidString.lowercased())/consent-answers/personalized_ads?app_id=\(app.uuidString.lowercased())",
+                                            path: "/internal/users/\(user.lowercasedString)/consent-answers/personalized_ads?app_id=\(app.lowercasedString)",
                                             body: ConsentAnswer(appID: app, value: answer && !underAge, basedOn: basedOn, source: "ads"))
             return (r, try await Outbox.enqueue(message, on: conn, logger: logger).id)
         }

@@ -66,7 +66,7 @@ public struct AuthCommand: AsyncParsableCommand {
                 return true
             }
             guard updated else { throw ValidationError("no user \(user) in app \(app)") }
-            print("user \(user.uuidString.lowercased()) is now \(status.rawValue)")
+            print("user \(user.lowercasedString) is now \(status.rawValue)")
         }
     }
 
@@ -148,7 +148,7 @@ public struct AuthCommand: AsyncParsableCommand {
     }
 
     static func printKey(_ issued: IssuedAPIKey, name: String?, envOnly: Bool) {
-        let id = issued.appID.uuidString.lowercased()
+        let id = issued.appID.lowercasedString
         if !envOnly {
             if let name { print("Application \"\(name)\" created.") }
             print("Keep the API key now: it is stored hashed and cannot be shown again.")

@@ -40,22 +40,22 @@ struct PrivacyExporter: Sendable {
             return .object(parts)
         }
         for service in [ServiceName.subscription, .offline, .ads] {
-            let url = "\(serviceURLs[service]!)/internal/users/\(userID.uuidString.lowercased())/export?app_id=\(appID.uuidString.lowercased())"
+            let url = "\(serviceURLs[service]!)/internal/users/\(userID.lowercasedString)/export?app_id=\(appID.lowercasedString)"
             let response = try await http.send(HTTPRequest(url: url, headers: credential.headers, timeout: .seconds(20)), retries: 2)
             guard response.isSuccess else { throw ExportError(description: "\(service.rawValue) answered \(response.status)") }
             services[service.rawValue] = .object(try response.decode(UserDataExport.self).sections)
         }
         let now = clock.now()
         let document: JSONValue = .object([
-            "export_id": .string(exportID.uuidString.lowercased()), "user_id": .string(userID.uuidString.lowercased()),
-            "app_id": .string(appID.uuidString.lowercased()), "generated_at": .string(ISO8601DateFormatter().string(from: now)),
+            "export_id": .string(exportID.lowercasedString), "user_id": .string(userID.lowercasedString),
+            "app_id": .string(appID.lowercasedString), "generated_at": .string(ISO8601DateFormatter().string(from: now)),
             "services": .object(services),
         ])
         let json = String(decoding: try JSON.encoder.encode(document), as: UTF8.self)
         let expires = now.addingTimeInterval(Self.validity)
         try await db.withConnection { try await exports.markReady(exportID, data: json, now: now, expires: expires, on: $0) }
         if let email {
-            let link = "\(publicURL)/auth/v1/privacy/export/\(exportID.uuidString.lowercased())/download?\(signer.query(for: exportID, expires: expires))"
+            let link = "\(publicURL)/auth/v1/privacy/export/\(exportID.lowercasedString)/download?\(signer.query(for: exportID, expires: expires))"
             try await mailer.send(SMTPMessage(from: settings.mailFrom, to: [email], subject: "Vos données sont prêtes",
                                               text: "Votre export est prêt. Téléchargez-le ici (lien valable 7 jours) :\n\(link)"))
         }
@@ -70,7 +70,7 @@ public struct LinkSigner: Sendable {
     let key: SymmetricKey
 
     func signature(_ id: UUID, _ expires: Int) -> String {
-        Base64URL.encode(Data(HMAC<SHA256>.authenticationCode(for: Data("export:\(id.uuidString.lowercased()):\(expires)".utf8), using: key)))
+        Base64URL.encode(Data(HMAC<SHA256>.authenticationCode(for: Data("export:\(id.lowercasedString):\(expires)".utf8), using: key)))
     }
 
     func query(for id: UUID, expires: Date) -> String {

@@ -60,7 +60,7 @@ enum Emails {
                            \(period)
 
                            Pour gérer ou annuler l'abonnement, passez par \(store) (réglages de votre compte).
-                           Référence : \(p.subscriptionID.uuidString.lowercased())
+                           Référence : \(p.subscriptionID.lowercasedString)
                            """)
     }
 }

@@ -60,7 +60,7 @@ struct ExportController {
         }
         guard let (status, requested, completed, expires) = row else { throw AppError.notFound("Export") }
         let url = (status == "ready" && (expires ?? .distantPast) > ctx.clock.now())
-            ? "/auth/v1/privacy/export/\(id.uuidString.lowercased())/download?\(signer.query(for: id, expires: expires!))" : nil
+            ? "/auth/v1/privacy/export/\(id.lowercasedString)/download?\(signer.query(for: id, expires: expires!))" : nil
         return try context.json(Status(exportID: id, status: status, requestedAt: requested, completedAt: completed, expiresAt: expires, downloadURL: url))
     }
 
@@ -79,7 +79,7 @@ struct ExportController {
         }
         guard let data else { throw AppError.notFound("Export") }
         return Response(status: .ok, headers: [.contentType: "application/json; charset=utf-8",
-                                               .contentDisposition: "attachment; filename=\"export-\(id.uuidString.lowercased()).json\""],
+                                               .contentDisposition: "attachment; filename=\"export-\(id.lowercasedString).json\""],
                         body: .init(byteBuffer: ByteBuffer(string: data)))
     }
 }

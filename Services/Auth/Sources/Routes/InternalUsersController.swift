@@ -80,7 +80,7 @@ struct InternalUsersController {
             }
             guard let email = user.email else { return "no_email" }
             guard try await sent.claim(app: body.appID, user: userID, kind: "purchase_confirmation",
-                                       reference: body.subscriptionID.uuidString.lowercased(), now: ctx.clock.now(), on: conn) else {
+                                       reference: body.subscriptionID.lowercasedString, now: ctx.clock.now(), on: conn) else {
                 return "already_sent"
             }
             do {

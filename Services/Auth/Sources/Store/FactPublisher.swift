@@ -32,7 +32,7 @@ struct FactPublisher: Sendable {
     }
 
     static func path(_ user: UUID, _ app: UUID, _ tail: String) -> String {
-        "/internal/users/\(user.uuidString.lowercased())\(tail)?app_id=\(app.uuidString.lowercased())"
+        "/internal/users/\(user.lowercasedString)\(tail)?app_id=\(app.lowercasedString)"
     }
 
     /// Records the end and queues it for the other services; the caller applies the returned

@@ -48,7 +48,7 @@ struct SyncUpstream: Sendable {
         guard let data = try? JSON.encoder.encode(body) else { return .rejected("could not encode the action") }
         let signature = signer.header(app: app, body: data, at: clock.now())
         let request = HTTPRequest(method: "POST", url: url, headers: [("Content-Type", "application/json"), ("Idempotency-Key", key),
-                                                                      ("X-App-ID", app.uuidString.lowercased()), ("X-Signature", signature)],
+                                                                      ("X-App-ID", app.lowercasedString), ("X-Signature", signature)],
                                   body: data, timeout: timeout)
         let response: HTTPResponseData
         do { response = try await http.send(request) } catch { return .retryable(String(describing: error)) }
@@ -83,12 +83,12 @@ struct SyncSignature: Sendable {
     static let tolerance: TimeInterval = 300
 
     static func idempotencyKey(app: UUID, user: UUID, clientActionID: String, resolution: String?) -> String {
-        let base = "\(app.uuidString.lowercased()):\(user.uuidString.lowercased()):\(clientActionID)"
+        let base = "\(app.lowercasedString):\(user.lowercasedString):\(clientActionID)"
         return resolution.map { base + ":" + $0 } ?? base
     }
 
     func secret(app: UUID) -> String {
-        Data(HMAC<SHA256>.authenticationCode(for: Data(("sync-signing:" + app.uuidString.lowercased()).utf8),
+        Data(HMAC<SHA256>.authenticationCode(for: Data(("sync-signing:" + app.lowercasedString).utf8),
                                              using: SymmetricKey(data: Data(key.utf8)))).hexEncoded
     }
 

@@ -40,7 +40,7 @@ struct LocationController: Sendable {
     /// Auth's geolocation consent for a user it never pushed a change of (a consent never
     /// changed is off; asked once per request, not stored: any later change arrives as a push).
     func askAuthForGeolocationConsent(app: UUID, user: UUID) async throws -> Bool {
-        let url = "\(authURL)/internal/users/\(user.uuidString.lowercased())/consents?app_id=\(app.uuidString.lowercased())"
+        let url = "\(authURL)/internal/users/\(user.lowercasedString)/consents?app_id=\(app.lowercasedString)"
         do {
             let r = try await http.send(ServiceKit.HTTPRequest(method: "GET", url: url, headers: credential.headers, timeout: .seconds(2)))
             guard r.isSuccess else { return false }

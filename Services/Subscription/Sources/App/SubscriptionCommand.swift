@@ -1,3 +1,4 @@
+import WireTypes
 import ArgumentParser
 import Foundation
 import ServiceKit
@@ -61,7 +62,7 @@ public struct SubscriptionCommand: AsyncParsableCommand {
                     VALUES (\(app), \(name), \(type), \(apple), \(google), \(price)::numeric, \(currency), \(trial > 0), \(trial), \(features)::jsonb)
                     RETURNING id
                     """, logger: runtime.logger)
-                for try await id in rows.decode(UUID.self) { print("plan \(id.uuidString.lowercased()) created") }
+                for try await id in rows.decode(UUID.self) { print("plan \(id.lowercasedString) created") }
             }
         }
     }
@@ -90,7 +91,7 @@ public struct SubscriptionCommand: AsyncParsableCommand {
                     WHERE id = \(plan) RETURNING id
                     """, logger: runtime.logger) { n += 1 }
                 guard n == 1 else { throw ValidationError("no plan \(plan)") }
-                print("plan \(plan.uuidString.lowercased()) updated")
+                print("plan \(plan.lowercasedString) updated")
             }
         }
     }
@@ -105,7 +106,7 @@ public struct SubscriptionCommand: AsyncParsableCommand {
                 guard try await db.withConnection({ try await PlanStore(logger: runtime.logger).deactivate(plan: plan, on: $0) }) else {
                     throw ValidationError("no plan \(plan)")
                 }
-                print("plan \(plan.uuidString.lowercased()) deactivated")
+                print("plan \(plan.lowercasedString) deactivated")
             }
         }
     }

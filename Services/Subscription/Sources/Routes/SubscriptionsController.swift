@@ -128,7 +128,7 @@ struct SubscriptionsController {
                 }
                 try await subscriptions.transfer(existing.id, to: user, now: now, on: conn)
                 try await subscriptions.event(existing.id, app: app, user: user, type: "transferred",
-                                              data: ["from_user_id": .string(existing.userID.uuidString.lowercased())], now: now, on: conn)
+                                              data: ["from_user_id": .string(existing.userID.lowercasedString)], now: now, on: conn)
                 try await subscriptions.tellAuth(app: app, user: existing.userID, on: conn)
             }
             try await enqueue(acknowledge, now: now, on: conn)

@@ -165,7 +165,7 @@ public struct CreditLedger: Sendable {
         guard balance >= rule.creditCost else { return .insufficient(balance: balance, cost: rule.creditCost) }
         let unlockID = UUID()
         let tx = try await append(app: app, user: user, amount: -rule.creditCost, source: "unlock",
-                                  reference: unlockID.uuidString.lowercased(), contentID: rule.contentID,
+                                  reference: unlockID.lowercasedString, contentID: rule.contentID,
                                   balanceAfter: balance - rule.creditCost, now: now, on: conn)
         let expires = now.addingTimeInterval(TimeInterval(rule.unlockHours) * 3600)
         try await conn.run("""

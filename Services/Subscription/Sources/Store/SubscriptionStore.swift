@@ -283,7 +283,7 @@ public struct SubscriptionStore: Sendable {
                            AND status IN ('trial', 'active', 'grace_period'))
             """, logger: logger).decode(Bool.self) { premium = p }
         try await Outbox.write(try OutboxMessage(target: .auth, method: "PUT",
-                                                 path: "/internal/users/\(user.uuidString.lowercased())/status?app_id=\(app.uuidString.lowercased())",
+                                                 path: "/internal/users/\(user.lowercasedString)/status?app_id=\(app.lowercasedString)",
                                                  body: UserStatusUpdate(appID: app, status: premium ? .premium : .free, version: version)),
                                on: conn, logger: logger)
     }
@@ -293,7 +293,7 @@ public struct SubscriptionStore: Sendable {
     public func askConfirmationEmail(app: UUID, user: UUID, subscription: UUID, _ p: StorePurchase, planType: String,
                                      on conn: PostgresConnection) async throws {
         try await Outbox.write(try OutboxMessage(target: .auth, method: "POST",
-                                                 path: "/internal/users/\(user.uuidString.lowercased())/emails/purchase-confirmation?app_id=\(app.uuidString.lowercased())",
+                                                 path: "/internal/users/\(user.lowercasedString)/emails/purchase-confirmation?app_id=\(app.lowercasedString)",
                                                  body: PurchaseConfirmation(appID: app, subscriptionID: subscription, planType: planType,
                                                                             productID: p.productID, store: p.store, isTrial: p.isTrial, endDate: p.endDate)),
                                on: conn, logger: logger)
