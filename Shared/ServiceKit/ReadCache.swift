@@ -117,6 +117,15 @@ public final class ReadCache<Key: CacheKey, Value: Sendable>: Sendable {
         return found
     }
 
+    /// The answer held for `key`, else what `load` reads (kept unless a change raced the read).
+    public func value(for key: Key, expires: (Value) -> Date? = { _ in nil }, load: () async throws -> Value) async throws -> Value {
+        if let held = value(for: key) { return held }
+        let ticket = ticket(for: key)
+        let loaded = try await load()
+        store(loaded, for: key, ticket: ticket, expires: expires(loaded))
+        return loaded
+    }
+
     /// Taken before reading the database for `key`.
     public func ticket(for key: Key) -> Ticket {
         let period = feed.livePeriod

@@ -57,7 +57,8 @@ extension PlatformMigrations {
 
     /// Migrations a service's `Migrations/` folder includes by name.
     static let included: [String: String] = ["user_facts": userFacts, "idempotency_fingerprint": idempotencyFingerprint,
-                                             "request_trace": requestTrace, "change_feed": changeFeed]
+                                             "request_trace": requestTrace, "change_feed": changeFeed,
+                                             "entitlements": entitlements]
 
     /// Trigger functions that announce a row's change on the schema's change feed (NOTIFY on
     /// `<schema>_changes`, delivered at commit): no write path can forget to. `announce_change`
@@ -277,18 +278,27 @@ struct SessionFactsController: Sendable {
 
     func addRoutes(to group: RouterGroup<ServiceRequestContext>) {
         group.put("users/:id/sessions") { request, context in
-            guard context.callingService == .auth else {
-                throw AppError(.forbidden, "forbidden", "Only auth tells which sessions ended")
-            }
-            let (user, app) = try request.internalUserAndApp(context)
-            let fact = try await request.decodeJSON(as: SessionFact.self, context: context)
-            guard fact.userID == user, fact.appID == app else { throw AppError.validation("user_id", "body and path name different users") }
-            guard fact.version > 0 else { throw AppError.validation("version", "version must be a positive integer") }
+            let fact = try await request.decodeFact(SessionFact.self, from: .auth, context: context)
             guard fact.sessionEpoch >= 0 else { throw AppError.validation("session_epoch", "session_epoch must not be negative") }
             if let reason = fact.reason, reason.utf8.count > 500 { throw AppError.validation("reason", "reason is at most 500 bytes") }
             let changed = try await db.withTransaction(logger: logger) { try await store.record(fact, on: $0) }
             registry.apply([fact])
             return try context.json(FactOutcome(applied: changed, reason: changed ? nil : "stale_version"))
         }
+    }
+}
+
+extension Request {
+    /// A versioned fact pushed by its owner to `/internal/users/{id}/...?app_id=`: only the owner
+    /// may tell it, about the user and tenant the path names, with a positive version.
+    public func decodeFact<Fact: VersionedUserFact>(_ type: Fact.Type, from owner: ServiceName, context: ServiceRequestContext) async throws -> Fact {
+        guard context.callingService == owner else {
+            throw AppError(.forbidden, "forbidden", "Only \(owner.rawValue) tells this fact")
+        }
+        let (user, app) = try internalUserAndApp(context)
+        let fact = try await decodeJSON(as: Fact.self, context: context)
+        guard fact.userID == user, fact.appID == app else { throw AppError.validation("user_id", "body and path name different users") }
+        guard fact.version > 0 else { throw AppError.validation("version", "version must be a positive integer") }
+        return fact
     }
 }

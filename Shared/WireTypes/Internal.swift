@@ -188,7 +188,14 @@ public struct Entitlement: Codable, Sendable, Equatable {
 /// (`revoked_session_id`), of every device (a new `session_epoch`: tokens of an older epoch are
 /// refused), suspension, and erasure (deletion executed, guest expired; terminal). `version` is
 /// the user's fact counter at auth, assigned in the transaction that made the change.
-public struct SessionFact: Codable, Sendable, Equatable {
+/// A fact about one user that its owner pushes with a version (see docs/DESIGN.md).
+public protocol VersionedUserFact: Decodable, Sendable {
+    var appID: UUID { get }
+    var userID: UUID { get }
+    var version: Int64 { get }
+}
+
+public struct SessionFact: Codable, Sendable, Equatable, VersionedUserFact {
     public enum State: String, Codable, Sendable { case active, suspended, erased }
     public var appID: UUID
     public var userID: UUID
@@ -210,6 +217,31 @@ public struct SessionFact: Codable, Sendable, Equatable {
     public init(appID: UUID, userID: UUID, version: Int64, sessionEpoch: Int, state: State, reason: String? = nil, revokedSessionID: UUID? = nil) {
         self.appID = appID; self.userID = userID; self.version = version; self.sessionEpoch = sessionEpoch
         self.state = state; self.reason = reason; self.revokedSessionID = revokedSessionID
+    }
+}
+
+/// Subscription → ads and offline (`PUT /internal/users/{id}/entitlement?app_id=`, through the
+/// outbox) whenever a user's access may have changed: purchase, renewal, refund, expiry, grace.
+/// `version` is the user's fact counter at subscription (the same that orders the status sent to
+/// auth); a receiver keeps only the newest. Premium ends at `valid_until` even if the fact that
+/// says so (the expiry sweep's) has not arrived yet.
+public struct EntitlementFact: Codable, Sendable, Equatable, VersionedUserFact {
+    public var appID: UUID
+    public var userID: UUID
+    public var isPremium: Bool
+    public var validUntil: Date?
+    public var version: Int64
+
+    enum CodingKeys: String, CodingKey {
+        case appID = "app_id"
+        case userID = "user_id"
+        case isPremium = "is_premium"
+        case validUntil = "valid_until"
+        case version
+    }
+
+    public init(appID: UUID, userID: UUID, isPremium: Bool, validUntil: Date?, version: Int64) {
+        self.appID = appID; self.userID = userID; self.isPremium = isPremium; self.validUntil = validUntil; self.version = version
     }
 }
 

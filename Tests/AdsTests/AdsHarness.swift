@@ -12,14 +12,13 @@ import TestSupport
 import WireTypes
 import XCTest
 
-/// A stand-in for the subscription service's internal routes (entitlement and credits/earn,
+/// A stand-in for the subscription service's internal route credits/earn (
 /// idempotent on the reference as the real one is), which the test can make slow or failing,
 /// plus AdMob's verifier-keys document signed with a P-256 key the test generates.
 final class FakeUpstream: Sendable {
     enum Mode: Sendable { case up, slow(Duration), failing }
     let port: Int
     let mode = Mutex(Mode.up)
-    let premium = Mutex(Set<UUID>())
     /// Credits per (app, user), and the references already credited.
     let balances = Mutex([String: Int]())
     let references = Mutex([String: CreditEarnRequest]())
@@ -40,13 +39,6 @@ final class FakeUpstream: Sendable {
 
     func application() -> some ApplicationProtocol {
         let router = Router()
-        router.get("internal/users/:id/entitlement") { request, context -> Response in
-            guard request.headers[.authorization] == "Bearer local-internal-ads" else { return Response(status: .unauthorized) }
-            let user = context.parameters.get("id", as: UUID.self)!
-            let premium = self.premium.withLock { $0.contains(user) }
-            let body = #"{"is_premium":\#(premium),"status":"\#(premium ? "premium" : "free")","features":{}}"#
-            return Response(status: .ok, headers: [.contentType: "application/json"], body: .init(byteBuffer: ByteBuffer(string: body)))
-        }
         router.post("internal/credits/earn") { request, _ -> Response in
             self.earnCalls.withLock { $0 += 1 }
             switch self.mode.withLock({ $0 }) {
@@ -137,6 +129,12 @@ struct AdsHarness: Sendable {
         XCTAssertEqual(r.status, .ok, String(buffer: r.body))
     }
 
+    /// Subscription tells this replica the user is premium (as its outbox does).
+    func makePremium(_ user: UUID, version: Int64 = 1) async throws {
+        let r = try await SubscriptionFacts.push(client, app: app, user: user, premium: true, version: version)
+        XCTAssertEqual(r.status, .ok, String(buffer: r.body))
+    }
+
     func available(_ user: UUID, _ type: String = "rewarded") async throws -> [String: JSONValue] {
         let r = try await call(.get, "/ads/available?ad_type=\(type)&placement=earn_credits", user: user)
         XCTAssertEqual(r.status, .ok, String(buffer: r.body))
@@ -197,7 +195,7 @@ struct AdsHarness: Sendable {
         let signer = AccessTokenSigner(privateKey: key)
         let runtime = TestEnvironment.runtime(.ads, migrations: try AdsService.migrations(), overrides: [
             "SUBSCRIPTION_URL": upstream.base, "ADMOB_VERIFIER_KEYS_URL": upstream.base + "/admob/verifier-keys.json",
-            "ENTITLEMENT_CACHE_SECONDS": "0", "RUN_WORKERS": "false", "REWARD_DELIVERY_TIMEOUT_MS": "1000",
+            "RUN_WORKERS": "false", "REWARD_DELIVERY_TIMEOUT_MS": "1000",
         ].merging(overrides) { $1 }, clock: clock)
         let app = try AdsService.buildApplication(runtime: runtime, appVerifier: AllowAll(),
                                               tokenVerifier: AccessTokenVerifier(source: StaticJWKSSource(.init(keys: [signer.jwk])), clock: clock))
@@ -219,7 +217,7 @@ struct AdsHarness: Sendable {
     /// `body` gets its client and runtime once both replicas' feeds listen.
     func withSecondReplica(_ body: @Sendable (any TestClientProtocol, ServiceRuntime) async throws -> Void) async throws {
         let runtime2 = TestEnvironment.runtime(.ads, migrations: try AdsService.migrations(), overrides: [
-            "SUBSCRIPTION_URL": upstream.base, "ENTITLEMENT_CACHE_SECONDS": "0", "RUN_WORKERS": "false",
+            "SUBSCRIPTION_URL": upstream.base, "RUN_WORKERS": "false",
         ], clock: clock)
         let replica = try AdsService.buildApplication(runtime: runtime2, appVerifier: AdsHarness.AllowAll(),
                                                       tokenVerifier: AccessTokenVerifier(source: StaticJWKSSource(.init(keys: [signer.jwk])), clock: clock))

@@ -272,7 +272,7 @@ final class RewardedAdsTests: XCTestCase {
         try await AdsHarness.run { h in
             try await h.provider()
             let premium = UUID()
-            h.upstream.premium.withLock { _ = $0.insert(premium) }
+            try await h.makePremium(premium)
             try await h.consent(premium)
             let p = try await h.available(premium)
             XCTAssertEqual(p.bool("available"), false)

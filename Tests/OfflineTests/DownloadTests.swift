@@ -54,7 +54,7 @@ final class DownloadTests: XCTestCase {
             try await h.category("capitals-europe", items: 120)
             try await h.category("flags-asia", items: 130)
             let user = UUID()
-            h.upstream.premium.withLock { _ = $0.insert(user) }
+            try await h.makePremium(user)
             let start = try await h.call(.post, "/categories/download", user: user, json: #"{"category_ids":["capitals-europe","flags-asia"]}"#)
             XCTAssertEqual(start.status, .accepted, String(buffer: start.body))
             let job = try h.obj(start)
@@ -132,7 +132,7 @@ final class DownloadTests: XCTestCase {
             // FREE cannot turn Wi-Fi only off; PREMIUM can.
             let wifi = try await h.call(.patch, "/sync/profile", user: user, json: #"{"sync_on_wifi_only":false}"#)
             XCTAssertEqual(try wifi.envelope().error, "premium_required")
-            h.upstream.premium.withLock { _ = $0.insert(user) }
+            try await h.makePremium(user)
             let p = try h.obj(try await h.call(.patch, "/sync/profile", user: user, json: #"{"sync_on_wifi_only":false,"conflict_strategy":"manual","sync_frequency_hours":12}"#))
             XCTAssertEqual(p.object("profile")?.bool("sync_on_wifi_only"), false)
             XCTAssertEqual(p.object("profile")?.string("conflict_strategy"), "manual")

@@ -13,14 +13,13 @@ import TestSupport
 import WireTypes
 import XCTest
 
-/// Local servers for what offline calls: subscription's entitlement, auth's consents, the main
+/// Local servers for what offline calls: auth's consents, the main
 /// app's API that queued actions go to (idempotent on Idempotency-Key, as a real API is), and a
 /// Nominatim-compatible geocoder. Each can be made to fail, be slow or answer 409.
 final class FakeOfflineUpstreams: Sendable {
     enum SyncMode: Sendable, Equatable { case up, failFirst(Int), slow(Duration), conflict, reject }
     enum GeoMode: Sendable, Equatable { case up, failing, slow(Duration) }
     let port: Int
-    let premium = Mutex(Set<UUID>())
     let geolocationConsent = Mutex(Set<UUID>())
     let syncMode = Mutex(SyncMode.up)
     let geoMode = Mutex(GeoMode.up)
@@ -60,10 +59,6 @@ final class FakeOfflineUpstreams: Sendable {
 
     func application() -> some ApplicationProtocol {
         let router = Router()
-        router.get("internal/users/:id/entitlement") { _, context -> Response in
-            let premium = self.premium.withLock { $0.contains(context.parameters.get("id", as: UUID.self)!) }
-            return self.json(#"{"is_premium":\#(premium),"status":"\#(premium ? "premium" : "free")","features":{}}"#)
-        }
         router.get("internal/users/:id/consents") { request, context -> Response in
             let user = context.parameters.get("id", as: UUID.self)!
             let app = request.uri.queryParameters.get("app_id")!
@@ -177,8 +172,14 @@ struct OfflineHarness: Sendable {
     }
 
     /// `POST /categories/download` for `user` (made premium first when asked); the job id.
+    /// Subscription tells this replica the user is premium (as its outbox does).
+    func makePremium(_ user: UUID, version: Int64 = 1) async throws {
+        let r = try await SubscriptionFacts.push(client, app: app, user: user, premium: true, version: version)
+        XCTAssertEqual(r.status, .ok, String(buffer: r.body))
+    }
+
     func startDownload(_ user: UUID, _ categories: [String], premium: Bool = false) async throws -> UUID {
-        if premium { upstream.premium.withLock { _ = $0.insert(user) } }
+        if premium { try await makePremium(user) }
         let list = categories.map { "\"\($0)\"" }.joined(separator: ",")
         let r = try await call(.post, "/categories/download", user: user, json: #"{"category_ids":[\#(list)]}"#)
         XCTAssertEqual(r.status, .accepted, String(buffer: r.body))
@@ -213,7 +214,7 @@ struct OfflineHarness: Sendable {
         let upstream = try FakeOfflineUpstreams()
         let clock = MovableClock()
         let signer = AccessTokenSigner(privateKey: Curve25519.Signing.PrivateKey())
-        var overrides = ["SUBSCRIPTION_URL": upstream.base, "AUTH_URL": upstream.base, "ENTITLEMENT_CACHE_SECONDS": "0", "RUN_WORKERS": "false"]
+        var overrides = ["SUBSCRIPTION_URL": upstream.base, "AUTH_URL": upstream.base, "RUN_WORKERS": "false"]
         if syncUpstream { overrides["SYNC_UPSTREAMS"] = #"{"*":"\#(upstream.base)/sync"}"# }
         if geocoder { overrides["GEOCODER_URL"] = upstream.base + "/nominatim" }
         overrides.merge(extra) { _, new in new }

@@ -135,6 +135,26 @@ final class PurchaseTests: XCTestCase {
             XCTAssertTrue(p.activated)
             let told = try await h.scalar("SELECT count(*)::int FROM subscription.outbox WHERE target_service = 'auth' AND path LIKE '/internal/users/\(user.uuidString.lowercased())/status%' AND body->>'status' = 'premium'")
             XCTAssertEqual(told, 1)
+            // Ads and offline are told the entitlement with the version auth was told, and when it ends.
+            let entitlementFacts = """
+                SELECT count(*)::int FROM subscription.outbox o WHERE o.target_service = ANY($1) AND o.method = 'PUT'
+                  AND o.path = '/internal/users/\(user.lowercasedString)/entitlement?app_id=\(h.app.lowercasedString)'
+                  AND (o.body->>'is_premium')::boolean = $2
+                  AND (o.body->>'version') = (SELECT body->>'version' FROM subscription.outbox WHERE target_service = 'auth'
+                                              AND path LIKE '/internal/users/\(user.lowercasedString)/status%' AND body->>'status' = $3)
+                """
+            func entitlementTold(premium: Bool) async throws -> Int {
+                try await h.scalar(entitlementFacts.replacingOccurrences(of: "$1", with: "ARRAY['ads', 'offline']")
+                    .replacingOccurrences(of: "$2", with: "\(premium)").replacingOccurrences(of: "$3", with: premium ? "'premium'" : "'free'"))
+            }
+            let toldPremium = try await entitlementTold(premium: true)
+            XCTAssertEqual(toldPremium, 2)
+            let until = try await h.scalar("""
+                SELECT count(*)::int FROM subscription.outbox o JOIN subscription.subscriptions s ON s.user_id = '\(user.lowercasedString)'
+                WHERE o.target_service = 'ads' AND o.path LIKE '/internal/users/\(user.lowercasedString)/entitlement%'
+                  AND (o.body->>'valid_until')::timestamptz = date_trunc('second', s.end_date)
+                """)
+            XCTAssertEqual(until, 1, "premium until the period's end")
             let me = try await h.client.execute(uri: "/subscription/v1/subscriptions/me", method: .get, headers: try h.headers(user)) { $0 }
             struct Me: Decodable { var is_premium: Bool; var features: [String: JSONValue]; var warning: String? }
             let m = try me.json(Me.self)
@@ -153,6 +173,8 @@ final class PurchaseTests: XCTestCase {
             XCTAssertEqual(events, 2)
             let free = try await h.scalar("SELECT count(*)::int FROM subscription.outbox WHERE path LIKE '/internal/users/\(user.uuidString.lowercased())/status%' AND body->>'status' = 'free'")
             XCTAssertEqual(free, 1)
+            let toldFree = try await entitlementTold(premium: false)
+            XCTAssertEqual(toldFree, 2, "the expiry reaches ads and offline too")
             let nobody = try await h.client.execute(uri: "/subscription/v1/subscriptions/me", method: .get, headers: try h.headers(UUID())) { $0 }
             XCTAssertEqual(try nobody.json(Me.self).is_premium, false)
             XCTAssertTrue(String(buffer: nobody.body).contains(#""subscription":null"#), "a free user's answer says null: \(String(buffer: nobody.body))")

@@ -249,3 +249,17 @@ extension ServiceRuntime {
         return line.flatMap { Int($0.split(separator: " ").last ?? "") } ?? 0
     }
 }
+
+/// Subscription's side of the pushed entitlement: what its outbox delivers to ads and offline.
+public enum SubscriptionFacts {
+    public static let headers: HTTPFields = [.authorization: "Bearer local-internal-subscription", .xServiceName: "subscription",
+                                             .contentType: "application/json"]
+
+    /// `PUT /internal/users/{id}/entitlement?app_id=` as subscription sends it.
+    public static func push(_ client: any TestClientProtocol, app: UUID, user: UUID, premium: Bool, version: Int64,
+                            validUntil: Date? = nil, headers: HTTPFields = headers) async throws -> TestResponse {
+        let fact = EntitlementFact(appID: app, userID: user, isPremium: premium, validUntil: validUntil, version: version)
+        return try await client.execute(uri: "/internal/users/\(user.lowercasedString)/entitlement?app_id=\(app.lowercasedString)", method: .put,
+                                        headers: headers, body: ByteBuffer(data: try JSON.encoder.encode(fact))) { $0 }
+    }
+}

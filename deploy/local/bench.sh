@@ -124,6 +124,14 @@ wrk -t2 -c32 -d"${DURATION}s" --latency -s deploy/bench/random_user.lua http://1
   "/ads/v1/ads/available?ad_type=rewarded&placement=earn_credits" "$BENCH/users.txt" > "$BENCH/ads.txt"
 ADS_RPS=$(rps "$BENCH/ads.txt")
 ADS_RSS=$(rss_mb $ADS_PID)
+# The same steady-state runs through the gateway (nginx, as in production: one more hop and
+# its workers on the same cores).
+bash deploy/local/stack.sh gateway >/dev/null
+GATEWAY=http://127.0.0.1:${GATEWAY_PORT:-8080}
+wrk -t2 -c32 -d"${DURATION}s" --latency -s deploy/bench/random_user.lua "$GATEWAY" -- "$APP_ID" "$API_KEY" \
+  /subscription/v1/subscriptions/me "$BENCH/users.txt" > "$BENCH/me-gateway.txt"
+wrk -t2 -c32 -d"${DURATION}s" --latency -s deploy/bench/random_user.lua "$GATEWAY" -- "$APP_ID" "$API_KEY" \
+  "/ads/v1/ads/available?ad_type=rewarded&placement=earn_credits" "$BENCH/users.txt" > "$BENCH/ads-gateway.txt"
 
 log "GET /offline/v1/location/nearby-content over 1,000,000 points, 50 km"
 psql_admin -d app_backend_bench -c "
@@ -175,8 +183,10 @@ POST /auth/login (email, 8 conns)       ${LOGIN_RPS} req/s  = $(awk -v a="$LOGIN
 GET /auth/v1/health during the flood    $(cat "$BENCH/health-flood.txt")   (one probe every 20 ms; target p99 < 20 ms)
 GET /subscriptions/me (32 conns, ${USERS} users)  ${ME_RPS} req/s   p99 $(p99 "$BENCH/me.txt")   = $(awk -v a="$ME_RPS" -v b="$PGBENCH_TPS" 'BEGIN {printf "%.2f", a / b}') x pgbench (target >= 0.5, p99 <= 10 ms)   non-2xx: $(non2xx "$BENCH/me.txt")
   first meeting of each user             $(rps "$BENCH/me-cold.txt") req/s   p99 $(p99 "$BENCH/me-cold.txt")
+  through the gateway                    $(rps "$BENCH/me-gateway.txt") req/s   p99 $(p99 "$BENCH/me-gateway.txt")   = $(awk -v a="$(rps "$BENCH/me-gateway.txt")" -v b="$PGBENCH_TPS" 'BEGIN {printf "%.2f", a / b}') x pgbench   non-2xx: $(non2xx "$BENCH/me-gateway.txt")
 GET /ads/available (32 conns, ${USERS} users)    ${ADS_RPS} req/s   p99 $(p99 "$BENCH/ads.txt")   = $(awk -v a="$ADS_RPS" -v b="$PGBENCH_TPS" 'BEGIN {printf "%.2f", a / b}') x pgbench (target >= 0.5, p99 <= 10 ms)   non-2xx: $(non2xx "$BENCH/ads.txt")
   first meeting of each user             $(rps "$BENCH/ads-cold.txt") req/s   p99 $(p99 "$BENCH/ads-cold.txt")
+  through the gateway                    $(rps "$BENCH/ads-gateway.txt") req/s   p99 $(p99 "$BENCH/ads-gateway.txt")   = $(awk -v a="$(rps "$BENCH/ads-gateway.txt")" -v b="$PGBENCH_TPS" 'BEGIN {printf "%.2f", a / b}') x pgbench   non-2xx: $(non2xx "$BENCH/ads-gateway.txt")
 GET /location/nearby-content (16 conns) ${NEARBY_RPS} req/s   p50 $(p50 "$BENCH/nearby.txt")   p99 $(p99 "$BENCH/nearby.txt")   (1,000,000 points, 50 km, ${NEARBY_COUNT} results; target p99 <= 5 ms)   non-2xx: $(non2xx "$BENCH/nearby.txt")
   one connection                        $(rps "$BENCH/nearby1.txt") req/s   p50 $(p50 "$BENCH/nearby1.txt")   p99 $(p99 "$BENCH/nearby1.txt")
 1,000-item download job                 ${DOWNLOAD}

@@ -312,7 +312,8 @@ TXT
   stop-services)
     for s in "${SERVICES[@]}"; do [ -f "$RUN/$s.pid" ] && kill "$(cat "$RUN/$s.pid")" 2>/dev/null; rm -f "$RUN/$s.pid"; done ;;
   logs) tail -n 100 -F "$LOGS"/*.log ;;
+  gateway) gateway_start ;;   # (re)start nginx in front of whatever serves ports 3001-3004 (make bench)
   db) db_start; db_bootstrap app_backend ;;
   reset-unit-db) db_start; db_recreate app_backend_unit ;;   # after editing an unreleased migration
-  *) echo "usage: $0 run|test|test-up|stop|logs|db|start-services|stop-services|reset-unit-db" >&2; exit 2 ;;
+  *) echo "usage: $0 run|test|test-up|stop|logs|gateway|db|start-services|stop-services|reset-unit-db" >&2; exit 2 ;;
 esac

@@ -28,15 +28,15 @@ public enum AdsService: ServiceDefinition {
         // Seed 21c: the reward is tried at once with a short timeout, then left to the outbox.
         let delivery = RewardDelivery(worker: runtime.outboxWorker, rewards: rewards, db: runtime.db,
                                       timeout: .milliseconds(env.int("REWARD_DELIVERY_TIMEOUT_MS", default: 1500)))
-        let entitlements = RemoteEntitlements(baseURL: runtime.config.url(of: .subscription), http: runtime.http,
-                                              credential: runtime.internalCredential,
-                                              ttl: .seconds(env.int("ENTITLEMENT_CACHE_SECONDS", default: 60)))
+        // Subscription pushes each user's entitlement here (its outbox); no call on a request.
+        let entitlements = PushedEntitlements(runtime: runtime)
         let verifier = AdMobVerifier(keysURL: env.string("ADMOB_VERIFIER_KEYS_URL", default: "https://www.gstatic.com/admob/reward/verifier-keys.json"),
                                      http: runtime.http)
         let refresher = StatsRefresher(stats: stats, db: runtime.db, clock: runtime.clock,
                                        interval: .seconds(env.int("AD_STATS_REFRESH_SECONDS", default: 3600)))
         return try buildServiceApplication(runtime: runtime, appVerifier: appVerifier, tokenVerifier: tokenVerifier, services: [refresher],
-                                       userData: AdsUserData.sections(logger: logger)) { routes in
+                                       userData: AdsUserData.sections(logger: logger) + [EntitlementStore(logger: logger).userDataSection]) { routes in
+            entitlements.addRoutes(to: routes.internal)
             try OpenAPIDocument.serve(.module, on: routes.open)
             AdsController(db: runtime.db, ads: ads, consents: ConsentStore(logger: logger), rewarding: rewarding, delivery: delivery,
                           entitlements: entitlements,

@@ -91,15 +91,9 @@ struct AdsController: Sendable {
         let country = try Self.country(request)
         let premium = await isPremium(app: app, user: user, context: context)
         let now = clock.now()
-        let key = UserCacheKey(app: app, user: user)
-        let inputs: EligibilityInputs
-        if let held = eligibility.value(for: key) {
-            inputs = held
-        } else {
-            let ticket = eligibility.ticket(for: key)
+        let inputs = try await eligibility.value(for: UserCacheKey(app: app, user: user)) {
             let (limits, record) = try await db.withConnection { try await ads.eligibilityInputs(app: app, user: user, on: $0) }
-            inputs = EligibilityInputs(limits: limits, consent: record)
-            eligibility.store(inputs, for: key, ticket: ticket)
+            return EligibilityInputs(limits: limits, consent: record)
         }
         let (limits, record) = (inputs.limits, inputs.consent)
         let consent = record?.state() ?? .none(country: country)

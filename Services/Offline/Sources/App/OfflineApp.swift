@@ -27,8 +27,8 @@ public enum OfflineService: ServiceDefinition {
                                     timeout: .seconds(env.int("SYNC_UPSTREAM_TIMEOUT_SECONDS", default: 10)),
                                     signer: SyncSignature(key: env.string("SYNC_SIGNING_KEY", default: "local-sync-signing-key")),
                                     clock: runtime.clock)
-        let entitlements = RemoteEntitlements(baseURL: runtime.config.url(of: .subscription), http: runtime.http, credential: runtime.internalCredential,
-                                              ttl: .seconds(min(300, env.int("ENTITLEMENT_CACHE_SECONDS", default: 60))))
+        // Subscription pushes each user's entitlement here (its outbox); no call on a request.
+        let entitlements = PushedEntitlements(runtime: runtime)
         let geocoder = Geocoder(baseURL: env.optional("GEOCODER_URL"),
                                 userAgent: env.string("GEOCODER_USER_AGENT", default: "app-backend-offline/1.0 (+\(env.string("SUPPORT_EMAIL", default: "support@example.com")))"),
                                 http: runtime.http, db: runtime.db, clock: runtime.clock, logger: logger)
@@ -45,7 +45,8 @@ public enum OfflineService: ServiceDefinition {
         let maintenance = OfflineMaintenance(db: runtime.db, catalog: catalog, sync: sync, locations: locations, clock: runtime.clock,
                                              interval: .seconds(env.int("OFFLINE_MAINTENANCE_SECONDS", default: 3600)), logger: logger)
         return try buildServiceApplication(runtime: runtime, appVerifier: appVerifier, tokenVerifier: tokenVerifier, services: [worker, maintenance],
-                                       userData: OfflineUserData.sections(logger: logger)) { routes in
+                                       userData: OfflineUserData.sections(logger: logger) + [EntitlementStore(logger: logger).userDataSection]) { routes in
+            entitlements.addRoutes(to: routes.internal)
             try OpenAPIDocument.serve(.module, on: routes.open)
             ContentController(db: runtime.db, catalog: catalog, copies: copies, downloads: downloads, profiles: profiles, entitlements: entitlements,
                               clock: runtime.clock, logger: logger).addRoutes(to: routes.user)

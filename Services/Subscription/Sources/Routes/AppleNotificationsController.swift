@@ -127,7 +127,7 @@ struct AppleNotificationsController {
             try await subscriptions.renew(sub, expiresMS: tx.expiresDate.map { Int64($0) }, transactionID: tx.transactionId,
                                           refundReversed: n.notificationType == "REFUND_REVERSED", now: now, on: conn)
             try await subscriptions.event(sub.id, app: app, user: sub.userID, type: "renewed", data: data, now: now, on: conn)
-            try await subscriptions.tellAuth(app: app, user: sub.userID, on: conn)
+            try await subscriptions.announceAccess(app: app, user: sub.userID, on: conn)
         case .gracePeriod:
             let graceEnd = renewal?.gracePeriodExpiresDate.map(AppStoreTransaction.date)
                 ?? sub.endDate.addingTimeInterval(TimeInterval(AppleNotificationEffect.fallbackGraceDays) * 86400)
@@ -142,12 +142,12 @@ struct AppleNotificationsController {
                 UPDATE subscriptions SET status = 'expired', expired_at = \(now), auto_renew = false, updated_at = \(now) WHERE id = \(sub.id)
                 """, logger: logger)
             try await subscriptions.event(sub.id, app: app, user: sub.userID, type: "expired", data: data, now: now, on: conn)
-            try await subscriptions.tellAuth(app: app, user: sub.userID, on: conn)
+            try await subscriptions.announceAccess(app: app, user: sub.userID, on: conn)
         case .revoked:
             try await subscriptions.revoke(sub, app: app, transaction: tx.purchase(environment: "", proof: "", now: now), now: now, on: conn)
             try await subscriptions.event(sub.id, app: app, user: sub.userID, type: n.notificationType == "REFUND" ? "refunded" : "revoked",
                                           data: data, now: now, on: conn)
-            try await subscriptions.tellAuth(app: app, user: sub.userID, on: conn)
+            try await subscriptions.announceAccess(app: app, user: sub.userID, on: conn)
         case .autoRenew(let on):
             try await conn.run("UPDATE subscriptions SET auto_renew = \(on), updated_at = \(now) WHERE id = \(sub.id)", logger: logger)
             try await subscriptions.event(sub.id, app: app, user: sub.userID, type: on ? "auto_renew_enabled" : "auto_renew_disabled",

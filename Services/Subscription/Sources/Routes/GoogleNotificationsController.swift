@@ -77,7 +77,7 @@ struct GoogleNotificationsController {
         try await subscriptions.event(sub.id, app: app, user: sub.userID, type: "google_notification",
                                       data: ["notification_type": .int(type), "state": .string(g.subscriptionState)], now: now, on: conn)
         if (sub.grantsAccess) != ["trial", "active", "grace_period"].contains(finalStatus) || finalStatus == "revoked" {
-            try await subscriptions.tellAuth(app: app, user: sub.userID, on: conn)
+            try await subscriptions.announceAccess(app: app, user: sub.userID, on: conn)
         }
         return "applied"
     }

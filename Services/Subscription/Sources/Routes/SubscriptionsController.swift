@@ -112,7 +112,7 @@ struct SubscriptionsController {
                 try await subscriptions.event(id, app: app, user: user, type: p.isTrial ? "trial_started" : "subscribed",
                                               data: ["transaction_id": .string(p.transactionID), "product_id": .string(p.productID)], now: now, on: conn)
                 try await subscriptions.insertReceipt(app: app, user: user, sub: id, p, now: now, on: conn)
-                try await subscriptions.tellAuth(app: app, user: user, on: conn)
+                try await subscriptions.announceAccess(app: app, user: user, on: conn)
                 try await subscriptions.askConfirmationEmail(app: app, user: user, subscription: id, p, planType: plan.planType, on: conn)
                 let created = try await subscriptions.byOriginalTransaction(app: app, store: p.store, original: p.originalTransactionID, on: conn)!
                 return (created, plan.features, true)
@@ -129,14 +129,14 @@ struct SubscriptionsController {
                 try await subscriptions.transfer(existing.id, to: user, now: now, on: conn)
                 try await subscriptions.event(existing.id, app: app, user: user, type: "transferred",
                                               data: ["from_user_id": .string(existing.userID.lowercasedString)], now: now, on: conn)
-                try await subscriptions.tellAuth(app: app, user: existing.userID, on: conn)
+                try await subscriptions.announceAccess(app: app, user: existing.userID, on: conn)
             }
             try await enqueue(acknowledge, now: now, on: conn)
             // A later period reported by the store (a renewal) moves the end date forward.
             if effect == .extend { try await subscriptions.extend(existing.id, with: p, now: now, on: conn) }
             try await subscriptions.insertReceipt(app: app, user: user, sub: existing.id, p, now: now, on: conn)
             let current = try await subscriptions.byOriginalTransaction(app: app, store: p.store, original: p.originalTransactionID, on: conn)!
-            if current.grantsAccess { try await subscriptions.tellAuth(app: app, user: user, on: conn) }
+            if current.grantsAccess { try await subscriptions.announceAccess(app: app, user: user, on: conn) }
             return (current, plan.features, false)
         }
     }

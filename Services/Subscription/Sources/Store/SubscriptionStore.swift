@@ -271,21 +271,30 @@ public struct SubscriptionStore: Sendable {
         return false
     }
 
-    /// Tells auth the user's status, in the caller's transaction (delivered by the outbox). The
-    /// user's fact counter is taken first: it serialises concurrent changes of one user, so the
-    /// status read after it includes every change committed before, and the later change carries
-    /// the higher version (a purchase then a refund ends `free` at auth in any arrival order).
-    public func tellAuth(app: UUID, user: UUID, on conn: PostgresConnection) async throws {
+    /// Tells auth the user's status, and ads and offline the user's entitlement, in the caller's
+    /// transaction (delivered by the outbox). The user's fact counter is taken first: it
+    /// serialises concurrent changes of one user, so the state read after it includes every
+    /// change committed before, and the later change carries the higher version (a purchase then
+    /// a refund ends `free` everywhere in any arrival order).
+    public func announceAccess(app: UUID, user: UUID, on conn: PostgresConnection) async throws {
         let version = try await UserFactStore(logger: logger).nextVersion(app: app, user: user, on: conn)
         var premium = false
-        for try await p in try await conn.run("""
-            SELECT EXISTS (SELECT 1 FROM subscriptions WHERE app_id = \(app) AND user_id = \(user)
-                           AND status IN ('trial', 'active', 'grace_period'))
-            """, logger: logger).decode(Bool.self) { premium = p }
-        try await Outbox.write(try OutboxMessage(target: .auth, method: "PUT",
-                                                 path: "/internal/users/\(user.lowercasedString)/status?app_id=\(app.lowercasedString)",
+        var validUntil: Date?
+        for try await (p, until) in try await conn.run("""
+            SELECT count(*) > 0,
+                   max(COALESCE(CASE WHEN status = 'grace_period' THEN grace_period_end END, end_date))
+            FROM subscriptions WHERE app_id = \(app) AND user_id = \(user) AND status IN ('trial', 'active', 'grace_period')
+            """, logger: logger).decode((Bool, Date?).self) { (premium, validUntil) = (p, until) }
+        let userPath = "/internal/users/\(user.lowercasedString)"
+        let query = "?app_id=\(app.lowercasedString)"
+        try await Outbox.write(try OutboxMessage(target: .auth, method: "PUT", path: "\(userPath)/status\(query)",
                                                  body: UserStatusUpdate(appID: app, status: premium ? .premium : .free, version: version)),
                                on: conn, logger: logger)
+        let fact = EntitlementFact(appID: app, userID: user, isPremium: premium, validUntil: premium ? validUntil : nil, version: version)
+        for target in [ServiceName.ads, .offline] {
+            try await Outbox.write(try OutboxMessage(target: target, method: "PUT", path: "\(userPath)/entitlement\(query)", body: fact),
+                                   on: conn, logger: logger)
+        }
     }
 
     /// Seed 2.1 postconditions: auth (which holds the address and the mailer) emails the
@@ -306,7 +315,7 @@ public struct SubscriptionStore: Sendable {
         guard s.grantsAccess, end <= now else { return s }
         try await conn.run("UPDATE subscriptions SET status = 'expired', expired_at = \(end), updated_at = \(now) WHERE id = \(s.id)", logger: logger)
         try await event(s.id, app: app, user: s.userID, type: "expired", now: now, on: conn)
-        try await tellAuth(app: app, user: s.userID, on: conn)
+        try await announceAccess(app: app, user: s.userID, on: conn)
         var e = s
         e.status = "expired"
         e.expiredAt = end
