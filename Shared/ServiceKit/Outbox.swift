@@ -51,6 +51,20 @@ public enum Outbox {
     }
 
     public enum OutboxError: Error { case notWritten }
+
+    /// The change a committed outbox row announces (statement trigger, platform include
+    /// `outbox_wake`): no tenant or user, only "there is something to deliver".
+    public static let topic = "outbox"
+
+    /// Announces every insert into `outbox` on the schema's change feed, once per statement.
+    static let wakeMigration = """
+        CREATE FUNCTION announce_outbox() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN
+            PERFORM pg_notify(TG_TABLE_SCHEMA || '_changes', 'outbox||');
+            RETURN NULL;
+        END $$;
+        CREATE TRIGGER outbox_announce AFTER INSERT ON outbox FOR EACH STATEMENT EXECUTE FUNCTION announce_outbox();
+        """
 }
 
 /// Delivers outbox rows over HTTP with the service credential and an `Idempotency-Key`;
@@ -65,10 +79,14 @@ public struct OutboxWorker: Service {
     public let batchSize: Int
     public let backoff: Backoff
     public let logger: Logger
+    /// Signalled when a row is committed (the `outbox` change, heard by every replica): the
+    /// worker delivers it then rather than at its next poll.
+    public let wakeup: Wakeup?
 
     public init(client: DatabasePool, http: CurlHTTPClient, serviceURLs: [ServiceName: String],
                 credential: InternalCredential, pollInterval: Duration = .milliseconds(200), batchSize: Int = 32,
-                backoff: Backoff = Backoff(base: .milliseconds(500), cap: .seconds(600)), logger: Logger) {
+                backoff: Backoff = Backoff(base: .milliseconds(500), cap: .seconds(600)), wakeup: Wakeup? = nil, logger: Logger) {
+        self.wakeup = wakeup
         self.client = client
         self.http = http
         self.serviceURLs = serviceURLs
@@ -86,7 +104,9 @@ public struct OutboxWorker: Service {
                 do { delivered = try await deliverBatch() } catch {
                     logger.warning("outbox poll failed", metadata: ["error": "\(String(reflecting: error))"])
                 }
-                if delivered == 0 { try? await Task.sleep(for: pollInterval) }
+                if delivered == 0 {
+                    if let wakeup { await wakeup.wait(upTo: pollInterval) } else { try? await Task.sleep(for: pollInterval) }
+                }
             }
         }
     }

@@ -45,6 +45,8 @@ public struct ServiceRuntime: Sendable {
     public let sessions: SessionRegistry
     /// The changes of this service's schema, as every replica hears them (for its caches).
     public let changes: ChangeFeed
+    /// Rung when any replica commits an outbox row: the outbox worker delivers it at once.
+    public let outboxWakeup: Wakeup
 
     public init(config: ServiceConfig, migrations: [Migration], clock: any WallClock = SystemClock(), logger: Logger? = nil) {
         var logger = logger ?? Logger(label: "\(config.service.rawValue)-service") { _ in
@@ -61,6 +63,16 @@ public struct ServiceRuntime: Sendable {
         self.clock = clock
         self.sessions = SessionRegistry()
         self.changes = ChangeFeed(db: db, schema: config.database.schema, logger: logger)
+        let wakeup = Wakeup()
+        self.outboxWakeup = wakeup
+        changes.subscribe { event in
+            // After a reset, rows committed while the feed was deaf may be waiting: look now too.
+            switch event {
+            case .change(let change) where change.topic == Outbox.topic: wakeup.signal()
+            case .reset: wakeup.signal()
+            default: break
+            }
+        }
     }
 
     /// Keeps `sessions` in step with this service's schema (every replica, workers or not).
@@ -75,7 +87,7 @@ public struct ServiceRuntime: Sendable {
     /// The outbox worker of this service, delivering to the others.
     public var outboxWorker: OutboxWorker {
         OutboxWorker(client: db, http: http, serviceURLs: config.serviceURLs, credential: internalCredential,
-                     pollInterval: .milliseconds(config.outboxPollMilliseconds), logger: logger)
+                     pollInterval: .milliseconds(config.outboxPollMilliseconds), wakeup: outboxWakeup, logger: logger)
     }
 
     /// Verifies access tokens against auth's JWKS over HTTP.

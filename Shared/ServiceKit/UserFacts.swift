@@ -58,7 +58,7 @@ extension PlatformMigrations {
     /// Migrations a service's `Migrations/` folder includes by name.
     static let included: [String: String] = ["user_facts": userFacts, "idempotency_fingerprint": idempotencyFingerprint,
                                              "request_trace": requestTrace, "change_feed": changeFeed,
-                                             "entitlements": entitlements]
+                                             "entitlements": entitlements, "outbox_wake": Outbox.wakeMigration]
 
     /// Trigger functions that announce a row's change on the schema's change feed (NOTIFY on
     /// `<schema>_changes`, delivered at commit): no write path can forget to. `announce_change`

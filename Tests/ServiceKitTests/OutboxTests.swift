@@ -34,6 +34,47 @@ final class OutboxTests: XCTestCase {
 
     struct DenyAll: AppVerifier { func verify(appID: UUID, apiKey: String) async throws -> Bool { false } }
 
+    /// A row committed on one replica is delivered by another's worker within a second, though
+    /// that worker polls once a minute: the commit announces it on the schema's change feed.
+    /// (Without the wake-up the row waits for the next poll: the test fails at 2 s.)
+    func testACommittedRowIsDeliveredAtOnceNotAtTheNextPoll() async throws {
+        let port = try TestEnvironment.freePort()
+        let sender = kitRuntime(.subscription, overrides: ["ADS_URL": "http://127.0.0.1:\(port)", "OUTBOX_POLL_MS": "60000"])
+        let writer = kitRuntime(.subscription)
+        let receiver = kitRuntime(.ads)
+        try await withMigratedRuntime(receiver) { receiver in
+            try await receiver.db.query("CREATE TABLE IF NOT EXISTS test_deliveries (idempotency_key text, seq int)")
+            try await receiver.db.query("TRUNCATE test_deliveries")
+            try await withMigratedRuntime(sender) { sender in
+                try await sender.db.query("UPDATE outbox SET status = 'dead' WHERE status = 'pending'")
+                try await withMigratedRuntime(writer) { writer in
+                    let app = Self.receiverApp(receiver, port: port)
+                    try await withThrowingTaskGroup(of: Void.self) { group in
+                        let services = ServiceGroup(configuration: .init(services: [app, sender.changes, sender.outboxWorker], logger: receiver.logger))
+                        group.addTask { try await services.run() }
+                        while sender.changes.livePeriod == nil { try await Task.sleep(for: .milliseconds(10)) }
+                        // The worker has found nothing and sleeps for its minute.
+                        try await Task.sleep(for: .milliseconds(500))
+                        let start = ContinuousClock.now
+                        try await writer.db.withTransaction(logger: writer.logger) { conn in
+                            try await Outbox.write(try OutboxMessage(target: .ads, path: "/internal/test/deliveries", body: ["seq": 7]),
+                                                   on: conn, logger: writer.logger)
+                        }
+                        var delivered = 0
+                        while delivered == 0 && ContinuousClock.now - start < .seconds(2) {
+                            try await Task.sleep(for: .milliseconds(20))
+                            delivered = try await Self.count(receiver, "SELECT count(*)::int FROM test_deliveries WHERE seq = 7")
+                        }
+                        let elapsed = ContinuousClock.now - start
+                        await services.triggerGracefulShutdown()
+                        XCTAssertEqual(delivered, 1, "not delivered within 2 s")
+                        XCTAssertLessThan(elapsed, .seconds(1), "delivered after \(elapsed)")
+                    }
+                }
+            }
+        }
+    }
+
     func testMessagesWrittenWhileTheReceiverIsDownArriveExactlyOnce() async throws {
         let port = try TestEnvironment.freePort()
         let sender = kitRuntime(.subscription, overrides: ["ADS_URL": "http://127.0.0.1:\(port)"])

@@ -128,6 +128,8 @@ ADS_RSS=$(rss_mb $ADS_PID)
 # its workers on the same cores).
 bash deploy/local/stack.sh gateway >/dev/null
 GATEWAY=http://127.0.0.1:${GATEWAY_PORT:-8080}
+# Its connections to the services are opened on first use: warm them first.
+wrk -t2 -c32 -d3s -s deploy/bench/random_user.lua "$GATEWAY" -- "$APP_ID" "$API_KEY" /subscription/v1/subscriptions/me "$BENCH/users.txt" >/dev/null
 wrk -t2 -c32 -d"${DURATION}s" --latency -s deploy/bench/random_user.lua "$GATEWAY" -- "$APP_ID" "$API_KEY" \
   /subscription/v1/subscriptions/me "$BENCH/users.txt" > "$BENCH/me-gateway.txt"
 wrk -t2 -c32 -d"${DURATION}s" --latency -s deploy/bench/random_user.lua "$GATEWAY" -- "$APP_ID" "$API_KEY" \

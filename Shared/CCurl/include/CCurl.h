@@ -4,6 +4,10 @@
 // curl_easy_setopt/curl_easy_getinfo/curl_multi_setopt directly.
 #include <curl/curl.h>
 #include <stddef.h>
+#ifdef __GLIBC__
+// Also glibc's malloc tuning (mallopt, M_ARENA_MAX), which Swift's Glibc module leaves out.
+#include <malloc.h>
+#endif
 
 typedef size_t (*ccurl_write_cb)(char *ptr, size_t size, size_t nmemb, void *userdata);
 typedef size_t (*ccurl_read_cb)(char *buffer, size_t size, size_t nitems, void *userdata);

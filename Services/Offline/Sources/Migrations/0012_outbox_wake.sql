@@ -1,0 +1,1 @@
+-- include platform: outbox_wake
