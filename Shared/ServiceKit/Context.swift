@@ -198,6 +198,11 @@ extension AppError {
 }
 
 extension ServiceRequestContext {
+    /// A JSON body encoded before (an answer many requests share, kept as bytes).
+    public func json(encoded body: ByteBuffer, status: HTTPResponse.Status = .ok) -> Response {
+        Response(status: status, headers: [.contentType: "application/json; charset=utf-8"], body: .init(byteBuffer: body))
+    }
+
     /// Encodes a value as a JSON response with the given status.
     public func json<T: Encodable>(_ value: T, status: HTTPResponse.Status = .ok, headers: HTTPFields = [:]) throws -> Response {
         let data = try JSON.encoder.encode(value)

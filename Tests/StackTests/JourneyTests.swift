@@ -33,7 +33,7 @@ final class JourneyTests: XCTestCase {
         let deadline = Date() + seconds
         while Date() < deadline {
             if try await check() { return }
-            try await Task.sleep(for: .milliseconds(500))
+            try await Task.sleep(for: .milliseconds(seconds <= 2 ? 50 : 500))
         }
         XCTFail("not within \(seconds) s: \(what)")
     }
@@ -88,11 +88,16 @@ final class JourneyTests: XCTestCase {
                        #"{"store":"apple","signed_transaction":"\#(try signedTransaction(product: "com.quiz.premium.monthly", expires: periodEnd))"}"#, expect: 201)
         let me = try await call("GET", "/subscription/v1/subscriptions/me", user, expect: 200)
         XCTAssertEqual(me["is_premium"], .bool(true))
-        // Premium everywhere: no ads, offline limits lifted, auth knows.
-        let ads = try await call("GET", "/ads/v1/ads/available?ad_type=rewarded&placement=earn_credits", user, expect: 200)
-        XCTAssertEqual(ads["reason"], .string("premium_user"))
-        let profile = try await call("GET", "/offline/v1/sync/profile", user, expect: 200)
-        if case .object(let limits)? = profile["limits"] { XCTAssertEqual(limits["tier"], .string("premium")) } else { XCTFail("no limits") }
+        // Premium everywhere within a second (subscription's outbox tells ads and offline at
+        // commit): no ads, offline limits lifted, auth knows.
+        let told = Date()
+        try await eventually("ads and offline see the premium entitlement", seconds: 1) {
+            let ads = try await call("GET", "/ads/v1/ads/available?ad_type=rewarded&placement=earn_credits", user, expect: 200)
+            let profile = try await call("GET", "/offline/v1/sync/profile", user, expect: 200)
+            guard case .object(let limits)? = profile["limits"] else { return false }
+            return ads["reason"] == .string("premium_user") && limits["tier"] == .string("premium")
+        }
+        print("journey: premium seen by ads and offline \(Int(Date().timeIntervalSince(told) * 1000)) ms after the purchase answered")
         try await eventually("auth sees the premium status", seconds: 15) {
             let m = try await call("GET", "/auth/v1/auth/me", user)
             if case .object(let u)? = m["user"] { return u["status"] == .string("premium") }

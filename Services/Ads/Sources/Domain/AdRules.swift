@@ -68,7 +68,7 @@ struct UserAdLimits: Sendable, Equatable {
 }
 
 /// Why an ad cannot be shown now (the `reason` of `GET /ads/available`).
-enum Ineligibility: String, Sendable, Equatable {
+enum Ineligibility: String, Sendable, Hashable, CaseIterable {
     case premiumUser = "premium_user"
     case consentRequired = "consent_required"
     case underAge = "under_age"
@@ -78,7 +78,7 @@ enum Ineligibility: String, Sendable, Equatable {
 }
 
 /// The outcome of the eligibility checks (UC-ADS-4.1 step 3, 4.2 step 5).
-struct Eligibility: Sendable, Equatable {
+struct Eligibility: Sendable, Hashable {
     var available: Bool
     var reason: Ineligibility?
     var cooldownSeconds: Int?

@@ -118,7 +118,7 @@ struct LocationController: Sendable {
             radius = r
         }
         let key = NearbyKey(app: app, user: user, radiusKm: radius)
-        if let body = nearbyCache.value(for: key) { return Self.jsonResponse(body) }
+        if let body = nearbyCache.value(for: key) { return context.json(encoded: body) }
         let ticket = nearbyCache.ticket(for: key)
         let now = clock.now()
         let found = try await db.withConnection { conn -> [LocationStore.NearbyContent]? in
@@ -139,16 +139,12 @@ struct LocationController: Sendable {
         let body = ByteBuffer(bytes: try JSON.encoder.encode(["content": items]))
         // Kept until a change is heard, and never past the first listed place's end of availability.
         nearbyCache.store(body, for: key, ticket: ticket, expires: found.compactMap(\.availableUntil).min())
-        return Self.jsonResponse(body)
+        return context.json(encoded: body)
     }
 
     struct NearbyKey: CacheKey {
         var app: UUID, user: UUID, radiusKm: Double
         var scope: UUID { app }
         var subject: UUID? { user }
-    }
-
-    static func jsonResponse(_ body: ByteBuffer) -> Response {
-        Response(status: .ok, headers: [.contentType: "application/json; charset=utf-8"], body: .init(byteBuffer: body))
     }
 }

@@ -289,10 +289,14 @@ struct SubscriptionsController {
         }
     }
 
+    /// The answer of every user without a subscription (most of them), encoded once.
+    static let freeAnswer = ByteBuffer(bytes: try! JSON.encoder.encode(MeResponse(subscription: nil, isPremium: false, features: .object([:]),
+                                                                                   warning: nil, daysRemaining: nil)))
+
     func me(_ context: ServiceRequestContext) async throws -> Response {
         let (app, user) = try context.requireUser()
         let (sub, features) = try await state(app: app, user: user)
-        guard let sub else { return try context.json(MeResponse(subscription: nil, isPremium: false, features: .object([:]), warning: nil, daysRemaining: nil)) }
+        guard let sub else { return context.json(encoded: Self.freeAnswer) }
         var warning: String?
         var days: Int?
         var view = SubscriptionView(sub, features: nil)
