@@ -27,6 +27,27 @@ if not str(pg.get("image", "")).startswith("postgis/postgis:15"):
     errors.append("postgres is not PostGIS on PostgreSQL 15")
 if not any("bootstrap.sql" in v for v in pg.get("volumes", [])):
     errors.append("postgres does not run deploy/local/bootstrap.sql")
+# The image: the volume on DATA_DIR is writable by the services' user, and it builds the
+# dependency versions the tests ran with.
+dockerfile = open("deploy/Dockerfile").read()
+for needed in ["chown app:app /data", "DATA_DIR=/data", "EXPOSE 3001 3002 3003 3004", "HEALTHCHECK", "CMD [",
+               "COPY deploy/Package.resolved ./Package.resolved", "--force-resolved-versions"]:
+    if needed not in dockerfile:
+        errors.append(f"deploy/Dockerfile lacks {needed!r}")
+for name in ["auth", "subscription", "offline", "ads"]:
+    env = services.get(name, {}).get("environment", {})
+    if env.get("DATA_DIR") != "/data" or not any(str(v).endswith(":/data") for v in services.get(name, {}).get("volumes", [])):
+        errors.append(f"{name}: DATA_DIR is not the /data volume")
+import json, os
+pinned = {p["identity"]: p["state"].get("version") for p in json.load(open("deploy/Package.resolved"))["pins"]}
+if os.path.exists("Package.resolved"):
+    resolved = {p["identity"]: p["state"].get("version") for p in json.load(open("Package.resolved"))["pins"]}
+    if set(resolved) != set(pinned):
+        errors.append("deploy/Package.resolved names other packages than the build resolved: copy Package.resolved there "
+                      f"(missing {sorted(set(resolved) - set(pinned))}, extra {sorted(set(pinned) - set(resolved))})")
+    drift = sorted(k for k in resolved if k in pinned and resolved[k] != pinned[k])
+    if drift:
+        print("note: the image pins other versions than this build resolved:", ", ".join(f"{k} {pinned[k]} (built {resolved[k]})" for k in drift))
 if errors:
     print("docker-compose.yml:", *errors, sep="\n  ")
     sys.exit(1)
