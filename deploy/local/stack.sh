@@ -290,10 +290,11 @@ TXT
     deps; python_tools
     log "validating deploy/k8s"
     "$DATA/venv/bin/kubernetes-validate" --strict --quiet deploy/k8s/*.yaml
-    log "checking docker-compose.yml"
-    "$DATA/venv/bin/python" deploy/local/check_compose.py
     db_start; db_recreate app_backend_test; db_recreate app_backend_unit
     BUILD_FLAGS=--build-tests build
+    # After the build: it compares the image's pinned versions with what the build resolved.
+    log "checking docker-compose.yml and the image"
+    "$DATA/venv/bin/python" deploy/local/check_compose.py
     stop_services_only
     test_stack_up
     trap 'stop_services_only >/dev/null 2>&1 || true; kill "$(cat "$RUN/receipt-stub.pid" "$RUN/game-stub.pid" 2>/dev/null)" 2>/dev/null || true' EXIT
