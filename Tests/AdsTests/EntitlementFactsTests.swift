@@ -38,9 +38,9 @@ final class EntitlementFactsTests: XCTestCase {
                 // Both replicas hold "free" (B's second read from memory).
                 try await expect(on: h.client, nil)
                 try await expect(on: second, nil)
-                let hits = runtime2.cacheHits("entitlement")
+                let hits = runtime2.cacheHits("ad_eligibility")
                 try await expect(on: second, nil)
-                XCTAssertEqual(runtime2.cacheHits("entitlement"), hits + 1, "the entitlement is answered from memory")
+                XCTAssertEqual(runtime2.cacheHits("ad_eligibility"), hits + 1, "the entitlement is answered from memory")
 
                 // The purchase reaches A (subscription's outbox); B stops showing ads within 1 s.
                 let bought = try await SubscriptionFacts.push(h.client, app: h.app, user: user, premium: true, version: 3,

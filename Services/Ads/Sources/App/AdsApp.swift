@@ -42,7 +42,7 @@ public enum AdsService: ServiceDefinition {
                           entitlements: entitlements,
                           eligibility: ReadCache(name: "ad_eligibility", capacity: env.int("ELIGIBILITY_CACHE_ENTRIES", default: 50_000),
                                                  ttl: .seconds(env.int("ELIGIBILITY_CACHE_SECONDS", default: 300)), feed: runtime.changes,
-                                                 topics: ["ad_limits", "ad_consent"], metrics: runtime.metrics, clock: runtime.clock),
+                                                 topics: ["ad_limits", "ad_consent", "entitlement"], metrics: runtime.metrics, clock: runtime.clock),
                           clock: runtime.clock, logger: logger).addRoutes(to: routes.user)
             ConsentController(db: runtime.db, consents: ConsentStore(logger: logger), outbox: runtime.outboxWorker, clock: runtime.clock, logger: logger)
                 .addRoutes(user: routes.user, internalGroup: routes.internal)

@@ -18,7 +18,7 @@ struct AdsController: Sendable {
     let eligibility: ReadCache<UserCacheKey, EligibilityInputs>
     let clock: any WallClock
     let logger: Logger
-    struct EligibilityInputs: Sendable { var limits: UserAdLimits?; var consent: AdConsentRecord? }
+    struct EligibilityInputs: Sendable { var limits: UserAdLimits?; var consent: AdConsentRecord?; var entitlement: EntitlementState? }
     /// While subscription is down every request falls back: said once per interval.
     let fallbackLog = LogThrottle()
 
@@ -99,12 +99,13 @@ struct AdsController: Sendable {
         let type = try Self.adType(q.get("ad_type"), field: "ad_type")
         _ = try Self.placement(q.get("placement"))
         let country = try Self.country(request)
-        let premium = await isPremium(app: app, user: user, context: context)
         let now = clock.now()
+        // One cached read: counters, consent and the entitlement subscription pushed here.
         let inputs = try await eligibility.value(for: UserCacheKey(app: app, user: user)) {
-            let (limits, record) = try await db.withConnection { try await ads.eligibilityInputs(app: app, user: user, on: $0) }
-            return EligibilityInputs(limits: limits, consent: record)
+            let (limits, record, entitlement) = try await db.withConnection { try await ads.eligibilityInputs(app: app, user: user, on: $0) }
+            return EligibilityInputs(limits: limits, consent: record, entitlement: entitlement)
         }
+        let premium = EntitlementState.entitlement(inputs.entitlement, at: now).isPremium
         let (limits, record) = (inputs.limits, inputs.consent)
         let consent = record?.state() ?? .none(country: country)
         let e = Eligibility.evaluate(type: type, limits: limits, today: AdStore.day(now), consent: consent, isPremium: premium, now: now)

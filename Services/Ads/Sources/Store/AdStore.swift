@@ -119,16 +119,20 @@ struct AdStore: Sendable {
 
     /// The user's limits and latest consent in one round trip (the hot path of
     /// `GET /ads/available`).
-    func eligibilityInputs(app: UUID, user: UUID, on conn: PostgresConnection) async throws -> (UserAdLimits?, AdConsentRecord?) {
+    /// Everything `GET /ads/available` decides from, in one round trip: the day's counters and
+    /// cooldowns, the latest consent, and the entitlement subscription pushed.
+    func eligibilityInputs(app: UUID, user: UUID, on conn: PostgresConnection) async throws -> (UserAdLimits?, AdConsentRecord?, EntitlementState?) {
         let rows = try await conn.run("""
             SELECT l.day::text, l.rewarded_views, l.interstitial_views, l.last_rewarded_at, l.rewarded_cooldown_until, l.last_interstitial_at,
                    c.consent_personalized_ads, c.consent_data_sharing, c.age_gate_passed, c.is_under_age, c.att_status, c.country,
-                   c.gdpr_applies, c.source, c.created_at
+                   c.gdpr_applies, c.source, c.created_at, e.is_premium, e.valid_until, e.version
             FROM (SELECT 1) one
             LEFT JOIN user_ad_limits l ON l.app_id = \(app) AND l.user_id = \(user)
             LEFT JOIN LATERAL (SELECT * FROM user_consent_ads WHERE app_id = \(app) AND user_id = \(user) ORDER BY id DESC LIMIT 1) c ON true
+            LEFT JOIN entitlement_state e ON e.app_id = \(app) AND e.user_id = \(user)
             """, logger: logger)
-        for try await r in rows.decode((String?, Int?, Int?, Date?, Date?, Date?, Bool?, Bool?, Bool?, Bool?, String?, String?, Bool?, String?, Date?).self) {
+        for try await r in rows.decode((String?, Int?, Int?, Date?, Date?, Date?, Bool?, Bool?, Bool?, Bool?, String?, String?, Bool?, String?, Date?,
+                                        Bool?, Date?, Int64?).self) {
             let limits = r.0.map { UserAdLimits(day: $0, rewardedViews: r.1 ?? 0, interstitialViews: r.2 ?? 0, lastRewardedAt: r.3,
                                                 rewardedCooldownUntil: r.4, lastInterstitialAt: r.5) }
             var consent: AdConsentRecord?
@@ -137,9 +141,10 @@ struct AdStore: Sendable {
                                           attStatus: r.10, tcfString: nil, consentFormStatus: nil, country: r.11, gdprApplies: gdpr,
                                           source: source, updatedAt: at)
             }
-            return (limits, consent)
+            let entitlement = r.15.map { EntitlementState(isPremium: $0, validUntil: r.16, version: r.17 ?? 0) }
+            return (limits, consent, entitlement)
         }
-        return (nil, nil)
+        return (nil, nil, nil)
     }
 
     func limits(app: UUID, user: UUID, on conn: PostgresConnection) async throws -> UserAdLimits? {
