@@ -39,11 +39,17 @@ public enum Outbox {
 
     /// Like `write`, also returning the row id, for a caller that attempts delivery at once
     /// after its commit (`OutboxWorker.deliverNow`).
-    public static func enqueue(_ message: OutboxMessage, on connection: PostgresConnection, logger: Logger) async throws -> (id: Int64, key: UUID) {
+    /// `deliveredByWriter`: the writer sends the row itself right after its commit
+    /// (`OutboxWorker.deliverNow`, to answer with the receiver's reply), so the workers, woken by
+    /// the same commit, leave it alone for that long; they take it if the writer did not.
+    public static func enqueue(_ message: OutboxMessage, on connection: PostgresConnection, logger: Logger,
+                               deliveredByWriter hold: Duration? = nil) async throws -> (id: Int64, key: UUID) {
         let body = message.body.map { String(decoding: $0, as: UTF8.self) }
+        let holdMilliseconds = hold.map { Int($0.nanoseconds / 1_000_000) } ?? 0
         let rows = try await connection.run("""
-            INSERT INTO outbox (target_service, method, path, body, request_id)
-            VALUES (\(message.target.rawValue), \(message.method), \(message.path), \(body)::jsonb, \(RequestTrace.requestID))
+            INSERT INTO outbox (target_service, method, path, body, request_id, next_attempt_at)
+            VALUES (\(message.target.rawValue), \(message.method), \(message.path), \(body)::jsonb, \(RequestTrace.requestID),
+                    now() + \(holdMilliseconds) * interval '1 millisecond')
             RETURNING id, idempotency_key
             """, logger: logger)
         for try await (id, key) in rows.decode((Int64, UUID).self) { return (id, key) }
@@ -140,14 +146,15 @@ public struct OutboxWorker: Service {
         return batch.count
     }
 
-    /// Attempts one row right away (the caller has just committed it), with a short timeout.
+    /// Attempts one row right away (the caller has just committed it), with a short timeout: a
+    /// row no one has tried yet, or one that is due.
     /// Returns the receiver's answer when it was delivered; otherwise the row stays pending
     /// (or leased by a worker) and is delivered later.
     public func deliverNow(id: Int64, timeout: Duration) async -> HTTPResponseData? {
         do {
             let rows = try await client.query("""
                 UPDATE outbox SET attempts = attempts + 1, next_attempt_at = now() + interval '60 seconds'
-                WHERE id = \(id) AND status = 'pending' AND next_attempt_at <= now()
+                WHERE id = \(id) AND status = 'pending' AND (attempts = 0 OR next_attempt_at <= now())
                 RETURNING id, idempotency_key, target_service, method, path, body::text, attempts, max_attempts, request_id
                 """, logger: logger)
             for try await r in rows.decode(Row.Columns.self) { return await deliver(Row(r), timeout: timeout) }

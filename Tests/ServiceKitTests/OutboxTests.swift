@@ -66,9 +66,23 @@ final class OutboxTests: XCTestCase {
                             delivered = try await Self.count(receiver, "SELECT count(*)::int FROM test_deliveries WHERE seq = 7")
                         }
                         let elapsed = ContinuousClock.now - start
-                        await services.triggerGracefulShutdown()
                         XCTAssertEqual(delivered, 1, "not delivered within 2 s")
                         XCTAssertLessThan(elapsed, .seconds(1), "delivered after \(elapsed)")
+
+                        // A row its writer sends itself (to answer with the receiver's reply) is
+                        // left alone by the worker the same commit woke, and the writer gets the reply.
+                        let own = try await writer.db.withTransaction(logger: writer.logger) { conn in
+                            try await Outbox.enqueue(try OutboxMessage(target: .ads, path: "/internal/test/deliveries", body: ["seq": 8]),
+                                                     on: conn, logger: writer.logger, deliveredByWriter: .seconds(10)).id
+                        }
+                        try await Task.sleep(for: .milliseconds(500))
+                        let untouched = try await Self.count(sender, "SELECT count(*)::int FROM outbox WHERE id = \(own) AND status = 'pending' AND attempts = 0")
+                        XCTAssertEqual(untouched, 1, "the woken worker took the writer's row")
+                        let reply = await sender.outboxWorker.deliverNow(id: own, timeout: .seconds(2))
+                        XCTAssertEqual(reply?.status, 200)
+                        let again = await sender.outboxWorker.deliverNow(id: own, timeout: .seconds(2))
+                        XCTAssertNil(again, "a row is sent once by its writer")
+                        await services.triggerGracefulShutdown()
                     }
                 }
             }

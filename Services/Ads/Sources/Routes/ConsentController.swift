@@ -152,7 +152,7 @@ struct ConsentController: Sendable {
             let message = try OutboxMessage(target: .auth, method: "POST",
                                             path: "/internal/users/\(user.lowercasedString)/consent-answers/personalized_ads?app_id=\(app.lowercasedString)",
                                             body: ConsentAnswer(appID: app, value: answer && !underAge, basedOn: basedOn, source: "ads"))
-            return (r, try await Outbox.enqueue(message, on: conn, logger: logger).id)
+            return (r, try await Outbox.enqueue(message, on: conn, logger: logger, deliveredByWriter: .seconds(10)).id)
         }
         // Tried at once so the privacy screen shows it within a moment; else the worker delivers it.
         if let forwarded { _ = await outbox.deliverNow(id: forwarded, timeout: .seconds(2)) }

@@ -31,7 +31,8 @@ struct RewardStore: Sendable {
         guard let rewardID else { return nil }
         let message = try OutboxMessage(target: .subscription, path: "/internal/credits/earn",
                                         body: CreditEarnRequest(userID: user, appID: app, amount: amount, source: source, referenceID: reference))
-        let (outboxID, _) = try await Outbox.enqueue(message, on: conn, logger: logger)
+        // Sent at once by the request that granted it (to answer with the new balance).
+        let (outboxID, _) = try await Outbox.enqueue(message, on: conn, logger: logger, deliveredByWriter: .seconds(10))
         try await conn.run("UPDATE pending_rewards SET outbox_id = \(outboxID) WHERE id = \(rewardID)", logger: logger)
         return outboxID
     }
