@@ -15,6 +15,7 @@ let serviceKitDeps: [Target.Dependency] = [
     .product(name: "Prometheus", package: "swift-prometheus"),
     .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
     .product(name: "ArgumentParser", package: "swift-argument-parser"),
+    .product(name: "NIOPosix", package: "swift-nio"),
 ]
 
 struct ServiceSpec {
@@ -55,8 +56,7 @@ func serviceTargets(_ s: ServiceSpec) -> [Target] {
         ),
         .executableTarget(
             name: s.executable,
-            dependencies: [.target(name: "\(s.name)Service"),
-                           .product(name: "ArgumentParser", package: "swift-argument-parser")],
+            dependencies: [.target(name: "\(s.name)Service"), "ServiceKit"],
             path: "Services/\(s.name)/Main"
         ),
         .testTarget(

@@ -1,7 +1,7 @@
-import ArgumentParser
+import ServiceKit
 import AdsService
 
 @main
-struct Entry: AsyncMainProtocol {
+struct Entry: ServiceEntry {
     typealias Command = AdsCommand
 }

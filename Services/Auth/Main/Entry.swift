@@ -1,7 +1,7 @@
-import ArgumentParser
+import ServiceKit
 import AuthService
 
 @main
-struct Entry: AsyncMainProtocol {
+struct Entry: ServiceEntry {
     typealias Command = AuthCommand
 }

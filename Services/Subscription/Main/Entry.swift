@@ -1,7 +1,7 @@
-import ArgumentParser
+import ServiceKit
 import SubscriptionService
 
 @main
-struct Entry: AsyncMainProtocol {
+struct Entry: ServiceEntry {
     typealias Command = SubscriptionCommand
 }
