@@ -1,10 +1,19 @@
 -- A GET of args[3] as a user picked at random for each request from the tokens in args[4]
 -- (one per line): many distinct users and tokens, not one token repeated.
+-- With args[5] = "each", the users are taken in turn instead (each wrk thread its share), so a
+-- short run meets every user once: the warm-up before a steady-state run.
 local tokens = {}
-local app_id, api_key, path
+local app_id, api_key, path, each
+local turn = 0
+local threads = 0
+
+function setup(thread)
+  thread:set("first", threads)
+  threads = threads + 1
+end
 
 function init(args)
-  app_id, api_key, path = args[1], args[2], args[3]
+  app_id, api_key, path, each = args[1], args[2], args[3], args[5] == "each"
   for line in io.lines(args[4]) do
     if #line > 0 then table.insert(tokens, line) end
   end
@@ -12,7 +21,14 @@ function init(args)
 end
 
 function request()
-  local token = tokens[math.random(1, #tokens)]
+  local token
+  if each then
+    -- wrk runs 2 threads in these benches: one takes the odd lines, the other the even ones.
+    token = tokens[((first or 0) + 2 * turn) % #tokens + 1]
+    turn = turn + 1
+  else
+    token = tokens[math.random(1, #tokens)]
+  end
   return wrk.format("GET", path, {
     ["X-App-ID"] = app_id, ["X-API-Key"] = api_key, ["Authorization"] = "Bearer " .. token,
   })

@@ -21,7 +21,7 @@ struct DownloadJob: Codable, Sendable {
         var catalog: CatalogStore { CatalogStore(logger: logger) }
         let clock: any WallClock
         let logger: Logger
-        var batchSize = 500
+        var batchSize = 1000
     }
 
     static func handler(_ deps: Deps) -> JobHandler {
