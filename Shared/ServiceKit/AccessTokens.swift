@@ -30,9 +30,19 @@ public struct AccessTokenSigner: Sendable {
     public init(privateKey: Curve25519.Signing.PrivateKey, issuer: String = "auth", kidOverride: String? = nil) {
         self.privateKey = privateKey
         self.issuer = issuer
-        // A thumbprint prefix of the public key: stable for a key, different for a new one.
-        let digest = SHA256.hash(data: privateKey.publicKey.rawRepresentation)
-        self.kid = kidOverride ?? String(Base64URL.encode(Data(digest)).prefix(16))
+        self.kid = kidOverride ?? Self.kid(of: privateKey.publicKey)
+    }
+
+    /// A thumbprint prefix of the public key: stable for a key, different for a new one.
+    public static func kid(of publicKey: Curve25519.Signing.PublicKey) -> String {
+        String(Base64URL.encode(Data(SHA256.hash(data: publicKey.rawRepresentation))).prefix(16))
+    }
+
+    /// The JWK of a public key published beside the signing key (the next key before it
+    /// signs, the previous one until its last token expires).
+    public static func jwk(of publicKey: Curve25519.Signing.PublicKey) -> JWKSDocument.Key {
+        JWKSDocument.Key(kty: "OKP", crv: "Ed25519", x: Base64URL.encode(publicKey.rawRepresentation),
+                         y: nil, kid: kid(of: publicKey), alg: "EdDSA", use: "sig")
     }
 
     public func sign(_ claims: AccessTokenClaims) throws -> String {

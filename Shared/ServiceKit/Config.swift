@@ -55,6 +55,11 @@ public enum ServiceName: String, Sendable, CaseIterable, Codable {
 public struct DatabaseConfig: Sendable {
     public var host: String
     public var port: Int
+    /// PostgreSQL itself when `host` is a transaction-mode pooler (PgBouncer): what needs a
+    /// session of its own (the change feed's LISTEN, the migrations' advisory lock) connects
+    /// here. The same as `host`/`port` unless `DATABASE_DIRECT_HOST`/`_PORT` say otherwise.
+    public var directHost: String? = nil
+    public var directPort: Int? = nil
     public var database: String
     public var username: String
     public var password: String
@@ -112,6 +117,8 @@ public struct ServiceConfig: Sendable {
         database = DatabaseConfig(
             host: env.string("DATABASE_HOST", default: "127.0.0.1"),
             port: env.int("DATABASE_PORT", default: 54329),
+            directHost: env.string("DATABASE_DIRECT_HOST", default: env.string("DATABASE_HOST", default: "127.0.0.1")),
+            directPort: env.int("DATABASE_DIRECT_PORT", default: env.int("DATABASE_PORT", default: 54329)),
             database: env.string("DATABASE_NAME", default: "app_backend"),
             username: env.string("\(p)_DATABASE_USER", default: service.databaseRole),
             password: env.string("\(p)_DATABASE_PASSWORD", default: "\(service.databaseRole)_local"),
@@ -159,6 +166,9 @@ public struct ServiceConfig: Sendable {
                                           ("\(service.envPrefix)_DATABASE_PASSWORD", "\(service.databaseRole)_local")]
         for s in ServiceName.allCases { checks.append(("\(s.envPrefix)_INTERNAL_CREDENTIAL", "local-internal-\(s.rawValue)")) }
         if service == .offline { checks.append(("SYNC_SIGNING_KEY", "local-sync-signing-key")) }
+        // Auth: a generated signing key would differ per replica (and be lost with its volume),
+        // and a data key derived from it would change at each rotation.
+        if service == .auth { checks += [("AUTH_SIGNING_KEY", ""), ("AUTH_DATA_KEY", "")] }
         return checks.compactMap { name, builtIn in
             let value = environment.optional(name) ?? ""
             return value.isEmpty || value == builtIn ? name : nil

@@ -100,21 +100,32 @@ public struct MigrationRunner: Sendable {
     /// Returns the names of the migrations this call applied.
     @discardableResult
     public func run(on client: DatabasePool, logger: Logger) async throws -> [String] {
-        try await client.withConnection { conn in
-            let lockKey = "migrations:\(schema)"
-            // A migration may take longer than the sessions' statement limit: lifted for this
-            // session, restored before the connection goes back to the pool.
+        // A session of its own, to PostgreSQL itself: the advisory lock and the lifted
+        // statement limit are session state, which a transaction-mode pooler would not keep.
+        // Closing it ends both, whatever happened.
+        let conn = try await Self.connect(client, logger: logger)
+        do {
             try await conn.run("SET statement_timeout = 0", logger: logger)
+            try await waitForLock("migrations:\(schema)", on: conn, logger: logger)
+            let applied = try await apply(conn, logger: logger)
+            try await conn.close()
+            return applied
+        } catch {
+            try? await conn.close()
+            throw error
+        }
+    }
+
+    /// A database still starting (a replica and PostgreSQL started together) is waited for, as
+    /// long as a request would wait for a pooled connection.
+    private static func connect(_ client: DatabasePool, logger: Logger) async throws -> PostgresConnection {
+        let deadline = ContinuousClock.now + client.acquireTimeout
+        while true {
             do {
-                try await waitForLock(lockKey, on: conn, logger: logger)
-                let applied = try await apply(conn, logger: logger)
-                try await conn.run("SELECT pg_advisory_unlock(hashtext(\(lockKey)))", logger: logger)
-                try await conn.run("RESET statement_timeout", logger: logger)
-                return applied
-            } catch {
-                _ = try? await conn.run("SELECT pg_advisory_unlock(hashtext(\(lockKey)))", logger: logger)
-                _ = try? await conn.run("RESET statement_timeout", logger: logger)
-                throw error
+                return try await client.connectDedicated()
+            } catch where ContinuousClock.now < deadline && !(error is CancellationError) {
+                logger.info("migrations waiting for the database", metadata: ["error": "\(String(reflecting: error))"])
+                try await Task.sleep(for: .milliseconds(250))
             }
         }
     }

@@ -51,21 +51,26 @@ public final class DatabasePool: Sendable, Service {
         /// For the logs of the requests answered 503 while the pool waits to try again.
         var lastError = ""
         var closed = false
+        /// Leases that waited their whole `acquireTimeout` and were answered 503 (a counter).
+        var acquireTimeouts = 0
     }
 
     private let configuration: PostgresConnection.Configuration
+    private let directConfiguration: PostgresConnection.Configuration
     private let size: Int
     /// The longest a request waits for a free connection before it is answered 503: a pool
     /// that cannot serve (every connection held by slow work) is reported, never waited on forever.
-    private let acquireTimeout: Duration
+    let acquireTimeout: Duration
     private let logger: Logger
     private let state = Mutex(State())
     private let connectRequests: AsyncStream<Void>
     private let requestConnect: AsyncStream<Void>.Continuation
     private static let quiet = Logger(label: "postgres-query", factory: { _ in SwiftLogNoOpLogHandler() })
 
-    public init(configuration: PostgresConnection.Configuration, size: Int, acquireTimeout: Duration = .seconds(10), logger: Logger) {
+    public init(configuration: PostgresConnection.Configuration, direct: PostgresConnection.Configuration? = nil, size: Int,
+                acquireTimeout: Duration = .seconds(10), logger: Logger) {
         self.configuration = configuration
+        self.directConfiguration = direct ?? configuration
         self.size = max(1, size)
         self.acquireTimeout = acquireTimeout
         self.logger = logger
@@ -74,20 +79,27 @@ public final class DatabasePool: Sendable, Service {
 
     /// The pool of one service: its own login role, its own schema first on the search path.
     public convenience init(config: DatabaseConfig, logger: Logger) {
-        var pg = PostgresConnection.Configuration(
-            host: config.host, port: config.port, username: config.username,
-            password: config.password, database: config.database, tls: .disable)
-        pg.options.connectTimeout = .seconds(3)
-        pg.options.additionalStartupParameters = [("search_path", "\(config.schema),public"),
-                                                  ("application_name", config.username),
-                                                  ("statement_timeout", String(config.statementTimeoutMilliseconds)),
-                                                  ("idle_in_transaction_session_timeout", String(config.idleInTransactionTimeoutMilliseconds))]
-        self.init(configuration: pg, size: config.maxConnections, acquireTimeout: .milliseconds(config.acquireTimeoutMilliseconds), logger: logger)
+        func configuration(host: String, port: Int) -> PostgresConnection.Configuration {
+            var pg = PostgresConnection.Configuration(
+                host: host, port: port, username: config.username,
+                password: config.password, database: config.database, tls: .disable)
+            pg.options.connectTimeout = .seconds(3)
+            // Through PgBouncer these are dropped (`ignore_startup_parameters`) and the role's
+            // own settings apply: bootstrap.sql sets the same values on each role.
+            pg.options.additionalStartupParameters = [("search_path", "\(config.schema),public"),
+                                                      ("application_name", config.username),
+                                                      ("statement_timeout", String(config.statementTimeoutMilliseconds)),
+                                                      ("idle_in_transaction_session_timeout", String(config.idleInTransactionTimeoutMilliseconds))]
+            return pg
+        }
+        self.init(configuration: configuration(host: config.host, port: config.port),
+                  direct: configuration(host: config.directHost ?? config.host, port: config.directPort ?? config.port),
+                  size: config.maxConnections, acquireTimeout: .milliseconds(config.acquireTimeoutMilliseconds), logger: logger)
     }
 
     /// What the pool holds right now (for metrics and for a report when something waits too long).
     public struct Statistics: Sendable, CustomStringConvertible {
-        public var size: Int, open: Int, idle: Int, connecting: Int, waiting: Int, closed: Bool
+        public var size: Int, open: Int, idle: Int, connecting: Int, waiting: Int, closed: Bool, acquireTimeouts = 0
         public var description: String {
             "size \(size), open \(open), idle \(idle), connecting \(connecting), waiting \(waiting)\(closed ? ", closed" : "")"
         }
@@ -96,7 +108,8 @@ public final class DatabasePool: Sendable, Service {
     public var statistics: Statistics { state.withLock { Self.statistics(of: $0, size: size) } }
 
     private static func statistics(of s: State, size: Int) -> Statistics {
-        Statistics(size: size, open: s.open, idle: s.idle.count, connecting: s.connecting, waiting: s.waiters.count, closed: s.closed)
+        Statistics(size: size, open: s.open, idle: s.idle.count, connecting: s.connecting, waiting: s.waiters.count, closed: s.closed,
+                   acquireTimeouts: s.acquireTimeouts)
     }
 
     // MARK: Running
@@ -181,17 +194,19 @@ public final class DatabasePool: Sendable, Service {
 
     static let maximumWait = Duration.seconds(2)
 
-    /// A connection of the pool's configuration that the pool does not count or lend: for a
-    /// session that must stay open for its own purpose (LISTEN), closed by its owner.
+    /// A connection the pool does not count or lend, to PostgreSQL itself (never through a
+    /// transaction-mode pooler): for a session that must stay open for its own purpose (LISTEN,
+    /// a session advisory lock), closed by its owner.
     public func connectDedicated() async throws -> PostgresConnection {
         let id = state.withLock { s in s.nextID += 1; return s.nextID }
-        return try await connect(id: id)
+        return try await connect(id: id, configuration: directConfiguration)
     }
 
     /// `connectTimeout` bounds the TCP connect only; the start-up exchange is bounded here too.
     /// The attempt is raced with a timer on its event loop and never awaited past the limit (or
     /// past cancellation, at shutdown): an attempt that completes later is closed, not dropped open.
-    private func connect(id: Int) async throws -> PostgresConnection {
+    private func connect(id: Int, configuration: PostgresConnection.Configuration? = nil) async throws -> PostgresConnection {
+        let configuration = configuration ?? self.configuration
         let limit = configuration.options.connectTimeout + .seconds(2)
         let eventLoop = PostgresConnection.defaultEventLoopGroup.any()
         let answer = eventLoop.makePromise(of: PostgresConnection.self)
@@ -278,6 +293,7 @@ public final class DatabasePool: Sendable, Service {
     private func expire(_ id: Int) {
         let (waiter, stats) = state.withLock { s -> (Waiter?, Statistics?) in
             guard let i = s.waiters.firstIndex(where: { $0.id == id }) else { return (nil, nil) }
+            s.acquireTimeouts += 1
             let stats = Self.statistics(of: s, size: size) // counted with this waiter still waiting
             return (s.waiters.remove(at: i), stats)
         }
@@ -345,27 +361,10 @@ public final class DatabasePool: Sendable, Service {
             try await connection.run(query, logger: logger ?? Self.quiet, file: file, line: line)
         }
     }
-
-    /// Runs a prepared statement (prepared once per connection by postgres-nio) and returns its
-    /// decoded rows. postgres-nio's `execute` writes from whatever thread runs it, so it runs
-    /// here with the connection's event loop as its task executor: the `isClosed` check and the
-    /// write happen in one turn of that loop, as in `run` (a statement written after the server
-    /// ended the connection would never be answered).
-    public func execute<Statement: PostgresPreparedStatement>(_ statement: Statement, logger: Logger,
-                                                              file: String = #fileID, line: Int = #line) async throws -> [Statement.Row] {
-        try await withConnection { connection in
-            try await withTaskExecutorPreference(EventLoopTaskExecutor(connection.eventLoop)) {
-                guard !connection.isClosed else { throw DatabaseUnavailableError(reason: "the connection was closed") }
-                var rows: [Statement.Row] = []
-                for try await row in try await connection.execute(statement, logger: logger, file: file, line: line) { rows.append(row) }
-                return rows
-            }
-        }
-    }
 }
 
 /// Runs a task's jobs on one NIO event loop, so that code awaiting a connection's work executes
-/// on that connection's loop (see `DatabasePool.execute`).
+/// on that connection's loop (see `PostgresConnection.run`).
 public final class EventLoopTaskExecutor: TaskExecutor {
     public let eventLoop: any EventLoop
     public init(_ eventLoop: any EventLoop) { self.eventLoop = eventLoop }

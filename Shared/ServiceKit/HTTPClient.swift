@@ -157,8 +157,10 @@ public final class CurlHTTPClient: Sendable {
     private let wakeRead: Int32
     private let wakeWrite: Int32
     private let logger: Logger
+    private let metrics: UpstreamMetrics?
 
-    public init(logger: Logger = Logger(label: "http-client")) {
+    public init(logger: Logger = Logger(label: "http-client"), metrics: UpstreamMetrics? = nil) {
+        self.metrics = metrics
         var fds: [Int32] = [0, 0]
         _ = pipe(&fds)
         _ = fcntl(fds[0], F_SETFL, fcntl(fds[0], F_GETFL) | O_NONBLOCK)
@@ -183,7 +185,16 @@ public final class CurlHTTPClient: Sendable {
         if let id = RequestTrace.requestID, !request.headers.contains(where: { $0.0.lowercased() == "x-request-id" }) {
             request.headers.append(("X-Request-ID", id))
         }
-        return try await submit(.http(request))
+        guard let metrics else { return try await submit(.http(request)) }
+        let start = ContinuousClock.now
+        do {
+            let response = try await submit(.http(request))
+            metrics.record(url: request.url, status: response.status, elapsed: ContinuousClock.now - start)
+            return response
+        } catch {
+            metrics.record(url: request.url, status: nil, elapsed: ContinuousClock.now - start)
+            throw error
+        }
     }
 
     /// Sends a request, retrying an idempotent one on transport failures and 502/503/504

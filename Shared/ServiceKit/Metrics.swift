@@ -12,6 +12,11 @@ public struct MetricsMiddleware: RouterMiddleware {
                                       .milliseconds(25), .milliseconds(50), .milliseconds(100), .milliseconds(250),
                                       .milliseconds(500), .seconds(1), .milliseconds(2500), .seconds(5)]
 
+    static var requests: MetricNameDescriptor { MetricNameDescriptor(metricName: "http_requests", unitName: "total",
+                                               helpText: "Answers by method, route pattern and status, errors included") }
+    static var duration: MetricNameDescriptor { MetricNameDescriptor(metricName: "http_request_duration", unitName: "seconds",
+                                               helpText: "Time from the request to its answer, by method and route pattern") }
+
     public init(registry: PrometheusCollectorRegistry) { self.registry = registry }
 
     public func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
@@ -20,9 +25,8 @@ public struct MetricsMiddleware: RouterMiddleware {
         // The matched route pattern, never the raw path: ids must not become label values.
         let route = context.endpointPath ?? "unmatched"
         let labels = [("method", request.method.rawValue), ("route", route), ("status", String(response.status.code))]
-        registry.makeCounter(name: "http_requests_total", labels: labels).increment()
-        registry.makeDurationHistogram(name: "http_request_duration_seconds",
-                                       labels: [("method", request.method.rawValue), ("route", route)],
+        registry.makeCounter(descriptor: Self.requests, labels: labels).increment()
+        registry.makeDurationHistogram(descriptor: Self.duration, labels: [("method", request.method.rawValue), ("route", route)],
                                        buckets: Self.buckets).recordNanoseconds((ContinuousClock.now - start).nanoseconds)
         return response
     }

@@ -56,8 +56,9 @@ public struct ServiceRuntime: Sendable {
         self.config = config
         self.logger = logger
         self.db = DatabasePool(config: config.database, logger: logger)
-        self.http = CurlHTTPClient(logger: logger)
-        self.metrics = PrometheusCollectorRegistry()
+        let metrics = PrometheusCollectorRegistry()
+        self.metrics = metrics
+        self.http = CurlHTTPClient(logger: logger, metrics: UpstreamMetrics(registry: metrics))
         self.migrations = MigrationRunner(schema: config.database.schema, migrations: PlatformMigrations.all + migrations)
         self.readiness = Readiness()
         self.clock = clock
@@ -153,7 +154,9 @@ public func buildServiceApplication(
     router.get("ready") { _, context in
         try await readiness(runtime: runtime, context: context)
     }
+    let operational = OperationalMetrics(registry: runtime.metrics, db: runtime.db, logger: runtime.logger)
     router.get("metrics") { _, _ in
+        await operational.refresh()
         var buffer: [UInt8] = []
         runtime.metrics.emit(into: &buffer)
         return Response(status: .ok, headers: [.contentType: "text/plain; version=0.0.4"],

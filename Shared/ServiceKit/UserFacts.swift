@@ -58,7 +58,15 @@ extension PlatformMigrations {
     /// Migrations a service's `Migrations/` folder includes by name.
     static let included: [String: String] = ["user_facts": userFacts, "idempotency_fingerprint": idempotencyFingerprint,
                                              "request_trace": requestTrace, "change_feed": changeFeed,
-                                             "entitlements": entitlements, "outbox_wake": Outbox.wakeMigration]
+                                             "entitlements": entitlements, "outbox_wake": Outbox.wakeMigration,
+                                             "backlog_indexes": backlogIndexes]
+
+    /// The metrics' backlog reads (`BacklogStore`) count dead rows by destination and kind:
+    /// indexed, so a scrape never reads the delivered and finished history.
+    static let backlogIndexes = """
+        CREATE INDEX outbox_dead ON outbox (target_service) WHERE status = 'dead';
+        CREATE INDEX jobs_backlog ON jobs (kind) WHERE status IN ('pending', 'running', 'dead');
+        """
 
     /// Trigger functions that announce a row's change on the schema's change feed (NOTIFY on
     /// `<schema>_changes`, delivered at commit): no write path can forget to. `announce_change`

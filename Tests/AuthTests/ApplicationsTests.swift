@@ -32,7 +32,9 @@ final class ApplicationsTests: XCTestCase {
             XCTAssertNotEqual(stored, issued.apiKey)
             XCTAssertEqual(stored, APIKeys.hash(issued.apiKey))
 
-            let rotated = try await repo.rotateKey(appID: issued.appID)!
+            // A hard cut (a leaked key): the old key is refused at once.
+            let rotated = try await repo.rotateKey(appID: issued.appID, keepPreviousFor: .zero)!
+            XCTAssertNil(rotated.previousValidUntil)
             let oldStillValid = try await repo.verify(appID: issued.appID, apiKey: issued.apiKey)
             let newValid = try await repo.verify(appID: issued.appID, apiKey: rotated.apiKey)
             XCTAssertFalse(oldStillValid)
@@ -44,6 +46,85 @@ final class ApplicationsTests: XCTestCase {
             XCTAssertEqual(updated?.appleBundleIDs, ["com.example.quiz"])
             let missing = try await repo.setProviderSettings(appID: UUID(), googleClientIDs: ["x"], appleBundleIDs: nil)
             XCTAssertNil(missing)
+        }
+    }
+
+    /// #16: a rotation keeps the previous API key valid until its expiry (installed copies keep
+    /// working while users update), then refuses it; a second rotation drops the key before.
+    func testRotationWithOverlapKeepsThePreviousKeyUntilItsExpiry() async throws {
+        let runtime = TestEnvironment.runtime(.auth, migrations: try AuthService.migrations())
+        try await withMigratedRuntime(runtime) { runtime in
+            let repo = PostgresApplicationRepository(db: runtime.db, logger: runtime.logger)
+            let first = try await repo.create(name: "Overlap")
+            let second = try await repo.rotateKey(appID: first.appID, keepPreviousFor: .seconds(30 * 86_400))!
+            let until = try XCTUnwrap(second.previousValidUntil)
+            XCTAssertEqual(until.timeIntervalSinceNow, 30 * 86_400, accuracy: 60)
+            for (key, expected) in [(first.apiKey, true), (second.apiKey, true), (first.apiKey + "x", false)] {
+                let ok = try await repo.verify(appID: first.appID, apiKey: key)
+                XCTAssertEqual(ok, expected, key)
+            }
+            // Another app's key is not this app's previous key.
+            let other = try await repo.create(name: "Other")
+            let crossed = try await repo.verify(appID: other.appID, apiKey: first.apiKey)
+            XCTAssertFalse(crossed)
+
+            // The expiry passes (on the database's clock): the previous key is refused, the current one is not.
+            try await runtime.db.query("UPDATE applications SET previous_api_key_expires_at = now() - interval '1 second' WHERE id = \(first.appID)",
+                                       logger: runtime.logger)
+            let expired = try await repo.verify(appID: first.appID, apiKey: first.apiKey)
+            let current = try await repo.verify(appID: first.appID, apiKey: second.apiKey)
+            XCTAssertFalse(expired)
+            XCTAssertTrue(current)
+
+            // Two rotations: only the key just before the current one is kept.
+            let third = try await repo.rotateKey(appID: first.appID, keepPreviousFor: .seconds(3600))!
+            for (key, expected) in [(first.apiKey, false), (second.apiKey, true), (third.apiKey, true)] {
+                let ok = try await repo.verify(appID: first.appID, apiKey: key)
+                XCTAssertEqual(ok, expected)
+            }
+            // Ended early by the operator.
+            let ended = try await repo.endPreviousKey(appID: first.appID)
+            XCTAssertTrue(ended)
+            let afterEnd = try await repo.verify(appID: first.appID, apiKey: second.apiKey)
+            XCTAssertFalse(afterEnd)
+            let unknown = try await repo.endPreviousKey(appID: UUID())
+            XCTAssertFalse(unknown)
+            let missing = try await repo.rotateKey(appID: UUID(), keepPreviousFor: .seconds(60))
+            XCTAssertNil(missing)
+        }
+    }
+
+    /// #16: signing-key rotation without logging anyone out. Phase 1 publishes the next key
+    /// before it signs; phase 2 signs with it and still publishes the old one: a token signed
+    /// before the switch verifies against the published document, as other services check it.
+    func testSigningKeyRotationPublishesBothKeys() async throws {
+        let old = Curve25519.Signing.PrivateKey(), next = Curve25519.Signing.PrivateKey()
+        let app = UUID()
+        @Sendable func claims() -> AccessTokenClaims {
+            let now = Int(Date().timeIntervalSince1970)
+            return AccessTokenClaims(userID: UUID(), appID: app, email: nil, status: .free, isGuest: true, issuer: "auth",
+                                     issuedAt: now, expiresAt: now + 600, jti: UUID().uuidString)
+        }
+        for (signing, published) in [(old, next), (next, old)] {
+            let runtime = TestEnvironment.runtime(.auth, migrations: try AuthService.migrations())
+            let auth = try AuthService.buildApplication(runtime: runtime, signingKey: signing, publishedKeys: [published.publicKey, signing.publicKey])
+            try await auth.test(.router) { client in
+                let doc = try await client.execute(uri: "/auth/v1/.well-known/jwks.json", method: .get) { try $0.json(JWKSDocument.self) }
+                // The signing key first, each key once.
+                XCTAssertEqual(doc.keys.map(\.kid), [AccessTokenSigner(privateKey: signing).kid, AccessTokenSigner.kid(of: published.publicKey)])
+                let verifier = AccessTokenVerifier(source: StaticJWKSSource(doc))
+                for key in [old, next] {
+                    let token = try AccessTokenSigner(privateKey: key).sign(claims())
+                    let verified = try await verifier.verify(token, appID: app)
+                    XCTAssertEqual(verified.appID, app)
+                }
+                // A key that is neither signing nor published is refused.
+                let stranger = try AccessTokenSigner(privateKey: Curve25519.Signing.PrivateKey()).sign(claims())
+                do {
+                    _ = try await verifier.verify(stranger, appID: app)
+                    XCTFail("a token of an unpublished key was accepted")
+                } catch {}
+            }
         }
     }
 

@@ -5,15 +5,6 @@ import Synchronization
 import TestSupport
 import XCTest
 
-/// A prepared statement for the pool tests (postgres-nio prepares it once per connection).
-private struct Echo: PostgresPreparedStatement {
-    static let sql = "SELECT $1::int4"
-    typealias Row = Int32
-    var value: Int32
-    func makeBindings() throws -> PostgresBindings { var b = PostgresBindings(); b.append(value); return b }
-    func decodeRow(_ row: PostgresRow) throws -> Row { try row.decode(Int32.self) }
-}
-
 /// Runs on whatever executor the caller's task prefers (a nonisolated async function).
 private func currentLoopCheck(_ loop: any EventLoop) async -> Bool { loop.inEventLoop }
 
@@ -44,12 +35,16 @@ final class DatabasePoolTests: XCTestCase {
                         group.addTask {
                             while ContinuousClock.now < stop {
                                 do {
-                                    // Half plain statements, half prepared ones: both must fail, never hang.
+                                    // Half single statements, half transactions: both must fail, never hang.
                                     if Bool.random() {
                                         let rows = try await pool.query("SELECT 1::int4").decode(Int32.self)
                                         for try await one in rows { XCTAssertEqual(one, 1) }
                                     } else {
-                                        let echoed = try await pool.execute(Echo(value: 2), logger: TestEnvironment.logger)
+                                        let echoed = try await pool.withTransaction(logger: TestEnvironment.logger) { conn in
+                                            var out: [Int32] = []
+                                            for try await v in try await conn.run("SELECT \(Int32(2))::int4", logger: TestEnvironment.logger).decode(Int32.self) { out.append(v) }
+                                            return out
+                                        }
                                         XCTAssertEqual(echoed, [2])
                                     }
                                     outcomes.value.withLock { $0.ok += 1 }

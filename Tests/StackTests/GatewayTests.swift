@@ -30,17 +30,32 @@ final class GatewayTests: XCTestCase {
         }
     }
 
-    /// #15: outside ENVIRONMENT=local a service refuses to start with a built-in secret, naming it.
-    func testAServiceRefusesToStartWithADefaultSecret() async throws {
+    /// Runs `serve` outside local mode with `unset` removed from the environment; returns its
+    /// exit status and what it printed.
+    func serveOutsideLocal(_ service: ServiceName, unset: [String]) throws -> (status: Int32, text: String) {
         var env = ProcessInfo.processInfo.environment
         env["ENVIRONMENT"] = "production"
-        env["ADS_PORT"] = String(try TestEnvironment.freePort())
-        env["ADMIN_API_TOKEN"] = nil
-        let r = try runServiceBinary("ads-service", ["serve"], environment: env)
-        let text = r.err + r.out
-        XCTAssertNotEqual(r.status, 0)
+        env["\(service.envPrefix)_PORT"] = String(try TestEnvironment.freePort())
+        for name in unset { env[name] = nil }
+        let r = try runServiceBinary("\(service.rawValue)-service", ["serve"], environment: env)
+        return (r.status, r.err + r.out)
+    }
+
+    /// #15: outside ENVIRONMENT=local a service refuses to start with a built-in secret, naming it.
+    func testAServiceRefusesToStartWithADefaultSecret() async throws {
+        let (status, text) = try serveOutsideLocal(.ads, unset: ["ADMIN_API_TOKEN"])
+        XCTAssertNotEqual(status, 0)
         XCTAssertTrue(text.contains("ADMIN_API_TOKEN"), text)
         XCTAssertTrue(text.contains("ADS_INTERNAL_CREDENTIAL"), text)
+    }
+
+    /// #16: outside local mode auth needs its signing key and its data key set: a generated key
+    /// differs per replica, and a data key derived from the signing key would change with it.
+    func testAuthRefusesToStartWithoutItsKeysOutsideLocal() async throws {
+        let (status, text) = try serveOutsideLocal(.auth, unset: ["AUTH_SIGNING_KEY", "AUTH_DATA_KEY"])
+        XCTAssertNotEqual(status, 0)
+        XCTAssertTrue(text.contains("AUTH_SIGNING_KEY"), text)
+        XCTAssertTrue(text.contains("AUTH_DATA_KEY"), text)
     }
 
     func testTheDocsPageLinksEveryServicesDocument() async throws {

@@ -48,6 +48,37 @@ if os.path.exists("Package.resolved"):
     drift = sorted(k for k in resolved if k in pinned and resolved[k] != pinned[k])
     if drift:
         print("note: the image pins other versions than this build resolved:", ", ".join(f"{k} {pinned[k]} (built {resolved[k]})" for k in drift))
+# Kubernetes (kubernetes-validate checks the schemas; this checks what they cannot).
+import glob
+k8s = [d for f in sorted(glob.glob("deploy/k8s/*.yaml")) for d in yaml.safe_load_all(open(f)) if d]
+kinds = lambda kind: {d["metadata"]["name"]: d for d in k8s if d["kind"] == kind}
+deployments, pdbs = kinds("Deployment"), kinds("PodDisruptionBudget")
+for name, d in deployments.items():
+    pod = d["spec"]["template"]["spec"]
+    if not pod.get("securityContext", {}).get("runAsNonRoot") or not isinstance(pod["securityContext"].get("runAsUser"), int):
+        errors.append(f"k8s {name}: the pod does not run as a numeric non-root user")
+    for c in pod["containers"] + pod.get("initContainers", []):
+        sc = c.get("securityContext", {})
+        if sc.get("allowPrivilegeEscalation") is not False or sc.get("capabilities", {}).get("drop") != ["ALL"]:
+            errors.append(f"k8s {name}/{c['name']}: privilege escalation or capabilities left open")
+    labels = d["spec"]["selector"]["matchLabels"]
+    if not any(p["spec"]["selector"]["matchLabels"] == labels for p in pdbs.values()):
+        errors.append(f"k8s {name}: no PodDisruptionBudget")
+if "runAsUser: 10001" not in open("deploy/k8s/auth.yaml").read() or "USER 10001:10001" not in dockerfile:
+    errors.append("the image's user and the manifests' runAsUser differ")
+config = kinds("ConfigMap")
+data = config["app-backend-config"]["data"]
+if data.get("DATABASE_HOST") != "pgbouncer" or data.get("DATABASE_DIRECT_HOST") in (None, "pgbouncer"):
+    errors.append("k8s: the services do not borrow through PgBouncer with a direct host for their sessions")
+if "pool_mode = transaction" not in config["pgbouncer-config"]["data"]["pgbouncer.ini"]:
+    errors.append("k8s: PgBouncer is not in transaction mode")
+if config["app-backend-bootstrap-sql"]["data"]["bootstrap.sql"] != open("deploy/local/bootstrap.sql").read():
+    errors.append("k8s: bootstrap.yaml's SQL differs from deploy/local/bootstrap.sql (copy it)")
+if "app-backend-db-bootstrap" not in kinds("Job"):
+    errors.append("k8s: no bootstrap Job")
+ingress = kinds("Ingress")["app-backend"]
+if not ingress["spec"].get("tls"):
+    errors.append("k8s: the Ingress has no TLS")
 if errors:
-    print("docker-compose.yml:", *errors, sep="\n  ")
+    print("docker-compose.yml / deploy:", *errors, sep="\n  ")
     sys.exit(1)

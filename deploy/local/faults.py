@@ -11,7 +11,9 @@ Standard library only (urllib, threads); exits non-zero on the first broken prom
 import concurrent.futures as cf
 import json
 import os
+import shutil
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -240,14 +242,67 @@ def one_hanging_upstream_delays_no_one(offline, pool):
             % ("/".join(still), slowest))
 
 
+def start_pooler():
+    """A PgBouncer in transaction mode in front of the stack's PostgreSQL, set up as in
+    deploy/k8s/pgbouncer.yaml (start-up parameters dropped, the roles' own settings apply)."""
+    port = int(os.environ.get("PGBOUNCER_PORT", "6439"))
+    d = DATA + "/pgbouncer"
+    os.makedirs(d, exist_ok=True)
+    pg_port = open(DATA + "/pg.port").read().strip()
+    with open(d + "/userlist.txt", "w") as f:
+        f.writelines('"%s_svc" "%s_svc_local"\n' % (s, s) for s in ("auth", "subscription", "offline", "ads"))
+    with open(d + "/pgbouncer.ini", "w") as f:
+        f.write("""[databases]
+* = host=127.0.0.1 port=%s
+[pgbouncer]
+listen_addr = 127.0.0.1
+listen_port = %d
+unix_socket_dir =
+auth_type = scram-sha-256
+auth_file = %s/userlist.txt
+pool_mode = transaction
+max_client_conn = 1000
+default_pool_size = 8
+server_reset_query =
+ignore_startup_parameters = extra_float_digits,search_path,statement_timeout,idle_in_transaction_session_timeout
+stats_users = ads_svc
+""" % (pg_port, port, d))
+    for name in ("", "/userlist.txt", "/pgbouncer.ini"):
+        shutil.chown(d + name, "postgres")
+    log = open(DATA + "/logs/pgbouncer.log", "w")
+    proc = subprocess.Popen(["runuser", "-u", "postgres", "--", "pgbouncer", d + "/pgbouncer.ini"], stdout=log,
+                            stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+    deadline = time.time() + 10
+    while True:
+        try:
+            socket.create_connection(("127.0.0.1", port), 0.5).close()
+            return proc, port, pg_port
+        except OSError:
+            if time.time() > deadline or proc.poll() is not None:
+                fail("PgBouncer did not start (see .data/logs/pgbouncer.log)")
+            time.sleep(0.1)
+
+
+def pooled_transactions(port):
+    """Transactions PgBouncer has carried to the stack's database since it started."""
+    out = subprocess.run(["psql", "-X", "-At", "-h", "127.0.0.1", "-p", str(port), "-U", "ads_svc", "-d", "pgbouncer", "-c", "SHOW STATS"],
+                         env=dict(os.environ, PGPASSWORD="ads_svc_local"), capture_output=True, text=True, check=True).stdout
+    return sum(int(row.split("|")[1]) for row in out.splitlines() if row and not row.startswith("pgbouncer|"))
+
+
 def replicas_share_the_database():
-    """A second offline and a second ads process on other ports, same database."""
+    """A second offline, ads and subscription process on other ports, same database, borrowing
+    their connections through PgBouncer in transaction mode (as deployed on Kubernetes)."""
     binaries = os.environ.get("TEST_BIN_DIR", ROOT + "/.build/debug")
-    replicas = {"offline": 3013, "ads": 3014}
+    replicas = {"offline": 3013, "ads": 3014, "subscription": 3012}
     procs = []
+    pooler, pooler_port, pg_port = start_pooler()
+    procs.append(pooler)
     try:
         for service, port in replicas.items():
-            env = dict(os.environ, **{service.upper() + "_PORT": str(port), "LOG_LEVEL": "debug"})
+            env = dict(os.environ, **{service.upper() + "_PORT": str(port), "LOG_LEVEL": "debug",
+                                      "DATABASE_HOST": "127.0.0.1", "DATABASE_PORT": str(pooler_port),
+                                      "DATABASE_DIRECT_HOST": "127.0.0.1", "DATABASE_DIRECT_PORT": pg_port})
             log = open(DATA + "/logs/%s-replica.log" % service, "w")
             procs.append(subprocess.Popen([binaries + "/%s-service" % service, "serve"], env=env, stdout=log, stderr=subprocess.STDOUT,
                                           stdin=subprocess.DEVNULL, cwd=ROOT))
@@ -324,9 +379,18 @@ def replicas_share_the_database():
             if time.time() > deadline:
                 fail("the credit did not arrive")
             time.sleep(0.5)
+        # The subscription replica (through the pooler) reads the same balance and status.
+        replica_sub = "http://127.0.0.1:3012/subscription/v1"
+        status, body = call("GET", replica_sub + "/credits/balance", h)
+        if status != 200 or body.get("balance") != 1:
+            fail("the subscription replica behind PgBouncer answered %s %s" % (status, body))
+        for _ in range(50):  # many reads: a named prepared statement would miss on another server session
+            status, body = call("GET", replica_sub + "/subscriptions/me", h)
+            if status != 200:
+                fail("/subscriptions/me through PgBouncer answered %s %s" % (status, body))
         # Logout of every device, told by auth to one process of each service: both replicas
         # refuse the old token within 5 s (the other one reads its schema).
-        probes = [a + "/ads/consent" for a in ads] + [o + "/sync/profile" for o in offline]
+        probes = [a + "/ads/consent" for a in ads] + [o + "/sync/profile" for o in offline] + [replica_sub + "/subscriptions/me"]
         worst = 0.0
         for i in range(10):
             hu = guest(USERS + 50 + i)
@@ -348,6 +412,11 @@ def replicas_share_the_database():
                 time.sleep(0.02)
         hung = one_hanging_upstream_delays_no_one(offline, pool)
         print(hung)
+        carried = pooled_transactions(pooler_port)
+        if carried < 100:
+            fail("the replicas did not go through PgBouncer: %d transactions" % carried)
+        print("the replicas of offline, ads and subscription borrowed their connections through PgBouncer "
+              "in transaction mode: %d transactions" % carried)
         print("two replicas of offline and ads: 1 of 20 simultaneous ad requests passed the cooldown, 20 completions "
               "made 1 reward and 1 credit; 3 of 4 categories for a FREE user; %d download jobs each run once "
               "(the replica ran %d); logout-all refused by all four processes within %.2f s (10 users, worst)" % (len(jobs), by_replica, worst))

@@ -21,7 +21,7 @@ log() { printf '==> %s\n' "$*" >&2; }
 
 deps() {
   local missing=()
-  for p in libcurl4-openssl-dev zlib1g-dev libpq-dev libssl-dev postgresql-15 postgresql-15-postgis-3 nginx curl python3-venv chromium-headless-shell; do
+  for p in libcurl4-openssl-dev zlib1g-dev libpq-dev libssl-dev postgresql-15 postgresql-15-postgis-3 pgbouncer nginx curl python3-venv chromium-headless-shell; do
     dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
   done
   if [ ${#missing[@]} -gt 0 ]; then

@@ -3,6 +3,7 @@ import Foundation
 import Hummingbird
 import Logging
 import ServiceKit
+import WireTypes
 
 /// The auth service: accounts, sign-in and the tenants (applications) every service checks.
 public enum AuthService: ServiceDefinition {
@@ -13,7 +14,8 @@ public enum AuthService: ServiceDefinition {
     }
 
     public static func buildApplication(runtime: ServiceRuntime) async throws -> any ApplicationProtocol {
-        try buildApplication(runtime: runtime, signingKey: SigningKeyLoader.load(config: runtime.config))
+        try buildApplication(runtime: runtime, signingKey: SigningKeyLoader.load(config: runtime.config),
+                             publishedKeys: PublishedKeys.load(config: runtime.config))
     }
 
     /// What a test may replace: the outbound providers.
@@ -30,13 +32,16 @@ public enum AuthService: ServiceDefinition {
 
     /// The composition root: tests call it with their own runtime, key and providers.
     public static func buildApplication(runtime: ServiceRuntime, signingKey: Curve25519.Signing.PrivateKey,
+                                        publishedKeys: [Curve25519.Signing.PublicKey] = [],
                                         providers: Providers = Providers()) throws -> Application<RouterResponder<ServiceRequestContext>> {
         let env = runtime.config.environment
         let signer = AccessTokenSigner(privateKey: signingKey)
+        // The signing key first, then the next or previous ones of a rotation (once each).
+        let jwks = JWKSDocument(keys: [signer.jwk] + publishedKeys.map(AccessTokenSigner.jwk(of:)).filter { $0.kid != signer.kid })
         let applications = PostgresApplicationRepository(db: runtime.db, logger: runtime.logger)
         let appVerifier = CachedAppVerifier(LocalAppVerifier(repository: applications), ttl: .seconds(runtime.config.tenantCacheSeconds))
         // Auth verifies its own tokens with its own key: no HTTP round trip to itself.
-        let tokenVerifier = AccessTokenVerifier(source: StaticJWKSSource(.init(keys: [signer.jwk])), clock: runtime.clock)
+        let tokenVerifier = AccessTokenVerifier(source: StaticJWKSSource(jwks), clock: runtime.clock)
         let refreshTokens = RefreshTokenStore(logger: runtime.logger)
         let google = providers.google ?? GoogleIdentityVerifier(keySet: RemoteKeySet(
             url: env.string("GOOGLE_JWKS_URL", default: "https://www.googleapis.com/oauth2/v3/certs"), http: runtime.http))
@@ -91,7 +96,7 @@ public enum AuthService: ServiceDefinition {
         return try buildServiceApplication(runtime: runtime, appVerifier: appVerifier, tokenVerifier: tokenVerifier,
                                            services: [worker, sweeper], userData: userData) { routes in
             try OpenAPIDocument.serve(.module, on: routes.open)
-            JWKSController(signer: signer).addRoutes(to: routes.open)
+            JWKSController(document: jwks).addRoutes(to: routes.open)
             let sessions = AuthController(ctx: ctx)
             sessions.addRoutes(tenant: routes.tenant, user: routes.user)
             EmailFlowsController(ctx: ctx, otps: OTPStore(logger: runtime.logger, key: dataKey), sessions: sessions)
@@ -109,7 +114,10 @@ public enum AuthService: ServiceDefinition {
     }
 
     /// The key that seals secrets at rest: `AUTH_DATA_KEY` (base64, 32 bytes), else derived
-    /// from the signing key so the local stack needs no set-up.
+    /// from the signing key so the local stack needs no set-up. Outside the local stack it must be
+    /// set (`serve` refuses to start otherwise): a derived key would change with a signing-key
+    /// rotation and leave every sealed secret unreadable. A deployment that ran on the derived
+    /// key pins it first: `auth-service admin data-key` prints it for the current signing key.
     static func dataKey(env: EnvironmentVariables, signingKey: Curve25519.Signing.PrivateKey) throws -> SymmetricKey {
         if let encoded = env.optional("AUTH_DATA_KEY") {
             guard let raw = Data(base64Encoded: encoded), raw.count == 32 else {

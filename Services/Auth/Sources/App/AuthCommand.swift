@@ -1,4 +1,5 @@
 import ArgumentParser
+import Crypto
 import HummingbirdBcrypt
 import Foundation
 import WireTypes
@@ -14,7 +15,7 @@ public struct AuthCommand: AsyncParsableCommand {
     public init() {}
 
     struct Admin: AsyncParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "Operator commands", subcommands: [Apps.self, Users.self, BcryptTime.self])
+        static let configuration = CommandConfiguration(abstract: "Operator commands", subcommands: [Apps.self, Users.self, BcryptTime.self, SigningKey.self, DataKey.self])
     }
 
     struct Users: AsyncParsableCommand {
@@ -88,7 +89,7 @@ public struct AuthCommand: AsyncParsableCommand {
 
     struct Apps: AsyncParsableCommand {
         static let configuration = CommandConfiguration(abstract: "Manage applications (tenants)",
-                                                        subcommands: [Create.self, RotateKey.self, SetProviders.self])
+                                                        subcommands: [Create.self, RotateKey.self, EndPreviousKey.self, SetProviders.self])
     }
 
     /// Prints the app id and the API key once; only the key's hash is stored.
@@ -108,21 +109,85 @@ public struct AuthCommand: AsyncParsableCommand {
         }
     }
 
+    /// Installed copies of the app carry the key: the previous one stays valid for
+    /// `--keep-previous-days` (30 by default, the time for users to update); 0 refuses it at once.
     struct RotateKey: AsyncParsableCommand {
-        static let configuration = CommandConfiguration(commandName: "rotate-key", abstract: "Issue a new API key (the old one stops working)")
+        static let configuration = CommandConfiguration(commandName: "rotate-key",
+                                                        abstract: "Issue a new API key; the previous one stays valid for --keep-previous-days")
         @Option(name: .customLong("app-id")) var appID: String
+        @Option(name: .customLong("keep-previous-days"), help: "Days the previous key is still accepted (0: refused now, for a leaked key)")
+        var keepPreviousDays: Int = 30
         @Flag var env = false
+
+        func validate() throws {
+            guard (0...365).contains(keepPreviousDays) else { throw ValidationError("--keep-previous-days must be 0...365") }
+        }
 
         func run() async throws {
             guard let id = UUID(uuidString: appID) else { throw ValidationError("--app-id must be a UUID") }
             let runtime = try AuthService.makeRuntime()
-            let env = self.env
+            let env = self.env, keep = Duration.seconds(keepPreviousDays * 86_400)
             try await runtime.withDatabase { db in
-                guard let issued = try await PostgresApplicationRepository(db: db, logger: runtime.logger).rotateKey(appID: id) else {
+                guard let issued = try await PostgresApplicationRepository(db: db, logger: runtime.logger).rotateKey(appID: id, keepPreviousFor: keep) else {
                     throw ValidationError("no application \(id)")
                 }
                 AuthCommand.printKey(issued, name: nil, envOnly: env)
+                if !env {
+                    print(issued.previousValidUntil.map { "The previous key is accepted until \($0) (admin apps end-previous-key ends it sooner)." }
+                          ?? "The previous key is refused from now on.")
+                }
             }
+        }
+    }
+
+    struct EndPreviousKey: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(commandName: "end-previous-key", abstract: "Refuse the key before the current one now")
+        @Option(name: .customLong("app-id")) var appID: String
+
+        func run() async throws {
+            guard let id = UUID(uuidString: appID) else { throw ValidationError("--app-id must be a UUID") }
+            let runtime = try AuthService.makeRuntime()
+            try await runtime.withDatabase { db in
+                guard try await PostgresApplicationRepository(db: db, logger: runtime.logger).endPreviousKey(appID: id) else {
+                    throw ValidationError("no application \(id)")
+                }
+                print("the previous API key of \(id.lowercasedString) is refused from now on (other services within TENANT_CACHE_SECONDS)")
+            }
+        }
+    }
+
+    /// A new access-token signing key, both halves: the seed for `AUTH_SIGNING_KEY`, the public
+    /// key for `AUTH_JWKS_EXTRA_KEYS` (README "Rotating keys").
+    struct SigningKey: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(commandName: "signing-key", abstract: "Signing keys", subcommands: [Generate.self])
+        struct Generate: AsyncParsableCommand {
+            static let configuration = CommandConfiguration(abstract: "Print a new Ed25519 signing key and its public key")
+            func run() throws {
+                let key = Curve25519.Signing.PrivateKey()
+                print("AUTH_SIGNING_KEY=\(key.rawRepresentation.base64EncodedString())")
+                print("PUBLIC_KEY=\(key.publicKey.rawRepresentation.base64EncodedString())")
+                print("KID=\(AccessTokenSigner.kid(of: key.publicKey))")
+            }
+        }
+    }
+
+    /// `AUTH_DATA_KEY`: a new random one (`--generate`), or the one derived from the current
+    /// `AUTH_SIGNING_KEY`, to pin before the first signing-key rotation of a deployment that
+    /// ran without it (its sealed secrets stay readable).
+    struct DataKey: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(commandName: "data-key", abstract: "Print AUTH_DATA_KEY (derived from the signing key, or --generate)")
+        @Flag var generate = false
+        func run() throws {
+            if generate {
+                print("AUTH_DATA_KEY=\(SymmetricKey(size: .bits256).withUnsafeBytes { Data($0) }.base64EncodedString())")
+                return
+            }
+            let runtime = try AuthService.makeRuntime()
+            guard runtime.config.environment.optional("AUTH_SIGNING_KEY") != nil else {
+                throw ValidationError("AUTH_SIGNING_KEY is not set: there is no derived key to pin (use --generate)")
+            }
+            let key = try AuthService.dataKey(env: EnvironmentVariables([:]), signingKey: SigningKeyLoader.load(config: runtime.config))
+            print("AUTH_DATA_KEY=\(key.withUnsafeBytes { Data($0) }.base64EncodedString())")
         }
     }
 

@@ -26,3 +26,23 @@ enum SigningKeyLoader {
         return key
     }
 }
+
+/// Public keys published in the JWKS beside the signing key (`AUTH_JWKS_EXTRA_KEYS`: base64 of
+/// raw Ed25519 public keys, comma-separated). Rotation without logging anyone out:
+/// 1. publish the next key (`admin signing-key generate` prints both halves) and wait for the
+///    services' JWKS caches (`JWKS_CACHE_SECONDS`, 300 s) to hold it;
+/// 2. sign with it (`AUTH_SIGNING_KEY` = the new seed) and publish the old public key instead:
+///    tokens signed before the switch stay valid, and auth replicas still on the old key during
+///    the rolling update sign tokens every service accepts;
+/// 3. after the access-token lifetime (7 days), stop publishing the old key.
+enum PublishedKeys {
+    static func load(config: ServiceConfig) throws -> [Curve25519.Signing.PublicKey] {
+        guard let list = config.environment.optional("AUTH_JWKS_EXTRA_KEYS") else { return [] }
+        return try list.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }.map { encoded in
+            guard let raw = Data(base64Encoded: encoded), let key = try? Curve25519.Signing.PublicKey(rawRepresentation: raw) else {
+                throw ConfigurationError("AUTH_JWKS_EXTRA_KEYS: '\(encoded.prefix(12))…' is not base64 of a 32-byte Ed25519 public key")
+            }
+            return key
+        }
+    }
+}

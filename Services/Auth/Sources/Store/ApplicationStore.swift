@@ -18,13 +18,15 @@ public struct TenantApplication: Sendable, Equatable {
 public struct IssuedAPIKey: Sendable {
     public var appID: UUID
     public var apiKey: String
+    /// After a rotation: until when the key before this one is still accepted (nil: not at all).
+    public var previousValidUntil: Date? = nil
 }
 
 public protocol ApplicationRepository: Sendable {
     func create(name: String) async throws -> IssuedAPIKey
     func find(id: UUID) async throws -> TenantApplication?
     func verify(appID: UUID, apiKey: String) async throws -> Bool
-    func rotateKey(appID: UUID) async throws -> IssuedAPIKey?
+    func rotateKey(appID: UUID, keepPreviousFor: Duration) async throws -> IssuedAPIKey?
     func setProviderSettings(appID: UUID, googleClientIDs: [String]?, appleBundleIDs: [String]?) async throws -> TenantApplication?
 }
 
@@ -69,22 +71,46 @@ public struct PostgresApplicationRepository: ApplicationRepository {
         return nil
     }
 
+    /// The current key, or the previous one until its expiry (on the database's clock).
     public func verify(appID: UUID, apiKey: String) async throws -> Bool {
-        let rows = try await db.query("SELECT api_key_hash FROM applications WHERE id = \(appID) AND active", logger: logger)
-        for try await stored in rows.decode(String.self) {
-            return ConstantTime.equals(stored, APIKeys.hash(apiKey))
+        let rows = try await db.query("""
+            SELECT api_key_hash, CASE WHEN previous_api_key_expires_at > now() THEN previous_api_key_hash END
+            FROM applications WHERE id = \(appID) AND active
+            """, logger: logger)
+        let given = APIKeys.hash(apiKey)
+        for try await (current, previous) in rows.decode((String, String?).self) {
+            // Both compared, whatever the first gave: the time taken says nothing about which matched.
+            let matchesCurrent = ConstantTime.equals(current, given)
+            let matchesPrevious = previous.map { ConstantTime.equals($0, given) } ?? false
+            return matchesCurrent || matchesPrevious
         }
         return false
     }
 
-    public func rotateKey(appID: UUID) async throws -> IssuedAPIKey? {
+    /// A new key; the current one becomes the previous, accepted for `keepPreviousFor` more
+    /// (zero: refused at once, for a leaked key). A key from an earlier rotation is dropped.
+    public func rotateKey(appID: UUID, keepPreviousFor: Duration) async throws -> IssuedAPIKey? {
         let key = APIKeys.generate()
+        let seconds = Double(keepPreviousFor.components.seconds)
         let rows = try await db.query("""
-            UPDATE applications SET api_key_hash = \(APIKeys.hash(key)), api_key_prefix = \(String(key.prefix(10))), updated_at = now()
+            UPDATE applications SET
+                previous_api_key_hash = CASE WHEN \(seconds) > 0 THEN api_key_hash END,
+                previous_api_key_expires_at = CASE WHEN \(seconds) > 0 THEN now() + make_interval(secs => \(seconds)) END,
+                api_key_hash = \(APIKeys.hash(key)), api_key_prefix = \(String(key.prefix(10))), updated_at = now()
+            WHERE id = \(appID) RETURNING id, previous_api_key_expires_at
+            """, logger: logger)
+        for try await (id, until) in rows.decode((UUID, Date?).self) { return IssuedAPIKey(appID: id, apiKey: key, previousValidUntil: until) }
+        return nil
+    }
+
+    /// Ends the previous key now (its users have updated, or it leaked after all).
+    public func endPreviousKey(appID: UUID) async throws -> Bool {
+        let rows = try await db.query("""
+            UPDATE applications SET previous_api_key_hash = NULL, previous_api_key_expires_at = NULL, updated_at = now()
             WHERE id = \(appID) RETURNING id
             """, logger: logger)
-        for try await id in rows.decode(UUID.self) { return IssuedAPIKey(appID: id, apiKey: key) }
-        return nil
+        for try await _ in rows.decode(UUID.self) { return true }
+        return false
     }
 
     public func setProviderSettings(appID: UUID, googleClientIDs: [String]?, appleBundleIDs: [String]?) async throws -> TenantApplication? {

@@ -164,31 +164,18 @@ public struct SubscriptionStore: Sendable {
             """, logger: logger)).first
     }
 
-    /// The hot read of `/subscriptions/me` and the entitlement, as a prepared statement.
-    struct SnapshotStatement: PostgresPreparedStatement {
-        static let sql = """
+    /// One round trip, no lock: the user's most relevant subscription (one granting access
+    /// first) and its plan's features. An unnamed statement, not a prepared one: a named
+    /// statement lives on one server session, which a transaction-mode pooler does not keep.
+    public func snapshot(app: UUID, user: UUID, db: DatabasePool) async throws -> (Subscription, String?)? {
+        typealias Row = (UUID, UUID, String, String, Date, Date, Date?, Date?, Bool, String, Date?, String?)
+        for try await r in try await db.query("""
             SELECT s.id, s.user_id, s.status, s.plan_type, s.start_date, s.end_date, s.trial_end_date, s.grace_period_end,
                    s.auto_renew, s.store, s.expired_at, p.features::text
             FROM subscriptions s LEFT JOIN subscription_plans p ON p.id = s.plan_id
-            WHERE s.app_id = $1 AND s.user_id = $2
+            WHERE s.app_id = \(app) AND s.user_id = \(user)
             ORDER BY (s.status IN ('active', 'trial', 'grace_period')) DESC, s.created_at DESC LIMIT 1
-            """
-        typealias Row = (UUID, UUID, String, String, Date, Date, Date?, Date?, Bool, String, Date?, String?)
-        var app: UUID
-        var user: UUID
-        func makeBindings() throws -> PostgresBindings {
-            var b = PostgresBindings()
-            b.append(app)
-            b.append(user)
-            return b
-        }
-        func decodeRow(_ row: PostgresRow) throws -> Row { try row.decode(Row.self) }
-    }
-
-    /// One round trip, no lock: the user's most relevant subscription (one granting access
-    /// first) and its plan's features.
-    public func snapshot(app: UUID, user: UUID, db: DatabasePool) async throws -> (Subscription, String?)? {
-        for r in try await db.execute(SnapshotStatement(app: app, user: user), logger: logger) {
+            """, logger: logger).decode(Row.self) {
             return (Subscription(id: r.0, userID: r.1, status: r.2, planType: r.3, startDate: r.4, endDate: r.5, trialEndDate: r.6,
                                  gracePeriodEnd: r.7, autoRenew: r.8, store: r.9, expiredAt: r.10), r.11)
         }

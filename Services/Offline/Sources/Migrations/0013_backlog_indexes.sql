@@ -1,0 +1,1 @@
+-- include platform: backlog_indexes
