@@ -8,6 +8,20 @@ import WireTypes
 /// service asks auth over HTTP.
 public protocol AppVerifier: Sendable {
     func verify(appID: UUID, apiKey: String) async throws -> Bool
+    /// The same check, telling a disabled app (right key) from a wrong key.
+    func verdict(appID: UUID, apiKey: String) async throws -> AppVerdict
+}
+
+public enum AppVerdict: Sendable, Equatable {
+    case valid, invalid
+    /// The key is right, but an operator disabled the app: 403 `app_disabled`, not 401.
+    case disabled
+}
+
+extension AppVerifier {
+    public func verdict(appID: UUID, apiKey: String) async throws -> AppVerdict {
+        try await verify(appID: appID, apiKey: apiKey) ? .valid : .invalid
+    }
 }
 
 /// Asks auth's internal endpoint, with this service's credential.
@@ -23,6 +37,10 @@ public struct RemoteAppVerifier: AppVerifier {
     }
 
     public func verify(appID: UUID, apiKey: String) async throws -> Bool {
+        try await verdict(appID: appID, apiKey: apiKey) == .valid
+    }
+
+    public func verdict(appID: UUID, apiKey: String) async throws -> AppVerdict {
         let request = try HTTPRequest.json("POST", "\(authURL)/internal/apps/verify",
                                            body: AppVerificationRequest(appID: appID, apiKey: apiKey),
                                            headers: credential.headers)
@@ -35,7 +53,8 @@ public struct RemoteAppVerifier: AppVerifier {
         guard response.isSuccess else {
             throw AppError(.serviceUnavailable, "service_unavailable", "Cannot verify the application right now")
         }
-        return try response.decode(AppVerificationResponse.self).valid
+        let answer = try response.decode(AppVerificationResponse.self)
+        return answer.valid ? .valid : answer.disabled == true ? .disabled : .invalid
     }
 }
 
@@ -45,7 +64,7 @@ public final class CachedAppVerifier: AppVerifier {
     private let inner: any AppVerifier
     private let ttl: Duration
     private let negativeTTL: Duration
-    private let cache = Mutex([Key: (Bool, ContinuousClock.Instant)]())
+    private let cache = Mutex([Key: (AppVerdict, ContinuousClock.Instant)]())
     /// The key is kept by its digest; the app id and digest as bytes, not formatted text.
     struct Key: Hashable { let app: UUID; let digest: SHA256.Digest }
 
@@ -56,17 +75,22 @@ public final class CachedAppVerifier: AppVerifier {
     }
 
     public func verify(appID: UUID, apiKey: String) async throws -> Bool {
+        try await verdict(appID: appID, apiKey: apiKey) == .valid
+    }
+
+    /// A valid verdict is kept for `ttl`; a refusal (wrong key, disabled app) for a few seconds.
+    public func verdict(appID: UUID, apiKey: String) async throws -> AppVerdict {
         let key = Key(app: appID, digest: SHA256.hash(data: Data(apiKey.utf8)))
         let now = ContinuousClock.now
-        if let (valid, at) = cache.withLock({ $0[key] }), now - at < (valid ? ttl : negativeTTL) {
-            return valid
+        if let (verdict, at) = cache.withLock({ $0[key] }), now - at < (verdict == .valid ? ttl : negativeTTL) {
+            return verdict
         }
-        let valid = try await inner.verify(appID: appID, apiKey: apiKey)
+        let verdict = try await inner.verdict(appID: appID, apiKey: apiKey)
         cache.withLock { c in
             if c.count > 10_000 { c.removeAll() }
-            c[key] = (valid, now)
+            c[key] = (verdict, now)
         }
-        return valid
+        return verdict
     }
 
     /// Forget every verdict (after an API key rotation in the same process).
@@ -87,8 +111,11 @@ public struct TenantMiddleware: RouterMiddleware {
         guard let appID = UUID(uuidString: rawApp) else {
             throw AppError(.unauthorized, "invalid_api_key", "X-App-ID must be a UUID")
         }
-        guard key.utf8.count <= 256, try await verifier.verify(appID: appID, apiKey: key) else {
-            throw AppError(.unauthorized, "invalid_api_key", "Invalid application credentials")
+        guard key.utf8.count <= 256 else { throw AppError(.unauthorized, "invalid_api_key", "Invalid application credentials") }
+        switch try await verifier.verdict(appID: appID, apiKey: key) {
+        case .valid: break
+        case .invalid: throw AppError(.unauthorized, "invalid_api_key", "Invalid application credentials")
+        case .disabled: throw AppError(.forbidden, "app_disabled", "This application is disabled; contact its publisher")
         }
         var context = context
         context.identity = Identity(appID: appID)

@@ -13,8 +13,12 @@ public struct AppVerificationResponse: Codable, Sendable {
     public var valid: Bool
     public var appID: UUID
     public var name: String?
-    enum CodingKeys: String, CodingKey { case valid; case appID = "app_id"; case name }
-    public init(valid: Bool, appID: UUID, name: String?) { self.valid = valid; self.appID = appID; self.name = name }
+    /// The key is right but an operator disabled the app (its requests get 403 `app_disabled`).
+    public var disabled: Bool?
+    enum CodingKeys: String, CodingKey { case valid; case appID = "app_id"; case name; case disabled }
+    public init(valid: Bool, appID: UUID, name: String?, disabled: Bool? = nil) {
+        self.valid = valid; self.appID = appID; self.name = name; self.disabled = disabled
+    }
 }
 
 /// A JSON Web Key Set as auth publishes it (`/auth/v1/.well-known/jwks.json`).

@@ -59,7 +59,8 @@ final class RequestAuthenticationTests: XCTestCase {
                 routes.open.get("boom") { _, _ -> String in throw Secret() }
             }
             try await app.test(.router) { client in
-                try await body(client, Stack(signer: AccessTokenSigner(privateKey: key), appA: appA, appB: appB, source: source))
+                try await body(client, Stack(signer: AccessTokenSigner(privateKey: key), appA: appA, appB: appB, source: source,
+                                             applications: repo))
             }
             await serviceGroup.triggerGracefulShutdown()
         }
@@ -70,6 +71,7 @@ final class RequestAuthenticationTests: XCTestCase {
         let appA: IssuedAPIKey
         let appB: IssuedAPIKey
         let source: CountingSource
+        let applications: PostgresApplicationRepository
 
         func token(app: UUID? = nil, expiresIn: Int = 600, signer other: AccessTokenSigner? = nil) throws -> String {
             let now = Int(Date().timeIntervalSince1970)
@@ -238,6 +240,42 @@ final class RequestAuthenticationTests: XCTestCase {
                 let r = try await client.execute(uri: path, method: .get) { $0.status }
                 XCTAssertEqual(r, .notFound, "\(path) is not under the public prefix")
             }
+        }
+    }
+
+    /// #16: a disabled app's requests are told so (403 `app_disabled`) at another service, not
+    /// "wrong key"; a wrong key for it is still 401 (the state is told only to its key holders);
+    /// the operator's action is in the audit log with its reason.
+    func testADisabledAppIsRefusedWith403AndTheActionIsAudited() async throws {
+        try await Self.withStack { client, s in
+            let disabled = try await s.applications.setActive(appID: s.appB.appID, active: false, reason: "unpaid invoice", operator: "test")
+            XCTAssertEqual(disabled?.active, false)
+            try await client.execute(uri: "/ads/v1/tenant-only", method: .get, headers: s.headers(nil, app: s.appB)) { r in
+                XCTAssertEqual(r.status, .forbidden)
+                XCTAssertEqual(try r.envelope().error, "app_disabled")
+            }
+            try await client.execute(uri: "/ads/v1/tenant-only", method: .get, headers: .tenant(s.appB.appID, s.appA.apiKey)) { r in
+                XCTAssertEqual(r.status, .unauthorized)
+                XCTAssertEqual(try r.envelope().error, "invalid_api_key")
+            }
+            // The other app is untouched.
+            try await client.execute(uri: "/ads/v1/tenant-only", method: .get, headers: s.headers(nil)) { r in
+                XCTAssertEqual(r.status, .ok)
+            }
+            let audited = try await withPostgres(TestEnvironment.adminClient(database: TestEnvironment.unitDatabase)) { db -> [String] in
+                var out: [String] = []
+                for try await (action, reason) in try await db.query("""
+                    SELECT action, details->>'reason' FROM auth.audit_logs WHERE app_id = \(s.appB.appID) ORDER BY timestamp
+                    """).decode((String, String?).self) { out.append("\(action):\(reason ?? "")") }
+                return out
+            }
+            XCTAssertEqual(audited, ["operator.app.disable:unpaid invoice"])
+            let enabled = try await s.applications.setActive(appID: s.appB.appID, active: true, reason: "paid", operator: "test")
+            XCTAssertEqual(enabled?.active, true)
+            let verdict = try await s.applications.verdict(appID: s.appB.appID, apiKey: s.appB.apiKey)
+            XCTAssertEqual(verdict, .valid)
+            let unknown = try await s.applications.setActive(appID: UUID(), active: false, reason: "x", operator: "test")
+            XCTAssertNil(unknown)
         }
     }
 

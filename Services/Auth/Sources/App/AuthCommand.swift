@@ -89,7 +89,8 @@ public struct AuthCommand: AsyncParsableCommand {
 
     struct Apps: AsyncParsableCommand {
         static let configuration = CommandConfiguration(abstract: "Manage applications (tenants)",
-                                                        subcommands: [Create.self, RotateKey.self, EndPreviousKey.self, SetProviders.self])
+                                                        subcommands: [Create.self, List.self, Show.self, Disable.self, Enable.self, RotateKey.self, EndPreviousKey.self,
+                                                                      SetProviders.self])
     }
 
     /// Prints the app id and the API key once; only the key's hash is stored.
@@ -106,6 +107,71 @@ public struct AuthCommand: AsyncParsableCommand {
                 let issued = try await PostgresApplicationRepository(db: db, logger: runtime.logger).create(name: name)
                 AuthCommand.printKey(issued, name: name, envOnly: env)
             }
+        }
+    }
+
+    struct List: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "List the applications (id, state, key prefix, name)")
+        func run() async throws {
+            let runtime = try AuthService.makeRuntime()
+            try await runtime.withDatabase { db in
+                for app in try await PostgresApplicationRepository(db: db, logger: runtime.logger).list() {
+                    print("\(app.id.lowercasedString)  \(app.active ? "active  " : "disabled")  \(app.apiKeyPrefix)…  \(app.name)")
+                }
+            }
+        }
+    }
+
+    struct Show: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "One application's settings")
+        @Option(name: .customLong("app-id")) var appID: String
+        func run() async throws {
+            guard let id = UUID(uuidString: appID) else { throw ValidationError("--app-id must be a UUID") }
+            let runtime = try AuthService.makeRuntime()
+            try await runtime.withDatabase { db in
+                guard let app = try await PostgresApplicationRepository(db: db, logger: runtime.logger).find(id: id) else {
+                    throw ValidationError("no application \(id)")
+                }
+                print("""
+                    app_id=\(app.id.lowercasedString)
+                    name=\(app.name)
+                    active=\(app.active)
+                    api_key_prefix=\(app.apiKeyPrefix)
+                    google_client_ids=\(app.googleClientIDs.joined(separator: ","))
+                    apple_bundle_ids=\(app.appleBundleIDs.joined(separator: ","))
+                    """)
+            }
+        }
+    }
+
+    /// Support: a disabled app's requests are answered 403 `app_disabled` (auth at once, the
+    /// other services within TENANT_CACHE_SECONDS); its data stays. Audited with the reason.
+    struct Disable: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Disable an application (its requests get 403 app_disabled)")
+        @Option(name: .customLong("app-id")) var appID: String
+        @Option(help: "Why (kept in the audit log)") var reason: String
+        func run() async throws { try await AuthCommand.setActive(appID, false, reason) }
+    }
+
+    struct Enable: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Enable a disabled application again")
+        @Option(name: .customLong("app-id")) var appID: String
+        @Option(help: "Why (kept in the audit log)") var reason: String
+        func run() async throws { try await AuthCommand.setActive(appID, true, reason) }
+    }
+
+    static func setActive(_ appID: String, _ active: Bool, _ reason: String) async throws {
+        guard let id = UUID(uuidString: appID) else { throw ValidationError("--app-id must be a UUID") }
+        guard !reason.trimmingCharacters(in: .whitespaces).isEmpty, reason.count <= 500 else {
+            throw ValidationError("--reason must say why, in at most 500 characters")
+        }
+        let runtime = try AuthService.makeRuntime()
+        try await runtime.withDatabase { db in
+            guard let app = try await PostgresApplicationRepository(db: db, logger: runtime.logger)
+                .setActive(appID: id, active: active, reason: reason, operator: "cli:\(ProcessInfo.processInfo.environment["USER"] ?? "unknown")") else {
+                throw ValidationError("no application \(id)")
+            }
+            print("\(app.id.lowercasedString) \(app.active ? "enabled" : "disabled")")
         }
     }
 

@@ -9,9 +9,10 @@ struct InternalApplicationsController {
     func addRoutes(to group: RouterGroup<ServiceRequestContext>) {
         group.post("apps/verify") { request, context in
             let body = try await request.decodeJSON(as: AppVerificationRequest.self, context: context)
-            let valid = try await applications.verify(appID: body.appID, apiKey: body.apiKey)
-            let name = valid ? try await applications.find(id: body.appID)?.name : nil
-            return try context.json(AppVerificationResponse(valid: valid, appID: body.appID, name: name))
+            let verdict = try await applications.verdict(appID: body.appID, apiKey: body.apiKey)
+            let name = verdict == .valid ? try await applications.find(id: body.appID)?.name : nil
+            return try context.json(AppVerificationResponse(valid: verdict == .valid, appID: body.appID, name: name,
+                                                            disabled: verdict == .disabled ? true : nil))
         }
     }
 }

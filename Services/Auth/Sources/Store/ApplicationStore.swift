@@ -26,6 +26,7 @@ public protocol ApplicationRepository: Sendable {
     func create(name: String) async throws -> IssuedAPIKey
     func find(id: UUID) async throws -> TenantApplication?
     func verify(appID: UUID, apiKey: String) async throws -> Bool
+    func verdict(appID: UUID, apiKey: String) async throws -> AppVerdict
     func rotateKey(appID: UUID, keepPreviousFor: Duration) async throws -> IssuedAPIKey?
     func setProviderSettings(appID: UUID, googleClientIDs: [String]?, appleBundleIDs: [String]?) async throws -> TenantApplication?
 }
@@ -71,20 +72,53 @@ public struct PostgresApplicationRepository: ApplicationRepository {
         return nil
     }
 
-    /// The current key, or the previous one until its expiry (on the database's clock).
     public func verify(appID: UUID, apiKey: String) async throws -> Bool {
+        try await verdict(appID: appID, apiKey: apiKey) == .valid
+    }
+
+    /// The current key, or the previous one until its expiry (on the database's clock). A right
+    /// key of a disabled app is `disabled`: its requests are told why (403), not "wrong key".
+    public func verdict(appID: UUID, apiKey: String) async throws -> AppVerdict {
         let rows = try await db.query("""
-            SELECT api_key_hash, CASE WHEN previous_api_key_expires_at > now() THEN previous_api_key_hash END
-            FROM applications WHERE id = \(appID) AND active
+            SELECT api_key_hash, CASE WHEN previous_api_key_expires_at > now() THEN previous_api_key_hash END, active
+            FROM applications WHERE id = \(appID)
             """, logger: logger)
         let given = APIKeys.hash(apiKey)
-        for try await (current, previous) in rows.decode((String, String?).self) {
+        for try await (current, previous, active) in rows.decode((String, String?, Bool).self) {
             // Both compared, whatever the first gave: the time taken says nothing about which matched.
             let matchesCurrent = ConstantTime.equals(current, given)
             let matchesPrevious = previous.map { ConstantTime.equals($0, given) } ?? false
-            return matchesCurrent || matchesPrevious
+            guard matchesCurrent || matchesPrevious else { return .invalid }
+            return active ? .valid : .disabled
         }
-        return false
+        return .invalid
+    }
+
+    /// Disables or enables an app (support): its requests get 403 `app_disabled` at auth at
+    /// once and at the other services within `TENANT_CACHE_SECONDS`. Audited in the same statement.
+    public func setActive(appID: UUID, active: Bool, reason: String, operator who: String) async throws -> TenantApplication? {
+        let rows = try await db.query("""
+            WITH changed AS (
+                UPDATE applications SET active = \(active), updated_at = now() WHERE id = \(appID) RETURNING id),
+            audited AS (
+                INSERT INTO audit_logs (app_id, action, result, details)
+                SELECT id, \(active ? "operator.app.enable" : "operator.app.disable"), 'success',
+                       jsonb_build_object('reason', \(reason)::text, 'operator', \(who)::text) FROM changed RETURNING 1)
+            SELECT id FROM changed
+            """, logger: logger)
+        for try await id in rows.decode(UUID.self) { return try await find(id: id) }
+        return nil
+    }
+
+    /// Every app, for operators (no key material: the prefix only).
+    public func list() async throws -> [TenantApplication] {
+        var out: [TenantApplication] = []
+        for try await r in try await db.query("""
+            SELECT id, name, api_key_prefix, google_client_ids, apple_bundle_ids, active FROM applications ORDER BY created_at, id
+            """, logger: logger).decode((UUID, String, String, [String], [String], Bool).self) {
+            out.append(TenantApplication(id: r.0, name: r.1, apiKeyPrefix: r.2, googleClientIDs: r.3, appleBundleIDs: r.4, active: r.5))
+        }
+        return out
     }
 
     /// A new key; the current one becomes the previous, accepted for `keepPreviousFor` more
@@ -93,11 +127,17 @@ public struct PostgresApplicationRepository: ApplicationRepository {
         let key = APIKeys.generate()
         let seconds = Double(keepPreviousFor.components.seconds)
         let rows = try await db.query("""
-            UPDATE applications SET
-                previous_api_key_hash = CASE WHEN \(seconds) > 0 THEN api_key_hash END,
-                previous_api_key_expires_at = CASE WHEN \(seconds) > 0 THEN now() + make_interval(secs => \(seconds)) END,
-                api_key_hash = \(APIKeys.hash(key)), api_key_prefix = \(String(key.prefix(10))), updated_at = now()
-            WHERE id = \(appID) RETURNING id, previous_api_key_expires_at
+            WITH rotated AS (
+                UPDATE applications SET
+                    previous_api_key_hash = CASE WHEN \(seconds) > 0 THEN api_key_hash END,
+                    previous_api_key_expires_at = CASE WHEN \(seconds) > 0 THEN now() + make_interval(secs => \(seconds)) END,
+                    api_key_hash = \(APIKeys.hash(key)), api_key_prefix = \(String(key.prefix(10))), updated_at = now()
+                WHERE id = \(appID) RETURNING id, previous_api_key_expires_at),
+            audited AS (
+                INSERT INTO audit_logs (app_id, action, result, details)
+                SELECT id, 'operator.app.rotate_key', 'success', jsonb_build_object('previous_valid_until', previous_api_key_expires_at)
+                FROM rotated RETURNING 1)
+            SELECT id, previous_api_key_expires_at FROM rotated
             """, logger: logger)
         for try await (id, until) in rows.decode((UUID, Date?).self) { return IssuedAPIKey(appID: id, apiKey: key, previousValidUntil: until) }
         return nil
@@ -106,8 +146,12 @@ public struct PostgresApplicationRepository: ApplicationRepository {
     /// Ends the previous key now (its users have updated, or it leaked after all).
     public func endPreviousKey(appID: UUID) async throws -> Bool {
         let rows = try await db.query("""
-            UPDATE applications SET previous_api_key_hash = NULL, previous_api_key_expires_at = NULL, updated_at = now()
-            WHERE id = \(appID) RETURNING id
+            WITH ended AS (
+                UPDATE applications SET previous_api_key_hash = NULL, previous_api_key_expires_at = NULL, updated_at = now()
+                WHERE id = \(appID) RETURNING id),
+            audited AS (
+                INSERT INTO audit_logs (app_id, action, result) SELECT id, 'operator.app.end_previous_key', 'success' FROM ended RETURNING 1)
+            SELECT id FROM ended
             """, logger: logger)
         for try await _ in rows.decode(UUID.self) { return true }
         return false
@@ -131,5 +175,8 @@ public struct LocalAppVerifier: AppVerifier {
     public init(repository: any ApplicationRepository) { self.repository = repository }
     public func verify(appID: UUID, apiKey: String) async throws -> Bool {
         try await repository.verify(appID: appID, apiKey: apiKey)
+    }
+    public func verdict(appID: UUID, apiKey: String) async throws -> AppVerdict {
+        try await repository.verdict(appID: appID, apiKey: apiKey)
     }
 }
