@@ -88,6 +88,9 @@ public struct ServiceConfig: Sendable {
     public var acceptedInternalCredentials: [ServiceName: String]
     /// How long a verified (app id, API key) pair is trusted without asking auth again.
     public var tenantCacheSeconds: Int
+    /// How long a verified operator key is trusted before auth is asked again (a revoked key
+    /// is refused by every replica within this time).
+    public var operatorCacheSeconds: Int
     /// The operator credential on `/<prefix>/v1/admin/...`-style routes (with the tenant headers).
     public var adminToken: String
     /// How long auth's JWKS is cached before a refetch.
@@ -140,6 +143,7 @@ public struct ServiceConfig: Sendable {
         }
         acceptedInternalCredentials = accepted
         tenantCacheSeconds = env.int("TENANT_CACHE_SECONDS", default: 60)
+        operatorCacheSeconds = env.int("OPERATOR_CACHE_SECONDS", default: 5)
         adminToken = env.string("ADMIN_API_TOKEN", default: "local-admin-token")
         jwksCacheSeconds = env.int("JWKS_CACHE_SECONDS", default: 300)
         logLevel = env.string("LOG_LEVEL", default: "info")

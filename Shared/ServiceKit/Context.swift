@@ -12,6 +12,8 @@ public struct ServiceRequestContext: RequestContext {
     public var coreContext: CoreRequestContextStorage
     public var identity: Identity?
     public var callingService: ServiceName?
+    /// The operator acting, on admin routes (set by `AdminAuthMiddleware`).
+    public var `operator`: Operator?
     public var requestID: String
     /// The client's address: from a trusted proxy's `X-Forwarded-For`, else the socket peer.
     public var clientAddress: String
@@ -21,6 +23,7 @@ public struct ServiceRequestContext: RequestContext {
         coreContext = .init(source: source)
         identity = nil
         callingService = nil
+        `operator` = nil
         requestID = ""
         remoteAddress = source.channel.remoteAddress
         clientAddress = source.channel.remoteAddress?.ipAddress ?? "unknown"

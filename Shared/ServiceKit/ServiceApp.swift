@@ -102,6 +102,11 @@ public struct ServiceRuntime: Sendable {
         CachedAppVerifier(RemoteAppVerifier(authURL: config.url(of: .auth), http: http, credential: internalCredential),
                           ttl: .seconds(config.tenantCacheSeconds))
     }
+
+    public func remoteOperatorVerifier() -> any OperatorVerifier {
+        CachedOperatorVerifier(RemoteOperatorVerifier(authURL: config.url(of: .auth), http: http, credential: internalCredential),
+                               ttl: .seconds(config.operatorCacheSeconds))
+    }
 }
 
 /// The router groups a service fills: public routes behind tenant headers, authenticated
@@ -117,7 +122,7 @@ public struct ServiceRoutes {
     public let user: RouterGroup<ServiceRequestContext>
     /// `/internal`, service credential required.
     public let `internal`: RouterGroup<ServiceRequestContext>
-    /// `/<prefix>/v1`, tenant headers and the operator's admin token required.
+    /// `/<prefix>/v1`, tenant headers and an operator credential for that app required.
     public let admin: RouterGroup<ServiceRequestContext>
 }
 
@@ -127,6 +132,7 @@ public func buildServiceApplication(
     runtime: ServiceRuntime,
     appVerifier: any AppVerifier,
     tokenVerifier: AccessTokenVerifier,
+    operatorVerifier: (any OperatorVerifier)? = nil,
     services extra: [any Service] = [],
     userData: [UserDataSection]? = nil,
     configure: (ServiceRoutes) throws -> Void
@@ -178,7 +184,8 @@ public func buildServiceApplication(
     }
     let admin = router.group(RouterPath(prefix))
         .add(middleware: TenantMiddleware(verifier: appVerifier))
-        .add(middleware: AdminAuthMiddleware(token: config.adminToken))
+        .add(middleware: AdminAuthMiddleware(token: config.adminToken, operators: operatorVerifier ?? runtime.remoteOperatorVerifier(),
+                                             audit: OperatorAuditStore(db: runtime.db, logger: runtime.logger)))
         .add(middleware: everything)
     try configure(ServiceRoutes(router: router, open: open, tenant: tenant, user: user, internal: internalGroup, admin: admin))
 

@@ -182,23 +182,6 @@ public struct InternalAuthMiddleware: RouterMiddleware {
     }
 }
 
-/// Guards operator routes (campaigns, providers, revenue reports): `Authorization: Bearer
-/// <ADMIN_API_TOKEN>`, compared in constant time, on top of the tenant headers.
-public struct AdminAuthMiddleware: RouterMiddleware {
-    public typealias Context = ServiceRequestContext
-    let token: String
-
-    public init(token: String) { self.token = token }
-
-    public func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
-        guard let auth = request.headers[.authorization], auth.count > 7, auth.prefix(7).lowercased() == "bearer ",
-              ConstantTime.equals(String(auth.dropFirst(7)), token) else {
-            throw AppError(.unauthorized, "invalid_admin_credential", "An admin credential is required (Authorization: Bearer <admin token>)")
-        }
-        return try await next(request, context)
-    }
-}
-
 public enum ConstantTime {
     /// Compares two secrets without leaking where they differ: both are hashed first so the
     /// loop length does not depend on the secret either.

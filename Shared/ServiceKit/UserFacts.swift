@@ -59,7 +59,8 @@ extension PlatformMigrations {
     static let included: [String: String] = ["user_facts": userFacts, "idempotency_fingerprint": idempotencyFingerprint,
                                              "request_trace": requestTrace, "change_feed": changeFeed,
                                              "entitlements": entitlements, "outbox_wake": Outbox.wakeMigration,
-                                             "backlog_indexes": backlogIndexes]
+                                             "backlog_indexes": backlogIndexes,
+                                             "operator_audit": OperatorAuditStore.migration]
 
     /// The metrics' backlog reads (`BacklogStore`) count dead rows by destination and kind:
     /// indexed, so a scrape never reads the delivered and finished history.

@@ -292,3 +292,21 @@ public struct FactOutcome: Codable, Sendable, Equatable {
     public var reason: String?
     public init(applied: Bool, reason: String? = nil) { self.applied = applied; self.reason = reason }
 }
+
+/// An operator key presented on an app's admin routes, checked by auth (`POST
+/// /internal/operators/verify`).
+public struct OperatorVerificationRequest: Codable, Sendable {
+    public var appID: UUID
+    public var key: String
+    enum CodingKeys: String, CodingKey { case appID = "app_id"; case key }
+    public init(appID: UUID, key: String) { self.appID = appID; self.key = key }
+}
+
+public struct OperatorVerificationResponse: Codable, Sendable {
+    public var valid: Bool
+    /// The key's id and name (never the key): who acted, in the audit logs.
+    public var keyID: UUID?
+    public var name: String?
+    enum CodingKeys: String, CodingKey { case valid; case keyID = "key_id"; case name }
+    public init(valid: Bool, keyID: UUID?, name: String?) { self.valid = valid; self.keyID = keyID; self.name = name }
+}

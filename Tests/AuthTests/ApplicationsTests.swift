@@ -169,3 +169,54 @@ final class ApplicationsTests: XCTestCase {
         }
     }
 }
+
+/// `auth-service admin operator-keys` run as the binary: the key is printed once, listed by
+/// prefix only, revoked with a reason; bad input is refused with a message and a failing status.
+final class OperatorKeysCommandTests: XCTestCase {
+    func run(_ args: [String]) throws -> (status: Int32, out: String, err: String) {
+        var env = ProcessInfo.processInfo.environment
+        env["DATABASE_NAME"] = TestEnvironment.unitDatabase
+        env["DATABASE_PORT"] = String(TestEnvironment.databasePort)
+        env["LOG_LEVEL"] = "error"
+        return try runServiceBinary("auth-service", ["admin", "operator-keys"] + args, environment: env)
+    }
+
+    func testIssueListRevokeThroughTheCommand() async throws {
+        let runtime = TestEnvironment.runtime(.auth, migrations: try AuthService.migrations())
+        let app = try await withMigratedRuntime(runtime) { runtime in
+            try await PostgresApplicationRepository(db: runtime.db, logger: runtime.logger).create(name: "Second app").appID.lowercasedString
+        }
+        let created = try run(["create", "--app-id", app, "--name", "Grace (support)"])
+        XCTAssertEqual(created.status, 0, created.err)
+        let lines = Dictionary(created.out.split(separator: "\n").compactMap { line -> (String, String)? in
+            let parts = line.split(separator: "=", maxSplits: 1)
+            return parts.count == 2 ? (String(parts[0]), String(parts[1])) : nil
+        }, uniquingKeysWith: { a, _ in a })
+        let key = try XCTUnwrap(lines["OPERATOR_KEY"]), keyID = try XCTUnwrap(lines["OPERATOR_KEY_ID"])
+        XCTAssertTrue(key.hasPrefix("opk_"))
+
+        let listed = try run(["list", "--app-id", app])
+        XCTAssertEqual(listed.status, 0, listed.err)
+        XCTAssertTrue(listed.out.contains(keyID) && listed.out.contains("live") && listed.out.contains("Grace (support)"), listed.out)
+        XCTAssertFalse(listed.out.contains(key), "the key is shown once, at its creation")
+
+        for bad in [["create", "--app-id", "not-a-uuid", "--name", "x"], ["create", "--app-id", UUID().uuidString, "--name", "x"],
+                    ["create", "--app-id", app, "--name", ""], ["revoke", "--app-id", app, "--key-id", keyID, "--reason", " "],
+                    ["revoke", "--app-id", UUID().uuidString, "--key-id", keyID, "--reason", "wrong app"]] {
+            let r = try run(bad)
+            XCTAssertNotEqual(r.status, 0, "\(bad) must fail")
+            XCTAssertFalse(r.err.isEmpty, "\(bad) must say why")
+        }
+        let revoked = try run(["revoke", "--app-id", app, "--key-id", keyID, "--reason", "left the team"])
+        XCTAssertEqual(revoked.status, 0, revoked.err)
+        XCTAssertTrue(try run(["list", "--app-id", app]).out.contains("revoked"))
+        let audit = try await withPostgres(TestEnvironment.adminClient(database: TestEnvironment.unitDatabase)) { db -> [String] in
+            var out: [String] = []
+            for try await (action, reason) in try await db.query("""
+                SELECT action, coalesce(details->>'reason', '') FROM auth.audit_logs WHERE app_id = \(UUID(uuidString: app)!) ORDER BY timestamp
+                """).decode((String, String).self) { out.append("\(action):\(reason)") }
+            return out
+        }
+        XCTAssertEqual(audit, ["operator.key.create:", "operator.key.revoke:left the team"])
+    }
+}

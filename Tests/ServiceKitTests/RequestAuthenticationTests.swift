@@ -45,7 +45,7 @@ final class RequestAuthenticationTests: XCTestCase {
             let appA = try await repo.create(name: "App A")
             let appB = try await repo.create(name: "App B")
 
-            let consumer = kitRuntime(.ads, overrides: ["AUTH_URL": "http://127.0.0.1:\(authPort)"])
+            let consumer = kitRuntime(.ads, overrides: ["AUTH_URL": "http://127.0.0.1:\(authPort)", "OPERATOR_CACHE_SECONDS": "1"])
             let source = CountingSource(RemoteJWKSSource(url: "http://127.0.0.1:\(authPort)/auth/v1/.well-known/jwks.json", http: consumer.http))
             let verifier = AccessTokenVerifier(source: source)
             let app = buildServiceApplication(runtime: consumer, appVerifier: consumer.remoteAppVerifier(), tokenVerifier: verifier) { routes in
@@ -57,10 +57,18 @@ final class RequestAuthenticationTests: XCTestCase {
                 routes.tenant.get("tenant-only") { _, context in try context.json(["app_id": try context.requireApp()]) }
                 routes.internal.get("whoami") { _, context in try context.json(["service": context.callingService?.rawValue ?? ""]) }
                 routes.open.get("boom") { _, _ -> String in throw Secret() }
+                routes.admin.get("operator-echo") { _, context in
+                    try context.json(["app_id": try context.requireApp().lowercasedString, "operator": context.operator?.auditName ?? ""])
+                }
+                routes.admin.post("operator-fails") { _, _ -> String in throw AppError.validation("name", "name is required") }
             }
-            try await app.test(.router) { client in
-                try await body(client, Stack(signer: AccessTokenSigner(privateKey: key), appA: appA, appB: appB, source: source,
-                                             applications: repo))
+            // The consumer's pool runs (and its schema is migrated) for its operator audit.
+            try await withMigratedRuntime(consumer) { consumer in
+                try await app.test(.router) { client in
+                    try await body(client, Stack(signer: AccessTokenSigner(privateKey: key), appA: appA, appB: appB, source: source,
+                                                 applications: repo, operators: OperatorKeyStore(db: authRuntime.db, logger: authRuntime.logger),
+                                                 consumerDB: consumer.db))
+                }
             }
             await serviceGroup.triggerGracefulShutdown()
         }
@@ -72,6 +80,8 @@ final class RequestAuthenticationTests: XCTestCase {
         let appB: IssuedAPIKey
         let source: CountingSource
         let applications: PostgresApplicationRepository
+        let operators: OperatorKeyStore
+        let consumerDB: DatabasePool
 
         func token(app: UUID? = nil, expiresIn: Int = 600, signer other: AccessTokenSigner? = nil) throws -> String {
             let now = Int(Date().timeIntervalSince1970)
@@ -276,6 +286,79 @@ final class RequestAuthenticationTests: XCTestCase {
             XCTAssertEqual(verdict, .valid)
             let unknown = try await s.applications.setActive(appID: UUID(), active: false, reason: "x", operator: "test")
             XCTAssertNil(unknown)
+        }
+    }
+
+    /// #16: an operator key acts on its own app's admin routes only, at another service (asked
+    /// of auth); the platform token on any; a revoked key is refused within
+    /// OPERATOR_CACHE_SECONDS; every recognised use (a failed one too) is in that service's
+    /// `operator_audit`; the key is stored hashed.
+    func testOperatorKeysActOnTheirOwnAppOnlyAndEveryUseIsAudited() async throws {
+        try await Self.withStack { client, s in
+            guard let issued = try await s.operators.create(appID: s.appA.appID, name: "Ada (support)", operator: "test") else {
+                return XCTFail("no key issued")
+            }
+            let unknownApp = try await s.operators.create(appID: UUID(), name: "nobody", operator: "test")
+            XCTAssertNil(unknownApp)
+            func admin(_ app: IssuedAPIKey, _ bearer: String?, _ path: String = "operator-echo", method: HTTPRequest.Method = .get) -> HTTPFields {
+                var h = HTTPFields.tenant(app.appID, app.apiKey)
+                if let bearer { h[.authorization] = "Bearer \(bearer)" }
+                return h
+            }
+            try await client.execute(uri: "/ads/v1/operator-echo", method: .get, headers: admin(s.appA, issued.key)) { r in
+                XCTAssertEqual(r.status, .ok)
+                let body = try r.json([String: String].self)
+                XCTAssertEqual(body["app_id"], s.appA.appID.lowercasedString)
+                XCTAssertEqual(body["operator"], "operator_key:\(issued.id.lowercasedString):Ada (support)")
+            }
+            // App A's key on app B (with B's own tenant headers): refused, and B's audit stays empty.
+            try await client.execute(uri: "/ads/v1/operator-echo", method: .get, headers: admin(s.appB, issued.key)) { r in
+                XCTAssertEqual(r.status, .unauthorized)
+                XCTAssertEqual(try r.envelope().error, "invalid_admin_credential")
+            }
+            for bearer in [nil, s.appA.apiKey, "opk_forged", "local-admin-token-but-wrong"] as [String?] {
+                try await client.execute(uri: "/ads/v1/operator-echo", method: .get, headers: admin(s.appA, bearer)) { r in
+                    XCTAssertEqual(r.status, .unauthorized, "\(bearer ?? "no credential")")
+                    XCTAssertEqual(try r.envelope().error, "invalid_admin_credential")
+                }
+            }
+            try await client.execute(uri: "/ads/v1/operator-echo", method: .get, headers: admin(s.appB, "local-admin-token")) { r in
+                XCTAssertEqual(r.status, .ok)
+                XCTAssertEqual(try r.json([String: String].self)["operator"], "platform")
+            }
+            try await client.execute(uri: "/ads/v1/operator-fails", method: .post, headers: admin(s.appA, issued.key)) { r in
+                XCTAssertEqual(r.status, .unprocessableContent)
+            }
+            let audit = OperatorAuditStore(db: s.consumerDB, logger: TestEnvironment.logger)
+            let forA = try await audit.recent(appID: s.appA.appID)
+            XCTAssertEqual(forA.map { "\($0.method) \($0.path) \($0.status)" },
+                           ["POST /ads/v1/operator-fails 422", "GET /ads/v1/operator-echo 200"])
+            XCTAssertEqual(Set(forA.map(\.operator)), ["operator_key:\(issued.id.lowercasedString):Ada (support)"])
+            let forB = try await audit.recent(appID: s.appB.appID)
+            XCTAssertEqual(forB.map(\.operator), ["platform"])
+
+            let stored = try await withPostgres(TestEnvironment.adminClient(database: TestEnvironment.unitDatabase)) { db -> Int in
+                for try await n in try await db.query("""
+                    SELECT count(*)::int FROM auth.operator_keys WHERE key_hash = \(issued.key) OR key_prefix = \(issued.key)
+                    """).decode(Int.self) { return n }
+                return -1
+            }
+            XCTAssertEqual(stored, 0, "the key is kept only as a hash")
+
+            // Revoked: a wrong app cannot revoke it; its own app can, with a reason; then refused.
+            let wrongApp = try await s.operators.revoke(appID: s.appB.appID, keyID: issued.id, reason: "x", operator: "test")
+            XCTAssertFalse(wrongApp)
+            let revoked = try await s.operators.revoke(appID: s.appA.appID, keyID: issued.id, reason: "left the team", operator: "test")
+            XCTAssertTrue(revoked)
+            let again = try await s.operators.revoke(appID: s.appA.appID, keyID: issued.id, reason: "twice", operator: "test")
+            XCTAssertFalse(again)
+            try await Task.sleep(for: .milliseconds(1_100))
+            try await client.execute(uri: "/ads/v1/operator-echo", method: .get, headers: admin(s.appA, issued.key)) { r in
+                XCTAssertEqual(r.status, .unauthorized)
+            }
+            let listed = try await s.operators.list(appID: s.appA.appID)
+            XCTAssertEqual(listed.map(\.name), ["Ada (support)"])
+            XCTAssertNotNil(listed.first?.revokedAt)
         }
     }
 

@@ -93,8 +93,9 @@ public enum AuthService: ServiceDefinition {
         ], pollInterval: .milliseconds(runtime.config.jobPollMilliseconds))
         let sweeper = GuestExpirySweeper(lifecycle: lifecycle, db: runtime.db,
                                          interval: .seconds(env.int("GUEST_SWEEP_SECONDS", default: 600)))
+        let operatorKeys = OperatorKeyStore(db: runtime.db, logger: runtime.logger)
         return try buildServiceApplication(runtime: runtime, appVerifier: appVerifier, tokenVerifier: tokenVerifier,
-                                           services: [worker, sweeper], userData: userData) { routes in
+                                           operatorVerifier: operatorKeys, services: [worker, sweeper], userData: userData) { routes in
             try OpenAPIDocument.serve(.module, on: routes.open)
             JWKSController(document: jwks).addRoutes(to: routes.open)
             let sessions = AuthController(ctx: ctx)
@@ -109,6 +110,7 @@ public enum AuthService: ServiceDefinition {
             DeletionController(ctx: ctx).addRoutes(tenant: routes.tenant, user: routes.user)
             ExportController(ctx: ctx, signer: linkSigner).addRoutes(open: routes.open, user: routes.user)
             InternalApplicationsController(applications: applications).addRoutes(to: routes.internal)
+            InternalOperatorsController(operators: operatorKeys).addRoutes(to: routes.internal)
             InternalUsersController(ctx: ctx).addRoutes(to: routes.internal)
         }
     }

@@ -15,7 +15,7 @@ public struct AuthCommand: AsyncParsableCommand {
     public init() {}
 
     struct Admin: AsyncParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "Operator commands", subcommands: [Apps.self, Users.self, BcryptTime.self, SigningKey.self, DataKey.self])
+        static let configuration = CommandConfiguration(abstract: "Operator commands", subcommands: [Apps.self, OperatorKeysCommand.self, Users.self, BcryptTime.self, SigningKey.self, DataKey.self])
     }
 
     struct Users: AsyncParsableCommand {

@@ -1,0 +1,1 @@
+-- include platform: operator_audit

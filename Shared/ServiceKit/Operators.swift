@@ -1,0 +1,209 @@
+import Crypto
+import Foundation
+import Hummingbird
+import Logging
+import PostgresNIO
+import Synchronization
+import WireTypes
+
+/// Who is acting on an app's admin routes: the platform owner (`ADMIN_API_TOKEN`, every app)
+/// or the holder of one of that app's operator keys (issued by auth, that app only).
+public enum Operator: Sendable, Equatable {
+    case platform
+    case key(id: UUID, name: String)
+
+    /// As the audit logs name it: never the secret.
+    public var auditName: String {
+        switch self {
+        case .platform: "platform"
+        case .key(let id, let name): "operator_key:\(id.lowercasedString):\(name)"
+        }
+    }
+}
+
+/// Checks an operator key for one app. Auth answers from its own table; the other services
+/// ask auth.
+public protocol OperatorVerifier: Sendable {
+    /// The key's identity when it is a live operator key of `appID`; nil otherwise (another
+    /// app's key, a revoked or unknown one).
+    func verify(appID: UUID, key: String) async throws -> Operator?
+}
+
+public struct RemoteOperatorVerifier: OperatorVerifier {
+    let authURL: String
+    let http: CurlHTTPClient
+    let credential: InternalCredential
+
+    public init(authURL: String, http: CurlHTTPClient, credential: InternalCredential) {
+        self.authURL = authURL
+        self.http = http
+        self.credential = credential
+    }
+
+    public func verify(appID: UUID, key: String) async throws -> Operator? {
+        let request = try HTTPRequest.json("POST", "\(authURL)/internal/operators/verify",
+                                           body: OperatorVerificationRequest(appID: appID, key: key), headers: credential.headers)
+        let response: HTTPResponseData
+        do { response = try await http.send(request) } catch {
+            throw AppError(.serviceUnavailable, "service_unavailable", "Cannot verify the operator key right now")
+        }
+        guard response.isSuccess else { throw AppError(.serviceUnavailable, "service_unavailable", "Cannot verify the operator key right now") }
+        let answer = try response.decode(OperatorVerificationResponse.self)
+        guard answer.valid, let id = answer.keyID else { return nil }
+        return .key(id: id, name: answer.name ?? "")
+    }
+}
+
+/// Keeps verdicts for a few seconds (`OPERATOR_CACHE_SECONDS`, 5 by default): a revoked key is
+/// refused by every replica within that time, and an operator's burst of calls asks auth once.
+public final class CachedOperatorVerifier: OperatorVerifier {
+    private let inner: any OperatorVerifier
+    private let ttl: Duration
+    private let cache = Mutex([Key: (Operator?, ContinuousClock.Instant)]())
+    struct Key: Hashable { let app: UUID; let digest: SHA256.Digest }
+
+    public init(_ inner: any OperatorVerifier, ttl: Duration) {
+        self.inner = inner
+        self.ttl = ttl
+    }
+
+    public func verify(appID: UUID, key: String) async throws -> Operator? {
+        let cacheKey = Key(app: appID, digest: SHA256.hash(data: Data(key.utf8)))
+        let now = ContinuousClock.now
+        if let (found, at) = cache.withLock({ $0[cacheKey] }), now - at < ttl { return found }
+        let found = try await inner.verify(appID: appID, key: key)
+        cache.withLock { c in
+            if c.count > 1_000 { c.removeAll() }
+            c[cacheKey] = (found, now)
+        }
+        return found
+    }
+}
+
+public enum OperatorKeys {
+    static let prefix = "opk_"
+
+    /// `opk_` + 256 random bits, base64url: distinct at a glance from an app's `ak_` key, and
+    /// enough entropy that a SHA-256 of it is a safe stored form.
+    public static func generate() -> String {
+        var rng = SystemRandomNumberGenerator()
+        return prefix + Base64URL.encode((0..<32).map { _ in UInt8.random(in: 0...255, using: &rng) })
+    }
+
+    public static func hash(_ key: String) -> String { SHA256.hash(data: Data(key.utf8)).hexEncoded }
+
+    public static func looksLikeKey(_ text: String) -> Bool { text.hasPrefix(prefix) && text.utf8.count <= 128 }
+}
+
+/// Guards operator routes (campaigns, providers, catalogue, revenue reports), behind the
+/// tenant headers: `Authorization: Bearer <token>` with either the platform owner's
+/// `ADMIN_API_TOKEN` (compared in constant time) or an operator key of the app named by
+/// `X-App-ID`, so one app's operator can neither read nor change another's. Every use by a
+/// recognised operator is written to this service's `operator_audit`, refusals included.
+public struct AdminAuthMiddleware: RouterMiddleware {
+    public typealias Context = ServiceRequestContext
+    let token: String
+    let operators: any OperatorVerifier
+    let audit: OperatorAuditStore?
+
+    public init(token: String, operators: any OperatorVerifier, audit: OperatorAuditStore?) {
+        self.token = token
+        self.operators = operators
+        self.audit = audit
+    }
+
+    public func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
+        guard let appID = context.identity?.appID else { throw AppError.unauthorized }
+        guard let auth = request.headers[.authorization], auth.count > 7, auth.prefix(7).lowercased() == "bearer " else {
+            throw Self.refused
+        }
+        let presented = String(auth.dropFirst(7))
+        let who: Operator
+        if OperatorKeys.looksLikeKey(presented) {
+            guard let found = try await operators.verify(appID: appID, key: presented) else { throw Self.refused }
+            who = found
+        } else {
+            guard ConstantTime.equals(presented, token) else { throw Self.refused }
+            who = .platform
+        }
+        var context = context
+        context.operator = who
+        context.logger[metadataKey: "operator"] = .string(who.auditName)
+        let status: Int
+        do {
+            let response = try await next(request, context)
+            status = Int(response.status.code)
+            await record(who, app: appID, request, context, status: status)
+            return response
+        } catch {
+            let failed = (error as? any HTTPResponseError)?.status.code ?? 500
+            await record(who, app: appID, request, context, status: Int(failed))
+            throw error
+        }
+    }
+
+    static let refused = AppError(.unauthorized, "invalid_admin_credential",
+                                  "An operator credential for this app is required (Authorization: Bearer <operator key>)")
+
+    private func record(_ who: Operator, app: UUID, _ request: Request, _ context: Context, status: Int) async {
+        guard let audit else { return }
+        do {
+            try await audit.record(OperatorAuditStore.Entry(appID: app, operator: who, method: request.method.rawValue,
+                                                            route: context.endpointPath ?? "unmatched", path: request.uri.path,
+                                                            status: status, requestID: context.requestID))
+        } catch {
+            // The action has happened; losing its audit line is logged loudly, not turned into a failure.
+            context.logger.error("operator audit not written", metadata: ["error": "\(String(reflecting: type(of: error)))"])
+        }
+    }
+}
+
+/// `operator_audit` in each service's schema: one row per operator request.
+public struct OperatorAuditStore: Sendable {
+    public struct Entry: Sendable {
+        public var appID: UUID, `operator`: Operator, method: String, route: String, path: String, status: Int, requestID: String
+    }
+
+    public struct Row: Sendable, Equatable {
+        public var `operator`: String, method: String, route: String, path: String, status: Int
+    }
+
+    let db: DatabasePool
+    let logger: Logger
+
+    public init(db: DatabasePool, logger: Logger) { self.db = db; self.logger = logger }
+
+    public func record(_ e: Entry) async throws {
+        try await db.query("""
+            INSERT INTO operator_audit (app_id, operator, method, route, path, status, request_id)
+            VALUES (\(e.appID), \(e.operator.auditName), \(e.method), \(e.route), \(String(e.path.prefix(500))), \(e.status), \(e.requestID))
+            """, logger: logger)
+    }
+
+    /// One app's operator actions, newest first.
+    public func recent(appID: UUID, limit: Int = 100) async throws -> [Row] {
+        var out: [Row] = []
+        for try await r in try await db.query("""
+            SELECT operator, method, route, path, status FROM operator_audit WHERE app_id = \(appID) ORDER BY id DESC LIMIT \(limit)
+            """, logger: logger).decode((String, String, String, String, Int).self) {
+            out.append(Row(operator: r.0, method: r.1, route: r.2, path: r.3, status: r.4))
+        }
+        return out
+    }
+
+    /// The platform migration every service includes (`-- include platform: operator_audit`).
+    static let migration = """
+        CREATE TABLE operator_audit (
+            id bigserial PRIMARY KEY,
+            app_id uuid NOT NULL,
+            operator text NOT NULL,
+            method text NOT NULL,
+            route text NOT NULL,
+            path text NOT NULL,
+            status integer NOT NULL,
+            request_id text,
+            at timestamptz NOT NULL DEFAULT now()
+        );
+        CREATE INDEX operator_audit_app ON operator_audit (app_id, id);
+        """
+}
