@@ -170,6 +170,8 @@ public struct ServiceConfig: Sendable {
                                           ("\(service.envPrefix)_DATABASE_PASSWORD", "\(service.databaseRole)_local")]
         for s in ServiceName.allCases { checks.append(("\(s.envPrefix)_INTERNAL_CREDENTIAL", "local-internal-\(s.rawValue)")) }
         if service == .offline { checks.append(("SYNC_SIGNING_KEY", "local-sync-signing-key")) }
+        // The key sealing the apps' store credentials: without it they would be sealed with the local key.
+        if service == .subscription { checks.append(("SUBSCRIPTION_DATA_KEY", "")) }
         // Auth: a generated signing key would differ per replica (and be lost with its volume),
         // and a data key derived from it would change at each rotation.
         if service == .auth { checks += [("AUTH_SIGNING_KEY", ""), ("AUTH_DATA_KEY", "")] }

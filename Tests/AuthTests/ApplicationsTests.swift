@@ -174,11 +174,7 @@ final class ApplicationsTests: XCTestCase {
 /// prefix only, revoked with a reason; bad input is refused with a message and a failing status.
 final class OperatorKeysCommandTests: XCTestCase {
     func run(_ args: [String]) throws -> (status: Int32, out: String, err: String) {
-        var env = ProcessInfo.processInfo.environment
-        env["DATABASE_NAME"] = TestEnvironment.unitDatabase
-        env["DATABASE_PORT"] = String(TestEnvironment.databasePort)
-        env["LOG_LEVEL"] = "error"
-        return try runServiceBinary("auth-service", ["admin", "operator-keys"] + args, environment: env)
+        try runServiceCommand("auth-service", ["admin", "operator-keys"] + args)
     }
 
     func testIssueListRevokeThroughTheCommand() async throws {

@@ -7,11 +7,7 @@ import XCTest
 /// The operator's commands for plans and content rules, run as the binary.
 final class AdminCommandTests: XCTestCase {
     func run(_ args: [String]) throws -> (Int32, String) {
-        var env = ProcessInfo.processInfo.environment
-        env["DATABASE_NAME"] = TestEnvironment.unitDatabase
-        env["DATABASE_PORT"] = String(TestEnvironment.databasePort)
-        env["LOG_LEVEL"] = "error"
-        let r = try runServiceBinary("subscription-service", args, environment: env)
+        let r = try runServiceCommand("subscription-service", args)
         return (r.status, r.out)
     }
 

@@ -136,7 +136,8 @@ final class GooglePlayTests: XCTestCase {
                 let jobs = try await h.scalar("SELECT count(*)::int FROM subscription.jobs WHERE unique_key = 'ack:\(token)'")
                 XCTAssertEqual(jobs, 1)
                 let runtime = TestEnvironment.runtime(.subscription, migrations: try SubscriptionService.migrations(), clock: h.clock)
-                let configs = try GooglePlayConfig.parse(google.config(app: h.app))
+                let configs = TenantSettings(topic: "store_settings", bootstrap: try GooglePlayConfig.parse(google.config(app: h.app)),
+                                             feed: runtime.changes) { [:] }
                 try await withPostgres(runtime.db) { db in
                     let client = GooglePlayClient(http: runtime.http, apiBase: google.base, tokenURL: "\(google.base)/token")
                     let worker = JobWorker(queue: JobQueue(client: db, queue: GoogleAcknowledgeJob.queue, logger: runtime.logger, clock: h.clock),

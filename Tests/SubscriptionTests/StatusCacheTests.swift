@@ -12,14 +12,15 @@ import XCTest
 /// within a second, and in the buyer's own next answer on the replica that took it at once.
 final class StatusCacheTests: XCTestCase {
     /// Two replicas (own runtime, pool, change feed, caches) on one database.
-    static func runTwo(_ body: @Sendable (PurchaseTests.H, PurchaseTests.H, ServiceRuntime) async throws -> Void) async throws {
+    /// Without `bootstrap`, the app's store settings are not in the environment (set at run time).
+    static func runTwo(bootstrap: Bool = true, _ body: @Sendable (PurchaseTests.H, PurchaseTests.H, ServiceRuntime) async throws -> Void) async throws {
         let store = try FakeAppStore()
         let app = UUID()
         let clock = MovableClock()
         let signer = AccessTokenSigner(privateKey: .init())
         func replica() throws -> (ServiceRuntime, some ApplicationProtocol) {
             let runtime = TestEnvironment.runtime(.subscription, migrations: try SubscriptionService.migrations(),
-                                                  overrides: ["APPLE_IAP_APPS": store.config(app: app), "RUN_WORKERS": "false"], clock: clock)
+                                                  overrides: ["APPLE_IAP_APPS": bootstrap ? store.config(app: app) : "", "RUN_WORKERS": "false"], clock: clock)
             return (runtime, try SubscriptionService.buildApplication(runtime: runtime, appVerifier: PurchaseTests.AllowAll(),
                                                                       tokenVerifier: AccessTokenVerifier(source: StaticJWKSSource(.init(keys: [signer.jwk])), clock: clock)))
         }

@@ -239,6 +239,15 @@ public func runServiceBinary(_ name: String, _ args: [String], environment: [Str
             String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self))
 }
 
+/// Runs a service binary's operator command against the unit database.
+public func runServiceCommand(_ name: String, _ args: [String]) throws -> (status: Int32, out: String, err: String) {
+    var env = ProcessInfo.processInfo.environment
+    env["DATABASE_NAME"] = TestEnvironment.unitDatabase
+    env["DATABASE_PORT"] = String(TestEnvironment.databasePort)
+    env["LOG_LEVEL"] = "error"
+    return try runServiceBinary(name, args, environment: env)
+}
+
 extension ServiceRuntime {
     /// How many reads of the named cache this runtime answered from memory (its metrics).
     public func cacheHits(_ cache: String) -> Int {

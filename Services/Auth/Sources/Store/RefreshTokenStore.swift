@@ -5,21 +5,6 @@ import NIOCore
 import PostgresNIO
 import ServiceKit
 
-/// Seals small secrets at rest (the successor of a rotated refresh token, Apple's refresh
-/// token) with AES-GCM.
-public struct SecretBox: Sendable {
-    let key: SymmetricKey
-    public init(key: SymmetricKey) { self.key = key }
-
-    public func seal(_ plain: String) throws -> ByteBuffer {
-        ByteBuffer(bytes: try AES.GCM.seal(Data(plain.utf8), using: key).combined!)
-    }
-
-    public func open(_ sealed: ByteBuffer) throws -> String {
-        String(decoding: try AES.GCM.open(AES.GCM.SealedBox(combined: Data(sealed.readableBytesView)), using: key), as: UTF8.self)
-    }
-}
-
 public enum OpaqueToken {
     /// 256 random bits, base64url.
     public static func generate() -> String {

@@ -18,10 +18,16 @@ public enum SubscriptionService: ServiceDefinition {
     public static func buildApplication(runtime: ServiceRuntime, appVerifier: any AppVerifier,
                                         tokenVerifier: AccessTokenVerifier) throws -> Application<RouterResponder<ServiceRequestContext>> {
         let ledger = CreditLedger(logger: runtime.logger)
-        // A bad APPLE_IAP_APPS stops the start: purchases would otherwise be refused silently.
-        let apple = try AppleIAPConfig.parse(runtime.config.environment.optional("APPLE_IAP_APPS"))
         let env = runtime.config.environment
-        let google = try GooglePlayConfig.parse(env.optional("GOOGLE_PLAY_APPS"))
+        // Each app's store credentials: stored (admin routes and CLI, sealed with
+        // SUBSCRIPTION_DATA_KEY), over APPLE_IAP_APPS / GOOGLE_PLAY_APPS, the local stack's
+        // bootstrap. A bad bootstrap stops the start: purchases would otherwise be refused silently.
+        let storeSettings = try StoreSettingsStore(db: runtime.db, box: SecretBox(key: SecretBox.dataKey(named: "SUBSCRIPTION_DATA_KEY", environment: env)),
+                                                   logger: runtime.logger)
+        let apple = TenantSettings(topic: "store_settings", bootstrap: try AppleIAPConfig.parse(env.optional("APPLE_IAP_APPS")),
+                                   feed: runtime.changes, load: storeSettings.loadApple)
+        let google = TenantSettings(topic: "store_settings", bootstrap: try GooglePlayConfig.parse(env.optional("GOOGLE_PLAY_APPS")),
+                                    feed: runtime.changes, load: storeSettings.loadGoogle)
         let googleClient = GooglePlayClient(http: runtime.http,
                                             apiBase: env.string("GOOGLE_PLAY_API_URL", default: "https://androidpublisher.googleapis.com"),
                                             tokenURL: env.string("GOOGLE_OAUTH_TOKEN_URL", default: "https://oauth2.googleapis.com/token"))
@@ -51,6 +57,7 @@ public enum SubscriptionService: ServiceDefinition {
                                            userData: SubscriptionUserData.sections(logger: runtime.logger)) { routes in
             try OpenAPIDocument.serve(.module, on: routes.open)
             credits.addRoutes(user: routes.user, internalGroup: routes.internal)
+            StoreSettingsController(store: storeSettings, apple: apple, google: google).addRoutes(to: routes.admin)
             PlansController(db: runtime.db, plans: PlanStore(logger: runtime.logger)).addRoutes(to: routes.user)
             subscriptions.addRoutes(user: routes.user, internalGroup: routes.internal)
             AppleNotificationsController(db: runtime.db, subscriptions: SubscriptionStore(logger: runtime.logger), apple: apple,

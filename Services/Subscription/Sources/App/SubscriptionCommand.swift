@@ -13,7 +13,7 @@ public struct SubscriptionCommand: AsyncParsableCommand {
     public init() {}
 
     struct Admin: AsyncParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "Operator commands", subcommands: [Plans.self, Content.self])
+        static let configuration = CommandConfiguration(abstract: "Operator commands", subcommands: [Plans.self, Content.self, Stores.self])
     }
 
     struct Plans: AsyncParsableCommand {
@@ -158,6 +158,83 @@ public struct SubscriptionCommand: AsyncParsableCommand {
                         credit_cost = EXCLUDED.credit_cost, unlock_hours = EXCLUDED.unlock_hours, active = true, updated_at = now()
                     """, logger: runtime.logger)
                 print("content \(content): \(level)")
+            }
+        }
+    }
+
+    /// The same as `PUT/GET/DELETE /admin/stores`: the replicas use a change within a second.
+    struct Stores: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "An app's App Store / Google Play credentials",
+                                                        subcommands: [SetStore.self, ShowStores.self, RemoveStore.self])
+    }
+
+    struct SetStore: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(commandName: "set", abstract: "Set one store's settings from a JSON file (the body of PUT /admin/stores/{store})")
+        @Option(name: .customLong("app-id")) var appID: String
+        @Option(help: "apple or google") var store: String
+        @Option(help: "The settings' JSON file (secrets included: sealed when stored)") var file: String
+
+        func run() async throws {
+            guard let app = UUID(uuidString: appID) else { throw ValidationError("--app-id must be a UUID") }
+            guard let data = FileManager.default.contents(atPath: file) else { throw ValidationError("cannot read \(file)") }
+            let runtime = try SubscriptionService.makeRuntime()
+            let settings = try StoreSettingsStore(db: runtime.db, box: SecretBox(key: SecretBox.dataKey(named: "SUBSCRIPTION_DATA_KEY", environment: runtime.config.environment)),
+                                                  logger: runtime.logger)
+            let store = self.store
+            try await runtime.withDatabase { db in
+                try await runtime.migrations.run(on: db, logger: runtime.logger)
+                let version: Int64
+                do {
+                    switch store {
+                    case "apple":
+                        let s = try JSONDecoder().decode(AppleIAPConfig.Settings.self, from: data)
+                        _ = try AppleIAPConfig(s)
+                        version = try await settings.setApple(app: app, s)
+                    case "google":
+                        let s = try JSONDecoder().decode(GooglePlayConfig.Settings.self, from: data)
+                        _ = try GooglePlayConfig(s)
+                        version = try await settings.setGoogle(app: app, s)
+                    default: throw ValidationError("--store must be apple or google")
+                    }
+                } catch let e as AppError { throw ValidationError(e.message) }
+                  catch let e as DecodingError { throw ValidationError("\(file) is not valid \(store) settings: \(e)") }
+                print("\(store) settings of \(app.lowercasedString) stored (version \(version))")
+            }
+        }
+    }
+
+    struct ShowStores: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(commandName: "show", abstract: "An app's stored store settings (secrets are never shown)")
+        @Option(name: .customLong("app-id")) var appID: String
+
+        func run() async throws {
+            guard let app = UUID(uuidString: appID) else { throw ValidationError("--app-id must be a UUID") }
+            let runtime = try SubscriptionService.makeRuntime()
+            let settings = try StoreSettingsStore(db: runtime.db, box: SecretBox(key: SecretBox.dataKey(named: "SUBSCRIPTION_DATA_KEY", environment: runtime.config.environment)),
+                                                  logger: runtime.logger)
+            try await runtime.withDatabase { _ in
+                for s in try await settings.shown(app: app) {
+                    print("\(s.store) version=\(s.version) secret=\(s.hasSecret ? "set" : "none") \(String(decoding: try JSON.encoder.encode(s.settings), as: UTF8.self))")
+                }
+            }
+        }
+    }
+
+    struct RemoveStore: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(commandName: "remove", abstract: "Remove one store's settings (its purchases are refused as not configured)")
+        @Option(name: .customLong("app-id")) var appID: String
+        @Option(help: "apple or google") var store: String
+
+        func run() async throws {
+            guard let app = UUID(uuidString: appID) else { throw ValidationError("--app-id must be a UUID") }
+            guard store == "apple" || store == "google" else { throw ValidationError("--store must be apple or google") }
+            let runtime = try SubscriptionService.makeRuntime()
+            let settings = try StoreSettingsStore(db: runtime.db, box: SecretBox(key: SecretBox.dataKey(named: "SUBSCRIPTION_DATA_KEY", environment: runtime.config.environment)),
+                                                  logger: runtime.logger)
+            let store = self.store
+            try await runtime.withDatabase { _ in
+                guard try await settings.remove(app: app, store: store) else { throw ValidationError("\(app) has no stored \(store) settings") }
+                print("\(store) settings of \(app.lowercasedString) removed")
             }
         }
     }

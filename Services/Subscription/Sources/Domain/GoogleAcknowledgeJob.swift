@@ -11,10 +11,10 @@ struct GoogleAcknowledgeJob: Codable, Sendable {
     var productID: String
     enum CodingKeys: String, CodingKey { case appID = "app_id"; case purchaseToken = "purchase_token"; case productID = "product_id" }
 
-    static func handler(client: GooglePlayClient, configs: [UUID: GooglePlayConfig], clock: any WallClock) -> JobHandler {
+    static func handler(client: GooglePlayClient, configs: TenantSettings<GooglePlayConfig>, clock: any WallClock) -> JobHandler {
         { job in
             let p = try job.decode(GoogleAcknowledgeJob.self)
-            guard let config = configs[p.appID] else { throw ConfigurationError("no Google Play configuration for \(p.appID)") }
+            guard let config = try await configs.value(for: p.appID) else { throw ConfigurationError("no Google Play configuration for \(p.appID)") }
             try await client.acknowledge(token: p.purchaseToken, productID: p.productID, config: config, now: clock.now())
         }
     }

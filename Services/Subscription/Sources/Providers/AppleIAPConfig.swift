@@ -12,12 +12,14 @@ public struct AppleIAPConfig: Sendable {
     /// The app's shared secret for legacy `verifyReceipt` calls.
     public var sharedSecret: String?
 
-    struct Raw: Decodable {
-        var bundleID: String
-        var environment: String
-        var rootCertificatesDERBase64: [String]?
-        var allowLocalEnvironments: Bool?
-        var sharedSecret: String?
+    /// An app's App Store settings as the operator gives them (an `APPLE_IAP_APPS` entry, or
+    /// the body of `PUT /admin/stores/apple`).
+    public struct Settings: Codable, Sendable, Equatable {
+        public var bundleID: String
+        public var environment: String
+        public var rootCertificatesDERBase64: [String]?
+        public var allowLocalEnvironments: Bool?
+        public var sharedSecret: String?
         enum CodingKeys: String, CodingKey {
             case sharedSecret = "shared_secret"
             case bundleID = "bundle_id", environment
@@ -29,19 +31,43 @@ public struct AppleIAPConfig: Sendable {
     public static func parse(_ json: String?) throws -> [UUID: AppleIAPConfig] {
         guard let json, !json.isEmpty else { return [:] }
         var out: [UUID: AppleIAPConfig] = [:]
-        for (app, r) in try JSONDecoder().decode([String: Raw].self, from: Data(json.utf8)) {
-            guard let id = UUID(uuidString: app), let env = AppStoreEnvironment(rawValue: r.environment) else {
-                throw ConfigurationError("APPLE_IAP_APPS: bad entry for \(app)")
+        for (app, r) in try JSONDecoder().decode([String: Settings].self, from: Data(json.utf8)) {
+            guard let id = UUID(uuidString: app) else { throw ConfigurationError("APPLE_IAP_APPS: bad entry for \(app)") }
+            do { out[id] = try AppleIAPConfig(r) } catch let e as AppError {
+                throw ConfigurationError("APPLE_IAP_APPS: bad entry for \(app): \(e.message)")
             }
-            let roots = try (r.rootCertificatesDERBase64 ?? [AppleRoots.appleRootCAG3]).map { b64 -> [UInt8] in
-                guard let d = Data(base64Encoded: b64) else { throw ConfigurationError("APPLE_IAP_APPS: root for \(app) is not base64") }
-                return Array(d)
-            }
-            out[id] = AppleIAPConfig(bundleID: r.bundleID, environment: env, rootCertificatesDER: roots,
-                                     allowLocalEnvironments: (r.allowLocalEnvironments ?? false) && env != .production,
-                                     sharedSecret: r.sharedSecret)
         }
         return out
+    }
+
+    /// Checked as a request body is: each bad field named.
+    public init(_ r: Settings) throws {
+        guard !r.bundleID.isEmpty, r.bundleID.count <= 255 else { throw AppError.validation("bundle_id", "bundle_id is required (at most 255 characters)") }
+        guard let env = AppStoreEnvironment(rawValue: r.environment) else {
+            throw AppError.validation("environment", "environment must be Production, Sandbox, Xcode or LocalTesting")
+        }
+        let roots = try (r.rootCertificatesDERBase64 ?? [AppleRoots.appleRootCAG3]).map { b64 -> [UInt8] in
+            guard let d = Data(base64Encoded: b64), !d.isEmpty else {
+                throw AppError.validation("root_certificates_der_base64", "each root certificate must be DER, base64")
+            }
+            return Array(d)
+        }
+        guard !roots.isEmpty, roots.count <= 4 else { throw AppError.validation("root_certificates_der_base64", "one to four root certificates") }
+        if let secret = r.sharedSecret, secret.isEmpty || secret.count > 256 {
+            throw AppError.validation("shared_secret", "shared_secret must be 1-256 characters")
+        }
+        self.init(bundleID: r.bundleID, environment: env, rootCertificatesDER: roots,
+                  allowLocalEnvironments: (r.allowLocalEnvironments ?? false) && env != .production, sharedSecret: r.sharedSecret)
+        // The roots must be certificates the verifier can use.
+        do { _ = try verifier() } catch { throw AppError.validation("root_certificates_der_base64", "a root certificate cannot be read") }
+    }
+
+    public init(bundleID: String, environment: AppStoreEnvironment, rootCertificatesDER: [[UInt8]], allowLocalEnvironments: Bool, sharedSecret: String?) {
+        self.bundleID = bundleID
+        self.environment = environment
+        self.rootCertificatesDER = rootCertificatesDER
+        self.allowLocalEnvironments = allowLocalEnvironments
+        self.sharedSecret = sharedSecret
     }
 
     public func verifier() throws -> AppStoreSignedDataVerifier {

@@ -12,20 +12,41 @@ public struct GooglePlayConfig: Sendable {
     public var serviceAccountEmail: String
     public var privateKey: _RSA.Signing.PrivateKey
 
-    struct Raw: Decodable {
-        var packageName: String; var serviceAccountEmail: String; var privateKeyPEM: String
+    /// An app's Google Play settings as the operator gives them (a `GOOGLE_PLAY_APPS` entry, or
+    /// the body of `PUT /admin/stores/google`).
+    public struct Settings: Codable, Sendable, Equatable {
+        public var packageName: String; public var serviceAccountEmail: String; public var privateKeyPEM: String
         enum CodingKeys: String, CodingKey { case packageName = "package_name"; case serviceAccountEmail = "service_account_email"; case privateKeyPEM = "private_key_pem" }
     }
 
     public static func parse(_ json: String?) throws -> [UUID: GooglePlayConfig] {
         guard let json, !json.isEmpty else { return [:] }
         var out: [UUID: GooglePlayConfig] = [:]
-        for (app, r) in try JSONDecoder().decode([String: Raw].self, from: Data(json.utf8)) {
+        for (app, r) in try JSONDecoder().decode([String: Settings].self, from: Data(json.utf8)) {
             guard let id = UUID(uuidString: app) else { throw ConfigurationError("GOOGLE_PLAY_APPS: \(app) is not an app id") }
-            out[id] = GooglePlayConfig(packageName: r.packageName, serviceAccountEmail: r.serviceAccountEmail,
-                                       privateKey: try _RSA.Signing.PrivateKey(pemRepresentation: r.privateKeyPEM))
+            do { out[id] = try GooglePlayConfig(r) } catch let e as AppError {
+                throw ConfigurationError("GOOGLE_PLAY_APPS: bad entry for \(app): \(e.message)")
+            }
         }
         return out
+    }
+
+    /// Checked as a request body is: each bad field named.
+    public init(_ r: Settings) throws {
+        guard !r.packageName.isEmpty, r.packageName.count <= 255 else { throw AppError.validation("package_name", "package_name is required (at most 255 characters)") }
+        guard r.serviceAccountEmail.contains("@"), r.serviceAccountEmail.count <= 320 else {
+            throw AppError.validation("service_account_email", "service_account_email must be the service account's email")
+        }
+        guard let key = try? _RSA.Signing.PrivateKey(pemRepresentation: r.privateKeyPEM) else {
+            throw AppError.validation("private_key_pem", "private_key_pem must be the service account's RSA private key (PEM)")
+        }
+        self.init(packageName: r.packageName, serviceAccountEmail: r.serviceAccountEmail, privateKey: key)
+    }
+
+    public init(packageName: String, serviceAccountEmail: String, privateKey: _RSA.Signing.PrivateKey) {
+        self.packageName = packageName
+        self.serviceAccountEmail = serviceAccountEmail
+        self.privateKey = privateKey
     }
 }
 

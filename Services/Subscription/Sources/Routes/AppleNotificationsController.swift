@@ -11,7 +11,7 @@ import WireTypes
 struct AppleNotificationsController {
     let db: DatabasePool
     let subscriptions: SubscriptionStore
-    let apple: [UUID: AppleIAPConfig]
+    let apple: TenantSettings<AppleIAPConfig>
     let clock: any WallClock
     let logger: Logger
 
@@ -57,7 +57,7 @@ struct AppleNotificationsController {
         let parts = body.signedPayload.split(separator: ".")
         guard parts.count == 3, let raw = Base64URL.decode(parts[1]),
               let peek = try? JSONDecoder().decode(Notification.self, from: raw),
-              let (app, config) = apple.first(where: { $0.value.bundleID == peek.data?.bundleId }) else {
+              let (app, config) = try await apple.all().first(where: { $0.value.bundleID == peek.data?.bundleId }) else {
             throw AppError(.badRequest, "invalid_notification", "Unknown or malformed notification")
         }
         let verifier = try config.verifier()
@@ -87,7 +87,7 @@ struct AppleNotificationsController {
 
     func receiveV1(_ v1: V1, rawBody: Data, _ context: ServiceRequestContext) async throws -> Response {
         guard let password = v1.password,
-              let (app, _) = apple.first(where: { $0.value.sharedSecret.map { ConstantTime.equals($0, password) } ?? false }) else {
+              let (app, _) = try await apple.all().first(where: { $0.value.sharedSecret.map { ConstantTime.equals($0, password) } ?? false }) else {
             throw AppError(.unauthorized, "invalid_notification", "Unknown shared secret")
         }
         let latest = v1.unifiedReceipt?.latestReceiptInfo?.max { (Double($0.expiresDateMS ?? "0") ?? 0) < (Double($1.expiresDateMS ?? "0") ?? 0) }

@@ -10,7 +10,7 @@ import WireTypes
 struct GoogleNotificationsController {
     let db: DatabasePool
     let subscriptions: SubscriptionStore
-    let google: [UUID: GooglePlayConfig]
+    let google: TenantSettings<GooglePlayConfig>
     let client: GooglePlayClient
     let pushToken: String?
     let clock: any WallClock
@@ -38,7 +38,7 @@ struct GoogleNotificationsController {
               let n = try? JSONDecoder().decode(DeveloperNotification.self, from: data) else {
             throw AppError(.badRequest, "invalid_notification", "Undecodable Pub/Sub message")
         }
-        guard let (app, config) = google.first(where: { $0.value.packageName == n.packageName }) else {
+        guard let (app, config) = try await google.all().first(where: { $0.value.packageName == n.packageName }) else {
             throw AppError(.badRequest, "invalid_notification", "Unknown package")
         }
         let now = clock.now()

@@ -10,9 +10,9 @@ struct SubscriptionsController {
     let db: DatabasePool
     let subscriptions: SubscriptionStore
     let plans: PlanStore
-    let apple: [UUID: AppleIAPConfig]
+    let apple: TenantSettings<AppleIAPConfig>
     let receipts: AppleReceiptVerifier
-    let google: [UUID: GooglePlayConfig]
+    let google: TenantSettings<GooglePlayConfig>
     let googleClient: GooglePlayClient
     /// Each user's subscription and features as last read, kept until the subscription or the
     /// tenant's plans change (announced by triggers to every replica) or its period ends.
@@ -69,7 +69,7 @@ struct SubscriptionsController {
         var acknowledge: GoogleAcknowledgeJob?
         switch body.store {
         case "apple":
-            guard let config = apple[app] else {
+            guard let config = try await apple.value(for: app) else {
                 throw AppError(.unprocessableContent, "store_not_configured", "App Store purchases are not configured for this app")
             }
             let (tx, proof) = try await appleTransaction(body, app: app, config: config)
@@ -151,7 +151,7 @@ struct SubscriptionsController {
 
     /// Reads the purchase from Google (never trusting the app's word for its state).
     func googlePurchase(_ body: PurchaseBody, app: UUID, now: Date) async throws -> (StorePurchase, GoogleAcknowledgeJob?) {
-        guard let config = google[app] else {
+        guard let config = try await google.value(for: app) else {
             throw AppError(.unprocessableContent, "store_not_configured", "Google Play purchases are not configured for this app")
         }
         guard let token = body.purchaseToken, !token.isEmpty, token.utf8.count <= 4096 else {
