@@ -208,3 +208,67 @@ final class OfflineEngineTests: XCTestCase {
         }
     }
 }
+
+/// #16: an app's own upstreams and signing secret, set at run time through `/admin/sync-upstream`.
+final class UpstreamSettingsTests: XCTestCase {
+    /// Waits until the worker's copy (told by the change feed only) has the app's version.
+    static func heard(_ h: OfflineHarness, version: Int64) async throws {
+        let end = ContinuousClock.now + .seconds(1)
+        while try await h.upstreamTenants.value(for: h.app)?.version != version {
+            guard ContinuousClock.now < end else { return XCTFail("the worker did not hear version \(version) within 1 s") }
+            try await Task.sleep(for: .milliseconds(10))
+        }
+    }
+
+    func testAnAppsOwnUpstreamAndRotatedSecretAreUsedWithoutARestart() async throws {
+        try await OfflineHarness.run { h in
+            let shown = try h.obj(try await h.call(.get, "/admin/sync-upstream"))
+            XCTAssertEqual(shown.bool("is_default"), true)
+            XCTAssertEqual(shown.int("secret_version"), 1)
+
+            let own = #"{"routes":{"*":"\#(h.upstream.base)/sync?tenant=own"}}"#
+            let set = try await h.call(.put, "/admin/sync-upstream", json: own)
+            XCTAssertEqual(set.status, .ok, String(buffer: set.body))
+            try await Self.heard(h, version: 1)
+            let user = UUID()
+            _ = try await SyncAndLocationTests.queue(h, user, id: "own-1")
+            _ = try await OfflineEngineTests.execute(h, user)
+            try await h.drainJobs()
+            XCTAssertEqual(h.upstream.urls.withLock { $0 }, ["/sync?tenant=own"], "the app's own route, not SYNC_UPSTREAMS")
+
+            // A rotation: the answer is the new secret, and the next call is signed with it (the
+            // game server, told the new version, refuses the old secret's signature).
+            let rotated = try await h.call(.post, "/admin/sync-upstream/rotate-secret")
+            XCTAssertEqual(rotated.status, .ok)
+            let r = try h.obj(rotated)
+            XCTAssertEqual(r.int("secret_version"), 2)
+            let signer = SyncSignature(key: FakeOfflineUpstreams.signingKey)
+            XCTAssertEqual(r.string("secret"), signer.secret(app: h.app, version: 2))
+            XCTAssertNotEqual(signer.secret(app: h.app, version: 2), signer.secret(app: h.app))
+            FakeOfflineUpstreams.secretVersions.withLock { $0[h.app.uuidString.lowercased()] = 2 }
+            try await Self.heard(h, version: 2)
+            _ = try await SyncAndLocationTests.queue(h, user, id: "own-2")
+            _ = try await OfflineEngineTests.execute(h, user)
+            try await h.drainJobs()
+            XCTAssertEqual(h.upstream.forged.withLock { $0 }, 0, "signed with the rotated secret")
+            XCTAssertEqual(h.upstream.applied.withLock { $0.count }, 2)
+
+            // Bad input: a 4xx in the envelope, nothing changed.
+            for (body, status) in [(#"{"routes":{}}"#, HTTPResponse.Status.unprocessableContent),
+                                   (#"{"routes":{"*":"ftp://game.example.com"}}"#, .unprocessableContent),
+                                   (#"{"routes":{"*":"not a url"}}"#, .unprocessableContent),
+                                   (#"{"routes":{"*":5}}"#, .badRequest), (#"{"route":{}}"#, .badRequest), ("[1]", .badRequest)] {
+                let bad = try await h.call(.put, "/admin/sync-upstream", json: body)
+                XCTAssertEqual(bad.status, status, body)
+                XCTAssertNotNil(try? bad.envelope().error, body)
+            }
+            var noCredential = h.admin
+            noCredential[.authorization] = nil
+            let refused = try await h.call(.put, "/admin/sync-upstream", json: own, headers: noCredential)
+            XCTAssertEqual(refused.status, .unauthorized)
+            let after = try h.obj(try await h.call(.get, "/admin/sync-upstream"))
+            XCTAssertEqual(after.int("version"), 2, "one set and one rotation, nothing else")
+            XCTAssertEqual(after.bool("is_default"), false)
+        }
+    }
+}

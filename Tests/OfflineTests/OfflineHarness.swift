@@ -29,14 +29,19 @@ final class FakeOfflineUpstreams: Sendable {
     let attempts = Mutex([String]())
     let keys = Mutex([String]())
     let forged = Mutex(0)
+    /// The secret version each app signs with (after rotations), and the URLs called.
+    static let secretVersions = Mutex([String: Int]())
+    let urls = Mutex([String]())
     /// The deployment's SYNC_SIGNING_KEY (the local default).
     static let signingKey = "local-sync-signing-key"
 
     /// The game server's check, written from the README (not with the service's code): the
-    /// tenant's secret is hex HMAC-SHA256(key, "sync-signing:" + app id); the signature is hex
+    /// tenant's secret is hex HMAC-SHA256(key, "sync-signing:" + app id [+ ":" + version after a rotation]); the signature is hex
     /// HMAC-SHA256(secret, "<t>.<raw body>"), `t` within 300 s.
     static func signatureValid(_ header: String, body: Data, app: String, now: Date = Date()) -> Bool {
-        let secret = Data(HMAC<SHA256>.authenticationCode(for: Data(("sync-signing:" + app.lowercased()).utf8),
+        let version = secretVersions.withLock { $0[app.lowercased()] ?? 1 }
+        let info = "sync-signing:" + app.lowercased() + (version > 1 ? ":\(version)" : "")
+        let secret = Data(HMAC<SHA256>.authenticationCode(for: Data(info.utf8),
                                                           using: SymmetricKey(data: Data(signingKey.utf8)))).map { String(format: "%02x", $0) }.joined()
         let parts = Dictionary(header.split(separator: ",").compactMap { p -> (String, String)? in
             let kv = p.split(separator: "=", maxSplits: 1); return kv.count == 2 ? (String(kv[0]), String(kv[1])) : nil
@@ -75,6 +80,7 @@ final class FakeOfflineUpstreams: Sendable {
                 return self.json(#"{"error":"invalid_signature"}"#, .unauthorized)
             }
             self.keys.withLock { $0.append(key) }
+            self.urls.withLock { $0.append(request.uri.description) }
             let mode = self.syncMode.withLock { m -> SyncMode in
                 if case .failFirst(let n) = m { m = n > 1 ? .failFirst(n - 1) : .up; return .failFirst(n) }
                 return m
@@ -123,6 +129,7 @@ struct OfflineHarness: Sendable {
     /// The last job id before this test: its drain waits for its own jobs only.
     let firstJob: Int64
     let overrides: [String: String]
+    let upstreamTenants: TenantSettings<UpstreamSettings>
 
     /// A second replica of the service (its own runtime, pool, change feed and caches) on the
     /// same database; `body` gets this harness calling that replica.
@@ -226,7 +233,11 @@ struct OfflineHarness: Sendable {
         // Batches of 100 here: the tests pause and count between batches.
         let deps = DownloadJob.Deps(db: runtime.db, downloads: DownloadStore(logger: logger), copies: CopyStore(logger: logger),
                                     profiles: ProfileStore(logger: logger), clock: clock, logger: logger, batchSize: 100)
-        let upstreamClient = SyncUpstream(routes: try SyncUpstream.parse(overrides["SYNC_UPSTREAMS"]), http: runtime.http, timeout: .seconds(2))
+        var upstreamClient = SyncUpstream(routes: try SyncUpstream.parse(overrides["SYNC_UPSTREAMS"]), http: runtime.http, timeout: .seconds(2))
+        // The worker's own copy of the apps' upstreams, told of changes by the feed only.
+        let upstreamTenants = TenantSettings(topic: "sync_upstreams", bootstrap: [:], feed: runtime.changes,
+                                             load: UpstreamStore(db: runtime.db, logger: logger).loadAll)
+        upstreamClient.tenants = upstreamTenants
         let worker = JobWorker(queue: JobQueue(client: runtime.db, queue: DownloadJob.queue, logger: logger, clock: clock), handlers: [
             DownloadJob.kind: DownloadJob.handler(deps),
             SyncExecuteJob.kind: SyncExecuteJob.handler(.init(db: runtime.db, sync: SyncStore(logger: logger), profiles: ProfileStore(logger: logger),
@@ -246,7 +257,8 @@ struct OfflineHarness: Sendable {
                 var firstJob: Int64 = 0
                 for try await n in try await runtime.db.query("SELECT COALESCE(max(id), 0)::int8 FROM jobs", logger: logger).decode(Int64.self) { firstJob = n }
                 try await body(OfflineHarness(client: client, runtime: runtime, signer: signer, app: UUID(), clock: clock, upstream: upstream,
-                                              worker: worker, downloadDeps: deps, firstJob: firstJob, overrides: settings))
+                                              worker: worker, downloadDeps: deps, firstJob: firstJob, overrides: settings,
+                                              upstreamTenants: upstreamTenants))
             }
 
             try await stopLocalServer(server, in: &group)

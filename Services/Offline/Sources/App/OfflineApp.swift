@@ -23,10 +23,13 @@ public enum OfflineService: ServiceDefinition {
         let logger = runtime.logger
         let catalog = CatalogStore(logger: logger), copies = CopyStore(logger: logger), downloads = DownloadStore(logger: logger)
         let profiles = ProfileStore(logger: logger), sync = SyncStore(logger: logger)
-        let upstream = SyncUpstream(routes: try SyncUpstream.parse(env.optional("SYNC_UPSTREAMS")), http: runtime.http,
+        let upstreams = UpstreamStore(db: runtime.db, logger: logger)
+        let tenantUpstreams = TenantSettings(topic: "sync_upstreams", bootstrap: [:], feed: runtime.changes, load: upstreams.loadAll)
+        var upstream = SyncUpstream(routes: try SyncUpstream.parse(env.optional("SYNC_UPSTREAMS")), http: runtime.http,
                                     timeout: .seconds(env.int("SYNC_UPSTREAM_TIMEOUT_SECONDS", default: 10)),
                                     signer: SyncSignature(key: env.string("SYNC_SIGNING_KEY", default: "local-sync-signing-key")),
                                     clock: runtime.clock)
+        upstream.tenants = tenantUpstreams
         // Subscription pushes each user's entitlement here (its outbox); no call on a request.
         let entitlements = PushedEntitlements(runtime: runtime)
         let geocoder = Geocoder(baseURL: env.optional("GEOCODER_URL"),
@@ -56,6 +59,7 @@ public enum OfflineService: ServiceDefinition {
                                clock: runtime.clock, logger: logger)
                 .addRoutes(user: routes.user, internalGroup: routes.internal)
             CatalogAdminController(db: runtime.db, catalog: catalog, locations: locations, logger: logger).addRoutes(to: routes.admin)
+            UpstreamAdminController(store: upstreams, upstream: upstream, tenants: tenantUpstreams).addRoutes(to: routes.admin)
         }
     }
 }

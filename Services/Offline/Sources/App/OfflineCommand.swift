@@ -12,7 +12,7 @@ public struct OfflineCommand: AsyncParsableCommand {
     public init() {}
 
     struct Admin: AsyncParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "Operator commands", subcommands: [SeedDemo.self, BenchDownload.self, SyncSecret.self])
+        static let configuration = CommandConfiguration(abstract: "Operator commands", subcommands: [SeedDemo.self, BenchDownload.self, SyncSecret.self, SyncUpstreamCommand.self])
     }
 
     /// The secret a tenant's game server checks `X-Signature` with (derived from
@@ -20,10 +20,38 @@ public struct OfflineCommand: AsyncParsableCommand {
     struct SyncSecret: AsyncParsableCommand {
         static let configuration = CommandConfiguration(commandName: "sync-secret", abstract: "Print the sync signing secret of an app")
         @Option(name: .customLong("app-id")) var appID: String
+        @Flag(help: "Rotate first: the next secret signs every call from now on (give it to the game server)") var rotate = false
         func run() async throws {
             guard let app = UUID(uuidString: appID) else { throw ValidationError("--app-id must be a UUID") }
-            let env = EnvironmentVariables()
-            print(SyncSignature(key: env.string("SYNC_SIGNING_KEY", default: "local-sync-signing-key")).secret(app: app))
+            let runtime = try OfflineService.makeRuntime()
+            let env = runtime.config.environment, rotate = self.rotate
+            let signer = SyncSignature(key: env.string("SYNC_SIGNING_KEY", default: "local-sync-signing-key"))
+            try await runtime.withDatabase { db in
+                try await runtime.migrations.run(on: db, logger: runtime.logger)
+                let store = UpstreamStore(db: db, logger: runtime.logger)
+                let version = rotate ? try await store.rotateSecret(app: app, defaultRoutes: try SyncUpstream.parse(env.optional("SYNC_UPSTREAMS")))
+                                     : try await store.find(app: app)?.secretVersion ?? 1
+                print(signer.secret(app: app, version: version))
+            }
+        }
+    }
+
+    /// The same as `PUT /admin/sync-upstream`: the app's own action type → URL mapping.
+    struct SyncUpstreamCommand: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(commandName: "sync-upstream", abstract: "Set an app's upstream URLs (JSON object of action type to URL, * for the rest)")
+        @Option(name: .customLong("app-id")) var appID: String
+        @Option(help: #"e.g. {"*":"https://game.example.com/sync"}"#) var routes: String
+        func run() async throws {
+            guard let app = UUID(uuidString: appID) else { throw ValidationError("--app-id must be a UUID") }
+            let parsed: [String: String]
+            do { parsed = try SyncUpstream.parse(routes); try SyncUpstream.validate(parsed) } catch let e as AppError { throw ValidationError(e.message) }
+              catch { throw ValidationError("--routes must be a JSON object of action type to URL") }
+            let runtime = try OfflineService.makeRuntime()
+            try await runtime.withDatabase { db in
+                try await runtime.migrations.run(on: db, logger: runtime.logger)
+                let version = try await UpstreamStore(db: db, logger: runtime.logger).set(app: app, routes: parsed)
+                print("upstreams of \(app.lowercasedString) stored (version \(version))")
+            }
         }
     }
 

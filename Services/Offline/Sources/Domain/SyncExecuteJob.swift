@@ -59,7 +59,7 @@ struct SyncExecuteJob: Codable, Sendable {
     static func process(_ item: QueueItem, app: UUID, user: UUID, job: UUID, _ d: Deps, on conn: PostgresConnection) async throws {
         let now = d.clock.now()
         let outcome: SyncUpstream.Outcome
-        if let url = d.upstream.url(for: item.actionType) {
+        if let url = try await d.upstream.url(for: item.actionType, app: app) {
             outcome = await d.upstream.send(url, item: item, app: app, user: user)
         } else {
             // No upstream (the local stack): the accepted action is recorded here, once.
@@ -98,7 +98,7 @@ struct SyncExecuteJob: Codable, Sendable {
             let open = try await d.sync.openConflicts(app: app, user: user, on: conn).count
             if open > OfflineRules.maxOpenConflicts || strategy == "server_wins" {
                 try await d.sync.resolve(conflictID, resolution: "server_wins", by: "system", finalData: serverData, now: now, on: conn)
-            } else if strategy == "local_wins", let url = d.upstream.url(for: item.actionType),
+            } else if strategy == "local_wins", let url = try await d.upstream.url(for: item.actionType, app: app),
                       await d.upstream.send(url, item: item, app: app, user: user, resolution: "local_wins") == .applied {
                 let local = String(decoding: try JSON.encoder.encode(item.payload), as: UTF8.self)
                 try await d.sync.resolve(conflictID, resolution: "local_wins", by: "system", finalData: local, now: now, on: conn)

@@ -3,11 +3,14 @@ import Foundation
 import ServiceKit
 import WireTypes
 
-/// Where queued actions go: the main app's API per action type (`SYNC_UPSTREAMS`, a JSON
-/// object of action type → URL, `*` for the rest). Sent through libcurl, signed, with an
+/// Where queued actions go: the main app's API per action type (a JSON object of action type
+/// → URL, `*` for the rest): the app's own (`/admin/sync-upstream`, `sync_upstreams`), else the
+/// deployment's `SYNC_UPSTREAMS`. Sent through libcurl, signed with the app's secret, with an
 /// `Idempotency-Key` unique per tenant, user and action, so a retry never applies twice upstream.
 struct SyncUpstream: Sendable {
     let routes: [String: String]
+    /// Each app's own settings (read from memory; reloaded when an operator changes them).
+    var tenants: TenantSettings<UpstreamSettings>? = nil
     let http: CurlHTTPClient
     let timeout: Duration
     /// Signs every call (`X-Signature`) with the tenant's secret, derived from this key.
@@ -22,7 +25,23 @@ struct SyncUpstream: Sendable {
         return obj
     }
 
-    func url(for actionType: String) -> String? { routes[actionType] ?? routes["*"] }
+    func settings(app: UUID) async throws -> UpstreamSettings { try await tenants?.value(for: app) ?? .none }
+
+    func url(for actionType: String, app: UUID) async throws -> String? {
+        let own = try await settings(app: app).routes ?? routes
+        return own[actionType] ?? own["*"]
+    }
+
+    /// Action types and URLs as an operator may set them: at most 50, each an http(s) URL.
+    static func validate(_ routes: [String: String]) throws {
+        guard !routes.isEmpty, routes.count <= 50 else { throw AppError.validation("routes", "routes must name 1 to 50 action types") }
+        for (type, url) in routes {
+            guard !type.isEmpty, type.count <= 64 else { throw AppError.validation("routes", "an action type is 1-64 characters") }
+            guard url.count <= 2048, let u = URL(string: url), ["http", "https"].contains(u.scheme?.lowercased() ?? ""), u.host?.isEmpty == false else {
+                throw AppError.validation("routes", "the URL for \(type.prefix(64)) must be an http(s) URL")
+            }
+        }
+    }
 
     enum Outcome: Sendable, Equatable {
         case applied, duplicate
@@ -46,7 +65,9 @@ struct SyncUpstream: Sendable {
                         entityID: item.entityID, payload: payload ?? item.payload, resolution: resolution)
         let key = SyncSignature.idempotencyKey(app: app, user: user, clientActionID: item.clientActionID, resolution: resolution)
         guard let data = try? JSON.encoder.encode(body) else { return .rejected("could not encode the action") }
-        let signature = signer.header(app: app, body: data, at: clock.now())
+        let secretVersion: Int
+        do { secretVersion = try await settings(app: app).secretVersion } catch { return .retryable("settings unavailable") }
+        let signature = signer.header(app: app, secretVersion: secretVersion, body: data, at: clock.now())
         let request = HTTPRequest(method: "POST", url: url, headers: [("Content-Type", "application/json"), ("Idempotency-Key", key),
                                                                       ("X-App-ID", app.lowercasedString), ("X-Signature", signature)],
                                   body: data, timeout: timeout)
@@ -87,14 +108,15 @@ struct SyncSignature: Sendable {
         return resolution.map { base + ":" + $0 } ?? base
     }
 
-    func secret(app: UUID) -> String {
-        Data(HMAC<SHA256>.authenticationCode(for: Data(("sync-signing:" + app.lowercasedString).utf8),
-                                             using: SymmetricKey(data: Data(key.utf8)))).hexEncoded
+    /// Version 1 is `"sync-signing:" + app_id`; each rotation after it appends `":<version>"`.
+    func secret(app: UUID, version: Int = 1) -> String {
+        let info = "sync-signing:" + app.lowercasedString + (version > 1 ? ":\(version)" : "")
+        return Data(HMAC<SHA256>.authenticationCode(for: Data(info.utf8), using: SymmetricKey(data: Data(key.utf8)))).hexEncoded
     }
 
-    func header(app: UUID, body: Data, at date: Date) -> String {
+    func header(app: UUID, secretVersion: Int = 1, body: Data, at date: Date) -> String {
         let t = Int(date.timeIntervalSince1970)
-        return "t=\(t),v1=" + Self.mac(secret: secret(app: app), timestamp: t, body: body)
+        return "t=\(t),v1=" + Self.mac(secret: secret(app: app, version: secretVersion), timestamp: t, body: body)
     }
 
     static func mac(secret: String, timestamp: Int, body: Data) -> String {

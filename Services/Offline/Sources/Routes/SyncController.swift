@@ -178,7 +178,7 @@ struct SyncController: Sendable {
                 final = try JSON.decoder.decode(JSONValue.self, from: JSONSerialization.data(withJSONObject: merged))
             }
             if b.resolution != "server_wins", let item = try await sync.find(app: app, user: user, id: c.queueItemID, on: conn),
-               let url = upstream.url(for: item.actionType) {
+               let url = try await upstream.url(for: item.actionType, app: app) {
                 switch await upstream.send(url, item: item, app: app, user: user, payload: final, resolution: b.resolution) {
                 case .applied, .duplicate: break
                 case .rejected(let why), .retryable(let why):
