@@ -47,7 +47,10 @@ final class PrivacyExportTests: XCTestCase {
         let signer = LinkSigner(key: HKDF<SHA256>.deriveKey(inputKeyMaterial: dataKey, info: Data("export links v1".utf8), outputByteCount: 32))
         let exporter = PrivacyExporter(db: h.runtime.db, http: h.runtime.http, serviceURLs: urls, credential: h.runtime.internalCredential,
                                        sections: AuthUserData.sections(logger: h.runtime.logger), signer: signer, mailer: h.mailer,
-                                       settings: AuthSettings(environment: h.runtime.config.environment), publicURL: "http://gateway.test",
+                                       emails: EmailComposer(settings: TenantSettings(topic: "email_settings", bootstrap: [:], feed: h.runtime.changes) { [:] },
+                                                             defaults: AuthSettings(environment: h.runtime.config.environment),
+                                                             applications: PostgresApplicationRepository(db: h.runtime.db, logger: h.runtime.logger)),
+                                       publicURL: "http://gateway.test",
                                        clock: h.clock, logger: h.runtime.logger)
         let queue = JobQueue(client: h.runtime.db, queue: AccountLifecycle.queue, logger: h.runtime.logger, clock: h.clock)
         return (JobWorker(queue: queue, handlers: [PrivacyExporter.job: { try await exporter.build($0) }],

@@ -66,6 +66,10 @@ public enum AuthService: ServiceDefinition {
         }()
         let dataKey = try dataKey(env: env, signingKey: signingKey)
         let box = SecretBox(key: dataKey)
+        let settings = AuthSettings(environment: env)
+        let emailSettings = EmailSettingsStore(db: runtime.db, logger: runtime.logger)
+        let emails = EmailComposer(settings: TenantSettings(topic: "email_settings", bootstrap: [:], feed: runtime.changes, load: emailSettings.loadAll),
+                                   defaults: settings, applications: applications)
         let ctx = AuthContext(
             db: runtime.db, logger: runtime.logger, clock: runtime.clock,
             users: UserStore(logger: runtime.logger), refreshTokens: refreshTokens,
@@ -76,7 +80,7 @@ public enum AuthService: ServiceDefinition {
             applications: applications, google: google, apple: apple, appleConfigs: appleConfigs, mailer: mailer,
             passwords: PasswordPolicy(estimator: Zxcvbn.shared),
             box: box,
-            settings: AuthSettings(environment: env),
+            settings: settings, emails: emails,
             facts: FactPublisher(logger: runtime.logger), sessions: runtime.sessions)
         let lifecycle = AccountLifecycle(logger: runtime.logger, clock: runtime.clock, sessions: runtime.sessions,
                                          appleRevoker: AppleRevoker(apple: apple, configs: appleConfigs, box: box))
@@ -85,7 +89,7 @@ public enum AuthService: ServiceDefinition {
         let userData = AuthUserData.sections(logger: runtime.logger)
         let exporter = PrivacyExporter(db: runtime.db, http: runtime.http, serviceURLs: runtime.config.serviceURLs,
                                        credential: runtime.internalCredential, sections: userData, signer: linkSigner, mailer: mailer,
-                                       settings: ctx.settings, publicURL: env.string("AUTH_PUBLIC_URL", default: "http://127.0.0.1:8080"),
+                                       emails: emails, publicURL: env.string("AUTH_PUBLIC_URL", default: "http://127.0.0.1:8080"),
                                        clock: runtime.clock, logger: runtime.logger)
         let worker = JobWorker(queue: jobs, handlers: [
             AccountLifecycle.executeDeletionJob: { job in try await lifecycle.executeDeletion(job, db: runtime.db) },
@@ -111,6 +115,7 @@ public enum AuthService: ServiceDefinition {
             ExportController(ctx: ctx, signer: linkSigner).addRoutes(open: routes.open, user: routes.user)
             InternalApplicationsController(applications: applications).addRoutes(to: routes.internal)
             InternalOperatorsController(operators: operatorKeys).addRoutes(to: routes.internal)
+            EmailSettingsController(store: emailSettings, emails: emails).addRoutes(to: routes.admin)
             InternalUsersController(ctx: ctx).addRoutes(to: routes.internal)
         }
     }

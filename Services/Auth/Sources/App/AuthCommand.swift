@@ -90,7 +90,7 @@ public struct AuthCommand: AsyncParsableCommand {
     struct Apps: AsyncParsableCommand {
         static let configuration = CommandConfiguration(abstract: "Manage applications (tenants)",
                                                         subcommands: [Create.self, List.self, Show.self, Disable.self, Enable.self, RotateKey.self, EndPreviousKey.self,
-                                                                      SetProviders.self])
+                                                                      SetProviders.self, SetEmail.self])
     }
 
     /// Prints the app id and the API key once; only the key's hash is stored.
@@ -274,6 +274,32 @@ public struct AuthCommand: AsyncParsableCommand {
                     throw ValidationError("no application \(id)")
                 }
                 print("google_client_ids=\(app.googleClientIDs) apple_bundle_ids=\(app.appleBundleIDs)")
+            }
+        }
+    }
+
+    /// The same as `PUT /auth/v1/admin/email-settings`: every replica uses it within a second.
+    struct SetEmail: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(commandName: "set-email",
+                                                        abstract: "Set an app's emails (name, sender, support, link base, language, wording) from a JSON file")
+        @Option(name: .customLong("app-id")) var appID: String
+        @Option(help: "The settings' JSON file (the body of PUT /auth/v1/admin/email-settings)") var file: String
+
+        func run() async throws {
+            guard let id = UUID(uuidString: appID) else { throw ValidationError("--app-id must be a UUID") }
+            guard let data = FileManager.default.contents(atPath: file) else { throw ValidationError("cannot read \(file)") }
+            let settings: AppEmailSettings
+            do {
+                settings = try JSONDecoder().decode(AppEmailSettings.self, from: data)
+                try settings.validate()
+            } catch let e as AppError { throw ValidationError(e.message) } catch { throw ValidationError("\(file): \(error)") }
+            let runtime = try AuthService.makeRuntime()
+            try await runtime.withDatabase { db in
+                try await runtime.migrations.run(on: db, logger: runtime.logger)
+                guard let version = try await EmailSettingsStore(db: db, logger: runtime.logger).set(app: id, settings) else {
+                    throw ValidationError("no application \(id)")
+                }
+                print("email settings of \(id.lowercasedString) stored (version \(version))")
             }
         }
     }

@@ -20,7 +20,7 @@ struct PrivacyExporter: Sendable {
     let sections: [UserDataSection]
     let signer: LinkSigner
     let mailer: any Mailer
-    let settings: AuthSettings
+    let emails: EmailComposer
     let publicURL: String
     let clock: any WallClock
     let logger: Logger
@@ -56,8 +56,7 @@ struct PrivacyExporter: Sendable {
         try await db.withConnection { try await exports.markReady(exportID, data: json, now: now, expires: expires, on: $0) }
         if let email {
             let link = "\(publicURL)/auth/v1/privacy/export/\(exportID.lowercasedString)/download?\(signer.query(for: exportID, expires: expires))"
-            try await mailer.send(SMTPMessage(from: settings.mailFrom, to: [email], subject: "Vos données sont prêtes",
-                                              text: "Votre export est prêt. Téléchargez-le ici (lien valable 7 jours) :\n\(link)"))
+            try await mailer.send(try await emails.message(.exportReady, app: appID, to: email, locale: nil, values: ["link": link]))
         }
     }
 

@@ -49,6 +49,8 @@ struct AuthContext: Sendable {
     let passwords: PasswordPolicy
     let box: SecretBox
     let settings: AuthSettings
+    /// Each app's emails (sender, language, wording, links).
+    let emails: EmailComposer
     /// Versioned facts auth owns (sessions, consents), told to the other services.
     let facts: FactPublisher
     /// This process's view of ended sessions (auth refuses them too).
@@ -148,7 +150,7 @@ struct AuthController {
                                                      details: ["provider": "email"]), on: conn)
                 return (user, tokens)
             }
-            await sendVerification(to: email, token: verifyToken)
+            await sendVerification(to: email, token: verifyToken, app: appID, locale: EmailLocale.preferred(request.headers[.acceptLanguage]))
             return try context.json(AuthResponse(user: user.view(), tokens: tokens), status: .created)
         } catch where DatabaseErrors.isUniqueViolation(error) {
             // A concurrent registration of the same email won.
@@ -157,9 +159,10 @@ struct AuthController {
         }
     }
 
-    func sendVerification(to email: String, token: String) async {
-        let link = "\(ctx.settings.linkBaseURL)/verify-email?token=\(token)"
-        do { try await ctx.mailer.send(Emails.verification(to: email, from: ctx.settings.mailFrom, link: link)) } catch {
+    func sendVerification(to email: String, token: String, app: UUID, locale: EmailLocale?) async {
+        do {
+            try await ctx.mailer.send(try await ctx.emails.message(.verification, app: app, to: email, locale: locale, path: "/verify-email?token=\(token)"))
+        } catch {
             // The account exists and the user can ask for a resend; do not fail the sign-up.
             ctx.logger.error("verification email not sent", metadata: ["error": "\(error)"])
         }

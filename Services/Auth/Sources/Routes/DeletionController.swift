@@ -55,12 +55,11 @@ struct DeletionController {
             return user.email
         }
         if let email {
-            let link = "\(ctx.settings.linkBaseURL)/cancel-deletion?token=\(token)"
-            let date = ISO8601DateFormatter().string(from: due).prefix(10)
+            let date = String(ISO8601DateFormatter().string(from: due).prefix(10))
             do {
-                try await ctx.mailer.send(SMTPMessage(from: ctx.settings.mailFrom, to: [email],
-                                                      subject: "Votre compte sera supprimé dans 30 jours",
-                                                      text: "Votre compte sera supprimé le \(date).\nPour annuler : \(link)"))
+                try await ctx.mailer.send(try await ctx.emails.message(.deletionScheduled, app: appID, to: email,
+                                                                       locale: EmailLocale.preferred(request.headers[.acceptLanguage]),
+                                                                       path: "/cancel-deletion?token=\(token)", values: ["date": date]))
             } catch { ctx.logger.error("deletion email not sent", metadata: ["error": "\(error)"]) }
         }
         return try context.json(Scheduled(scheduledDeletionDate: due, cancellationToken: token), status: .accepted)

@@ -57,7 +57,7 @@ struct EmailFlowsController {
                                              expiresAt: now.addingTimeInterval(TokenLifetimes.emailVerification), on: conn)
             return email
         }
-        await sessions.sendVerification(to: email, token: token)
+        await sessions.sendVerification(to: email, token: token, app: appID, locale: EmailLocale.preferred(request.headers[.acceptLanguage]))
         return try context.json(["sent": true])
     }
 
@@ -82,8 +82,9 @@ struct EmailFlowsController {
                 return true
             }
             if sent {
-                let mailer = ctx.mailer, message = Emails.passwordReset(to: email, from: ctx.settings.mailFrom,
-                                                                         link: "\(ctx.settings.linkBaseURL)/reset-password?token=\(token)")
+                let mailer = ctx.mailer
+                let message = try await ctx.emails.message(.passwordReset, app: appID, to: email, locale: EmailLocale.preferred(request.headers[.acceptLanguage]),
+                                                           path: "/reset-password?token=\(token)")
                 let logger = ctx.logger
                 Task {
                     do { try await mailer.send(message) } catch { logger.error("reset email not sent", metadata: ["error": "\(error)"]) }
@@ -132,8 +133,8 @@ struct EmailFlowsController {
             try await otps.issue(code: code, appID: appID, email: email, now: now, on: conn)
             try await ctx.audit.record(ctx.entry("otp_send", "success", app: appID, user: nil, request, context), on: conn)
         }
-        try await ctx.mailer.send(SMTPMessage(from: ctx.settings.mailFrom, to: [email], subject: "Votre code de connexion",
-                                              text: "Votre code : \(code)\n\nIl est valable 5 minutes."))
+        try await ctx.mailer.send(try await ctx.emails.message(.otp, app: appID, to: email, locale: EmailLocale.preferred(request.headers[.acceptLanguage]),
+                                                               values: ["code": code]))
         return try context.json(["sent": JSONValue.bool(true), "expires_in": .int(Int(OTPStore.lifetime))])
     }
 

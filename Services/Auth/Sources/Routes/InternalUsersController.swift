@@ -84,7 +84,7 @@ struct InternalUsersController {
                 return "already_sent"
             }
             do {
-                try await ctx.mailer.send(Emails.purchaseConfirmation(to: email, from: ctx.settings.mailFrom, body))
+                try await ctx.mailer.send(try await ctx.emails.purchaseConfirmation(app: body.appID, to: email, body))
             } catch {
                 ctx.logger.warning("purchase confirmation not sent; the outbox retries", metadata: ["error": "\(error)"])
                 throw AppError(.serviceUnavailable, "mail_unavailable", "The mail server did not accept the message; try again")

@@ -119,7 +119,9 @@ struct LinkController {
                                                      details: ["provider": .string(body.provider.rawValue), "was_guest": .bool(user.isGuest)]), on: conn)
                 return (updated, tokens, verifyTo)
             }
-            if let email = verifyTo { await sessions.sendVerification(to: email, token: verifyToken) }
+            if let email = verifyTo {
+                await sessions.sendVerification(to: email, token: verifyToken, app: appID, locale: EmailLocale.preferred(request.headers[.acceptLanguage]))
+            }
             return try context.json(LinkResponse(user: user.view(linked: user.signInMethods), tokens: tokens))
         } catch where DatabaseErrors.isUniqueViolation(error) {
             throw Self.identityTaken(body.provider.rawValue)

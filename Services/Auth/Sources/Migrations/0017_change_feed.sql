@@ -1,0 +1,1 @@
+-- include platform: change_feed

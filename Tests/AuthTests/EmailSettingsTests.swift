@@ -1,0 +1,126 @@
+@testable import AuthService
+import Foundation
+import Hummingbird
+import HummingbirdTesting
+import ServiceKit
+import TestSupport
+import WireTypes
+import XCTest
+
+/// #16: each app's emails come from its own sender, in its language, with its name and links,
+/// set at run time through `/auth/v1/admin/email-settings`; the other app's are untouched.
+final class EmailSettingsTests: XCTestCase {
+    static func admin(_ h: AuthHarness, app: IssuedAPIKey, bearer: String = "local-admin-token") -> HTTPFields {
+        var f = HTTPFields.tenant(app.appID, app.apiKey)
+        f[.contentType] = "application/json"
+        f[.authorization] = "Bearer \(bearer)"
+        return f
+    }
+
+    static let capitals = """
+        {"app_name":"Capitals","mail_from":"Capitals <hello@capitals.example>","support_email":"help@capitals.example",
+         "link_base_url":"https://capitals.example/app","default_locale":"en",
+         "templates":{"en":{"verify_email":{"subject":"Welcome to {{app_name}}","text":"Confirm your address: {{link}}"}}}}
+        """
+
+    static func register(_ h: AuthHarness, app: IssuedAPIKey, language: String? = nil) async throws -> SMTPMessage {
+        let email = uniqueEmail()
+        var headers = h.headers(app: app)
+        if let language { headers[.acceptLanguage] = language }
+        let r = try await h.client.execute(uri: "/auth/v1/auth/register", method: .post, headers: headers, body: ByteBuffer(string: """
+            {"provider":"email","credentials":{"email":"\(email)","password":"Tr1cky-Geography-42"},"device_info":{"device_id":"d1","platform":"ios"}}
+            """)) { $0 }
+        XCTAssertEqual(r.status, .created, String(buffer: r.body))
+        return try XCTUnwrap(h.mailer.sent.withLock { $0.last { $0.to == [email] } })
+    }
+
+    func testEachAppsEmailsUseItsOwnSettingsSetAtRunTime() async throws {
+        try await AuthHarness.run { h in
+            // Before: the deployment's sender and links, in French, with the app's registered name.
+            let before = try await Self.register(h, app: h.otherApp)
+            XCTAssertEqual(before.subject, "Vérifiez votre email")
+            XCTAssertTrue(before.text.contains("Other App"), before.text)
+            XCTAssertTrue(before.text.contains("https://app.example.com/verify-email?token="), before.text)
+
+            try await h.client.execute(uri: "/auth/v1/admin/email-settings", method: .put, headers: Self.admin(h, app: h.otherApp),
+                                       body: ByteBuffer(string: Self.capitals)) { r in
+                XCTAssertEqual(r.status, .ok, String(buffer: r.body))
+            }
+            let own = try await Self.register(h, app: h.otherApp)
+            XCTAssertEqual(own.from, "Capitals <hello@capitals.example>")
+            XCTAssertEqual(own.subject, "Welcome to Capitals")
+            XCTAssertTrue(own.text.hasPrefix("Confirm your address: https://capitals.example/app/verify-email?token="), own.text)
+            // The user's language wins over the app's default; no French wording set: the built-in one.
+            let french = try await Self.register(h, app: h.otherApp, language: "fr-FR,fr;q=0.9,en;q=0.8")
+            XCTAssertEqual(french.from, "Capitals <hello@capitals.example>")
+            XCTAssertEqual(french.subject, "Vérifiez votre email")
+            XCTAssertTrue(french.text.contains("Capitals") && french.text.contains("https://capitals.example/app/verify-email?token="), french.text)
+            let english = try await Self.register(h, app: h.otherApp, language: "de-DE,en;q=0.5")
+            XCTAssertEqual(english.subject, "Welcome to Capitals")
+            // The first app is untouched.
+            let first = try await Self.register(h, app: h.app)
+            XCTAssertEqual(first.from, AuthSettings(environment: h.runtime.config.environment).mailFrom)
+            XCTAssertTrue(first.text.contains("Quiz Geography") && first.text.contains("https://app.example.com/"), first.text)
+
+            // Bad input: a 4xx in the envelope; the stored settings unchanged.
+            let bad: [(String, HTTPResponse.Status)] = [
+                (#"{"app_name":5}"#, .badRequest),
+                (#"{"app_name":"X","mail_from":"x@y.example"}"#, .badRequest),
+                (Self.capitals.replacingOccurrences(of: "Capitals <hello@capitals.example>", with: #"Capitals <hello@capitals.example>\r\nBcc: all@victims.example"#), .unprocessableContent),
+                (Self.capitals.replacingOccurrences(of: "{{link}}", with: "{{password}}"), .unprocessableContent),
+                (Self.capitals.replacingOccurrences(of: #""en":{"verify"#, with: #""de":{"verify"#), .badRequest),
+                (Self.capitals.replacingOccurrences(of: "verify_email", with: "newsletter"), .badRequest),
+                (Self.capitals.replacingOccurrences(of: "https://capitals.example/app", with: "https://capitals.example/app/"), .unprocessableContent),
+                (Self.capitals.replacingOccurrences(of: "https://capitals.example/app", with: "javascript:alert(1)"), .unprocessableContent),
+                (Self.capitals.replacingOccurrences(of: #""default_locale":"en""#, with: #""default_locale":"xx""#), .badRequest),
+                (Self.capitals.replacingOccurrences(of: "Welcome to {{app_name}}", with: String(repeating: "x", count: 1_100_000)), .contentTooLarge),
+            ]
+            for (body, status) in bad {
+                try await h.client.execute(uri: "/auth/v1/admin/email-settings", method: .put, headers: Self.admin(h, app: h.otherApp),
+                                           body: ByteBuffer(string: body)) { r in
+                    XCTAssertEqual(r.status, status, String(body.prefix(120)))
+                    XCTAssertNotNil(try? r.envelope().error)
+                }
+            }
+            // An operator key of the first app cannot change the second's; the platform token without a tenant key is refused.
+            let keyA = try await OperatorKeyStore(db: h.runtime.db, logger: h.runtime.logger).create(appID: h.app.appID, name: "A ops", operator: "test")!
+            try await h.client.execute(uri: "/auth/v1/admin/email-settings", method: .put, headers: Self.admin(h, app: h.otherApp, bearer: keyA.key),
+                                       body: ByteBuffer(string: Self.capitals.replacingOccurrences(of: "Capitals", with: "Hijacked"))) { r in
+                XCTAssertEqual(r.status, .unauthorized)
+            }
+            try await h.client.execute(uri: "/auth/v1/admin/email-settings", method: .get, headers: Self.admin(h, app: h.app, bearer: keyA.key)) { r in
+                XCTAssertEqual(r.status, .ok, "its own app's settings (the defaults)")
+                XCTAssertTrue(String(buffer: r.body).contains(#""is_own":false"#))
+            }
+            try await h.client.execute(uri: "/auth/v1/admin/email-settings", method: .get, headers: Self.admin(h, app: h.otherApp)) { r in
+                XCTAssertEqual(r.status, .ok)
+                let text = String(buffer: r.body)
+                XCTAssertTrue(text.contains(#""version":1"#) && text.contains("Capitals <hello@capitals.example>") && !text.contains("Hijacked"), text)
+            }
+        }
+    }
+
+    func testLanguageChoiceRenderingAndValidationRules() throws {
+        XCTAssertEqual(EmailLocale.preferred("en-GB,en;q=0.9"), .en)
+        XCTAssertEqual(EmailLocale.preferred("de-DE, fr;q=0.8"), .fr)
+        XCTAssertNil(EmailLocale.preferred("de-DE"))
+        XCTAssertNil(EmailLocale.preferred(nil))
+        let r = EmailTemplates.render(EmailTemplate(subject: "Hi {{app_name}}", text: "{{link}} {{unknown}}"),
+                                      ["app_name": "A\r\nBcc: x@y", "link": "https://l"])
+        XCTAssertEqual(r.subject, "Hi A  Bcc: x@y", "a value never opens a new header line")
+        XCTAssertEqual(r.text, "https://l {{unknown}}")
+        for kind in EmailKind.allCases {
+            for locale in EmailLocale.allCases {
+                let t = EmailTemplates.builtIn(kind, locale)
+                let allowed = Set(EmailTemplates.placeholders(kind))
+                XCTAssertTrue(EmailTemplates.placeholdersUsed(in: t.subject + t.text).allSatisfy(allowed.contains), "\(kind) \(locale)")
+                XCTAssertTrue(t.text.contains("{{app_name}}"), "\(kind) \(locale) names the app")
+            }
+        }
+        var s = AppEmailSettings(appName: "Capitals", mailFrom: "hello@capitals.example", supportEmail: "help@capitals.example",
+                                 linkBaseURL: "https://capitals.example", defaultLocale: .en)
+        XCTAssertNoThrow(try s.validate())
+        s.templates = [.fr: [.otp: EmailTemplate(subject: "Code", text: "{{link}}")]]
+        XCTAssertThrowsError(try s.validate(), "a one-time code mail has no link")
+    }
+}
