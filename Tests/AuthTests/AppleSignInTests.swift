@@ -49,7 +49,8 @@ final class AppleSignInTests: XCTestCase {
                                              appleRevoker: AppleRevoker(apple: AppleIdentityVerifier(
                                                 keySet: RemoteKeySet(url: "\(h.apple.base)/auth/keys", http: h.runtime.http), http: h.runtime.http,
                                                 tokenURL: "\(h.apple.base)/auth/token", revokeURL: "\(h.apple.base)/auth/revoke"),
-                                                                       configs: try AppleClientConfig.parse(h.apple.config(for: h.app.appID)),
+                                                                       configs: TenantSettings(topic: "apple_signin", bootstrap: try AppleClientConfig.parse(h.apple.config(for: h.app.appID)),
+                                                                                                feed: h.runtime.changes) { [:] },
                                                                        box: SecretBox(key: try AuthService.dataKey(env: h.runtime.config.environment, signingKey: h.signerKey))))
             let queue = JobQueue(client: h.runtime.db, queue: AccountLifecycle.queue, logger: h.runtime.logger, clock: h.clock)
             let ran = try await JobWorker(queue: queue, handlers: [AccountLifecycle.executeDeletionJob: { try await lifecycle.executeDeletion($0, db: h.runtime.db) }]).runOnce()

@@ -124,3 +124,51 @@ final class EmailSettingsTests: XCTestCase {
         XCTAssertThrowsError(try s.validate(), "a one-time code mail has no link")
     }
 }
+
+/// #16: an app's sign-in settings (Google client ids, Apple bundle ids, the Sign in with Apple
+/// key) set at run time through `/auth/v1/admin/sign-in`; the key sealed and never read back.
+final class SignInSettingsTests: XCTestCase {
+    func testAppleSignInConfiguredAtRunTimeForASecondApp() async throws {
+        try await AuthHarness.run { h in
+            let sub = "apple-\(UUID())"
+            let body = { (token: String) in AppleSignInTests.body(token, code: "valid-code", name: false) }
+            // The second app has no Apple settings: refused.
+            let before = try await h.post("auth/register", body(try await h.apple.identityToken(sub: sub, email: nil)), app: h.otherApp)
+            XCTAssertEqual(before.status, .unauthorized)
+            let exchangedBefore = h.apple.log.exchanged.withLock { $0.count }
+
+            let pem = h.apple.teamKey.pemRepresentation.replacingOccurrences(of: "\n", with: "\\n")
+            let settings = #"{"apple_bundle_ids":["\#(h.apple.clientID)"],"apple":{"team_id":"\#(h.apple.teamID)","key_id":"\#(h.apple.keyID)","client_id":"\#(h.apple.clientID)","private_key_pem":"\#(pem)"}}"#
+            try await h.client.execute(uri: "/auth/v1/admin/sign-in", method: .put, headers: EmailSettingsTests.admin(h, app: h.otherApp),
+                                       body: ByteBuffer(string: settings)) { r in
+                XCTAssertEqual(r.status, .ok, String(buffer: r.body))
+                XCTAssertFalse(String(buffer: r.body).contains("PRIVATE KEY"), "the key is never read back")
+                XCTAssertTrue(String(buffer: r.body).contains(#""team_id":"\#(h.apple.teamID)""#))
+            }
+            let after = try await h.post("auth/register", body(try await h.apple.identityToken(sub: sub, email: nil)), app: h.otherApp)
+            XCTAssertEqual(after.status, .created, String(buffer: after.body))
+            XCTAssertEqual(h.apple.log.exchanged.withLock { $0.count }, exchangedBefore + 1, "the code exchanged with the stored key")
+            let clear = try await h.scalar("""
+                SELECT count(*)::int FROM auth.apple_signin_settings WHERE app_id = '\(h.otherApp.appID)'
+                  AND position(convert_to('PRIVATE KEY', 'UTF8') in sealed_private_key) = 0
+                """)
+            XCTAssertEqual(clear, 1, "stored, sealed")
+
+            for (bad, status) in [(#"{}"#, HTTPResponse.Status.unprocessableContent),
+                                  (#"{"google_client_ids":"one"}"#, .badRequest),
+                                  (#"{"google_client_ids":["has space"]}"#, .unprocessableContent),
+                                  (settings.replacingOccurrences(of: pem, with: "not a key"), .unprocessableContent),
+                                  (settings.replacingOccurrences(of: h.apple.teamID, with: "TEAM 1"), .unprocessableContent)] {
+                try await h.client.execute(uri: "/auth/v1/admin/sign-in", method: .put, headers: EmailSettingsTests.admin(h, app: h.otherApp),
+                                           body: ByteBuffer(string: bad)) { r in
+                    XCTAssertEqual(r.status, status, bad.prefix(80).description)
+                    XCTAssertNotNil(try? r.envelope().error)
+                }
+            }
+            try await h.client.execute(uri: "/auth/v1/admin/sign-in", method: .get, headers: EmailSettingsTests.admin(h, app: h.otherApp)) { r in
+                XCTAssertEqual(r.status, .ok)
+                XCTAssertTrue(String(buffer: r.body).contains(#""version":1"#), String(buffer: r.body))
+            }
+        }
+    }
+}

@@ -50,7 +50,6 @@ public enum AuthService: ServiceDefinition {
             http: runtime.http,
             tokenURL: env.string("APPLE_TOKEN_URL", default: "https://appleid.apple.com/auth/token"),
             revokeURL: env.string("APPLE_REVOKE_URL", default: "https://appleid.apple.com/auth/revoke"))
-        let appleConfigs = try AppleClientConfig.parse(env.optional("APPLE_SIGNIN_APPS"))
         let gameCenter = try providers.gameCenter ?? GameCenterVerifier(
             http: runtime.http, roots: GameCenterVerifier.roots(pemPath: env.optional("GAMECENTER_TRUST_ROOTS")),
             allowedHostSuffix: env.string("GAMECENTER_KEY_HOST_SUFFIX", default: "apple.com"),
@@ -66,6 +65,9 @@ public enum AuthService: ServiceDefinition {
         }()
         let dataKey = try dataKey(env: env, signingKey: signingKey)
         let box = SecretBox(key: dataKey)
+        let signIn = SignInSettingsStore(db: runtime.db, box: box, logger: runtime.logger)
+        let appleConfigs = TenantSettings(topic: "apple_signin", bootstrap: try AppleClientConfig.parse(env.optional("APPLE_SIGNIN_APPS")),
+                                          feed: runtime.changes, load: signIn.loadApple)
         let settings = AuthSettings(environment: env)
         let emailSettings = EmailSettingsStore(db: runtime.db, logger: runtime.logger)
         let emails = EmailComposer(settings: TenantSettings(topic: "email_settings", bootstrap: [:], feed: runtime.changes, load: emailSettings.loadAll),
@@ -116,6 +118,7 @@ public enum AuthService: ServiceDefinition {
             InternalApplicationsController(applications: applications).addRoutes(to: routes.internal)
             InternalOperatorsController(operators: operatorKeys).addRoutes(to: routes.internal)
             EmailSettingsController(store: emailSettings, emails: emails).addRoutes(to: routes.admin)
+            SignInSettingsController(store: signIn, applications: applications, apple: appleConfigs).addRoutes(to: routes.admin)
             InternalUsersController(ctx: ctx).addRoutes(to: routes.internal)
         }
     }

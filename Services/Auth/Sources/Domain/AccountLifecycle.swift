@@ -105,12 +105,12 @@ public struct GuestExpirySweeper: Service {
 /// Revokes the Apple refresh token kept for a user, if any.
 struct AppleRevoker: Sendable {
     let apple: any AppleSignIn
-    let configs: [UUID: AppleClientConfig]
+    let configs: TenantSettings<AppleClientConfig>
     let box: SecretBox
 
     func revoke(userID: UUID, appID: UUID, on conn: PostgresConnection, logger: Logger, now: Date) async throws {
         for sealed in try await AccountStore(logger: logger).sealedAppleTokens(userID: userID, on: conn) {
-            guard let config = configs[appID] else {
+            guard let config = try await configs.value(for: appID) else {
                 logger.error("Apple token kept but no Apple key configured to revoke it", metadata: ["app_id": "\(appID)"])
                 return
             }

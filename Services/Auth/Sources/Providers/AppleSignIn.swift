@@ -15,21 +15,33 @@ public struct AppleClientConfig: Sendable {
         self.teamID = teamID; self.keyID = keyID; self.clientID = clientID; self.privateKey = privateKey
     }
 
-    struct Raw: Decodable {
-        var teamID: String; var keyID: String; var clientID: String; var privateKeyPEM: String
+    /// As an operator gives it (an `APPLE_SIGNIN_APPS` entry, or `apple` in `PUT /admin/sign-in`).
+    public struct Settings: Codable, Sendable {
+        public var teamID: String; public var keyID: String; public var clientID: String; public var privateKeyPEM: String
         enum CodingKeys: String, CodingKey { case teamID = "team_id"; case keyID = "key_id"; case clientID = "client_id"; case privateKeyPEM = "private_key_pem" }
     }
 
     static func parse(_ json: String?) throws -> [UUID: AppleClientConfig] {
         guard let json, !json.isEmpty else { return [:] }
-        let raw = try JSONDecoder().decode([String: Raw].self, from: Data(json.utf8))
+        let raw = try JSONDecoder().decode([String: Settings].self, from: Data(json.utf8))
         var out: [UUID: AppleClientConfig] = [:]
         for (app, r) in raw {
             guard let id = UUID(uuidString: app) else { throw ConfigurationError("APPLE_SIGNIN_APPS: \(app) is not an app id") }
-            out[id] = AppleClientConfig(teamID: r.teamID, keyID: r.keyID, clientID: r.clientID,
-                                        privateKey: try P256.Signing.PrivateKey(pemRepresentation: r.privateKeyPEM))
+            do { out[id] = try AppleClientConfig(r) } catch let e as AppError { throw ConfigurationError("APPLE_SIGNIN_APPS: \(app): \(e.message)") }
         }
         return out
+    }
+
+    /// Checked as a request body is: each bad field named.
+    public init(_ r: Settings) throws {
+        for (field, value) in [("team_id", r.teamID), ("key_id", r.keyID)] where !(1...20).contains(value.count) || !value.allSatisfy({ $0.isLetter || $0.isNumber }) {
+            throw AppError.validation(field, "\(field) must be Apple's 10-character identifier")
+        }
+        guard (1...255).contains(r.clientID.count) else { throw AppError.validation("client_id", "client_id is the app's bundle or service id") }
+        guard let key = try? P256.Signing.PrivateKey(pemRepresentation: r.privateKeyPEM) else {
+            throw AppError.validation("private_key_pem", "private_key_pem must be the .p8 key Apple issued (PEM)")
+        }
+        self.init(teamID: r.teamID, keyID: r.keyID, clientID: r.clientID, privateKey: key)
     }
 
     /// The client secret Apple's token and revoke endpoints want: an ES256 JWT signed with the

@@ -44,7 +44,8 @@ struct AuthContext: Sendable {
     let applications: any ApplicationRepository
     let google: any GoogleSignIn
     let apple: any AppleSignIn
-    let appleConfigs: [UUID: AppleClientConfig]
+    /// Each app's Sign in with Apple key (stored over APPLE_SIGNIN_APPS; reloaded on change).
+    let appleConfigs: TenantSettings<AppleClientConfig>
     let mailer: any Mailer
     let passwords: PasswordPolicy
     let box: SecretBox
@@ -277,7 +278,7 @@ struct AuthController {
         let name = [credentials.userInfo?.firstName, credentials.userInfo?.lastName].compactMap { $0 }.joined(separator: " ")
         identity.name = name.isEmpty ? nil : String(name.prefix(200))
         var sealed: ByteBuffer?
-        if let code = credentials.appleAuthorizationCode, let config = ctx.appleConfigs[appID] {
+        if let code = credentials.appleAuthorizationCode, let config = try await ctx.appleConfigs.value(for: appID) {
             do {
                 sealed = try ctx.box.seal(try await ctx.apple.exchange(code: code, config: config, now: now))
             } catch {

@@ -166,7 +166,7 @@ struct LinkController {
             return (try await ctx.users.find(.id(userID), appID: appID, on: conn) ?? user, appleToken)
         }
         // Unlinking Apple ends the app's grant at Apple too (best effort: the link is gone here either way).
-        if provider == .apple, let sealed = appleToken, let config = ctx.appleConfigs[appID] {
+        if provider == .apple, let sealed = appleToken, let config = try await ctx.appleConfigs.value(for: appID) {
             do { try await ctx.apple.revoke(refreshToken: try ctx.box.open(sealed), config: config, now: now) } catch {
                 ctx.logger.warning("Apple token revocation failed on unlink", metadata: ["error": "\(error)"])
             }
