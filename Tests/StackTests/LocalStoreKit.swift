@@ -25,8 +25,9 @@ struct LocalStoreKit {
     static func ms(_ d: Date) -> Int { Int(d.timeIntervalSince1970 * 1000) }
 
     /// A signed transaction; `environment` "Xcode" is what StoreKit testing in Xcode produces.
-    func transaction(id: String, original: String, product: String, expires: Date, environment: String = "Xcode") throws -> String {
-        try sign(#"{"transactionId":"\#(id)","originalTransactionId":"\#(original)","bundleId":"\#(Self.bundle)","productId":"\#(product)","purchaseDate":\#(Self.ms(Date() - 5)),"expiresDate":\#(Self.ms(expires)),"type":"Auto-Renewable Subscription","environment":"\#(environment)","signedDate":\#(Self.ms(Date()))}"#)
+    func transaction(id: String, original: String, product: String, expires: Date, environment: String = "Xcode",
+                     bundle: String = Self.bundle) throws -> String {
+        try sign(#"{"transactionId":"\#(id)","originalTransactionId":"\#(original)","bundleId":"\#(bundle)","productId":"\#(product)","purchaseDate":\#(Self.ms(Date() - 5)),"expiresDate":\#(Self.ms(expires)),"type":"Auto-Renewable Subscription","environment":"\#(environment)","signedDate":\#(Self.ms(Date()))}"#)
     }
 
     /// An App Store Server Notification v2 `signedPayload`.
