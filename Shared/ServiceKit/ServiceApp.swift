@@ -135,6 +135,7 @@ public func buildServiceApplication(
     operatorVerifier: (any OperatorVerifier)? = nil,
     services extra: [any Service] = [],
     userData: [UserDataSection]? = nil,
+    timeline: UserTimeline? = nil,
     configure: (ServiceRoutes) throws -> Void
 ) rethrows -> Application<RouterResponder<ServiceRequestContext>> {
     let config = runtime.config
@@ -178,6 +179,7 @@ public func buildServiceApplication(
         UserDataController(service: config.service, sections: userData, db: runtime.db, sessions: runtime.sessions,
                            changes: runtime.changes, logger: runtime.logger).addRoutes(to: internalGroup)
     }
+    timeline?.addRoute(service: config.service, to: internalGroup, db: runtime.db, logger: runtime.logger)
     if config.service != .auth {
         SessionFactsController(registry: runtime.sessions, db: runtime.db, store: UserFactStore(logger: runtime.logger),
                                logger: runtime.logger).addRoutes(to: internalGroup)

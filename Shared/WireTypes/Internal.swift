@@ -310,3 +310,20 @@ public struct OperatorVerificationResponse: Codable, Sendable {
     enum CodingKeys: String, CodingKey { case valid; case keyID = "key_id"; case name }
     public init(valid: Bool, keyID: UUID?, name: String?) { self.valid = valid; self.keyID = keyID; self.name = name }
 }
+
+/// One thing that happened to a user, as the service that holds it tells it (#16 customer
+/// timeline): a purchase event, a credit, an access decision, a sign-in, an ad view…
+public struct TimelineEvent: Codable, Sendable, Equatable {
+    public var at: Date
+    public var service: String
+    public var kind: String
+    public var summary: String
+    public init(at: Date, service: String, kind: String, summary: String) {
+        self.at = at; self.service = service; self.kind = kind; self.summary = summary
+    }
+}
+
+public struct TimelineAnswer: Codable, Sendable {
+    public var events: [TimelineEvent]
+    public init(events: [TimelineEvent]) { self.events = events }
+}

@@ -172,3 +172,49 @@ final class SignInSettingsTests: XCTestCase {
         }
     }
 }
+
+/// #16: support's lookup of a user by id or email, and the customer timeline assembled by auth
+/// (here the other services are not running: they are named in `incomplete`, auth's part shows).
+final class SupportLookupTests: XCTestCase {
+    func testLookupByIdAndEmailWithinTheOperatorsAppAndTheTimeline() async throws {
+        try await AuthHarness.run { h in
+            let email = uniqueEmail("support")
+            let registered = try await h.registerEmail(email)
+            let userID = registered.user.id
+            _ = try await h.loginEmail(email, device: "tablet")
+            func get(_ path: String, app: IssuedAPIKey) async throws -> TestResponse {
+                try await h.client.execute(uri: "/auth/v1/\(path)", method: .get, headers: EmailSettingsTests.admin(h, app: app)) { $0 }
+            }
+            let byEmail = try await get("admin/users?email=\(email.uppercased())", app: h.app)
+            XCTAssertEqual(byEmail.status, .ok, String(buffer: byEmail.body))
+            let summary = try byEmail.json(SupportStore.UserSummary.self)
+            XCTAssertEqual(summary.id, userID)
+            XCTAssertEqual(summary.signInMethods, ["email"])
+            XCTAssertGreaterThanOrEqual(summary.liveSessions, 2)
+            let byID = try await get("admin/users/\(userID)", app: h.app)
+            XCTAssertEqual(try byID.json(SupportStore.UserSummary.self).email, email)
+            // The other app's operator does not find this app's user, by id or email.
+            let fromOther = try await get("admin/users/\(userID)", app: h.otherApp)
+            XCTAssertEqual(fromOther.status, .notFound)
+            let emailFromOther = try await get("admin/users?email=\(email)", app: h.otherApp)
+            XCTAssertEqual(emailFromOther.status, .notFound)
+            for (path, status) in [("admin/users?email=not-an-email", HTTPResponse.Status.unprocessableContent), ("admin/users", .unprocessableContent),
+                                   ("admin/users/not-a-uuid", .unprocessableContent), ("admin/users/\(UUID())", .notFound),
+                                   ("admin/users/\(userID)/timeline?limit=0", .unprocessableContent),
+                                   ("admin/users/\(userID)/timeline?limit=x", .unprocessableContent)] {
+                let r = try await get(path, app: h.app)
+                XCTAssertEqual(r.status, status, path)
+                XCTAssertNotNil(try? r.envelope().error, path)
+            }
+
+            let timeline = try await get("admin/users/\(userID)/timeline", app: h.app)
+            XCTAssertEqual(timeline.status, .ok, String(buffer: timeline.body))
+            struct T: Decodable { var events: [TimelineEvent]; var incomplete: [String] }
+            let t = try timeline.json(T.self)
+            XCTAssertEqual(t.incomplete, ["ads", "offline", "subscription"], "the services that could not answer are named")
+            XCTAssertEqual(t.events.last?.kind, "auth.register")
+            XCTAssertTrue(t.events.contains { $0.kind == "auth.login" }, "\(t.events.map(\.kind))")
+            XCTAssertEqual(t.events.map(\.at), t.events.map(\.at).sorted(by: >), "newest first")
+        }
+    }
+}

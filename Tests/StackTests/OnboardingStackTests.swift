@@ -104,6 +104,23 @@ final class OnboardingStackTests: XCTestCase {
                                                   #"{"store":"apple","signed_transaction":"\#(tx)"}"#)
         XCTAssertEqual(bought, 201, "B's store settings verify B's purchase: \(boughtBody)")
 
+        // Support for B's user: credits granted with a reason, then the customer timeline from the
+        // four services (auth assembles it); app A's operator sees none of it.
+        struct Me: Decodable { struct U: Decodable { var id: UUID }; var user: U }
+        let userID = try JSONDecoder().decode(Me.self, from: Data(body.utf8)).user.id
+        let (granted, grantedBody) = try await call("POST", "/subscription/v1/admin/users/\(userID)/credits", app: appB, apiKey: keyB, bearer: opB,
+                                                    #"{"amount":3,"reason":"Welcome gift from support"}"#, extra: [("Idempotency-Key", "ticket-\(UUID())")])
+        XCTAssertEqual(granted, 201, grantedBody)
+        let (timelineStatus, timeline) = try await call("GET", "/auth/v1/admin/users/\(userID)/timeline", app: appB, apiKey: keyB, bearer: opB)
+        XCTAssertEqual(timelineStatus, 200, timeline)
+        for needle in [#""incomplete":[]"#, "auth.register", "subscription.", "credits.support", "Welcome gift from support"] {
+            XCTAssertTrue(timeline.contains(needle), "\(needle) in \(timeline.prefix(600))")
+        }
+        let (foreign, _) = try await call("GET", "/auth/v1/admin/users/\(userID)/timeline", app: appB, apiKey: keyB, bearer: opA)
+        XCTAssertEqual(foreign, 401)
+        let (otherTenant, _) = try await call("GET", "/auth/v1/admin/users/\(userID)", app: appA, apiKey: keyA, bearer: opA)
+        XCTAssertEqual(otherTenant, 404, "app A's operator does not find app B's user")
+
         let (shown, upstream) = try await call("GET", "/offline/v1/admin/sync-upstream", app: appB, apiKey: keyB, bearer: opB)
         XCTAssertEqual(shown, 200)
         XCTAssertTrue(upstream.contains("https://game.capitals.example/sync") && upstream.contains(#""is_default":false"#), upstream)

@@ -35,7 +35,8 @@ public enum AdsService: ServiceDefinition {
         let refresher = StatsRefresher(stats: stats, db: runtime.db, clock: runtime.clock,
                                        interval: .seconds(env.int("AD_STATS_REFRESH_SECONDS", default: 3600)))
         return try buildServiceApplication(runtime: runtime, appVerifier: appVerifier, tokenVerifier: tokenVerifier, services: [refresher],
-                                       userData: AdsUserData.sections(logger: logger) + [EntitlementStore(logger: logger).userDataSection]) { routes in
+                                       userData: AdsUserData.sections(logger: logger) + [EntitlementStore(logger: logger).userDataSection],
+                                       timeline: AdsTimeline.timeline) { routes in
             entitlements.addRoutes(to: routes.internal)
             try OpenAPIDocument.serve(.module, on: routes.open)
             AdsController(db: runtime.db, ads: ads, consents: ConsentStore(logger: logger), rewarding: rewarding, delivery: delivery,

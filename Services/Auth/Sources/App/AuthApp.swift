@@ -101,7 +101,8 @@ public enum AuthService: ServiceDefinition {
                                          interval: .seconds(env.int("GUEST_SWEEP_SECONDS", default: 600)))
         let operatorKeys = OperatorKeyStore(db: runtime.db, logger: runtime.logger)
         return try buildServiceApplication(runtime: runtime, appVerifier: appVerifier, tokenVerifier: tokenVerifier,
-                                           operatorVerifier: operatorKeys, services: [worker, sweeper], userData: userData) { routes in
+                                           operatorVerifier: operatorKeys, services: [worker, sweeper], userData: userData,
+                                           timeline: SupportStore.timeline) { routes in
             try OpenAPIDocument.serve(.module, on: routes.open)
             JWKSController(document: jwks).addRoutes(to: routes.open)
             let sessions = AuthController(ctx: ctx)
@@ -119,6 +120,9 @@ public enum AuthService: ServiceDefinition {
             InternalOperatorsController(operators: operatorKeys).addRoutes(to: routes.internal)
             EmailSettingsController(store: emailSettings, emails: emails).addRoutes(to: routes.admin)
             SignInSettingsController(store: signIn, applications: applications, apple: appleConfigs).addRoutes(to: routes.admin)
+            SupportController(store: SupportStore(db: runtime.db, logger: runtime.logger), db: runtime.db, http: runtime.http,
+                              serviceURLs: runtime.config.serviceURLs, credential: runtime.internalCredential, logger: runtime.logger)
+                .addRoutes(to: routes.admin)
             InternalUsersController(ctx: ctx).addRoutes(to: routes.internal)
         }
     }

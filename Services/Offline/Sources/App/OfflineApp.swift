@@ -48,7 +48,8 @@ public enum OfflineService: ServiceDefinition {
         let maintenance = OfflineMaintenance(db: runtime.db, catalog: catalog, sync: sync, locations: locations, clock: runtime.clock,
                                              interval: .seconds(env.int("OFFLINE_MAINTENANCE_SECONDS", default: 3600)), logger: logger)
         return try buildServiceApplication(runtime: runtime, appVerifier: appVerifier, tokenVerifier: tokenVerifier, services: [worker, maintenance],
-                                       userData: OfflineUserData.sections(logger: logger) + [EntitlementStore(logger: logger).userDataSection]) { routes in
+                                       userData: OfflineUserData.sections(logger: logger) + [EntitlementStore(logger: logger).userDataSection],
+                                       timeline: OfflineTimeline.timeline) { routes in
             entitlements.addRoutes(to: routes.internal)
             try OpenAPIDocument.serve(.module, on: routes.open)
             ContentController(db: runtime.db, catalog: catalog, copies: copies, downloads: downloads, profiles: profiles, entitlements: entitlements,

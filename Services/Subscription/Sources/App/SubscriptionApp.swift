@@ -54,10 +54,11 @@ public enum SubscriptionService: ServiceDefinition {
         let sweeper = ExpirySweeper(store: SubscriptionStore(logger: runtime.logger), db: runtime.db, clock: runtime.clock,
                                     interval: .seconds(runtime.config.environment.int("EXPIRY_SWEEP_SECONDS", default: 300)))
         return try buildServiceApplication(runtime: runtime, appVerifier: appVerifier, tokenVerifier: tokenVerifier, services: [sweeper, jobs],
-                                           userData: SubscriptionUserData.sections(logger: runtime.logger)) { routes in
+                                           userData: SubscriptionUserData.sections(logger: runtime.logger), timeline: SubscriptionTimeline.timeline) { routes in
             try OpenAPIDocument.serve(.module, on: routes.open)
             credits.addRoutes(user: routes.user, internalGroup: routes.internal)
             StoreSettingsController(store: storeSettings, apple: apple, google: google).addRoutes(to: routes.admin)
+            SupportCreditsController(db: runtime.db, ledger: ledger, clock: runtime.clock, logger: runtime.logger).addRoutes(to: routes.admin)
             PlansController(db: runtime.db, plans: PlanStore(logger: runtime.logger)).addRoutes(to: routes.user)
             subscriptions.addRoutes(user: routes.user, internalGroup: routes.internal)
             AppleNotificationsController(db: runtime.db, subscriptions: SubscriptionStore(logger: runtime.logger), apple: apple,

@@ -40,7 +40,7 @@ enum SubscriptionUserData {
             }),
             UserDataSection(name: "credits", export: { user, app, conn in
                 try await q.rows("""
-                    SELECT row_to_json(l)::text FROM (SELECT amount, source, reference_id, content_id, balance_after, created_at
+                    SELECT row_to_json(l)::text FROM (SELECT amount, source, reference_id, content_id, balance_after, note, created_at
                     FROM credit_ledger WHERE app_id = \(app) AND user_id = \(user) ORDER BY id) l
                     """, conn)
             }, delete: { user, app, conn in

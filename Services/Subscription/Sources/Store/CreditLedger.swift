@@ -82,10 +82,10 @@ public struct CreditLedger: Sendable {
 
     /// Appends a row and moves the balance (the caller holds the balance lock).
     func append(app: UUID, user: UUID, amount: Int, source: String, reference: String, contentID: String?, balanceAfter: Int,
-                now: Date, on conn: PostgresConnection) async throws -> CreditTransaction {
+                note: String? = nil, now: Date, on conn: PostgresConnection) async throws -> CreditTransaction {
         let rows = try await conn.run("""
-            INSERT INTO credit_ledger (app_id, user_id, amount, source, reference_id, content_id, balance_after, created_at)
-            VALUES (\(app), \(user), \(amount), \(source), \(reference), \(contentID), \(balanceAfter), \(now))
+            INSERT INTO credit_ledger (app_id, user_id, amount, source, reference_id, content_id, balance_after, note, created_at)
+            VALUES (\(app), \(user), \(amount), \(source), \(reference), \(contentID), \(balanceAfter), \(note), \(now))
             RETURNING id
             """, logger: logger)
         var id: Int64 = 0
@@ -105,6 +105,27 @@ public struct CreditLedger: Sendable {
         let tx = try await append(app: app, user: user, amount: amount, source: source, reference: reference, contentID: nil,
                                   balanceAfter: balance + amount, now: now, on: conn)
         return (tx, true)
+    }
+
+    public enum SupportOutcome: Sendable {
+        case done(CreditTransaction, created: Bool)
+        case insufficient(balance: Int)
+        case keyReused
+    }
+
+    /// Support grants (`amount` > 0) or takes back (< 0) credits with a reason, once per
+    /// `key`: a retry answers the first row; the same key for another amount is refused; the
+    /// balance never goes below 0.
+    public func supportAdjust(app: UUID, user: UUID, amount: Int, reason: String, key: String, now: Date,
+                              on conn: PostgresConnection) async throws -> SupportOutcome {
+        let balance = try await lockBalance(app: app, user: user, on: conn)
+        let reference = "support:" + key
+        if let done = try await existing(app: app, user: user, source: "support", reference: reference, on: conn) {
+            return done.amount == amount ? .done(done, created: false) : .keyReused
+        }
+        guard balance + amount >= 0 else { return .insufficient(balance: balance) }
+        return .done(try await append(app: app, user: user, amount: amount, source: "support", reference: reference, contentID: nil,
+                                      balanceAfter: balance + amount, note: reason, now: now, on: conn), created: true)
     }
 
     public func balance(app: UUID, user: UUID, on conn: PostgresConnection) async throws -> Int {
