@@ -73,3 +73,65 @@ final class SupportCreditsTests: XCTestCase {
         }
     }
 }
+
+/// #16: support grants premium for some days, or ends what it granted, with a reason: through
+/// the subscription events, told to auth, ads and offline like a purchase, ended by the sweep.
+final class SupportPremiumTests: XCTestCase {
+    static func send(_ h: PurchaseTests.H, _ method: HTTPRequest.Method, _ user: UUID, _ body: String, key: String?) async throws -> TestResponse {
+        try await h.client.execute(uri: "/subscription/v1/admin/users/\(user)/premium", method: method,
+                                   headers: SupportCreditsTests.admin(h, key: key), body: ByteBuffer(string: body)) { $0 }
+    }
+
+    func testGrantRevokeAndExpiryOfSupportPremium() async throws {
+        try await PurchaseTests.run { h in
+            let user = UUID()
+            let granted = try await Self.send(h, .post, user, #"{"days":30,"reason":"Compensation for the outage"}"#, key: "ticket-9")
+            XCTAssertEqual(granted.status, .created, String(buffer: granted.body))
+            let me = try await StoreNotificationTests.me(h, user)
+            XCTAssertTrue(me.is_premium)
+            let facts = try await h.scalar("""
+                SELECT count(*)::int FROM subscription.outbox WHERE path LIKE '/internal/users/\(user.lowercasedString)/%'
+                  AND (body->>'is_premium' = 'true' OR body->>'status' = 'premium')
+                """)
+            XCTAssertEqual(facts, 3, "auth, ads and offline are told, as for a purchase")
+            let replay = try await Self.send(h, .post, user, #"{"days":30,"reason":"Compensation for the outage"}"#, key: "ticket-9")
+            XCTAssertEqual(replay.status, .ok)
+            let other = try await Self.send(h, .post, UUID(), #"{"days":30,"reason":"x"}"#, key: "ticket-9")
+            XCTAssertEqual(other.status, .unprocessableContent)
+            let subs = try await h.scalar("SELECT count(*)::int FROM subscription.subscriptions WHERE app_id = '\(h.app)' AND store = 'support'")
+            XCTAssertEqual(subs, 1, "one grant for the key")
+            for (body, key, status) in [(#"{"days":0,"reason":"r"}"#, "k1" as String?, HTTPResponse.Status.unprocessableContent),
+                                        (#"{"days":400,"reason":"r"}"#, "k2", .unprocessableContent),
+                                        (#"{"days":3,"reason":""}"#, "k3", .unprocessableContent),
+                                        (#"{"days":"3","reason":"r"}"#, "k4", .badRequest),
+                                        (#"{"days":3,"reason":"r"}"#, nil, .badRequest)] {
+                let r = try await Self.send(h, .post, user, body, key: key)
+                XCTAssertEqual(r.status, status, body)
+                XCTAssertNotNil(try? r.envelope().error)
+            }
+
+            let revoked = try await Self.send(h, .delete, user, #"{"reason":"Granted to the wrong account"}"#, key: nil)
+            XCTAssertEqual(revoked.status, .ok, String(buffer: revoked.body))
+            let after = try await StoreNotificationTests.me(h, user)
+            XCTAssertFalse(after.is_premium)
+            let events = try await h.scalar("""
+                SELECT count(*)::int FROM subscription.subscription_events WHERE user_id = '\(user)'
+                  AND ((event_type = 'support_granted' AND event_data->>'reason' = 'Compensation for the outage')
+                    OR (event_type = 'support_revoked' AND event_data->>'reason' = 'Granted to the wrong account'))
+                """)
+            XCTAssertEqual(events, 2)
+            let again = try await Self.send(h, .delete, user, #"{"reason":"twice"}"#, key: nil)
+            XCTAssertEqual(again.status, .notFound)
+            XCTAssertEqual(try again.envelope().error, "no_support_premium")
+
+            // A short grant ends with its period.
+            let brief = UUID()
+            _ = try await Self.send(h, .post, brief, #"{"days":1,"reason":"Trial extension"}"#, key: "ticket-10")
+            let during = try await StoreNotificationTests.me(h, brief)
+            XCTAssertTrue(during.is_premium)
+            h.clock.advance(by: 2 * 86_400)
+            let ended = try await StoreNotificationTests.me(h, brief)
+            XCTAssertFalse(ended.is_premium)
+        }
+    }
+}

@@ -59,6 +59,8 @@ public enum SubscriptionService: ServiceDefinition {
             credits.addRoutes(user: routes.user, internalGroup: routes.internal)
             StoreSettingsController(store: storeSettings, apple: apple, google: google).addRoutes(to: routes.admin)
             SupportCreditsController(db: runtime.db, ledger: ledger, clock: runtime.clock, logger: runtime.logger).addRoutes(to: routes.admin)
+            SupportPremiumController(db: runtime.db, subscriptions: SubscriptionStore(logger: runtime.logger), plans: PlanStore(logger: runtime.logger),
+                                     clock: runtime.clock, logger: runtime.logger).addRoutes(to: routes.admin)
             PlansController(db: runtime.db, plans: PlanStore(logger: runtime.logger)).addRoutes(to: routes.user)
             subscriptions.addRoutes(user: routes.user, internalGroup: routes.internal)
             AppleNotificationsController(db: runtime.db, subscriptions: SubscriptionStore(logger: runtime.logger), apple: apple,

@@ -238,6 +238,37 @@ public struct SubscriptionStore: Sendable {
             """, logger: logger)).first
     }
 
+    public enum SupportGrant: Sendable { case granted(UUID), replayed(UUID), keyReused }
+
+    /// Premium from support until `until`, once per `key` (a retry answers the first grant).
+    public func grantBySupport(app: UUID, user: UUID, key: String, until: Date, plan: Plan?, now: Date,
+                               on conn: PostgresConnection) async throws -> SupportGrant {
+        let reference = "support:" + key
+        for try await id in try await conn.run("""
+            INSERT INTO subscriptions (app_id, user_id, plan_id, plan_type, status, start_date, end_date, store_expires_ms, auto_renew, store,
+                store_product_id, store_transaction_id, store_original_transaction_id, environment, created_at, updated_at)
+            VALUES (\(app), \(user), \(plan?.id), \(plan?.planType ?? "support"), 'active', \(now), \(until),
+                \(Int64(until.timeIntervalSince1970 * 1000)), false, 'support', 'support', \(reference), \(reference), 'Production', \(now), \(now))
+            ON CONFLICT (app_id, store, store_original_transaction_id) DO NOTHING
+            RETURNING id
+            """, logger: logger).decode(UUID.self) { return .granted(id) }
+        for try await (id, owner) in try await conn.run("""
+            SELECT id, user_id FROM subscriptions WHERE app_id = \(app) AND store = 'support' AND store_original_transaction_id = \(reference)
+            """, logger: logger).decode((UUID, UUID).self) { return owner == user ? .replayed(id) : .keyReused }
+        return .keyReused
+    }
+
+    /// Ends every premium support granted the user (store purchases are the store's to end).
+    public func revokeSupportGrants(app: UUID, user: UUID, now: Date, on conn: PostgresConnection) async throws -> [UUID] {
+        var out: [UUID] = []
+        for try await id in try await conn.run("""
+            UPDATE subscriptions SET status = 'revoked', expired_at = \(now), auto_renew = false, updated_at = \(now)
+            WHERE app_id = \(app) AND user_id = \(user) AND store = 'support' AND status IN ('active', 'trial', 'grace_period')
+            RETURNING id
+            """, logger: logger).decode(UUID.self) { out.append(id) }
+        return out
+    }
+
     public func event(_ sub: UUID, app: UUID, user: UUID, type: String, data: [String: JSONValue] = [:], now: Date,
                       on conn: PostgresConnection) async throws {
         let json = String(decoding: try JSON.encoder.encode(data), as: UTF8.self)

@@ -1,0 +1,81 @@
+import Foundation
+import Hummingbird
+import Logging
+import ServiceKit
+import WireTypes
+
+/// `/admin/users/{id}/premium`: support grants premium for a number of days, or ends what it
+/// granted, with a reason (#16). A grant is a subscription of the store `support`: the
+/// subscription events, the user's history and export, the expiry sweep and the facts told to
+/// auth, ads and offline all treat it as any purchase.
+struct SupportPremiumController {
+    let db: DatabasePool
+    let subscriptions: SubscriptionStore
+    let plans: PlanStore
+    let clock: any WallClock
+    let logger: Logger
+
+    struct GrantBody: Decodable { var days: Int; var reason: String }
+    struct RevokeBody: Decodable { var reason: String }
+    struct Granted: Encodable {
+        var subscriptionID: UUID, validUntil: Date, replayed: Bool
+        enum CodingKeys: String, CodingKey { case subscriptionID = "subscription_id", validUntil = "valid_until", replayed }
+    }
+
+    static func reason(_ raw: String) throws -> String {
+        let reason = raw.trimmingCharacters(in: .whitespacesAndNewlines)
+        guard (1...500).contains(reason.count) else { throw AppError.validation("reason", "reason must say why, in 1-500 characters") }
+        return reason
+    }
+
+    func addRoutes(to admin: RouterGroup<ServiceRequestContext>) {
+        admin.post("admin/users/:id/premium") { request, context in
+            let app = try context.requireApp()
+            let user = try SupportCreditsController.userID(context)
+            guard let key = request.headers[.idempotencyKey], (1...100).contains(key.count) else {
+                throw AppError(.badRequest, "idempotency_key_required", "Idempotency-Key (1-100 characters) is required: a retry must not grant twice",
+                               extra: ["field": "Idempotency-Key"])
+            }
+            let body = try await request.decodeJSON(as: GrantBody.self, context: context)
+            guard (1...366).contains(body.days) else { throw AppError.validation("days", "days must be 1 to 366") }
+            let reason = try Self.reason(body.reason)
+            let now = clock.now()
+            let until = now.addingTimeInterval(Double(body.days) * 86_400)
+            let who = context.operator?.auditName ?? "unknown"
+            let outcome = try await db.withTransaction(logger: logger) { conn -> SubscriptionStore.SupportGrant in
+                // The richest active plan gives the features; an app with no plan still gets premium.
+                let plan = try await plans.active(app: app, on: conn).max { $0.price < $1.price }
+                let outcome = try await subscriptions.grantBySupport(app: app, user: user, key: key, until: until, plan: plan, now: now, on: conn)
+                if case .granted(let id) = outcome {
+                    try await subscriptions.event(id, app: app, user: user, type: "support_granted",
+                                                  data: ["reason": .string(reason), "days": .int(body.days), "operator": .string(who)], now: now, on: conn)
+                    try await subscriptions.announceAccess(app: app, user: user, on: conn)
+                }
+                return outcome
+            }
+            switch outcome {
+            case .granted(let id): return try context.json(Granted(subscriptionID: id, validUntil: until, replayed: false), status: .created)
+            case .replayed(let id): return try context.json(Granted(subscriptionID: id, validUntil: until, replayed: true))
+            case .keyReused: throw AppError(.unprocessableContent, "idempotency_key_reused", "This Idempotency-Key was used for another user")
+            }
+        }
+        admin.delete("admin/users/:id/premium") { request, context in
+            let app = try context.requireApp()
+            let user = try SupportCreditsController.userID(context)
+            let reason = try Self.reason(try await request.decodeJSON(as: RevokeBody.self, context: context).reason)
+            let now = clock.now()
+            let who = context.operator?.auditName ?? "unknown"
+            let ended = try await db.withTransaction(logger: logger) { conn -> [UUID] in
+                let ended = try await subscriptions.revokeSupportGrants(app: app, user: user, now: now, on: conn)
+                for id in ended {
+                    try await subscriptions.event(id, app: app, user: user, type: "support_revoked",
+                                                  data: ["reason": .string(reason), "operator": .string(who)], now: now, on: conn)
+                }
+                if !ended.isEmpty { try await subscriptions.announceAccess(app: app, user: user, on: conn) }
+                return ended
+            }
+            guard !ended.isEmpty else { throw AppError(.notFound, "no_support_premium", "Support granted this user no premium that is still running") }
+            return try context.json(["ended": ended.map(\.lowercasedString)])
+        }
+    }
+}
