@@ -94,13 +94,25 @@ public final class TenantSettings<Value: Sendable>: Sendable {
 /// Apple's refresh token) with AES-GCM.
 public struct SecretBox: Sendable {
     let key: SymmetricKey
-    public init(key: SymmetricKey) { self.key = key }
+    /// During a change of data key: what was sealed before still opens (sealing uses `key` only).
+    let previous: SymmetricKey?
+    public init(key: SymmetricKey, previous: SymmetricKey? = nil) { self.key = key; self.previous = previous }
 
     public func seal(_ plain: String) throws -> ByteBuffer {
         ByteBuffer(bytes: try AES.GCM.seal(Data(plain.utf8), using: key).combined!)
     }
 
     public func open(_ sealed: ByteBuffer) throws -> String {
+        do { return try open(sealed, with: key) } catch {
+            guard let previous else { throw error }
+            return try open(sealed, with: previous)
+        }
+    }
+
+    /// True when the value is sealed with the current key (a re-seal skips it).
+    public func isCurrent(_ sealed: ByteBuffer) -> Bool { (try? open(sealed, with: key)) != nil }
+
+    private func open(_ sealed: ByteBuffer, with key: SymmetricKey) throws -> String {
         String(decoding: try AES.GCM.open(AES.GCM.SealedBox(combined: Data(sealed.readableBytesView)), using: key), as: UTF8.self)
     }
 

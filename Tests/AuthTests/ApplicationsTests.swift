@@ -216,3 +216,38 @@ final class OperatorKeysCommandTests: XCTestCase {
         XCTAssertEqual(audit, ["operator.key.create:", "operator.key.revoke:left the team"])
     }
 }
+
+/// #16: `AUTH_DATA_KEY` changes without losing a sealed secret: with the old key as
+/// `AUTH_DATA_KEY_PREVIOUS` everything still opens, `admin reseal` seals it again under the new
+/// key (once: a second run changes nothing), after which the old key is not needed.
+final class DataKeyChangeTests: XCTestCase {
+    func testResealMovesEverySecretToTheNewKey() async throws {
+        let runtime = TestEnvironment.runtime(.auth, migrations: try AuthService.migrations())
+        try await withMigratedRuntime(runtime) { runtime in
+            let repo = PostgresApplicationRepository(db: runtime.db, logger: runtime.logger)
+            let old = SymmetricKey(size: .bits256), new = SymmetricKey(size: .bits256)
+            let pem = P256.Signing.PrivateKey().pemRepresentation
+            var apps: [UUID] = []
+            for i in 0..<3 {
+                let app = try await repo.create(name: "Reseal \(i)").appID
+                apps.append(app)
+                _ = try await SignInSettingsStore(db: runtime.db, box: SecretBox(key: old), logger: runtime.logger)
+                    .setApple(app: app, .init(teamID: "TEAM12345\(i)", keyID: "KEY123456\(i)", clientID: "com.example.\(i)", privateKeyPEM: pem))
+            }
+            let onlyNew = SignInSettingsStore(db: runtime.db, box: SecretBox(key: new), logger: runtime.logger)
+            let before = try await onlyNew.loadApple()
+            XCTAssertTrue(apps.allSatisfy { before[$0] == nil }, "the new key alone cannot open what the old one sealed")
+            let both = SecretBox(key: new, previous: old)
+            let during = try await SignInSettingsStore(db: runtime.db, box: both, logger: runtime.logger).loadApple()
+            XCTAssertTrue(apps.allSatisfy { during[$0] != nil }, "during the change, the previous key still opens them")
+
+            let first = try await ResealStore(db: runtime.db, box: both, logger: runtime.logger).run(batch: 2)
+            XCTAssertGreaterThanOrEqual(first["apple_signin_settings"] ?? 0, 3)
+            let after = try await onlyNew.loadApple()
+            XCTAssertTrue(apps.allSatisfy { after[$0] != nil }, "after the re-seal the new key alone opens them")
+            XCTAssertEqual(after[apps[0]]?.teamID, "TEAM123450")
+            let second = try await ResealStore(db: runtime.db, box: both, logger: runtime.logger).run()
+            XCTAssertEqual(second["apple_signin_settings"], 0, "a second run changes nothing")
+        }
+    }
+}

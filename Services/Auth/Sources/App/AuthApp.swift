@@ -64,7 +64,7 @@ public enum AuthService: ServiceDefinition {
             return MailFolder(directory: URL(fileURLWithPath: runtime.config.dataDirectory).appendingPathComponent("mail"))
         }()
         let dataKey = try dataKey(env: env, signingKey: signingKey)
-        let box = SecretBox(key: dataKey)
+        let box = SecretBox(key: dataKey, previous: try previousDataKey(env: env))
         let signIn = SignInSettingsStore(db: runtime.db, box: box, logger: runtime.logger)
         let appleConfigs = TenantSettings(topic: "apple_signin", bootstrap: try AppleClientConfig.parse(env.optional("APPLE_SIGNIN_APPS")),
                                           feed: runtime.changes, load: signIn.loadApple)
@@ -132,6 +132,14 @@ public enum AuthService: ServiceDefinition {
     /// set (`serve` refuses to start otherwise): a derived key would change with a signing-key
     /// rotation and leave every sealed secret unreadable. A deployment that ran on the derived
     /// key pins it first: `auth-service admin data-key` prints it for the current signing key.
+    /// `AUTH_DATA_KEY_PREVIOUS`, while the data key changes (README "Rotating keys"): secrets
+    /// sealed with it still open until `admin data-key reseal` has sealed them again.
+    static func previousDataKey(env: EnvironmentVariables) throws -> SymmetricKey? {
+        guard let encoded = env.optional("AUTH_DATA_KEY_PREVIOUS"), !encoded.isEmpty else { return nil }
+        guard let raw = Data(base64Encoded: encoded), raw.count == 32 else { throw ConfigurationError("AUTH_DATA_KEY_PREVIOUS must be base64 of 32 bytes") }
+        return SymmetricKey(data: raw)
+    }
+
     static func dataKey(env: EnvironmentVariables, signingKey: Curve25519.Signing.PrivateKey) throws -> SymmetricKey {
         if let encoded = env.optional("AUTH_DATA_KEY") {
             guard let raw = Data(base64Encoded: encoded), raw.count == 32 else {

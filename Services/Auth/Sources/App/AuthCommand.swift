@@ -15,7 +15,7 @@ public struct AuthCommand: AsyncParsableCommand {
     public init() {}
 
     struct Admin: AsyncParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "Operator commands", subcommands: [Apps.self, OperatorKeysCommand.self, Users.self, BcryptTime.self, SigningKey.self, DataKey.self])
+        static let configuration = CommandConfiguration(abstract: "Operator commands", subcommands: [Apps.self, OperatorKeysCommand.self, Users.self, BcryptTime.self, SigningKey.self, DataKey.self, Reseal.self])
     }
 
     struct Users: AsyncParsableCommand {
@@ -254,6 +254,25 @@ public struct AuthCommand: AsyncParsableCommand {
             }
             let key = try AuthService.dataKey(env: EnvironmentVariables([:]), signingKey: SigningKeyLoader.load(config: runtime.config))
             print("AUTH_DATA_KEY=\(key.withUnsafeBytes { Data($0) }.base64EncodedString())")
+        }
+    }
+
+    /// Step 2 of a data-key change (README "Rotating keys"): every secret sealed with
+    /// `AUTH_DATA_KEY_PREVIOUS` sealed again with `AUTH_DATA_KEY`. Safe to run again.
+    struct Reseal: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Seal auth's secrets at rest again with AUTH_DATA_KEY (the old key in AUTH_DATA_KEY_PREVIOUS)")
+        func run() async throws {
+            let runtime = try AuthService.makeRuntime()
+            let env = runtime.config.environment
+            guard let previous = try AuthService.previousDataKey(env: env) else {
+                throw ValidationError("AUTH_DATA_KEY_PREVIOUS is not set: nothing is sealed with another key")
+            }
+            let box = SecretBox(key: try AuthService.dataKey(env: env, signingKey: SigningKeyLoader.load(config: runtime.config)), previous: previous)
+            try await runtime.withDatabase { db in
+                try await runtime.migrations.run(on: db, logger: runtime.logger)
+                let counts = try await ResealStore(db: db, box: box, logger: runtime.logger).run()
+                for (table, n) in counts.sorted(by: { $0.key < $1.key }) { print("\(table): \(n) sealed again") }
+            }
         }
     }
 

@@ -18,6 +18,9 @@ public struct AppleClientConfig: Sendable {
     /// As an operator gives it (an `APPLE_SIGNIN_APPS` entry, or `apple` in `PUT /admin/sign-in`).
     public struct Settings: Codable, Sendable {
         public var teamID: String; public var keyID: String; public var clientID: String; public var privateKeyPEM: String
+        public init(teamID: String, keyID: String, clientID: String, privateKeyPEM: String) {
+            self.teamID = teamID; self.keyID = keyID; self.clientID = clientID; self.privateKeyPEM = privateKeyPEM
+        }
         enum CodingKeys: String, CodingKey { case teamID = "team_id"; case keyID = "key_id"; case clientID = "client_id"; case privateKeyPEM = "private_key_pem" }
     }
 
