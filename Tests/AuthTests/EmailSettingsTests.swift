@@ -218,3 +218,42 @@ final class SupportLookupTests: XCTestCase {
         }
     }
 }
+
+/// #16: an app's operator sees its own app (state, key prefix, operator keys, never a secret)
+/// and may take it down at once with a reason; only the platform owner brings it back.
+final class AppAdminTests: XCTestCase {
+    func testShowAndDisableTheOperatorsOwnApp() async throws {
+        try await AuthHarness.run { h in
+            let keys = OperatorKeyStore(db: h.runtime.db, logger: h.runtime.logger)
+            let key = try await keys.create(appID: h.otherApp.appID, name: "On call", operator: "test")!
+            let shown = try await h.client.execute(uri: "/auth/v1/admin/app", method: .get,
+                                                   headers: EmailSettingsTests.admin(h, app: h.otherApp, bearer: key.key)) { $0 }
+            XCTAssertEqual(shown.status, .ok)
+            let text = String(buffer: shown.body)
+            XCTAssertTrue(text.contains(#""name":"Other App""#) && text.contains(#""active":true"#) && text.contains("On call"), text)
+            XCTAssertFalse(text.contains(key.key) || text.contains(h.otherApp.apiKey), "no secret is shown")
+
+            let noReason = try await h.client.execute(uri: "/auth/v1/admin/app/disable", method: .post,
+                                                      headers: EmailSettingsTests.admin(h, app: h.otherApp, bearer: key.key),
+                                                      body: ByteBuffer(string: #"{"reason":" "}"#)) { $0 }
+            XCTAssertEqual(noReason.status, .unprocessableContent)
+            let disabled = try await h.client.execute(uri: "/auth/v1/admin/app/disable", method: .post,
+                                                      headers: EmailSettingsTests.admin(h, app: h.otherApp, bearer: key.key),
+                                                      body: ByteBuffer(string: #"{"reason":"API key leaked on a forum"}"#)) { $0 }
+            XCTAssertEqual(disabled.status, .ok, String(buffer: disabled.body))
+            let refused = try await h.post("auth/register", #"{"provider":"guest","credentials":{"device_id":"after-disable"}}"#, app: h.otherApp)
+            XCTAssertEqual(refused.status, .forbidden)
+            XCTAssertEqual(try refused.envelope().error, "app_disabled")
+            let untouched = try await h.post("auth/register", #"{"provider":"guest","credentials":{"device_id":"other-\#(UUID())"}}"#)
+            XCTAssertEqual(untouched.status, .created, "the other app goes on")
+            let audited = try await h.scalar("""
+                SELECT count(*)::int FROM auth.audit_logs WHERE app_id = '\(h.otherApp.appID)' AND action = 'operator.app.disable'
+                  AND details->>'reason' = 'API key leaked on a forum' AND details->>'operator' LIKE 'operator_key:\(key.id.lowercasedString):%'
+                """)
+            XCTAssertEqual(audited, 1)
+            let enabled = try await PostgresApplicationRepository(db: h.runtime.db, logger: h.runtime.logger)
+                .setActive(appID: h.otherApp.appID, active: true, reason: "test over", operator: "test")
+            XCTAssertEqual(enabled?.active, true)
+        }
+    }
+}

@@ -120,6 +120,7 @@ public enum AuthService: ServiceDefinition {
             InternalOperatorsController(operators: operatorKeys).addRoutes(to: routes.internal)
             EmailSettingsController(store: emailSettings, emails: emails).addRoutes(to: routes.admin)
             SignInSettingsController(store: signIn, applications: applications, apple: appleConfigs).addRoutes(to: routes.admin)
+            AppAdminController(applications: applications, operatorKeys: operatorKeys, verifier: appVerifier).addRoutes(to: routes.admin)
             SupportController(store: SupportStore(db: runtime.db, logger: runtime.logger), db: runtime.db, http: runtime.http,
                               serviceURLs: runtime.config.serviceURLs, credential: runtime.internalCredential, logger: runtime.logger)
                 .addRoutes(to: routes.admin)

@@ -110,6 +110,14 @@ public struct PostgresApplicationRepository: ApplicationRepository {
         return nil
     }
 
+    /// When the key before the current one stops being accepted (nil: none is).
+    public func previousKeyValidUntil(appID: UUID) async throws -> Date? {
+        for try await until in try await db.query("""
+            SELECT previous_api_key_expires_at FROM applications WHERE id = \(appID) AND previous_api_key_expires_at > now()
+            """, logger: logger).decode(Date.self) { return until }
+        return nil
+    }
+
     /// Every app, for operators (no key material: the prefix only).
     public func list() async throws -> [TenantApplication] {
         var out: [TenantApplication] = []
