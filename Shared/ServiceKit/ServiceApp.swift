@@ -136,6 +136,7 @@ public func buildServiceApplication(
     services extra: [any Service] = [],
     userData: [UserDataSection]? = nil,
     timeline: UserTimeline? = nil,
+    retention: [RetentionRule] = [],
     configure: (ServiceRoutes) throws -> Void
 ) rethrows -> Application<RouterResponder<ServiceRequestContext>> {
     let config = runtime.config
@@ -194,7 +195,9 @@ public func buildServiceApplication(
     let watcher = runtime.sessionWatcher
     var services: [any Service] = [runtime.db, runtime.changes, AfterMigrations(runtime.readiness, watcher)]
     if config.runWorkers {
-        services += ([runtime.outboxWorker] + extra).map { AfterMigrations(runtime.readiness, $0) }
+        let purger = RetentionPurger(db: runtime.db, rules: RetentionRule.platform(config.environment) + retention,
+                                     interval: .seconds(config.environment.int("RETENTION_PURGE_SECONDS", default: 600)), logger: runtime.logger)
+        services += ([runtime.outboxWorker, purger] + extra).map { AfterMigrations(runtime.readiness, $0) }
     }
     var app = Application(
         router: router,

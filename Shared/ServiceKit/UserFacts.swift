@@ -60,7 +60,17 @@ extension PlatformMigrations {
                                              "request_trace": requestTrace, "change_feed": changeFeed,
                                              "entitlements": entitlements, "outbox_wake": Outbox.wakeMigration,
                                              "backlog_indexes": backlogIndexes,
-                                             "operator_audit": OperatorAuditStore.migration]
+                                             "operator_audit": OperatorAuditStore.migration, "retention_indexes": retentionIndexes]
+
+    /// #19: each retention rule's predicate served by an index (`RetentionRule.platform`), so a
+    /// purge reads the rows that are due, not the table.
+    static let retentionIndexes = """
+        CREATE INDEX outbox_delivered ON outbox (delivered_at) WHERE status = 'delivered';
+        CREATE INDEX jobs_done ON jobs (finished_at) WHERE status = 'done';
+        CREATE INDEX idempotency_keys_created ON idempotency_keys (created_at);
+        CREATE INDEX rate_limits_window ON rate_limits (window_start);
+        CREATE INDEX operator_audit_at ON operator_audit (at);
+        """
 
     /// The metrics' backlog reads (`BacklogStore`) count dead rows by destination and kind:
     /// indexed, so a scrape never reads the delivered and finished history.

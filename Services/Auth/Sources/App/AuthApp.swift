@@ -102,7 +102,9 @@ public enum AuthService: ServiceDefinition {
         let operatorKeys = OperatorKeyStore(db: runtime.db, logger: runtime.logger)
         return try buildServiceApplication(runtime: runtime, appVerifier: appVerifier, tokenVerifier: tokenVerifier,
                                            operatorVerifier: operatorKeys, services: [worker, sweeper], userData: userData,
-                                           timeline: SupportStore.timeline) { routes in
+                                           timeline: SupportStore.timeline,
+                                           retention: [RetentionRule(name: "audit_logs", table: "audit_logs", due: "timestamp < $1",
+                                                                     keep: RetentionRule.auditKeep(env))]) { routes in
             try OpenAPIDocument.serve(.module, on: routes.open)
             JWKSController(document: jwks).addRoutes(to: routes.open)
             let sessions = AuthController(ctx: ctx)

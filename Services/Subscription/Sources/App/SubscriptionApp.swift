@@ -14,6 +14,12 @@ public enum SubscriptionService: ServiceDefinition {
         try buildApplication(runtime: runtime, appVerifier: runtime.remoteAppVerifier(), tokenVerifier: runtime.remoteTokenVerifier())
     }
 
+    /// One row per content access check: kept `ACCESS_LOG_RETENTION_DAYS` (90 by default).
+    static func accessLogRetention(_ env: EnvironmentVariables) -> RetentionRule {
+        RetentionRule(name: "access_logs", table: "access_logs", due: "timestamp < $1",
+                      keep: .seconds(86_400 * env.int("ACCESS_LOG_RETENTION_DAYS", default: 90)))
+    }
+
     /// The composition root: tenant headers and access tokens are checked by asking auth.
     public static func buildApplication(runtime: ServiceRuntime, appVerifier: any AppVerifier,
                                         tokenVerifier: AccessTokenVerifier) throws -> Application<RouterResponder<ServiceRequestContext>> {
@@ -54,7 +60,8 @@ public enum SubscriptionService: ServiceDefinition {
         let sweeper = ExpirySweeper(store: SubscriptionStore(logger: runtime.logger), db: runtime.db, clock: runtime.clock,
                                     interval: .seconds(runtime.config.environment.int("EXPIRY_SWEEP_SECONDS", default: 300)))
         return try buildServiceApplication(runtime: runtime, appVerifier: appVerifier, tokenVerifier: tokenVerifier, services: [sweeper, jobs],
-                                           userData: SubscriptionUserData.sections(logger: runtime.logger), timeline: SubscriptionTimeline.timeline) { routes in
+                                           userData: SubscriptionUserData.sections(logger: runtime.logger), timeline: SubscriptionTimeline.timeline,
+                                           retention: [Self.accessLogRetention(env)]) { routes in
             try OpenAPIDocument.serve(.module, on: routes.open)
             credits.addRoutes(user: routes.user, internalGroup: routes.internal)
             StoreSettingsController(store: storeSettings, apple: apple, google: google).addRoutes(to: routes.admin)

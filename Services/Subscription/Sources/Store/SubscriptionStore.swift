@@ -182,15 +182,19 @@ public struct SubscriptionStore: Sendable {
         return nil
     }
 
+    /// A running subscription and the end of its period (or grace): the expiry sweep's filter and
+    /// order, served by the index `subscriptions_expiry_due` on exactly this expression.
+    static let running = "status IN ('active', 'trial', 'grace_period')"
+    static let periodEnd = "(CASE WHEN status = 'grace_period' THEN COALESCE(grace_period_end, end_date) ELSE end_date END)"
+
     /// The expiry sweep: subscriptions whose period (or grace) has ended, a batch at a time,
     /// `SKIP LOCKED` so replicas share the work. Returns how many it expired.
     public func expireDue(now: Date, batch: Int, db: DatabasePool) async throws -> Int {
         try await db.withTransaction(logger: logger) { conn in
             let rows = try await conn.run("""
                 SELECT app_id, \(unescaped: Self.columns) FROM subscriptions
-                WHERE status IN ('active', 'trial', 'grace_period')
-                  AND (CASE WHEN status = 'grace_period' THEN COALESCE(grace_period_end, end_date) ELSE end_date END) <= \(now)
-                ORDER BY end_date LIMIT \(batch) FOR UPDATE SKIP LOCKED
+                WHERE \(unescaped: Self.running) AND \(unescaped: Self.periodEnd) <= \(now)
+                ORDER BY \(unescaped: Self.periodEnd) LIMIT \(batch) FOR UPDATE SKIP LOCKED
                 """, logger: logger)
             var due: [(UUID, Subscription)] = []
             for try await r in rows.decode((UUID, UUID, UUID, String, String, Date, Date, Date?, Date?, Bool, String, Date?).self) {

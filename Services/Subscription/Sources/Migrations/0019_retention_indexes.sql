@@ -1,0 +1,1 @@
+-- include platform: retention_indexes
