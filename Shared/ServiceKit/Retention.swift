@@ -41,18 +41,15 @@ public struct RetentionRule: Sendable {
         .seconds(86_400 * env.int("AUDIT_LOG_RETENTION_DAYS", default: 400))
     }
 
-    /// The batch statement (identifiers from the code, never from input).
-    var statement: String {
-        """
-        DELETE FROM \(table) WHERE ctid = ANY(ARRAY(
-            SELECT ctid FROM \(table) WHERE \(due.replacingOccurrences(of: "$1", with: "(now() - make_interval(secs => $1))"))
-            LIMIT \(batch) FOR UPDATE SKIP LOCKED))
-        """
-    }
-
-    /// The rows a purge would look at, for `EXPLAIN` (the index that serves the rule).
+    /// The rows a purge would look at, for `EXPLAIN` (the index that serves the rule); the
+    /// cutoff on the database's clock, `$1` the seconds kept. Identifiers come from the code.
     public var selection: String {
         "SELECT ctid FROM \(table) WHERE \(due.replacingOccurrences(of: "$1", with: "(now() - make_interval(secs => $1))")) LIMIT \(batch)"
+    }
+
+    /// The batch statement: the selection, locked as it can be, deleted.
+    var statement: String {
+        "DELETE FROM \(table) WHERE ctid = ANY(ARRAY(\(selection) FOR UPDATE SKIP LOCKED))"
     }
 }
 
