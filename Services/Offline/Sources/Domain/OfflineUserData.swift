@@ -61,6 +61,7 @@ struct OfflineMaintenance: Service {
     let catalog: CatalogStore
     let sync: SyncStore
     let locations: LocationStore
+    var copies: CopyStore { CopyStore(logger: logger) }
     let clock: any WallClock
     let interval: Duration
     let logger: Logger
@@ -80,20 +81,15 @@ struct OfflineMaintenance: Service {
         let now = clock.now()
         var r = Report()
         r.anonymized = try await db.withConnection { try await locations.anonymize(olderThan: now.addingTimeInterval(-OfflineRules.staleAfter), on: $0) }
-        for (cutoff, column) in [(now, "expires_at"), (now.addingTimeInterval(-OfflineRules.staleAfter), "COALESCE(last_accessed_at, downloaded_at)")] {
-            let n = try await db.withTransaction(logger: logger) { conn -> Int in
-                var n = 0
-                for try await (app, user, category) in try await conn.run("""
-                    DELETE FROM offline_categories WHERE \(unescaped: column) < \(cutoff) RETURNING app_id, user_id, category_id
-                    """, logger: logger).decode((UUID, UUID, String).self) {
-                    n += 1
-                    try await conn.run("""
-                        DELETE FROM offline_items WHERE app_id = \(app) AND user_id = \(user) AND category_id = \(category)
-                        """, logger: logger)
-                }
-                return n
+        // In batches (no long lock on a user's copies while a big backlog drains).
+        for (due, cutoff) in [(CopyStore.Due.expired, now), (.unopened, now.addingTimeInterval(-OfflineRules.staleAfter))] {
+            var n = 0
+            while true {
+                let removed = try await copies.deleteDue(due, before: cutoff, batch: 500, db: db)
+                n += removed
+                if removed < 500 { break }
             }
-            if column == "expires_at" { r.expired = n } else { r.stale = n }
+            if due == .expired { r.expired = n } else { r.stale = n }
         }
         r.conflicts = try await sync.autoResolveOld(before: now.addingTimeInterval(-OfflineRules.conflictAutoResolveAfter), now: now, db: db)
         r.tombstoneApps = try await catalog.purgeTombstones(before: now.addingTimeInterval(-OfflineRules.tombstoneWindow), db: db)

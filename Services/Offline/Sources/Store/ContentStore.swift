@@ -165,6 +165,31 @@ struct CatalogStore: Sendable {
 struct CopyStore: Sendable {
     let logger: Logger
 
+    /// Which copies the upkeep removes: past their expiry, or unopened since the cutoff.
+    enum Due: String, Sendable {
+        case expired = "expires_at"
+        case unopened = "COALESCE(last_accessed_at, downloaded_at)"
+    }
+
+    /// Removes up to `batch` due copies with their items, in one short transaction, skipping a
+    /// copy a request holds (the next run takes it). Returns how many went.
+    func deleteDue(_ due: Due, before cutoff: Date, batch: Int, db: DatabasePool) async throws -> Int {
+        try await db.withTransaction(logger: logger) { conn -> Int in
+            var n = 0
+            for try await (app, user, category) in try await conn.run("""
+                DELETE FROM offline_categories WHERE ctid = ANY(ARRAY(
+                    SELECT ctid FROM offline_categories WHERE \(unescaped: due.rawValue) < \(cutoff) LIMIT \(batch) FOR UPDATE SKIP LOCKED))
+                RETURNING app_id, user_id, category_id
+                """, logger: logger).decode((UUID, UUID, String).self) {
+                n += 1
+                try await conn.run("""
+                    DELETE FROM offline_items WHERE app_id = \(app) AND user_id = \(user) AND category_id = \(category)
+                    """, logger: logger)
+            }
+            return n
+        }
+    }
+
     struct Downloaded: Encodable, Sendable {
         var categoryID: String
         var itemCount: Int
