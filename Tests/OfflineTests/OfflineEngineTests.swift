@@ -272,3 +272,29 @@ final class UpstreamSettingsTests: XCTestCase {
         }
     }
 }
+
+/// #19: the hourly upkeep works in small batches: a backlog larger than one batch is all done in
+/// one run, a batch at a time (here batches of 2 over 5 rows).
+final class UpkeepBatchTests: XCTestCase {
+    func testOldLocationsAreAnonymisedInBatchesUntilNoneIsDue() async throws {
+        let runtime = TestEnvironment.runtime(.offline, migrations: try OfflineService.migrations())
+        try await withMigratedRuntime(runtime) { rt in
+            let app = UUID()
+            try await rt.db.query("""
+                INSERT INTO user_locations (id, app_id, user_id, location, accuracy, source, city, created_at)
+                SELECT gen_random_uuid(), \(app), gen_random_uuid(), ST_SetSRID(ST_MakePoint(2.35, 48.85), 4326)::geography, 10, 'gps', 'Paris',
+                       now() - interval '100 days'
+                FROM generate_series(1, 5)
+                """, logger: rt.logger)
+            let anonymized = try await rt.db.withConnection { conn in
+                try await LocationStore(logger: rt.logger).anonymize(olderThan: Date().addingTimeInterval(-90 * 86_400), batch: 2, on: conn)
+            }
+            XCTAssertGreaterThanOrEqual(anonymized, 5)
+            var left = -1
+            for try await n in try await rt.db.query("""
+                SELECT count(*)::int FROM user_locations WHERE app_id = \(app) AND (NOT anonymized OR user_id IS NOT NULL OR city IS NOT NULL)
+                """, logger: rt.logger).decode(Int.self) { left = n }
+            XCTAssertEqual(left, 0, "every old location anonymised, over three batches")
+        }
+    }
+}

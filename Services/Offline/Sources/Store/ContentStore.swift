@@ -142,21 +142,34 @@ struct CatalogStore: Sendable {
         return 0
     }
 
-    /// Purges tombstones older than the window, moving each app's horizon past them.
-    func purgeTombstones(before: Date, db: DatabasePool) async throws -> Int {
-        try await db.withTransaction(logger: logger) { conn in
-            var n = 0
-            for try await (app, seq) in try await conn.run("""
-                WITH gone AS (DELETE FROM content_items WHERE deleted_at IS NOT NULL AND deleted_at < \(before) RETURNING app_id, change_seq)
-                SELECT app_id, max(change_seq)::int8 FROM gone GROUP BY app_id
-                """, logger: logger).decode((UUID, Int64).self) {
-                n += 1
-                try await conn.run("""
-                    INSERT INTO content_horizon (app_id, purged_through_seq) VALUES (\(app), \(seq))
-                    ON CONFLICT (app_id) DO UPDATE SET purged_through_seq = GREATEST(content_horizon.purged_through_seq, EXCLUDED.purged_through_seq)
-                    """, logger: logger)
+    /// Purges tombstones older than the window, moving each app's horizon past them: in
+    /// batches of `batch`, each with its horizon in one short transaction, skipping rows a
+    /// request holds. Returns how many apps had tombstones purged.
+    func purgeTombstones(before: Date, batch: Int = 1000, db: DatabasePool) async throws -> Int {
+        var apps = Set<UUID>()
+        while true {
+            let (purged, touched) = try await db.withTransaction(logger: logger) { conn -> (Int, [UUID]) in
+                var rows = 0
+                var touched: [UUID] = []
+                for try await (app, seq, count) in try await conn.run("""
+                    WITH gone AS (
+                        DELETE FROM content_items WHERE ctid = ANY(ARRAY(
+                            SELECT ctid FROM content_items WHERE deleted_at IS NOT NULL AND deleted_at < \(before)
+                            LIMIT \(batch) FOR UPDATE SKIP LOCKED))
+                        RETURNING app_id, change_seq)
+                    SELECT app_id, max(change_seq)::int8, count(*)::int FROM gone GROUP BY app_id
+                    """, logger: logger).decode((UUID, Int64, Int).self) {
+                    rows += count
+                    touched.append(app)
+                    try await conn.run("""
+                        INSERT INTO content_horizon (app_id, purged_through_seq) VALUES (\(app), \(seq))
+                        ON CONFLICT (app_id) DO UPDATE SET purged_through_seq = GREATEST(content_horizon.purged_through_seq, EXCLUDED.purged_through_seq)
+                        """, logger: logger)
+                }
+                return (rows, touched)
             }
-            return n
+            apps.formUnion(touched)
+            if purged < batch { return apps.count }
         }
     }
 }

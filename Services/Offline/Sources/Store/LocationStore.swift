@@ -56,14 +56,21 @@ struct LocationStore: Sendable {
     }
 
     /// Positions older than `cutoff` lose their user and their precision (seed: kept 30 days).
-    func anonymize(olderThan cutoff: Date, on conn: PostgresConnection) async throws -> Int {
-        var n = 0
-        for try await _ in try await conn.run("""
-            UPDATE user_locations SET user_id = NULL, anonymized = true,
-                   location = ST_SnapToGrid(location::geometry, 0.1)::geography, city = NULL
-            WHERE NOT anonymized AND created_at < \(cutoff) RETURNING 1
-            """, logger: logger) { n += 1 }
-        return n
+    /// In batches of `batch` rows, each its own statement, skipping rows a request holds.
+    func anonymize(olderThan cutoff: Date, batch: Int = 1000, on conn: PostgresConnection) async throws -> Int {
+        var total = 0
+        while true {
+            var n = 0
+            for try await _ in try await conn.run("""
+                UPDATE user_locations SET user_id = NULL, anonymized = true,
+                       location = ST_SnapToGrid(location::geometry, 0.1)::geography, city = NULL
+                WHERE ctid = ANY(ARRAY(SELECT ctid FROM user_locations WHERE NOT anonymized AND created_at < \(cutoff)
+                                       LIMIT \(batch) FOR UPDATE SKIP LOCKED))
+                RETURNING 1
+                """, logger: logger) { n += 1 }
+            total += n
+            if n < batch { return total }
+        }
     }
 
     struct LocationContent {

@@ -309,12 +309,19 @@ struct SyncStore: Sendable {
     }
 
     /// Older than 7 days: the server's version stands.
-    func autoResolveOld(before: Date, now: Date, db: DatabasePool) async throws -> Int {
-        var n = 0
-        for try await _ in try await db.query("""
-            UPDATE sync_conflicts SET resolved = true, resolution = 'server_wins', resolved_by = 'system', final_data = server_data, resolved_at = \(now)
-            WHERE NOT resolved AND created_at < \(before) RETURNING 1
-            """, logger: logger) { n += 1 }
-        return n
+    /// In batches of `batch` conflicts, each its own statement, skipping those a request holds.
+    func autoResolveOld(before: Date, now: Date, batch: Int = 1000, db: DatabasePool) async throws -> Int {
+        var total = 0
+        while true {
+            var n = 0
+            for try await _ in try await db.query("""
+                UPDATE sync_conflicts SET resolved = true, resolution = 'server_wins', resolved_by = 'system', final_data = server_data, resolved_at = \(now)
+                WHERE ctid = ANY(ARRAY(SELECT ctid FROM sync_conflicts WHERE NOT resolved AND created_at < \(before)
+                                       LIMIT \(batch) FOR UPDATE SKIP LOCKED))
+                RETURNING 1
+                """, logger: logger) { n += 1 }
+            total += n
+            if n < batch { return total }
+        }
     }
 }
