@@ -32,14 +32,10 @@ struct SupportCreditsController {
         admin.post("admin/users/:id/credits") { request, context in
             let app = try context.requireApp()
             let user = try Self.userID(context)
-            guard let key = request.headers[.idempotencyKey], (1...100).contains(key.count) else {
-                throw AppError(.badRequest, "idempotency_key_required", "Idempotency-Key (1-100 characters) is required: a retry must not grant twice",
-                               extra: ["field": "Idempotency-Key"])
-            }
+            let key = try Self.requiredKey(request)
             let body = try await request.decodeJSON(as: Body.self, context: context)
             guard body.amount != 0, abs(body.amount) <= 100_000 else { throw AppError.validation("amount", "amount must be non-zero, at most 100000 either way") }
-            let reason = body.reason.trimmingCharacters(in: .whitespacesAndNewlines)
-            guard (1...500).contains(reason.count) else { throw AppError.validation("reason", "reason must say why, in 1-500 characters") }
+            let reason = try Self.reason(body.reason)
             let now = clock.now()
             let outcome = try await db.withTransaction(logger: logger) { conn in
                 try await ledger.supportAdjust(app: app, user: user, amount: body.amount, reason: reason, key: key, now: now, on: conn)
@@ -53,6 +49,22 @@ struct SupportCreditsController {
                 throw AppError(.unprocessableContent, "idempotency_key_reused", "This Idempotency-Key was used for another amount")
             }
         }
+    }
+
+    /// Support's grants happen once per key: a retry answers the first.
+    static func requiredKey(_ request: Request) throws -> String {
+        guard let key = request.headers[.idempotencyKey], (1...100).contains(key.count) else {
+            throw AppError(.badRequest, "idempotency_key_required", "Idempotency-Key (1-100 characters) is required: a retry must not grant twice",
+                           extra: ["field": "Idempotency-Key"])
+        }
+        return key
+    }
+
+    /// Why support acted, kept with what it did.
+    static func reason(_ raw: String) throws -> String {
+        let reason = raw.trimmingCharacters(in: .whitespacesAndNewlines)
+        guard (1...500).contains(reason.count) else { throw AppError.validation("reason", "reason must say why, in 1-500 characters") }
+        return reason
     }
 
     static func userID(_ context: ServiceRequestContext) throws -> UUID {

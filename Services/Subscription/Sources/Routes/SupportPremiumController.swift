@@ -22,23 +22,14 @@ struct SupportPremiumController {
         enum CodingKeys: String, CodingKey { case subscriptionID = "subscription_id", validUntil = "valid_until", replayed }
     }
 
-    static func reason(_ raw: String) throws -> String {
-        let reason = raw.trimmingCharacters(in: .whitespacesAndNewlines)
-        guard (1...500).contains(reason.count) else { throw AppError.validation("reason", "reason must say why, in 1-500 characters") }
-        return reason
-    }
-
     func addRoutes(to admin: RouterGroup<ServiceRequestContext>) {
         admin.post("admin/users/:id/premium") { request, context in
             let app = try context.requireApp()
             let user = try SupportCreditsController.userID(context)
-            guard let key = request.headers[.idempotencyKey], (1...100).contains(key.count) else {
-                throw AppError(.badRequest, "idempotency_key_required", "Idempotency-Key (1-100 characters) is required: a retry must not grant twice",
-                               extra: ["field": "Idempotency-Key"])
-            }
+            let key = try SupportCreditsController.requiredKey(request)
             let body = try await request.decodeJSON(as: GrantBody.self, context: context)
             guard (1...366).contains(body.days) else { throw AppError.validation("days", "days must be 1 to 366") }
-            let reason = try Self.reason(body.reason)
+            let reason = try SupportCreditsController.reason(body.reason)
             let now = clock.now()
             let until = now.addingTimeInterval(Double(body.days) * 86_400)
             let who = context.operator?.auditName ?? "unknown"
@@ -62,7 +53,7 @@ struct SupportPremiumController {
         admin.delete("admin/users/:id/premium") { request, context in
             let app = try context.requireApp()
             let user = try SupportCreditsController.userID(context)
-            let reason = try Self.reason(try await request.decodeJSON(as: RevokeBody.self, context: context).reason)
+            let reason = try SupportCreditsController.reason(try await request.decodeJSON(as: RevokeBody.self, context: context).reason)
             let now = clock.now()
             let who = context.operator?.auditName ?? "unknown"
             let ended = try await db.withTransaction(logger: logger) { conn -> [UUID] in
