@@ -86,23 +86,28 @@ public struct JobQueue: Sendable {
     public func claim(limit: Int, lease: Duration) async throws -> [Job] {
         let now = clock.now()
         let leaseUntil = now.addingTimeInterval(Double(lease.components.seconds))
-        let rows = try await client.query("""
-            UPDATE jobs SET status = 'running', attempts = attempts + 1,
-                   locked_until = \(leaseUntil), updated_at = now()
-            WHERE id IN (
-                SELECT id FROM jobs
-                WHERE queue = \(queue)
-                  AND ((status = 'pending' AND run_at <= GREATEST(\(now), now())) OR (status = 'running' AND locked_until < \(now)))
-                ORDER BY run_at
-                LIMIT \(limit)
-                FOR UPDATE SKIP LOCKED)
-            RETURNING id, kind, payload::text, attempts, max_attempts, request_id
-            """, logger: logger)
+        let rows = try await client.query(Self.claimQuery(queue: queue, now: now, leaseUntil: leaseUntil, limit: limit), logger: logger)
         var jobs: [Job] = []
         for try await (id, kind, payload, attempts, max, requestID) in rows.decode((Int64, String, String, Int, Int, String?).self) {
             jobs.append(Job(id: id, queue: queue, kind: kind, payload: Data(payload.utf8), attempt: attempts, maxAttempts: max, requestID: requestID))
         }
         return jobs
+    }
+
+    /// The claim (a periodic query: see `PeriodicQuery`).
+    static func claimQuery(queue: String, now: Date, leaseUntil: Date, limit: Int) -> PostgresQuery {
+        """
+        UPDATE jobs SET status = 'running', attempts = attempts + 1,
+               locked_until = \(leaseUntil), updated_at = now()
+        WHERE id IN (
+            SELECT id FROM jobs
+            WHERE queue = \(queue)
+              AND ((status = 'pending' AND run_at <= GREATEST(\(now), now())) OR (status = 'running' AND locked_until < \(now)))
+            ORDER BY run_at
+            LIMIT \(limit)
+            FOR UPDATE SKIP LOCKED)
+        RETURNING id, kind, payload::text, attempts, max_attempts, request_id
+        """
     }
 
     public func complete(_ job: Job) async throws {

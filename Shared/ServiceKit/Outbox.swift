@@ -127,17 +127,22 @@ public struct OutboxWorker: Service {
         }
     }
 
+    /// The claim of due rows (a periodic query: see `PeriodicQuery`).
+    static func dueQuery(batchSize: Int) -> PostgresQuery {
+        """
+        UPDATE outbox SET attempts = attempts + 1, next_attempt_at = now() + interval '60 seconds'
+        WHERE id IN (
+            SELECT id FROM outbox WHERE status = 'pending' AND next_attempt_at <= now()
+            ORDER BY id LIMIT \(batchSize) FOR UPDATE SKIP LOCKED)
+        RETURNING id, idempotency_key, target_service, method, path, body::text, attempts, max_attempts, request_id
+        """
+    }
+
     /// Claims due rows (leased for 60 s so another replica skips them), sends them, records
     /// the outcome. Returns how many rows it attempted.
     @discardableResult
     public func deliverBatch() async throws -> Int {
-        let rows = try await client.query("""
-            UPDATE outbox SET attempts = attempts + 1, next_attempt_at = now() + interval '60 seconds'
-            WHERE id IN (
-                SELECT id FROM outbox WHERE status = 'pending' AND next_attempt_at <= now()
-                ORDER BY id LIMIT \(batchSize) FOR UPDATE SKIP LOCKED)
-            RETURNING id, idempotency_key, target_service, method, path, body::text, attempts, max_attempts, request_id
-            """, logger: logger)
+        let rows = try await client.query(Self.dueQuery(batchSize: batchSize), logger: logger)
         var batch: [Row] = []
         for try await r in rows.decode(Row.Columns.self) { batch.append(Row(r)) }
         await withTaskGroup(of: Void.self) { group in

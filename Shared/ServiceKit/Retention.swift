@@ -47,9 +47,12 @@ public struct RetentionRule: Sendable {
         "SELECT ctid FROM \(table) WHERE \(due.replacingOccurrences(of: "$1", with: "(now() - make_interval(secs => $1))")) LIMIT \(batch)"
     }
 
-    /// The batch statement: the selection, locked as it can be, deleted.
-    var statement: String {
-        "DELETE FROM \(table) WHERE ctid = ANY(ARRAY(\(selection) FOR UPDATE SKIP LOCKED))"
+    /// One batch: the selection, locked as it can be, deleted (a periodic query).
+    public var purgeQuery: PostgresQuery {
+        var binds = PostgresBindings()
+        binds.append(Double(keep.components.seconds))
+        return PostgresQuery(unsafeSQL: "DELETE FROM \(table) WHERE ctid = ANY(ARRAY(\(selection) FOR UPDATE SKIP LOCKED)) RETURNING 1",
+                             binds: binds)
     }
 }
 
@@ -85,10 +88,8 @@ public struct RetentionPurger: Service {
         for rule in rules {
             var total = 0
             for _ in 0..<maxBatches {
-                var binds = PostgresBindings()
-                binds.append(Double(rule.keep.components.seconds))
                 var n = 0
-                for try await _ in try await db.query(PostgresQuery(unsafeSQL: rule.statement + " RETURNING 1", binds: binds), logger: logger)
+                for try await _ in try await db.query(rule.purgeQuery, logger: logger)
                     .decode(Int.self) { n += 1 }
                 total += n
                 if n < rule.batch { break }

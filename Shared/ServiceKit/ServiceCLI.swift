@@ -10,6 +10,8 @@ public protocol ServiceDefinition {
     static var service: ServiceName { get }
     static func migrations() throws -> [Migration]
     static func buildApplication(runtime: ServiceRuntime) async throws -> any ApplicationProtocol
+    /// Every statement the service runs on a schedule, as it runs it (see `PeriodicQuery`).
+    static func periodicQueries(_ env: EnvironmentVariables) -> [PeriodicQuery]
 }
 
 extension ServiceDefinition {
@@ -46,6 +48,33 @@ func limitMallocArenas() {
     #if canImport(Glibc)
     if ProcessInfo.processInfo.environment["MALLOC_ARENA_MAX"] == nil { _ = mallopt(M_ARENA_MAX, 2) }
     #endif
+}
+
+/// `<name>-service admin periodic-queries [--analyze]`: the plan of every statement the service
+/// runs on a schedule, whether an index serves it and (with `--analyze`, each run in a
+/// transaction rolled back) how long it takes on this database. `make bench` runs it on its
+/// grown database.
+public struct PeriodicQueriesCommand<S: ServiceDefinition>: AsyncParsableCommand {
+    public static var configuration: CommandConfiguration {
+        CommandConfiguration(commandName: "periodic-queries", abstract: "EXPLAIN every statement this service runs on a schedule")
+    }
+    @Flag(help: "Also run each (rolled back) and print its time") var analyze = false
+    @Flag(help: "Print each plan in full") var plans = false
+    public init() {}
+    public func run() async throws {
+        let runtime = try S.makeRuntime()
+        let analyze = analyze
+        let queries = S.periodicQueries(runtime.config.environment)
+        let explained = try await runtime.withDatabase { db in
+            try await db.explain(queries, analyze: analyze, logger: runtime.logger)
+        }
+        for p in explained {
+            let time = p.executionMilliseconds.map { String(format: "%9.3f ms", $0) } ?? ""
+            let how = p.readsWholeTable ? "SEQ-SCAN" : p.usesIndex ? "index" : "no-table"
+            print("\(S.service.rawValue.padding(toLength: 13, withPad: " ", startingAt: 0)) \(p.name.padding(toLength: 40, withPad: " ", startingAt: 0)) \(how.padding(toLength: 9, withPad: " ", startingAt: 0)) \(time)")
+            if plans { print(p.plan.split(separator: "\n").map { "    " + $0 }.joined(separator: "\n")) }
+        }
+    }
 }
 
 /// `<name>-service migrate`: apply this service's migrations and exit.

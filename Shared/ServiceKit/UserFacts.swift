@@ -193,19 +193,24 @@ public struct UserFactStore: Sendable {
         try await conn.run("DELETE FROM revoked_sessions WHERE app_id = \(app) AND user_id = \(user)", logger: logger)
     }
 
+    /// The session watcher's polls (periodic queries: see `PeriodicQuery`).
+    static func sessionStatesQuery(since: Date) -> PostgresQuery {
+        "SELECT app_id, user_id, version, session_epoch, state, reason FROM session_state WHERE changed_at > \(since)"
+    }
+    static func revokedSessionsQuery(since: Date) -> PostgresQuery {
+        "SELECT session_id, app_id, user_id FROM revoked_sessions WHERE revoked_at > \(since) AND expires_at > clock_timestamp()"
+    }
+
     /// Session facts changed after `since` (all of them when nil), and the database's clock.
     public func changes(since: Date?, on conn: PostgresConnection) async throws -> (facts: [SessionFact], now: Date) {
         var facts: [SessionFact] = []
         let since = since ?? Date(timeIntervalSince1970: 0)
-        for try await r in try await conn.run("""
-            SELECT app_id, user_id, version, session_epoch, state, reason FROM session_state WHERE changed_at > \(since)
-            """, logger: logger).decode((UUID, UUID, Int64, Int, String, String?).self) {
+        for try await r in try await conn.run(Self.sessionStatesQuery(since: since), logger: logger)
+            .decode((UUID, UUID, Int64, Int, String, String?).self) {
             facts.append(SessionFact(appID: r.0, userID: r.1, version: r.2, sessionEpoch: r.3,
                                      state: SessionFact.State(rawValue: r.4) ?? .active, reason: r.5))
         }
-        for try await r in try await conn.run("""
-            SELECT session_id, app_id, user_id FROM revoked_sessions WHERE revoked_at > \(since) AND expires_at > clock_timestamp()
-            """, logger: logger).decode((UUID, UUID, UUID).self) {
+        for try await r in try await conn.run(Self.revokedSessionsQuery(since: since), logger: logger).decode((UUID, UUID, UUID).self) {
             // version 0 never moves a user's state: only the session is ended.
             facts.append(SessionFact(appID: r.1, userID: r.2, version: 0, sessionEpoch: 0, state: .active, revokedSessionID: r.0))
         }

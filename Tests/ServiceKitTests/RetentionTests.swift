@@ -1,4 +1,6 @@
+import AdsService
 import AuthService
+import OfflineService
 import Foundation
 import PostgresNIO
 import ServiceKit
@@ -99,44 +101,50 @@ final class RetentionTests: XCTestCase {
         }
     }
 
-    /// Every periodic query, EXPLAINed with sequential scans priced out: an index serves each.
+    /// Every periodic query each service lists (the statements it runs, built by the same
+    /// functions), EXPLAINed with sequential scans priced out: an index serves each.
     func testEveryPeriodicQueryIsServedByAnIndex() async throws {
         let env = EnvironmentVariables([:])
-        let platform = RetentionRule.platform(env).map { ($0.name, $0.selection) }
-        let checks: [(ServiceName, [(String, String)])] = [
-            (.ads, platform),
-            (.auth, [("audit_logs", RetentionRule(name: "audit_logs", table: "audit_logs", due: "timestamp < $1", keep: .seconds(1)).selection),
-                     // GuestExpirySweeper (AccountStore.deleteExpiredGuests)
-                     ("guest expiry", "SELECT id FROM users WHERE is_guest AND guest_expires_at < now() ORDER BY guest_expires_at LIMIT 100")]),
-            (.subscription, [("access_logs", SubscriptionService.accessLogRetention(env).selection),
-                             ("expiry sweep", """
-                                SELECT id FROM subscriptions WHERE \(SubscriptionStore.running) AND \(SubscriptionStore.periodEnd) <= now()
-                                ORDER BY \(SubscriptionStore.periodEnd) LIMIT 100
-                                """)]),
-            // OfflineMaintenance.runOnce, CatalogStore.purgeTombstones, SyncStore.autoResolveOld, LocationStore.anonymize
-            (.offline, [("copies expired", "SELECT 1 FROM offline_categories WHERE expires_at < now()"),
-                        ("copies unopened", "SELECT 1 FROM offline_categories WHERE COALESCE(last_accessed_at, downloaded_at) < now() - interval '90 days'"),
-                        ("old conflicts", "SELECT 1 FROM sync_conflicts WHERE NOT resolved AND created_at < now() - interval '7 days'"),
-                        ("tombstones", "SELECT 1 FROM content_items WHERE deleted_at IS NOT NULL AND deleted_at < now() - interval '30 days'"),
-                        ("locations to anonymise", "SELECT 1 FROM user_locations WHERE NOT anonymized AND created_at < now() - interval '90 days'")]),
+        let lists: [(ServiceName, [PeriodicQuery])] = [
+            (.auth, AuthService.periodicQueries(env)), (.subscription, SubscriptionService.periodicQueries(env)),
+            (.offline, OfflineService.periodicQueries(env)), (.ads, AdsService.periodicQueries(env)),
         ]
-        for (service, queries) in checks {
-            try await withMigratedRuntime(kitRuntime(service)) { rt in
-                try await rt.db.withConnection { conn in
-                    try await conn.run("SET enable_seqscan = off", logger: rt.logger)
-                    for (name, sql) in queries {
-                        var plan: [String] = []
-                        let explained = sql.replacingOccurrences(of: "$1", with: "86400::float8")
-                        for try await line in try await conn.query(PostgresQuery(unsafeSQL: "EXPLAIN " + explained), logger: rt.logger).decode(String.self) {
-                            plan.append(line)
-                        }
-                        let text = plan.joined(separator: "\n")
-                        XCTAssertTrue(text.contains("Index"), "\(service) \(name) has no index:\n\(text)")
-                        XCTAssertFalse(text.contains("Seq Scan"), "\(service) \(name) reads the whole table:\n\(text)")
-                    }
-                    try await conn.run("RESET enable_seqscan", logger: rt.logger)
-                }
+        for (service, queries) in lists {
+            let names = Set(queries.map(\.name))
+            for expected in ["job claim", "outbox delivery", "session watcher (states)", "retention outbox_delivered", "retention idempotency_keys"] {
+                XCTAssertTrue(names.contains(expected), "\(service) does not list \(expected)")
             }
+            try await withMigratedRuntime(kitRuntime(service)) { rt in
+                for plan in try await rt.db.explain(queries, analyze: false, forbidSequentialScans: true, logger: rt.logger) {
+                    XCTAssertTrue(plan.usesIndex, "\(service) \(plan.name) has no index:\n\(plan.plan)")
+                    XCTAssertFalse(plan.readsWholeTable, "\(service) \(plan.name) reads the whole table:\n\(plan.plan)")
+                }
+                // With ANALYZE each runs, rolled back: a time is reported and nothing changes.
+                let analyzed = try await rt.db.explain(queries, analyze: true, logger: rt.logger)
+                XCTAssertEqual(analyzed.count, queries.count)
+                for plan in analyzed { XCTAssertNotNil(plan.executionMilliseconds, "\(service) \(plan.name):\n\(plan.plan)") }
+            }
+        }
+        XCTAssertTrue(SubscriptionService.periodicQueries(env).map(\.name).contains("expiry sweep"))
+        XCTAssertTrue(AuthService.periodicQueries(env).map(\.name).contains("guest expiry"))
+        XCTAssertTrue(AdsService.periodicQueries(env).map(\.name).contains("daily stats: days touched"))
+        XCTAssertTrue(OfflineService.periodicQueries(env).map(\.name).contains("tombstone purge"))
+    }
+
+    /// EXPLAIN ANALYZE of a purge runs it inside a transaction that is rolled back: a due row
+    /// is still there afterwards.
+    func testExplainingWithAnalyzeChangesNothing() async throws {
+        try await withMigratedRuntime(kitRuntime(.ads)) { rt in
+            let tag = "explain-\(UUID().uuidString.prefix(8))"
+            try await rt.db.query(PostgresQuery(unsafeSQL: """
+                INSERT INTO outbox (target_service, method, path, status, created_at, delivered_at)
+                VALUES ('\(tag)', 'PUT', '/old', 'delivered', now() - interval '30 days', now() - interval '30 days')
+                """))
+            let rule = RetentionRule.platform(EnvironmentVariables([:])).first { $0.name == "outbox_delivered" }!
+            let plans = try await rt.db.explain([PeriodicQuery("purge", rule.purgeQuery)], analyze: true, logger: rt.logger)
+            XCTAssertTrue(plans[0].plan.contains("Delete on outbox"), plans[0].plan)
+            let left = try await Self.count(rt.db, "SELECT count(*)::int FROM outbox WHERE target_service = '\(tag)'")
+            XCTAssertEqual(left, 1)
         }
     }
 }

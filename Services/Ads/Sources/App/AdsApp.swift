@@ -6,6 +6,15 @@ import ServiceKit
 public enum AdsService: ServiceDefinition {
     public static let service = ServiceName.ads
 
+    public static func periodicQueries(_ env: EnvironmentVariables) -> [PeriodicQuery] {
+        let now = Date()
+        // The refresh finds what changed in the last interval (and an hour of overlap).
+        return PeriodicQuery.platform(env)
+            + [PeriodicQuery("daily stats: days touched", StatsStore.touchedDaysQuery(since: now.addingTimeInterval(-2 * 3600))),
+               PeriodicQuery("ad detail purge", StatsStore.purgeDetailQuery(before: now.addingTimeInterval(-StatsStore.detailRetention),
+                                                                            batch: StatsStore.purgeBatch))]
+    }
+
     public static func migrations() throws -> [Migration] {
         try Migration.bundled(in: .module, service: service)
     }

@@ -13,7 +13,7 @@ public struct AdsCommand: AsyncParsableCommand {
 
     struct Admin: AsyncParsableCommand {
         static let configuration = CommandConfiguration(abstract: "Operator commands (the same as the admin HTTP routes)",
-                                                        subcommands: [SetProvider.self])
+                                                        subcommands: [PeriodicQueriesCommand<AdsService>.self, SetProvider.self])
     }
 
     /// Creates or updates an ad network of an app: what `make run` uses for the demo app.

@@ -14,18 +14,33 @@ struct StatsStore: Sendable {
 
     /// Deletes the requests (and, by cascade, the views) made before `cutoff`, in batches.
     /// Aggregates are recomputed only for days that get new rows, so purged days keep theirs.
+    static let purgeBatch = 5000
     @discardableResult
-    func purgeDetail(before cutoff: Date, db: DatabasePool, batch: Int = 5000) async throws -> Int {
+    func purgeDetail(before cutoff: Date, db: DatabasePool, batch: Int = Self.purgeBatch) async throws -> Int {
         var total = 0
         while true {
             var deleted = 0
-            for try await n in try await db.query("""
-                WITH gone AS (DELETE FROM ad_requests WHERE id IN (SELECT id FROM ad_requests WHERE created_at < \(cutoff) LIMIT \(batch)) RETURNING 1)
-                SELECT count(*)::int FROM gone
-                """, logger: logger).decode(Int.self) { deleted = n }
+            for try await n in try await db.query(Self.purgeDetailQuery(before: cutoff, batch: batch), logger: logger).decode(Int.self) { deleted = n }
             total += deleted
             if deleted < batch { return total }
         }
+    }
+
+    /// One batch of the detail purge (a periodic query).
+    static func purgeDetailQuery(before cutoff: Date, batch: Int) -> PostgresQuery {
+        """
+        WITH gone AS (DELETE FROM ad_requests WHERE id IN (SELECT id FROM ad_requests WHERE created_at < \(cutoff) LIMIT \(batch)) RETURNING 1)
+        SELECT count(*)::int FROM gone
+        """
+    }
+
+    /// The (app, UTC day) pairs with requests or views recorded since `since`: what the refresh
+    /// recomputes (a periodic query).
+    static func touchedDaysQuery(since: Date) -> PostgresQuery {
+        """
+        SELECT app_id, (created_at AT TIME ZONE 'UTC')::date::text FROM ad_requests WHERE recorded_at >= \(since)
+        UNION SELECT app_id, (created_at AT TIME ZONE 'UTC')::date::text FROM ad_views WHERE recorded_at >= \(since)
+        """
     }
 
     /// Recomputes every (app, UTC day) with requests or views recorded since the last run (in
@@ -41,10 +56,7 @@ struct StatsStore: Sendable {
             }
             var apps: [UUID] = []
             var days: [String] = []
-            for try await (app, day) in try await conn.run("""
-                SELECT app_id, (created_at AT TIME ZONE 'UTC')::date::text FROM ad_requests WHERE recorded_at >= \(since)
-                UNION SELECT app_id, (created_at AT TIME ZONE 'UTC')::date::text FROM ad_views WHERE recorded_at >= \(since)
-                """, logger: logger).decode((UUID, String).self) {
+            for try await (app, day) in try await conn.run(Self.touchedDaysQuery(since: since), logger: logger).decode((UUID, String).self) {
                 apps.append(app); days.append(day)
             }
             if !apps.isEmpty {

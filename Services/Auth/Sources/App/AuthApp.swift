@@ -18,6 +18,16 @@ public enum AuthService: ServiceDefinition {
                              publishedKeys: PublishedKeys.load(config: runtime.config))
     }
 
+    /// `audit_logs` kept `AUDIT_LOG_RETENTION_DAYS`.
+    static func auditLogRetention(_ env: EnvironmentVariables) -> RetentionRule {
+        RetentionRule(name: "audit_logs", table: "audit_logs", due: "timestamp < $1", keep: RetentionRule.auditKeep(env))
+    }
+
+    public static func periodicQueries(_ env: EnvironmentVariables) -> [PeriodicQuery] {
+        PeriodicQuery.platform(env, retention: [auditLogRetention(env)])
+            + [PeriodicQuery("guest expiry", AccountStore.expiredGuestsQuery(now: Date(), batch: AccountLifecycle.guestExpiryBatch))]
+    }
+
     /// What a test may replace: the outbound providers.
     public struct Providers: Sendable {
         public var google: (any GoogleSignIn)?
@@ -103,8 +113,7 @@ public enum AuthService: ServiceDefinition {
         return try buildServiceApplication(runtime: runtime, appVerifier: appVerifier, tokenVerifier: tokenVerifier,
                                            operatorVerifier: operatorKeys, services: [worker, sweeper], userData: userData,
                                            timeline: SupportStore.timeline,
-                                           retention: [RetentionRule(name: "audit_logs", table: "audit_logs", due: "timestamp < $1",
-                                                                     keep: RetentionRule.auditKeep(env))]) { routes in
+                                           retention: [Self.auditLogRetention(env)]) { routes in
             try OpenAPIDocument.serve(.module, on: routes.open)
             JWKSController(document: jwks).addRoutes(to: routes.open)
             let sessions = AuthController(ctx: ctx)

@@ -15,7 +15,7 @@ public struct AuthCommand: AsyncParsableCommand {
     public init() {}
 
     struct Admin: AsyncParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "Operator commands", subcommands: [Apps.self, OperatorKeysCommand.self, Users.self, BcryptTime.self, SigningKey.self, DataKey.self, Reseal.self])
+        static let configuration = CommandConfiguration(abstract: "Operator commands", subcommands: [PeriodicQueriesCommand<AuthService>.self, Apps.self, OperatorKeysCommand.self, Users.self, BcryptTime.self, SigningKey.self, DataKey.self, Reseal.self])
     }
 
     struct Users: AsyncParsableCommand {

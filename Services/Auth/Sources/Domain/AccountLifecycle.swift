@@ -64,8 +64,9 @@ public struct AccountLifecycle: Sendable {
 
     /// Removes guests idle for 30 days (a batch at a time, `SKIP LOCKED` so replicas share
     /// the work) and tells the other services. Returns how many were removed.
+    public static let guestExpiryBatch = 200
     @discardableResult
-    public func expireGuests(db: DatabasePool, batch: Int = 200) async throws -> Int {
+    public func expireGuests(db: DatabasePool, batch: Int = Self.guestExpiryBatch) async throws -> Int {
         let now = clock.now()
         let erased: [SessionFact] = try await db.withTransaction(logger: logger) { conn in
             let removed = try await accounts.deleteExpiredGuests(now: now, batch: batch, on: conn)

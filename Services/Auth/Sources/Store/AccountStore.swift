@@ -43,13 +43,20 @@ struct AccountStore: Sendable {
     /// Removes up to `batch` guests idle past their expiry (`SKIP LOCKED`: replicas share the work).
     func deleteExpiredGuests(now: Date, batch: Int, on conn: PostgresConnection) async throws -> [(userID: UUID, appID: UUID)] {
         var removed: [(UUID, UUID)] = []
-        for try await r in try await conn.run("""
-            DELETE FROM users WHERE id IN (
-                SELECT id FROM users WHERE is_guest AND guest_expires_at < \(now)
-                ORDER BY guest_expires_at LIMIT \(batch) FOR UPDATE SKIP LOCKED)
-            RETURNING id, app_id
-            """, logger: logger).decode((UUID, UUID).self) { removed.append(r) }
+        for try await r in try await conn.run(Self.expiredGuestsQuery(now: now, batch: batch), logger: logger).decode((UUID, UUID).self) {
+            removed.append(r)
+        }
         return removed
+    }
+
+    /// The guest expiry sweep's batch (a periodic query).
+    static func expiredGuestsQuery(now: Date, batch: Int) -> PostgresQuery {
+        """
+        DELETE FROM users WHERE id IN (
+            SELECT id FROM users WHERE is_guest AND guest_expires_at < \(now)
+            ORDER BY guest_expires_at LIMIT \(batch) FOR UPDATE SKIP LOCKED)
+        RETURNING id, app_id
+        """
     }
 
     /// The sealed Apple refresh tokens kept for a user (to revoke them at deletion).

@@ -7,6 +7,10 @@ import ServiceKit
 public enum OfflineService: ServiceDefinition {
     public static let service = ServiceName.offline
 
+    public static func periodicQueries(_ env: EnvironmentVariables) -> [PeriodicQuery] {
+        PeriodicQuery.platform(env) + OfflineMaintenance.periodicQueries(now: Date())
+    }
+
     public static func migrations() throws -> [Migration] {
         try Migration.bundled(in: .module, service: service)
     }

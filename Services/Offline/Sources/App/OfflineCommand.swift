@@ -12,7 +12,7 @@ public struct OfflineCommand: AsyncParsableCommand {
     public init() {}
 
     struct Admin: AsyncParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "Operator commands", subcommands: [SeedDemo.self, BenchDownload.self, SyncSecret.self, SyncUpstreamCommand.self])
+        static let configuration = CommandConfiguration(abstract: "Operator commands", subcommands: [PeriodicQueriesCommand<OfflineService>.self, SeedDemo.self, BenchDownload.self, SyncSecret.self, SyncUpstreamCommand.self])
     }
 
     /// The secret a tenant's game server checks `X-Signature` with (derived from

@@ -142,6 +142,18 @@ struct CatalogStore: Sendable {
         return 0
     }
 
+    /// One batch of the tombstone purge, by app (a periodic query).
+    static func tombstonesQuery(before: Date, batch: Int) -> PostgresQuery {
+        """
+        WITH gone AS (
+            DELETE FROM content_items WHERE ctid = ANY(ARRAY(
+                SELECT ctid FROM content_items WHERE deleted_at IS NOT NULL AND deleted_at < \(before)
+                LIMIT \(batch) FOR UPDATE SKIP LOCKED))
+            RETURNING app_id, change_seq)
+        SELECT app_id, max(change_seq)::int8, count(*)::int FROM gone GROUP BY app_id
+        """
+    }
+
     /// Purges tombstones older than the window, moving each app's horizon past them: in
     /// batches of `batch`, each with its horizon in one short transaction, skipping rows a
     /// request holds. Returns how many apps had tombstones purged.
@@ -151,14 +163,8 @@ struct CatalogStore: Sendable {
             let (purged, touched) = try await db.withTransaction(logger: logger) { conn -> (Int, [UUID]) in
                 var rows = 0
                 var touched: [UUID] = []
-                for try await (app, seq, count) in try await conn.run("""
-                    WITH gone AS (
-                        DELETE FROM content_items WHERE ctid = ANY(ARRAY(
-                            SELECT ctid FROM content_items WHERE deleted_at IS NOT NULL AND deleted_at < \(before)
-                            LIMIT \(batch) FOR UPDATE SKIP LOCKED))
-                        RETURNING app_id, change_seq)
-                    SELECT app_id, max(change_seq)::int8, count(*)::int FROM gone GROUP BY app_id
-                    """, logger: logger).decode((UUID, Int64, Int).self) {
+                for try await (app, seq, count) in try await conn.run(Self.tombstonesQuery(before: before, batch: batch), logger: logger)
+                    .decode((UUID, Int64, Int).self) {
                     rows += count
                     touched.append(app)
                     try await conn.run("""
@@ -184,16 +190,22 @@ struct CopyStore: Sendable {
         case unopened = "COALESCE(last_accessed_at, downloaded_at)"
     }
 
+    /// One batch of due copies (a periodic query).
+    static func dueQuery(_ due: Due, before cutoff: Date, batch: Int) -> PostgresQuery {
+        """
+        DELETE FROM offline_categories WHERE ctid = ANY(ARRAY(
+            SELECT ctid FROM offline_categories WHERE \(unescaped: due.rawValue) < \(cutoff) LIMIT \(batch) FOR UPDATE SKIP LOCKED))
+        RETURNING app_id, user_id, category_id
+        """
+    }
+
     /// Removes up to `batch` due copies with their items, in one short transaction, skipping a
     /// copy a request holds (the next run takes it). Returns how many went.
     func deleteDue(_ due: Due, before cutoff: Date, batch: Int, db: DatabasePool) async throws -> Int {
         try await db.withTransaction(logger: logger) { conn -> Int in
             var n = 0
-            for try await (app, user, category) in try await conn.run("""
-                DELETE FROM offline_categories WHERE ctid = ANY(ARRAY(
-                    SELECT ctid FROM offline_categories WHERE \(unescaped: due.rawValue) < \(cutoff) LIMIT \(batch) FOR UPDATE SKIP LOCKED))
-                RETURNING app_id, user_id, category_id
-                """, logger: logger).decode((UUID, UUID, String).self) {
+            for try await (app, user, category) in try await conn.run(Self.dueQuery(due, before: cutoff, batch: batch), logger: logger)
+                .decode((UUID, UUID, String).self) {
                 n += 1
                 try await conn.run("""
                     DELETE FROM offline_items WHERE app_id = \(app) AND user_id = \(user) AND category_id = \(category)

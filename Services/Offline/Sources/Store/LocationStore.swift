@@ -61,16 +61,21 @@ struct LocationStore: Sendable {
         var total = 0
         while true {
             var n = 0
-            for try await _ in try await conn.run("""
-                UPDATE user_locations SET user_id = NULL, anonymized = true,
-                       location = ST_SnapToGrid(location::geometry, 0.1)::geography, city = NULL
-                WHERE ctid = ANY(ARRAY(SELECT ctid FROM user_locations WHERE NOT anonymized AND created_at < \(cutoff)
-                                       LIMIT \(batch) FOR UPDATE SKIP LOCKED))
-                RETURNING 1
-                """, logger: logger) { n += 1 }
+            for try await _ in try await conn.run(Self.anonymizeQuery(olderThan: cutoff, batch: batch), logger: logger) { n += 1 }
             total += n
             if n < batch { return total }
         }
+    }
+
+    /// One batch of the anonymisation (a periodic query).
+    static func anonymizeQuery(olderThan cutoff: Date, batch: Int) -> PostgresQuery {
+        """
+        UPDATE user_locations SET user_id = NULL, anonymized = true,
+               location = ST_SnapToGrid(location::geometry, 0.1)::geography, city = NULL
+        WHERE ctid = ANY(ARRAY(SELECT ctid FROM user_locations WHERE NOT anonymized AND created_at < \(cutoff)
+                               LIMIT \(batch) FOR UPDATE SKIP LOCKED))
+        RETURNING 1
+        """
     }
 
     struct LocationContent {

@@ -77,6 +77,18 @@ struct OfflineMaintenance: Service {
 
     struct Report: Sendable, Equatable { var anonymized = 0, expired = 0, stale = 0, conflicts = 0, tombstoneApps = 0 }
 
+    static let copyBatch = 500
+
+    /// What `runOnce` runs, batch by batch (periodic queries).
+    static func periodicQueries(now: Date) -> [PeriodicQuery] {
+        [PeriodicQuery("location anonymisation", LocationStore.anonymizeQuery(olderThan: now.addingTimeInterval(-OfflineRules.staleAfter), batch: 1000)),
+         PeriodicQuery("copies expired", CopyStore.dueQuery(.expired, before: now, batch: copyBatch)),
+         PeriodicQuery("copies unopened", CopyStore.dueQuery(.unopened, before: now.addingTimeInterval(-OfflineRules.staleAfter), batch: copyBatch)),
+         PeriodicQuery("conflict auto-resolution", SyncStore.autoResolveQuery(before: now.addingTimeInterval(-OfflineRules.conflictAutoResolveAfter),
+                                                                              now: now, batch: 1000)),
+         PeriodicQuery("tombstone purge", CatalogStore.tombstonesQuery(before: now.addingTimeInterval(-OfflineRules.tombstoneWindow), batch: 1000))]
+    }
+
     func runOnce() async throws -> Report {
         let now = clock.now()
         var r = Report()
@@ -85,9 +97,9 @@ struct OfflineMaintenance: Service {
         for (due, cutoff) in [(CopyStore.Due.expired, now), (.unopened, now.addingTimeInterval(-OfflineRules.staleAfter))] {
             var n = 0
             while true {
-                let removed = try await copies.deleteDue(due, before: cutoff, batch: 500, db: db)
+                let removed = try await copies.deleteDue(due, before: cutoff, batch: Self.copyBatch, db: db)
                 n += removed
-                if removed < 500 { break }
+                if removed < Self.copyBatch { break }
             }
             if due == .expired { r.expired = n } else { r.stale = n }
         }

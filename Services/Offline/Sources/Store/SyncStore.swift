@@ -314,14 +314,19 @@ struct SyncStore: Sendable {
         var total = 0
         while true {
             var n = 0
-            for try await _ in try await db.query("""
-                UPDATE sync_conflicts SET resolved = true, resolution = 'server_wins', resolved_by = 'system', final_data = server_data, resolved_at = \(now)
-                WHERE ctid = ANY(ARRAY(SELECT ctid FROM sync_conflicts WHERE NOT resolved AND created_at < \(before)
-                                       LIMIT \(batch) FOR UPDATE SKIP LOCKED))
-                RETURNING 1
-                """, logger: logger) { n += 1 }
+            for try await _ in try await db.query(Self.autoResolveQuery(before: before, now: now, batch: batch), logger: logger) { n += 1 }
             total += n
             if n < batch { return total }
         }
+    }
+
+    /// One batch of the auto-resolution (a periodic query).
+    static func autoResolveQuery(before: Date, now: Date, batch: Int) -> PostgresQuery {
+        """
+        UPDATE sync_conflicts SET resolved = true, resolution = 'server_wins', resolved_by = 'system', final_data = server_data, resolved_at = \(now)
+        WHERE ctid = ANY(ARRAY(SELECT ctid FROM sync_conflicts WHERE NOT resolved AND created_at < \(before)
+                               LIMIT \(batch) FOR UPDATE SKIP LOCKED))
+        RETURNING 1
+        """
     }
 }

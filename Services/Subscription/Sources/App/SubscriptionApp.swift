@@ -20,6 +20,11 @@ public enum SubscriptionService: ServiceDefinition {
                       keep: .seconds(86_400 * env.int("ACCESS_LOG_RETENTION_DAYS", default: 90)))
     }
 
+    public static func periodicQueries(_ env: EnvironmentVariables) -> [PeriodicQuery] {
+        PeriodicQuery.platform(env, retention: [accessLogRetention(env)])
+            + [PeriodicQuery("expiry sweep", SubscriptionStore.dueQuery(now: Date(), batch: ExpirySweeper.batch))]
+    }
+
     /// The composition root: tenant headers and access tokens are checked by asking auth.
     public static func buildApplication(runtime: ServiceRuntime, appVerifier: any AppVerifier,
                                         tokenVerifier: AccessTokenVerifier) throws -> Application<RouterResponder<ServiceRequestContext>> {

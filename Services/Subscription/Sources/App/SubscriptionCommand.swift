@@ -13,7 +13,7 @@ public struct SubscriptionCommand: AsyncParsableCommand {
     public init() {}
 
     struct Admin: AsyncParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "Operator commands", subcommands: [Plans.self, Content.self, Stores.self])
+        static let configuration = CommandConfiguration(abstract: "Operator commands", subcommands: [PeriodicQueriesCommand<SubscriptionService>.self, Plans.self, Content.self, Stores.self])
     }
 
     struct Plans: AsyncParsableCommand {

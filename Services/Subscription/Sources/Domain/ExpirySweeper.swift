@@ -9,11 +9,12 @@ struct ExpirySweeper: Service {
     let db: DatabasePool
     let clock: any WallClock
     let interval: Duration
+    static let batch = 200
 
     func run() async throws {
         await cancelWhenGracefulShutdown {
             while !Task.isCancelled {
-                do { while try await store.expireDue(now: clock.now(), batch: 200, db: db) > 0 {} } catch {
+                do { while try await store.expireDue(now: clock.now(), batch: Self.batch, db: db) > 0 {} } catch {
                     store.logger.warning("expiry sweep failed", metadata: ["error": "\(error)"])
                 }
                 try? await Task.sleep(for: interval)

@@ -187,15 +187,20 @@ public struct SubscriptionStore: Sendable {
     static let running = "status IN ('active', 'trial', 'grace_period')"
     static let periodEnd = "(CASE WHEN status = 'grace_period' THEN COALESCE(grace_period_end, end_date) ELSE end_date END)"
 
+    /// The expiry sweep's batch (a periodic query).
+    static func dueQuery(now: Date, batch: Int) -> PostgresQuery {
+        """
+        SELECT app_id, \(unescaped: Self.columns) FROM subscriptions
+        WHERE \(unescaped: Self.running) AND \(unescaped: Self.periodEnd) <= \(now)
+        ORDER BY \(unescaped: Self.periodEnd) LIMIT \(batch) FOR UPDATE SKIP LOCKED
+        """
+    }
+
     /// The expiry sweep: subscriptions whose period (or grace) has ended, a batch at a time,
     /// `SKIP LOCKED` so replicas share the work. Returns how many it expired.
     public func expireDue(now: Date, batch: Int, db: DatabasePool) async throws -> Int {
         try await db.withTransaction(logger: logger) { conn in
-            let rows = try await conn.run("""
-                SELECT app_id, \(unescaped: Self.columns) FROM subscriptions
-                WHERE \(unescaped: Self.running) AND \(unescaped: Self.periodEnd) <= \(now)
-                ORDER BY \(unescaped: Self.periodEnd) LIMIT \(batch) FOR UPDATE SKIP LOCKED
-                """, logger: logger)
+            let rows = try await conn.run(Self.dueQuery(now: now, batch: batch), logger: logger)
             var due: [(UUID, Subscription)] = []
             for try await r in rows.decode((UUID, UUID, UUID, String, String, Date, Date, Date?, Date?, Bool, String, Date?).self) {
                 due.append((r.0, Subscription(id: r.1, userID: r.2, status: r.3, planType: r.4, startDate: r.5, endDate: r.6, trialEndDate: r.7,
