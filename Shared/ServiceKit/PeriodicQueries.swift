@@ -44,22 +44,25 @@ extension DatabasePool {
     /// `EXPLAIN` of each query; with `analyze` each also runs, inside a transaction that is
     /// rolled back, so nothing changes. `forbidSequentialScans` prices them out (on a small
     /// table the planner rightly prefers one; the question is whether an index could serve).
-    public func explain(_ queries: [PeriodicQuery], analyze: Bool, forbidSequentialScans: Bool = false,
+    /// `warmUp` first EXPLAINs them all on the same connection, so that the times are a worker's
+    /// in steady state (PostGIS loaded by its first call, the catalog caches filled), not a new
+    /// connection's.
+    public func explain(_ queries: [PeriodicQuery], analyze: Bool, forbidSequentialScans: Bool = false, warmUp: Bool = false,
                         logger: Logger) async throws -> [PeriodicPlan] {
         try await withConnection { conn in
             var out: [PeriodicPlan] = []
-            for q in queries {
+            for (q, pass) in (warmUp ? queries.map { ($0, 0) } : []) + queries.map({ ($0, 1) }) {
                 try await conn.run("BEGIN", logger: logger)
                 do {
                     if forbidSequentialScans { try await conn.run("SET LOCAL enable_seqscan = off", logger: logger) }
-                    let explain = PostgresQuery(unsafeSQL: (analyze ? "EXPLAIN (ANALYZE, BUFFERS) " : "EXPLAIN ") + q.query.sql,
+                    let explain = PostgresQuery(unsafeSQL: (analyze && pass == 1 ? "EXPLAIN (ANALYZE, BUFFERS) " : "EXPLAIN ") + q.query.sql,
                                                 binds: q.query.binds)
                     var lines: [String] = []
                     for try await line in try await conn.run(explain, logger: logger).decode(String.self) { lines.append(line) }
-                    out.append(PeriodicPlan(name: q.name, plan: lines.joined(separator: "\n")))
+                    if pass == 1 { out.append(PeriodicPlan(name: q.name, plan: lines.joined(separator: "\n"))) }
                     try await conn.run("ROLLBACK", logger: logger)
                 } catch {
-                    try? await conn.run("ROLLBACK", logger: logger)
+                    _ = try? await conn.run("ROLLBACK", logger: logger)
                     throw error
                 }
             }

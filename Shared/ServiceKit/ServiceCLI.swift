@@ -66,7 +66,7 @@ public struct PeriodicQueriesCommand<S: ServiceDefinition>: AsyncParsableCommand
         let analyze = analyze
         let queries = S.periodicQueries(runtime.config.environment)
         let explained = try await runtime.withDatabase { db in
-            try await db.explain(queries, analyze: analyze, logger: runtime.logger)
+            try await db.explain(queries, analyze: analyze, warmUp: analyze, logger: runtime.logger)
         }
         for p in explained {
             let time = p.executionMilliseconds.map { String(format: "%9.3f ms", $0) } ?? ""
