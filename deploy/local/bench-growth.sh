@@ -26,6 +26,10 @@ psql_bench -c "
 grow_phase() {
   local tag=$1 u="$BENCH/users.txt"   # $2: the address block of its sign-ups
   stop_services
+  # The machine's own speed drifts between the phases (other tenants of the host): pgbench -S
+  # on its separate database, untouched by the growth, measures it for each phase.
+  runuser -u postgres -- "$PGBIN/pgbench" -h "$SOCK" -p "$PORT" -S -c 16 -j 2 -T "$GROW_SECONDS" pgbench_scratch 2>/dev/null \
+    | awk '/^tps/ {print int($3)}' | head -1 > "$BENCH/grow-$tag-pgbench.txt"
   start_services
   make_sessions "$BENCH/grow-$tag-tokens.txt" "grow-$tag" "$2"
   wrk -t2 -c32 -d"${GROW_SECONDS}s" --latency -s deploy/bench/refresh.lua http://127.0.0.1:3001 -- "$APP_ID" "$API_KEY" \
@@ -75,11 +79,14 @@ ROWS=$(psql_bench -At -c "SELECT (SELECT count(*) FROM auth.users) || ' users, '
 log "growth: the same hot paths on the grown database"
 grow_phase grown 12
 
+PG_SMALL=$(cat "$BENCH/grow-small-pgbench.txt"); PG_GROWN=$(cat "$BENCH/grow-grown-pgbench.txt")
 ratio() { awk -v a="$(rps "$BENCH/grow-grown-$1.txt")" -v b="$(rps "$BENCH/grow-small-$1.txt")" 'BEGIN {printf "%.2f", (b > 0 ? a / b : 0)}'; }
+# The same ratio with each phase's figure taken relative to that phase's pgbench -S.
+relative() { awk -v r="$(ratio "$1")" -v s="$PG_SMALL" -v g="$PG_GROWN" 'BEGIN {printf "%.2f", (g > 0 ? r * s / g : 0)}'; }
 row() {
-  printf '%-44s %9s req/s  p99 %-9s %9s req/s  p99 %-9s  %s x   non-2xx: %s/%s\n' "$2" \
+  printf '%-44s %9s req/s  p99 %-9s %9s req/s  p99 %-9s  %s x   %s x   non-2xx: %s/%s\n' "$2" \
     "$(rps "$BENCH/grow-small-$1.txt")" "$(p99 "$BENCH/grow-small-$1.txt")" "$(rps "$BENCH/grow-grown-$1.txt")" "$(p99 "$BENCH/grow-grown-$1.txt")" \
-    "$(ratio "$1")" "$(non2xx "$BENCH/grow-small-$1.txt")" "$(non2xx "$BENCH/grow-grown-$1.txt")"
+    "$(ratio "$1")" "$(relative "$1")" "$(non2xx "$BENCH/grow-small-$1.txt")" "$(non2xx "$BENCH/grow-grown-$1.txt")"
 }
 periodic_rows() {
   for s in auth subscription ads offline; do
@@ -93,7 +100,8 @@ GROWTH_TABLE=$(cat <<TXT
 == growth: the same paths on a grown database (${GROW_SECONDS}s per run, restarted services per phase) ==
 grown database: ${ROWS}
   (written by deploy/bench/growth.sql in ${SEED_SECONDS} s)
-path                                         small                          grown                          grown/small (target >= 0.9)
+pgbench -S at the start of each phase: ${PG_SMALL} tps (small), ${PG_GROWN} tps (grown)
+path                                         small                          grown                          grown/small, and relative to pgbench (target >= 0.9)
 $(row refresh "POST /auth/refresh (rotation, 32 conns)")
 $(row me-cold "GET /subscriptions/me, first meetings")
 $(row me "GET /subscriptions/me, steady")
@@ -103,6 +111,7 @@ $(row check-access "POST /content/{id}/check-access")
 $(row balance "GET /credits/balance")
 $(row transactions "GET /credits/transactions?limit=20")
 $(row nearby "GET /location/nearby-content (16 conns)")
+  (nearby reads no table the growth writes to: its ratio is this run's noise)
 periodic queries, EXPLAIN ANALYZE, nothing due  small         grown         plan on the grown database (target < 10 ms)
   (SEQ-SCAN on a table of a few rows is the planner's right choice; RetentionTests checks that an index serves each)
 $(periodic_rows)
