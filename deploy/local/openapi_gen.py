@@ -156,9 +156,15 @@ def aop(summary, ok="200", req=None, params=(), schema=None, public=False):
     o = op(summary, ok=ok, extra=BROAD, params=params, req=req, schema=schema)
     if public: o["security"] = [{"appId": [], "apiKey": []}]
     return o
+def creates_on_first_use(o):
+    # A first sign-in with a guest device, Google or Apple makes the account: 201 then, 200 after.
+    o["responses"]["201"] = {"description": "Created: the account was made by this first sign-in",
+                             "content": {"application/json": {"schema": TOKENS}}}
+    return o
 auth = {
  "/auth/register": {"post": aop("Create an account (email, google, apple, guest)", ok="201", req=AUTHREQ, schema=TOKENS, public=True)},
- "/auth/login": {"post": aop("Sign in", req=AUTHREQ, schema=TOKENS, public=True)},
+ "/auth/login": {"post": creates_on_first_use(aop("Sign in (creates the account on a first guest, Google or Apple sign-in)",
+                                                  req=AUTHREQ, schema=TOKENS, public=True))},
  "/auth/refresh": {"post": aop("Rotate a refresh token", req=body(obj({"refresh_token": S}, ["refresh_token"])), public=True)},
  "/auth/logout": {"post": aop("Sign out this device or all", req=body(obj({"refresh_token": S, "all": B})))},
  "/auth/me": {"get": aop("The signed-in user", schema=obj({"user": {"type": "object"}}, ["user"])),
