@@ -31,7 +31,7 @@ if not any("bootstrap.sql" in v for v in pg.get("volumes", [])):
 # dependency versions the tests ran with.
 dockerfile = open("deploy/Dockerfile").read()
 for needed in ["chown app:app /data", "DATA_DIR=/data", "EXPOSE 3001 3002 3003 3004", "HEALTHCHECK", "CMD [",
-               "COPY deploy/Package.resolved ./Package.resolved", "--force-resolved-versions"]:
+               "COPY deploy/dependency-pins.json ./Package.resolved", "--force-resolved-versions"]:
     if needed not in dockerfile:
         errors.append(f"deploy/Dockerfile lacks {needed!r}")
 for name in ["auth", "subscription", "offline", "ads"]:
@@ -39,11 +39,11 @@ for name in ["auth", "subscription", "offline", "ads"]:
     if env.get("DATA_DIR") != "/data" or not any(str(v).endswith(":/data") for v in services.get(name, {}).get("volumes", [])):
         errors.append(f"{name}: DATA_DIR is not the /data volume")
 import json, os
-pinned = {p["identity"]: p["state"].get("version") for p in json.load(open("deploy/Package.resolved"))["pins"]}
+pinned = {p["identity"]: p["state"].get("version") for p in json.load(open("deploy/dependency-pins.json"))["pins"]}
 if os.path.exists("Package.resolved"):
     resolved = {p["identity"]: p["state"].get("version") for p in json.load(open("Package.resolved"))["pins"]}
     if set(resolved) != set(pinned):
-        errors.append("deploy/Package.resolved names other packages than the build resolved: copy Package.resolved there "
+        errors.append("deploy/dependency-pins.json names other packages than the build resolved: copy Package.resolved there "
                       f"(missing {sorted(set(resolved) - set(pinned))}, extra {sorted(set(pinned) - set(resolved))})")
     drift = sorted(k for k in resolved if k in pinned and resolved[k] != pinned[k])
     if drift:
