@@ -148,8 +148,11 @@ public struct JobWorker: Service {
     public let lease: Duration
     public let backoff: Backoff
 
-    public init(queue: JobQueue, handlers: [String: JobHandler], concurrency: Int = 4,
-                pollInterval: Duration = .milliseconds(250), lease: Duration = .seconds(300), backoff: Backoff = Backoff()) {
+    public static let defaultConcurrency = 4
+    public static let defaultLease: Duration = .seconds(300)
+
+    public init(queue: JobQueue, handlers: [String: JobHandler], concurrency: Int = Self.defaultConcurrency,
+                pollInterval: Duration = .milliseconds(250), lease: Duration = Self.defaultLease, backoff: Backoff = Backoff()) {
         self.queue = queue
         self.handlers = handlers
         self.concurrency = concurrency

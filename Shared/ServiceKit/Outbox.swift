@@ -90,7 +90,7 @@ public struct OutboxWorker: Service {
     public let wakeup: Wakeup?
 
     public init(client: DatabasePool, http: CurlHTTPClient, serviceURLs: [ServiceName: String],
-                credential: InternalCredential, pollInterval: Duration = .milliseconds(200), batchSize: Int = 32,
+                credential: InternalCredential, pollInterval: Duration = .milliseconds(200), batchSize: Int = Self.defaultBatchSize,
                 backoff: Backoff = Backoff(base: .milliseconds(500), cap: .seconds(600)), wakeup: Wakeup? = nil, logger: Logger) {
         self.wakeup = wakeup
         self.client = client
@@ -126,6 +126,8 @@ public struct OutboxWorker: Service {
             id = r.0; key = r.1; target = r.2; method = r.3; path = r.4; body = r.5; attempts = r.6; max = r.7; requestID = r.8
         }
     }
+
+    public static let defaultBatchSize = 32
 
     /// The claim of due rows (a periodic query: see `PeriodicQuery`).
     static func dueQuery(batchSize: Int) -> PostgresQuery {

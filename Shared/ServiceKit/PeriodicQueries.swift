@@ -18,8 +18,11 @@ public struct PeriodicQuery: Sendable {
     public static func platform(_ env: EnvironmentVariables, retention: [RetentionRule] = []) -> [PeriodicQuery] {
         let now = Date()
         return [
-            PeriodicQuery("job claim", JobQueue.claimQuery(queue: "jobs", now: now, leaseUntil: now.addingTimeInterval(60), limit: 10)),
-            PeriodicQuery("outbox delivery", OutboxWorker.dueQuery(batchSize: 50)),
+            // Every queue's claim has the same plan; the name is only a value.
+            PeriodicQuery("job claim", JobQueue.claimQuery(queue: "jobs", now: now,
+                                                           leaseUntil: now.addingTimeInterval(Double(JobWorker.defaultLease.components.seconds)),
+                                                           limit: JobWorker.defaultConcurrency)),
+            PeriodicQuery("outbox delivery", OutboxWorker.dueQuery(batchSize: OutboxWorker.defaultBatchSize)),
             PeriodicQuery("session watcher (states)", UserFactStore.sessionStatesQuery(since: now.addingTimeInterval(-5))),
             PeriodicQuery("session watcher (revocations)", UserFactStore.revokedSessionsQuery(since: now.addingTimeInterval(-5))),
         ] + (RetentionRule.platform(env) + retention).map { PeriodicQuery("retention \($0.name)", $0.purgeQuery) }
