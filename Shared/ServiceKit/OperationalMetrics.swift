@@ -17,6 +17,8 @@ public final class OperationalMetrics: Sendable {
     private let seen = Mutex<Set<[String]>>([])
     private let countedTimeouts = Mutex(0)
     private let acquireTimeouts: Counter
+    private let countedJobs = Mutex(0)
+    private let executorJobs: Counter
 
     static var pool: MetricNameDescriptor { MetricNameDescriptor(metricName: "db_pool", unitName: "connections",
                                            helpText: "Connections of this replica's PostgreSQL pool, by state (size is the configured maximum)") }
@@ -27,6 +29,8 @@ public final class OperationalMetrics: Sendable {
                                              helpText: "Messages to other services not delivered yet (pending) or given up on (dead), by destination") }
     static var outboxAge: MetricNameDescriptor { MetricNameDescriptor(metricName: "outbox_oldest", unitName: "age_seconds",
                                                 helpText: "Age of the oldest message still pending, or dead, by destination and status") }
+    static var executorJobs: MetricNameDescriptor { MetricNameDescriptor(metricName: "executor_jobs", unitName: "total",
+                                                   helpText: "Swift concurrency jobs enqueued on the event loops: each resumption of a suspended task (a request costs one or two)") }
     static var jobs: MetricNameDescriptor { MetricNameDescriptor(metricName: "jobs", helpText: "Background jobs by kind and state: due (waiting for a worker), scheduled (later), running, dead (failed for good)") }
 
     public init(registry: PrometheusCollectorRegistry, db: DatabasePool, logger: Logger) {
@@ -34,6 +38,7 @@ public final class OperationalMetrics: Sendable {
         self.db = db
         self.store = BacklogStore(logger: logger)
         acquireTimeouts = registry.makeCounter(descriptor: Self.timeouts)
+        executorJobs = registry.makeCounter(descriptor: Self.executorJobs)
     }
 
     /// Sets the gauges; a database that cannot be read leaves the backlog gauges as they were
@@ -47,6 +52,9 @@ public final class OperationalMetrics: Sendable {
         registry.makeGauge(descriptor: Self.waiters).set(Double(stats.waiting))
         let newTimeouts = countedTimeouts.withLock { counted in defer { counted = stats.acquireTimeouts }; return stats.acquireTimeouts - counted }
         if newTimeouts > 0 { acquireTimeouts.increment(by: Int64(newTimeouts)) }
+        let jobsNow = EventLoopGlobalExecutor.enqueuedJobs
+        let newJobs = countedJobs.withLock { counted in defer { counted = jobsNow }; return jobsNow - counted }
+        if newJobs > 0 { executorJobs.increment(by: Int64(newJobs)) }
 
         guard let backlog = try? await store.read(db: db) else { return }
         var now: [[String]: Double] = [:]

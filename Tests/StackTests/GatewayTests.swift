@@ -30,6 +30,29 @@ final class GatewayTests: XCTestCase {
         }
     }
 
+    /// #14: a request resumes its task once or twice, not once per `async` call. Run isolated
+    /// to the event loop (NIO's takeover of the global executor), every call into or out of a
+    /// nonisolated async function was enqueued again: about 50 jobs per `/health`, 78 per
+    /// cached nearby read. Counted by the executor itself, on each binary, 200 requests each.
+    func testARequestCostsOneOrTwoExecutorJobsNotOnePerAwait() async throws {
+        func jobs(_ own: String) async throws -> Double {
+            let text = String(decoding: try await http.send(HTTPRequest(url: "\(own)/metrics")).body, as: UTF8.self)
+            let line = try XCTUnwrap(text.split(separator: "\n").first { $0.hasPrefix("executor_jobs_total ") }, "no executor_jobs_total in /metrics")
+            return try XCTUnwrap(Double(line.split(separator: " ")[1]))
+        }
+        for service in ServiceName.allCases {
+            let own = "http://127.0.0.1:\(service.defaultPort)"
+            let before = try await jobs(own)
+            for _ in 0..<200 {
+                let r = try await http.send(HTTPRequest(url: "\(own)/health"))
+                XCTAssertEqual(r.status, 200)
+            }
+            let perRequest = (try await jobs(own) - before) / 200
+            // Background workers and the scrape itself add a few; one per await would be ~50.
+            XCTAssertLessThan(perRequest, 10, "\(service): \(perRequest) executor jobs per /health")
+        }
+    }
+
     /// Runs `serve` outside local mode with `unset` removed from the environment; returns its
     /// exit status and what it printed.
     func serveOutsideLocal(_ service: ServiceName, unset: [String]) throws -> (status: Int32, text: String) {
