@@ -108,7 +108,7 @@ public struct TenantMiddleware: RouterMiddleware {
         guard let rawApp = request.headers[.xAppID], let key = request.headers[.xAPIKey], !key.isEmpty else {
             throw AppError(.unauthorized, "missing_api_key", "X-App-ID and X-API-Key headers are required")
         }
-        guard let appID = UUID(uuidString: rawApp) else {
+        guard let appID = UUID(hexString: rawApp) else {
             throw AppError(.unauthorized, "invalid_api_key", "X-App-ID must be a UUID")
         }
         guard key.utf8.count <= 256 else { throw AppError(.unauthorized, "invalid_api_key", "Invalid application credentials") }

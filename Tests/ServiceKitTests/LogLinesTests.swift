@@ -80,6 +80,23 @@ final class LogLinesTests: XCTestCase {
         }
     }
 
+    /// The tenant check's parser reads what Foundation's does, and refuses what it refuses.
+    func testTheHexUUIDParserAgreesWithFoundation() {
+        for _ in 0..<1000 {
+            let id = UUID()
+            XCTAssertEqual(UUID(hexString: id.uuidString), id)
+            XCTAssertEqual(UUID(hexString: id.lowercasedString), id)
+        }
+        let id = UUID().uuidString
+        let bad = ["", String(id.dropLast()), id + "0", "{\(id)}", id.replacingOccurrences(of: "-", with: ""),
+                   String(id.prefix(8)) + "+" + id.dropFirst(9), "G" + id.dropFirst(), String(id.dropLast()) + "g",
+                   "00000000-0000-0000-0000-00000000000 ", "é0000000-0000-0000-0000-00000000000"]
+        for text in bad {
+            XCTAssertNil(UUID(hexString: text), text)
+            XCTAssertNil(UUID(uuidString: text), "Foundation accepts \(text)")
+        }
+    }
+
     func testAGeneratedRequestIdIs128BitsOfHexAndNeverRepeats() {
         let ids = (0..<10_000).map { _ in RequestIDMiddleware.newRequestID() }
         XCTAssertEqual(Set(ids).count, ids.count)
