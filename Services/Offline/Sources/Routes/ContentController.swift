@@ -150,7 +150,7 @@ struct ContentController: Sendable {
         let l = await limits(app: app, user: user, context: context)
         let now = clock.now()
         let response = try await db.withTransaction(logger: logger) { conn -> DownloadResponse in
-            try await conn.run("SELECT pg_advisory_xact_lock(hashtextextended(\("download:\(app):\(user)"), 0))", logger: logger)
+            try await downloads.lockUser(app: app, user: user, on: conn)
             let all = Dictionary(try await catalog.categories(app: app, on: conn).map { ($0.id, $0) }, uniquingKeysWith: { a, _ in a })
             if let missing = wanted.first(where: { all[$0] == nil }) {
                 throw AppError(.notFound, "category_not_found", "Category \(missing) does not exist", extra: ["category_id": .string(missing)])

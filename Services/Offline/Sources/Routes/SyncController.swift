@@ -109,9 +109,7 @@ struct SyncController: Sendable {
             try await sync.lockUser(app: app, user: user, on: conn)
             let n = try await sync.pendingCount(app: app, user: user, on: conn)
             let id = UUID()
-            try await conn.run("""
-                INSERT INTO sync_jobs (id, app_id, user_id, status, items_to_process, created_at) VALUES (\(id), \(app), \(user), 'pending', \(n), \(now))
-                """, logger: logger)
+            try await sync.createExecution(id: id, app: app, user: user, itemsToProcess: n, now: now, on: conn)
             try await JobQueue.enqueue(on: conn, queue: DownloadJob.queue, kind: SyncExecuteJob.kind, payload: SyncExecuteJob(jobID: id), logger: logger)
             return ExecuteStatus(jobID: id, status: "pending", itemsToProcess: n, succeeded: 0, duplicates: 0, failed: 0, conflicts: 0)
         }
@@ -121,14 +119,11 @@ struct SyncController: Sendable {
     func executeStatus(_ context: ServiceRequestContext) async throws -> Response {
         let (app, user) = try context.requireUser()
         guard let id = context.parameters.get("job", as: UUID.self) else { throw AppError.badRequest("Job id must be a UUID", field: "job_id") }
-        var out: ExecuteStatus?
-        for try await r in try await db.query("""
-            SELECT status, items_to_process, succeeded, duplicates, failed, conflicts FROM sync_jobs WHERE id = \(id) AND app_id = \(app) AND user_id = \(user)
-            """, logger: logger).decode((String, Int, Int, Int, Int, Int).self) {
-            out = ExecuteStatus(jobID: id, status: r.0, itemsToProcess: r.1, succeeded: r.2, duplicates: r.3, failed: r.4, conflicts: r.5)
+        guard let e = try await db.withConnection({ try await sync.execution(id: id, app: app, user: user, on: $0) }) else {
+            throw AppError.notFound("Sync job")
         }
-        guard let out else { throw AppError.notFound("Sync job") }
-        return try context.json(out)
+        return try context.json(ExecuteStatus(jobID: id, status: e.status, itemsToProcess: e.itemsToProcess, succeeded: e.succeeded,
+                                              duplicates: e.duplicates, failed: e.failed, conflicts: e.conflicts))
     }
 
     struct ResolveBody: Decodable {
@@ -159,8 +154,7 @@ struct SyncController: Sendable {
                 guard c.skipCount < OfflineRules.maxConflictSkips else {
                     throw AppError(.conflict, "skip_limit_reached", "A conflict can be skipped at most \(OfflineRules.maxConflictSkips) times")
                 }
-                try await conn.run("UPDATE sync_conflicts SET skip_count = skip_count + 1 WHERE id = \(id)", logger: logger)
-                return Resolved(resolved: false, resolution: "skip", finalData: nil, skipCount: c.skipCount + 1)
+                return Resolved(resolved: false, resolution: "skip", finalData: nil, skipCount: try await sync.skipConflict(id: id, on: conn))
             }
             var final: JSONValue
             switch b.resolution {

@@ -31,6 +31,12 @@ struct DownloadJobStatus: Encodable, Sendable {
 struct DownloadStore: Sendable {
     let logger: Logger
 
+    /// One download request of a user at a time, until the transaction ends: the limits are
+    /// counted against what that user already holds and has queued.
+    func lockUser(app: UUID, user: UUID, on conn: PostgresConnection) async throws {
+        try await conn.run("SELECT pg_advisory_xact_lock(hashtextextended(\("download:\(app):\(user)"), 0))", logger: logger)
+    }
+
     func create(id: UUID, app: UUID, user: UUID, items: [(category: String, item: String)], categories: [String], estimatedBytes: Int64,
                 now: Date, on conn: PostgresConnection) async throws {
         try await conn.run("""

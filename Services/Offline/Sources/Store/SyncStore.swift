@@ -97,6 +97,35 @@ struct SyncStore: Sendable {
         try await conn.run("SELECT pg_advisory_xact_lock(hashtextextended(\("queue:\(app):\(user)"), 0))", logger: logger)
     }
 
+    /// An execution of the user's queue (`sync_jobs`), counted when it was asked for.
+    func createExecution(id: UUID, app: UUID, user: UUID, itemsToProcess: Int, now: Date, on conn: PostgresConnection) async throws {
+        try await conn.run("""
+            INSERT INTO sync_jobs (id, app_id, user_id, status, items_to_process, created_at)
+            VALUES (\(id), \(app), \(user), 'pending', \(itemsToProcess), \(now))
+            """, logger: logger)
+    }
+
+    struct Execution { var status: String, itemsToProcess: Int, succeeded: Int, duplicates: Int, failed: Int, conflicts: Int }
+
+    /// One of the user's executions; nil for an unknown id or another user's.
+    func execution(id: UUID, app: UUID, user: UUID, on conn: PostgresConnection) async throws -> Execution? {
+        for try await r in try await conn.run("""
+            SELECT status, items_to_process, succeeded, duplicates, failed, conflicts FROM sync_jobs
+            WHERE id = \(id) AND app_id = \(app) AND user_id = \(user)
+            """, logger: logger).decode((String, Int, Int, Int, Int, Int).self) {
+            return Execution(status: r.0, itemsToProcess: r.1, succeeded: r.2, duplicates: r.3, failed: r.4, conflicts: r.5)
+        }
+        return nil
+    }
+
+    /// Counts one more deferral of a conflict; returns how many it has now.
+    func skipConflict(id: UUID, on conn: PostgresConnection) async throws -> Int {
+        for try await n in try await conn.run("""
+            UPDATE sync_conflicts SET skip_count = skip_count + 1 WHERE id = \(id) RETURNING skip_count
+            """, logger: logger).decode(Int.self) { return n }
+        throw AppError.notFound("Conflict")
+    }
+
     func find(app: UUID, user: UUID, clientActionID: String, on conn: PostgresConnection) async throws -> QueueItem? {
         for try await r in try await conn.run("""
             SELECT \(unescaped: Self.columns) FROM sync_queue WHERE app_id = \(app) AND user_id = \(user) AND client_action_id = \(clientActionID)
