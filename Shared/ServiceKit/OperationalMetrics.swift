@@ -15,10 +15,8 @@ public final class OperationalMetrics: Sendable {
     /// Label sets set at an earlier scrape: one no longer in the backlog is set to 0, not left
     /// showing its last value.
     private let seen = Mutex<Set<[String]>>([])
-    private let countedTimeouts = Mutex(0)
-    private let acquireTimeouts: Counter
-    private let countedJobs = Mutex(0)
-    private let executorJobs: Counter
+    private let acquireTimeouts: MirroredCounter
+    private let executorJobs: MirroredCounter
 
     static var pool: MetricNameDescriptor { MetricNameDescriptor(metricName: "db_pool", unitName: "connections",
                                            helpText: "Connections of this replica's PostgreSQL pool, by state (size is the configured maximum)") }
@@ -37,8 +35,8 @@ public final class OperationalMetrics: Sendable {
         self.registry = registry
         self.db = db
         self.store = BacklogStore(logger: logger)
-        acquireTimeouts = registry.makeCounter(descriptor: Self.timeouts)
-        executorJobs = registry.makeCounter(descriptor: Self.executorJobs)
+        acquireTimeouts = MirroredCounter(registry.makeCounter(descriptor: Self.timeouts))
+        executorJobs = MirroredCounter(registry.makeCounter(descriptor: Self.executorJobs))
     }
 
     /// Sets the gauges; a database that cannot be read leaves the backlog gauges as they were
@@ -50,11 +48,8 @@ public final class OperationalMetrics: Sendable {
             registry.makeGauge(descriptor: Self.pool, labels: [("state", state)]).set(Double(value))
         }
         registry.makeGauge(descriptor: Self.waiters).set(Double(stats.waiting))
-        let newTimeouts = countedTimeouts.withLock { counted in defer { counted = stats.acquireTimeouts }; return stats.acquireTimeouts - counted }
-        if newTimeouts > 0 { acquireTimeouts.increment(by: Int64(newTimeouts)) }
-        let jobsNow = EventLoopGlobalExecutor.enqueuedJobs
-        let newJobs = countedJobs.withLock { counted in defer { counted = jobsNow }; return jobsNow - counted }
-        if newJobs > 0 { executorJobs.increment(by: Int64(newJobs)) }
+        acquireTimeouts.advance(to: stats.acquireTimeouts)
+        executorJobs.advance(to: EventLoopGlobalExecutor.enqueuedJobs)
 
         guard let backlog = try? await store.read(db: db) else { return }
         var now: [[String]: Double] = [:]
@@ -75,6 +70,19 @@ public final class OperationalMetrics: Sendable {
             default: registry.makeGauge(descriptor: Self.jobs, labels: [("kind", key[1]), ("state", key[2])]).set(value)
             }
         }
+    }
+}
+
+/// A Prometheus counter that follows a running total kept elsewhere (the pool's, the
+/// executor's): each scrape adds what the total grew by since the last one.
+final class MirroredCounter: Sendable {
+    let counter: Counter
+    let counted = Mutex(0)
+    init(_ counter: Counter) { self.counter = counter }
+
+    func advance(to total: Int) {
+        let grown = counted.withLock { counted in defer { counted = max(counted, total) }; return total - counted }
+        if grown > 0 { counter.increment(by: Int64(grown)) }
     }
 }
 

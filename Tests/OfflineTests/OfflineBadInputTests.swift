@@ -10,6 +10,28 @@ import XCTest
 /// Bad input on every offline route that the flow tests do not already feed it: a 4xx with
 /// the envelope (naming the field where there is one), never a 500, nothing written.
 final class OfflineBadInputTests: XCTestCase {
+    /// A sync execution is read by its user in its tenant only: another user, or the same user
+    /// id under another app, gets 404 (`SyncStore.execution` filters both).
+    func testASyncExecutionIsReadOnlyByItsUserInItsTenant() async throws {
+        try await OfflineHarness.run { h in
+            let owner = UUID()
+            let started = try await h.call(.post, "/sync/execute", user: owner)
+            XCTAssertEqual(started.status, .accepted)
+            let job = try XCTUnwrap(try h.obj(started).string("job_id"))
+            let mine = try await h.call(.get, "/sync/execute/\(job)", user: owner)
+            XCTAssertEqual(mine.status, .ok)
+            let otherUser = try await h.call(.get, "/sync/execute/\(job)", user: UUID())
+            XCTAssertEqual(otherUser.status, .notFound)
+            XCTAssertNoThrow(try otherUser.envelope())
+            let otherApp = UUID()
+            var headers = h.admin
+            headers[.xAppID] = otherApp.uuidString
+            headers[.authorization] = "Bearer \(try h.token(owner, app: otherApp))"
+            let otherTenant = try await h.call(.get, "/sync/execute/\(job)", headers: headers)
+            XCTAssertEqual(otherTenant.status, .notFound)
+        }
+    }
+
     func testEveryRouteRefusesBadInputWithTheEnvelope() async throws {
         try await OfflineHarness.run { h in
             try await h.category("bad", items: 2)

@@ -50,6 +50,9 @@ final class GatewayTests: XCTestCase {
             let perRequest = (try await jobs(own) - before) / 200
             // Background workers and the scrape itself add a few; one per await would be ~50.
             XCTAssertLessThan(perRequest, 10, "\(service): \(perRequest) executor jobs per /health")
+            // Each request resumes its connection's task at least once: a counter that stands
+            // still is not counting.
+            XCTAssertGreaterThanOrEqual(perRequest, 0.5, "\(service): executor_jobs_total does not count")
         }
     }
 
