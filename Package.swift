@@ -45,7 +45,7 @@ let services: [ServiceSpec] = [
 /// The manifest helper: every service gets the same three targets (library, executable, tests).
 func serviceTargets(_ s: ServiceSpec) -> [Target] {
     // Auth's tests run the other services as peers (privacy export).
-    let peers: [Target.Dependency] = s.name == "Auth" ? ["SubscriptionService", "OfflineService", "AdsService"] : []
+    let peers: [Target.Dependency] = s.name == "Auth" ? ["SubscriptionService", "OfflineService", "AdsService", "PushStandIn"] : []
     return [
         .target(
             name: "\(s.name)Service",
@@ -77,7 +77,8 @@ func serviceTargets(_ s: ServiceSpec) -> [Target] {
 let package = Package(
     name: "app-backend",
     platforms: [.macOS(.v14)],
-    products: services.map { .executable(name: $0.executable, targets: [$0.executable]) },
+    products: services.map { .executable(name: $0.executable, targets: [$0.executable]) }
+        + [.executable(name: "push-standin", targets: ["push-standin"])],
     dependencies: [
         .package(url: "https://github.com/hummingbird-project/hummingbird.git", from: "2.28.1"),
         .package(url: "https://github.com/hummingbird-project/hummingbird-auth.git", from: "2.5.0"),
@@ -116,6 +117,25 @@ let package = Package(
                            .product(name: "NIOHTTP1", package: "swift-nio"),
                            .product(name: "ServiceLifecycle", package: "swift-service-lifecycle")],
             path: "Tests/ServiceKitTests"
+        ),
+        // Local APNs (HTTP/2) and FCM stand-ins: in-process in auth's tests, a process in
+        // `make run`, the test stack and `make bench`.
+        .target(
+            name: "PushStandIn",
+            dependencies: [.product(name: "Hummingbird", package: "hummingbird"),
+                           .product(name: "HummingbirdHTTP2", package: "hummingbird"),
+                           .product(name: "HTTPTypes", package: "swift-http-types"),
+                           .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                           .product(name: "X509", package: "swift-certificates"),
+                           .product(name: "SwiftASN1", package: "swift-asn1"),
+                           .product(name: "Crypto", package: "swift-crypto"),
+                           .product(name: "_CryptoExtras", package: "swift-crypto")],
+            path: "Tools/PushStandIn"
+        ),
+        .executableTarget(
+            name: "push-standin",
+            dependencies: ["PushStandIn", .product(name: "ServiceLifecycle", package: "swift-service-lifecycle")],
+            path: "Tools/push-standin"
         ),
         .testTarget(
             name: "StackTests",

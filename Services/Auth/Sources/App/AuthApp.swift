@@ -24,7 +24,7 @@ public enum AuthService: ServiceDefinition {
     }
 
     public static func periodicQueries(_ env: EnvironmentVariables) -> [PeriodicQuery] {
-        PeriodicQuery.platform(env, retention: [auditLogRetention(env)])
+        PeriodicQuery.platform(env, retention: [auditLogRetention(env)] + PushStore.retention(env))
             + [PeriodicQuery("guest expiry", AccountStore.expiredGuestsQuery(now: Date(), batch: AccountLifecycle.guestExpiryBatch))]
     }
 
@@ -98,7 +98,11 @@ public enum AuthService: ServiceDefinition {
                                          appleRevoker: AppleRevoker(apple: apple, configs: appleConfigs, box: box))
         let jobs = JobQueue(client: runtime.db, queue: AccountLifecycle.queue, logger: runtime.logger, clock: runtime.clock)
         let linkSigner = LinkSigner(key: HKDF<SHA256>.deriveKey(inputKeyMaterial: dataKey, info: Data("export links v1".utf8), outputByteCount: 32))
-        let userData = AuthUserData.sections(logger: runtime.logger)
+        let userData = AuthUserData.sections(logger: runtime.logger) + [PushStore.exportSection(logger: runtime.logger)]
+        let messenger = Self.messenger(runtime: runtime, box: box)
+        let pushWorker = JobWorker(queue: JobQueue(client: runtime.db, queue: PushMessenger.queue, logger: runtime.logger, clock: runtime.clock),
+                                   handlers: [PushMessenger.sendJob: { job in try await messenger.run(job) }],
+                                   pollInterval: .milliseconds(runtime.config.jobPollMilliseconds))
         let exporter = PrivacyExporter(db: runtime.db, http: runtime.http, serviceURLs: runtime.config.serviceURLs,
                                        credential: runtime.internalCredential, sections: userData, signer: linkSigner, mailer: mailer,
                                        emails: emails, publicURL: env.string("AUTH_PUBLIC_URL", default: "http://127.0.0.1:8080"),
@@ -111,9 +115,9 @@ public enum AuthService: ServiceDefinition {
                                          interval: .seconds(env.int("GUEST_SWEEP_SECONDS", default: 600)))
         let operatorKeys = OperatorKeyStore(db: runtime.db, logger: runtime.logger)
         return try buildServiceApplication(runtime: runtime, appVerifier: appVerifier, tokenVerifier: tokenVerifier,
-                                           operatorVerifier: operatorKeys, services: [worker, sweeper], userData: userData,
+                                           operatorVerifier: operatorKeys, services: [worker, sweeper, pushWorker], userData: userData,
                                            timeline: SupportStore.timeline,
-                                           retention: [Self.auditLogRetention(env)]) { routes in
+                                           retention: [Self.auditLogRetention(env)] + PushStore.retention(env)) { routes in
             try OpenAPIDocument.serve(.module, on: routes.open)
             JWKSController(document: jwks).addRoutes(to: routes.open)
             let sessions = AuthController(ctx: ctx)
@@ -136,7 +140,25 @@ public enum AuthService: ServiceDefinition {
                               serviceURLs: runtime.config.serviceURLs, credential: runtime.internalCredential, logger: runtime.logger)
                 .addRoutes(to: routes.admin)
             InternalUsersController(ctx: ctx).addRoutes(to: routes.internal)
+            let push = PushController(messenger: messenger)
+            push.addUserRoutes(to: routes.user)
+            push.addAdminRoutes(to: routes.admin)
+            push.addInternalRoutes(to: routes.internal)
         }
+    }
+
+    /// The messenger (#30) and its providers; tests build their own on the same runtime.
+    static func messenger(runtime: ServiceRuntime, box: SecretBox) -> PushMessenger {
+        let env = runtime.config.environment
+        let store = PushStore(db: runtime.db, box: box, logger: runtime.logger)
+        return PushMessenger(
+            store: store,
+            apns: APNsClient(http: runtime.http, url: env.optional("APNS_URL"), caBundle: env.optional("APNS_CA_BUNDLE"), clock: runtime.clock),
+            fcm: FCMClient(http: runtime.http, baseURL: env.string("FCM_URL", default: "https://fcm.googleapis.com"),
+                           tokenURL: env.string("GOOGLE_OAUTH_TOKEN_URL", default: "https://oauth2.googleapis.com/token"), clock: runtime.clock),
+            credentials: TenantSettings(topic: "push_credentials", bootstrap: [:], feed: runtime.changes, load: store.loadCredentials),
+            options: TenantSettings(topic: "push_settings", bootstrap: [:], feed: runtime.changes, load: store.loadOptions),
+            registry: runtime.metrics, logger: runtime.logger)
     }
 
     /// The key that seals secrets at rest: `AUTH_DATA_KEY` (base64, 32 bytes), else derived

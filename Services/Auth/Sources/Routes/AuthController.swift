@@ -495,12 +495,15 @@ struct AuthController {
             if body.all == true {
                 n = try await ctx.refreshTokens.revokeAll(userID: userID, reason: "logout_all", on: conn)
                 fact = try await ctx.facts.endSessions(app: appID, user: userID, .all, on: conn)
+                // A device signed out hears nothing more (#30).
+                try await PushStore.removeAll(app: appID, user: userID, on: conn, logger: ctx.logger)
             } else if let token = body.refreshToken {
                 guard let record = try await ctx.refreshTokens.lock(token: token, on: conn), record.userID == userID else {
                     throw AppError(.unauthorized, "invalid_token", "Refresh token does not belong to this user")
                 }
                 n = try await ctx.refreshTokens.revokeFamily(record.familyID, reason: "logout", on: conn)
                 fact = try await ctx.facts.endSessions(app: appID, user: userID, .one(record.familyID), on: conn)
+                try await PushStore.remove(app: appID, user: userID, device: record.deviceID, on: conn, logger: ctx.logger)
             } else {
                 throw AppError.badRequest("Give 'refresh_token' (this device) or 'all': true (every device)", field: "refresh_token")
             }

@@ -34,9 +34,11 @@ struct AccountStore: Sendable {
                    deletion_scheduled_at = NULL, updated_at = \(now)
             WHERE id = \(userID)
             """, logger: logger)
-        for table in ["oauth_connections", "refresh_tokens", "email_tokens", "exports", "game_center_connections", "privacy_settings", "sent_emails"] {
+        for table in ["oauth_connections", "refresh_tokens", "email_tokens", "exports", "game_center_connections", "privacy_settings", "sent_emails",
+                      "push_tokens", "push_deliveries"] {
             try await conn.run("DELETE FROM \(unescaped: table) WHERE user_id = \(userID)", logger: logger)
         }
+        try await conn.run("DELETE FROM notifications WHERE user_ids = ARRAY[\(userID)]::uuid[]", logger: logger)
         try await conn.run("UPDATE audit_logs SET ip_address = NULL, user_agent = NULL WHERE user_id = \(userID)", logger: logger)
     }
 

@@ -1,0 +1,283 @@
+import _CryptoExtras
+import Crypto
+import Foundation
+import Logging
+import ServiceKit
+import Synchronization
+import WireTypes
+
+/// An app's APNs key (`PUT /admin/push/apns`): token-based auth with a .p8 key.
+struct APNsCredentials: Sendable {
+    var teamID: String
+    var keyID: String
+    var topic: String
+    /// The environment of tokens registered without one.
+    var environment: PushEnvironment
+    var privateKey: P256.Signing.PrivateKey
+
+    struct Settings: Codable, Sendable {
+        var teamID: String; var keyID: String; var topic: String; var environment: String?; var privateKey: String?
+        enum CodingKeys: String, CodingKey { case teamID = "team_id", keyID = "key_id", topic, environment, privateKey = "private_key" }
+    }
+
+    /// Checked as a request body is: each bad field named.
+    init(_ s: Settings, privateKeyPEM: String) throws {
+        for (field, value) in [("team_id", s.teamID), ("key_id", s.keyID)]
+        where value.count != 10 || !value.allSatisfy({ $0.isASCII && ($0.isUppercase || $0.isNumber) }) {
+            throw AppError.validation(field, "\(field) must be Apple's 10-character identifier")
+        }
+        guard (1...255).contains(s.topic.count), !s.topic.contains(where: \.isWhitespace) else {
+            throw AppError.validation("topic", "topic is the app's bundle id")
+        }
+        guard let env = PushEnvironment(rawValue: s.environment ?? "production") else {
+            throw AppError.validation("environment", "environment must be 'sandbox' or 'production'")
+        }
+        guard let key = try? P256.Signing.PrivateKey(pemRepresentation: privateKeyPEM) else {
+            throw AppError.validation("private_key", "private_key must be the .p8 key Apple issued (PEM)")
+        }
+        self.init(teamID: s.teamID, keyID: s.keyID, topic: s.topic, environment: env, privateKey: key)
+    }
+
+    init(teamID: String, keyID: String, topic: String, environment: PushEnvironment, privateKey: P256.Signing.PrivateKey) {
+        self.teamID = teamID; self.keyID = keyID; self.topic = topic; self.environment = environment; self.privateKey = privateKey
+    }
+
+    /// What an operator sees instead of the key.
+    var fingerprint: String { PushFingerprint.of(privateKey.publicKey.derRepresentation) }
+}
+
+/// An app's FCM service account (`PUT /admin/push/fcm`, the JSON Google gives).
+struct FCMCredentials: Sendable {
+    var projectID: String
+    var clientEmail: String
+    var privateKey: _RSA.Signing.PrivateKey
+
+    struct ServiceAccount: Codable, Sendable {
+        var type: String?; var projectID: String?; var clientEmail: String?; var privateKey: String?; var privateKeyID: String?
+        enum CodingKeys: String, CodingKey { case type, projectID = "project_id", clientEmail = "client_email", privateKey = "private_key", privateKeyID = "private_key_id" }
+    }
+
+    init(_ a: ServiceAccount) throws {
+        guard a.type == nil || a.type == "service_account" else {
+            throw AppError.validation("service_account.type", "the JSON must be a service account key (type service_account)")
+        }
+        guard let project = a.projectID, (1...100).contains(project.count),
+              project.allSatisfy({ $0.isASCII && ($0.isLowercase || $0.isNumber || $0 == "-") }) else {
+            throw AppError.validation("service_account.project_id", "project_id is the Firebase project's id")
+        }
+        guard let email = a.clientEmail, email.contains("@"), email.count <= 320 else {
+            throw AppError.validation("service_account.client_email", "client_email is the service account's address")
+        }
+        guard let pem = a.privateKey, let key = try? _RSA.Signing.PrivateKey(pemRepresentation: pem) else {
+            throw AppError.validation("service_account.private_key", "private_key must be the service account's RSA key (PEM)")
+        }
+        self.init(projectID: project, clientEmail: email, privateKey: key)
+    }
+
+    init(projectID: String, clientEmail: String, privateKey: _RSA.Signing.PrivateKey) {
+        self.projectID = projectID; self.clientEmail = clientEmail; self.privateKey = privateKey
+    }
+
+    var fingerprint: String { PushFingerprint.of(privateKey.publicKey.derRepresentation) }
+}
+
+enum PushFingerprint {
+    /// SHA-256 of the public key, as `sha256:` and its first 16 bytes in hex.
+    static func of(_ publicKeyDER: Data) -> String {
+        "sha256:" + SHA256.hash(data: publicKeyDER).prefix(16).map { String(format: "%02x", $0) }.joined()
+    }
+}
+
+/// One message to one device, as a provider sends it.
+struct PushSend: Sendable {
+    var token: String
+    var environment: PushEnvironment
+    var kind: PushKind
+    var decision: PushDecision
+    var data: [String: String]
+    /// Unique per (notification, device): Apple's `apns-id`, our log's key.
+    var id: UUID
+}
+
+/// APNs over HTTP/2 (libcurl, one multiplexed connection per host) with token auth: an ES256
+/// JWT (`kid`, `iss` team, `iat`) reused for at least 20 and at most 40 minutes. Apple refuses a
+/// provider token older than an hour and one renewed more often than every 20 minutes (429
+/// `TooManyProviderTokenUpdates`), so a 403 on a token younger than 20 minutes is the operator's
+/// problem (a wrong key), not a reason to sign again.
+final class APNsClient: Sendable {
+    let http: CurlHTTPClient
+    let production: String
+    let sandbox: String
+    let clock: any WallClock
+    /// `APNS_CA_BUNDLE`: a CA to trust instead of the system's (a local stand-in's).
+    let caBundle: String?
+    static let renewAfter: TimeInterval = 40 * 60
+    static let minimumAge: TimeInterval = 20 * 60
+    private let tokens = Mutex([String: (jwt: String, issuedAt: Date)]())
+    /// How many provider tokens were signed (the tests hold renewal to its rule).
+    let signed = Mutex(0)
+
+    /// `url`: `APNS_URL` for both environments (a local stand-in), else Apple's two hosts.
+    init(http: CurlHTTPClient, url: String?, caBundle: String? = nil, clock: any WallClock) {
+        self.http = http
+        self.caBundle = caBundle
+        self.production = url ?? "https://api.push.apple.com"
+        self.sandbox = url ?? "https://api.sandbox.push.apple.com"
+        self.clock = clock
+    }
+
+    func providerToken(_ c: APNsCredentials, forceRenew: Bool = false) throws -> String {
+        let now = clock.now()
+        let cacheKey = c.teamID + "." + c.keyID + "." + c.fingerprint
+        return try tokens.withLock { cache in
+            if let cached = cached(cache[cacheKey], now: now, forceRenew: forceRenew) { return cached }
+            let iat = Int(now.timeIntervalSince1970)
+            let header = Base64URL.encode(Data(#"{"alg":"ES256","kid":"\#(c.keyID)"}"#.utf8))
+            let claims = Base64URL.encode(Data(#"{"iss":"\#(c.teamID)","iat":\#(iat)}"#.utf8))
+            let input = header + "." + claims
+            let jwt = input + "." + Base64URL.encode(try c.privateKey.signature(for: Data(input.utf8)).rawRepresentation)
+            cache[cacheKey] = (jwt, now)
+            signed.withLock { $0 += 1 }
+            return jwt
+        }
+    }
+
+    /// The cached token while it is younger than 40 minutes; a forced renewal only once it is
+    /// 20 minutes old.
+    private func cached(_ entry: (jwt: String, issuedAt: Date)?, now: Date, forceRenew: Bool) -> String? {
+        guard let entry else { return nil }
+        let age = now.timeIntervalSince(entry.issuedAt)
+        if age < 0 { return nil } // a clock that went back: sign again rather than send a future iat
+        if forceRenew { return age < Self.minimumAge ? entry.jwt : nil }
+        return age < Self.renewAfter ? entry.jwt : nil
+    }
+
+    func send(_ m: PushSend, credentials c: APNsCredentials) async -> PushResult {
+        let payload = PushPayload.apns(m.decision, kind: m.kind, data: m.data)
+        let alert: Bool = if case .alert = m.decision { true } else { false }
+        let base = m.environment == .sandbox ? sandbox : production
+        for attempt in 0..<2 {
+            let jwt: String
+            do { jwt = try providerToken(c, forceRenew: attempt > 0) } catch { return PushResult(action: .credentialsRefused, status: nil, reason: "signing failed") }
+            var headers: [(String, String)] = [
+                ("authorization", "bearer \(jwt)"), ("apns-topic", c.topic), ("apns-id", m.id.uuidString.lowercased()),
+                ("apns-push-type", alert ? "alert" : "background"), ("apns-priority", alert ? "10" : "5"),
+                // A day: a device off for longer gets nothing stale.
+                ("apns-expiration", String(Int(clock.now().timeIntervalSince1970) + 86_400)),
+                ("content-type", "application/json"),
+            ]
+            if let collapse = m.kind.collapseID { headers.append(("apns-collapse-id", collapse)) }
+            var request = HTTPRequest(method: "POST", url: "\(base)/3/device/\(m.token)", headers: headers, body: payload,
+                                      timeout: .seconds(10), connectTimeout: .seconds(5))
+            request.http2 = true
+            request.caBundlePath = caBundle
+            do {
+                let response = try await http.send(request)
+                struct Reason: Decodable { var reason: String? }
+                let reason = (try? JSONDecoder().decode(Reason.self, from: response.body))?.reason
+                let result = PushResult.apns(status: response.status, reason: reason, retryAfter: response.header("retry-after").flatMap { Int($0) })
+                // An expired token (our clock or a lost cache): sign again once, if the rule allows.
+                if response.status == 403, reason == "ExpiredProviderToken", attempt == 0,
+                   (try? providerToken(c, forceRenew: true)) != jwt { continue }
+                return result
+            } catch {
+                return PushResult(action: .retry(retryAfter: nil), status: nil, reason: "\(error)")
+            }
+        }
+        return PushResult(action: .credentialsRefused, status: 403, reason: "ExpiredProviderToken")
+    }
+}
+
+/// FCM HTTP v1 with a service account: an OAuth2 access token from a signed JWT (RS256, scope
+/// `firebase.messaging`, the JWT bearer grant), cached until a minute before it expires.
+final class FCMClient: Sendable {
+    let http: CurlHTTPClient
+    let baseURL: String
+    let tokenURL: String
+    let clock: any WallClock
+    private let tokens = Mutex([String: (token: String, expires: Date)]())
+    let grants = Mutex(0)
+
+    init(http: CurlHTTPClient, baseURL: String, tokenURL: String, clock: any WallClock) {
+        self.http = http; self.baseURL = baseURL; self.tokenURL = tokenURL; self.clock = clock
+    }
+
+    struct TokenError: Error, CustomStringConvertible { var status: Int; var description: String }
+
+    /// One grant at a time per service account: concurrent sends wait for it rather than each
+    /// asking Google (a fan-out would otherwise start with hundreds of grants).
+    func accessToken(_ c: FCMCredentials, renew: Bool = false) async throws -> String {
+        let now = clock.now()
+        let task = pending.withLock { p -> Task<(String, Date), any Error>? in
+            if !renew, let cached = tokens.withLock({ $0[c.clientEmail] }), cached.expires > now.addingTimeInterval(60) { return nil }
+            if let running = p[c.clientEmail] { return running }
+            let t = Task { try await self.grant(c, now: now) }
+            p[c.clientEmail] = t
+            return t
+        }
+        guard let task else { return tokens.withLock { $0[c.clientEmail]!.token } }
+        defer { pending.withLock { _ = $0.removeValue(forKey: c.clientEmail) } }
+        return try await task.value.0
+    }
+
+    private let pending = Mutex([String: Task<(String, Date), any Error>]())
+
+    private func grant(_ c: FCMCredentials, now: Date) async throws -> (String, Date) {
+        let iat = Int(now.timeIntervalSince1970)
+        let header = Base64URL.encode(Data(#"{"alg":"RS256","typ":"JWT"}"#.utf8))
+        let claims = Base64URL.encode(Data(#"{"iss":"\#(c.clientEmail)","scope":"https://www.googleapis.com/auth/firebase.messaging","aud":"\#(tokenURL)","iat":\#(iat),"exp":\#(iat + 3600)}"#.utf8))
+        let input = header + "." + claims
+        let signature = try c.privateKey.signature(for: SHA256.hash(data: Data(input.utf8)), padding: .insecurePKCS1v1_5)
+        let assertion = input + "." + Base64URL.encode(signature.rawRepresentation)
+        let body = Data("grant_type=urn%3Aietf%3Aparams%3Aoauth%3Agrant-type%3Ajwt-bearer&assertion=\(assertion)".utf8)
+        let response = try await http.send(HTTPRequest(method: "POST", url: tokenURL, headers: [("Content-Type", "application/x-www-form-urlencoded")],
+                                                       body: body, timeout: .seconds(10)))
+        struct T: Decodable { var access_token: String; var expires_in: Int }
+        guard response.isSuccess, let t = try? JSONDecoder().decode(T.self, from: response.body) else {
+            throw TokenError(status: response.status, description: "token endpoint answered \(response.status)")
+        }
+        grants.withLock { $0 += 1 }
+        let entry = (t.access_token, now.addingTimeInterval(TimeInterval(t.expires_in)))
+        tokens.withLock { $0[c.clientEmail] = (entry.0, entry.1) }
+        return entry
+    }
+
+    func send(_ m: PushSend, credentials c: FCMCredentials) async -> PushResult {
+        let body = PushPayload.fcm(m.decision, kind: m.kind, token: m.token, data: m.data)
+        for attempt in 0..<2 {
+            let token: String
+            do { token = try await accessToken(c, renew: attempt > 0) } catch let e as TokenError {
+                // Google refused the service account (a deleted key): the operator's to fix.
+                return (500...599).contains(e.status) ? PushResult(action: .retry(retryAfter: nil), status: e.status, reason: "token endpoint")
+                    : PushResult(action: .credentialsRefused, status: e.status, reason: "service account refused")
+            } catch {
+                return PushResult(action: .retry(retryAfter: nil), status: nil, reason: "\(error)")
+            }
+            let request = HTTPRequest(method: "POST", url: "\(baseURL)/v1/projects/\(c.projectID)/messages:send",
+                                      headers: [("Authorization", "Bearer \(token)"), ("Content-Type", "application/json")],
+                                      body: body, timeout: .seconds(10), connectTimeout: .seconds(5))
+            do {
+                let response = try await http.send(request)
+                // An access token Google no longer takes: one new grant, then the answer stands.
+                if response.status == 401, attempt == 0 { continue }
+                let result = PushResult.fcm(status: response.status, errorCode: Self.errorCode(response.body),
+                                            retryAfter: response.header("retry-after").flatMap { Int($0) })
+                return result
+            } catch {
+                return PushResult(action: .retry(retryAfter: nil), status: nil, reason: "\(error)")
+            }
+        }
+        return PushResult(action: .credentialsRefused, status: 401, reason: "UNAUTHENTICATED")
+    }
+
+    /// `error.details[].errorCode` of FCM's answer, else its canonical `error.status`.
+    static func errorCode(_ body: Data) -> String? {
+        struct E: Decodable {
+            struct Inner: Decodable { var status: String?; var details: [Detail]? }
+            struct Detail: Decodable { var errorCode: String? }
+            var error: Inner?
+        }
+        guard let e = try? JSONDecoder().decode(E.self, from: body).error else { return nil }
+        return e.details?.compactMap(\.errorCode).first ?? e.status
+    }
+}
