@@ -165,14 +165,33 @@ public struct CreditEarnRequest: Codable, Sendable, Equatable {
     public var amount: Int
     public var source: String
     public var referenceID: String
+    /// The player was told the reward is pending (the immediate delivery failed): when it lands,
+    /// tell them with a push (UC-ADS-4.1 21c.4, UC-ADS-4.4 23c.5).
+    public var notify: Bool?
     enum CodingKeys: String, CodingKey {
         case userID = "user_id"
         case appID = "app_id"
-        case amount, source
+        case amount, source, notify
         case referenceID = "reference_id"
     }
-    public init(userID: UUID, appID: UUID, amount: Int, source: String, referenceID: String) {
+    public init(userID: UUID, appID: UUID, amount: Int, source: String, referenceID: String, notify: Bool? = nil) {
         self.userID = userID; self.appID = appID; self.amount = amount; self.source = source; self.referenceID = referenceID
+        self.notify = notify
+    }
+}
+
+/// `POST /internal/users/{id}/notifications?app_id=` at auth (the messenger, #30): a push to one
+/// user, once per `key` however many times the sender's outbox delivers it.
+public struct NotificationRequest: Codable, Sendable, Equatable {
+    public var appID: UUID
+    public var key: String
+    public var kind: String
+    public var data: [String: String]
+    /// A broadcast (`POST /internal/notifications`): the users it reaches.
+    public var userIDs: [UUID]?
+    enum CodingKeys: String, CodingKey { case appID = "app_id", key, kind, data, userIDs = "user_ids" }
+    public init(appID: UUID, key: String, kind: String, data: [String: String], userIDs: [UUID]? = nil) {
+        self.appID = appID; self.key = key; self.kind = kind; self.data = data; self.userIDs = userIDs
     }
 }
 

@@ -21,7 +21,7 @@ log() { printf '==> %s\n' "$*" >&2; }
 
 deps() {
   local missing=()
-  for p in libcurl4-openssl-dev zlib1g-dev libpq-dev libssl-dev postgresql-15 postgresql-15-postgis-3 pgbouncer nginx curl python3-venv chromium-headless-shell; do
+  for p in libcurl4-openssl-dev zlib1g-dev libpq-dev libssl-dev postgresql-15 postgresql-15-postgis-3 pgbouncer nginx curl openssl python3-venv chromium-headless-shell; do
     dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
   done
   if [ ${#missing[@]} -gt 0 ]; then
@@ -108,6 +108,60 @@ demo_app() {
     --rewarded-unit ca-app-pub-3940256099942544/5224354917 --interstitial-unit ca-app-pub-3940256099942544/1033173712 >/dev/null
 }
 
+free_port() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
+
+# #30 the local APNs (HTTP/2 over TLS, its own CA) and FCM stand-ins, with an APNs key and an
+# FCM service account made here; auth is pointed at them (APNS_URL, FCM_URL, ...) and the demo
+# app gets the keys through the operator's routes (push_demo_keys), so a push lands in
+# .data/logs/push-standin.log.
+push_standin_start() {
+  local dir=$DATA/push
+  mkdir -p "$dir"
+  if [ ! -f "$dir/apns.p8" ]; then
+    openssl ecparam -name prime256v1 -genkey -noout 2>/dev/null | openssl pkcs8 -topk8 -nocrypt -out "$dir/apns.p8"
+    openssl ec -in "$dir/apns.p8" -pubout -out "$dir/apns.pub" 2>/dev/null
+    openssl genpkey -algorithm RSA -pkeyopt rsa_keygen_bits:2048 -out "$dir/fcm.pem" 2>/dev/null
+    openssl rsa -in "$dir/fcm.pem" -pubout -out "$dir/fcm.pub" 2>/dev/null
+  fi
+  if [ -f "$RUN/push-standin.pid" ] && alive "$(cat "$RUN/push-standin.pid")" && [ -f "$dir/push.env" ]; then
+    . "$dir/push.env"
+  else
+    local apns http; apns=$(free_port); http=$(free_port)
+    nohup "$(bin_dir)/push-standin" --apns-port "$apns" --http-port "$http" --ca-out "$dir/ca.pem" \
+      --apns-key "DEMOTEAM01:DEMOKEY001:$dir/apns.pub" --fcm-account "push@demo-quiz.iam.gserviceaccount.com:$dir/fcm.pub" \
+      ${PUSH_STANDIN_FLAGS:-} </dev/null >>"$LOGS/push-standin.log" 2>&1 &
+    echo $! > "$RUN/push-standin.pid"
+    cat > "$dir/push.env" <<ENV
+APNS_URL=https://localhost:$apns
+APNS_CA_BUNDLE=$dir/ca.pem
+FCM_URL=http://127.0.0.1:$http
+GOOGLE_OAUTH_TOKEN_URL=http://127.0.0.1:$http/token
+PUSH_STANDIN_URL=http://127.0.0.1:$http
+ENV
+    . "$dir/push.env"
+    for _ in $(seq 1 100); do curl -fsS -o /dev/null "$PUSH_STANDIN_URL/_standin/stats" 2>/dev/null && break; sleep 0.1; done
+  fi
+  export APNS_URL APNS_CA_BUNDLE FCM_URL GOOGLE_OAUTH_TOKEN_URL PUSH_STANDIN_URL
+}
+
+# The demo app's APNs key and FCM service account, set as its operator would (PUT /admin/push/...).
+push_demo_keys() {
+  local dir=$DATA/push
+  . "$DATA/demo.env"
+  python3 - "$dir" "$APP_ID" "$API_KEY" "$GATEWAY_PORT" <<'PY'
+import json, sys, urllib.request
+d, app, key, port = sys.argv[1:]
+h = {"X-App-ID": app, "X-API-Key": key, "Authorization": "Bearer local-admin-token", "Content-Type": "application/json"}
+def put(path, body):
+    r = urllib.request.Request(f"http://127.0.0.1:{port}/auth/v1/admin/push/{path}", data=json.dumps(body).encode(), headers=h, method="PUT")
+    urllib.request.urlopen(r).read()
+put("apns", {"team_id": "DEMOTEAM01", "key_id": "DEMOKEY001", "topic": "com.quiz.geography", "environment": "sandbox",
+             "private_key": open(f"{d}/apns.p8").read()})
+put("fcm", {"service_account": {"type": "service_account", "project_id": "demo-quiz", "client_email": "push@demo-quiz.iam.gserviceaccount.com",
+                                "private_key": open(f"{d}/fcm.pem").read()}})
+PY
+}
+
 # A killed service may linger as a zombie (nothing reaps it in a container): not alive.
 alive() { [ -r "/proc/$1/stat" ] && [ "$(awk '{print $3}' "/proc/$1/stat")" != "Z" ]; }
 
@@ -163,7 +217,7 @@ stop() {
     local pidf="$RUN/$s.pid"
     if [ -f "$pidf" ]; then kill "$(cat "$pidf")" 2>/dev/null || true; rm -f "$pidf"; fi
   done
-  for stub in receipt-stub game-stub; do
+  for stub in receipt-stub game-stub push-standin; do
     if [ -f "$RUN/$stub.pid" ]; then kill "$(cat "$RUN/$stub.pid")" 2>/dev/null || true; rm -f "$RUN/$stub.pid"; fi
   done
   local conf=$DATA/nginx
@@ -265,15 +319,19 @@ test_stack_up() {
   python3 deploy/local/game_server_stub.py "$GAME_PORT" </dev/null >/dev/null 2>&1 &
   echo $! > "$RUN/game-stub.pid"
   export SYNC_UPSTREAMS="{\"*\":\"http://127.0.0.1:$GAME_PORT/sync\"}"
+  push_standin_start
   export APPLE_IAP_APPS="{\"$APP_ID\":{\"bundle_id\":\"com.quiz.geography\",\"environment\":\"Sandbox\",\"root_certificates_der_base64\":[\"$(cat "$DATA/storekit/root.der.b64")\"],\"allow_local_environments\":true,\"shared_secret\":\"local\"}}"
   services_start; gateway_start; wait_ready
+  push_demo_keys
 }
 
 case "${1:-}" in
   run)
     deps; build; db_start; db_bootstrap app_backend
     DATABASE_NAME=app_backend demo_app
+    push_standin_start
     DATABASE_NAME=app_backend services_start; gateway_start; wait_ready
+    push_demo_keys
     . "$DATA/demo.env"
     cat <<TXT
 
@@ -298,7 +356,7 @@ TXT
     "$DATA/venv/bin/python" deploy/local/check_compose.py
     stop_services_only
     test_stack_up
-    trap 'stop_services_only >/dev/null 2>&1 || true; kill "$(cat "$RUN/receipt-stub.pid" "$RUN/game-stub.pid" 2>/dev/null)" 2>/dev/null || true' EXIT
+    trap 'stop_services_only >/dev/null 2>&1 || true; kill $(cat "$RUN/receipt-stub.pid" "$RUN/game-stub.pid" "$RUN/push-standin.pid" 2>/dev/null) 2>/dev/null || true' EXIT
     env_for_stack
     [ -f .env ] && log "the stack runs with .env; the in-process tests take only the database settings from it"
     export TEST_UNIT_DATABASE=app_backend_unit TEST_PG_SOCKET=$SOCK TEST_GATEWAY_URL=http://127.0.0.1:$GATEWAY_PORT TEST_BIN_DIR=$(bin_dir) TEST_PYTHON=$DATA/venv/bin/python
@@ -310,7 +368,7 @@ TXT
     ;;
   test-up) db_start; BUILD_FLAGS=--build-tests build; stop_services_only; test_stack_up ;;   # the test stack, left running
   stop) stop ;;
-  start-services) env_for_stack; services_start; wait_ready ;;   # after a fault test stopped one
+  start-services) env_for_stack; [ -f "$DATA/push/push.env" ] && { set -a; . "$DATA/push/push.env"; set +a; }; services_start; wait_ready ;;   # after a fault test stopped one
   stop-services)
     for s in "${SERVICES[@]}"; do [ -f "$RUN/$s.pid" ] && kill "$(cat "$RUN/$s.pid")" 2>/dev/null; rm -f "$RUN/$s.pid"; done ;;
   logs) tail -n 100 -F "$LOGS"/*.log ;;

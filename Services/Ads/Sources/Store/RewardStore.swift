@@ -57,6 +57,18 @@ struct RewardStore: Sendable {
         return nil
     }
 
+    /// The immediate delivery failed, so the player was told the reward is pending: the credit,
+    /// when it lands, comes with a push (subscription asks auth in the credit's transaction).
+    func notifyOnLanding(outboxID: Int64, db: DatabasePool) async {
+        do {
+            try await db.query("""
+                UPDATE outbox SET body = jsonb_set(body, '{notify}', 'true') WHERE id = \(outboxID) AND status = 'pending'
+                """, logger: logger)
+        } catch {
+            logger.warning("could not ask for a push on landing", metadata: ["outbox_id": "\(outboxID)", "error": "\(error)"])
+        }
+    }
+
     /// After an immediate delivery: the balance subscription answered, kept for replays.
     func recordBalance(outboxID: Int64, balance: Int, db: DatabasePool) async {
         do {
@@ -78,7 +90,9 @@ struct RewardDelivery: Sendable {
     struct EarnAnswer: Decodable { var balance: Int }
 
     func attempt(outboxID: Int64) async -> Int? {
-        await balance(outboxID: outboxID, from: await worker.deliverNow(id: outboxID, timeout: timeout))
+        let balance = await balance(outboxID: outboxID, from: await worker.deliverNow(id: outboxID, timeout: timeout))
+        if balance == nil { await rewards.notifyOnLanding(outboxID: outboxID, db: db) }
+        return balance
     }
 
     /// For a replay: the credit's truth at subscription now (it answers a redelivery with the

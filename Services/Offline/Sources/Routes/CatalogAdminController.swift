@@ -38,7 +38,9 @@ struct CatalogAdminController: Sendable {
             let encoded = try upserts.map { ($0.id, String(decoding: try JSON.encoder.encode($0.data), as: UTF8.self)) }
             let (u, d) = try await db.withTransaction(logger: logger) { conn -> (Int, Int) in
                 guard try await catalog.categoryExists(app: app, id: id, on: conn) else { throw AppError.notFound("Category") }
-                return try await catalog.applyBatch(app: app, category: id, upserts: encoded, deletes: deletes, on: conn)
+                let (u, d) = try await catalog.applyBatch(app: app, category: id, upserts: encoded, deletes: deletes, on: conn)
+                if u + d > 0 { try await catalog.announceUpdate(app: app, category: id, changes: u + d, on: conn) }
+                return (u, d)
             }
             return try context.json(["upserted": u, "deleted": d])
         }

@@ -25,6 +25,29 @@ struct CatalogStore: Sendable {
             """, logger: logger)
     }
 
+    /// UC-OFFLINE-3.2: the players who keep this category offline hear of its update, through
+    /// auth (the messenger, #30): one outbox message per 25,000 players, not one per player.
+    /// Fewer than 3 changes is a silent sync hint (auth decides from `changes`).
+    func announceUpdate(app: UUID, category: String, changes: Int, on conn: PostgresConnection) async throws {
+        var name = category
+        for try await n in try await conn.run("SELECT name FROM content_categories WHERE app_id = \(app) AND id = \(category)",
+                                              logger: logger).decode(String.self) { name = n }
+        var holders: [UUID] = []
+        for try await user in try await conn.run("""
+            SELECT user_id FROM offline_categories WHERE app_id = \(app) AND category_id = \(category)
+            """, logger: logger).decode(UUID.self) { holders.append(user) }
+        let batch = UUID().lowercasedString
+        for (i, start) in stride(from: 0, to: holders.count, by: Self.announceChunk).enumerated() {
+            let users = Array(holders[start..<min(start + Self.announceChunk, holders.count)])
+            try await Outbox.write(OutboxMessage(target: .auth, path: "/internal/notifications?app_id=\(app.lowercasedString)",
+                                                 body: NotificationRequest(appID: app, key: "content:\(category):\(batch):\(i)", kind: "content_update",
+                                                                           data: ["changes": String(changes), "category": name], userIDs: users)),
+                                   on: conn, logger: logger)
+        }
+    }
+
+    static let announceChunk = 25_000
+
     func categoryExists(app: UUID, id: String, on conn: PostgresConnection) async throws -> Bool {
         for try await _ in try await conn.run("SELECT 1 FROM content_categories WHERE app_id = \(app) AND id = \(id) AND active", logger: logger) {
             return true

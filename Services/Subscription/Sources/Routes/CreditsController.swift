@@ -125,8 +125,19 @@ struct CreditsController {
             if try await UserFactStore(logger: logger).isErased(app: body.appID, user: body.userID, on: conn) {
                 throw AppError(.gone, "user_erased", "This user's data has been erased")
             }
-            return try await ledger.earn(app: body.appID, user: body.userID, amount: body.amount, source: body.source,
-                                  reference: body.referenceID, now: now, on: conn)
+            let (tx, created) = try await ledger.earn(app: body.appID, user: body.userID, amount: body.amount, source: body.source,
+                                                      reference: body.referenceID, now: now, on: conn)
+            // A reward the player was told is pending: the push goes with the credit, once per
+            // ledger row (auth's key). Asked again on a redelivery too: the first delivery may
+            // have landed late, without the flag (it timed out at the sender), and auth keeps one
+            // notification per key however often it is asked.
+            if body.notify == true {
+                try await Outbox.write(OutboxMessage(
+                    target: .auth, path: "/internal/users/\(body.userID.lowercasedString)/notifications?app_id=\(body.appID.lowercasedString)",
+                    body: NotificationRequest(appID: body.appID, key: "credit:\(tx.id)", kind: "credit_added",
+                                              data: ["amount": String(body.amount), "balance": String(tx.balanceAfter)])), on: conn, logger: logger)
+            }
+            return (tx, created)
         }
         return try context.json(EarnResponse(credited: created, balance: tx.balanceAfter, transaction: tx))
     }

@@ -146,11 +146,6 @@ struct PushController: Sendable {
 
     // MARK: the other services
 
-    struct NotifyBody: Decodable {
-        var appID: UUID; var key: String; var kind: String; var data: [String: String]?; var userIDs: [UUID]?
-        enum CodingKeys: String, CodingKey { case appID = "app_id", key, kind, data, userIDs = "user_ids" }
-    }
-
     /// The sender's key (e.g. `credit:<ledger id>`): the same key twice is one notification.
     static func checkedKey(_ key: String) throws -> String {
         guard (1...200).contains(key.utf8.count), !key.contains(where: { $0.isWhitespace }) else {
@@ -170,13 +165,13 @@ struct PushController: Sendable {
     func addInternalRoutes(to group: RouterGroup<ServiceRequestContext>) {
         group.post("users/:id/notifications") { request, context in
             let (userID, appID) = try request.internalUserAndApp(context)
-            let b = try await request.decodeJSON(as: NotifyBody.self, context: context)
+            let b = try await request.decodeJSON(as: NotificationRequest.self, context: context)
             guard b.appID == appID else { throw AppError.validation("app_id", "the query and the body name different applications") }
             return try await accept(b, users: [userID], context)
         }
         // One message for many players (a content update): one notification, one job.
         group.post("notifications") { request, context in
-            let b = try await request.decodeJSON(as: NotifyBody.self, context: context)
+            let b = try await request.decodeJSON(as: NotificationRequest.self, context: context)
             guard let users = b.userIDs, (1...PushController.maxBroadcast).contains(users.count) else {
                 throw AppError.validation("user_ids", "user_ids lists 1 to \(PushController.maxBroadcast) users")
             }
@@ -187,7 +182,7 @@ struct PushController: Sendable {
     /// The users one broadcast message may name (about 0.9 MB of ids, under the 1 MiB body limit).
     static let maxBroadcast = 25_000
 
-    private func accept(_ b: NotifyBody, users: [UUID], _ context: ServiceRequestContext) async throws -> Response {
+    private func accept(_ b: NotificationRequest, users: [UUID], _ context: ServiceRequestContext) async throws -> Response {
         guard let kind = PushKind(rawValue: b.kind), PushKind.requestable.contains(kind) else {
             throw AppError.validation("kind", "kind must be one of \(PushKind.requestable.map(\.rawValue).sorted().joined(separator: ", "))")
         }
