@@ -214,7 +214,7 @@ final class PushTests: XCTestCase {
             let other = try await s.h.send(.delete, "auth/push-tokens/phone", token: a.access, app: s.h.otherApp)
             XCTAssertEqual(other.status, .unauthorized)
             do { let value = try await s.h.send(.delete, "auth/push-tokens/nope", token: b.tokens.accessToken).status; XCTAssertEqual(value, .notFound) }
-            do { let value = try await s.h.send(.delete, "auth/push-tokens/phone", token: b.tokens.accessToken).status; XCTAssertEqual(value, .noContent) }
+            do { let value = try await s.h.send(.delete, "auth/push-tokens/phone", token: b.tokens.accessToken).status; XCTAssertEqual(value, .ok) }
             // Logout of a device removes its token; logout everywhere removes all.
             let c = try await s.player()
             let login = try await s.h.send(.get, "auth/push-tokens", token: c.access)
@@ -282,6 +282,17 @@ final class PushTests: XCTestCase {
             XCTAssertEqual(cross.status, .accepted)
             try await s.worker.runOnce()
             XCTAssertEqual(s.received(fr.token).count, 1, "a user of app A is not reached through app B")
+            // The user's data: the export holds the device and the sends; erasure removes them.
+            let section = PushStore.exportSection(logger: s.h.runtime.logger)
+            let exported = try await s.h.runtime.db.withConnection { try await section.export(fr.id, s.h.app.appID, $0) }
+            guard case .object(let parts) = exported, case .array(let devices)? = parts["devices"], case .array(let sent)? = parts["sent_last_30_days"] else {
+                return XCTFail("\(exported)")
+            }
+            XCTAssertEqual(devices.count, 1); XCTAssertEqual(sent.count, 1)
+            try await s.h.runtime.db.withTransaction(logger: s.h.runtime.logger) {
+                try await AccountStore(logger: s.h.runtime.logger).anonymise(userID: fr.id, now: s.h.clock.now(), on: $0)
+            }
+            do { let value = try await s.h.scalar("SELECT (SELECT count(*) FROM auth.push_tokens WHERE user_id = '\(fr.id)') + (SELECT count(*) FROM auth.push_deliveries WHERE user_id = '\(fr.id)')::int"); XCTAssertEqual(value, 0, "erasure removes devices and sends") }
             // Bad input: unknown kind, missing key.
             let badKind = try await s.notify(fr.id, key: "x", kind: "spam")
             XCTAssertEqual(badKind.status, .unprocessableContent)

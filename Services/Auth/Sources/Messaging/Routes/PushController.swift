@@ -22,7 +22,9 @@ struct PushController: Sendable {
                 throw AppError(.unprocessableContent, "too_many_devices",
                                "At most \(PushTokenRegistration.maxDevices) devices per user; remove one first", extra: ["field": .string("device_id")])
             case .registered:
-                let listed = try await store.devices(app: app, user: userID).first { $0.deviceID == device.deviceID }
+                guard let listed = try await store.devices(app: app, user: userID).first(where: { $0.deviceID == device.deviceID }) else {
+                    throw AppError(.conflict, "device_changed", "The device was removed meanwhile; register it again")
+                }
                 return try context.json(listed)
             }
         }
@@ -36,7 +38,7 @@ struct PushController: Sendable {
                 throw AppError.badRequest("device_id must be 1 to 200 characters", field: "device_id")
             }
             guard try await store.remove(app: app, user: userID, device: device) else { throw AppError.notFound("Device") }
-            return Response(status: .noContent)
+            return try context.json(["removed": true])
         }
     }
 
