@@ -378,9 +378,15 @@ final class PushTests: XCTestCase {
             XCTAssertEqual(s.received(p.token).count, 5)
             // A forced renewal (403 ExpiredProviderToken) inside 20 minutes keeps the token.
             let creds = try await s.messenger.credentials.value(for: s.h.app.appID)?.apns
-            let token = try s.messenger.apns.providerToken(try XCTUnwrap(creds), forceRenew: true)
-            let again = try s.messenger.apns.providerToken(try XCTUnwrap(creds), forceRenew: true)
+            let token = try await s.messenger.apns.providerToken(app: s.h.app.appID, try XCTUnwrap(creds), forceRenew: true)
+            let again = try await s.messenger.apns.providerToken(app: s.h.app.appID, try XCTUnwrap(creds), forceRenew: true)
             XCTAssertEqual(token, again)
+            // Another replica (or this one restarted) sends the token in force: no new signature.
+            let box = SecretBox(key: try AuthService.dataKey(env: s.h.runtime.config.environment, signingKey: s.h.signerKey))
+            let replica = AuthService.messenger(runtime: s.h.runtime, box: box)
+            let fromReplica = try await replica.apns.providerToken(app: s.h.app.appID, try XCTUnwrap(creds))
+            XCTAssertEqual(fromReplica, token)
+            XCTAssertEqual(replica.apns.signed.withLock { $0 }, 0, "the replica signed nothing")
         }
     }
 

@@ -40,6 +40,18 @@ eval "$("$BIN/auth-service" admin apps create --name Bench --env)"
 "$BIN/subscription-service" admin plans seed-defaults --app-id "$APP_ID" >/dev/null
 "$BIN/ads-service" admin set-provider --app-id "$APP_ID" --name admob --priority 1 --test-mode --rewarded-unit test/rewarded >/dev/null
 
+# #30 the push fan-out row: the APNs and FCM stand-ins (release build, quiet), auth pointed at them.
+PUSHD=$BENCH/push; mkdir -p "$PUSHD"
+openssl ecparam -name prime256v1 -genkey -noout 2>/dev/null | openssl pkcs8 -topk8 -nocrypt -out "$PUSHD/apns.p8"
+openssl ec -in "$PUSHD/apns.p8" -pubout -out "$PUSHD/apns.pub" 2>/dev/null
+APNS_PORT=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+STANDIN_PORT=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+"$BIN/push-standin" --apns-port "$APNS_PORT" --http-port "$STANDIN_PORT" --ca-out "$PUSHD/ca.pem" --apns-key "BENCHTEAM1:BENCHKEY01:$PUSHD/apns.pub" \
+  --quiet >"$BENCH/push-standin.log" 2>&1 &
+STANDIN_PID=$!
+until curl -fsS -o /dev/null "http://127.0.0.1:$STANDIN_PORT/_standin/stats" 2>/dev/null; do sleep 0.05; done
+export APNS_URL=https://localhost:$APNS_PORT APNS_CA_BUNDLE=$PUSHD/ca.pem
+
 # Started again before each growth phase, so that both begin with empty caches.
 start_services() {
   local t0
@@ -63,7 +75,7 @@ stop_services() {
   wait $AUTH_PID $SUB_PID $ADS_PID $OFF_PID 2>/dev/null || true
 }
 AUTH_PID= SUB_PID= ADS_PID= OFF_PID=
-trap 'kill $AUTH_PID $SUB_PID $ADS_PID $OFF_PID 2>/dev/null || true' EXIT
+trap 'kill $AUTH_PID $SUB_PID $ADS_PID $OFF_PID $STANDIN_PID 2>/dev/null || true' EXIT
 : > "$BENCH/auth.log"; : > "$BENCH/subscription.log"; : > "$BENCH/ads.log"; : > "$BENCH/offline.log"
 start_services
 ready_ms=$AUTH_READY_MS
@@ -147,6 +159,25 @@ wrk -t2 -c32 -d"${DURATION}s" --latency -s deploy/bench/random_user.lua http://1
   "/ads/v1/ads/available?ad_type=rewarded&placement=earn_credits" "$BENCH/users.txt" > "$BENCH/ads.txt"
 ADS_RPS=$(rps "$BENCH/ads.txt")
 ADS_RSS=$(rss_mb $ADS_PID)
+log "push fan-out: one content update to ${USERS} users (one iOS device each) through the APNs stand-in"
+psql_admin -d app_backend_bench -c "
+  INSERT INTO auth.privacy_settings (user_id, consent_notifications) SELECT id, true FROM auth.users WHERE app_id = '$APP_ID'
+  ON CONFLICT (user_id) DO UPDATE SET consent_notifications = true;
+  INSERT INTO auth.push_tokens (app_id, user_id, device_id, platform, token, environment, locale)
+  SELECT app_id, id, 'bench-phone', 'ios', encode(sha256(id::text::bytea), 'hex'), 'sandbox', 'en' FROM auth.users WHERE app_id = '$APP_ID'
+  ON CONFLICT DO NOTHING;" >/dev/null
+psql_admin -d app_backend_bench -tA -c "SELECT user_id FROM auth.push_tokens WHERE app_id = '$APP_ID' LIMIT ${BENCH_PUSH_USERS:-10000}" > "$BENCH/push-users.txt"
+python3 - "$APP_ID" "$API_KEY" "$PUSHD/apns.p8" <<'PY'
+import json, sys, urllib.request
+app, key, pem = sys.argv[1:]
+body = {"team_id": "BENCHTEAM1", "key_id": "BENCHKEY01", "topic": "com.bench.app", "environment": "sandbox", "private_key": open(pem).read()}
+urllib.request.urlopen(urllib.request.Request("http://127.0.0.1:3001/auth/v1/admin/push/apns", data=json.dumps(body).encode(), method="PUT",
+    headers={"X-App-ID": app, "X-API-Key": key, "Authorization": "Bearer local-admin-token", "Content-Type": "application/json"})).read()
+PY
+PUSH_FANOUT=$(python3 deploy/bench/push_fanout.py "$BENCH/push-users.txt" "$AUTH_PID" "$STANDIN_PID" "http://127.0.0.1:$STANDIN_PORT" "$APP_ID")
+PUSH_USERS=$(wc -l < "$BENCH/push-users.txt")
+[ "${BENCH_ONLY:-}" = push ] && { echo "push fan-out ($PUSH_USERS users, APNs stand-in)  $PUSH_FANOUT"; exit 0; }
+
 # The same steady-state runs through the gateway (nginx, as in production: one more hop and
 # its workers on the same cores).
 bash deploy/local/stack.sh gateway >/dev/null
@@ -259,6 +290,7 @@ GET /location/nearby-content (16 conns) ${NEARBY_RPS} req/s   p50 $(p50 "$BENCH/
 1,000-item download job                 ${DOWNLOAD}
   job vs plain SELECT                   $(echo "$DOWNLOAD" | awk -F'[ =]' '{for (i = 1; i <= NF; i++) {if ($i == "job_items_per_s") j = $(i+1); if ($i == "select_rows_per_s") s = $(i+1)}} END {printf "%.3f x", j / s}')
 revocation (logout-all, ms)             ${REVOCATION}   (target p99 <= 5000)
+push fan-out (${PUSH_USERS} users, APNs stand-in)  ${PUSH_FANOUT}   (target >= 2000 notifications/s)
 offline-service RSS after its run       ${OFF_RSS} MB (target <= 64)
 ads-service RSS after its run           ${ADS_RSS} MB (target <= 64)
 auth-service RSS after the runs         ${RSS} MB (target <= 64)

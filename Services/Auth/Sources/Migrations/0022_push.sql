@@ -29,6 +29,10 @@ CREATE TABLE push_credentials (
     -- The last provider-token refusal (403 InvalidProviderToken...), for the operator.
     last_error text,
     last_error_at timestamptz,
+    -- The APNs provider token in force, shared by every replica: Apple accepts one renewal per
+    -- 20 minutes, so a replica (or a restart) must not sign its own.
+    provider_token text,
+    provider_token_issued_at timestamptz,
     updated_at timestamptz NOT NULL DEFAULT now(),
     PRIMARY KEY (app_id, provider)
 );

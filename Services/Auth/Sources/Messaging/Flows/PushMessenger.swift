@@ -23,7 +23,7 @@ struct PushMessenger: Sendable {
     static let sendJob = "push.send"
     /// Users read and decided together; sends in flight at once within a batch.
     static let batchUsers = 500
-    static let inFlight = 200
+    static let inFlight = 64
     /// A send the provider asked us to retry is tried again this many rounds, then given up.
     static let maxRounds = 6
 
@@ -109,7 +109,7 @@ struct PushMessenger: Sendable {
             await withTaskGroup(of: (Int, PushResult, String).self) { group in
                 func add(_ i: Int) {
                     let s = sends[i]
-                    group.addTask { await send(s.send, platform: s.device.platform, credentials: creds, index: i) }
+                    group.addTask { await send(s.send, app: n.appID, platform: s.device.platform, credentials: creds, index: i) }
                 }
                 while next < min(Self.inFlight, sends.count) { add(next); next += 1 }
                 for await r in group {
@@ -141,11 +141,11 @@ struct PushMessenger: Sendable {
         return retryAfter
     }
 
-    private func send(_ s: PushSend, platform: PushPlatform, credentials: PushCredentials, index: Int) async -> (Int, PushResult, String) {
+    private func send(_ s: PushSend, app: UUID, platform: PushPlatform, credentials: PushCredentials, index: Int) async -> (Int, PushResult, String) {
         switch platform {
         case .ios:
             guard let c = credentials.apns else { return (index, PushResult(action: .failed, status: nil, reason: "no APNs key set"), "apns") }
-            return (index, await apns.send(s, credentials: c), "apns")
+            return (index, await apns.send(s, app: app, credentials: c), "apns")
         case .android:
             guard let c = credentials.fcm else { return (index, PushResult(action: .failed, status: nil, reason: "no FCM service account set"), "fcm") }
             return (index, await fcm.send(s, credentials: c), "fcm")

@@ -99,6 +99,16 @@ struct PushSend: Sendable {
     var id: UUID
 }
 
+/// Where the replicas keep an app's provider token (auth's schema): every replica, and one just
+/// restarted, sends the token in force, so Apple sees one renewal per 20-40 minutes per key
+/// however many processes send.
+protocol APNsTokenStore: Sendable {
+    func current(app: UUID, fingerprint: String) async throws -> (jwt: String, issuedAt: Date)?
+    /// Keeps `jwt` unless the token in force was issued at or after `before`; returns the token
+    /// in force afterwards (another replica's, when it renewed first).
+    func replace(app: UUID, fingerprint: String, jwt: String, issuedAt: Date, before: Date) async throws -> (jwt: String, issuedAt: Date)?
+}
+
 /// APNs over HTTP/2 (libcurl, one multiplexed connection per host) with token auth: an ES256
 /// JWT (`kid`, `iss` team, `iat`) reused for at least 20 and at most 40 minutes. Apple refuses a
 /// provider token older than an hour and one renewed more often than every 20 minutes (429
@@ -111,54 +121,77 @@ final class APNsClient: Sendable {
     let clock: any WallClock
     /// `APNS_CA_BUNDLE`: a CA to trust instead of the system's (a local stand-in's).
     let caBundle: String?
+    let store: any APNsTokenStore
     static let renewAfter: TimeInterval = 40 * 60
     static let minimumAge: TimeInterval = 20 * 60
     private let tokens = Mutex([String: (jwt: String, issuedAt: Date)]())
-    /// How many provider tokens were signed (the tests hold renewal to its rule).
+    private let pending = Mutex([String: Task<String, any Error>]())
+    /// How many provider tokens this process signed and put in force (the tests hold renewal to its rule).
     let signed = Mutex(0)
 
     /// `url`: `APNS_URL` for both environments (a local stand-in), else Apple's two hosts.
-    init(http: CurlHTTPClient, url: String?, caBundle: String? = nil, clock: any WallClock) {
+    init(http: CurlHTTPClient, url: String?, caBundle: String? = nil, store: any APNsTokenStore, clock: any WallClock) {
         self.http = http
         self.caBundle = caBundle
+        self.store = store
         self.production = url ?? "https://api.push.apple.com"
         self.sandbox = url ?? "https://api.sandbox.push.apple.com"
         self.clock = clock
     }
 
-    func providerToken(_ c: APNsCredentials, forceRenew: Bool = false) throws -> String {
+    /// The token in force: this process's copy, else the stored one, else a new one (one
+    /// signing at a time per app: a fan-out's first sends wait for it).
+    func providerToken(app: UUID, _ c: APNsCredentials, forceRenew: Bool = false) async throws -> String {
         let now = clock.now()
-        let cacheKey = c.teamID + "." + c.keyID + "." + c.fingerprint
-        return try tokens.withLock { cache in
-            if let cached = cached(cache[cacheKey], now: now, forceRenew: forceRenew) { return cached }
-            let iat = Int(now.timeIntervalSince1970)
-            let header = Base64URL.encode(Data(#"{"alg":"ES256","kid":"\#(c.keyID)"}"#.utf8))
-            let claims = Base64URL.encode(Data(#"{"iss":"\#(c.teamID)","iat":\#(iat)}"#.utf8))
-            let input = header + "." + claims
-            let jwt = input + "." + Base64URL.encode(try c.privateKey.signature(for: Data(input.utf8)).rawRepresentation)
-            cache[cacheKey] = (jwt, now)
-            signed.withLock { $0 += 1 }
-            return jwt
+        let key = app.lowercasedString + "|" + c.fingerprint
+        if let cached = Self.usable(tokens.withLock({ $0[key] }), now: now, forceRenew: forceRenew) { return cached }
+        let task = pending.withLock { p -> Task<String, any Error> in
+            if let running = p[key] { return running }
+            let t = Task { try await self.renew(app: app, c, key: key, now: now, forceRenew: forceRenew) }
+            p[key] = t
+            return t
         }
+        defer { pending.withLock { _ = $0.removeValue(forKey: key) } }
+        return try await task.value
     }
 
-    /// The cached token while it is younger than 40 minutes; a forced renewal only once it is
-    /// 20 minutes old.
-    private func cached(_ entry: (jwt: String, issuedAt: Date)?, now: Date, forceRenew: Bool) -> String? {
+    private func renew(app: UUID, _ c: APNsCredentials, key: String, now: Date, forceRenew: Bool) async throws -> String {
+        if let stored = try await store.current(app: app, fingerprint: c.fingerprint),
+           let jwt = Self.usable(stored, now: now, forceRenew: forceRenew) {
+            tokens.withLock { $0[key] = stored }
+            return jwt
+        }
+        let iat = Int(now.timeIntervalSince1970)
+        let header = Base64URL.encode(Data(#"{"alg":"ES256","kid":"\#(c.keyID)"}"#.utf8))
+        let claims = Base64URL.encode(Data(#"{"iss":"\#(c.teamID)","iat":\#(iat)}"#.utf8))
+        let input = header + "." + claims
+        let jwt = input + "." + Base64URL.encode(try c.privateKey.signature(for: Data(input.utf8)).rawRepresentation)
+        let before = now.addingTimeInterval(-(forceRenew ? Self.minimumAge : Self.renewAfter))
+        let inForce = try await store.replace(app: app, fingerprint: c.fingerprint, jwt: jwt, issuedAt: now, before: before) ?? (jwt, now)
+        if inForce.jwt == jwt { signed.withLock { $0 += 1 } }
+        tokens.withLock { $0[key] = inForce }
+        return inForce.jwt
+    }
+
+    /// A token younger than 40 minutes; for a forced renewal (Apple said expired), one younger
+    /// than 20 minutes is kept all the same.
+    static func usable(_ entry: (jwt: String, issuedAt: Date)?, now: Date, forceRenew: Bool) -> String? {
         guard let entry else { return nil }
         let age = now.timeIntervalSince(entry.issuedAt)
         if age < 0 { return nil } // a clock that went back: sign again rather than send a future iat
-        if forceRenew { return age < Self.minimumAge ? entry.jwt : nil }
-        return age < Self.renewAfter ? entry.jwt : nil
+        if forceRenew { return age < minimumAge ? entry.jwt : nil }
+        return age < renewAfter ? entry.jwt : nil
     }
 
-    func send(_ m: PushSend, credentials c: APNsCredentials) async -> PushResult {
+    func send(_ m: PushSend, app: UUID, credentials c: APNsCredentials) async -> PushResult {
         let payload = PushPayload.apns(m.decision, kind: m.kind, data: m.data)
         let alert: Bool = if case .alert = m.decision { true } else { false }
         let base = m.environment == .sandbox ? sandbox : production
         for attempt in 0..<2 {
             let jwt: String
-            do { jwt = try providerToken(c, forceRenew: attempt > 0) } catch { return PushResult(action: .credentialsRefused, status: nil, reason: "signing failed") }
+            do { jwt = try await providerToken(app: app, c, forceRenew: attempt > 0) } catch {
+                return PushResult(action: .retry(retryAfter: nil), status: nil, reason: "provider token: \(error)")
+            }
             var headers: [(String, String)] = [
                 ("authorization", "bearer \(jwt)"), ("apns-topic", c.topic), ("apns-id", m.id.uuidString.lowercased()),
                 ("apns-push-type", alert ? "alert" : "background"), ("apns-priority", alert ? "10" : "5"),
@@ -178,7 +211,7 @@ final class APNsClient: Sendable {
                 let result = PushResult.apns(status: response.status, reason: reason, retryAfter: response.header("retry-after").flatMap { Int($0) })
                 // An expired token (our clock or a lost cache): sign again once, if the rule allows.
                 if response.status == 403, reason == "ExpiredProviderToken", attempt == 0,
-                   (try? providerToken(c, forceRenew: true)) != jwt { continue }
+                   (try? await providerToken(app: app, c, forceRenew: true)) != jwt { continue }
                 return result
             } catch {
                 return PushResult(action: .retry(retryAfter: nil), status: nil, reason: "\(error)")

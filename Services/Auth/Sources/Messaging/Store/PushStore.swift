@@ -97,7 +97,8 @@ struct PushStore: Sendable {
             INSERT INTO push_credentials (app_id, provider, settings, sealed_secret, fingerprint)
             SELECT id, \(provider), \(json)::jsonb, \(sealed), \(fingerprint) FROM applications WHERE id = \(app)
             ON CONFLICT (app_id, provider) DO UPDATE SET settings = EXCLUDED.settings, sealed_secret = EXCLUDED.sealed_secret,
-                fingerprint = EXCLUDED.fingerprint, version = push_credentials.version + 1, last_error = NULL, last_error_at = NULL, updated_at = now()
+                fingerprint = EXCLUDED.fingerprint, version = push_credentials.version + 1, last_error = NULL, last_error_at = NULL,
+                provider_token = NULL, provider_token_issued_at = NULL, updated_at = now()
             RETURNING version
             """, logger: logger).decode(Int64.self) { return v }
         return nil
@@ -342,6 +343,31 @@ struct PushStore: Sendable {
         let keep = Duration.seconds(86_400 * env.int("PUSH_RETENTION_DAYS", default: 90))
         return [RetentionRule(name: "push_deliveries", table: "push_deliveries", due: "sent_at < $1", keep: keep),
                 RetentionRule(name: "notifications", table: "notifications", due: "created_at < $1", keep: keep)]
+    }
+}
+
+/// The APNs provider token every replica sends (`push_credentials`, the row of the key it was
+/// signed with).
+struct PushTokenStore: APNsTokenStore {
+    let db: DatabasePool
+    let logger: Logger
+
+    func current(app: UUID, fingerprint: String) async throws -> (jwt: String, issuedAt: Date)? {
+        for try await r in try await db.query("""
+            SELECT provider_token, provider_token_issued_at FROM push_credentials
+            WHERE app_id = \(app) AND provider = 'apns' AND fingerprint = \(fingerprint) AND provider_token IS NOT NULL
+            """, logger: logger).decode((String, Date).self) { return r }
+        return nil
+    }
+
+    func replace(app: UUID, fingerprint: String, jwt: String, issuedAt: Date, before: Date) async throws -> (jwt: String, issuedAt: Date)? {
+        for try await r in try await db.query("""
+            UPDATE push_credentials SET provider_token = \(jwt), provider_token_issued_at = \(issuedAt)
+            WHERE app_id = \(app) AND provider = 'apns' AND fingerprint = \(fingerprint)
+              AND (provider_token IS NULL OR provider_token_issued_at < \(before) OR provider_token_issued_at > \(issuedAt))
+            RETURNING provider_token, provider_token_issued_at
+            """, logger: logger).decode((String, Date).self) { return r }
+        return try await current(app: app, fingerprint: fingerprint)
     }
 }
 
