@@ -32,6 +32,9 @@ let services: [ServiceSpec] = [
         .product(name: "X509", package: "swift-certificates"),
         .product(name: "SwiftASN1", package: "swift-asn1"),
         .product(name: "_CryptoExtras", package: "swift-crypto"),
+        // APNs speaks HTTP/2 only (see APNsClient).
+        .product(name: "AsyncHTTPClient", package: "async-http-client"),
+        .product(name: "NIOSSL", package: "swift-nio-ssl"),
     ], resources: [.copy("Resources/zxcvbn"), .copy("OpenAPI")]),
     .init(name: "Subscription", executable: "subscription-service", extra: [
         .product(name: "X509", package: "swift-certificates"),
@@ -95,6 +98,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-certificates.git", from: "1.21.1"),
         .package(url: "https://github.com/apple/swift-asn1.git", from: "1.7.4"),
         .package(url: "https://github.com/apple/swift-nio-ssl.git", from: "2.37.6"),
+        .package(url: "https://github.com/swift-server/async-http-client.git", from: "1.37.0"),
     ],
     targets: [
         .systemLibrary(name: "CCurlSystem", path: "Shared/CCurlSystem", pkgConfig: "libcurl",

@@ -16,10 +16,6 @@ public struct HTTPRequest: Sendable {
     public var caBundlePath: String?
     /// curl's `--resolve` entries (`host:port:address`): pin a host to an address.
     public var resolve: [String]
-    /// HTTP/2 for a peer that needs it (APNs): over TLS by ALPN, and on `http://` with prior
-    /// knowledge (h2c), so a local stand-in needs no certificate. Transfers to one host then
-    /// share one multiplexed connection (they wait for it rather than opening another).
-    public var http2 = false
 
     public init(method: String = "GET", url: String, headers: [(String, String)] = [], body: Data? = nil,
                 timeout: Duration = .seconds(10), connectTimeout: Duration = .seconds(2),
@@ -312,11 +308,6 @@ public final class CurlHTTPClient: Sendable {
             _ = ccurl_setopt_long(easy, CURLOPT_CONNECTTIMEOUT_MS, Int(req.connectTimeout.milliseconds))
             _ = ccurl_setopt_long(easy, CURLOPT_TIMEOUT_MS, Int(req.timeout.milliseconds))
             _ = ccurl_setopt_long(easy, CURLOPT_TCP_KEEPALIVE, 1)
-            if req.http2 {
-                let version = req.url.hasPrefix("http://") ? CURL_HTTP_VERSION_2_PRIOR_KNOWLEDGE : CURL_HTTP_VERSION_2TLS
-                _ = ccurl_setopt_long(easy, CURLOPT_HTTP_VERSION, Int(version))
-                _ = ccurl_setopt_long(easy, CURLOPT_PIPEWAIT, 1)
-            }
             let method = req.method.uppercased()
             if let body = req.body {
                 body.withUnsafeBytes { raw in

@@ -153,7 +153,7 @@ public enum AuthService: ServiceDefinition {
         let store = PushStore(db: runtime.db, box: box, logger: runtime.logger)
         return PushMessenger(
             store: store,
-            apns: APNsClient(http: runtime.http, url: env.optional("APNS_URL"), caBundle: env.optional("APNS_CA_BUNDLE"),
+            apns: APNsClient(url: env.optional("APNS_URL"), caBundle: env.optional("APNS_CA_BUNDLE"),
                              store: PushTokenStore(db: runtime.db, logger: runtime.logger), clock: runtime.clock),
             fcm: FCMClient(http: runtime.http, baseURL: env.string("FCM_URL", default: "https://fcm.googleapis.com"),
                            tokenURL: env.string("GOOGLE_OAUTH_TOKEN_URL", default: "https://oauth2.googleapis.com/token"), clock: runtime.clock),

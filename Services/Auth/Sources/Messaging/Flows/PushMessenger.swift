@@ -23,7 +23,7 @@ struct PushMessenger: Sendable {
     static let sendJob = "push.send"
     /// Users read and decided together; sends in flight at once within a batch.
     static let batchUsers = 500
-    static let inFlight = 64
+    static let inFlight = 200
     /// A send the provider asked us to retry is tried again this many rounds, then given up.
     static let maxRounds = 6
 

@@ -1,6 +1,9 @@
 import _CryptoExtras
+import AsyncHTTPClient
 import Crypto
 import Foundation
+import NIOCore
+import NIOSSL
 import Logging
 import ServiceKit
 import Synchronization
@@ -109,18 +112,19 @@ protocol APNsTokenStore: Sendable {
     func replace(app: UUID, fingerprint: String, jwt: String, issuedAt: Date, before: Date) async throws -> (jwt: String, issuedAt: Date)?
 }
 
-/// APNs over HTTP/2 (libcurl, one multiplexed connection per host) with token auth: an ES256
+/// APNs over HTTP/2 (AsyncHTTPClient over TLS with ALPN, one multiplexed connection per host, as
+/// APNSwift does; libcurl 7.88, Debian 12's, fails multiplexed streams answered with headers
+/// only, which is how APNs answers a 200: curl#13678) with token auth: an ES256
 /// JWT (`kid`, `iss` team, `iat`) reused for at least 20 and at most 40 minutes. Apple refuses a
 /// provider token older than an hour and one renewed more often than every 20 minutes (429
 /// `TooManyProviderTokenUpdates`), so a 403 on a token younger than 20 minutes is the operator's
 /// problem (a wrong key), not a reason to sign again.
 final class APNsClient: Sendable {
-    let http: CurlHTTPClient
     let production: String
     let sandbox: String
     let clock: any WallClock
-    /// `APNS_CA_BUNDLE`: a CA to trust instead of the system's (a local stand-in's).
-    let caBundle: String?
+    /// With `APNS_CA_BUNDLE`, a CA to trust instead of the system's (a local stand-in's).
+    let tls: TLSConfiguration?
     let store: any APNsTokenStore
     static let renewAfter: TimeInterval = 40 * 60
     static let minimumAge: TimeInterval = 20 * 60
@@ -130,9 +134,12 @@ final class APNsClient: Sendable {
     let signed = Mutex(0)
 
     /// `url`: `APNS_URL` for both environments (a local stand-in), else Apple's two hosts.
-    init(http: CurlHTTPClient, url: String?, caBundle: String? = nil, store: any APNsTokenStore, clock: any WallClock) {
-        self.http = http
-        self.caBundle = caBundle
+    init(url: String?, caBundle: String? = nil, store: any APNsTokenStore, clock: any WallClock) {
+        self.tls = caBundle.map { path in
+            var t = TLSConfiguration.makeClientConfiguration()
+            t.trustRoots = .file(path)
+            return t
+        }
         self.store = store
         self.production = url ?? "https://api.push.apple.com"
         self.sandbox = url ?? "https://api.sandbox.push.apple.com"
@@ -200,17 +207,21 @@ final class APNsClient: Sendable {
                 ("content-type", "application/json"),
             ]
             if let collapse = m.kind.collapseID { headers.append(("apns-collapse-id", collapse)) }
-            var request = HTTPRequest(method: "POST", url: "\(base)/3/device/\(m.token)", headers: headers, body: payload,
-                                      timeout: .seconds(10), connectTimeout: .seconds(5))
-            request.http2 = true
-            request.caBundlePath = caBundle
+            var request = HTTPClientRequest(url: "\(base)/3/device/\(m.token)")
+            request.method = .POST
+            for (name, value) in headers { request.headers.add(name: name, value: value) }
+            if let id = RequestTrace.requestID { request.headers.add(name: "x-request-id", value: id) }
+            request.body = .bytes(ByteBuffer(bytes: payload))
+            request.tlsConfiguration = tls
             do {
-                let response = try await http.send(request)
+                let response = try await HTTPClient.shared.execute(request, timeout: .seconds(10))
+                let body = try await response.body.collect(upTo: 64 * 1024)
                 struct Reason: Decodable { var reason: String? }
-                let reason = (try? JSONDecoder().decode(Reason.self, from: response.body))?.reason
-                let result = PushResult.apns(status: response.status, reason: reason, retryAfter: response.header("retry-after").flatMap { Int($0) })
+                let reason = (try? JSONDecoder().decode(Reason.self, from: Data(buffer: body)))?.reason
+                let status = Int(response.status.code)
+                let result = PushResult.apns(status: status, reason: reason, retryAfter: response.headers.first(name: "retry-after").flatMap { Int($0) })
                 // An expired token (our clock or a lost cache): sign again once, if the rule allows.
-                if response.status == 403, reason == "ExpiredProviderToken", attempt == 0,
+                if status == 403, reason == "ExpiredProviderToken", attempt == 0,
                    (try? await providerToken(app: app, c, forceRenew: true)) != jwt { continue }
                 return result
             } catch {
