@@ -34,6 +34,11 @@ for needed in ["chown app:app /data", "DATA_DIR=/data", "EXPOSE 3001 3002 3003 3
                "COPY deploy/dependency-pins.json ./Package.resolved", "--force-resolved-versions"]:
     if needed not in dockerfile:
         errors.append(f"deploy/Dockerfile lacks {needed!r}")
+# Every folder the manifest builds from is copied in (a target's folder missing breaks the build).
+import re
+for top in sorted({m.split("/")[0] for m in re.findall(r'path: "([^"]+)"', open("Package.swift").read())} | {"Services"}):
+    if f"COPY {top} ./{top}" not in dockerfile:
+        errors.append(f"deploy/Dockerfile does not copy {top}/, which Package.swift builds from")
 for name in ["auth", "subscription", "offline", "ads"]:
     env = services.get(name, {}).get("environment", {})
     if env.get("DATA_DIR") != "/data" or not any(str(v).endswith(":/data") for v in services.get(name, {}).get("volumes", [])):
