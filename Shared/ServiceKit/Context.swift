@@ -169,8 +169,11 @@ extension Request {
 extension AppError {
     /// A `DecodingError` as a 400 that names the field and says what was wrong.
     public static func decoding(_ error: DecodingError) -> AppError {
+        /// `variants[0].weight`, as the validation errors name fields.
         func path(_ keys: [any CodingKey]) -> String {
-            keys.map { $0.intValue.map { "[\($0)]" } ?? $0.stringValue }.joined(separator: ".")
+            keys.reduce(into: "") { out, key in
+                if let i = key.intValue { out += "[\(i)]" } else { out += (out.isEmpty ? "" : ".") + key.stringValue }
+            }
         }
         switch error {
         case .keyNotFound(let key, let ctx):

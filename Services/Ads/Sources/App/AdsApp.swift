@@ -12,7 +12,8 @@ public enum AdsService: ServiceDefinition {
         return PeriodicQuery.platform(env)
             + [PeriodicQuery("daily stats: days touched", StatsStore.touchedDaysQuery(since: now.addingTimeInterval(-2 * 3600))),
                PeriodicQuery("ad detail purge", StatsStore.purgeDetailQuery(before: now.addingTimeInterval(-StatsStore.detailRetention),
-                                                                            batch: StatsStore.purgeBatch))]
+                                                                            batch: StatsStore.purgeBatch)),
+               PeriodicQuery("campaign reminders", CampaignStore.dueRemindersQuery(now: now, batch: CampaignReminders.batch))]
     }
 
     public static func migrations() throws -> [Migration] {
@@ -43,7 +44,9 @@ public enum AdsService: ServiceDefinition {
                                      http: runtime.http)
         let refresher = StatsRefresher(stats: stats, db: runtime.db, clock: runtime.clock,
                                        interval: .seconds(env.int("AD_STATS_REFRESH_SECONDS", default: 3600)))
-        return try buildServiceApplication(runtime: runtime, appVerifier: appVerifier, tokenVerifier: tokenVerifier, services: [refresher],
+        let reminders = CampaignReminders(campaigns: campaigns, db: runtime.db, clock: runtime.clock,
+                                          interval: .seconds(env.int("CAMPAIGN_REMINDER_SECONDS", default: 30)), logger: logger)
+        return try buildServiceApplication(runtime: runtime, appVerifier: appVerifier, tokenVerifier: tokenVerifier, services: [refresher, reminders],
                                        userData: AdsUserData.sections(logger: logger) + [EntitlementStore(logger: logger).userDataSection],
                                        timeline: AdsTimeline.timeline) { routes in
             entitlements.addRoutes(to: routes.internal)

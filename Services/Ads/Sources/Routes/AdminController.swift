@@ -20,6 +20,8 @@ struct AdminController: Sendable {
         admin.put("admin/providers/:name") { request, context in try await putProvider(request, context) }
         admin.post("admin/campaigns") { request, context in try await createCampaign(request, context) }
         admin.post("admin/campaigns/:id/end") { _, context in try await endCampaign(context) }
+        admin.patch("admin/campaigns/:id") { request, context in try await editCampaign(request, context) }
+        admin.get("admin/campaigns/:id/results") { request, context in try await results(request, context) }
     }
 
     struct ProviderBody: Decodable {
@@ -82,12 +84,14 @@ struct AdminController: Sendable {
         var conditions: [String: JSONValue]
         var startsAt: Date?
         var endsAt: Date
+        var variants: [CampaignExperiment.VariantInput]?
         enum CodingKeys: String, CodingKey {
             case name, description
             case campaignType = "campaign_type"
             case reward, conditions
             case startsAt = "starts_at"
             case endsAt = "ends_at"
+            case variants
         }
     }
 
@@ -112,12 +116,96 @@ struct AdminController: Sendable {
         let now = clock.now()
         let starts = b.startsAt ?? now
         guard b.endsAt > starts else { throw AppError.validation("ends_at", "ends_at must be after starts_at") }
-        let campaign = try await db.withConnection { conn in
+        // #31: variants, each with its weight and optionally its own reward and goal.
+        let variants = try b.variants.map {
+            try CampaignExperiment.variants($0, type: type, reward: b.reward.amount, required: required, conditions: b.conditions)
+        } ?? []
+        let campaign = try await db.withTransaction(logger: logger) { conn in
             try await campaigns.create(Campaign(id: UUID(), appID: app, name: b.name, description: b.description ?? "", type: type,
                                                 rewardAmount: b.reward.amount, conditions: .object(b.conditions), required: required,
-                                                placement: placement, startsAt: starts, endsAt: b.endsAt, active: true), on: conn)
+                                                placement: placement, startsAt: starts, endsAt: b.endsAt, active: true),
+                                       variants: variants, on: conn)
         }
-        return try context.json(CampaignsController.CampaignView(campaign, nil, now: now), status: .created)
+        return try context.json(AdminCampaignView(campaign, variants: variants, now: now), status: .created)
+    }
+
+    /// The campaign as its operator sees it: every variant with its weight.
+    struct AdminCampaignView: Encodable {
+        var campaign: CampaignsController.CampaignView
+        var variants: [CampaignVariant]
+        init(_ c: Campaign, variants: [CampaignVariant], now: Date) {
+            campaign = CampaignsController.CampaignView(c, nil, now: now); self.variants = variants
+        }
+        func encode(to encoder: any Encoder) throws {
+            try campaign.encode(to: encoder)
+            var c = encoder.container(keyedBy: CodingKeys.self)
+            try c.encode(variants, forKey: .variants)
+        }
+        enum CodingKeys: String, CodingKey { case variants }
+    }
+
+    struct EditBody: Decodable {
+        var name: String?
+        var description: String?
+        var endsAt: Date?
+        var variants: [CampaignExperiment.VariantInput]?
+        enum CodingKeys: String, CodingKey { case name, description, endsAt = "ends_at", variants }
+    }
+
+    /// `PATCH /admin/campaigns/{id}`: name, description, end, and the variants' weights, rewards
+    /// and goals. An assigned user never moves: a variant with users cannot be removed (409), new
+    /// users follow the new weights. Nothing changes when any part is refused.
+    func editCampaign(_ request: Request, _ context: ServiceRequestContext) async throws -> Response {
+        let app = try context.requireApp()
+        let id = try CampaignsController.id(context)
+        let b = try await request.decodeJSON(as: EditBody.self, context: context)
+        if let n = b.name { guard (1...120).contains(n.count) else { throw AppError.validation("name", "name must be 1 to 120 characters") } }
+        if let d = b.description, d.count > 1000 { throw AppError.validation("description", "description must be at most 1000 characters") }
+        let now = clock.now()
+        let (campaign, variants) = try await db.withTransaction(logger: logger) { conn -> (Campaign, [CampaignVariant]) in
+            guard let c = try await campaigns.campaign(app: app, id: id, on: conn) else { throw AppError.notFound("Campaign") }
+            if let e = b.endsAt { guard e > c.startsAt else { throw AppError.validation("ends_at", "ends_at must be after starts_at") } }
+            var variants = try await campaigns.variants(of: [id], on: conn)[id] ?? []
+            if let input = b.variants {
+                guard c.hasVariants else {
+                    throw AppError.validation("variants", "this campaign was created without variants; create a new one to run an experiment")
+                }
+                guard case .object(let conditions) = c.conditions else { throw AppError.unavailable }
+                let new = try CampaignExperiment.variants(input, type: c.type, reward: c.rewardAmount, required: c.required, conditions: conditions)
+                try CampaignExperiment.checkEdit(old: variants, new: new, assigned: try await campaigns.assignedCounts(campaign: id, on: conn))
+                try await campaigns.saveVariants(campaign: id, new, on: conn)
+                variants = new
+            }
+            guard let edited = try await campaigns.edit(app: app, id: id, name: b.name, description: b.description, endsAt: b.endsAt, on: conn) else {
+                throw AppError.notFound("Campaign")
+            }
+            return (edited, variants)
+        }
+        return try context.json(AdminCampaignView(campaign, variants: variants, now: now))
+    }
+
+    /// `GET /admin/campaigns/{id}/results` (`?format=csv`): per variant, the funnel from the
+    /// rows (assigned, exposed, joined, completed, claimed, credits), the completion rate
+    /// (completed ÷ exposed), each variant against the first with its 95 % interval and the
+    /// z-test's p-value, and a sample-ratio warning; by day too.
+    func results(_ request: Request, _ context: ServiceRequestContext) async throws -> Response {
+        let app = try context.requireApp()
+        let id = try CampaignsController.id(context)
+        let format = request.uri.queryParameters.get("format") ?? "json"
+        guard ["json", "csv"].contains(format) else { throw AppError.badRequest("format must be json or csv", field: "format") }
+        let (c, variants, rows, days) = try await db.withConnection { conn in
+            guard let c = try await campaigns.campaign(app: app, id: id, on: conn) else { throw AppError.notFound("Campaign") }
+            return (c, try await campaigns.variants(of: [id], on: conn)[id] ?? [], try await campaigns.results(campaign: id, on: conn),
+                    try await campaigns.resultsByDay(campaign: id, on: conn))
+        }
+        let report = CampaignReport(campaignID: c.id, name: c.name, rewardAmount: c.rewardAmount, required: c.required, variants: variants,
+                                    rows: rows, days: days)
+        if format == "csv" {
+            return Response(status: .ok, headers: [.contentType: "text/csv; charset=utf-8",
+                                                   .contentDisposition: "attachment; filename=\"campaign-\(id.lowercasedString)-results.csv\""],
+                            body: .init(byteBuffer: ByteBuffer(string: report.csv)))
+        }
+        return try context.json(report)
     }
 
     func endCampaign(_ context: ServiceRequestContext) async throws -> Response {

@@ -39,22 +39,31 @@ struct CampaignsController: Sendable {
         var startsAt: Date
         var endsAt: Date
         var status: String
+        /// #31: the user's variant (only its reward and goal are shown); absent without variants.
+        var variant: String?
         enum CodingKeys: String, CodingKey {
             case id, name, description
             case campaignType = "campaign_type"
             case reward, conditions, progress
             case startsAt = "starts_at"
             case endsAt = "ends_at"
-            case status
+            case status, variant
         }
 
         init(_ c: Campaign, _ p: Participation?, now: Date) {
+            self.init(CampaignOffer(campaign: c, variant: nil), p, now: now)
+        }
+
+        init(_ o: CampaignOffer, _ p: Participation?, now: Date) {
+            let c = o.campaign
             id = c.id; name = c.name; description = c.description; campaignType = c.type.rawValue
-            reward = RewardBody(amount: c.rewardAmount); conditions = c.conditions
-            progress = Progress(current: min(p?.progress ?? 0, c.required), required: c.required, completed: p?.completed ?? false,
+            reward = RewardBody(amount: o.rewardAmount); conditions = o.conditions
+            let required = p?.required ?? o.required
+            progress = Progress(current: min(p?.progress ?? 0, required), required: required, completed: p?.completed ?? false,
                                 rewardClaimed: p?.rewardClaimed ?? false)
             startsAt = c.startsAt; endsAt = c.endsAt
             status = c.isRunning(at: now) ? "active" : (now < c.startsAt && c.active ? "upcoming" : "expired")
+            variant = o.variant?.key
         }
     }
 
@@ -63,13 +72,16 @@ struct CampaignsController: Sendable {
         return id
     }
 
+    /// Listing shows the user's variant of each campaign and records the first exposure (#31);
+    /// a holdout user is not shown the campaign.
     func active(_ context: ServiceRequestContext) async throws -> Response {
         let (app, user) = try context.requireUser()
         let now = clock.now()
         let views = try await db.withConnection { conn in
             let list = try await campaigns.running(app: app, now: now, on: conn)
+            let offers = try await campaigns.offers(list, app: app, user: user, expose: true, now: now, on: conn)
             let mine = try await campaigns.participations(app: app, user: user, on: conn)
-            return list.map { CampaignView($0, mine[$0.id], now: now) }
+            return offers.filter { !$0.hidden }.map { CampaignView($0, mine[$0.campaign.id], now: now) }
         }
         return try context.json(["campaigns": views])
     }
@@ -79,10 +91,18 @@ struct CampaignsController: Sendable {
         let id = try Self.id(context)
         let now = clock.now()
         let view = try await db.withConnection { conn in
-            guard let c = try await campaigns.campaign(app: app, id: id, on: conn) else { throw AppError.notFound("Campaign") }
-            return CampaignView(c, try await campaigns.participation(campaign: id, user: user, on: conn), now: now)
+            let offer = try await offer(app: app, id: id, user: user, expose: true, now: now, on: conn)
+            return CampaignView(offer, try await campaigns.participation(campaign: id, user: user, on: conn), now: now)
         }
         return try context.json(view)
+    }
+
+    /// The campaign as this user meets it; a holdout user does not see it at all (404).
+    func offer(app: UUID, id: UUID, user: UUID, expose: Bool, now: Date, on conn: PostgresConnection) async throws -> CampaignOffer {
+        guard let c = try await campaigns.campaign(app: app, id: id, on: conn),
+              let offer = try await campaigns.offers([c], app: app, user: user, expose: expose, now: now, on: conn).first,
+              !offer.hidden else { throw AppError.notFound("Campaign") }
+        return offer
     }
 
     struct ProgressResponse: Encodable {
@@ -100,7 +120,7 @@ struct CampaignsController: Sendable {
 
     static func expired(_ c: Campaign, _ p: Participation?) -> AppError {
         AppError(.badRequest, "campaign_expired", "This campaign has ended; progress is kept but earns no reward",
-                 extra: ["progress": .int(min(p?.progress ?? 0, c.required)), "required": .int(c.required),
+                 extra: ["progress": .int(min(p?.progress ?? 0, p?.required ?? c.required)), "required": .int(p?.required ?? c.required),
                          "ended_at": .string(JSON.iso8601(c.endsAt))])
     }
 
@@ -118,14 +138,16 @@ struct CampaignsController: Sendable {
         let id = try Self.id(context)
         let now = clock.now()
         let out = try await db.withTransaction(logger: logger) { conn -> ProgressResponse in
-            guard let c = try await campaigns.campaign(app: app, id: id, on: conn) else { throw AppError.notFound("Campaign") }
+            let offer = try await offer(app: app, id: id, user: user, expose: false, now: now, on: conn)
+            let c = offer.campaign
             guard c.isRunning(at: now) else {
                 if c.active && now < c.startsAt { throw Self.notStarted(c) }
                 throw Self.expired(c, try await campaigns.participation(campaign: id, user: user, on: conn))
             }
-            if c.type == .streakBonus { try await campaigns.checkIn(c, user: user, now: now, on: conn) }
+            if c.type == .streakBonus { try await campaigns.checkIn(offer, user: user, now: now, on: conn) }
             let p = try await campaigns.participation(campaign: id, user: user, on: conn)
-            return ProgressResponse(campaignID: id, progress: min(p?.progress ?? 0, c.required), required: c.required,
+            let required = p?.required ?? offer.required
+            return ProgressResponse(campaignID: id, progress: min(p?.progress ?? 0, required), required: required,
                                     completed: p?.completed ?? false, canClaimReward: (p?.completed ?? false) && !(p?.rewardClaimed ?? false))
         }
         return try context.json(out)
@@ -153,7 +175,9 @@ struct CampaignsController: Sendable {
         let reference = "campaign:\(id.lowercasedString):\(user.lowercasedString)"
         enum Outcome { case granted(amount: Int, outboxID: Int64), alreadyClaimed(RewardStore.Reward?) }
         let outcome = try await db.withTransaction(logger: logger) { conn -> Outcome in
-            guard let c = try await campaigns.campaign(app: app, id: id, on: conn) else { throw AppError.notFound("Campaign") }
+            // The user's variant pays its own reward (#31); a holdout user has no campaign.
+            let offer = try await offer(app: app, id: id, user: user, expose: false, now: now, on: conn)
+            let c = offer.campaign
             let p = try await campaigns.participation(campaign: id, user: user, lock: true, on: conn)
             if p?.rewardClaimed == true {
                 return .alreadyClaimed(try await rewards.reward(app: app, source: Self.claimSource, reference: reference, on: conn))
@@ -163,16 +187,16 @@ struct CampaignsController: Sendable {
                 // 17a: an ended campaign keeps the progress but pays nothing.
                 if now > c.endsAt || !c.active { throw Self.expired(c, p) }
                 throw AppError(.badRequest, "campaign_not_completed", "The campaign's conditions are not met yet",
-                               extra: ["progress": .int(p?.progress ?? 0), "required": .int(c.required)])
+                               extra: ["progress": .int(p?.progress ?? 0), "required": .int(p?.required ?? offer.required)])
             }
             // Completed while the campaign ran: still paid after its end (never lose a reward).
             guard done <= c.endsAt else { throw Self.expired(c, p) }
             guard try await campaigns.markClaimed(campaign: id, user: user, now: now, on: conn),
-                  let outboxID = try await rewards.grant(app: app, user: user, amount: c.rewardAmount, source: Self.claimSource,
+                  let outboxID = try await rewards.grant(app: app, user: user, amount: offer.rewardAmount, source: Self.claimSource,
                                                          reference: reference, now: now, on: conn) else {
                 return .alreadyClaimed(try await rewards.reward(app: app, source: Self.claimSource, reference: reference, on: conn))
             }
-            return .granted(amount: c.rewardAmount, outboxID: outboxID)
+            return .granted(amount: offer.rewardAmount, outboxID: outboxID)
         }
         switch outcome {
         case .granted(let amount, let outboxID):

@@ -50,13 +50,24 @@ enum AdsUserData {
             }),
             UserDataSection(name: "campaigns", export: { user, app, conn in
                 try await q.rows("""
-                    SELECT row_to_json(p)::text FROM (SELECT c.name, c.campaign_type, p.progress, p.completed, p.reward_claimed,
-                           p.reward_claimed_at, p.updated_at
+                    SELECT row_to_json(p)::text FROM (SELECT c.name, c.campaign_type, a.variant_key, a.assigned_at, a.exposed_at,
+                           p.progress, p.completed, p.reward_claimed, p.reward_claimed_at, p.updated_at, r.created_at AS reminded_at
+                    FROM campaign_assignments a JOIN freemium_campaigns c ON c.id = a.campaign_id
+                    LEFT JOIN campaign_participations p ON p.campaign_id = a.campaign_id AND p.user_id = a.user_id
+                    LEFT JOIN campaign_reminders r ON r.campaign_id = a.campaign_id AND r.user_id = a.user_id
+                    WHERE a.app_id = \(app) AND a.user_id = \(user)
+                    UNION ALL
+                    SELECT c.name, c.campaign_type, p.variant_key, NULL, NULL, p.progress, p.completed, p.reward_claimed,
+                           p.reward_claimed_at, p.updated_at, NULL
                     FROM campaign_participations p JOIN freemium_campaigns c ON c.id = p.campaign_id
-                    WHERE p.app_id = \(app) AND p.user_id = \(user) ORDER BY p.updated_at) p
+                    WHERE p.app_id = \(app) AND p.user_id = \(user)
+                      AND NOT EXISTS (SELECT 1 FROM campaign_assignments a WHERE a.campaign_id = p.campaign_id AND a.user_id = p.user_id)) p
                     """, conn)
             }, delete: { user, app, conn in
-                try await q.count("DELETE FROM campaign_participations WHERE app_id = \(app) AND user_id = \(user) RETURNING 1", conn)
+                // The experiment's counts lose this user with the rest (erasure is complete).
+                try await conn.run("DELETE FROM campaign_reminders WHERE app_id = \(app) AND user_id = \(user)", logger: logger)
+                try await conn.run("DELETE FROM campaign_assignments WHERE app_id = \(app) AND user_id = \(user)", logger: logger)
+                return try await q.count("DELETE FROM campaign_participations WHERE app_id = \(app) AND user_id = \(user) RETURNING 1", conn)
             }),
             UserDataSection(name: "referrals", export: { user, app, conn in
                 try await q.rows("""
