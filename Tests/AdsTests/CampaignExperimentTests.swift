@@ -178,6 +178,11 @@ final class CampaignExperimentTests: XCTestCase {
             let csv = try await h.call(.get, "/admin/campaigns/\(id)/results?format=csv")
             XCTAssertEqual(csv.headers[.contentType], "text/csv; charset=utf-8")
             XCTAssertTrue(String(buffer: csv.body).hasPrefix("variant,weight,holdout,"))
+            // The dashboard shows the experiment beside the revenue.
+            let dashboard = String(buffer: try await h.call(.get, "/analytics/dashboard").body)
+            XCTAssertTrue(dashboard.contains("<h3>Semaine A/B</h3>"), dashboard)
+            let usersInB = seen.values.filter { $0 == "B" }.count
+            XCTAssertTrue(dashboard.contains("<tr><td>B</td><td>0 %</td><td>\(usersInB)</td>"), dashboard)
             // A user cannot reach the results; another tenant cannot find the campaign.
             do { let value = try await h.call(.get, "/admin/campaigns/\(id)/results", user: b).status; XCTAssertEqual(value, .unauthorized) }
             var other = h.admin

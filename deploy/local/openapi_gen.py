@@ -43,6 +43,9 @@ def op(summary, ok="200", okdesc="OK", extra=(), params=(), req=None, schema=Non
     if req: o["requestBody"] = req
     return o
 
+VARIANTS = {"type": "array", "minItems": 2, "maxItems": 10, "items": obj({"key": {"type": "string", "pattern": "^[A-Za-z0-9_-]{1,32}$"},
+    "weight": {"type": "integer", "minimum": 0, "maximum": 100}, "reward": obj({"type": S, "amount": {"type": "integer", "minimum": 1, "maximum": 1000}}, ["amount"]),
+    "conditions": {"type": "object"}, "holdout": B}, ["key", "weight"])}
 ads = {
  "/ads/available": {"get": op("Whether an ad can be shown now (UC-ADS-4.1 step 3, 4.2 step 5)",
     params=[q("ad_type", {"type": "string", "enum": ["rewarded", "interstitial"]}, True), q("placement", S), q("country", S)],
@@ -83,8 +86,15 @@ ads = {
                   "verification": {"type": "string", "enum": ["client", "ssv"]}, "test_mode": B, "ecpm_estimate_usd": N})))},
  "/admin/campaigns": {"post": op("Create a campaign (admin token)", ok="201", okdesc="Created", req=body(obj({"name": S, "description": S,
     "campaign_type": {"type": "string", "enum": ["watch_ads", "streak_bonus", "referral"]}, "reward": obj({"type": S, "amount": I}, ["amount"]),
-    "conditions": {"type": "object"}, "starts_at": {"type": "string", "format": "date-time"}, "ends_at": {"type": "string", "format": "date-time"}},
-    ["name", "campaign_type", "reward", "conditions", "ends_at"])))},
+    "conditions": {"type": "object"}, "starts_at": {"type": "string", "format": "date-time"}, "ends_at": {"type": "string", "format": "date-time"},
+    "variants": VARIANTS}, ["name", "campaign_type", "reward", "conditions", "ends_at"])))},
+ "/admin/campaigns/{id}": {"patch": op("Edit a campaign (admin token): name, description, end, the variants' weights, rewards and goals; "
+    "a variant with assigned users cannot be removed (409 variant_has_users)", params=[p("id", UUIDS)], extra=["409"],
+    req=body(obj({"name": S, "description": S, "ends_at": {"type": "string", "format": "date-time"}, "variants": VARIANTS})))},
+ "/admin/campaigns/{id}/results": {"get": op("An experiment's results per variant (admin token): funnel, completion rate, difference vs the first "
+    "variant with its 95% CI and p-value, sample-ratio check, by day; ?format=csv", params=[p("id", UUIDS), q("format", {"type": "string", "enum": ["json", "csv"]})],
+    schema=obj({"campaign_id": UUIDS, "variants": {"type": "array"}, "by_day": {"type": "array"}, "warnings": {"type": "array"}},
+               ["campaign_id", "variants", "by_day", "warnings"]))},
  "/admin/campaigns/{id}/end": {"post": op("End a campaign now (admin token)", params=[p("id", UUIDS)])},
  "/analytics/revenue": {"get": dict(op("Revenue report from daily aggregates (admin token); ?format=csv for the export",
     params=[q("start_date", {"type": "string", "format": "date"}), q("end_date", {"type": "string", "format": "date"}),
@@ -96,6 +106,7 @@ ads = {
  "/analytics/refresh": {"post": op("Refresh the daily aggregates now (admin token)")},
 }
 rev = ads["/analytics/revenue"]["get"]["responses"]["200"]["content"]; rev["text/csv"] = {"schema": S}
+ads["/admin/campaigns/{id}/results"]["get"]["responses"]["200"]["content"]["text/csv"] = {"schema": S}
 
 off = {
  "/sync/profile": {"get": op("Sync profile, categories and storage", schema=obj({"profile": {"type": "object"}, "storage": {"type": "object"},

@@ -64,7 +64,7 @@ public enum AdsService: ServiceDefinition {
             CampaignsController(db: runtime.db, campaigns: campaigns, rewards: rewards, delivery: delivery, clock: runtime.clock,
                                 logger: logger).addRoutes(to: routes.user)
             AdminController(db: runtime.db, ads: ads, campaigns: campaigns, clock: runtime.clock, logger: logger).addRoutes(to: routes.admin)
-            AnalyticsController(db: runtime.db, stats: stats, ads: ads, clock: runtime.clock, logger: logger).addRoutes(to: routes.admin)
+            AnalyticsController(db: runtime.db, stats: stats, ads: ads, campaigns: campaigns, clock: runtime.clock, logger: logger).addRoutes(to: routes.admin)
         }
     }
 }

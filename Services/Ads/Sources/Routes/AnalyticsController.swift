@@ -10,6 +10,7 @@ struct AnalyticsController: Sendable {
     let db: DatabasePool
     let stats: StatsStore
     let ads: AdStore
+    let campaigns: CampaignStore
     let clock: any WallClock
     let logger: Logger
 
@@ -147,7 +148,18 @@ struct AnalyticsController: Sendable {
         let app = try context.requireApp()
         let f = try filter(request)
         let (r, updated) = try await report(app: app, f)
-        let html = RevenueDashboard.render(report: r, filter: f, updatedAt: updated)
+        // #31: each running campaign's experiment beside the revenue.
+        let now = clock.now()
+        let experiments = try await db.withConnection { conn -> [CampaignReport] in
+            var out: [CampaignReport] = []
+            for c in try await campaigns.running(app: app, now: now, on: conn) {
+                out.append(CampaignReport(campaignID: c.id, name: c.name, rewardAmount: c.rewardAmount, required: c.required,
+                                          variants: try await campaigns.variants(of: [c.id], on: conn)[c.id] ?? [],
+                                          rows: try await campaigns.results(campaign: c.id, on: conn), days: []))
+            }
+            return out
+        }
+        let html = RevenueDashboard.render(report: r, filter: f, updatedAt: updated, campaigns: experiments)
         return Response(status: .ok, headers: [.contentType: "text/html; charset=utf-8",
                                                .contentSecurityPolicy: "default-src 'none'; style-src 'unsafe-inline'; img-src data:"],
                         body: .init(byteBuffer: ByteBuffer(string: html)))
@@ -172,7 +184,26 @@ enum RevenueDashboard {
         return out + "</table>"
     }
 
-    static func render(report r: RevenueReport, filter f: StatsStore.Filter, updatedAt: Date?) -> String {
+    /// The running campaigns' variants: funnel, completion rate, and the difference against the
+    /// first variant with its interval and p-value; a sample-ratio mismatch in red.
+    static func campaignsSection(_ reports: [CampaignReport]) -> String {
+        guard !reports.isEmpty else { return "" }
+        func pct(_ d: Double?) -> String { d.map { String(format: "%.1f %%", $0 * 100) } ?? "–" }
+        var out = "<h2>Campaigns</h2>"
+        for r in reports {
+            out += "<h3>\(escape(r.name))</h3>"
+            if r.sampleRatio?.mismatch == true { out += "<p class=\"note\">Sample ratio mismatch: the exposures do not follow the weights; do not trust the differences.</p>" }
+            out += "<table><tr><th>Variant</th><th>Weight</th><th>Assigned</th><th>Exposed</th><th>Joined</th><th>Completed</th><th>Claimed</th><th>Credits</th><th>Completion</th><th>vs first (95 % CI)</th><th>p</th></tr>"
+            for v in r.variants {
+                let versus = v.versusFirst.map { "\(String(format: "%+.1f", $0.difference * 100)) pts (\(String(format: "%+.1f", $0.ciLow * 100)) to \(String(format: "%+.1f", $0.ciHigh * 100)))" } ?? "–"
+                out += "<tr><td>\(escape(v.key ?? "all"))\(v.holdout ? " (holdout)" : "")</td><td>\(v.weight.map { "\($0) %" } ?? "–")</td><td>\(v.assigned)</td><td>\(v.exposed)</td><td>\(v.joined)</td><td>\(v.completed)</td><td>\(v.claimed)</td><td>\(v.creditsGranted)</td><td>\(pct(v.completionRate))</td><td>\(versus)</td><td>\(v.versusFirst.map { String(format: "%.3f", $0.pValue) } ?? "–")</td></tr>"
+            }
+            out += "</table>"
+        }
+        return out
+    }
+
+    static func render(report r: RevenueReport, filter f: StatsStore.Filter, updatedAt: Date?, campaigns: [CampaignReport] = []) -> String {
         let days = r.byDate.reversed() as [(String, RevenueReport.Figures)]
         let maxRevenue = max(days.map { $0.1.revenue }.max() ?? 0, 0.01)
         let width = 900.0, height = 260.0, barGap = 4.0
@@ -205,6 +236,7 @@ enum RevenueDashboard {
             <div class="kpi">Completion<b>\(String(format: "%.1f %%", r.total.completionRate * 100))</b></div></div>
             <h2>Revenue per day</h2>\(chart)\(disclaimer)
             \(table("By ad type", r.byType))\(table("By provider", r.byProvider))\(table("By placement", r.byPlacement))
+            \(campaignsSection(campaigns))
             <p class="note">Data aggregated up to \(updatedAt.map { escape(JSON.iso8601($0)) } ?? "never (the aggregation job has not run)").</p>
             </body></html>
             """
