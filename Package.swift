@@ -143,7 +143,8 @@ let package = Package(
         ),
         .testTarget(
             name: "StackTests",
-            dependencies: ["ServiceKit", "TestSupport"],
+            // jwt-kit: a stock JOSE library verifies auth's tokens from the discovery document alone.
+            dependencies: ["ServiceKit", "TestSupport", .product(name: "JWTKit", package: "jwt-kit")],
             path: "Tests/StackTests"
         ),
     ] + services.flatMap(serviceTargets)

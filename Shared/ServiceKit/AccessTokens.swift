@@ -118,11 +118,14 @@ public final class AccessTokenVerifier: Sendable {
     public let leeway: Int = 30
 
     private let clock: any WallClock
+    /// The `iss` values accepted (nil: any, for tests that sign their own tokens).
+    private let issuers: Set<String>?
 
     public init(source: any JWKSSource, cacheTTL: Duration = .seconds(300),
                 unknownKidRefetchInterval: Duration = .seconds(5), maxCachedTokens: Int = 50_000,
-                clock: any WallClock = SystemClock()) {
+                issuers: Set<String>? = nil, clock: any WallClock = SystemClock()) {
         self.source = source
+        self.issuers = issuers
         self.clock = clock
         self.cacheTTL = cacheTTL
         self.unknownKidRefetchInterval = unknownKidRefetchInterval
@@ -146,7 +149,8 @@ public final class AccessTokenVerifier: Sendable {
               let signature = Base64URL.decode(parts[2]) else {
             throw AppError.invalidToken("Malformed access token")
         }
-        guard header.alg == "EdDSA", let kid = header.kid else {
+        // RFC 9864's fully-specified name and the polymorphic one it replaces.
+        guard header.alg == "EdDSA" || header.alg == "Ed25519", let kid = header.kid else {
             throw AppError.invalidToken("Unsupported token algorithm")
         }
         guard let key = try await publicKey(kid: kid) else {
@@ -162,6 +166,9 @@ public final class AccessTokenVerifier: Sendable {
         }
         guard claims.exp + leeway > nowSeconds else { throw AppError.invalidToken("Access token expired") }
         guard claims.iat - leeway <= nowSeconds else { throw AppError.invalidToken("Access token issued in the future") }
+        if let issuers { guard issuers.contains(claims.iss) else { throw AppError.invalidToken("Access token from another issuer") } }
+        // The audience names the app (tokens from before #32 carry none; app_id still decides).
+        if let aud = claims.aud { guard aud == claims.appID.lowercasedString else { throw AppError.invalidToken("Access token audience does not match its app") } }
         verified.withLock { cache in
             if cache.count >= maxCachedTokens { cache.removeAll(keepingCapacity: true) }
             cache[digest] = claims

@@ -95,6 +95,12 @@ public struct ServiceConfig: Sendable {
     public var adminToken: String
     /// How long auth's JWKS is cached before a refetch.
     public var jwksCacheSeconds: Int
+    /// `AUTH_ISSUER`: the public URL of auth's API, the access tokens' `iss` (#32; the local
+    /// stack's gateway by default). `AUTH_ACCEPTED_ISSUERS` (comma-separated) are accepted too,
+    /// while tokens signed before a change of issuer live ("auth", the name tokens carried
+    /// before, by default: remove it a week after upgrading).
+    public var authIssuer: String
+    public var acceptedIssuers: Set<String>
     public var logLevel: String
     /// `LOG_FORMAT`: `json` (the default, one object per line) or `text`.
     public var logFormat: LogFormat
@@ -146,6 +152,9 @@ public struct ServiceConfig: Sendable {
         operatorCacheSeconds = env.int("OPERATOR_CACHE_SECONDS", default: 5)
         adminToken = env.string("ADMIN_API_TOKEN", default: "local-admin-token")
         jwksCacheSeconds = env.int("JWKS_CACHE_SECONDS", default: 300)
+        authIssuer = env.string("AUTH_ISSUER", default: "http://localhost:8080/auth/v1")
+        acceptedIssuers = Set([authIssuer] + env.string("AUTH_ACCEPTED_ISSUERS", default: "auth").split(separator: ",")
+            .map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty })
         logLevel = env.string("LOG_LEVEL", default: "info")
         logFormat = LogFormat(rawValue: env.string("LOG_FORMAT", default: "json").lowercased()) ?? .json
         dataDirectory = env.string("DATA_DIR", default: ".data")

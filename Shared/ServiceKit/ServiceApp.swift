@@ -94,7 +94,7 @@ public struct ServiceRuntime: Sendable {
     /// Verifies access tokens against auth's JWKS over HTTP.
     public func remoteTokenVerifier() -> AccessTokenVerifier {
         AccessTokenVerifier(source: RemoteJWKSSource(url: "\(config.url(of: .auth))/auth/v1/.well-known/jwks.json", http: http),
-                            cacheTTL: .seconds(config.jwksCacheSeconds), clock: clock)
+                            cacheTTL: .seconds(config.jwksCacheSeconds), issuers: config.acceptedIssuers, clock: clock)
     }
 
     /// Verifies tenant headers by asking auth, cached briefly.

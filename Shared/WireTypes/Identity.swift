@@ -18,6 +18,9 @@ public struct AccessTokenClaims: Codable, Sendable, Equatable {
     public var status: UserStatus
     public var isGuest: Bool
     public var iss: String
+    /// The audience: the app the token is for (its id), so that a gateway or a third party can
+    /// check it with a stock JOSE library (#32). Absent on tokens from before.
+    public var aud: String?
     public var iat: Int
     public var exp: Int
     public var jti: String
@@ -33,7 +36,7 @@ public struct AccessTokenClaims: Codable, Sendable, Equatable {
         case appID = "app_id"
         case email, status
         case isGuest = "is_guest"
-        case iss, iat, exp, jti, sid, sv
+        case iss, aud, iat, exp, jti, sid, sv
     }
 
     public init(userID: UUID, appID: UUID, email: String?, status: UserStatus, isGuest: Bool,
@@ -47,6 +50,7 @@ public struct AccessTokenClaims: Codable, Sendable, Equatable {
         self.status = status
         self.isGuest = isGuest
         self.iss = issuer
+        self.aud = appID.lowercasedString
         self.iat = issuedAt
         self.exp = expiresAt
         self.jti = jti

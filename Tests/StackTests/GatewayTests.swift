@@ -160,6 +160,24 @@ final class GatewayTests: XCTestCase {
         let unknown = try await http.send(HTTPRequest(url: "\(gateway)/nope/v1/health"))
         XCTAssertEqual(unknown.status, 404)
         XCTAssertEqual(try unknown.decode(ErrorEnvelope.self).error, "not_found")
+        // #32: each of the gateway's own refusals names its request, in the header and the body;
+        // a client's id is kept when it is a plain token, replaced when it is not.
+        for (response, code) in [(unknown, "not_found"), (longPath, "uri_too_long"), (bigHeader, "headers_too_large"), (tooLarge, "payload_too_large")] {
+            let id = try XCTUnwrap(response.header("X-Request-ID"), code)
+            XCTAssertEqual(try response.decode(ErrorEnvelope.self).extra["request_id"], .string(id), code)
+        }
+        let trace = try await http.send(HTTPRequest(method: "TRACE", url: "\(gateway)/auth/v1/health"))
+        XCTAssertEqual(trace.status, 405)
+        XCTAssertEqual(try trace.decode(ErrorEnvelope.self).error, "method_not_allowed")
+        let kept = try await http.send(HTTPRequest(url: "\(gateway)/nope", headers: [("X-Request-ID", "client-id-1")]))
+        XCTAssertEqual(kept.header("X-Request-ID"), "client-id-1")
+        let replaced = try await http.send(HTTPRequest(url: "\(gateway)/nope", headers: [("X-Request-ID", #"bad"id"#)]))
+        XCTAssertNotEqual(replaced.header("X-Request-ID"), #"bad"id"#)
+        XCTAssertNoThrow(try replaced.decode(ErrorEnvelope.self), "the body stays JSON")
+        let version = try Self.rawRequest("GET /auth/v1/health HTTP/3.0\r\nHost: x\r\n\r\n", gateway: gateway)
+        XCTAssertTrue(version.hasPrefix("HTTP/1.1 505"), version)
+        XCTAssertTrue(version.contains(#""error":"http_version_not_supported""#), version)
+        XCTAssertTrue(version.lowercased().contains("x-request-id:"), version)
 
         // The demo application's credentials work; a wrong key does not.
         let values = try DemoApp.values()
@@ -175,5 +193,30 @@ final class GatewayTests: XCTestCase {
         XCTAssertEqual(doc.keys.first?.alg, "EdDSA")
         XCTAssertNotNil(doc.keys.first?.kid)
         XCTAssertFalse(appID.isEmpty)
+    }
+
+    /// A request line libcurl would not send (an HTTP version nginx does not speak), over a
+    /// plain socket; the whole answer as text.
+    static func rawRequest(_ text: String, gateway: String) throws -> String {
+        let port = UInt16(gateway.split(separator: ":").last.flatMap { Int($0) } ?? 8080)
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(fd) }
+        var addr = sockaddr_in()
+        addr.sin_family = sa_family_t(AF_INET)
+        addr.sin_port = port.bigEndian
+        addr.sin_addr.s_addr = inet_addr("127.0.0.1")
+        let connected = withUnsafePointer(to: &addr) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) } }
+        guard connected == 0 else { throw HTTPClientError.connectionRefused(url: gateway) }
+        var timeout = timeval(tv_sec: 5, tv_usec: 0)
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+        _ = text.utf8CString.withUnsafeBufferPointer { send(fd, $0.baseAddress, $0.count - 1, 0) }
+        var out = [UInt8]()
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        while true {
+            let n = recv(fd, &buffer, buffer.count, 0)
+            if n <= 0 { break }
+            out += buffer[0..<n]
+        }
+        return String(decoding: out, as: UTF8.self)
     }
 }

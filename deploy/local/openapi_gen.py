@@ -34,8 +34,23 @@ def document(title, prefix, paths, security_user=True):
            "security": [{"appId": [], "apiKey": [], "bearer": []}],
            "paths": {}}
     for path, ops in paths.items():
+        for method, o in ops.items():
+            o.setdefault("operationId", operation_id(method, path))
         doc["paths"][prefix + path] = ops
+    ids = [o["operationId"] for ops in doc["paths"].values() for o in ops.values()]
+    assert len(ids) == len(set(ids)), f"{title}: duplicate operationIds"
     return doc
+
+def operation_id(method, path):
+    """lowerCamelCase from the method and the path (`get /campaigns/{id}` -> getCampaignsById),
+    so that a generated client's methods read as names (#32)."""
+    words = []
+    for seg in path.strip("/").split("/"):
+        if seg.startswith("{"):
+            words.append("By" + seg.strip("{}").replace("_", " ").title().replace(" ", ""))
+        else:
+            words.append("".join(w[:1].upper() + w[1:] for w in seg.replace(".", "-").replace("_", "-").split("-") if w))
+    return method.lower() + "".join(words)
 
 def op(summary, ok="200", okdesc="OK", extra=(), params=(), req=None, schema=None, tags=()):
     o = {"summary": summary, "responses": responses(ok, okdesc, list(extra), schema)}
@@ -209,6 +224,9 @@ auth = {
  "/auth/privacy/export": {"post": aop("Request a data export", ok="202")},
  "/auth/privacy/export/{id}": {"get": aop("An export's status", params=[p("id", UUIDS)])},
  "/.well-known/jwks.json": {"get": dict(op("Public keys of the access tokens", schema=obj({"keys": {"type": "array"}}, ["keys"])), security=[])},
+ "/.well-known/openid-configuration": {"get": dict(op("Discovery: the tokens' issuer (AUTH_ISSUER), jwks_uri and algorithms, for a JWT verifier",
+    schema=obj({"issuer": S, "jwks_uri": S, "id_token_signing_alg_values_supported": {"type": "array", "items": S}},
+               ["issuer", "jwks_uri", "id_token_signing_alg_values_supported"])), security=[])},
 }
 sub = {
  "/plans": {"get": aop("The app's plans", schema=obj({"plans": {"type": "array"}}, ["plans"]))},

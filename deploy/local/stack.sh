@@ -123,24 +123,23 @@ push_standin_start() {
     openssl genpkey -algorithm RSA -pkeyopt rsa_keygen_bits:2048 -out "$dir/fcm.pem" 2>/dev/null
     openssl rsa -in "$dir/fcm.pem" -pubout -out "$dir/fcm.pub" 2>/dev/null
   fi
-  if [ -f "$RUN/push-standin.pid" ] && alive "$(cat "$RUN/push-standin.pid")" && [ -f "$dir/push.env" ]; then
-    . "$dir/push.env"
-  else
-    local apns http; apns=$(free_port); http=$(free_port)
-    nohup "$(bin_dir)/push-standin" --apns-port "$apns" --http-port "$http" --ca-out "$dir/ca.pem" \
-      --apns-key "DEMOTEAM01:DEMOKEY001:$dir/apns.pub" --fcm-account "push@demo-quiz.iam.gserviceaccount.com:$dir/fcm.pub" \
-      ${PUSH_STANDIN_FLAGS:-} </dev/null >>"$LOGS/push-standin.log" 2>&1 &
-    echo $! > "$RUN/push-standin.pid"
-    cat > "$dir/push.env" <<ENV
+  # A fresh one each time: it remembers the provider tokens it saw (Apple's 20-minute rule),
+  # which a recreated database no longer knows.
+  if [ -f "$RUN/push-standin.pid" ]; then kill "$(cat "$RUN/push-standin.pid")" 2>/dev/null || true; rm -f "$RUN/push-standin.pid"; fi
+  local apns http; apns=$(free_port); http=$(free_port)
+  nohup "$(bin_dir)/push-standin" --apns-port "$apns" --http-port "$http" --ca-out "$dir/ca.pem" \
+    --apns-key "DEMOTEAM01:DEMOKEY001:$dir/apns.pub" --fcm-account "push@demo-quiz.iam.gserviceaccount.com:$dir/fcm.pub" \
+    ${PUSH_STANDIN_FLAGS:-} </dev/null >>"$LOGS/push-standin.log" 2>&1 &
+  echo $! > "$RUN/push-standin.pid"
+  cat > "$dir/push.env" <<ENV
 APNS_URL=https://localhost:$apns
 APNS_CA_BUNDLE=$dir/ca.pem
 FCM_URL=http://127.0.0.1:$http
 GOOGLE_OAUTH_TOKEN_URL=http://127.0.0.1:$http/token
 PUSH_STANDIN_URL=http://127.0.0.1:$http
 ENV
-    . "$dir/push.env"
-    for _ in $(seq 1 100); do curl -fsS -o /dev/null "$PUSH_STANDIN_URL/_standin/stats" 2>/dev/null && break; sleep 0.1; done
-  fi
+  . "$dir/push.env"
+  for _ in $(seq 1 100); do curl -fsS -o /dev/null "$PUSH_STANDIN_URL/_standin/stats" 2>/dev/null && break; sleep 0.1; done
   export APNS_URL APNS_CA_BUNDLE FCM_URL GOOGLE_OAUTH_TOKEN_URL PUSH_STANDIN_URL
 }
 

@@ -45,13 +45,13 @@ public enum AuthService: ServiceDefinition {
                                         publishedKeys: [Curve25519.Signing.PublicKey] = [],
                                         providers: Providers = Providers()) throws -> Application<RouterResponder<ServiceRequestContext>> {
         let env = runtime.config.environment
-        let signer = AccessTokenSigner(privateKey: signingKey)
+        let signer = AccessTokenSigner(privateKey: signingKey, issuer: runtime.config.authIssuer)
         // The signing key first, then the next or previous ones of a rotation (once each).
         let jwks = JWKSDocument(keys: [signer.jwk] + publishedKeys.map(AccessTokenSigner.jwk(of:)).filter { $0.kid != signer.kid })
         let applications = PostgresApplicationRepository(db: runtime.db, logger: runtime.logger)
         let appVerifier = CachedAppVerifier(LocalAppVerifier(repository: applications), ttl: .seconds(runtime.config.tenantCacheSeconds))
         // Auth verifies its own tokens with its own key: no HTTP round trip to itself.
-        let tokenVerifier = AccessTokenVerifier(source: StaticJWKSSource(jwks), clock: runtime.clock)
+        let tokenVerifier = AccessTokenVerifier(source: StaticJWKSSource(jwks), issuers: runtime.config.acceptedIssuers, clock: runtime.clock)
         let refreshTokens = RefreshTokenStore(logger: runtime.logger)
         let google = providers.google ?? GoogleIdentityVerifier(keySet: RemoteKeySet(
             url: env.string("GOOGLE_JWKS_URL", default: "https://www.googleapis.com/oauth2/v3/certs"), http: runtime.http))
@@ -119,7 +119,7 @@ public enum AuthService: ServiceDefinition {
                                            timeline: SupportStore.timeline,
                                            retention: [Self.auditLogRetention(env)] + PushStore.retention(env)) { routes in
             try OpenAPIDocument.serve(.module, on: routes.open)
-            JWKSController(document: jwks).addRoutes(to: routes.open)
+            JWKSController(document: jwks, issuer: runtime.config.authIssuer).addRoutes(to: routes.open)
             let sessions = AuthController(ctx: ctx)
             sessions.addRoutes(tenant: routes.tenant, user: routes.user)
             EmailFlowsController(ctx: ctx, otps: OTPStore(logger: runtime.logger, key: dataKey), sessions: sessions)

@@ -346,8 +346,10 @@ struct PushStore: Sendable {
     }
 }
 
-/// The APNs provider token every replica sends (`push_credentials`, the row of the key it was
-/// signed with).
+/// The APNs provider token every replica sends (`push_credentials`). An APNs key belongs to
+/// a developer team, not to an app: apps of one team may share it, and Apple counts renewals
+/// per key, so the token is shared by every row of the same key (its fingerprint), whatever
+/// the app. Renewal takes the key's rows in a fixed order (one renewal at a time).
 struct PushTokenStore: APNsTokenStore {
     let db: DatabasePool
     let logger: Logger
@@ -355,19 +357,28 @@ struct PushTokenStore: APNsTokenStore {
     func current(app: UUID, fingerprint: String) async throws -> (jwt: String, issuedAt: Date)? {
         for try await r in try await db.query("""
             SELECT provider_token, provider_token_issued_at FROM push_credentials
-            WHERE app_id = \(app) AND provider = 'apns' AND fingerprint = \(fingerprint) AND provider_token IS NOT NULL
+            WHERE provider = 'apns' AND fingerprint = \(fingerprint) AND provider_token IS NOT NULL
+            ORDER BY provider_token_issued_at DESC LIMIT 1
             """, logger: logger).decode((String, Date).self) { return r }
         return nil
     }
 
     func replace(app: UUID, fingerprint: String, jwt: String, issuedAt: Date, before: Date) async throws -> (jwt: String, issuedAt: Date)? {
-        for try await r in try await db.query("""
-            UPDATE push_credentials SET provider_token = \(jwt), provider_token_issued_at = \(issuedAt)
-            WHERE app_id = \(app) AND provider = 'apns' AND fingerprint = \(fingerprint)
-              AND (provider_token IS NULL OR provider_token_issued_at < \(before) OR provider_token_issued_at > \(issuedAt))
-            RETURNING provider_token, provider_token_issued_at
-            """, logger: logger).decode((String, Date).self) { return r }
-        return try await current(app: app, fingerprint: fingerprint)
+        try await db.withTransaction(logger: logger) { conn in
+            var inForce: (String, Date)?
+            for try await r in try await conn.run("""
+                SELECT provider_token, provider_token_issued_at FROM push_credentials
+                WHERE provider = 'apns' AND fingerprint = \(fingerprint) ORDER BY app_id FOR UPDATE
+                """, logger: logger).decode((String?, Date?).self) {
+                if let t = r.0, let at = r.1, at >= before, at <= issuedAt, inForce.map({ at > $0.1 }) ?? true { inForce = (t, at) }
+            }
+            if let inForce { return inForce }
+            try await conn.run("""
+                UPDATE push_credentials SET provider_token = \(jwt), provider_token_issued_at = \(issuedAt)
+                WHERE provider = 'apns' AND fingerprint = \(fingerprint)
+                """, logger: logger)
+            return (jwt, issuedAt)
+        }
     }
 }
 
