@@ -84,4 +84,60 @@ final class PushStackTests: XCTestCase {
         let (_, balance) = try await call("GET", "/subscription/v1/credits/balance", user)
         XCTAssertEqual(balance["balance"], .int(1))
     }
+
+    /// The operator's sends through the gateway: a withdrawn consent sends nothing, a 410 removes
+    /// the token and the next send skips it, Android goes through FCM, and one key is one push.
+    func testConsentDeadTokensAndAndroidThroughTheGateway() async throws {
+        let t = try DemoApp.tenantHeaders()
+        let admin = t + [("Authorization", "Bearer local-admin-token"), ("Content-Type", "application/json")]
+        func player(platform: String, consent: Bool) async throws -> (id: String, token: String, headers: [(String, String)]) {
+            let email = "push-\(UUID().uuidString.prefix(8).lowercased())@example.com"
+            let r = try await http.send(HTTPRequest(method: "POST", url: "http://127.0.0.1:3001/auth/v1/auth/register",
+                                                    headers: t + [("X-Forwarded-For", "10.78.\(Int.random(in: 0...250)).\(Int.random(in: 1...250))")],
+                                                    body: Data(#"{"provider":"email","credentials":{"email":"\#(email)","password":"Tr1cky-Geography-42!"}}"#.utf8)))
+            XCTAssertEqual(r.status, 201)
+            struct Body: Decodable { struct T: Decodable { var access_token: String }; struct U: Decodable { var id: String }; var tokens: T; var user: U }
+            let b = try r.decode(Body.self)
+            let user = t + [("Authorization", "Bearer \(b.tokens.access_token)")]
+            let (c, _) = try await call("PATCH", "/auth/v1/auth/privacy", user, #"{"consent_notifications":\#(consent)}"#)
+            XCTAssertEqual(c, 200)
+            let token = platform == "ios" ? (0..<32).map { _ in String(format: "%02x", UInt8.random(in: 0...255)) }.joined()
+                : "fcm:" + String(repeating: "A", count: 120) + UUID().uuidString.replacingOccurrences(of: "-", with: "")
+            let (put, _) = try await call("PUT", "/auth/v1/auth/push-tokens", user,
+                                          #"{"device_id":"d1","platform":"\#(platform)","token":"\#(token)","locale":"fr"}"#)
+            XCTAssertEqual(put, 200)
+            return (b.user.id, token, user)
+        }
+        func send(_ user: String, key: String) async throws -> [String: JSONValue] {
+            let (status, body) = try await call("POST", "/auth/v1/admin/push/send", admin, #"{"user_id":"\#(user)","title":"Bonjour","body":"Un message","key":"\#(key)"}"#)
+            XCTAssertEqual(status, 200, "\(body)")
+            guard case .array(let results)? = body["results"], case .object(let first)? = results.first else { return [:] }
+            return first
+        }
+        let silent = try await player(platform: "ios", consent: false)
+        let outcome = try await send(silent.id, key: "stack-\(UUID())")
+        XCTAssertEqual(outcome["outcome"], .string("skipped_consent"))
+        let nothing = try await received(silent.token)
+        XCTAssertEqual(nothing.count, 0, "a withdrawn consent sends nothing")
+
+        let gone = try await player(platform: "ios", consent: true)
+        _ = try await http.send(HTTPRequest(method: "POST", url: try standIn + "/_standin/tokens/\(gone.token)/unregistered"))
+        let removed = try await send(gone.id, key: "stack-\(UUID())")
+        XCTAssertEqual(removed["outcome"], .string("removed_token"))
+        XCTAssertEqual(removed["status_code"], .int(410))
+        let (_, devices) = try await call("GET", "/auth/v1/auth/push-tokens", gone.headers)
+        XCTAssertEqual(devices["devices"], .array([]), "the dead token is gone")
+        let skipped = try await send(gone.id, key: "stack-\(UUID())")
+        XCTAssertEqual(skipped["outcome"], .string("no_device"), "and the next send skips it")
+
+        let android = try await player(platform: "android", consent: true)
+        let key = "stack-\(UUID())"
+        let sent = try await send(android.id, key: key)
+        XCTAssertEqual(sent["provider"], .string("fcm"))
+        XCTAssertEqual(sent["outcome"], .string("sent"))
+        _ = try await send(android.id, key: key)
+        let got = try await received(android.token)
+        XCTAssertEqual(got.count, 1, "one key, one push")
+        XCTAssertTrue(got.first?.contains("Un message") ?? false, got.first ?? "")
+    }
 }
