@@ -112,6 +112,8 @@ rps() { awk '/Requests\/sec/ {print $2}' "$1"; }
 p99() { awk '$1 == "99%" {print $2}' "$1"; }
 non2xx() { awk '/Non-2xx/ {n = $5} END {print n + 0}' "$1"; }
 
+# BENCH_ONLY=push: the push fan-out row alone (its users, then the row), for a quick figure.
+if [ "${BENCH_ONLY:-}" != push ]; then
 log "pgbench -S (same cluster)"
 psql_admin -d postgres -c "DROP DATABASE IF EXISTS pgbench_scratch" >/dev/null
 psql_admin -d postgres -c "CREATE DATABASE pgbench_scratch" >/dev/null
@@ -134,11 +136,13 @@ log "bcrypt-12 on this machine"
 BCRYPT_MS=$("$BIN/auth-service" admin bcrypt-time --rounds 8 | sed 's/bcrypt_verify_ms=//')
 BCRYPT_LIMIT=$(awk -v c="$CORES" -v ms="$BCRYPT_MS" 'BEGIN {printf "%.2f", c * 1000 / ms}')
 
+fi
 log "GET /subscription/v1/subscriptions/me and /ads/v1/ads/available: ${BENCH_USERS:-10000} users, a random one per request"
 ME_TOKEN=$(curl -fsS "${H[@]}" -H "X-Forwarded-For: 10.7.0.1" -d "{\"provider\":\"guest\",\"credentials\":{\"device_id\":\"bench-me-$RANDOM\"}}" \
   http://127.0.0.1:3001/auth/v1/auth/register | sed -E 's/.*"access_token":"([^"]+)".*/\1/')
 python3 deploy/bench/users.py "$APP_ID" "$API_KEY" "${BENCH_USERS:-10000}" "$BENCH/users.txt" --consent
 USERS=$(wc -l < "$BENCH/users.txt")
+if [ "${BENCH_ONLY:-}" != push ]; then
 # Twice: the first run meets users for the first time (each first read goes to the database);
 # the second is the steady state.
 wrk -t2 -c32 -d"${DURATION}s" --latency -s deploy/bench/random_user.lua http://127.0.0.1:3002 -- "$APP_ID" "$API_KEY" \
@@ -159,6 +163,7 @@ wrk -t2 -c32 -d"${DURATION}s" --latency -s deploy/bench/random_user.lua http://1
   "/ads/v1/ads/available?ad_type=rewarded&placement=earn_credits" "$BENCH/users.txt" > "$BENCH/ads.txt"
 ADS_RPS=$(rps "$BENCH/ads.txt")
 ADS_RSS=$(rss_mb $ADS_PID)
+fi
 log "push fan-out: one content update to ${USERS} users (one iOS device each) through the APNs stand-in"
 psql_admin -d app_backend_bench -c "
   INSERT INTO auth.privacy_settings (user_id, consent_notifications) SELECT id, true FROM auth.users WHERE app_id = '$APP_ID'
