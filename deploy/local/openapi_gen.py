@@ -1,6 +1,7 @@
 """Writes each service's OpenAPI 3.1 document (Services/<Name>/Sources/OpenAPI/openapi.json).
 Run from anywhere: python3 deploy/local/openapi_gen.py. The documents are committed; edit here."""
 import json, sys
+from error_codes import codes as error_codes
 
 def err(desc): return {"description": desc, "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}}
 ERRS = {"400": "Malformed input (the field is named)", "401": "Missing or invalid tenant headers or token", "403": "Not allowed",
@@ -22,7 +23,7 @@ ID = {"type": "string", "pattern": "^[A-Za-z0-9._-]{1,100}$"}
 def q(name, schema, required=False): return {"name": name, "in": "query", "required": required, "schema": schema}
 def p(name, schema=ID): return {"name": name, "in": "path", "required": True, "schema": schema}
 
-def document(title, prefix, paths, security_user=True):
+def document(title, prefix, paths, security_user=True, service=None):
     doc = {"openapi": "3.1.0", "info": {"title": title, "version": "1.0.0"},
            "servers": [{"url": "/"}],
            "components": {
@@ -30,7 +31,9 @@ def document(title, prefix, paths, security_user=True):
                    "appId": {"type": "apiKey", "in": "header", "name": "X-App-ID"},
                    "apiKey": {"type": "apiKey", "in": "header", "name": "X-API-Key"},
                    "bearer": {"type": "http", "scheme": "bearer"}},
-               "schemas": {"Error": obj({"error": S, "message": S}, ["error", "message"])}},
+               "schemas": {"Error": obj({"error": {"type": "string", "enum": list(error_codes(service)),
+                                                    "description": "The code an app switches on: docs/ERRORS.md lists each with its meaning"},
+                                         "message": S, "request_id": S, "field": S}, ["error", "message"])}},
            "security": [{"appId": [], "apiKey": [], "bearer": []}],
            "paths": {}}
     for path, ops in paths.items():
@@ -249,7 +252,7 @@ import os
 root = os.path.dirname(os.path.abspath(__file__)) + "/../.."
 for name, title, prefix, paths in [("Auth", "Auth service", "/auth/v1", auth), ("Subscription", "Subscription service", "/subscription/v1", sub),
                                    ("Offline", "Offline & geolocation service", "/offline/v1", off), ("Ads", "Ads & freemium service", "/ads/v1", ads)]:
-    d = document(title, prefix, paths)
+    d = document(title, prefix, paths, service=prefix.split("/")[1])
     out = f"{root}/Services/{name}/Sources/OpenAPI/openapi.json"
     os.makedirs(os.path.dirname(out), exist_ok=True)
     json.dump(d, open(out, "w"), indent=1, sort_keys=True)
