@@ -275,8 +275,11 @@ final class PushTests: XCTestCase {
             XCTAssertEqual(french.first?.headers["apns-topic"], "com.example.quiz")
             // Recorded, counted in /metrics.
             do { let value = try await s.h.scalar("SELECT count(*)::int FROM auth.push_deliveries WHERE user_id = '\(fr.id)' AND outcome = 'sent'"); XCTAssertEqual(value, 1) }
+            // The messenger shares the service's registry: /metrics counts the sends by provider and outcome.
             let metrics = try await s.h.client.execute(uri: "/metrics", method: .get) { String(buffer: $0.body) }
-            _ = metrics // the test runtime's registry is the messenger's: read it directly
+            let sent = metrics.split(separator: "\n").first { $0.hasPrefix("push_sends_total") && $0.contains(#"provider="apns""#) && $0.contains(#"outcome="sent""#) }
+            XCTAssertNotNil(sent, String(metrics.prefix(2000)))
+            XCTAssertGreaterThanOrEqual(Double(sent?.split(separator: " ").last ?? "") ?? 0, 2)
             // Another app's id on the message reaches no one.
             let cross = try await s.notify(fr.id, key: "credit:cross", app: s.h.otherApp.appID)
             XCTAssertEqual(cross.status, .accepted)
