@@ -10,6 +10,7 @@ let serviceKitDeps: [Target.Dependency] = [
     .product(name: "PostgresNIO", package: "postgres-nio"),
     .product(name: "JWTKit", package: "jwt-kit"),
     .product(name: "Crypto", package: "swift-crypto"),
+    .product(name: "_CryptoExtras", package: "swift-crypto"),
     .product(name: "Logging", package: "swift-log"),
     .product(name: "Metrics", package: "swift-metrics"),
     .product(name: "Prometheus", package: "swift-prometheus"),

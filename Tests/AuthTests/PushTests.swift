@@ -416,3 +416,59 @@ extension ErrorEnvelope {
 extension AppError {
     var field: String? { if case .string(let f) = extra["field"] { f } else { nil } }
 }
+
+/// #30 bad input on the messenger's routes: a 4xx in the envelope naming the field, nothing written.
+final class PushBadInputTests: XCTestCase {
+    func testBadInputIsRefusedAndChangesNothing() async throws {
+        try await PushTests.run { s in
+            let h = s.h
+            func admin(_ method: HTTPRequest.Method, _ path: String, _ body: String, app: IssuedAPIKey? = nil) async throws -> TestResponse {
+                try await h.client.execute(uri: "/auth/v1/admin/push/\(path)", method: method, headers: s.admin(app), body: ByteBuffer(string: body)) { $0 }
+            }
+            let before = try await h.scalar("SELECT (SELECT count(*) FROM auth.notifications) + (SELECT count(*) FROM auth.push_credentials)::int")
+            let cases: [(HTTPRequest.Method, String, String, Int, String?)] = [
+                (.put, "fcm", #"{}"#, 400, "service_account"),
+                (.put, "fcm", #"{"service_account":{"project_id":"Bad Project","client_email":"a@b.c","private_key":"x"}}"#, 422, "service_account.project_id"),
+                (.put, "fcm", #"{"service_account":{"project_id":"p","client_email":"a@b.c","private_key":42}}"#, 400, "service_account.private_key"),
+                (.put, "apns", #"{"team_id":"short","key_id":"KEY1234567","topic":"t","private_key":"x"}"#, 422, "team_id"),
+                (.put, "settings", #"{"daily_limit":"five"}"#, 400, "daily_limit"),
+                (.put, "settings", #"{"templates":{"en":{"spam":{"title":"a","body":"b"}}}}"#, 422, "templates.en.spam"),
+                (.put, "settings", #"{"templates":{"de":{}}}"#, 422, "templates"),
+                (.post, "test", #"{"user_id":"not-a-uuid"}"#, 400, "user_id"),
+                (.post, "test", #"{"user_id":"\#(UUID())"}"#, 404, nil),
+                (.post, "send", #"{"user_id":"\#(UUID())","body":"b"}"#, 422, "title"),
+                (.delete, "xyz", "", 400, "provider"),
+            ]
+            for (method, path, body, status, field) in cases {
+                let r = try await admin(method, path, body)
+                XCTAssertEqual(Int(r.status.code), status, "\(path) \(body): \(String(buffer: r.body))")
+                let envelope = try r.envelope()
+                XCTAssertEqual(envelope.field, field, "\(path) \(body)")
+            }
+            // Another app's operator cannot reach this app's user; an oversized body is a 413.
+            let p = try await s.player()
+            let other = try await admin(.post, "test", #"{"user_id":"\#(p.id)"}"#, app: h.otherApp)
+            XCTAssertEqual(other.status, .notFound)
+            let big = try await admin(.put, "settings", #"{"templates":{"en":{"test":{"title":"\#(String(repeating: "x", count: 2 << 20))","body":"b"}}}}"#)
+            XCTAssertEqual(big.status, .contentTooLarge)
+            XCTAssertEqual(try big.envelope().error, "payload_too_large")
+            XCTAssertEqual(s.received(p.token).count, 0)
+            // Internal: the query and the body must name the same app; a path id must be a UUID.
+            let mismatch = try await s.notify(p.id, key: "k1", app: h.app.appID).status  // sanity: accepted
+            XCTAssertEqual(mismatch, .accepted)
+            let internalHeaders: HTTPFields = [.authorization: "Bearer local-internal-subscription", .xServiceName: "subscription", .contentType: "application/json"]
+            let wrongApp = try await h.client.execute(uri: "/internal/users/\(p.id)/notifications?app_id=\(h.otherApp.appID)", method: .post, headers: internalHeaders,
+                                                      body: ByteBuffer(string: #"{"app_id":"\#(h.app.appID)","key":"k2","kind":"credit_added","data":{}}"#)) { $0 }
+            XCTAssertEqual(wrongApp.status, .unprocessableContent)
+            let badID = try await h.client.execute(uri: "/internal/users/nope/notifications?app_id=\(h.app.appID)", method: .post, headers: internalHeaders,
+                                                   body: ByteBuffer(string: #"{"app_id":"\#(h.app.appID)","key":"k3","kind":"credit_added","data":{}}"#)) { $0 }
+            XCTAssertEqual(badID.status, .badRequest)
+            let noKey = try await h.client.execute(uri: "/internal/users/\(p.id)/notifications?app_id=\(h.app.appID)", method: .post, headers: internalHeaders,
+                                                   body: ByteBuffer(string: #"{"app_id":"\#(h.app.appID)","kind":"credit_added","data":{}}"#)) { $0 }
+            XCTAssertEqual(noKey.status, .badRequest)
+            XCTAssertEqual(try noKey.envelope().field, "key")
+            let after = try await h.scalar("SELECT (SELECT count(*) FROM auth.notifications) + (SELECT count(*) FROM auth.push_credentials)::int")
+            XCTAssertEqual(after, before + 1, "only the one accepted notification was written")
+        }
+    }
+}

@@ -180,7 +180,8 @@ urllib.request.urlopen(urllib.request.Request("http://127.0.0.1:3001/auth/v1/adm
     headers={"X-App-ID": app, "X-API-Key": key, "Authorization": "Bearer local-admin-token", "Content-Type": "application/json"})).read()
 PY
 PUSH_FANOUT=$(python3 deploy/bench/push_fanout.py "$BENCH/push-users.txt" "$AUTH_PID" "$STANDIN_PID" "http://127.0.0.1:$STANDIN_PORT" "$APP_ID")
-PUSH_USERS=$(wc -l < "$BENCH/push-users.txt")
+# The row's label as #30 names it (10,000 with its comma).
+PUSH_USERS=$(wc -l < "$BENCH/push-users.txt" | sed -e ':a' -e 's/\B[0-9]\{3\}\>/,&/' -e 'ta')
 [ "${BENCH_ONLY:-}" = push ] && { echo "push fan-out ($PUSH_USERS users, APNs stand-in)  $PUSH_FANOUT"; exit 0; }
 
 # The same steady-state runs through the gateway (nginx, as in production: one more hop and

@@ -87,21 +87,15 @@ public final class GooglePlayClient: Sendable {
 
     func accessToken(_ config: GooglePlayConfig, now: Date) async throws -> String {
         if let (token, expires) = tokens.withLock({ $0[config.serviceAccountEmail] }), expires > now.addingTimeInterval(60) { return token }
-        let iat = Int(now.timeIntervalSince1970)
-        let header = Base64URL.encode(Data(#"{"alg":"RS256","typ":"JWT"}"#.utf8))
-        let claims = Base64URL.encode(Data(#"{"iss":"\#(config.serviceAccountEmail)","scope":"https://www.googleapis.com/auth/androidpublisher","aud":"\#(tokenURL)","iat":\#(iat),"exp":\#(iat + 3600)}"#.utf8))
-        let input = header + "." + claims
-        let signature = try config.privateKey.signature(for: SHA256.hash(data: Data(input.utf8)), padding: .insecurePKCS1v1_5)
-        let assertion = input + "." + Base64URL.encode(signature.rawRepresentation)
-        let body = Data("grant_type=urn%3Aietf%3Aparams%3Aoauth%3Agrant-type%3Ajwt-bearer&assertion=\(assertion)".utf8)
-        let response = try await http.send(HTTPRequest(method: "POST", url: tokenURL, headers: [("Content-Type", "application/x-www-form-urlencoded")],
-                                                       body: body, timeout: .seconds(10)))
-        struct T: Decodable { var access_token: String; var expires_in: Int }
-        guard response.isSuccess, let t = try? JSONDecoder().decode(T.self, from: response.body) else {
-            throw GooglePlayError(status: response.status, description: "token endpoint answered \(response.status)")
+        let t: (token: String, expires: Date)
+        do {
+            t = try await GoogleServiceAccount.grant(http: http, tokenURL: tokenURL, clientEmail: config.serviceAccountEmail,
+                                                     scope: "https://www.googleapis.com/auth/androidpublisher", privateKey: config.privateKey, now: now)
+        } catch let e as GoogleServiceAccount.TokenError {
+            throw GooglePlayError(status: e.status, description: e.description)
         }
-        tokens.withLock { $0[config.serviceAccountEmail] = (t.access_token, now.addingTimeInterval(TimeInterval(t.expires_in))) }
-        return t.access_token
+        tokens.withLock { $0[config.serviceAccountEmail] = (t.token, t.expires) }
+        return t.token
     }
 
     static func escape(_ s: String) -> String {

@@ -87,7 +87,7 @@ struct FCMCredentials: Sendable {
 enum PushFingerprint {
     /// SHA-256 of the public key, as `sha256:` and its first 16 bytes in hex.
     static func of(_ publicKeyDER: Data) -> String {
-        "sha256:" + SHA256.hash(data: publicKeyDER).prefix(16).map { String(format: "%02x", $0) }.joined()
+        "sha256:" + SHA256.hash(data: publicKeyDER).prefix(16).hexEncoded
     }
 }
 
@@ -246,8 +246,6 @@ final class FCMClient: Sendable {
         self.http = http; self.baseURL = baseURL; self.tokenURL = tokenURL; self.clock = clock
     }
 
-    struct TokenError: Error, CustomStringConvertible { var status: Int; var description: String }
-
     /// One grant at a time per service account: concurrent sends wait for it rather than each
     /// asking Google (a fan-out would otherwise start with hundreds of grants).
     func accessToken(_ c: FCMCredentials, renew: Bool = false) async throws -> String {
@@ -267,30 +265,18 @@ final class FCMClient: Sendable {
     private let pending = Mutex([String: Task<(String, Date), any Error>]())
 
     private func grant(_ c: FCMCredentials, now: Date) async throws -> (String, Date) {
-        let iat = Int(now.timeIntervalSince1970)
-        let header = Base64URL.encode(Data(#"{"alg":"RS256","typ":"JWT"}"#.utf8))
-        let claims = Base64URL.encode(Data(#"{"iss":"\#(c.clientEmail)","scope":"https://www.googleapis.com/auth/firebase.messaging","aud":"\#(tokenURL)","iat":\#(iat),"exp":\#(iat + 3600)}"#.utf8))
-        let input = header + "." + claims
-        let signature = try c.privateKey.signature(for: SHA256.hash(data: Data(input.utf8)), padding: .insecurePKCS1v1_5)
-        let assertion = input + "." + Base64URL.encode(signature.rawRepresentation)
-        let body = Data("grant_type=urn%3Aietf%3Aparams%3Aoauth%3Agrant-type%3Ajwt-bearer&assertion=\(assertion)".utf8)
-        let response = try await http.send(HTTPRequest(method: "POST", url: tokenURL, headers: [("Content-Type", "application/x-www-form-urlencoded")],
-                                                       body: body, timeout: .seconds(10)))
-        struct T: Decodable { var access_token: String; var expires_in: Int }
-        guard response.isSuccess, let t = try? JSONDecoder().decode(T.self, from: response.body) else {
-            throw TokenError(status: response.status, description: "token endpoint answered \(response.status)")
-        }
+        let t = try await GoogleServiceAccount.grant(http: http, tokenURL: tokenURL, clientEmail: c.clientEmail,
+                                                     scope: "https://www.googleapis.com/auth/firebase.messaging", privateKey: c.privateKey, now: now)
         grants.withLock { $0 += 1 }
-        let entry = (t.access_token, now.addingTimeInterval(TimeInterval(t.expires_in)))
-        tokens.withLock { $0[c.clientEmail] = (entry.0, entry.1) }
-        return entry
+        tokens.withLock { $0[c.clientEmail] = (t.token, t.expires) }
+        return (t.token, t.expires)
     }
 
     func send(_ m: PushSend, credentials c: FCMCredentials) async -> PushResult {
         let body = PushPayload.fcm(m.decision, kind: m.kind, token: m.token, data: m.data)
         for attempt in 0..<2 {
             let token: String
-            do { token = try await accessToken(c, renew: attempt > 0) } catch let e as TokenError {
+            do { token = try await accessToken(c, renew: attempt > 0) } catch let e as GoogleServiceAccount.TokenError {
                 // Google refused the service account (a deleted key): the operator's to fix.
                 return (500...599).contains(e.status) ? PushResult(action: .retry(retryAfter: nil), status: e.status, reason: "token endpoint")
                     : PushResult(action: .credentialsRefused, status: e.status, reason: "service account refused")

@@ -120,6 +120,8 @@ struct PushController: Sendable {
     /// provider asked to retry goes on in the background job.
     private func sendNow(app: UUID, user: UUID, kind: PushKind, data: [String: String], key: String,
                          _ context: ServiceRequestContext) async throws -> Response {
+        // Checked first: an unknown user (or another app's) leaves no notification behind.
+        guard try await store.isUser(app: app, user: user) else { throw AppError.notFound("User") }
         let (id, created) = try await messenger.request(app: app, key: key, kind: kind, users: [user], data: data,
                                                         requestedBy: "operator", queueJob: false)
         if created, let retryAfter = try await messenger.deliver(notificationID: id) {

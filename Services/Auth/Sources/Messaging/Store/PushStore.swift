@@ -203,6 +203,14 @@ struct PushStore: Sendable {
         }
     }
 
+    /// A live user of this app (an operator's send names one; another app's id is unknown here).
+    func isUser(app: UUID, user: UUID) async throws -> Bool {
+        for try await _ in try await db.query("""
+            SELECT 1 FROM users WHERE app_id = \(app) AND id = \(user) AND anonymized_at IS NULL
+            """, logger: logger) { return true }
+        return false
+    }
+
     /// The id an earlier request with this key got.
     func existing(app: UUID, key: String) async throws -> Int64? {
         for try await n in try await db.query("SELECT id FROM notifications WHERE app_id = \(app) AND key = \(key)", logger: logger).decode(Int64.self) {
