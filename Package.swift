@@ -46,6 +46,21 @@ let services: [ServiceSpec] = [
     .init(name: "Ads", executable: "ads-service", extra: [], resources: [.copy("OpenAPI")]),
 ]
 
+/// One generated client per service document (the build plugin reads `Clients/<Name>API/openapi.json`,
+/// a link to the document the service serves), and the library an app adds.
+let apiClientTargets: [Target] = ["Auth", "Subscription", "Offline", "Ads"].map { name in
+    .target(name: "\(name)API", dependencies: [.product(name: "OpenAPIRuntime", package: "swift-openapi-runtime")],
+            path: "Clients/\(name)API",
+            plugins: [.plugin(name: "OpenAPIGenerator", package: "swift-openapi-generator")])
+} + [
+    .target(name: "AppBackendClient",
+            dependencies: ["AuthAPI", "SubscriptionAPI", "OfflineAPI", "AdsAPI",
+                           .product(name: "OpenAPIRuntime", package: "swift-openapi-runtime"),
+                           .product(name: "OpenAPIURLSession", package: "swift-openapi-urlsession"),
+                           .product(name: "HTTPTypes", package: "swift-http-types")],
+            path: "Clients/AppBackendClient"),
+]
+
 /// The manifest helper: every service gets the same three targets (library, executable, tests).
 func serviceTargets(_ s: ServiceSpec) -> [Target] {
     // Auth's tests run the other services as peers (privacy export).
@@ -80,9 +95,12 @@ func serviceTargets(_ s: ServiceSpec) -> [Target] {
 
 let package = Package(
     name: "app-backend",
-    platforms: [.macOS(.v14)],
+    // iOS: what an app builds of this package is the client (AppBackendClient).
+    platforms: [.macOS(.v14), .iOS(.v16)],
     products: services.map { .executable(name: $0.executable, targets: [$0.executable]) }
-        + [.executable(name: "push-standin", targets: ["push-standin"])],
+        + [.executable(name: "push-standin", targets: ["push-standin"]),
+           // The Swift client an app adds with SwiftPM (#32): generated from the four documents.
+           .library(name: "AppBackendClient", targets: ["AppBackendClient"])],
     dependencies: [
         .package(url: "https://github.com/hummingbird-project/hummingbird.git", from: "2.28.1"),
         .package(url: "https://github.com/hummingbird-project/hummingbird-auth.git", from: "2.5.0"),
@@ -100,6 +118,10 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-asn1.git", from: "1.7.4"),
         .package(url: "https://github.com/apple/swift-nio-ssl.git", from: "2.37.6"),
         .package(url: "https://github.com/swift-server/async-http-client.git", from: "1.37.0"),
+        .package(url: "https://github.com/apple/swift-openapi-generator.git", from: "1.14.3"),
+        .package(url: "https://github.com/apple/swift-openapi-runtime.git", from: "1.13.4"),
+        .package(url: "https://github.com/apple/swift-openapi-urlsession.git", from: "1.4.0"),
+        .package(url: "https://github.com/swift-server/swift-openapi-async-http-client.git", from: "1.5.0"),
     ],
     targets: [
         .systemLibrary(name: "CCurlSystem", path: "Shared/CCurlSystem", pkgConfig: "libcurl",
@@ -145,8 +167,13 @@ let package = Package(
         .testTarget(
             name: "StackTests",
             // jwt-kit: a stock JOSE library verifies auth's tokens from the discovery document alone.
-            dependencies: ["ServiceKit", "TestSupport", .product(name: "JWTKit", package: "jwt-kit")],
+            // The journey goes through the generated client, on the server-side transport.
+            dependencies: ["ServiceKit", "TestSupport", .product(name: "JWTKit", package: "jwt-kit"), "AppBackendClient",
+                           .product(name: "OpenAPIAsyncHTTPClient", package: "swift-openapi-async-http-client"),
+                           .product(name: "OpenAPIRuntime", package: "swift-openapi-runtime"),
+                           .product(name: "HTTPTypes", package: "swift-http-types")],
             path: "Tests/StackTests"
         ),
+    ] + apiClientTargets + [
     ] + services.flatMap(serviceTargets)
 )

@@ -8,7 +8,7 @@ import XCTest
 /// real subscription service; a demo category downloaded by the real offline worker, an answer
 /// synced, a place found nearby.
 final class AdsAndOfflineStackTests: XCTestCase {
-    let http = CurlHTTPClient()
+    let http = DocumentedHTTPClient()
     let gateway = TestEnvironment.gatewayURL
     deinit { http.shutdown() }
 

@@ -6,7 +6,7 @@ import XCTest
 
 /// The stack `make test` started (four binaries + nginx), reached through the gateway.
 final class GatewayTests: XCTestCase {
-    let http = CurlHTTPClient()
+    let http = DocumentedHTTPClient()
     let gateway = TestEnvironment.gatewayURL
     deinit { http.shutdown() }
 

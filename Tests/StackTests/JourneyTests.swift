@@ -1,5 +1,7 @@
+import AppBackendClient
 import Crypto
 import Foundation
+import OpenAPIAsyncHTTPClient
 import PostgresNIO
 import ServiceKit
 import TestSupport
@@ -14,19 +16,16 @@ import XCTest
 /// revenue report → a privacy export from all four services → deletion scheduled, cancelled,
 /// scheduled again and executed when due → every service has forgotten the user.
 final class JourneyTests: XCTestCase {
-    let http = CurlHTTPClient()
+    let http = DocumentedHTTPClient()
     let gateway = TestEnvironment.gatewayURL
     deinit { http.shutdown() }
 
     func demo() throws -> [String: String] { try DemoApp.values() }
 
-    @discardableResult
-    func call(_ method: String, _ path: String, _ headers: [(String, String)], _ json: String? = nil, expect: Int? = nil,
-              file: StaticString = #filePath, line: UInt = #line) async throws -> [String: JSONValue] {
-        let r = try await http.send(HTTPRequest(method: method, url: path.hasPrefix("http") ? path : gateway + path, headers: headers,
-                                                body: json.map { Data($0.utf8) }, timeout: .seconds(30)))
-        if let expect { XCTAssertEqual(r.status, expect, "\(method) \(path): \(String(decoding: r.body.prefix(400), as: UTF8.self))", file: file, line: line) }
-        return (try? JSONDecoder().decode([String: JSONValue].self, from: r.body)) ?? [:]
+    /// A free-form JSON value of a generated type (a conflict's data), for assertions.
+    func json(_ value: some Encodable) throws -> [String: JSONValue] {
+        guard case .object(let o) = try JSONDecoder().decode(JSONValue.self, from: JSONEncoder().encode(value)) else { return [:] }
+        return o
     }
 
     func eventually(_ what: String, seconds: Double, _ check: () async throws -> Bool) async throws {
@@ -44,22 +43,31 @@ final class JourneyTests: XCTestCase {
         return try LocalStoreKit().transaction(id: id, original: id, product: product, expires: expires)
     }
 
+    /// The app's side of the journey: the Swift client generated from the four documents
+    /// (AppBackendClient) on the server-side transport, every answer also held to its document.
+    func backend(token: String? = nil) async throws -> AppBackend {
+        let demo = try demo()
+        let backend = AppBackend(serverURL: URL(string: gateway)!, appID: demo["APP_ID"]!, apiKey: demo["API_KEY"]!,
+                                 transport: AsyncHTTPClientTransport(), middlewares: [ContractCheckMiddleware()])
+        if let token { await backend.credentials.set(accessToken: token, refreshToken: nil) }
+        return backend
+    }
+
     func testTheWholeJourney() async throws {
         let demo = try demo()
         let tenant = [("X-App-ID", demo["APP_ID"]!), ("X-API-Key", demo["API_KEY"]!), ("Content-Type", "application/json")]
-        let admin = [("X-App-ID", demo["APP_ID"]!), ("X-API-Key", demo["API_KEY"]!), ("Content-Type", "application/json"),
-                     ("Authorization", "Bearer local-admin-token")]
+        let app = try await backend()
+        // The operator's calls go through the same client with the admin token.
+        let admin = try await backend(token: "local-admin-token")
 
         // Guest, then upgraded by email: the guest keeps its id.
-        let guest = try await call("POST", "/auth/v1/auth/register", tenant, #"{"provider":"guest","credentials":{"device_id":"journey-\#(UUID())"}}"#, expect: 201)
-        guard case .object(let tokens)? = guest["tokens"], case .string(let guestToken)? = tokens["access_token"],
-              case .object(let guestUser)? = guest["user"], case .string(let userID)? = guestUser["id"] else { return XCTFail("no guest") }
-        var user = tenant + [("Authorization", "Bearer \(guestToken)")]
+        let guest = try await app.auth.postAuthRegister(body: .json(.init(provider: .guest, credentials: .init(deviceId: "journey-\(UUID())")))).created.body.json
+        let userID = try XCTUnwrap(guest.user?.id)
+        await app.signedIn(guest.tokens)
         let email = "journey-\(UUID().uuidString.prefix(8).lowercased())@example.com"
         let password = "Tr1cky-Geography-42!"
-        let linked = try await call("POST", "/auth/v1/auth/link", user, #"{"provider":"email","credentials":{"email":"\#(email)","password":"\#(password)"}}"#, expect: 200)
-        guard case .object(let linkedUser)? = linked["user"] else { return XCTFail("no link") }
-        XCTAssertEqual(linkedUser["id"], .string(userID))
+        let linked = try await app.auth.postAuthLink(body: .json(.init(provider: .email, credentials: .init(email: email, password: password)))).ok.body.json
+        XCTAssertEqual(linked.user?.id, userID)
         var verifyToken: String?
         try await eventually("the verification email", seconds: 15) {
             let mails = (try? FileManager.default.contentsOfDirectory(atPath: ".data/mail")) ?? []
@@ -71,134 +79,126 @@ final class JourneyTests: XCTestCase {
             }
             return false
         }
-        try await call("POST", "/auth/v1/auth/verify-email", tenant, #"{"token":"\#(verifyToken ?? "")"}"#, expect: 200)
+        let verified = try await app.auth.postAuthVerifyEmail(body: .json(.init(token: verifyToken ?? ""))).ok.body.json
+        XCTAssertTrue(verified.emailVerified)
 
         // A second device signs in with the email.
-        let second = try await call("POST", "/auth/v1/auth/login", tenant,
-                                    #"{"provider":"email","credentials":{"email":"\#(email)","password":"\#(password)"},"device_info":{"device_id":"journey-tablet","platform":"android"}}"#, expect: 200)
-        guard case .object(let t2)? = second["tokens"], case .string(let token2)? = t2["access_token"] else { return XCTFail("no second device") }
-        user = tenant + [("Authorization", "Bearer \(token2)")]
+        let second = try await app.auth.postAuthLogin(body: .json(.init(provider: .email, credentials: .init(email: email, password: password),
+                                                                        deviceInfo: .init(deviceId: "journey-tablet", platform: "android")))).ok.body.json
+        await app.signedIn(second.tokens)
+        let user = tenant + [("Authorization", "Bearer \(second.tokens.accessToken)")]
 
         // Plans, then a StoreKit 2 purchase that ends in two minutes.
-        let plans = try await call("GET", "/subscription/v1/plans", user, expect: 200)
-        guard case .array(let planList)? = plans["plans"] else { return XCTFail("no plans") }
-        XCTAssertEqual(planList.count, 2)
+        let plans = try await app.subscription.getPlans().ok.body.json.plans
+        XCTAssertEqual(plans.count, 2)
         let periodEnd = Date() + 120
-        try await call("POST", "/subscription/v1/subscriptions/purchase", user,
-                       #"{"store":"apple","signed_transaction":"\#(try signedTransaction(product: "com.quiz.premium.monthly", expires: periodEnd))"}"#, expect: 201)
-        let me = try await call("GET", "/subscription/v1/subscriptions/me", user, expect: 200)
-        XCTAssertEqual(me["is_premium"], .bool(true))
+        let purchase = try await app.subscription.postSubscriptionsPurchase(body: .json(.init(
+            store: .apple, signedTransaction: try signedTransaction(product: "com.quiz.premium.monthly", expires: periodEnd)))).created.body.json
+        XCTAssertTrue(purchase.activated)
+        XCTAssertEqual(purchase.subscription.status, .active)
+        let me = try await app.subscription.getSubscriptionsMe().ok.body.json
+        XCTAssertTrue(me.isPremium)
         // Premium everywhere within a second (subscription's outbox tells ads and offline at
         // commit): no ads, offline limits lifted, auth knows.
         let told = Date()
         try await eventually("ads and offline see the premium entitlement", seconds: 1) {
-            let ads = try await call("GET", "/ads/v1/ads/available?ad_type=rewarded&placement=earn_credits", user, expect: 200)
-            let profile = try await call("GET", "/offline/v1/sync/profile", user, expect: 200)
-            guard case .object(let limits)? = profile["limits"] else { return false }
-            return ads["reason"] == .string("premium_user") && limits["tier"] == .string("premium")
+            let ads = try await app.ads.getAdsAvailable(query: .init(adType: .rewarded, placement: "earn_credits")).ok.body.json
+            let profile = try await app.offline.getSyncProfile().ok.body.json
+            return ads.reason == "premium_user" && profile.limits.tier == .premium
         }
         print("journey: premium seen by ads and offline \(Int(Date().timeIntervalSince(told) * 1000)) ms after the purchase answered")
         try await eventually("auth sees the premium status", seconds: 15) {
-            let m = try await call("GET", "/auth/v1/auth/me", user)
-            if case .object(let u)? = m["user"] { return u["status"] == .string("premium") }
-            return false
+            try await app.auth.getAuthMe().ok.body.json.user.status == .premium
         }
 
         // Offline: three categories, answers queued and synced.
-        let job = try await call("POST", "/offline/v1/categories/download", user, #"{"category_ids":["capitals-europe","flags-europe","flags-asia"]}"#, expect: 202)
-        guard case .string(let jobID)? = job["job_id"] else { return XCTFail("no download job") }
+        let job = try await app.offline.postCategoriesDownload(body: .json(.init(categoryIds: ["capitals-europe", "flags-europe", "flags-asia"]))).accepted.body.json
         try await eventually("the download", seconds: 30) {
-            try await call("GET", "/offline/v1/categories/download/\(jobID)", user)["status"] == .string("completed")
+            try await app.offline.getCategoriesDownloadByJob(path: .init(job: job.jobId)).ok.body.json.status == .completed
         }
         for i in 1...3 {
-            try await call("POST", "/offline/v1/sync/queue", user, """
-                {"client_action_id":"journey-\(userID)-\(i)","action_type":"answer_submit","entity_type":"quiz_completion","entity_id":"quiz_\(i)",
-                 "category_id":"capitals-europe","payload":{"quiz_id":"quiz_\(i)","score":\(5 + i)}}
-                """, expect: 201)
+            let queued = try await app.offline.postSyncQueue(body: .json(.init(
+                clientActionId: "journey-\(userID)-\(i)", actionType: "answer_submit", entityType: "quiz_completion", entityId: "quiz_\(i)",
+                categoryId: "capitals-europe", payload: try .init(unvalidatedValue: ["quiz_id": "quiz_\(i)", "score": 5 + i])))).created.body.json
+            XCTAssertEqual(queued.queueItem.clientActionId, "journey-\(userID)-\(i)")
         }
-        let sync = try await call("POST", "/offline/v1/sync/execute", user, expect: 202)
-        guard case .string(let syncID)? = sync["job_id"] else { return XCTFail("no sync job") }
+        let sync = try await app.offline.postSyncExecute().accepted.body.json
         try await eventually("the sync", seconds: 30) {
-            let s = try await call("GET", "/offline/v1/sync/execute/\(syncID)", user)
-            return s["status"] == .string("completed") && s["succeeded"] == .int(3)
+            let s = try await app.offline.getSyncExecuteByJob(path: .init(job: sync.jobId)).ok.body.json
+            return s.status == .completed && s.succeeded == 3
         }
         // Both devices saved progress offline on the same version: the game server takes the
         // first and refuses the second (409): a conflict, which the player resolves by merging.
-        try await call("PATCH", "/offline/v1/sync/profile", user, #"{"conflict_strategy":"manual"}"#, expect: 200)
+        _ = try await app.offline.patchSyncProfile(body: .json(.init(conflictStrategy: .manual))).ok
         for (i, save) in [(level: 3, stars: 9), (level: 5, stars: 2)].enumerated() {
-            try await call("POST", "/offline/v1/sync/queue", user, """
-                {"client_action_id":"journey-\(userID)-progress-\(i)","action_type":"progress_save","entity_type":"progress","entity_id":"capitals-europe",
-                 "payload":{"based_on_version":0,"level":\(save.level),"stars":\(save.stars)}}
-                """, expect: 201)
+            _ = try await app.offline.postSyncQueue(body: .json(.init(
+                clientActionId: "journey-\(userID)-progress-\(i)", actionType: "progress_save", entityType: "progress", entityId: "capitals-europe",
+                payload: try .init(unvalidatedValue: ["based_on_version": 0, "level": save.level, "stars": save.stars])))).created
         }
-        let conflictSync = try await call("POST", "/offline/v1/sync/execute", user, expect: 202)
-        guard case .string(let secondID)? = conflictSync["job_id"] else { return XCTFail("no sync job") }
+        let conflictSync = try await app.offline.postSyncExecute().accepted.body.json
         try await eventually("the sync with a conflict", seconds: 30) {
-            let s = try await call("GET", "/offline/v1/sync/execute/\(secondID)", user)
-            return s["status"] == .string("completed") && s["succeeded"] == .int(1) && s["conflicts"] == .int(1)
+            let s = try await app.offline.getSyncExecuteByJob(path: .init(job: conflictSync.jobId)).ok.body.json
+            return s.status == .completed && s.succeeded == 1 && s.conflicts == 1
         }
-        let conflicts = try await call("GET", "/offline/v1/sync/conflicts", user, expect: 200)
-        guard case .array(let open)? = conflicts["conflicts"], open.count == 1, case .object(let conflict)? = open.first,
-              case .string(let conflictID)? = conflict["id"] else { return XCTFail("one conflict expected: \(conflicts)") }
-        if case .object(let server)? = conflict["server_data"] { XCTAssertEqual(server["level"], .int(3)) } else { XCTFail("no server data") }
-        if case .object(let local)? = conflict["local_data"] { XCTAssertEqual(local["level"], .int(5)) } else { XCTFail("no local data") }
-        let merged = try await call("POST", "/offline/v1/sync/conflicts/\(conflictID)/resolve", user,
-                                    #"{"resolution":"merge","merge_data":{"level":"local","stars":"server"}}"#, expect: 200)
-        XCTAssertEqual(merged["resolved"], .bool(true))
-        if case .object(let final)? = merged["final_data"] {
-            XCTAssertEqual(final["level"], .int(5))
-            XCTAssertEqual(final["stars"], .int(9))
-        } else { XCTFail("no merged data: \(merged)") }
+        let open = try await app.offline.getSyncConflicts().ok.body.json.conflicts
+        guard open.count == 1, let conflict = open.first else { return XCTFail("one conflict expected: \(open)") }
+        XCTAssertEqual(try json(conflict.serverData)["level"], .int(3))
+        XCTAssertEqual(try json(conflict.localData)["level"], .int(5))
+        let merged = try await app.offline.postSyncConflictsByIdResolve(path: .init(id: conflict.id), body: .json(.init(
+            resolution: .merge, mergeData: .init(additionalProperties: ["level": .local, "stars": .server])))).ok.body.json
+        XCTAssertTrue(merged.resolved)
+        let final = try json(try XCTUnwrap(merged.finalData))
+        XCTAssertEqual(final["level"], .int(5))
+        XCTAssertEqual(final["stars"], .int(9))
 
         // A place nearby, once geolocation is allowed.
-        try await call("PATCH", "/auth/v1/auth/privacy", user, #"{"consent_geolocation":true,"consent_personalized_ads":true}"#, expect: 200)
-        try await call("POST", "/offline/v1/location/update", user, #"{"latitude":41.9028,"longitude":12.4964,"accuracy":12,"consent_given":true}"#, expect: 201)
-        let nearby = try await call("GET", "/offline/v1/location/nearby-content?radius_km=20", user, expect: 200)
-        if case .array(let places)? = nearby["content"], case .object(let first)? = places.first {
-            XCTAssertEqual(first["id"], .string("around-it"))
-        } else { XCTFail("nothing near Rome") }
+        _ = try await app.auth.patchAuthPrivacy(body: .json(.init(consentGeolocation: true, consentPersonalizedAds: true))).ok
+        _ = try await app.offline.postLocationUpdate(body: .json(.init(latitude: 41.9028, longitude: 12.4964, accuracy: 12, consentGiven: true))).created
+        let nearby = try await app.offline.getLocationNearbyContent(query: .init(radiusKm: 20)).ok.body.json.content
+        XCTAssertEqual(nearby.first?.id, "around-it", "something near Rome")
 
-        // Ad consent; the campaign the admin starts; the period ends: back to free.
-        try await call("POST", "/ads/v1/ads/consent", user, #"{"consent_personalized_ads":true,"consent_data_sharing":true,"age_gate_passed":true,"is_under_age":false,"country":"IT"}"#, expect: 200)
-        let campaign = try await call("POST", "/ads/v1/admin/campaigns", admin, """
-            {"name":"Journey week","description":"Watch 1 ad, get 5 credits","campaign_type":"watch_ads","reward":{"type":"credits","amount":5},
-             "conditions":{"min_ads_watched":1},"ends_at":"\(JSON.iso8601(Date() + 86400))"}
-            """, expect: 201)
-        guard case .string(let campaignID)? = campaign["id"] else { return XCTFail("no campaign") }
+        // Ad consent; the campaign the operator starts; the period ends: back to free.
+        let consent = try await app.ads.postAdsConsent(body: .json(.init(consentPersonalizedAds: true, consentDataSharing: true, ageGatePassed: true,
+                                                                         isUnderAge: false, country: "IT"))).ok.body.json
+        XCTAssertEqual(consent.consent?.consentPersonalizedAds, true)
+        let campaign = try await admin.ads.postAdminCampaigns(body: .json(.init(
+            name: "Journey week", description: "Watch 1 ad, get 5 credits", campaignType: .watchAds, reward: .init(_type: "credits", amount: 5),
+            conditions: try .init(unvalidatedValue: ["min_ads_watched": 1]), endsAt: Date() + 86400))).created.body.json
         try await eventually("the subscription period to end and ads to come back", seconds: 240) {
             guard Date() > periodEnd else { return false }
-            let m = try await call("GET", "/subscription/v1/subscriptions/me", user)
-            let a = try await call("GET", "/ads/v1/ads/available?ad_type=rewarded&placement=earn_credits", user)
-            return m["is_premium"] == .bool(false) && a["available"] == .bool(true)
+            let m = try await app.subscription.getSubscriptionsMe().ok.body.json
+            let a = try await app.ads.getAdsAvailable(query: .init(adType: .rewarded, placement: "earn_credits")).ok.body.json
+            return !m.isPremium && a.available
         }
 
         // A rewarded ad earns a credit; the campaign pays 5; 3 unlock the freemium flags.
-        let request = try await call("POST", "/ads/v1/ads/request", user, #"{"ad_type":"rewarded","placement":"earn_credits"}"#, expect: 201)
-        guard case .string(let adID)? = request["ad_request_id"] else { return XCTFail("no ad") }
+        let offer = try await app.ads.postAdsRequest(body: .json(.init(adType: .rewarded, placement: "earn_credits"))).created.body.json
         try await Task.sleep(for: .seconds(20))
-        _ = try await call("POST", "/ads/v1/ads/\(adID)/impression", user, #"{"loaded":true,"shown":true,"load_time_ms":900}"#, expect: 200)
-        let done = try await call("POST", "/ads/v1/ads/\(adID)/complete", user, #"{"completed":true,"clicked":true,"display_duration_ms":24500,"revenue_usd":0.021}"#, expect: 200)
-        XCTAssertEqual(done["new_balance"], .int(1))
-        let claim = try await call("POST", "/ads/v1/campaigns/\(campaignID)/claim-reward", user, expect: 200)
-        XCTAssertEqual(claim["new_balance"], .int(6))
-        let unlock = try await call("POST", "/subscription/v1/content/flags-asia/unlock", user, expect: 200)
-        XCTAssertEqual(unlock["balance"], .int(3))
+        _ = try await app.ads.postAdsByIdImpression(path: .init(id: offer.adRequestId), body: .json(.init(loaded: true, shown: true, loadTimeMs: 900))).ok
+        let done = try await app.ads.postAdsByIdComplete(path: .init(id: offer.adRequestId), body: .json(.init(
+            completed: true, clicked: true, displayDurationMs: 24500, revenueUsd: 0.021))).ok.body.json
+        XCTAssertEqual(done.newBalance, 1)
+        let claim = try await app.ads.postCampaignsByIdClaimReward(path: .init(id: campaign.id)).ok.body.json
+        XCTAssertEqual(claim.newBalance, 6)
+        let unlock = try await app.subscription.postContentByIdUnlock(path: .init(id: "flags-asia")).ok.body.json
+        XCTAssertEqual(unlock.balance, 3)
+        let balance = try await app.subscription.getCreditsBalance().ok.body.json.balance
+        XCTAssertEqual(balance, 3)
 
         // The operator's revenue report and its CSV.
-        try await call("POST", "/ads/v1/analytics/refresh", admin, expect: 200)
-        let report = try await call("GET", "/ads/v1/analytics/revenue", admin, expect: 200)
-        if case .int(let n)? = report["total_impressions"] { XCTAssertGreaterThanOrEqual(n, 1) } else { XCTFail("no impressions") }
-        let csv = try await http.send(HTTPRequest(url: gateway + "/ads/v1/analytics/revenue?format=csv", headers: admin))
-        XCTAssertTrue(String(decoding: csv.body, as: UTF8.self).hasPrefix("date,ad_type,provider,placement"))
+        _ = try await admin.ads.postAnalyticsRefresh().ok
+        let report = try await admin.ads.getAnalyticsRevenue().ok.body.json
+        XCTAssertGreaterThanOrEqual(report.value["total_impressions"] as? Int ?? 0, 1)
+        let csv = try await admin.ads.getAnalyticsRevenue(query: .init(format: .csv)).ok.body.csv
+        let csvText = try await String(collecting: csv, upTo: 1 << 20)
+        XCTAssertTrue(csvText.hasPrefix("date,ad_type,provider,placement"))
 
         // The privacy export holds data from all four services.
-        let export = try await call("POST", "/auth/v1/auth/privacy/export", user, expect: 202)
-        guard case .string(let exportID)? = export["export_id"] else { return XCTFail("no export") }
+        let export = try await app.auth.postAuthPrivacyExport().accepted.body.json
         var url: String?
         try await eventually("the export", seconds: 30) {
-            let s = try await call("GET", "/auth/v1/auth/privacy/export/\(exportID)", user)
-            if case .string(let u)? = s["download_url"] { url = u; return true }
-            return false
+            url = try await app.auth.getAuthPrivacyExportById(path: .init(id: export.exportId)).ok.body.json.downloadUrl
+            return url != nil
         }
         // The link is relative to the API's public base (the gateway here).
         let link = try XCTUnwrap(url)
@@ -209,10 +209,10 @@ final class JourneyTests: XCTestCase {
         }
 
         // Deletion: scheduled, cancelled, scheduled again, executed when due.
-        let scheduled = try await call("DELETE", "/auth/v1/auth/me", user, expect: 202)
-        guard case .string(let cancelToken)? = scheduled["cancellation_token"] else { return XCTFail("no cancellation token") }
-        try await call("POST", "/auth/v1/auth/deletion/cancel", tenant, #"{"token":"\#(cancelToken)"}"#, expect: 200)
-        try await call("DELETE", "/auth/v1/auth/me", user, expect: 202)
+        let scheduled = try await app.auth.deleteAuthMe().accepted.body.json
+        let cancelled = try await app.auth.postAuthDeletionCancel(body: .json(.init(token: scheduled.cancellationToken))).ok.body.json
+        XCTAssertTrue(cancelled.deletionCancelled)
+        _ = try await app.auth.deleteAuthMe().accepted
         // Thirty days pass: the deletion and its job fall due.
         try await withPostgres(TestEnvironment.adminClient(database: TestEnvironment.stackDatabase)) { db in
             try await db.query("""

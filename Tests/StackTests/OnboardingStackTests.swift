@@ -10,7 +10,7 @@ import XCTest
 /// that key; its users get its sender, its store and its provider at once. One app's operator
 /// key neither reads nor changes the other app at any service.
 final class OnboardingStackTests: XCTestCase {
-    let http = CurlHTTPClient()
+    let http = DocumentedHTTPClient()
     let gateway = TestEnvironment.gatewayURL
     /// Sign-ups go to auth directly, each from its own client address: they are limited per
     /// address, and through the gateway every test shares one.

@@ -8,7 +8,7 @@ import XCTest
 /// away reaches the APNs stand-in (HTTP/2 over TLS, verifying the demo app's ES256 key) exactly
 /// once, in the language the device registered.
 final class PushStackTests: XCTestCase {
-    let http = CurlHTTPClient()
+    let http = DocumentedHTTPClient()
     let gateway = TestEnvironment.gatewayURL
     deinit { http.shutdown() }
 

@@ -9,7 +9,7 @@ import XCTest
 /// JOSE library from the discovery document alone: the issuer, the key set it points to, the
 /// audience that names the app.
 final class TokenDiscoveryStackTests: XCTestCase {
-    let http = CurlHTTPClient()
+    let http = DocumentedHTTPClient()
     let gateway = TestEnvironment.gatewayURL
     deinit { http.shutdown() }
 

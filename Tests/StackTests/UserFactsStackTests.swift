@@ -10,7 +10,7 @@ import XCTest
 /// the last answer everywhere; purchase→refund pairs end `free` at auth; an erased user leaves
 /// no row and gets nothing recreated.
 final class UserFactsStackTests: XCTestCase {
-    let http = CurlHTTPClient()
+    let http = DocumentedHTTPClient()
     let gateway = TestEnvironment.gatewayURL
     deinit { http.shutdown() }
 
@@ -244,7 +244,7 @@ struct StackSession: Sendable { var headers: [(String, String)]; var userID: UUI
 
 /// The calls the stack tests make, usable from concurrent tasks.
 struct StackClient: Sendable {
-    let http: CurlHTTPClient
+    let http: DocumentedHTTPClient
     let gateway: String
 
     /// A guest signed up at auth directly, as its own client address (sign-ups are limited per

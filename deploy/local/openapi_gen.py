@@ -4,14 +4,28 @@ import json, sys
 from error_codes import codes as error_codes
 
 def err(desc): return {"description": desc, "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}}
+ERROR_EXAMPLE = {"error": "invalid_request", "message": "credentials.email is required", "field": "credentials.email", "request_id": "9f1c2b7e4d"}
 ERRS = {"400": "Malformed input (the field is named)", "401": "Missing or invalid tenant headers or token", "403": "Not allowed",
         "404": "Unknown resource", "409": "Conflicting state", "410": "Gone", "413": "Body too large", "415": "Content-Type must be application/json",
         "422": "Invalid value (the field is named)", "429": "Limit reached (retry_after)", "502": "Upstream refused", "503": "A dependency is unavailable",
         "507": "Not enough offline storage"}
 def responses(ok, okdesc, extra, schema=None):
     r = {ok: {"description": okdesc, "content": {"application/json": {"schema": schema or {"type": "object"}}}}}
-    for c in ["400", "401", "404", "413", "415", "422", "429", "503"] + extra:
-        r[c] = err(ERRS[c])
+    with_headers(r)
+    for c in ["400", "401", "403", "404", "413", "415", "422", "429", "503"] + extra:
+        r[c] = {"$ref": f"#/components/responses/{ERROR_NAMES[c]}"}
+    return r
+# Each refusal is one shared response (so a generated client has one type per status, not one
+# per operation and status).
+ERROR_NAMES = {"400": "BadRequest", "401": "Unauthorized", "402": "PaymentRequired", "403": "Forbidden", "404": "NotFound",
+               "409": "Conflict", "410": "Gone", "413": "ContentTooLarge", "415": "UnsupportedMediaType", "422": "UnprocessableContent",
+               "429": "TooManyRequests", "502": "BadGateway", "503": "ServiceUnavailable", "507": "InsufficientStorage"}
+def error_responses():
+    return {ERROR_NAMES[code]: answer for code, answer in with_headers({code: err(ERRS[code]) for code in ERROR_NAMES}).items()}
+def with_headers(r):
+    for code, answer in r.items():
+        answer["headers"] = {"X-Request-ID": {"$ref": "#/components/headers/X-Request-ID"}}
+        if code in ("429", "503"): answer["headers"]["Retry-After"] = {"$ref": "#/components/headers/Retry-After"}
     return r
 def obj(props, required=()):
     return {"type": "object", "properties": props, "required": list(required)}
@@ -31,15 +45,38 @@ def document(title, prefix, paths, security_user=True, service=None):
                    "appId": {"type": "apiKey", "in": "header", "name": "X-App-ID"},
                    "apiKey": {"type": "apiKey", "in": "header", "name": "X-API-Key"},
                    "bearer": {"type": "http", "scheme": "bearer"}},
-               "schemas": {"Error": obj({"error": {"type": "string", "enum": list(error_codes(service)),
+               "responses": error_responses(),
+               "headers": {
+                   "X-Request-ID": {"description": "The request's id (the client's own when it sent a plain token), in the logs of every service it reached",
+                                    "schema": S},
+                   "Retry-After": {"description": "Seconds to wait before trying again", "schema": I}},
+               "schemas": {"Error": dict(obj({"error": {"type": "string", "enum": list(error_codes(service)),
                                                     "description": "The code an app switches on: docs/ERRORS.md lists each with its meaning"},
-                                         "message": S, "request_id": S, "field": S}, ["error", "message"])}},
+                                         "message": S, "request_id": S, "field": {"type": "string", "description": "The input field at fault, as a path (credentials.email, items[2].id)"},
+                                         "retry_after": I, "reason": S},
+                                        ["error", "message"]),
+                                    additionalProperties={"description": "Some codes carry their context (balance, required_mb, max_devices, …)"},
+                                    examples=[ERROR_EXAMPLE])}},
            "security": [{"appId": [], "apiKey": [], "bearer": []}],
            "paths": {}}
     for path, ops in paths.items():
         for method, o in ops.items():
             o.setdefault("operationId", operation_id(method, path))
         doc["paths"][prefix + path] = ops
+    # The named schemas this document uses, and the ones they use.
+    def refs(node):
+        if isinstance(node, dict):
+            r = node.get("$ref", "")
+            if r.startswith("#/components/schemas/") and r.split("/")[-1] != "Error": yield r.split("/")[-1]
+            for v in node.values(): yield from refs(v)
+        elif isinstance(node, list):
+            for v in node: yield from refs(v)
+    todo = list(refs(doc["paths"]))
+    while todo:
+        name = todo.pop()
+        if name in doc["components"]["schemas"]: continue
+        doc["components"]["schemas"][name] = COMPONENTS[name]
+        todo += list(refs(COMPONENTS[name]))
     ids = [o["operationId"] for ops in doc["paths"].values() for o in ops.values()]
     assert len(ids) == len(set(ids)), f"{title}: duplicate operationIds"
     return doc
@@ -61,54 +98,187 @@ def op(summary, ok="200", okdesc="OK", extra=(), params=(), req=None, schema=Non
     if req: o["requestBody"] = req
     return o
 
+
+# Named component schemas (#32): what a generated client turns into types. `ref("X")` names
+# one; each service's document carries the ones it uses. Objects stay open to new fields (an app
+# already shipped keeps decoding when a field is added); the stack tests hold the answers to
+# exactly these fields (Tests/StackTests/DocumentedHTTPClient.swift).
+COMPONENTS = {}
+def named(name, schema, example=None):
+    if example is not None: schema = dict(schema, examples=[example])
+    COMPONENTS[name] = schema
+    return {"$ref": f"#/components/schemas/{name}"}
+def ref(name): return {"$ref": f"#/components/schemas/{name}"}
+def nullable_copy(name):
+    """A named object or null. swift-openapi-generator 1.14 drops `anyOf: [$ref, null]` (it skips
+    the null schema and the property with it), so the property carries the object's own schema
+    with `type: [object, null]` and decodes to an optional."""
+    return dict(COMPONENTS[name], type=["object", "null"])
+DT = {"type": "string", "format": "date-time"}; DATE = {"type": "string", "format": "date"}
+def arr(items): return {"type": "array", "items": items}
+ANY = {}  # free-form JSON (a game's payload, a place's metadata)
+FREE = {"type": "object"}
+
+# auth
+named("PrivacySettings", obj({"consent_analytics": B, "consent_third_party": B, "consent_geolocation": B, "consent_personalized_ads": B,
+    "consent_notifications": B, "consent_game_center": B, "updated_at": DT},
+    ["consent_analytics", "consent_third_party", "consent_geolocation", "consent_personalized_ads", "consent_notifications", "consent_game_center"]))
+named("User", obj({"id": UUIDS, "email": S, "email_verified": B, "provider": {"type": "string", "enum": ["email", "google", "apple", "guest"]},
+    "status": {"type": "string", "enum": ["free", "premium", "suspended", "pending_deletion"]}, "is_guest": B, "display_name": S,
+    "created_at": DT, "last_login": DT, "guest_expires_at": DT, "privacy_settings": ref("PrivacySettings"), "linked_providers": arr(S)},
+    ["id", "email_verified", "provider", "status", "is_guest", "created_at"]),
+    {"id": "3B3D29C9-ACAA-468A-AE72-350295F7C244", "email": "ada@example.com", "email_verified": True, "provider": "email", "status": "free",
+     "is_guest": False, "created_at": "2026-11-26T19:50:14Z", "last_login": "2026-11-26T19:50:15Z"})
+named("Tokens", obj({"access_token": S, "refresh_token": S, "expires_in": I, "token_type": {"type": "string", "const": "Bearer"}},
+    ["access_token", "refresh_token", "expires_in", "token_type"]),
+    {"access_token": "eyJhbGciOiJFZERTQSIs…", "refresh_token": "DaCirHjxoexsX--606RZS3…", "expires_in": 900, "token_type": "Bearer"})
+named("Session", obj({"user": ref("User"), "tokens": ref("Tokens"),
+    "guest_secret": {"type": "string", "description": "A guest's device secret, shown once at its creation: keep it to sign in again"}},
+    ["tokens"]))
+named("UserResponse", obj({"user": ref("User")}, ["user"]))
+named("PrivacyResponse", obj({"privacy": ref("PrivacySettings"), "applied_immediately": B, "warnings": arr(FREE)}, ["privacy"]))
+named("PushDevice", obj({"device_id": S, "platform": {"type": "string", "enum": ["ios", "android"]}, "environment": {"type": "string", "enum": ["sandbox", "production"]},
+    "locale": {"type": ["string", "null"]}, "token_suffix": S, "created_at": DT, "updated_at": DT}, ["device_id", "platform", "token_suffix"]))
+named("DeletionScheduled", obj({"scheduled_deletion_date": DT, "cancellation_token": S, "message": S}, ["scheduled_deletion_date", "cancellation_token"]))
+named("ExportStatus", obj({"export_id": UUIDS, "status": {"type": "string", "enum": ["pending", "processing", "ready", "failed", "expired"]},
+    "requested_at": DT, "completed_at": DT, "expires_at": DT, "download_url": S, "estimated_time": S}, ["export_id", "status"]))
+
+# subscription
+named("Plan", obj({"id": UUIDS, "name": S, "plan_type": S, "apple_product_id": S, "google_product_id": S, "price": N, "currency": S,
+    "trial_enabled": B, "trial_duration_days": I, "features": FREE, "discount_vs_monthly": S},
+    ["id", "name", "plan_type", "price", "currency", "trial_enabled", "trial_duration_days", "features"]))
+named("Subscription", obj({"id": UUIDS, "status": {"type": "string", "enum": ["trial", "active", "grace_period", "billing_retry", "cancelled", "expired", "revoked", "refunded", "paused"]},
+    "plan_type": S, "start_date": DT, "trial_end_date": DT, "end_date": DT, "auto_renew": B, "grace_period_end": DT, "expired_at": DT,
+    "features": FREE, "days_remaining": I, "billing_issue": B}, ["id", "status", "plan_type", "start_date", "end_date", "auto_renew"]),
+    {"id": "9DFDF6BE-0154-45B3-8589-9499CC3F9C51", "status": "active", "plan_type": "monthly", "start_date": "2026-11-26T19:49:46Z",
+     "end_date": "2026-12-26T19:49:46Z", "auto_renew": True})
+named("SubscriptionStatus", obj({"subscription": nullable_copy("Subscription"), "is_premium": B, "features": FREE,
+    "warning": S, "days_remaining": I}, ["is_premium", "features"]))
+named("PurchaseResult", obj({"subscription": ref("Subscription"), "activated": B}, ["subscription", "activated"]))
+named("CreditBalance", obj({"balance": I}, ["balance"]), {"balance": 6})
+named("CreditTransaction", obj({"id": I, "amount": I, "source": S, "reference_id": S, "content_id": S, "balance_after": I, "created_at": DT},
+    ["id", "amount", "source", "reference_id", "balance_after", "created_at"]))
+named("CreditPage", obj({"transactions": arr(ref("CreditTransaction")), "next_before": I}, ["transactions"]))
+named("ContentUnlock", obj({"content_id": S, "credits_spent": I, "unlocked_at": DT, "expires_at": DT}, ["content_id", "credits_spent", "unlocked_at", "expires_at"]))
+named("UnlockResult", obj({"unlocked": B, "charged": B, "unlock": ref("ContentUnlock"), "balance": I, "via": S}, ["unlocked", "charged", "balance", "via"]))
+named("CheckAccessResult", obj({"access_granted": B, "via": S, "unlocked_until": DT}, ["access_granted"]))
+
+# offline
+named("SyncProfile", obj({"auto_sync_enabled": B, "sync_on_wifi_only": B, "sync_frequency_hours": I,
+    "conflict_strategy": {"type": "string", "enum": ["server_wins", "local_wins", "manual"]}, "last_sync_at": DT, "last_full_sync_at": DT},
+    ["auto_sync_enabled", "sync_on_wifi_only", "sync_frequency_hours", "conflict_strategy"]))
+named("SyncProfileResponse", obj({"profile": ref("SyncProfile"),
+    "storage": obj({"used_bytes": I, "used_mb": N, "limit_mb": N}, ["used_bytes", "used_mb", "limit_mb"]),
+    "limits": obj({"tier": {"type": "string", "enum": ["free", "premium"]}, "max_categories": I, "max_items_per_category": I, "storage_limit_mb": N}, ["tier", "storage_limit_mb"]),
+    "categories": arr(obj({"id": S, "name": S, "item_count": I, "estimated_size_mb": N, "status": S}, ["id", "name", "item_count", "estimated_size_mb", "status"]))},
+    ["profile", "storage", "limits", "categories"]))
+named("DownloadJobStarted", obj({"job_id": UUIDS, "estimated_size_mb": N, "estimated_time_seconds": I, "total_count": I},
+    ["job_id", "estimated_size_mb", "estimated_time_seconds"]))
+named("DownloadJob", obj({"job_id": UUIDS, "status": {"type": "string", "enum": ["pending", "downloading", "paused", "completed", "failed", "cancelled"]},
+    "progress": I, "downloaded_count": I, "failed_count": I, "total_count": I, "category_ids": arr(S), "errors": arr(FREE),
+    "started_at": DT, "completed_at": DT}, ["job_id", "status", "progress", "downloaded_count", "total_count"]),
+    {"job_id": "3A41A15E-FA22-4BE3-8A9A-A2400BB3E298", "status": "completed", "progress": 100, "downloaded_count": 120, "failed_count": 0,
+     "total_count": 120, "category_ids": ["capitals-europe"], "errors": []})
+named("OfflineCategory", obj({"category_id": S, "item_count": I, "size_bytes": I, "cursor": I, "complete": B, "downloaded_at": DT,
+    "last_updated_at": DT, "last_accessed_at": DT, "expires_at": DT}, ["category_id", "item_count", "size_bytes"]))
+named("Item", obj({"id": S, "version": I, "data": S, "encoding": S, "checksum": S, "size_bytes": I}, ["id", "version", "data", "encoding", "checksum"]))
+named("SyncAction", obj({"id": UUIDS, "client_action_id": S, "action_type": S, "entity_type": S, "entity_id": S, "category_id": S, "payload": ANY,
+    "priority": I, "status": S, "attempts": I, "last_error": S, "created_at": DT, "processed_at": DT},
+    ["id", "client_action_id", "action_type", "entity_type", "entity_id", "payload", "status"]))
+named("QueuedAction", obj({"queue_item": ref("SyncAction"), "position": I, "replayed": B}, ["queue_item", "position"]))
+named("SyncJob", obj({"job_id": UUIDS, "status": {"type": "string", "enum": ["pending", "processing", "completed", "failed"]}, "items_to_process": I,
+    "succeeded": I, "duplicates": I, "failed": I, "conflicts": I}, ["job_id", "status", "items_to_process", "succeeded", "duplicates", "failed", "conflicts"]),
+    {"job_id": "C5437DD6-E224-43B6-9274-839F7DD82E15", "status": "completed", "items_to_process": 3, "succeeded": 3, "duplicates": 0, "failed": 0, "conflicts": 0})
+named("SyncConflict", obj({"id": UUIDS, "queue_item_id": UUIDS, "entity_type": S, "entity_id": S, "local_data": ANY, "server_data": ANY,
+    "server_version": S, "resolved": B, "resolution": S, "resolved_by": S, "final_data": ANY, "skip_count": I, "created_at": DT},
+    ["id", "entity_type", "entity_id", "local_data", "server_data"]))
+named("Location", obj({"id": UUIDS, "latitude": N, "longitude": N, "accuracy": N, "geocoded": {"type": ["object", "null"]}, "timestamp": DT},
+    ["id", "latitude", "longitude", "accuracy", "timestamp"]))
+named("NearbyPlace", obj({"id": S, "type": S, "title": S, "distance_km": N, "metadata": ANY}, ["id", "type", "title", "distance_km"]))
+
+# ads
+named("AdAvailability", obj({"available": B, "reason": {"type": ["string", "null"]}, "cooldown_seconds": {"type": ["integer", "null"]},
+    "next_available_at": {"type": ["string", "null"]}}, ["available", "reason", "cooldown_seconds", "next_available_at"]))
+named("AdOffer", obj({"ad_request_id": UUIDS, "provider": S, "ad_unit_id": S, "can_show": B, "test_mode": B, "personalized": B,
+    "ad_duration_seconds": I, "server_side_verification": B}, ["ad_request_id", "provider", "ad_unit_id", "can_show", "test_mode"]),
+    {"ad_request_id": "CE065E21-E86A-4A62-8375-347B6A616C91", "provider": "admob", "ad_unit_id": "ca-app-pub-3940256099942544/5224354917",
+     "can_show": True, "test_mode": True, "personalized": True, "ad_duration_seconds": 20, "server_side_verification": False})
+named("Reward", obj({"type": S, "amount": I}, ["amount"]))
+named("AdCompletion", obj({"ad_request_id": UUIDS, "ad_type": S, "completed": B, "reward_granted": B, "reward": ref("Reward"), "new_balance": I,
+    "reward_status": {"type": "string", "enum": ["granted", "pending", "not_eligible"]}, "message": S, "reason": S, "cooldown_seconds": I},
+    ["ad_request_id", "reward_granted"]))
+named("AdConsent", obj({"answered": B, "consent_personalized_ads": B, "consent_data_sharing": B, "age_gate_passed": B, "is_under_age": B,
+    "gdpr_applies": B, "att_status": S, "tcf_string": S, "consent_form_status": S, "country": S, "source": S, "updated_at": DT},
+    ["consent_personalized_ads", "consent_data_sharing"]))
+named("ConsentStatus", obj({"consent": nullable_copy("AdConsent"), "required": B, "gdpr_applies": B, "ads_enabled": B,
+    "personalized_ads": B, "rewarded_ads_allowed": B}, ["consent", "ads_enabled"]))
+named("CampaignProgress", obj({"current": I, "required": I, "completed": B, "reward_claimed": B}, ["current", "required", "completed", "reward_claimed"]))
+named("Campaign", obj({"id": UUIDS, "name": S, "description": S, "campaign_type": {"type": "string", "enum": ["watch_ads", "streak_bonus", "referral"]},
+    "reward": ref("Reward"), "conditions": FREE, "progress": ref("CampaignProgress"), "starts_at": DT, "ends_at": DT, "status": S,
+    "variant": S, "variants": arr(FREE)}, ["id", "name", "campaign_type", "reward", "conditions", "starts_at", "ends_at", "status"]))
+named("ClaimResult", obj({"claimed": B, "reward": ref("Reward"), "reward_status": S, "new_balance": I, "message": S}, ["claimed", "reward"]))
+named("AdProvider", obj({"name": S, "priority": I, "active": B, "rewarded_unit_id": S, "interstitial_unit_id": S, "banner_unit_id": S,
+    "ad_duration_seconds": I, "verification": {"type": "string", "enum": ["client", "ssv"]}, "test_mode": B, "ecpm_estimate_usd": N},
+    ["name", "priority", "active"]))
+
 VARIANTS = {"type": "array", "minItems": 2, "maxItems": 10, "items": obj({"key": {"type": "string", "pattern": "^[A-Za-z0-9_-]{1,32}$"},
     "weight": {"type": "integer", "minimum": 0, "maximum": 100}, "reward": obj({"type": S, "amount": {"type": "integer", "minimum": 1, "maximum": 1000}}, ["amount"]),
     "conditions": {"type": "object"}, "holdout": B}, ["key", "weight"])}
+PURCHASE = body(obj({"store": {"type": "string", "enum": ["apple", "google"]}, "signed_transaction": S, "receipt_data": S, "plan_id": UUIDS,
+    "purchase_token": S, "product_id": S}, ["store"]))
+def purchase_op(summary):
+    o = aop(summary, ok="201", req=PURCHASE, schema=ref("PurchaseResult"))
+    o["responses"]["200"] = with_headers({"200": {"description": "Already known", "content": {"application/json": {"schema": ref("PurchaseResult")}}}})["200"]
+    return o
+ADMIN = "Operator: the app's admin token or an operator key (Authorization: Bearer)."
+def admin(summary, schema=FREE, req=None, params=(), ok="200", extra=("409",)):
+    o = op(f"{summary} ({ADMIN.split(':')[0].lower()})", ok=ok, params=params, req=req, schema=schema, extra=list(extra))
+    o["description"] = ADMIN
+    o["security"] = [{"appId": [], "apiKey": [], "bearer": []}]
+    return o
+FREEBODY = body(FREE)
 ads = {
  "/ads/available": {"get": op("Whether an ad can be shown now (UC-ADS-4.1 step 3, 4.2 step 5)",
     params=[q("ad_type", {"type": "string", "enum": ["rewarded", "interstitial"]}, True), q("placement", S), q("country", S)],
-    schema=obj({"available": B, "reason": {"type": ["string", "null"]}, "cooldown_seconds": {"type": ["integer", "null"]},
-                "next_available_at": {"type": ["string", "null"]}}, ["available", "reason", "cooldown_seconds", "next_available_at"]))},
+    schema=ref("AdAvailability"))},
  "/ads/request": {"post": op("Request an ad: provider by priority, unit id", ok="201", okdesc="Created", extra=["403"],
     req=body(obj({"ad_type": {"type": "string", "enum": ["rewarded", "interstitial"]}, "placement": S, "provider_preference": S}, ["ad_type"])),
-    schema=obj({"ad_request_id": UUIDS, "provider": S, "ad_unit_id": S, "can_show": B, "test_mode": B, "personalized": B,
-                "ad_duration_seconds": I, "server_side_verification": B}, ["ad_request_id", "provider", "ad_unit_id", "can_show", "test_mode"]))},
+    schema=ref("AdOffer"))},
  "/ads/{id}/impression": {"post": op("Record load/show", params=[p("id", UUIDS)],
     req=body(obj({"loaded": B, "shown": B, "load_time_ms": I, "error": S}, ["loaded", "shown"])), schema=obj({"recorded": B}, ["recorded"]))},
  "/ads/{id}/complete": {"post": op("Complete a view (after its impression: 409 ad_not_shown otherwise); a rewarded view may earn 1 credit", params=[p("id", UUIDS)], extra=["409", "410"],
     req=body(obj({"completed": B, "clicked": B, "display_duration_ms": I, "revenue_usd": N}, ["completed", "display_duration_ms"])),
-    schema=obj({"ad_request_id": UUIDS, "ad_type": S, "completed": B, "reward_granted": B, "new_balance": I, "reward_status": S,
-                "reason": S, "cooldown_seconds": I}, ["ad_request_id", "reward_granted"]))},
+    schema=ref("AdCompletion"))},
  "/ads/ssv/admob": {"get": dict(op("AdMob server-side verification callback (signed query)", extra=["403"],
     params=[q("transaction_id", S), q("custom_data", S), q("signature", S), q("key_id", S)], schema=obj({"status": S}, ["status"])), security=[])},
  "/ads/consent": {
     "get": op("The current ad consent and whether GDPR applies", params=[q("country", S)],
-        schema=obj({"consent": {"type": ["object", "null"]}, "required": B, "gdpr_applies": B, "ads_enabled": B}, ["consent", "required", "gdpr_applies"])),
+        schema=ref("ConsentStatus")),
     "post": op("Record a consent change (GDPR, COPPA, ATT, TCF); under 13 sticks until a birth_date says 13+", extra=["403"],
         req=body(obj({"consent_personalized_ads": B, "consent_data_sharing": B, "birth_date": {"type": "string", "format": "date"},
         "age_gate_passed": B, "is_under_age": B, "att_status": {"type": "string", "enum": ["authorized", "denied", "restricted", "not_determined"]},
         "tcf_string": S, "consent_form_status": {"type": "string", "enum": ["obtained", "required", "not_required", "unknown"]}, "country": S})),
-        schema=obj({"consent": {"type": ["object", "null"]}, "ads_enabled": B}, ["consent", "ads_enabled"]))},
- "/campaigns/active": {"get": op("Running campaigns with the user's progress", schema=obj({"campaigns": {"type": "array"}}, ["campaigns"]))},
+        schema=ref("ConsentStatus"))},
+ "/campaigns/active": {"get": op("Running campaigns with the user's progress", schema=obj({"campaigns": arr(ref("Campaign"))}, ["campaigns"]))},
  "/campaigns/{id}": {
-    "get": op("A campaign with the user's progress", params=[p("id", UUIDS)], schema=obj({"id": UUIDS, "progress": {"type": "object"}}, ["id", "progress"])),
+    "get": op("A campaign with the user's progress", params=[p("id", UUIDS)], schema=ref("Campaign")),
     "post": op("Progress as the server counted it (a streak campaign records today's check-in)", params=[p("id", UUIDS)],
-        schema=obj({"campaign_id": UUIDS, "progress": I, "completed": B, "can_claim_reward": B}, ["campaign_id", "progress", "completed"]))},
+        schema=obj({"campaign_id": UUIDS, "progress": I, "required": I, "completed": B, "can_claim_reward": B}, ["campaign_id", "progress", "completed"]))},
  "/campaigns/{id}/claim-reward": {"post": op("Claim a completed campaign's credits once", params=[p("id", UUIDS)],
-    schema=obj({"claimed": B, "reward": {"type": "object"}, "reward_status": S}, ["claimed", "reward"]))},
+    schema=ref("ClaimResult"))},
  "/referral/code": {"get": op("The user's referral code", schema=obj({"code": S}, ["code"]))},
  "/referral/redeem": {"post": op("Redeem another user's referral code", extra=["409"], req=body(obj({"code": S}, ["code"])), schema=obj({"redeemed": B}, ["redeemed"]))},
- "/admin/providers": {"get": op("Ad providers (admin token)", schema=obj({"providers": {"type": "array"}}, ["providers"]))},
+ "/admin/providers": {"get": op("Ad providers (admin token)", schema=obj({"providers": arr(ref("AdProvider"))}, ["providers"]))},
  "/admin/providers/{name}": {"put": op("Create or update an ad provider (admin token)", params=[p("name", {"type": "string", "pattern": "^[a-z0-9_]{1,40}$"})],
     req=body(obj({"priority": I, "active": B, "rewarded_unit_id": S, "interstitial_unit_id": S, "banner_unit_id": S, "ad_duration_seconds": I,
-                  "verification": {"type": "string", "enum": ["client", "ssv"]}, "test_mode": B, "ecpm_estimate_usd": N})))},
+                  "verification": {"type": "string", "enum": ["client", "ssv"]}, "test_mode": B, "ecpm_estimate_usd": N})), schema=ref("AdProvider"))},
  "/admin/campaigns": {"post": op("Create a campaign (admin token)", ok="201", okdesc="Created", req=body(obj({"name": S, "description": S,
     "campaign_type": {"type": "string", "enum": ["watch_ads", "streak_bonus", "referral"]}, "reward": obj({"type": S, "amount": I}, ["amount"]),
     "conditions": {"type": "object"}, "starts_at": {"type": "string", "format": "date-time"}, "ends_at": {"type": "string", "format": "date-time"},
-    "variants": VARIANTS}, ["name", "campaign_type", "reward", "conditions", "ends_at"])))},
+    "variants": VARIANTS}, ["name", "campaign_type", "reward", "conditions", "ends_at"])), schema=ref("Campaign"))},
  "/admin/campaigns/{id}": {"patch": op("Edit a campaign (admin token): name, description, end, the variants' weights, rewards and goals; "
     "a variant with assigned users cannot be removed (409 variant_has_users)", params=[p("id", UUIDS)], extra=["409"],
-    req=body(obj({"name": S, "description": S, "ends_at": {"type": "string", "format": "date-time"}, "variants": VARIANTS})))},
+    req=body(obj({"name": S, "description": S, "ends_at": {"type": "string", "format": "date-time"}, "variants": VARIANTS})), schema=ref("Campaign"))},
  "/admin/campaigns/{id}/results": {"get": op("An experiment's results per variant (admin token): funnel, completion rate, difference vs the first "
     "variant with its 95% CI and p-value, sample-ratio check, by day; ?format=csv", params=[p("id", UUIDS), q("format", {"type": "string", "enum": ["json", "csv"]})],
     schema=obj({"campaign_id": UUIDS, "variants": {"type": "array"}, "by_day": {"type": "array"}, "warnings": {"type": "array"}},
@@ -120,52 +290,58 @@ ads = {
             q("format", {"type": "string", "enum": ["json", "csv"]})]))},
  "/analytics/dashboard": {"get": {"summary": "HTML revenue dashboard (admin token)", "parameters": [q("start_date", {"type": "string", "format": "date"}),
     q("end_date", {"type": "string", "format": "date"})], "responses": {"200": {"description": "HTML", "content": {"text/html": {"schema": S}}},
-    **{c: err(ERRS[c]) for c in ["400", "401", "422", "429", "503"]}}}},
- "/analytics/refresh": {"post": op("Refresh the daily aggregates now (admin token)")},
+    **{c: {"$ref": f"#/components/responses/{ERROR_NAMES[c]}"} for c in ["400", "401", "422", "429", "503"]}}}},
+ "/analytics/refresh": {"post": op("Refresh the daily aggregates now (admin token)", schema=obj({"refreshed_days": I}, ["refreshed_days"]))},
 }
 rev = ads["/analytics/revenue"]["get"]["responses"]["200"]["content"]; rev["text/csv"] = {"schema": S}
 ads["/admin/campaigns/{id}/results"]["get"]["responses"]["200"]["content"]["text/csv"] = {"schema": S}
 
 off = {
- "/sync/profile": {"get": op("Sync profile, categories and storage", schema=obj({"profile": {"type": "object"}, "storage": {"type": "object"},
-        "limits": {"type": "object"}, "categories": {"type": "array"}}, ["profile", "storage", "limits", "categories"])),
+ "/sync/profile": {"get": op("Sync profile, categories and storage", schema=ref("SyncProfileResponse")),
     "patch": op("Change sync settings", extra=["403"], req=body(obj({"auto_sync_enabled": B, "sync_on_wifi_only": B, "sync_frequency_hours": I,
-        "conflict_strategy": {"type": "string", "enum": ["server_wins", "local_wins", "manual"]}})), schema=obj({"profile": {"type": "object"}}, ["profile"]))},
+        "conflict_strategy": {"type": "string", "enum": ["server_wins", "local_wins", "manual"]}})), schema=obj({"profile": ref("SyncProfile")}, ["profile"]))},
  "/categories/download": {"post": op("Start a download job (limits checked first)", ok="202", okdesc="Accepted", extra=["403", "507"],
     req=body(obj({"category_ids": {"type": "array", "items": S}}, ["category_ids"])),
-    schema=obj({"job_id": UUIDS, "estimated_size_mb": N, "estimated_time_seconds": I}, ["job_id", "estimated_size_mb", "estimated_time_seconds"]))},
+    schema=ref("DownloadJobStarted"))},
  "/categories/download/{job}": {"get": op("Download progress", params=[p("job", UUIDS)],
-    schema=obj({"job_id": UUIDS, "status": S, "progress": I, "downloaded_count": I, "total_count": I}, ["status", "progress", "downloaded_count", "total_count"]))},
- "/categories/download/{job}/pause": {"post": op("Pause a download", extra=["409"], params=[p("job", UUIDS)])},
- "/categories/download/{job}/resume": {"post": op("Resume a paused download", extra=["409"], params=[p("job", UUIDS)])},
- "/categories/downloaded": {"get": op("The user's offline categories", schema=obj({"categories": {"type": "array"}}, ["categories"]))},
+    schema=ref("DownloadJob"))},
+ "/categories/download/{job}/pause": {"post": op("Pause a download", extra=["409"], params=[p("job", UUIDS)], schema=ref("DownloadJob"))},
+ "/categories/download/{job}/resume": {"post": op("Resume a paused download", extra=["409"], params=[p("job", UUIDS)], schema=ref("DownloadJob"))},
+ "/categories/downloaded": {"get": op("The user's offline categories", schema=obj({"categories": arr(ref("OfflineCategory"))}, ["categories"]))},
  "/categories/{id}/items": {"get": op("The pack (paged; base64 data, encoding, SHA-256 checksum)", params=[p("id"), q("after", S), q("limit", I)],
-    schema=obj({"items": {"type": "array"}}, ["items"]))},
+    schema=obj({"items": arr(ref("Item")), "next_after": S}, ["items"]))},
  "/categories/{id}/check-updates": {"get": op("Changes since a cursor", params=[p("id"), q("cursor", I)],
-    schema=obj({"added": I, "updated": I, "deleted": I, "next_cursor": I, "full_download_required": B}, ["added", "updated", "deleted", "next_cursor"]))},
+    schema=obj({"category_id": S, "cursor": I, "added": I, "updated": I, "deleted": I, "next_cursor": I, "has_updates": B, "full_download_required": B},
+               ["added", "updated", "deleted", "next_cursor"]))},
  "/categories/{id}/refresh": {"post": op("Apply the changes to the copy", extra=["409"], params=[p("id")],
-    schema=obj({"updated": B, "changes": {"type": "object"}}, ["updated", "changes"]))},
+    schema=obj({"updated": B, "changes": obj({"added": I, "updated": I, "deleted": I}, ["added", "updated", "deleted"]), "cursor": I,
+                "not_applied": arr(obj({"item_id": S, "reason": S}, ["item_id", "reason"]))}, ["updated", "changes"]))},
  "/categories/{id}": {"delete": op("Delete a category from the copy", extra=["409"], params=[p("id"), q("force", S)],
-    schema=obj({"deleted": B, "space_freed_mb": N}, ["deleted", "space_freed_mb"]))},
- "/categories": {"delete": op("Delete the whole copy", extra=["409"], params=[q("force", S)], schema=obj({"deleted": B, "space_freed_mb": N}, ["deleted"]))},
- "/storage/suggestions": {"get": op("What to free", schema=obj({"suggestions": {"type": "array"}, "freeable_mb": N}, ["suggestions"]))},
+    schema=obj({"deleted": B, "categories_deleted": I, "space_freed_mb": N}, ["deleted", "space_freed_mb"]))},
+ "/categories": {"delete": op("Delete the whole copy", extra=["409"], params=[q("force", S)], schema=obj({"deleted": B, "categories_deleted": I, "space_freed_mb": N}, ["deleted"]))},
+ "/storage/suggestions": {"get": op("What to free", schema=obj({"suggestions": arr(obj({"category_id": S, "reason": S, "size_mb": N}, ["category_id", "reason", "size_mb"])), "freeable_mb": N}, ["suggestions"]))},
  "/sync/queue": {"post": op("Queue an offline action (idempotent on client_action_id); a guest has no cloud save (403)", ok="201", okdesc="Created", extra=["403"],
     req=body(obj({"client_action_id": S, "action_type": S, "entity_type": S, "entity_id": S, "category_id": S, "payload": {"type": "object"},
                   "priority": I}, ["client_action_id", "action_type", "entity_type", "entity_id", "payload"])),
-    schema=obj({"queue_item": {"type": "object"}, "position": I}, ["queue_item", "position"])),
-    "get": op("The user's queued actions", schema=obj({"actions": {"type": "array"}}, ["actions"]))},
- "/sync/execute": {"post": op("Send the queue (not for guests: 403)", ok="202", okdesc="Accepted", extra=["403"], schema=obj({"job_id": UUIDS, "items_to_process": I}, ["job_id", "items_to_process"]))},
- "/sync/execute/{job}": {"get": op("Sync job progress", params=[p("job", UUIDS)], schema=obj({"job_id": UUIDS, "status": S}, ["job_id", "status"]))},
- "/sync/conflicts": {"get": op("Open conflicts", schema=obj({"conflicts": {"type": "array"}}, ["conflicts"]))},
+    schema=ref("QueuedAction")),
+    "get": op("The user's queued actions", schema=obj({"actions": arr(ref("SyncAction"))}, ["actions"]))},
+ "/sync/execute": {"post": op("Send the queue (not for guests: 403)", ok="202", okdesc="Accepted", extra=["403"], schema=ref("SyncJob"))},
+ "/sync/execute/{job}": {"get": op("Sync job progress", params=[p("job", UUIDS)], schema=ref("SyncJob"))},
+ "/sync/conflicts": {"get": op("Open conflicts", schema=obj({"conflicts": arr(ref("SyncConflict"))}, ["conflicts"]))},
  "/sync/conflicts/{id}/resolve": {"post": op("Resolve a conflict", extra=["409", "502"], params=[p("id", UUIDS)],
     req=body(obj({"resolution": {"type": "string", "enum": ["local_wins", "server_wins", "merge", "skip"]},
                   "merge_data": {"type": "object", "additionalProperties": {"type": "string", "enum": ["local", "server"]}}}, ["resolution"])),
-    schema=obj({"resolved": B, "resolution": S}, ["resolved", "resolution"]))},
+    schema=obj({"resolved": B, "resolution": S, "final_data": ANY, "skip_count": I}, ["resolved", "resolution"]))},
  "/location/update": {"post": op("Record the user's location (consent, 15 min, accuracy <= 1 km)", ok="201", okdesc="Created", extra=["403"],
     req=body(obj({"latitude": N, "longitude": N, "accuracy": N, "altitude": N, "source": {"type": "string", "enum": ["gps", "wifi", "cell", "ip"]},
-                  "consent_given": B}, ["latitude", "longitude", "accuracy", "consent_given"])), schema=obj({"location": {"type": "object"}}, ["location"]))},
+                  "consent_given": B}, ["latitude", "longitude", "accuracy", "consent_given"])), schema=obj({"location": ref("Location")}, ["location"]))},
  "/location/nearby-content": {"get": op("Place-based content near the last location", extra=["409"], params=[q("radius_km", N)],
-    schema=obj({"content": {"type": "array"}}, ["content"]))},
+    schema=obj({"content": arr(ref("NearbyPlace"))}, ["content"]))},
+ "/admin/sync-upstream": {"get": admin("Where the app's synced actions go (the game server's routes)",
+        schema=obj({"routes": obj({}) | {"additionalProperties": S}, "is_default": B, "version": I, "secret_version": I}, ["routes", "is_default"])),
+    "put": admin("Set the app's game-server routes", req=FREEBODY, schema=obj({"version": I}, ["version"]))},
+ "/admin/sync-upstream/rotate-secret": {"post": admin("A new signing secret for the game server (shown once)",
+    schema=obj({"secret": S, "secret_version": I}, ["secret", "secret_version"]))},
  "/admin/categories/{id}": {"put": op("Create or update a category (admin token)", params=[p("id")], req=body(obj({"name": S, "description": S}, ["name"])))},
  "/admin/categories/{id}/items": {"post": op("Upsert or delete items, 1,000 per batch (admin token)", params=[p("id")],
     req=body(obj({"upsert": {"type": "array", "items": obj({"id": S, "data": {"type": "object"}}, ["id", "data"])}, "delete": {"type": "array", "items": S}})))},
@@ -180,7 +356,7 @@ CREDS = obj({"email": S, "password": S, "google_id_token": S, "apple_identity_to
              "device_id": S, "guest_secret": S, "user_info": obj({"first_name": S, "last_name": S, "email": S})})
 AUTHREQ = body(obj({"provider": {"type": "string", "enum": ["email", "google", "apple", "guest"]}, "credentials": CREDS, "device_info": DEV},
                    ["provider", "credentials"]))
-TOKENS = obj({"user": {"type": "object"}, "tokens": {"type": "object"}}, ["tokens"])
+TOKENS = ref("Session")
 def aop(summary, ok="200", req=None, params=(), schema=None, public=False):
     o = op(summary, ok=ok, extra=BROAD, params=params, req=req, schema=schema)
     if public: o["security"] = [{"appId": [], "apiKey": []}]
@@ -194,26 +370,27 @@ auth = {
  "/auth/register": {"post": aop("Create an account (email, google, apple, guest)", ok="201", req=AUTHREQ, schema=TOKENS, public=True)},
  "/auth/login": {"post": creates_on_first_use(aop("Sign in (creates the account on a first guest, Google or Apple sign-in)",
                                                   req=AUTHREQ, schema=TOKENS, public=True))},
- "/auth/refresh": {"post": aop("Rotate a refresh token", req=body(obj({"refresh_token": S}, ["refresh_token"])), public=True)},
- "/auth/logout": {"post": aop("Sign out this device or all (its push token goes too)", req=body(obj({"refresh_token": S, "all": B})))},
+ "/auth/refresh": {"post": aop("Rotate a refresh token", req=body(obj({"refresh_token": S}, ["refresh_token"])), schema=TOKENS, public=True)},
+ "/auth/logout": {"post": aop("Sign out this device or all (its push token goes too)", req=body(obj({"refresh_token": S, "all": B})),
+    schema=obj({"logged_out": B, "revoked_sessions": I}, ["logged_out"]))},
  "/auth/push-tokens": {
-    "get": aop("The user's devices registered for push (a token shown by its last 8 characters)", schema=obj({"devices": {"type": "array"}}, ["devices"])),
+    "get": aop("The user's devices registered for push (a token shown by its last 8 characters)", schema=obj({"devices": arr(ref("PushDevice"))}, ["devices"])),
     "put": aop("Register or move a device's push token (one token, one user; at most 20 devices: 422 too_many_devices)",
         req=body(obj({"device_id": {"type": "string", "minLength": 1, "maxLength": 200}, "platform": {"type": "string", "enum": ["ios", "android"]},
                       "token": S, "environment": {"type": "string", "enum": ["sandbox", "production"]}, "locale": {"type": "string", "enum": ["fr", "en"]}},
                      ["device_id", "platform", "token"])),
-        schema=obj({"device_id": S, "platform": S, "environment": S, "locale": {"type": ["string", "null"]}, "token_suffix": S}, ["device_id", "platform", "token_suffix"]))},
+        schema=ref("PushDevice"))},
  "/auth/push-tokens/{device_id}": {"delete": aop("Remove a device's push token", params=[p("device_id", {"type": "string", "minLength": 1, "maxLength": 200})],
     schema=obj({"removed": B}, ["removed"]))},
- "/auth/me": {"get": aop("The signed-in user", schema=obj({"user": {"type": "object"}}, ["user"])),
-              "delete": aop("Schedule the account's deletion (J+30)", ok="202", req={"required": False, "content": {"application/json": {"schema": obj({"reason": S})}}})},
- "/auth/deletion/cancel": {"post": aop("Cancel a scheduled deletion", req=body(obj({"token": S}, ["token"])), public=True)},
- "/auth/verify-email": {"post": aop("Verify an email address", req=body(obj({"token": S}, ["token"])), public=True)},
+ "/auth/me": {"get": aop("The signed-in user", schema=ref("UserResponse")),
+              "delete": aop("Schedule the account's deletion (J+30)", ok="202", req={"required": False, "content": {"application/json": {"schema": obj({"reason": S})}}}, schema=ref("DeletionScheduled"))},
+ "/auth/deletion/cancel": {"post": aop("Cancel a scheduled deletion", req=body(obj({"token": S}, ["token"])), public=True, schema=obj({"deletion_cancelled": B, "message": S}, ["deletion_cancelled"]))},
+ "/auth/verify-email": {"post": aop("Verify an email address", req=body(obj({"token": S}, ["token"])), public=True, schema=obj({"email_verified": B, "message": S}, ["email_verified"]))},
  "/auth/verify-email/resend": {"post": aop("Send the verification email again")},
  "/auth/password/forgot": {"post": aop("Start a password reset (same answer whether or not the address exists)", req=body(obj({"email": S}, ["email"])), public=True)},
  "/auth/password/reset": {"post": aop("Reset the password", req=body(obj({"token": S, "new_password": S}, ["token", "new_password"])), public=True)},
  "/auth/otp/send": {"post": aop("Send a sign-in code by email", req=body(obj({"email": S}, ["email"])), public=True)},
- "/auth/otp/verify": {"post": aop("Sign in with the emailed code", req=body(obj({"email": S, "code": S, "device_info": DEV}, ["email", "code"])), public=True)},
+ "/auth/otp/verify": {"post": aop("Sign in with the emailed code", req=body(obj({"email": S, "code": S, "device_info": DEV}, ["email", "code"])), schema=TOKENS, public=True)},
  "/auth/link": {"post": aop("Link another sign-in method", req=AUTHREQ, schema=TOKENS)},
  "/auth/link/{provider}": {"delete": aop("Unlink a sign-in method", params=[p("provider", {"type": "string", "enum": ["email", "google", "apple"]})])},
  "/auth/game-center/link": {"post": aop("Link Game Center (signature checked against Apple's certificate)", req=body(obj({"player_id": S, "alias": S,
@@ -221,33 +398,76 @@ auth = {
     ["player_id", "public_key_url", "signature", "salt", "timestamp"])))},
  "/auth/game-center/sync": {"post": aop("Merge Game Center progress", req=body(obj({"achievements": {"type": "array"}, "leaderboard_score": I})))},
  "/auth/game-center/unlink": {"post": aop("Unlink Game Center")},
- "/auth/privacy": {"get": aop("Privacy settings", schema=obj({"privacy": {"type": "object"}}, ["privacy"])),
+ "/auth/privacy": {"get": aop("Privacy settings", schema=ref("PrivacyResponse")),
                    "patch": aop("Change consents", req=body(obj({"consent_analytics": B, "consent_third_party": B, "consent_geolocation": B,
-                        "consent_personalized_ads": B, "consent_notifications": B, "consent_game_center": B})))},
- "/auth/privacy/export": {"post": aop("Request a data export", ok="202")},
- "/auth/privacy/export/{id}": {"get": aop("An export's status", params=[p("id", UUIDS)])},
- "/.well-known/jwks.json": {"get": dict(op("Public keys of the access tokens", schema=obj({"keys": {"type": "array"}}, ["keys"])), security=[])},
+                        "consent_personalized_ads": B, "consent_notifications": B, "consent_game_center": B})), schema=ref("PrivacyResponse"))},
+ "/auth/privacy/export": {"post": aop("Request a data export", ok="202", schema=ref("ExportStatus"))},
+ "/auth/privacy/export/{id}": {"get": aop("An export's status", params=[p("id", UUIDS)], schema=ref("ExportStatus"))},
+ "/privacy/export/{id}/download": {"get": dict(aop("The export document (the link in the export's e-mail and status; its signed token is the credential)",
+    params=[p("id", UUIDS), q("token", S, True)], schema=obj({"export_id": S, "app_id": S, "user_id": S, "generated_at": S, "services": FREE},
+    ["export_id", "services"])), security=[])},
+ "/admin/app": {"get": admin("The app: name, state, key prefix")},
+ "/admin/app/disable": {"post": admin("Disable the app (its keys stop working)", schema=obj({"active": B}, ["active"]))},
+ "/admin/email-settings": {"get": admin("The app's e-mail settings (sender, templates)"),
+    "put": admin("Set the app's e-mail settings", req=FREEBODY, schema=obj({"version": I}, ["version"]))},
+ "/admin/sign-in": {"get": admin("The app's sign-in settings (Google client ids, Apple services id)"),
+    "put": admin("Set the app's sign-in settings", req=FREEBODY)},
+ "/admin/users": {"get": admin("Find a user by e-mail (support)", params=[q("email", S, True)])},
+ "/admin/users/{id}": {"get": admin("A user (support)", params=[p("id", UUIDS)])},
+ "/admin/users/{id}/timeline": {"get": admin("A user's events across the four services (support)", params=[p("id", UUIDS), q("limit", I)],
+    schema=obj({"user_id": S, "events": arr(obj({"at": DT, "service": S, "kind": S, "summary": S}, ["at", "service", "kind", "summary"])),
+                "incomplete": arr(S)}, ["user_id", "events"]))},
+ "/admin/push": {"get": admin("The app's push credentials (fingerprints, last refusal) and settings")},
+ "/admin/push/apns": {"put": admin("Set the app's APNs key (.p8, key id, team id, topic); sealed, never read back", req=FREEBODY)},
+ "/admin/push/fcm": {"put": admin("Set the app's FCM service account; sealed, never read back", req=FREEBODY)},
+ "/admin/push/settings": {"put": admin("Daily limit, opt-in, default locale, templates", req=FREEBODY)},
+ "/admin/push/{provider}": {"delete": admin("Remove the app's APNs or FCM credentials", params=[p("provider", {"type": "string", "enum": ["apns", "fcm"]})])},
+ "/admin/push/test": {"post": admin("Send a test push to a user's devices; each device's provider answer", req=FREEBODY)},
+ "/admin/push/send": {"post": admin("Send a message to a user's devices", req=FREEBODY,
+    schema=obj({"notification_id": I, "results": arr(FREE)}, ["notification_id", "results"]))},
+ "/.well-known/jwks.json": {"get": dict(op("Public keys of the access tokens", schema=obj({"keys": arr(obj({"kty": S, "crv": S, "x": S, "kid": S, "alg": S, "use": S},
+    ["kty", "kid"]))}, ["keys"])), security=[])},
  "/.well-known/openid-configuration": {"get": dict(op("Discovery: the tokens' issuer (AUTH_ISSUER), jwks_uri and algorithms, for a JWT verifier",
-    schema=obj({"issuer": S, "jwks_uri": S, "id_token_signing_alg_values_supported": {"type": "array", "items": S}},
+    schema=obj({"issuer": S, "jwks_uri": S, "id_token_signing_alg_values_supported": arr(S), "claims_supported": arr(S),
+                "response_types_supported": arr(S), "subject_types_supported": arr(S), "token_endpoint_auth_methods_supported": arr(S)},
                ["issuer", "jwks_uri", "id_token_signing_alg_values_supported"])), security=[])},
 }
 sub = {
- "/plans": {"get": aop("The app's plans", schema=obj({"plans": {"type": "array"}}, ["plans"]))},
- "/subscriptions/purchase": {"post": aop("Verify a store purchase", req=body(obj({"store": {"type": "string", "enum": ["apple", "google"]},
-    "signed_transaction": S, "receipt_data": S, "plan_id": UUIDS, "purchase_token": S, "product_id": S}, ["store"])))},
- "/subscriptions/restore": {"post": aop("Restore purchases", req=body(obj({"store": {"type": "string", "enum": ["apple", "google"]},
-    "signed_transaction": S, "receipt_data": S, "plan_id": UUIDS, "purchase_token": S, "product_id": S}, ["store"])))},
- "/subscriptions/me": {"get": aop("The user's subscription", schema=obj({"subscription": {"type": ["object", "null"]}, "is_premium": B}, ["is_premium"]))},
- "/subscriptions/cancel": {"post": aop("Cancel (access lasts to the period end)")},
- "/content/{id}": {"get": aop("A content's access level and the user's access", params=[p("id")])},
+ "/plans": {"get": aop("The app's plans", schema=obj({"plans": arr(ref("Plan"))}, ["plans"]))},
+ "/subscriptions/purchase": {"post": purchase_op("Verify a store purchase: 201 when it starts a subscription, 200 when it was already known")},
+ "/subscriptions/restore": {"post": purchase_op("Restore purchases: 201 when a subscription is found anew, 200 when it was already known")},
+ "/subscriptions/me": {"get": aop("The user's subscription", schema=ref("SubscriptionStatus"))},
+ "/subscriptions/cancel": {"post": aop("Cancel (access lasts to the period end)", schema=obj({"subscription": ref("Subscription"), "manage_url": S,
+    "access_until": DT, "message": S}, ["subscription", "access_until"]))},
+ "/content/{id}": {"get": aop("A content's access level and the user's access", params=[p("id")], schema=obj({
+    "content": obj({"content_id": S, "access_level": {"type": "string", "enum": ["free", "freemium", "premium"]}}, ["content_id", "access_level"]),
+    "has_access": B, "via": S, "unlocked_until": DT, "unlock_options": obj({
+        "via_subscription": obj({"available": B, "plans": arr(ref("Plan"))}, ["available", "plans"]),
+        "via_credits": obj({"cost": I, "duration_hours": I, "user_can_afford": B, "user_balance": I}, ["cost", "duration_hours", "user_can_afford", "user_balance"])})},
+    ["content", "has_access"]))},
  "/content/{id}/check-access": {"post": aop("Check and log access", params=[p("id"), {"name": "X-Device-ID", "in": "header", "required": True,
-    "schema": {"type": "string", "minLength": 1, "maxLength": 200, "pattern": "^[A-Za-z0-9._:-]+$"}}])},
- "/content/{id}/unlock": {"post": aop("Unlock freemium content with credits", params=[p("id")])},
- "/credits/balance": {"get": aop("Credit balance", schema=obj({"balance": I}, ["balance"]))},
- "/credits/transactions": {"get": aop("Credit history", params=[q("limit", I), q("before", I)], schema=obj({"transactions": {"type": "array"}}, ["transactions"]))},
+    "schema": {"type": "string", "minLength": 1, "maxLength": 200, "pattern": "^[A-Za-z0-9._:-]+$"}}], schema=ref("CheckAccessResult"))},
+ "/content/{id}/unlock": {"post": aop("Unlock freemium content with credits", params=[p("id")], schema=ref("UnlockResult"))},
+ "/credits/balance": {"get": aop("Credit balance", schema=ref("CreditBalance"))},
+ "/credits/transactions": {"get": aop("Credit history", params=[q("limit", I), q("before", I)], schema=ref("CreditPage"))},
  "/webhooks/apple": {"post": dict(aop("App Store Server Notifications (v2 signed, v1 shared secret)", req=body({"type": "object"})), security=[])},
  "/webhooks/google": {"post": dict(aop("Google Play real-time notifications (Pub/Sub push)", params=[q("token", S)], req=body({"type": "object"})), security=[])},
+ "/admin/stores": {"get": admin("The app's store settings (secrets never shown)", schema=obj({"stores": FREE}, ["stores"]))},
+ "/admin/stores/{store}": {
+    "put": admin("Set the app's Apple or Google Play settings", req=FREEBODY, params=[p("store", {"type": "string", "enum": ["apple", "google"]})],
+        schema=obj({"store": S, "version": I}, ["store", "version"])),
+    "delete": admin("Remove the app's settings for a store", params=[p("store", {"type": "string", "enum": ["apple", "google"]})])},
+ "/admin/users/{id}/credits": {
+    "get": admin("A user's balance and recent credits (support)", params=[p("id", UUIDS)]),
+    "post": admin("Grant or take credits (support; idempotent on the ticket)", ok="201", params=[p("id", UUIDS)], req=FREEBODY,
+        schema=obj({"transaction": ref("CreditTransaction"), "balance": I, "replayed": B}, ["transaction", "balance", "replayed"]))},
+ "/admin/users/{id}/premium": {
+    "post": admin("Grant premium for a period (support)", ok="201", params=[p("id", UUIDS)], req=FREEBODY,
+        schema=obj({"subscription_id": UUIDS, "valid_until": DT, "replayed": B}, ["subscription_id", "replayed"])),
+    "delete": admin("End a support grant of premium", params=[p("id", UUIDS)], schema=obj({"ended": arr(S)}, ["ended"]))},
 }
+for o in (sub["/admin/users/{id}/credits"]["post"], sub["/admin/users/{id}/premium"]["post"]):
+    o["responses"]["200"] = with_headers({"200": {"description": "The same request again (replayed)", "content": o["responses"]["201"]["content"]}})["200"]
 import os
 root = os.path.dirname(os.path.abspath(__file__)) + "/../.."
 for name, title, prefix, paths in [("Auth", "Auth service", "/auth/v1", auth), ("Subscription", "Subscription service", "/subscription/v1", sub),
@@ -255,5 +475,6 @@ for name, title, prefix, paths in [("Auth", "Auth service", "/auth/v1", auth), (
     d = document(title, prefix, paths, service=prefix.split("/")[1])
     out = f"{root}/Services/{name}/Sources/OpenAPI/openapi.json"
     os.makedirs(os.path.dirname(out), exist_ok=True)
-    json.dump(d, open(out, "w"), indent=1, sort_keys=True)
+    # Keys in declaration order: a generated client's initializers take fields in the order a reader meets them.
+    json.dump(d, open(out, "w"), indent=1)
     print(name, len(d["paths"]), "paths")

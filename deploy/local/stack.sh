@@ -365,7 +365,7 @@ TXT
     log "faults: subscription killed while rewards are earned; PostgreSQL restarted under load"
     "$DATA/venv/bin/python" deploy/local/faults.py
     ;;
-  test-up) db_start; BUILD_FLAGS=--build-tests build; stop_services_only; test_stack_up ;;   # the test stack, left running
+  test-up) db_start; BUILD_FLAGS=--build-tests build; stop_services_only; [ -n "${FRESH:-}" ] && db_recreate app_backend_test; test_stack_up ;;   # the test stack, left running (FRESH=1: on a new database)
   stop) stop ;;
   start-services) env_for_stack; [ -f "$DATA/push/push.env" ] && { set -a; . "$DATA/push/push.env"; set +a; }; services_start; wait_ready ;;   # after a fault test stopped one
   stop-services)

@@ -1,0 +1,4 @@
+// The Auth service's client: `Client`, `Components.Schemas` and `Operations` are generated at
+// build time from openapi.json (a link to Services/Auth/Sources/OpenAPI/openapi.json) by the
+// swift-openapi-generator plugin. AppBackendClient puts the four together.
+@_exported import OpenAPIRuntime
