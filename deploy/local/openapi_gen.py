@@ -77,9 +77,41 @@ def document(title, prefix, paths, security_user=True, service=None):
         if name in doc["components"]["schemas"]: continue
         doc["components"]["schemas"][name] = COMPONENTS[name]
         todo += list(refs(COMPONENTS[name]))
+    # An example on every JSON body, built from its schema (a named schema's own example first),
+    # so that it cannot disagree with the schema it illustrates.
+    for ops in doc["paths"].values():
+        for o in ops.values():
+            medias = [o.get("requestBody", {}).get("content", {})] + [r.get("content", {}) for r in o["responses"].values()]
+            for content in medias:
+                for media_type, media in content.items():
+                    if media_type == "application/json" and "example" not in media:
+                        media["example"] = example_of(media["schema"], doc)
+    for answer in doc["components"]["responses"].values():
+        answer["content"]["application/json"]["example"] = ERROR_EXAMPLE
     ids = [o["operationId"] for ops in doc["paths"].values() for o in ops.values()]
     assert len(ids) == len(set(ids)), f"{title}: duplicate operationIds"
     return doc
+
+EXAMPLE_STRINGS = {"date-time": "2026-11-26T19:50:14Z", "date": "2026-11-26", "uuid": "3b3d29c9-acaa-468a-ae72-350295f7c244"}
+def example_of(schema, doc, depth=0):
+    if "$ref" in schema:
+        target = doc["components"]["schemas"].get(schema["$ref"].split("/")[-1]) or COMPONENTS[schema["$ref"].split("/")[-1]]
+        return target["examples"][0] if target.get("examples") else example_of(target, doc, depth)
+    if schema.get("examples"): return schema["examples"][0]
+    if "const" in schema: return schema["const"]
+    if "enum" in schema: return schema["enum"][0]
+    kind = schema.get("type", "object")
+    if isinstance(kind, list): kind = next((k for k in kind if k != "null"), "null")
+    if kind == "object":
+        if depth > 4: return {}
+        props = schema.get("properties", {})
+        return {k: example_of(v, doc, depth + 1) for k, v in props.items() if k in schema.get("required", []) or depth == 0 or len(props) <= 6}
+    if kind == "array": return [example_of(schema["items"], doc, depth + 1)] if "items" in schema else []
+    if kind == "string": return EXAMPLE_STRINGS.get(schema.get("format"), "string")
+    if kind == "integer": return max(schema.get("minimum", 1), 1)
+    if kind == "number": return 1.5
+    if kind == "boolean": return True
+    return None
 
 def operation_id(method, path):
     """lowerCamelCase from the method and the path (`get /campaigns/{id}` -> getCampaignsById),
@@ -237,6 +269,8 @@ def admin(summary, schema=FREE, req=None, params=(), ok="200", extra=("409",)):
     o["security"] = [{"appId": [], "apiKey": [], "bearer": []}]
     return o
 FREEBODY = body(FREE)
+NAME120 = {"type": "string", "minLength": 1, "maxLength": 120}; DESC1000 = {"type": "string", "maxLength": 1000}
+IDEMPOTENCY_KEY = {"name": "Idempotency-Key", "in": "header", "required": True, "description": "One grant per key: a retry with the same key answers the first result (replayed)", "schema": {"type": "string", "pattern": "^[!-~]{1,100}$"}}
 ads = {
  "/ads/available": {"get": op("Whether an ad can be shown now (UC-ADS-4.1 step 3, 4.2 step 5)",
     params=[q("ad_type", {"type": "string", "enum": ["rewarded", "interstitial"]}, True), q("placement", S), q("country", S)],
@@ -245,7 +279,7 @@ ads = {
     req=body(obj({"ad_type": {"type": "string", "enum": ["rewarded", "interstitial"]}, "placement": S, "provider_preference": S}, ["ad_type"])),
     schema=ref("AdOffer"))},
  "/ads/{id}/impression": {"post": op("Record load/show", params=[p("id", UUIDS)],
-    req=body(obj({"loaded": B, "shown": B, "load_time_ms": I, "error": S}, ["loaded", "shown"])), schema=obj({"recorded": B}, ["recorded"]))},
+    req=body(obj({"loaded": B, "shown": B, "load_time_ms": I, "error": {"type": "string", "maxLength": 500}}, ["loaded", "shown"])), schema=obj({"recorded": B}, ["recorded"]))},
  "/ads/{id}/complete": {"post": op("Complete a view (after its impression: 409 ad_not_shown otherwise); a rewarded view may earn 1 credit", params=[p("id", UUIDS)], extra=["409", "410"],
     req=body(obj({"completed": B, "clicked": B, "display_duration_ms": I, "revenue_usd": N}, ["completed", "display_duration_ms"])),
     schema=ref("AdCompletion"))},
@@ -270,15 +304,15 @@ ads = {
  "/referral/redeem": {"post": op("Redeem another user's referral code", extra=["409"], req=body(obj({"code": S}, ["code"])), schema=obj({"redeemed": B}, ["redeemed"]))},
  "/admin/providers": {"get": op("Ad providers (admin token)", schema=obj({"providers": arr(ref("AdProvider"))}, ["providers"]))},
  "/admin/providers/{name}": {"put": op("Create or update an ad provider (admin token)", params=[p("name", {"type": "string", "pattern": "^[a-z0-9_]{1,40}$"})],
-    req=body(obj({"priority": I, "active": B, "rewarded_unit_id": S, "interstitial_unit_id": S, "banner_unit_id": S, "ad_duration_seconds": I,
+    req=body(obj({"priority": I, "active": B, "rewarded_unit_id": S, "interstitial_unit_id": S, "banner_unit_id": S, "ad_duration_seconds": {"type": "integer", "minimum": 1, "maximum": 600},
                   "verification": {"type": "string", "enum": ["client", "ssv"]}, "test_mode": B, "ecpm_estimate_usd": N})), schema=ref("AdProvider"))},
- "/admin/campaigns": {"post": op("Create a campaign (admin token)", ok="201", okdesc="Created", req=body(obj({"name": S, "description": S,
-    "campaign_type": {"type": "string", "enum": ["watch_ads", "streak_bonus", "referral"]}, "reward": obj({"type": S, "amount": I}, ["amount"]),
+ "/admin/campaigns": {"post": op("Create a campaign (admin token)", ok="201", okdesc="Created", req=body(obj({"name": NAME120, "description": DESC1000,
+    "campaign_type": {"type": "string", "enum": ["watch_ads", "streak_bonus", "referral"]}, "reward": obj({"type": S, "amount": {"type": "integer", "minimum": 1, "maximum": 1000}}, ["amount"]),
     "conditions": {"type": "object"}, "starts_at": {"type": "string", "format": "date-time"}, "ends_at": {"type": "string", "format": "date-time"},
     "variants": VARIANTS}, ["name", "campaign_type", "reward", "conditions", "ends_at"])), schema=ref("Campaign"))},
  "/admin/campaigns/{id}": {"patch": op("Edit a campaign (admin token): name, description, end, the variants' weights, rewards and goals; "
     "a variant with assigned users cannot be removed (409 variant_has_users)", params=[p("id", UUIDS)], extra=["409"],
-    req=body(obj({"name": S, "description": S, "ends_at": {"type": "string", "format": "date-time"}, "variants": VARIANTS})), schema=ref("Campaign"))},
+    req=body(obj({"name": NAME120, "description": DESC1000, "ends_at": {"type": "string", "format": "date-time"}, "variants": VARIANTS})), schema=ref("Campaign"))},
  "/admin/campaigns/{id}/results": {"get": op("An experiment's results per variant (admin token): funnel, completion rate, difference vs the first "
     "variant with its 95% CI and p-value, sample-ratio check, by day; ?format=csv", params=[p("id", UUIDS), q("format", {"type": "string", "enum": ["json", "csv"]})],
     schema=obj({"campaign_id": UUIDS, "variants": {"type": "array"}, "by_day": {"type": "array"}, "warnings": {"type": "array"}},
@@ -298,17 +332,17 @@ ads["/admin/campaigns/{id}/results"]["get"]["responses"]["200"]["content"]["text
 
 off = {
  "/sync/profile": {"get": op("Sync profile, categories and storage", schema=ref("SyncProfileResponse")),
-    "patch": op("Change sync settings", extra=["403"], req=body(obj({"auto_sync_enabled": B, "sync_on_wifi_only": B, "sync_frequency_hours": I,
+    "patch": op("Change sync settings", extra=["403"], req=body(obj({"auto_sync_enabled": B, "sync_on_wifi_only": B, "sync_frequency_hours": {"type": "integer", "minimum": 1, "maximum": 168},
         "conflict_strategy": {"type": "string", "enum": ["server_wins", "local_wins", "manual"]}})), schema=obj({"profile": ref("SyncProfile")}, ["profile"]))},
  "/categories/download": {"post": op("Start a download job (limits checked first)", ok="202", okdesc="Accepted", extra=["403", "507"],
-    req=body(obj({"category_ids": {"type": "array", "items": S}}, ["category_ids"])),
+    req=body(obj({"category_ids": {"type": "array", "items": S, "minItems": 1, "maxItems": 50}}, ["category_ids"])),
     schema=ref("DownloadJobStarted"))},
  "/categories/download/{job}": {"get": op("Download progress", params=[p("job", UUIDS)],
     schema=ref("DownloadJob"))},
  "/categories/download/{job}/pause": {"post": op("Pause a download", extra=["409"], params=[p("job", UUIDS)], schema=ref("DownloadJob"))},
  "/categories/download/{job}/resume": {"post": op("Resume a paused download", extra=["409"], params=[p("job", UUIDS)], schema=ref("DownloadJob"))},
  "/categories/downloaded": {"get": op("The user's offline categories", schema=obj({"categories": arr(ref("OfflineCategory"))}, ["categories"]))},
- "/categories/{id}/items": {"get": op("The pack (paged; base64 data, encoding, SHA-256 checksum)", params=[p("id"), q("after", S), q("limit", I)],
+ "/categories/{id}/items": {"get": op("The pack (paged; base64 data, encoding, SHA-256 checksum)", params=[p("id"), q("after", S), q("limit", {"type": "integer", "minimum": 1, "maximum": 500})],
     schema=obj({"items": arr(ref("Item")), "next_after": S}, ["items"]))},
  "/categories/{id}/check-updates": {"get": op("Changes since a cursor", params=[p("id"), q("cursor", I)],
     schema=obj({"category_id": S, "cursor": I, "added": I, "updated": I, "deleted": I, "next_cursor": I, "has_updates": B, "full_download_required": B},
@@ -342,9 +376,10 @@ off = {
     "put": admin("Set the app's game-server routes", req=FREEBODY, schema=obj({"version": I}, ["version"]))},
  "/admin/sync-upstream/rotate-secret": {"post": admin("A new signing secret for the game server (shown once)",
     schema=obj({"secret": S, "secret_version": I}, ["secret", "secret_version"]))},
- "/admin/categories/{id}": {"put": op("Create or update a category (admin token)", params=[p("id")], req=body(obj({"name": S, "description": S}, ["name"])))},
+ "/admin/categories/{id}": {"put": op("Create or update a category (admin token)", params=[p("id")], req=body(obj({"name": {"type": "string", "minLength": 1, "maxLength": 200}, "description": S}, ["name"])))},
  "/admin/categories/{id}/items": {"post": op("Upsert or delete items, 1,000 per batch (admin token)", params=[p("id")],
-    req=body(obj({"upsert": {"type": "array", "items": obj({"id": S, "data": {"type": "object"}}, ["id", "data"])}, "delete": {"type": "array", "items": S}})))},
+    req=body(obj({"upsert": {"type": "array", "maxItems": 1000, "items": obj({"id": S, "data": {"type": "object"}}, ["id", "data"])},
+                  "delete": {"type": "array", "maxItems": 1000, "items": S}})))},
  "/admin/location-content/{id}": {"put": op("Create or update place-based content (admin token)", params=[p("id")],
     req=body(obj({"title": S, "content_type": S, "latitude": N, "longitude": N, "metadata": {"type": "object"},
                   "available_until": {"type": "string", "format": "date-time"}, "active": B}, ["title", "latitude", "longitude"])))},
@@ -459,10 +494,10 @@ sub = {
     "delete": admin("Remove the app's settings for a store", params=[p("store", {"type": "string", "enum": ["apple", "google"]})])},
  "/admin/users/{id}/credits": {
     "get": admin("A user's balance and recent credits (support)", params=[p("id", UUIDS)]),
-    "post": admin("Grant or take credits (support; idempotent on the ticket)", ok="201", params=[p("id", UUIDS)], req=FREEBODY,
+    "post": admin("Grant or take credits (support; idempotent on the ticket)", ok="201", params=[p("id", UUIDS), IDEMPOTENCY_KEY], req=FREEBODY,
         schema=obj({"transaction": ref("CreditTransaction"), "balance": I, "replayed": B}, ["transaction", "balance", "replayed"]))},
  "/admin/users/{id}/premium": {
-    "post": admin("Grant premium for a period (support)", ok="201", params=[p("id", UUIDS)], req=FREEBODY,
+    "post": admin("Grant premium for a period (support)", ok="201", params=[p("id", UUIDS), IDEMPOTENCY_KEY], req=FREEBODY,
         schema=obj({"subscription_id": UUIDS, "valid_until": DT, "replayed": B}, ["subscription_id", "replayed"])),
     "delete": admin("End a support grant of premium", params=[p("id", UUIDS)], schema=obj({"ended": arr(S)}, ["ended"]))},
 }
