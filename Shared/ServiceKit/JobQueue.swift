@@ -110,10 +110,26 @@ public struct JobQueue: Sendable {
         """
     }
 
+    /// Extends the lease of a job this worker still holds (the heartbeat). False when the lease
+    /// was lost: it ran out and another worker claimed the job again (its attempt moved on), or
+    /// the job ended; the work must then stop before it writes.
+    public func renew(_ job: Job, lease: Duration) async throws -> Bool {
+        let leaseUntil = clock.now().addingTimeInterval(Double(lease.components.seconds))
+        let rows = try await client.query("""
+            UPDATE jobs SET locked_until = \(leaseUntil), updated_at = now()
+            WHERE id = \(job.id) AND status = 'running' AND attempts = \(job.attempt)
+            RETURNING id
+            """, logger: logger)
+        for try await _ in rows.decode(Int64.self) { return true }
+        return false
+    }
+
+    /// Marks the job done, if this attempt still holds it (a worker whose lease was lost and
+    /// given to another must not end the other's run).
     public func complete(_ job: Job) async throws {
         try await client.query("""
             UPDATE jobs SET status = 'done', finished_at = now(), updated_at = now(), locked_until = NULL
-            WHERE id = \(job.id)
+            WHERE id = \(job.id) AND status = 'running' AND attempts = \(job.attempt)
             """, logger: logger)
     }
 
@@ -122,20 +138,23 @@ public struct JobQueue: Sendable {
         if job.attempt >= job.maxAttempts {
             try await client.query("""
                 UPDATE jobs SET status = 'dead', last_error = \(error), finished_at = now(), updated_at = now(), locked_until = NULL
-                WHERE id = \(job.id)
+                WHERE id = \(job.id) AND status = 'running' AND attempts = \(job.attempt)
                 """, logger: logger)
         } else {
             let runAt = clock.now().addingTimeInterval(Double(backoff.delay(afterAttempt: job.attempt).milliseconds) / 1000)
             try await client.query("""
                 UPDATE jobs SET status = 'pending', last_error = \(error), locked_until = NULL, updated_at = now(),
                        run_at = \(runAt)
-                WHERE id = \(job.id)
+                WHERE id = \(job.id) AND status = 'running' AND attempts = \(job.attempt)
                 """, logger: logger)
         }
     }
 }
 
 public enum JobError: Error { case noHandler(kind: String) }
+
+/// A handler's error, as text (the handler ran in a child task).
+struct JobFailure: Error, CustomStringConvertible { let description: String }
 
 public typealias JobHandler = @Sendable (Job) async throws -> Void
 
@@ -149,7 +168,9 @@ public struct JobWorker: Service {
     public let backoff: Backoff
 
     public static let defaultConcurrency = 4
-    public static let defaultLease: Duration = .seconds(300)
+    /// Short, and renewed by a heartbeat every third of it while the job runs (#34): the job of a
+    /// process that died is claimed again within about this long, a live one keeps its job.
+    public static let defaultLease: Duration = .seconds(15)
 
     public init(queue: JobQueue, handlers: [String: JobHandler], concurrency: Int = Self.defaultConcurrency,
                 pollInterval: Duration = .milliseconds(250), lease: Duration = Self.defaultLease, backoff: Backoff = Backoff()) {
@@ -215,12 +236,48 @@ public struct JobWorker: Service {
         await RequestTrace.$requestID.withValue(job.requestID) { await run(job) }
     }
 
+    private enum Ending: Sendable { case finished, failed(String), leaseLost }
+
+    /// The handler runs beside its heartbeat. When the heartbeat finds the lease lost, the
+    /// handler is cancelled and nothing more is recorded for this attempt: the job belongs to
+    /// the worker that claimed it again.
+    private func runHoldingLease(_ job: Job, _ handler: @escaping JobHandler) async -> Ending {
+        await withTaskGroup(of: Ending?.self) { group in
+            group.addTask {
+                do { try await handler(job); return .finished } catch { return .failed(String(describing: error)) }
+            }
+            group.addTask {
+                let beat = lease / 3
+                while !Task.isCancelled {
+                    try? await Task.sleep(for: beat)
+                    if Task.isCancelled { return nil }
+                    do {
+                        if try await !queue.renew(job, lease: lease) { return .leaseLost }
+                    } catch {
+                        // The database is away: keep working; the next beat or the end records it.
+                        queue.logger.warning("job heartbeat failed", metadata: ["job": "\(job.id)", "error": "\(error)"])
+                    }
+                }
+                return nil
+            }
+            let first = await group.next() ?? nil
+            group.cancelAll()
+            return first ?? .leaseLost
+        }
+    }
+
     private func run(_ job: Job) async {
         do {
             guard let handler = handlers[job.kind] else {
                 throw JobError.noHandler(kind: job.kind)
             }
-            try await handler(job)
+            switch await runHoldingLease(job, handler) {
+            case .finished: break
+            case .failed(let error): throw JobFailure(description: error)
+            case .leaseLost:
+                queue.logger.warning("job lease lost: another worker runs it now", metadata: ["job": "\(job.id)", "kind": "\(job.kind)", "attempt": "\(job.attempt)"])
+                return
+            }
             try await queue.complete(job)
             queue.logger.debug("job done", metadata: ["job": "\(job.id)", "kind": "\(job.kind)", "attempt": "\(job.attempt)"])
         } catch {

@@ -132,7 +132,7 @@ public struct OutboxWorker: Service {
     /// The claim of due rows (a periodic query: see `PeriodicQuery`).
     static func dueQuery(batchSize: Int) -> PostgresQuery {
         """
-        UPDATE outbox SET attempts = attempts + 1, next_attempt_at = now() + interval '60 seconds'
+        UPDATE outbox SET attempts = attempts + 1, next_attempt_at = now() + interval '15 seconds'
         WHERE id IN (
             SELECT id FROM outbox WHERE status = 'pending' AND next_attempt_at <= now()
             ORDER BY id LIMIT \(batchSize) FOR UPDATE SKIP LOCKED)
@@ -140,7 +140,8 @@ public struct OutboxWorker: Service {
         """
     }
 
-    /// Claims due rows (leased for 60 s so another replica skips them), sends them, records
+    /// Claims due rows (leased for 15 s so another replica skips them: longer than a delivery's
+    /// 10 s timeout, short enough that a killed sender's rows go out soon after, #34), sends them, records
     /// the outcome. Returns how many rows it attempted.
     @discardableResult
     public func deliverBatch() async throws -> Int {
@@ -160,7 +161,7 @@ public struct OutboxWorker: Service {
     public func deliverNow(id: Int64, timeout: Duration) async -> HTTPResponseData? {
         do {
             let rows = try await client.query("""
-                UPDATE outbox SET attempts = attempts + 1, next_attempt_at = now() + interval '60 seconds'
+                UPDATE outbox SET attempts = attempts + 1, next_attempt_at = now() + interval '15 seconds'
                 WHERE id = \(id) AND status = 'pending' AND (attempts = 0 OR next_attempt_at <= now())
                 RETURNING id, idempotency_key, target_service, method, path, body::text, attempts, max_attempts, request_id
                 """, logger: logger)

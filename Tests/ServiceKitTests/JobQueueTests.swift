@@ -80,6 +80,106 @@ final class JobQueueTests: XCTestCase {
         }
     }
 
+    /// #34: the job of a worker that died (claimed, then nothing: no heartbeat, no end) is
+    /// claimed again once its short lease runs out, runs once more and ends; not before.
+    func testTheJobOfADeadWorkerIsClaimedAgainWhenItsLeaseRunsOut() async throws {
+        let runtime = kitRuntime(.offline)
+        try await withMigratedRuntime(runtime) { runtime in
+            let queueName = "test-\(UUID().uuidString)"
+            let queue = JobQueue(client: runtime.db, queue: queueName, logger: runtime.logger)
+            let id = try await queue.enqueue(kind: "work", payload: [String: Int]())!
+            // The worker that dies: it claimed the job with a 2 s lease and is gone.
+            let claimed = try await queue.claim(limit: 1, lease: .seconds(2))
+            XCTAssertEqual(claimed.map(\.id), [id])
+            let runs = Mutex(0)
+            let survivor = JobWorker(queue: queue, handlers: ["work": { _ in runs.withLock { $0 += 1 } }], lease: .seconds(2))
+            let early = try await survivor.runOnce()
+            XCTAssertEqual(early, 0, "a job whose lease still runs is not taken")
+            let deadline = ContinuousClock.now + .seconds(10)
+            while runs.withLock({ $0 }) == 0 && ContinuousClock.now < deadline {
+                try await survivor.runOnce()
+                try await Task.sleep(for: .milliseconds(100))
+            }
+            XCTAssertEqual(runs.withLock { $0 }, 1)
+            for try await (status, attempts) in try await runtime.db.query("SELECT status, attempts FROM jobs WHERE id = \(id)").decode((String, Int).self) {
+                XCTAssertEqual(status, "done")
+                XCTAssertEqual(attempts, 2)
+            }
+            // The dead worker's attempt cannot end the job any more (it is not its run now).
+            try await runtime.db.query("UPDATE jobs SET status = 'running', locked_until = now() + interval '1 hour' WHERE id = \(id)")
+            try await queue.complete(claimed[0])
+            for try await status in try await runtime.db.query("SELECT status FROM jobs WHERE id = \(id)").decode(String.self) {
+                XCTAssertEqual(status, "running", "a stale attempt ended the job")
+            }
+        }
+    }
+
+    /// #34: a job that runs longer than its lease keeps it by its heartbeat: a second worker
+    /// polling all along never takes it, and it runs once.
+    func testAHeartbeatKeepsALongJobFromASecondWorker() async throws {
+        let runtime = kitRuntime(.offline)
+        try await withMigratedRuntime(runtime) { runtime in
+            let queueName = "test-\(UUID().uuidString)"
+            let queue = JobQueue(client: runtime.db, queue: queueName, logger: runtime.logger)
+            let id = try await queue.enqueue(kind: "long", payload: [String: Int]())!
+            let runs = Mutex(0)
+            let handlers: [String: JobHandler] = ["long": { _ in
+                runs.withLock { $0 += 1 }
+                try await Task.sleep(for: .seconds(4))   // four times the lease
+            }]
+            let first = JobWorker(queue: queue, handlers: handlers, lease: .seconds(1))
+            let second = JobWorker(queue: queue, handlers: handlers, lease: .seconds(1))
+            let running = Task { try await first.runOnce() }
+            try await Task.sleep(for: .milliseconds(200))
+            var stolen = 0
+            let until = ContinuousClock.now + .seconds(3)
+            while ContinuousClock.now < until {
+                stolen += try await second.runOnce()
+                try await Task.sleep(for: .milliseconds(100))
+            }
+            XCTAssertEqual(stolen, 0, "the second worker took a job whose worker is alive")
+            _ = try await running.value
+            XCTAssertEqual(runs.withLock { $0 }, 1)
+            for try await (status, attempts) in try await runtime.db.query("SELECT status, attempts FROM jobs WHERE id = \(id)").decode((String, Int).self) {
+                XCTAssertEqual(status, "done")
+                XCTAssertEqual(attempts, 1)
+            }
+        }
+    }
+
+    /// #34: a worker whose lease was lost (it stalled past it and another worker claimed the
+    /// job) finds out at its next heartbeat, stops its handler and records nothing.
+    func testAWorkerThatLostItsLeaseStopsBeforeItWritesAgain() async throws {
+        let runtime = kitRuntime(.offline)
+        try await withMigratedRuntime(runtime) { runtime in
+            let queueName = "test-\(UUID().uuidString)"
+            let queue = JobQueue(client: runtime.db, queue: queueName, logger: runtime.logger)
+            let id = try await queue.enqueue(kind: "steps", payload: [String: Int]())!
+            let steps = Mutex(0)
+            let stopped = Mutex(false)
+            let worker = JobWorker(queue: queue, handlers: ["steps": { _ in
+                do {
+                    for _ in 0..<50 {
+                        try await Task.sleep(for: .milliseconds(100))
+                        steps.withLock { $0 += 1 }
+                    }
+                } catch is CancellationError { stopped.withLock { $0 = true }; throw CancellationError() }
+            }], lease: .seconds(1))
+            let running = Task { try await worker.runOnce() }
+            try await Task.sleep(for: .milliseconds(300))
+            // Another worker claims it again (what a run-out lease allows): the attempt moves on.
+            try await runtime.db.query("UPDATE jobs SET attempts = attempts + 1, locked_until = now() + interval '1 hour' WHERE id = \(id)")
+            _ = try await running.value
+            XCTAssertTrue(stopped.withLock { $0 }, "the handler was not stopped")
+            XCTAssertLessThan(steps.withLock { $0 }, 20, "the handler went on after its lease was lost")
+            for try await (status, attempts, error) in try await runtime.db.query("SELECT status, attempts, last_error FROM jobs WHERE id = \(id)").decode((String, Int, String?).self) {
+                XCTAssertEqual(status, "running", "the stale worker ended or failed the other worker's run")
+                XCTAssertEqual(attempts, 2)
+                XCTAssertNil(error)
+            }
+        }
+    }
+
     /// A job that throws is retried after a growing delay and ends dead after its attempts.
     func testFailingJobIsRetriedWithBackoffThenDead() async throws {
         let runtime = kitRuntime(.offline)

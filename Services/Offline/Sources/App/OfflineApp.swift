@@ -43,7 +43,7 @@ public enum OfflineService: ServiceDefinition {
         let worker = JobWorker(queue: queue, handlers: [
             DownloadJob.kind: DownloadJob.handler(.init(db: runtime.db, downloads: downloads, copies: copies, profiles: profiles, clock: runtime.clock, logger: logger)),
             SyncExecuteJob.kind: SyncExecuteJob.handler(.init(db: runtime.db, sync: sync, profiles: profiles, upstream: upstream, clock: runtime.clock, logger: logger)),
-        ], pollInterval: .milliseconds(runtime.config.jobPollMilliseconds), lease: .seconds(600))
+        ], pollInterval: .milliseconds(runtime.config.jobPollMilliseconds))   // the 15 s lease, renewed while a job runs (#34)
         let locations = LocationStore(logger: logger)
         let nearbyCache = ReadCache<LocationController.NearbyKey, ByteBuffer>(
             name: "nearby_content", capacity: env.int("NEARBY_CACHE_ENTRIES", default: 2000),

@@ -29,7 +29,8 @@ struct DownloadJob: Codable, Sendable {
     }
 
     static func run(_ id: UUID, _ d: Deps) async throws {
-        while try await batch(id, d) {}
+        // Cancelled when the worker lost the job's lease (#34): no batch after that.
+        while try await batch(id, d) { try Task.checkCancellation() }
     }
 
     /// One batch; returns false when the job is paused, finished or gone.

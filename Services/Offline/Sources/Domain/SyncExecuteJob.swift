@@ -36,6 +36,7 @@ struct SyncExecuteJob: Codable, Sendable {
                 return true
             }
             if processed { continue }
+            try Task.checkCancellation()   // the lease was lost (#34): the next worker goes on
             // Nothing due now. A retry pending: run again when it is due, as a scheduled job.
             if let wait = try await d.db.withConnection({ try await d.sync.nextRetryIn(app: app, user: user, on: $0) }) {
                 try await d.db.withConnection { conn in
@@ -46,6 +47,7 @@ struct SyncExecuteJob: Codable, Sendable {
             }
             break
         }
+        try Task.checkCancellation()
         try await d.db.withConnection { conn in
             try await d.sync.completeJob(id, now: d.clock.now(), on: conn)
             try await d.profiles.touchSync(app: app, user: user, now: d.clock.now(), on: conn)
