@@ -346,3 +346,19 @@ public struct TimelineAnswer: Codable, Sendable {
     public var events: [TimelineEvent]
     public init(events: [TimelineEvent]) { self.events = events }
 }
+
+/// `POST /internal/events` (auth, #33): an event for the app's own servers, written to the
+/// owner's outbox in the transaction of the change (so it is sent iff the change committed).
+/// `id` makes a redelivery a no-op; `version` is the owner's version of the fact, for ordering.
+public struct WebhookEventMessage: Codable, Sendable, Equatable {
+    public var type: String
+    public var id: UUID
+    public var appID: UUID
+    public var createdAt: Date
+    public var version: Int64
+    public var data: [String: JSONValue]
+    enum CodingKeys: String, CodingKey { case type, id, appID = "app_id", createdAt = "created_at", version, data }
+    public init(type: String, id: UUID = UUID(), appID: UUID, createdAt: Date, version: Int64, data: [String: JSONValue]) {
+        self.type = type; self.id = id; self.appID = appID; self.createdAt = createdAt; self.version = version; self.data = data
+    }
+}

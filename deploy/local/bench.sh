@@ -112,8 +112,9 @@ rps() { awk '/Requests\/sec/ {print $2}' "$1"; }
 p99() { awk '$1 == "99%" {print $2}' "$1"; }
 non2xx() { awk '/Non-2xx/ {n = $5} END {print n + 0}' "$1"; }
 
-# BENCH_ONLY=push: the push fan-out row alone (its users, then the row), for a quick figure.
-if [ "${BENCH_ONLY:-}" != push ]; then
+# BENCH_ONLY=push: the push fan-out row alone (its users, then the row), for a quick figure;
+# BENCH_ONLY=webhooks: the webhooks row alone.
+if [ -z "${BENCH_ONLY:-}" ]; then
 log "pgbench -S (same cluster)"
 psql_admin -d postgres -c "DROP DATABASE IF EXISTS pgbench_scratch" >/dev/null
 psql_admin -d postgres -c "CREATE DATABASE pgbench_scratch" >/dev/null
@@ -137,12 +138,17 @@ BCRYPT_MS=$("$BIN/auth-service" admin bcrypt-time --rounds 8 | sed 's/bcrypt_ver
 BCRYPT_LIMIT=$(awk -v c="$CORES" -v ms="$BCRYPT_MS" 'BEGIN {printf "%.2f", c * 1000 / ms}')
 
 fi
+if [ -z "${BENCH_ONLY:-}" ] || [ "${BENCH_ONLY}" = webhooks ]; then
+  log "webhooks (#33): 10,000 events at 500/s handed to auth, delivered signed to a local receiver"
+  WEBHOOKS=$(python3 deploy/bench/webhooks.py "$APP_ID" "$API_KEY" 10000 500)
+fi
+[ "${BENCH_ONLY:-}" = webhooks ] && { echo "webhooks (10,000 events at 500/s)  $WEBHOOKS"; exit 0; }
 log "GET /subscription/v1/subscriptions/me and /ads/v1/ads/available: ${BENCH_USERS:-10000} users, a random one per request"
 ME_TOKEN=$(curl -fsS "${H[@]}" -H "X-Forwarded-For: 10.7.0.1" -d "{\"provider\":\"guest\",\"credentials\":{\"device_id\":\"bench-me-$RANDOM\"}}" \
   http://127.0.0.1:3001/auth/v1/auth/register | sed -E 's/.*"access_token":"([^"]+)".*/\1/')
 python3 deploy/bench/users.py "$APP_ID" "$API_KEY" "${BENCH_USERS:-10000}" "$BENCH/users.txt" --consent
 USERS=$(wc -l < "$BENCH/users.txt")
-if [ "${BENCH_ONLY:-}" != push ]; then
+if [ -z "${BENCH_ONLY:-}" ]; then
 # Twice: the first run meets users for the first time (each first read goes to the database);
 # the second is the steady state.
 wrk -t2 -c32 -d"${DURATION}s" --latency -s deploy/bench/random_user.lua http://127.0.0.1:3002 -- "$APP_ID" "$API_KEY" \
@@ -297,6 +303,7 @@ GET /location/nearby-content (16 conns) ${NEARBY_RPS} req/s   p50 $(p50 "$BENCH/
   job vs plain SELECT                   $(echo "$DOWNLOAD" | awk -F'[ =]' '{for (i = 1; i <= NF; i++) {if ($i == "job_items_per_s") j = $(i+1); if ($i == "select_rows_per_s") s = $(i+1)}} END {printf "%.3f x", j / s}')
 revocation (logout-all, ms)             ${REVOCATION}   (target p99 <= 5000)
 push fan-out (${PUSH_USERS} users, APNs stand-in)  ${PUSH_FANOUT}   (target >= 2000 notifications/s)
+webhooks (10,000 events at 500/s)  ${WEBHOOKS}   (target: commit->receipt p99 <= 1000 ms)
 offline-service RSS after its run       ${OFF_RSS} MB (target <= 64)
 ads-service RSS after its run           ${ADS_RSS} MB (target <= 64)
 auth-service RSS after the runs         ${RSS} MB (target <= 64)

@@ -5,6 +5,8 @@
 2. PostgreSQL is restarted while writes come in: requests during the outage get a 503 with the
    error envelope, every service is ready again within 5 s of the database, and every write that
    was acknowledged is there afterwards.
+3. Offline is killed while it holds a download job, then a sync job: each completes within 30 s
+   of the restart (the jobs' 15 s lease, #34), each item and answer once.
 
 Standard library only (urllib, threads); exits non-zero on the first broken promise.
 """
@@ -430,7 +432,98 @@ def replicas_share_the_database():
                 p.kill()
 
 
+def restart(service):
+    started = subprocess.run(["bash", ROOT + "/deploy/local/stack.sh", "start-services"], cwd=ROOT, capture_output=True, text=True)
+    if started.returncode != 0:
+        fail("%s did not come back: %s" % (service, started.stderr[:1500]))
+
+
+def kill_offline_while_claimed(kind, job_id, snapshot, also_done=False):
+    """SIGKILL offline as soon as its job row is claimed (leased, its work under way), restart it.
+    Returns `snapshot` (a query) taken between the kill and the restart."""
+    deadline = time.time() + 10
+    wanted = [["running"]] + ([["done"]] if also_done else [])
+    while psql("SELECT status FROM offline.jobs WHERE kind = '%s' AND payload->>'job_id' ILIKE '%s'" % (kind, job_id)) not in wanted:
+        if time.time() > deadline:
+            fail("the %s job was never claimed" % kind)
+        time.sleep(0.02)
+    os.kill(pid("offline"), signal.SIGKILL)
+    seen = psql(snapshot) if snapshot else None
+    restart("offline")
+    return seen
+
+
+def completed_after_restart(path, h, what):
+    """Polls a job's progress until 'completed'; fails past 30 s. Returns it and the seconds taken."""
+    back = time.time()
+    while True:
+        status, progress = call("GET", GATEWAY + path, h)
+        if progress.get("status") == "completed":
+            return progress, time.time() - back
+        if time.time() - back > 30:
+            fail("%s was not complete 30 s after offline came back: %s" % (what, progress))
+        time.sleep(0.25)
+
+
+def jobs_heal_when_offline_dies():
+    """#34: offline is killed (SIGKILL) while it holds a download job of 3,000 items (its lease
+    claimed, the work under way): after the restart the job completes within 30 s, each item
+    once. Then the same for a sync execution of 30 answers: every answer reaches the game server's
+    side once the job completes, within 30 s."""
+    admin = dict(TENANT, Authorization="Bearer local-admin-token")
+    tag = uuid.uuid4().hex[:8]
+    categories = ["fault-big-%s-%d" % (tag, n) for n in range(3)]
+    for cat in categories:
+        status, body = call("PUT", GATEWAY + "/offline/v1/admin/categories/" + cat, admin, {"name": "Fault drill " + cat})
+        if status not in (200, 201):
+            fail("category %s: %s %s" % (cat, status, body))
+        items = [{"id": "%s-q%04d" % (cat, i), "data": {"question": "Which capital? " + "x" * 500, "answer": i}} for i in range(1000)]
+        status, body = call("POST", GATEWAY + "/offline/v1/admin/categories/%s/items" % cat, admin, {"upsert": items}, timeout=60)
+        if status != 200:
+            fail("items of %s: %s %s" % (cat, status, body))
+    h = guest(900, account=True)
+    status, me = call("GET", GATEWAY + "/auth/v1/auth/me", h)
+    user = me["user"]["id"]
+    status, body = call("POST", GATEWAY + "/subscription/v1/admin/users/%s/premium" % user, dict(admin, **{"Idempotency-Key": "fault-" + tag}),
+                        {"days": 1, "reason": "fault drill: offline killed mid-download"})
+    if status not in (200, 201):
+        fail("premium grant: %s %s" % (status, body))
+    deadline = time.time() + 15
+    while call("GET", GATEWAY + "/offline/v1/sync/profile", h)[1].get("limits", {}).get("tier") != "premium":
+        if time.time() > deadline:
+            fail("offline never saw the premium grant")
+        time.sleep(0.2)
+
+    status, job = call("POST", GATEWAY + "/offline/v1/categories/download", h, {"category_ids": categories})
+    if status != 202:
+        fail("download: %s %s" % (status, job))
+    # Kill offline while the job is claimed (its row 'running', the batch's transaction open).
+    before = kill_offline_while_claimed("download", job["job_id"],
+                                        "SELECT status, downloaded_count FROM offline.download_jobs WHERE id = '%s'" % job["job_id"])
+    progress, healed = completed_after_restart("/offline/v1/categories/download/" + job["job_id"], h, "the download")
+    copies = psql("SELECT count(*), count(DISTINCT (category_id, item_id)) FROM offline.offline_items WHERE user_id = '%s'" % user.lower())
+    if progress.get("downloaded_count") != 3000 or copies != ["3000|3000"]:
+        fail("the download after the kill: %s, copies %s" % (progress, copies))
+
+    # A sync execution killed the same way.
+    for i in range(30):
+        status, body = call("POST", GATEWAY + "/offline/v1/sync/queue", h, {"client_action_id": "fault-%s-%d" % (tag, i), "action_type": "answer_submit",
+                            "entity_type": "quiz_completion", "entity_id": "quiz_%d" % i, "payload": {"quiz_id": "quiz_%d" % i, "score": i}})
+        if status != 201:
+            fail("queue: %s %s" % (status, body))
+    status, sync = call("POST", GATEWAY + "/offline/v1/sync/execute", h)
+    if status != 202:
+        fail("sync execute: %s %s" % (status, sync))
+    kill_offline_while_claimed("sync_execute", sync["job_id"], None, also_done=True)
+    s, synced = completed_after_restart("/offline/v1/sync/execute/" + sync["job_id"], h, "the sync")
+    if s.get("succeeded", 0) + s.get("duplicates", 0) != 30 or s.get("failed") or s.get("conflicts"):
+        fail("the sync after the kill: %s" % s)
+    print("offline killed mid-download (3,000 items; %s when killed): complete %.1f s after the restart, each item once; "
+          "killed mid-sync (30 answers): complete %.1f s after the restart" % (before, healed, synced))
+
+
 CHECKS = {
+    "offline-kill": jobs_heal_when_offline_dies,
     "subscription-kill": credits_arrive_once_when_subscription_dies,
     "postgres-restart": writes_survive_a_database_restart,
     "replicas": replicas_share_the_database,

@@ -175,6 +175,16 @@ named("DeletionScheduled", obj({"scheduled_deletion_date": DT, "cancellation_tok
 named("ExportStatus", obj({"export_id": UUIDS, "status": {"type": "string", "enum": ["pending", "processing", "ready", "failed", "expired"]},
     "requested_at": DT, "completed_at": DT, "expires_at": DT, "download_url": S, "estimated_time": S}, ["export_id", "status"]))
 
+named("WebhookEndpoint", obj({"id": UUIDS, "url": S, "events": arr(S), "description": S, "disabled": B, "disabled_reason": S,
+    "created_at": DT, "updated_at": DT, "previous_secret_expires_at": DT}, ["id", "url", "events", "description", "disabled", "created_at", "updated_at"]),
+    {"id": "3b3d29c9-acaa-468a-ae72-350295f7c244", "url": "https://game.example.com/hooks", "events": ["subscription.refunded", "user.deleted"],
+     "description": "game server", "disabled": False, "created_at": "2026-11-26T19:50:14Z", "updated_at": "2026-11-26T19:50:14Z"})
+named("WebhookSecret", obj({"endpoint": ref("WebhookEndpoint"), "secret": {"type": "string", "pattern": "^whsec_", "description": "Shown once: verify our signatures with it (Standard Webhooks)"}},
+    ["endpoint", "secret"]))
+named("WebhookDelivery", obj({"id": I, "event_id": UUIDS, "event_type": S, "status": {"type": "string", "enum": ["pending", "sending", "delivered", "failed", "cancelled"]},
+    "attempts": I, "answer_code": I, "last_error": S, "latency_ms": I, "next_attempt_at": DT, "created_at": DT, "delivered_at": DT},
+    ["id", "event_id", "event_type", "status", "attempts", "created_at"]))
+
 # subscription
 named("Plan", obj({"id": UUIDS, "name": S, "plan_type": S, "apple_product_id": S, "google_product_id": S, "price": N, "currency": S,
     "trial_enabled": B, "trial_duration_days": I, "features": FREE, "discount_vs_monthly": S},
@@ -269,6 +279,7 @@ def admin(summary, schema=FREE, req=None, params=(), ok="200", extra=("409",)):
     o["security"] = [{"appId": [], "apiKey": [], "bearer": []}]
     return o
 FREEBODY = body(FREE)
+WEBHOOK_EVENT = {"type": "string", "enum": ["subscription.activated", "subscription.renewed", "subscription.grace_period_started", "subscription.expired", "subscription.refunded", "subscription.cancelled", "credits.earned", "credits.spent", "campaign.completed", "user.created", "user.deleted", "consent.changed", "sync.conflict_opened", "*"]}
 NAME120 = {"type": "string", "minLength": 1, "maxLength": 120}; DESC1000 = {"type": "string", "maxLength": 1000}
 IDEMPOTENCY_KEY = {"name": "Idempotency-Key", "in": "header", "required": True, "description": "One grant per key: a retry with the same key answers the first result (replayed)", "schema": {"type": "string", "pattern": "^[!-~]{1,100}$"}}
 ads = {
@@ -460,6 +471,22 @@ auth = {
  "/admin/push/test": {"post": admin("Send a test push to a user's devices; each device's provider answer", req=FREEBODY)},
  "/admin/push/send": {"post": admin("Send a message to a user's devices", req=FREEBODY,
     schema=obj({"notification_id": I, "results": arr(FREE)}, ["notification_id", "results"]))},
+ "/admin/webhooks": {
+    "post": admin("Add an endpoint of the app's servers (https; at most 20): its secret is shown once", ok="201", extra=(),
+        req=body(obj({"url": {"type": "string", "maxLength": 2048}, "events": {"type": "array", "minItems": 1, "items": WEBHOOK_EVENT},
+                      "description": {"type": "string", "maxLength": 500}}, ["url", "events"])), schema=ref("WebhookSecret")),
+    "get": admin("The app's endpoints", schema=obj({"endpoints": arr(ref("WebhookEndpoint"))}, ["endpoints"]))},
+ "/admin/webhooks/{id}": {
+    "get": admin("An endpoint", params=[p("id", UUIDS)], schema=ref("WebhookEndpoint")),
+    "patch": admin("Change an endpoint's url, events, description; disable or enable it", params=[p("id", UUIDS)],
+        req=body(obj({"url": {"type": "string", "maxLength": 2048}, "events": {"type": "array", "minItems": 1, "items": WEBHOOK_EVENT},
+                      "description": {"type": "string", "maxLength": 500}, "disabled": B})), schema=ref("WebhookEndpoint")),
+    "delete": admin("Remove an endpoint (its deliveries go with it)", params=[p("id", UUIDS)], schema=obj({"deleted": B}, ["deleted"]))},
+ "/admin/webhooks/{id}/rotate-secret": {"post": admin("A new secret; the old one keeps signing for 24 h", params=[p("id", UUIDS)], schema=ref("WebhookSecret"))},
+ "/admin/webhooks/{id}/deliveries": {"get": admin("The endpoint's deliveries, newest first: status, attempts, answer code, latency",
+    params=[p("id", UUIDS), q("limit", {"type": "integer", "minimum": 1, "maximum": 500})], schema=obj({"deliveries": arr(ref("WebhookDelivery"))}, ["deliveries"]))},
+ "/admin/webhooks/{id}/deliveries/{delivery}/replay": {"post": admin("Send a delivery again now", ok="202",
+    params=[p("id", UUIDS), p("delivery", {"type": "string", "pattern": "^[0-9]{1,18}$"})], schema=obj({"replayed": B}, ["replayed"]))},
  "/.well-known/jwks.json": {"get": dict(op("Public keys of the access tokens", schema=obj({"keys": arr(obj({"kty": S, "crv": S, "x": S, "kid": S, "alg": S, "use": S},
     ["kty", "kid"]))}, ["keys"])), security=[])},
  "/.well-known/openid-configuration": {"get": dict(op("Discovery: the tokens' issuer (AUTH_ISSUER), jwks_uri and algorithms, for a JWT verifier",

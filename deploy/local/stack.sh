@@ -227,7 +227,7 @@ stop() {
 python_tools() { # reference tools for tests, in a venv under .data
   if [ ! -x "$DATA/venv/bin/python" ]; then python3 -m venv "$DATA/venv"; fi
   "$DATA/venv/bin/pip" install -q --disable-pip-version-check aiosmtpd kubernetes-validate pyyaml zxcvbn==4.5.0 \
-    schemathesis==3.39.16 hypothesis==6.122.3 >/dev/null
+    schemathesis==3.39.16 hypothesis==6.122.3 standardwebhooks==1.0.0 >/dev/null
 }
 
 stop_services_only() {

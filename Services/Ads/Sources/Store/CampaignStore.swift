@@ -312,7 +312,7 @@ struct CampaignStore: Sendable {
             $0.type == type && $0.hasVariants && ($0.placement == nil || $0.placement == placement)
         }
         _ = try await offers(running, app: app, user: user, expose: false, now: now, on: conn)
-        try await conn.run("""
+        let rows = try await conn.run("""
             INSERT INTO campaign_participations AS p (campaign_id, app_id, user_id, variant_key, required, progress, completed, completed_at, updated_at)
             SELECT c.id, c.app_id, \(user), v.key, COALESCE(v.required, c.required), 1, COALESCE(v.required, c.required) <= 1,
                    CASE WHEN COALESCE(v.required, c.required) <= 1 THEN \(now)::timestamptz END, \(now)
@@ -329,7 +329,22 @@ struct CampaignStore: Sendable {
                                     THEN \(now)::timestamptz END,
                 updated_at = \(now)
             WHERE NOT p.completed
+            RETURNING campaign_id, completed, progress, variant_key
             """, logger: logger)
+        for try await (campaign, completed, progress, variant) in rows.decode((UUID, Bool, Int, String?).self) where completed {
+            try await Self.announceCompletion(app: app, user: user, campaign: campaign, progress: progress, variant: variant, now: now, on: conn, logger: logger)
+        }
+    }
+
+    /// #33: `campaign.completed` to the app's servers through auth when the goal is reached (the
+    /// claim is a `credits.earned`), iff this transaction commits; its version is the progress.
+    static func announceCompletion(app: UUID, user: UUID, campaign: UUID, progress: Int, variant: String?, now: Date,
+                                   on conn: PostgresConnection, logger: Logger) async throws {
+        var data: [String: JSONValue] = ["user_id": .string(user.lowercasedString), "campaign_id": .string(campaign.lowercasedString),
+                                         "progress": .int(progress)]
+        if let variant { data["variant"] = .string(variant) }
+        try await Outbox.write(try OutboxMessage(target: .auth, method: "POST", path: "/internal/events", body: WebhookEventMessage(
+            type: "campaign.completed", appID: app, createdAt: now, version: Int64(progress), data: data)), on: conn, logger: logger)
     }
 
     /// A rewarded view the server granted (12a: only running watch-ads campaigns, of the
@@ -344,7 +359,7 @@ struct CampaignStore: Sendable {
         let today = AdStore.day(now)
         let c = offer.campaign
         let required = offer.required
-        try await conn.run("""
+        let rows = try await conn.run("""
             INSERT INTO campaign_participations AS p (campaign_id, app_id, user_id, variant_key, required, progress, completed, completed_at,
                                                       last_checkin_day, updated_at)
             VALUES (\(c.id), \(c.appID), \(user), \(offer.variant?.key), \(required), 1, \(required <= 1),
@@ -357,7 +372,12 @@ struct CampaignStore: Sendable {
                 last_checkin_day = \(today)::date,
                 updated_at = \(now)
             WHERE NOT p.completed AND p.last_checkin_day IS DISTINCT FROM \(today)::date
+            RETURNING completed, progress
             """, logger: logger)
+        for try await (completed, progress) in rows.decode((Bool, Int).self) where completed {
+            try await Self.announceCompletion(app: c.appID, user: user, campaign: c.id, progress: progress, variant: offer.variant?.key,
+                                              now: now, on: conn, logger: logger)
+        }
     }
 
     /// The claim (23a-23d): marks the reward claimed once; the caller grants the credits in

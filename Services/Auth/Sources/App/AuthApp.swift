@@ -103,6 +103,9 @@ public enum AuthService: ServiceDefinition {
         let pushWorker = JobWorker(queue: JobQueue(client: runtime.db, queue: PushMessenger.queue, logger: runtime.logger, clock: runtime.clock),
                                    handlers: [PushMessenger.sendJob: { job in try await messenger.run(job) }],
                                    pollInterval: .milliseconds(runtime.config.jobPollMilliseconds))
+        let webhookStore = WebhookStore(db: runtime.db, box: box, logger: runtime.logger)
+        let webhookSender = WebhookSender(http: runtime.http, allowPrivateAddresses: runtime.config.isLocal)
+        let webhooks = WebhookDelivery(store: webhookStore, sender: webhookSender, mailer: mailer, emails: emails, logger: runtime.logger)
         let exporter = PrivacyExporter(db: runtime.db, http: runtime.http, serviceURLs: runtime.config.serviceURLs,
                                        credential: runtime.internalCredential, sections: userData, signer: linkSigner, mailer: mailer,
                                        emails: emails, publicURL: env.string("AUTH_PUBLIC_URL", default: "http://127.0.0.1:8080"),
@@ -115,7 +118,7 @@ public enum AuthService: ServiceDefinition {
                                          interval: .seconds(env.int("GUEST_SWEEP_SECONDS", default: 600)))
         let operatorKeys = OperatorKeyStore(db: runtime.db, logger: runtime.logger)
         return try buildServiceApplication(runtime: runtime, appVerifier: appVerifier, tokenVerifier: tokenVerifier,
-                                           operatorVerifier: operatorKeys, services: [worker, sweeper, pushWorker], userData: userData,
+                                           operatorVerifier: operatorKeys, services: [worker, sweeper, pushWorker, webhooks], userData: userData,
                                            timeline: SupportStore.timeline,
                                            retention: [Self.auditLogRetention(env)] + PushStore.retention(env)) { routes in
             try OpenAPIDocument.serve(.module, on: routes.open)
@@ -144,6 +147,9 @@ public enum AuthService: ServiceDefinition {
             push.addUserRoutes(to: routes.user)
             push.addAdminRoutes(to: routes.admin)
             push.addInternalRoutes(to: routes.internal)
+            let hooks = WebhookController(store: webhookStore, sender: webhookSender, local: runtime.config.isLocal, clock: runtime.clock)
+            hooks.addAdminRoutes(to: routes.admin)
+            hooks.addInternalRoutes(to: routes.internal)
         }
     }
 

@@ -35,6 +35,9 @@ public struct AccountLifecycle: Sendable {
                                    on: conn, logger: logger)
         }
         try await facts.facts.forget(app: appID, user: userID, on: conn)
+        // #33: after erasure the app's servers are told; only the id (UC-AUTH-1.4).
+        try await WebhookStore.record(WebhookEvent(type: .userDeleted, appID: appID, createdAt: Date(), version: Int64(fact.version),
+                                                   data: ["user_id": .string(userID.lowercasedString)]), on: conn, logger: logger)
         return fact
     }
 

@@ -89,6 +89,11 @@ struct PrivacyController {
             (ConsentFact.geolocation, old.consentGeolocation, new.consentGeolocation),
             (ConsentFact.personalizedAds, old.consentPersonalizedAds, new.consentPersonalizedAds),
             (ConsentFact.analytics, old.consentAnalytics, new.consentAnalytics),
+            // No service acts on these; they are versioned too, for the app's servers (#33
+            // consent.changed).
+            ("notifications", old.consentNotifications, new.consentNotifications),
+            ("third_party", old.consentThirdParty, new.consentThirdParty),
+            ("game_center", old.consentGameCenter, new.consentGameCenter),
         ]
         for (consent, before, after) in changes where before != after {
             try await ctx.facts.consentChanged(app: app, user: user, consent: consent, value: after, on: conn)

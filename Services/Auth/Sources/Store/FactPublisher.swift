@@ -77,6 +77,9 @@ struct FactPublisher: Sendable {
         let version = try await facts.nextVersion(app: app, user: user, on: conn)
         _ = try await facts.advance(app: app, user: user, fact: "consent.\(consent)", version: version, on: conn)
         let fact = ConsentFact(appID: app, userID: user, consent: consent, value: value, version: version)
+        try await WebhookStore.record(WebhookEvent(type: .consentChanged, appID: app, createdAt: Date(), version: version,
+                                                   data: ["user_id": .string(user.lowercasedString), "consent": .string(consent), "value": .bool(value)]),
+                                      on: conn, logger: logger)
         for service in Self.consentReceivers[consent] ?? [] {
             try await Outbox.write(try OutboxMessage(target: service, method: "PUT", path: Self.path(user, app, "/consents/\(consent)"), body: fact),
                                    on: conn, logger: logger)

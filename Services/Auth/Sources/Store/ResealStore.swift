@@ -12,7 +12,8 @@ import ServiceKit
 public struct ResealStore: Sendable {
     /// (table, key column, sealed column).
     static let columns = [("oauth_connections", "id", "refresh_token_sealed"), ("refresh_tokens", "id", "successor_sealed"),
-                          ("apple_signin_settings", "app_id", "sealed_private_key")]
+                          ("apple_signin_settings", "app_id", "sealed_private_key"),
+                          ("webhook_endpoints", "id", "secret_sealed"), ("webhook_endpoints", "id", "previous_secret_sealed")]
 
     let db: DatabasePool
     let box: SecretBox

@@ -312,6 +312,12 @@ struct SyncStore: Sendable {
             INSERT INTO sync_conflicts (id, app_id, user_id, queue_item_id, entity_type, entity_id, local_data, server_data, server_version, created_at)
             VALUES (\(id), \(app), \(user), \(item.id), \(item.entityType), \(item.entityID), \(local)::jsonb, \(serverData)::jsonb, \(serverVersion), \(now))
             """, logger: logger)
+        // #33: the app's servers hear of the conflict through auth, iff this commits. Its version
+        // is the game server's version of the entity when it refused the save.
+        try await Outbox.write(try OutboxMessage(target: .auth, method: "POST", path: "/internal/events", body: WebhookEventMessage(
+            type: "sync.conflict_opened", appID: app, createdAt: now, version: Int64(serverVersion ?? "") ?? 0,
+            data: ["user_id": .string(user.lowercasedString), "conflict_id": .string(id.lowercasedString),
+                   "entity_type": .string(item.entityType), "entity_id": .string(item.entityID)])), on: conn, logger: logger)
         return id
     }
 

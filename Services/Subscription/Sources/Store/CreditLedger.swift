@@ -93,6 +93,12 @@ public struct CreditLedger: Sendable {
         try await conn.run("""
             UPDATE credit_balances SET balance = \(balanceAfter), updated_at = \(now) WHERE app_id = \(app) AND user_id = \(user)
             """, logger: logger)
+        // #33: credits.earned / credits.spent to the app's servers through auth, with the ledger
+        // row's id as the version (a user's rows are ordered by it).
+        try await Outbox.write(try OutboxMessage(target: .auth, method: "POST", path: "/internal/events", body: WebhookEventMessage(
+            type: amount >= 0 ? "credits.earned" : "credits.spent", appID: app, createdAt: now, version: id,
+            data: ["user_id": .string(user.lowercasedString), "transaction_id": .int(Int(id)), "amount": .int(amount),
+                   "balance": .int(balanceAfter), "source": .string(source)])), on: conn, logger: logger)
         return CreditTransaction(id: id, amount: amount, source: source, referenceID: reference, contentID: contentID,
                                  balanceAfter: balanceAfter, createdAt: now)
     }

@@ -281,11 +281,27 @@ public struct SubscriptionStore: Sendable {
     public func event(_ sub: UUID, app: UUID, user: UUID, type: String, data: [String: JSONValue] = [:], now: Date,
                       on conn: PostgresConnection) async throws {
         let json = String(decoding: try JSON.encoder.encode(data), as: UTF8.self)
-        try await conn.run("""
+        var id: Int64 = 0
+        for try await v in try await conn.run("""
             INSERT INTO subscription_events (subscription_id, app_id, user_id, event_type, event_data, timestamp)
             VALUES (\(sub), \(app), \(user), \(type), \(json)::jsonb, \(now))
-            """, logger: logger)
+            RETURNING id
+            """, logger: logger).decode(Int64.self) { id = v }
+        // #33: the app's servers hear of it through auth, iff this transaction commits. The
+        // event row's id orders a subscription's events.
+        if let hook = Self.webhookTypes[type] {
+            try await Outbox.write(try OutboxMessage(target: .auth, method: "POST", path: "/internal/events", body: WebhookEventMessage(
+                type: hook, appID: app, createdAt: now, version: id,
+                data: ["user_id": .string(user.lowercasedString), "subscription_id": .string(sub.lowercasedString)])), on: conn, logger: logger)
+        }
     }
+
+    /// The subscription events an app's servers can subscribe to (#33), by our event type.
+    static let webhookTypes: [String: String] = [
+        "subscribed": "subscription.activated", "trial_started": "subscription.activated", "support_granted": "subscription.activated",
+        "renewed": "subscription.renewed", "grace_period_started": "subscription.grace_period_started", "expired": "subscription.expired",
+        "refunded": "subscription.refunded", "cancel_requested": "subscription.cancelled", "support_revoked": "subscription.expired",
+    ]
 
     /// Whether one of the user's subscriptions gives access at `now` (its period, or its grace
     /// period, not over).

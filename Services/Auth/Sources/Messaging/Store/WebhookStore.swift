@@ -1,0 +1,315 @@
+import Foundation
+import Logging
+import NIOCore
+import PostgresNIO
+import ServiceKit
+import WireTypes
+
+/// All of the webhooks' SQL (#33): the apps' endpoints, the events, and each delivery.
+struct WebhookStore: Sendable {
+    let db: DatabasePool
+    let box: SecretBox
+    let logger: Logger
+
+    // MARK: endpoints
+
+    struct Endpoint: Codable, Sendable {
+        var id: UUID
+        var url: String
+        var events: [String]
+        var description: String
+        var disabled: Bool
+        var disabledReason: String?
+        var createdAt: Date
+        var updatedAt: Date
+        var rotationEndsAt: Date?
+        enum CodingKeys: String, CodingKey {
+            case id, url, events, description, disabled, disabledReason = "disabled_reason", createdAt = "created_at", updatedAt = "updated_at"
+            case rotationEndsAt = "previous_secret_expires_at"
+        }
+    }
+
+    static let endpointColumns = "id, url, events, description, disabled, disabled_reason, created_at, updated_at, previous_secret_expires_at"
+    typealias EndpointRow = (UUID, String, [String], String, Bool, String?, Date, Date, Date?)
+    static func endpoint(_ r: EndpointRow) -> Endpoint {
+        Endpoint(id: r.0, url: r.1, events: r.2, description: r.3, disabled: r.4, disabledReason: r.5, createdAt: r.6, updatedAt: r.7, rotationEndsAt: r.8)
+    }
+
+    /// Nil when the app has its 20 endpoints already. Counted under a lock on the app's rows, so
+    /// two creations at once cannot make 21.
+    func create(app: UUID, url: String, events: [String], description: String, secret: String) async throws -> Endpoint? {
+        let sealed = try box.seal(secret)
+        let id = UUID()
+        return try await db.withTransaction(logger: logger) { conn in
+            try await conn.run("SELECT pg_advisory_xact_lock(hashtext('webhook_endpoints:' || \(app.lowercasedString)))", logger: logger)
+            var count = 0
+            for try await n in try await conn.run("SELECT count(*)::int FROM webhook_endpoints WHERE app_id = \(app)", logger: logger).decode(Int.self) { count = n }
+            guard count < WebhookEndpointRules.maxEndpointsPerApp else { return nil }
+            for try await r in try await conn.run("""
+                INSERT INTO webhook_endpoints (id, app_id, url, events, description, secret_sealed)
+                VALUES (\(id), \(app), \(url), \(events), \(description), \(sealed))
+                RETURNING \(unescaped: Self.endpointColumns)
+                """, logger: logger).decode(EndpointRow.self) { return Self.endpoint(r) }
+            return nil
+        }
+    }
+
+    func list(app: UUID) async throws -> [Endpoint] {
+        var out: [Endpoint] = []
+        for try await r in try await db.query("""
+            SELECT \(unescaped: Self.endpointColumns) FROM webhook_endpoints WHERE app_id = \(app) ORDER BY created_at, id
+            """, logger: logger).decode(EndpointRow.self) { out.append(Self.endpoint(r)) }
+        return out
+    }
+
+    func find(app: UUID, id: UUID) async throws -> Endpoint? {
+        for try await r in try await db.query("""
+            SELECT \(unescaped: Self.endpointColumns) FROM webhook_endpoints WHERE app_id = \(app) AND id = \(id)
+            """, logger: logger).decode(EndpointRow.self) { return Self.endpoint(r) }
+        return nil
+    }
+
+    /// Changes what is given; re-enabling clears the failure clock. Nil for an unknown id.
+    func update(app: UUID, id: UUID, url: String?, events: [String]?, description: String?, disabled: Bool?) async throws -> Endpoint? {
+        for try await r in try await db.query("""
+            UPDATE webhook_endpoints SET url = COALESCE(\(url), url), events = COALESCE(\(events), events),
+                   description = COALESCE(\(description), description),
+                   disabled = COALESCE(\(disabled), disabled),
+                   disabled_reason = CASE WHEN \(disabled) IS NULL THEN disabled_reason WHEN \(disabled) THEN 'operator' ELSE NULL END,
+                   failing_since = CASE WHEN \(disabled) = false THEN NULL ELSE failing_since END,
+                   updated_at = now()
+            WHERE app_id = \(app) AND id = \(id)
+            RETURNING \(unescaped: Self.endpointColumns)
+            """, logger: logger).decode(EndpointRow.self) { return Self.endpoint(r) }
+        return nil
+    }
+
+    func delete(app: UUID, id: UUID) async throws -> Bool {
+        for try await _ in try await db.query("DELETE FROM webhook_endpoints WHERE app_id = \(app) AND id = \(id) RETURNING 1", logger: logger) { return true }
+        return false
+    }
+
+    /// A new secret; the one in force keeps signing until `overlapUntil`. Nil for an unknown id.
+    func rotate(app: UUID, id: UUID, secret: String, overlapUntil: Date) async throws -> Endpoint? {
+        let sealed = try box.seal(secret)
+        for try await r in try await db.query("""
+            UPDATE webhook_endpoints SET previous_secret_sealed = secret_sealed, previous_secret_expires_at = \(overlapUntil),
+                   secret_sealed = \(sealed), updated_at = now()
+            WHERE app_id = \(app) AND id = \(id)
+            RETURNING \(unescaped: Self.endpointColumns)
+            """, logger: logger).decode(EndpointRow.self) { return Self.endpoint(r) }
+        return nil
+    }
+
+    // MARK: events
+
+    /// Records an event once (by its id) and a delivery for each enabled endpoint of the app that
+    /// wants its type, in the caller's transaction. False when the id was recorded before, or no
+    /// endpoint wants it (then nothing is written: an app without webhooks pays one lookup).
+    @discardableResult
+    static func record(_ event: WebhookEvent, on conn: PostgresConnection, logger: Logger) async throws -> Bool {
+        let body = String(decoding: try JSON.encoder.encode(event), as: UTF8.self)
+        var inserted = false
+        for try await _ in try await conn.run("""
+            INSERT INTO webhook_events (id, app_id, type, body)
+            SELECT \(event.id), \(event.appID), \(event.type), \(body)::jsonb
+            WHERE EXISTS (SELECT 1 FROM webhook_endpoints WHERE app_id = \(event.appID) AND NOT disabled
+                                                          AND ('*' = ANY (events) OR \(event.type) = ANY (events)))
+            ON CONFLICT (id) DO NOTHING RETURNING 1
+            """, logger: logger) { inserted = true }
+        guard inserted else { return false }
+        try await conn.run("""
+            INSERT INTO webhook_deliveries (endpoint_id, event_id)
+            SELECT id, \(event.id) FROM webhook_endpoints
+            WHERE app_id = \(event.appID) AND NOT disabled AND ('*' = ANY (events) OR \(event.type) = ANY (events))
+            """, logger: logger)
+        return true
+    }
+
+    func record(_ event: WebhookEvent) async throws -> Bool {
+        try await db.withTransaction(logger: logger) { try await Self.record(event, on: $0, logger: logger) }
+    }
+
+    // MARK: deliveries
+
+    struct Due: Sendable {
+        var id: Int64
+        var endpointID: UUID
+        var url: String
+        var eventID: UUID
+        var body: String
+        var attempt: Int
+        var secrets: [String]
+    }
+
+    /// Claims due deliveries, at most `perEndpoint` in flight per endpoint (counting the ones
+    /// other replicas hold), leased for `lease`: one slow or dead endpoint holds its own slots
+    /// only, never another endpoint's or another app's.
+    func claim(limit: Int, perEndpoint: Int, lease: Duration) async throws -> [Due] {
+        let seconds = Double(lease.components.seconds)
+        var rows: [(Int64, UUID, String, UUID, String, Int, ByteBuffer, ByteBuffer?, Date?)] = []
+        for try await r in try await db.query("""
+            WITH busy AS (
+                -- In flight per endpoint, counted once (not once per due row).
+                SELECT endpoint_id, count(*) AS n FROM webhook_deliveries
+                WHERE status = 'sending' AND locked_until > now() GROUP BY endpoint_id
+            ), due AS (
+                SELECT d.id, d.endpoint_id, row_number() OVER (PARTITION BY d.endpoint_id ORDER BY d.next_attempt_at, d.id) AS rank
+                FROM webhook_deliveries d
+                WHERE (d.status = 'pending' AND d.next_attempt_at <= now()) OR (d.status = 'sending' AND d.locked_until <= now())
+            ), picked AS (
+                SELECT due.id FROM due LEFT JOIN busy USING (endpoint_id)
+                WHERE due.rank + COALESCE(busy.n, 0) <= \(perEndpoint) LIMIT \(limit)
+            )
+            UPDATE webhook_deliveries d SET status = 'sending', attempts = d.attempts + 1,
+                   locked_until = now() + make_interval(secs => \(seconds))
+            FROM picked, webhook_endpoints e, webhook_events v
+            WHERE d.id = picked.id AND e.id = d.endpoint_id AND v.id = d.event_id AND NOT e.disabled
+              AND ((d.status = 'pending' AND d.next_attempt_at <= now()) OR (d.status = 'sending' AND d.locked_until <= now()))
+            RETURNING d.id, d.endpoint_id, e.url, d.event_id, v.body::text, d.attempts, e.secret_sealed,
+                      e.previous_secret_sealed, e.previous_secret_expires_at
+            """, logger: logger).decode((Int64, UUID, String, UUID, String, Int, ByteBuffer, ByteBuffer?, Date?).self) { rows.append(r) }
+        let now = Date()
+        return try rows.map { r in
+            var secrets = [try box.open(r.6)]
+            if let previous = r.7, let until = r.8, until > now { secrets.append(try box.open(previous)) }
+            return Due(id: r.0, endpointID: r.1, url: r.2, eventID: r.3, body: r.4, attempt: r.5, secrets: secrets)
+        }
+    }
+
+    enum Outcome: Sendable {
+        case delivered(status: Int, latencyMs: Int)
+        case retry(status: Int?, error: String?, latencyMs: Int?, after: TimeInterval)
+        case failed(status: Int?, error: String?, latencyMs: Int?)
+        /// 410 Gone: the endpoint is disabled, its pending deliveries cancelled.
+        case gone(latencyMs: Int)
+    }
+
+    /// Records an attempt's outcome, if this attempt still holds the delivery. Returns the
+    /// endpoint's `failing_since` after a failure (nil otherwise).
+    func record(_ due: Due, _ outcome: Outcome) async throws -> Date? {
+        try await db.withTransaction(logger: logger) { conn in
+            switch outcome {
+            case .delivered(let status, let latency):
+                try await conn.run("""
+                    UPDATE webhook_deliveries SET status = 'delivered', delivered_at = now(), last_status = \(status), last_error = NULL,
+                           last_latency_ms = \(latency), locked_until = NULL
+                    WHERE id = \(due.id) AND attempts = \(due.attempt)
+                    """, logger: logger)
+                try await conn.run("UPDATE webhook_endpoints SET failing_since = NULL WHERE id = \(due.endpointID) AND failing_since IS NOT NULL", logger: logger)
+                return nil
+            case .gone(let latency):
+                try await conn.run("""
+                    UPDATE webhook_deliveries SET status = 'failed', last_status = 410, last_latency_ms = \(latency), locked_until = NULL
+                    WHERE id = \(due.id) AND attempts = \(due.attempt)
+                    """, logger: logger)
+                try await Self.disable(endpoint: due.endpointID, reason: "gone (HTTP 410)", on: conn, logger: logger)
+                return nil
+            case .retry(let status, let error, let latency, let after):
+                try await conn.run("""
+                    UPDATE webhook_deliveries SET status = 'pending', last_status = \(status), last_error = \(error), last_latency_ms = \(latency),
+                           locked_until = NULL, next_attempt_at = now() + make_interval(secs => \(after))
+                    WHERE id = \(due.id) AND attempts = \(due.attempt)
+                    """, logger: logger)
+            case .failed(let status, let error, let latency):
+                try await conn.run("""
+                    UPDATE webhook_deliveries SET status = 'failed', last_status = \(status), last_error = \(error), last_latency_ms = \(latency),
+                           locked_until = NULL
+                    WHERE id = \(due.id) AND attempts = \(due.attempt)
+                    """, logger: logger)
+            }
+            for try await since in try await conn.run("""
+                UPDATE webhook_endpoints SET failing_since = COALESCE(failing_since, now()) WHERE id = \(due.endpointID) RETURNING failing_since
+                """, logger: logger).decode(Date.self) { return since }
+            return nil
+        }
+    }
+
+    /// Disables an endpoint and cancels what it still had to receive. Returns the app and URL
+    /// when this call disabled it (to tell the operator once).
+    @discardableResult
+    static func disable(endpoint: UUID, reason: String, on conn: PostgresConnection, logger: Logger) async throws -> (app: UUID, url: String)? {
+        var found: (UUID, String)?
+        for try await r in try await conn.run("""
+            UPDATE webhook_endpoints SET disabled = true, disabled_reason = \(reason), updated_at = now()
+            WHERE id = \(endpoint) AND NOT disabled RETURNING app_id, url
+            """, logger: logger).decode((UUID, String).self) { found = r }
+        guard let found else { return nil }
+        try await conn.run("""
+            UPDATE webhook_deliveries SET status = 'cancelled', locked_until = NULL
+            WHERE endpoint_id = \(endpoint) AND status IN ('pending', 'sending')
+            """, logger: logger)
+        return found
+    }
+
+    func disable(endpoint: UUID, reason: String) async throws -> (app: UUID, url: String)? {
+        try await db.withTransaction(logger: logger) { try await Self.disable(endpoint: endpoint, reason: reason, on: $0, logger: logger) }
+    }
+
+    struct DeliveryView: Codable, Sendable {
+        var id: Int64
+        var eventID: UUID
+        var eventType: String
+        var status: String
+        var attempts: Int
+        var lastStatus: Int?
+        var lastError: String?
+        var latencyMs: Int?
+        var nextAttemptAt: Date?
+        var createdAt: Date
+        var deliveredAt: Date?
+        enum CodingKeys: String, CodingKey {
+            case id, eventID = "event_id", eventType = "event_type", status, attempts, lastStatus = "answer_code", lastError = "last_error"
+            case latencyMs = "latency_ms", nextAttemptAt = "next_attempt_at", createdAt = "created_at", deliveredAt = "delivered_at"
+        }
+    }
+
+    /// The endpoint's deliveries, newest first (nil for an unknown endpoint of this app).
+    func deliveries(app: UUID, endpoint: UUID, limit: Int) async throws -> [DeliveryView]? {
+        guard try await find(app: app, id: endpoint) != nil else { return nil }
+        var out: [DeliveryView] = []
+        for try await r in try await db.query("""
+            SELECT d.id, d.event_id, v.type, d.status, d.attempts, d.last_status, d.last_error, d.last_latency_ms,
+                   CASE WHEN d.status = 'pending' THEN d.next_attempt_at END, d.created_at, d.delivered_at
+            FROM webhook_deliveries d JOIN webhook_events v ON v.id = d.event_id
+            WHERE d.endpoint_id = \(endpoint) ORDER BY d.id DESC LIMIT \(limit)
+            """, logger: logger).decode((Int64, UUID, String, String, Int, Int?, String?, Int?, Date?, Date, Date?).self) {
+            out.append(DeliveryView(id: r.0, eventID: r.1, eventType: r.2, status: r.3, attempts: r.4, lastStatus: r.5, lastError: r.6,
+                                    latencyMs: r.7, nextAttemptAt: r.8, createdAt: r.9, deliveredAt: r.10))
+        }
+        return out
+    }
+
+    /// Sends a delivery again now (whatever its state; its attempts start over). False for an
+    /// unknown delivery of this app's endpoint, or one whose endpoint is disabled.
+    func replay(app: UUID, endpoint: UUID, delivery: Int64) async throws -> Bool {
+        for try await _ in try await db.query("""
+            UPDATE webhook_deliveries d SET status = 'pending', attempts = 0, next_attempt_at = now(), locked_until = NULL
+            FROM webhook_endpoints e
+            WHERE d.id = \(delivery) AND d.endpoint_id = \(endpoint) AND e.id = d.endpoint_id AND e.app_id = \(app) AND NOT e.disabled
+              AND d.status <> 'sending'
+            RETURNING 1
+            """, logger: logger) {
+            return true
+        }
+        return false
+    }
+}
+
+/// An event as sent: `{"type", "id", "app_id", "created_at", "version", "data"}`.
+struct WebhookEvent: Codable, Sendable {
+    init(type: WebhookEventType, id: UUID = UUID(), appID: UUID, createdAt: Date, version: Int64, data: [String: JSONValue]) {
+        self.init(type: type.rawValue, id: id, appID: appID, createdAt: createdAt, version: version, data: data)
+    }
+    init(type: String, id: UUID, appID: UUID, createdAt: Date, version: Int64, data: [String: JSONValue]) {
+        self.type = type; self.id = id; self.appID = appID; self.createdAt = createdAt; self.version = version; self.data = data
+    }
+
+    var type: String
+    var id: UUID
+    var appID: UUID
+    var createdAt: Date
+    var version: Int64
+    var data: [String: JSONValue]
+    enum CodingKeys: String, CodingKey { case type, id, appID = "app_id", createdAt = "created_at", version, data }
+}
