@@ -174,7 +174,8 @@ final class WebhookTests: XCTestCase {
             let event = try JSONDecoder().decode([String: JSONValue].self, from: call.body)
             XCTAssertEqual(event["type"], .string("user.created"))
             XCTAssertEqual(event["app_id"]?.stringValue?.lowercased(), s.h.app.appID.lowercasedString)
-            XCTAssertEqual(event["id"]?.stringValue?.lowercased(), call.id)
+            XCTAssertEqual(event["id"]?.stringValue, call.id, "the body's id is the webhook-id, as sent")
+            XCTAssertEqual(event["app_id"]?.stringValue, s.h.app.appID.lowercasedString)
             guard case .object(let data)? = event["data"] else { return XCTFail("no data") }
             XCTAssertEqual(data["user_id"], .string(user.user.id.lowercasedString))
             XCTAssertNil(data["email"], "no e-mail goes out")

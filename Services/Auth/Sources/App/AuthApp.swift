@@ -120,7 +120,7 @@ public enum AuthService: ServiceDefinition {
         return try buildServiceApplication(runtime: runtime, appVerifier: appVerifier, tokenVerifier: tokenVerifier,
                                            operatorVerifier: operatorKeys, services: [worker, sweeper, pushWorker, webhooks], userData: userData,
                                            timeline: SupportStore.timeline,
-                                           retention: [Self.auditLogRetention(env)] + PushStore.retention(env)) { routes in
+                                           retention: [Self.auditLogRetention(env)] + PushStore.retention(env) + WebhookStore.retention(env)) { routes in
             try OpenAPIDocument.serve(.module, on: routes.open)
             JWKSController(document: jwks, issuer: runtime.config.authIssuer).addRoutes(to: routes.open)
             let sessions = AuthController(ctx: ctx)

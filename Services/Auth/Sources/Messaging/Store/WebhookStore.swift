@@ -170,11 +170,24 @@ struct WebhookStore: Sendable {
                       e.previous_secret_sealed, e.previous_secret_expires_at
             """, logger: logger).decode((Int64, UUID, String, UUID, String, Int, ByteBuffer, ByteBuffer?, Date?).self) { rows.append(r) }
         let now = Date()
-        return try rows.map { r in
-            var secrets = [try box.open(r.6)]
-            if let previous = r.7, let until = r.8, until > now { secrets.append(try box.open(previous)) }
+        return rows.compactMap { r in
+            // A secret neither data key opens (AUTH_DATA_KEY changed without a reseal) holds back
+            // that endpoint only: its row waits out the lease, every other endpoint goes on.
+            guard let current = try? box.open(r.6) else {
+                logger.error("webhook secret unreadable; rotate it or reseal", metadata: ["endpoint": "\(r.1)"])
+                return nil
+            }
+            var secrets = [current]
+            if let previous = r.7, let until = r.8, until > now, let old = try? box.open(previous) { secrets.append(old) }
             return Due(id: r.0, endpointID: r.1, url: r.2, eventID: r.3, body: r.4, attempt: r.5, secrets: secrets)
         }
+    }
+
+    /// Events (and their deliveries with them) are kept `WEBHOOK_RETENTION_DAYS` (30): far longer
+    /// than the last retry (about 38 h after the first attempt), long enough to replay.
+    static func retention(_ env: EnvironmentVariables) -> [RetentionRule] {
+        [RetentionRule(name: "webhook_events", table: "webhook_events", due: "created_at < $1",
+                       keep: .seconds(86_400 * env.int("WEBHOOK_RETENTION_DAYS", default: 30)))]
     }
 
     enum Outcome: Sendable {
@@ -312,4 +325,15 @@ struct WebhookEvent: Codable, Sendable {
     var version: Int64
     var data: [String: JSONValue]
     enum CodingKeys: String, CodingKey { case type, id, appID = "app_id", createdAt = "created_at", version, data }
+
+    /// Ids lowercase, as the `webhook-id` header carries them (a receiver compares the two).
+    func encode(to encoder: any Encoder) throws {
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        try c.encode(type, forKey: .type)
+        try c.encode(id.lowercasedString, forKey: .id)
+        try c.encode(appID.lowercasedString, forKey: .appID)
+        try c.encode(createdAt, forKey: .createdAt)
+        try c.encode(version, forKey: .version)
+        try c.encode(data, forKey: .data)
+    }
 }
