@@ -46,8 +46,8 @@ final class WebhookRulesTests: XCTestCase {
         XCTAssertFalse(WebhookEndpointRules.wants(["credits.earned"], "credits.spent"))
     }
 
-    /// SSRF: what an outbound URL may resolve to outside ENVIRONMENT=local.
-    func testOnlyPublicAddressesAreReachable() throws {
+    /// SSRF: what an outbound URL may resolve to (loopback only in ENVIRONMENT=local).
+    func testOnlyPublicAddressesAreReachable() async throws {
         let table: [(String, Bool)] = [
             ("93.184.216.34", true), ("8.8.8.8", true), ("10.1.2.3", false), ("172.16.0.1", false), ("172.32.0.1", true),
             ("192.168.1.1", false), ("127.0.0.1", false), ("169.254.169.254", false), ("100.64.0.1", false), ("0.0.0.0", false),
@@ -55,12 +55,26 @@ final class WebhookRulesTests: XCTestCase {
             ("2606:4700:4700::1111", true), ("::", false),
         ]
         for (address, reachable) in table { XCTAssertEqual(OutboundAddress.isPublic(address), reachable, address) }
-        let strict = WebhookSender(http: CurlHTTPClient(), allowPrivateAddresses: false)
-        for url in ["https://127.0.0.1/hook", "https://localhost:8443/hook", "https://[::1]/hook", "https://169.254.169.254/latest/meta-data"] {
-            XCTAssertThrowsError(try strict.pin(url), url)
+        let loopback: [(String, Bool)] = [("127.0.0.1", true), ("127.8.9.10", true), ("::1", true), ("::ffff:127.0.0.1", true),
+                                          ("10.0.0.1", false), ("169.254.169.254", false), ("fe80::1", false), ("::", false)]
+        for (address, isLoopback) in loopback {
+            XCTAssertEqual(OutboundAddress.isLoopback(address), isLoopback, address)
+            XCTAssertEqual(OutboundAddress.isReachable(address, allowLoopback: true), isLoopback, address)
+            XCTAssertFalse(OutboundAddress.isReachable(address, allowLoopback: false), address)
         }
-        XCTAssertEqual(try strict.pin("https://93.184.216.34:8443/x"), ["93.184.216.34:8443:93.184.216.34"])
-        XCTAssertEqual(try WebhookSender(http: CurlHTTPClient(), allowPrivateAddresses: true).pin("http://127.0.0.1/x"), [])
+        let strict = WebhookSender(http: CurlHTTPClient(), allowLoopback: false)
+        let local = WebhookSender(http: CurlHTTPClient(), allowLoopback: true)
+        for url in ["https://127.0.0.1/hook", "https://localhost:8443/hook", "https://[::1]/hook", "https://169.254.169.254/latest/meta-data"] {
+            await XCTAssertThrowsErrorAsync(try await strict.pin(url), url)
+        }
+        // Local: loopback is reached (pinned like any host), never a private or link-local address.
+        for url in ["https://10.1.2.3/hook", "http://169.254.169.254/latest/meta-data", "http://[::ffff:192.168.1.1]/x", "http://[fd00::1]/x"] {
+            await XCTAssertThrowsErrorAsync(try await local.pin(url), url)
+        }
+        let pinned = try await strict.pin("https://93.184.216.34:8443/x")
+        XCTAssertEqual(pinned, ["93.184.216.34:8443:93.184.216.34"])
+        let pinnedLocal = try await local.pin("http://127.0.0.1/x")
+        XCTAssertEqual(pinnedLocal, ["127.0.0.1:80:127.0.0.1"])
     }
 
     /// Standard Webhooks' schedule: 5 s, 5 min, 30 min, 2 h, 5 h, 10 h, 10 h (±10 %), then failed;
@@ -147,7 +161,7 @@ final class WebhookTests: XCTestCase {
             try await AuthHarness.run(overrides: ["ENVIRONMENT": "local"]) { h in
                 let box = SecretBox(key: try AuthService.dataKey(env: h.runtime.config.environment, signingKey: h.signerKey))
                 let store = WebhookStore(db: h.runtime.db, box: box, logger: h.runtime.logger)
-                let delivery = WebhookDelivery(store: store, sender: WebhookSender(http: h.runtime.http, allowPrivateAddresses: true),
+                let delivery = WebhookDelivery(store: store, sender: WebhookSender(http: h.runtime.http, allowLoopback: true),
                                                mailer: h.mailer, emails: EmailComposer(settings: TenantSettings(topic: "email_settings", bootstrap: [:],
                                                    feed: h.runtime.changes, load: { [:] }), defaults: AuthSettings(environment: h.runtime.config.environment),
                                                    applications: PostgresApplicationRepository(db: h.runtime.db, logger: h.runtime.logger)),
@@ -374,4 +388,13 @@ final class WebhookTests: XCTestCase {
             do { let value = try await s.call(.get, "/\(id)").status; XCTAssertEqual(value, .notFound) }
         }
     }
+}
+
+/// `XCTAssertThrowsError` for an async expression (XCTest has none).
+private func XCTAssertThrowsErrorAsync<T>(_ expression: @autoclosure () async throws -> T, _ message: String = "",
+                                          file: StaticString = #filePath, line: UInt = #line) async {
+    do {
+        _ = try await expression()
+        XCTFail("expected an error: \(message)", file: file, line: line)
+    } catch {}
 }

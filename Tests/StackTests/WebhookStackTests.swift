@@ -140,4 +140,32 @@ final class WebhookStackTests: XCTestCase {
         let (removed, _) = try await client.call("DELETE", "/auth/v1/admin/webhooks/\(endpointID)", admin)
         XCTAssertEqual(removed, 200)
     }
+
+    /// SSRF through the stack (ENVIRONMENT=local, where only loopback is let through): a URL whose
+    /// host is a private, link-local (the cloud's metadata endpoint) or unique-local address is
+    /// refused at creation and at a change of URL, and nothing is written.
+    func testAPrivateAddressURLIsRefused() async throws {
+        let admin = try DemoApp.tenantHeaders() + [("Authorization", "Bearer local-admin-token")]
+        let (_, before) = try await client.call("GET", "/auth/v1/admin/webhooks", admin)
+        for url in ["https://10.1.2.3/hook", "http://169.254.169.254/latest/meta-data", "http://192.168.1.10:8080/hook",
+                    "http://[::ffff:172.16.0.5]/hook", "http://[fd00::1]/hook"] {
+            let (status, body) = try await client.call("POST", "/auth/v1/admin/webhooks", admin, #"{"url":"\#(url)","events":["*"]}"#)
+            XCTAssertEqual(status, 422, "\(url): \(body)")
+            XCTAssertEqual(body["error"]?.stringValue, "validation_error", url)
+            XCTAssertTrue(body["message"]?.stringValue?.contains("SSRF") == true, "\(url): \(body)")
+        }
+        let (_, after) = try await client.call("GET", "/auth/v1/admin/webhooks", admin)
+        XCTAssertEqual(after, before, "nothing created")
+
+        // An endpoint on loopback (allowed here) cannot be pointed at a private address later.
+        let (created, endpoint) = try await client.call("POST", "/auth/v1/admin/webhooks", admin, #"{"url":"http://127.0.0.1:9/hook","events":["user.created"]}"#)
+        XCTAssertEqual(created, 201, "\(endpoint)")
+        guard case .object(let e)? = endpoint["endpoint"], case .string(let id)? = e["id"] else { return XCTFail("no endpoint: \(endpoint)") }
+        let (patched, refusal) = try await client.call("PATCH", "/auth/v1/admin/webhooks/\(id)", admin, #"{"url":"http://169.254.169.254/latest/meta-data"}"#)
+        XCTAssertEqual(patched, 422, "\(refusal)")
+        let (_, unchanged) = try await client.call("GET", "/auth/v1/admin/webhooks/\(id)", admin)
+        XCTAssertEqual(unchanged["url"]?.stringValue, "http://127.0.0.1:9/hook")
+        let (removed, _) = try await client.call("DELETE", "/auth/v1/admin/webhooks/\(id)", admin)
+        XCTAssertEqual(removed, 200)
+    }
 }

@@ -104,7 +104,7 @@ public enum AuthService: ServiceDefinition {
                                    handlers: [PushMessenger.sendJob: { job in try await messenger.run(job) }],
                                    pollInterval: .milliseconds(runtime.config.jobPollMilliseconds))
         let webhookStore = WebhookStore(db: runtime.db, box: box, logger: runtime.logger)
-        let webhookSender = WebhookSender(http: runtime.http, allowPrivateAddresses: runtime.config.isLocal)
+        let webhookSender = WebhookSender(http: runtime.http, allowLoopback: runtime.config.isLocal)
         let webhooks = WebhookDelivery(store: webhookStore, sender: webhookSender, mailer: mailer, emails: emails, logger: runtime.logger)
         let exporter = PrivacyExporter(db: runtime.db, http: runtime.http, serviceURLs: runtime.config.serviceURLs,
                                        credential: runtime.internalCredential, sections: userData, signer: linkSigner, mailer: mailer,

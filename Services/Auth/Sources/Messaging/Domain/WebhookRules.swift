@@ -84,9 +84,23 @@ struct WebhookEndpointRules {
     static func wants(_ events: [String], _ type: String) -> Bool { events.contains("*") || events.contains(type) }
 }
 
-/// Outbound addresses (SSRF): outside ENVIRONMENT=local, a URL whose host resolves to a private,
-/// loopback, link-local, unique-local, multicast or unspecified address is refused.
+/// Outbound addresses (SSRF): a URL whose host resolves to a private, loopback, link-local,
+/// unique-local, multicast or unspecified address is refused. ENVIRONMENT=local allows loopback
+/// only (the receivers a developer runs on the machine); a private or link-local address (another
+/// host's service, the cloud's metadata endpoint) is refused there too.
 enum OutboundAddress {
+    static func isLoopback(_ address: String) -> Bool {
+        let lower = address.lowercased()
+        if lower == "::1" { return true }
+        if lower.hasPrefix("::ffff:") { return isLoopback(String(lower.dropFirst(7))) }
+        let parts = address.split(separator: ".").compactMap { UInt8($0) }
+        return parts.count == 4 && parts[0] == 127
+    }
+
+    static func isReachable(_ address: String, allowLoopback: Bool) -> Bool {
+        isPublic(address) || (allowLoopback && isLoopback(address))
+    }
+
     static func isPublic(_ address: String) -> Bool {
         if address.contains(":") { return isPublicV6(address) }
         let parts = address.split(separator: ".").compactMap { UInt8($0) }

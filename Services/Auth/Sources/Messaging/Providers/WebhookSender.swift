@@ -1,16 +1,17 @@
 import Foundation
+import NIOPosix
 import ServiceKit
 #if canImport(Glibc)
 import Glibc
 #endif
 
-/// Posts one signed event to an endpoint (Standard Webhooks headers), 15 s at most. Outside
-/// ENVIRONMENT=local the host is resolved first and every address it has must be public; the
-/// request is then pinned to the address checked, so a DNS answer that changes between the check
-/// and the connection (rebinding) cannot reach an internal address.
+/// Posts one signed event to an endpoint (Standard Webhooks headers), 15 s at most. The host is
+/// resolved first and every address it has must be public (or loopback, when `allowLoopback`:
+/// ENVIRONMENT=local); the request is then pinned to the address checked, so a DNS answer that
+/// changes between the check and the connection (rebinding) cannot reach an internal address.
 struct WebhookSender: Sendable {
     let http: CurlHTTPClient
-    let allowPrivateAddresses: Bool
+    let allowLoopback: Bool
     static let timeout: Duration = .seconds(15)
 
     enum Failure: Error, CustomStringConvertible {
@@ -18,7 +19,7 @@ struct WebhookSender: Sendable {
         case unresolvable(String)
         var description: String {
             switch self {
-            case .privateAddress(let host): "refused: \(host) resolves to a private, loopback or link-local address"
+            case .privateAddress(let host): "refused: \(host) resolves to a private, loopback or link-local address (SSRF)"
             case .unresolvable(let host): "\(host) does not resolve"
             }
         }
@@ -27,7 +28,7 @@ struct WebhookSender: Sendable {
     struct Answer: Sendable { var status: Int; var latencyMs: Int }
 
     func send(url: String, eventID: UUID, body: Data, secrets: [String], timestamp: Int64) async throws -> Answer {
-        let pinned = try pin(url)
+        let pinned = try await pin(url)
         let id = eventID.lowercasedString
         let headers = [("Content-Type", "application/json"), ("webhook-id", id), ("webhook-timestamp", String(timestamp)),
                        ("webhook-signature", WebhookSignature.header(secrets: secrets, id: id, timestamp: timestamp, body: body)),
@@ -39,14 +40,14 @@ struct WebhookSender: Sendable {
         return Answer(status: response.status, latencyMs: Int(elapsed.components.seconds * 1000 + elapsed.components.attoseconds / 1_000_000_000_000_000))
     }
 
-    /// curl `--resolve` entries pinning the URL's host to its checked address (none in local).
-    func pin(_ raw: String) throws -> [String] {
-        guard !allowPrivateAddresses else { return [] }
+    /// curl `--resolve` entries pinning the URL's host to its checked address. The lookup blocks,
+    /// so it runs on NIO's blocking pool: a slow resolver never holds a cooperative thread.
+    func pin(_ raw: String) async throws -> [String] {
         guard let url = URL(string: raw), let host = url.host else { throw Failure.unresolvable(raw) }
         let port = url.port ?? (url.scheme == "https" ? 443 : 80)
-        let addresses = Self.resolve(host)
+        let addresses = try await NIOThreadPool.singleton.runIfActive { Self.resolve(host) }
         guard let first = addresses.first else { throw Failure.unresolvable(host) }
-        guard addresses.allSatisfy(OutboundAddress.isPublic) else { throw Failure.privateAddress(host) }
+        guard addresses.allSatisfy({ OutboundAddress.isReachable($0, allowLoopback: allowLoopback) }) else { throw Failure.privateAddress(host) }
         return ["\(host):\(port):\(first.contains(":") ? "[\(first)]" : first)"]
     }
 

@@ -8,7 +8,7 @@ import WireTypes
 struct WebhookController: Sendable {
     let store: WebhookStore
     let sender: WebhookSender
-    /// ENVIRONMENT=local: http URLs and local addresses are allowed (the stack's receivers).
+    /// ENVIRONMENT=local: http URLs are allowed, and loopback addresses (the stack's receivers).
     let local: Bool
     let clock: any WallClock
 
@@ -24,7 +24,7 @@ struct WebhookController: Sendable {
         admin.post("admin/webhooks") { request, context in
             let app = try context.requireApp()
             let b = try await request.decodeJSON(as: CreateBody.self, context: context)
-            let url = try checkedURL(b.url)
+            let url = try await checkedURL(b.url)
             let events = try WebhookEndpointRules.checkedEvents(b.events)
             let description = try WebhookEndpointRules.checkedDescription(b.description)
             let secret = WebhookSignature.newSecret()
@@ -47,7 +47,7 @@ struct WebhookController: Sendable {
             let app = try context.requireApp()
             let id = try endpointID(context)
             let b = try await request.decodeJSON(as: PatchBody.self, context: context)
-            let url = try b.url.map(checkedURL)
+            let url: String? = if let raw = b.url { try await checkedURL(raw) } else { nil }
             let events = try b.events.map(WebhookEndpointRules.checkedEvents)
             let description = try b.description.map { try WebhookEndpointRules.checkedDescription($0) }
             guard let endpoint = try await store.update(app: app, id: id, url: url, events: events, description: description, disabled: b.disabled) else {
@@ -94,10 +94,10 @@ struct WebhookController: Sendable {
         return id
     }
 
-    /// https (http in local); outside local, a host that resolves to a private address is refused.
-    private func checkedURL(_ raw: String) throws -> String {
+    /// https (http in local); a host that resolves to a private address is refused (loopback too outside local).
+    private func checkedURL(_ raw: String) async throws -> String {
         let url = try WebhookEndpointRules.checkedURL(raw, allowHTTP: local)
-        do { _ = try sender.pin(url.absoluteString) } catch let failure as WebhookSender.Failure {
+        do { _ = try await sender.pin(url.absoluteString) } catch let failure as WebhookSender.Failure {
             throw AppError.validation("url", failure.description)
         }
         return url.absoluteString
