@@ -20,9 +20,12 @@ public enum DatabaseErrors {
             case .server:
                 // 57P01 admin_shutdown, 57P03 cannot_connect_now, 08xxx connection exceptions; and
                 // what a retry may pass: 57014 statement timeout, 55P03 lock timeout, 25P03 idle
-                // transaction ended, 40001 serialization failure, 40P01 deadlock.
+                // transaction ended, 40001 serialization failure, 40P01 deadlock; 25006 a read-only
+                // server (a leader that demoted itself, a replica a stale proxy still sends to:
+                // the failover is under way) and 53xxx a server out of connections or memory.
                 let state = e.serverInfo?[.sqlState] ?? ""
-                return state.hasPrefix("57P") || state.hasPrefix("08") || ["57014", "55P03", "25P03", "40001", "40P01"].contains(state)
+                return state.hasPrefix("57P") || state.hasPrefix("08") || state.hasPrefix("53")
+                    || ["57014", "55P03", "25P03", "40001", "40P01", "25006"].contains(state)
             default:
                 return false
             }

@@ -209,6 +209,23 @@ final class DatabasePoolTests: XCTestCase {
             }
         }
     }
+
+    /// A write that reaches a read-only server (a leader that demoted itself when it lost its
+    /// store, a replica a stale proxy still routes to) is a failover under way: 503, never 500.
+    func testAWriteToAReadOnlyServerIsUnavailable() async throws {
+        let runtime = TestEnvironment.runtime(.ads)
+        try await withPostgres(runtime.db) { db in
+            do {
+                try await db.withTransaction(logger: TestEnvironment.logger) { conn in
+                    try await conn.query("SET TRANSACTION READ ONLY", logger: TestEnvironment.logger)
+                    try await conn.query("CREATE TEMP TABLE read_only_probe (x int)", logger: TestEnvironment.logger)
+                }
+                XCTFail("a read-only transaction wrote")
+            } catch {
+                XCTAssertTrue(DatabaseErrors.isUnavailable(error), "\(String(reflecting: error))")
+            }
+        }
+    }
 }
 
 /// A pool started, used once and cancelled, many times over (as every test's helper does):

@@ -21,7 +21,7 @@ log() { printf '==> %s\n' "$*" >&2; }
 
 deps() {
   local missing=()
-  for p in libcurl4-openssl-dev zlib1g-dev libpq-dev libssl-dev postgresql-15 postgresql-15-postgis-3 pgbouncer nginx curl openssl python3-venv chromium-headless-shell; do
+  for p in libcurl4-openssl-dev zlib1g-dev libpq-dev libssl-dev postgresql-15 postgresql-15-postgis-3 pgbouncer nginx curl openssl python3-venv chromium-headless-shell pgbackrest; do
     dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
   done
   if [ ${#missing[@]} -gt 0 ]; then
@@ -51,6 +51,16 @@ db_start() {
     runuser -u postgres -- "$PGBIN/initdb" -D "$PGDATA" -U postgres --auth-local=trust --auth-host=scram-sha-256 -E UTF8 >/dev/null
   fi
   touch "$LOGS/postgres.log"; chown postgres:postgres "$LOGS/postgres.log"
+  # WAL archiving is always on (it needs a restart to turn on); each segment goes to pgBackRest
+  # once `make backup` has enabled the repository (deploy/local/backup.sh), at least every 60 s;
+  # before that it is not kept. A failed push makes PostgreSQL keep the segment and try again.
+  cat > "$PGDATA/stack.conf" <<CONF
+archive_mode = on
+archive_command = 'test ! -f $DATA/backup/enabled || pgbackrest --config=$DATA/backup/pgbackrest.conf --stanza=app-backend archive-push %p'
+archive_timeout = 60
+CONF
+  chown postgres:postgres "$PGDATA/stack.conf"
+  grep -q "^include_if_exists = 'stack.conf'" "$PGDATA/postgresql.conf" || echo "include_if_exists = 'stack.conf'" >> "$PGDATA/postgresql.conf"
   if ! runuser -u postgres -- "$PGBIN/pg_ctl" -D "$PGDATA" status >/dev/null 2>&1; then
     log "starting PostgreSQL on 127.0.0.1:$port"
     runuser -u postgres -- "$PGBIN/pg_ctl" -D "$PGDATA" -l "$LOGS/postgres.log" -w -t 30 start \
@@ -347,7 +357,7 @@ TXT
     standalone_check
     deps; python_tools
     log "validating deploy/k8s"
-    "$DATA/venv/bin/kubernetes-validate" --strict --quiet deploy/k8s/*.yaml
+    "$DATA/venv/bin/kubernetes-validate" --strict --quiet deploy/k8s/*.yaml deploy/k8s/cnpg/*.yaml
     db_start; db_recreate app_backend_test; db_recreate app_backend_unit
     BUILD_FLAGS=--build-tests build
     # After the build: it compares the image's pinned versions with what the build resolved.
