@@ -7,6 +7,8 @@
    was acknowledged is there afterwards.
 3. Offline is killed while it holds a download job, then a sync job: each completes within 30 s
    of the restart (the jobs' 15 s lease, #34), each item and answer once.
+4. Each service is killed while its outbox messages are in flight to receivers that hang: each
+   message is delivered within 30 s of the restart (the outbox's 15 s lease, #34).
 
 Standard library only (urllib, threads); exits non-zero on the first broken promise.
 """
@@ -522,8 +524,90 @@ def jobs_heal_when_offline_dies():
           "killed mid-sync (30 answers): complete %.1f s after the restart" % (before, healed, synced))
 
 
+def outbox_heals_when_a_sender_dies():
+    """#34: each service's outbox, killed mid-delivery. The other three are stopped (SIGSTOP: a
+    receiver that hangs), a write that leaves messages in the sender's outbox is made, and once the
+    sender has claimed them (leased, the send under way) it is killed (SIGKILL), the receivers
+    with it (what they had queued dies with them). After the restart each message is delivered
+    within 30 s (its 15 s lease runs out, a live sender takes it), once."""
+    admin = dict(TENANT, Authorization="Bearer local-admin-token")
+    services = ("auth", "subscription", "offline", "ads")
+    tag = uuid.uuid4().hex[:8]
+    h = guest(950, account=True)
+    user = call("GET", GATEWAY + "/auth/v1/auth/me", h)[1]["user"]["id"]
+    # Offline's messages: a content update told to the players who hold the category.
+    category = "fault-outbox-" + tag
+    call("PUT", GATEWAY + "/offline/v1/admin/categories/" + category, admin, {"name": "Outbox drill"})
+    call("POST", GATEWAY + "/offline/v1/admin/categories/%s/items" % category, admin, {"upsert": [{"id": "q1", "data": {"q": 1}}]})
+    status, job = call("POST", GATEWAY + "/offline/v1/categories/download", h, {"category_ids": [category]})
+    if status != 202:
+        fail("download for the outbox drill: %s %s" % (status, job))
+    completed_after_restart("/offline/v1/categories/download/" + job["job_id"], h, "the outbox drill's download")
+    triggers = {
+        "auth": lambda: call("PATCH", GATEWAY + "/auth/v1/auth/privacy", h, {"consent_personalized_ads": True, "consent_geolocation": True}, timeout=30),
+        "subscription": lambda: call("POST", GATEWAY + "/subscription/v1/admin/users/%s/credits" % user, dict(admin, **{"Idempotency-Key": "outbox-" + tag}),
+                                     {"amount": 3, "reason": "fault drill: outbox"}, timeout=30),
+        "ads": lambda: call("POST", GATEWAY + "/ads/v1/ads/consent", h, {"consent_personalized_ads": False}, timeout=30),
+        "offline": lambda: call("POST", GATEWAY + "/offline/v1/admin/categories/%s/items" % category, admin,
+                                {"upsert": [{"id": "q%d" % i, "data": {"q": i}} for i in range(2, 6)]}, timeout=30),
+    }
+    # Read first with the same credentials: the sender knows the app, the operator and the
+    # user's token before its peers stop answering (a cold sender would rightly answer 503).
+    warm = {
+        "auth": lambda: call("GET", GATEWAY + "/auth/v1/auth/privacy", h),
+        "subscription": lambda: call("GET", GATEWAY + "/subscription/v1/admin/users/%s/credits" % user, admin),
+        "ads": lambda: call("GET", GATEWAY + "/ads/v1/ads/consent", h),
+        "offline": lambda: call("GET", GATEWAY + "/offline/v1/admin/sync-upstream", admin),
+    }
+    healed = {}
+    for sender in services:
+        status, body = warm[sender]()
+        if status != 200:
+            fail("reading %s before the outbox drill: %s %s" % (sender, status, body))
+        since = int(psql("SELECT coalesce(max(id), 0) FROM %s.outbox" % sender)[0])
+        receivers = [s for s in services if s != sender]
+        for r in receivers:
+            os.kill(pid(r), signal.SIGSTOP)
+        try:
+            status, body = triggers[sender]()
+            if status not in (200, 201, 202):
+                fail("the %s write for the outbox drill: %s %s" % (sender, status, body))
+            deadline = time.time() + 10
+            while True:
+                rows = psql("SELECT status, attempts FROM %s.outbox WHERE id > %d" % (sender, since))
+                if rows and all(r.split("|")[0] == "pending" and int(r.split("|")[1]) >= 1 for r in rows):
+                    break
+                if time.time() > deadline:
+                    fail("%s's outbox messages were never claimed: %s" % (sender, rows))
+                time.sleep(0.02)
+            time.sleep(0.3)  # the send under way, hanging on a stopped receiver
+        finally:
+            os.kill(pid(sender), signal.SIGKILL)
+            for r in receivers:
+                os.kill(pid(r), signal.SIGKILL)
+        restart(sender)
+        back = time.time()
+        while True:
+            rows = psql("SELECT status, attempts FROM %s.outbox WHERE id > %d" % (sender, since))
+            if all(r.split("|")[0] == "delivered" for r in rows):
+                break
+            if time.time() - back > 30:
+                fail("%s's outbox messages not delivered 30 s after the restart: %s" % (sender, rows))
+            time.sleep(0.2)
+        healed[sender] = (len(rows), time.time() - back)
+    consents = call("GET", GATEWAY + "/auth/v1/auth/privacy", h)[1].get("privacy", {})
+    if consents.get("consent_personalized_ads") is not False:
+        fail("ads' consent answer, sent by the killed ads, did not reach auth: %s" % consents)
+    balance = call("GET", GATEWAY + "/subscription/v1/credits/balance", h)[1].get("balance")
+    if balance != 3:
+        fail("the support grant made once: balance %s" % balance)
+    print("outbox of each service killed mid-delivery (receivers hanging, then killed): delivered after the restart in "
+          + ", ".join("%s %d message(s) %.1f s" % (s, n, t) for s, (n, t) in healed.items()))
+
+
 CHECKS = {
     "offline-kill": jobs_heal_when_offline_dies,
+    "outbox-kill": outbox_heals_when_a_sender_dies,
     "subscription-kill": credits_arrive_once_when_subscription_dies,
     "postgres-restart": writes_survive_a_database_restart,
     "replicas": replicas_share_the_database,
