@@ -98,6 +98,7 @@ drill() {
   done
   psql_admin -d $db -c "CREATE TABLE public.pitr_marks (id bigserial PRIMARY KEY, phase text NOT NULL, at timestamptz NOT NULL DEFAULT clock_timestamp())" >/dev/null
 
+  mkdir -p "$REPO"
   # A backup taken during writes: a writer commits a row every 10 ms throughout.
   ( while true; do psql_admin -d $db -c "INSERT INTO public.pitr_marks (phase) VALUES ('during-backup')" >/dev/null 2>&1 || true; sleep 0.01; done ) &
   local writer=$!
