@@ -120,6 +120,10 @@ public struct ServiceRoutes {
     public let tenant: RouterGroup<ServiceRequestContext>
     /// `/<prefix>/v1`, tenant headers and an access token of that tenant required.
     public let user: RouterGroup<ServiceRequestContext>
+    /// The same, for a user's requests whose only writes are rows no cache reads (a content
+    /// check's decision log and device sighting): they leave the user's cached answers in place
+    /// (`user` drops them after any write).
+    public let userLogging: RouterGroup<ServiceRequestContext>
     /// `/internal`, service credential required.
     public let `internal`: RouterGroup<ServiceRequestContext>
     /// `/<prefix>/v1`, tenant headers and an operator credential for that app required.
@@ -175,6 +179,9 @@ public func buildServiceApplication(
         .add(middleware: TenantMiddleware(verifier: appVerifier))
         .add(middleware: AccessTokenMiddleware(verifier: tokenVerifier, sessions: runtime.sessions))
         .add(middleware: ReadYourWritesMiddleware(changes: runtime.changes))
+    let userLogging = router.group(RouterPath(prefix))
+        .add(middleware: TenantMiddleware(verifier: appVerifier))
+        .add(middleware: AccessTokenMiddleware(verifier: tokenVerifier, sessions: runtime.sessions))
     let internalGroup = router.group("internal").add(middleware: InternalAuthMiddleware(accepted: config.acceptedInternalCredentials)).add(middleware: everything)
     if let userData {
         UserDataController(service: config.service, sections: userData, db: runtime.db, sessions: runtime.sessions,
@@ -190,7 +197,7 @@ public func buildServiceApplication(
         .add(middleware: AdminAuthMiddleware(token: config.adminToken, operators: operatorVerifier ?? runtime.remoteOperatorVerifier(),
                                              audit: OperatorAuditStore(db: runtime.db, logger: runtime.logger)))
         .add(middleware: everything)
-    try configure(ServiceRoutes(router: router, open: open, tenant: tenant, user: user, internal: internalGroup, admin: admin))
+    try configure(ServiceRoutes(router: router, open: open, tenant: tenant, user: user, userLogging: userLogging, internal: internalGroup, admin: admin))
 
     let watcher = runtime.sessionWatcher
     var services: [any Service] = [runtime.db, runtime.changes, AfterMigrations(runtime.readiness, watcher)]

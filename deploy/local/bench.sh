@@ -38,6 +38,8 @@ export ENVIRONMENT=local
 "$BIN/offline-service" migrate >/dev/null
 eval "$("$BIN/auth-service" admin apps create --name Bench --env)"
 "$BIN/subscription-service" admin plans seed-defaults --app-id "$APP_ID" >/dev/null
+# #35 the content the check-access row asks about (free: every check is admitted and logged).
+"$BIN/subscription-service" admin content set --app-id "$APP_ID" --content-id bench-free --level free >/dev/null
 "$BIN/ads-service" admin set-provider --app-id "$APP_ID" --name admob --priority 1 --test-mode --rewarded-unit test/rewarded >/dev/null
 
 # #30 the push fan-out row: the APNs and FCM stand-ins (release build, quiet), auth pointed at them.
@@ -170,6 +172,60 @@ wrk -t2 -c32 -d"${DURATION}s" --latency -s deploy/bench/random_user.lua http://1
 ADS_RPS=$(rps "$BENCH/ads.txt")
 ADS_RSS=$(rss_mb $ADS_PID)
 fi
+if [ -z "${BENCH_ONLY:-}" ] || [ "${BENCH_ONLY}" = access ]; then
+log "POST /content/{id}/check-access and GET /credits/balance: ${USERS} users, 1-5 devices each"
+ACCESS_PATH=/subscription/v1/content/bench-free/check-access
+# Each user's devices met once (as an app's players are, day to day), then the steady run.
+wrk -t2 -c32 -d"${DURATION}s" --latency -s deploy/bench/random_user.lua http://127.0.0.1:3002 -- "$APP_ID" "$API_KEY" "$ACCESS_PATH" "$BENCH/users.txt" random POST devices \
+  > "$BENCH/access-cold.txt"
+# Five turns per user (50,000 checks for 10,000 users): 10 s, so that every device is met.
+wrk -t2 -c32 -d10s -s deploy/bench/random_user.lua http://127.0.0.1:3002 -- "$APP_ID" "$API_KEY" "$ACCESS_PATH" "$BENCH/users.txt" each POST devices >/dev/null
+LOGS_BEFORE=$(psql_admin -d app_backend_bench -tA -c "SELECT count(*) FROM subscription.access_logs")
+wrk -t2 -c32 -d"${DURATION}s" --latency -s deploy/bench/random_user.lua http://127.0.0.1:3002 -- "$APP_ID" "$API_KEY" "$ACCESS_PATH" "$BENCH/users.txt" random POST devices \
+  > "$BENCH/access.txt"
+LOGS_AFTER=$(psql_admin -d app_backend_bench -tA -c "SELECT count(*) FROM subscription.access_logs")
+ACCESS_RPS=$(rps "$BENCH/access.txt")
+# Every answered check logged: the steady run's answers against the rows it added.
+ACCESS_ANSWERED=$(awk '/requests in/ {print $1}' "$BENCH/access.txt")
+ACCESS_LOGGED=$((LOGS_AFTER - LOGS_BEFORE))
+wrk -t2 -c32 -d"${DURATION}s" --latency -s deploy/bench/random_user.lua http://127.0.0.1:3002 -- "$APP_ID" "$API_KEY" \
+  /subscription/v1/credits/balance "$BENCH/users.txt" > "$BENCH/balance-cold.txt"
+wrk -t2 -c32 -d5s -s deploy/bench/random_user.lua http://127.0.0.1:3002 -- "$APP_ID" "$API_KEY" \
+  /subscription/v1/credits/balance "$BENCH/users.txt" each >/dev/null
+wrk -t2 -c32 -d"${DURATION}s" --latency -s deploy/bench/random_user.lua http://127.0.0.1:3002 -- "$APP_ID" "$API_KEY" \
+  /subscription/v1/credits/balance "$BENCH/users.txt" > "$BENCH/balance.txt"
+BALANCE_RPS=$(rps "$BENCH/balance.txt")
+SUB_RSS=$(rss_mb $SUB_PID)
+fi
+# BENCH_ONLY=access: these two rows alone (with pgbench and the gateway runs), for a quick figure.
+if [ "${BENCH_ONLY:-}" = access ]; then
+  psql_admin -d postgres -c "DROP DATABASE IF EXISTS pgbench_scratch" >/dev/null
+  psql_admin -d postgres -c "CREATE DATABASE pgbench_scratch" >/dev/null
+  runuser -u postgres -- "$PGBIN/pgbench" -h "$SOCK" -p "$PORT" -i -s 10 -q pgbench_scratch >/dev/null 2>&1
+  PGBENCH_TPS=$(runuser -u postgres -- "$PGBIN/pgbench" -h "$SOCK" -p "$PORT" -S -c 16 -j 2 -T "$DURATION" pgbench_scratch 2>/dev/null \
+    | awk '/^tps/ {print int($3)}' | head -1)
+  bash deploy/local/stack.sh gateway >/dev/null
+  GATEWAY=http://127.0.0.1:${GATEWAY_PORT:-8080}
+  wrk -t2 -c32 -d3s -s deploy/bench/random_user.lua "$GATEWAY" -- "$APP_ID" "$API_KEY" /subscription/v1/credits/balance "$BENCH/users.txt" >/dev/null
+  wrk -t2 -c32 -d10s -s deploy/bench/random_user.lua "$GATEWAY" -- "$APP_ID" "$API_KEY" "$ACCESS_PATH" "$BENCH/users.txt" each POST devices >/dev/null
+  wrk -t2 -c32 -d"${DURATION}s" --latency -s deploy/bench/random_user.lua "$GATEWAY" -- "$APP_ID" "$API_KEY" "$ACCESS_PATH" "$BENCH/users.txt" random POST devices \
+    > "$BENCH/access-gateway.txt"
+  wrk -t2 -c32 -d"${DURATION}s" --latency -s deploy/bench/random_user.lua "$GATEWAY" -- "$APP_ID" "$API_KEY" \
+    /subscription/v1/credits/balance "$BENCH/users.txt" > "$BENCH/balance-gateway.txt"
+  echo "pgbench -S (16 clients)                 ${PGBENCH_TPS} tps"
+  ACCESS_ONLY=1
+fi
+access_rows() { cat <<ROWS
+POST /content/{id}/check-access (32 conns, ${USERS} users)  ${ACCESS_RPS} req/s   p99 $(p99 "$BENCH/access.txt")   = $(awk -v a="$ACCESS_RPS" -v b="$PGBENCH_TPS" 'BEGIN {printf "%.2f", a / b}') x pgbench (target >= 0.4, p99 <= 15 ms)   non-2xx: $(non2xx "$BENCH/access.txt")
+  first meeting of each device           $(rps "$BENCH/access-cold.txt") req/s   p99 $(p99 "$BENCH/access-cold.txt")
+  answered / logged (steady run)         ${ACCESS_ANSWERED} / ${ACCESS_LOGGED}
+  through the gateway                    $(rps "$BENCH/access-gateway.txt") req/s   p99 $(p99 "$BENCH/access-gateway.txt")   = $(awk -v a="$(rps "$BENCH/access-gateway.txt")" -v b="$PGBENCH_TPS" 'BEGIN {printf "%.2f", a / b}') x pgbench   non-2xx: $(non2xx "$BENCH/access-gateway.txt")
+GET /credits/balance (32 conns, ${USERS} users)  ${BALANCE_RPS} req/s   p99 $(p99 "$BENCH/balance.txt")   = $(awk -v a="$BALANCE_RPS" -v b="$PGBENCH_TPS" 'BEGIN {printf "%.2f", a / b}') x pgbench (target >= 0.5, p99 <= 10 ms)   non-2xx: $(non2xx "$BENCH/balance.txt")
+  first meeting of each user             $(rps "$BENCH/balance-cold.txt") req/s   p99 $(p99 "$BENCH/balance-cold.txt")
+  through the gateway                    $(rps "$BENCH/balance-gateway.txt") req/s   p99 $(p99 "$BENCH/balance-gateway.txt")   = $(awk -v a="$(rps "$BENCH/balance-gateway.txt")" -v b="$PGBENCH_TPS" 'BEGIN {printf "%.2f", a / b}') x pgbench   non-2xx: $(non2xx "$BENCH/balance-gateway.txt")
+ROWS
+}
+[ -n "${ACCESS_ONLY:-}" ] && { access_rows; exit 0; }
 log "push fan-out: one content update to ${USERS} users (one iOS device each) through the APNs stand-in"
 psql_admin -d app_backend_bench -c "
   INSERT INTO auth.privacy_settings (user_id, consent_notifications) SELECT id, true FROM auth.users WHERE app_id = '$APP_ID'
@@ -200,6 +256,12 @@ wrk -t2 -c32 -d"${DURATION}s" --latency -s deploy/bench/random_user.lua "$GATEWA
   /subscription/v1/subscriptions/me "$BENCH/users.txt" > "$BENCH/me-gateway.txt"
 wrk -t2 -c32 -d"${DURATION}s" --latency -s deploy/bench/random_user.lua "$GATEWAY" -- "$APP_ID" "$API_KEY" \
   "/ads/v1/ads/available?ad_type=rewarded&placement=earn_credits" "$BENCH/users.txt" > "$BENCH/ads-gateway.txt"
+# The devices met again first (the steady run above was more than the device memory's minute ago).
+wrk -t2 -c32 -d10s -s deploy/bench/random_user.lua "$GATEWAY" -- "$APP_ID" "$API_KEY" "$ACCESS_PATH" "$BENCH/users.txt" each POST devices >/dev/null
+wrk -t2 -c32 -d"${DURATION}s" --latency -s deploy/bench/random_user.lua "$GATEWAY" -- "$APP_ID" "$API_KEY" "$ACCESS_PATH" "$BENCH/users.txt" random POST devices \
+  > "$BENCH/access-gateway.txt"
+wrk -t2 -c32 -d"${DURATION}s" --latency -s deploy/bench/random_user.lua "$GATEWAY" -- "$APP_ID" "$API_KEY" \
+  /subscription/v1/credits/balance "$BENCH/users.txt" > "$BENCH/balance-gateway.txt"
 
 log "GET /offline/v1/location/nearby-content over 1,000,000 points, 50 km"
 psql_admin -d app_backend_bench -c "
@@ -295,6 +357,7 @@ GET /subscriptions/me (32 conns, ${USERS} users)  ${ME_RPS} req/s   p99 $(p99 "$
 GET /ads/available (32 conns, ${USERS} users)    ${ADS_RPS} req/s   p99 $(p99 "$BENCH/ads.txt")   = $(awk -v a="$ADS_RPS" -v b="$PGBENCH_TPS" 'BEGIN {printf "%.2f", a / b}') x pgbench (target >= 0.5, p99 <= 10 ms)   non-2xx: $(non2xx "$BENCH/ads.txt")
   first meeting of each user             $(rps "$BENCH/ads-cold.txt") req/s   p99 $(p99 "$BENCH/ads-cold.txt")
   through the gateway                    $(rps "$BENCH/ads-gateway.txt") req/s   p99 $(p99 "$BENCH/ads-gateway.txt")   = $(awk -v a="$(rps "$BENCH/ads-gateway.txt")" -v b="$PGBENCH_TPS" 'BEGIN {printf "%.2f", a / b}') x pgbench   non-2xx: $(non2xx "$BENCH/ads-gateway.txt")
+$(access_rows)
 GET /location/nearby-content (16 conns) ${NEARBY_RPS} req/s   p50 $(p50 "$BENCH/nearby.txt")   p99 $(p99 "$BENCH/nearby.txt")   (1,000,000 points, 50 km, ${NEARBY_COUNT} results; target p99 <= 5 ms)   non-2xx: $(non2xx "$BENCH/nearby.txt")
   p99 of the three runs                 ${NEARBY_ALL}   (the row above is the median run)
   one connection                        $(rps "$BENCH/nearby1.txt") req/s   p50 $(p50 "$BENCH/nearby1.txt")   p99 $(p99 "$BENCH/nearby1.txt")

@@ -60,7 +60,9 @@ public enum SubscriptionService: ServiceDefinition {
                                                                       clock: runtime.clock),
                                                     clock: runtime.clock,
                                                     logger: runtime.logger)
-        let credits = CreditsController(db: runtime.db, ledger: ledger, idempotency: IdempotencyStore(client: runtime.db, logger: runtime.logger),
+        let reads = AccessReads(db: runtime.db, ledger: ledger, plans: PlanStore(logger: runtime.logger), feed: runtime.changes, metrics: runtime.metrics,
+                                clock: runtime.clock, capacity: runtime.config.environment.int("STATUS_CACHE_ENTRIES", default: 50_000))
+        let credits = CreditsController(db: runtime.db, ledger: ledger, reads: reads, idempotency: IdempotencyStore(client: runtime.db, logger: runtime.logger),
                                         clock: runtime.clock, logger: runtime.logger)
         let sweeper = ExpirySweeper(store: SubscriptionStore(logger: runtime.logger), db: runtime.db, clock: runtime.clock,
                                     interval: .seconds(runtime.config.environment.int("EXPIRY_SWEEP_SECONDS", default: 300)))
@@ -80,9 +82,10 @@ public enum SubscriptionService: ServiceDefinition {
             GoogleNotificationsController(db: runtime.db, subscriptions: SubscriptionStore(logger: runtime.logger), google: google,
                                           client: googleClient, pushToken: env.optional("GOOGLE_PUBSUB_TOKEN"), clock: runtime.clock,
                                           logger: runtime.logger).addRoutes(to: routes.open)
-            ContentController(db: runtime.db, ledger: ledger, plans: PlanStore(logger: runtime.logger), subscriptions: subscriptions,
-                              access: AccessStore(logger: runtime.logger),
-                              clock: runtime.clock, logger: runtime.logger).addRoutes(to: routes.user)
+            let access = AccessStore(logger: runtime.logger)
+            ContentController(subscriptions: subscriptions, access: access, reads: reads,
+                              decisions: GroupCommit { [db = runtime.db] in try await access.log($0, db: db) },
+                              clock: runtime.clock, logger: runtime.logger).addRoutes(to: routes.user, logging: routes.userLogging)
         }
     }
 }

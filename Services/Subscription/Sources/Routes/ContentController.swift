@@ -1,22 +1,26 @@
 import Foundation
 import Hummingbird
+import NIOCore
 import PostgresNIO
 import ServiceKit
 import WireTypes
 
 /// UC-SUB-2.2: what a content needs and whether this user has it, with the ways to unlock it.
 struct ContentController {
-    let db: DatabasePool
-    let ledger: CreditLedger
-    let plans: PlanStore
     let subscriptions: SubscriptionsController
     let access: AccessStore
+    let reads: AccessReads
+    /// Each decision is logged before it is answered, the decisions of concurrent checks in
+    /// one write (group commit).
+    let decisions: GroupCommit<AccessStore.Decision>
     let clock: any WallClock
     let logger: Logger
 
-    func addRoutes(to user: RouterGroup<ServiceRequestContext>) {
+    /// `logging`: the check writes only its decision and the device's sighting, which no cache
+    /// reads, so it keeps the user's cached answers (its next check is answered from memory).
+    func addRoutes(to user: RouterGroup<ServiceRequestContext>, logging: RouterGroup<ServiceRequestContext>) {
         user.get("content/:id") { request, context in try await describe(request, context) }
-        user.post("content/:id/check-access") { request, context in try await checkAccess(request, context) }
+        logging.post("content/:id/check-access") { request, context in try await checkAccess(request, context) }
     }
 
     struct ViaSubscription: Codable { var available: Bool; var plans: [Plan] }
@@ -48,14 +52,10 @@ struct ContentController {
         let now = clock.now()
         let (sub, _) = try await subscriptions.state(app: app, user: user)
         let hasSubscription = sub?.grantsAccess ?? false
-        let (rule, unlock, balance, planList) = try await db.withConnection { conn -> (ContentRule?, ContentUnlock?, Int, [Plan]) in
-            guard let rule = try await ledger.rule(app: app, content: content, on: conn) else { return (nil, nil, 0, []) }
-            let unlock = rule.accessLevel == .freemium ? try await ledger.activeUnlock(app: app, user: user, content: content, now: now, on: conn) : nil
-            let balance = rule.accessLevel == .freemium ? try await ledger.balance(app: app, user: user, on: conn) : 0
-            let planList = hasSubscription || rule.accessLevel == .free ? [] : try await plans.active(app: app, on: conn)
-            return (rule, unlock, balance, planList)
-        }
-        guard let rule else { throw AppError.notFound("Content") }
+        guard let rule = try await reads.rule(app: app, content: content) else { throw AppError.notFound("Content") }
+        let unlock = rule.accessLevel == .freemium ? try await reads.activeUnlock(app: app, user: user, content: content, now: now) : nil
+        let balance = rule.accessLevel == .freemium ? try await reads.balance(app: app, user: user) : 0
+        let planList = hasSubscription || rule.accessLevel == .free ? [] : try await reads.plans(app: app)
         let via = AccessPolicy.decide(level: rule.accessLevel, hasSubscription: hasSubscription, hasUnlock: unlock != nil)
         var options: UnlockOptions?
         if via == nil {
@@ -85,22 +85,33 @@ struct ContentController {
         }
         let device = raw
         let now = clock.now()
-        if let active = try await access.admitDevice(app: app, user: user, device: device, limit: AccessPolicy.maxActiveDevices,
-                                                     since: now.addingTimeInterval(-AccessPolicy.deviceActiveWindow), now: now, db: db) {
+        if let active = try await reads.admitDevice(app: app, user: user, device: device, store: access, now: now) {
             throw AppError(.tooManyRequests, "concurrent_access_limit", "Too many devices in use on this account",
                            extra: ["active_devices": .int(active), "max_devices": .int(AccessPolicy.maxActiveDevices)])
         }
         let (rule, d) = try await evaluate(app: app, user: user, content: content)
         let status = d.via == .subscription ? "premium" : "free"
-        try await access.log(app: app, user: user, content: content, granted: d.hasAccess, userStatus: status, via: d.via?.rawValue,
-                             device: device, now: now, db: db)
+        try await decisions.submit(AccessStore.Decision(app: app, user: user, content: content, granted: d.hasAccess, userStatus: status,
+                                                        via: d.via?.rawValue, device: device, at: now))
         guard d.hasAccess else {
             let options = String(decoding: try JSON.encoder.encode(d.unlockOptions), as: UTF8.self)
             throw AppError(.forbidden, "access_denied", rule.accessLevel == .premium ? "This content is for premium members" : "Unlock this content to play it",
                            extra: ["access_level": .string(rule.accessLevel.rawValue),
                                    "unlock_options": (try? JSONDecoder().decode(JSONValue.self, from: Data(options.utf8))) ?? .null])
         }
-        return try context.json(["access_granted": JSONValue.bool(true), "via": .string(d.via!.rawValue),
-                                 "access_level": .string(rule.accessLevel.rawValue)])
+        return context.json(encoded: Self.granted[Granted(via: d.via!, level: rule.accessLevel)]!)
     }
+
+    struct Granted: Hashable { var via: AccessPolicy.Via; var level: ContentRule.Level }
+    /// Every granted answer (a way in, a level), encoded once: the check is the hottest write path.
+    static let granted: [Granted: ByteBuffer] = {
+        var out: [Granted: ByteBuffer] = [:]
+        for via in [AccessPolicy.Via.free, .subscription, .credits] {
+            for level in [ContentRule.Level.free, .premium, .freemium] {
+                let body: [String: JSONValue] = ["access_granted": .bool(true), "via": .string(via.rawValue), "access_level": .string(level.rawValue)]
+                out[Granted(via: via, level: level)] = ByteBuffer(bytes: try! JSON.encoder.encode(body))
+            }
+        }
+        return out
+    }()
 }

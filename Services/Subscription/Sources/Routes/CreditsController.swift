@@ -10,6 +10,8 @@ import WireTypes
 struct CreditsController {
     let db: DatabasePool
     let ledger: CreditLedger
+    /// The balance from this replica's memory while it is true (#35).
+    let reads: AccessReads
     var subscriptions: SubscriptionStore { SubscriptionStore(logger: logger) }
     let idempotency: IdempotencyStore
     let clock: any WallClock
@@ -18,8 +20,7 @@ struct CreditsController {
     func addRoutes(user: RouterGroup<ServiceRequestContext>, internalGroup: RouterGroup<ServiceRequestContext>) {
         user.get("credits/balance") { _, context in
             let (app, userID) = try context.requireUser()
-            let balance = try await db.withConnection { try await ledger.balance(app: app, user: userID, on: $0) }
-            return try context.json(["balance": balance])
+            return try context.json(["balance": try await reads.balance(app: app, user: userID)])
         }
         user.get("credits/transactions") { request, context in try await transactions(request, context) }
         user.post("content/:id/unlock") { request, context in try await unlock(request, context) }

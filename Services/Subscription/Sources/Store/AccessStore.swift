@@ -27,12 +27,21 @@ public struct AccessStore: Sendable {
         }
     }
 
-    public func log(app: UUID, user: UUID, content: String, granted: Bool, userStatus: String, via: String?, device: String, now: Date,
-                    db: DatabasePool) async throws {
+    /// One access decision, as `access_logs` keeps it.
+    public struct Decision: Sendable {
+        public var app: UUID, user: UUID, content: String, granted: Bool, userStatus: String, via: String?, device: String, at: Date
+    }
+
+    /// The decisions of concurrent checks in one statement (group commit: `GroupCommit`).
+    public func log(_ decisions: [Decision], db: DatabasePool) async throws {
+        guard !decisions.isEmpty else { return }
         try await db.withConnection { conn in
             try await conn.run("""
                 INSERT INTO access_logs (app_id, user_id, content_id, access_granted, user_status, via, device_id, timestamp)
-                VALUES (\(app), \(user), \(content), \(granted), \(userStatus), \(via), \(device), \(now))
+                SELECT a, u, c, g, s, NULLIF(v, ''), d, t
+                FROM unnest(\(decisions.map(\.app))::uuid[], \(decisions.map(\.user))::uuid[], \(decisions.map(\.content))::text[],
+                            \(decisions.map(\.granted))::bool[], \(decisions.map(\.userStatus))::text[], \(decisions.map { $0.via ?? "" })::text[],
+                            \(decisions.map(\.device))::text[], \(decisions.map(\.at))::timestamptz[]) AS x(a, u, c, g, s, v, d, t)
                 """, logger: logger)
         }
     }

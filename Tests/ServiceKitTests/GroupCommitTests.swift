@@ -1,0 +1,64 @@
+import Foundation
+import ServiceKit
+import Synchronization
+import XCTest
+
+/// The group commit, without a database: rows of concurrent callers written together, each
+/// caller back only once its row is written, a refused row failing its own caller only.
+final class GroupCommitTests: XCTestCase {
+    final class Written: Sendable {
+        let batches = Mutex<[[Int]]>([])
+        var rows: [Int] { batches.withLock { $0.flatMap { $0 } } }
+        var sizes: [Int] { batches.withLock { $0.map(\.count) } }
+    }
+
+    func testConcurrentRowsAreWrittenTogetherOnceEachAndCallersWaitForTheirWrite() async throws {
+        let written = Written()
+        let commit = GroupCommit<Int>(maxBatch: 50) { batch in
+            try await Task.sleep(for: .milliseconds(20))  // a commit's fsync: rows pile up meanwhile
+            written.batches.withLock { $0.append(batch) }
+        }
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for i in 0..<300 {
+                group.addTask {
+                    try await commit.submit(i)
+                    // Back only after the batch holding this row was written.
+                    XCTAssertTrue(written.rows.contains(i), "row \(i) answered before it was written")
+                }
+            }
+            try await group.waitForAll()
+        }
+        XCTAssertEqual(written.rows.sorted(), Array(0..<300), "each row once")
+        XCTAssertLessThan(written.sizes.count, 300 / 2, "rows were grouped: \(written.sizes)")
+        XCTAssertLessThanOrEqual(written.sizes.max() ?? 0, 50)
+    }
+
+    func testALoneRowIsWrittenAtOnce() async throws {
+        let written = Written()
+        let commit = GroupCommit<Int> { batch in written.batches.withLock { $0.append(batch) } }
+        try await commit.submit(7)
+        try await commit.submit(8)
+        XCTAssertEqual(written.sizes, [1, 1])
+    }
+
+    struct Refused: Error {}
+
+    func testARefusedRowFailsItsOwnCallerOnly() async throws {
+        let written = Written()
+        let commit = GroupCommit<Int> { batch in
+            try await Task.sleep(for: .milliseconds(10))
+            if batch.contains(13) { throw Refused() }
+            written.batches.withLock { $0.append(batch) }
+        }
+        let outcomes = await withTaskGroup(of: (Int, Bool).self) { group in
+            for i in 0..<40 {
+                group.addTask { do { try await commit.submit(i); return (i, true) } catch { return (i, false) } }
+            }
+            var out: [Int: Bool] = [:]
+            for await (i, ok) in group { out[i] = ok }
+            return out
+        }
+        XCTAssertEqual(outcomes.filter { !$0.value }.map(\.key), [13])
+        XCTAssertEqual(written.rows.sorted(), (0..<40).filter { $0 != 13 })
+    }
+}
