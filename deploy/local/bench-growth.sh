@@ -46,8 +46,9 @@ grow_phase() {
   wrk -t2 -c32 -d5s -s deploy/bench/random_user.lua http://127.0.0.1:3004 -- "$APP_ID" "$API_KEY" "$ads" "$u" each >/dev/null
   wrk -t2 -c32 -d"${GROW_SECONDS}s" --latency -s deploy/bench/random_user.lua http://127.0.0.1:3004 -- "$APP_ID" "$API_KEY" \
     "$ads" "$u" > "$BENCH/grow-$tag-ads.txt"
+  # The players' own devices (1-5 each, as in the main run: one more would be a 6th, refused).
   wrk -t2 -c32 -d"${GROW_SECONDS}s" --latency -s deploy/bench/random_user.lua http://127.0.0.1:3002 -- "$APP_ID" "$API_KEY" \
-    /subscription/v1/content/bench-quiz/check-access "$u" random POST > "$BENCH/grow-$tag-check-access.txt"
+    /subscription/v1/content/bench-quiz/check-access "$u" random POST devices > "$BENCH/grow-$tag-check-access.txt"
   wrk -t2 -c32 -d"${GROW_SECONDS}s" --latency -s deploy/bench/random_user.lua http://127.0.0.1:3002 -- "$APP_ID" "$API_KEY" \
     /subscription/v1/credits/balance "$u" > "$BENCH/grow-$tag-balance.txt"
   wrk -t2 -c32 -d"${GROW_SECONDS}s" --latency -s deploy/bench/random_user.lua http://127.0.0.1:3002 -- "$APP_ID" "$API_KEY" \
