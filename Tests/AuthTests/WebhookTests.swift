@@ -302,6 +302,14 @@ final class WebhookTests: XCTestCase {
             XCTAssertEqual(try missing.envelope().field, "id")
             let anonymous = try await s.h.client.execute(uri: "/internal/events", method: .post, headers: [.contentType: "application/json"], body: ByteBuffer(string: body)) { $0 }
             XCTAssertEqual(anonymous.status, .unauthorized)
+            let negative = try await s.h.client.execute(uri: "/internal/events", method: .post, headers: headers,
+                                                        body: ByteBuffer(string: body.replacingOccurrences(of: #""version":7"#, with: #""version":-1"#))) { $0 }
+            XCTAssertEqual(negative.status, .unprocessableContent)
+            XCTAssertEqual(try negative.envelope().field, "version")
+            let wrongData = try await s.h.client.execute(uri: "/internal/events", method: .post, headers: headers,
+                                                         body: ByteBuffer(string: #"{"type":"user.created","id":"\#(UUID())","app_id":"\#(s.h.app.appID)","version":1,"data":[1]}"#)) { $0 }
+            XCTAssertEqual(wrongData.status, .badRequest)
+            XCTAssertEqual(try wrongData.envelope().field, "data")
         }
     }
 
@@ -375,6 +383,21 @@ final class WebhookTests: XCTestCase {
             do { let value = try await s.call(.get, "/\(id)", app: s.h.otherApp).status; XCTAssertEqual(value, .notFound) }
             do { let value = try await s.call(.patch, "/\(id)", #"{"disabled":true}"#, app: s.h.otherApp).status; XCTAssertEqual(value, .notFound) }
             do { let value = try await s.call(.delete, "/\(id)", app: s.h.otherApp).status; XCTAssertEqual(value, .notFound) }
+            do { let value = try await s.call(.post, "/\(id)/rotate-secret", app: s.h.otherApp).status; XCTAssertEqual(value, .notFound) }
+            do { let value = try await s.call(.get, "/\(id)/deliveries", app: s.h.otherApp).status; XCTAssertEqual(value, .notFound) }
+            do { let value = try await s.call(.post, "/\(id)/deliveries/1/replay", app: s.h.otherApp).status; XCTAssertEqual(value, .notFound) }
+            // A change of the wrong type, or an oversized body, changes nothing.
+            let wrongType = try await s.call(.patch, "/\(id)", #"{"disabled":"yes"}"#)
+            XCTAssertEqual(wrongType.status, .badRequest)
+            XCTAssertEqual(try wrongType.envelope().field, "disabled")
+            let oversized = try await s.call(.post, "", #"{"url":"\#(s.url)","events":["*"],"description":"\#(String(repeating: "x", count: 1 << 20))"}"#)
+            XCTAssertEqual(oversized.status, .contentTooLarge)
+            XCTAssertEqual(try oversized.envelope().error, "payload_too_large")
+            do { let value = try await s.call(.get, "/\(id)/deliveries?limit=0").status; XCTAssertEqual(value, .unprocessableContent) }
+            do { let value = try await s.call(.post, "/\(id)/deliveries/x/replay").status; XCTAssertEqual(value, .unprocessableContent) }
+            let shown = try await s.call(.get, "/\(id)").json([String: JSONValue].self)
+            XCTAssertEqual(shown["disabled"], .bool(false), "the refused changes changed nothing")
+            do { let value = try await s.call(.get, "").json([String: [JSONValue]].self)["endpoints"]?.count; XCTAssertEqual(value, 1) }
             do { let value = try await s.call(.get, "/not-a-uuid").status; XCTAssertEqual(value, .unprocessableContent) }
             do { let value = try await s.call(.get, "/\(UUID())/deliveries").status; XCTAssertEqual(value, .notFound) }
             do { let value = try await s.call(.post, "/\(id)/deliveries/999999999/replay").status; XCTAssertEqual(value, .notFound) }

@@ -23,8 +23,6 @@ import subprocess
 import sys
 import threading
 import time
-import urllib.error
-import urllib.request
 import uuid
 
 ROOT = os.path.abspath(os.path.dirname(os.path.abspath(__file__)) + "/../..")
@@ -35,27 +33,13 @@ SUPERUSER = os.environ.get("HA_SUPERUSER_PASSWORD", "ha-local-superuser")
 PORTS = {"auth": 3001, "subscription": 3002, "offline": 3003, "ads": 3004}
 DB = "app_backend"
 RECOVERY_LIMIT = 30.0
+sys.path.insert(0, ROOT + "/deploy/local")
+from stackcall import call  # noqa: E402
 
 
 def fail(msg):
     print("DRILL FAILED: " + msg, file=sys.stderr)
     sys.exit(1)
-
-
-def call(method, url, headers, body=None, timeout=15):
-    data = json.dumps(body).encode() if body is not None else None
-    req = urllib.request.Request(url, data=data, method=method, headers=dict(headers, **({"Content-Type": "application/json"} if data else {})))
-    try:
-        with urllib.request.urlopen(req, timeout=timeout) as r:
-            return r.status, json.loads(r.read() or b"{}")
-    except urllib.error.HTTPError as e:
-        raw = e.read()
-        try:
-            return e.code, json.loads(raw or b"{}")
-        except ValueError:
-            return e.code, {"raw": raw.decode(errors="replace")[:300]}
-    except Exception as e:  # a connection cut mid-answer: the outcome is unknown, not acknowledged
-        return 0, {"transport": str(e)}
 
 
 def psql(sql, db=DB):
@@ -388,7 +372,6 @@ def failover(stack):
         fail("acknowledged writes lost (acknowledged, found): %s" % lost)
     rewarded = sorted(set(load.acked["reward"]))
     credited = agree(stack, load, rewarded)
-    total = sum(len(load.acked[k]) for k in ("grant", "spend", "purchase", "answer")) + got["consent_of"]
     print("failover: leader pg%s killed (-9, Patroni and PostgreSQL) under load; pg%s promoted; writes of every kind acknowledged again "
           "%.1f s after the kill; %d requests refused meanwhile, each a 503 with the envelope, none 500; acknowledged / found: "
           "grants %d/%d, spends %d/%d, purchases %d/%d, answers %d/%d, consents (last of each user) %d/%d, rewards %d/%d credited once; "

@@ -21,9 +21,9 @@ import socket
 import subprocess
 import sys
 import time
-import urllib.error
-import urllib.request
 import uuid
+
+from stackcall import call
 
 ROOT = os.path.dirname(os.path.abspath(__file__)) + "/../.."
 DATA = os.environ.get("DATA_DIR", ROOT + "/.data")
@@ -35,22 +35,6 @@ PORTS = {s: int(os.environ.get(s.upper() + "_PORT", str(p))) for s, p in
 USERS = int(os.environ.get("FAULT_USERS", "1000"))
 env = dict(line.strip().split("=", 1) for line in open(DATA + "/demo.env") if "=" in line)
 TENANT = {"X-App-ID": env["APP_ID"], "X-API-Key": env["API_KEY"], "Content-Type": "application/json"}
-
-
-def call(method, url, headers, body=None, timeout=15):
-    data = json.dumps(body).encode() if body is not None else None
-    req = urllib.request.Request(url, data=data, method=method, headers=headers)
-    try:
-        with urllib.request.urlopen(req, timeout=timeout) as r:
-            return r.status, json.loads(r.read() or b"{}")
-    except urllib.error.HTTPError as e:
-        raw = e.read()
-        try:
-            return e.code, json.loads(raw or b"{}")
-        except ValueError:
-            return e.code, {"raw": raw.decode(errors="replace")}
-    except (urllib.error.URLError, ConnectionError, TimeoutError) as e:
-        return 0, {"transport": str(e)}
 
 
 def fail(msg):

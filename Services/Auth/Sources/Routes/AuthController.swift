@@ -463,9 +463,10 @@ struct AuthController {
             }
             guard let user = owner else { return .refused(invalid) }
             let next = OpaqueToken.generate()
-            try await ctx.refreshTokens.rotate(record.id, successorSealed: try ctx.box.seal(next), next: next, userID: user.id, appID: appID,
-                                               familyID: record.familyID, deviceID: record.deviceID, deviceInfo: record.deviceInfo,
-                                               guest: user.isGuest, now: now, on: conn)
+            try await ctx.refreshTokens.markRotated(record.id, successorSealed: try ctx.box.seal(next), now: now, on: conn)
+            try await ctx.refreshTokens.insert(token: next, userID: user.id, appID: appID, familyID: record.familyID,
+                                               deviceID: record.deviceID, deviceInfo: record.deviceInfo, now: now, on: conn)
+            if user.isGuest { _ = try await ctx.users.recordLogin(user.id, now: now, on: conn) }
             return .pair(ctx.issuer.pair(access: try ctx.issuer.accessToken(for: user, session: record.familyID, now: now), refresh: next))
         }
         switch outcome {

@@ -89,21 +89,10 @@ public struct RefreshTokenStore: Sendable {
         return nil
     }
 
-    /// A rotation in two statements (the refresh path's round trips cost the most CPU, #35):
-    /// `id` marked rotated with its successor sealed for the grace window, and for a guest the
-    /// account's inactivity clock restarted (`UserStore.recordLogin`'s update, without reading
-    /// the row back); then the successor stored. Not one statement: the one-active-token-per-
-    /// device index checks the insert against the row as it was when the statement began.
-    public func rotate(_ id: UUID, successorSealed: ByteBuffer, next: String, userID: UUID, appID: UUID, familyID: UUID, deviceID: String,
-                       deviceInfo: String, guest: Bool, now: Date, on conn: PostgresConnection) async throws {
-        let guestExpiry = now.addingTimeInterval(TokenLifetimes.guestInactivity)
+    /// Marks `id` as rotated, keeping its successor sealed for the grace window.
+    public func markRotated(_ id: UUID, successorSealed: ByteBuffer, now: Date, on conn: PostgresConnection) async throws {
         try await conn.run("""
-            WITH guest AS (
-                UPDATE users SET login_attempts = 0, locked_until = NULL, last_login = \(now), updated_at = \(now), guest_expires_at = \(guestExpiry)
-                WHERE id = \(userID) AND is_guest AND \(guest) RETURNING 1
-            )
             UPDATE refresh_tokens SET rotated_at = \(now), successor_sealed = \(successorSealed) WHERE id = \(id)
             """, logger: logger)
-        try await insert(token: next, userID: userID, appID: appID, familyID: familyID, deviceID: deviceID, deviceInfo: deviceInfo, now: now, on: conn)
     }
 }
