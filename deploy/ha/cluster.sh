@@ -109,7 +109,9 @@ YML
 haproxy_config() {
   cat <<CFG
 global
-    maxconn 1000
+    # Two descriptors per connection: 400 fits the 1,024 descriptors a container may be capped
+    # at (HAProxy refuses to start when it cannot raise its limit to what maxconn needs).
+    maxconn 400
 defaults
     mode tcp
     timeout connect 2s
@@ -151,7 +153,9 @@ up() {
   if ! alive "$HA/run/haproxy.pid"; then
     haproxy_config > "$HA/haproxy.cfg"
     log "HAProxy on 127.0.0.1:$HA_PORT (to the leader)"
-    haproxy -f "$HA/haproxy.cfg" -D -p "$HA/run/haproxy.pid" >>"$HA/haproxy.log" 2>&1
+    if ! haproxy -f "$HA/haproxy.cfg" -D -p "$HA/run/haproxy.pid" >>"$HA/haproxy.log" 2>&1; then
+      log "HAProxy did not start:"; tail -5 "$HA/haproxy.log" >&2; return 1
+    fi
   fi
   wait_healthy 120
 }
