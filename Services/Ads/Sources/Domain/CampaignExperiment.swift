@@ -192,3 +192,19 @@ enum CampaignExperiment {
         progress < required && (Double(progress) >= 0.6 * Double(required) || progress >= required - 1)
     }
 }
+
+/// The three kinds of campaign (UC-ADS-4) and the condition that holds each one's goal.
+enum CampaignType: String, Codable, Sendable, CaseIterable {
+    case watchAds = "watch_ads"
+    case streakBonus = "streak_bonus"
+    case referral
+
+    /// The condition that holds the required count.
+    var conditionKey: String {
+        switch self {
+        case .watchAds: "min_ads_watched"
+        case .streakBonus: "streak_days"
+        case .referral: "referrals_count"
+        }
+    }
+}

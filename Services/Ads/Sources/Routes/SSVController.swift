@@ -42,12 +42,8 @@ struct SSVController: Sendable {
             if let claimed = callback.userID, !claimed.isEmpty, UUID(uuidString: claimed) != user {
                 throw AppError.validation("user_id", "user_id does not match the ad request's user")
             }
-            var fresh = false
-            for try await _ in try await conn.run("""
-                INSERT INTO ssv_callbacks (transaction_id, app_id, ad_request_id, key_id, reward_amount, received_at)
-                VALUES (\(callback.transactionID), \(r.appID), \(r.id), \(callback.keyID), \(callback.rewardAmount), \(now))
-                ON CONFLICT DO NOTHING RETURNING 1
-                """, logger: logger) { fresh = true }
+            let fresh = try await ads.recordVerificationCallback(transactionID: callback.transactionID, request: r, keyID: callback.keyID,
+                                                                 rewardAmount: callback.rewardAmount, now: now, on: conn)
             guard fresh else { return ("duplicate", nil) }
             switch try await rewarding.grant(r, user: user, now: now, on: conn) {
             case .granted(let outboxID):

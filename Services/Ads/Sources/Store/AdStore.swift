@@ -320,6 +320,18 @@ struct AdStore: Sendable {
     }
 
     /// The server-side callback confirmed the reward after the client reported the view.
+    /// Records AdMob's server-side verification callback once per transaction id: false when
+    /// this transaction was already received (AdMob retries; each reward is paid once).
+    func recordVerificationCallback(transactionID: String, request r: AdRequestRecord, keyID: Int64, rewardAmount: Int?, now: Date,
+                                    on conn: PostgresConnection) async throws -> Bool {
+        for try await _ in try await conn.run("""
+            INSERT INTO ssv_callbacks (transaction_id, app_id, ad_request_id, key_id, reward_amount, received_at)
+            VALUES (\(transactionID), \(r.appID), \(r.id), \(keyID), \(rewardAmount), \(now))
+            ON CONFLICT DO NOTHING RETURNING 1
+            """, logger: logger) { return true }
+        return false
+    }
+
     func markViewRewarded(request id: UUID, amount: Int, on conn: PostgresConnection) async throws {
         try await conn.run("""
             UPDATE ad_views SET reward_granted = true, reward_amount = \(amount), reward_refusal = NULL WHERE ad_request_id = \(id)

@@ -4,21 +4,6 @@ import PostgresNIO
 import ServiceKit
 import WireTypes
 
-enum CampaignType: String, Codable, Sendable, CaseIterable {
-    case watchAds = "watch_ads"
-    case streakBonus = "streak_bonus"
-    case referral
-
-    /// The condition that holds the required count.
-    var conditionKey: String {
-        switch self {
-        case .watchAds: "min_ads_watched"
-        case .streakBonus: "streak_days"
-        case .referral: "referrals_count"
-        }
-    }
-}
-
 struct Campaign: Sendable {
     var id: UUID
     var appID: UUID

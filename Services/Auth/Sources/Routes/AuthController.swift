@@ -303,10 +303,7 @@ struct AuthController {
                     try requireActive(existing, now: now)
                     let user = try await ctx.users.recordLogin(existing.id, now: now, on: conn) ?? existing
                     if let providerRefreshToken {
-                        try await conn.run("""
-                            UPDATE oauth_connections SET refresh_token_sealed = \(providerRefreshToken)
-                            WHERE user_id = \(user.id) AND provider = \(provider.rawValue)
-                            """, logger: ctx.logger)
+                        try await ctx.users.replaceProviderRefreshToken(providerRefreshToken, provider: provider, userID: user.id, on: conn)
                     }
                     let tokens = try await ctx.issuer.startSession(for: user, device: body.deviceInfo, now: now, on: conn)
                     try await ctx.audit.record(ctx.entry("login", "success", app: appID, user: user.id, request, context,
@@ -324,12 +321,8 @@ struct AuthController {
                                                             googleID: provider == .google ? identity.subject : nil,
                                                             appleID: provider == .apple ? identity.subject : nil,
                                                             provider: provider, displayName: identity.name, now: now), on: conn)
-                try await conn.run("""
-                    INSERT INTO oauth_connections (user_id, provider, provider_user_id, refresh_token_sealed, profile_data)
-                    VALUES (\(user.id), \(provider.rawValue), \(identity.subject), \(providerRefreshToken),
-                            jsonb_build_object('email', \(identity.email)::text, 'name', \(identity.name)::text,
-                                               'is_private_email', \(identity.isPrivateEmail)))
-                    """, logger: ctx.logger)
+                try await ctx.users.recordConnection(provider, .init(identity), sealedRefreshToken: providerRefreshToken,
+                                                     userID: user.id, on: conn)
                 let tokens = try await ctx.issuer.startSession(for: user, device: body.deviceInfo, now: now, on: conn)
                 try await ctx.audit.record(ctx.entry("register", "success", app: appID, user: user.id, request, context,
                                                      details: ["provider": .string(provider.rawValue)]), on: conn)

@@ -37,17 +37,12 @@ struct DeletionController {
                 throw AppError(.conflict, "deletion_already_scheduled", "Account deletion is already scheduled",
                                extra: ["scheduled_deletion_date": .string(ISO8601DateFormatter().string(from: already))])
             }
-            let rows = try await conn.run("""
-                INSERT INTO deletions (user_id, app_id, reason, requested_at, scheduled_for)
-                VALUES (\(userID), \(appID), \(reason), \(now), \(due)) RETURNING id
-                """, logger: ctx.logger)
-            var deletionID: UUID?
-            for try await id in rows.decode(UUID.self) { deletionID = id }
-            try await conn.run("UPDATE users SET deletion_scheduled_at = \(due), updated_at = \(now) WHERE id = \(userID)", logger: ctx.logger)
+            let deletionID = try await AccountStore(logger: ctx.logger).scheduleDeletion(userID: userID, appID: appID, reason: reason,
+                                                                                         now: now, due: due, on: conn)
             try await ctx.emailTokens.insert(token: token, userID: userID, purpose: .deletionCancel, expiresAt: due, on: conn)
             try await JobQueue.enqueue(on: conn, queue: AccountLifecycle.queue, kind: AccountLifecycle.executeDeletionJob,
-                                       payload: AccountLifecycle.DeletionJob(deletionID: deletionID!), runAt: due,
-                                       maxAttempts: 20, uniqueKey: "deletion:\(deletionID!)", logger: ctx.logger)
+                                       payload: AccountLifecycle.DeletionJob(deletionID: deletionID), runAt: due,
+                                       maxAttempts: 20, uniqueKey: "deletion:\(deletionID)", logger: ctx.logger)
             // Seed 6b.7: the user is signed out on every device.
             try await ctx.refreshTokens.revokeAll(userID: userID, reason: "deletion_requested", on: conn)
             try await ctx.audit.record(ctx.entry("deletion_requested", "success", app: appID, user: userID, request, context,
@@ -77,10 +72,7 @@ struct DeletionController {
                   try await ctx.users.find(.id(userID), appID: appID, on: conn) != nil else {
                 throw EmailFlowsController.invalidLink
             }
-            try await conn.run("""
-                UPDATE deletions SET status = 'cancelled', cancelled_at = \(now) WHERE user_id = \(userID) AND status = 'scheduled'
-                """, logger: ctx.logger)
-            try await conn.run("UPDATE users SET deletion_scheduled_at = NULL, updated_at = \(now) WHERE id = \(userID)", logger: ctx.logger)
+            try await AccountStore(logger: ctx.logger).cancelDeletion(userID: userID, now: now, on: conn)
             try await ctx.audit.record(ctx.entry("deletion_cancelled", "success", app: appID, user: userID, request, context), on: conn)
         }
         return try context.json(["deletion_cancelled": true])

@@ -34,16 +34,12 @@ struct ExportController {
         try await ctx.limiter.enforce(scope: "privacy-export", key: userID.uuidString, limit: 3, window: 24 * 3600)
         let now = ctx.clock.now()
         let id: UUID = try await ctx.db.withTransaction(logger: ctx.logger) { conn in
-            let rows = try await conn.run("""
-                INSERT INTO exports (user_id, app_id, requested_at) VALUES (\(userID), \(appID), \(now)) RETURNING id
-                """, logger: ctx.logger)
-            var id: UUID?
-            for try await v in rows.decode(UUID.self) { id = v }
+            let id = try await ExportStore(logger: ctx.logger).create(userID: userID, appID: appID, now: now, on: conn)
             try await JobQueue.enqueue(on: conn, queue: AccountLifecycle.queue, kind: PrivacyExporter.job,
-                                       payload: PrivacyExporter.Payload(exportID: id!), runAt: now, maxAttempts: 10,
-                                       uniqueKey: "export:\(id!)", logger: ctx.logger)
+                                       payload: PrivacyExporter.Payload(exportID: id), runAt: now, maxAttempts: 10,
+                                       uniqueKey: "export:\(id)", logger: ctx.logger)
             try await ctx.audit.record(ctx.entry("privacy_export", "requested", app: appID, user: userID, request, context), on: conn)
-            return id!
+            return id
         }
         return try context.json(Started(exportID: id, status: "pending", estimatedTime: "24-48 hours"), status: .accepted)
     }
@@ -51,14 +47,9 @@ struct ExportController {
     func status(_ context: ServiceRequestContext) async throws -> Response {
         let (appID, userID) = try context.requireUser()
         guard let id = context.parameters.get("id", as: UUID.self) else { throw AppError.badRequest("Export id must be a UUID", field: "id") }
-        let row = try await ctx.db.withConnection { conn -> (String, Date, Date?, Date?)? in
-            let rows = try await conn.run("""
-                SELECT status, requested_at, completed_at, expires_at FROM exports WHERE id = \(id) AND user_id = \(userID) AND app_id = \(appID)
-                """, logger: ctx.logger)
-            for try await r in rows.decode((String, Date, Date?, Date?).self) { return r }
-            return nil
-        }
-        guard let (status, requested, completed, expires) = row else { throw AppError.notFound("Export") }
+        let export = try await ctx.db.withConnection { try await ExportStore(logger: ctx.logger).find(id, userID: userID, appID: appID, on: $0) }
+        guard let export else { throw AppError.notFound("Export") }
+        let (status, requested, completed, expires) = (export.status, export.requestedAt, export.completedAt, export.expiresAt)
         let url = (status == "ready" && (expires ?? .distantPast) > ctx.clock.now())
             ? "/auth/v1/privacy/export/\(id.lowercasedString)/download?\(signer.query(for: id, expires: expires!))" : nil
         return try context.json(Status(exportID: id, status: status, requestedAt: requested, completedAt: completed, expiresAt: expires, downloadURL: url))
@@ -71,12 +62,7 @@ struct ExportController {
               signer.isValid(id: id, expires: expires, signature: String(signature), now: ctx.clock.now()) else {
             throw AppError(.forbidden, "invalid_link", "This download link is invalid or has expired")
         }
-        let data = try await ctx.db.withConnection { conn -> String? in
-            for try await d in try await conn.run("SELECT data::text FROM exports WHERE id = \(id) AND status = 'ready'", logger: ctx.logger).decode(String.self) {
-                return d
-            }
-            return nil
-        }
+        let data = try await ctx.db.withConnection { try await ExportStore(logger: ctx.logger).readyData(id, on: $0) }
         guard let data else { throw AppError.notFound("Export") }
         return Response(status: .ok, headers: [.contentType: "application/json; charset=utf-8",
                                                .contentDisposition: "attachment; filename=\"export-\(id.lowercasedString).json\""],

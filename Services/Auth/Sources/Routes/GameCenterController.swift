@@ -79,25 +79,19 @@ struct GameCenterController {
         }
         do {
             let response = try await ctx.db.withTransaction(logger: ctx.logger) { conn -> LinkResponse in
-                let owner = try await conn.run("""
-                    SELECT g.user_id, u.email FROM game_center_connections g JOIN users u ON u.id = g.user_id
-                    WHERE g.app_id = \(appID) AND g.player_id = \(body.playerID)
-                    """, logger: ctx.logger)
-                for try await (other, email) in owner.decode((UUID, String?).self) where other != userID {
+                if let (other, email) = try await ctx.users.gameCenterOwner(of: body.playerID, appID: appID, on: conn), other != userID {
                     throw AppError(.conflict, "player_id_already_linked", "This Game Center account is already linked to another user",
                                    extra: ["linked_user_email": email.map { .string(EmailAddress.mask($0)) } ?? .null, "can_unlink": true])
                 }
-                let mine = try await conn.run("SELECT player_id FROM game_center_connections WHERE user_id = \(userID)", logger: ctx.logger)
-                for try await player in mine.decode(String.self) where player != body.playerID {
+                if let mine = try await ctx.users.gameCenterLink(of: userID, appID: appID, forUpdate: false, on: conn),
+                   mine.playerID != body.playerID {
                     throw AppError(.conflict, "game_center_already_linked", "Another Game Center player is linked to this account; unlink it first")
                 }
                 let merge = GameCenterMerge.merge(storedAchievements: [], storedScore: 0,
                                                   gameCenterAchievements: body.achievements ?? [], gameCenterScore: body.leaderboardScore ?? 0)
-                try await conn.run("""
-                    INSERT INTO game_center_connections (user_id, app_id, player_id, alias, achievements, leaderboard_score, linked_at, last_sync)
-                    VALUES (\(userID), \(appID), \(body.playerID), \(body.alias), \(merge.achievements), \(merge.leaderboardScore), \(now), \(now))
-                    ON CONFLICT (user_id) DO UPDATE SET alias = EXCLUDED.alias, last_sync = EXCLUDED.last_sync
-                    """, logger: ctx.logger)
+                try await ctx.users.linkGameCenter(.init(playerID: body.playerID, alias: body.alias, achievements: merge.achievements,
+                                                         leaderboardScore: merge.leaderboardScore),
+                                                   userID: userID, appID: appID, now: now, on: conn)
                 try await ctx.audit.record(ctx.entry("game_center_link", "success", app: appID, user: userID, request, context,
                                                      details: ["player_id": .string(body.playerID)]), on: conn)
                 return LinkResponse(linked: true, playerID: body.playerID, alias: body.alias,
@@ -118,19 +112,14 @@ struct GameCenterController {
         guard body.leaderboardScore >= 0 else { throw AppError.validation("leaderboard_score", "Score cannot be negative") }
         let now = ctx.clock.now()
         let response = try await ctx.db.withTransaction(logger: ctx.logger) { conn -> LinkResponse in
-            let rows = try await conn.run("""
-                SELECT player_id, alias, achievements, leaderboard_score FROM game_center_connections
-                WHERE user_id = \(userID) AND app_id = \(appID) FOR UPDATE
-                """, logger: ctx.logger)
-            var found: (String, String?, [String], Int64)?
-            for try await r in rows.decode((String, String?, [String], Int64).self) { found = r }
-            guard let (player, alias, stored, score) = found else { throw AppError(.notFound, "not_linked", "No Game Center player is linked") }
+            guard let link = try await ctx.users.gameCenterLink(of: userID, appID: appID, forUpdate: true, on: conn) else {
+                throw AppError(.notFound, "not_linked", "No Game Center player is linked")
+            }
+            let (player, alias, stored, score) = (link.playerID, link.alias, link.achievements, link.leaderboardScore)
             let merge = GameCenterMerge.merge(storedAchievements: stored, storedScore: score,
                                               gameCenterAchievements: body.achievements, gameCenterScore: body.leaderboardScore)
-            try await conn.run("""
-                UPDATE game_center_connections SET achievements = \(merge.achievements), leaderboard_score = \(merge.leaderboardScore),
-                       last_sync = \(now) WHERE user_id = \(userID)
-                """, logger: ctx.logger)
+            try await ctx.users.syncGameCenter(userID: userID, achievements: merge.achievements, leaderboardScore: merge.leaderboardScore,
+                                               now: now, on: conn)
             return LinkResponse(linked: true, playerID: player, alias: alias,
                                 synced: Synced(achievements: merge.achievements.count, leaderboardScore: merge.leaderboardScore),
                                 conflicts: merge.conflicts,
@@ -141,14 +130,8 @@ struct GameCenterController {
 
     func unlink(_ context: ServiceRequestContext) async throws -> Response {
         let (appID, userID) = try context.requireUser()
-        let removed = try await ctx.db.withConnection { conn -> Int in
-            var n = 0
-            for try await _ in try await conn.run("""
-                DELETE FROM game_center_connections WHERE user_id = \(userID) AND app_id = \(appID) RETURNING id
-                """, logger: ctx.logger) { n += 1 }
-            return n
-        }
-        guard removed > 0 else { throw AppError(.notFound, "not_linked", "No Game Center player is linked") }
+        let removed = try await ctx.db.withConnection { try await ctx.users.unlinkGameCenter(userID: userID, appID: appID, on: $0) }
+        guard removed else { throw AppError(.notFound, "not_linked", "No Game Center player is linked") }
         return try context.json(["linked": false])
     }
 }

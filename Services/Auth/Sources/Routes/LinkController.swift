@@ -62,18 +62,8 @@ struct LinkController {
                     if user.email == nil, let email = identity.email, try await ctx.users.find(.email(email), appID: appID, on: conn) == nil {
                         adoptEmail = email
                     }
-                    try await conn.run("""
-                        UPDATE users SET google_id = \(identity.subject),
-                               email = COALESCE(email, \(adoptEmail)),
-                               email_verified = email_verified OR \(adoptEmail != nil),
-                               display_name = COALESCE(display_name, \(identity.name)), updated_at = \(now)
-                        WHERE id = \(userID)
-                        """, logger: ctx.logger)
-                    try await conn.run("""
-                        INSERT INTO oauth_connections (user_id, provider, provider_user_id, profile_data)
-                        VALUES (\(userID), 'google', \(identity.subject), jsonb_build_object('email', \(identity.email)::text))
-                        ON CONFLICT (user_id, provider) DO UPDATE SET provider_user_id = EXCLUDED.provider_user_id
-                        """, logger: ctx.logger)
+                    try await ctx.users.attach(.google, .init(identity), adoptEmail: adoptEmail, sealedRefreshToken: nil,
+                                               to: userID, now: now, on: conn)
                 case .apple(let identity, let sealed):
                     if user.appleID == identity.subject { break }
                     if user.appleID != nil { throw AppError(.conflict, "provider_already_linked", "An Apple ID is already linked") }
@@ -82,27 +72,15 @@ struct LinkController {
                     if user.email == nil, let email = identity.email, try await ctx.users.find(.email(email), appID: appID, on: conn) == nil {
                         adoptEmail = email
                     }
-                    try await conn.run("""
-                        UPDATE users SET apple_id = \(identity.subject), email = COALESCE(email, \(adoptEmail)),
-                               email_verified = email_verified OR \(adoptEmail != nil),
-                               display_name = COALESCE(display_name, \(identity.name)), updated_at = \(now)
-                        WHERE id = \(userID)
-                        """, logger: ctx.logger)
-                    try await conn.run("""
-                        INSERT INTO oauth_connections (user_id, provider, provider_user_id, refresh_token_sealed, profile_data)
-                        VALUES (\(userID), 'apple', \(identity.subject), \(sealed), jsonb_build_object('email', \(identity.email)::text))
-                        ON CONFLICT (user_id, provider) DO UPDATE SET provider_user_id = EXCLUDED.provider_user_id,
-                               refresh_token_sealed = COALESCE(EXCLUDED.refresh_token_sealed, oauth_connections.refresh_token_sealed)
-                        """, logger: ctx.logger)
+                    try await ctx.users.attach(.apple, .init(identity), adoptEmail: adoptEmail, sealedRefreshToken: sealed,
+                                               to: userID, now: now, on: conn)
                 case .email(let email, let hash):
                     if user.passwordHash != nil { throw AppError(.conflict, "provider_already_linked", "A password is already set on this account") }
                     if let current = user.email, current != email {
                         throw AppError.validation("credentials.email", "The account's email is \(EmailAddress.mask(current)); link with that address")
                     }
                     if user.email == nil, try await ctx.users.find(.email(email), appID: appID, on: conn) != nil { throw Self.identityTaken("email") }
-                    try await conn.run("""
-                        UPDATE users SET email = \(email), password_hash = \(hash), updated_at = \(now) WHERE id = \(userID)
-                        """, logger: ctx.logger)
+                    try await ctx.users.attachPassword(email: email, hash: hash, to: userID, now: now, on: conn)
                     if !user.emailVerified {
                         try await ctx.emailTokens.insert(token: verifyToken, userID: userID, purpose: .verifyEmail,
                                                          expiresAt: now.addingTimeInterval(TokenLifetimes.emailVerification), on: conn)
@@ -144,23 +122,7 @@ struct LinkController {
             guard user.signInMethods.count > 1 else {
                 throw AppError(.conflict, "last_sign_in_method", "This is the only way to sign in to this account; link another one first")
             }
-            switch provider {
-            case .google:
-                try await conn.run("UPDATE users SET google_id = NULL, updated_at = \(now) WHERE id = \(userID)", logger: ctx.logger)
-            case .apple:
-                try await conn.run("UPDATE users SET apple_id = NULL, updated_at = \(now) WHERE id = \(userID)", logger: ctx.logger)
-            case .email:
-                try await conn.run("UPDATE users SET password_hash = NULL, updated_at = \(now) WHERE id = \(userID)", logger: ctx.logger)
-            case .guest:
-                break
-            }
-            var appleToken: ByteBuffer?
-            if provider != .email {
-                let removed = try await conn.run("""
-                    DELETE FROM oauth_connections WHERE user_id = \(userID) AND provider = \(provider.rawValue) RETURNING refresh_token_sealed
-                    """, logger: ctx.logger)
-                for try await sealed in removed.decode(ByteBuffer?.self) { appleToken = sealed }
-            }
+            let appleToken = try await ctx.users.detach(provider, from: userID, now: now, on: conn)
             try await ctx.audit.record(ctx.entry("unlink", "success", app: appID, user: userID, request, context,
                                                  details: ["provider": .string(provider.rawValue)]), on: conn)
             return (try await ctx.users.find(.id(userID), appID: appID, on: conn) ?? user, appleToken)
@@ -172,5 +134,11 @@ struct LinkController {
             }
         }
         return try context.json(["user": user.view(linked: user.signInMethods)])
+    }
+}
+
+extension UserStore.LinkedIdentity {
+    init(_ identity: ProviderIdentity) {
+        self.init(subject: identity.subject, email: identity.email, name: identity.name, isPrivateEmail: identity.isPrivateEmail)
     }
 }

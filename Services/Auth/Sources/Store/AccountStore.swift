@@ -10,6 +10,26 @@ struct AccountStore: Sendable {
 
     struct ScheduledDeletion { var userID: UUID; var appID: UUID; var status: String; var due: Date }
 
+    /// Schedules the user's deletion (UC-AUTH-6): the deletion row and the user's mark, together.
+    func scheduleDeletion(userID: UUID, appID: UUID, reason: String?, now: Date, due: Date, on conn: PostgresConnection) async throws -> UUID {
+        var deletionID: UUID?
+        for try await id in try await conn.run("""
+            INSERT INTO deletions (user_id, app_id, reason, requested_at, scheduled_for)
+            VALUES (\(userID), \(appID), \(reason), \(now), \(due)) RETURNING id
+            """, logger: logger).decode(UUID.self) { deletionID = id }
+        try await conn.run("UPDATE users SET deletion_scheduled_at = \(due), updated_at = \(now) WHERE id = \(userID)", logger: logger)
+        guard let deletionID else { throw AppError.unavailable }
+        return deletionID
+    }
+
+    /// Cancels the user's scheduled deletion and clears the user's mark.
+    func cancelDeletion(userID: UUID, now: Date, on conn: PostgresConnection) async throws {
+        try await conn.run("""
+            UPDATE deletions SET status = 'cancelled', cancelled_at = \(now) WHERE user_id = \(userID) AND status = 'scheduled'
+            """, logger: logger)
+        try await conn.run("UPDATE users SET deletion_scheduled_at = NULL, updated_at = \(now) WHERE id = \(userID)", logger: logger)
+    }
+
     /// The deletion, locked until the caller's transaction ends.
     func lockDeletion(_ id: UUID, on conn: PostgresConnection) async throws -> ScheduledDeletion? {
         for try await r in try await conn.run("""

@@ -56,6 +56,33 @@ enum AuthUserData {
 struct ExportStore: Sendable {
     let logger: Logger
 
+    struct Export: Sendable { var status: String; var requestedAt: Date; var completedAt: Date?; var expiresAt: Date? }
+
+    func create(userID: UUID, appID: UUID, now: Date, on conn: PostgresConnection) async throws -> UUID {
+        for try await id in try await conn.run("""
+            INSERT INTO exports (user_id, app_id, requested_at) VALUES (\(userID), \(appID), \(now)) RETURNING id
+            """, logger: logger).decode(UUID.self) { return id }
+        throw AppError.unavailable
+    }
+
+    /// The user's own export (nil for anybody else's).
+    func find(_ id: UUID, userID: UUID, appID: UUID, on conn: PostgresConnection) async throws -> Export? {
+        for try await r in try await conn.run("""
+            SELECT status, requested_at, completed_at, expires_at FROM exports WHERE id = \(id) AND user_id = \(userID) AND app_id = \(appID)
+            """, logger: logger).decode((String, Date, Date?, Date?).self) {
+            return Export(status: r.0, requestedAt: r.1, completedAt: r.2, expiresAt: r.3)
+        }
+        return nil
+    }
+
+    /// A built export's document, as JSON text.
+    func readyData(_ id: UUID, on conn: PostgresConnection) async throws -> String? {
+        for try await d in try await conn.run("SELECT data::text FROM exports WHERE id = \(id) AND status = 'ready'", logger: logger).decode(String.self) {
+            return d
+        }
+        return nil
+    }
+
     /// A pending export, with whom it is for (nil: unknown, or already built or failed).
     func pending(_ id: UUID, on conn: PostgresConnection) async throws -> (userID: UUID, appID: UUID, email: String?)? {
         for try await r in try await conn.run("""

@@ -5,18 +5,6 @@ import NIOCore
 import PostgresNIO
 import ServiceKit
 
-public enum OpaqueToken {
-    /// 256 random bits, base64url.
-    public static func generate() -> String {
-        var rng = SystemRandomNumberGenerator()
-        return Base64URL.encode((0..<32).map { _ in UInt8.random(in: 0...255, using: &rng) })
-    }
-
-    public static func hash(_ token: String) -> String {
-        SHA256.hash(data: Data(token.utf8)).hexEncoded
-    }
-}
-
 /// A refresh token row as the rotation rules need it.
 public struct RefreshTokenRecord: Sendable {
     public var id: UUID

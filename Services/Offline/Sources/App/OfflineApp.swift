@@ -36,9 +36,11 @@ public enum OfflineService: ServiceDefinition {
         upstream.tenants = tenantUpstreams
         // Subscription pushes each user's entitlement here (its outbox); no call on a request.
         let entitlements = PushedEntitlements(runtime: runtime)
-        let geocoder = Geocoder(baseURL: env.optional("GEOCODER_URL"),
-                                userAgent: env.string("GEOCODER_USER_AGENT", default: "app-backend-offline/1.0 (+\(env.string("SUPPORT_EMAIL", default: "support@example.com")))"),
-                                http: runtime.http, db: runtime.db, clock: runtime.clock, logger: logger)
+        let geocoder = PlaceLookup(
+            geocoder: Geocoder(baseURL: env.optional("GEOCODER_URL"),
+                               userAgent: env.string("GEOCODER_USER_AGENT", default: "app-backend-offline/1.0 (+\(env.string("SUPPORT_EMAIL", default: "support@example.com")))"),
+                               http: runtime.http),
+            store: GeocodeStore(db: runtime.db, logger: logger), clock: runtime.clock, logger: logger)
         let queue = JobQueue(client: runtime.db, queue: DownloadJob.queue, logger: logger, clock: runtime.clock)
         let worker = JobWorker(queue: queue, handlers: [
             DownloadJob.kind: DownloadJob.handler(.init(db: runtime.db, downloads: downloads, copies: copies, profiles: profiles, clock: runtime.clock, logger: logger)),

@@ -106,6 +106,7 @@ public struct OfflineCommand: AsyncParsableCommand {
                     _ = try await catalog.applyBatch(app: app, category: "bench", upserts: rows, deletes: [], on: conn)
                 }
                 let clock = ContinuousClock()
+                let fixtures = BenchFixtures(db: db, logger: logger)
                 let deps = DownloadJob.Deps(db: db, downloads: DownloadStore(logger: logger), copies: CopyStore(logger: logger),
                                             profiles: ProfileStore(logger: logger), clock: SystemClock(), logger: logger)
                 // One sample of each is at the mercy of whatever else the 2 cores do that
@@ -118,22 +119,18 @@ public struct OfflineCommand: AsyncParsableCommand {
                                                                        categories: ["bench"], estimatedBytes: 0, now: Date(), on: conn)
                     }
                     let selectStart = clock.now
-                    bytes = 0
-                    for try await text in try await db.query("""
-                        SELECT data::text FROM content_items WHERE app_id = \(app) AND category_id = 'bench' AND deleted_at IS NULL ORDER BY id
-                        """, logger: logger).decode(String.self) { bytes += text.utf8.count }
+                    bytes = try await fixtures.readCategory(app: app, category: "bench")
                     selects.append(clock.now - selectStart)
                     let jobStart = clock.now
                     try await DownloadJob.run(job, deps)
                     jobs.append(clock.now - jobStart)
-                    try await db.query("DELETE FROM download_jobs WHERE id = \(job)", logger: logger)
+                    try await fixtures.deleteJob(job)
                 }
                 let select = selects.sorted()[selects.count / 2], elapsed = jobs.sorted()[jobs.count / 2]
                 func secs(_ d: Duration) -> Double { Double(d.components.seconds) + Double(d.components.attoseconds) / 1e18 }
                 print(String(format: "download_job_items=%d job_s=%.3f job_items_per_s=%.0f select_s=%.4f select_rows_per_s=%.0f bytes=%d (medians of 5)",
                              n, secs(elapsed), Double(n) / secs(elapsed), secs(select), Double(n) / secs(select), bytes))
-                try await db.query("DELETE FROM offline_items WHERE app_id = \(app)", logger: logger)
-                try await db.query("DELETE FROM offline_categories WHERE app_id = \(app)", logger: logger)
+                try await fixtures.deleteCatalogue(app: app)
             }
         }
     }

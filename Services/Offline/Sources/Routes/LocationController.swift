@@ -9,7 +9,7 @@ import WireTypes
 /// geocoding) and nearby content; the internal routes auth calls on consent changes.
 struct LocationController: Sendable {
     let db: DatabasePool
-    let geocoder: Geocoder
+    let geocoder: PlaceLookup
     let http: CurlHTTPClient
     let authURL: String
     let credential: InternalCredential

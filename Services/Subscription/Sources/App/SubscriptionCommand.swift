@@ -56,13 +56,11 @@ public struct SubscriptionCommand: AsyncParsableCommand {
             let (name, type, apple, google, price, currency, trial, features) = (name, planType, appleProductID, googleProductID, price, currency, trialDays, features)
             try await runtime.withDatabase { db in
                 try await runtime.migrations.run(on: db, logger: runtime.logger)
-                let rows = try await db.query("""
-                    INSERT INTO subscription_plans (app_id, name, plan_type, apple_product_id, google_product_id, price, currency,
-                                                    trial_enabled, trial_duration_days, features)
-                    VALUES (\(app), \(name), \(type), \(apple), \(google), \(price)::numeric, \(currency), \(trial > 0), \(trial), \(features)::jsonb)
-                    RETURNING id
-                    """, logger: runtime.logger)
-                for try await id in rows.decode(UUID.self) { print("plan \(id.lowercasedString) created") }
+                let id = try await db.withConnection {
+                    try await PlanStore(logger: runtime.logger).create(app: app, name: name, type: type, appleProductID: apple, googleProductID: google,
+                                                                        price: price, currency: currency, trialDays: trial, features: features, on: $0)
+                }
+                print("plan \(id.lowercasedString) created")
             }
         }
     }
@@ -82,15 +80,10 @@ public struct SubscriptionCommand: AsyncParsableCommand {
             let runtime = try SubscriptionService.makeRuntime()
             let (name, price, trial, features) = (name, price, trialDays, features)
             try await runtime.withDatabase { db in
-                var n = 0
-                for try await _ in try await db.query("""
-                    UPDATE subscription_plans SET name = COALESCE(\(name), name), price = COALESCE(\(price)::numeric, price),
-                           trial_duration_days = COALESCE(\(trial), trial_duration_days),
-                           trial_enabled = COALESCE(\(trial.map { $0 > 0 }), trial_enabled),
-                           features = COALESCE(\(features)::jsonb, features)
-                    WHERE id = \(plan) RETURNING id
-                    """, logger: runtime.logger) { n += 1 }
-                guard n == 1 else { throw ValidationError("no plan \(plan)") }
+                let updated = try await db.withConnection {
+                    try await PlanStore(logger: runtime.logger).update(plan: plan, name: name, price: price, trialDays: trial, features: features, on: $0)
+                }
+                guard updated else { throw ValidationError("no plan \(plan)") }
                 print("plan \(plan.lowercasedString) updated")
             }
         }
@@ -125,11 +118,10 @@ public struct SubscriptionCommand: AsyncParsableCommand {
             let runtime = try SubscriptionService.makeRuntime()
             let content = contentID
             try await runtime.withDatabase { db in
-                var n = 0
-                for try await _ in try await db.query("""
-                    UPDATE content_rules SET active = false, updated_at = now() WHERE app_id = \(app) AND content_id = \(content) RETURNING content_id
-                    """, logger: runtime.logger) { n += 1 }
-                guard n == 1 else { throw ValidationError("no content \(content) in app \(app)") }
+                let deactivated = try await db.withConnection {
+                    try await PlanStore(logger: runtime.logger).deactivateContentRule(app: app, content: content, on: $0)
+                }
+                guard deactivated else { throw ValidationError("no content \(content) in app \(app)") }
                 print("content \(content) deactivated")
             }
         }
@@ -151,12 +143,9 @@ public struct SubscriptionCommand: AsyncParsableCommand {
             let (content, level, cost, hours) = (contentID, level, cost, hours)
             try await runtime.withDatabase { db in
                 try await runtime.migrations.run(on: db, logger: runtime.logger)
-                try await db.query("""
-                    INSERT INTO content_rules (app_id, content_id, access_level, credit_cost, unlock_hours)
-                    VALUES (\(app), \(content), \(level), \(cost), \(hours))
-                    ON CONFLICT (app_id, content_id) DO UPDATE SET access_level = EXCLUDED.access_level,
-                        credit_cost = EXCLUDED.credit_cost, unlock_hours = EXCLUDED.unlock_hours, active = true, updated_at = now()
-                    """, logger: runtime.logger)
+                try await db.withConnection {
+                    try await PlanStore(logger: runtime.logger).setContentRule(app: app, content: content, level: level, cost: cost, hours: hours, on: $0)
+                }
                 print("content \(content): \(level)")
             }
         }

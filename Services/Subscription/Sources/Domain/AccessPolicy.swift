@@ -18,3 +18,19 @@ public enum AccessPolicy {
     /// A device counts as active while it was seen this recently.
     public static let deviceActiveWindow: TimeInterval = 15 * 60
 }
+
+/// A content's access rule (UC-SUB-3): free, premium, or freemium at a credit price for some hours.
+public struct ContentRule: Codable, Sendable, Equatable {
+    public enum Level: String, Codable, Sendable { case free, premium, freemium }
+    public var contentID: String
+    public var accessLevel: Level
+    public var creditCost: Int
+    public var unlockHours: Int
+
+    enum CodingKeys: String, CodingKey {
+        case contentID = "content_id"
+        case accessLevel = "access_level"
+        case creditCost = "credit_cost"
+        case unlockHours = "unlock_hours"
+    }
+}

@@ -131,16 +131,12 @@ struct AppleNotificationsController {
         case .gracePeriod:
             let graceEnd = renewal?.gracePeriodExpiresDate.map(AppStoreTransaction.date)
                 ?? sub.endDate.addingTimeInterval(TimeInterval(AppleNotificationEffect.fallbackGraceDays) * 86400)
-            try await conn.run("""
-                UPDATE subscriptions SET status = 'grace_period', grace_period_end = \(graceEnd), updated_at = \(now) WHERE id = \(sub.id)
-                """, logger: logger)
+            try await subscriptions.enterGracePeriod(sub.id, until: graceEnd, now: now, on: conn)
             try await subscriptions.event(sub.id, app: app, user: sub.userID, type: "grace_period_started", data: data, now: now, on: conn)
         case .billingRetry:
             try await subscriptions.event(sub.id, app: app, user: sub.userID, type: "billing_retry", data: data, now: now, on: conn)
         case .expired:
-            try await conn.run("""
-                UPDATE subscriptions SET status = 'expired', expired_at = \(now), auto_renew = false, updated_at = \(now) WHERE id = \(sub.id)
-                """, logger: logger)
+            try await subscriptions.expire(sub.id, now: now, on: conn)
             try await subscriptions.event(sub.id, app: app, user: sub.userID, type: "expired", data: data, now: now, on: conn)
             try await subscriptions.announceAccess(app: app, user: sub.userID, on: conn)
         case .revoked:
@@ -149,7 +145,7 @@ struct AppleNotificationsController {
                                           data: data, now: now, on: conn)
             try await subscriptions.announceAccess(app: app, user: sub.userID, on: conn)
         case .autoRenew(let on):
-            try await conn.run("UPDATE subscriptions SET auto_renew = \(on), updated_at = \(now) WHERE id = \(sub.id)", logger: logger)
+            try await subscriptions.setAutoRenew(sub.id, on, now: now, on: conn)
             try await subscriptions.event(sub.id, app: app, user: sub.userID, type: on ? "auto_renew_enabled" : "auto_renew_disabled",
                                           data: data, now: now, on: conn)
         case .none:

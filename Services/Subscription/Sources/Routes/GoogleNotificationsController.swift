@@ -68,12 +68,8 @@ struct GoogleNotificationsController {
         let finalStatus = type == 12 ? "revoked" : status
         let end = g.expiry ?? sub.endDate
         let graceEnd = finalStatus == "grace_period" ? max(end, now.addingTimeInterval(TimeInterval(GoogleStateMapping.fallbackGraceDays) * 86400)) : nil
-        try await conn.run("""
-            UPDATE subscriptions SET status = \(finalStatus), end_date = \(end), auto_renew = \(autoRenew), grace_period_end = \(graceEnd),
-                   store_transaction_id = COALESCE(\(g.latestOrderId), store_transaction_id),
-                   expired_at = CASE WHEN \(finalStatus) IN ('expired', 'revoked') THEN \(now) ELSE NULL END, updated_at = \(now)
-            WHERE id = \(sub.id)
-            """, logger: logger)
+        try await subscriptions.applyStoreState(sub.id, status: finalStatus, end: end, autoRenew: autoRenew, graceEnd: graceEnd,
+                                                orderID: g.latestOrderId, now: now, on: conn)
         try await subscriptions.event(sub.id, app: app, user: sub.userID, type: "google_notification",
                                       data: ["notification_type": .int(type), "state": .string(g.subscriptionState)], now: now, on: conn)
         if (sub.grantsAccess) != ["trial", "active", "grace_period"].contains(finalStatus) || finalStatus == "revoked" {

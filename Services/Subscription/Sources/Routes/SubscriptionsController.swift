@@ -328,7 +328,7 @@ struct SubscriptionsController {
             guard let current = try await subscriptions.current(app: app, user: user, on: conn) else {
                 throw AppError(.notFound, "no_active_subscription", "There is no active subscription to cancel")
             }
-            try await conn.run("UPDATE subscriptions SET cancel_requested_at = \(now), updated_at = \(now) WHERE id = \(current.id)", logger: logger)
+            try await subscriptions.markCancelRequested(current.id, now: now, on: conn)
             try await subscriptions.event(current.id, app: app, user: user, type: "cancel_requested", now: now, on: conn)
             return current
         }

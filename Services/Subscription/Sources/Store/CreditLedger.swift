@@ -23,21 +23,6 @@ public struct CreditTransaction: Codable, Sendable, Equatable {
     }
 }
 
-public struct ContentRule: Codable, Sendable, Equatable {
-    public enum Level: String, Codable, Sendable { case free, premium, freemium }
-    public var contentID: String
-    public var accessLevel: Level
-    public var creditCost: Int
-    public var unlockHours: Int
-
-    enum CodingKeys: String, CodingKey {
-        case contentID = "content_id"
-        case accessLevel = "access_level"
-        case creditCost = "credit_cost"
-        case unlockHours = "unlock_hours"
-    }
-}
-
 public struct ContentUnlock: Codable, Sendable, Equatable {
     public var contentID: String
     public var creditsSpent: Int

@@ -78,4 +78,49 @@ public struct PlanStore: Sendable {
         for try await _ in try await conn.run("UPDATE subscription_plans SET active = false WHERE id = \(plan) RETURNING id", logger: logger) { n += 1 }
         return n > 0
     }
+
+    /// An operator's new plan (`subscription-service plans create`).
+    public func create(app: UUID, name: String, type: String, appleProductID: String?, googleProductID: String?, price: Double,
+                       currency: String, trialDays: Int, features: String, on conn: PostgresConnection) async throws -> UUID {
+        for try await id in try await conn.run("""
+            INSERT INTO subscription_plans (app_id, name, plan_type, apple_product_id, google_product_id, price, currency,
+                                            trial_enabled, trial_duration_days, features)
+            VALUES (\(app), \(name), \(type), \(appleProductID), \(googleProductID), \(price)::numeric, \(currency), \(trialDays > 0),
+                    \(trialDays), \(features)::jsonb)
+            RETURNING id
+            """, logger: logger).decode(UUID.self) { return id }
+        throw AppError.unavailable
+    }
+
+    /// Changes what is given; false when there is no such plan.
+    public func update(plan: UUID, name: String?, price: Double?, trialDays: Int?, features: String?, on conn: PostgresConnection) async throws -> Bool {
+        var n = 0
+        for try await _ in try await conn.run("""
+            UPDATE subscription_plans SET name = COALESCE(\(name), name), price = COALESCE(\(price)::numeric, price),
+                   trial_duration_days = COALESCE(\(trialDays), trial_duration_days),
+                   trial_enabled = COALESCE(\(trialDays.map { $0 > 0 }), trial_enabled),
+                   features = COALESCE(\(features)::jsonb, features)
+            WHERE id = \(plan) RETURNING id
+            """, logger: logger) { n += 1 }
+        return n == 1
+    }
+
+    /// Creates or replaces a content's access rule (and puts it back in use).
+    public func setContentRule(app: UUID, content: String, level: String, cost: Int, hours: Int, on conn: PostgresConnection) async throws {
+        try await conn.run("""
+            INSERT INTO content_rules (app_id, content_id, access_level, credit_cost, unlock_hours)
+            VALUES (\(app), \(content), \(level), \(cost), \(hours))
+            ON CONFLICT (app_id, content_id) DO UPDATE SET access_level = EXCLUDED.access_level,
+                credit_cost = EXCLUDED.credit_cost, unlock_hours = EXCLUDED.unlock_hours, active = true, updated_at = now()
+            """, logger: logger)
+    }
+
+    /// Takes a content rule out of use; false when there is no such rule.
+    public func deactivateContentRule(app: UUID, content: String, on conn: PostgresConnection) async throws -> Bool {
+        var n = 0
+        for try await _ in try await conn.run("""
+            UPDATE content_rules SET active = false, updated_at = now() WHERE app_id = \(app) AND content_id = \(content) RETURNING content_id
+            """, logger: logger) { n += 1 }
+        return n == 1
+    }
 }

@@ -155,6 +155,40 @@ public struct SubscriptionStore: Sendable {
         }
     }
 
+    /// Apple's billing problem with a grace period: access continues until `until`.
+    public func enterGracePeriod(_ sub: UUID, until graceEnd: Date, now: Date, on conn: PostgresConnection) async throws {
+        try await conn.run("""
+            UPDATE subscriptions SET status = 'grace_period', grace_period_end = \(graceEnd), updated_at = \(now) WHERE id = \(sub)
+            """, logger: logger)
+    }
+
+    /// The store says the subscription ended.
+    public func expire(_ sub: UUID, now: Date, on conn: PostgresConnection) async throws {
+        try await conn.run("""
+            UPDATE subscriptions SET status = 'expired', expired_at = \(now), auto_renew = false, updated_at = \(now) WHERE id = \(sub)
+            """, logger: logger)
+    }
+
+    public func setAutoRenew(_ sub: UUID, _ on: Bool, now: Date, on conn: PostgresConnection) async throws {
+        try await conn.run("UPDATE subscriptions SET auto_renew = \(on), updated_at = \(now) WHERE id = \(sub)", logger: logger)
+    }
+
+    /// UC-SUB-2.3: the user asked to cancel (the store does it; access lasts to the end).
+    public func markCancelRequested(_ sub: UUID, now: Date, on conn: PostgresConnection) async throws {
+        try await conn.run("UPDATE subscriptions SET cancel_requested_at = \(now), updated_at = \(now) WHERE id = \(sub)", logger: logger)
+    }
+
+    /// Google Play's state of the subscription, as mapped by `GoogleStateMapping`.
+    public func applyStoreState(_ sub: UUID, status: String, end: Date, autoRenew: Bool, graceEnd: Date?, orderID: String?, now: Date,
+                                on conn: PostgresConnection) async throws {
+        try await conn.run("""
+            UPDATE subscriptions SET status = \(status), end_date = \(end), auto_renew = \(autoRenew), grace_period_end = \(graceEnd),
+                   store_transaction_id = COALESCE(\(orderID), store_transaction_id),
+                   expired_at = CASE WHEN \(status) IN ('expired', 'revoked') THEN \(now) ELSE NULL END, updated_at = \(now)
+            WHERE id = \(sub)
+            """, logger: logger)
+    }
+
     /// The user's current subscription (seed 2.2 step 6), locked for a possible expiry flip.
     public func current(app: UUID, user: UUID, on conn: PostgresConnection) async throws -> Subscription? {
         try await Self.decode(try await conn.run("""
