@@ -1,6 +1,6 @@
 # The two commands: `make run` (the whole stack, locally) and `make test` (the same set-up,
 # then every test). Everything else is a helper.
-.PHONY: run test stop logs bench build db backup drill
+.PHONY: run test stop logs bench build db backup drill lint format
 
 run:
 	bash deploy/local/stack.sh run
@@ -19,6 +19,14 @@ db:
 
 build:
 	swift build
+
+# #36 the house's rules: SQL only in Store/, Domain/ pure, each service's error catalogue equal
+# to its OpenAPI document's, formatted as .swift-format says. `make format` fixes the last.
+lint:
+	python3 deploy/local/lint.py
+
+format:
+	swift format format -i -r --parallel --configuration .swift-format Package.swift Services Shared Tests Tools Clients
 
 bench:
 	bash deploy/local/bench.sh

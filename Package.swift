@@ -16,50 +16,59 @@ let serviceKitDeps: [Target.Dependency] = [
     .product(name: "Prometheus", package: "swift-prometheus"),
     .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
     .product(name: "ArgumentParser", package: "swift-argument-parser"),
-    .product(name: "NIOPosix", package: "swift-nio"),
+    .product(name: "NIOPosix", package: "swift-nio")
 ]
 
 struct ServiceSpec {
-    let name: String        // directory under Services/ and library name prefix
-    let executable: String  // product name
+    let name: String // directory under Services/ and library name prefix
+    let executable: String // product name
     let extra: [Target.Dependency]
     var resources: [Resource] = []
 }
 
 let services: [ServiceSpec] = [
-    .init(name: "Auth", executable: "auth-service", extra: [
-        .product(name: "HummingbirdBcrypt", package: "hummingbird-auth"),
-        .product(name: "NIOPosix", package: "swift-nio"),
-        .product(name: "X509", package: "swift-certificates"),
-        .product(name: "SwiftASN1", package: "swift-asn1"),
-        .product(name: "_CryptoExtras", package: "swift-crypto"),
-        // APNs speaks HTTP/2 only (see APNsClient).
-        .product(name: "AsyncHTTPClient", package: "async-http-client"),
-        .product(name: "NIOSSL", package: "swift-nio-ssl"),
-    ], resources: [.copy("Resources/zxcvbn"), .copy("OpenAPI")]),
-    .init(name: "Subscription", executable: "subscription-service", extra: [
-        .product(name: "X509", package: "swift-certificates"),
-        .product(name: "SwiftASN1", package: "swift-asn1"),
-    ], resources: [.copy("OpenAPI")]),
+    .init(
+        name: "Auth", executable: "auth-service",
+        extra: [
+            .product(name: "HummingbirdBcrypt", package: "hummingbird-auth"),
+            .product(name: "NIOPosix", package: "swift-nio"),
+            .product(name: "X509", package: "swift-certificates"),
+            .product(name: "SwiftASN1", package: "swift-asn1"),
+            .product(name: "_CryptoExtras", package: "swift-crypto"),
+            // APNs speaks HTTP/2 only (see APNsClient).
+            .product(name: "AsyncHTTPClient", package: "async-http-client"),
+            .product(name: "NIOSSL", package: "swift-nio-ssl")
+        ], resources: [.copy("Resources/zxcvbn"), .copy("OpenAPI")]),
+    .init(
+        name: "Subscription", executable: "subscription-service",
+        extra: [
+            .product(name: "X509", package: "swift-certificates"),
+            .product(name: "SwiftASN1", package: "swift-asn1")
+        ], resources: [.copy("OpenAPI")]),
     // zlib for gzip of large items (UC-OFFLINE-3.1 compression rule).
     .init(name: "Offline", executable: "offline-service", extra: ["CZlib"], resources: [.copy("OpenAPI")]),
-    .init(name: "Ads", executable: "ads-service", extra: [], resources: [.copy("OpenAPI")]),
+    .init(name: "Ads", executable: "ads-service", extra: [], resources: [.copy("OpenAPI")])
 ]
 
 /// One generated client per service document (the build plugin reads `Clients/<Name>API/openapi.json`,
 /// a link to the document the service serves), and the library an app adds.
-let apiClientTargets: [Target] = ["Auth", "Subscription", "Offline", "Ads"].map { name in
-    .target(name: "\(name)API", dependencies: [.product(name: "OpenAPIRuntime", package: "swift-openapi-runtime")],
+let apiClientTargets: [Target] =
+    ["Auth", "Subscription", "Offline", "Ads"].map { name in
+        .target(
+            name: "\(name)API", dependencies: [.product(name: "OpenAPIRuntime", package: "swift-openapi-runtime")],
             path: "Clients/\(name)API",
             plugins: [.plugin(name: "OpenAPIGenerator", package: "swift-openapi-generator")])
-} + [
-    .target(name: "AppBackendClient",
-            dependencies: ["AuthAPI", "SubscriptionAPI", "OfflineAPI", "AdsAPI",
-                           .product(name: "OpenAPIRuntime", package: "swift-openapi-runtime"),
-                           .product(name: "OpenAPIURLSession", package: "swift-openapi-urlsession"),
-                           .product(name: "HTTPTypes", package: "swift-http-types")],
-            path: "Clients/AppBackendClient"),
-]
+    } + [
+        .target(
+            name: "AppBackendClient",
+            dependencies: [
+                "AuthAPI", "SubscriptionAPI", "OfflineAPI", "AdsAPI",
+                .product(name: "OpenAPIRuntime", package: "swift-openapi-runtime"),
+                .product(name: "OpenAPIURLSession", package: "swift-openapi-urlsession"),
+                .product(name: "HTTPTypes", package: "swift-http-types")
+            ],
+            path: "Clients/AppBackendClient")
+    ]
 
 /// The manifest helper: every service gets the same three targets (library, executable, tests).
 func serviceTargets(_ s: ServiceSpec) -> [Target] {
@@ -68,8 +77,10 @@ func serviceTargets(_ s: ServiceSpec) -> [Target] {
     return [
         .target(
             name: "\(s.name)Service",
-            dependencies: ["ServiceKit", "WireTypes",
-                           .product(name: "ArgumentParser", package: "swift-argument-parser")] + s.extra,
+            dependencies: [
+                "ServiceKit", "WireTypes",
+                .product(name: "ArgumentParser", package: "swift-argument-parser")
+            ] + s.extra,
             path: "Services/\(s.name)/Sources",
             resources: [.copy("Migrations")] + s.resources
         ),
@@ -81,15 +92,16 @@ func serviceTargets(_ s: ServiceSpec) -> [Target] {
         .testTarget(
             name: "\(s.name)Tests",
             dependencies: [.target(name: "\(s.name)Service"), "TestSupport"] + peers + [
-                           .product(name: "HummingbirdTesting", package: "hummingbird"),
-                           .product(name: "JWTKit", package: "jwt-kit"),
-                           .product(name: "_CryptoExtras", package: "swift-crypto"),
-                           .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
-                           .product(name: "HummingbirdTLS", package: "hummingbird"),
-                           .product(name: "X509", package: "swift-certificates"),
-                           .product(name: "NIOSSL", package: "swift-nio-ssl")],
+                .product(name: "HummingbirdTesting", package: "hummingbird"),
+                .product(name: "JWTKit", package: "jwt-kit"),
+                .product(name: "_CryptoExtras", package: "swift-crypto"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "HummingbirdTLS", package: "hummingbird"),
+                .product(name: "X509", package: "swift-certificates"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl")
+            ],
             path: "Tests/\(s.name)Tests"
-        ),
+        )
     ]
 }
 
@@ -98,9 +110,11 @@ let package = Package(
     // iOS: what an app builds of this package is the client (AppBackendClient).
     platforms: [.macOS(.v14), .iOS(.v16)],
     products: services.map { .executable(name: $0.executable, targets: [$0.executable]) }
-        + [.executable(name: "push-standin", targets: ["push-standin"]),
-           // The Swift client an app adds with SwiftPM (#32): generated from the four documents.
-           .library(name: "AppBackendClient", targets: ["AppBackendClient"])],
+        + [
+            .executable(name: "push-standin", targets: ["push-standin"]),
+            // The Swift client an app adds with SwiftPM (#32): generated from the four documents.
+            .library(name: "AppBackendClient", targets: ["AppBackendClient"])
+        ],
     dependencies: [
         .package(url: "https://github.com/hummingbird-project/hummingbird.git", from: "2.28.1"),
         .package(url: "https://github.com/hummingbird-project/hummingbird-auth.git", from: "2.5.0"),
@@ -121,11 +135,12 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-openapi-generator.git", from: "1.14.3"),
         .package(url: "https://github.com/apple/swift-openapi-runtime.git", from: "1.13.4"),
         .package(url: "https://github.com/apple/swift-openapi-urlsession.git", from: "1.4.0"),
-        .package(url: "https://github.com/swift-server/swift-openapi-async-http-client.git", from: "1.5.0"),
+        .package(url: "https://github.com/swift-server/swift-openapi-async-http-client.git", from: "1.5.0")
     ],
     targets: [
-        .systemLibrary(name: "CCurlSystem", path: "Shared/CCurlSystem", pkgConfig: "libcurl",
-                       providers: [.apt(["libcurl4-openssl-dev"])]),
+        .systemLibrary(
+            name: "CCurlSystem", path: "Shared/CCurlSystem", pkgConfig: "libcurl",
+            providers: [.apt(["libcurl4-openssl-dev"])]),
         .target(name: "CCurl", dependencies: ["CCurlSystem"], path: "Shared/CCurl"),
         .systemLibrary(name: "CZlib", path: "Shared/CZlib"),
         .target(name: "WireTypes", path: "Shared/WireTypes"),
@@ -137,26 +152,30 @@ let package = Package(
         ),
         .testTarget(
             name: "ServiceKitTests",
-            dependencies: ["ServiceKit", "TestSupport", "AuthService", "SubscriptionService", "OfflineService", "AdsService",
-                           .product(name: "HummingbirdTesting", package: "hummingbird"),
-                           .product(name: "NIOCore", package: "swift-nio"),
-                           .product(name: "NIOPosix", package: "swift-nio"),
-                           .product(name: "NIOHTTP1", package: "swift-nio"),
-                           .product(name: "ServiceLifecycle", package: "swift-service-lifecycle")],
+            dependencies: [
+                "ServiceKit", "TestSupport", "AuthService", "SubscriptionService", "OfflineService", "AdsService",
+                .product(name: "HummingbirdTesting", package: "hummingbird"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle")
+            ],
             path: "Tests/ServiceKitTests"
         ),
         // Local APNs (HTTP/2) and FCM stand-ins: in-process in auth's tests, a process in
         // `make run`, the test stack and `make bench`.
         .target(
             name: "PushStandIn",
-            dependencies: [.product(name: "Hummingbird", package: "hummingbird"),
-                           .product(name: "HummingbirdHTTP2", package: "hummingbird"),
-                           .product(name: "HTTPTypes", package: "swift-http-types"),
-                           .product(name: "NIOSSL", package: "swift-nio-ssl"),
-                           .product(name: "X509", package: "swift-certificates"),
-                           .product(name: "SwiftASN1", package: "swift-asn1"),
-                           .product(name: "Crypto", package: "swift-crypto"),
-                           .product(name: "_CryptoExtras", package: "swift-crypto")],
+            dependencies: [
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HummingbirdHTTP2", package: "hummingbird"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "X509", package: "swift-certificates"),
+                .product(name: "SwiftASN1", package: "swift-asn1"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "_CryptoExtras", package: "swift-crypto")
+            ],
             path: "Tools/PushStandIn"
         ),
         .executableTarget(
@@ -168,12 +187,13 @@ let package = Package(
             name: "StackTests",
             // jwt-kit: a stock JOSE library verifies auth's tokens from the discovery document alone.
             // The journey goes through the generated client, on the server-side transport.
-            dependencies: ["ServiceKit", "TestSupport", .product(name: "JWTKit", package: "jwt-kit"), "AppBackendClient",
-                           .product(name: "OpenAPIAsyncHTTPClient", package: "swift-openapi-async-http-client"),
-                           .product(name: "OpenAPIRuntime", package: "swift-openapi-runtime"),
-                           .product(name: "HTTPTypes", package: "swift-http-types")],
+            dependencies: [
+                "ServiceKit", "TestSupport", .product(name: "JWTKit", package: "jwt-kit"), "AppBackendClient",
+                .product(name: "OpenAPIAsyncHTTPClient", package: "swift-openapi-async-http-client"),
+                .product(name: "OpenAPIRuntime", package: "swift-openapi-runtime"),
+                .product(name: "HTTPTypes", package: "swift-http-types")
+            ],
             path: "Tests/StackTests"
-        ),
-    ] + apiClientTargets + [
-    ] + services.flatMap(serviceTargets)
+        )
+    ] + apiClientTargets + [] + services.flatMap(serviceTargets)
 )

@@ -6,7 +6,7 @@ import HTTPTypes
 @_exported import OpenAPIRuntime
 @_exported import SubscriptionAPI
 #if canImport(FoundationNetworking) || canImport(Darwin)
-import OpenAPIURLSession
+    import OpenAPIURLSession
 #endif
 
 /// The four services' clients behind one gateway, with the app's credentials on every call.
@@ -27,8 +27,10 @@ public struct AppBackend: Sendable {
     public let credentials: Credentials
 
     /// `middlewares` run after the credentials are set (logging, metrics, retries).
-    public init(serverURL: URL, appID: String, apiKey: String, transport: any ClientTransport, deviceID: String? = nil,
-                middlewares: [any ClientMiddleware] = []) {
+    public init(
+        serverURL: URL, appID: String, apiKey: String, transport: any ClientTransport, deviceID: String? = nil,
+        middlewares: [any ClientMiddleware] = []
+    ) {
         let credentials = Credentials()
         let all: [any ClientMiddleware] = [AppCredentialsMiddleware(appID: appID, apiKey: apiKey, deviceID: deviceID, credentials: credentials)] + middlewares
         auth = AuthAPI.Client(serverURL: serverURL, transport: transport, middlewares: all)
@@ -39,10 +41,10 @@ public struct AppBackend: Sendable {
     }
 
     #if canImport(FoundationNetworking) || canImport(Darwin)
-    /// With URLSession (iOS, macOS).
-    public init(serverURL: URL, appID: String, apiKey: String, deviceID: String? = nil) {
-        self.init(serverURL: serverURL, appID: appID, apiKey: apiKey, transport: URLSessionTransport(), deviceID: deviceID)
-    }
+        /// With URLSession (iOS, macOS).
+        public init(serverURL: URL, appID: String, apiKey: String, deviceID: String? = nil) {
+            self.init(serverURL: serverURL, appID: appID, apiKey: apiKey, transport: URLSessionTransport(), deviceID: deviceID)
+        }
     #endif
 
     /// Keeps a sign-in's tokens: the access token goes on every call that follows.
@@ -81,8 +83,10 @@ struct AppCredentialsMiddleware: ClientMiddleware {
     let deviceID: String?
     let credentials: Credentials
 
-    func intercept(_ request: HTTPRequest, body: HTTPBody?, baseURL: URL, operationID: String,
-                   next: @Sendable (HTTPRequest, HTTPBody?, URL) async throws -> (HTTPResponse, HTTPBody?)) async throws -> (HTTPResponse, HTTPBody?) {
+    func intercept(
+        _ request: HTTPRequest, body: HTTPBody?, baseURL: URL, operationID: String,
+        next: @Sendable (HTTPRequest, HTTPBody?, URL) async throws -> (HTTPResponse, HTTPBody?)
+    ) async throws -> (HTTPResponse, HTTPBody?) {
         var request = request
         request.headerFields[HTTPField.Name("X-App-ID")!] = appID
         request.headerFields[HTTPField.Name("X-API-Key")!] = apiKey

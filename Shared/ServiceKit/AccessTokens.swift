@@ -57,8 +57,9 @@ public struct AccessTokenSigner: Sendable {
     /// The JWK of a public key published beside the signing key (the next key before it
     /// signs, the previous one until its last token expires).
     public static func jwk(of publicKey: Curve25519.Signing.PublicKey) -> JWKSDocument.Key {
-        JWKSDocument.Key(kty: "OKP", crv: "Ed25519", x: Base64URL.encode(publicKey.rawRepresentation),
-                         y: nil, kid: kid(of: publicKey), alg: "EdDSA", use: "sig")
+        JWKSDocument.Key(
+            kty: "OKP", crv: "Ed25519", x: Base64URL.encode(publicKey.rawRepresentation),
+            y: nil, kid: kid(of: publicKey), alg: "EdDSA", use: "sig")
     }
 
     public func sign(_ claims: AccessTokenClaims) throws -> String {
@@ -70,8 +71,9 @@ public struct AccessTokenSigner: Sendable {
     }
 
     public var jwk: JWKSDocument.Key {
-        JWKSDocument.Key(kty: "OKP", crv: "Ed25519", x: Base64URL.encode(privateKey.publicKey.rawRepresentation),
-                         y: nil, kid: kid, alg: "EdDSA", use: "sig")
+        JWKSDocument.Key(
+            kty: "OKP", crv: "Ed25519", x: Base64URL.encode(privateKey.publicKey.rawRepresentation),
+            y: nil, kid: kid, alg: "EdDSA", use: "sig")
     }
 }
 
@@ -121,8 +123,10 @@ public final class AccessTokenVerifier: Sendable {
         init(_ token: String) {
             var words = (UInt64(0), UInt64(0), UInt64(0), UInt64(0))
             SHA256.hash(data: Data(token.utf8)).withUnsafeBytes { raw in
-                words = (raw.loadUnaligned(fromByteOffset: 0, as: UInt64.self), raw.loadUnaligned(fromByteOffset: 8, as: UInt64.self),
-                         raw.loadUnaligned(fromByteOffset: 16, as: UInt64.self), raw.loadUnaligned(fromByteOffset: 24, as: UInt64.self))
+                words = (
+                    raw.loadUnaligned(fromByteOffset: 0, as: UInt64.self), raw.loadUnaligned(fromByteOffset: 8, as: UInt64.self),
+                    raw.loadUnaligned(fromByteOffset: 16, as: UInt64.self), raw.loadUnaligned(fromByteOffset: 24, as: UInt64.self)
+                )
             }
             (a, b, c, d) = words
         }
@@ -137,9 +141,11 @@ public final class AccessTokenVerifier: Sendable {
     /// The `iss` values accepted (nil: any, for tests that sign their own tokens).
     private let issuers: Set<String>?
 
-    public init(source: any JWKSSource, cacheTTL: Duration = .seconds(300),
-                unknownKidRefetchInterval: Duration = .seconds(5), maxCachedTokens: Int = 50_000,
-                issuers: Set<String>? = nil, clock: any WallClock = SystemClock()) {
+    public init(
+        source: any JWKSSource, cacheTTL: Duration = .seconds(300),
+        unknownKidRefetchInterval: Duration = .seconds(5), maxCachedTokens: Int = 50_000,
+        issuers: Set<String>? = nil, clock: any WallClock = SystemClock()
+    ) {
         self.source = source
         self.issuers = issuers
         self.clock = clock
@@ -160,9 +166,10 @@ public final class AccessTokenVerifier: Sendable {
         }
         let parts = token.split(separator: ".", omittingEmptySubsequences: false)
         guard parts.count == 3,
-              let headerData = Base64URL.decode(parts[0]),
-              let header = try? JSONDecoder().decode(Header.self, from: headerData),
-              let signature = Base64URL.decode(parts[2]) else {
+            let headerData = Base64URL.decode(parts[0]),
+            let header = try? JSONDecoder().decode(Header.self, from: headerData),
+            let signature = Base64URL.decode(parts[2])
+        else {
             throw AppError.invalidToken("Malformed access token")
         }
         // RFC 9864's fully-specified name and the polymorphic one it replaces.
@@ -177,14 +184,17 @@ public final class AccessTokenVerifier: Sendable {
             throw AppError.invalidToken("Invalid token signature")
         }
         guard let payload = Base64URL.decode(parts[1]),
-              let claims = try? JSON.decoder.decode(AccessTokenClaims.self, from: payload) else {
+            let claims = try? JSON.decoder.decode(AccessTokenClaims.self, from: payload)
+        else {
             throw AppError.invalidToken("Malformed token claims")
         }
         guard claims.exp + leeway > nowSeconds else { throw AppError.invalidToken("Access token expired") }
         guard claims.iat - leeway <= nowSeconds else { throw AppError.invalidToken("Access token issued in the future") }
         if let issuers { guard issuers.contains(claims.iss) else { throw AppError.invalidToken("Access token from another issuer") } }
         // The audience names the app (tokens from before #32 carry none; app_id still decides).
-        if let aud = claims.aud { guard aud == claims.appID.lowercasedString else { throw AppError.invalidToken("Access token audience does not match its app") } }
+        if let aud = claims.aud {
+            guard aud == claims.appID.lowercasedString else { throw AppError.invalidToken("Access token audience does not match its app") }
+        }
         verified.withLock { cache in
             if cache.count >= maxCachedTokens { cache.removeAll(keepingCapacity: true) }
             cache[digest] = claims
@@ -198,9 +208,11 @@ public final class AccessTokenVerifier: Sendable {
     private func publicKey(kid: String) async throws -> Curve25519.Signing.PublicKey? {
         let now = ContinuousClock.now
         let (known, stale, mayForce) = keys.withLock { k in
-            (k.byKid[kid],
-             k.fetchedAt.map { now - $0 > cacheTTL } ?? true,
-             k.lastForcedFetch.map { now - $0 > unknownKidRefetchInterval } ?? true)
+            (
+                k.byKid[kid],
+                k.fetchedAt.map { now - $0 > cacheTTL } ?? true,
+                k.lastForcedFetch.map { now - $0 > unknownKidRefetchInterval } ?? true
+            )
         }
         if let known, !stale { return known }
         if known == nil && !stale && !mayForce { return nil }

@@ -120,8 +120,9 @@ public final class ChangeFeed: Service, Sendable {
                     if self.state.withLock({ $0.period }) != before { failures = 0 }
                     if Task.isCancelled { break }
                     failures += 1
-                    self.logger.warning("change feed lost its connection; caches dropped until it listens again",
-                                        metadata: ["channel": "\(self.channel)", "error": "\(String(reflecting: error))"])
+                    self.logger.warning(
+                        "change feed lost its connection; caches dropped until it listens again",
+                        metadata: ["channel": "\(self.channel)", "error": "\(String(reflecting: error))"])
                 }
                 self.setLive(false)
                 // 100 ms, 200 ms, … at most 2 s between attempts.

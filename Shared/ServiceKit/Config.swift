@@ -153,8 +153,10 @@ public struct ServiceConfig: Sendable {
         adminToken = env.string("ADMIN_API_TOKEN", default: "local-admin-token")
         jwksCacheSeconds = env.int("JWKS_CACHE_SECONDS", default: 300)
         authIssuer = env.string("AUTH_ISSUER", default: "http://localhost:8080/auth/v1")
-        acceptedIssuers = Set([authIssuer] + env.string("AUTH_ACCEPTED_ISSUERS", default: "auth").split(separator: ",")
-            .map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty })
+        acceptedIssuers = Set(
+            [authIssuer]
+                + env.string("AUTH_ACCEPTED_ISSUERS", default: "auth").split(separator: ",")
+                .map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty })
         logLevel = env.string("LOG_LEVEL", default: "info")
         logFormat = LogFormat(rawValue: env.string("LOG_FORMAT", default: "json").lowercased()) ?? .json
         dataDirectory = env.string("DATA_DIR", default: ".data")
@@ -175,8 +177,10 @@ public struct ServiceConfig: Sendable {
     /// by variable name; always empty in the local stack.
     public func unsafeSecrets() -> [String] {
         guard !isLocal else { return [] }
-        var checks: [(String, String)] = [("ADMIN_API_TOKEN", "local-admin-token"),
-                                          ("\(service.envPrefix)_DATABASE_PASSWORD", "\(service.databaseRole)_local")]
+        var checks: [(String, String)] = [
+            ("ADMIN_API_TOKEN", "local-admin-token"),
+            ("\(service.envPrefix)_DATABASE_PASSWORD", "\(service.databaseRole)_local")
+        ]
         for s in ServiceName.allCases { checks.append(("\(s.envPrefix)_INTERNAL_CREDENTIAL", "local-internal-\(s.rawValue)")) }
         if service == .offline { checks.append(("SYNC_SIGNING_KEY", "local-sync-signing-key")) }
         // The key sealing the apps' store credentials: without it they would be sealed with the local key.

@@ -71,8 +71,9 @@ public struct RequestIDMiddleware: RouterMiddleware {
         context.logger[metadataKey: "request_id"] = .string(id)
         // Forwarding headers count only from a trusted proxy; a client calling a service
         // directly is known by its socket address.
-        context.clientAddress = proxies.clientAddress(peer: context.remoteAddress?.ipAddress,
-                                                      forwardedFor: request.headers[.xForwardedFor], realIP: request.headers[.xRealIP])
+        context.clientAddress = proxies.clientAddress(
+            peer: context.remoteAddress?.ipAddress,
+            forwardedFor: request.headers[.xForwardedFor], realIP: request.headers[.xRealIP])
         let start = ContinuousClock.now
         var response = try await RequestTrace.$requestID.withValue(id) {
             try await next(request, context)
@@ -83,7 +84,7 @@ public struct RequestIDMiddleware: RouterMiddleware {
         let elapsed = ContinuousClock.now - start
         var metadata: Logger.Metadata = [
             "method": "\(request.method.rawValue)", "route": "\(context.endpointPath ?? "unmatched")", "status": "\(response.status.code)",
-            "duration_ms": "\(Double(elapsed.components.attoseconds / 1_000_000_000_000 + elapsed.components.seconds * 1_000_000) / 1000)",
+            "duration_ms": "\(Double(elapsed.components.attoseconds / 1_000_000_000_000 + elapsed.components.seconds * 1_000_000) / 1000)"
         ]
         if let app = context.identity?.appID { metadata["app_id"] = "\(app.lowercasedString)" }
         if let user = context.identity?.userID { metadata["user_id"] = "\(user.lowercasedString)" }

@@ -126,7 +126,7 @@ public struct MigrationRunner: Sendable {
         while true {
             do {
                 return try await client.connectDedicated()
-            } catch where ContinuousClock.now < deadline && !(error is CancellationError) {
+            } catch  where ContinuousClock.now < deadline && !(error is CancellationError) {
                 logger.info("migrations waiting for the database", metadata: ["error": "\(String(reflecting: error))"])
                 try await Task.sleep(for: .milliseconds(250))
             }
@@ -146,21 +146,28 @@ public struct MigrationRunner: Sendable {
                 lastReport = .now
                 // Only a diagnosis: if it cannot be read, the wait goes on regardless.
                 var holder = "unknown"
-                if let rows = try? await conn.run("""
+                if let rows = try? await conn.run(
+                    """
                     SELECT a.pid, a.application_name, a.state FROM pg_locks l JOIN pg_stat_activity a USING (pid)
                     WHERE l.locktype = 'advisory' AND l.granted AND l.objid::int = hashtext(\(key))
-                    """, logger: logger).rows, let row = rows.first, let (pid, app, state) = try? row.decode((Int, String, String?).self) {
+                    """, logger: logger
+                ).rows, let row = rows.first, let (pid, app, state) = try? row.decode((Int, String, String?).self) {
                     holder = "pid \(pid) (\(app), \(state ?? "?"))"
                 }
-                logger.warning("waiting for the migration lock", metadata: ["schema": "\(schema)", "holder": "\(holder)",
-                                                                           "waited": "\(ContinuousClock.now - started)"])
+                logger.warning(
+                    "waiting for the migration lock",
+                    metadata: [
+                        "schema": "\(schema)", "holder": "\(holder)",
+                        "waited": "\(ContinuousClock.now - started)"
+                    ])
             }
             try await Task.sleep(for: .milliseconds(100))
         }
     }
 
     private func apply(_ conn: PostgresConnection, logger: Logger) async throws -> [String] {
-        try await conn.run("""
+        try await conn.run(
+            """
             CREATE TABLE IF NOT EXISTS \(unescaped: schema).schema_migrations (
                 position integer PRIMARY KEY,
                 name text NOT NULL UNIQUE,
@@ -182,7 +189,8 @@ public struct MigrationRunner: Sendable {
                 for statement in SQLScript.statements(migration.sql) {
                     try await conn.run(PostgresQuery(unsafeSQL: statement), logger: logger)
                 }
-                try await conn.run("""
+                try await conn.run(
+                    """
                     INSERT INTO \(unescaped: schema).schema_migrations (position, name, checksum)
                     VALUES (\(index), \(migration.name), \(migration.checksum))
                     """, logger: logger)
@@ -200,12 +208,14 @@ public struct MigrationRunner: Sendable {
     /// The database's history must be a prefix of the code's, name for name and byte for byte.
     func verify(_ recorded: [(Int, String, String)]) throws {
         if recorded.count > migrations.count {
-            throw MigrationError(description: "database \(schema) has \(recorded.count) migrations, the code knows \(migrations.count): refusing to start on a newer schema")
+            throw MigrationError(
+                description: "database \(schema) has \(recorded.count) migrations, the code knows \(migrations.count): refusing to start on a newer schema")
         }
         for (i, row) in recorded.enumerated() {
             let m = migrations[i]
             guard row.0 == i, row.1 == m.name else {
-                throw MigrationError(description: "migration history of \(schema) does not match the code at position \(i): database has \(row.1), code has \(m.name)")
+                throw MigrationError(
+                    description: "migration history of \(schema) does not match the code at position \(i): database has \(row.1), code has \(m.name)")
             }
             guard row.2 == m.checksum else {
                 throw MigrationError(description: "migration \(m.name) of \(schema) was changed after it was applied (checksum mismatch)")

@@ -67,8 +67,10 @@ public final class DatabasePool: Sendable, Service {
     private let requestConnect: AsyncStream<Void>.Continuation
     private static let quiet = Logger(label: "postgres-query", factory: { _ in SwiftLogNoOpLogHandler() })
 
-    public init(configuration: PostgresConnection.Configuration, direct: PostgresConnection.Configuration? = nil, size: Int,
-                acquireTimeout: Duration = .seconds(10), logger: Logger) {
+    public init(
+        configuration: PostgresConnection.Configuration, direct: PostgresConnection.Configuration? = nil, size: Int,
+        acquireTimeout: Duration = .seconds(10), logger: Logger
+    ) {
         self.configuration = configuration
         self.directConfiguration = direct ?? configuration
         self.size = max(1, size)
@@ -86,15 +88,18 @@ public final class DatabasePool: Sendable, Service {
             pg.options.connectTimeout = .seconds(3)
             // Through PgBouncer these are dropped (`ignore_startup_parameters`) and the role's
             // own settings apply: bootstrap.sql sets the same values on each role.
-            pg.options.additionalStartupParameters = [("search_path", "\(config.schema),public"),
-                                                      ("application_name", config.username),
-                                                      ("statement_timeout", String(config.statementTimeoutMilliseconds)),
-                                                      ("idle_in_transaction_session_timeout", String(config.idleInTransactionTimeoutMilliseconds))]
+            pg.options.additionalStartupParameters = [
+                ("search_path", "\(config.schema),public"),
+                ("application_name", config.username),
+                ("statement_timeout", String(config.statementTimeoutMilliseconds)),
+                ("idle_in_transaction_session_timeout", String(config.idleInTransactionTimeoutMilliseconds))
+            ]
             return pg
         }
-        self.init(configuration: configuration(host: config.host, port: config.port),
-                  direct: configuration(host: config.directHost ?? config.host, port: config.directPort ?? config.port),
-                  size: config.maxConnections, acquireTimeout: .milliseconds(config.acquireTimeoutMilliseconds), logger: logger)
+        self.init(
+            configuration: configuration(host: config.host, port: config.port),
+            direct: configuration(host: config.directHost ?? config.host, port: config.directPort ?? config.port),
+            size: config.maxConnections, acquireTimeout: .milliseconds(config.acquireTimeoutMilliseconds), logger: logger)
     }
 
     /// What the pool holds right now (for metrics and for a report when something waits too long).
@@ -108,8 +113,9 @@ public final class DatabasePool: Sendable, Service {
     public var statistics: Statistics { state.withLock { Self.statistics(of: $0, size: size) } }
 
     private static func statistics(of s: State, size: Int) -> Statistics {
-        Statistics(size: size, open: s.open, idle: s.idle.count, connecting: s.connecting, waiting: s.waiters.count, closed: s.closed,
-                   acquireTimeouts: s.acquireTimeouts)
+        Statistics(
+            size: size, open: s.open, idle: s.idle.count, connecting: s.connecting, waiting: s.waiters.count, closed: s.closed,
+            acquireTimeouts: s.acquireTimeouts)
     }
 
     // MARK: Running
@@ -146,7 +152,9 @@ public final class DatabasePool: Sendable, Service {
     /// may still get one that comes back, but wait at most `maximumWait`.
     private func connectOne() async {
         while !Task.isCancelled {
-            let id = state.withLock { s in s.nextID += 1; return s.nextID }
+            let id = state.withLock { s in
+                s.nextID += 1; return s.nextID
+            }
             do {
                 let connection = try await connect(id: id)
                 let (waiter, close) = state.withLock { s -> (Waiter?, Bool) in
@@ -198,7 +206,9 @@ public final class DatabasePool: Sendable, Service {
     /// transaction-mode pooler): for a session that must stay open for its own purpose (LISTEN,
     /// a session advisory lock), closed by its owner.
     public func connectDedicated() async throws -> PostgresConnection {
-        let id = state.withLock { s in s.nextID += 1; return s.nextID }
+        let id = state.withLock { s in
+            s.nextID += 1; return s.nextID
+        }
         return try await connect(id: id, configuration: directConfiguration)
     }
 
@@ -212,7 +222,9 @@ public final class DatabasePool: Sendable, Service {
         let answer = eventLoop.makePromise(of: PostgresConnection.self)
         let decided = NIOLockedValueBox(false)
         let decide = { @Sendable (result: Result<PostgresConnection, any Error>) in
-            let first = decided.withLockedValue { done in defer { done = true }; return !done }
+            let first = decided.withLockedValue { done in
+                defer { done = true }; return !done
+            }
             if first {
                 answer.completeWith(result)
             } else if case .success(let late) = result {
@@ -260,7 +272,9 @@ public final class DatabasePool: Sendable, Service {
         case .fail(let e): throw e
         case .wait: break
         }
-        let id = state.withLock { s in s.nextID += 1; return s.nextID }
+        let id = state.withLock { s in
+            s.nextID += 1; return s.nextID
+        }
         return try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<PostgresConnection, any Error>) in
                 let deadline = PostgresConnection.defaultEventLoopGroup.any().scheduleTask(in: .nanoseconds(acquireTimeout.nanoseconds)) { self.expire(id) }
@@ -269,7 +283,8 @@ public final class DatabasePool: Sendable, Service {
                     guard case .wait = d else { return (d, false) }
                     s.waiters.append(Waiter(id: id, since: .now, continuation: continuation, deadline: deadline))
                     // One attempt per waiter not already covered, within the size.
-                    let connect = s.connecting < s.waiters.count && s.open + s.connecting < size
+                    let connect =
+                        s.connecting < s.waiters.count && s.open + s.connecting < size
                         && (s.retryAfter.map { ContinuousClock.now >= $0 } ?? true)
                     if connect { s.connecting += 1 }
                     return (.wait, connect)
@@ -325,8 +340,10 @@ public final class DatabasePool: Sendable, Service {
 
     // MARK: The PostgresClient-shaped API the services use
 
-    public func withConnection<R>(isolation: isolated (any Actor)? = #isolation,
-                                  _ body: (PostgresConnection) async throws -> sending R) async throws -> sending R {
+    public func withConnection<R>(
+        isolation: isolated (any Actor)? = #isolation,
+        _ body: (PostgresConnection) async throws -> sending R
+    ) async throws -> sending R {
         let connection = try await lease()
         defer { release(connection) }
         return try await body(connection)
@@ -336,9 +353,11 @@ public final class DatabasePool: Sendable, Service {
     /// as it was. Each of the three goes through `run` (postgres-nio's `withTransaction` writes
     /// its ROLLBACK from the caller's thread, and after a server-side disconnect that ROLLBACK
     /// was never answered).
-    public func withTransaction<R>(logger: Logger, file: String = #fileID, line: Int = #line,
-                                   isolation: isolated (any Actor)? = #isolation,
-                                   _ body: (PostgresConnection) async throws -> sending R) async throws -> sending R {
+    public func withTransaction<R>(
+        logger: Logger, file: String = #fileID, line: Int = #line,
+        isolation: isolated (any Actor)? = #isolation,
+        _ body: (PostgresConnection) async throws -> sending R
+    ) async throws -> sending R {
         try await withConnection(isolation: isolation) { connection in
             try await connection.run("BEGIN", logger: logger, file: file, line: line)
             let value: R
@@ -355,8 +374,10 @@ public final class DatabasePool: Sendable, Service {
 
     /// Runs one statement and returns its rows, read in full before the connection goes back.
     @discardableResult
-    public func query(_ query: PostgresQuery, logger: Logger? = nil,
-                      file: String = #fileID, line: Int = #line) async throws -> PostgresRows {
+    public func query(
+        _ query: PostgresQuery, logger: Logger? = nil,
+        file: String = #fileID, line: Int = #line
+    ) async throws -> PostgresRows {
         try await withConnection { connection in
             try await connection.run(query, logger: logger ?? Self.quiet, file: file, line: line)
         }

@@ -55,7 +55,8 @@ public struct EntitlementStore: Sendable {
     /// Keeps `fact` if it is newer than the one held; an erased user takes no fact.
     public func record(_ fact: EntitlementFact, on conn: PostgresConnection) async throws -> FactOutcome {
         if try await facts.isErased(app: fact.appID, user: fact.userID, on: conn) { return FactOutcome(applied: false, reason: "erased") }
-        let rows = try await conn.run("""
+        let rows = try await conn.run(
+            """
             INSERT INTO entitlement_state (app_id, user_id, version, is_premium, valid_until)
             VALUES (\(fact.appID), \(fact.userID), \(fact.version), \(fact.isPremium), \(fact.validUntil))
             ON CONFLICT (app_id, user_id) DO UPDATE
@@ -69,7 +70,8 @@ public struct EntitlementStore: Sendable {
     }
 
     public func current(app: UUID, user: UUID, on conn: PostgresConnection) async throws -> EntitlementState? {
-        let rows = try await conn.run("""
+        let rows = try await conn.run(
+            """
             SELECT is_premium, valid_until, version FROM entitlement_state WHERE app_id = \(app) AND user_id = \(user)
             """, logger: logger)
         for try await (premium, until, version) in rows.decode((Bool, Date?, Int64).self) {
@@ -81,14 +83,18 @@ public struct EntitlementStore: Sendable {
     /// The user's rights: what this service was told about their access, exported and erased.
     public var userDataSection: UserDataSection {
         let q = UserDataQueries(logger: logger)
-        return UserDataSection(name: "entitlement", export: { user, app, conn in
-            try await q.rows("""
-                SELECT row_to_json(e)::text FROM (SELECT is_premium, valid_until, version, updated_at FROM entitlement_state
-                WHERE app_id = \(app) AND user_id = \(user)) e
-                """, conn)
-        }, delete: { user, app, conn in
-            try await q.count("DELETE FROM entitlement_state WHERE app_id = \(app) AND user_id = \(user) RETURNING 1", conn)
-        })
+        return UserDataSection(
+            name: "entitlement",
+            export: { user, app, conn in
+                try await q.rows(
+                    """
+                    SELECT row_to_json(e)::text FROM (SELECT is_premium, valid_until, version, updated_at FROM entitlement_state
+                    WHERE app_id = \(app) AND user_id = \(user)) e
+                    """, conn)
+            },
+            delete: { user, app, conn in
+                try await q.count("DELETE FROM entitlement_state WHERE app_id = \(app) AND user_id = \(user) RETURNING 1", conn)
+            })
     }
 }
 
@@ -107,9 +113,10 @@ public final class PushedEntitlements: EntitlementSource {
         store = EntitlementStore(logger: runtime.logger)
         clock = runtime.clock
         let env = runtime.config.environment
-        cache = ReadCache(name: "entitlement", capacity: env.int("ENTITLEMENT_CACHE_ENTRIES", default: 50_000),
-                          ttl: .seconds(min(env.int("ENTITLEMENT_CACHE_SECONDS", default: 300), 300)),
-                          feed: runtime.changes, topics: ["entitlement"], metrics: runtime.metrics, clock: runtime.clock)
+        cache = ReadCache(
+            name: "entitlement", capacity: env.int("ENTITLEMENT_CACHE_ENTRIES", default: 50_000),
+            ttl: .seconds(min(env.int("ENTITLEMENT_CACHE_SECONDS", default: 300), 300)),
+            feed: runtime.changes, topics: ["entitlement"], metrics: runtime.metrics, clock: runtime.clock)
     }
 
     public func entitlement(app: UUID, user: UUID) async throws -> Entitlement {

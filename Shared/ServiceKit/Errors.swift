@@ -13,8 +13,10 @@ public struct AppError: Error, HTTPResponseError, Sendable, CustomStringConverti
     public var extra: [String: JSONValue]
     public var headers: HTTPFields
 
-    public init(_ status: HTTPResponse.Status, _ code: String, _ message: String,
-                extra: [String: JSONValue] = [:], headers: HTTPFields = [:]) {
+    public init(
+        _ status: HTTPResponse.Status, _ code: String, _ message: String,
+        extra: [String: JSONValue] = [:], headers: HTTPFields = [:]
+    ) {
         self.status = status
         self.code = code
         self.message = message
@@ -45,10 +47,32 @@ public struct AppError: Error, HTTPResponseError, Sendable, CustomStringConverti
     public static func rateLimited(retryAfter: Int) -> AppError {
         var h = HTTPFields()
         h[.retryAfter] = String(retryAfter)
-        return AppError(.tooManyRequests, "rate_limit_exceeded", "Too many requests, retry later",
-                        extra: ["retry_after": .int(retryAfter)], headers: h)
+        return AppError(
+            .tooManyRequests, "rate_limit_exceeded", "Too many requests, retry later",
+            extra: ["retry_after": .int(retryAfter)], headers: h)
     }
     public static let unavailable = AppError(.serviceUnavailable, "service_unavailable", "Service temporarily unavailable")
+}
+
+public typealias HTTPStatus = HTTPResponse.Status
+
+/// A service's error catalogue (#36): an enum of the codes it answers, each with its status, so
+/// that a code is declared once, its status is the same at every site, and the OpenAPI document's
+/// `Error` enum is generated from the list rather than from whatever the handlers happen to say.
+public protocol ErrorCatalogue: RawRepresentable, CaseIterable, Sendable where RawValue == String {
+    var status: HTTPStatus { get }
+}
+
+extension AppError {
+    public init(_ code: some ErrorCatalogue, _ message: String, extra: [String: JSONValue] = [:], headers: HTTPFields = [:]) {
+        self.init(code.status, code.rawValue, message, extra: extra, headers: headers)
+    }
+
+    /// A code answered with another status than its usual one at one site (e.g. a store
+    /// notification whose signature does not verify is `invalid_notification` with 401).
+    public init(_ status: HTTPStatus, _ code: some ErrorCatalogue, _ message: String, extra: [String: JSONValue] = [:], headers: HTTPFields = [:]) {
+        self.init(status, code.rawValue, message, extra: extra, headers: headers)
+    }
 }
 
 enum ErrorResponder {
@@ -135,8 +159,9 @@ public struct ErrorMiddleware<Context: RequestContext>: RouterMiddleware {
                 }
             }
             context.logger.error("unhandled error", metadata: ["error": "\(String(reflecting: error))"])
-            return ErrorResponder.envelope(status: .internalServerError,
-                                           body: ErrorEnvelope(error: "internal_error", message: "Internal server error"))
+            return ErrorResponder.envelope(
+                status: .internalServerError,
+                body: ErrorEnvelope(error: "internal_error", message: "Internal server error"))
         }
     }
 

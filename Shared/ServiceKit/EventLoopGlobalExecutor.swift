@@ -2,9 +2,9 @@ import NIOCore
 import NIOPosix
 import Synchronization
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Darwin)
-import Darwin
+    import Darwin
 #endif
 
 /// Swift concurrency's global executor, run on NIO's event loops.

@@ -53,7 +53,7 @@ public final class GroupCommit<Item: Sendable>: Sendable {
             do {
                 try await write(batch.map(\.item))
                 for w in batch { w.done.resume() }
-            } catch where batch.count > 1 {
+            } catch  where batch.count > 1 {
                 for w in batch {
                     do { try await write([w.item]); w.done.resume() } catch { w.done.resume(throwing: error) }
                 }

@@ -17,9 +17,11 @@ public struct HTTPRequest: Sendable {
     /// curl's `--resolve` entries (`host:port:address`): pin a host to an address.
     public var resolve: [String]
 
-    public init(method: String = "GET", url: String, headers: [(String, String)] = [], body: Data? = nil,
-                timeout: Duration = .seconds(10), connectTimeout: Duration = .seconds(2),
-                caBundlePath: String? = nil, resolve: [String] = []) {
+    public init(
+        method: String = "GET", url: String, headers: [(String, String)] = [], body: Data? = nil,
+        timeout: Duration = .seconds(10), connectTimeout: Duration = .seconds(2),
+        caBundlePath: String? = nil, resolve: [String] = []
+    ) {
         self.method = method
         self.url = url
         self.headers = headers
@@ -32,8 +34,9 @@ public struct HTTPRequest: Sendable {
 
     /// A JSON request: encodes the body with the shared encoder and sets the content type.
     public static func json<T: Encodable>(_ method: String, _ url: String, body: T, headers: [(String, String)] = []) throws -> HTTPRequest {
-        HTTPRequest(method: method, url: url, headers: headers + [("Content-Type", "application/json")],
-                    body: try JSON.encoder.encode(body))
+        HTTPRequest(
+            method: method, url: url, headers: headers + [("Content-Type", "application/json")],
+            body: try JSON.encoder.encode(body))
     }
 
     /// Safe to send twice: the method is idempotent or the request carries an idempotency key.
@@ -113,7 +116,7 @@ public struct SMTPMessage: Sendable {
             "Message-ID: <\(messageID)@app-backend>",
             "MIME-Version: 1.0",
             "Content-Type: text/plain; charset=utf-8",
-            "Content-Transfer-Encoding: 8bit",
+            "Content-Transfer-Encoding: 8bit"
         ]
         lines += headers.map { "\($0.0): \($0.1)" }
         // Dot-stuffing is done by libcurl; normalise line ends to CRLF.
@@ -380,8 +383,11 @@ public final class CurlHTTPClient: Sendable {
             if line.hasPrefix("HTTP/") {
                 t.headers = [] // a new response (after 100-continue or a redirect) starts over
             } else if let colon = line.firstIndex(of: ":") {
-                t.headers.append((String(line[..<colon]).trimmingCharacters(in: .whitespaces),
-                                  String(line[line.index(after: colon)...]).trimmingCharacters(in: .whitespaces)))
+                t.headers.append(
+                    (
+                        String(line[..<colon]).trimmingCharacters(in: .whitespaces),
+                        String(line[line.index(after: colon)...]).trimmingCharacters(in: .whitespaces)
+                    ))
             }
             return n
         }
@@ -393,12 +399,13 @@ public final class CurlHTTPClient: Sendable {
         for list in t.slists { curl_slist_free_all(list) }
         guard result == CURLE_OK else {
             let message = String(cString: curl_easy_strerror(result))
-            let error: HTTPClientError = switch result {
-            case CURLE_OPERATION_TIMEDOUT: .timeout(url: t.url)
-            case CURLE_COULDNT_CONNECT: .connectionRefused(url: t.url)
-            case CURLE_COULDNT_RESOLVE_HOST: .couldNotResolve(url: t.url)
-            default: .transport(code: Int(result.rawValue), message: message)
-            }
+            let error: HTTPClientError =
+                switch result {
+                case CURLE_OPERATION_TIMEDOUT: .timeout(url: t.url)
+                case CURLE_COULDNT_CONNECT: .connectionRefused(url: t.url)
+                case CURLE_COULDNT_RESOLVE_HOST: .couldNotResolve(url: t.url)
+                default: .transport(code: Int(result.rawValue), message: message)
+                }
             t.submission.continuation.resume(throwing: error)
             return
         }

@@ -55,11 +55,14 @@ public struct JobQueue: Sendable {
     @discardableResult
     /// `runAfter`: seconds from the database's clock now (a retry counted from the moment of the
     /// failure, whatever clock the caller holds).
-    public static func enqueue<P: Encodable>(on connection: PostgresConnection, queue: String, kind: String, payload: P,
-                                             runAt: Date? = nil, runAfter: Double? = nil, maxAttempts: Int = 5, uniqueKey: String? = nil,
-                                             logger: Logger) async throws -> Int64? {
+    public static func enqueue<P: Encodable>(
+        on connection: PostgresConnection, queue: String, kind: String, payload: P,
+        runAt: Date? = nil, runAfter: Double? = nil, maxAttempts: Int = 5, uniqueKey: String? = nil,
+        logger: Logger
+    ) async throws -> Int64? {
         let json = String(decoding: try JSON.encoder.encode(payload), as: UTF8.self)
-        let rows = try await connection.run("""
+        let rows = try await connection.run(
+            """
             INSERT INTO jobs (queue, kind, payload, run_at, max_attempts, unique_key, request_id)
             VALUES (\(queue), \(kind), \(json)::jsonb,
                     COALESCE(\(runAt), clock_timestamp() + make_interval(secs => COALESCE(\(runAfter), 0))), \(maxAttempts), \(uniqueKey),
@@ -72,11 +75,14 @@ public struct JobQueue: Sendable {
     }
 
     @discardableResult
-    public func enqueue<P: Encodable & Sendable>(kind: String, payload: P, runAt: Date? = nil, maxAttempts: Int = 5,
-                                                 uniqueKey: String? = nil) async throws -> Int64? {
+    public func enqueue<P: Encodable & Sendable>(
+        kind: String, payload: P, runAt: Date? = nil, maxAttempts: Int = 5,
+        uniqueKey: String? = nil
+    ) async throws -> Int64? {
         try await client.withConnection { conn in
-            try await Self.enqueue(on: conn, queue: queue, kind: kind, payload: payload, runAt: runAt,
-                                   maxAttempts: maxAttempts, uniqueKey: uniqueKey, logger: logger)
+            try await Self.enqueue(
+                on: conn, queue: queue, kind: kind, payload: payload, runAt: runAt,
+                maxAttempts: maxAttempts, uniqueKey: uniqueKey, logger: logger)
         }
     }
 
@@ -115,7 +121,8 @@ public struct JobQueue: Sendable {
     /// the job ended; the work must then stop before it writes.
     public func renew(_ job: Job, lease: Duration) async throws -> Bool {
         let leaseUntil = clock.now().addingTimeInterval(Double(lease.components.seconds))
-        let rows = try await client.query("""
+        let rows = try await client.query(
+            """
             UPDATE jobs SET locked_until = \(leaseUntil), updated_at = now()
             WHERE id = \(job.id) AND status = 'running' AND attempts = \(job.attempt)
             RETURNING id
@@ -127,7 +134,8 @@ public struct JobQueue: Sendable {
     /// Marks the job done, if this attempt still holds it (a worker whose lease was lost and
     /// given to another must not end the other's run).
     public func complete(_ job: Job) async throws {
-        try await client.query("""
+        try await client.query(
+            """
             UPDATE jobs SET status = 'done', finished_at = now(), updated_at = now(), locked_until = NULL
             WHERE id = \(job.id) AND status = 'running' AND attempts = \(job.attempt)
             """, logger: logger)
@@ -136,13 +144,15 @@ public struct JobQueue: Sendable {
     /// Schedules a retry after `backoff`, or marks the job dead after its last attempt.
     public func fail(_ job: Job, error: String, backoff: Backoff) async throws {
         if job.attempt >= job.maxAttempts {
-            try await client.query("""
+            try await client.query(
+                """
                 UPDATE jobs SET status = 'dead', last_error = \(error), finished_at = now(), updated_at = now(), locked_until = NULL
                 WHERE id = \(job.id) AND status = 'running' AND attempts = \(job.attempt)
                 """, logger: logger)
         } else {
             let runAt = clock.now().addingTimeInterval(Double(backoff.delay(afterAttempt: job.attempt).milliseconds) / 1000)
-            try await client.query("""
+            try await client.query(
+                """
                 UPDATE jobs SET status = 'pending', last_error = \(error), locked_until = NULL, updated_at = now(),
                        run_at = \(runAt)
                 WHERE id = \(job.id) AND status = 'running' AND attempts = \(job.attempt)
@@ -172,8 +182,10 @@ public struct JobWorker: Service {
     /// process that died is claimed again within about this long, a live one keeps its job.
     public static let defaultLease: Duration = .seconds(15)
 
-    public init(queue: JobQueue, handlers: [String: JobHandler], concurrency: Int = Self.defaultConcurrency,
-                pollInterval: Duration = .milliseconds(250), lease: Duration = Self.defaultLease, backoff: Backoff = Backoff()) {
+    public init(
+        queue: JobQueue, handlers: [String: JobHandler], concurrency: Int = Self.defaultConcurrency,
+        pollInterval: Duration = .milliseconds(250), lease: Duration = Self.defaultLease, backoff: Backoff = Backoff()
+    ) {
         self.queue = queue
         self.handlers = handlers
         self.concurrency = concurrency
@@ -275,7 +287,8 @@ public struct JobWorker: Service {
             case .finished: break
             case .failed(let error): throw JobFailure(description: error)
             case .leaseLost:
-                queue.logger.warning("job lease lost: another worker runs it now", metadata: ["job": "\(job.id)", "kind": "\(job.kind)", "attempt": "\(job.attempt)"])
+                queue.logger.warning(
+                    "job lease lost: another worker runs it now", metadata: ["job": "\(job.id)", "kind": "\(job.kind)", "attempt": "\(job.attempt)"])
                 return
             }
             try await queue.complete(job)

@@ -9,14 +9,22 @@ import Synchronization
 public struct MetricsMiddleware: RouterMiddleware {
     public typealias Context = ServiceRequestContext
     let registry: PrometheusCollectorRegistry
-    static let buckets: [Duration] = [.milliseconds(1), .milliseconds(2), .milliseconds(5), .milliseconds(10),
-                                      .milliseconds(25), .milliseconds(50), .milliseconds(100), .milliseconds(250),
-                                      .milliseconds(500), .seconds(1), .milliseconds(2500), .seconds(5)]
+    static let buckets: [Duration] = [
+        .milliseconds(1), .milliseconds(2), .milliseconds(5), .milliseconds(10),
+        .milliseconds(25), .milliseconds(50), .milliseconds(100), .milliseconds(250),
+        .milliseconds(500), .seconds(1), .milliseconds(2500), .seconds(5)
+    ]
 
-    static var requests: MetricNameDescriptor { MetricNameDescriptor(metricName: "http_requests", unitName: "total",
-                                               helpText: "Answers by method, route pattern and status, errors included") }
-    static var duration: MetricNameDescriptor { MetricNameDescriptor(metricName: "http_request_duration", unitName: "seconds",
-                                               helpText: "Time from the request to its answer, by method and route pattern") }
+    static var requests: MetricNameDescriptor {
+        MetricNameDescriptor(
+            metricName: "http_requests", unitName: "total",
+            helpText: "Answers by method, route pattern and status, errors included")
+    }
+    static var duration: MetricNameDescriptor {
+        MetricNameDescriptor(
+            metricName: "http_request_duration", unitName: "seconds",
+            helpText: "Time from the request to its answer, by method and route pattern")
+    }
 
     /// The registry's metrics by (method, route, status), so a request does not rebuild the
     /// metric name, re-check the help text and hash label arrays in the registry each time (a
@@ -44,9 +52,12 @@ public struct MetricsMiddleware: RouterMiddleware {
     }
 
     private func metrics(for key: Handles.Key) -> (Counter, DurationHistogram) {
-        let made = (registry.makeCounter(descriptor: Self.requests, labels: [("method", key.method), ("route", key.route), ("status", String(key.status))]),
-                    registry.makeDurationHistogram(descriptor: Self.duration, labels: [("method", key.method), ("route", key.route)],
-                                                   buckets: Self.buckets))
+        let made = (
+            registry.makeCounter(descriptor: Self.requests, labels: [("method", key.method), ("route", key.route), ("status", String(key.status))]),
+            registry.makeDurationHistogram(
+                descriptor: Self.duration, labels: [("method", key.method), ("route", key.route)],
+                buckets: Self.buckets)
+        )
         handles.byKey.withLock { $0[key] = made }
         return made
     }

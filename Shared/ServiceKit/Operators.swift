@@ -41,8 +41,9 @@ public struct RemoteOperatorVerifier: OperatorVerifier {
     }
 
     public func verify(appID: UUID, key: String) async throws -> Operator? {
-        let request = try HTTPRequest.json("POST", "\(authURL)/internal/operators/verify",
-                                           body: OperatorVerificationRequest(appID: appID, key: key), headers: credential.headers)
+        let request = try HTTPRequest.json(
+            "POST", "\(authURL)/internal/operators/verify",
+            body: OperatorVerificationRequest(appID: appID, key: key), headers: credential.headers)
         let response: HTTPResponseData
         do { response = try await http.send(request) } catch {
             throw AppError(.serviceUnavailable, "service_unavailable", "Cannot verify the operator key right now")
@@ -142,15 +143,18 @@ public struct AdminAuthMiddleware: RouterMiddleware {
         }
     }
 
-    static let refused = AppError(.unauthorized, "invalid_admin_credential",
-                                  "An operator credential for this app is required (Authorization: Bearer <operator key>)")
+    static let refused = AppError(
+        .unauthorized, "invalid_admin_credential",
+        "An operator credential for this app is required (Authorization: Bearer <operator key>)")
 
     private func record(_ who: Operator, app: UUID, _ request: Request, _ context: Context, status: Int) async {
         guard let audit else { return }
         do {
-            try await audit.record(OperatorAuditStore.Entry(appID: app, operator: who, method: request.method.rawValue,
-                                                            route: context.endpointPath ?? "unmatched", path: request.uri.path,
-                                                            status: status, requestID: context.requestID))
+            try await audit.record(
+                OperatorAuditStore.Entry(
+                    appID: app, operator: who, method: request.method.rawValue,
+                    route: context.endpointPath ?? "unmatched", path: request.uri.path,
+                    status: status, requestID: context.requestID))
         } catch {
             // The action has happened; losing its audit line is logged loudly, not turned into a failure.
             context.logger.error("operator audit not written", metadata: ["error": "\(String(reflecting: type(of: error)))"])
@@ -174,7 +178,8 @@ public struct OperatorAuditStore: Sendable {
     public init(db: DatabasePool, logger: Logger) { self.db = db; self.logger = logger }
 
     public func record(_ e: Entry) async throws {
-        try await db.query("""
+        try await db.query(
+            """
             INSERT INTO operator_audit (app_id, operator, method, route, path, status, request_id)
             VALUES (\(e.appID), \(e.operator.auditName), \(e.method), \(e.route), \(String(e.path.prefix(500))), \(e.status), \(e.requestID))
             """, logger: logger)
@@ -183,9 +188,11 @@ public struct OperatorAuditStore: Sendable {
     /// One app's operator actions, newest first.
     public func recent(appID: UUID, limit: Int = 100) async throws -> [Row] {
         var out: [Row] = []
-        for try await r in try await db.query("""
+        for try await r in try await db.query(
+            """
             SELECT operator, method, route, path, status FROM operator_audit WHERE app_id = \(appID) ORDER BY id DESC LIMIT \(limit)
-            """, logger: logger).decode((String, String, String, String, Int).self) {
+            """, logger: logger
+        ).decode((String, String, String, String, Int).self) {
             out.append(Row(operator: r.0, method: r.1, route: r.2, path: r.3, status: r.4))
         }
         return out

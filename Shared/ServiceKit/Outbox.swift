@@ -42,11 +42,14 @@ public enum Outbox {
     /// `deliveredByWriter`: the writer sends the row itself right after its commit
     /// (`OutboxWorker.deliverNow`, to answer with the receiver's reply), so the workers, woken by
     /// the same commit, leave it alone for that long; they take it if the writer did not.
-    public static func enqueue(_ message: OutboxMessage, on connection: PostgresConnection, logger: Logger,
-                               deliveredByWriter hold: Duration? = nil) async throws -> (id: Int64, key: UUID) {
+    public static func enqueue(
+        _ message: OutboxMessage, on connection: PostgresConnection, logger: Logger,
+        deliveredByWriter hold: Duration? = nil
+    ) async throws -> (id: Int64, key: UUID) {
         let body = message.body.map { String(decoding: $0, as: UTF8.self) }
         let holdMilliseconds = hold.map { Int($0.nanoseconds / 1_000_000) } ?? 0
-        let rows = try await connection.run("""
+        let rows = try await connection.run(
+            """
             INSERT INTO outbox (target_service, method, path, body, request_id, next_attempt_at)
             VALUES (\(message.target.rawValue), \(message.method), \(message.path), \(body)::jsonb, \(RequestTrace.requestID),
                     now() + \(holdMilliseconds) * interval '1 millisecond')
@@ -89,9 +92,11 @@ public struct OutboxWorker: Service {
     /// worker delivers it then rather than at its next poll.
     public let wakeup: Wakeup?
 
-    public init(client: DatabasePool, http: CurlHTTPClient, serviceURLs: [ServiceName: String],
-                credential: InternalCredential, pollInterval: Duration = .milliseconds(200), batchSize: Int = Self.defaultBatchSize,
-                backoff: Backoff = Backoff(base: .milliseconds(500), cap: .seconds(600)), wakeup: Wakeup? = nil, logger: Logger) {
+    public init(
+        client: DatabasePool, http: CurlHTTPClient, serviceURLs: [ServiceName: String],
+        credential: InternalCredential, pollInterval: Duration = .milliseconds(200), batchSize: Int = Self.defaultBatchSize,
+        backoff: Backoff = Backoff(base: .milliseconds(500), cap: .seconds(600)), wakeup: Wakeup? = nil, logger: Logger
+    ) {
         self.wakeup = wakeup
         self.client = client
         self.http = http
@@ -160,7 +165,8 @@ public struct OutboxWorker: Service {
     /// (or leased by a worker) and is delivered later.
     public func deliverNow(id: Int64, timeout: Duration) async -> HTTPResponseData? {
         do {
-            let rows = try await client.query("""
+            let rows = try await client.query(
+                """
                 UPDATE outbox SET attempts = attempts + 1, next_attempt_at = now() + interval '15 seconds'
                 WHERE id = \(id) AND status = 'pending' AND (attempts = 0 OR next_attempt_at <= now())
                 RETURNING id, idempotency_key, target_service, method, path, body::text, attempts, max_attempts, request_id
@@ -180,14 +186,17 @@ public struct OutboxWorker: Service {
     public func confirm(id: Int64, timeout: Duration) async -> HTTPResponseData? {
         do {
             var found: Row?
-            for try await r in try await client.query("""
+            for try await r in try await client.query(
+                """
                 SELECT id, idempotency_key, target_service, method, path, body::text, attempts, max_attempts, request_id
                 FROM outbox WHERE id = \(id) AND status <> 'dead'
-                """, logger: logger).decode(Row.Columns.self) { found = Row(r) }
+                """, logger: logger
+            ).decode(Row.Columns.self) { found = Row(r) }
             guard let row = found, let request = request(for: row, timeout: timeout) else { return nil }
             let response = try await http.send(request)
             guard (200..<300).contains(response.status) else { return nil }
-            try await client.query("""
+            try await client.query(
+                """
                 UPDATE outbox SET status = 'delivered', delivered_at = now(), last_error = NULL WHERE id = \(id) AND status = 'pending'
                 """, logger: logger)
             return response
@@ -237,7 +246,8 @@ public struct OutboxWorker: Service {
                 try await client.query("UPDATE outbox SET status = 'delivered', delivered_at = now(), last_error = NULL WHERE id = \(row.id)", logger: logger)
             case .retry(let error) where row.attempts < row.max:
                 let delay = Double(backoff.delay(afterAttempt: row.attempts).milliseconds) / 1000
-                try await client.query("""
+                try await client.query(
+                    """
                     UPDATE outbox SET last_error = \(error), next_attempt_at = now() + make_interval(secs => \(delay))
                     WHERE id = \(row.id)
                     """, logger: logger)
@@ -274,23 +284,28 @@ public struct IdempotencyStore: Sendable {
     /// `fingerprint` names the request a key was first used for (e.g. its target): the same key
     /// with another fingerprint is refused with 422 `idempotency_key_reused` (Stripe's rule),
     /// rather than answered with the first request's response.
-    public func run(key: String, scope: String, fingerprint: String? = nil,
-                    _ body: (PostgresConnection) async throws -> (status: Int, body: Data)) async throws -> StoredResponse {
+    public func run(
+        key: String, scope: String, fingerprint: String? = nil,
+        _ body: (PostgresConnection) async throws -> (status: Int, body: Data)
+    ) async throws -> StoredResponse {
         try await client.withTransaction(logger: logger) { conn in
-            let inserted = try await conn.run("""
+            let inserted = try await conn.run(
+                """
                 INSERT INTO idempotency_keys (scope, key, request_fingerprint) VALUES (\(scope), \(key), \(fingerprint))
                 ON CONFLICT (scope, key) DO NOTHING RETURNING key
                 """, logger: logger)
             var isNew = false
             for try await _ in inserted { isNew = true }
             if !isNew {
-                let rows = try await conn.run("""
+                let rows = try await conn.run(
+                    """
                     SELECT status_code, response_body, request_fingerprint FROM idempotency_keys WHERE scope = \(scope) AND key = \(key)
                     """, logger: logger)
                 for try await (status, stored, first) in rows.decode((Int?, String?, String?).self) {
                     if first != fingerprint {
-                        throw AppError(.unprocessableContent, "idempotency_key_reused",
-                                       "This Idempotency-Key was used for another request; use a new key for a new request")
+                        throw AppError(
+                            .unprocessableContent, "idempotency_key_reused",
+                            "This Idempotency-Key was used for another request; use a new key for a new request")
                     }
                     return StoredResponse(status: status ?? 200, body: Data((stored ?? "").utf8), replayed: true)
                 }
@@ -298,7 +313,8 @@ public struct IdempotencyStore: Sendable {
             }
             let result = try await body(conn)
             let text = String(decoding: result.body, as: UTF8.self)
-            try await conn.run("""
+            try await conn.run(
+                """
                 UPDATE idempotency_keys SET status_code = \(result.status), response_body = \(text)
                 WHERE scope = \(scope) AND key = \(key)
                 """, logger: logger)

@@ -19,12 +19,15 @@ public struct PeriodicQuery: Sendable {
         let now = Date()
         return [
             // Every queue's claim has the same plan; the name is only a value.
-            PeriodicQuery("job claim", JobQueue.claimQuery(queue: "jobs", now: now,
-                                                           leaseUntil: now.addingTimeInterval(Double(JobWorker.defaultLease.components.seconds)),
-                                                           limit: JobWorker.defaultConcurrency)),
+            PeriodicQuery(
+                "job claim",
+                JobQueue.claimQuery(
+                    queue: "jobs", now: now,
+                    leaseUntil: now.addingTimeInterval(Double(JobWorker.defaultLease.components.seconds)),
+                    limit: JobWorker.defaultConcurrency)),
             PeriodicQuery("outbox delivery", OutboxWorker.dueQuery(batchSize: OutboxWorker.defaultBatchSize)),
             PeriodicQuery("session watcher (states)", UserFactStore.sessionStatesQuery(since: now.addingTimeInterval(-5))),
-            PeriodicQuery("session watcher (revocations)", UserFactStore.revokedSessionsQuery(since: now.addingTimeInterval(-5))),
+            PeriodicQuery("session watcher (revocations)", UserFactStore.revokedSessionsQuery(since: now.addingTimeInterval(-5)))
         ] + (RetentionRule.platform(env) + retention).map { PeriodicQuery("retention \($0.name)", $0.purgeQuery) }
     }
 }
@@ -50,16 +53,19 @@ extension DatabasePool {
     /// `warmUp` first EXPLAINs them all on the same connection, so that the times are a worker's
     /// in steady state (PostGIS loaded by its first call, the catalog caches filled), not a new
     /// connection's.
-    public func explain(_ queries: [PeriodicQuery], analyze: Bool, forbidSequentialScans: Bool = false, warmUp: Bool = false,
-                        logger: Logger) async throws -> [PeriodicPlan] {
+    public func explain(
+        _ queries: [PeriodicQuery], analyze: Bool, forbidSequentialScans: Bool = false, warmUp: Bool = false,
+        logger: Logger
+    ) async throws -> [PeriodicPlan] {
         try await withConnection { conn in
             var out: [PeriodicPlan] = []
             for (q, pass) in (warmUp ? queries.map { ($0, 0) } : []) + queries.map({ ($0, 1) }) {
                 try await conn.run("BEGIN", logger: logger)
                 do {
                     if forbidSequentialScans { try await conn.run("SET LOCAL enable_seqscan = off", logger: logger) }
-                    let explain = PostgresQuery(unsafeSQL: (analyze && pass == 1 ? "EXPLAIN (ANALYZE, BUFFERS) " : "EXPLAIN ") + q.query.sql,
-                                                binds: q.query.binds)
+                    let explain = PostgresQuery(
+                        unsafeSQL: (analyze && pass == 1 ? "EXPLAIN (ANALYZE, BUFFERS) " : "EXPLAIN ") + q.query.sql,
+                        binds: q.query.binds)
                     var lines: [String] = []
                     for try await line in try await conn.run(explain, logger: logger).decode(String.self) { lines.append(line) }
                     if pass == 1 { out.append(PeriodicPlan(name: q.name, plan: lines.joined(separator: "\n"))) }

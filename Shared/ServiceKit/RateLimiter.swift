@@ -32,7 +32,8 @@ public struct RateLimiter: Sendable {
         let start = t - t % window
         let windowStart = Date(timeIntervalSince1970: TimeInterval(start))
         let previousStart = Date(timeIntervalSince1970: TimeInterval(start - window))
-        let rows = try await client.query("""
+        let rows = try await client.query(
+            """
             WITH hit AS (
                 INSERT INTO rate_limits (scope, key, window_start, count)
                 VALUES (\(scope), \(key), \(windowStart), 1)

@@ -47,8 +47,10 @@ public final class ReadCache<Key: CacheKey, Value: Sendable>: Sendable {
 
     /// - Parameters:
     ///   - topics: the changes that concern this cache (the user topic always does).
-    public init(name: String, capacity: Int, ttl: Duration, feed: ChangeFeed, topics: Set<String>, metrics: PrometheusCollectorRegistry,
-                clock: any WallClock = SystemClock()) {
+    public init(
+        name: String, capacity: Int, ttl: Duration, feed: ChangeFeed, topics: Set<String>, metrics: PrometheusCollectorRegistry,
+        clock: any WallClock = SystemClock()
+    ) {
         self.name = name
         self.clock = clock
         self.capacity = max(1, capacity)
@@ -59,8 +61,9 @@ public final class ReadCache<Key: CacheKey, Value: Sendable>: Sendable {
         let requests = MetricNameDescriptor(metricName: "cache_requests", unitName: "total", helpText: help)
         hits = metrics.makeCounter(descriptor: requests, labels: [("cache", name), ("result", "hit")])
         misses = metrics.makeCounter(descriptor: requests, labels: [("cache", name), ("result", "miss")])
-        size = metrics.makeGauge(descriptor: MetricNameDescriptor(metricName: "cache", unitName: "entries", helpText: "Answers held in this replica's memory per cache"),
-                                 labels: [("cache", name)])
+        size = metrics.makeGauge(
+            descriptor: MetricNameDescriptor(metricName: "cache", unitName: "entries", helpText: "Answers held in this replica's memory per cache"),
+            labels: [("cache", name)])
         let concerned = topics.union([DataChange.userTopic])
         feed.subscribe { [weak self] event in
             guard let self else { return }
@@ -82,7 +85,8 @@ public final class ReadCache<Key: CacheKey, Value: Sendable>: Sendable {
     private func drop(_ change: DataChange) {
         state.withLock { s in
             switch (change.app, change.user) {
-            case (let app?, let user?): s.stripes[Self.stripe(scope: app, subject: user)] &+= 1
+            case (let app?, let user?):
+                s.stripes[Self.stripe(scope: app, subject: user)] &+= 1
                 // An answer about the whole tenant (no subject) may include this user's data too.
                 s.stripes[Self.stripe(scope: app, subject: nil)] &+= 1
             case (let app?, nil): s.scopes[app, default: 0] &+= 1
@@ -146,7 +150,8 @@ public final class ReadCache<Key: CacheKey, Value: Sendable>: Sendable {
         guard now < until else { return }
         let count = state.withLock { s -> Int in
             guard ticket.generation == s.generation, ticket.stripeEpoch == s.stripes[ticket.stripe],
-                  ticket.scopeEpoch == s.scopes[key.scope, default: 0] else { return s.entries.count }
+                ticket.scopeEpoch == s.scopes[key.scope, default: 0]
+            else { return s.entries.count }
             if s.entries.count >= capacity && s.entries[key] == nil {
                 // Full: let an eighth go (the dictionary's order, which is arbitrary) rather than
                 // keep an order of use on every hit.

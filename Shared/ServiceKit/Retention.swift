@@ -23,16 +23,19 @@ public struct RetentionRule: Sendable {
     /// until an operator has seen them (the metrics count them); pending ones are never due.
     public static func platform(_ env: EnvironmentVariables) -> [RetentionRule] {
         [
-            RetentionRule(name: "outbox_delivered", table: "outbox", due: "status = 'delivered' AND delivered_at < $1",
-                          keep: .seconds(86_400 * env.int("OUTBOX_RETENTION_DAYS", default: 7))),
-            RetentionRule(name: "jobs_done", table: "jobs", due: "status = 'done' AND finished_at < $1",
-                          keep: .seconds(86_400 * env.int("JOB_RETENTION_DAYS", default: 7))),
+            RetentionRule(
+                name: "outbox_delivered", table: "outbox", due: "status = 'delivered' AND delivered_at < $1",
+                keep: .seconds(86_400 * env.int("OUTBOX_RETENTION_DAYS", default: 7))),
+            RetentionRule(
+                name: "jobs_done", table: "jobs", due: "status = 'done' AND finished_at < $1",
+                keep: .seconds(86_400 * env.int("JOB_RETENTION_DAYS", default: 7))),
             // A key answers the retries of one request: the app's within minutes, the outbox's
             // within its few hours of backoff (at most 20 tries, 10 minutes apart at most).
-            RetentionRule(name: "idempotency_keys", table: "idempotency_keys", due: "created_at < $1",
-                          keep: .seconds(3600 * env.int("IDEMPOTENCY_RETENTION_HOURS", default: 24))),
+            RetentionRule(
+                name: "idempotency_keys", table: "idempotency_keys", due: "created_at < $1",
+                keep: .seconds(3600 * env.int("IDEMPOTENCY_RETENTION_HOURS", default: 24))),
             RetentionRule(name: "rate_limits", table: "rate_limits", due: "window_start < $1", keep: .seconds(86_400)),
-            RetentionRule(name: "operator_audit", table: "operator_audit", due: "at < $1", keep: auditKeep(env)),
+            RetentionRule(name: "operator_audit", table: "operator_audit", due: "at < $1", keep: auditKeep(env))
         ]
     }
 
@@ -51,8 +54,9 @@ public struct RetentionRule: Sendable {
     public var purgeQuery: PostgresQuery {
         var binds = PostgresBindings()
         binds.append(Double(keep.components.seconds))
-        return PostgresQuery(unsafeSQL: "DELETE FROM \(table) WHERE ctid = ANY(ARRAY(\(selection) FOR UPDATE SKIP LOCKED)) RETURNING 1",
-                             binds: binds)
+        return PostgresQuery(
+            unsafeSQL: "DELETE FROM \(table) WHERE ctid = ANY(ARRAY(\(selection) FOR UPDATE SKIP LOCKED)) RETURNING 1",
+            binds: binds)
     }
 }
 
@@ -90,7 +94,8 @@ public struct RetentionPurger: Service {
             for _ in 0..<maxBatches {
                 var n = 0
                 for try await _ in try await db.query(rule.purgeQuery, logger: logger)
-                    .decode(Int.self) { n += 1 }
+                    .decode(Int.self)
+                { n += 1 }
                 total += n
                 if n < rule.batch { break }
             }

@@ -49,9 +49,11 @@ public struct ServiceRuntime: Sendable {
     public let outboxWakeup: Wakeup
 
     public init(config: ServiceConfig, migrations: [Migration], clock: any WallClock = SystemClock(), logger: Logger? = nil) {
-        var logger = logger ?? Logger(label: "\(config.service.rawValue)-service") { _ in
-            ServiceLogHandler(service: config.service.rawValue, format: config.logFormat)
-        }
+        var logger =
+            logger
+            ?? Logger(label: "\(config.service.rawValue)-service") { _ in
+                ServiceLogHandler(service: config.service.rawValue, format: config.logFormat)
+            }
         logger.logLevel = Logger.Level(rawValue: config.logLevel) ?? .info
         self.config = config
         self.logger = logger
@@ -87,25 +89,29 @@ public struct ServiceRuntime: Sendable {
 
     /// The outbox worker of this service, delivering to the others.
     public var outboxWorker: OutboxWorker {
-        OutboxWorker(client: db, http: http, serviceURLs: config.serviceURLs, credential: internalCredential,
-                     pollInterval: .milliseconds(config.outboxPollMilliseconds), wakeup: outboxWakeup, logger: logger)
+        OutboxWorker(
+            client: db, http: http, serviceURLs: config.serviceURLs, credential: internalCredential,
+            pollInterval: .milliseconds(config.outboxPollMilliseconds), wakeup: outboxWakeup, logger: logger)
     }
 
     /// Verifies access tokens against auth's JWKS over HTTP.
     public func remoteTokenVerifier() -> AccessTokenVerifier {
-        AccessTokenVerifier(source: RemoteJWKSSource(url: "\(config.url(of: .auth))/auth/v1/.well-known/jwks.json", http: http),
-                            cacheTTL: .seconds(config.jwksCacheSeconds), issuers: config.acceptedIssuers, clock: clock)
+        AccessTokenVerifier(
+            source: RemoteJWKSSource(url: "\(config.url(of: .auth))/auth/v1/.well-known/jwks.json", http: http),
+            cacheTTL: .seconds(config.jwksCacheSeconds), issuers: config.acceptedIssuers, clock: clock)
     }
 
     /// Verifies tenant headers by asking auth, cached briefly.
     public func remoteAppVerifier() -> any AppVerifier {
-        CachedAppVerifier(RemoteAppVerifier(authURL: config.url(of: .auth), http: http, credential: internalCredential),
-                          ttl: .seconds(config.tenantCacheSeconds))
+        CachedAppVerifier(
+            RemoteAppVerifier(authURL: config.url(of: .auth), http: http, credential: internalCredential),
+            ttl: .seconds(config.tenantCacheSeconds))
     }
 
     public func remoteOperatorVerifier() -> any OperatorVerifier {
-        CachedOperatorVerifier(RemoteOperatorVerifier(authURL: config.url(of: .auth), http: http, credential: internalCredential),
-                               ttl: .seconds(config.operatorCacheSeconds))
+        CachedOperatorVerifier(
+            RemoteOperatorVerifier(authURL: config.url(of: .auth), http: http, credential: internalCredential),
+            ttl: .seconds(config.operatorCacheSeconds))
     }
 }
 
@@ -171,8 +177,9 @@ public func buildServiceApplication(
         await operational.refresh()
         var buffer: [UInt8] = []
         runtime.metrics.emit(into: &buffer)
-        return Response(status: .ok, headers: [.contentType: "text/plain; version=0.0.4"],
-                        body: .init(byteBuffer: ByteBuffer(bytes: buffer)))
+        return Response(
+            status: .ok, headers: [.contentType: "text/plain; version=0.0.4"],
+            body: .init(byteBuffer: ByteBuffer(bytes: buffer)))
     }
     let tenant = router.group(RouterPath(prefix)).add(middleware: everything).add(middleware: TenantMiddleware(verifier: appVerifier))
     let user = router.group(RouterPath(prefix))
@@ -182,34 +189,44 @@ public func buildServiceApplication(
     let userLogging = router.group(RouterPath(prefix))
         .add(middleware: TenantMiddleware(verifier: appVerifier))
         .add(middleware: AccessTokenMiddleware(verifier: tokenVerifier, sessions: runtime.sessions))
-    let internalGroup = router.group("internal").add(middleware: InternalAuthMiddleware(accepted: config.acceptedInternalCredentials)).add(middleware: everything)
+    let internalGroup = router.group("internal").add(middleware: InternalAuthMiddleware(accepted: config.acceptedInternalCredentials)).add(
+        middleware: everything)
     if let userData {
-        UserDataController(service: config.service, sections: userData, db: runtime.db, sessions: runtime.sessions,
-                           changes: runtime.changes, logger: runtime.logger).addRoutes(to: internalGroup)
+        UserDataController(
+            service: config.service, sections: userData, db: runtime.db, sessions: runtime.sessions,
+            changes: runtime.changes, logger: runtime.logger
+        ).addRoutes(to: internalGroup)
     }
     timeline?.addRoute(service: config.service, to: internalGroup, db: runtime.db, logger: runtime.logger)
     if config.service != .auth {
-        SessionFactsController(registry: runtime.sessions, db: runtime.db, store: UserFactStore(logger: runtime.logger),
-                               logger: runtime.logger).addRoutes(to: internalGroup)
+        SessionFactsController(
+            registry: runtime.sessions, db: runtime.db, store: UserFactStore(logger: runtime.logger),
+            logger: runtime.logger
+        ).addRoutes(to: internalGroup)
     }
     let admin = router.group(RouterPath(prefix))
         .add(middleware: TenantMiddleware(verifier: appVerifier))
-        .add(middleware: AdminAuthMiddleware(token: config.adminToken, operators: operatorVerifier ?? runtime.remoteOperatorVerifier(),
-                                             audit: OperatorAuditStore(db: runtime.db, logger: runtime.logger)))
+        .add(
+            middleware: AdminAuthMiddleware(
+                token: config.adminToken, operators: operatorVerifier ?? runtime.remoteOperatorVerifier(),
+                audit: OperatorAuditStore(db: runtime.db, logger: runtime.logger))
+        )
         .add(middleware: everything)
     try configure(ServiceRoutes(router: router, open: open, tenant: tenant, user: user, userLogging: userLogging, internal: internalGroup, admin: admin))
 
     let watcher = runtime.sessionWatcher
     var services: [any Service] = [runtime.db, runtime.changes, AfterMigrations(runtime.readiness, watcher)]
     if config.runWorkers {
-        let purger = RetentionPurger(db: runtime.db, rules: RetentionRule.platform(config.environment) + retention,
-                                     interval: .seconds(config.environment.int("RETENTION_PURGE_SECONDS", default: 600)), logger: runtime.logger)
+        let purger = RetentionPurger(
+            db: runtime.db, rules: RetentionRule.platform(config.environment) + retention,
+            interval: .seconds(config.environment.int("RETENTION_PURGE_SECONDS", default: 600)), logger: runtime.logger)
         services += ([runtime.outboxWorker, purger] + extra).map { AfterMigrations(runtime.readiness, $0) }
     }
     var app = Application(
         router: router,
-        configuration: .init(address: .hostname(config.host, port: config.port),
-                             serverName: "\(config.service.rawValue)-service"),
+        configuration: .init(
+            address: .hostname(config.host, port: config.port),
+            serverName: "\(config.service.rawValue)-service"),
         services: services,
         logger: runtime.logger
     )
@@ -231,7 +248,9 @@ private func readiness(runtime: ServiceRuntime, context: ServiceRequestContext) 
     do {
         try await withThrowingTaskGroup(of: Void.self) { group in
             group.addTask { try await runtime.db.query("SELECT 1", logger: runtime.logger) }
-            group.addTask { try await Task.sleep(for: .seconds(2)); throw CancellationError() }
+            group.addTask {
+                try await Task.sleep(for: .seconds(2)); throw CancellationError()
+            }
             try await group.next()
             group.cancelAll()
         }
@@ -240,6 +259,7 @@ private func readiness(runtime: ServiceRuntime, context: ServiceRequestContext) 
         checks["database"] = "unreachable"
         ok = false
     }
-    return try context.json(HealthStatus(status: ok ? "ready" : "not_ready", service: runtime.config.service.rawValue, checks: checks),
-                            status: ok ? .ok : .serviceUnavailable)
+    return try context.json(
+        HealthStatus(status: ok ? "ready" : "not_ready", service: runtime.config.service.rawValue, checks: checks),
+        status: ok ? .ok : .serviceUnavailable)
 }

@@ -32,8 +32,9 @@ public struct ServeCommand<S: ServiceDefinition>: AsyncParsableCommand {
         // Outside the local stack a built-in secret is a door anyone can open: refuse to start.
         let unsafe = runtime.config.unsafeSecrets()
         guard unsafe.isEmpty else {
-            throw ConfigurationError("refusing to start with a default or empty secret outside ENVIRONMENT=local: set "
-                                     + unsafe.joined(separator: ", "))
+            throw ConfigurationError(
+                "refusing to start with a default or empty secret outside ENVIRONMENT=local: set "
+                    + unsafe.joined(separator: ", "))
         }
         let app = try await S.buildApplication(runtime: runtime)
         try await app.runService()
@@ -46,7 +47,7 @@ public struct ServeCommand<S: ServiceDefinition>: AsyncParsableCommand {
 /// chose otherwise with glibc's own `MALLOC_ARENA_MAX`.
 func limitMallocArenas() {
     #if canImport(Glibc)
-    if ProcessInfo.processInfo.environment["MALLOC_ARENA_MAX"] == nil { _ = mallopt(M_ARENA_MAX, 2) }
+        if ProcessInfo.processInfo.environment["MALLOC_ARENA_MAX"] == nil { _ = mallopt(M_ARENA_MAX, 2) }
     #endif
 }
 
@@ -71,7 +72,9 @@ public struct PeriodicQueriesCommand<S: ServiceDefinition>: AsyncParsableCommand
         for p in explained {
             let time = p.executionMilliseconds.map { String(format: "%9.3f ms", $0) } ?? ""
             let how = p.readsWholeTable ? "SEQ-SCAN" : p.usesIndex ? "index" : "no-table"
-            print("\(S.service.rawValue.padding(toLength: 13, withPad: " ", startingAt: 0)) \(p.name.padding(toLength: 40, withPad: " ", startingAt: 0)) \(how.padding(toLength: 9, withPad: " ", startingAt: 0)) \(time)")
+            print(
+                "\(S.service.rawValue.padding(toLength: 13, withPad: " ", startingAt: 0)) \(p.name.padding(toLength: 40, withPad: " ", startingAt: 0)) \(how.padding(toLength: 9, withPad: " ", startingAt: 0)) \(time)"
+            )
             if plans { print(p.plan.split(separator: "\n").map { "    " + $0 }.joined(separator: "\n")) }
         }
     }
@@ -96,7 +99,9 @@ extension ServiceRuntime {
     /// Runs `body` with the Postgres pool running (for commands outside the server).
     public func withDatabase<T: Sendable>(_ body: @Sendable (DatabasePool) async throws -> T) async throws -> T {
         try await withThrowingTaskGroup(of: T?.self) { group in
-            group.addTask { await db.run(); return nil }
+            group.addTask {
+                await db.run(); return nil
+            }
             defer { group.cancelAll() }
             return try await body(db)
         }

@@ -66,8 +66,9 @@ public struct SessionRevocations: Sendable, Equatable {
         // Erasure wins in any order; anything else only when newer. The same rule as the
         // schema's (`UserFactStore.record`), so memory and table agree whatever the order.
         guard fact.state == .erased || FactVersion.isNewer(fact.version, than: current?.version) else { return changed }
-        users[key] = UserState(version: fact.version, sessionEpoch: max(current?.sessionEpoch ?? 0, fact.sessionEpoch),
-                               state: fact.state, reason: fact.state == .suspended ? fact.reason : nil)
+        users[key] = UserState(
+            version: fact.version, sessionEpoch: max(current?.sessionEpoch ?? 0, fact.sessionEpoch),
+            state: fact.state, reason: fact.state == .suspended ? fact.reason : nil)
         return true
     }
 }
@@ -106,8 +107,9 @@ extension AppError {
         case .sessionEnded: return AppError(.unauthorized, "session_revoked", "This session has ended; please sign in again")
         case .erased: return AppError(.unauthorized, "invalid_token", "This account no longer exists")
         case .suspended(let reason):
-            return AppError(.forbidden, "account_suspended", "This account is suspended",
-                            extra: ["reason": .string(reason ?? "Account suspended")])
+            return AppError(
+                .forbidden, "account_suspended", "This account is suspended",
+                extra: ["reason": .string(reason ?? "Account suspended")])
         }
     }
 }

@@ -41,9 +41,10 @@ public struct RemoteAppVerifier: AppVerifier {
     }
 
     public func verdict(appID: UUID, apiKey: String) async throws -> AppVerdict {
-        let request = try HTTPRequest.json("POST", "\(authURL)/internal/apps/verify",
-                                           body: AppVerificationRequest(appID: appID, apiKey: apiKey),
-                                           headers: credential.headers)
+        let request = try HTTPRequest.json(
+            "POST", "\(authURL)/internal/apps/verify",
+            body: AppVerificationRequest(appID: appID, apiKey: apiKey),
+            headers: credential.headers)
         let response: HTTPResponseData
         do {
             response = try await http.send(request)
@@ -136,15 +137,17 @@ public struct AccessTokenMiddleware: RouterMiddleware {
     public func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
         guard let appID = context.identity?.appID else { throw AppError.unauthorized }
         guard let auth = request.headers[.authorization], auth.count > 7,
-              auth.prefix(7).lowercased() == "bearer " else {
+            auth.prefix(7).lowercased() == "bearer "
+        else {
             throw AppError(.unauthorized, "unauthorized", "Authorization: Bearer <access_token> is required")
         }
         let claims = try await verifier.verify(String(auth.dropFirst(7)), appID: appID)
         // A valid signature is not enough: the session may have ended since (from memory).
         if let refusal = AppError.refusal(sessions.verdict(for: claims)) { throw refusal }
         var context = context
-        context.identity = Identity(appID: appID, userID: claims.userID, status: claims.status,
-                                    isGuest: claims.isGuest, email: claims.email)
+        context.identity = Identity(
+            appID: appID, userID: claims.userID, status: claims.status,
+            isGuest: claims.isGuest, email: claims.email)
         context.logger[metadataKey: "user_id"] = .string(claims.sub)
         return try await next(request, context)
     }
@@ -171,9 +174,10 @@ public struct InternalAuthMiddleware: RouterMiddleware {
 
     public func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
         guard let name = request.headers[.xServiceName].flatMap(ServiceName.init(rawValue:)),
-              let expected = accepted[name],
-              let auth = request.headers[.authorization], auth.hasPrefix("Bearer "),
-              ConstantTime.equals(String(auth.dropFirst(7)), expected) else {
+            let expected = accepted[name],
+            let auth = request.headers[.authorization], auth.hasPrefix("Bearer "),
+            ConstantTime.equals(String(auth.dropFirst(7)), expected)
+        else {
             throw AppError(.unauthorized, "invalid_service_credential", "A valid service credential is required")
         }
         var context = context

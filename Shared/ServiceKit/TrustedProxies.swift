@@ -1,7 +1,7 @@
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Darwin)
-import Darwin
+    import Darwin
 #endif
 import Foundation
 
@@ -27,7 +27,9 @@ public struct TrustedProxies: Sendable, Equatable {
 
     let networks: [Network]
 
-    public static let loopback = TrustedProxies(networks: [Network(bytes: [127, 0, 0, 0], prefix: 8), Network(bytes: Array(repeating: 0, count: 15) + [1], prefix: 128)])
+    public static let loopback = TrustedProxies(networks: [
+        Network(bytes: [127, 0, 0, 0], prefix: 8), Network(bytes: Array(repeating: 0, count: 15) + [1], prefix: 128)
+    ])
 
     init(networks: [Network]) { self.networks = networks }
 

@@ -13,9 +13,11 @@ public struct UserDataSection: Sendable {
     /// Deletes or anonymises; returns how many rows it touched.
     public var delete: @Sendable (_ userID: UUID, _ appID: UUID, _ conn: PostgresConnection) async throws -> Int
 
-    public init(name: String,
-                export: @escaping @Sendable (UUID, UUID, PostgresConnection) async throws -> JSONValue,
-                delete: @escaping @Sendable (UUID, UUID, PostgresConnection) async throws -> Int) {
+    public init(
+        name: String,
+        export: @escaping @Sendable (UUID, UUID, PostgresConnection) async throws -> JSONValue,
+        delete: @escaping @Sendable (UUID, UUID, PostgresConnection) async throws -> Int
+    ) {
         self.name = name
         self.export = export
         self.delete = delete
@@ -78,8 +80,9 @@ public struct UserDataController: Sendable {
                 return (200, body)
             }
             sessions.apply([erased])
-            return Response(status: .init(code: stored.status), headers: [.contentType: "application/json; charset=utf-8"],
-                            body: .init(byteBuffer: ByteBuffer(bytes: stored.body)))
+            return Response(
+                status: .init(code: stored.status), headers: [.contentType: "application/json; charset=utf-8"],
+                body: .init(byteBuffer: ByteBuffer(bytes: stored.body)))
         }
     }
 
@@ -141,13 +144,18 @@ public enum OpenAPIDocument {
         let document = try Data(contentsOf: url)
         let page = try render(document)
         open.get("openapi.json") { _, _ in
-            Response(status: .ok, headers: [.contentType: "application/json", .cacheControl: "public, max-age=300"],
-                     body: .init(byteBuffer: ByteBuffer(bytes: document)))
+            Response(
+                status: .ok, headers: [.contentType: "application/json", .cacheControl: "public, max-age=300"],
+                body: .init(byteBuffer: ByteBuffer(bytes: document)))
         }
         open.get("docs") { _, _ in
-            Response(status: .ok, headers: [.contentType: "text/html; charset=utf-8", .cacheControl: "public, max-age=300",
-                                            .contentSecurityPolicy: "default-src 'none'; style-src 'unsafe-inline'"],
-                     body: .init(byteBuffer: ByteBuffer(string: page)))
+            Response(
+                status: .ok,
+                headers: [
+                    .contentType: "text/html; charset=utf-8", .cacheControl: "public, max-age=300",
+                    .contentSecurityPolicy: "default-src 'none'; style-src 'unsafe-inline'"
+                ],
+                body: .init(byteBuffer: ByteBuffer(string: page)))
         }
     }
 
@@ -158,7 +166,8 @@ public enum OpenAPIDocument {
     /// One section per operation: method, path, summary, parameters, body fields, statuses.
     static func render(_ document: Data) throws -> String {
         guard let doc = try JSONSerialization.jsonObject(with: document) as? [String: Any],
-              let paths = doc["paths"] as? [String: [String: Any]] else { throw ConfigurationError("openapi.json has no paths") }
+            let paths = doc["paths"] as? [String: [String: Any]]
+        else { throw ConfigurationError("openapi.json has no paths") }
         let title = ((doc["info"] as? [String: Any])?["title"] as? String) ?? "API"
         var html = """
             <!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>\(escape(title))</title><style>
@@ -176,8 +185,9 @@ public enum OpenAPIDocument {
                 let params = (op["parameters"] as? [[String: Any]] ?? []).map { "\($0["name"] ?? "")" + (($0["in"] as? String).map { " (\($0))" } ?? "") }
                 if !params.isEmpty { html += "<div>Parameters: \(escape(params.joined(separator: ", ")))</div>" }
                 if let body = op["requestBody"] as? [String: Any], let content = body["content"] as? [String: Any],
-                   let json = content["application/json"] as? [String: Any], let schema = json["schema"] as? [String: Any],
-                   let props = schema["properties"] as? [String: Any] {
+                    let json = content["application/json"] as? [String: Any], let schema = json["schema"] as? [String: Any],
+                    let props = schema["properties"] as? [String: Any]
+                {
                     let required = Set(schema["required"] as? [String] ?? [])
                     html += "<div>Body: \(escape(props.keys.sorted().map { required.contains($0) ? "\($0)*" : $0 }.joined(separator: ", ")))</div>"
                 }

@@ -56,11 +56,13 @@ extension PlatformMigrations {
         """
 
     /// Migrations a service's `Migrations/` folder includes by name.
-    static let included: [String: String] = ["user_facts": userFacts, "idempotency_fingerprint": idempotencyFingerprint,
-                                             "request_trace": requestTrace, "change_feed": changeFeed,
-                                             "entitlements": entitlements, "outbox_wake": Outbox.wakeMigration,
-                                             "backlog_indexes": backlogIndexes,
-                                             "operator_audit": OperatorAuditStore.migration, "retention_indexes": retentionIndexes]
+    static let included: [String: String] = [
+        "user_facts": userFacts, "idempotency_fingerprint": idempotencyFingerprint,
+        "request_trace": requestTrace, "change_feed": changeFeed,
+        "entitlements": entitlements, "outbox_wake": Outbox.wakeMigration,
+        "backlog_indexes": backlogIndexes,
+        "operator_audit": OperatorAuditStore.migration, "retention_indexes": retentionIndexes
+    ]
 
     /// #19: each retention rule's predicate served by an index (`RetentionRule.platform`), so a
     /// purge reads the rows that are due, not the table.
@@ -122,7 +124,8 @@ public struct UserFactStore: Sendable {
 
     /// The next version of a fact this service owns about the user (in the caller's transaction).
     public func nextVersion(app: UUID, user: UUID, on conn: PostgresConnection) async throws -> Int64 {
-        let rows = try await conn.run("""
+        let rows = try await conn.run(
+            """
             INSERT INTO fact_counters (app_id, user_id, version) VALUES (\(app), \(user), 1)
             ON CONFLICT (app_id, user_id) DO UPDATE SET version = fact_counters.version + 1
             RETURNING version
@@ -136,7 +139,8 @@ public struct UserFactStore: Sendable {
     /// already erased here takes no fact.
     public func advance(app: UUID, user: UUID, fact: String, version: Int64, on conn: PostgresConnection) async throws -> FactOutcome {
         if try await isErased(app: app, user: user, on: conn) { return FactOutcome(applied: false, reason: "erased") }
-        let rows = try await conn.run("""
+        let rows = try await conn.run(
+            """
             INSERT INTO fact_versions (app_id, user_id, fact, version) VALUES (\(app), \(user), \(fact), \(version))
             ON CONFLICT (app_id, user_id, fact) DO UPDATE SET version = EXCLUDED.version
             WHERE fact_versions.version < EXCLUDED.version
@@ -148,16 +152,20 @@ public struct UserFactStore: Sendable {
 
     /// The version of `fact` held here (nil before the first).
     public func version(app: UUID, user: UUID, fact: String, on conn: PostgresConnection) async throws -> Int64? {
-        for try await v in try await conn.run("""
+        for try await v in try await conn.run(
+            """
             SELECT version FROM fact_versions WHERE app_id = \(app) AND user_id = \(user) AND fact = \(fact)
-            """, logger: logger).decode(Int64.self) { return v }
+            """, logger: logger
+        ).decode(Int64.self) { return v }
         return nil
     }
 
     public func isErased(app: UUID, user: UUID, on conn: PostgresConnection) async throws -> Bool {
-        for try await _ in try await conn.run("""
+        for try await _ in try await conn.run(
+            """
             SELECT 1 FROM session_state WHERE app_id = \(app) AND user_id = \(user) AND state = 'erased'
-            """, logger: logger) { return true }
+            """, logger: logger)
+        { return true }
         return false
     }
 
@@ -167,13 +175,16 @@ public struct UserFactStore: Sendable {
     public func record(_ fact: SessionFact, on conn: PostgresConnection) async throws -> Bool {
         var changed = false
         if let sid = fact.revokedSessionID {
-            for try await _ in try await conn.run("""
+            for try await _ in try await conn.run(
+                """
                 INSERT INTO revoked_sessions (session_id, app_id, user_id, expires_at)
                 VALUES (\(sid), \(fact.appID), \(fact.userID), clock_timestamp() + make_interval(secs => \(Self.retention)))
                 ON CONFLICT (session_id) DO NOTHING RETURNING 1
-                """, logger: logger) { changed = true }
+                """, logger: logger)
+            { changed = true }
         }
-        for try await _ in try await conn.run("""
+        for try await _ in try await conn.run(
+            """
             INSERT INTO session_state (app_id, user_id, version, session_epoch, state, reason)
             VALUES (\(fact.appID), \(fact.userID), \(fact.version), \(fact.sessionEpoch), \(fact.state.rawValue), \(fact.reason))
             ON CONFLICT (app_id, user_id) DO UPDATE SET version = EXCLUDED.version,
@@ -181,7 +192,8 @@ public struct UserFactStore: Sendable {
                 state = EXCLUDED.state, reason = EXCLUDED.reason, changed_at = clock_timestamp()
             WHERE session_state.state <> 'erased' AND (session_state.version < EXCLUDED.version OR EXCLUDED.state = 'erased')
             RETURNING 1
-            """, logger: logger) { changed = true }
+            """, logger: logger)
+        { changed = true }
         return changed
     }
 
@@ -206,9 +218,12 @@ public struct UserFactStore: Sendable {
         var facts: [SessionFact] = []
         let since = since ?? Date(timeIntervalSince1970: 0)
         for try await r in try await conn.run(Self.sessionStatesQuery(since: since), logger: logger)
-            .decode((UUID, UUID, Int64, Int, String, String?).self) {
-            facts.append(SessionFact(appID: r.0, userID: r.1, version: r.2, sessionEpoch: r.3,
-                                     state: SessionFact.State(rawValue: r.4) ?? .active, reason: r.5))
+            .decode((UUID, UUID, Int64, Int, String, String?).self)
+        {
+            facts.append(
+                SessionFact(
+                    appID: r.0, userID: r.1, version: r.2, sessionEpoch: r.3,
+                    state: SessionFact.State(rawValue: r.4) ?? .active, reason: r.5))
         }
         for try await r in try await conn.run(Self.revokedSessionsQuery(since: since), logger: logger).decode((UUID, UUID, UUID).self) {
             // version 0 never moves a user's state: only the session is ended.
@@ -225,7 +240,8 @@ public struct UserFactStore: Sendable {
         // Eight days after the last change every token it could refuse has expired: an erased
         // user's marker goes, and so does an epoch (tokens of later epochs need no row). A
         // suspension stays until it is lifted.
-        try await conn.run("""
+        try await conn.run(
+            """
             DELETE FROM session_state WHERE state IN ('erased', 'active') AND changed_at < clock_timestamp() - make_interval(secs => \(Self.retention))
             """, logger: logger)
     }

@@ -16,7 +16,8 @@ public struct UserTimeline: Sendable {
     public func events(service: ServiceName, user: UUID, app: UUID, limit: Int, db: DatabasePool, logger: Logger) async throws -> [TimelineEvent] {
         var out: [TimelineEvent] = []
         for try await (at, kind, summary) in try await db.query(query(user, app, min(max(limit, 1), Self.maxEvents)), logger: logger)
-            .decode((Date, String, String).self) {
+            .decode((Date, String, String).self)
+        {
             out.append(TimelineEvent(at: at, service: service.rawValue, kind: kind, summary: summary))
         }
         return out

@@ -39,8 +39,10 @@ public struct AccessTokenClaims: Codable, Sendable, Equatable {
         case iss, aud, iat, exp, jti, sid, sv
     }
 
-    public init(userID: UUID, appID: UUID, email: String?, status: UserStatus, isGuest: Bool,
-                issuer: String, issuedAt: Int, expiresAt: Int, jti: String, sessionID: UUID? = nil, sessionEpoch: Int? = nil) {
+    public init(
+        userID: UUID, appID: UUID, email: String?, status: UserStatus, isGuest: Bool,
+        issuer: String, issuedAt: Int, expiresAt: Int, jti: String, sessionID: UUID? = nil, sessionEpoch: Int? = nil
+    ) {
         self.sid = sessionID
         self.sv = sessionEpoch
         self.sub = userID.lowercasedString

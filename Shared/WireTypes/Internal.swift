@@ -71,8 +71,10 @@ public struct ConsentChange: Codable, Sendable, Equatable {
         case versions
     }
 
-    public init(appID: UUID, userID: UUID, geolocation: Bool, personalizedAds: Bool, analytics: Bool, changedAt: Date,
-                versions: [String: Int64]? = nil) {
+    public init(
+        appID: UUID, userID: UUID, geolocation: Bool, personalizedAds: Bool, analytics: Bool, changedAt: Date,
+        versions: [String: Int64]? = nil
+    ) {
         self.appID = appID; self.userID = userID; self.geolocation = geolocation
         self.personalizedAds = personalizedAds; self.analytics = analytics; self.changedAt = changedAt; self.versions = versions
     }

@@ -20,15 +20,25 @@ final class AdRulesTests: XCTestCase {
     func testRewardDecisionThresholds() {
         let t0 = Date(timeIntervalSince1970: 1_000_000)
         XCTAssertEqual(AdRules.minimumDisplayMilliseconds(adDurationSeconds: 30), 24_000)
-        XCTAssertEqual(RewardDecision.decide(completed: true, displayMilliseconds: 24_000, adDurationSeconds: 30, verification: "client",
-                                             requestedAt: t0, now: t0 + 30), .grant)
-        XCTAssertEqual(RewardDecision.decide(completed: true, displayMilliseconds: 23_999, adDurationSeconds: 30, verification: "client",
-                                             requestedAt: t0, now: t0 + 30), .tooShort(minimumMilliseconds: 24_000))
-        XCTAssertEqual(RewardDecision.decide(completed: true, displayMilliseconds: 30_000, adDurationSeconds: 30, verification: "client",
-                                             requestedAt: t0, now: t0 + 20), .implausibleDuration)
-        XCTAssertEqual(RewardDecision.decide(completed: false, displayMilliseconds: 30_000, adDurationSeconds: 30, verification: "client",
-                                             requestedAt: t0, now: t0 + 40), .notCompleted)
-        XCTAssertEqual(RewardDecision.decide(completed: true, displayMilliseconds: 30_000, adDurationSeconds: 30, verification: "ssv",
-                                             requestedAt: t0, now: t0 + 40), .awaitingVerification)
+        XCTAssertEqual(
+            RewardDecision.decide(
+                completed: true, displayMilliseconds: 24_000, adDurationSeconds: 30, verification: "client",
+                requestedAt: t0, now: t0 + 30), .grant)
+        XCTAssertEqual(
+            RewardDecision.decide(
+                completed: true, displayMilliseconds: 23_999, adDurationSeconds: 30, verification: "client",
+                requestedAt: t0, now: t0 + 30), .tooShort(minimumMilliseconds: 24_000))
+        XCTAssertEqual(
+            RewardDecision.decide(
+                completed: true, displayMilliseconds: 30_000, adDurationSeconds: 30, verification: "client",
+                requestedAt: t0, now: t0 + 20), .implausibleDuration)
+        XCTAssertEqual(
+            RewardDecision.decide(
+                completed: false, displayMilliseconds: 30_000, adDurationSeconds: 30, verification: "client",
+                requestedAt: t0, now: t0 + 40), .notCompleted)
+        XCTAssertEqual(
+            RewardDecision.decide(
+                completed: true, displayMilliseconds: 30_000, adDurationSeconds: 30, verification: "ssv",
+                requestedAt: t0, now: t0 + 40), .awaitingVerification)
     }
 }

@@ -14,8 +14,9 @@ final class AdsApplicationTests: XCTestCase {
 
     func testStartsMigratesAndServesOperationalRoutes() async throws {
         let runtime = TestEnvironment.runtime(.ads, migrations: try AdsService.migrations())
-        let app = try AdsService.buildApplication(runtime: runtime, appVerifier: AllowAll(),
-                                              tokenVerifier: AccessTokenVerifier(source: StaticJWKSSource(.init(keys: []))))
+        let app = try AdsService.buildApplication(
+            runtime: runtime, appVerifier: AllowAll(),
+            tokenVerifier: AccessTokenVerifier(source: StaticJWKSSource(.init(keys: []))))
         try await app.test(.router) { client in
             for path in ["/ads/v1/health", "/health", "/ready"] {
                 try await client.execute(uri: path, method: .get) { r in

@@ -25,7 +25,7 @@ final class AdsBadInputTests: XCTestCase {
                 (.post, "/campaigns/\(unknown)/claim-reward", nil, 404, nil),
                 (.post, "/referral/redeem", #"{"code":"!!"}"#, 422, "code"),
                 (.post, "/referral/redeem", #"{}"#, 400, "code"),
-                (.post, "/ads/consent", #"{"consent_personalized_ads":"yes"}"#, 400, "consent_personalized_ads"),
+                (.post, "/ads/consent", #"{"consent_personalized_ads":"yes"}"#, 400, "consent_personalized_ads")
             ]
             for (method, path, json, status, field) in cases {
                 let r = try await h.call(method, path, user: user, json: json)
@@ -44,11 +44,17 @@ final class AdsBadInputTests: XCTestCase {
 
             let adminCases: [(HTTPRequest.Method, String, String?, Int, String?)] = [
                 (.post, "/admin/campaigns/\(unknown)/end", nil, 404, nil),
-                (.post, "/admin/campaigns", #"{"name":"x","campaign_type":"raffle","reward":{"amount":1},"conditions":{},"ends_at":"2099-01-01T00:00:00Z"}"#, 422, "campaign_type"),
-                (.post, "/admin/campaigns", #"{"name":"x","campaign_type":"watch_ads","reward":{"amount":1},"conditions":{"min_ads_watched":1},"ends_at":"tomorrow"}"#, 400, "ends_at"),
+                (
+                    .post, "/admin/campaigns", #"{"name":"x","campaign_type":"raffle","reward":{"amount":1},"conditions":{},"ends_at":"2099-01-01T00:00:00Z"}"#,
+                    422, "campaign_type"
+                ),
+                (
+                    .post, "/admin/campaigns",
+                    #"{"name":"x","campaign_type":"watch_ads","reward":{"amount":1},"conditions":{"min_ads_watched":1},"ends_at":"tomorrow"}"#, 400, "ends_at"
+                ),
                 (.get, "/analytics/revenue?ad_type=banner", nil, 422, "ad_type"),
                 (.get, "/analytics/revenue?format=xml", nil, 422, "format"),
-                (.get, "/analytics/dashboard?end_date=2025-02-30", nil, 422, "end_date"),
+                (.get, "/analytics/dashboard?end_date=2025-02-30", nil, 422, "end_date")
             ]
             for (method, path, json, status, field) in adminCases {
                 let r = try await h.call(method, path, json: json)

@@ -55,12 +55,15 @@ final class FakeUpstream: Sendable {
                 let ref = "\(body.appID)|\(body.source)|\(body.referenceID)"
                 if refs[ref] == nil {
                     refs[ref] = body
-                    return self.balances.withLock { $0[key, default: 0] += body.amount; return $0[key]! }
+                    return self.balances.withLock {
+                        $0[key, default: 0] += body.amount; return $0[key]!
+                    }
                 }
                 return self.balances.withLock { $0[key] ?? 0 }
             }
-            return Response(status: .ok, headers: [.contentType: "application/json"],
-                            body: .init(byteBuffer: ByteBuffer(string: #"{"credited":true,"balance":\#(balance)}"#)))
+            return Response(
+                status: .ok, headers: [.contentType: "application/json"],
+                body: .init(byteBuffer: ByteBuffer(string: #"{"credited":true,"balance":\#(balance)}"#)))
         }
         router.get("admob/verifier-keys.json") { _, _ -> Response in
             self.keyFetches.withLock { $0 += 1 }
@@ -69,15 +72,19 @@ final class FakeUpstream: Sendable {
             let rotated = self.rotatedKeys.withLock { $0 }.map { id, key in
                 #",{"keyId":\#(id),"base64":"\#(key.publicKey.derRepresentation.base64EncodedString())"}"#
             }.joined()
-            return Response(status: .ok, headers: [.contentType: "application/json"], body: .init(byteBuffer: ByteBuffer(
-                string: #"{"keys":[{"keyId":\#(self.admobKeyID),"pem":"\#(pem)","base64":"\#(b64)"}\#(rotated)]}"#)))
+            return Response(
+                status: .ok, headers: [.contentType: "application/json"],
+                body: .init(
+                    byteBuffer: ByteBuffer(
+                        string: #"{"keys":[{"keyId":\#(self.admobKeyID),"pem":"\#(pem)","base64":"\#(b64)"}\#(rotated)]}"#)))
         }
         return Application(router: router, configuration: .init(address: .hostname("127.0.0.1", port: port)))
     }
 
     /// A callback as AdMob sends it: the query up to `&signature=` signed, web-safe base64 DER.
     func ssvQuery(adRequest: UUID, user: UUID, transaction: String, key: P256.Signing.PrivateKey? = nil, keyID: Int64? = nil) throws -> String {
-        let message = "ad_network=5450213213286189855&ad_unit=1234567890&custom_data=\(adRequest.uuidString.lowercased())"
+        let message =
+            "ad_network=5450213213286189855&ad_unit=1234567890&custom_data=\(adRequest.uuidString.lowercased())"
             + "&reward_amount=1&reward_item=credits&timestamp=1700000000000&transaction_id=\(transaction)&user_id=\(user.uuidString.lowercased())"
         let signature = try (key ?? admobKey).signature(for: Data(message.utf8))
         return message + "&signature=" + Base64URL.encode(signature.derRepresentation) + "&key_id=\(keyID ?? admobKeyID)"
@@ -96,13 +103,17 @@ struct AdsHarness: Sendable {
 
     func token(_ user: UUID, app: UUID? = nil) throws -> String {
         let now = Int(clock.now().timeIntervalSince1970)
-        return try signer.sign(AccessTokenClaims(userID: user, appID: app ?? self.app, email: nil, status: .free, isGuest: false, issuer: "auth",
-                                                 issuedAt: now, expiresAt: now + 3600, jti: UUID().uuidString))
+        return try signer.sign(
+            AccessTokenClaims(
+                userID: user, appID: app ?? self.app, email: nil, status: .free, isGuest: false, issuer: "auth",
+                issuedAt: now, expiresAt: now + 3600, jti: UUID().uuidString))
     }
 
     func headers(_ user: UUID, country: String? = nil) throws -> HTTPFields {
-        var h: HTTPFields = [.xAppID: app.uuidString, .xAPIKey: "good", .authorization: "Bearer \(try token(user))",
-                             .contentType: "application/json"]
+        var h: HTTPFields = [
+            .xAppID: app.uuidString, .xAPIKey: "good", .authorization: "Bearer \(try token(user))",
+            .contentType: "application/json"
+        ]
         if let country { h[.xCountryCode] = country }
         return h
     }
@@ -115,17 +126,21 @@ struct AdsHarness: Sendable {
     }
 
     func provider(_ name: String = "admob", priority: Int = 1, verification: String = "client", duration: Int = 30, ecpm: Double = 10) async throws {
-        let r = try await call(.put, "/admin/providers/\(name)", json: """
-            {"priority":\(priority),"rewarded_unit_id":"ca-app-pub-1/\(name)-rewarded","interstitial_unit_id":"ca-app-pub-1/\(name)-inter",
-             "ad_duration_seconds":\(duration),"verification":"\(verification)","ecpm_estimate_usd":\(ecpm)}
-            """)
+        let r = try await call(
+            .put, "/admin/providers/\(name)",
+            json: """
+                {"priority":\(priority),"rewarded_unit_id":"ca-app-pub-1/\(name)-rewarded","interstitial_unit_id":"ca-app-pub-1/\(name)-inter",
+                 "ad_duration_seconds":\(duration),"verification":"\(verification)","ecpm_estimate_usd":\(ecpm)}
+                """)
         XCTAssertEqual(r.status, .ok, String(buffer: r.body))
     }
 
     func consent(_ user: UUID, personalized: Bool = true, underAge: Bool = false, country: String = "FR") async throws {
-        let r = try await call(.post, "/ads/consent", user: user, json: """
-            {"consent_personalized_ads":\(personalized),"consent_data_sharing":\(personalized),"age_gate_passed":true,"is_under_age":\(underAge),"country":"\(country)"}
-            """)
+        let r = try await call(
+            .post, "/ads/consent", user: user,
+            json: """
+                {"consent_personalized_ads":\(personalized),"consent_data_sharing":\(personalized),"age_gate_passed":true,"is_under_age":\(underAge),"country":"\(country)"}
+                """)
         XCTAssertEqual(r.status, .ok, String(buffer: r.body))
     }
 
@@ -152,14 +167,17 @@ struct AdsHarness: Sendable {
 
     /// `POST /ads/{id}/impression` (shown) then `complete`, as the SDK reports them; with
     /// `impression: false` the completion comes alone (an ad never reported on screen).
-    func complete(_ user: UUID, _ id: UUID, completed: Bool = true, ms: Int = 30500, revenue: Double? = nil,
-                  impression: Bool = true) async throws -> TestResponse {
+    func complete(
+        _ user: UUID, _ id: UUID, completed: Bool = true, ms: Int = 30500, revenue: Double? = nil,
+        impression: Bool = true
+    ) async throws -> TestResponse {
         if impression {
             let shown = try await call(.post, "/ads/\(id)/impression", user: user, json: #"{"loaded":true,"shown":true,"load_time_ms":800}"#)
             XCTAssertEqual(shown.status, .ok, String(buffer: shown.body))
         }
         let revenuePart = revenue.map { #","revenue_usd":\#($0)"# } ?? ""
-        return try await call(.post, "/ads/\(id)/complete", user: user, json: #"{"completed":\#(completed),"clicked":false,"display_duration_ms":\#(ms)\#(revenuePart)}"#)
+        return try await call(
+            .post, "/ads/\(id)/complete", user: user, json: #"{"completed":\#(completed),"clicked":false,"display_duration_ms":\#(ms)\#(revenuePart)}"#)
     }
 
     /// One full rewarded view after the previous one's cooldown: request, 31 s of watching,
@@ -176,7 +194,9 @@ struct AdsHarness: Sendable {
 
     /// Outbox rows of this test's app still waiting.
     func pendingRewards() async throws -> Int {
-        try await count("SELECT count(*)::int FROM ads.outbox WHERE status = 'pending' AND path = '/internal/credits/earn' AND lower(body->>'app_id') = '\(app.uuidString.lowercased())'")
+        try await count(
+            "SELECT count(*)::int FROM ads.outbox WHERE status = 'pending' AND path = '/internal/credits/earn' AND lower(body->>'app_id') = '\(app.uuidString.lowercased())'"
+        )
     }
 
     func count(_ sql: String) async throws -> Int {
@@ -193,12 +213,15 @@ struct AdsHarness: Sendable {
         let clock = MovableClock(Date(timeIntervalSince1970: 1_800_000_000 + Double(Int.random(in: 0..<1000)) * 86400 + 36000))
         let key = Curve25519.Signing.PrivateKey()
         let signer = AccessTokenSigner(privateKey: key)
-        let runtime = TestEnvironment.runtime(.ads, migrations: try AdsService.migrations(), overrides: [
-            "SUBSCRIPTION_URL": upstream.base, "ADMOB_VERIFIER_KEYS_URL": upstream.base + "/admob/verifier-keys.json",
-            "RUN_WORKERS": "false", "REWARD_DELIVERY_TIMEOUT_MS": "1000",
-        ].merging(overrides) { $1 }, clock: clock)
-        let app = try AdsService.buildApplication(runtime: runtime, appVerifier: AllowAll(),
-                                              tokenVerifier: AccessTokenVerifier(source: StaticJWKSSource(.init(keys: [signer.jwk])), clock: clock))
+        let runtime = TestEnvironment.runtime(
+            .ads, migrations: try AdsService.migrations(),
+            overrides: [
+                "SUBSCRIPTION_URL": upstream.base, "ADMOB_VERIFIER_KEYS_URL": upstream.base + "/admob/verifier-keys.json",
+                "RUN_WORKERS": "false", "REWARD_DELIVERY_TIMEOUT_MS": "1000"
+            ].merging(overrides) { $1 }, clock: clock)
+        let app = try AdsService.buildApplication(
+            runtime: runtime, appVerifier: AllowAll(),
+            tokenVerifier: AccessTokenVerifier(source: StaticJWKSSource(.init(keys: [signer.jwk])), clock: clock))
         try await withThrowingTaskGroup(of: Void.self) { group in
             let server = ServiceGroup(configuration: .init(services: startUpstream ? [upstream.application()] : [], logger: runtime.logger))
             if startUpstream {
@@ -216,11 +239,14 @@ struct AdsHarness: Sendable {
     /// A second replica: its own runtime, pool and change feed, the same database and clock;
     /// `body` gets its client and runtime once both replicas' feeds listen.
     func withSecondReplica(_ body: @Sendable (any TestClientProtocol, ServiceRuntime) async throws -> Void) async throws {
-        let runtime2 = TestEnvironment.runtime(.ads, migrations: try AdsService.migrations(), overrides: [
-            "SUBSCRIPTION_URL": upstream.base, "RUN_WORKERS": "false",
-        ], clock: clock)
-        let replica = try AdsService.buildApplication(runtime: runtime2, appVerifier: AdsHarness.AllowAll(),
-                                                      tokenVerifier: AccessTokenVerifier(source: StaticJWKSSource(.init(keys: [signer.jwk])), clock: clock))
+        let runtime2 = TestEnvironment.runtime(
+            .ads, migrations: try AdsService.migrations(),
+            overrides: [
+                "SUBSCRIPTION_URL": upstream.base, "RUN_WORKERS": "false"
+            ], clock: clock)
+        let replica = try AdsService.buildApplication(
+            runtime: runtime2, appVerifier: AdsHarness.AllowAll(),
+            tokenVerifier: AccessTokenVerifier(source: StaticJWKSSource(.init(keys: [signer.jwk])), clock: clock))
         try await replica.test(.router) { second in
             await runtime2.readiness.waitUntilMigrated()
             while runtime2.changes.livePeriod == nil || runtime.changes.livePeriod == nil { try await Task.sleep(for: .milliseconds(10)) }

@@ -9,8 +9,10 @@ import XCTest
 
 /// #31 the experiment's decisions, without a database.
 final class CampaignExperimentRulesTests: XCTestCase {
-    static let ab = [CampaignVariant(key: "A", weight: 50, rewardAmount: 20, required: 5, conditions: .object([:]), holdout: false),
-                     CampaignVariant(key: "B", weight: 50, rewardAmount: 30, required: 7, conditions: .object([:]), holdout: false)]
+    static let ab = [
+        CampaignVariant(key: "A", weight: 50, rewardAmount: 20, required: 5, conditions: .object([:]), holdout: false),
+        CampaignVariant(key: "B", weight: 50, rewardAmount: 30, required: 7, conditions: .object([:]), holdout: false)
+    ]
 
     func testTenThousandUsersSplitFiftyFiftyWithinTwoPercentAndKeepTheirBucket() {
         let app = UUID()
@@ -68,17 +70,20 @@ final class CampaignExperimentRulesTests: XCTestCase {
             ("a bad key", [v("a b", 50), v("B", 50)], "variants[0].key"),
             ("a reward of 0", [v("A", 50, amount: 0), v("B", 50)], "variants[0].reward.amount"),
             ("another condition", [v("A", 50, conditions: ["streak_days": .int(3)]), v("B", 50)], "variants[0].conditions.streak_days"),
-            ("only a holdout has weight", [v("A", 0), v("H", 100, holdout: true)], "variants"),
+            ("only a holdout has weight", [v("A", 0), v("H", 100, holdout: true)], "variants")
         ]
         for (name, input, field) in rows {
-            XCTAssertThrowsError(try CampaignExperiment.variants(input, type: .watchAds, reward: 10, required: 5, conditions: ["min_ads_watched": .int(5)]),
-                                 name) { e in
+            XCTAssertThrowsError(
+                try CampaignExperiment.variants(input, type: .watchAds, reward: 10, required: 5, conditions: ["min_ads_watched": .int(5)]),
+                name
+            ) { e in
                 guard case .string(let f)? = (e as? AppError)?.extra["field"] else { return XCTFail("\(name): \(e)") }
                 XCTAssertEqual(f, field, name)
             }
         }
-        let ok = try? CampaignExperiment.variants([v("A", 50), v("B", 50, amount: 30, conditions: ["min_ads_watched": .int(7)])],
-                                                  type: .watchAds, reward: 20, required: 5, conditions: ["min_ads_watched": .int(5)])
+        let ok = try? CampaignExperiment.variants(
+            [v("A", 50), v("B", 50, amount: 30, conditions: ["min_ads_watched": .int(7)])],
+            type: .watchAds, reward: 20, required: 5, conditions: ["min_ads_watched": .int(5)])
         XCTAssertEqual(ok?.map(\.rewardAmount), [20, 30])
         XCTAssertEqual(ok?.map(\.required), [5, 7])
     }
@@ -106,10 +111,12 @@ final class CampaignExperimentTests: XCTestCase {
     static func create(_ h: AdsHarness, variants: String, days: Double = 7, required: Int = 3) async throws -> TestResponse {
         let ends = JSON.iso8601(h.clock.now().addingTimeInterval(days * 86400))
         let starts = JSON.iso8601(h.clock.now().addingTimeInterval(-60))
-        return try await h.call(.post, "/admin/campaigns", json: """
-            {"name":"Semaine A/B","campaign_type":"watch_ads","reward":{"type":"credits","amount":20},"conditions":{"min_ads_watched":\(required)},
-             "starts_at":"\(starts)","ends_at":"\(ends)","variants":\(variants)}
-            """)
+        return try await h.call(
+            .post, "/admin/campaigns",
+            json: """
+                {"name":"Semaine A/B","campaign_type":"watch_ads","reward":{"type":"credits","amount":20},"conditions":{"min_ads_watched":\(required)},
+                 "starts_at":"\(starts)","ends_at":"\(ends)","variants":\(variants)}
+                """)
     }
 
     static let ab = #"[{"key":"A","weight":50,"reward":{"amount":20}},{"key":"B","weight":50,"reward":{"amount":30},"conditions":{"min_ads_watched":2}}]"#
@@ -138,7 +145,11 @@ final class CampaignExperimentTests: XCTestCase {
                 seen[user] = key
             }
             // Listing again, opening it, or an edit of the weights never moves anyone.
-            let edit = try await h.call(.patch, "/admin/campaigns/\(id)", json: #"{"variants":[{"key":"A","weight":100,"reward":{"amount":20}},{"key":"B","weight":0,"reward":{"amount":30},"conditions":{"min_ads_watched":2}}]}"#)
+            let edit = try await h.call(
+                .patch, "/admin/campaigns/\(id)",
+                json:
+                    #"{"variants":[{"key":"A","weight":100,"reward":{"amount":20}},{"key":"B","weight":0,"reward":{"amount":30},"conditions":{"min_ads_watched":2}}]}"#
+            )
             XCTAssertEqual(edit.status, .ok, String(buffer: edit.body))
             for (user, key) in seen {
                 let again = try await Self.listed(h, user).first { $0.string("id") == id.uuidString }
@@ -206,8 +217,12 @@ final class CampaignExperimentTests: XCTestCase {
             do { let value = try await h.call(.get, "/campaigns/\(id)", user: user).status; XCTAssertEqual(value, .notFound) }
             try await h.consent(user)
             _ = try await h.watch(user)
-            do { let value = try await h.count("SELECT count(*)::int FROM ads.campaign_participations WHERE campaign_id = '\(id)'"); XCTAssertEqual(value, 0,
-                           "a holdout user's views do not count") }
+            do {
+                let value = try await h.count("SELECT count(*)::int FROM ads.campaign_participations WHERE campaign_id = '\(id)'");
+                XCTAssertEqual(
+                    value, 0,
+                    "a holdout user's views do not count")
+            }
             let results = try await h.call(.get, "/admin/campaigns/\(id)/results").json([String: JSONValue].self)
             guard case .array(let rows)? = results["variants"], rows.count == 2, case .object(let a) = rows[0], case .object(let hold) = rows[1] else {
                 return XCTFail("\(results)")
@@ -221,9 +236,11 @@ final class CampaignExperimentTests: XCTestCase {
     func testBadEditsChangeNothing() async throws {
         try await AdsHarness.run { h in
             let before = try await h.count("SELECT count(*)::int FROM ads.freemium_campaigns")
-            for (variants, field) in [(#"[{"key":"A","weight":50},{"key":"B","weight":40}]"#, "variants"),
-                                      (#"[{"key":"A","weight":50},{"key":"A","weight":50}]"#, "variants[1].key"),
-                                      (#"[{"key":"A","weight":"half"},{"key":"B","weight":50}]"#, "variants[0].weight")] {
+            for (variants, field) in [
+                (#"[{"key":"A","weight":50},{"key":"B","weight":40}]"#, "variants"),
+                (#"[{"key":"A","weight":50},{"key":"A","weight":50}]"#, "variants[1].key"),
+                (#"[{"key":"A","weight":"half"},{"key":"B","weight":50}]"#, "variants[0].weight")
+            ] {
                 let r = try await Self.create(h, variants: variants)
                 XCTAssertTrue([400, 422].contains(Int(r.status.code)), String(buffer: r.body))
                 XCTAssertEqual(try r.envelope().extra["field"], .string(field), variants)
@@ -237,11 +254,19 @@ final class CampaignExperimentTests: XCTestCase {
                 users[key, default: 0] += 1
             }
             // Removing B, which has users: refused, and the name in the same edit is not applied.
-            let removal = try await h.call(.patch, "/admin/campaigns/\(id)", json: #"{"name":"Renamed","variants":[{"key":"A","weight":50},{"key":"C","weight":50}]}"#)
+            let removal = try await h.call(
+                .patch, "/admin/campaigns/\(id)", json: #"{"name":"Renamed","variants":[{"key":"A","weight":50},{"key":"C","weight":50}]}"#)
             XCTAssertEqual(removal.status, .conflict, String(buffer: removal.body))
             XCTAssertEqual(try removal.envelope().error, "variant_has_users")
-            do { let value = try await h.count("SELECT count(*)::int FROM ads.freemium_campaigns WHERE id = '\(id)' AND name = 'Semaine A/B'"); XCTAssertEqual(value, 1) }
-            do { let value = try await h.count("SELECT count(*)::int FROM ads.campaign_variants WHERE campaign_id = '\(id)' AND key IN ('A','B') AND weight = 50"); XCTAssertEqual(value, 2) }
+            do {
+                let value = try await h.count("SELECT count(*)::int FROM ads.freemium_campaigns WHERE id = '\(id)' AND name = 'Semaine A/B'");
+                XCTAssertEqual(value, 1)
+            }
+            do {
+                let value = try await h.count(
+                    "SELECT count(*)::int FROM ads.campaign_variants WHERE campaign_id = '\(id)' AND key IN ('A','B') AND weight = 50");
+                XCTAssertEqual(value, 2)
+            }
             do { let value = try await h.call(.patch, "/admin/campaigns/\(UUID())", json: #"{"name":"x"}"#).status; XCTAssertEqual(value, .notFound) }
         }
     }
@@ -253,10 +278,11 @@ final class CampaignExperimentTests: XCTestCase {
             let id = try XCTUnwrap(UUID(uuidString: try created.json([String: JSONValue].self).string("id") ?? ""))
             let close = UUID(), far = UUID()
             for user in [close, far] { try await h.consent(user) }
-            for _ in 0..<2 { _ = try await h.watch(close) }   // 2 of 3: one step short
-            _ = try await h.watch(far)                        // 1 of 3: neither
-            let reminders = CampaignReminders(campaigns: CampaignStore(logger: h.runtime.logger), db: h.runtime.db, clock: h.clock,
-                                              interval: .seconds(30), logger: h.runtime.logger)
+            for _ in 0..<2 { _ = try await h.watch(close) } // 2 of 3: one step short
+            _ = try await h.watch(far) // 1 of 3: neither
+            let reminders = CampaignReminders(
+                campaigns: CampaignStore(logger: h.runtime.logger), db: h.runtime.db, clock: h.clock,
+                interval: .seconds(30), logger: h.runtime.logger)
             do { let value = try await reminders.runOnce(); XCTAssertEqual(value, 0, "not yet: more than a day left") }
             h.clock.advance(by: 0.6 * 86400)
             // Two replicas sweeping at once: one reminder.
@@ -266,10 +292,14 @@ final class CampaignExperimentTests: XCTestCase {
             XCTAssertEqual(total, 1)
             do { let value = try await reminders.runOnce(); XCTAssertEqual(value, 0, "once per user and campaign") }
             let key = "campaign-reminder:\(id.uuidString.lowercased()):\(close.uuidString.lowercased())"
-            do { let value = try await h.count("""
-                SELECT count(*)::int FROM ads.outbox WHERE target_service = 'auth' AND body->>'key' = '\(key)' AND body->>'kind' = 'campaign_reminder'
-                  AND path LIKE '/internal/users/\(close.uuidString.lowercased())/notifications%' AND body->'data'->>'remaining' = '1'
-                """); XCTAssertEqual(value, 1) }
+            do {
+                let value = try await h.count(
+                    """
+                    SELECT count(*)::int FROM ads.outbox WHERE target_service = 'auth' AND body->>'key' = '\(key)' AND body->>'kind' = 'campaign_reminder'
+                      AND path LIKE '/internal/users/\(close.uuidString.lowercased())/notifications%' AND body->'data'->>'remaining' = '1'
+                    """);
+                XCTAssertEqual(value, 1)
+            }
             do { let value = try await h.count("SELECT count(*)::int FROM ads.campaign_reminders WHERE user_id = '\(far)'"); XCTAssertEqual(value, 0) }
         }
     }

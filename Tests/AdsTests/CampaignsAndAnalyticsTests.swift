@@ -9,16 +9,20 @@ import XCTest
 
 /// UC-ADS-4.4 campaigns (watch ads, streak, referral; claims) and UC-ADS-4.5 revenue analytics.
 final class CampaignsAndAnalyticsTests: XCTestCase {
-    static func createCampaign(_ h: AdsHarness, type: String, condition: String, required: Int, amount: Int, days: Double = 7,
-                        placement: String? = nil) async throws -> UUID {
+    static func createCampaign(
+        _ h: AdsHarness, type: String, condition: String, required: Int, amount: Int, days: Double = 7,
+        placement: String? = nil
+    ) async throws -> UUID {
         let ends = JSON.iso8601(h.clock.now().addingTimeInterval(days * 86400))
         let starts = JSON.iso8601(h.clock.now().addingTimeInterval(-60))
         let placementPart = placement.map { #","placement":"\#($0)""# } ?? ""
-        let r = try await h.call(.post, "/admin/campaigns", json: """
-            {"name":"Semaine Bonus","description":"Regardez \(required) pubs, gagnez \(amount) crédits !","campaign_type":"\(type)",
-             "reward":{"type":"credits","amount":\(amount)},"conditions":{"\(condition)":\(required)\(placementPart)},
-             "starts_at":"\(starts)","ends_at":"\(ends)"}
-            """)
+        let r = try await h.call(
+            .post, "/admin/campaigns",
+            json: """
+                {"name":"Semaine Bonus","description":"Regardez \(required) pubs, gagnez \(amount) crédits !","campaign_type":"\(type)",
+                 "reward":{"type":"credits","amount":\(amount)},"conditions":{"\(condition)":\(required)\(placementPart)},
+                 "starts_at":"\(starts)","ends_at":"\(ends)"}
+                """)
         XCTAssertEqual(r.status, .created, String(buffer: r.body))
         return UUID(uuidString: try r.json([String: JSONValue].self).string("id") ?? "")!
     }
@@ -186,16 +190,18 @@ final class CampaignsAndAnalyticsTests: XCTestCase {
             let cases: [(String, String, String)] = [
                 ("/admin/providers/AdMob!", "{}", "name"),
                 ("/admin/providers/admob", #"{"verification":"trust-me"}"#, "verification"),
-                ("/admin/providers/admob", #"{"ad_duration_seconds":0}"#, "ad_duration_seconds"),
+                ("/admin/providers/admob", #"{"ad_duration_seconds":0}"#, "ad_duration_seconds")
             ]
             for (path, json, field) in cases {
                 let bad = try await h.call(.put, path, json: json)
                 XCTAssertEqual(bad.status, .unprocessableContent, json)
                 XCTAssertEqual(try bad.envelope().extra["field"], .string(field))
             }
-            let badCampaign = try await h.call(.post, "/admin/campaigns", json: """
-                {"name":"x","campaign_type":"watch_ads","reward":{"amount":5},"conditions":{"streak_days":3},"ends_at":"2099-01-01T00:00:00Z"}
-                """)
+            let badCampaign = try await h.call(
+                .post, "/admin/campaigns",
+                json: """
+                    {"name":"x","campaign_type":"watch_ads","reward":{"amount":5},"conditions":{"streak_days":3},"ends_at":"2099-01-01T00:00:00Z"}
+                    """)
             XCTAssertEqual(try badCampaign.envelope().extra["field"], .string("conditions.min_ads_watched"))
             let badDate = try await h.call(.get, "/analytics/revenue?start_date=2025-13-01")
             XCTAssertEqual(badDate.status, .unprocessableContent)
@@ -285,8 +291,9 @@ final class CampaignsAndAnalyticsTests: XCTestCase {
             // (Other tests' rows share the database, so the counts are of this test's users.)
             let users = "'\(user)', '\(second)'"
             let purge = { @Sendable (batch: Int) in
-                try await StatsStore(logger: h.runtime.logger).purgeDetail(before: h.clock.now().addingTimeInterval(-StatsStore.detailRetention),
-                                                                       db: h.runtime.db, batch: batch)
+                try await StatsStore(logger: h.runtime.logger).purgeDetail(
+                    before: h.clock.now().addingTimeInterval(-StatsStore.detailRetention),
+                    db: h.runtime.db, batch: batch)
             }
             _ = try await purge(5000)
             let kept = try await h.count("SELECT count(*)::int FROM ads.ad_requests WHERE user_id IN (\(users))")
@@ -348,7 +355,8 @@ final class CampaignsAndAnalyticsTests: XCTestCase {
             }
             let deleted = try await h.client.execute(uri: "/internal/users/\(user)?app_id=\(h.app)", method: .delete, headers: headers) { $0 }
             XCTAssertEqual(deleted.status, .ok)
-            let left = try await h.count("""
+            let left = try await h.count(
+                """
                 SELECT ((SELECT count(*) FROM ads.user_consent_ads WHERE user_id = '\(user)') + (SELECT count(*) FROM ads.ad_views WHERE user_id = '\(user)')
                  + (SELECT count(*) FROM ads.user_ad_limits WHERE user_id = '\(user)') + (SELECT count(*) FROM ads.referral_codes WHERE user_id = '\(user)')
                  + (SELECT count(*) FROM ads.ad_requests WHERE user_id = '\(user)') + (SELECT count(*) FROM ads.pending_rewards WHERE user_id = '\(user)'))::int

@@ -24,10 +24,13 @@ final class ConsentAndSSVTests: XCTestCase {
             XCTAssertEqual(us.bool("required"), false)
             XCTAssertEqual(us.bool("gdpr_applies"), false)
 
-            let posted = try await h.call(.post, "/ads/consent", user: user, json: """
-                {"consent_personalized_ads":true,"consent_data_sharing":true,"age_gate_passed":true,"is_under_age":false,
-                 "country":"DE","tcf_string":"CPXxRfAPXxRfAAfKABENB-CgAAAAAAAAAAYgAAAAAAAA.YAAAAAAAAAAA","consent_form_status":"obtained"}
-                """).json([String: JSONValue].self)
+            let posted = try await h.call(
+                .post, "/ads/consent", user: user,
+                json: """
+                    {"consent_personalized_ads":true,"consent_data_sharing":true,"age_gate_passed":true,"is_under_age":false,
+                     "country":"DE","tcf_string":"CPXxRfAPXxRfAAfKABENB-CgAAAAAAAAAAYgAAAAAAAA.YAAAAAAAAAAA","consent_form_status":"obtained"}
+                    """
+            ).json([String: JSONValue].self)
             XCTAssertEqual(posted.bool("ads_enabled"), true)
             XCTAssertEqual(posted.bool("personalized_ads"), true)
             XCTAssertEqual(posted.object("consent")?.bool("consent_personalized_ads"), true)
@@ -65,8 +68,10 @@ final class ConsentAndSSVTests: XCTestCase {
             let history = try await h.count("SELECT count(*)::int FROM ads.user_consent_ads WHERE user_id = '\(user)'")
             XCTAssertEqual(history, 2, "every change is a new row")
 
-            for (json, field) in [(#"{"att_status":"maybe"}"#, "att_status"), (#"{"tcf_string":"<bad>"}"#, "tcf_string"),
-                                  (#"{"country":"FRA"}"#, "country"), (#"{"is_under_age":"no"}"#, "is_under_age")] {
+            for (json, field) in [
+                (#"{"att_status":"maybe"}"#, "att_status"), (#"{"tcf_string":"<bad>"}"#, "tcf_string"),
+                (#"{"country":"FRA"}"#, "country"), (#"{"is_under_age":"no"}"#, "is_under_age")
+            ] {
                 let bad = try await h.call(.post, "/ads/consent", user: user, json: json)
                 XCTAssertTrue([400, 422].contains(bad.status.code), json)
                 XCTAssertEqual(try bad.envelope().extra["field"], .string(field), json)
@@ -83,12 +88,17 @@ final class ConsentAndSSVTests: XCTestCase {
             let user = UUID()
             try await h.consent(user)
             let internalHeaders: HTTPFields = [.authorization: "Bearer local-internal-auth", .xServiceName: "auth", .contentType: "application/json"]
-            func send(_ value: Bool, version: Int64, consent: String = "personalized_ads", app: UUID? = nil, bodyUser: UUID? = nil) async throws -> TestResponse {
+            func send(_ value: Bool, version: Int64, consent: String = "personalized_ads", app: UUID? = nil, bodyUser: UUID? = nil) async throws -> TestResponse
+            {
                 let body = try JSON.encoder.encode(ConsentFact(appID: h.app, userID: bodyUser ?? user, consent: consent, value: value, version: version))
-                return try await h.client.execute(uri: "/internal/users/\(user)/consents/\(consent)?app_id=\(app ?? h.app)", method: .put,
-                                                  headers: internalHeaders, body: ByteBuffer(data: body)) { $0 }
+                return try await h.client.execute(
+                    uri: "/internal/users/\(user)/consents/\(consent)?app_id=\(app ?? h.app)", method: .put,
+                    headers: internalHeaders, body: ByteBuffer(data: body)
+                ) { $0 }
             }
-            func personalized() async throws -> Bool? { try await h.call(.get, "/ads/consent", user: user).json([String: JSONValue].self).bool("personalized_ads") }
+            func personalized() async throws -> Bool? {
+                try await h.call(.get, "/ads/consent", user: user).json([String: JSONValue].self).bool("personalized_ads")
+            }
             let rows = { try await h.count("SELECT count(*)::int FROM ads.user_consent_ads WHERE user_id = '\(user)'") }
             // Version 3 (withdrawn) arrives before version 2 (granted): 3 stands.
             let withdrawn = try await send(false, version: 3)
@@ -111,11 +121,15 @@ final class ConsentAndSSVTests: XCTestCase {
             do { let v = try await send(true, version: 9, consent: "geolocation").status; XCTAssertEqual(v, .unprocessableContent) }
             do { let v = try await send(true, version: 9, app: UUID()).status; XCTAssertEqual(v, .unprocessableContent) }
             do { let v = try await send(true, version: 9, bodyUser: UUID()).status; XCTAssertEqual(v, .unprocessableContent) }
-            let wrongType = try await h.client.execute(uri: "/internal/users/\(user)/consents/personalized_ads?app_id=\(h.app)", method: .put, headers: internalHeaders,
-                                                       body: ByteBuffer(string: #"{"app_id":"\#(h.app)","user_id":"\#(user)","consent":"personalized_ads","value":"yes","version":9}"#)) { $0 }
+            let wrongType = try await h.client.execute(
+                uri: "/internal/users/\(user)/consents/personalized_ads?app_id=\(h.app)", method: .put, headers: internalHeaders,
+                body: ByteBuffer(string: #"{"app_id":"\#(h.app)","user_id":"\#(user)","consent":"personalized_ads","value":"yes","version":9}"#)
+            ) { $0 }
             XCTAssertEqual(wrongType.status, .badRequest)
-            let noCredential = try await h.client.execute(uri: "/internal/users/\(user)/consents/personalized_ads?app_id=\(h.app)", method: .put,
-                                                          headers: [.contentType: "application/json"], body: ByteBuffer(string: "{}")) { $0 }
+            let noCredential = try await h.client.execute(
+                uri: "/internal/users/\(user)/consents/personalized_ads?app_id=\(h.app)", method: .put,
+                headers: [.contentType: "application/json"], body: ByteBuffer(string: "{}")
+            ) { $0 }
             XCTAssertEqual(noCredential.status, .unauthorized)
             do { let v = try await personalized(); XCTAssertEqual(v, false) }
             do { let v = try await rows(); XCTAssertEqual(v, before) }
@@ -136,13 +150,19 @@ final class ConsentAndSSVTests: XCTestCase {
             var c = try await h.call(.get, "/ads/consent", user: user, headers: nil).json([String: JSONValue].self)
             XCTAssertEqual(c.bool("required"), true, "ATT is not the ads consent question")
             XCTAssertEqual(c.bool("ads_enabled"), false)
-            let toAuth = { try await h.count("SELECT count(*)::int FROM ads.outbox WHERE target_service = 'auth' AND path LIKE '/internal/users/\(user.uuidString.lowercased())/consent-answers/personalized_ads?app_id=%'") }
+            let toAuth = {
+                try await h.count(
+                    "SELECT count(*)::int FROM ads.outbox WHERE target_service = 'auth' AND path LIKE '/internal/users/\(user.uuidString.lowercased())/consent-answers/personalized_ads?app_id=%'"
+                )
+            }
             do { let v = try await toAuth(); XCTAssertEqual(v, 0, "nothing answered, nothing sent") }
             // Auth's answer (version 1) answers it.
             let fact = try JSON.encoder.encode(ConsentFact(appID: h.app, userID: user, consent: "personalized_ads", value: false, version: 1))
-            let told = try await h.client.execute(uri: "/internal/users/\(user)/consents/personalized_ads?app_id=\(h.app)", method: .put,
-                                                  headers: [.authorization: "Bearer local-internal-auth", .xServiceName: "auth", .contentType: "application/json"],
-                                                  body: ByteBuffer(data: fact)) { $0 }
+            let told = try await h.client.execute(
+                uri: "/internal/users/\(user)/consents/personalized_ads?app_id=\(h.app)", method: .put,
+                headers: [.authorization: "Bearer local-internal-auth", .xServiceName: "auth", .contentType: "application/json"],
+                body: ByteBuffer(data: fact)
+            ) { $0 }
             XCTAssertEqual(told.status, .ok)
             c = try await h.call(.get, "/ads/consent", user: user).json([String: JSONValue].self)
             XCTAssertEqual(c.bool("required"), false)
@@ -153,7 +173,9 @@ final class ConsentAndSSVTests: XCTestCase {
             c = try await h.call(.get, "/ads/consent", user: user).json([String: JSONValue].self)
             XCTAssertEqual(c.bool("personalized_ads"), true)
             do { let v = try await toAuth(); XCTAssertEqual(v, 1) }
-            let based = try await h.count("SELECT (body->>'based_on')::int FROM ads.outbox WHERE target_service = 'auth' AND path LIKE '/internal/users/\(user.uuidString.lowercased())/consent-answers/%'")
+            let based = try await h.count(
+                "SELECT (body->>'based_on')::int FROM ads.outbox WHERE target_service = 'auth' AND path LIKE '/internal/users/\(user.uuidString.lowercased())/consent-answers/%'"
+            )
             XCTAssertEqual(based, 1)
             // Outside GDPR regions consent is implicit (2a): ATT authorized keeps ads personalised,
             // denied makes them non-personalised.
@@ -208,7 +230,8 @@ final class ConsentAndSSVTests: XCTestCase {
             XCTAssertEqual(t.status, .forbidden)
             XCTAssertEqual(try t.envelope().error, "invalid_signature")
             // Signed by a key AdMob does not publish, under its key id and under an unknown one.
-            let forged = try await callback(try h.upstream.ssvQuery(adRequest: adRequest, user: user, transaction: "tx-3-\(tx)", key: P256.Signing.PrivateKey()))
+            let forged = try await callback(
+                try h.upstream.ssvQuery(adRequest: adRequest, user: user, transaction: "tx-3-\(tx)", key: P256.Signing.PrivateKey()))
             XCTAssertEqual(forged.status, .forbidden)
             let fetchesBefore = h.upstream.keyFetches.withLock { $0 }
             let unknown = try await callback(try h.upstream.ssvQuery(adRequest: adRequest, user: user, transaction: "tx-4-\(tx)", keyID: 42))
@@ -239,8 +262,10 @@ final class ConsentAndSSVTests: XCTestCase {
             try await h.consent(user)
             let requested = try await h.request(user).0
             let adRequest = try XCTUnwrap(requested)
-            let ok = try await h.client.execute(uri: "/ads/v1/ads/ssv/admob?" + (try h.upstream.ssvQuery(adRequest: adRequest, user: user, transaction: "t-\(UUID())")),
-                                                method: .get) { $0 }
+            let ok = try await h.client.execute(
+                uri: "/ads/v1/ads/ssv/admob?" + (try h.upstream.ssvQuery(adRequest: adRequest, user: user, transaction: "t-\(UUID())")),
+                method: .get
+            ) { $0 }
             XCTAssertEqual(try ok.json([String: String].self)["status"], "granted")
             h.clock.advance(by: 31)
             let c = try await h.complete(user, adRequest).json([String: JSONValue].self)

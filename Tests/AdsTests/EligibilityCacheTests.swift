@@ -16,8 +16,10 @@ final class EligibilityCacheTests: XCTestCase {
             let user = UUID()
             try await h.withSecondReplica { second, runtime2 in
                 @Sendable func availableOnB() async throws -> (Bool?, String?) {
-                    let r = try await second.execute(uri: "/ads/v1/ads/available?ad_type=rewarded&placement=earn_credits", method: .get,
-                                                     headers: try h.headers(user, country: "FR")) { $0 }
+                    let r = try await second.execute(
+                        uri: "/ads/v1/ads/available?ad_type=rewarded&placement=earn_credits", method: .get,
+                        headers: try h.headers(user, country: "FR")
+                    ) { $0 }
                     let body = try r.json([String: JSONValue].self)
                     return (body.bool("available"), body.string("reason"))
                 }

@@ -19,8 +19,10 @@ final class EntitlementFactsTests: XCTestCase {
             try await h.consent(user)
             try await h.withSecondReplica { second, runtime2 in
                 @Sendable func reason(on client: any TestClientProtocol) async throws -> String? {
-                    let r = try await client.execute(uri: "/ads/v1/ads/available?ad_type=rewarded&placement=earn_credits", method: .get,
-                                                     headers: try h.headers(user, country: "FR")) { $0 }
+                    let r = try await client.execute(
+                        uri: "/ads/v1/ads/available?ad_type=rewarded&placement=earn_credits", method: .get,
+                        headers: try h.headers(user, country: "FR")
+                    ) { $0 }
                     XCTAssertEqual(r.status, .ok, String(buffer: r.body))
                     return try r.json([String: JSONValue].self).string("reason")
                 }
@@ -43,8 +45,9 @@ final class EntitlementFactsTests: XCTestCase {
                 XCTAssertEqual(runtime2.cacheHits("ad_eligibility"), hits + 1, "the entitlement is answered from memory")
 
                 // The purchase reaches A (subscription's outbox); B stops showing ads within 1 s.
-                let bought = try await SubscriptionFacts.push(h.client, app: h.app, user: user, premium: true, version: 3,
-                                                              validUntil: h.clock.now().addingTimeInterval(30 * 86400))
+                let bought = try await SubscriptionFacts.push(
+                    h.client, app: h.app, user: user, premium: true, version: 3,
+                    validUntil: h.clock.now().addingTimeInterval(30 * 86400))
                 XCTAssertEqual(try bought.json(FactOutcome.self), FactOutcome(applied: true))
                 try await eventually(on: second, "premium_user", "a purchase told to another replica")
                 try await expect(on: h.client, "premium_user", "and on the replica told")
@@ -69,8 +72,9 @@ final class EntitlementFactsTests: XCTestCase {
             try await h.provider()
             let user = UUID()
             try await h.consent(user)
-            _ = try await SubscriptionFacts.push(h.client, app: h.app, user: user, premium: true, version: 1,
-                                                 validUntil: h.clock.now().addingTimeInterval(120))
+            _ = try await SubscriptionFacts.push(
+                h.client, app: h.app, user: user, premium: true, version: 1,
+                validUntil: h.clock.now().addingTimeInterval(120))
             let reason8 = try await h.available(user).string("reason")
             XCTAssertEqual(reason8, "premium_user")
             let reason9 = try await h.available(user).string("reason")
@@ -89,8 +93,10 @@ final class EntitlementFactsTests: XCTestCase {
             let user = UUID()
             let rows = "SELECT count(*)::int FROM ads.entitlement_state WHERE user_id = '\(user.lowercasedString)'"
             func push(_ body: String, headers: HTTPFields = SubscriptionFacts.headers, app: UUID? = nil) async throws -> TestResponse {
-                try await h.client.execute(uri: "/internal/users/\(user.lowercasedString)/entitlement?app_id=\((app ?? h.app).lowercasedString)",
-                                           method: .put, headers: headers, body: ByteBuffer(string: body)) { $0 }
+                try await h.client.execute(
+                    uri: "/internal/users/\(user.lowercasedString)/entitlement?app_id=\((app ?? h.app).lowercasedString)",
+                    method: .put, headers: headers, body: ByteBuffer(string: body)
+                ) { $0 }
             }
             let good = #"{"app_id":"\#(h.app)","user_id":"\#(user)","is_premium":true,"version":1}"#
             // Another service's credential, a forged one, none.
@@ -112,11 +118,13 @@ final class EntitlementFactsTests: XCTestCase {
             let status13 = try await push(good, headers: [.contentType: "application/json"]).status
             XCTAssertEqual(status13, .unauthorized)
             // Bad bodies: 4xx in the envelope, never a 500.
-            for (body, field) in [(#"{"app_id":"\#(h.app)","user_id":"\#(user)","is_premium":"yes","version":1}"#, "is_premium"),
-                                  (#"{"app_id":"\#(h.app)","user_id":"\#(user)","is_premium":true}"#, "version"),
-                                  (#"{"app_id":"\#(h.app)","user_id":"\#(user)","is_premium":true,"version":0}"#, "version"),
-                                  (#"{"app_id":"\#(h.app)","user_id":"\#(UUID())","is_premium":true,"version":1}"#, "user_id"),
-                                  (#"{"app_id":"\#(h.app)","user_id":"\#(user)","is_premium":true,"version":1,"valid_until":"soon"}"#, "valid_until")] {
+            for (body, field) in [
+                (#"{"app_id":"\#(h.app)","user_id":"\#(user)","is_premium":"yes","version":1}"#, "is_premium"),
+                (#"{"app_id":"\#(h.app)","user_id":"\#(user)","is_premium":true}"#, "version"),
+                (#"{"app_id":"\#(h.app)","user_id":"\#(user)","is_premium":true,"version":0}"#, "version"),
+                (#"{"app_id":"\#(h.app)","user_id":"\#(UUID())","is_premium":true,"version":1}"#, "user_id"),
+                (#"{"app_id":"\#(h.app)","user_id":"\#(user)","is_premium":true,"version":1,"valid_until":"soon"}"#, "valid_until")
+            ] {
                 let r = try await push(body)
                 XCTAssertTrue((400..<500).contains(Int(r.status.code)), "\(field): \(r.status)")
                 XCTAssertEqual(try r.envelope().extra["field"], .string(field), String(buffer: r.body))
@@ -124,7 +132,8 @@ final class EntitlementFactsTests: XCTestCase {
             // Another tenant named in the query than in the body.
             let crossTenant = try await push(good, app: UUID())
             XCTAssertTrue((400..<500).contains(Int(crossTenant.status.code)), "\(crossTenant.status)")
-            let huge = try await push(#"{"app_id":"\#(h.app)","user_id":"\#(user)","is_premium":true,"version":1,"pad":""# + String(repeating: "x", count: 2 << 20) + #""}"#)
+            let huge = try await push(
+                #"{"app_id":"\#(h.app)","user_id":"\#(user)","is_premium":true,"version":1,"pad":""# + String(repeating: "x", count: 2 << 20) + #""}"#)
             XCTAssertEqual(huge.status, .contentTooLarge)
             let stored14 = try await h.count(rows)
             XCTAssertEqual(stored14, 0, "nothing stored")
@@ -139,8 +148,10 @@ final class EntitlementFactsTests: XCTestCase {
         try await AdsHarness.run { h in
             let user = UUID()
             _ = try await SubscriptionFacts.push(h.client, app: h.app, user: user, premium: true, version: 1)
-            let erase = try await h.client.execute(uri: "/internal/users/\(user.lowercasedString)?app_id=\(h.app.lowercasedString)", method: .delete,
-                                                   headers: [.authorization: "Bearer local-internal-auth", .xServiceName: "auth"]) { $0 }
+            let erase = try await h.client.execute(
+                uri: "/internal/users/\(user.lowercasedString)?app_id=\(h.app.lowercasedString)", method: .delete,
+                headers: [.authorization: "Bearer local-internal-auth", .xServiceName: "auth"]
+            ) { $0 }
             XCTAssertEqual(erase.status, .ok, String(buffer: erase.body))
             XCTAssertEqual(try erase.json(UserDataDeletion.self).deleted["entitlement"], .int(1), "the entitlement is erased with the user")
             let late = try await SubscriptionFacts.push(h.client, app: h.app, user: user, premium: true, version: 2)

@@ -28,9 +28,11 @@ final class HostileClientAdsTests: XCTestCase {
             XCTAssertEqual(loaded.status, .ok)
             let stillBare = try await h.complete(user, id, impression: false)
             XCTAssertEqual(stillBare.status, .conflict)
-            for sql in ["SELECT count(*)::int FROM ads.pending_rewards WHERE user_id = '\(user)'",
-                        "SELECT count(*)::int FROM ads.ad_views WHERE ad_request_id = '\(id)'",
-                        "SELECT count(*)::int FROM ads.ad_requests WHERE id = '\(id)' AND completed_at IS NOT NULL"] {
+            for sql in [
+                "SELECT count(*)::int FROM ads.pending_rewards WHERE user_id = '\(user)'",
+                "SELECT count(*)::int FROM ads.ad_views WHERE ad_request_id = '\(id)'",
+                "SELECT count(*)::int FROM ads.ad_requests WHERE id = '\(id)' AND completed_at IS NOT NULL"
+            ] {
                 let n = try await h.count(sql)
                 XCTAssertEqual(n, 0, sql)
             }
@@ -61,11 +63,13 @@ final class HostileClientAdsTests: XCTestCase {
             try await h.consent(user)
             _ = try await h.watch(user, revenue: 1000)
             _ = try await h.watch(user, revenue: 0.04)
-            let capped = try await h.count("""
+            let capped = try await h.count(
+                """
                 SELECT count(*)::int FROM ads.ad_views WHERE user_id = '\(user)' AND revenue_source = 'client_capped' AND revenue_usd = 0.1
                 """)
             XCTAssertEqual(capped, 1, "counted at 10 × the $10 eCPM per impression, and flagged")
-            let kept = try await h.count("""
+            let kept = try await h.count(
+                """
                 SELECT count(*)::int FROM ads.ad_views WHERE user_id = '\(user)' AND revenue_source = 'client' AND revenue_usd = 0.04
                 """)
             XCTAssertEqual(kept, 1)
@@ -144,10 +148,12 @@ final class HostileClientAdsTests: XCTestCase {
     func testACampaignNotStartedSaysWhenItStarts() async throws {
         try await AdsHarness.run { h in
             let starts = h.clock.now().addingTimeInterval(2 * 86400)
-            let r = try await h.call(.post, "/admin/campaigns", json: """
-                {"name":"Bientôt","campaign_type":"streak_bonus","reward":{"type":"credits","amount":5},"conditions":{"streak_days":2},
-                 "starts_at":"\(JSON.iso8601(starts))","ends_at":"\(JSON.iso8601(starts + 7 * 86400))"}
-                """)
+            let r = try await h.call(
+                .post, "/admin/campaigns",
+                json: """
+                    {"name":"Bientôt","campaign_type":"streak_bonus","reward":{"type":"credits","amount":5},"conditions":{"streak_days":2},
+                     "starts_at":"\(JSON.iso8601(starts))","ends_at":"\(JSON.iso8601(starts + 7 * 86400))"}
+                    """)
             XCTAssertEqual(r.status, .created, String(buffer: r.body))
             let id = try XCTUnwrap(try r.json([String: JSONValue].self).string("id"))
             let user = UUID()
@@ -185,7 +191,8 @@ final class HostileClientAdsTests: XCTestCase {
             XCTAssertEqual(replay.string("reward_status"), "granted")
             XCTAssertEqual(replay.int("new_balance"), 1)
             XCTAssertEqual(h.upstream.balance(h.app, user), 1, "asking again credits nothing twice")
-            let delivered = try await h.count("SELECT count(*)::int FROM ads.outbox WHERE status = 'delivered' AND body->>'reference_id' = '\(id.uuidString.lowercased())'")
+            let delivered = try await h.count(
+                "SELECT count(*)::int FROM ads.outbox WHERE status = 'delivered' AND body->>'reference_id' = '\(id.uuidString.lowercased())'")
             XCTAssertEqual(delivered, 1)
 
             // Subscription down at the claim, delivered by the worker later: the second claim is

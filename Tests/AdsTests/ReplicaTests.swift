@@ -27,8 +27,10 @@ final class ReplicaTests: XCTestCase {
                     let ids = try await withThrowingTaskGroup(of: UUID?.self) { group in
                         for i in 0..<10 {
                             group.addTask {
-                                let r = try await clients[i % 2].execute(uri: "/ads/v1/ads/request", method: .post, headers: headers,
-                                                                         body: ByteBuffer(string: #"{"ad_type":"rewarded","placement":"earn_credits"}"#)) { $0 }
+                                let r = try await clients[i % 2].execute(
+                                    uri: "/ads/v1/ads/request", method: .post, headers: headers,
+                                    body: ByteBuffer(string: #"{"ad_type":"rewarded","placement":"earn_credits"}"#)
+                                ) { $0 }
                                 guard r.status == .created, case .string(let s)? = try r.json([String: JSONValue].self)["ad_request_id"] else { return nil }
                                 return UUID(uuidString: s)
                             }
@@ -38,10 +40,14 @@ final class ReplicaTests: XCTestCase {
                     XCTAssertLessThanOrEqual(ids.count, 1, "one request per cooldown across both replicas")
                     h.clock.advance(by: 31)
                     for (i, id) in ids.enumerated() {
-                        _ = try await clients[i % 2].execute(uri: "/ads/v1/ads/\(id)/impression", method: .post, headers: try h.headers(user),
-                                                             body: ByteBuffer(string: #"{"loaded":true,"shown":true}"#)) { $0 }
-                        let r = try await clients[(i + 1) % 2].execute(uri: "/ads/v1/ads/\(id)/complete", method: .post, headers: try h.headers(user),
-                                                                       body: ByteBuffer(string: #"{"completed":true,"display_duration_ms":30000}"#)) { $0 }
+                        _ = try await clients[i % 2].execute(
+                            uri: "/ads/v1/ads/\(id)/impression", method: .post, headers: try h.headers(user),
+                            body: ByteBuffer(string: #"{"loaded":true,"shown":true}"#)
+                        ) { $0 }
+                        let r = try await clients[(i + 1) % 2].execute(
+                            uri: "/ads/v1/ads/\(id)/complete", method: .post, headers: try h.headers(user),
+                            body: ByteBuffer(string: #"{"completed":true,"display_duration_ms":30000}"#)
+                        ) { $0 }
                         if try r.json([String: JSONValue].self)["reward_granted"] == .bool(true) { granted += 1 }
                     }
                 }

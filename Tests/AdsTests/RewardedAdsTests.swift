@@ -314,7 +314,7 @@ final class RewardedAdsTests: XCTestCase {
                 ("/ads/request", #"{"ad_type":"rewarded","placement":"<script>"}"#, .unprocessableContent, "placement"),
                 ("/ads/\(UUID())/complete", #"{"completed":true,"display_duration_ms":30000}"#, .notFound, nil),
                 ("/ads/not-a-uuid/complete", #"{"completed":true,"display_duration_ms":30000}"#, .badRequest, "id"),
-                ("/ads/\(UUID())/impression", #"{"loaded":"yes","shown":false}"#, .badRequest, "loaded"),
+                ("/ads/\(UUID())/impression", #"{"loaded":"yes","shown":false}"#, .badRequest, "loaded")
             ]
             for (path, json, status, field) in cases {
                 let r = try await h.call(.post, path, user: user, json: json)
@@ -336,7 +336,8 @@ final class RewardedAdsTests: XCTestCase {
             XCTAssertEqual(t.status, .unauthorized)
             let missing = try await h.call(.get, "/ads/available", user: user)
             XCTAssertEqual(missing.status, .badRequest)
-            let big = try await h.call(.post, "/ads/request", user: user, json: #"{"ad_type":"rewarded","placement":"\#(String(repeating: "a", count: 3_000_000))"}"#)
+            let big = try await h.call(
+                .post, "/ads/request", user: user, json: #"{"ad_type":"rewarded","placement":"\#(String(repeating: "a", count: 3_000_000))"}"#)
             XCTAssertEqual(big.status, .contentTooLarge)
             // An hour later the request can no longer be completed.
             h.clock.advance(by: 3700)

@@ -49,11 +49,13 @@ final class AccountLifecycleTests: XCTestCase {
 
             // A ready export (with its emailed link) and a Game Center link exist before the deletion.
             let app = h.app.appID.uuidString.lowercased()
-            try await h.sql("""
+            try await h.sql(
+                """
                 INSERT INTO auth.game_center_connections (user_id, app_id, player_id, alias, achievements, leaderboard_score, linked_at, last_sync)
                 VALUES ('\(uid)', '\(app)', 'G:\(uid.prefix(8))', 'Ada', '{first_quiz,europe_master}', 420, now(), now())
                 """)
-            try await h.sql("""
+            try await h.sql(
+                """
                 INSERT INTO auth.exports (id, user_id, app_id, status, data, requested_at, completed_at, expires_at)
                 VALUES ('\(uid.prefix(8))-0000-4000-8000-000000000000', '\(uid)', '\(app)', 'ready', '{"email":"\(email)"}', now(), now(), now() + interval '90 days')
                 """)
@@ -65,7 +67,8 @@ final class AccountLifecycleTests: XCTestCase {
             let service: HTTPFields = [.authorization: "Bearer local-internal-subscription", .xServiceName: "subscription"]
             let part = try await h.client.execute(uri: "/internal/users/\(uid)/export?app_id=\(app)", method: .get, headers: service) { $0 }
             guard case .array(let players)? = try part.json(UserDataExport.self).sections["game_center"],
-                  case .object(let player)? = players.first else { return XCTFail("the export has no Game Center section") }
+                case .object(let player)? = players.first
+            else { return XCTFail("the export has no Game Center section") }
             XCTAssertEqual(player["alias"], .string("Ada"))
             XCTAssertEqual(player["achievements"], .array([.string("first_quiz"), .string("europe_master")]))
 
@@ -80,9 +83,11 @@ final class AccountLifecycleTests: XCTestCase {
             XCTAssertEqual(ran, 1)
             let gone = try await h.loginEmail(email)
             XCTAssertEqual(gone.status, .notFound)
-            let remaining = try await h.scalar("SELECT count(*)::int FROM auth.users WHERE id = '\(uid)' AND email IS NULL AND password_hash IS NULL AND anonymized_at IS NOT NULL")
+            let remaining = try await h.scalar(
+                "SELECT count(*)::int FROM auth.users WHERE id = '\(uid)' AND email IS NULL AND password_hash IS NULL AND anonymized_at IS NOT NULL")
             XCTAssertEqual(remaining, 1, "the row stays, anonymised")
-            let told = try await h.scalar("SELECT count(DISTINCT target_service)::int FROM auth.outbox WHERE method = 'DELETE' AND path LIKE '/internal/users/\(uid)?app_id=%'")
+            let told = try await h.scalar(
+                "SELECT count(DISTINCT target_service)::int FROM auth.outbox WHERE method = 'DELETE' AND path LIKE '/internal/users/\(uid)?app_id=%'")
             XCTAssertEqual(told, 3, "subscription, offline and ads are told to forget the user")
             let ips = try await h.scalar("SELECT count(*)::int FROM auth.audit_logs WHERE user_id = '\(uid)' AND ip_address IS NOT NULL")
             XCTAssertEqual(ips, 0)
@@ -93,8 +98,11 @@ final class AccountLifecycleTests: XCTestCase {
             for table in ["exports", "game_center_connections", "refresh_tokens", "oauth_connections", "email_tokens", "fact_counters", "fact_versions"] {
                 do { let v = try await h.scalar("SELECT count(*)::int FROM auth.\(table) WHERE user_id = '\(uid)'"); XCTAssertEqual(v, 0, table) }
             }
-            do { let v = try await h.scalar("SELECT count(*)::int FROM auth.session_state WHERE user_id = '\(uid)' AND state = 'erased'"); XCTAssertEqual(v, 1) }
-            let erasedEverywhere = try await h.scalar("""
+            do {
+                let v = try await h.scalar("SELECT count(*)::int FROM auth.session_state WHERE user_id = '\(uid)' AND state = 'erased'"); XCTAssertEqual(v, 1)
+            }
+            let erasedEverywhere = try await h.scalar(
+                """
                 SELECT count(DISTINCT target_service)::int FROM auth.outbox WHERE path LIKE '/internal/users/\(uid)/sessions?app_id=%' AND body->>'state' = 'erased'
                 """)
             XCTAssertEqual(erasedEverywhere, 3, "every service refuses the user's tokens")
@@ -131,7 +139,8 @@ final class AccountLifecycleTests: XCTestCase {
             let activeLeft = try await h.scalar("SELECT count(*)::int FROM auth.users WHERE id = '\(activeID)'")
             XCTAssertEqual(idleLeft, 0)
             XCTAssertEqual(activeLeft, 1, "a guest active 11 days ago stays")
-            let told = try await h.scalar("SELECT count(*)::int FROM auth.outbox WHERE method = 'DELETE' AND path LIKE '/internal/users/\(idleID.uuidString.lowercased())%'")
+            let told = try await h.scalar(
+                "SELECT count(*)::int FROM auth.outbox WHERE method = 'DELETE' AND path LIKE '/internal/users/\(idleID.uuidString.lowercased())%'")
             XCTAssertEqual(told, 3)
         }
     }

@@ -30,7 +30,8 @@ final class AppleSignInTests: XCTestCase {
             XCTAssertEqual(auth.user.email, email, "email_verified sent as the string \"true\" is accepted")
             XCTAssertEqual(auth.user.displayName, "Marie Curie", "the name comes from user_info")
             let appleToken = try XCTUnwrap(h.apple.log.exchanged.withLock { $0.last })
-            let stored = try await h.scalar("""
+            let stored = try await h.scalar(
+                """
                 SELECT count(*)::int FROM auth.oauth_connections
                 WHERE provider = 'apple' AND provider_user_id = '\(sub)' AND refresh_token_sealed IS NOT NULL
                   AND position(convert_to('\(appleToken)', 'UTF8') in refresh_token_sealed) = 0
@@ -45,15 +46,21 @@ final class AppleSignInTests: XCTestCase {
             let del = try await h.send(.delete, "auth/me", token: auth.tokens.accessToken)
             XCTAssertEqual(del.status, .accepted)
             h.clock.advance(by: 30 * 24 * 3600 + 60)
-            let lifecycle = AccountLifecycle(logger: h.runtime.logger, clock: h.clock, sessions: h.runtime.sessions,
-                                             appleRevoker: AppleRevoker(apple: AppleIdentityVerifier(
-                                                keySet: RemoteKeySet(url: "\(h.apple.base)/auth/keys", http: h.runtime.http), http: h.runtime.http,
-                                                tokenURL: "\(h.apple.base)/auth/token", revokeURL: "\(h.apple.base)/auth/revoke"),
-                                                                       configs: TenantSettings(topic: "apple_signin", bootstrap: try AppleClientConfig.parse(h.apple.config(for: h.app.appID)),
-                                                                                                feed: h.runtime.changes) { [:] },
-                                                                       box: SecretBox(key: try AuthService.dataKey(env: h.runtime.config.environment, signingKey: h.signerKey))))
+            let lifecycle = AccountLifecycle(
+                logger: h.runtime.logger, clock: h.clock, sessions: h.runtime.sessions,
+                appleRevoker: AppleRevoker(
+                    apple: AppleIdentityVerifier(
+                        keySet: RemoteKeySet(url: "\(h.apple.base)/auth/keys", http: h.runtime.http), http: h.runtime.http,
+                        tokenURL: "\(h.apple.base)/auth/token", revokeURL: "\(h.apple.base)/auth/revoke"),
+                    configs: TenantSettings(
+                        topic: "apple_signin", bootstrap: try AppleClientConfig.parse(h.apple.config(for: h.app.appID)),
+                        feed: h.runtime.changes
+                    ) { [:] },
+                    box: SecretBox(key: try AuthService.dataKey(env: h.runtime.config.environment, signingKey: h.signerKey))))
             let queue = JobQueue(client: h.runtime.db, queue: AccountLifecycle.queue, logger: h.runtime.logger, clock: h.clock)
-            let ran = try await JobWorker(queue: queue, handlers: [AccountLifecycle.executeDeletionJob: { try await lifecycle.executeDeletion($0, db: h.runtime.db) }]).runOnce()
+            let ran = try await JobWorker(
+                queue: queue, handlers: [AccountLifecycle.executeDeletionJob: { try await lifecycle.executeDeletion($0, db: h.runtime.db) }]
+            ).runOnce()
             XCTAssertEqual(ran, 1)
             XCTAssertEqual(h.apple.log.revoked.withLock { $0 }, [appleToken])
         }
@@ -86,7 +93,7 @@ final class AppleSignInTests: XCTestCase {
                 ("wrong iss", Self.body(try await h.apple.identityToken(sub: sub, iss: "https://accounts.google.com"))),
                 ("expired", Self.body(try await h.apple.identityToken(sub: sub, expiresIn: -300))),
                 ("wrong key", Self.body(try await other.idToken(sub: sub, aud: h.apple.clientID, iss: "https://appleid.apple.com", kid: h.apple.keys.kid))),
-                ("bad code", Self.body(try await h.apple.identityToken(sub: sub), code: "stolen-code")),
+                ("bad code", Self.body(try await h.apple.identityToken(sub: sub), code: "stolen-code"))
             ]
             for (name, body) in cases {
                 let r = try await h.post("auth/register", body)

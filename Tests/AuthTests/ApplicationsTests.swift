@@ -40,8 +40,9 @@ final class ApplicationsTests: XCTestCase {
             XCTAssertFalse(oldStillValid)
             XCTAssertTrue(newValid)
 
-            let updated = try await repo.setProviderSettings(appID: issued.appID, googleClientIDs: ["a.apps.googleusercontent.com"],
-                                                             appleBundleIDs: ["com.example.quiz"])
+            let updated = try await repo.setProviderSettings(
+                appID: issued.appID, googleClientIDs: ["a.apps.googleusercontent.com"],
+                appleBundleIDs: ["com.example.quiz"])
             XCTAssertEqual(updated?.googleClientIDs, ["a.apps.googleusercontent.com"])
             XCTAssertEqual(updated?.appleBundleIDs, ["com.example.quiz"])
             let missing = try await repo.setProviderSettings(appID: UUID(), googleClientIDs: ["x"], appleBundleIDs: nil)
@@ -69,8 +70,9 @@ final class ApplicationsTests: XCTestCase {
             XCTAssertFalse(crossed)
 
             // The expiry passes (on the database's clock): the previous key is refused, the current one is not.
-            try await runtime.db.query("UPDATE applications SET previous_api_key_expires_at = now() - interval '1 second' WHERE id = \(first.appID)",
-                                       logger: runtime.logger)
+            try await runtime.db.query(
+                "UPDATE applications SET previous_api_key_expires_at = now() - interval '1 second' WHERE id = \(first.appID)",
+                logger: runtime.logger)
             let expired = try await repo.verify(appID: first.appID, apiKey: first.apiKey)
             let current = try await repo.verify(appID: first.appID, apiKey: second.apiKey)
             XCTAssertFalse(expired)
@@ -102,8 +104,9 @@ final class ApplicationsTests: XCTestCase {
         let app = UUID()
         @Sendable func claims() -> AccessTokenClaims {
             let now = Int(Date().timeIntervalSince1970)
-            return AccessTokenClaims(userID: UUID(), appID: app, email: nil, status: .free, isGuest: true, issuer: "auth",
-                                     issuedAt: now, expiresAt: now + 600, jti: UUID().uuidString)
+            return AccessTokenClaims(
+                userID: UUID(), appID: app, email: nil, status: .free, isGuest: true, issuer: "auth",
+                issuedAt: now, expiresAt: now + 600, jti: UUID().uuidString)
         }
         for (signing, published) in [(old, next), (next, old)] {
             let runtime = TestEnvironment.runtime(.auth, migrations: try AuthService.migrations())
@@ -158,8 +161,10 @@ final class ApplicationsTests: XCTestCase {
                 XCTAssertEqual(r.status, .ok)
                 XCTAssertFalse(try r.json(AppVerificationResponse.self).valid)
             }
-            try await client.execute(uri: "/internal/apps/verify", method: .post, headers: credential,
-                                     body: ByteBuffer(string: #"{"app_id":"not-a-uuid","api_key":"x"}"#)) { r in
+            try await client.execute(
+                uri: "/internal/apps/verify", method: .post, headers: credential,
+                body: ByteBuffer(string: #"{"app_id":"not-a-uuid","api_key":"x"}"#)
+            ) { r in
                 XCTAssertEqual(r.status, .badRequest)
                 XCTAssertEqual(try r.envelope().extra["field"], "app_id")
             }
@@ -184,10 +189,11 @@ final class OperatorKeysCommandTests: XCTestCase {
         }
         let created = try run(["create", "--app-id", app, "--name", "Grace (support)"])
         XCTAssertEqual(created.status, 0, created.err)
-        let lines = Dictionary(created.out.split(separator: "\n").compactMap { line -> (String, String)? in
-            let parts = line.split(separator: "=", maxSplits: 1)
-            return parts.count == 2 ? (String(parts[0]), String(parts[1])) : nil
-        }, uniquingKeysWith: { a, _ in a })
+        let lines = Dictionary(
+            created.out.split(separator: "\n").compactMap { line -> (String, String)? in
+                let parts = line.split(separator: "=", maxSplits: 1)
+                return parts.count == 2 ? (String(parts[0]), String(parts[1])) : nil
+            }, uniquingKeysWith: { a, _ in a })
         let key = try XCTUnwrap(lines["OPERATOR_KEY"]), keyID = try XCTUnwrap(lines["OPERATOR_KEY_ID"])
         XCTAssertTrue(key.hasPrefix("opk_"))
 
@@ -196,9 +202,11 @@ final class OperatorKeysCommandTests: XCTestCase {
         XCTAssertTrue(listed.out.contains(keyID) && listed.out.contains("live") && listed.out.contains("Grace (support)"), listed.out)
         XCTAssertFalse(listed.out.contains(key), "the key is shown once, at its creation")
 
-        for bad in [["create", "--app-id", "not-a-uuid", "--name", "x"], ["create", "--app-id", UUID().uuidString, "--name", "x"],
-                    ["create", "--app-id", app, "--name", ""], ["revoke", "--app-id", app, "--key-id", keyID, "--reason", " "],
-                    ["revoke", "--app-id", UUID().uuidString, "--key-id", keyID, "--reason", "wrong app"]] {
+        for bad in [
+            ["create", "--app-id", "not-a-uuid", "--name", "x"], ["create", "--app-id", UUID().uuidString, "--name", "x"],
+            ["create", "--app-id", app, "--name", ""], ["revoke", "--app-id", app, "--key-id", keyID, "--reason", " "],
+            ["revoke", "--app-id", UUID().uuidString, "--key-id", keyID, "--reason", "wrong app"]
+        ] {
             let r = try run(bad)
             XCTAssertNotEqual(r.status, 0, "\(bad) must fail")
             XCTAssertFalse(r.err.isEmpty, "\(bad) must say why")
@@ -208,9 +216,11 @@ final class OperatorKeysCommandTests: XCTestCase {
         XCTAssertTrue(try run(["list", "--app-id", app]).out.contains("revoked"))
         let audit = try await withPostgres(TestEnvironment.adminClient(database: TestEnvironment.unitDatabase)) { db -> [String] in
             var out: [String] = []
-            for try await (action, reason) in try await db.query("""
+            for try await (action, reason) in try await db.query(
+                """
                 SELECT action, coalesce(details->>'reason', '') FROM auth.audit_logs WHERE app_id = \(UUID(uuidString: app)!) ORDER BY timestamp
-                """).decode((String, String).self) { out.append("\(action):\(reason)") }
+                """
+            ).decode((String, String).self) { out.append("\(action):\(reason)") }
             return out
         }
         XCTAssertEqual(audit, ["operator.key.create:", "operator.key.revoke:left the team"])

@@ -27,9 +27,13 @@ final class EmailSettingsTests: XCTestCase {
         let email = uniqueEmail()
         var headers = h.headers(app: app)
         if let language { headers[.acceptLanguage] = language }
-        let r = try await h.client.execute(uri: "/auth/v1/auth/register", method: .post, headers: headers, body: ByteBuffer(string: """
-            {"provider":"email","credentials":{"email":"\(email)","password":"Tr1cky-Geography-42"},"device_info":{"device_id":"d1","platform":"ios"}}
-            """)) { $0 }
+        let r = try await h.client.execute(
+            uri: "/auth/v1/auth/register", method: .post, headers: headers,
+            body: ByteBuffer(
+                string: """
+                    {"provider":"email","credentials":{"email":"\(email)","password":"Tr1cky-Geography-42"},"device_info":{"device_id":"d1","platform":"ios"}}
+                    """)
+        ) { $0 }
         XCTAssertEqual(r.status, .created, String(buffer: r.body))
         return try XCTUnwrap(h.mailer.sent.withLock { $0.last { $0.to == [email] } })
     }
@@ -42,8 +46,10 @@ final class EmailSettingsTests: XCTestCase {
             XCTAssertTrue(before.text.contains("Other App"), before.text)
             XCTAssertTrue(before.text.contains("https://app.example.com/verify-email?token="), before.text)
 
-            try await h.client.execute(uri: "/auth/v1/admin/email-settings", method: .put, headers: Self.admin(h, app: h.otherApp),
-                                       body: ByteBuffer(string: Self.capitals)) { r in
+            try await h.client.execute(
+                uri: "/auth/v1/admin/email-settings", method: .put, headers: Self.admin(h, app: h.otherApp),
+                body: ByteBuffer(string: Self.capitals)
+            ) { r in
                 XCTAssertEqual(r.status, .ok, String(buffer: r.body))
             }
             let own = try await Self.register(h, app: h.otherApp)
@@ -66,26 +72,33 @@ final class EmailSettingsTests: XCTestCase {
             let bad: [(String, HTTPResponse.Status)] = [
                 (#"{"app_name":5}"#, .badRequest),
                 (#"{"app_name":"X","mail_from":"x@y.example"}"#, .badRequest),
-                (Self.capitals.replacingOccurrences(of: "Capitals <hello@capitals.example>", with: #"Capitals <hello@capitals.example>\r\nBcc: all@victims.example"#), .unprocessableContent),
+                (
+                    Self.capitals.replacingOccurrences(
+                        of: "Capitals <hello@capitals.example>", with: #"Capitals <hello@capitals.example>\r\nBcc: all@victims.example"#), .unprocessableContent
+                ),
                 (Self.capitals.replacingOccurrences(of: "{{link}}", with: "{{password}}"), .unprocessableContent),
                 (Self.capitals.replacingOccurrences(of: #""en":{"verify"#, with: #""de":{"verify"#), .badRequest),
                 (Self.capitals.replacingOccurrences(of: "verify_email", with: "newsletter"), .badRequest),
                 (Self.capitals.replacingOccurrences(of: "https://capitals.example/app", with: "https://capitals.example/app/"), .unprocessableContent),
                 (Self.capitals.replacingOccurrences(of: "https://capitals.example/app", with: "javascript:alert(1)"), .unprocessableContent),
                 (Self.capitals.replacingOccurrences(of: #""default_locale":"en""#, with: #""default_locale":"xx""#), .badRequest),
-                (Self.capitals.replacingOccurrences(of: "Welcome to {{app_name}}", with: String(repeating: "x", count: 1_100_000)), .contentTooLarge),
+                (Self.capitals.replacingOccurrences(of: "Welcome to {{app_name}}", with: String(repeating: "x", count: 1_100_000)), .contentTooLarge)
             ]
             for (body, status) in bad {
-                try await h.client.execute(uri: "/auth/v1/admin/email-settings", method: .put, headers: Self.admin(h, app: h.otherApp),
-                                           body: ByteBuffer(string: body)) { r in
+                try await h.client.execute(
+                    uri: "/auth/v1/admin/email-settings", method: .put, headers: Self.admin(h, app: h.otherApp),
+                    body: ByteBuffer(string: body)
+                ) { r in
                     XCTAssertEqual(r.status, status, String(body.prefix(120)))
                     XCTAssertNotNil(try? r.envelope().error)
                 }
             }
             // An operator key of the first app cannot change the second's; the platform token without a tenant key is refused.
             let keyA = try await OperatorKeyStore(db: h.runtime.db, logger: h.runtime.logger).create(appID: h.app.appID, name: "A ops", operator: "test")!
-            try await h.client.execute(uri: "/auth/v1/admin/email-settings", method: .put, headers: Self.admin(h, app: h.otherApp, bearer: keyA.key),
-                                       body: ByteBuffer(string: Self.capitals.replacingOccurrences(of: "Capitals", with: "Hijacked"))) { r in
+            try await h.client.execute(
+                uri: "/auth/v1/admin/email-settings", method: .put, headers: Self.admin(h, app: h.otherApp, bearer: keyA.key),
+                body: ByteBuffer(string: Self.capitals.replacingOccurrences(of: "Capitals", with: "Hijacked"))
+            ) { r in
                 XCTAssertEqual(r.status, .unauthorized)
             }
             try await h.client.execute(uri: "/auth/v1/admin/email-settings", method: .get, headers: Self.admin(h, app: h.app, bearer: keyA.key)) { r in
@@ -105,8 +118,9 @@ final class EmailSettingsTests: XCTestCase {
         XCTAssertEqual(EmailLocale.preferred("de-DE, fr;q=0.8"), .fr)
         XCTAssertNil(EmailLocale.preferred("de-DE"))
         XCTAssertNil(EmailLocale.preferred(nil))
-        let r = EmailTemplates.render(EmailTemplate(subject: "Hi {{app_name}}", text: "{{link}} {{unknown}}"),
-                                      ["app_name": "A\r\nBcc: x@y", "link": "https://l"])
+        let r = EmailTemplates.render(
+            EmailTemplate(subject: "Hi {{app_name}}", text: "{{link}} {{unknown}}"),
+            ["app_name": "A\r\nBcc: x@y", "link": "https://l"])
         XCTAssertEqual(r.subject, "Hi A  Bcc: x@y", "a value never opens a new header line")
         XCTAssertEqual(r.text, "https://l {{unknown}}")
         for kind in EmailKind.allCases {
@@ -117,8 +131,9 @@ final class EmailSettingsTests: XCTestCase {
                 XCTAssertTrue(t.text.contains("{{app_name}}"), "\(kind) \(locale) names the app")
             }
         }
-        var s = AppEmailSettings(appName: "Capitals", mailFrom: "hello@capitals.example", supportEmail: "help@capitals.example",
-                                 linkBaseURL: "https://capitals.example", defaultLocale: .en)
+        var s = AppEmailSettings(
+            appName: "Capitals", mailFrom: "hello@capitals.example", supportEmail: "help@capitals.example",
+            linkBaseURL: "https://capitals.example", defaultLocale: .en)
         XCTAssertNoThrow(try s.validate())
         s.templates = [.fr: [.otp: EmailTemplate(subject: "Code", text: "{{link}}")]]
         XCTAssertThrowsError(try s.validate(), "a one-time code mail has no link")
@@ -138,9 +153,12 @@ final class SignInSettingsTests: XCTestCase {
             let exchangedBefore = h.apple.log.exchanged.withLock { $0.count }
 
             let pem = h.apple.teamKey.pemRepresentation.replacingOccurrences(of: "\n", with: "\\n")
-            let settings = #"{"apple_bundle_ids":["\#(h.apple.clientID)"],"apple":{"team_id":"\#(h.apple.teamID)","key_id":"\#(h.apple.keyID)","client_id":"\#(h.apple.clientID)","private_key_pem":"\#(pem)"}}"#
-            try await h.client.execute(uri: "/auth/v1/admin/sign-in", method: .put, headers: EmailSettingsTests.admin(h, app: h.otherApp),
-                                       body: ByteBuffer(string: settings)) { r in
+            let settings =
+                #"{"apple_bundle_ids":["\#(h.apple.clientID)"],"apple":{"team_id":"\#(h.apple.teamID)","key_id":"\#(h.apple.keyID)","client_id":"\#(h.apple.clientID)","private_key_pem":"\#(pem)"}}"#
+            try await h.client.execute(
+                uri: "/auth/v1/admin/sign-in", method: .put, headers: EmailSettingsTests.admin(h, app: h.otherApp),
+                body: ByteBuffer(string: settings)
+            ) { r in
                 XCTAssertEqual(r.status, .ok, String(buffer: r.body))
                 XCTAssertFalse(String(buffer: r.body).contains("PRIVATE KEY"), "the key is never read back")
                 XCTAssertTrue(String(buffer: r.body).contains(#""team_id":"\#(h.apple.teamID)""#))
@@ -148,19 +166,24 @@ final class SignInSettingsTests: XCTestCase {
             let after = try await h.post("auth/register", body(try await h.apple.identityToken(sub: sub, email: nil)), app: h.otherApp)
             XCTAssertEqual(after.status, .created, String(buffer: after.body))
             XCTAssertEqual(h.apple.log.exchanged.withLock { $0.count }, exchangedBefore + 1, "the code exchanged with the stored key")
-            let clear = try await h.scalar("""
+            let clear = try await h.scalar(
+                """
                 SELECT count(*)::int FROM auth.apple_signin_settings WHERE app_id = '\(h.otherApp.appID)'
                   AND position(convert_to('PRIVATE KEY', 'UTF8') in sealed_private_key) = 0
                 """)
             XCTAssertEqual(clear, 1, "stored, sealed")
 
-            for (bad, status) in [(#"{}"#, HTTPResponse.Status.unprocessableContent),
-                                  (#"{"google_client_ids":"one"}"#, .badRequest),
-                                  (#"{"google_client_ids":["has space"]}"#, .unprocessableContent),
-                                  (settings.replacingOccurrences(of: pem, with: "not a key"), .unprocessableContent),
-                                  (settings.replacingOccurrences(of: h.apple.teamID, with: "TEAM 1"), .unprocessableContent)] {
-                try await h.client.execute(uri: "/auth/v1/admin/sign-in", method: .put, headers: EmailSettingsTests.admin(h, app: h.otherApp),
-                                           body: ByteBuffer(string: bad)) { r in
+            for (bad, status) in [
+                (#"{}"#, HTTPResponse.Status.unprocessableContent),
+                (#"{"google_client_ids":"one"}"#, .badRequest),
+                (#"{"google_client_ids":["has space"]}"#, .unprocessableContent),
+                (settings.replacingOccurrences(of: pem, with: "not a key"), .unprocessableContent),
+                (settings.replacingOccurrences(of: h.apple.teamID, with: "TEAM 1"), .unprocessableContent)
+            ] {
+                try await h.client.execute(
+                    uri: "/auth/v1/admin/sign-in", method: .put, headers: EmailSettingsTests.admin(h, app: h.otherApp),
+                    body: ByteBuffer(string: bad)
+                ) { r in
                     XCTAssertEqual(r.status, status, bad.prefix(80).description)
                     XCTAssertNotNil(try? r.envelope().error)
                 }
@@ -200,10 +223,12 @@ final class SupportLookupTests: XCTestCase {
             XCTAssertEqual(fromOther.status, .notFound)
             let emailFromOther = try await get("admin/users?email=\(email)", app: h.otherApp)
             XCTAssertEqual(emailFromOther.status, .notFound)
-            for (path, status) in [("admin/users?email=not-an-email", HTTPResponse.Status.unprocessableContent), ("admin/users", .unprocessableContent),
-                                   ("admin/users/not-a-uuid", .unprocessableContent), ("admin/users/\(UUID())", .notFound),
-                                   ("admin/users/\(userID)/timeline?limit=0", .unprocessableContent),
-                                   ("admin/users/\(userID)/timeline?limit=x", .unprocessableContent)] {
+            for (path, status) in [
+                ("admin/users?email=not-an-email", HTTPResponse.Status.unprocessableContent), ("admin/users", .unprocessableContent),
+                ("admin/users/not-a-uuid", .unprocessableContent), ("admin/users/\(UUID())", .notFound),
+                ("admin/users/\(userID)/timeline?limit=0", .unprocessableContent),
+                ("admin/users/\(userID)/timeline?limit=x", .unprocessableContent)
+            ] {
                 let r = try await get(path, app: h.app)
                 XCTAssertEqual(r.status, status, path)
                 XCTAssertNotNil(try? r.envelope().error, path)
@@ -228,27 +253,34 @@ final class AppAdminTests: XCTestCase {
         try await AuthHarness.run { h in
             let keys = OperatorKeyStore(db: h.runtime.db, logger: h.runtime.logger)
             let key = try await keys.create(appID: h.otherApp.appID, name: "On call", operator: "test")!
-            let shown = try await h.client.execute(uri: "/auth/v1/admin/app", method: .get,
-                                                   headers: EmailSettingsTests.admin(h, app: h.otherApp, bearer: key.key)) { $0 }
+            let shown = try await h.client.execute(
+                uri: "/auth/v1/admin/app", method: .get,
+                headers: EmailSettingsTests.admin(h, app: h.otherApp, bearer: key.key)
+            ) { $0 }
             XCTAssertEqual(shown.status, .ok)
             let text = String(buffer: shown.body)
             XCTAssertTrue(text.contains(#""name":"Other App""#) && text.contains(#""active":true"#) && text.contains("On call"), text)
             XCTAssertFalse(text.contains(key.key) || text.contains(h.otherApp.apiKey), "no secret is shown")
 
-            let noReason = try await h.client.execute(uri: "/auth/v1/admin/app/disable", method: .post,
-                                                      headers: EmailSettingsTests.admin(h, app: h.otherApp, bearer: key.key),
-                                                      body: ByteBuffer(string: #"{"reason":" "}"#)) { $0 }
+            let noReason = try await h.client.execute(
+                uri: "/auth/v1/admin/app/disable", method: .post,
+                headers: EmailSettingsTests.admin(h, app: h.otherApp, bearer: key.key),
+                body: ByteBuffer(string: #"{"reason":" "}"#)
+            ) { $0 }
             XCTAssertEqual(noReason.status, .unprocessableContent)
-            let disabled = try await h.client.execute(uri: "/auth/v1/admin/app/disable", method: .post,
-                                                      headers: EmailSettingsTests.admin(h, app: h.otherApp, bearer: key.key),
-                                                      body: ByteBuffer(string: #"{"reason":"API key leaked on a forum"}"#)) { $0 }
+            let disabled = try await h.client.execute(
+                uri: "/auth/v1/admin/app/disable", method: .post,
+                headers: EmailSettingsTests.admin(h, app: h.otherApp, bearer: key.key),
+                body: ByteBuffer(string: #"{"reason":"API key leaked on a forum"}"#)
+            ) { $0 }
             XCTAssertEqual(disabled.status, .ok, String(buffer: disabled.body))
             let refused = try await h.post("auth/register", #"{"provider":"guest","credentials":{"device_id":"after-disable"}}"#, app: h.otherApp)
             XCTAssertEqual(refused.status, .forbidden)
             XCTAssertEqual(try refused.envelope().error, "app_disabled")
             let untouched = try await h.post("auth/register", #"{"provider":"guest","credentials":{"device_id":"other-\#(UUID())"}}"#)
             XCTAssertEqual(untouched.status, .created, "the other app goes on")
-            let audited = try await h.scalar("""
+            let audited = try await h.scalar(
+                """
                 SELECT count(*)::int FROM auth.audit_logs WHERE app_id = '\(h.otherApp.appID)' AND action = 'operator.app.disable'
                   AND details->>'reason' = 'API key leaked on a forum' AND details->>'operator' LIKE 'operator_key:\(key.id.lowercasedString):%'
                 """)

@@ -32,12 +32,14 @@ final class EmailSignInTests: XCTestCase {
             let cost12 = try await h.scalar("SELECT count(*)::int FROM auth.users WHERE email = '\(email)' AND password_hash LIKE '$2b$12$%'")
             XCTAssertEqual(cost12, 1)
             // Privacy settings exist with every consent off, and the register is audited.
-            let consents = try await h.scalar("""
+            let consents = try await h.scalar(
+                """
                 SELECT count(*)::int FROM auth.privacy_settings p JOIN auth.users u ON u.id = p.user_id
                 WHERE u.email = '\(email)' AND NOT (consent_analytics OR consent_third_party OR consent_geolocation OR consent_personalized_ads)
                 """)
             XCTAssertEqual(consents, 1)
-            let audits = try await h.scalar("SELECT count(*)::int FROM auth.audit_logs WHERE user_id = '\(r.user.id)' AND action = 'register' AND result = 'success'")
+            let audits = try await h.scalar(
+                "SELECT count(*)::int FROM auth.audit_logs WHERE user_id = '\(r.user.id)' AND action = 'register' AND result = 'success'")
             XCTAssertEqual(audits, 1)
         }
     }
@@ -45,13 +47,19 @@ final class EmailSignInTests: XCTestCase {
     func testRegisterRefusesBadInput() async throws {
         try await AuthHarness.run { h in
             let cases: [(String, HTTPResponse.Status, String, String?)] = [
-                (#"{"provider":"email","credentials":{"email":"not-an-email","password":"Tr1cky-Geography-42"}}"#, .unprocessableContent, "validation_error", "credentials.email"),
-                (#"{"provider":"email","credentials":{"email":"a@example.com","password":"password1"}}"#, .unprocessableContent, "weak_password", "credentials.password"),
+                (
+                    #"{"provider":"email","credentials":{"email":"not-an-email","password":"Tr1cky-Geography-42"}}"#, .unprocessableContent, "validation_error",
+                    "credentials.email"
+                ),
+                (
+                    #"{"provider":"email","credentials":{"email":"a@example.com","password":"password1"}}"#, .unprocessableContent, "weak_password",
+                    "credentials.password"
+                ),
                 (#"{"provider":"email","credentials":{"email":"a@example.com"}}"#, .badRequest, "invalid_request", "credentials.password"),
                 (#"{"provider":"email","credentials":{"email":42,"password":"x"}}"#, .badRequest, "invalid_request", "credentials.email"),
                 (#"{"provider":"myspace","credentials":{}}"#, .badRequest, "invalid_request", "provider"),
                 (#"{"credentials":{}}"#, .badRequest, "invalid_request", "provider"),
-                (#"{"provider":"email""#, .badRequest, "invalid_request", nil),
+                (#"{"provider":"email""#, .badRequest, "invalid_request", nil)
             ]
             for (body, status, code, field) in cases {
                 try await h.post("auth/register", body) { r in
@@ -64,8 +72,10 @@ final class EmailSignInTests: XCTestCase {
             // Another tenant's key, or none at all.
             var wrong = h.headers()
             wrong[.xAPIKey] = h.otherApp.apiKey
-            try await h.client.execute(uri: "/auth/v1/auth/register", method: .post, headers: wrong,
-                                       body: ByteBuffer(string: "{}")) { r in
+            try await h.client.execute(
+                uri: "/auth/v1/auth/register", method: .post, headers: wrong,
+                body: ByteBuffer(string: "{}")
+            ) { r in
                 XCTAssertEqual(r.status, .unauthorized)
                 XCTAssertEqual(try r.envelope().error, "invalid_api_key")
             }
@@ -84,8 +94,10 @@ final class EmailSignInTests: XCTestCase {
                 XCTAssertEqual(e.extra["can_link"], false, "the account already has a password")
             }
             // Same email in another application is another account.
-            try await h.post("auth/register", #"{"provider":"email","credentials":{"email":"\#(email)","password":"Tr1cky-Geography-42"}}"#,
-                             app: h.otherApp) { r in XCTAssertEqual(r.status, .created) }
+            try await h.post(
+                "auth/register", #"{"provider":"email","credentials":{"email":"\#(email)","password":"Tr1cky-Geography-42"}}"#,
+                app: h.otherApp
+            ) { r in XCTAssertEqual(r.status, .created) }
         }
     }
 
@@ -160,7 +172,8 @@ final class EmailSignInTests: XCTestCase {
             // The counter was reset by the success: one more failure leaves four attempts.
             let again = try await h.loginEmail(email, password: "Wrong-again")
             XCTAssertEqual(try again.envelope().extra["attempts_remaining"], .int(4))
-            let failures = try await h.scalar("""
+            let failures = try await h.scalar(
+                """
                 SELECT count(*)::int FROM auth.audit_logs a JOIN auth.users u ON u.id = a.user_id
                 WHERE u.email = '\(email)' AND a.action = 'login' AND a.result = 'failure'
                 """)
@@ -193,7 +206,7 @@ final class EmailSignInTests: XCTestCase {
     func testPasswordsLongerThanBcryptReadsAreRefused() async throws {
         try await AuthHarness.run { h in
             let email = uniqueEmail()
-            let long = "Tr1cky-Geography-" + String(repeating: "x", count: 56)  // 73 bytes
+            let long = "Tr1cky-Geography-" + String(repeating: "x", count: 56) // 73 bytes
             XCTAssertEqual(long.utf8.count, 73)
             let r = try await h.post("auth/register", #"{"provider":"email","credentials":{"email":"\#(email)","password":"\#(long)"}}"#)
             XCTAssertEqual(r.status, .badRequest)
@@ -217,9 +230,12 @@ final class EmailSignInTests: XCTestCase {
             var statuses: [HTTPResponse.Status] = []
             for _ in 0..<6 { statuses.append(try await h.loginEmail(uniqueEmail("nobody")).status) } // a new X-Forwarded-For each time
             XCTAssertTrue(statuses.contains(.tooManyRequests), "one budget for the socket address: \(statuses)")
-            let bySocket = try await h.scalar("SELECT count(*)::int FROM auth.audit_logs WHERE app_id = '\(h.app.appID)' AND result = 'rate_limited' AND host(ip_address::inet) = '127.0.0.1'")
+            let bySocket = try await h.scalar(
+                "SELECT count(*)::int FROM auth.audit_logs WHERE app_id = '\(h.app.appID)' AND result = 'rate_limited' AND host(ip_address::inet) = '127.0.0.1'"
+            )
             XCTAssertGreaterThanOrEqual(bySocket, 1, "refused under the socket's address")
-            let spoofed = try await h.scalar("SELECT count(*)::int FROM auth.audit_logs WHERE app_id = '\(h.app.appID)' AND host(ip_address::inet) <> '127.0.0.1'")
+            let spoofed = try await h.scalar(
+                "SELECT count(*)::int FROM auth.audit_logs WHERE app_id = '\(h.app.appID)' AND host(ip_address::inet) <> '127.0.0.1'")
             XCTAssertEqual(spoofed, 0, "no forwarded address was believed")
         }
         try await AuthHarness.run(overrides: ["AUTH_SIGNIN_LIMIT_PER_15_MINUTES": "5"], live: true) { h in

@@ -50,10 +50,11 @@ final class FakeApple: Sendable {
         guard let secret else { return false }
         let parts = secret.split(separator: ".")
         guard parts.count == 3, let sig = Base64URL.decode(parts[2]),
-              let signature = try? P256.Signing.ECDSASignature(rawRepresentation: sig),
-              teamKey.publicKey.isValidSignature(signature, for: Data((parts[0] + "." + parts[1]).utf8)),
-              let header = Base64URL.decode(parts[0]).flatMap({ try? JSONSerialization.jsonObject(with: $0) as? [String: Any] }),
-              let claims = Base64URL.decode(parts[1]).flatMap({ try? JSONSerialization.jsonObject(with: $0) as? [String: Any] }) else { return false }
+            let signature = try? P256.Signing.ECDSASignature(rawRepresentation: sig),
+            teamKey.publicKey.isValidSignature(signature, for: Data((parts[0] + "." + parts[1]).utf8)),
+            let header = Base64URL.decode(parts[0]).flatMap({ try? JSONSerialization.jsonObject(with: $0) as? [String: Any] }),
+            let claims = Base64URL.decode(parts[1]).flatMap({ try? JSONSerialization.jsonObject(with: $0) as? [String: Any] })
+        else { return false }
         return header["alg"] as? String == "ES256" && header["kid"] as? String == keyID
             && claims["iss"] as? String == teamID && claims["sub"] as? String == clientID
             && claims["aud"] as? String == "https://appleid.apple.com"
@@ -63,22 +64,28 @@ final class FakeApple: Sendable {
         let router = Router()
         let jwks = keys.jwks
         router.get("auth/keys") { _, _ in
-            Response(status: .ok, headers: [.contentType: "application/json", .cacheControl: "max-age=86400"],
-                     body: .init(byteBuffer: ByteBuffer(string: jwks)))
+            Response(
+                status: .ok, headers: [.contentType: "application/json", .cacheControl: "max-age=86400"],
+                body: .init(byteBuffer: ByteBuffer(string: jwks)))
         }
         router.post("auth/token") { request, _ -> Response in
             let body = String(buffer: try await request.body.collect(upTo: 65536))
             let f = Self.formFields(body)
             guard self.secretIsValid(f["client_secret"]), f["client_id"] == self.clientID, f["grant_type"] == "authorization_code",
-                  f["code"] == "valid-code" else {
+                f["code"] == "valid-code"
+            else {
                 self.log.refused.withLock { $0 += 1 }
-                return Response(status: .badRequest, headers: [.contentType: "application/json"],
-                                body: .init(byteBuffer: ByteBuffer(string: #"{"error":"invalid_grant"}"#)))
+                return Response(
+                    status: .badRequest, headers: [.contentType: "application/json"],
+                    body: .init(byteBuffer: ByteBuffer(string: #"{"error":"invalid_grant"}"#)))
             }
             let rt = "apple-rt-\(UUID().uuidString)"
             self.log.exchanged.withLock { $0.append(rt) }
-            return Response(status: .ok, headers: [.contentType: "application/json"], body: .init(byteBuffer: ByteBuffer(
-                string: #"{"access_token":"at","token_type":"Bearer","expires_in":3600,"refresh_token":"\#(rt)","id_token":"x"}"#)))
+            return Response(
+                status: .ok, headers: [.contentType: "application/json"],
+                body: .init(
+                    byteBuffer: ByteBuffer(
+                        string: #"{"access_token":"at","token_type":"Bearer","expires_in":3600,"refresh_token":"\#(rt)","id_token":"x"}"#)))
         }
         router.post("auth/revoke") { request, _ -> Response in
             let f = Self.formFields(String(buffer: try await request.body.collect(upTo: 65536)))
@@ -104,12 +111,16 @@ final class FakeApple: Sendable {
         func verify(using algorithm: some JWTAlgorithm) async throws {}
     }
 
-    func identityToken(sub: String, aud: String? = nil, email: String? = nil, rawNonce: String? = nil, nonceOverride: String? = nil,
-                       iss: String = "https://appleid.apple.com", expiresIn: Int = 600) async throws -> String {
+    func identityToken(
+        sub: String, aud: String? = nil, email: String? = nil, rawNonce: String? = nil, nonceOverride: String? = nil,
+        iss: String = "https://appleid.apple.com", expiresIn: Int = 600
+    ) async throws -> String {
         let t = Int(Date().timeIntervalSince1970)
         let nonce = nonceOverride ?? rawNonce.map { SHA256.hash(data: Data($0.utf8)).map { String(format: "%02x", $0) }.joined() }
-        return try await keys.keys.sign(Claims(iss: iss, aud: aud ?? clientID, sub: sub, exp: t + expiresIn, iat: t - 5, email: email,
-                                               email_verified: email == nil ? nil : "true", is_private_email: "true", nonce: nonce),
-                                        kid: JWKIdentifier(string: keys.kid))
+        return try await keys.keys.sign(
+            Claims(
+                iss: iss, aud: aud ?? clientID, sub: sub, exp: t + expiresIn, iat: t - 5, email: email,
+                email_verified: email == nil ? nil : "true", is_private_email: "true", nonce: nonce),
+            kid: JWKIdentifier(string: keys.kid))
     }
 }

@@ -28,32 +28,35 @@ struct FakeGameCenter: Sendable {
         let now = Date()
         let caKey = P256.Signing.PrivateKey()
         let caName = try DistinguishedName { CommonName("Test Apple Root CA") }
-        let ca = try Certificate(version: .v3, serialNumber: .init(), publicKey: .init(caKey.publicKey),
-                                 notValidBefore: now - 86400, notValidAfter: now + 86400 * 365, issuer: caName, subject: caName,
-                                 extensions: try Certificate.Extensions {
-                                     Critical(BasicConstraints.isCertificateAuthority(maxPathLength: nil))
-                                     Critical(KeyUsage(keyCertSign: true))
-                                 }, issuerPrivateKey: .init(caKey))
+        let ca = try Certificate(
+            version: .v3, serialNumber: .init(), publicKey: .init(caKey.publicKey),
+            notValidBefore: now - 86400, notValidAfter: now + 86400 * 365, issuer: caName, subject: caName,
+            extensions: try Certificate.Extensions {
+                Critical(BasicConstraints.isCertificateAuthority(maxPathLength: nil))
+                Critical(KeyUsage(keyCertSign: true))
+            }, issuerPrivateKey: .init(caKey))
         signingKey = try _RSA.Signing.PrivateKey(keySize: .bits2048)
-        let signing = try Certificate(version: .v3, serialNumber: .init(), publicKey: .init(signingKey.publicKey),
-                                      notValidBefore: expired ? now - 86400 * 10 : now - 3600,
-                                      notValidAfter: expired ? now - 86400 : now + 86400 * 30,
-                                      issuer: caName, subject: try DistinguishedName { CommonName("gc-prod-10") },
-                                      extensions: try Certificate.Extensions {
-                                          Critical(BasicConstraints.notCertificateAuthority)
-                                          Critical(KeyUsage(digitalSignature: true))
-                                      }, issuerPrivateKey: .init(caKey))
+        let signing = try Certificate(
+            version: .v3, serialNumber: .init(), publicKey: .init(signingKey.publicKey),
+            notValidBefore: expired ? now - 86400 * 10 : now - 3600,
+            notValidAfter: expired ? now - 86400 : now + 86400 * 30,
+            issuer: caName, subject: try DistinguishedName { CommonName("gc-prod-10") },
+            extensions: try Certificate.Extensions {
+                Critical(BasicConstraints.notCertificateAuthority)
+                Critical(KeyUsage(digitalSignature: true))
+            }, issuerPrivateKey: .init(caKey))
         var der = DER.Serializer()
         try der.serialize(signing)
         certDER = der.serializedBytes
         let tlsKey = P256.Signing.PrivateKey()
-        let tlsCert = try Certificate(version: .v3, serialNumber: .init(), publicKey: .init(tlsKey.publicKey),
-                                      notValidBefore: now - 3600, notValidAfter: now + 86400, issuer: caName,
-                                      subject: try DistinguishedName { CommonName("static.gc.apple.com") },
-                                      extensions: try Certificate.Extensions {
-                                          SubjectAlternativeNames([.dnsName("static.gc.apple.com")])
-                                          try ExtendedKeyUsage([.serverAuth])
-                                      }, issuerPrivateKey: .init(caKey))
+        let tlsCert = try Certificate(
+            version: .v3, serialNumber: .init(), publicKey: .init(tlsKey.publicKey),
+            notValidBefore: now - 3600, notValidAfter: now + 86400, issuer: caName,
+            subject: try DistinguishedName { CommonName("static.gc.apple.com") },
+            extensions: try Certificate.Extensions {
+                SubjectAlternativeNames([.dnsName("static.gc.apple.com")])
+                try ExtendedKeyUsage([.serverAuth])
+            }, issuerPrivateKey: .init(caKey))
         let path = FileManager.default.temporaryDirectory.appendingPathComponent("gc-root-\(UUID()).pem").path
         try ca.serializeAsPEM().pemString.write(toFile: path, atomically: true, encoding: .utf8)
         caPEMPath = path
@@ -64,8 +67,10 @@ struct FakeGameCenter: Sendable {
     }
 
     var env: [String: String] {
-        ["GAMECENTER_TRUST_ROOTS": caPEMPath, "GAMECENTER_CA_BUNDLE": caPEMPath,
-         "GAMECENTER_RESOLVE": "static.gc.apple.com:\(port):127.0.0.1"]
+        [
+            "GAMECENTER_TRUST_ROOTS": caPEMPath, "GAMECENTER_CA_BUNDLE": caPEMPath,
+            "GAMECENTER_RESOLVE": "static.gc.apple.com:\(port):127.0.0.1"
+        ]
     }
 
     func application() throws -> some ApplicationProtocol {
@@ -74,12 +79,15 @@ struct FakeGameCenter: Sendable {
         router.get("public-key/gc-prod-10.cer") { _, _ in
             Response(status: .ok, headers: [.contentType: "application/pkix-cert"], body: .init(byteBuffer: ByteBuffer(bytes: der)))
         }
-        return Application(router: router, server: try .tls(.http1(), tlsConfiguration: tls),
-                           configuration: .init(address: .hostname("127.0.0.1", port: port)))
+        return Application(
+            router: router, server: try .tls(.http1(), tlsConfiguration: tls),
+            configuration: .init(address: .hostname("127.0.0.1", port: port)))
     }
 
-    func proof(player: String, bundleID: String = "com.example.quiz", timestamp: UInt64 = UInt64(Date().timeIntervalSince1970 * 1000),
-               key: _RSA.Signing.PrivateKey? = nil) throws -> (signature: String, salt: String, timestamp: UInt64) {
+    func proof(
+        player: String, bundleID: String = "com.example.quiz", timestamp: UInt64 = UInt64(Date().timeIntervalSince1970 * 1000),
+        key: _RSA.Signing.PrivateKey? = nil
+    ) throws -> (signature: String, salt: String, timestamp: UInt64) {
         let salt = Data((0..<16).map { _ in UInt8.random(in: 0...255) })
         var payload = Data(player.utf8)
         payload.append(Data(bundleID.utf8))
@@ -91,10 +99,13 @@ struct FakeGameCenter: Sendable {
 }
 
 final class GameCenterTests: XCTestCase {
-    static func linkBody(_ gc: FakeGameCenter, player: String, url: String? = nil, proof: (signature: String, salt: String, timestamp: UInt64),
-                         achievements: [String] = ["first_win"], score: Int = 1200) -> String {
+    static func linkBody(
+        _ gc: FakeGameCenter, player: String, url: String? = nil, proof: (signature: String, salt: String, timestamp: UInt64),
+        achievements: [String] = ["first_win"], score: Int = 1200
+    ) -> String {
         let a = achievements.map { "\"\($0)\"" }.joined(separator: ",")
-        return #"{"player_id":"\#(player)","alias":"ProGamer2025","public_key_url":"\#(url ?? gc.keyURL)","signature":"\#(proof.signature)","salt":"\#(proof.salt)","timestamp":\#(proof.timestamp),"achievements":[\#(a)],"leaderboard_score":\#(score)}"#
+        return
+            #"{"player_id":"\#(player)","alias":"ProGamer2025","public_key_url":"\#(url ?? gc.keyURL)","signature":"\#(proof.signature)","salt":"\#(proof.salt)","timestamp":\#(proof.timestamp),"achievements":[\#(a)],"leaderboard_score":\#(score)}"#
     }
 
     static func withGameCenter(expired: Bool = false, _ body: @Sendable (AuthHarness, FakeGameCenter) async throws -> Void) async throws {
@@ -112,8 +123,9 @@ final class GameCenterTests: XCTestCase {
             let email = uniqueEmail("oth")
             let r = try await h.registerEmail(email)
             let player = "T:\(UUID().uuidString.prefix(12))"
-            let link = try await h.post("auth/game-center/link", Self.linkBody(gc, player: player, proof: try gc.proof(player: player)),
-                                        token: r.tokens.accessToken)
+            let link = try await h.post(
+                "auth/game-center/link", Self.linkBody(gc, player: player, proof: try gc.proof(player: player)),
+                token: r.tokens.accessToken)
             XCTAssertEqual(link.status, .ok, String(buffer: link.body))
             struct Linked: Decodable {
                 struct S: Decodable { var achievements: Int; var leaderboard_score: Int }
@@ -127,8 +139,9 @@ final class GameCenterTests: XCTestCase {
             XCTAssertEqual(linked.synced.leaderboard_score, 1200)
 
             // Game Center has more: union of achievements, best score, GC wins.
-            let sync = try await h.post("auth/game-center/sync", #"{"achievements":["first_win","capitals_master"],"leaderboard_score":1500}"#,
-                                        token: r.tokens.accessToken)
+            let sync = try await h.post(
+                "auth/game-center/sync", #"{"achievements":["first_win","capitals_master"],"leaderboard_score":1500}"#,
+                token: r.tokens.accessToken)
             let s = try sync.json(Linked.self)
             XCTAssertEqual(s.synced.achievements, 2)
             XCTAssertEqual(s.synced.leaderboard_score, 1500)
@@ -143,8 +156,10 @@ final class GameCenterTests: XCTestCase {
 
             // The same player for another user: 409 with the owner's email masked.
             let other = try await h.registerEmail(uniqueEmail())
-            try await h.post("auth/game-center/link", Self.linkBody(gc, player: player, proof: try gc.proof(player: player)),
-                             token: other.tokens.accessToken) { resp in
+            try await h.post(
+                "auth/game-center/link", Self.linkBody(gc, player: player, proof: try gc.proof(player: player)),
+                token: other.tokens.accessToken
+            ) { resp in
                 XCTAssertEqual(resp.status, .conflict)
                 let e = try resp.envelope()
                 XCTAssertEqual(e.error, "player_id_already_linked")
@@ -154,8 +169,10 @@ final class GameCenterTests: XCTestCase {
             try await h.post("auth/game-center/unlink", "{}", token: r.tokens.accessToken) { XCTAssertEqual($0.status, .ok) }
             try await h.post("auth/game-center/unlink", "{}", token: r.tokens.accessToken) { XCTAssertEqual($0.status, .notFound) }
             // Now the other account can take it.
-            try await h.post("auth/game-center/link", Self.linkBody(gc, player: player, proof: try gc.proof(player: player)),
-                             token: other.tokens.accessToken) { XCTAssertEqual($0.status, .ok) }
+            try await h.post(
+                "auth/game-center/link", Self.linkBody(gc, player: player, proof: try gc.proof(player: player)),
+                token: other.tokens.accessToken
+            ) { XCTAssertEqual($0.status, .ok) }
         }
     }
 
@@ -170,9 +187,12 @@ final class GameCenterTests: XCTestCase {
                 ("other player", Self.linkBody(gc, player: player, proof: try gc.proof(player: "T:someone-else"))),
                 ("other bundle", Self.linkBody(gc, player: player, proof: try gc.proof(player: player, bundleID: "com.other.app"))),
                 ("older than 5 minutes", Self.linkBody(gc, player: player, proof: try gc.proof(player: player, timestamp: old))),
-                ("not https", Self.linkBody(gc, player: player, url: gc.keyURL.replacingOccurrences(of: "https:", with: "http:"), proof: try gc.proof(player: player))),
+                (
+                    "not https",
+                    Self.linkBody(gc, player: player, url: gc.keyURL.replacingOccurrences(of: "https:", with: "http:"), proof: try gc.proof(player: player))
+                ),
                 ("not apple.com", Self.linkBody(gc, player: player, url: "https://evil.example.com/key.cer", proof: try gc.proof(player: player))),
-                ("lookalike host", Self.linkBody(gc, player: player, url: "https://static.gc.apple.com.evil.com/key.cer", proof: try gc.proof(player: player))),
+                ("lookalike host", Self.linkBody(gc, player: player, url: "https://static.gc.apple.com.evil.com/key.cer", proof: try gc.proof(player: player)))
             ]
             for (name, body) in cases {
                 let resp = try await h.post("auth/game-center/link", body, token: r.tokens.accessToken)
@@ -198,8 +218,9 @@ final class GameCenterTests: XCTestCase {
     func testExpiredCertificateIsRefused() async throws {
         try await Self.withGameCenter(expired: true) { h, gc in
             let r = try await h.registerEmail(uniqueEmail())
-            let resp = try await h.post("auth/game-center/link", Self.linkBody(gc, player: "T:exp", proof: try gc.proof(player: "T:exp")),
-                                        token: r.tokens.accessToken)
+            let resp = try await h.post(
+                "auth/game-center/link", Self.linkBody(gc, player: "T:exp", proof: try gc.proof(player: "T:exp")),
+                token: r.tokens.accessToken)
             XCTAssertEqual(resp.status, .unauthorized)
         }
     }

@@ -99,7 +99,7 @@ final class GoogleSignInTests: XCTestCase {
                 ("alg none", algNone),
                 ("alg HS256", hs256),
                 ("tampered", parts[0] + "." + Base64URL.encode(Data(#"{"sub":"admin"}"#.utf8)) + "." + parts[2]),
-                ("garbage", "not.a.jwt"),
+                ("garbage", "not.a.jwt")
             ]
             for (name, token) in forged {
                 let r = try await h.post("auth/register", Self.body(token))
@@ -117,7 +117,8 @@ final class GoogleSignInTests: XCTestCase {
                 XCTAssertEqual(r.status, .badRequest)
                 XCTAssertEqual(try r.envelope().extra["field"], "credentials.google_id_token")
             }
-            let failures = try await h.scalar("SELECT count(*)::int FROM auth.audit_logs WHERE app_id = '\(h.app.appID)' AND result = 'failure' AND details->>'provider' = 'google'")
+            let failures = try await h.scalar(
+                "SELECT count(*)::int FROM auth.audit_logs WHERE app_id = '\(h.app.appID)' AND result = 'failure' AND details->>'provider' = 'google'")
             XCTAssertEqual(failures, forged.count)
         }
     }

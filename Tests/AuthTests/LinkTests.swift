@@ -20,8 +20,9 @@ final class LinkTests: XCTestCase {
         try await AuthHarness.run { h in
             let g = try await Self.guest(h)
             let email = uniqueEmail()
-            let r = try await h.post("auth/link", #"{"provider":"email","credentials":{"email":"\#(email)","password":"Tr1cky-Geography-42"}}"#,
-                                     token: g.tokens.accessToken)
+            let r = try await h.post(
+                "auth/link", #"{"provider":"email","credentials":{"email":"\#(email)","password":"Tr1cky-Geography-42"}}"#,
+                token: g.tokens.accessToken)
             XCTAssertEqual(r.status, .ok, String(buffer: r.body))
             let linked = try r.json(Linked.self)
             XCTAssertEqual(linked.user.id, g.user.id, "same user id: all data kept")
@@ -63,15 +64,17 @@ final class LinkTests: XCTestCase {
             let refused = try await h.post("auth/register", #"{"provider":"google","credentials":{"google_id_token":"\#(first)"}}"#)
             XCTAssertEqual(refused.status, .conflict)
             XCTAssertEqual(try refused.envelope().extra["can_link"], .bool(true), "an email account without Google can link it")
-            let linked = try await h.post("auth/link", #"{"provider":"google","credentials":{"google_id_token":"\#(first)"}}"#,
-                                          token: owner.tokens.accessToken)
+            let linked = try await h.post(
+                "auth/link", #"{"provider":"google","credentials":{"google_id_token":"\#(first)"}}"#,
+                token: owner.tokens.accessToken)
             XCTAssertEqual(linked.status, .ok, "and it does: \(String(buffer: linked.body))")
             // Now a second Google identity with the same email: Google is taken on that account.
             let second = try await h.google.idToken(sub: "g2-\(UUID())", aud: h.googleClientID, email: email)
             let again = try await h.post("auth/register", #"{"provider":"google","credentials":{"google_id_token":"\#(second)"}}"#)
             XCTAssertEqual(try again.envelope().extra["can_link"], .bool(false))
-            let tried = try await h.post("auth/link", #"{"provider":"google","credentials":{"google_id_token":"\#(second)"}}"#,
-                                         token: owner.tokens.accessToken)
+            let tried = try await h.post(
+                "auth/link", #"{"provider":"google","credentials":{"google_id_token":"\#(second)"}}"#,
+                token: owner.tokens.accessToken)
             XCTAssertEqual(tried.status, .conflict, "and linking it indeed fails")
             // A password on an account that has one: false; on a Google-only account: true.
             let dup = try await h.post("auth/register", #"{"provider":"email","credentials":{"email":"\#(email)","password":"An0ther-Str0ng-Passphrase"}}"#)
@@ -79,10 +82,12 @@ final class LinkTests: XCTestCase {
             let googleEmail = uniqueEmail("gonly")
             let gtoken = try await h.google.idToken(sub: "g3-\(UUID())", aud: h.googleClientID, email: googleEmail)
             let gUser = try await h.post("auth/register", #"{"provider":"google","credentials":{"google_id_token":"\#(gtoken)"}}"#).json(AuthResponse.self)
-            let pw = try await h.post("auth/register", #"{"provider":"email","credentials":{"email":"\#(googleEmail)","password":"An0ther-Str0ng-Passphrase"}}"#)
+            let pw = try await h.post(
+                "auth/register", #"{"provider":"email","credentials":{"email":"\#(googleEmail)","password":"An0ther-Str0ng-Passphrase"}}"#)
             XCTAssertEqual(try pw.envelope().extra["can_link"], .bool(true))
-            let linkedPw = try await h.post("auth/link", #"{"provider":"email","credentials":{"email":"\#(googleEmail)","password":"An0ther-Str0ng-Passphrase"}}"#,
-                                            token: gUser.tokens.accessToken)
+            let linkedPw = try await h.post(
+                "auth/link", #"{"provider":"email","credentials":{"email":"\#(googleEmail)","password":"An0ther-Str0ng-Passphrase"}}"#,
+                token: gUser.tokens.accessToken)
             XCTAssertEqual(linkedPw.status, .ok, String(buffer: linkedPw.body))
         }
     }
@@ -99,12 +104,15 @@ final class LinkTests: XCTestCase {
                 XCTAssertEqual(r.status, .conflict)
                 XCTAssertEqual(try r.envelope().error, "identity_already_linked")
             }
-            try await h.post("auth/link", #"{"provider":"email","credentials":{"email":"\#(ownerEmail)","password":"Tr1cky-Geography-42"}}"#,
-                             token: g.tokens.accessToken) { r in
+            try await h.post(
+                "auth/link", #"{"provider":"email","credentials":{"email":"\#(ownerEmail)","password":"Tr1cky-Geography-42"}}"#,
+                token: g.tokens.accessToken
+            ) { r in
                 XCTAssertEqual(r.status, .conflict)
                 XCTAssertEqual(try r.envelope().error, "identity_already_linked")
             }
-            let stillGuest = try await h.scalar("SELECT count(*)::int FROM auth.users WHERE id = '\(g.user.id)' AND is_guest AND email IS NULL AND google_id IS NULL AND password_hash IS NULL")
+            let stillGuest = try await h.scalar(
+                "SELECT count(*)::int FROM auth.users WHERE id = '\(g.user.id)' AND is_guest AND email IS NULL AND google_id IS NULL AND password_hash IS NULL")
             XCTAssertEqual(stillGuest, 1, "nothing was half-linked")
             // Bad input.
             try await h.post("auth/link", #"{"provider":"guest","credentials":{"device_id":"x"}}"#, token: g.tokens.accessToken) {
@@ -114,7 +122,9 @@ final class LinkTests: XCTestCase {
                 XCTAssertEqual($0.status, .unprocessableContent)
             }
             try await h.post("auth/link", #"{"provider":"google","credentials":{}}"#, token: g.tokens.accessToken) { XCTAssertEqual($0.status, .badRequest) }
-            try await h.post("auth/link", #"{"provider":"google","credentials":{"google_id_token":"\#(ownerToken)"}}"#) { XCTAssertEqual($0.status, .unauthorized) }
+            try await h.post("auth/link", #"{"provider":"google","credentials":{"google_id_token":"\#(ownerToken)"}}"#) {
+                XCTAssertEqual($0.status, .unauthorized)
+            }
         }
     }
 
@@ -176,11 +186,15 @@ final class LinkTests: XCTestCase {
             XCTAssertEqual(me.status, .forbidden)
             XCTAssertEqual(try me.envelope().error, "account_suspended")
             XCTAssertEqual(try me.envelope().extra["reason"], "Cheating")
-            for (method, path, body) in [(HTTPRequest.Method.get, "auth/privacy", nil), (.patch, "auth/privacy", #"{"consent_analytics":true}"#),
-                                         (.post, "auth/privacy/export", "{}")] {
+            for (method, path, body) in [
+                (HTTPRequest.Method.get, "auth/privacy", nil), (.patch, "auth/privacy", #"{"consent_analytics":true}"#),
+                (.post, "auth/privacy/export", "{}")
+            ] {
                 do { let v = try await h.send(method, path, body, token: r.tokens.accessToken).status; XCTAssertEqual(v, .forbidden, path) }
             }
-            let told = try await h.scalar("SELECT count(*)::int FROM auth.outbox WHERE path LIKE '/internal/users/\(r.user.id.uuidString.lowercased())/sessions%' AND body->>'state' = 'suspended'")
+            let told = try await h.scalar(
+                "SELECT count(*)::int FROM auth.outbox WHERE path LIKE '/internal/users/\(r.user.id.uuidString.lowercased())/sessions%' AND body->>'state' = 'suspended'"
+            )
             XCTAssertEqual(told, 3)
         }
     }

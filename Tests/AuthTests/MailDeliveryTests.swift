@@ -15,8 +15,10 @@ final class MailDeliveryTests: XCTestCase {
         var sent = false
         for _ in 0..<100 where !sent {
             do {
-                try await mailer.send(SMTPMessage(from: "no-reply@quiz.example", to: ["player@example.com"], subject: "Vérifiez votre email",
-                                                      text: "Cliquez ici : https://app.example.com/verify-email?token=abc"))
+                try await mailer.send(
+                    SMTPMessage(
+                        from: "no-reply@quiz.example", to: ["player@example.com"], subject: "Vérifiez votre email",
+                        text: "Cliquez ici : https://app.example.com/verify-email?token=abc"))
                 sent = true
             } catch { try await Task.sleep(for: .milliseconds(100)) }
         }
@@ -28,7 +30,8 @@ final class MailDeliveryTests: XCTestCase {
 
     func testWithoutSMTPEmailsAreWrittenAsEmlFiles() async throws {
         let dir = FileManager.default.temporaryDirectory.appendingPathComponent("mail-\(UUID())")
-        try await MailFolder(directory: dir).send(SMTPMessage(from: "no-reply@quiz.example", to: ["a@example.com"], subject: "Réinitialisation", text: "https://x/reset?token=t"))
+        try await MailFolder(directory: dir).send(
+            SMTPMessage(from: "no-reply@quiz.example", to: ["a@example.com"], subject: "Réinitialisation", text: "https://x/reset?token=t"))
         let files = try FileManager.default.contentsOfDirectory(atPath: dir.path)
         XCTAssertEqual(files.count, 1)
         XCTAssertTrue(files[0].hasSuffix(".eml"))

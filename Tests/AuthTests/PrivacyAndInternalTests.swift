@@ -22,7 +22,8 @@ final class PrivacyAndInternalTests: XCTestCase {
         try await AuthHarness.run { h in
             let r = try await h.registerEmail(uniqueEmail())
             let token = r.tokens.accessToken
-            let all = #"{"consent_analytics":true,"consent_third_party":false,"consent_geolocation":true,"consent_personalized_ads":true,"consent_notifications":true,"consent_game_center":true}"#
+            let all =
+                #"{"consent_analytics":true,"consent_third_party":false,"consent_geolocation":true,"consent_personalized_ads":true,"consent_notifications":true,"consent_game_center":true}"#
             let on = try await h.send(.patch, "auth/privacy", all, token: token)
             XCTAssertEqual(on.status, .ok, String(buffer: on.body))
             XCTAssertEqual(try on.json(Update.self).warnings.count, 0)
@@ -40,9 +41,14 @@ final class PrivacyAndInternalTests: XCTestCase {
             // ads to ads. Scoped by tenant, as the receivers' internal routes require.
             let uid = r.user.id.uuidString.lowercased()
             let scope = "?app_id=\(h.app.appID.uuidString.lowercased())"
-            let geo = try await h.scalar("SELECT max((body->>'version')::int) FROM auth.outbox WHERE target_service = 'offline' AND method = 'PUT' AND path = '/internal/users/\(uid)/consents/geolocation\(scope)' AND body->>'value' = 'false'")
-            let ads = try await h.scalar("SELECT max((body->>'version')::int) FROM auth.outbox WHERE target_service = 'ads' AND path = '/internal/users/\(uid)/consents/personalized_ads\(scope)' AND body->>'value' = 'false'")
-            let earlier = try await h.scalar("SELECT max((body->>'version')::int) FROM auth.outbox WHERE path LIKE '/internal/users/\(uid)/consents/%' AND body->>'value' = 'true'")
+            let geo = try await h.scalar(
+                "SELECT max((body->>'version')::int) FROM auth.outbox WHERE target_service = 'offline' AND method = 'PUT' AND path = '/internal/users/\(uid)/consents/geolocation\(scope)' AND body->>'value' = 'false'"
+            )
+            let ads = try await h.scalar(
+                "SELECT max((body->>'version')::int) FROM auth.outbox WHERE target_service = 'ads' AND path = '/internal/users/\(uid)/consents/personalized_ads\(scope)' AND body->>'value' = 'false'"
+            )
+            let earlier = try await h.scalar(
+                "SELECT max((body->>'version')::int) FROM auth.outbox WHERE path LIKE '/internal/users/\(uid)/consents/%' AND body->>'value' = 'true'")
             XCTAssertGreaterThan(earlier, 0)
             XCTAssertGreaterThan(geo, earlier, "the withdrawal carries a newer version than the grant")
             XCTAssertGreaterThan(ads, earlier)
@@ -64,9 +70,11 @@ final class PrivacyAndInternalTests: XCTestCase {
         try await AuthHarness.run { h in
             let r = try await h.registerEmail(uniqueEmail())
             let token = r.tokens.accessToken
-            for (body, field) in [(#"{"consent_geolocation":"yes"}"#, "consent_geolocation"),
-                                  (#"{"consent_geolocation":true,"is_admin":true}"#, "is_admin"),
-                                  (#"{}"#, nil), (#"[]"#, nil)] {
+            for (body, field) in [
+                (#"{"consent_geolocation":"yes"}"#, "consent_geolocation"),
+                (#"{"consent_geolocation":true,"is_admin":true}"#, "is_admin"),
+                (#"{}"#, nil), (#"[]"#, nil)
+            ] {
                 let resp = try await h.send(.patch, "auth/privacy", body, token: token)
                 XCTAssertEqual(resp.status, .badRequest, body)
                 if let field { XCTAssertEqual(try resp.envelope().extra["field"], .string(field)) }
@@ -96,13 +104,18 @@ final class PrivacyAndInternalTests: XCTestCase {
             let r = try await h.registerEmail(email)
             let uid = r.user.id.uuidString.lowercased()
             let app = h.app.appID.uuidString.lowercased()
-            let service: HTTPFields = [.authorization: "Bearer local-internal-subscription", .xServiceName: "subscription",
-                                       .contentType: "application/json"]
+            let service: HTTPFields = [
+                .authorization: "Bearer local-internal-subscription", .xServiceName: "subscription",
+                .contentType: "application/json"
+            ]
             let sub = UUID().uuidString.lowercased()
-            let body = #"{"app_id":"\#(app)","subscription_id":"\#(sub)","plan_type":"annual","product_id":"com.quiz.premium.annual","store":"apple","is_trial":true,"end_date":"2030-01-08T10:00:00Z"}"#
+            let body =
+                #"{"app_id":"\#(app)","subscription_id":"\#(sub)","plan_type":"annual","product_id":"com.quiz.premium.annual","store":"apple","is_trial":true,"end_date":"2030-01-08T10:00:00Z"}"#
             @Sendable func ask(_ user: String = uid, _ json: String = body, headers: HTTPFields? = nil) async throws -> TestResponse {
-                try await h.client.execute(uri: "/internal/users/\(user)/emails/purchase-confirmation?app_id=\(app)", method: .post,
-                                           headers: headers ?? service, body: ByteBuffer(string: json)) { $0 }
+                try await h.client.execute(
+                    uri: "/internal/users/\(user)/emails/purchase-confirmation?app_id=\(app)", method: .post,
+                    headers: headers ?? service, body: ByteBuffer(string: json)
+                ) { $0 }
             }
             let before = h.mailer.sent.withLock { $0.count }
             h.mailer.refusing.withLock { $0 = true }
@@ -136,7 +149,7 @@ final class PrivacyAndInternalTests: XCTestCase {
                 ("not-a-uuid", body, nil, .badRequest),
                 (uid, body.replacingOccurrences(of: #""is_trial":true"#, with: #""is_trial":"yes""#), nil, .badRequest),
                 (uid, #"{"app_id":"\#(app)"}"#, nil, .badRequest),
-                (uid, #"{"app_id":"\#(app)","pad":""# + String(repeating: "x", count: 2 << 20) + #""}"#, nil, .contentTooLarge),
+                (uid, #"{"app_id":"\#(app)","pad":""# + String(repeating: "x", count: 2 << 20) + #""}"#, nil, .contentTooLarge)
             ]
             for (user, json, headers, status) in cases {
                 let v = try await ask(user, json, headers: headers)
@@ -152,25 +165,35 @@ final class PrivacyAndInternalTests: XCTestCase {
             let r = try await h.registerEmail(uniqueEmail())
             let uid = r.user.id.uuidString.lowercased()
             let app = h.app.appID.uuidString.lowercased()
-            let service: HTTPFields = [.authorization: "Bearer local-internal-subscription", .xServiceName: "subscription",
-                                       .contentType: "application/json"]
-            let put = try await h.client.execute(uri: "/internal/users/\(uid)/status", method: .put, headers: service,
-                                                 body: ByteBuffer(string: #"{"app_id":"\#(app)","status":"premium","version":2}"#)) { $0 }
+            let service: HTTPFields = [
+                .authorization: "Bearer local-internal-subscription", .xServiceName: "subscription",
+                .contentType: "application/json"
+            ]
+            let put = try await h.client.execute(
+                uri: "/internal/users/\(uid)/status", method: .put, headers: service,
+                body: ByteBuffer(string: #"{"app_id":"\#(app)","status":"premium","version":2}"#)
+            ) { $0 }
             XCTAssertEqual(put.status, .ok)
             XCTAssertEqual(try put.json(UserSummary.self).status, .premium)
             // An older answer (a purchase's "premium" after its refund's "free", or the reverse)
             // arriving late changes nothing; a replay neither.
             for stale in [1, 2] {
-                let late = try await h.client.execute(uri: "/internal/users/\(uid)/status", method: .put, headers: service,
-                                                      body: ByteBuffer(string: #"{"app_id":"\#(app)","status":"free","version":\#(stale)}"#)) { $0 }
+                let late = try await h.client.execute(
+                    uri: "/internal/users/\(uid)/status", method: .put, headers: service,
+                    body: ByteBuffer(string: #"{"app_id":"\#(app)","status":"free","version":\#(stale)}"#)
+                ) { $0 }
                 XCTAssertEqual(late.status, .ok)
                 XCTAssertEqual(try late.json(UserSummary.self).status, .premium, "version \(stale) is not newer than 2")
             }
-            let zero = try await h.client.execute(uri: "/internal/users/\(uid)/status", method: .put, headers: service,
-                                                  body: ByteBuffer(string: #"{"app_id":"\#(app)","status":"free","version":0}"#)) { $0 }
+            let zero = try await h.client.execute(
+                uri: "/internal/users/\(uid)/status", method: .put, headers: service,
+                body: ByteBuffer(string: #"{"app_id":"\#(app)","status":"free","version":0}"#)
+            ) { $0 }
             XCTAssertEqual(zero.status, .unprocessableContent)
-            let noVersion = try await h.client.execute(uri: "/internal/users/\(uid)/status", method: .put, headers: service,
-                                                       body: ByteBuffer(string: #"{"app_id":"\#(app)","status":"free"}"#)) { $0 }
+            let noVersion = try await h.client.execute(
+                uri: "/internal/users/\(uid)/status", method: .put, headers: service,
+                body: ByteBuffer(string: #"{"app_id":"\#(app)","status":"free"}"#)
+            ) { $0 }
             XCTAssertEqual(noVersion.status, .badRequest)
             // New tokens carry the new status.
             let login = try await h.loginEmail(r.user.email!)
@@ -183,11 +206,15 @@ final class PrivacyAndInternalTests: XCTestCase {
             XCTAssertEqual(try consents.json(ConsentChange.self).geolocation, false)
 
             // Bad input and unknown ids.
-            let suspended = try await h.client.execute(uri: "/internal/users/\(uid)/status", method: .put, headers: service,
-                                                       body: ByteBuffer(string: #"{"app_id":"\#(app)","status":"suspended","version":9}"#)) { $0 }
+            let suspended = try await h.client.execute(
+                uri: "/internal/users/\(uid)/status", method: .put, headers: service,
+                body: ByteBuffer(string: #"{"app_id":"\#(app)","status":"suspended","version":9}"#)
+            ) { $0 }
             XCTAssertEqual(suspended.status, .unprocessableContent)
-            let unknown = try await h.client.execute(uri: "/internal/users/\(UUID())/status", method: .put, headers: service,
-                                                     body: ByteBuffer(string: #"{"app_id":"\#(app)","status":"free","version":9}"#)) { $0 }
+            let unknown = try await h.client.execute(
+                uri: "/internal/users/\(UUID())/status", method: .put, headers: service,
+                body: ByteBuffer(string: #"{"app_id":"\#(app)","status":"free","version":9}"#)
+            ) { $0 }
             XCTAssertEqual(unknown.status, .notFound)
             let otherTenant = try await h.client.execute(uri: "/internal/users/\(uid)?app_id=\(h.otherApp.appID)", method: .get, headers: service) { $0 }
             XCTAssertEqual(otherTenant.status, .notFound)
@@ -195,8 +222,10 @@ final class PrivacyAndInternalTests: XCTestCase {
             XCTAssertEqual(noApp.status, .badRequest)
             let badID = try await h.client.execute(uri: "/internal/users/not-a-uuid?app_id=\(app)", method: .get, headers: service) { $0 }
             XCTAssertEqual(badID.status, .badRequest)
-            let badStatus = try await h.client.execute(uri: "/internal/users/\(uid)/status", method: .put, headers: service,
-                                                       body: ByteBuffer(string: #"{"app_id":"\#(app)","status":"gold","version":9}"#)) { $0 }
+            let badStatus = try await h.client.execute(
+                uri: "/internal/users/\(uid)/status", method: .put, headers: service,
+                body: ByteBuffer(string: #"{"app_id":"\#(app)","status":"gold","version":9}"#)
+            ) { $0 }
             XCTAssertEqual(badStatus.status, .badRequest)
             let noCredential = try await h.client.execute(uri: "/internal/users/\(uid)?app_id=\(app)", method: .get, headers: [:]) { $0 }
             XCTAssertEqual(noCredential.status, .unauthorized)
@@ -212,8 +241,10 @@ final class PrivacyAndInternalTests: XCTestCase {
             let app = h.app.appID.uuidString.lowercased()
             let ads: HTTPFields = [.authorization: "Bearer local-internal-ads", .xServiceName: "ads", .contentType: "application/json"]
             func answer(_ body: String, user: String? = nil, consent: String = "personalized_ads", headers: HTTPFields? = nil) async throws -> TestResponse {
-                try await h.client.execute(uri: "/internal/users/\(user ?? uid)/consent-answers/\(consent)?app_id=\(app)", method: .post,
-                                           headers: headers ?? ads, body: ByteBuffer(string: body)) { $0 }
+                try await h.client.execute(
+                    uri: "/internal/users/\(user ?? uid)/consent-answers/\(consent)?app_id=\(app)", method: .post,
+                    headers: headers ?? ads, body: ByteBuffer(string: body)
+                ) { $0 }
             }
             func personalized() async throws -> Bool {
                 try await h.send(.get, "auth/privacy", token: r.tokens.accessToken).json(PrivacyBody.self).privacy.consentPersonalizedAds
@@ -222,7 +253,8 @@ final class PrivacyAndInternalTests: XCTestCase {
             XCTAssertEqual(optIn.status, .ok, String(buffer: optIn.body))
             XCTAssertEqual(try optIn.json(FactOutcome.self).applied, true)
             do { let v = try await personalized(); XCTAssertTrue(v, "the privacy screen shows the ads screen's answer") }
-            let v1 = try await h.scalar("SELECT max((body->>'version')::int) FROM auth.outbox WHERE path LIKE '/internal/users/\(uid)/consents/personalized_ads%'")
+            let v1 = try await h.scalar(
+                "SELECT max((body->>'version')::int) FROM auth.outbox WHERE path LIKE '/internal/users/\(uid)/consents/personalized_ads%'")
             XCTAssertGreaterThan(v1, 0, "sent back to ads, versioned")
             // Withdrawn at auth afterwards; a late answer based on the older version is stale.
             _ = try await h.send(.patch, "auth/privacy", #"{"consent_personalized_ads":false}"#, token: r.tokens.accessToken)
@@ -237,9 +269,11 @@ final class PrivacyAndInternalTests: XCTestCase {
                 (#"{"app_id":"\#(app)","value":true,"based_on":0,"source":"ads"}"#, nil, "geolocation", nil, .unprocessableContent),
                 (#"{"app_id":"\#(UUID())","value":true,"based_on":0,"source":"ads"}"#, nil, "personalized_ads", nil, .unprocessableContent),
                 (#"{"app_id":"\#(app)","value":"yes","based_on":0,"source":"ads"}"#, nil, "personalized_ads", nil, .badRequest),
-                (#"{"app_id":"\#(app)","value":true,"based_on":0,"source":"ads"}"#, nil, "personalized_ads",
-                 [.authorization: "Bearer local-internal-offline", .xServiceName: "offline", .contentType: "application/json"], .forbidden),
-                (#"{"app_id":"\#(app)","value":true,"based_on":0,"source":"ads"}"#, UUID().uuidString.lowercased(), "personalized_ads", nil, .notFound),
+                (
+                    #"{"app_id":"\#(app)","value":true,"based_on":0,"source":"ads"}"#, nil, "personalized_ads",
+                    [.authorization: "Bearer local-internal-offline", .xServiceName: "offline", .contentType: "application/json"], .forbidden
+                ),
+                (#"{"app_id":"\#(app)","value":true,"based_on":0,"source":"ads"}"#, UUID().uuidString.lowercased(), "personalized_ads", nil, .notFound)
             ]
             for (body, user, consent, headers, status) in cases {
                 do { let v = try await answer(body, user: user, consent: consent, headers: headers).status; XCTAssertEqual(v, status, body) }

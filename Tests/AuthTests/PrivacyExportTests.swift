@@ -32,11 +32,20 @@ final class PrivacyExportTests: XCTestCase {
             let overrides = ["\(service.envPrefix)_PORT": String(port)]
             switch service {
             case .subscription:
-                apps.append(try SubscriptionService.buildApplication(runtime: TestEnvironment.runtime(.subscription, migrations: try SubscriptionService.migrations(), overrides: overrides), appVerifier: AllowAll(), tokenVerifier: noTokens))
+                apps.append(
+                    try SubscriptionService.buildApplication(
+                        runtime: TestEnvironment.runtime(.subscription, migrations: try SubscriptionService.migrations(), overrides: overrides),
+                        appVerifier: AllowAll(), tokenVerifier: noTokens))
             case .offline:
-                apps.append(try OfflineService.buildApplication(runtime: TestEnvironment.runtime(.offline, migrations: try OfflineService.migrations(), overrides: overrides), appVerifier: AllowAll(), tokenVerifier: noTokens))
+                apps.append(
+                    try OfflineService.buildApplication(
+                        runtime: TestEnvironment.runtime(.offline, migrations: try OfflineService.migrations(), overrides: overrides), appVerifier: AllowAll(),
+                        tokenVerifier: noTokens))
             default:
-                apps.append(try AdsService.buildApplication(runtime: TestEnvironment.runtime(.ads, migrations: try AdsService.migrations(), overrides: overrides), appVerifier: AllowAll(), tokenVerifier: noTokens))
+                apps.append(
+                    try AdsService.buildApplication(
+                        runtime: TestEnvironment.runtime(.ads, migrations: try AdsService.migrations(), overrides: overrides), appVerifier: AllowAll(),
+                        tokenVerifier: noTokens))
             }
         }
         return (urls, apps)
@@ -45,16 +54,21 @@ final class PrivacyExportTests: XCTestCase {
     static func exporter(_ h: AuthHarness, urls: [ServiceName: String]) throws -> (JobWorker, LinkSigner) {
         let dataKey = try AuthService.dataKey(env: h.runtime.config.environment, signingKey: h.signerKey)
         let signer = LinkSigner(key: HKDF<SHA256>.deriveKey(inputKeyMaterial: dataKey, info: Data("export links v1".utf8), outputByteCount: 32))
-        let exporter = PrivacyExporter(db: h.runtime.db, http: h.runtime.http, serviceURLs: urls, credential: h.runtime.internalCredential,
-                                       sections: AuthUserData.sections(logger: h.runtime.logger), signer: signer, mailer: h.mailer,
-                                       emails: EmailComposer(settings: TenantSettings(topic: "email_settings", bootstrap: [:], feed: h.runtime.changes) { [:] },
-                                                             defaults: AuthSettings(environment: h.runtime.config.environment),
-                                                             applications: PostgresApplicationRepository(db: h.runtime.db, logger: h.runtime.logger)),
-                                       publicURL: "http://gateway.test",
-                                       clock: h.clock, logger: h.runtime.logger)
+        let exporter = PrivacyExporter(
+            db: h.runtime.db, http: h.runtime.http, serviceURLs: urls, credential: h.runtime.internalCredential,
+            sections: AuthUserData.sections(logger: h.runtime.logger), signer: signer, mailer: h.mailer,
+            emails: EmailComposer(
+                settings: TenantSettings(topic: "email_settings", bootstrap: [:], feed: h.runtime.changes) { [:] },
+                defaults: AuthSettings(environment: h.runtime.config.environment),
+                applications: PostgresApplicationRepository(db: h.runtime.db, logger: h.runtime.logger)),
+            publicURL: "http://gateway.test",
+            clock: h.clock, logger: h.runtime.logger)
         let queue = JobQueue(client: h.runtime.db, queue: AccountLifecycle.queue, logger: h.runtime.logger, clock: h.clock)
-        return (JobWorker(queue: queue, handlers: [PrivacyExporter.job: { try await exporter.build($0) }],
-                          backoff: Backoff(base: .milliseconds(10), cap: .milliseconds(10))), signer)
+        return (
+            JobWorker(
+                queue: queue, handlers: [PrivacyExporter.job: { try await exporter.build($0) }],
+                backoff: Backoff(base: .milliseconds(10), cap: .milliseconds(10))), signer
+        )
     }
 
     func testExportGathersAllFourServicesAndTheLinkExpires() async throws {
@@ -130,7 +144,8 @@ final class PrivacyExportTests: XCTestCase {
             try await worker.runOnce()
             let status = try await h.send(.get, "auth/privacy/export/\(id)", token: r.tokens.accessToken)
             XCTAssertEqual(try status.json(Status.self).status, "pending")
-            let retry = try await h.scalar("SELECT count(*)::int FROM auth.jobs WHERE unique_key = 'export:\(id)' AND status = 'pending' AND attempts = 1 AND last_error IS NOT NULL")
+            let retry = try await h.scalar(
+                "SELECT count(*)::int FROM auth.jobs WHERE unique_key = 'export:\(id)' AND status = 'pending' AND attempts = 1 AND last_error IS NOT NULL")
             XCTAssertEqual(retry, 1)
         }
     }

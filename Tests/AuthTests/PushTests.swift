@@ -18,18 +18,32 @@ final class PushRulesTests: XCTestCase {
         let o = PushOptions()
         var lax = PushOptions(); lax.requireOptIn = false; lax.silentWithoutConsent = true
         let rows: [(String, PushKind, [String: String], Bool?, PushOptions, Int, PushLocale?, PushDecision)] = [
-            ("consented, French", .creditAdded, ["amount": "5"], true, o, 0, .fr, .alert(.init(title: "Crédits ajoutés", body: "+5 crédits ajoutés à votre solde"))),
-            ("consented, English", .creditAdded, ["amount": "5"], true, o, 0, .en, .alert(.init(title: "Credits added", body: "+5 credits added to your balance"))),
-            ("no device locale: the app's default", .creditAdded, ["amount": "2"], true, o, 0, nil, .alert(.init(title: "Crédits ajoutés", body: "+2 crédits ajoutés à votre solde"))),
+            (
+                "consented, French", .creditAdded, ["amount": "5"], true, o, 0, .fr,
+                .alert(.init(title: "Crédits ajoutés", body: "+5 crédits ajoutés à votre solde"))
+            ),
+            (
+                "consented, English", .creditAdded, ["amount": "5"], true, o, 0, .en,
+                .alert(.init(title: "Credits added", body: "+5 credits added to your balance"))
+            ),
+            (
+                "no device locale: the app's default", .creditAdded, ["amount": "2"], true, o, 0, nil,
+                .alert(.init(title: "Crédits ajoutés", body: "+2 crédits ajoutés à votre solde"))
+            ),
             ("withdrawn", .creditAdded, [:], false, o, 0, .fr, .skip(outcome: "skipped_consent")),
             ("never answered, opt-in required", .creditAdded, [:], nil, o, 0, .fr, .skip(outcome: "skipped_consent")),
-            ("never answered, opt-in not required", .contentUpdate, ["changes": "4", "category": "Europe"], nil, lax, 0, .en,
-             .alert(.init(title: "New content", body: "4 updates in Europe"))),
+            (
+                "never answered, opt-in not required", .contentUpdate, ["changes": "4", "category": "Europe"], nil, lax, 0, .en,
+                .alert(.init(title: "New content", body: "4 updates in Europe"))
+            ),
             ("daily cap reached", .creditAdded, [:], true, o, 5, .fr, .skip(outcome: "skipped_limit")),
-            ("operator messages are not capped", .operatorMessage, ["title": "Hi", "body": "There"], true, o, 9, .fr, .alert(.init(title: "Hi", body: "There"))),
+            (
+                "operator messages are not capped", .operatorMessage, ["title": "Hi", "body": "There"], true, o, 9, .fr,
+                .alert(.init(title: "Hi", body: "There"))
+            ),
             ("fewer than 3 changes: silent sync", .contentUpdate, ["changes": "2"], true, o, 0, .fr, .silent),
             ("silent without consent refused by default", .contentUpdate, ["changes": "1"], false, o, 0, .fr, .skip(outcome: "skipped_consent")),
-            ("silent without consent when the app allows it", .contentUpdate, ["changes": "1"], false, lax, 0, .fr, .silent),
+            ("silent without consent when the app allows it", .contentUpdate, ["changes": "1"], false, lax, 0, .fr, .silent)
         ]
         for (name, kind, data, consent, options, sent, locale, expected) in rows {
             XCTAssertEqual(PushDecision.decide(kind: kind, data: data, consent: consent, options: options, sentToday: sent, locale: locale), expected, name)
@@ -40,7 +54,8 @@ final class PushRulesTests: XCTestCase {
         let apns: [(Int, String?, PushResult.Action)] = [
             (200, nil, .delivered), (410, "Unregistered", .removeToken), (400, "BadDeviceToken", .removeToken),
             (400, "DeviceTokenNotForTopic", .removeToken), (400, "PayloadTooLarge", .failed), (403, "ExpiredProviderToken", .credentialsRefused),
-            (403, "InvalidProviderToken", .credentialsRefused), (429, "TooManyRequests", .retry(retryAfter: 3)), (503, "ServiceUnavailable", .retry(retryAfter: 3)),
+            (403, "InvalidProviderToken", .credentialsRefused), (429, "TooManyRequests", .retry(retryAfter: 3)),
+            (503, "ServiceUnavailable", .retry(retryAfter: 3))
         ]
         for (status, reason, action) in apns {
             XCTAssertEqual(PushResult.apns(status: status, reason: reason, retryAfter: 3).action, action, "APNs \(status) \(reason ?? "")")
@@ -48,7 +63,7 @@ final class PushRulesTests: XCTestCase {
         let fcm: [(Int, String?, PushResult.Action)] = [
             (200, nil, .delivered), (404, "UNREGISTERED", .removeToken), (403, "SENDER_ID_MISMATCH", .removeToken),
             (429, "QUOTA_EXCEEDED", .retry(retryAfter: 3)), (503, "UNAVAILABLE", .retry(retryAfter: 3)), (400, "INVALID_ARGUMENT", .failed),
-            (401, nil, .credentialsRefused),
+            (401, nil, .credentialsRefused)
         ]
         for (status, code, action) in fcm {
             XCTAssertEqual(PushResult.fcm(status: status, errorCode: code, retryAfter: 3).action, action, "FCM \(status) \(code ?? "")")
@@ -66,12 +81,13 @@ final class PushRulesTests: XCTestCase {
             (.init(deviceID: "d", platform: "android", token: "short"), "token"),
             (.init(deviceID: "d", platform: "android", token: android, environment: "sandbox"), "environment"),
             (.init(deviceID: "", platform: "ios", token: ios), "device_id"),
-            (.init(deviceID: "d", platform: "ios", token: ios, locale: "de"), "locale"),
+            (.init(deviceID: "d", platform: "ios", token: ios, locale: "de"), "locale")
         ]
         for (r, field) in refused {
             XCTAssertThrowsError(try r.checked(acceptLanguage: nil), field) { e in XCTAssertEqual((e as? AppError)?.field, field) }
         }
-        let ok = try PushTokenRegistration(deviceID: "d", platform: "ios", token: ios.uppercased(), environment: "sandbox").checked(acceptLanguage: "en-GB,en;q=0.9")
+        let ok = try PushTokenRegistration(deviceID: "d", platform: "ios", token: ios.uppercased(), environment: "sandbox").checked(
+            acceptLanguage: "en-GB,en;q=0.9")
         XCTAssertEqual(ok, PushDevice(deviceID: "d", platform: .ios, token: ios, environment: .sandbox, locale: .en))
     }
 
@@ -81,7 +97,8 @@ final class PushRulesTests: XCTestCase {
         XCTAssertLessThanOrEqual(apns.count, PushPayload.apnsMaxBytes, "an APNs payload stays under 4 KB")
         let silent = try JSONDecoder().decode(JSONValue.self, from: PushPayload.apns(.silent, kind: .contentUpdate, data: ["changes": "2"]))
         XCTAssertEqual(silent, .object(["aps": .object(["content-available": .int(1)]), "kind": .string("content_update"), "changes": .string("2")]))
-        let fcm = try JSONDecoder().decode(JSONValue.self, from: PushPayload.fcm(.alert(.init(title: "a", body: "b")), kind: .creditAdded, token: "t", data: [:]))
+        let fcm = try JSONDecoder().decode(
+            JSONValue.self, from: PushPayload.fcm(.alert(.init(title: "a", body: "b")), kind: .creditAdded, token: "t", data: [:]))
         guard case .object(let top) = fcm, case .object(let m) = top["message"], case .object(let android) = m["android"] else { return XCTFail("\(fcm)") }
         XCTAssertEqual(android["collapse_key"], .string("credits"))
         XCTAssertEqual(m["notification"], .object(["title": .string("a"), "body": .string("b")]))
@@ -98,7 +115,6 @@ final class PushRulesTests: XCTestCase {
     }
 }
 
-
 /// #30 through auth's routes, with the local APNs (HTTP/2) and FCM stand-ins verifying what we sign.
 final class PushTests: XCTestCase {
     struct Setup: Sendable {
@@ -108,34 +124,43 @@ final class PushTests: XCTestCase {
         let apnsKey: P256.Signing.PrivateKey
         let fcmKey: _RSA.Signing.PrivateKey
         var worker: JobWorker {
-            JobWorker(queue: JobQueue(client: h.runtime.db, queue: PushMessenger.queue, logger: h.runtime.logger, clock: h.clock),
-                      handlers: [PushMessenger.sendJob: { [messenger] in try await messenger.run($0) }])
+            JobWorker(
+                queue: JobQueue(client: h.runtime.db, queue: PushMessenger.queue, logger: h.runtime.logger, clock: h.clock),
+                handlers: [PushMessenger.sendJob: { [messenger] in try await messenger.run($0) }])
         }
         func admin(_ app: IssuedAPIKey? = nil) -> HTTPFields { EmailSettingsTests.admin(h, app: app ?? h.app) }
 
         /// A user who consented to notifications, with one iOS device.
-        func player(locale: String = "fr", consent: Bool = true, platform: String = "ios") async throws -> (id: UUID, token: String, device: String, access: String) {
+        func player(locale: String = "fr", consent: Bool = true, platform: String = "ios") async throws -> (
+            id: UUID, token: String, device: String, access: String
+        ) {
             let r = try await h.registerEmail(uniqueEmail("push"))
             if consent {
                 let p = try await h.send(.patch, "auth/privacy", #"{"consent_notifications":true}"#, token: r.tokens.accessToken)
                 XCTAssertEqual(p.status, .ok, String(buffer: p.body))
             }
-            let token = platform == "ios" ? (0..<32).map { _ in String(format: "%02x", UInt8.random(in: 0...255)) }.joined()
+            let token =
+                platform == "ios"
+                ? (0..<32).map { _ in String(format: "%02x", UInt8.random(in: 0...255)) }.joined()
                 : "fcm-" + String(repeating: "x", count: 96) + UUID().uuidString.replacingOccurrences(of: "-", with: "")
             let device = "dev-\(UUID().uuidString.prefix(6))"
             let env = platform == "ios" ? #","environment":"sandbox""# : ""
-            let put = try await h.send(.put, "auth/push-tokens", #"{"device_id":"\#(device)","platform":"\#(platform)","token":"\#(token)"\#(env),"locale":"\#(locale)"}"#,
-                                       token: r.tokens.accessToken)
+            let put = try await h.send(
+                .put, "auth/push-tokens", #"{"device_id":"\#(device)","platform":"\#(platform)","token":"\#(token)"\#(env),"locale":"\#(locale)"}"#,
+                token: r.tokens.accessToken)
             XCTAssertEqual(put.status, .ok, String(buffer: put.body))
             return (r.user.id, token, device, r.tokens.accessToken)
         }
 
         /// What a service's outbox sends to auth.
-        func notify(_ user: UUID, key: String, kind: String = "credit_added", data: String = #"{"amount":"5"}"#, app: UUID? = nil) async throws -> TestResponse {
+        func notify(_ user: UUID, key: String, kind: String = "credit_added", data: String = #"{"amount":"5"}"#, app: UUID? = nil) async throws -> TestResponse
+        {
             let app = app ?? h.app.appID
-            return try await h.client.execute(uri: "/internal/users/\(user)/notifications?app_id=\(app)", method: .post,
-                                              headers: [.authorization: "Bearer local-internal-subscription", .xServiceName: "subscription", .contentType: "application/json"],
-                                              body: ByteBuffer(string: #"{"app_id":"\#(app)","key":"\#(key)","kind":"\#(kind)","data":\#(data)}"#)) { $0 }
+            return try await h.client.execute(
+                uri: "/internal/users/\(user)/notifications?app_id=\(app)", method: .post,
+                headers: [.authorization: "Bearer local-internal-subscription", .xServiceName: "subscription", .contentType: "application/json"],
+                body: ByteBuffer(string: #"{"app_id":"\#(app)","key":"\#(key)","kind":"\#(kind)","data":\#(data)}"#)
+            ) { $0 }
         }
 
         func received(_ token: String) -> [PushStandIn.Received] { standIn.received.filter { $0.token == token } }
@@ -150,23 +175,35 @@ final class PushTests: XCTestCase {
         standIn.addFCMAccount(clientEmail: "push@quiz-geo.iam.gserviceaccount.com", publicKey: fcmKey.publicKey)
         let caPath = FileManager.default.temporaryDirectory.appendingPathComponent("apns-ca-\(UUID()).pem").path
         let tls = try PushStandIn.tls(caPath: caPath)
-        let group = ServiceGroup(configuration: .init(services: [try standIn.apnsApplication(port: apnsPort, tls: tls), standIn.httpApplication(port: httpPort)],
-                                                      logger: Logger(label: "standin")))
+        let group = ServiceGroup(
+            configuration: .init(
+                services: [try standIn.apnsApplication(port: apnsPort, tls: tls), standIn.httpApplication(port: httpPort)],
+                logger: Logger(label: "standin")))
         try await withThrowingTaskGroup(of: Void.self) { tasks in
             tasks.addTask { try await group.run() }
-            try await AuthHarness.run(overrides: ["APNS_URL": "https://localhost:\(apnsPort)", "APNS_CA_BUNDLE": caPath, "FCM_URL": "http://127.0.0.1:\(httpPort)",
-                                                  "GOOGLE_OAUTH_TOKEN_URL": "http://127.0.0.1:\(httpPort)/token"]) { h in
+            try await AuthHarness.run(overrides: [
+                "APNS_URL": "https://localhost:\(apnsPort)", "APNS_CA_BUNDLE": caPath, "FCM_URL": "http://127.0.0.1:\(httpPort)",
+                "GOOGLE_OAUTH_TOKEN_URL": "http://127.0.0.1:\(httpPort)/token"
+            ]) { h in
                 let box = SecretBox(key: try AuthService.dataKey(env: h.runtime.config.environment, signingKey: h.signerKey))
                 let setup = Setup(h: h, standIn: standIn, messenger: AuthService.messenger(runtime: h.runtime, box: box), apnsKey: apnsKey, fcmKey: fcmKey)
                 // The operator's keys for the tenant.
-                let apns = try await h.client.execute(uri: "/auth/v1/admin/push/apns", method: .put, headers: setup.admin(), body: ByteBuffer(string: """
-                    {"team_id":"TEAM123456","key_id":"KEY1234567","topic":"com.example.quiz","environment":"sandbox","private_key":\(Self.quoted(apnsKey.pemRepresentation))}
-                    """)) { $0 }
+                let apns = try await h.client.execute(
+                    uri: "/auth/v1/admin/push/apns", method: .put, headers: setup.admin(),
+                    body: ByteBuffer(
+                        string: """
+                            {"team_id":"TEAM123456","key_id":"KEY1234567","topic":"com.example.quiz","environment":"sandbox","private_key":\(Self.quoted(apnsKey.pemRepresentation))}
+                            """)
+                ) { $0 }
                 XCTAssertEqual(apns.status, .ok, String(buffer: apns.body))
-                let fcm = try await h.client.execute(uri: "/auth/v1/admin/push/fcm", method: .put, headers: setup.admin(), body: ByteBuffer(string: """
-                    {"service_account":{"type":"service_account","project_id":"quiz-geo","client_email":"push@quiz-geo.iam.gserviceaccount.com",
-                     "private_key":\(Self.quoted(fcmKey.pemRepresentation))}}
-                    """)) { $0 }
+                let fcm = try await h.client.execute(
+                    uri: "/auth/v1/admin/push/fcm", method: .put, headers: setup.admin(),
+                    body: ByteBuffer(
+                        string: """
+                            {"service_account":{"type":"service_account","project_id":"quiz-geo","client_email":"push@quiz-geo.iam.gserviceaccount.com",
+                             "private_key":\(Self.quoted(fcmKey.pemRepresentation))}}
+                            """)
+                ) { $0 }
                 XCTAssertEqual(fcm.status, .ok, String(buffer: fcm.body))
                 try await body(setup)
             }
@@ -186,15 +223,18 @@ final class PushTests: XCTestCase {
             XCTAssertTrue(String(buffer: listed.body).contains(a.device))
             XCTAssertFalse(String(buffer: listed.body).contains(a.token), "the token is not read back")
             // The same token registered by another user moves to him.
-            let moved = try await s.h.send(.put, "auth/push-tokens", #"{"device_id":"phone","platform":"ios","token":"\#(a.token)"}"#, token: b.tokens.accessToken)
+            let moved = try await s.h.send(
+                .put, "auth/push-tokens", #"{"device_id":"phone","platform":"ios","token":"\#(a.token)"}"#, token: b.tokens.accessToken)
             XCTAssertEqual(moved.status, .ok)
             do { let value = try await s.h.scalar("SELECT count(*)::int FROM auth.push_tokens WHERE token = '\(a.token)'"); XCTAssertEqual(value, 1) }
             do { let value = try await s.h.scalar("SELECT count(*)::int FROM auth.push_tokens WHERE user_id = '\(a.id)'"); XCTAssertEqual(value, 0) }
             // Bad input names the field and changes nothing.
-            for (json, field) in [(#"{"device_id":"x","platform":"web","token":"\#(a.token)"}"#, "platform"),
-                                  (#"{"device_id":"x","platform":"ios","token":"nothex"}"#, "token"),
-                                  (#"{"device_id":"x","platform":"ios"}"#, "token"),
-                                  (#"{"device_id":5,"platform":"ios","token":"\#(a.token)"}"#, "device_id")] {
+            for (json, field) in [
+                (#"{"device_id":"x","platform":"web","token":"\#(a.token)"}"#, "platform"),
+                (#"{"device_id":"x","platform":"ios","token":"nothex"}"#, "token"),
+                (#"{"device_id":"x","platform":"ios"}"#, "token"),
+                (#"{"device_id":5,"platform":"ios","token":"\#(a.token)"}"#, "device_id")
+            ] {
                 let r = try await s.h.send(.put, "auth/push-tokens", json, token: b.tokens.accessToken)
                 XCTAssertTrue((400..<500).contains(Int(r.status.code)), json)
                 XCTAssertEqual(try r.envelope().field, field, json)
@@ -206,7 +246,8 @@ final class PushTests: XCTestCase {
                 let r = try await s.h.send(.put, "auth/push-tokens", #"{"device_id":"d\#(i)","platform":"ios","token":"\#(t)"}"#, token: b.tokens.accessToken)
                 XCTAssertEqual(r.status, .ok)
             }
-            let tooMany = try await s.h.send(.put, "auth/push-tokens", #"{"device_id":"d21","platform":"ios","token":"\#(String(format: "%064x", 99))"}"#, token: b.tokens.accessToken)
+            let tooMany = try await s.h.send(
+                .put, "auth/push-tokens", #"{"device_id":"d21","platform":"ios","token":"\#(String(format: "%064x", 99))"}"#, token: b.tokens.accessToken)
             XCTAssertEqual(tooMany.status, .unprocessableContent)
             XCTAssertEqual(try tooMany.envelope().error, "too_many_devices")
             do { let value = try await s.h.scalar("SELECT count(*)::int FROM auth.push_tokens WHERE user_id = '\(b.user.id)'"); XCTAssertEqual(value, 20) }
@@ -234,19 +275,28 @@ final class PushTests: XCTestCase {
             let stored = try await s.h.scalar("SELECT count(*)::int FROM auth.push_credentials WHERE position('PRIVATE KEY'::bytea in sealed_secret) > 0")
             XCTAssertEqual(stored, 0, "sealed at rest")
             // A bad key is refused by field, and the stored one stays.
-            let bad = try await s.h.client.execute(uri: "/auth/v1/admin/push/apns", method: .put, headers: s.admin(), body: ByteBuffer(string: """
-                {"team_id":"TEAM123456","key_id":"KEY1234567","topic":"com.example.quiz","private_key":"-----BEGIN PRIVATE KEY-----\\nxx"}
-                """)) { $0 }
+            let bad = try await s.h.client.execute(
+                uri: "/auth/v1/admin/push/apns", method: .put, headers: s.admin(),
+                body: ByteBuffer(
+                    string: """
+                        {"team_id":"TEAM123456","key_id":"KEY1234567","topic":"com.example.quiz","private_key":"-----BEGIN PRIVATE KEY-----\\nxx"}
+                        """)
+            ) { $0 }
             XCTAssertEqual(bad.status, .unprocessableContent)
             XCTAssertEqual(try bad.envelope().field, "private_key")
-            do { let value = try await s.h.scalar("SELECT version::int FROM auth.push_credentials WHERE provider = 'apns' AND app_id = '\(s.h.app.appID)'"); XCTAssertEqual(value, 1) }
+            do {
+                let value = try await s.h.scalar("SELECT version::int FROM auth.push_credentials WHERE provider = 'apns' AND app_id = '\(s.h.app.appID)'");
+                XCTAssertEqual(value, 1)
+            }
             // The other app sees none of it.
             let other = try await s.h.client.execute(uri: "/auth/v1/admin/push", method: .get, headers: s.admin(s.h.otherApp)) { $0 }
             XCTAssertFalse(String(buffer: other.body).contains("TEAM123456"))
             // The operator's test answers each device's result.
             let p = try await s.player()
-            let test = try await s.h.client.execute(uri: "/auth/v1/admin/push/test", method: .post, headers: s.admin(),
-                                                    body: ByteBuffer(string: #"{"user_id":"\#(p.id)"}"#)) { $0 }
+            let test = try await s.h.client.execute(
+                uri: "/auth/v1/admin/push/test", method: .post, headers: s.admin(),
+                body: ByteBuffer(string: #"{"user_id":"\#(p.id)"}"#)
+            ) { $0 }
             XCTAssertEqual(test.status, .ok, String(buffer: test.body))
             XCTAssertTrue(String(buffer: test.body).contains(#""outcome":"sent""#), String(buffer: test.body))
             XCTAssertEqual(s.received(p.token).count, 1)
@@ -274,10 +324,15 @@ final class PushTests: XCTestCase {
             XCTAssertEqual(french.first?.headers["apns-push-type"], "alert")
             XCTAssertEqual(french.first?.headers["apns-topic"], "com.example.quiz")
             // Recorded, counted in /metrics.
-            do { let value = try await s.h.scalar("SELECT count(*)::int FROM auth.push_deliveries WHERE user_id = '\(fr.id)' AND outcome = 'sent'"); XCTAssertEqual(value, 1) }
+            do {
+                let value = try await s.h.scalar("SELECT count(*)::int FROM auth.push_deliveries WHERE user_id = '\(fr.id)' AND outcome = 'sent'");
+                XCTAssertEqual(value, 1)
+            }
             // The messenger shares the service's registry: /metrics counts the sends by provider and outcome.
             let metrics = try await s.h.client.execute(uri: "/metrics", method: .get) { String(buffer: $0.body) }
-            let sent = metrics.split(separator: "\n").first { $0.hasPrefix("push_sends_total") && $0.contains(#"provider="apns""#) && $0.contains(#"outcome="sent""#) }
+            let sent = metrics.split(separator: "\n").first {
+                $0.hasPrefix("push_sends_total") && $0.contains(#"provider="apns""#) && $0.contains(#"outcome="sent""#)
+            }
             XCTAssertNotNil(sent, String(metrics.prefix(2000)))
             XCTAssertGreaterThanOrEqual(Double(sent?.split(separator: " ").last ?? "") ?? 0, 2)
             // Another app's id on the message reaches no one.
@@ -295,7 +350,11 @@ final class PushTests: XCTestCase {
             try await s.h.runtime.db.withTransaction(logger: s.h.runtime.logger) {
                 try await AccountStore(logger: s.h.runtime.logger).anonymise(userID: fr.id, now: s.h.clock.now(), on: $0)
             }
-            do { let value = try await s.h.scalar("SELECT (SELECT count(*) FROM auth.push_tokens WHERE user_id = '\(fr.id)') + (SELECT count(*) FROM auth.push_deliveries WHERE user_id = '\(fr.id)')::int"); XCTAssertEqual(value, 0, "erasure removes devices and sends") }
+            do {
+                let value = try await s.h.scalar(
+                    "SELECT (SELECT count(*) FROM auth.push_tokens WHERE user_id = '\(fr.id)') + (SELECT count(*) FROM auth.push_deliveries WHERE user_id = '\(fr.id)')::int"
+                ); XCTAssertEqual(value, 0, "erasure removes devices and sends")
+            }
             // Bad input: unknown kind, missing key.
             let badKind = try await s.notify(fr.id, key: "x", kind: "spam")
             XCTAssertEqual(badKind.status, .unprocessableContent)
@@ -310,23 +369,33 @@ final class PushTests: XCTestCase {
             _ = try await s.notify(p.id, key: "credit:nc-1")
             try await s.worker.runOnce()
             XCTAssertEqual(s.received(p.token).count, 0, "a withdrawn consent sends nothing")
-            do { let value = try await s.h.scalar("SELECT count(*)::int FROM auth.push_deliveries WHERE user_id = '\(p.id)' AND outcome = 'skipped_consent'"); XCTAssertEqual(value, 1) }
+            do {
+                let value = try await s.h.scalar("SELECT count(*)::int FROM auth.push_deliveries WHERE user_id = '\(p.id)' AND outcome = 'skipped_consent'");
+                XCTAssertEqual(value, 1)
+            }
             // A silent sync hint is not sent either, unless the app allows it.
             _ = try await s.notify(p.id, key: "content:nc-2", kind: "content_update", data: #"{"changes":"2","category":"Europe"}"#)
             try await s.worker.runOnce()
             XCTAssertEqual(s.received(p.token).count, 0)
 
             // Daily cap of 2: the third credit push is skipped.
-            let settings = try await s.h.client.execute(uri: "/auth/v1/admin/push/settings", method: .put, headers: s.admin(),
-                                                        body: ByteBuffer(string: #"{"daily_limit":2}"#)) { $0 }
+            let settings = try await s.h.client.execute(
+                uri: "/auth/v1/admin/push/settings", method: .put, headers: s.admin(),
+                body: ByteBuffer(string: #"{"daily_limit":2}"#)
+            ) { $0 }
             XCTAssertEqual(settings.status, .ok, String(buffer: settings.body))
             let q = try await s.player()
             for i in 1...3 { _ = try await s.notify(q.id, key: "credit:cap-\(i)"); try await s.worker.runOnce() }
             XCTAssertEqual(s.received(q.token).count, 2)
-            do { let value = try await s.h.scalar("SELECT count(*)::int FROM auth.push_deliveries WHERE user_id = '\(q.id)' AND outcome = 'skipped_limit'"); XCTAssertEqual(value, 1) }
+            do {
+                let value = try await s.h.scalar("SELECT count(*)::int FROM auth.push_deliveries WHERE user_id = '\(q.id)' AND outcome = 'skipped_limit'");
+                XCTAssertEqual(value, 1)
+            }
             // A content update of 3+ changes is an alert; fewer a silent background push.
-            _ = try await s.h.client.execute(uri: "/auth/v1/admin/push/settings", method: .put, headers: s.admin(),
-                                             body: ByteBuffer(string: #"{"daily_limit":5}"#)) { $0 }
+            _ = try await s.h.client.execute(
+                uri: "/auth/v1/admin/push/settings", method: .put, headers: s.admin(),
+                body: ByteBuffer(string: #"{"daily_limit":5}"#)
+            ) { $0 }
             let r = try await s.player(locale: "en")
             _ = try await s.notify(r.id, key: "content:1", kind: "content_update", data: #"{"changes":"2","category":"Europe"}"#)
             _ = try await s.notify(r.id, key: "content:2", kind: "content_update", data: #"{"changes":"7","category":"Europe"}"#)
@@ -344,18 +413,28 @@ final class PushTests: XCTestCase {
             s.standIn.unregister(p.token)
             _ = try await s.notify(p.id, key: "credit:dead-1")
             try await s.worker.runOnce()
-            do { let value = try await s.h.scalar("SELECT count(*)::int FROM auth.push_tokens WHERE token = '\(p.token)'"); XCTAssertEqual(value, 0, "410 removes the token") }
+            do {
+                let value = try await s.h.scalar("SELECT count(*)::int FROM auth.push_tokens WHERE token = '\(p.token)'");
+                XCTAssertEqual(value, 0, "410 removes the token")
+            }
             _ = try await s.notify(p.id, key: "credit:dead-2")
             try await s.worker.runOnce()
-            do { let value = try await s.h.scalar("SELECT count(*)::int FROM auth.push_deliveries WHERE user_id = '\(p.id)' AND outcome = 'no_device'"); XCTAssertEqual(value, 1,
-                           "the next send skips it") }
+            do {
+                let value = try await s.h.scalar("SELECT count(*)::int FROM auth.push_deliveries WHERE user_id = '\(p.id)' AND outcome = 'no_device'");
+                XCTAssertEqual(
+                    value, 1,
+                    "the next send skips it")
+            }
             // A 503 is retried in a later round, and sent once.
             let q = try await s.player()
             s.standIn.fail(q.token, with: [503])
             _ = try await s.notify(q.id, key: "credit:retry-1")
             try await s.worker.runOnce()
             XCTAssertEqual(s.received(q.token).count, 0)
-            do { let value = try await s.h.scalar("SELECT count(*)::int FROM auth.jobs WHERE queue = 'messaging' AND status = 'pending'"); XCTAssertEqual(value, 1, "a second round is queued") }
+            do {
+                let value = try await s.h.scalar("SELECT count(*)::int FROM auth.jobs WHERE queue = 'messaging' AND status = 'pending'");
+                XCTAssertEqual(value, 1, "a second round is queued")
+            }
             try await s.h.sql("UPDATE auth.jobs SET run_at = now() WHERE queue = 'messaging' AND status = 'pending'")
             try await s.worker.runOnce()
             try await s.worker.runOnce()
@@ -404,7 +483,10 @@ final class PushTests: XCTestCase {
             XCTAssertEqual(s.standIn.oauthGrants, 1, "the access token is cached")
             s.standIn.unregister(a.token)
             _ = try await s.notify(a.id, key: "credit:fcm-3"); try await s.worker.runOnce()
-            do { let value = try await s.h.scalar("SELECT count(*)::int FROM auth.push_tokens WHERE token = '\(a.token)'"); XCTAssertEqual(value, 0, "UNREGISTERED removes it") }
+            do {
+                let value = try await s.h.scalar("SELECT count(*)::int FROM auth.push_tokens WHERE token = '\(a.token)'");
+                XCTAssertEqual(value, 0, "UNREGISTERED removes it")
+            }
         }
     }
 }
@@ -437,7 +519,7 @@ final class PushBadInputTests: XCTestCase {
                 (.post, "test", #"{"user_id":"not-a-uuid"}"#, 400, "user_id"),
                 (.post, "test", #"{"user_id":"\#(UUID())"}"#, 404, nil),
                 (.post, "send", #"{"user_id":"\#(UUID())","body":"b"}"#, 422, "title"),
-                (.delete, "xyz", "", 400, "provider"),
+                (.delete, "xyz", "", 400, "provider")
             ]
             for (method, path, body, status, field) in cases {
                 let r = try await admin(method, path, body)
@@ -454,17 +536,25 @@ final class PushBadInputTests: XCTestCase {
             XCTAssertEqual(try big.envelope().error, "payload_too_large")
             XCTAssertEqual(s.received(p.token).count, 0)
             // Internal: the query and the body must name the same app; a path id must be a UUID.
-            let mismatch = try await s.notify(p.id, key: "k1", app: h.app.appID).status  // sanity: accepted
+            let mismatch = try await s.notify(p.id, key: "k1", app: h.app.appID).status // sanity: accepted
             XCTAssertEqual(mismatch, .accepted)
-            let internalHeaders: HTTPFields = [.authorization: "Bearer local-internal-subscription", .xServiceName: "subscription", .contentType: "application/json"]
-            let wrongApp = try await h.client.execute(uri: "/internal/users/\(p.id)/notifications?app_id=\(h.otherApp.appID)", method: .post, headers: internalHeaders,
-                                                      body: ByteBuffer(string: #"{"app_id":"\#(h.app.appID)","key":"k2","kind":"credit_added","data":{}}"#)) { $0 }
+            let internalHeaders: HTTPFields = [
+                .authorization: "Bearer local-internal-subscription", .xServiceName: "subscription", .contentType: "application/json"
+            ]
+            let wrongApp = try await h.client.execute(
+                uri: "/internal/users/\(p.id)/notifications?app_id=\(h.otherApp.appID)", method: .post, headers: internalHeaders,
+                body: ByteBuffer(string: #"{"app_id":"\#(h.app.appID)","key":"k2","kind":"credit_added","data":{}}"#)
+            ) { $0 }
             XCTAssertEqual(wrongApp.status, .unprocessableContent)
-            let badID = try await h.client.execute(uri: "/internal/users/nope/notifications?app_id=\(h.app.appID)", method: .post, headers: internalHeaders,
-                                                   body: ByteBuffer(string: #"{"app_id":"\#(h.app.appID)","key":"k3","kind":"credit_added","data":{}}"#)) { $0 }
+            let badID = try await h.client.execute(
+                uri: "/internal/users/nope/notifications?app_id=\(h.app.appID)", method: .post, headers: internalHeaders,
+                body: ByteBuffer(string: #"{"app_id":"\#(h.app.appID)","key":"k3","kind":"credit_added","data":{}}"#)
+            ) { $0 }
             XCTAssertEqual(badID.status, .badRequest)
-            let noKey = try await h.client.execute(uri: "/internal/users/\(p.id)/notifications?app_id=\(h.app.appID)", method: .post, headers: internalHeaders,
-                                                   body: ByteBuffer(string: #"{"app_id":"\#(h.app.appID)","kind":"credit_added","data":{}}"#)) { $0 }
+            let noKey = try await h.client.execute(
+                uri: "/internal/users/\(p.id)/notifications?app_id=\(h.app.appID)", method: .post, headers: internalHeaders,
+                body: ByteBuffer(string: #"{"app_id":"\#(h.app.appID)","kind":"credit_added","data":{}}"#)
+            ) { $0 }
             XCTAssertEqual(noKey.status, .badRequest)
             XCTAssertEqual(try noKey.envelope().field, "key")
             let after = try await h.scalar("SELECT (SELECT count(*) FROM auth.notifications) + (SELECT count(*) FROM auth.push_credentials)::int")

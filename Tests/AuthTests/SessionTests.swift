@@ -48,7 +48,8 @@ final class SessionTests: XCTestCase {
             }
             XCTAssertEqual(results.filter { $0.0 == .ok }.count, 20, "no refresh was refused")
             XCTAssertEqual(Set(results.compactMap(\.1)).count, 1, "every caller got the same new token")
-            let active = try await h.scalar("""
+            let active = try await h.scalar(
+                """
                 SELECT count(*)::int FROM auth.refresh_tokens WHERE user_id = '\(r.user.id)' AND NOT revoked AND rotated_at IS NULL
                 """)
             XCTAssertEqual(active, 1)
@@ -101,7 +102,8 @@ final class SessionTests: XCTestCase {
             for token in [tablet.tokens.accessToken, tabletNow.accessToken] {
                 do { let v = try await h.send(.get, "auth/me", token: token).status; XCTAssertEqual(v, .unauthorized) }
             }
-            let told = try await h.scalar("""
+            let told = try await h.scalar(
+                """
                 SELECT count(DISTINCT target_service)::int FROM auth.outbox WHERE path LIKE '/internal/users/\(phone.user.id.uuidString.lowercased())/sessions?app_id=%'
                 AND (body->>'session_epoch')::int = 1
                 """)
@@ -139,11 +141,15 @@ final class SessionTests: XCTestCase {
             let none = try await h.send(.get, "auth/me")
             XCTAssertEqual(none.status, .unauthorized)
             // Expired after 7 days.
-            let expired = try await h.client.execute(uri: "/auth/v1/auth/me", method: .get,
-                                                     headers: h.headers(token: try h.signer.sign(AccessTokenClaims(
-                                                        userID: r.user.id, appID: h.app.appID, email: nil, status: .free, isGuest: false,
-                                                        issuer: "auth", issuedAt: Int(Date().timeIntervalSince1970) - 700_000,
-                                                        expiresAt: Int(Date().timeIntervalSince1970) - 100, jti: "x")))) { $0 }
+            let expired = try await h.client.execute(
+                uri: "/auth/v1/auth/me", method: .get,
+                headers: h.headers(
+                    token: try h.signer.sign(
+                        AccessTokenClaims(
+                            userID: r.user.id, appID: h.app.appID, email: nil, status: .free, isGuest: false,
+                            issuer: "auth", issuedAt: Int(Date().timeIntervalSince1970) - 700_000,
+                            expiresAt: Int(Date().timeIntervalSince1970) - 100, jti: "x")))
+            ) { $0 }
             XCTAssertEqual(expired.status, .unauthorized)
         }
     }
@@ -189,7 +195,9 @@ final class SessionTests: XCTestCase {
             XCTAssertEqual(bareAgain.status, .unauthorized)
             let withNew = try await h.post("auth/login", #"{"provider":"guest","credentials":{"device_id":"\#(device)","guest_secret":"\#(newSecret)"}}"#)
             XCTAssertEqual(withNew.status, .ok)
-            let stored = try await h.scalar("SELECT count(*)::int FROM auth.users WHERE id = '\(a.user.id)' AND guest_secret_hash = encode(sha256(convert_to('\(newSecret)', 'UTF8')), 'hex')")
+            let stored = try await h.scalar(
+                "SELECT count(*)::int FROM auth.users WHERE id = '\(a.user.id)' AND guest_secret_hash = encode(sha256(convert_to('\(newSecret)', 'UTF8')), 'hex')"
+            )
             XCTAssertEqual(stored, 1, "stored as its SHA-256, never in clear")
             // The token says guest, so other services can limit what guests do.
             let me = try await h.send(.get, "auth/me", token: a.tokens.accessToken)

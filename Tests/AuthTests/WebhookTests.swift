@@ -16,8 +16,9 @@ import XCTest
 final class WebhookRulesTests: XCTestCase {
     /// Standard Webhooks' own test vector (the reference libraries check the same one).
     func testTheSignatureIsStandardWebhooks() {
-        let signature = WebhookSignature.sign(secret: "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw", id: "msg_p5jXN8AQM9LWM0D4loKWxJek",
-                                              timestamp: 1_614_265_330, body: Data(#"{"test": 2432232314}"#.utf8))
+        let signature = WebhookSignature.sign(
+            secret: "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw", id: "msg_p5jXN8AQM9LWM0D4loKWxJek",
+            timestamp: 1_614_265_330, body: Data(#"{"test": 2432232314}"#.utf8))
         XCTAssertEqual(signature, "v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE=")
         XCTAssertNil(WebhookSignature.sign(secret: "not-a-secret", id: "a", timestamp: 1, body: Data()))
         let secret = WebhookSignature.newSecret()
@@ -30,17 +31,19 @@ final class WebhookRulesTests: XCTestCase {
     }
 
     func testEndpointSettingsTable() {
-        let urls: [(String, Bool, Bool)] = [   // (url, http allowed, accepted)
+        let urls: [(String, Bool, Bool)] = [ // (url, http allowed, accepted)
             ("https://game.example.com/hooks", false, true), ("http://game.example.com/hooks", false, false),
             ("http://127.0.0.1:9000/hooks", true, true), ("ftp://game.example.com", true, false), ("not a url", true, false),
-            ("https://user:pw@game.example.com/", false, false), ("https:///nohost", false, false),
+            ("https://user:pw@game.example.com/", false, false), ("https:///nohost", false, false)
         ]
         for (url, http, accepted) in urls {
             XCTAssertEqual((try? WebhookEndpointRules.checkedURL(url, allowHTTP: http)) != nil, accepted, url)
         }
         XCTAssertEqual(try WebhookEndpointRules.checkedEvents(["subscription.refunded", "*", "subscription.refunded"]), ["subscription.refunded", "*"])
         for bad in [[], ["subscription.exploded"], ["user.created", "nope"]] {
-            XCTAssertThrowsError(try WebhookEndpointRules.checkedEvents(bad), "\(bad)") { e in XCTAssertTrue((e as? AppError)?.field?.hasPrefix("events") == true) }
+            XCTAssertThrowsError(try WebhookEndpointRules.checkedEvents(bad), "\(bad)") { e in
+                XCTAssertTrue((e as? AppError)?.field?.hasPrefix("events") == true)
+            }
         }
         XCTAssertTrue(WebhookEndpointRules.wants(["*"], "credits.spent"))
         XCTAssertFalse(WebhookEndpointRules.wants(["credits.earned"], "credits.spent"))
@@ -52,11 +55,13 @@ final class WebhookRulesTests: XCTestCase {
             ("93.184.216.34", true), ("8.8.8.8", true), ("10.1.2.3", false), ("172.16.0.1", false), ("172.32.0.1", true),
             ("192.168.1.1", false), ("127.0.0.1", false), ("169.254.169.254", false), ("100.64.0.1", false), ("0.0.0.0", false),
             ("224.0.0.1", false), ("::1", false), ("fe80::1", false), ("fd00::1", false), ("::ffff:10.0.0.1", false),
-            ("2606:4700:4700::1111", true), ("::", false),
+            ("2606:4700:4700::1111", true), ("::", false)
         ]
         for (address, reachable) in table { XCTAssertEqual(OutboundAddress.isPublic(address), reachable, address) }
-        let loopback: [(String, Bool)] = [("127.0.0.1", true), ("127.8.9.10", true), ("::1", true), ("::ffff:127.0.0.1", true),
-                                          ("10.0.0.1", false), ("169.254.169.254", false), ("fe80::1", false), ("::", false)]
+        let loopback: [(String, Bool)] = [
+            ("127.0.0.1", true), ("127.8.9.10", true), ("::1", true), ("::ffff:127.0.0.1", true),
+            ("10.0.0.1", false), ("169.254.169.254", false), ("fe80::1", false), ("::", false)
+        ]
         for (address, isLoopback) in loopback {
             XCTAssertEqual(OutboundAddress.isLoopback(address), isLoopback, address)
             XCTAssertEqual(OutboundAddress.isReachable(address, allowLoopback: true), isLoopback, address)
@@ -83,10 +88,11 @@ final class WebhookRulesTests: XCTestCase {
         let rows: [(Int?, Int, WebhookRetry.Decision)] = [
             (200, 1, .delivered), (204, 7, .delivered), (410, 1, .disableEndpoint), (500, 1, .retry(after: 5)), (nil, 2, .retry(after: 300)),
             (429, 3, .retry(after: 1800)), (404, 4, .retry(after: 7200)), (503, 5, .retry(after: 18_000)), (500, 6, .retry(after: 36_000)),
-            (500, 7, .retry(after: 36_000)), (500, 8, .failed), (nil, 8, .failed),
+            (500, 7, .retry(after: 36_000)), (500, 8, .failed), (nil, 8, .failed)
         ]
         for (status, attempt, expected) in rows {
-            XCTAssertEqual(WebhookRetry.decide(status: status, attempt: attempt, jitter: 0), expected, "\(status.map(String.init) ?? "no answer") attempt \(attempt)")
+            XCTAssertEqual(
+                WebhookRetry.decide(status: status, attempt: attempt, jitter: 0), expected, "\(status.map(String.init) ?? "no answer") attempt \(attempt)")
         }
         XCTAssertEqual(WebhookRetry.delay(afterAttempt: 1, jitter: 0.5), 5.5, "jitter is at most 10 %")
     }
@@ -105,9 +111,10 @@ final class WebhookReceiver: Sendable {
         let router = Router()
         router.post("hook") { [self] request, _ -> Response in
             let body = try await request.body.collect(upTo: 1 << 20)
-            let call = Call(id: request.headers[HTTPField.Name("webhook-id")!] ?? "", timestamp: request.headers[HTTPField.Name("webhook-timestamp")!] ?? "",
-                            signatures: (request.headers[HTTPField.Name("webhook-signature")!] ?? "").split(separator: " ").map(String.init),
-                            body: Data(buffer: body))
+            let call = Call(
+                id: request.headers[HTTPField.Name("webhook-id")!] ?? "", timestamp: request.headers[HTTPField.Name("webhook-timestamp")!] ?? "",
+                signatures: (request.headers[HTTPField.Name("webhook-signature")!] ?? "").split(separator: " ").map(String.init),
+                body: Data(buffer: body))
             calls.withLock { $0.append(call) }
             return Response(status: .init(code: answer.withLock { $0 }))
         }
@@ -122,7 +129,8 @@ final class WebhookReceiver: Sendable {
     /// Standard Webhooks' verification: HMAC-SHA256 of "id.timestamp.body" under the secret's bytes.
     static func verifies(_ call: Call, secret: String) -> Bool {
         let key = SymmetricKey(data: Data(base64Encoded: String(secret.dropFirst("whsec_".count)))!)
-        let expected = "v1," + Data(HMAC<SHA256>.authenticationCode(for: Data("\(call.id).\(call.timestamp).".utf8) + call.body, using: key)).base64EncodedString()
+        let expected =
+            "v1," + Data(HMAC<SHA256>.authenticationCode(for: Data("\(call.id).\(call.timestamp).".utf8) + call.body, using: key)).base64EncodedString()
         return call.signatures.contains(expected)
     }
 }
@@ -136,7 +144,9 @@ final class WebhookTests: XCTestCase {
         let delivery: WebhookDelivery
         func admin(_ app: IssuedAPIKey? = nil) -> HTTPFields { EmailSettingsTests.admin(h, app: app ?? h.app) }
         func call(_ method: HTTPRequest.Method, _ path: String, _ json: String? = nil, app: IssuedAPIKey? = nil) async throws -> TestResponse {
-            try await h.client.execute(uri: "/auth/v1/admin/webhooks" + path, method: method, headers: admin(app), body: json.map { ByteBuffer(string: $0) }) { $0 }
+            try await h.client.execute(uri: "/auth/v1/admin/webhooks" + path, method: method, headers: admin(app), body: json.map { ByteBuffer(string: $0) }) {
+                $0
+            }
         }
         func createEndpoint(events: String = #"["*"]"#) async throws -> (id: String, secret: String) {
             let r = try await call(.post, "", #"{"url":"\#(url)","events":\#(events),"description":"game server"}"#)
@@ -161,11 +171,15 @@ final class WebhookTests: XCTestCase {
             try await AuthHarness.run(overrides: ["ENVIRONMENT": "local"]) { h in
                 let box = SecretBox(key: try AuthService.dataKey(env: h.runtime.config.environment, signingKey: h.signerKey))
                 let store = WebhookStore(db: h.runtime.db, box: box, logger: h.runtime.logger)
-                let delivery = WebhookDelivery(store: store, sender: WebhookSender(http: h.runtime.http, allowLoopback: true),
-                                               mailer: h.mailer, emails: EmailComposer(settings: TenantSettings(topic: "email_settings", bootstrap: [:],
-                                                   feed: h.runtime.changes, load: { [:] }), defaults: AuthSettings(environment: h.runtime.config.environment),
-                                                   applications: PostgresApplicationRepository(db: h.runtime.db, logger: h.runtime.logger)),
-                                               logger: h.runtime.logger)
+                let delivery = WebhookDelivery(
+                    store: store, sender: WebhookSender(http: h.runtime.http, allowLoopback: true),
+                    mailer: h.mailer,
+                    emails: EmailComposer(
+                        settings: TenantSettings(
+                            topic: "email_settings", bootstrap: [:],
+                            feed: h.runtime.changes, load: { [:] }), defaults: AuthSettings(environment: h.runtime.config.environment),
+                        applications: PostgresApplicationRepository(db: h.runtime.db, logger: h.runtime.logger)),
+                    logger: h.runtime.logger)
                 // Deliveries left by an earlier run (the unit database is shared) are not this test's.
                 try await h.runtime.db.query("UPDATE webhook_deliveries SET status = 'cancelled' WHERE status IN ('pending', 'sending')")
                 try await body(Setup(h: h, receiver: receiver, url: "http://127.0.0.1:\(port)/hook", delivery: delivery))
@@ -216,7 +230,8 @@ final class WebhookTests: XCTestCase {
                 do { let value = try await s.delivery.runOnce(); XCTAssertEqual(value, 1, "attempt \(attempt)") }
                 do { let value = try await s.delivery.runOnce(); XCTAssertEqual(value, 0, "tried again before its time") }
                 // Time passes: the retry falls due (5 s, then 5 min, then 30 min).
-                try await s.h.runtime.db.query("UPDATE webhook_deliveries SET next_attempt_at = now() WHERE endpoint_id = \(UUID(uuidString: id)!) AND status = 'pending'")
+                try await s.h.runtime.db.query(
+                    "UPDATE webhook_deliveries SET next_attempt_at = now() WHERE endpoint_id = \(UUID(uuidString: id)!) AND status = 'pending'")
             }
             s.receiver.answer.withLock { $0 = 200 }
             try await s.drain()
@@ -262,7 +277,8 @@ final class WebhookTests: XCTestCase {
             XCTAssertTrue(WebhookReceiver.verifies(call, secret: new))
             XCTAssertTrue(WebhookReceiver.verifies(call, secret: old))
             // After the overlap only the new one signs.
-            try await s.h.runtime.db.query("UPDATE webhook_endpoints SET previous_secret_expires_at = now() - interval '1 second' WHERE id = \(UUID(uuidString: id)!)")
+            try await s.h.runtime.db.query(
+                "UPDATE webhook_endpoints SET previous_secret_expires_at = now() - interval '1 second' WHERE id = \(UUID(uuidString: id)!)")
             _ = try await s.h.registerEmail(uniqueEmail("hook"))
             try await s.drain()
             guard let after = s.receiver.calls.withLock({ $0.last }) else { return XCTFail("nothing delivered") }
@@ -278,13 +294,14 @@ final class WebhookTests: XCTestCase {
         try await Self.run { s in
             _ = try await s.createEndpoint(events: #"["subscription.refunded"]"#)
             let eventID = UUID()
-            let body = #"{"type":"subscription.refunded","id":"\#(eventID)","app_id":"\#(s.h.app.appID)","version":7,"data":{"user_id":"u1","subscription_id":"s1"}}"#
+            let body =
+                #"{"type":"subscription.refunded","id":"\#(eventID)","app_id":"\#(s.h.app.appID)","version":7,"data":{"user_id":"u1","subscription_id":"s1"}}"#
             let headers: HTTPFields = [.authorization: "Bearer local-internal-subscription", .xServiceName: "subscription", .contentType: "application/json"]
             let first = try await s.h.client.execute(uri: "/internal/events", method: .post, headers: headers, body: ByteBuffer(string: body)) { $0 }
             XCTAssertEqual(first.status, .accepted, String(buffer: first.body))
             let again = try await s.h.client.execute(uri: "/internal/events", method: .post, headers: headers, body: ByteBuffer(string: body)) { $0 }
             XCTAssertEqual(again.status, .ok)
-            _ = try await s.h.registerEmail(uniqueEmail("hook"))   // user.created: not wanted
+            _ = try await s.h.registerEmail(uniqueEmail("hook")) // user.created: not wanted
             try await s.drain()
             let calls = s.receiver.calls.withLock { $0 }
             XCTAssertEqual(calls.count, 1)
@@ -292,22 +309,32 @@ final class WebhookTests: XCTestCase {
             let event = try JSONDecoder().decode([String: JSONValue].self, from: calls.first?.body ?? Data())
             XCTAssertEqual(event["version"], .int(7))
             // Bad input: an unknown type, a missing field.
-            let unknown = try await s.h.client.execute(uri: "/internal/events", method: .post, headers: headers,
-                                                       body: ByteBuffer(string: body.replacingOccurrences(of: "subscription.refunded", with: "subscription.exploded"))) { $0 }
+            let unknown = try await s.h.client.execute(
+                uri: "/internal/events", method: .post, headers: headers,
+                body: ByteBuffer(string: body.replacingOccurrences(of: "subscription.refunded", with: "subscription.exploded"))
+            ) { $0 }
             XCTAssertEqual(unknown.status, .unprocessableContent)
             XCTAssertEqual(try unknown.envelope().field, "type")
-            let missing = try await s.h.client.execute(uri: "/internal/events", method: .post, headers: headers,
-                                                       body: ByteBuffer(string: #"{"type":"user.created","app_id":"\#(s.h.app.appID)","version":1,"data":{}}"#)) { $0 }
+            let missing = try await s.h.client.execute(
+                uri: "/internal/events", method: .post, headers: headers,
+                body: ByteBuffer(string: #"{"type":"user.created","app_id":"\#(s.h.app.appID)","version":1,"data":{}}"#)
+            ) { $0 }
             XCTAssertEqual(missing.status, .badRequest)
             XCTAssertEqual(try missing.envelope().field, "id")
-            let anonymous = try await s.h.client.execute(uri: "/internal/events", method: .post, headers: [.contentType: "application/json"], body: ByteBuffer(string: body)) { $0 }
+            let anonymous = try await s.h.client.execute(
+                uri: "/internal/events", method: .post, headers: [.contentType: "application/json"], body: ByteBuffer(string: body)
+            ) { $0 }
             XCTAssertEqual(anonymous.status, .unauthorized)
-            let negative = try await s.h.client.execute(uri: "/internal/events", method: .post, headers: headers,
-                                                        body: ByteBuffer(string: body.replacingOccurrences(of: #""version":7"#, with: #""version":-1"#))) { $0 }
+            let negative = try await s.h.client.execute(
+                uri: "/internal/events", method: .post, headers: headers,
+                body: ByteBuffer(string: body.replacingOccurrences(of: #""version":7"#, with: #""version":-1"#))
+            ) { $0 }
             XCTAssertEqual(negative.status, .unprocessableContent)
             XCTAssertEqual(try negative.envelope().field, "version")
-            let wrongData = try await s.h.client.execute(uri: "/internal/events", method: .post, headers: headers,
-                                                         body: ByteBuffer(string: #"{"type":"user.created","id":"\#(UUID())","app_id":"\#(s.h.app.appID)","version":1,"data":[1]}"#)) { $0 }
+            let wrongData = try await s.h.client.execute(
+                uri: "/internal/events", method: .post, headers: headers,
+                body: ByteBuffer(string: #"{"type":"user.created","id":"\#(UUID())","app_id":"\#(s.h.app.appID)","version":1,"data":[1]}"#)
+            ) { $0 }
             XCTAssertEqual(wrongData.status, .badRequest)
             XCTAssertEqual(try wrongData.envelope().field, "data")
         }
@@ -346,8 +373,10 @@ final class WebhookTests: XCTestCase {
             let notYet = try await s.call(.get, "/\(id)").json([String: JSONValue].self)
             XCTAssertEqual(notYet["disabled"], .bool(false), "one failure disables nothing")
             // Five days of failures pass.
-            try await s.h.runtime.db.query("UPDATE webhook_endpoints SET failing_since = now() - interval '5 days 1 minute' WHERE id = \(UUID(uuidString: id)!)")
-            try await s.h.runtime.db.query("UPDATE webhook_deliveries SET next_attempt_at = now() WHERE endpoint_id = \(UUID(uuidString: id)!) AND status = 'pending'")
+            try await s.h.runtime.db.query(
+                "UPDATE webhook_endpoints SET failing_since = now() - interval '5 days 1 minute' WHERE id = \(UUID(uuidString: id)!)")
+            try await s.h.runtime.db.query(
+                "UPDATE webhook_deliveries SET next_attempt_at = now() WHERE endpoint_id = \(UUID(uuidString: id)!) AND status = 'pending'")
             let mailsBefore = s.h.mailer.sent.withLock { $0.count }
             try await s.drain()
             let shown = try await s.call(.get, "/\(id)").json([String: JSONValue].self)
@@ -370,14 +399,17 @@ final class WebhookTests: XCTestCase {
                 (#"{"url":"\#(s.url)","events":[]}"#, .unprocessableContent, "events"),
                 (#"{"url":"\#(s.url)"}"#, .badRequest, "events"),
                 (#"{"url":42,"events":["*"]}"#, .badRequest, "url"),
-                (#"{"url":"\#(s.url)","events":["*"],"description":"\#(String(repeating: "x", count: 501))"}"#, .unprocessableContent, "description"),
+                (#"{"url":"\#(s.url)","events":["*"],"description":"\#(String(repeating: "x", count: 501))"}"#, .unprocessableContent, "description")
             ]
             for (body, status, field) in refused {
                 let r = try await s.call(.post, "", body)
                 XCTAssertEqual(r.status, status, body)
                 XCTAssertEqual(try r.envelope().field, field, body)
             }
-            do { let value = try await s.call(.get, "").json([String: [JSONValue]].self)["endpoints"]?.count; XCTAssertEqual(value, 0, "a refused endpoint was written") }
+            do {
+                let value = try await s.call(.get, "").json([String: [JSONValue]].self)["endpoints"]?.count;
+                XCTAssertEqual(value, 0, "a refused endpoint was written")
+            }
             let (id, _) = try await s.createEndpoint()
             // Another app's operator does not see it, cannot change or delete it.
             do { let value = try await s.call(.get, "/\(id)", app: s.h.otherApp).status; XCTAssertEqual(value, .notFound) }
@@ -414,8 +446,10 @@ final class WebhookTests: XCTestCase {
 }
 
 /// `XCTAssertThrowsError` for an async expression (XCTest has none).
-private func XCTAssertThrowsErrorAsync<T>(_ expression: @autoclosure () async throws -> T, _ message: String = "",
-                                          file: StaticString = #filePath, line: UInt = #line) async {
+private func XCTAssertThrowsErrorAsync<T>(
+    _ expression: @autoclosure () async throws -> T, _ message: String = "",
+    file: StaticString = #filePath, line: UInt = #line
+) async {
     do {
         _ = try await expression()
         XCTFail("expected an error: \(message)", file: file, line: line)

@@ -51,7 +51,8 @@ final class ZxcvbnAgreementTests: XCTestCase {
         XCTAssertEqual(z.score("SecurePass123", userInputs: []), z.estimate("SecurePass123").score)
         XCTAssertGreaterThanOrEqual(z.score("correct horse battery staple", userInputs: []), 3)
         // A user's own email is a dictionary word for their password.
-        XCTAssertLessThan(z.score("player@example.com1", userInputs: ["player@example.com"]),
-                          z.score("player@example.com1", userInputs: []))
+        XCTAssertLessThan(
+            z.score("player@example.com1", userInputs: ["player@example.com"]),
+            z.score("player@example.com1", userInputs: []))
     }
 }

@@ -93,7 +93,8 @@ final class DownloadTests: XCTestCase {
             XCTAssertEqual(stored, 250, "every item exactly once")
             let gz = try await h.count("SELECT count(*)::int FROM offline.offline_items WHERE user_id = '\(user)' AND compressed")
             XCTAssertEqual(gz, 25, "items over 10 KB are gzipped")
-            let expiring = try await h.count("""
+            let expiring = try await h.count(
+                """
                 SELECT count(*)::int FROM offline.offline_items WHERE user_id = '\(user)'
                   AND abs(extract(epoch FROM expires_at - downloaded_at) - 30 * 86400) < 1
                 """)
@@ -133,11 +134,15 @@ final class DownloadTests: XCTestCase {
             let wifi = try await h.call(.patch, "/sync/profile", user: user, json: #"{"sync_on_wifi_only":false}"#)
             XCTAssertEqual(try wifi.envelope().error, "premium_required")
             try await h.makePremium(user)
-            let p = try h.obj(try await h.call(.patch, "/sync/profile", user: user, json: #"{"sync_on_wifi_only":false,"conflict_strategy":"manual","sync_frequency_hours":12}"#))
+            let p = try h.obj(
+                try await h.call(
+                    .patch, "/sync/profile", user: user, json: #"{"sync_on_wifi_only":false,"conflict_strategy":"manual","sync_frequency_hours":12}"#))
             XCTAssertEqual(p.object("profile")?.bool("sync_on_wifi_only"), false)
             XCTAssertEqual(p.object("profile")?.string("conflict_strategy"), "manual")
-            for (json, field) in [(#"{"sync_frequency_hours":0}"#, "sync_frequency_hours"), (#"{"conflict_strategy":"coin_flip"}"#, "conflict_strategy"),
-                                  (#"{"auto_sync_enabled":"yes"}"#, "auto_sync_enabled")] {
+            for (json, field) in [
+                (#"{"sync_frequency_hours":0}"#, "sync_frequency_hours"), (#"{"conflict_strategy":"coin_flip"}"#, "conflict_strategy"),
+                (#"{"auto_sync_enabled":"yes"}"#, "auto_sync_enabled")
+            ] {
                 let bad = try await h.call(.patch, "/sync/profile", user: user, json: json)
                 XCTAssertEqual(try bad.envelope().extra["field"], .string(field))
             }
@@ -185,10 +190,12 @@ final class DownloadTests: XCTestCase {
             let none = try h.obj(try await h.call(.get, "/categories/quiz/check-updates", user: user))
             XCTAssertEqual(none.bool("has_updates"), false)
             // The main app publishes: 2 added, 1 changed, 1 deleted, 1 republished unchanged.
-            _ = try await h.call(.post, "/admin/categories/quiz/items", json: """
-                {"upsert":[{"id":"quiz-0100","data":{"q":"new"}},{"id":"quiz-0101","data":{"q":"new2"}},{"id":"quiz-0001","data":{"q":"changed"}}],
-                 "delete":["quiz-0002"]}
-                """)
+            _ = try await h.call(
+                .post, "/admin/categories/quiz/items",
+                json: """
+                    {"upsert":[{"id":"quiz-0100","data":{"q":"new"}},{"id":"quiz-0101","data":{"q":"new2"}},{"id":"quiz-0001","data":{"q":"changed"}}],
+                     "delete":["quiz-0002"]}
+                    """)
             let check = try h.obj(try await h.call(.get, "/categories/quiz/check-updates?cursor=\(cursor)", user: user))
             XCTAssertEqual(check.int("added"), 2)
             XCTAssertEqual(check.int("updated"), 1)
@@ -211,9 +218,12 @@ final class DownloadTests: XCTestCase {
 
             // Tombstones older than 30 days are purged; an old cursor must download again.
             h.clock.advance(by: 31 * 86400)
-            let purge = OfflineMaintenance(db: h.runtime.db, catalog: CatalogStore(logger: h.runtime.logger), sync: SyncStore(logger: h.runtime.logger), locations: LocationStore(logger: h.runtime.logger),
-                                           clock: h.clock, interval: .seconds(3600), logger: h.runtime.logger)
-            try await h.runtime.db.query("UPDATE offline.content_items SET deleted_at = now() - interval '31 days' WHERE id = 'quiz-0002'", logger: h.runtime.logger)
+            let purge = OfflineMaintenance(
+                db: h.runtime.db, catalog: CatalogStore(logger: h.runtime.logger), sync: SyncStore(logger: h.runtime.logger),
+                locations: LocationStore(logger: h.runtime.logger),
+                clock: h.clock, interval: .seconds(3600), logger: h.runtime.logger)
+            try await h.runtime.db.query(
+                "UPDATE offline.content_items SET deleted_at = now() - interval '31 days' WHERE id = 'quiz-0002'", logger: h.runtime.logger)
             let report = try await purge.runOnce()
             XCTAssertGreaterThanOrEqual(report.tombstoneApps, 1)
             let stale = try h.obj(try await h.call(.get, "/categories/quiz/check-updates?cursor=\(cursor)", user: user))
@@ -225,9 +235,11 @@ final class DownloadTests: XCTestCase {
             // Deleting a category frees its space; pending actions for it warn first.
             _ = try await h.call(.post, "/categories/download", user: user, json: #"{"category_ids":["quiz"]}"#)
             try await h.drainJobs()
-            _ = try await h.call(.post, "/sync/queue", user: user, json: """
-                {"client_action_id":"a-1","action_type":"answer_submit","entity_type":"quiz_completion","entity_id":"quiz_1","category_id":"quiz","payload":{"score":3}}
-                """)
+            _ = try await h.call(
+                .post, "/sync/queue", user: user,
+                json: """
+                    {"client_action_id":"a-1","action_type":"answer_submit","entity_type":"quiz_completion","entity_id":"quiz_1","category_id":"quiz","payload":{"score":3}}
+                    """)
             let suggestions = try h.obj(try await h.call(.get, "/storage/suggestions", user: user))
             XCTAssertEqual(suggestions.array("suggestions").first?.string("reason"), "never_opened")
             let warned = try await h.call(.delete, "/categories/quiz", user: user)

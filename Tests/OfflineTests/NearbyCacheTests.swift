@@ -29,8 +29,9 @@ final class NearbyCacheTests: XCTestCase {
     }
 
     static func place(_ h: OfflineHarness, _ title: String, lat: Double, lon: Double, extra: String = "") async throws {
-        let r = try await h.call(.put, "/admin/location-content/\(title)-\(h.app.uuidString.prefix(8))",
-                                 json: #"{"title":"\#(title)","latitude":\#(lat),"longitude":\#(lon)\#(extra)}"#)
+        let r = try await h.call(
+            .put, "/admin/location-content/\(title)-\(h.app.uuidString.prefix(8))",
+            json: #"{"title":"\#(title)","latitude":\#(lat),"longitude":\#(lon)\#(extra)}"#)
         XCTAssertEqual(r.status, .ok, String(buffer: r.body))
     }
 
@@ -71,9 +72,11 @@ final class NearbyCacheTests: XCTestCase {
                 try await Self.eventually(h, user, (200, ["two", "zero"]), "a withdrawn place")
                 // Auth tells the other replica the user withdrew geolocation consent: positions go.
                 let body = try JSON.encoder.encode(ConsentFact(appID: h.app, userID: user, consent: "geolocation", value: false, version: 1))
-                let withdrawn = try await h2.client.execute(uri: "/internal/users/\(user)/consents/geolocation?app_id=\(h.app)", method: .put,
-                                                            headers: [.authorization: "Bearer local-internal-auth", .xServiceName: "auth", .contentType: "application/json"],
-                                                            body: ByteBuffer(data: body)) { $0 }
+                let withdrawn = try await h2.client.execute(
+                    uri: "/internal/users/\(user)/consents/geolocation?app_id=\(h.app)", method: .put,
+                    headers: [.authorization: "Bearer local-internal-auth", .xServiceName: "auth", .contentType: "application/json"],
+                    body: ByteBuffer(data: body)
+                ) { $0 }
                 XCTAssertEqual(withdrawn.status, .ok, String(buffer: withdrawn.body))
                 try await Self.eventually(h, user, (409, []), "a consent withdrawal on another replica")
             }

@@ -14,8 +14,9 @@ final class OfflineApplicationTests: XCTestCase {
 
     func testStartsMigratesAndServesOperationalRoutes() async throws {
         let runtime = TestEnvironment.runtime(.offline, migrations: try OfflineService.migrations())
-        let app = try OfflineService.buildApplication(runtime: runtime, appVerifier: AllowAll(),
-                                              tokenVerifier: AccessTokenVerifier(source: StaticJWKSSource(.init(keys: []))))
+        let app = try OfflineService.buildApplication(
+            runtime: runtime, appVerifier: AllowAll(),
+            tokenVerifier: AccessTokenVerifier(source: StaticJWKSSource(.init(keys: []))))
         try await app.test(.router) { client in
             for path in ["/offline/v1/health", "/health", "/ready"] {
                 try await client.execute(uri: path, method: .get) { r in

@@ -28,15 +28,18 @@ final class OfflineEngineTests: XCTestCase {
             let failedAt = Date()
             let running = try await h.count("SELECT count(*)::int FROM offline.jobs WHERE kind = 'sync_execute' AND status = 'running' AND id > \(h.firstJob)")
             XCTAssertEqual(running, 0, "nothing holds a worker slot while the retry waits")
-            let scheduled = try await h.count("""
+            let scheduled = try await h.count(
+                """
                 SELECT count(*)::int FROM offline.jobs WHERE kind = 'sync_execute' AND status = 'pending' AND id > \(h.firstJob)
                 AND payload->>'job_id' = '\(job.uuidString)' AND run_at > now() + interval '1 second'
                 """)
             XCTAssertEqual(scheduled, 1, "the job runs again when the retry is due")
             var retryAt = Date.distantPast
-            for try await d in try await h.runtime.db.query("""
+            for try await d in try await h.runtime.db.query(
+                """
                 SELECT next_retry_at FROM offline.sync_queue WHERE user_id = \(user) AND client_action_id = 'slow-1'
-                """, logger: h.runtime.logger).decode(Date.self) { retryAt = d }
+                """, logger: h.runtime.logger
+            ).decode(Date.self) { retryAt = d }
             XCTAssertGreaterThanOrEqual(retryAt.timeIntervalSince(failedAt), 1.2, "2 s (-20 %) after the timeout, not after the attempt began")
             XCTAssertLessThanOrEqual(retryAt.timeIntervalSince(failedAt), 2.5)
             let status = try h.obj(try await h.call(.get, "/sync/execute/\(job)", user: user))
@@ -66,7 +69,8 @@ final class OfflineEngineTests: XCTestCase {
             XCTAssertTrue(keys.contains("\(h.app.uuidString.lowercased()):\(alice.uuidString.lowercased()):shared-1"), "\(keys)")
             XCTAssertTrue(keys.contains("\(h.app.uuidString.lowercased()):\(bob.uuidString.lowercased()):shared-1"), "\(keys)")
             XCTAssertEqual(h.upstream.forged.withLock { $0 }, 0, "every call verified with the tenant's secret")
-            let applied = try await h.count("SELECT count(*)::int FROM offline.sync_queue WHERE client_action_id = 'shared-1' AND status = 'success' AND app_id = '\(h.app)'")
+            let applied = try await h.count(
+                "SELECT count(*)::int FROM offline.sync_queue WHERE client_action_id = 'shared-1' AND status = 'success' AND app_id = '\(h.app)'")
             XCTAssertEqual(applied, 2)
             // The receiver's rule: another tenant's secret, a changed body or an old timestamp fail.
             let signer = SyncSignature(key: FakeOfflineUpstreams.signingKey)
@@ -89,7 +93,8 @@ final class OfflineEngineTests: XCTestCase {
             for i in 1..<100 { _ = try await SyncAndLocationTests.queue(h, user, id: "a-\(i)") }
             let full = try await SyncAndLocationTests.queue(h, user, id: "ping", type: "stats_ping")
             XCTAssertEqual(full.status, .tooManyRequests)
-            let kept = try await h.count("SELECT count(*)::int FROM offline.sync_queue WHERE user_id = '\(user)' AND client_action_id = 'answer-low' AND status = 'pending'")
+            let kept = try await h.count(
+                "SELECT count(*)::int FROM offline.sync_queue WHERE user_id = '\(user)' AND client_action_id = 'answer-low' AND status = 'pending'")
             XCTAssertEqual(kept, 1)
             XCTAssertFalse(OfflineRules.isDroppable(actionType: "answer_submit", priority: 10))
             XCTAssertFalse(OfflineRules.isDroppable(actionType: "progress_save", priority: 10))
@@ -103,8 +108,9 @@ final class OfflineEngineTests: XCTestCase {
         try await OfflineHarness.run { h in
             try await h.category("fresh", items: 5)
             _ = try await h.call(.post, "/admin/categories/fresh/items", json: #"{"delete":["fresh-0004"]}"#)
-            try await h.runtime.db.query("UPDATE offline.content_items SET deleted_at = now() - interval '31 days' WHERE app_id = \(h.app) AND id = 'fresh-0004'",
-                                         logger: h.runtime.logger)
+            try await h.runtime.db.query(
+                "UPDATE offline.content_items SET deleted_at = now() - interval '31 days' WHERE app_id = \(h.app) AND id = 'fresh-0004'",
+                logger: h.runtime.logger)
             let purged = try await CatalogStore(logger: h.runtime.logger).purgeTombstones(before: Date() - 30 * 86400, db: h.runtime.db)
             XCTAssertGreaterThanOrEqual(purged, 1)
             let user = UUID()
@@ -129,7 +135,8 @@ final class OfflineEngineTests: XCTestCase {
             var copy = try await h.count("SELECT count(*)::int FROM offline.offline_items WHERE user_id = '\(user)'")
             XCTAssertEqual(copy, 50)
             // Items 50-59 (not in the copy) change, and two new ones arrive.
-            let changed = (50..<60).map { #"{"id":"big-\#(String(format: "%04d", $0))","data":{"question":"changed \#($0)"}}"# }
+            let changed =
+                (50..<60).map { #"{"id":"big-\#(String(format: "%04d", $0))","data":{"question":"changed \#($0)"}}"# }
                 + [#"{"id":"big-0100","data":{"q":"new"}}"#, #"{"id":"big-0101","data":{"q":"new"}}"#]
             _ = try await h.call(.post, "/admin/categories/big/items", json: #"{"upsert":[\#(changed.joined(separator: ","))]}"#)
             let r = try await h.call(.post, "/categories/big/refresh", user: user)
@@ -195,8 +202,9 @@ final class OfflineEngineTests: XCTestCase {
             // From (0, 0): due north 0.9045° is 100.01 km on the spheroid (100.58 on the sphere);
             // due east 0.899° is 100.08 km on the spheroid (99.96 on the sphere).
             for (id, lat, lon) in [("north", 0.9045, 0.0), ("east", 0.0, 0.899)] {
-                let r = try await h.call(.put, "/admin/location-content/\(id)-\(h.app.uuidString.prefix(8))",
-                                         json: #"{"title":"\#(id)","latitude":\#(lat),"longitude":\#(lon)}"#)
+                let r = try await h.call(
+                    .put, "/admin/location-content/\(id)-\(h.app.uuidString.prefix(8))",
+                    json: #"{"title":"\#(id)","latitude":\#(lat),"longitude":\#(lon)}"#)
                 XCTAssertEqual(r.status, .ok)
             }
             let located = try await SyncAndLocationTests.locate(h, user, lat: 0, lon: 0)
@@ -254,10 +262,12 @@ final class UpstreamSettingsTests: XCTestCase {
             XCTAssertEqual(h.upstream.applied.withLock { $0.count }, 2)
 
             // Bad input: a 4xx in the envelope, nothing changed.
-            for (body, status) in [(#"{"routes":{}}"#, HTTPResponse.Status.unprocessableContent),
-                                   (#"{"routes":{"*":"ftp://game.example.com"}}"#, .unprocessableContent),
-                                   (#"{"routes":{"*":"not a url"}}"#, .unprocessableContent),
-                                   (#"{"routes":{"*":5}}"#, .badRequest), (#"{"route":{}}"#, .badRequest), ("[1]", .badRequest)] {
+            for (body, status) in [
+                (#"{"routes":{}}"#, HTTPResponse.Status.unprocessableContent),
+                (#"{"routes":{"*":"ftp://game.example.com"}}"#, .unprocessableContent),
+                (#"{"routes":{"*":"not a url"}}"#, .unprocessableContent),
+                (#"{"routes":{"*":5}}"#, .badRequest), (#"{"route":{}}"#, .badRequest), ("[1]", .badRequest)
+            ] {
                 let bad = try await h.call(.put, "/admin/sync-upstream", json: body)
                 XCTAssertEqual(bad.status, status, body)
                 XCTAssertNotNil(try? bad.envelope().error, body)
@@ -280,7 +290,8 @@ final class UpkeepBatchTests: XCTestCase {
         let runtime = TestEnvironment.runtime(.offline, migrations: try OfflineService.migrations())
         try await withMigratedRuntime(runtime) { rt in
             let app = UUID()
-            try await rt.db.query("""
+            try await rt.db.query(
+                """
                 INSERT INTO user_locations (id, app_id, user_id, location, accuracy, source, city, created_at)
                 SELECT gen_random_uuid(), \(app), gen_random_uuid(), ST_SetSRID(ST_MakePoint(2.35, 48.85), 4326)::geography, 10, 'gps', 'Paris',
                        now() - interval '100 days'
@@ -291,9 +302,11 @@ final class UpkeepBatchTests: XCTestCase {
             }
             XCTAssertGreaterThanOrEqual(anonymized, 5)
             var left = -1
-            for try await n in try await rt.db.query("""
+            for try await n in try await rt.db.query(
+                """
                 SELECT count(*)::int FROM user_locations WHERE app_id = \(app) AND (NOT anonymized OR user_id IS NOT NULL OR city IS NOT NULL)
-                """, logger: rt.logger).decode(Int.self) { left = n }
+                """, logger: rt.logger
+            ).decode(Int.self) { left = n }
             XCTAssertEqual(left, 0, "every old location anonymised, over three batches")
         }
     }

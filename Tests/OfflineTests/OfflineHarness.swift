@@ -41,15 +41,20 @@ final class FakeOfflineUpstreams: Sendable {
     static func signatureValid(_ header: String, body: Data, app: String, now: Date = Date()) -> Bool {
         let version = secretVersions.withLock { $0[app.lowercased()] ?? 1 }
         let info = "sync-signing:" + app.lowercased() + (version > 1 ? ":\(version)" : "")
-        let secret = Data(HMAC<SHA256>.authenticationCode(for: Data(info.utf8),
-                                                          using: SymmetricKey(data: Data(signingKey.utf8)))).map { String(format: "%02x", $0) }.joined()
-        let parts = Dictionary(header.split(separator: ",").compactMap { p -> (String, String)? in
-            let kv = p.split(separator: "=", maxSplits: 1); return kv.count == 2 ? (String(kv[0]), String(kv[1])) : nil
-        }, uniquingKeysWith: { a, _ in a })
+        let secret = Data(
+            HMAC<SHA256>.authenticationCode(
+                for: Data(info.utf8),
+                using: SymmetricKey(data: Data(signingKey.utf8)))
+        ).map { String(format: "%02x", $0) }.joined()
+        let parts = Dictionary(
+            header.split(separator: ",").compactMap { p -> (String, String)? in
+                let kv = p.split(separator: "=", maxSplits: 1); return kv.count == 2 ? (String(kv[0]), String(kv[1])) : nil
+            }, uniquingKeysWith: { a, _ in a })
         guard let ts = parts["t"], let t = Double(ts), let v1 = parts["v1"], abs(now.timeIntervalSince1970 - t) <= 300 else { return false }
         var message = Data("\(ts).".utf8)
         message.append(body)
-        let expected = Data(HMAC<SHA256>.authenticationCode(for: message, using: SymmetricKey(data: Data(secret.utf8)))).map { String(format: "%02x", $0) }.joined()
+        let expected = Data(HMAC<SHA256>.authenticationCode(for: message, using: SymmetricKey(data: Data(secret.utf8)))).map { String(format: "%02x", $0) }
+            .joined()
         return expected == v1
     }
     let geocodeCalls = Mutex(0)
@@ -68,14 +73,19 @@ final class FakeOfflineUpstreams: Sendable {
             let user = context.parameters.get("id", as: UUID.self)!
             let app = request.uri.queryParameters.get("app_id")!
             let ok = self.geolocationConsent.withLock { $0.contains(user) }
-            return self.json(#"{"app_id":"\#(app)","user_id":"\#(user)","geolocation":\#(ok),"personalized_ads":false,"analytics":false,"changed_at":"2026-01-01T00:00:00Z"}"#)
+            return self.json(
+                #"{"app_id":"\#(app)","user_id":"\#(user)","geolocation":\#(ok),"personalized_ads":false,"analytics":false,"changed_at":"2026-01-01T00:00:00Z"}"#
+            )
         }
         router.post("sync") { request, _ -> Response in
             let key = request.headers[.idempotencyKey] ?? ""
             let raw = String(buffer: try await request.body.collect(upTo: 1 << 20))
             let body = try JSONSerialization.jsonObject(with: Data(raw.utf8)) as? [String: Any] ?? [:]
-            guard Self.signatureValid(request.headers[HTTPField.Name("X-Signature")!] ?? "", body: Data(raw.utf8),
-                                      app: body["app_id"] as? String ?? "") else {
+            guard
+                Self.signatureValid(
+                    request.headers[HTTPField.Name("X-Signature")!] ?? "", body: Data(raw.utf8),
+                    app: body["app_id"] as? String ?? "")
+            else {
                 self.forged.withLock { $0 += 1 }
                 return self.json(#"{"error":"invalid_signature"}"#, .unauthorized)
             }
@@ -135,8 +145,9 @@ struct OfflineHarness: Sendable {
     /// same database; `body` gets this harness calling that replica.
     func withSecondReplica(_ body: @Sendable (OfflineHarness) async throws -> Void) async throws {
         let runtime2 = TestEnvironment.runtime(.offline, migrations: try OfflineService.migrations(), overrides: overrides, clock: clock)
-        let app2 = try OfflineService.buildApplication(runtime: runtime2, appVerifier: AllowAll(),
-                                                       tokenVerifier: AccessTokenVerifier(source: StaticJWKSSource(.init(keys: [signer.jwk])), clock: clock))
+        let app2 = try OfflineService.buildApplication(
+            runtime: runtime2, appVerifier: AllowAll(),
+            tokenVerifier: AccessTokenVerifier(source: StaticJWKSSource(.init(keys: [signer.jwk])), clock: clock))
         try await app2.test(.router) { client in
             await runtime2.readiness.waitUntilMigrated()
             while runtime2.changes.livePeriod == nil || runtime.changes.livePeriod == nil { try await Task.sleep(for: .milliseconds(10)) }
@@ -148,8 +159,10 @@ struct OfflineHarness: Sendable {
 
     func token(_ user: UUID, app: UUID? = nil, guest: Bool = false) throws -> String {
         let now = Int(clock.now().timeIntervalSince1970)
-        return try signer.sign(AccessTokenClaims(userID: user, appID: app ?? self.app, email: nil, status: .free, isGuest: guest, issuer: "auth",
-                                                 issuedAt: now, expiresAt: now + 3600, jti: UUID().uuidString))
+        return try signer.sign(
+            AccessTokenClaims(
+                userID: user, appID: app ?? self.app, email: nil, status: .free, isGuest: guest, issuer: "auth",
+                issuedAt: now, expiresAt: now + 3600, jti: UUID().uuidString))
     }
 
     var admin: HTTPFields { [.xAppID: app.uuidString, .xAPIKey: "good", .authorization: "Bearer local-admin-token", .contentType: "application/json"] }
@@ -200,7 +213,8 @@ struct OfflineHarness: Sendable {
         while Date() < deadline {
             if try await worker.runOnce() > 0 { continue }
             let soon = JSON.iso8601(max(clock.now(), Date()).addingTimeInterval(40))
-            let waiting = try await count("""
+            let waiting = try await count(
+                """
                 SELECT count(*)::int FROM offline.jobs WHERE queue = 'offline' AND id > \(firstJob) AND status IN ('pending', 'running')
                 AND run_at < '\(soon)'::timestamptz
                 """)
@@ -217,7 +231,9 @@ struct OfflineHarness: Sendable {
         }
     }
 
-    static func run(syncUpstream: Bool = true, geocoder: Bool = true, settings extra: [String: String] = [:], _ body: @Sendable (OfflineHarness) async throws -> Void) async throws {
+    static func run(
+        syncUpstream: Bool = true, geocoder: Bool = true, settings extra: [String: String] = [:], _ body: @Sendable (OfflineHarness) async throws -> Void
+    ) async throws {
         let upstream = try FakeOfflineUpstreams()
         let clock = MovableClock()
         let signer = AccessTokenSigner(privateKey: Curve25519.Signing.PrivateKey())
@@ -227,22 +243,29 @@ struct OfflineHarness: Sendable {
         overrides.merge(extra) { _, new in new }
         let runtime = TestEnvironment.runtime(.offline, migrations: try OfflineService.migrations(), overrides: overrides, clock: clock)
         let settings = overrides
-        let app = try OfflineService.buildApplication(runtime: runtime, appVerifier: AllowAll(),
-                                                      tokenVerifier: AccessTokenVerifier(source: StaticJWKSSource(.init(keys: [signer.jwk])), clock: clock))
+        let app = try OfflineService.buildApplication(
+            runtime: runtime, appVerifier: AllowAll(),
+            tokenVerifier: AccessTokenVerifier(source: StaticJWKSSource(.init(keys: [signer.jwk])), clock: clock))
         let logger = runtime.logger
         // Batches of 100 here: the tests pause and count between batches.
-        let deps = DownloadJob.Deps(db: runtime.db, downloads: DownloadStore(logger: logger), copies: CopyStore(logger: logger),
-                                    profiles: ProfileStore(logger: logger), clock: clock, logger: logger, batchSize: 100)
+        let deps = DownloadJob.Deps(
+            db: runtime.db, downloads: DownloadStore(logger: logger), copies: CopyStore(logger: logger),
+            profiles: ProfileStore(logger: logger), clock: clock, logger: logger, batchSize: 100)
         var upstreamClient = SyncUpstream(routes: try SyncUpstream.parse(overrides["SYNC_UPSTREAMS"]), http: runtime.http, timeout: .seconds(2))
         // The worker's own copy of the apps' upstreams, told of changes by the feed only.
-        let upstreamTenants = TenantSettings(topic: "sync_upstreams", bootstrap: [:], feed: runtime.changes,
-                                             load: UpstreamStore(db: runtime.db, logger: logger).loadAll)
+        let upstreamTenants = TenantSettings(
+            topic: "sync_upstreams", bootstrap: [:], feed: runtime.changes,
+            load: UpstreamStore(db: runtime.db, logger: logger).loadAll)
         upstreamClient.tenants = upstreamTenants
-        let worker = JobWorker(queue: JobQueue(client: runtime.db, queue: DownloadJob.queue, logger: logger, clock: clock), handlers: [
-            DownloadJob.kind: DownloadJob.handler(deps),
-            SyncExecuteJob.kind: SyncExecuteJob.handler(.init(db: runtime.db, sync: SyncStore(logger: logger), profiles: ProfileStore(logger: logger),
-                                                              upstream: upstreamClient, clock: clock, logger: logger)),
-        ], concurrency: 1)
+        let worker = JobWorker(
+            queue: JobQueue(client: runtime.db, queue: DownloadJob.queue, logger: logger, clock: clock),
+            handlers: [
+                DownloadJob.kind: DownloadJob.handler(deps),
+                SyncExecuteJob.kind: SyncExecuteJob.handler(
+                    .init(
+                        db: runtime.db, sync: SyncStore(logger: logger), profiles: ProfileStore(logger: logger),
+                        upstream: upstreamClient, clock: clock, logger: logger))
+            ], concurrency: 1)
         try await withThrowingTaskGroup(of: Void.self) { group in
             let server = ServiceGroup(configuration: .init(services: [upstream.application()], logger: logger))
             group.addTask { try await server.run() }
@@ -256,9 +279,11 @@ struct OfflineHarness: Sendable {
                 while runtime.changes.livePeriod == nil { try await Task.sleep(for: .milliseconds(10)) }
                 var firstJob: Int64 = 0
                 for try await n in try await runtime.db.query("SELECT COALESCE(max(id), 0)::int8 FROM jobs", logger: logger).decode(Int64.self) { firstJob = n }
-                try await body(OfflineHarness(client: client, runtime: runtime, signer: signer, app: UUID(), clock: clock, upstream: upstream,
-                                              worker: worker, downloadDeps: deps, firstJob: firstJob, overrides: settings,
-                                              upstreamTenants: upstreamTenants))
+                try await body(
+                    OfflineHarness(
+                        client: client, runtime: runtime, signer: signer, app: UUID(), clock: clock, upstream: upstream,
+                        worker: worker, downloadDeps: deps, firstJob: firstJob, overrides: settings,
+                        upstreamTenants: upstreamTenants))
             }
 
             try await stopLocalServer(server, in: &group)

@@ -18,8 +18,9 @@ final class ReplicaJobTests: XCTestCase {
             // The second replica: its own runtime (pool), the same database.
             let runtime2 = TestEnvironment.runtime(.offline, migrations: try OfflineService.migrations(), overrides: ["RUN_WORKERS": "false"], clock: h.clock)
             try await withMigratedRuntime(runtime2) { r2 in
-                var deps2 = DownloadJob.Deps(db: r2.db, downloads: DownloadStore(logger: r2.logger), copies: CopyStore(logger: r2.logger),
-                                             profiles: ProfileStore(logger: r2.logger), clock: h.clock, logger: r2.logger)
+                var deps2 = DownloadJob.Deps(
+                    db: r2.db, downloads: DownloadStore(logger: r2.logger), copies: CopyStore(logger: r2.logger),
+                    profiles: ProfileStore(logger: r2.logger), clock: h.clock, logger: r2.logger)
                 deps2.batchSize = 25
                 var deps1 = h.downloadDeps
                 deps1.batchSize = 25

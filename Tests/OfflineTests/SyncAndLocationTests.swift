@@ -11,12 +11,16 @@ import XCTest
 
 /// UC-OFFLINE-3.3 (queue and execution), 3.5 (conflicts) and 3.4 (locations, nearby content).
 final class SyncAndLocationTests: XCTestCase {
-    static func queue(_ h: OfflineHarness, _ user: UUID, id: String, type: String = "answer_submit", priority: Int? = nil,
-                      payload: String = #"{"quiz_id":"quiz_123","score":8,"question_5":2,"timestamp":"local"}"#) async throws -> TestResponse {
+    static func queue(
+        _ h: OfflineHarness, _ user: UUID, id: String, type: String = "answer_submit", priority: Int? = nil,
+        payload: String = #"{"quiz_id":"quiz_123","score":8,"question_5":2,"timestamp":"local"}"#
+    ) async throws -> TestResponse {
         let p = priority.map { #","priority":\#($0)"# } ?? ""
-        return try await h.call(.post, "/sync/queue", user: user, json: """
-            {"client_action_id":"\(id)","action_type":"\(type)","entity_type":"quiz_completion","entity_id":"quiz_123","payload":\(payload)\(p)}
-            """)
+        return try await h.call(
+            .post, "/sync/queue", user: user,
+            json: """
+                {"client_action_id":"\(id)","action_type":"\(type)","entity_type":"quiz_completion","entity_id":"quiz_123","payload":\(payload)\(p)}
+                """)
     }
 
     static func execute(_ h: OfflineHarness, _ user: UUID) async throws -> [String: JSONValue] {
@@ -71,9 +75,11 @@ final class SyncAndLocationTests: XCTestCase {
             let failed = try h.obj(try await h.call(.get, "/sync/queue", user: user)).array("actions")
             XCTAssertTrue(failed.allSatisfy { $0.string("status") == "failed" && ($0.string("last_error") ?? "").contains("422") })
             // Bad input.
-            for (json, field) in [(#"{"action_type":"x","entity_type":"e","entity_id":"1","payload":{}}"#, "client_action_id"),
-                                  (#"{"client_action_id":"c","action_type":"x","entity_type":"e","entity_id":"1","payload":[]}"#, "payload"),
-                                  (#"{"client_action_id":"c","action_type":"x","entity_type":"e","entity_id":"1","payload":{},"priority":11}"#, "priority")] {
+            for (json, field) in [
+                (#"{"action_type":"x","entity_type":"e","entity_id":"1","payload":{}}"#, "client_action_id"),
+                (#"{"client_action_id":"c","action_type":"x","entity_type":"e","entity_id":"1","payload":[]}"#, "payload"),
+                (#"{"client_action_id":"c","action_type":"x","entity_type":"e","entity_id":"1","payload":{},"priority":11}"#, "priority")
+            ] {
                 let bad = try await h.call(.post, "/sync/queue", user: user, json: json)
                 XCTAssertTrue([400, 422].contains(bad.status.code))
                 XCTAssertEqual(try bad.envelope().extra["field"], .string(field), json)
@@ -88,9 +94,11 @@ final class SyncAndLocationTests: XCTestCase {
             let guest = UUID()
             var headers = h.admin
             headers[.authorization] = "Bearer \(try h.token(guest, guest: true))"
-            let queued = try await h.call(.post, "/sync/queue", json: """
-                {"client_action_id":"g-1","action_type":"answer_submit","entity_type":"question","entity_id":"q1","payload":{"a":1}}
-                """, headers: headers)
+            let queued = try await h.call(
+                .post, "/sync/queue",
+                json: """
+                    {"client_action_id":"g-1","action_type":"answer_submit","entity_type":"question","entity_id":"q1","payload":{"a":1}}
+                    """, headers: headers)
             XCTAssertEqual(queued.status, .forbidden)
             let e = try queued.envelope()
             XCTAssertEqual(e.error, "guest_no_cloud_save")
@@ -103,9 +111,11 @@ final class SyncAndLocationTests: XCTestCase {
             let catalogue = try await h.call(.get, "/categories/downloaded", headers: headers)
             XCTAssertEqual(catalogue.status, .ok, "downloads stay open to guests")
             // The same user with an account token (after linking): saved.
-            let saved = try await h.call(.post, "/sync/queue", user: guest, json: """
-                {"client_action_id":"g-1","action_type":"answer_submit","entity_type":"question","entity_id":"q1","payload":{"a":1}}
-                """)
+            let saved = try await h.call(
+                .post, "/sync/queue", user: guest,
+                json: """
+                    {"client_action_id":"g-1","action_type":"answer_submit","entity_type":"question","entity_id":"q1","payload":{"a":1}}
+                    """)
             XCTAssertEqual(saved.status, .created)
         }
     }
@@ -152,8 +162,10 @@ final class SyncAndLocationTests: XCTestCase {
             let sent = h.upstream.applied.withLock { $0.filter { $0.key.hasSuffix(":local_wins") } }
             XCTAssertEqual(sent.count, 1)
             XCTAssertEqual(sent.values.first?.contains(#""resolution":"local_wins""#), true, "the local version was sent")
-            let merged = try h.obj(try await h.call(.post, "/sync/conflicts/\(second)/resolve", user: user,
-                                                    json: #"{"resolution":"merge","merge_data":{"question_5":"local","score":"server","timestamp":"local"}}"#))
+            let merged = try h.obj(
+                try await h.call(
+                    .post, "/sync/conflicts/\(second)/resolve", user: user,
+                    json: #"{"resolution":"merge","merge_data":{"question_5":"local","score":"server","timestamp":"local"}}"#))
             XCTAssertEqual(merged.object("final_data")?.int("score"), 7)
             XCTAssertEqual(merged.object("final_data")?.int("question_5"), 2)
             XCTAssertEqual(merged.object("final_data")?.string("timestamp"), "local")
@@ -175,8 +187,11 @@ final class SyncAndLocationTests: XCTestCase {
             _ = try await Self.queue(h, user, id: "c-3")
             _ = try await Self.execute(h, user)
             h.clock.advance(by: 8 * 86400)
-            _ = try await OfflineMaintenance(db: h.runtime.db, catalog: CatalogStore(logger: h.runtime.logger), sync: SyncStore(logger: h.runtime.logger), locations: LocationStore(logger: h.runtime.logger),
-                                             clock: h.clock, interval: .seconds(60), logger: h.runtime.logger).runOnce()
+            _ = try await OfflineMaintenance(
+                db: h.runtime.db, catalog: CatalogStore(logger: h.runtime.logger), sync: SyncStore(logger: h.runtime.logger),
+                locations: LocationStore(logger: h.runtime.logger),
+                clock: h.clock, interval: .seconds(60), logger: h.runtime.logger
+            ).runOnce()
             let remaining = try h.obj(try await h.call(.get, "/sync/conflicts", user: user)).array("conflicts")
             XCTAssertEqual(remaining.count, 0)
         }
@@ -197,11 +212,15 @@ final class SyncAndLocationTests: XCTestCase {
 
     // MARK: locations
 
-    static func locate(_ h: OfflineHarness, _ user: UUID, lat: Double = 48.8566, lon: Double = 2.3522, accuracy: Double = 15,
-                       consent: Bool = true) async throws -> TestResponse {
-        try await h.call(.post, "/location/update", user: user, json: """
-            {"latitude":\(lat),"longitude":\(lon),"accuracy":\(accuracy),"altitude":35.0,"source":"gps","consent_given":\(consent)}
-            """)
+    static func locate(
+        _ h: OfflineHarness, _ user: UUID, lat: Double = 48.8566, lon: Double = 2.3522, accuracy: Double = 15,
+        consent: Bool = true
+    ) async throws -> TestResponse {
+        try await h.call(
+            .post, "/location/update", user: user,
+            json: """
+                {"latitude":\(lat),"longitude":\(lon),"accuracy":\(accuracy),"altitude":35.0,"source":"gps","consent_given":\(consent)}
+                """)
     }
 
     func testLocationConsentRateGeocodingAndNearbyContent() async throws {
@@ -241,10 +260,12 @@ final class SyncAndLocationTests: XCTestCase {
 
             // Nearby: seed content around Paris and far away.
             for (id, lat, lon) in [("eiffel", 48.8584, 2.2945), ("versailles", 48.8049, 2.1204), ("lyon", 45.764, 4.8357), ("tokyo", 35.68, 139.69)] {
-                let r = try await h.call(.put, "/admin/location-content/\(id)", json: #"{"title":"\#(id)","latitude":\#(lat),"longitude":\#(lon),"metadata":{"difficulty":2}}"#)
+                let r = try await h.call(
+                    .put, "/admin/location-content/\(id)", json: #"{"title":"\#(id)","latitude":\#(lat),"longitude":\#(lon),"metadata":{"difficulty":2}}"#)
                 XCTAssertEqual(r.status, .ok)
             }
-            _ = try await h.call(.put, "/admin/location-content/gone", json: #"{"title":"gone","latitude":48.85,"longitude":2.35,"available_until":"2020-01-01T00:00:00Z"}"#)
+            _ = try await h.call(
+                .put, "/admin/location-content/gone", json: #"{"title":"gone","latitude":48.85,"longitude":2.35,"available_until":"2020-01-01T00:00:00Z"}"#)
             h.clock.advance(by: 16 * 60)
             _ = try await Self.locate(h, user)
             let near = try h.obj(try await h.call(.get, "/location/nearby-content?radius_km=50", user: user)).array("content")
@@ -259,9 +280,11 @@ final class SyncAndLocationTests: XCTestCase {
 
             // Consent withdrawn at auth: the locations go.
             let body = try JSON.encoder.encode(ConsentFact(appID: h.app, userID: user, consent: "geolocation", value: false, version: 1))
-            let withdrawn = try await h.client.execute(uri: "/internal/users/\(user)/consents/geolocation?app_id=\(h.app)", method: .put,
-                                                       headers: [.authorization: "Bearer local-internal-auth", .xServiceName: "auth", .contentType: "application/json"],
-                                                       body: ByteBuffer(data: body)) { $0 }
+            let withdrawn = try await h.client.execute(
+                uri: "/internal/users/\(user)/consents/geolocation?app_id=\(h.app)", method: .put,
+                headers: [.authorization: "Bearer local-internal-auth", .xServiceName: "auth", .contentType: "application/json"],
+                body: ByteBuffer(data: body)
+            ) { $0 }
             XCTAssertEqual(withdrawn.status, .ok)
             let left = try await h.count("SELECT count(*)::int FROM offline.user_locations WHERE user_id = '\(user)'")
             XCTAssertEqual(left, 0)
@@ -283,8 +306,11 @@ final class SyncAndLocationTests: XCTestCase {
             let stored = try await h.count("SELECT count(*)::int FROM offline.user_locations WHERE user_id = '\(user)' AND country_code IS NULL")
             XCTAssertEqual(stored, 1, "the raw point is kept (10a)")
             h.clock.advance(by: 91 * 86400)
-            let report = try await OfflineMaintenance(db: h.runtime.db, catalog: CatalogStore(logger: h.runtime.logger), sync: SyncStore(logger: h.runtime.logger), locations: LocationStore(logger: h.runtime.logger),
-                                                      clock: h.clock, interval: .seconds(60), logger: h.runtime.logger).runOnce()
+            let report = try await OfflineMaintenance(
+                db: h.runtime.db, catalog: CatalogStore(logger: h.runtime.logger), sync: SyncStore(logger: h.runtime.logger),
+                locations: LocationStore(logger: h.runtime.logger),
+                clock: h.clock, interval: .seconds(60), logger: h.runtime.logger
+            ).runOnce()
             XCTAssertGreaterThanOrEqual(report.anonymized, 1)
             let linked = try await h.count("SELECT count(*)::int FROM offline.user_locations WHERE user_id = '\(user)'")
             XCTAssertEqual(linked, 0)
@@ -294,7 +320,8 @@ final class SyncAndLocationTests: XCTestCase {
     /// The nearby query uses the GiST index (checked on a table big enough for the planner).
     func testNearbyQueryPlanIsAnIndexScan() async throws {
         try await OfflineHarness.run { h in
-            try await h.runtime.db.query("""
+            try await h.runtime.db.query(
+                """
                 INSERT INTO offline.location_based_content (app_id, id, title, location)
                 SELECT \(h.app), 'p' || g, 'p' || g, ST_SetSRID(ST_MakePoint(random() * 360 - 180, random() * 170 - 85), 4326)::geography
                 FROM generate_series(1, 20000) g

@@ -14,8 +14,9 @@ private final class Tally: Sendable {
 
 final class DatabasePoolTests: XCTestCase {
     private static func pool(name: String, size: Int, acquireTimeout: Duration = .seconds(10)) -> DatabasePool {
-        var c = PostgresConnection.Configuration(unixSocketPath: "\(TestEnvironment.adminSocket)/.s.PGSQL.\(TestEnvironment.databasePort)",
-                                                 username: "postgres", password: nil, database: TestEnvironment.unitDatabase)
+        var c = PostgresConnection.Configuration(
+            unixSocketPath: "\(TestEnvironment.adminSocket)/.s.PGSQL.\(TestEnvironment.databasePort)",
+            username: "postgres", password: nil, database: TestEnvironment.unitDatabase)
         c.options.additionalStartupParameters = [("application_name", name)]
         return DatabasePool(configuration: c, size: size, acquireTimeout: acquireTimeout, logger: TestEnvironment.logger)
     }
@@ -42,13 +43,14 @@ final class DatabasePoolTests: XCTestCase {
                                     } else {
                                         let echoed = try await pool.withTransaction(logger: TestEnvironment.logger) { conn in
                                             var out: [Int32] = []
-                                            for try await v in try await conn.run("SELECT \(Int32(2))::int4", logger: TestEnvironment.logger).decode(Int32.self) { out.append(v) }
+                                            for try await v in try await conn.run("SELECT \(Int32(2))::int4", logger: TestEnvironment.logger).decode(Int32.self)
+                                            { out.append(v) }
                                             return out
                                         }
                                         XCTAssertEqual(echoed, [2])
                                     }
                                     outcomes.value.withLock { $0.ok += 1 }
-                                } catch where DatabaseErrors.isUnavailable(error) {
+                                } catch  where DatabaseErrors.isUnavailable(error) {
                                     outcomes.value.withLock { $0.unavailable += 1 }
                                 } catch {
                                     outcomes.value.withLock { $0.other.append(String(reflecting: error)) }
@@ -60,9 +62,11 @@ final class DatabasePoolTests: XCTestCase {
                         for _ in 0..<3 {
                             try await Task.sleep(for: .milliseconds(700))
                             var killed = 0
-                            for try await n in try await admin.query("""
+                            for try await n in try await admin.query(
+                                """
                                 SELECT count(*)::int FROM (SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = \(name)) t
-                                """).decode(Int.self) { killed = n }
+                                """
+                            ).decode(Int.self) { killed = n }
                             XCTAssertGreaterThan(killed, 0, "the pool's connections were there to be killed")
                         }
                     }
@@ -191,12 +195,18 @@ final class DatabasePoolTests: XCTestCase {
     /// A service's sessions carry the statement and idle-in-transaction limits from its config:
     /// PostgreSQL ends a statement that runs too long (the request gets an error, never a hang).
     func testServiceSessionsHaveServerSideTimeouts() async throws {
-        let runtime = TestEnvironment.runtime(.ads, overrides: ["DATABASE_STATEMENT_TIMEOUT_MS": "250",
-                                                              "DATABASE_IDLE_IN_TRANSACTION_TIMEOUT_MS": "4000"])
+        let runtime = TestEnvironment.runtime(
+            .ads,
+            overrides: [
+                "DATABASE_STATEMENT_TIMEOUT_MS": "250",
+                "DATABASE_IDLE_IN_TRANSACTION_TIMEOUT_MS": "4000"
+            ])
         try await withPostgres(runtime.db) { db in
-            for try await (statement, idle) in try await db.query("""
+            for try await (statement, idle) in try await db.query(
+                """
                 SELECT current_setting('statement_timeout'), current_setting('idle_in_transaction_session_timeout')
-                """).decode((String, String).self) {
+                """
+            ).decode((String, String).self) {
                 XCTAssertEqual(statement, "250ms")
                 XCTAssertEqual(idle, "4s")
             }
@@ -241,7 +251,9 @@ final class DatabasePoolLifecycleTests: XCTestCase {
                     }
                     return true
                 }
-                group.addTask { try await Task.sleep(for: .seconds(10)); return false }
+                group.addTask {
+                    try await Task.sleep(for: .seconds(10)); return false
+                }
                 let first = try await group.next()!
                 group.cancelAll()
                 return first

@@ -15,7 +15,7 @@ final class GroupCommitTests: XCTestCase {
     func testConcurrentRowsAreWrittenTogetherOnceEachAndCallersWaitForTheirWrite() async throws {
         let written = Written()
         let commit = GroupCommit<Int>(maxBatch: 50) { batch in
-            try await Task.sleep(for: .milliseconds(20))  // a commit's fsync: rows pile up meanwhile
+            try await Task.sleep(for: .milliseconds(20)) // a commit's fsync: rows pile up meanwhile
             written.batches.withLock { $0.append(batch) }
         }
         try await withThrowingTaskGroup(of: Void.self) { group in

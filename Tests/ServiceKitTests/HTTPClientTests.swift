@@ -38,7 +38,10 @@ final class CountingServer: Sendable {
             guard case .head(let head) = unwrapInboundIn(data) else { return }
             let body = head.uri == "/slow" ? "slow" : "hello \(head.method.rawValue)"
             let respond = { [context] in
-                var headers = HTTPHeaders([("Content-Type", "text/plain"), ("Content-Length", String(body.utf8.count)), ("X-Seen-Request-ID", head.headers.first(name: "X-Request-ID") ?? "")])
+                var headers = HTTPHeaders([
+                    ("Content-Type", "text/plain"), ("Content-Length", String(body.utf8.count)),
+                    ("X-Seen-Request-ID", head.headers.first(name: "X-Request-ID") ?? "")
+                ])
                 if head.uri == "/unavailable" { headers.add(name: "X-Unavailable", value: "1") }
                 let status: HTTPResponseStatus = head.uri == "/unavailable" ? .serviceUnavailable : .ok
                 context.write(self.wrapOutboundOut(.head(HTTPResponseHead(version: head.version, status: status, headers: headers))), promise: nil)
@@ -88,9 +91,11 @@ final class HTTPClientTests: XCTestCase {
         defer { client.shutdown() }
         var newConnections = 0
         for i in 0..<100 {
-            let response = try await client.send(HTTPRequest(method: i % 2 == 0 ? "GET" : "POST",
-                                                             url: "http://127.0.0.1:\(server.port)/ping",
-                                                             body: i % 2 == 0 ? nil : Data("{}".utf8)))
+            let response = try await client.send(
+                HTTPRequest(
+                    method: i % 2 == 0 ? "GET" : "POST",
+                    url: "http://127.0.0.1:\(server.port)/ping",
+                    body: i % 2 == 0 ? nil : Data("{}".utf8)))
             XCTAssertEqual(response.status, 200)
             XCTAssertEqual(String(decoding: response.body, as: UTF8.self), i % 2 == 0 ? "hello GET" : "hello POST")
             newConnections += response.newConnections
@@ -151,8 +156,9 @@ final class HTTPClientTests: XCTestCase {
             if connectable(port) { break }
             try await Task.sleep(for: .milliseconds(100))
         }
-        let message = SMTPMessage(from: "no-reply@quiz.example", to: ["player@example.com"],
-                                  subject: "Vérifiez votre email", text: "Bonjour,\nvotre code: 123456\n.\nfin")
+        let message = SMTPMessage(
+            from: "no-reply@quiz.example", to: ["player@example.com"],
+            subject: "Vérifiez votre email", text: "Bonjour,\nvotre code: 123456\n.\nfin")
         try await client.sendMail(message, via: SMTPServer(url: sink.url))
         let messages = try sink.messages()
         XCTAssertEqual(messages.count, 1)
@@ -170,6 +176,8 @@ final class HTTPClientTests: XCTestCase {
         addr.sin_family = sa_family_t(AF_INET)
         addr.sin_port = in_port_t(UInt16(port).bigEndian)
         addr.sin_addr.s_addr = inet_addr("127.0.0.1")
-        return withUnsafePointer(to: &addr) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) } } == 0
+        return withUnsafePointer(to: &addr) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        } == 0
     }
 }

@@ -20,11 +20,15 @@ final class JobQueueTests: XCTestCase {
             let runs = Mutex([Int: Int]())
             let perWorker = Mutex([0, 0])
             func worker(_ index: Int) -> JobWorker {
-                JobWorker(queue: queue, handlers: ["count": { job in
-                    let n = try job.decode([String: Int].self)["n"]!
-                    runs.withLock { $0[n, default: 0] += 1 }
-                    perWorker.withLock { $0[index] += 1 }
-                }], concurrency: 8)
+                JobWorker(
+                    queue: queue,
+                    handlers: [
+                        "count": { job in
+                            let n = try job.decode([String: Int].self)["n"]!
+                            runs.withLock { $0[n, default: 0] += 1 }
+                            perWorker.withLock { $0[index] += 1 }
+                        }
+                    ], concurrency: 8)
             }
             let workers = [worker(0), worker(1)]
             try await withThrowingTaskGroup(of: Void.self) { group in
@@ -56,10 +60,12 @@ final class JobQueueTests: XCTestCase {
             for i in 0..<20 { try await queue.enqueue(kind: "quick", payload: ["n": i]) }
             let release = Mutex(false)
             let quick = Mutex(0)
-            let worker = JobWorker(queue: queue, handlers: [
-                "stuck": { _ in while !release.withLock({ $0 }) { try await Task.sleep(for: .milliseconds(20)) } },
-                "quick": { _ in quick.withLock { $0 += 1 } },
-            ], concurrency: 2, pollInterval: .milliseconds(20))
+            let worker = JobWorker(
+                queue: queue,
+                handlers: [
+                    "stuck": { _ in while !release.withLock({ $0 }) { try await Task.sleep(for: .milliseconds(20)) } },
+                    "quick": { _ in quick.withLock { $0 += 1 } }
+                ], concurrency: 2, pollInterval: .milliseconds(20))
             let running = Task { try await worker.run() }
             var waited = 0
             while quick.withLock({ $0 }) < 20 && waited < 1500 {
@@ -71,7 +77,8 @@ final class JobQueueTests: XCTestCase {
             release.withLock { $0 = true }
             var done = 0
             while done < 21 && waited < 3000 {
-                for try await n in try await runtime.db.query("SELECT count(*)::int FROM jobs WHERE queue = \(queueName) AND status = 'done'").decode(Int.self) { done = n }
+                for try await n in try await runtime.db.query("SELECT count(*)::int FROM jobs WHERE queue = \(queueName) AND status = 'done'").decode(Int.self)
+                { done = n }
                 try await Task.sleep(for: .milliseconds(20)); waited += 1
             }
             XCTAssertEqual(done, 21)
@@ -123,10 +130,12 @@ final class JobQueueTests: XCTestCase {
             let queue = JobQueue(client: runtime.db, queue: queueName, logger: runtime.logger)
             let id = try await queue.enqueue(kind: "long", payload: [String: Int]())!
             let runs = Mutex(0)
-            let handlers: [String: JobHandler] = ["long": { _ in
-                runs.withLock { $0 += 1 }
-                try await Task.sleep(for: .seconds(4))   // four times the lease
-            }]
+            let handlers: [String: JobHandler] = [
+                "long": { _ in
+                    runs.withLock { $0 += 1 }
+                    try await Task.sleep(for: .seconds(4)) // four times the lease
+                }
+            ]
             let first = JobWorker(queue: queue, handlers: handlers, lease: .seconds(1))
             let second = JobWorker(queue: queue, handlers: handlers, lease: .seconds(1))
             let running = Task { try await first.runOnce() }
@@ -157,14 +166,18 @@ final class JobQueueTests: XCTestCase {
             let id = try await queue.enqueue(kind: "steps", payload: [String: Int]())!
             let steps = Mutex(0)
             let stopped = Mutex(false)
-            let worker = JobWorker(queue: queue, handlers: ["steps": { _ in
-                do {
-                    for _ in 0..<50 {
-                        try await Task.sleep(for: .milliseconds(100))
-                        steps.withLock { $0 += 1 }
+            let worker = JobWorker(
+                queue: queue,
+                handlers: [
+                    "steps": { _ in
+                        do {
+                            for _ in 0..<50 {
+                                try await Task.sleep(for: .milliseconds(100))
+                                steps.withLock { $0 += 1 }
+                            }
+                        } catch is CancellationError { stopped.withLock { $0 = true }; throw CancellationError() }
                     }
-                } catch is CancellationError { stopped.withLock { $0 = true }; throw CancellationError() }
-            }], lease: .seconds(1))
+                ], lease: .seconds(1))
             let running = Task { try await worker.runOnce() }
             try await Task.sleep(for: .milliseconds(300))
             // Another worker claims it again (what a run-out lease allows): the attempt moves on.
@@ -172,7 +185,9 @@ final class JobQueueTests: XCTestCase {
             _ = try await running.value
             XCTAssertTrue(stopped.withLock { $0 }, "the handler was not stopped")
             XCTAssertLessThan(steps.withLock { $0 }, 20, "the handler went on after its lease was lost")
-            for try await (status, attempts, error) in try await runtime.db.query("SELECT status, attempts, last_error FROM jobs WHERE id = \(id)").decode((String, Int, String?).self) {
+            for try await (status, attempts, error) in try await runtime.db.query("SELECT status, attempts, last_error FROM jobs WHERE id = \(id)").decode(
+                (String, Int, String?).self)
+            {
                 XCTAssertEqual(status, "running", "the stale worker ended or failed the other worker's run")
                 XCTAssertEqual(attempts, 2)
                 XCTAssertNil(error)
@@ -189,10 +204,14 @@ final class JobQueueTests: XCTestCase {
             let id = try await queue.enqueue(kind: "boom", payload: [String: Int](), maxAttempts: 3)!
             struct Boom: Error {}
             let attempts = Mutex([ContinuousClock.Instant]())
-            let worker = JobWorker(queue: queue, handlers: ["boom": { _ in
-                attempts.withLock { $0.append(.now) }
-                throw Boom()
-            }], backoff: Backoff(base: .milliseconds(300), cap: .seconds(5)))
+            let worker = JobWorker(
+                queue: queue,
+                handlers: [
+                    "boom": { _ in
+                        attempts.withLock { $0.append(.now) }
+                        throw Boom()
+                    }
+                ], backoff: Backoff(base: .milliseconds(300), cap: .seconds(5)))
 
             // Right after a failure the job is not due: the backoff holds it back.
             try await worker.runOnce()

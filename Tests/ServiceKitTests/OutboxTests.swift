@@ -15,10 +15,13 @@ final class OutboxTests: XCTestCase {
         var config = runtime.config
         config.port = port
         // The receiving service's own migrations: its schema's history must match them.
-        let rt = ServiceRuntime(config: config, migrations: Array(runtime.migrations.migrations.dropFirst(PlatformMigrations.all.count)),
-                                logger: runtime.logger)
-        return buildServiceApplication(runtime: rt, appVerifier: CachedAppVerifier(DenyAll(), ttl: .seconds(1)),
-                                       tokenVerifier: AccessTokenVerifier(source: StaticJWKSSource(.init(keys: [])))) { routes in
+        let rt = ServiceRuntime(
+            config: config, migrations: Array(runtime.migrations.migrations.dropFirst(PlatformMigrations.all.count)),
+            logger: runtime.logger)
+        return buildServiceApplication(
+            runtime: rt, appVerifier: CachedAppVerifier(DenyAll(), ttl: .seconds(1)),
+            tokenVerifier: AccessTokenVerifier(source: StaticJWKSSource(.init(keys: [])))
+        ) { routes in
             routes.internal.post("test/deliveries") { request, context in
                 guard let key = request.headers[.idempotencyKey] else { throw AppError.badRequest("Idempotency-Key required") }
                 let body = try await request.decodeJSON(as: [String: Int].self, context: context)
@@ -26,8 +29,9 @@ final class OutboxTests: XCTestCase {
                     try await conn.query("INSERT INTO test_deliveries (idempotency_key, seq) VALUES (\(key), \(body["seq"]!))", logger: runtime.logger)
                     return (200, Data(#"{"ok":true}"#.utf8))
                 }
-                return Response(status: .init(code: stored.status), headers: [.contentType: "application/json"],
-                                body: .init(byteBuffer: ByteBuffer(bytes: stored.body)))
+                return Response(
+                    status: .init(code: stored.status), headers: [.contentType: "application/json"],
+                    body: .init(byteBuffer: ByteBuffer(bytes: stored.body)))
             }
         }
     }
@@ -57,8 +61,9 @@ final class OutboxTests: XCTestCase {
                         try await Task.sleep(for: .milliseconds(500))
                         let start = ContinuousClock.now
                         try await writer.db.withTransaction(logger: writer.logger) { conn in
-                            try await Outbox.write(try OutboxMessage(target: .ads, path: "/internal/test/deliveries", body: ["seq": 7]),
-                                                   on: conn, logger: writer.logger)
+                            try await Outbox.write(
+                                try OutboxMessage(target: .ads, path: "/internal/test/deliveries", body: ["seq": 7]),
+                                on: conn, logger: writer.logger)
                         }
                         var delivered = 0
                         while delivered == 0 && ContinuousClock.now - start < .seconds(2) {
@@ -72,11 +77,14 @@ final class OutboxTests: XCTestCase {
                         // A row its writer sends itself (to answer with the receiver's reply) is
                         // left alone by the worker the same commit woke, and the writer gets the reply.
                         let own = try await writer.db.withTransaction(logger: writer.logger) { conn in
-                            try await Outbox.enqueue(try OutboxMessage(target: .ads, path: "/internal/test/deliveries", body: ["seq": 8]),
-                                                     on: conn, logger: writer.logger, deliveredByWriter: .seconds(10)).id
+                            try await Outbox.enqueue(
+                                try OutboxMessage(target: .ads, path: "/internal/test/deliveries", body: ["seq": 8]),
+                                on: conn, logger: writer.logger, deliveredByWriter: .seconds(10)
+                            ).id
                         }
                         try await Task.sleep(for: .milliseconds(500))
-                        let untouched = try await Self.count(sender, "SELECT count(*)::int FROM outbox WHERE id = \(own) AND status = 'pending' AND attempts = 0")
+                        let untouched = try await Self.count(
+                            sender, "SELECT count(*)::int FROM outbox WHERE id = \(own) AND status = 'pending' AND attempts = 0")
                         XCTAssertEqual(untouched, 1, "the woken worker took the writer's row")
                         let reply = await sender.outboxWorker.deliverNow(id: own, timeout: .seconds(2))
                         XCTAssertEqual(reply?.status, 200)
@@ -101,13 +109,15 @@ final class OutboxTests: XCTestCase {
                 // 200 side effects, each written in the transaction of the change that causes it.
                 for seq in 0..<200 {
                     try await sender.db.withTransaction(logger: sender.logger) { conn in
-                        try await Outbox.write(try OutboxMessage(target: .ads, path: "/internal/test/deliveries", body: ["seq": seq]),
-                                               on: conn, logger: sender.logger)
+                        try await Outbox.write(
+                            try OutboxMessage(target: .ads, path: "/internal/test/deliveries", body: ["seq": seq]),
+                            on: conn, logger: sender.logger)
                     }
                 }
-                let worker = OutboxWorker(client: sender.db, http: sender.http, serviceURLs: sender.config.serviceURLs,
-                                          credential: sender.internalCredential, batchSize: 50,
-                                          backoff: Backoff(base: .milliseconds(20), cap: .milliseconds(200)), logger: sender.logger)
+                let worker = OutboxWorker(
+                    client: sender.db, http: sender.http, serviceURLs: sender.config.serviceURLs,
+                    credential: sender.internalCredential, batchSize: 50,
+                    backoff: Backoff(base: .milliseconds(20), cap: .milliseconds(200)), logger: sender.logger)
                 // Receiver down: every attempt fails and is rescheduled, nothing is lost.
                 try await worker.deliverBatch()
                 var pending = try await Self.count(sender, "SELECT count(*)::int FROM outbox WHERE status = 'pending'")
@@ -125,7 +135,9 @@ final class OutboxTests: XCTestCase {
                         pending = try await Self.count(sender, "SELECT count(*)::int FROM outbox WHERE status = 'pending'")
                     }
                     // A redelivery of an already delivered message changes nothing.
-                    try await sender.db.query("UPDATE outbox SET status = 'pending', next_attempt_at = now() WHERE id IN (SELECT id FROM outbox WHERE status = 'delivered' ORDER BY id LIMIT 5)")
+                    try await sender.db.query(
+                        "UPDATE outbox SET status = 'pending', next_attempt_at = now() WHERE id IN (SELECT id FROM outbox WHERE status = 'delivered' ORDER BY id LIMIT 5)"
+                    )
                     while try await worker.deliverBatch() > 0 {}
                     await serviceGroup.triggerGracefulShutdown()
                 }

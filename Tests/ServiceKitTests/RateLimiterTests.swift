@@ -67,7 +67,10 @@ final class LogThrottleTests: XCTestCase {
         let sink: Sink
         var metadata: Logger.Metadata = [:]
         var logLevel: Logger.Level = .trace
-        subscript(metadataKey key: String) -> Logger.Metadata.Value? { get { metadata[key] } set { metadata[key] = newValue } }
+        subscript(metadataKey key: String) -> Logger.Metadata.Value? {
+            get { metadata[key] }
+            set { metadata[key] = newValue }
+        }
         func log(event: LogEvent) { sink.lines.withLock { $0.append((event.message.description, event.metadata)) } }
     }
 

@@ -24,7 +24,8 @@ final class RequestAuthenticationTests: XCTestCase {
     }
 
     struct EchoBody: Codable { var name: String; var count: Int }
-    struct EchoResponse: Codable { var userID: UUID; var appID: UUID; var name: String
+    struct EchoResponse: Codable {
+        var userID: UUID; var appID: UUID; var name: String
         enum CodingKeys: String, CodingKey { case userID = "user_id"; case appID = "app_id"; case name }
     }
     struct Secret: Error { let detail = "password=hunter2 at db.internal:5432" }
@@ -65,9 +66,12 @@ final class RequestAuthenticationTests: XCTestCase {
             // The consumer's pool runs (and its schema is migrated) for its operator audit.
             try await withMigratedRuntime(consumer) { consumer in
                 try await app.test(.router) { client in
-                    try await body(client, Stack(signer: AccessTokenSigner(privateKey: key), appA: appA, appB: appB, source: source,
-                                                 applications: repo, operators: OperatorKeyStore(db: authRuntime.db, logger: authRuntime.logger),
-                                                 consumerDB: consumer.db))
+                    try await body(
+                        client,
+                        Stack(
+                            signer: AccessTokenSigner(privateKey: key), appA: appA, appB: appB, source: source,
+                            applications: repo, operators: OperatorKeyStore(db: authRuntime.db, logger: authRuntime.logger),
+                            consumerDB: consumer.db))
                 }
             }
             await serviceGroup.triggerGracefulShutdown()
@@ -85,9 +89,10 @@ final class RequestAuthenticationTests: XCTestCase {
 
         func token(app: UUID? = nil, expiresIn: Int = 600, signer other: AccessTokenSigner? = nil) throws -> String {
             let now = Int(Date().timeIntervalSince1970)
-            let claims = AccessTokenClaims(userID: UUID(), appID: app ?? appA.appID, email: "p@example.com", status: .free,
-                                           isGuest: false, issuer: "auth", issuedAt: now - 10, expiresAt: now + expiresIn,
-                                           jti: UUID().uuidString)
+            let claims = AccessTokenClaims(
+                userID: UUID(), appID: app ?? appA.appID, email: "p@example.com", status: .free,
+                isGuest: false, issuer: "auth", issuedAt: now - 10, expiresAt: now + expiresIn,
+                jti: UUID().uuidString)
             return try (other ?? signer).sign(claims)
         }
 
@@ -128,8 +133,10 @@ final class RequestAuthenticationTests: XCTestCase {
             let parts = valid.split(separator: ".")
             let none = Base64URL.encode(Data(#"{"alg":"none","kid":"\#(s.signer.kid)","typ":"JWT"}"#.utf8)) + "." + parts[1] + "."
             let tampered = parts[0] + "." + Base64URL.encode(Data(#"{"sub":"x"}"#.utf8)) + "." + parts[2]
-            for (name, token) in [("expired", expired), ("wrong signature", forged), ("another app", otherApp),
-                                  ("unknown kid", unknownKid), ("alg none", none), ("tampered", String(tampered)), ("garbage", "abc")] {
+            for (name, token) in [
+                ("expired", expired), ("wrong signature", forged), ("another app", otherApp),
+                ("unknown kid", unknownKid), ("alg none", none), ("tampered", String(tampered)), ("garbage", "abc")
+            ] {
                 try await client.execute(uri: "/ads/v1/echo", method: .post, headers: s.headers(token), body: Self.echoBody) { r in
                     XCTAssertEqual(r.status, .unauthorized, name)
                     let env = try r.envelope()
@@ -185,7 +192,7 @@ final class RequestAuthenticationTests: XCTestCase {
                 ("wrong type", ByteBuffer(string: #"{"name":"Ada","count":"three"}"#), s.headers(token), .badRequest, "invalid_request"),
                 ("missing field", ByteBuffer(string: #"{"name":"Ada"}"#), s.headers(token), .badRequest, "invalid_request"),
                 ("empty body", ByteBuffer(), s.headers(token), .badRequest, "invalid_request"),
-                ("oversized body", ByteBuffer(repeating: UInt8(ascii: "a"), count: 2 << 20), s.headers(token), .contentTooLarge, "payload_too_large"),
+                ("oversized body", ByteBuffer(repeating: UInt8(ascii: "a"), count: 2 << 20), s.headers(token), .contentTooLarge, "payload_too_large")
             ]
             for (name, body, headers, status, code) in cases {
                 try await client.execute(uri: "/ads/v1/echo", method: .post, headers: headers, body: body) { r in
@@ -199,8 +206,10 @@ final class RequestAuthenticationTests: XCTestCase {
                 XCTAssertEqual(r.status, .unsupportedMediaType)
                 XCTAssertEqual(try r.envelope().error, "unsupported_media_type")
             }
-            try await client.execute(uri: "/ads/v1/echo", method: .post, headers: s.headers(token),
-                                     body: ByteBuffer(string: #"{"name":"Ada","count":"three"}"#)) { r in
+            try await client.execute(
+                uri: "/ads/v1/echo", method: .post, headers: s.headers(token),
+                body: ByteBuffer(string: #"{"name":"Ada","count":"three"}"#)
+            ) { r in
                 XCTAssertEqual(try r.envelope().extra["field"], "count")
             }
             try await client.execute(uri: "/ads/v1/nowhere", method: .get, headers: s.headers(token)) { r in
@@ -226,7 +235,7 @@ final class RequestAuthenticationTests: XCTestCase {
             let tenant = HTTPFields.tenant(ctx.appA.appID, ctx.appA.apiKey)
             let cases: [(String, HTTPRequest.Method, HTTPFields, String?, Int)] = [
                 ("/ads/v1/echo", .post, tenant, #"{"name":"x","count":1}"#, 401),
-                ("/ads/v1/boom", .get, [:], nil, 500),
+                ("/ads/v1/boom", .get, [:], nil, 500)
             ]
             var withToken = tenant
             withToken[.authorization] = "Bearer \(try ctx.token())"
@@ -274,9 +283,11 @@ final class RequestAuthenticationTests: XCTestCase {
             }
             let audited = try await withPostgres(TestEnvironment.adminClient(database: TestEnvironment.unitDatabase)) { db -> [String] in
                 var out: [String] = []
-                for try await (action, reason) in try await db.query("""
+                for try await (action, reason) in try await db.query(
+                    """
                     SELECT action, details->>'reason' FROM auth.audit_logs WHERE app_id = \(s.appB.appID) ORDER BY timestamp
-                    """).decode((String, String?).self) { out.append("\(action):\(reason ?? "")") }
+                    """
+                ).decode((String, String?).self) { out.append("\(action):\(reason ?? "")") }
                 return out
             }
             XCTAssertEqual(audited, ["operator.app.disable:unpaid invoice"])
@@ -331,16 +342,19 @@ final class RequestAuthenticationTests: XCTestCase {
             }
             let audit = OperatorAuditStore(db: s.consumerDB, logger: TestEnvironment.logger)
             let forA = try await audit.recent(appID: s.appA.appID)
-            XCTAssertEqual(forA.map { "\($0.method) \($0.path) \($0.status)" },
-                           ["POST /ads/v1/operator-fails 422", "GET /ads/v1/operator-echo 200"])
+            XCTAssertEqual(
+                forA.map { "\($0.method) \($0.path) \($0.status)" },
+                ["POST /ads/v1/operator-fails 422", "GET /ads/v1/operator-echo 200"])
             XCTAssertEqual(Set(forA.map(\.operator)), ["operator_key:\(issued.id.lowercasedString):Ada (support)"])
             let forB = try await audit.recent(appID: s.appB.appID)
             XCTAssertEqual(forB.map(\.operator), ["platform"])
 
             let stored = try await withPostgres(TestEnvironment.adminClient(database: TestEnvironment.unitDatabase)) { db -> Int in
-                for try await n in try await db.query("""
+                for try await n in try await db.query(
+                    """
                     SELECT count(*)::int FROM auth.operator_keys WHERE key_hash = \(issued.key) OR key_prefix = \(issued.key)
-                    """).decode(Int.self) { return n }
+                    """
+                ).decode(Int.self) { return n }
                 return -1
             }
             XCTAssertEqual(stored, 0, "the key is kept only as a hash")
@@ -368,17 +382,23 @@ final class RequestAuthenticationTests: XCTestCase {
                 XCTAssertEqual(r.status, .unauthorized)
                 XCTAssertEqual(try r.envelope().error, "invalid_service_credential")
             }
-            try await client.execute(uri: "/internal/whoami", method: .get,
-                                     headers: [.authorization: "Bearer wrong", .xServiceName: "auth"]) { r in
+            try await client.execute(
+                uri: "/internal/whoami", method: .get,
+                headers: [.authorization: "Bearer wrong", .xServiceName: "auth"]
+            ) { r in
                 XCTAssertEqual(r.status, .unauthorized)
             }
             // The credential of another caller does not pass under a different name.
-            try await client.execute(uri: "/internal/whoami", method: .get,
-                                     headers: [.authorization: "Bearer local-internal-offline", .xServiceName: "auth"]) { r in
+            try await client.execute(
+                uri: "/internal/whoami", method: .get,
+                headers: [.authorization: "Bearer local-internal-offline", .xServiceName: "auth"]
+            ) { r in
                 XCTAssertEqual(r.status, .unauthorized)
             }
-            try await client.execute(uri: "/internal/whoami", method: .get,
-                                     headers: [.authorization: "Bearer local-internal-auth", .xServiceName: "auth"]) { r in
+            try await client.execute(
+                uri: "/internal/whoami", method: .get,
+                headers: [.authorization: "Bearer local-internal-auth", .xServiceName: "auth"]
+            ) { r in
                 XCTAssertEqual(r.status, .ok)
                 XCTAssertEqual(try r.json([String: String].self)["service"], "auth")
             }

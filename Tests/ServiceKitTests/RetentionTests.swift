@@ -77,12 +77,15 @@ final class RetentionTests: XCTestCase {
         try await withMigratedRuntime(kitRuntime(.ads)) { rt in
             let db = rt.db
             let tag = "retention-lock-\(UUID().uuidString.prefix(8))"
-            try await db.query(PostgresQuery(unsafeSQL: """
-                INSERT INTO outbox (target_service, method, path, status, delivered_at)
-                SELECT '\(tag)', 'PUT', '/p' || g, 'delivered', now() - interval '8 days' FROM generate_series(1, 5) g
-                """))
-            let rule = RetentionRule(name: "outbox_delivered", table: "outbox", due: "status = 'delivered' AND delivered_at < $1 AND target_service = '\(tag)'",
-                                     keep: .seconds(7 * 86_400), batch: 2)
+            try await db.query(
+                PostgresQuery(
+                    unsafeSQL: """
+                        INSERT INTO outbox (target_service, method, path, status, delivered_at)
+                        SELECT '\(tag)', 'PUT', '/p' || g, 'delivered', now() - interval '8 days' FROM generate_series(1, 5) g
+                        """))
+            let rule = RetentionRule(
+                name: "outbox_delivered", table: "outbox", due: "status = 'delivered' AND delivered_at < $1 AND target_service = '\(tag)'",
+                keep: .seconds(7 * 86_400), batch: 2)
             let purger = RetentionPurger(db: db, rules: [rule], interval: .seconds(600), logger: rt.logger)
             let held = try await db.withConnection { conn -> Int in
                 try await conn.run("BEGIN", logger: rt.logger)
@@ -107,7 +110,7 @@ final class RetentionTests: XCTestCase {
         let env = EnvironmentVariables([:])
         let lists: [(ServiceName, [PeriodicQuery])] = [
             (.auth, AuthService.periodicQueries(env)), (.subscription, SubscriptionService.periodicQueries(env)),
-            (.offline, OfflineService.periodicQueries(env)), (.ads, AdsService.periodicQueries(env)),
+            (.offline, OfflineService.periodicQueries(env)), (.ads, AdsService.periodicQueries(env))
         ]
         for (service, queries) in lists {
             let names = Set(queries.map(\.name))
@@ -136,10 +139,12 @@ final class RetentionTests: XCTestCase {
     func testExplainingWithAnalyzeChangesNothing() async throws {
         try await withMigratedRuntime(kitRuntime(.ads)) { rt in
             let tag = "explain-\(UUID().uuidString.prefix(8))"
-            try await rt.db.query(PostgresQuery(unsafeSQL: """
-                INSERT INTO outbox (target_service, method, path, status, created_at, delivered_at)
-                VALUES ('\(tag)', 'PUT', '/old', 'delivered', now() - interval '30 days', now() - interval '30 days')
-                """))
+            try await rt.db.query(
+                PostgresQuery(
+                    unsafeSQL: """
+                        INSERT INTO outbox (target_service, method, path, status, created_at, delivered_at)
+                        VALUES ('\(tag)', 'PUT', '/old', 'delivered', now() - interval '30 days', now() - interval '30 days')
+                        """))
             let rule = RetentionRule.platform(EnvironmentVariables([:])).first { $0.name == "outbox_delivered" }!
             let plans = try await rt.db.explain([PeriodicQuery("purge", rule.purgeQuery)], analyze: true, logger: rt.logger)
             XCTAssertTrue(plans[0].plan.contains("Delete on outbox"), plans[0].plan)

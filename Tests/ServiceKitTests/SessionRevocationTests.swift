@@ -113,21 +113,35 @@ final class SessionRevocationTests: XCTestCase {
                 // Bad input changes nothing: wrong type, version 0, another user in the body,
                 // another tenant in the path, a caller that is not auth.
                 var f = SessionFact(appID: app, userID: user, version: 2, sessionEpoch: 0, state: .active, revokedSessionID: phone)
-                do { let v = try await r.put(a, #"{"app_id":"\#(app)","user_id":"\#(user)","version":"two","session_epoch":0,"state":"active"}"#, user: user).0; XCTAssertEqual(v, .badRequest) }
-                do { let v = try await r.put(a, #"{"app_id":"\#(app)","user_id":"\#(user)","version":2,"session_epoch":0,"state":"gone"}"#, user: user).0; XCTAssertEqual(v, .badRequest) }
+                do {
+                    let v = try await r.put(a, #"{"app_id":"\#(app)","user_id":"\#(user)","version":"two","session_epoch":0,"state":"active"}"#, user: user).0;
+                    XCTAssertEqual(v, .badRequest)
+                }
+                do {
+                    let v = try await r.put(a, #"{"app_id":"\#(app)","user_id":"\#(user)","version":2,"session_epoch":0,"state":"gone"}"#, user: user).0;
+                    XCTAssertEqual(v, .badRequest)
+                }
                 var zero = f; zero.version = 0
                 do { let v = try await r.put(a, try r.body(zero), user: user).0; XCTAssertEqual(v, .unprocessableContent) }
                 do { let v = try await r.put(a, try r.body(f), user: UUID()).0; XCTAssertEqual(v, .unprocessableContent) }
                 do { let v = try await r.put(a, try r.body(f), user: user, app: UUID()).0; XCTAssertEqual(v, .unprocessableContent) }
-                do { let v = try await r.put(a, try r.body(f), user: user, as: "subscription", credential: "local-internal-subscription").0; XCTAssertEqual(v, .forbidden) }
+                do {
+                    let v = try await r.put(a, try r.body(f), user: user, as: "subscription", credential: "local-internal-subscription").0;
+                    XCTAssertEqual(v, .forbidden)
+                }
                 do { let v = try await r.put(a, try r.body(f), user: user, credential: "wrong").0; XCTAssertEqual(v, .unauthorized) }
                 var longReason = f; longReason.reason = String(repeating: "r", count: 501)
                 do { let v = try await r.put(a, try r.body(longReason), user: user).0; XCTAssertEqual(v, .unprocessableContent) }
-                do { let v = try await r.put(a, #"{"app_id":"\#(app)","user_id":"\#(user)","session_epoch":0,"state":"active"}"#, user: user).0; XCTAssertEqual(v, .badRequest, "missing version") }
+                do {
+                    let v = try await r.put(a, #"{"app_id":"\#(app)","user_id":"\#(user)","session_epoch":0,"state":"active"}"#, user: user).0;
+                    XCTAssertEqual(v, .badRequest, "missing version")
+                }
                 do { let v = try await r.put(a, "{" + String(repeating: " ", count: 2 << 20) + "}", user: user).0; XCTAssertEqual(v, .contentTooLarge) }
                 for bad in ["abc", "0", "-3"] {
-                    let erase = try await a.execute(uri: "/internal/users/\(user)?app_id=\(app)&version=\(bad)", method: .delete,
-                                                    headers: [.authorization: "Bearer local-internal-auth", .xServiceName: "auth"]) { $0 }
+                    let erase = try await a.execute(
+                        uri: "/internal/users/\(user)?app_id=\(app)&version=\(bad)", method: .delete,
+                        headers: [.authorization: "Bearer local-internal-auth", .xServiceName: "auth"]
+                    ) { $0 }
                     XCTAssertEqual(erase.status, .badRequest, "version=\(bad)")
                 }
                 for c in [a, b] { let (s, _) = try await r.probe(c, phoneToken); XCTAssertEqual(s, .ok, "nothing was applied") }
@@ -154,12 +168,16 @@ final class SessionRevocationTests: XCTestCase {
                 do { let v = try await r.probe(b, tabletToken).1; XCTAssertEqual(v, "account_suspended") }
 
                 // Erasure through the deletion route every service serves: final everywhere.
-                let erase = try await b.execute(uri: "/internal/users/\(user)?app_id=\(app)&version=6", method: .delete,
-                                                headers: [.authorization: "Bearer local-internal-auth", .xServiceName: "auth"]) { $0 }
+                let erase = try await b.execute(
+                    uri: "/internal/users/\(user)?app_id=\(app)&version=6", method: .delete,
+                    headers: [.authorization: "Bearer local-internal-auth", .xServiceName: "auth"]
+                ) { $0 }
                 XCTAssertEqual(erase.status, .ok)
                 let reinstated = SessionFact(appID: app, userID: user, version: 7, sessionEpoch: 2, state: .active)
                 do { let v = try await r.put(a, try r.body(reinstated), user: user).1["applied"]; XCTAssertEqual(v, .bool(false)) }
-                try await r.eventually("A refuses the erased user") { try await r.probe(a, try r.token(user: user, session: UUID(), epoch: 2)).1 == "invalid_token" }
+                try await r.eventually("A refuses the erased user") {
+                    try await r.probe(a, try r.token(user: user, session: UUID(), epoch: 2)).1 == "invalid_token"
+                }
             }
         }
         // A replica started afterwards refuses the same tokens from its first request.
@@ -184,9 +202,11 @@ struct Replicas: Sendable {
     func replica() -> (ServiceRuntime, Application<RouterResponder<ServiceRequestContext>>) {
         let runtime = kitRuntime(.ads, overrides: ["SESSION_POLL_MS": "100"])
         let signer = AccessTokenSigner(privateKey: key)
-        let app = buildServiceApplication(runtime: runtime, appVerifier: AllowAll(),
-                                          tokenVerifier: AccessTokenVerifier(source: StaticJWKSSource(.init(keys: [signer.jwk]))),
-                                          userData: []) { routes in
+        let app = buildServiceApplication(
+            runtime: runtime, appVerifier: AllowAll(),
+            tokenVerifier: AccessTokenVerifier(source: StaticJWKSSource(.init(keys: [signer.jwk]))),
+            userData: []
+        ) { routes in
             routes.user.get("probe") { _, context in try context.json(["user_id": try context.requireUser().userID]) }
         }
         return (runtime, app)
@@ -194,24 +214,31 @@ struct Replicas: Sendable {
 
     func token(user: UUID, session: UUID, epoch: Int) throws -> String {
         let now = Int(Date().timeIntervalSince1970)
-        return try AccessTokenSigner(privateKey: key).sign(AccessTokenClaims(
-            userID: user, appID: app, email: nil, status: .free, isGuest: true, issuer: "auth", issuedAt: now, expiresAt: now + 3600,
-            jti: UUID().uuidString, sessionID: session, sessionEpoch: epoch))
+        return try AccessTokenSigner(privateKey: key).sign(
+            AccessTokenClaims(
+                userID: user, appID: app, email: nil, status: .free, isGuest: true, issuer: "auth", issuedAt: now, expiresAt: now + 3600,
+                jti: UUID().uuidString, sessionID: session, sessionEpoch: epoch))
     }
 
     func probe(_ client: any TestClientProtocol, _ token: String) async throws -> (HTTPResponse.Status, String?) {
-        let r = try await client.execute(uri: "/ads/v1/probe", method: .get,
-                                         headers: [.xAppID: app.uuidString, .xAPIKey: "k", .authorization: "Bearer \(token)"]) { $0 }
+        let r = try await client.execute(
+            uri: "/ads/v1/probe", method: .get,
+            headers: [.xAppID: app.uuidString, .xAPIKey: "k", .authorization: "Bearer \(token)"]
+        ) { $0 }
         let code = (try? JSONDecoder().decode([String: JSONValue].self, from: Data(buffer: r.body)))?["error"]
         if case .string(let c)? = code { return (r.status, c) }
         return (r.status, nil)
     }
 
-    func put(_ client: any TestClientProtocol, _ body: String, user: UUID, app: UUID? = nil, as service: String = "auth",
-             credential: String = "local-internal-auth") async throws -> (HTTPResponse.Status, [String: JSONValue]) {
-        let r = try await client.execute(uri: "/internal/users/\(user)/sessions?app_id=\(app ?? self.app)", method: .put,
-                                         headers: [.authorization: "Bearer \(credential)", .xServiceName: service, .contentType: "application/json"],
-                                         body: ByteBuffer(string: body)) { $0 }
+    func put(
+        _ client: any TestClientProtocol, _ body: String, user: UUID, app: UUID? = nil, as service: String = "auth",
+        credential: String = "local-internal-auth"
+    ) async throws -> (HTTPResponse.Status, [String: JSONValue]) {
+        let r = try await client.execute(
+            uri: "/internal/users/\(user)/sessions?app_id=\(app ?? self.app)", method: .put,
+            headers: [.authorization: "Bearer \(credential)", .xServiceName: service, .contentType: "application/json"],
+            body: ByteBuffer(string: body)
+        ) { $0 }
         return (r.status, (try? JSONDecoder().decode([String: JSONValue].self, from: Data(buffer: r.body))) ?? [:])
     }
 

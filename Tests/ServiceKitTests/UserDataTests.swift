@@ -16,11 +16,16 @@ final class UserDataTests: XCTestCase {
         let runtime = kitRuntime(.ads)
         final class Box: Sendable { let n = Mutex(0) }
         let box = Box()
-        let section = UserDataSection(name: "scores", export: { user, _, _ in .object(["user": .string(user.uuidString)]) },
-                                      delete: { _, _, _ in box.n.withLock { $0 += 1 }; return 3 })
-        let app = buildServiceApplication(runtime: runtime, appVerifier: AllowAll(),
-                                          tokenVerifier: AccessTokenVerifier(source: StaticJWKSSource(.init(keys: []))),
-                                          userData: [section]) { _ in }
+        let section = UserDataSection(
+            name: "scores", export: { user, _, _ in .object(["user": .string(user.uuidString)]) },
+            delete: { _, _, _ in
+                box.n.withLock { $0 += 1 }; return 3
+            })
+        let app = buildServiceApplication(
+            runtime: runtime, appVerifier: AllowAll(),
+            tokenVerifier: AccessTokenVerifier(source: StaticJWKSSource(.init(keys: []))),
+            userData: [section]
+        ) { _ in }
         try await app.test(.router) { client in
             let user = UUID(), tenant = UUID()
             let credential: HTTPFields = [.authorization: "Bearer local-internal-auth", .xServiceName: "auth"]

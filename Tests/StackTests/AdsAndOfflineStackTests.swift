@@ -28,9 +28,11 @@ final class AdsAndOfflineStackTests: XCTestCase {
 
     func signUp(_ json: String) async throws -> [(String, String)] {
         let t = try tenant()
-        let r = try await http.send(HTTPRequest(method: "POST", url: "http://127.0.0.1:3001/auth/v1/auth/register",
-                                                headers: t + [("X-Forwarded-For", "10.88.\(Int.random(in: 0...250)).\(Int.random(in: 1...250))")],
-                                                body: Data(json.utf8)))
+        let r = try await http.send(
+            HTTPRequest(
+                method: "POST", url: "http://127.0.0.1:3001/auth/v1/auth/register",
+                headers: t + [("X-Forwarded-For", "10.88.\(Int.random(in: 0...250)).\(Int.random(in: 1...250))")],
+                body: Data(json.utf8)))
         XCTAssertEqual(r.status, 201)
         struct Tokens: Decodable { struct T: Decodable { var access_token: String }; var tokens: T }
         return t + [("Authorization", "Bearer \(try r.decode(Tokens.self).tokens.access_token)")]
@@ -47,8 +49,9 @@ final class AdsAndOfflineStackTests: XCTestCase {
     func testOneRequestIDFollowsAnOutboxDeliveryIntoTheReceiversLog() async throws {
         let user = try await guest()
         let id = "trace-\(UUID().uuidString.lowercased())"
-        let (status, _) = try await call("POST", "/ads/v1/ads/consent", user + [("X-Request-ID", id)],
-                                         #"{"consent_personalized_ads":true,"consent_data_sharing":true,"age_gate_passed":true,"is_under_age":false,"country":"FR"}"#)
+        let (status, _) = try await call(
+            "POST", "/ads/v1/ads/consent", user + [("X-Request-ID", id)],
+            #"{"consent_personalized_ads":true,"consent_data_sharing":true,"age_gate_passed":true,"is_under_age":false,"country":"FR"}"#)
         XCTAssertEqual(status, 200)
         let deadline = Date() + 20
         var found = false
@@ -64,8 +67,9 @@ final class AdsAndOfflineStackTests: XCTestCase {
 
     func testRewardedViewIsCreditedByTheRealSubscriptionService() async throws {
         let user = try await guest()
-        let (consent, _) = try await call("POST", "/ads/v1/ads/consent", user,
-                                          #"{"consent_personalized_ads":true,"consent_data_sharing":false,"age_gate_passed":true,"is_under_age":false,"country":"FR"}"#)
+        let (consent, _) = try await call(
+            "POST", "/ads/v1/ads/consent", user,
+            #"{"consent_personalized_ads":true,"consent_data_sharing":false,"age_gate_passed":true,"is_under_age":false,"country":"FR"}"#)
         XCTAssertEqual(consent, 200)
         let (_, available) = try await call("GET", "/ads/v1/ads/available?ad_type=rewarded&placement=earn_credits", user)
         XCTAssertEqual(available["available"], .bool(true))
@@ -89,7 +93,10 @@ final class AdsAndOfflineStackTests: XCTestCase {
         let user = try await account()
         let (_, profile) = try await call("GET", "/offline/v1/sync/profile", user)
         guard case .array(let categories)? = profile["categories"] else { return XCTFail("no categories") }
-        XCTAssertTrue(categories.contains { if case .object(let c) = $0 { return c["id"] == .string("capitals-europe") }; return false })
+        XCTAssertTrue(
+            categories.contains {
+                if case .object(let c) = $0 { return c["id"] == .string("capitals-europe") }; return false
+            })
         let (accepted, job) = try await call("POST", "/offline/v1/categories/download", user, #"{"category_ids":["capitals-europe"]}"#)
         XCTAssertEqual(accepted, 202)
         guard case .string(let jobID)? = job["job_id"] else { return XCTFail("no job") }
@@ -105,7 +112,9 @@ final class AdsAndOfflineStackTests: XCTestCase {
         guard case .array(let list)? = items["items"] else { return XCTFail("no items") }
         XCTAssertEqual(list.count, 20)
 
-        _ = try await call("POST", "/offline/v1/sync/queue", user, """
+        _ = try await call(
+            "POST", "/offline/v1/sync/queue", user,
+            """
             {"client_action_id":"stack-\(UUID())","action_type":"answer_submit","entity_type":"quiz_completion","entity_id":"quiz_1",
              "category_id":"capitals-europe","payload":{"quiz_id":"quiz_1","score":8}}
             """)
@@ -119,13 +128,15 @@ final class AdsAndOfflineStackTests: XCTestCase {
         }
         XCTAssertEqual(sync["succeeded"], .int(1))
 
-        let (refused, _) = try await call("POST", "/offline/v1/location/update", user,
-                                          #"{"latitude":48.8566,"longitude":2.3522,"accuracy":20,"consent_given":true}"#)
+        let (refused, _) = try await call(
+            "POST", "/offline/v1/location/update", user,
+            #"{"latitude":48.8566,"longitude":2.3522,"accuracy":20,"consent_given":true}"#)
         XCTAssertEqual(refused, 403, "geolocation consent is off at auth by default")
         let (patched, _) = try await call("PATCH", "/auth/v1/auth/privacy", user, #"{"consent_geolocation":true}"#)
         XCTAssertEqual(patched, 200)
-        let (created, _) = try await call("POST", "/offline/v1/location/update", user,
-                                          #"{"latitude":48.8566,"longitude":2.3522,"accuracy":20,"consent_given":true}"#)
+        let (created, _) = try await call(
+            "POST", "/offline/v1/location/update", user,
+            #"{"latitude":48.8566,"longitude":2.3522,"accuracy":20,"consent_given":true}"#)
         XCTAssertEqual(created, 201)
         let (_, nearby) = try await call("GET", "/offline/v1/location/nearby-content?radius_km=50", user)
         guard case .array(let places)? = nearby["content"], case .object(let first)? = places.first else { return XCTFail("nothing nearby") }
@@ -143,12 +154,15 @@ final class AdsAndOfflineStackTests: XCTestCase {
         let (locations, delivered, undelivered) = try await withPostgres(TestEnvironment.adminClient(database: TestEnvironment.stackDatabase)) { db in
             var seen = (locations: -1, delivered: -1, undelivered: -1)
             for _ in 0..<60 {
-                let export = try await http.send(HTTPRequest(url: "http://127.0.0.1:3003/internal/users/\(userID)/export?app_id=\(app)", headers: internalHeaders))
+                let export = try await http.send(
+                    HTTPRequest(url: "http://127.0.0.1:3003/internal/users/\(userID)/export?app_id=\(app)", headers: internalHeaders))
                 if case .array(let rows)? = try export.decode(UserDataExport.self).sections["locations"] { seen.locations = rows.count }
-                for try await (done, pending) in try await db.query("""
+                for try await (done, pending) in try await db.query(
+                    """
                     SELECT count(*) FILTER (WHERE status = 'delivered')::int, count(*) FILTER (WHERE status <> 'delivered')::int
                     FROM auth.outbox WHERE path LIKE \("%" + userID.lowercased() + "%")
-                    """).decode((Int, Int).self) { (seen.delivered, seen.undelivered) = (done, pending) }
+                    """
+                ).decode((Int, Int).self) { (seen.delivered, seen.undelivered) = (done, pending) }
                 if seen.locations == 0 && seen.undelivered == 0 && seen.delivered >= 2 { break }
                 try await Task.sleep(for: .milliseconds(250))
             }
@@ -171,31 +185,44 @@ final class AdsAndOfflineStackTests: XCTestCase {
         let bought = try await call("POST", "/subscription/v1/subscriptions/purchase", user, #"{"store":"apple","signed_transaction":"\#(purchase)"}"#)
         XCTAssertEqual(bought.0, 201, "\(bought.1)")
         let renewedUntil = Date() + 30 * 86400
-        let renewed = try store.transaction(id: original + "1", original: original, product: "com.quiz.premium.monthly",
-                                            expires: renewedUntil, environment: "Sandbox")
+        let renewed = try store.transaction(
+            id: original + "1", original: original, product: "com.quiz.premium.monthly",
+            expires: renewedUntil, environment: "Sandbox")
         let http = self.http, gateway = self.gateway
         let deliveries: [(String, String, check: ([String: JSONValue]) -> Void)] = [
-            ("renewed", try store.notification("DID_RENEW", transaction: renewed), { me in
-                guard case .object(let sub)? = me["subscription"], case .string(let end)? = sub["end_date"],
-                      let endDate = ISO8601DateFormatter().date(from: end) else { return XCTFail("no subscription: \(me)") }
-                XCTAssertEqual(endDate.timeIntervalSince1970, renewedUntil.timeIntervalSince1970, accuracy: 2)
-            }),
-            ("auto_renew_disabled", try store.notification("DID_CHANGE_RENEWAL_STATUS", subtype: "AUTO_RENEW_DISABLED", transaction: renewed), { me in
-                if case .object(let sub)? = me["subscription"] { XCTAssertEqual(sub["auto_renew"], .bool(false)) } else { XCTFail("\(me)") }
-                XCTAssertEqual(me["is_premium"], .bool(true), "access continues to the end of the period")
-            }),
-            ("refunded", try store.notification("REFUND", transaction: renewed), { me in
-                XCTAssertEqual(me["is_premium"], .bool(false))
-            }),
+            (
+                "renewed", try store.notification("DID_RENEW", transaction: renewed),
+                { me in
+                    guard case .object(let sub)? = me["subscription"], case .string(let end)? = sub["end_date"],
+                        let endDate = ISO8601DateFormatter().date(from: end)
+                    else { return XCTFail("no subscription: \(me)") }
+                    XCTAssertEqual(endDate.timeIntervalSince1970, renewedUntil.timeIntervalSince1970, accuracy: 2)
+                }
+            ),
+            (
+                "auto_renew_disabled", try store.notification("DID_CHANGE_RENEWAL_STATUS", subtype: "AUTO_RENEW_DISABLED", transaction: renewed),
+                { me in
+                    if case .object(let sub)? = me["subscription"] { XCTAssertEqual(sub["auto_renew"], .bool(false)) } else { XCTFail("\(me)") }
+                    XCTAssertEqual(me["is_premium"], .bool(true), "access continues to the end of the period")
+                }
+            ),
+            (
+                "refunded", try store.notification("REFUND", transaction: renewed),
+                { me in
+                    XCTAssertEqual(me["is_premium"], .bool(false))
+                }
+            )
         ]
         let database = TestEnvironment.stackDatabase
         for (event, signed, check) in deliveries {
             let answers = try await withThrowingTaskGroup(of: (Int, String).self) { group in
                 for _ in 0..<10 {
                     group.addTask {
-                        let r = try await http.send(HTTPRequest(method: "POST", url: gateway + "/subscription/v1/webhooks/apple",
-                                                                headers: [("Content-Type", "application/json")],
-                                                                body: Data(#"{"signedPayload":"\#(signed)"}"#.utf8)))
+                        let r = try await http.send(
+                            HTTPRequest(
+                                method: "POST", url: gateway + "/subscription/v1/webhooks/apple",
+                                headers: [("Content-Type", "application/json")],
+                                body: Data(#"{"signedPayload":"\#(signed)"}"#.utf8)))
                         return (r.status, String(decoding: r.body, as: UTF8.self))
                     }
                 }
@@ -207,20 +234,24 @@ final class AdsAndOfflineStackTests: XCTestCase {
             check(try await call("GET", "/subscription/v1/subscriptions/me", user).1)
             let events = try await withPostgres(TestEnvironment.adminClient(database: database)) { db -> Int in
                 var n = 0
-                for try await c in try await db.query("""
+                for try await c in try await db.query(
+                    """
                     SELECT count(*)::int FROM subscription.subscription_events e JOIN subscription.subscriptions s ON s.id = e.subscription_id
                     WHERE s.store_original_transaction_id = \(original) AND e.event_type = \(event)
-                    """).decode(Int.self) { n = c }
+                    """
+                ).decode(Int.self) { n = c }
                 return n
             }
             XCTAssertEqual(events, 1, event)
         }
         let toldFree = try await withPostgres(TestEnvironment.adminClient(database: database)) { db -> Int in
             var n = 0
-            for try await c in try await db.query("""
+            for try await c in try await db.query(
+                """
                 SELECT count(*)::int FROM subscription.outbox o JOIN subscription.subscriptions s ON o.path = '/internal/users/' || s.user_id || '/status?app_id=' || s.app_id
                 WHERE s.store_original_transaction_id = \(original) AND o.body->>'status' = 'free'
-                """).decode(Int.self) { n = c }
+                """
+            ).decode(Int.self) { n = c }
             return n
         }
         XCTAssertEqual(toldFree, 1, "auth is told of the refund once")

@@ -15,8 +15,11 @@ final class ContractCheckTests: XCTestCase {
 
     func testAnAnswerAsDocumentedPasses() {
         XCTAssertEqual(problems("GET", "/subscription/v1/credits/balance", 200, #"{"balance":3}"#), [])
-        XCTAssertEqual(problems("POST", "/offline/v1/sync/execute", 202,
-                                #"{"job_id":"C5437DD6-E224-43B6-9274-839F7DD82E15","status":"pending","items_to_process":1,"succeeded":0,"duplicates":0,"failed":0,"conflicts":0}"#), [])
+        XCTAssertEqual(
+            problems(
+                "POST", "/offline/v1/sync/execute", 202,
+                #"{"job_id":"C5437DD6-E224-43B6-9274-839F7DD82E15","status":"pending","items_to_process":1,"succeeded":0,"duplicates":0,"failed":0,"conflicts":0}"#
+            ), [])
         XCTAssertEqual(problems("GET", "/subscription/v1/subscriptions/me", 200, #"{"subscription":null,"is_premium":false,"features":{}}"#), [])
         XCTAssertEqual(problems("GET", "/ads/v1/campaigns/active", 401, #"{"error":"invalid_token","message":"no"}"#), [])
         // A refusal of an unknown route, in the envelope.
@@ -28,14 +31,27 @@ final class ContractCheckTests: XCTestCase {
             ("a field the document does not name", problems("GET", "/subscription/v1/credits/balance", 200, #"{"balance":3,"secret":1}"#)),
             ("a required field missing", problems("GET", "/subscription/v1/credits/balance", 200, #"{}"#)),
             ("a wrong type", problems("GET", "/subscription/v1/credits/balance", 200, #"{"balance":"3"}"#)),
-            ("a value outside its enum", problems("GET", "/offline/v1/sync/execute/C5437DD6-E224-43B6-9274-839F7DD82E15", 200,
-                #"{"job_id":"C5437DD6-E224-43B6-9274-839F7DD82E15","status":"exploded","items_to_process":1,"succeeded":0,"duplicates":0,"failed":0,"conflicts":0}"#)),
-            ("an error code the service does not declare", problems("GET", "/subscription/v1/credits/balance", 403, #"{"error":"made_up_code","message":"no"}"#)),
+            (
+                "a value outside its enum",
+                problems(
+                    "GET", "/offline/v1/sync/execute/C5437DD6-E224-43B6-9274-839F7DD82E15", 200,
+                    #"{"job_id":"C5437DD6-E224-43B6-9274-839F7DD82E15","status":"exploded","items_to_process":1,"succeeded":0,"duplicates":0,"failed":0,"conflicts":0}"#
+                )
+            ),
+            (
+                "an error code the service does not declare",
+                problems("GET", "/subscription/v1/credits/balance", 403, #"{"error":"made_up_code","message":"no"}"#)
+            ),
             ("a status the operation does not declare", problems("GET", "/subscription/v1/credits/balance", 418, #"{"error":"not_found","message":"no"}"#)),
             ("a media type the operation does not declare", problems("GET", "/subscription/v1/credits/balance", 200, "balance=3", contentType: "text/plain")),
             ("an operation the document does not have", problems("GET", "/subscription/v1/secret-route", 200, #"{}"#)),
-            ("a nested object with an extra field", problems("GET", "/subscription/v1/subscriptions/me", 200,
-                #"{"subscription":{"id":"x","status":"active","plan_type":"monthly","start_date":"2026-01-01T00:00:00Z","end_date":"2026-02-01T00:00:00Z","auto_renew":true,"x":1},"is_premium":true,"features":{}}"#)),
+            (
+                "a nested object with an extra field",
+                problems(
+                    "GET", "/subscription/v1/subscriptions/me", 200,
+                    #"{"subscription":{"id":"x","status":"active","plan_type":"monthly","start_date":"2026-01-01T00:00:00Z","end_date":"2026-02-01T00:00:00Z","auto_renew":true,"x":1},"is_premium":true,"features":{}}"#
+                )
+            )
         ]
         for (what, found) in drift { XCTAssertFalse(found.isEmpty, "\(what) passed the check") }
     }

@@ -43,14 +43,18 @@ final class DocumentedHTTPClient: Sendable {
 /// The same check for the generated client (the journey): each answer it receives is held to
 /// the document before the client decodes it.
 struct ContractCheckMiddleware: ClientMiddleware {
-    func intercept(_ request: HTTPTypes.HTTPRequest, body: HTTPBody?, baseURL: URL, operationID: String,
-                   next: @Sendable (HTTPTypes.HTTPRequest, HTTPBody?, URL) async throws -> (HTTPResponse, HTTPBody?)) async throws -> (HTTPResponse, HTTPBody?) {
+    func intercept(
+        _ request: HTTPTypes.HTTPRequest, body: HTTPBody?, baseURL: URL, operationID: String,
+        next: @Sendable (HTTPTypes.HTTPRequest, HTTPBody?, URL) async throws -> (HTTPResponse, HTTPBody?)
+    ) async throws -> (HTTPResponse, HTTPBody?) {
         let (response, responseBody) = try await next(request, body, baseURL)
         var bytes = Data()
         if let responseBody { bytes = try await Data(collecting: responseBody, upTo: 64 << 20) }
         let url = baseURL.absoluteString.trimmingCharacters(in: CharacterSet(charactersIn: "/")) + (request.path ?? "")
-        for problem in APIContract.documents.problems(method: request.method.rawValue, url: url, status: response.status.code,
-                                                     contentType: response.headerFields[.contentType], body: bytes) {
+        for problem in APIContract.documents.problems(
+            method: request.method.rawValue, url: url, status: response.status.code,
+            contentType: response.headerFields[.contentType], body: bytes)
+        {
             XCTFail("contract: \(operationID) \(request.method.rawValue) \(url.prefix(160)) answered \(response.status.code): \(problem)")
         }
         return (response, bytes.isEmpty ? nil : HTTPBody(bytes))
@@ -62,7 +66,7 @@ struct ContractCheckMiddleware: ClientMiddleware {
 struct APIContract: Sendable {
     struct Operation: Sendable {
         let template: String
-        let pattern: [Substring?]   // nil: a path parameter
+        let pattern: [Substring?] // nil: a path parameter
         let responses: [String: JSONValue]
     }
 
@@ -73,8 +77,9 @@ struct APIContract: Sendable {
         for (name, prefix) in [("Auth", "auth"), ("Subscription", "subscription"), ("Offline", "offline"), ("Ads", "ads")] {
             let path = "Services/\(name)/Sources/OpenAPI/openapi.json"
             guard let data = FileManager.default.contents(atPath: path),
-                  let doc = try? JSONDecoder().decode(JSONValue.self, from: data),
-                  case .object(let root) = doc, case .object(let paths)? = root["paths"] else {
+                let doc = try? JSONDecoder().decode(JSONValue.self, from: data),
+                case .object(let root) = doc, case .object(let paths)? = root["paths"]
+            else {
                 fatalError("no OpenAPI document at \(path) (the stack tests run from the repository root)")
             }
             var operations: [String: [Operation]] = [:]
@@ -111,8 +116,10 @@ struct APIContract: Sendable {
             // An unknown route may be refused (the service's 404/405, the gateway's 413/414/431),
             // in the envelope; it may never be served.
             if (400..<500).contains(status) {
-                return schemaProblems(contentType: contentType, body: body, declared: ["application/json": .object(["schema": .object(["$ref": .string("#/components/schemas/Error")])])],
-                                      document: service.document)
+                return schemaProblems(
+                    contentType: contentType, body: body,
+                    declared: ["application/json": .object(["schema": .object(["$ref": .string("#/components/schemas/Error")])])],
+                    document: service.document)
             }
             return ["\(method) \(path.prefix(160)) is not in the document"]
         }
@@ -144,8 +151,10 @@ struct APIContract: Sendable {
     static func record(request: ServiceKit.HTTPRequest, response: HTTPResponseData) {
         guard let path = ProcessInfo.processInfo.environment["CONTRACT_RECORD"] else { return }
         let body = (try? JSONDecoder().decode(JSONValue.self, from: response.body)) ?? .string(String(decoding: response.body.prefix(200), as: UTF8.self))
-        let line: JSONValue = .object(["method": .string(request.method), "url": .string(request.url), "status": .int(response.status),
-                                       "content_type": .string(response.header("Content-Type") ?? ""), "body": body])
+        let line: JSONValue = .object([
+            "method": .string(request.method), "url": .string(request.url), "status": .int(response.status),
+            "content_type": .string(response.header("Content-Type") ?? ""), "body": body
+        ])
         guard var data = try? JSONEncoder().encode(line) else { return }
         data.append(0x0A)
         if let handle = FileHandle(forWritingAtPath: path) {
@@ -215,8 +224,11 @@ struct JSONSchemaCheck {
                 if let property = properties[name] {
                     check(field, against: property, at: "\(path).\(name)", problems: &problems)
                 } else if let extra = s["additionalProperties"], extra != .bool(true) {
-                    if extra == .bool(false) { problems.append("\(path): the field '\(name)' is not documented") }
-                    else { check(field, against: extra, at: "\(path).\(name)", problems: &problems) }
+                    if extra == .bool(false) {
+                        problems.append("\(path): the field '\(name)' is not documented")
+                    } else {
+                        check(field, against: extra, at: "\(path).\(name)", problems: &problems)
+                    }
                 } else if s["properties"] != nil {
                     // Closed for the tests (see DocumentedHTTPClient).
                     problems.append("\(path): the field '\(name)' is not documented")
@@ -239,7 +251,11 @@ struct JSONSchemaCheck {
     }
 
     private func asDouble(_ v: JSONValue) -> Double? {
-        switch v { case .int(let i): Double(i); case .double(let d): d; default: nil }
+        switch v {
+        case .int(let i): Double(i);
+        case .double(let d): d;
+        default: nil
+        }
     }
 
     private func matches(_ value: JSONValue, _ type: String) -> Bool {

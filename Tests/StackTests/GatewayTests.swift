@@ -98,20 +98,26 @@ final class GatewayTests: XCTestCase {
     }
 
     func testInternalPathsAreNotFoundAtTheGateway() async throws {
-        let paths = ["/internal/apps/verify", "/auth/v1/internal/apps/verify", "/auth/internal/apps/verify",
-                     "/subscription/v1/internal/users/x", "/offline/v1/internal/", "/ads/v1/internal"]
+        let paths = [
+            "/internal/apps/verify", "/auth/v1/internal/apps/verify", "/auth/internal/apps/verify",
+            "/subscription/v1/internal/users/x", "/offline/v1/internal/", "/ads/v1/internal"
+        ]
         for path in paths {
             for method in ["GET", "POST"] {
-                let r = try await http.send(HTTPRequest(method: method, url: gateway + path,
-                                                        headers: [("Authorization", "Bearer local-internal-ads"), ("X-Service-Name", "ads")],
-                                                        body: method == "POST" ? Data("{}".utf8) : nil))
+                let r = try await http.send(
+                    HTTPRequest(
+                        method: method, url: gateway + path,
+                        headers: [("Authorization", "Bearer local-internal-ads"), ("X-Service-Name", "ads")],
+                        body: method == "POST" ? Data("{}".utf8) : nil))
                 XCTAssertEqual(r.status, 404, "\(method) \(path)")
                 XCTAssertEqual(try r.decode(ErrorEnvelope.self).error, "not_found")
             }
         }
         // The same route is there on the service itself, for other services.
-        let direct = try await http.send(HTTPRequest(method: "POST", url: "http://127.0.0.1:3001/internal/apps/verify",
-                                                     headers: [("Content-Type", "application/json")], body: Data("{}".utf8)))
+        let direct = try await http.send(
+            HTTPRequest(
+                method: "POST", url: "http://127.0.0.1:3001/internal/apps/verify",
+                headers: [("Content-Type", "application/json")], body: Data("{}".utf8)))
         XCTAssertEqual(direct.status, 401)
     }
 
@@ -126,8 +132,10 @@ final class GatewayTests: XCTestCase {
     /// signed is verified by subscription through auth's JWKS, the tenant through auth.
     func testGuestSeesTheDemoPaywall() async throws {
         let tenant = try DemoApp.tenantHeaders()
-        let register = try await http.send(HTTPRequest(method: "POST", url: "\(gateway)/auth/v1/auth/register", headers: tenant,
-                                                       body: Data(#"{"provider":"guest","credentials":{"device_id":"stack-\#(UUID())"}}"#.utf8)))
+        let register = try await http.send(
+            HTTPRequest(
+                method: "POST", url: "\(gateway)/auth/v1/auth/register", headers: tenant,
+                body: Data(#"{"provider":"guest","credentials":{"device_id":"stack-\#(UUID())"}}"#.utf8)))
         XCTAssertEqual(register.status, 201, String(decoding: register.body, as: UTF8.self))
         struct Tokens: Decodable { struct T: Decodable { var access_token: String }; var tokens: T }
         let token = try register.decode(Tokens.self).tokens.access_token
@@ -135,14 +143,17 @@ final class GatewayTests: XCTestCase {
         XCTAssertEqual(plans.status, 200, String(decoding: plans.body, as: UTF8.self))
         let text = String(decoding: plans.body, as: UTF8.self)
         XCTAssertTrue(text.contains("Premium Annuel") && text.contains("-33%"), text)
-        let balance = try await http.send(HTTPRequest(url: "\(gateway)/subscription/v1/credits/balance", headers: tenant + [("Authorization", "Bearer \(token)")]))
+        let balance = try await http.send(
+            HTTPRequest(url: "\(gateway)/subscription/v1/credits/balance", headers: tenant + [("Authorization", "Bearer \(token)")]))
         XCTAssertEqual(String(decoding: balance.body, as: UTF8.self), #"{"balance":0}"#)
     }
 
     func testBadInputAtTheGatewayGetsTheEnvelope() async throws {
         let big = Data(repeating: UInt8(ascii: "a"), count: 2 << 20)
-        let tooLarge = try await http.send(HTTPRequest(method: "POST", url: "\(gateway)/auth/v1/anything",
-                                                       headers: [("Content-Type", "application/json")], body: big))
+        let tooLarge = try await http.send(
+            HTTPRequest(
+                method: "POST", url: "\(gateway)/auth/v1/anything",
+                headers: [("Content-Type", "application/json")], body: big))
         XCTAssertEqual(tooLarge.status, 413)
         XCTAssertEqual(try tooLarge.decode(ErrorEnvelope.self).error, "payload_too_large")
 
@@ -205,7 +216,9 @@ final class GatewayTests: XCTestCase {
         addr.sin_family = sa_family_t(AF_INET)
         addr.sin_port = port.bigEndian
         addr.sin_addr.s_addr = inet_addr("127.0.0.1")
-        let connected = withUnsafePointer(to: &addr) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) } }
+        let connected = withUnsafePointer(to: &addr) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
         guard connected == 0 else { throw HTTPClientError.connectionRefused(url: gateway) }
         var timeout = timeval(tv_sec: 5, tv_usec: 0)
         setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))

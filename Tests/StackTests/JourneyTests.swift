@@ -47,8 +47,9 @@ final class JourneyTests: XCTestCase {
     /// (AppBackendClient) on the server-side transport, every answer also held to its document.
     func backend(token: String? = nil) async throws -> AppBackend {
         let demo = try demo()
-        let backend = AppBackend(serverURL: URL(string: gateway)!, appID: demo["APP_ID"]!, apiKey: demo["API_KEY"]!,
-                                 transport: AsyncHTTPClientTransport(), middlewares: [ContractCheckMiddleware()])
+        let backend = AppBackend(
+            serverURL: URL(string: gateway)!, appID: demo["APP_ID"]!, apiKey: demo["API_KEY"]!,
+            transport: AsyncHTTPClientTransport(), middlewares: [ContractCheckMiddleware()])
         if let token { await backend.credentials.set(accessToken: token, refreshToken: nil) }
         return backend
     }
@@ -61,7 +62,8 @@ final class JourneyTests: XCTestCase {
         let admin = try await backend(token: "local-admin-token")
 
         // Guest, then upgraded by email: the guest keeps its id.
-        let guest = try await app.auth.postAuthRegister(body: .json(.init(provider: .guest, credentials: .init(deviceId: "journey-\(UUID())")))).created.body.json
+        let guest = try await app.auth.postAuthRegister(body: .json(.init(provider: .guest, credentials: .init(deviceId: "journey-\(UUID())")))).created.body
+            .json
         let userID = try XCTUnwrap(guest.user?.id)
         await app.signedIn(guest.tokens)
         let email = "journey-\(UUID().uuidString.prefix(8).lowercased())@example.com"
@@ -72,7 +74,9 @@ final class JourneyTests: XCTestCase {
         try await eventually("the verification email", seconds: 15) {
             let mails = (try? FileManager.default.contentsOfDirectory(atPath: ".data/mail")) ?? []
             for m in mails where m.hasSuffix(".eml") {
-                let text = try String(contentsOfFile: ".data/mail/" + m, encoding: .utf8).replacingOccurrences(of: "=\r\n", with: "").replacingOccurrences(of: "=\n", with: "").replacingOccurrences(of: "=3D", with: "=")
+                let text = try String(contentsOfFile: ".data/mail/" + m, encoding: .utf8).replacingOccurrences(of: "=\r\n", with: "").replacingOccurrences(
+                    of: "=\n", with: ""
+                ).replacingOccurrences(of: "=3D", with: "=")
                 guard text.contains(email), let r = text.range(of: "token=") else { continue }
                 verifyToken = String(text[r.upperBound...].prefix { $0.isLetter || $0.isNumber || $0 == "-" || $0 == "_" })
                 return true
@@ -83,8 +87,12 @@ final class JourneyTests: XCTestCase {
         XCTAssertTrue(verified.emailVerified)
 
         // A second device signs in with the email.
-        let second = try await app.auth.postAuthLogin(body: .json(.init(provider: .email, credentials: .init(email: email, password: password),
-                                                                        deviceInfo: .init(deviceId: "journey-tablet", platform: "android")))).ok.body.json
+        let second = try await app.auth.postAuthLogin(
+            body: .json(
+                .init(
+                    provider: .email, credentials: .init(email: email, password: password),
+                    deviceInfo: .init(deviceId: "journey-tablet", platform: "android")))
+        ).ok.body.json
         await app.signedIn(second.tokens)
         let user = tenant + [("Authorization", "Bearer \(second.tokens.accessToken)")]
 
@@ -92,8 +100,11 @@ final class JourneyTests: XCTestCase {
         let plans = try await app.subscription.getPlans().ok.body.json.plans
         XCTAssertEqual(plans.count, 2)
         let periodEnd = Date() + 120
-        let purchase = try await app.subscription.postSubscriptionsPurchase(body: .json(.init(
-            store: .apple, signedTransaction: try signedTransaction(product: "com.quiz.premium.monthly", expires: periodEnd)))).created.body.json
+        let purchase = try await app.subscription.postSubscriptionsPurchase(
+            body: .json(
+                .init(
+                    store: .apple, signedTransaction: try signedTransaction(product: "com.quiz.premium.monthly", expires: periodEnd)))
+        ).created.body.json
         XCTAssertTrue(purchase.activated)
         XCTAssertEqual(purchase.subscription.status, .active)
         let me = try await app.subscription.getSubscriptionsMe().ok.body.json
@@ -112,14 +123,18 @@ final class JourneyTests: XCTestCase {
         }
 
         // Offline: three categories, answers queued and synced.
-        let job = try await app.offline.postCategoriesDownload(body: .json(.init(categoryIds: ["capitals-europe", "flags-europe", "flags-asia"]))).accepted.body.json
+        let job = try await app.offline.postCategoriesDownload(body: .json(.init(categoryIds: ["capitals-europe", "flags-europe", "flags-asia"]))).accepted.body
+            .json
         try await eventually("the download", seconds: 30) {
             try await app.offline.getCategoriesDownloadByJob(path: .init(job: job.jobId)).ok.body.json.status == .completed
         }
         for i in 1...3 {
-            let queued = try await app.offline.postSyncQueue(body: .json(.init(
-                clientActionId: "journey-\(userID)-\(i)", actionType: "answer_submit", entityType: "quiz_completion", entityId: "quiz_\(i)",
-                categoryId: "capitals-europe", payload: try .init(unvalidatedValue: ["quiz_id": "quiz_\(i)", "score": 5 + i])))).created.body.json
+            let queued = try await app.offline.postSyncQueue(
+                body: .json(
+                    .init(
+                        clientActionId: "journey-\(userID)-\(i)", actionType: "answer_submit", entityType: "quiz_completion", entityId: "quiz_\(i)",
+                        categoryId: "capitals-europe", payload: try .init(unvalidatedValue: ["quiz_id": "quiz_\(i)", "score": 5 + i])))
+            ).created.body.json
             XCTAssertEqual(queued.queueItem.clientActionId, "journey-\(userID)-\(i)")
         }
         let sync = try await app.offline.postSyncExecute().accepted.body.json
@@ -131,9 +146,12 @@ final class JourneyTests: XCTestCase {
         // first and refuses the second (409): a conflict, which the player resolves by merging.
         _ = try await app.offline.patchSyncProfile(body: .json(.init(conflictStrategy: .manual))).ok
         for (i, save) in [(level: 3, stars: 9), (level: 5, stars: 2)].enumerated() {
-            _ = try await app.offline.postSyncQueue(body: .json(.init(
-                clientActionId: "journey-\(userID)-progress-\(i)", actionType: "progress_save", entityType: "progress", entityId: "capitals-europe",
-                payload: try .init(unvalidatedValue: ["based_on_version": 0, "level": save.level, "stars": save.stars])))).created
+            _ = try await app.offline.postSyncQueue(
+                body: .json(
+                    .init(
+                        clientActionId: "journey-\(userID)-progress-\(i)", actionType: "progress_save", entityType: "progress", entityId: "capitals-europe",
+                        payload: try .init(unvalidatedValue: ["based_on_version": 0, "level": save.level, "stars": save.stars])))
+            ).created
         }
         let conflictSync = try await app.offline.postSyncExecute().accepted.body.json
         try await eventually("the sync with a conflict", seconds: 30) {
@@ -144,8 +162,12 @@ final class JourneyTests: XCTestCase {
         guard open.count == 1, let conflict = open.first else { return XCTFail("one conflict expected: \(open)") }
         XCTAssertEqual(try json(conflict.serverData)["level"], .int(3))
         XCTAssertEqual(try json(conflict.localData)["level"], .int(5))
-        let merged = try await app.offline.postSyncConflictsByIdResolve(path: .init(id: conflict.id), body: .json(.init(
-            resolution: .merge, mergeData: .init(additionalProperties: ["level": .local, "stars": .server])))).ok.body.json
+        let merged = try await app.offline.postSyncConflictsByIdResolve(
+            path: .init(id: conflict.id),
+            body: .json(
+                .init(
+                    resolution: .merge, mergeData: .init(additionalProperties: ["level": .local, "stars": .server])))
+        ).ok.body.json
         XCTAssertTrue(merged.resolved)
         let final = try json(try XCTUnwrap(merged.finalData))
         XCTAssertEqual(final["level"], .int(5))
@@ -158,12 +180,19 @@ final class JourneyTests: XCTestCase {
         XCTAssertEqual(nearby.first?.id, "around-it", "something near Rome")
 
         // Ad consent; the campaign the operator starts; the period ends: back to free.
-        let consent = try await app.ads.postAdsConsent(body: .json(.init(consentPersonalizedAds: true, consentDataSharing: true, ageGatePassed: true,
-                                                                         isUnderAge: false, country: "IT"))).ok.body.json
+        let consent = try await app.ads.postAdsConsent(
+            body: .json(
+                .init(
+                    consentPersonalizedAds: true, consentDataSharing: true, ageGatePassed: true,
+                    isUnderAge: false, country: "IT"))
+        ).ok.body.json
         XCTAssertEqual(consent.consent?.consentPersonalizedAds, true)
-        let campaign = try await admin.ads.postAdminCampaigns(body: .json(.init(
-            name: "Journey week", description: "Watch 1 ad, get 5 credits", campaignType: .watchAds, reward: .init(_type: "credits", amount: 5),
-            conditions: try .init(unvalidatedValue: ["min_ads_watched": 1]), endsAt: Date() + 86400))).created.body.json
+        let campaign = try await admin.ads.postAdminCampaigns(
+            body: .json(
+                .init(
+                    name: "Journey week", description: "Watch 1 ad, get 5 credits", campaignType: .watchAds, reward: .init(_type: "credits", amount: 5),
+                    conditions: try .init(unvalidatedValue: ["min_ads_watched": 1]), endsAt: Date() + 86400))
+        ).created.body.json
         try await eventually("the subscription period to end and ads to come back", seconds: 240) {
             guard Date() > periodEnd else { return false }
             let m = try await app.subscription.getSubscriptionsMe().ok.body.json
@@ -175,8 +204,12 @@ final class JourneyTests: XCTestCase {
         let offer = try await app.ads.postAdsRequest(body: .json(.init(adType: .rewarded, placement: "earn_credits"))).created.body.json
         try await Task.sleep(for: .seconds(20))
         _ = try await app.ads.postAdsByIdImpression(path: .init(id: offer.adRequestId), body: .json(.init(loaded: true, shown: true, loadTimeMs: 900))).ok
-        let done = try await app.ads.postAdsByIdComplete(path: .init(id: offer.adRequestId), body: .json(.init(
-            completed: true, clicked: true, displayDurationMs: 24500, revenueUsd: 0.021))).ok.body.json
+        let done = try await app.ads.postAdsByIdComplete(
+            path: .init(id: offer.adRequestId),
+            body: .json(
+                .init(
+                    completed: true, clicked: true, displayDurationMs: 24500, revenueUsd: 0.021))
+        ).ok.body.json
         XCTAssertEqual(done.newBalance, 1)
         let claim = try await app.ads.postCampaignsByIdClaimReward(path: .init(id: campaign.id)).ok.body.json
         XCTAssertEqual(claim.newBalance, 6)
@@ -215,7 +248,8 @@ final class JourneyTests: XCTestCase {
         _ = try await app.auth.deleteAuthMe().accepted
         // Thirty days pass: the deletion and its job fall due.
         try await withPostgres(TestEnvironment.adminClient(database: TestEnvironment.stackDatabase)) { db in
-            try await db.query("""
+            try await db.query(
+                """
                 UPDATE auth.deletions SET scheduled_for = now() - interval '1 second' WHERE user_id = \(UUID(uuidString: userID)!) AND status = 'scheduled'
                 """, logger: TestEnvironment.logger)
             try await db.query("UPDATE auth.jobs SET run_at = now() WHERE kind = 'execute_deletion' AND status = 'pending'", logger: TestEnvironment.logger)
@@ -224,7 +258,8 @@ final class JourneyTests: XCTestCase {
         let appID = demo["APP_ID"]!.lowercased()
         try await eventually("every service to forget the user", seconds: 60) {
             for port in [3002, 3003, 3004] {
-                let r = try await http.send(HTTPRequest(url: "http://127.0.0.1:\(port)/internal/users/\(userID)/export?app_id=\(appID)", headers: internalHeaders))
+                let r = try await http.send(
+                    HTTPRequest(url: "http://127.0.0.1:\(port)/internal/users/\(userID)/export?app_id=\(appID)", headers: internalHeaders))
                 guard let doc = try? r.decode(UserDataExport.self) else { return false }
                 for (_, section) in doc.sections { if case .array(let rows) = section, !rows.isEmpty { return false } }
             }

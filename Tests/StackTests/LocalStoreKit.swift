@@ -25,14 +25,20 @@ struct LocalStoreKit {
     static func ms(_ d: Date) -> Int { Int(d.timeIntervalSince1970 * 1000) }
 
     /// A signed transaction; `environment` "Xcode" is what StoreKit testing in Xcode produces.
-    func transaction(id: String, original: String, product: String, expires: Date, environment: String = "Xcode",
-                     bundle: String = Self.bundle) throws -> String {
-        try sign(#"{"transactionId":"\#(id)","originalTransactionId":"\#(original)","bundleId":"\#(bundle)","productId":"\#(product)","purchaseDate":\#(Self.ms(Date() - 5)),"expiresDate":\#(Self.ms(expires)),"type":"Auto-Renewable Subscription","environment":"\#(environment)","signedDate":\#(Self.ms(Date()))}"#)
+    func transaction(
+        id: String, original: String, product: String, expires: Date, environment: String = "Xcode",
+        bundle: String = Self.bundle
+    ) throws -> String {
+        try sign(
+            #"{"transactionId":"\#(id)","originalTransactionId":"\#(original)","bundleId":"\#(bundle)","productId":"\#(product)","purchaseDate":\#(Self.ms(Date() - 5)),"expiresDate":\#(Self.ms(expires)),"type":"Auto-Renewable Subscription","environment":"\#(environment)","signedDate":\#(Self.ms(Date()))}"#
+        )
     }
 
     /// An App Store Server Notification v2 `signedPayload`.
     func notification(_ type: String, subtype: String? = nil, transaction: String, uuid: UUID = UUID()) throws -> String {
         let sub = subtype.map { #","subtype":"\#($0)""# } ?? ""
-        return try sign(#"{"notificationType":"\#(type)"\#(sub),"notificationUUID":"\#(uuid)","data":{"bundleId":"\#(Self.bundle)","environment":"Sandbox","signedTransactionInfo":"\#(transaction)"},"version":"2.0","signedDate":\#(Self.ms(Date()))}"#)
+        return try sign(
+            #"{"notificationType":"\#(type)"\#(sub),"notificationUUID":"\#(uuid)","data":{"bundleId":"\#(Self.bundle)","environment":"Sandbox","signedTransactionInfo":"\#(transaction)"},"version":"2.0","signedDate":\#(Self.ms(Date()))}"#
+        )
     }
 }

@@ -35,21 +35,25 @@ final class PushStackTests: XCTestCase {
         let t = try DemoApp.tenantHeaders()
         let email = "push-\(UUID().uuidString.prefix(8).lowercased())@example.com"
         // Signed up at auth directly, as its own client address (sign-ups are limited per address).
-        let signUp = try await http.send(HTTPRequest(method: "POST", url: "http://127.0.0.1:3001/auth/v1/auth/register",
-                                                     headers: t + [("X-Forwarded-For", "10.77.\(Int.random(in: 0...250)).\(Int.random(in: 1...250))")],
-                                                     body: Data(#"{"provider":"email","credentials":{"email":"\#(email)","password":"Tr1cky-Geography-42!"}}"#.utf8)))
+        let signUp = try await http.send(
+            HTTPRequest(
+                method: "POST", url: "http://127.0.0.1:3001/auth/v1/auth/register",
+                headers: t + [("X-Forwarded-For", "10.77.\(Int.random(in: 0...250)).\(Int.random(in: 1...250))")],
+                body: Data(#"{"provider":"email","credentials":{"email":"\#(email)","password":"Tr1cky-Geography-42!"}}"#.utf8)))
         XCTAssertEqual(signUp.status, 201)
         struct Tokens: Decodable { struct T: Decodable { var access_token: String }; var tokens: T }
         let user = t + [("Authorization", "Bearer \(try signUp.decode(Tokens.self).tokens.access_token)")]
         let (consent, _) = try await call("PATCH", "/auth/v1/auth/privacy", user, #"{"consent_notifications":true}"#)
         XCTAssertEqual(consent, 200)
         let token = (0..<32).map { _ in String(format: "%02x", UInt8.random(in: 0...255)) }.joined()
-        let (registered, _) = try await call("PUT", "/auth/v1/auth/push-tokens", user,
-                                             #"{"device_id":"iphone-1","platform":"ios","token":"\#(token)","environment":"sandbox","locale":"en"}"#)
+        let (registered, _) = try await call(
+            "PUT", "/auth/v1/auth/push-tokens", user,
+            #"{"device_id":"iphone-1","platform":"ios","token":"\#(token)","environment":"sandbox","locale":"en"}"#)
         XCTAssertEqual(registered, 200)
 
-        let (adsConsent, _) = try await call("POST", "/ads/v1/ads/consent", user,
-                                             #"{"consent_personalized_ads":true,"consent_data_sharing":false,"age_gate_passed":true,"is_under_age":false,"country":"FR"}"#)
+        let (adsConsent, _) = try await call(
+            "POST", "/ads/v1/ads/consent", user,
+            #"{"consent_personalized_ads":true,"consent_data_sharing":false,"age_gate_passed":true,"is_under_age":false,"country":"FR"}"#)
         XCTAssertEqual(adsConsent, 200)
         let (status, request) = try await call("POST", "/ads/v1/ads/request", user, #"{"ad_type":"rewarded","placement":"earn_credits"}"#)
         XCTAssertEqual(status, 201)
@@ -92,24 +96,30 @@ final class PushStackTests: XCTestCase {
         let admin = t + [("Authorization", "Bearer local-admin-token"), ("Content-Type", "application/json")]
         func player(platform: String, consent: Bool) async throws -> (id: String, token: String, headers: [(String, String)]) {
             let email = "push-\(UUID().uuidString.prefix(8).lowercased())@example.com"
-            let r = try await http.send(HTTPRequest(method: "POST", url: "http://127.0.0.1:3001/auth/v1/auth/register",
-                                                    headers: t + [("X-Forwarded-For", "10.78.\(Int.random(in: 0...250)).\(Int.random(in: 1...250))")],
-                                                    body: Data(#"{"provider":"email","credentials":{"email":"\#(email)","password":"Tr1cky-Geography-42!"}}"#.utf8)))
+            let r = try await http.send(
+                HTTPRequest(
+                    method: "POST", url: "http://127.0.0.1:3001/auth/v1/auth/register",
+                    headers: t + [("X-Forwarded-For", "10.78.\(Int.random(in: 0...250)).\(Int.random(in: 1...250))")],
+                    body: Data(#"{"provider":"email","credentials":{"email":"\#(email)","password":"Tr1cky-Geography-42!"}}"#.utf8)))
             XCTAssertEqual(r.status, 201)
             struct Body: Decodable { struct T: Decodable { var access_token: String }; struct U: Decodable { var id: String }; var tokens: T; var user: U }
             let b = try r.decode(Body.self)
             let user = t + [("Authorization", "Bearer \(b.tokens.access_token)")]
             let (c, _) = try await call("PATCH", "/auth/v1/auth/privacy", user, #"{"consent_notifications":\#(consent)}"#)
             XCTAssertEqual(c, 200)
-            let token = platform == "ios" ? (0..<32).map { _ in String(format: "%02x", UInt8.random(in: 0...255)) }.joined()
+            let token =
+                platform == "ios"
+                ? (0..<32).map { _ in String(format: "%02x", UInt8.random(in: 0...255)) }.joined()
                 : "fcm:" + String(repeating: "A", count: 120) + UUID().uuidString.replacingOccurrences(of: "-", with: "")
-            let (put, _) = try await call("PUT", "/auth/v1/auth/push-tokens", user,
-                                          #"{"device_id":"d1","platform":"\#(platform)","token":"\#(token)","locale":"fr"}"#)
+            let (put, _) = try await call(
+                "PUT", "/auth/v1/auth/push-tokens", user,
+                #"{"device_id":"d1","platform":"\#(platform)","token":"\#(token)","locale":"fr"}"#)
             XCTAssertEqual(put, 200)
             return (b.user.id, token, user)
         }
         func send(_ user: String, key: String) async throws -> [String: JSONValue] {
-            let (status, body) = try await call("POST", "/auth/v1/admin/push/send", admin, #"{"user_id":"\#(user)","title":"Bonjour","body":"Un message","key":"\#(key)"}"#)
+            let (status, body) = try await call(
+                "POST", "/auth/v1/admin/push/send", admin, #"{"user_id":"\#(user)","title":"Bonjour","body":"Un message","key":"\#(key)"}"#)
             XCTAssertEqual(status, 200, "\(body)")
             guard case .array(let results)? = body["results"], case .object(let first)? = results.first else { return [:] }
             return first

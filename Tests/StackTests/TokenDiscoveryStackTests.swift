@@ -24,9 +24,11 @@ final class TokenDiscoveryStackTests: XCTestCase {
     func testAStockJOSELibraryVerifiesOurTokenFromTheDiscoveryDocument() async throws {
         let t = try DemoApp.tenantHeaders()
         let appID = try XCTUnwrap(DemoApp.values()["APP_ID"])
-        let r = try await http.send(HTTPRequest(method: "POST", url: "http://127.0.0.1:3001/auth/v1/auth/register",
-                                                headers: t + [("X-Forwarded-For", "10.66.\(Int.random(in: 0...250)).\(Int.random(in: 1...250))")],
-                                                body: Data(#"{"provider":"guest","credentials":{"device_id":"jose-\#(UUID())"}}"#.utf8)))
+        let r = try await http.send(
+            HTTPRequest(
+                method: "POST", url: "http://127.0.0.1:3001/auth/v1/auth/register",
+                headers: t + [("X-Forwarded-For", "10.66.\(Int.random(in: 0...250)).\(Int.random(in: 1...250))")],
+                body: Data(#"{"provider":"guest","credentials":{"device_id":"jose-\#(UUID())"}}"#.utf8)))
         XCTAssertEqual(r.status, 201)
         struct Tokens: Decodable { struct T: Decodable { var access_token: String }; var tokens: T }
         let token = try r.decode(Tokens.self).tokens.access_token

@@ -21,8 +21,10 @@ final class UserFactsStackTests: XCTestCase {
     }
 
     /// A read at each service that needs a valid session.
-    static let probes = [("auth", "/auth/v1/auth/me"), ("subscription", "/subscription/v1/credits/balance"),
-                         ("offline", "/offline/v1/sync/profile"), ("ads", "/ads/v1/ads/consent")]
+    static let probes = [
+        ("auth", "/auth/v1/auth/me"), ("subscription", "/subscription/v1/credits/balance"),
+        ("offline", "/offline/v1/sync/profile"), ("ads", "/ads/v1/ads/consent")
+    ]
 
     /// Seconds from `start` until every service refuses the session with `status`; fails past 5 s.
     func secondsUntilRefusedEverywhere(_ s: StackSession, status: Int, since start: ContinuousClock.Instant) async throws -> [String: Double] {
@@ -33,8 +35,9 @@ final class UserFactsStackTests: XCTestCase {
                 if code == status {
                     let d = (ContinuousClock.now - start).components
                     refusedAfter[service] = Double(d.seconds) + Double(d.attoseconds) / 1e18
+                } else {
+                    XCTAssertEqual(code, 200, "\(service) answers 200 until it refuses")
                 }
-                else { XCTAssertEqual(code, 200, "\(service) answers 200 until it refuses") }
             }
             if ContinuousClock.now - start > .seconds(5) { break }
             try await Task.sleep(for: .milliseconds(50))
@@ -92,8 +95,9 @@ final class UserFactsStackTests: XCTestCase {
                 group.addTask {
                     let answers = i % 2 == 0 ? [true, false] : [true, false, true]
                     for a in answers {
-                        let (code, _) = try await client.call("PATCH", "/auth/v1/auth/privacy", u.headers,
-                                                            #"{"consent_geolocation":\#(a),"consent_personalized_ads":\#(a)}"#)
+                        let (code, _) = try await client.call(
+                            "PATCH", "/auth/v1/auth/privacy", u.headers,
+                            #"{"consent_geolocation":\#(a),"consent_personalized_ads":\#(a)}"#)
                         XCTAssertEqual(code, 200)
                     }
                     return (u.userID, answers.last!)
@@ -108,10 +112,13 @@ final class UserFactsStackTests: XCTestCase {
             (offline, ads) = try await db { db in
                 var o: [UUID: Bool] = [:], a: [UUID: Bool] = [:]
                 for try await (u, g) in try await db.query("SELECT user_id, geolocation FROM offline.user_consents WHERE user_id = ANY(\(ids))")
-                    .decode((UUID, Bool).self) { o[u] = g }
-                for try await (u, p) in try await db.query("""
+                    .decode((UUID, Bool).self)
+                { o[u] = g }
+                for try await (u, p) in try await db.query(
+                    """
                     SELECT DISTINCT ON (user_id) user_id, consent_personalized_ads FROM ads.user_consent_ads WHERE user_id = ANY(\(ids)) ORDER BY user_id, id DESC
-                    """).decode((UUID, Bool).self) { a[u] = p }
+                    """
+                ).decode((UUID, Bool).self) { a[u] = p }
                 return (o, a)
             }
             if offline == last && ads == last { break }
@@ -124,8 +131,9 @@ final class UserFactsStackTests: XCTestCase {
             let (_, consent) = try await call("GET", "/ads/v1/ads/consent", u.headers + [("X-Country-Code", "FR")])
             XCTAssertEqual(consent["personalized_ads"], .bool(last[u.userID]!))
             XCTAssertEqual(consent["required"], .bool(false), "the answer at auth answers the ads question")
-            let (code, _) = try await call("POST", "/offline/v1/location/update", u.headers,
-                                           #"{"latitude":48.85,"longitude":2.35,"accuracy":20,"consent_given":true}"#)
+            let (code, _) = try await call(
+                "POST", "/offline/v1/location/update", u.headers,
+                #"{"latitude":48.85,"longitude":2.35,"accuracy":20,"consent_given":true}"#)
             XCTAssertEqual(code, last[u.userID]! ? 201 : 403)
         }
     }
@@ -142,13 +150,16 @@ final class UserFactsStackTests: XCTestCase {
                 group.addTask {
                     let original = "3000\(Int.random(in: 100_000_000...999_999_999))"
                     let tx = try store.transaction(id: original, original: original, product: "com.quiz.premium.monthly", expires: Date() + 600)
-                    let (bought, body) = try await client.call("POST", "/subscription/v1/subscriptions/purchase", u.headers,
-                                                             #"{"store":"apple","signed_transaction":"\#(tx)"}"#)
+                    let (bought, body) = try await client.call(
+                        "POST", "/subscription/v1/subscriptions/purchase", u.headers,
+                        #"{"store":"apple","signed_transaction":"\#(tx)"}"#)
                     XCTAssertEqual(bought, 201, "\(body)")
                     let refund = try store.notification("REFUND", transaction: tx)
-                    let r = try await client.http.send(HTTPRequest(method: "POST", url: client.gateway + "/subscription/v1/webhooks/apple",
-                                                                 headers: [("Content-Type", "application/json")],
-                                                                 body: Data(#"{"signedPayload":"\#(refund)"}"#.utf8)))
+                    let r = try await client.http.send(
+                        HTTPRequest(
+                            method: "POST", url: client.gateway + "/subscription/v1/webhooks/apple",
+                            headers: [("Content-Type", "application/json")],
+                            body: Data(#"{"signedPayload":"\#(refund)"}"#.utf8)))
                     XCTAssertEqual(r.status, 200)
                 }
             }
@@ -161,16 +172,19 @@ final class UserFactsStackTests: XCTestCase {
             statuses = try await db { db in
                 var s: [String: Int] = [:]
                 for try await (status, n) in try await db.query("SELECT status, count(*)::int FROM auth.users WHERE id = ANY(\(ids)) GROUP BY status")
-                    .decode((String, Int).self) { s[status] = n }
+                    .decode((String, Int).self)
+                { s[status] = n }
                 return s
             }
             let delivered = try await db { db in
                 var n = 0
-                for try await c in try await db.query("""
+                for try await c in try await db.query(
+                    """
                     SELECT count(*)::int FROM subscription.outbox WHERE target_service = 'auth' AND status <> 'delivered'
                     AND path LIKE '/internal/users/%/status%' AND (body->>'app_id')::uuid IS NOT NULL
                     AND lower(split_part(split_part(path, '/', 4), '?', 1))::uuid = ANY(\(ids))
-                    """).decode(Int.self) { n = c }
+                    """
+                ).decode(Int.self) { n = c }
                 return n == 0
             }
             if statuses == ["free": 50] && delivered { break }
@@ -204,7 +218,7 @@ final class UserFactsStackTests: XCTestCase {
             ("auth", "exports"), ("auth", "game_center_connections"), ("auth", "refresh_tokens"), ("auth", "privacy_settings"),
             ("auth", "fact_counters"), ("auth", "fact_versions"),
             ("offline", "sync_profiles"), ("offline", "user_consents"), ("offline", "user_locations"), ("offline", "fact_versions"),
-            ("ads", "user_consent_ads"), ("ads", "fact_versions"), ("subscription", "fact_versions"),
+            ("ads", "user_consent_ads"), ("ads", "fact_versions"), ("subscription", "fact_versions")
         ]
         let deadline = Date() + 20
         var left: [String: Int] = [:]
@@ -212,8 +226,9 @@ final class UserFactsStackTests: XCTestCase {
             left = try await db { db in
                 var out: [String: Int] = [:]
                 for (schema, table) in tables {
-                    for try await n in try await db.query(PostgresQuery(unsafeSQL: "SELECT count(*)::int FROM \(schema).\(table) WHERE user_id = '\(user)'")).decode(Int.self)
-                        where n > 0 { out["\(schema).\(table)"] = n }
+                    for try await n in try await db.query(PostgresQuery(unsafeSQL: "SELECT count(*)::int FROM \(schema).\(table) WHERE user_id = '\(user)'"))
+                        .decode(Int.self)
+                    where n > 0 { out["\(schema).\(table)"] = n }
                 }
                 return out
             }
@@ -231,8 +246,10 @@ final class UserFactsStackTests: XCTestCase {
         XCTAssertEqual(recreated, 0)
         for schema in ["subscription", "offline", "ads"] {
             let marker = try await db { db in
-                for try await n in try await db.query(PostgresQuery(unsafeSQL: "SELECT count(*)::int FROM \(schema).session_state WHERE user_id = '\(user)' AND state = 'erased'"))
-                    .decode(Int.self) { return n }
+                for try await n in try await db.query(
+                    PostgresQuery(unsafeSQL: "SELECT count(*)::int FROM \(schema).session_state WHERE user_id = '\(user)' AND state = 'erased'")
+                )
+                .decode(Int.self) { return n }
                 return -1
             }
             XCTAssertEqual(marker, 1, "\(schema) keeps the erasure marker while tokens live")
@@ -251,15 +268,20 @@ struct StackClient: Sendable {
     /// address).
     func guest() async throws -> StackSession {
         let t = try DemoApp.tenantHeaders()
-        let r = try await http.send(HTTPRequest(method: "POST", url: "http://127.0.0.1:3001/auth/v1/auth/register",
-                                                headers: t + [("X-Forwarded-For", "10.89.\(Int.random(in: 0...250)).\(Int.random(in: 1...250))")],
-                                                body: Data(#"{"provider":"guest","credentials":{"device_id":"facts-\#(UUID())"}}"#.utf8)))
+        let r = try await http.send(
+            HTTPRequest(
+                method: "POST", url: "http://127.0.0.1:3001/auth/v1/auth/register",
+                headers: t + [("X-Forwarded-For", "10.89.\(Int.random(in: 0...250)).\(Int.random(in: 1...250))")],
+                body: Data(#"{"provider":"guest","credentials":{"device_id":"facts-\#(UUID())"}}"#.utf8)))
         XCTAssertEqual(r.status, 201)
-        struct Body: Decodable { struct T: Decodable { var access_token: String; var refresh_token: String }; struct U: Decodable { var id: UUID }
-            var tokens: T; var user: U }
+        struct Body: Decodable {
+            struct T: Decodable { var access_token: String; var refresh_token: String }; struct U: Decodable { var id: UUID }
+            var tokens: T; var user: U
+        }
         let b = try r.decode(Body.self)
-        return StackSession(headers: t + [("Authorization", "Bearer \(b.tokens.access_token)"), ("Content-Type", "application/json")],
-                       userID: b.user.id, refresh: b.tokens.refresh_token)
+        return StackSession(
+            headers: t + [("Authorization", "Bearer \(b.tokens.access_token)"), ("Content-Type", "application/json")],
+            userID: b.user.id, refresh: b.tokens.refresh_token)
     }
 
     func call(_ method: String, _ path: String, _ headers: [(String, String)], _ json: String? = nil) async throws -> (Int, [String: JSONValue]) {

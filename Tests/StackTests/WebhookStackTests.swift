@@ -1,6 +1,6 @@
 import Foundation
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 import PostgresNIO
 import ServiceKit
@@ -56,7 +56,9 @@ final class WebhookStackTests: XCTestCase {
         let port = try TestEnvironment.freePort()
         let receiver = Process()
         receiver.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        receiver.arguments = [TestEnvironment.python, "deploy/local/webhook_receiver.py", "--port", "\(port)", "--secrets", secrets, "--out", out, "--fail-first", "3"]
+        receiver.arguments = [
+            TestEnvironment.python, "deploy/local/webhook_receiver.py", "--port", "\(port)", "--secrets", secrets, "--out", out, "--fail-first", "3"
+        ]
         try receiver.run()
         // SIGKILL, no wait: Foundation's waitUntilExit can miss a child's exit here.
         defer { kill(receiver.processIdentifier, SIGKILL) }
@@ -64,7 +66,9 @@ final class WebhookStackTests: XCTestCase {
 
         let demo = try DemoApp.values()
         let admin = try DemoApp.tenantHeaders() + [("Authorization", "Bearer local-admin-token")]
-        let (created, endpoint) = try await client.call("POST", "/auth/v1/admin/webhooks", admin, """
+        let (created, endpoint) = try await client.call(
+            "POST", "/auth/v1/admin/webhooks", admin,
+            """
             {"url":"http://127.0.0.1:\(port)/hook","events":["subscription.refunded","user.deleted"],"description":"the quiz's game server"}
             """)
         XCTAssertEqual(created, 201, "\(endpoint)")
@@ -78,14 +82,19 @@ final class WebhookStackTests: XCTestCase {
         let user = try await client.guest()
         let original = "5000\(Int.random(in: 100_000_000...999_999_999))"
         let tx = try store.transaction(id: original, original: original, product: "com.quiz.premium.monthly", expires: Date() + 600)
-        let (bought, body) = try await client.call("POST", "/subscription/v1/subscriptions/purchase", user.headers, #"{"store":"apple","signed_transaction":"\#(tx)"}"#)
+        let (bought, body) = try await client.call(
+            "POST", "/subscription/v1/subscriptions/purchase", user.headers, #"{"store":"apple","signed_transaction":"\#(tx)"}"#)
         XCTAssertEqual(bought, 201, "\(body)")
         let refund = try store.notification("REFUND", transaction: tx)
-        let refunded = try await http.send(HTTPRequest(method: "POST", url: gateway + "/subscription/v1/webhooks/apple", headers: [("Content-Type", "application/json")],
-                                                       body: Data(#"{"signedPayload":"\#(refund)"}"#.utf8)))
+        let refunded = try await http.send(
+            HTTPRequest(
+                method: "POST", url: gateway + "/subscription/v1/webhooks/apple", headers: [("Content-Type", "application/json")],
+                body: Data(#"{"signedPayload":"\#(refund)"}"#.utf8)))
         XCTAssertEqual(refunded.status, 200)
         let uid = user.userID.uuidString.lowercased()
-        try await waitFor("subscription.refunded", out) { r in r.contains { type($0) == "subscription.refunded" && $0.status == 200 && data($0)["user_id"] == .string(uid) } }
+        try await waitFor("subscription.refunded", out) { r in
+            r.contains { type($0) == "subscription.refunded" && $0.status == 200 && data($0)["user_id"] == .string(uid) }
+        }
         let refunds = received(out).filter { type($0) == "subscription.refunded" && data($0)["user_id"] == .string(uid) }
         XCTAssertEqual(refunds.map(\.status), [503, 503, 503, 200], "3 refused attempts, then the 4th")
         XCTAssertEqual(Set(refunds.map(\.webhook_id)).count, 1, "one event")
@@ -107,12 +116,15 @@ final class WebhookStackTests: XCTestCase {
         let second = try await client.guest()
         let original2 = "5000\(Int.random(in: 100_000_000...999_999_999))"
         let tx2 = try store.transaction(id: original2, original: original2, product: "com.quiz.premium.monthly", expires: Date() + 600)
-        let (bought2, _) = try await client.call("POST", "/subscription/v1/subscriptions/purchase", second.headers, #"{"store":"apple","signed_transaction":"\#(tx2)"}"#)
+        let (bought2, _) = try await client.call(
+            "POST", "/subscription/v1/subscriptions/purchase", second.headers, #"{"store":"apple","signed_transaction":"\#(tx2)"}"#)
         XCTAssertEqual(bought2, 201)
         let pid = try String(contentsOfFile: ".data/run/subscription.pid", encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)
         let refund2 = try store.notification("REFUND", transaction: tx2)
-        let answered = try await http.send(HTTPRequest(method: "POST", url: gateway + "/subscription/v1/webhooks/apple", headers: [("Content-Type", "application/json")],
-                                                       body: Data(#"{"signedPayload":"\#(refund2)"}"#.utf8)))
+        let answered = try await http.send(
+            HTTPRequest(
+                method: "POST", url: gateway + "/subscription/v1/webhooks/apple", headers: [("Content-Type", "application/json")],
+                body: Data(#"{"signedPayload":"\#(refund2)"}"#.utf8)))
         XCTAssertEqual(answered.status, 200)
         kill(pid_t(pid) ?? 0, SIGKILL)
         // Not Foundation's Process: its waitUntilExit can miss the exit while another child (the
@@ -134,7 +146,9 @@ final class WebhookStackTests: XCTestCase {
             try await db.query("UPDATE auth.deletions SET scheduled_for = now() - interval '1 second' WHERE user_id = \(userID) AND status = 'scheduled'")
             try await db.query("UPDATE auth.jobs SET run_at = now() WHERE kind = 'execute_deletion' AND status = 'pending'")
         }
-        try await waitFor("user.deleted", out, seconds: 90) { r in r.contains { type($0) == "user.deleted" && $0.status == 200 && data($0)["user_id"] == .string(uid) } }
+        try await waitFor("user.deleted", out, seconds: 90) { r in
+            r.contains { type($0) == "user.deleted" && $0.status == 200 && data($0)["user_id"] == .string(uid) }
+        }
         let deleted = received(out).first { type($0) == "user.deleted" && data($0)["user_id"] == .string(uid) }
         XCTAssertEqual(deleted.map { Set(data($0).keys) }, ["user_id"], "only the id")
         let (removed, _) = try await client.call("DELETE", "/auth/v1/admin/webhooks/\(endpointID)", admin)
@@ -147,8 +161,10 @@ final class WebhookStackTests: XCTestCase {
     func testAPrivateAddressURLIsRefused() async throws {
         let admin = try DemoApp.tenantHeaders() + [("Authorization", "Bearer local-admin-token")]
         let (_, before) = try await client.call("GET", "/auth/v1/admin/webhooks", admin)
-        for url in ["https://10.1.2.3/hook", "http://169.254.169.254/latest/meta-data", "http://192.168.1.10:8080/hook",
-                    "http://[::ffff:172.16.0.5]/hook", "http://[fd00::1]/hook"] {
+        for url in [
+            "https://10.1.2.3/hook", "http://169.254.169.254/latest/meta-data", "http://192.168.1.10:8080/hook",
+            "http://[::ffff:172.16.0.5]/hook", "http://[fd00::1]/hook"
+        ] {
             let (status, body) = try await client.call("POST", "/auth/v1/admin/webhooks", admin, #"{"url":"\#(url)","events":["*"]}"#)
             XCTAssertEqual(status, 422, "\(url): \(body)")
             XCTAssertEqual(body["error"]?.stringValue, "validation_error", url)
@@ -158,7 +174,8 @@ final class WebhookStackTests: XCTestCase {
         XCTAssertEqual(after, before, "nothing created")
 
         // An endpoint on loopback (allowed here) cannot be pointed at a private address later.
-        let (created, endpoint) = try await client.call("POST", "/auth/v1/admin/webhooks", admin, #"{"url":"http://127.0.0.1:9/hook","events":["user.created"]}"#)
+        let (created, endpoint) = try await client.call(
+            "POST", "/auth/v1/admin/webhooks", admin, #"{"url":"http://127.0.0.1:9/hook","events":["user.created"]}"#)
         XCTAssertEqual(created, 201, "\(endpoint)")
         guard case .object(let e)? = endpoint["endpoint"], case .string(let id)? = e["id"] else { return XCTFail("no endpoint: \(endpoint)") }
         let (patched, refusal) = try await client.call("PATCH", "/auth/v1/admin/webhooks/\(id)", admin, #"{"url":"http://169.254.169.254/latest/meta-data"}"#)

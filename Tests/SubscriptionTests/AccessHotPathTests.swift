@@ -13,9 +13,11 @@ import XCTest
 /// under concurrency, every answered decision logged through the group commit).
 final class AccessHotPathTests: XCTestCase {
     static func earn(_ h: PurchaseTests.H, _ user: UUID, _ amount: Int) async throws {
-        let r = try await h.client.execute(uri: "/internal/credits/earn", method: .post,
-                                           headers: [.authorization: "Bearer local-internal-ads", .xServiceName: "ads", .contentType: "application/json"],
-                                           body: ByteBuffer(string: #"{"user_id":"\#(user)","app_id":"\#(h.app)","amount":\#(amount),"source":"ad_reward","reference_id":"r-\#(UUID())"}"#)) { $0 }
+        let r = try await h.client.execute(
+            uri: "/internal/credits/earn", method: .post,
+            headers: [.authorization: "Bearer local-internal-ads", .xServiceName: "ads", .contentType: "application/json"],
+            body: ByteBuffer(string: #"{"user_id":"\#(user)","app_id":"\#(h.app)","amount":\#(amount),"source":"ad_reward","reference_id":"r-\#(UUID())"}"#)
+        ) { $0 }
         XCTAssertEqual(r.status, .ok, String(buffer: r.body))
     }
 
@@ -141,7 +143,9 @@ final class AccessHotPathTests: XCTestCase {
                 let open = try await ContentAccessTests.check(h, user, p + "free")
                 XCTAssertEqual(open.status, .ok)
             }
-            _ = try await a.scalar("WITH u AS (UPDATE subscription.content_rules SET access_level = 'premium' WHERE content_id = '\(p)free' RETURNING 1) SELECT count(*)::int FROM u")
+            _ = try await a.scalar(
+                "WITH u AS (UPDATE subscription.content_rules SET access_level = 'premium' WHERE content_id = '\(p)free' RETURNING 1) SELECT count(*)::int FROM u"
+            )
             for h in [a, b] {
                 let end = ContinuousClock.now + .seconds(1)
                 while try await ContentAccessTests.check(h, user, p + "free").status != .forbidden {

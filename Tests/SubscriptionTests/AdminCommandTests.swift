@@ -20,9 +20,11 @@ final class AdminCommandTests: XCTestCase {
 
     func testPlansAndContentRulesThroughTheCommand() async throws {
         let app = UUID().uuidString
-        let (created, out) = try run(["admin", "plans", "create", "--app-id", app, "--name", "Premium Hebdo", "--plan-type", "weekly",
-                                      "--apple-product-id", "com.quiz.premium.weekly", "--price", "1.99", "--trial-days", "3",
-                                      "--features", #"{"no_ads":true}"#])
+        let (created, out) = try run([
+            "admin", "plans", "create", "--app-id", app, "--name", "Premium Hebdo", "--plan-type", "weekly",
+            "--apple-product-id", "com.quiz.premium.weekly", "--price", "1.99", "--trial-days", "3",
+            "--features", #"{"no_ads":true}"#
+        ])
         XCTAssertEqual(created, 0, out)
         let id = try XCTUnwrap(out.split(separator: " ").dropFirst().first.map(String.init))
         let (updated, _) = try run(["admin", "plans", "update", "--plan-id", id, "--price", "2.49"])

@@ -22,10 +22,13 @@ final class AppStoreSignedDataTests: XCTestCase {
         try Certificate(derEncoded: Array(Data(base64Encoded: c.certificates[name]!)!))
     }
 
-    static func verifier(roots: [[UInt8]]? = nil, bundle: String = "com.example", env: AppStoreEnvironment = .sandbox,
-                  allowLocal: Bool = false) throws -> AppStoreSignedDataVerifier {
-        try AppStoreSignedDataVerifier(rootCertificatesDER: roots ?? [try Self.testRoot()], bundleID: bundle, environment: env,
-                                       allowLocalEnvironments: allowLocal)
+    static func verifier(
+        roots: [[UInt8]]? = nil, bundle: String = "com.example", env: AppStoreEnvironment = .sandbox,
+        allowLocal: Bool = false
+    ) throws -> AppStoreSignedDataVerifier {
+        try AppStoreSignedDataVerifier(
+            rootCertificatesDER: roots ?? [try Self.testRoot()], bundleID: bundle, environment: env,
+            allowLocalEnvironments: allowLocal)
     }
 
     static func expect(_ kind: AppStoreVerificationError.Kind, _ body: () async throws -> Void) async {
@@ -49,15 +52,23 @@ final class AppStoreSignedDataTests: XCTestCase {
         await Self.expect(.malformed) { _ = try await v.verify(try Self.file("mock_signed_data/missingX5CHeaderClaim"), kind: .notification) }
         await Self.expect(.malformed) { _ = try await v.verify(try Self.file("mock_signed_data/legacyTransaction"), kind: .transaction) }
         // Another bundle or environment configured.
-        await Self.expect(.wrongBundleID) { _ = try await Self.verifier(bundle: "com.other").verify(try Self.file("mock_signed_data/transactionInfo"), kind: .transaction) }
-        await Self.expect(.wrongEnvironment) { _ = try await Self.verifier(env: .production).verify(try Self.file("mock_signed_data/transactionInfo"), kind: .transaction) }
+        await Self.expect(.wrongBundleID) {
+            _ = try await Self.verifier(bundle: "com.other").verify(try Self.file("mock_signed_data/transactionInfo"), kind: .transaction)
+        }
+        await Self.expect(.wrongEnvironment) {
+            _ = try await Self.verifier(env: .production).verify(try Self.file("mock_signed_data/transactionInfo"), kind: .transaction)
+        }
         // A chain that ends at another root (production trusts only Apple Root CA - G3).
         let c = try Self.chains()
         let appleRoot = Array(Data(base64Encoded: c.certificates["real_apple_root"]!)!)
-        await Self.expect(.invalidChain) { _ = try await Self.verifier(roots: [appleRoot]).verify(try Self.file("mock_signed_data/transactionInfo"), kind: .transaction) }
+        await Self.expect(.invalidChain) {
+            _ = try await Self.verifier(roots: [appleRoot]).verify(try Self.file("mock_signed_data/transactionInfo"), kind: .transaction)
+        }
         // A tampered payload: same header and signature, different claims.
         let parts = try Self.file("mock_signed_data/transactionInfo").split(separator: ".")
-        let forged = parts[0] + "." + Base64URLTest.encode(#"{"environment":"Sandbox","bundleId":"com.example","signedDate":1672956154000,"productId":"free.lifetime"}"#) + "." + parts[2]
+        let forged =
+            parts[0] + "." + Base64URLTest.encode(#"{"environment":"Sandbox","bundleId":"com.example","signedDate":1672956154000,"productId":"free.lifetime"}"#)
+            + "." + parts[2]
         await Self.expect(.invalidSignature) { _ = try await v.verify(String(forged), kind: .transaction) }
     }
 
@@ -78,29 +89,35 @@ final class AppStoreSignedDataTests: XCTestCase {
         let c = try Self.chains()
         let at = Date(timeIntervalSince1970: c.effective_date_unix)
         let testRoot = try Self.cert("root_ca", c)
-        try await AppStoreSignedDataVerifier.verifyChain(leaf: try Self.cert("leaf_cert", c), intermediate: try Self.cert("intermediate_ca", c),
-                                                         roots: [testRoot], at: at)
+        try await AppStoreSignedDataVerifier.verifyChain(
+            leaf: try Self.cert("leaf_cert", c), intermediate: try Self.cert("intermediate_ca", c),
+            roots: [testRoot], at: at)
         await Self.expect(.invalidChain) {
-            try await AppStoreSignedDataVerifier.verifyChain(leaf: try Self.cert("leaf_cert_invalid_oid", c),
-                                                             intermediate: try Self.cert("intermediate_ca", c), roots: [testRoot], at: at)
+            try await AppStoreSignedDataVerifier.verifyChain(
+                leaf: try Self.cert("leaf_cert_invalid_oid", c),
+                intermediate: try Self.cert("intermediate_ca", c), roots: [testRoot], at: at)
         }
         await Self.expect(.invalidChain) {
-            try await AppStoreSignedDataVerifier.verifyChain(leaf: try Self.cert("leaf_cert_for_intermediate_ca_invalid_oid", c),
-                                                             intermediate: try Self.cert("intermediate_ca_invalid_oid", c), roots: [testRoot], at: at)
+            try await AppStoreSignedDataVerifier.verifyChain(
+                leaf: try Self.cert("leaf_cert_for_intermediate_ca_invalid_oid", c),
+                intermediate: try Self.cert("intermediate_ca_invalid_oid", c), roots: [testRoot], at: at)
         }
         // The real Apple chain, valid at its effective date against the real root only.
         let appleRoot = try Self.cert("real_apple_root", c)
-        try await AppStoreSignedDataVerifier.verifyChain(leaf: try Self.cert("real_apple_signing_certificate", c),
-                                                         intermediate: try Self.cert("real_apple_intermediate", c), roots: [appleRoot], at: at)
+        try await AppStoreSignedDataVerifier.verifyChain(
+            leaf: try Self.cert("real_apple_signing_certificate", c),
+            intermediate: try Self.cert("real_apple_intermediate", c), roots: [appleRoot], at: at)
         await Self.expect(.invalidChain) {
-            try await AppStoreSignedDataVerifier.verifyChain(leaf: try Self.cert("real_apple_signing_certificate", c),
-                                                             intermediate: try Self.cert("real_apple_intermediate", c), roots: [testRoot], at: at)
+            try await AppStoreSignedDataVerifier.verifyChain(
+                leaf: try Self.cert("real_apple_signing_certificate", c),
+                intermediate: try Self.cert("real_apple_intermediate", c), roots: [testRoot], at: at)
         }
         // Outside its validity period the same chain fails.
         await Self.expect(.invalidChain) {
-            try await AppStoreSignedDataVerifier.verifyChain(leaf: try Self.cert("real_apple_signing_certificate", c),
-                                                             intermediate: try Self.cert("real_apple_intermediate", c), roots: [appleRoot],
-                                                             at: Date(timeIntervalSince1970: 2_000_000_000))
+            try await AppStoreSignedDataVerifier.verifyChain(
+                leaf: try Self.cert("real_apple_signing_certificate", c),
+                intermediate: try Self.cert("real_apple_intermediate", c), roots: [appleRoot],
+                at: Date(timeIntervalSince1970: 2_000_000_000))
         }
     }
 }

@@ -22,7 +22,8 @@ final class ContentAccessTests: XCTestCase {
 
     static func rules(_ h: PurchaseTests.H, _ prefix: String) async throws {
         try await withPostgres(TestEnvironment.adminClient(database: TestEnvironment.unitDatabase)) { db in
-            try await db.query("""
+            try await db.query(
+                """
                 INSERT INTO subscription.content_rules (app_id, content_id, access_level) VALUES
                 (\(h.app), \(prefix + "free"), 'free'), (\(h.app), \(prefix + "premium"), 'premium'), (\(h.app), \(prefix + "freemium"), 'freemium')
                 """)
@@ -58,9 +59,11 @@ final class ContentAccessTests: XCTestCase {
             XCTAssertEqual(try denied.envelope().error, "access_denied")
 
             // Freemium: shows the credit price against the balance, then opens after an unlock.
-            _ = try await h.client.execute(uri: "/internal/credits/earn", method: .post,
-                                           headers: [.authorization: "Bearer local-internal-ads", .xServiceName: "ads", .contentType: "application/json"],
-                                           body: ByteBuffer(string: #"{"user_id":"\#(user)","app_id":"\#(h.app)","amount":5,"source":"ad_reward","reference_id":"r-\#(UUID())"}"#)) { $0 }
+            _ = try await h.client.execute(
+                uri: "/internal/credits/earn", method: .post,
+                headers: [.authorization: "Bearer local-internal-ads", .xServiceName: "ads", .contentType: "application/json"],
+                body: ByteBuffer(string: #"{"user_id":"\#(user)","app_id":"\#(h.app)","amount":5,"source":"ad_reward","reference_id":"r-\#(UUID())"}"#)
+            ) { $0 }
             let freemium = try await Self.get(h, user, p + "freemium").json(D.self)
             XCTAssertFalse(freemium.has_access)
             XCTAssertEqual(freemium.unlock_options?.via_credits?.cost, 3)

@@ -22,8 +22,10 @@ final class CreditsTests: XCTestCase {
 
         func token(_ user: UUID) throws -> String {
             let now = Int(clock.now().timeIntervalSince1970)
-            return try signer.sign(AccessTokenClaims(userID: user, appID: app, email: nil, status: .free, isGuest: false, issuer: "auth",
-                                                     issuedAt: now, expiresAt: now + 3600, jti: UUID().uuidString))
+            return try signer.sign(
+                AccessTokenClaims(
+                    userID: user, appID: app, email: nil, status: .free, isGuest: false, issuer: "auth",
+                    issuedAt: now, expiresAt: now + 3600, jti: UUID().uuidString))
         }
 
         func headers(_ user: UUID, idempotency: String? = nil) throws -> HTTPFields {
@@ -33,13 +35,17 @@ final class CreditsTests: XCTestCase {
         }
 
         func earn(_ user: UUID, _ amount: Int, reference: String = UUID().uuidString, source: String = "ad_reward") async throws -> TestResponse {
-            try await client.execute(uri: "/internal/credits/earn", method: .post,
-                                     headers: [.authorization: "Bearer local-internal-ads", .xServiceName: "ads", .contentType: "application/json"],
-                                     body: ByteBuffer(string: #"{"user_id":"\#(user)","app_id":"\#(app)","amount":\#(amount),"source":"\#(source)","reference_id":"\#(reference)"}"#)) { $0 }
+            try await client.execute(
+                uri: "/internal/credits/earn", method: .post,
+                headers: [.authorization: "Bearer local-internal-ads", .xServiceName: "ads", .contentType: "application/json"],
+                body: ByteBuffer(string: #"{"user_id":"\#(user)","app_id":"\#(app)","amount":\#(amount),"source":"\#(source)","reference_id":"\#(reference)"}"#)
+            ) { $0 }
         }
 
         func unlock(_ user: UUID, _ content: String, idempotency: String? = nil) async throws -> TestResponse {
-            try await client.execute(uri: "/subscription/v1/content/\(content)/unlock", method: .post, headers: try headers(user, idempotency: idempotency)) { $0 }
+            try await client.execute(uri: "/subscription/v1/content/\(content)/unlock", method: .post, headers: try headers(user, idempotency: idempotency)) {
+                $0
+            }
         }
 
         func balance(_ user: UUID) async throws -> Int {
@@ -49,7 +55,8 @@ final class CreditsTests: XCTestCase {
 
         func rules(_ n: Int, level: String = "freemium", cost: Int = 3, prefix: String) async throws {
             try await withPostgres(TestEnvironment.adminClient(database: TestEnvironment.unitDatabase)) { db in
-                try await db.query("""
+                try await db.query(
+                    """
                     INSERT INTO subscription.content_rules (app_id, content_id, access_level, credit_cost, unlock_hours)
                     SELECT \(app), \(prefix) || g, \(level), \(cost), 24 FROM generate_series(1, \(n)) g
                     """)
@@ -62,8 +69,9 @@ final class CreditsTests: XCTestCase {
         let key = Curve25519.Signing.PrivateKey()
         let signer = AccessTokenSigner(privateKey: key)
         let runtime = TestEnvironment.runtime(.subscription, migrations: try SubscriptionService.migrations(), clock: clock)
-        let app = try SubscriptionService.buildApplication(runtime: runtime, appVerifier: AllowAll(),
-                                                       tokenVerifier: AccessTokenVerifier(source: StaticJWKSSource(.init(keys: [signer.jwk])), clock: clock))
+        let app = try SubscriptionService.buildApplication(
+            runtime: runtime, appVerifier: AllowAll(),
+            tokenVerifier: AccessTokenVerifier(source: StaticJWKSSource(.init(keys: [signer.jwk])), clock: clock))
         try await app.test(.router) { client in
             await runtime.readiness.waitUntilMigrated()
             try await body(Harness(client: client, signer: signer, app: UUID(), clock: clock))
@@ -157,15 +165,18 @@ final class CreditsTests: XCTestCase {
             XCTAssertEqual(free.status, .unprocessableContent)
             let unknown = try await h.unlock(user, "nope")
             XCTAssertEqual(unknown.status, .notFound)
-            let anonymous = try await h.client.execute(uri: "/subscription/v1/content/\(prefix)1/unlock", method: .post,
-                                                       headers: [.xAppID: h.app.uuidString, .xAPIKey: "k"]) { $0 }
+            let anonymous = try await h.client.execute(
+                uri: "/subscription/v1/content/\(prefix)1/unlock", method: .post,
+                headers: [.xAppID: h.app.uuidString, .xAPIKey: "k"]
+            ) { $0 }
             XCTAssertEqual(anonymous.status, .unauthorized)
 
             // FREEMIUM = subscription OR credits: a subscriber is never charged.
             let subscriber = UUID()
             _ = try await h.earn(subscriber, 5)
             try await withPostgres(TestEnvironment.adminClient(database: TestEnvironment.unitDatabase)) { db in
-                try await db.query("""
+                try await db.query(
+                    """
                     INSERT INTO subscription.subscriptions (app_id, user_id, plan_type, status, start_date, end_date, store, store_product_id,
                                                             store_transaction_id, store_original_transaction_id, environment)
                     VALUES (\(h.app), \(subscriber), 'monthly', 'active', now() - interval '1 day', \(h.clock.now().addingTimeInterval(86400)),
@@ -191,12 +202,16 @@ final class CreditsTests: XCTestCase {
             XCTAssertEqual(badSource.status, .unprocessableContent)
             let noReference = try await h.earn(user, 5, reference: "")
             XCTAssertEqual(noReference.status, .unprocessableContent)
-            let noCredential = try await h.client.execute(uri: "/internal/credits/earn", method: .post, headers: [.contentType: "application/json"],
-                                                          body: ByteBuffer(string: "{}")) { $0 }
+            let noCredential = try await h.client.execute(
+                uri: "/internal/credits/earn", method: .post, headers: [.contentType: "application/json"],
+                body: ByteBuffer(string: "{}")
+            ) { $0 }
             XCTAssertEqual(noCredential.status, .unauthorized)
-            let wrongType = try await h.client.execute(uri: "/internal/credits/earn", method: .post,
-                                                       headers: [.authorization: "Bearer local-internal-ads", .xServiceName: "ads", .contentType: "application/json"],
-                                                       body: ByteBuffer(string: #"{"user_id":"\#(user)","app_id":"\#(h.app)","amount":"ten","source":"promo","reference_id":"x"}"#)) { $0 }
+            let wrongType = try await h.client.execute(
+                uri: "/internal/credits/earn", method: .post,
+                headers: [.authorization: "Bearer local-internal-ads", .xServiceName: "ads", .contentType: "application/json"],
+                body: ByteBuffer(string: #"{"user_id":"\#(user)","app_id":"\#(h.app)","amount":"ten","source":"promo","reference_id":"x"}"#)
+            ) { $0 }
             XCTAssertEqual(wrongType.status, .badRequest)
             let balance = try await h.balance(user)
             XCTAssertEqual(balance, 0)

@@ -22,16 +22,24 @@ final class FakeVerifyReceipt: Sendable {
         let calls = self.calls
         for (path, env) in [("verifyReceipt", "Production"), ("sandbox/verifyReceipt", "Sandbox")] {
             router.post(RouterPath(path)) { request, _ -> Response in
-                struct B: Decodable { var receiptData: String; var password: String?
-                    enum CodingKeys: String, CodingKey { case receiptData = "receipt-data"; case password } }
+                struct B: Decodable {
+                    var receiptData: String; var password: String?
+                    enum CodingKeys: String, CodingKey { case receiptData = "receipt-data"; case password }
+                }
                 let b = try JSONDecoder().decode(B.self, from: Data(try await request.body.collect(upTo: 1 << 20).readableBytesView))
-                let n = calls.log.withLock { $0.append("\(env):\(b.receiptData)"); return $0.filter { $0.hasSuffix(b.receiptData) }.count }
+                let n = calls.log.withLock {
+                    $0.append("\(env):\(b.receiptData)"); return $0.filter { $0.hasSuffix(b.receiptData) }.count
+                }
                 func answer(_ status: Int, product: String = "com.quiz.premium.monthly", retryable: Bool? = nil, bundle: String = "com.quiz.app") -> Response {
                     let ms = Int(Date().timeIntervalSince1970 * 1000)
-                    let info = status == 0 ? #","receipt":{"bundle_id":"\#(bundle)"},"latest_receipt_info":[{"product_id":"\#(product)","transaction_id":"\#(b.receiptData)-1","original_transaction_id":"\#(b.receiptData)","purchase_date_ms":"\#(ms - 60000)","expires_date_ms":"\#(ms + 30 * 86_400_000)","is_trial_period":"false"}]"# : ""
+                    let info =
+                        status == 0
+                        ? #","receipt":{"bundle_id":"\#(bundle)"},"latest_receipt_info":[{"product_id":"\#(product)","transaction_id":"\#(b.receiptData)-1","original_transaction_id":"\#(b.receiptData)","purchase_date_ms":"\#(ms - 60000)","expires_date_ms":"\#(ms + 30 * 86_400_000)","is_trial_period":"false"}]"#
+                        : ""
                     let r = retryable.map { #","is-retryable":\#($0)"# } ?? ""
-                    return Response(status: .ok, headers: [.contentType: "application/json"],
-                                    body: .init(byteBuffer: ByteBuffer(string: #"{"status":\#(status),"environment":"\#(env)"\#(info)\#(r)}"#)))
+                    return Response(
+                        status: .ok, headers: [.contentType: "application/json"],
+                        body: .init(byteBuffer: ByteBuffer(string: #"{"status":\#(status),"environment":"\#(env)"\#(info)\#(r)}"#)))
                 }
                 if b.password != "s3cret" { return answer(21004) }
                 switch b.receiptData {
@@ -52,8 +60,10 @@ final class FakeVerifyReceipt: Sendable {
 
 final class LegacyReceiptTests: XCTestCase {
     static func post(_ h: PurchaseTests.H, _ user: UUID, receipt: String) async throws -> TestResponse {
-        try await h.client.execute(uri: "/subscription/v1/subscriptions/purchase", method: .post, headers: try h.headers(user),
-                                   body: ByteBuffer(string: #"{"store":"apple","receipt_data":"\#(receipt)"}"#)) { $0 }
+        try await h.client.execute(
+            uri: "/subscription/v1/subscriptions/purchase", method: .post, headers: try h.headers(user),
+            body: ByteBuffer(string: #"{"store":"apple","receipt_data":"\#(receipt)"}"#)
+        ) { $0 }
     }
 
     func testVerifyReceiptRoutingRetriesAndStatuses() async throws {
@@ -67,8 +77,9 @@ final class LegacyReceiptTests: XCTestCase {
                 // Production first, the sandbox on 21007.
                 let sandbox = try await Self.post(h, user, receipt: "sandbox-\(tag)")
                 XCTAssertEqual(sandbox.status, .created, String(buffer: sandbox.body))
-                XCTAssertEqual(apple.calls.log.withLock { $0.filter { $0.hasSuffix("sandbox-\(tag)") } },
-                               ["Production:sandbox-\(tag)", "Sandbox:sandbox-\(tag)"])
+                XCTAssertEqual(
+                    apple.calls.log.withLock { $0.filter { $0.hasSuffix("sandbox-\(tag)") } },
+                    ["Production:sandbox-\(tag)", "Sandbox:sandbox-\(tag)"])
                 // A temporary status is retried.
                 let flaky = try await Self.post(h, UUID(), receipt: "flaky-\(tag)")
                 XCTAssertEqual(flaky.status, .created)
@@ -94,8 +105,15 @@ final class LegacyReceiptTests: XCTestCase {
                     XCTAssertEqual(try busy.envelope().extra["retryable"], .bool(true), prefix)
                 }
                 for prefix in ["otherapp", "down", "internal"] {
-                    do { let v = try await h.scalar("SELECT count(*)::int FROM subscription.iap_receipts WHERE original_transaction_id = '\(prefix)-\(tag)'"); XCTAssertEqual(v, 0, prefix) }
-                    do { let v = try await h.scalar("SELECT count(*)::int FROM subscription.subscriptions WHERE store_original_transaction_id = '\(prefix)-\(tag)'"); XCTAssertEqual(v, 0, prefix) }
+                    do {
+                        let v = try await h.scalar("SELECT count(*)::int FROM subscription.iap_receipts WHERE original_transaction_id = '\(prefix)-\(tag)'");
+                        XCTAssertEqual(v, 0, prefix)
+                    }
+                    do {
+                        let v = try await h.scalar(
+                            "SELECT count(*)::int FROM subscription.subscriptions WHERE store_original_transaction_id = '\(prefix)-\(tag)'");
+                        XCTAssertEqual(v, 0, prefix)
+                    }
                 }
                 XCTAssertEqual(apple.calls.log.withLock { $0.filter { $0.hasSuffix("down-\(tag)") }.count }, 3, "tried, then retried twice")
                 // The same receipt again: the existing subscription (seed 16a).

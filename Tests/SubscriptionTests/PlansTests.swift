@@ -32,8 +32,12 @@ final class PlansTests: XCTestCase {
             XCTAssertEqual(plans.map(\.planType), ["monthly", "annual"])
             XCTAssertEqual(plans[1].discountVsMonthly, "-33%")
             XCTAssertEqual(plans[0].trialDurationDays, 7)
-            XCTAssertEqual(plans[0].features, .object(["unlimited_content": true, "no_ads": true, "offline_unlimited": true,
-                                                       "premium_categories": .array(["all"])]))
+            XCTAssertEqual(
+                plans[0].features,
+                .object([
+                    "unlimited_content": true, "no_ads": true, "offline_unlimited": true,
+                    "premium_categories": .array(["all"])
+                ]))
             // Another tenant sees none of them.
             var other = try h.headers(UUID())
             other[.xAppID] = UUID().uuidString

@@ -19,10 +19,15 @@ final class StatusCacheTests: XCTestCase {
         let clock = MovableClock()
         let signer = AccessTokenSigner(privateKey: .init())
         func replica() throws -> (ServiceRuntime, some ApplicationProtocol) {
-            let runtime = TestEnvironment.runtime(.subscription, migrations: try SubscriptionService.migrations(),
-                                                  overrides: ["APPLE_IAP_APPS": bootstrap ? store.config(app: app) : "", "RUN_WORKERS": "false"], clock: clock)
-            return (runtime, try SubscriptionService.buildApplication(runtime: runtime, appVerifier: PurchaseTests.AllowAll(),
-                                                                      tokenVerifier: AccessTokenVerifier(source: StaticJWKSSource(.init(keys: [signer.jwk])), clock: clock)))
+            let runtime = TestEnvironment.runtime(
+                .subscription, migrations: try SubscriptionService.migrations(),
+                overrides: ["APPLE_IAP_APPS": bootstrap ? store.config(app: app) : "", "RUN_WORKERS": "false"], clock: clock)
+            return (
+                runtime,
+                try SubscriptionService.buildApplication(
+                    runtime: runtime, appVerifier: PurchaseTests.AllowAll(),
+                    tokenVerifier: AccessTokenVerifier(source: StaticJWKSSource(.init(keys: [signer.jwk])), clock: clock))
+            )
         }
         let (r1, a1) = try replica()
         let (r2, a2) = try replica()
@@ -32,8 +37,9 @@ final class StatusCacheTests: XCTestCase {
             try await a2.test(.router) { c2 in
                 await r2.readiness.waitUntilMigrated()
                 while r1.changes.livePeriod == nil || r2.changes.livePeriod == nil { try await Task.sleep(for: .milliseconds(10)) }
-                try await body(PurchaseTests.H(client: c1, signer: signer, app: app, clock: clock, store: store),
-                               PurchaseTests.H(client: c2, signer: signer, app: app, clock: clock, store: store), r2)
+                try await body(
+                    PurchaseTests.H(client: c1, signer: signer, app: app, clock: clock, store: store),
+                    PurchaseTests.H(client: c2, signer: signer, app: app, clock: clock, store: store), r2)
             }
         }
     }
@@ -78,8 +84,11 @@ final class StatusCacheTests: XCTestCase {
             let user = UUID()
             let original = "9200000\(Int.random(in: 100000...999999))"
             // Ends within the cache's 5 minutes, so only the period's end can end the held answer.
-            _ = try await a.post("subscriptions/purchase", user, jws: try a.store.transaction(id: original, original: original, trial: false,
-                                                                                               expires: a.clock.now() + 120))
+            _ = try await a.post(
+                "subscriptions/purchase", user,
+                jws: try a.store.transaction(
+                    id: original, original: original, trial: false,
+                    expires: a.clock.now() + 120))
             let first = try await StoreNotificationTests.me(a, user)
             let again = try await StoreNotificationTests.me(a, user)
             XCTAssertTrue(first.is_premium && again.is_premium)

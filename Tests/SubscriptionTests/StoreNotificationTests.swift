@@ -13,32 +13,45 @@ extension FakeAppStore {
         let header = #"{"alg":"ES256","x5c":[\#(chainB64.map { "\"\($0)\"" }.joined(separator: ","))]}"#
         let input = Base64URLTest.encode(header) + "." + Base64URLTest.encode(payload)
         let sig = try leafKey.signature(for: Data(input.utf8))
-        return input + "." + Data(sig.rawRepresentation).base64EncodedString()
+        return input + "."
+            + Data(sig.rawRepresentation).base64EncodedString()
             .replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_").replacingOccurrences(of: "=", with: "")
     }
 
-    func notification(_ type: String, subtype: String? = nil, uuid: String = UUID().uuidString, transaction: String?,
-                      renewal: String? = nil, bundle: String = "com.quiz.app") throws -> String {
+    func notification(
+        _ type: String, subtype: String? = nil, uuid: String = UUID().uuidString, transaction: String?,
+        renewal: String? = nil, bundle: String = "com.quiz.app"
+    ) throws -> String {
         var data = #""bundleId":"\#(bundle)","environment":"Sandbox""#
         if let transaction { data += #","signedTransactionInfo":"\#(transaction)""# }
         if let renewal { data += #","signedRenewalInfo":"\#(renewal)""# }
         let sub = subtype.map { #","subtype":"\#($0)""# } ?? ""
-        return try sign(#"{"notificationType":"\#(type)"\#(sub),"notificationUUID":"\#(uuid)","data":{\#(data)},"signedDate":\#(Int(Date().timeIntervalSince1970 * 1000))}"#)
+        return try sign(
+            #"{"notificationType":"\#(type)"\#(sub),"notificationUUID":"\#(uuid)","data":{\#(data)},"signedDate":\#(Int(Date().timeIntervalSince1970 * 1000))}"#
+        )
     }
 
     func renewal(graceEnd: Date) throws -> String {
-        try sign(#"{"environment":"Sandbox","signedDate":\#(Int(Date().timeIntervalSince1970 * 1000)),"gracePeriodExpiresDate":\#(Int(graceEnd.timeIntervalSince1970 * 1000)),"autoRenewStatus":1}"#)
+        try sign(
+            #"{"environment":"Sandbox","signedDate":\#(Int(Date().timeIntervalSince1970 * 1000)),"gracePeriodExpiresDate":\#(Int(graceEnd.timeIntervalSince1970 * 1000)),"autoRenewStatus":1}"#
+        )
     }
 }
 
 /// App Store Server Notifications v2, cancellation (UC-SUB-2.3) and the expiry sweep.
 final class StoreNotificationTests: XCTestCase {
     static func post(_ h: PurchaseTests.H, _ signed: String) async throws -> TestResponse {
-        try await h.client.execute(uri: "/subscription/v1/webhooks/apple", method: .post, headers: [.contentType: "application/json"],
-                                   body: ByteBuffer(string: #"{"signedPayload":"\#(signed)"}"#)) { $0 }
+        try await h.client.execute(
+            uri: "/subscription/v1/webhooks/apple", method: .post, headers: [.contentType: "application/json"],
+            body: ByteBuffer(string: #"{"signedPayload":"\#(signed)"}"#)
+        ) { $0 }
     }
 
-    struct Me: Decodable { struct S: Decodable { var status: String; var auto_renew: Bool; var end_date: Date; var grace_period_end: Date?; var days_remaining: Int?; var billing_issue: Bool? }; var subscription: S?; var is_premium: Bool; var warning: String?; var days_remaining: Int? }
+    struct Me: Decodable {
+        struct S: Decodable {
+            var status: String; var auto_renew: Bool; var end_date: Date; var grace_period_end: Date?; var days_remaining: Int?; var billing_issue: Bool?
+        }; var subscription: S?; var is_premium: Bool; var warning: String?; var days_remaining: Int?
+    }
     static func me(_ h: PurchaseTests.H, _ user: UUID) async throws -> Me {
         try await h.client.execute(uri: "/subscription/v1/subscriptions/me", method: .get, headers: try h.headers(user)) { $0 }.json(Me.self)
     }
@@ -62,8 +75,9 @@ final class StoreNotificationTests: XCTestCase {
             XCTAssertGreaterThan(m.subscription!.end_date, Date() + 30 * 86400)
 
             // Billing fails with a grace period: still premium, with a warning.
-            let grace = try h.store.notification("DID_FAIL_TO_RENEW", subtype: "GRACE_PERIOD", transaction: renewedTx,
-                                                 renewal: try h.store.renewal(graceEnd: Date() + 40 * 86400))
+            let grace = try h.store.notification(
+                "DID_FAIL_TO_RENEW", subtype: "GRACE_PERIOD", transaction: renewedTx,
+                renewal: try h.store.renewal(graceEnd: Date() + 40 * 86400))
             _ = try await Self.post(h, grace)
             m = try await Self.me(h, user)
             XCTAssertEqual(m.subscription?.status, "grace_period")
@@ -84,7 +98,9 @@ final class StoreNotificationTests: XCTestCase {
             _ = try await Self.post(h, try h.store.notification("REFUND", transaction: renewedTx))
             m = try await Self.me(h, user)
             XCTAssertFalse(m.is_premium)
-            let free = try await h.scalar("SELECT count(*)::int FROM subscription.outbox WHERE path LIKE '/internal/users/\(user.uuidString.lowercased())/status%' AND body->>'status' = 'free'")
+            let free = try await h.scalar(
+                "SELECT count(*)::int FROM subscription.outbox WHERE path LIKE '/internal/users/\(user.uuidString.lowercased())/status%' AND body->>'status' = 'free'"
+            )
             XCTAssertEqual(free, 1)
             let stored = try await h.scalar("SELECT count(*)::int FROM subscription.store_notifications WHERE original_transaction_id = '\(original)'")
             XCTAssertEqual(stored, 4, "every notification is stored")
@@ -97,7 +113,7 @@ final class StoreNotificationTests: XCTestCase {
             let tx = try h.store.transaction(id: "x", original: "x")
             let cases = [
                 ("another root", try foreign.notification("REFUND", transaction: tx)),
-                ("unknown bundle", try h.store.notification("REFUND", transaction: tx, bundle: "com.unknown")),
+                ("unknown bundle", try h.store.notification("REFUND", transaction: tx, bundle: "com.unknown"))
             ]
             for (name, signed) in cases {
                 let r = try await Self.post(h, signed)
@@ -106,14 +122,19 @@ final class StoreNotificationTests: XCTestCase {
             }
             let valid = try h.store.notification("TEST", transaction: nil)
             let parts = valid.split(separator: ".")
-            let tampered = parts[0] + "." + Base64URLTest.encode(#"{"notificationType":"REFUND","notificationUUID":"u","data":{"bundleId":"com.quiz.app","environment":"Sandbox"}}"#) + "." + parts[2]
+            let tampered =
+                parts[0] + "."
+                + Base64URLTest.encode(#"{"notificationType":"REFUND","notificationUUID":"u","data":{"bundleId":"com.quiz.app","environment":"Sandbox"}}"#)
+                + "." + parts[2]
             let forged = try await Self.post(h, String(tampered))
             XCTAssertEqual(forged.status, .badRequest)
             let test = try await Self.post(h, valid)
             XCTAssertEqual(test.status, .ok)
             XCTAssertTrue(String(buffer: test.body).contains("ignored"))
-            let malformed = try await h.client.execute(uri: "/subscription/v1/webhooks/apple", method: .post, headers: [.contentType: "application/json"],
-                                                       body: ByteBuffer(string: #"{"payload":1}"#)) { $0 }
+            let malformed = try await h.client.execute(
+                uri: "/subscription/v1/webhooks/apple", method: .post, headers: [.contentType: "application/json"],
+                body: ByteBuffer(string: #"{"payload":1}"#)
+            ) { $0 }
             XCTAssertEqual(malformed.status, .badRequest)
         }
     }
@@ -125,7 +146,7 @@ final class StoreNotificationTests: XCTestCase {
             ("DID_RECOVER", nil, .renewed), ("INTERACTIVE_RENEWAL", nil, .renewed), ("RENEWAL", nil, .renewed),
             ("DID_RENEW", nil, .renewed), ("INITIAL_BUY", nil, .renewed), ("DID_FAIL_TO_RENEW", nil, .billingRetry),
             ("DID_CHANGE_RENEWAL_STATUS", "false", .autoRenew(false)), ("DID_CHANGE_RENEWAL_STATUS", "true", .autoRenew(true)),
-            ("PRICE_INCREASE_CONSENT", nil, .none), ("CONSUMPTION_REQUEST", nil, .none),
+            ("PRICE_INCREASE_CONSENT", nil, .none), ("CONSUMPTION_REQUEST", nil, .none)
         ]
         for (v1, autoRenew, effect) in cases {
             let (type, subtype) = AppleNotificationEffect.v2Type(ofV1: v1, autoRenewStatus: autoRenew)
@@ -143,8 +164,10 @@ final class StoreNotificationTests: XCTestCase {
                 #"{"notification_type":"\#(type)","password":"\#(password)","environment":"Sandbox","auto_renew_status":"\#(autoRenew)","unified_receipt":{"status":0,"latest_receipt_info":[{"product_id":"com.quiz.premium.annual","transaction_id":"\#(tx ?? original)","original_transaction_id":"\#(original)","purchase_date_ms":"\#(ms - 60000)","expires_date_ms":"\#(ms + 86_400_000 * days)"}]}}"#
             }
             func post(_ body: String) async throws -> TestResponse {
-                try await h.client.execute(uri: "/subscription/v1/webhooks/apple", method: .post, headers: [.contentType: "application/json"],
-                                           body: ByteBuffer(string: body)) { $0 }
+                try await h.client.execute(
+                    uri: "/subscription/v1/webhooks/apple", method: .post, headers: [.contentType: "application/json"],
+                    body: ByteBuffer(string: body)
+                ) { $0 }
             }
             let wrong = try await post(v1("CANCEL", password: "guess"))
             XCTAssertEqual(wrong.status, .unauthorized)
@@ -155,7 +178,8 @@ final class StoreNotificationTests: XCTestCase {
             // Billing recovered (v1 DID_RECOVER, a new transaction): the period moves like a renewal.
             let recovered = try await post(v1("DID_RECOVER", tx: original + "9", days: 37))
             XCTAssertTrue(String(buffer: recovered.body).contains("applied"), String(buffer: recovered.body))
-            let end = try await h.scalar("SELECT extract(epoch FROM end_date)::int FROM subscription.subscriptions WHERE store_original_transaction_id = '\(original)'")
+            let end = try await h.scalar(
+                "SELECT extract(epoch FROM end_date)::int FROM subscription.subscriptions WHERE store_original_transaction_id = '\(original)'")
             XCTAssertEqual(Double(end), Double(ms / 1000 + 37 * 86400), accuracy: 2, "the new period's end")
             // Apple's v1 refund is CANCEL: access ends at once; a replay changes nothing.
             let cancel = try await post(v1("CANCEL"))
@@ -188,7 +212,8 @@ final class StoreNotificationTests: XCTestCase {
                 try await SubscriptionStore(logger: runtime.logger).expireDue(now: h.clock.now(), batch: 1000, db: db)
             }
             XCTAssertGreaterThanOrEqual(expired, 1)
-            let status = try await h.scalar("SELECT count(*)::int FROM subscription.subscriptions WHERE store_original_transaction_id = '\(original)' AND status = 'expired'")
+            let status = try await h.scalar(
+                "SELECT count(*)::int FROM subscription.subscriptions WHERE store_original_transaction_id = '\(original)' AND status = 'expired'")
             XCTAssertEqual(status, 1)
             m = try await Self.me(h, user)
             XCTAssertFalse(m.is_premium)

@@ -65,13 +65,16 @@ final class StoreSettingsTests: XCTestCase {
             let end = ContinuousClock.now + .seconds(1)
             var status = HTTPResponse.Status.unprocessableContent
             while status != .created, ContinuousClock.now < end {
-                status = try await b.post("subscriptions/purchase", UUID(), jws: try b.store.transaction(id: other, original: other, trial: false, bundle: Self.bundle)).status
+                status = try await b.post(
+                    "subscriptions/purchase", UUID(), jws: try b.store.transaction(id: other, original: other, trial: false, bundle: Self.bundle)
+                ).status
                 if status != .created { try await Task.sleep(for: .milliseconds(20)) }
             }
             XCTAssertEqual(status, .created, "the other replica uses the new settings within a second")
 
             // Sealed at rest: neither column holds the shared secret in the clear.
-            let clear = try await a.scalar("""
+            let clear = try await a.scalar(
+                """
                 SELECT count(*)::int FROM subscription.store_settings WHERE app_id = '\(a.app)'
                   AND (settings::text LIKE '%s3cret%' OR position('s3cret'::bytea IN sealed_secret) > 0)
                 """)
@@ -89,10 +92,11 @@ final class StoreSettingsTests: XCTestCase {
                 (#"{"bundle_id":"com.quiz.app","environment":"Sandbox","root_certificates_der_base64":["AAAA"]}"#, .unprocessableContent),
                 (#"{"bundle_id":"com.quiz.app","environment":"Sandbox","shared_secret":""}"#, .unprocessableContent),
                 ("[]", .badRequest),
-                (#"{"bundle_id":"\#(String(repeating: "x", count: 1_100_000))","environment":"Sandbox"}"#, .contentTooLarge),
+                (#"{"bundle_id":"\#(String(repeating: "x", count: 1_100_000))","environment":"Sandbox"}"#, .contentTooLarge)
             ]
             for (text, expected) in bad {
-                try await a.client.execute(uri: "/subscription/v1/admin/stores/apple", method: .put, headers: Self.admin(a), body: ByteBuffer(string: text)) { r in
+                try await a.client.execute(uri: "/subscription/v1/admin/stores/apple", method: .put, headers: Self.admin(a), body: ByteBuffer(string: text)) {
+                    r in
                     XCTAssertEqual(r.status, expected, "\(text.prefix(80))")
                     XCTAssertFalse(try r.envelope().error.isEmpty)
                 }
@@ -100,14 +104,18 @@ final class StoreSettingsTests: XCTestCase {
             // Another app's bundle id (here from another app's stored settings) is refused: the
             // store's notifications could not tell the two apps apart.
             let otherApp = PurchaseTests.H(client: a.client, signer: a.signer, app: UUID(), clock: a.clock, store: a.store)
-            try await a.client.execute(uri: "/subscription/v1/admin/stores/apple", method: .put, headers: Self.admin(otherApp),
-                                       body: ByteBuffer(string: body)) { r in
+            try await a.client.execute(
+                uri: "/subscription/v1/admin/stores/apple", method: .put, headers: Self.admin(otherApp),
+                body: ByteBuffer(string: body)
+            ) { r in
                 XCTAssertEqual(r.status, .conflict)
                 XCTAssertEqual(try r.envelope().error, "bundle_id_taken")
             }
             for token in [nil, "wrong"] as [String?] {
-                try await a.client.execute(uri: "/subscription/v1/admin/stores/apple", method: .put, headers: Self.admin(a, token: token),
-                                           body: ByteBuffer(string: body)) { r in
+                try await a.client.execute(
+                    uri: "/subscription/v1/admin/stores/apple", method: .put, headers: Self.admin(a, token: token),
+                    body: ByteBuffer(string: body)
+                ) { r in
                     XCTAssertEqual(r.status, .unauthorized)
                 }
             }
@@ -125,13 +133,16 @@ final class StoreSettingsTests: XCTestCase {
                 XCTAssertEqual(r.status, .noContent)
             }
             let third = "9320000\(Int.random(in: 100000...999999))"
-            let refused = try await a.post("subscriptions/purchase", UUID(), jws: try a.store.transaction(id: third, original: third, trial: false, bundle: Self.bundle))
+            let refused = try await a.post(
+                "subscriptions/purchase", UUID(), jws: try a.store.transaction(id: third, original: third, trial: false, bundle: Self.bundle))
             XCTAssertEqual(refused.status, .unprocessableContent)
             let until = ContinuousClock.now + .seconds(1)
             var bStatus = HTTPResponse.Status.created
             while bStatus != .unprocessableContent, ContinuousClock.now < until {
                 let n = "9330000\(Int.random(in: 100000...999999))"
-                bStatus = try await b.post("subscriptions/purchase", UUID(), jws: try b.store.transaction(id: n, original: n, trial: false, bundle: Self.bundle)).status
+                bStatus = try await b.post(
+                    "subscriptions/purchase", UUID(), jws: try b.store.transaction(id: n, original: n, trial: false, bundle: Self.bundle)
+                ).status
                 if bStatus != .unprocessableContent { try await Task.sleep(for: .milliseconds(20)) }
             }
             XCTAssertEqual(bStatus, .unprocessableContent, "the other replica stops within a second")
@@ -150,9 +161,13 @@ final class StoreSettingsTests: XCTestCase {
         defer { try? FileManager.default.removeItem(at: dir) }
         let key = try _RSA.Signing.PrivateKey(keySize: .bits2048)
         let good = dir.appendingPathComponent("google.json"), bad = dir.appendingPathComponent("bad.json")
-        try JSONEncoder().encode(GooglePlayConfig.Settings(packageName: "com.quiz.android", serviceAccountEmail: "play@quiz.iam.gserviceaccount.com",
-                                                           privateKeyPEM: key.pemRepresentation)).write(to: good)
-        try Data(#"{"package_name":"com.quiz.android","service_account_email":"play@quiz.iam.gserviceaccount.com","private_key_pem":"not a key"}"#.utf8).write(to: bad)
+        try JSONEncoder().encode(
+            GooglePlayConfig.Settings(
+                packageName: "com.quiz.android", serviceAccountEmail: "play@quiz.iam.gserviceaccount.com",
+                privateKeyPEM: key.pemRepresentation)
+        ).write(to: good)
+        try Data(#"{"package_name":"com.quiz.android","service_account_email":"play@quiz.iam.gserviceaccount.com","private_key_pem":"not a key"}"#.utf8).write(
+            to: bad)
 
         let set = try run(["set", "--app-id", app, "--store", "google", "--file", good.path])
         XCTAssertEqual(set.status, 0, set.err)
@@ -161,8 +176,10 @@ final class StoreSettingsTests: XCTestCase {
         XCTAssertTrue(shown.out.contains("google version=1 secret=set"), shown.out)
         XCTAssertTrue(shown.out.contains("com.quiz.android"), shown.out)
         XCTAssertFalse(shown.out.contains("PRIVATE KEY"), "the key is never shown")
-        for args in [["set", "--app-id", app, "--store", "google", "--file", bad.path], ["set", "--app-id", app, "--store", "amazon", "--file", good.path],
-                     ["set", "--app-id", "nope", "--store", "google", "--file", good.path], ["remove", "--app-id", app, "--store", "apple"]] {
+        for args in [
+            ["set", "--app-id", app, "--store", "google", "--file", bad.path], ["set", "--app-id", app, "--store", "amazon", "--file", good.path],
+            ["set", "--app-id", "nope", "--store", "google", "--file", good.path], ["remove", "--app-id", app, "--store", "apple"]
+        ] {
             let r = try run(args)
             XCTAssertNotEqual(r.status, 0, "\(args)")
             XCTAssertFalse(r.err.isEmpty, "\(args) says why")

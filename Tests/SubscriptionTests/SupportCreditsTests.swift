@@ -17,8 +17,10 @@ final class SupportCreditsTests: XCTestCase {
     }
 
     static func post(_ h: PurchaseTests.H, _ user: UUID, _ body: String, key: String?) async throws -> TestResponse {
-        try await h.client.execute(uri: "/subscription/v1/admin/users/\(user)/credits", method: .post, headers: admin(h, key: key),
-                                   body: ByteBuffer(string: body)) { $0 }
+        try await h.client.execute(
+            uri: "/subscription/v1/admin/users/\(user)/credits", method: .post, headers: admin(h, key: key),
+            body: ByteBuffer(string: body)
+        ) { $0 }
     }
 
     func testGrantAndTakeBackOnceWithAReasonNeverBelowZero() async throws {
@@ -39,18 +41,22 @@ final class SupportCreditsTests: XCTestCase {
             let taken = try await Self.post(h, user, #"{"amount":-3,"reason":"Granted twice by mistake"}"#, key: "ticket-3")
             XCTAssertEqual(taken.status, .created)
 
-            for (body, key, status) in [(#"{"amount":1,"reason":"r"}"#, nil as String?, HTTPResponse.Status.badRequest),
-                                        (#"{"amount":0,"reason":"r"}"#, "k-a", .unprocessableContent),
-                                        (#"{"amount":1000000,"reason":"r"}"#, "k-b", .unprocessableContent),
-                                        (#"{"amount":1,"reason":"  "}"#, "k-c", .unprocessableContent),
-                                        (#"{"amount":"1","reason":"r"}"#, "k-d", .badRequest),
-                                        (#"{"reason":"r"}"#, "k-e", .badRequest)] {
+            for (body, key, status) in [
+                (#"{"amount":1,"reason":"r"}"#, nil as String?, HTTPResponse.Status.badRequest),
+                (#"{"amount":0,"reason":"r"}"#, "k-a", .unprocessableContent),
+                (#"{"amount":1000000,"reason":"r"}"#, "k-b", .unprocessableContent),
+                (#"{"amount":1,"reason":"  "}"#, "k-c", .unprocessableContent),
+                (#"{"amount":"1","reason":"r"}"#, "k-d", .badRequest),
+                (#"{"reason":"r"}"#, "k-e", .badRequest)
+            ] {
                 let r = try await Self.post(h, user, body, key: key)
                 XCTAssertEqual(r.status, status, body)
                 XCTAssertNotNil(try? r.envelope().error)
             }
-            let noCredential = try await h.client.execute(uri: "/subscription/v1/admin/users/\(user)/credits", method: .get,
-                                                          headers: [.xAppID: h.app.uuidString, .xAPIKey: "k"]) { $0 }
+            let noCredential = try await h.client.execute(
+                uri: "/subscription/v1/admin/users/\(user)/credits", method: .get,
+                headers: [.xAppID: h.app.uuidString, .xAPIKey: "k"]
+            ) { $0 }
             XCTAssertEqual(noCredential.status, .unauthorized)
             let badID = try await h.client.execute(uri: "/subscription/v1/admin/users/not-a-uuid/credits", method: .get, headers: Self.admin(h)) { $0 }
             XCTAssertEqual(badID.status, .unprocessableContent)
@@ -78,8 +84,10 @@ final class SupportCreditsTests: XCTestCase {
 /// the subscription events, told to auth, ads and offline like a purchase, ended by the sweep.
 final class SupportPremiumTests: XCTestCase {
     static func send(_ h: PurchaseTests.H, _ method: HTTPRequest.Method, _ user: UUID, _ body: String, key: String?) async throws -> TestResponse {
-        try await h.client.execute(uri: "/subscription/v1/admin/users/\(user)/premium", method: method,
-                                   headers: SupportCreditsTests.admin(h, key: key), body: ByteBuffer(string: body)) { $0 }
+        try await h.client.execute(
+            uri: "/subscription/v1/admin/users/\(user)/premium", method: method,
+            headers: SupportCreditsTests.admin(h, key: key), body: ByteBuffer(string: body)
+        ) { $0 }
     }
 
     func testGrantRevokeAndExpiryOfSupportPremium() async throws {
@@ -89,7 +97,8 @@ final class SupportPremiumTests: XCTestCase {
             XCTAssertEqual(granted.status, .created, String(buffer: granted.body))
             let me = try await StoreNotificationTests.me(h, user)
             XCTAssertTrue(me.is_premium)
-            let facts = try await h.scalar("""
+            let facts = try await h.scalar(
+                """
                 SELECT count(*)::int FROM subscription.outbox WHERE path LIKE '/internal/users/\(user.lowercasedString)/%'
                   AND (body->>'is_premium' = 'true' OR body->>'status' = 'premium')
                 """)
@@ -100,11 +109,13 @@ final class SupportPremiumTests: XCTestCase {
             XCTAssertEqual(other.status, .unprocessableContent)
             let subs = try await h.scalar("SELECT count(*)::int FROM subscription.subscriptions WHERE app_id = '\(h.app)' AND store = 'support'")
             XCTAssertEqual(subs, 1, "one grant for the key")
-            for (body, key, status) in [(#"{"days":0,"reason":"r"}"#, "k1" as String?, HTTPResponse.Status.unprocessableContent),
-                                        (#"{"days":400,"reason":"r"}"#, "k2", .unprocessableContent),
-                                        (#"{"days":3,"reason":""}"#, "k3", .unprocessableContent),
-                                        (#"{"days":"3","reason":"r"}"#, "k4", .badRequest),
-                                        (#"{"days":3,"reason":"r"}"#, nil, .badRequest)] {
+            for (body, key, status) in [
+                (#"{"days":0,"reason":"r"}"#, "k1" as String?, HTTPResponse.Status.unprocessableContent),
+                (#"{"days":400,"reason":"r"}"#, "k2", .unprocessableContent),
+                (#"{"days":3,"reason":""}"#, "k3", .unprocessableContent),
+                (#"{"days":"3","reason":"r"}"#, "k4", .badRequest),
+                (#"{"days":3,"reason":"r"}"#, nil, .badRequest)
+            ] {
                 let r = try await Self.send(h, .post, user, body, key: key)
                 XCTAssertEqual(r.status, status, body)
                 XCTAssertNotNil(try? r.envelope().error)
@@ -114,7 +125,8 @@ final class SupportPremiumTests: XCTestCase {
             XCTAssertEqual(revoked.status, .ok, String(buffer: revoked.body))
             let after = try await StoreNotificationTests.me(h, user)
             XCTAssertFalse(after.is_premium)
-            let events = try await h.scalar("""
+            let events = try await h.scalar(
+                """
                 SELECT count(*)::int FROM subscription.subscription_events WHERE user_id = '\(user)'
                   AND ((event_type = 'support_granted' AND event_data->>'reason' = 'Compensation for the outage')
                     OR (event_type = 'support_revoked' AND event_data->>'reason' = 'Granted to the wrong account'))

@@ -48,15 +48,18 @@ public enum TestEnvironment {
             || key.hasSuffix("_DATABASE_USER") || key.hasSuffix("_DATABASE_PASSWORD") || key == "DATA_DIR"
     }
 
-    public static func runtime(_ service: ServiceName, migrations: [Migration] = [], overrides: [String: String] = [:],
-                               clock: any WallClock = SystemClock()) -> ServiceRuntime {
+    public static func runtime(
+        _ service: ServiceName, migrations: [Migration] = [], overrides: [String: String] = [:],
+        clock: any WallClock = SystemClock()
+    ) -> ServiceRuntime {
         ServiceRuntime(config: config(service, overrides: overrides), migrations: migrations, clock: clock, logger: logger)
     }
 
     /// A superuser pool over the cluster's unix socket, for set-up a service role may not do.
     public static func adminClient(database: String = "postgres") -> DatabasePool {
-        var c = PostgresConnection.Configuration(unixSocketPath: "\(adminSocket)/.s.PGSQL.\(databasePort)",
-                                                 username: "postgres", password: nil, database: database)
+        var c = PostgresConnection.Configuration(
+            unixSocketPath: "\(adminSocket)/.s.PGSQL.\(databasePort)",
+            username: "postgres", password: nil, database: database)
         c.options.additionalStartupParameters = [("client_min_messages", "warning")]
         return DatabasePool(configuration: c, size: 4, logger: logger)
     }
@@ -79,7 +82,9 @@ public enum TestEnvironment {
 /// Runs `body` with the pool's `run()` going, then shuts the pool down.
 public func withPostgres<T: Sendable>(_ client: DatabasePool, _ body: @Sendable (DatabasePool) async throws -> T) async throws -> T {
     try await withThrowingTaskGroup(of: T?.self) { group in
-        group.addTask { await client.run(); return nil }
+        group.addTask {
+            await client.run(); return nil
+        }
         do {
             let value = try await body(client)
             group.cancelAll()
@@ -157,7 +162,8 @@ public final class SMTPSink {
 public func documentedOperationProblems(_ client: any TestClientProtocol, prefix: String) async throws -> [String] {
     let doc = try await client.execute(uri: "/\(prefix)/v1/openapi.json", method: .get) { $0 }
     guard doc.status == .ok, let json = try JSONSerialization.jsonObject(with: Data(buffer: doc.body)) as? [String: Any],
-          json["openapi"] as? String == "3.1.0", let paths = json["paths"] as? [String: [String: Any]], !paths.isEmpty else {
+        json["openapi"] as? String == "3.1.0", let paths = json["paths"] as? [String: [String: Any]], !paths.isEmpty
+    else {
         return ["no OpenAPI 3.1 document with paths at /\(prefix)/v1/openapi.json"]
     }
     var problems: [String] = []
@@ -190,7 +196,9 @@ extension [String: JSONValue] {
     public func object(_ k: String) -> [String: JSONValue]? { if case .object(let v)? = self[k] { return v }; return nil }
     public func array(_ k: String) -> [[String: JSONValue]] {
         guard case .array(let a)? = self[k] else { return [] }
-        return a.compactMap { if case .object(let o) = $0 { return o }; return nil }
+        return a.compactMap {
+            if case .object(let o) = $0 { return o }; return nil
+        }
     }
     public func isNull(_ k: String) -> Bool { if case .null? = self[k] { return true }; return false }
 }
@@ -199,8 +207,10 @@ extension [String: JSONValue] {
 /// `group`: a graceful shutdown first, and if the server has not ended within `grace` (a
 /// connection a peer left half-open can hold it), cancellation. A test never waits forever on
 /// its own stand-in.
-public func stopLocalServer(_ server: ServiceGroup, in group: inout ThrowingTaskGroup<Void, any Error>,
-                            grace: Duration = .seconds(10)) async throws {
+public func stopLocalServer(
+    _ server: ServiceGroup, in group: inout ThrowingTaskGroup<Void, any Error>,
+    grace: Duration = .seconds(10)
+) async throws {
     await server.triggerGracefulShutdown()
     let expired = Mutex(false)
     group.addTask {
@@ -222,8 +232,10 @@ public func stopLocalServer(_ server: ServiceGroup, in group: inout ThrowingTask
 /// Runs one of the built service binaries (`TEST_BIN_DIR`) to its end (ended after `timeout`
 /// seconds, so a binary that should have refused to start cannot hang the run): exit status,
 /// stdout, stderr.
-public func runServiceBinary(_ name: String, _ args: [String], environment: [String: String],
-                             timeout: TimeInterval = 60) throws -> (status: Int32, out: String, err: String) {
+public func runServiceBinary(
+    _ name: String, _ args: [String], environment: [String: String],
+    timeout: TimeInterval = 60
+) throws -> (status: Int32, out: String, err: String) {
     let p = Process()
     p.executableURL = URL(fileURLWithPath: TestEnvironment.binDirectory).appendingPathComponent(name)
     p.arguments = args
@@ -235,8 +247,10 @@ public func runServiceBinary(_ name: String, _ args: [String], environment: [Str
     let pid = p.processIdentifier
     DispatchQueue.global().asyncAfter(deadline: .now() + timeout) { kill(pid, SIGKILL) }
     p.waitUntilExit()
-    return (p.terminationStatus, String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self),
-            String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self))
+    return (
+        p.terminationStatus, String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self),
+        String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+    )
 }
 
 /// Runs a service binary's operator command against the unit database.
@@ -261,14 +275,20 @@ extension ServiceRuntime {
 
 /// Subscription's side of the pushed entitlement: what its outbox delivers to ads and offline.
 public enum SubscriptionFacts {
-    public static let headers: HTTPFields = [.authorization: "Bearer local-internal-subscription", .xServiceName: "subscription",
-                                             .contentType: "application/json"]
+    public static let headers: HTTPFields = [
+        .authorization: "Bearer local-internal-subscription", .xServiceName: "subscription",
+        .contentType: "application/json"
+    ]
 
     /// `PUT /internal/users/{id}/entitlement?app_id=` as subscription sends it.
-    public static func push(_ client: any TestClientProtocol, app: UUID, user: UUID, premium: Bool, version: Int64,
-                            validUntil: Date? = nil, headers: HTTPFields = headers) async throws -> TestResponse {
+    public static func push(
+        _ client: any TestClientProtocol, app: UUID, user: UUID, premium: Bool, version: Int64,
+        validUntil: Date? = nil, headers: HTTPFields = headers
+    ) async throws -> TestResponse {
         let fact = EntitlementFact(appID: app, userID: user, isPremium: premium, validUntil: validUntil, version: version)
-        return try await client.execute(uri: "/internal/users/\(user.lowercasedString)/entitlement?app_id=\(app.lowercasedString)", method: .put,
-                                        headers: headers, body: ByteBuffer(data: try JSON.encoder.encode(fact))) { $0 }
+        return try await client.execute(
+            uri: "/internal/users/\(user.lowercasedString)/entitlement?app_id=\(app.lowercasedString)", method: .put,
+            headers: headers, body: ByteBuffer(data: try JSON.encoder.encode(fact))
+        ) { $0 }
     }
 }

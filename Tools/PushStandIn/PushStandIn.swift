@@ -73,7 +73,11 @@ public final class PushStandIn: Sendable {
     public var providerTokens: Int { state.withLock { $0.providerTokens } }
     public var oauthGrants: Int { state.withLock { $0.oauthGrants } }
     public var refusedTooManyUpdates: Int { state.withLock { $0.refusedTooManyUpdates } }
-    public func reset() { state.withLock { $0.received = []; $0.failures = [:] } }
+    public func reset() {
+        state.withLock {
+            $0.received = []; $0.failures = [:]
+        }
+    }
 
     // MARK: APNs
 
@@ -88,20 +92,22 @@ public final class PushStandIn: Sendable {
         let now = Date()
         let caKey = P256.Signing.PrivateKey()
         let caName = try DistinguishedName { CommonName("Push stand-in CA") }
-        let ca = try Certificate(version: .v3, serialNumber: .init(), publicKey: .init(caKey.publicKey),
-                                 notValidBefore: now - 3600, notValidAfter: now + 86400 * 365, issuer: caName, subject: caName,
-                                 extensions: try Certificate.Extensions {
-                                     Critical(BasicConstraints.isCertificateAuthority(maxPathLength: nil))
-                                     Critical(KeyUsage(keyCertSign: true))
-                                 }, issuerPrivateKey: .init(caKey))
+        let ca = try Certificate(
+            version: .v3, serialNumber: .init(), publicKey: .init(caKey.publicKey),
+            notValidBefore: now - 3600, notValidAfter: now + 86400 * 365, issuer: caName, subject: caName,
+            extensions: try Certificate.Extensions {
+                Critical(BasicConstraints.isCertificateAuthority(maxPathLength: nil))
+                Critical(KeyUsage(keyCertSign: true))
+            }, issuerPrivateKey: .init(caKey))
         let key = P256.Signing.PrivateKey()
-        let cert = try Certificate(version: .v3, serialNumber: .init(), publicKey: .init(key.publicKey),
-                                   notValidBefore: now - 3600, notValidAfter: now + 86400 * 365, issuer: caName,
-                                   subject: try DistinguishedName { CommonName("localhost") },
-                                   extensions: try Certificate.Extensions {
-                                       SubjectAlternativeNames([.dnsName("localhost"), .ipAddress(ASN1OctetString(contentBytes: [127, 0, 0, 1]))])
-                                       try ExtendedKeyUsage([.serverAuth])
-                                   }, issuerPrivateKey: .init(caKey))
+        let cert = try Certificate(
+            version: .v3, serialNumber: .init(), publicKey: .init(key.publicKey),
+            notValidBefore: now - 3600, notValidAfter: now + 86400 * 365, issuer: caName,
+            subject: try DistinguishedName { CommonName("localhost") },
+            extensions: try Certificate.Extensions {
+                SubjectAlternativeNames([.dnsName("localhost"), .ipAddress(ASN1OctetString(contentBytes: [127, 0, 0, 1]))])
+                try ExtendedKeyUsage([.serverAuth])
+            }, issuerPrivateKey: .init(caKey))
         try ca.serializeAsPEM().pemString.write(toFile: caPath, atomically: true, encoding: .utf8)
         var config = TLSConfiguration.makeServerConfiguration(
             certificateChain: [.certificate(try NIOSSLCertificate(bytes: Array(cert.serializeAsPEM().pemString.utf8), format: .pem))],
@@ -119,13 +125,16 @@ public final class PushStandIn: Sendable {
             let body = try await request.body.collect(upTo: 1 << 16)
             return self.apns(token: token, headers: request.headers, body: body)
         }
-        return Application(router: router, server: try tls.map { try .http2Upgrade(tlsConfiguration: $0, configuration: Self.http2) } ?? .plaintextHTTP2(configuration: Self.http2),
-                           configuration: .init(address: .hostname("127.0.0.1", port: port)), logger: logger)
+        return Application(
+            router: router,
+            server: try tls.map { try .http2Upgrade(tlsConfiguration: $0, configuration: Self.http2) } ?? .plaintextHTTP2(configuration: Self.http2),
+            configuration: .init(address: .hostname("127.0.0.1", port: port)), logger: logger)
     }
 
     func apnsError(_ status: HTTPResponse.Status, _ reason: String, extra: String = "") -> Response {
-        Response(status: status, headers: [.contentType: "application/json"],
-                 body: .init(byteBuffer: ByteBuffer(string: #"{"reason":"\#(reason)"\#(extra)}"#)))
+        Response(
+            status: status, headers: [.contentType: "application/json"],
+            body: .init(byteBuffer: ByteBuffer(string: #"{"reason":"\#(reason)"\#(extra)}"#)))
     }
 
     func apns(token: String, headers: HTTPFields, body: ByteBuffer) -> Response {
@@ -177,10 +186,12 @@ public final class PushStandIn: Sendable {
         struct Header: Decodable { var alg: String; var kid: String? }
         struct Claims: Decodable { var iss: String?; var iat: Int? }
         guard parts.count == 3, let h = decode(Header.self, parts[0]), let c = decode(Claims.self, parts[1]),
-              let sig = base64URL(parts[2]), h.alg == "ES256", let kid = h.kid else { return apnsError(.forbidden, "InvalidProviderToken") }
+            let sig = base64URL(parts[2]), h.alg == "ES256", let kid = h.kid
+        else { return apnsError(.forbidden, "InvalidProviderToken") }
         guard let key = state.withLock({ $0.apnsKeys[kid] }), c.iss == key.teamID,
-              let signature = try? P256.Signing.ECDSASignature(rawRepresentation: sig),
-              key.publicKey.isValidSignature(signature, for: Data((parts[0] + "." + parts[1]).utf8)) else {
+            let signature = try? P256.Signing.ECDSASignature(rawRepresentation: sig),
+            key.publicKey.isValidSignature(signature, for: Data((parts[0] + "." + parts[1]).utf8))
+        else {
             return apnsError(.forbidden, "InvalidProviderToken")
         }
         guard let iat = c.iat else { return apnsError(.forbidden, "InvalidProviderToken") }
@@ -241,13 +252,16 @@ public final class PushStandIn: Sendable {
             }
             return Response(status: .ok, headers: [.contentType: "application/json"], body: .init(byteBuffer: ByteBuffer(string: s)))
         }
-        router.delete("_standin/received") { _, _ -> Response in self.reset(); return Response(status: .noContent) }
+        router.delete("_standin/received") { _, _ -> Response in
+            self.reset(); return Response(status: .noContent)
+        }
         return Application(router: router, configuration: .init(address: .hostname("127.0.0.1", port: port)), logger: logger)
     }
 
     func oauthError(_ status: HTTPResponse.Status, _ error: String) -> Response {
-        Response(status: status, headers: [.contentType: "application/json"],
-                 body: .init(byteBuffer: ByteBuffer(string: #"{"error":"\#(error)"}"#)))
+        Response(
+            status: status, headers: [.contentType: "application/json"],
+            body: .init(byteBuffer: ByteBuffer(string: #"{"error":"\#(error)"}"#)))
     }
 
     /// Google's token endpoint: the JWT bearer grant, RS256 over the service account's key.
@@ -264,27 +278,35 @@ public final class PushStandIn: Sendable {
         struct Header: Decodable { var alg: String }
         struct Claims: Decodable { var iss: String; var scope: String; var aud: String; var iat: Int; var exp: Int }
         guard parts.count == 3, let h = decode(Header.self, parts[0]), h.alg == "RS256", let c = decode(Claims.self, parts[1]),
-              let sig = base64URL(parts[2]), let key = state.withLock({ $0.fcmAccounts[c.iss] }),
-              key.isValidSignature(_RSA.Signing.RSASignature(rawRepresentation: sig), for: SHA256.hash(data: Data((parts[0] + "." + parts[1]).utf8)),
-                                   padding: .insecurePKCS1v1_5) else { return oauthError(.badRequest, "invalid_grant") }
+            let sig = base64URL(parts[2]), let key = state.withLock({ $0.fcmAccounts[c.iss] }),
+            key.isValidSignature(
+                _RSA.Signing.RSASignature(rawRepresentation: sig), for: SHA256.hash(data: Data((parts[0] + "." + parts[1]).utf8)),
+                padding: .insecurePKCS1v1_5)
+        else { return oauthError(.badRequest, "invalid_grant") }
         guard c.scope.split(separator: " ").contains("https://www.googleapis.com/auth/firebase.messaging"), c.aud.hasSuffix("/token"),
-              c.exp > Int(now), c.exp - c.iat <= 3600 else { return oauthError(.badRequest, "invalid_grant") }
+            c.exp > Int(now), c.exp - c.iat <= 3600
+        else { return oauthError(.badRequest, "invalid_grant") }
         let token = "ya29.standin-" + UUID().uuidString
         let expires = now + 3600
-        state.withLock { $0.accessTokens[token] = expires; $0.oauthGrants += 1 }
-        return Response(status: .ok, headers: [.contentType: "application/json"],
-                        body: .init(byteBuffer: ByteBuffer(string: #"{"access_token":"\#(token)","expires_in":3599,"token_type":"Bearer"}"#)))
+        state.withLock {
+            $0.accessTokens[token] = expires; $0.oauthGrants += 1
+        }
+        return Response(
+            status: .ok, headers: [.contentType: "application/json"],
+            body: .init(byteBuffer: ByteBuffer(string: #"{"access_token":"\#(token)","expires_in":3599,"token_type":"Bearer"}"#)))
     }
 
     func fcmError(_ code: Int, _ status: String, _ errorCode: String?) -> Response {
         let details = errorCode.map { #","details":[{"@type":"type.googleapis.com/google.firebase.fcm.v1.FcmError","errorCode":"\#($0)"}]"# } ?? ""
-        return Response(status: .init(code: code), headers: [.contentType: "application/json"],
-                        body: .init(byteBuffer: ByteBuffer(string: #"{"error":{"code":\#(code),"message":"\#(status)","status":"\#(status)"\#(details)}}"#)))
+        return Response(
+            status: .init(code: code), headers: [.contentType: "application/json"],
+            body: .init(byteBuffer: ByteBuffer(string: #"{"error":{"code":\#(code),"message":"\#(status)","status":"\#(status)"\#(details)}}"#)))
     }
 
     func fcm(project: String, headers: HTTPFields, body: ByteBuffer) -> Response {
         guard let auth = headers[.authorization], auth.hasPrefix("Bearer "),
-              let expires = state.withLock({ $0.accessTokens[String(auth.dropFirst(7))] }), expires > now else {
+            let expires = state.withLock({ $0.accessTokens[String(auth.dropFirst(7))] }), expires > now
+        else {
             return fcmError(401, "UNAUTHENTICATED", nil)
         }
         struct Message: Decodable { struct M: Decodable { var token: String? }; var message: M }
@@ -306,8 +328,9 @@ public final class PushStandIn: Sendable {
         case .ok: break
         }
         record(Received(provider: "fcm", token: token, headers: ["project": project], payload: String(buffer: body), at: now))
-        return Response(status: .ok, headers: [.contentType: "application/json"],
-                        body: .init(byteBuffer: ByteBuffer(string: #"{"name":"projects/\#(project)/messages/\#(UInt32.random(in: 1...UInt32.max))"}"#)))
+        return Response(
+            status: .ok, headers: [.contentType: "application/json"],
+            body: .init(byteBuffer: ByteBuffer(string: #"{"name":"projects/\#(project)/messages/\#(UInt32.random(in: 1...UInt32.max))"}"#)))
     }
 
     // MARK: helpers

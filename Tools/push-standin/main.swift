@@ -31,7 +31,9 @@ if let spec = value("--fcm-account") {
     standIn.addFCMAccount(clientEmail: p[0], publicKey: try _RSA.Signing.PublicKey(pemRepresentation: String(contentsOfFile: p[1], encoding: .utf8)))
 }
 let tls = try value("--ca-out").map { try PushStandIn.tls(caPath: $0) }
-let group = ServiceGroup(configuration: .init(services: [try standIn.apnsApplication(port: apnsPort, tls: tls), standIn.httpApplication(port: httpPort)],
-                                              gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
+let group = ServiceGroup(
+    configuration: .init(
+        services: [try standIn.apnsApplication(port: apnsPort, tls: tls), standIn.httpApplication(port: httpPort)],
+        gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
 logger.notice("push stand-ins listening", metadata: ["apns": "\(tls == nil ? "h2c" : "https")://localhost:\(apnsPort)", "fcm": "http://127.0.0.1:\(httpPort)"])
 try await group.run()

@@ -1,6 +1,7 @@
-"""The error codes each service can answer (#32), read from the code itself: every
-`AppError(.status, "code", "message")` in the service's sources and in ServiceKit, ServiceKit's
-helpers and its fallback per status, and the gateway's own refusals. openapi_gen.py puts them in
+"""The error codes each service can answer (#32, #36): the service's catalogue
+(`Services/<Name>/Sources/Domain/<Name>Errors.swift`, an enum of codes with their status and
+meaning), every `AppError(.status, "code", "message")` of ServiceKit (and a service's own use of
+a shared code), ServiceKit's helpers and its fallback per status, and the gateway's own refusals. openapi_gen.py puts them in
 each document's `Error` schema as an enum; `python3 deploy/local/error_codes.py` writes the
 catalogue (docs/ERRORS.md) that the README links to. A code answered but named nowhere here makes
 schemathesis fail the contract run (response_schema_conformance)."""
@@ -27,9 +28,8 @@ HELPERS = {"invalid_request": (400, "Malformed input; `field` names it"), "valid
 # The gateway's own refusals (deploy/gateway/nginx.conf), which any route may meet.
 GATEWAY = {"uri_too_long": (414, "The request URI exceeds 8 KiB (gateway)"), "headers_too_large": (431, "The request headers exceed 8 KiB (gateway)"),
            "http_version_not_supported": (505, "An HTTP version the gateway does not speak")}
-# Codes built from an enum's raw value rather than a literal.
-DYNAMIC = {"ads": {"cooldown_active": (429, "Wait `cooldown_seconds` before the next ad"),
-                   "interval_not_elapsed": (429, "Too soon after the last interstitial; wait `cooldown_seconds`")}}
+CATALOGUE_CASE = re.compile(r'((?:^[ \t]*///[^\n]*\n)*)^[ \t]*case\s+(\w+)\s*=\s*"([a-z_]+)"', re.M)
+CATALOGUE_STATUS = re.compile(r'^[ \t]*case\s+((?:\.\w+,?\s*)+):\s*\.(?:init\(code:\s*(\d+)\)|(\w+))', re.M)
 
 
 def message(literal):
@@ -50,15 +50,35 @@ def scan(paths):
     return out
 
 
+def catalogue_path(service):
+    name = service.capitalize()
+    return f"{ROOT}/Services/{name}/Sources/Domain/{name}Errors.swift"
+
+
+def catalogue(service):
+    """code -> (status, meaning, case name) as the service's catalogue declares them."""
+    text = open(catalogue_path(service)).read()
+    statuses = {}
+    for m in CATALOGUE_STATUS.finditer(text):
+        status = int(m.group(2)) if m.group(2) else STATUS[m.group(3)]
+        for name in re.findall(r"\.(\w+)", m.group(1)):
+            statuses[name] = status
+    out = {}
+    for m in CATALOGUE_CASE.finditer(text):
+        meaning = " ".join(line.strip()[3:].strip() for line in m.group(1).splitlines())
+        out[m.group(3)] = (statuses[m.group(2)], meaning, m.group(2))
+    return out
+
+
 def codes(service):
     """code -> (status, meaning) for one service (auth, subscription, offline, ads)."""
     name = service.capitalize()
     found = scan([f"{ROOT}/Shared/ServiceKit/*.swift"])
     found.update(scan([f"{ROOT}/Services/{name}/Sources/**/*.swift"]))
+    found.update({code: (status, meaning) for code, (status, meaning, _) in catalogue(service).items()})
     # The shared codes keep their general meaning (a service's own use of one is one case of it).
     found.update(HELPERS)
     found.update(GATEWAY)
-    found.update(DYNAMIC.get(service, {}))
     return dict(sorted(found.items()))
 
 

@@ -12,8 +12,9 @@ public struct AdsCommand: AsyncParsableCommand {
     public init() {}
 
     struct Admin: AsyncParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "Operator commands (the same as the admin HTTP routes)",
-                                                        subcommands: [PeriodicQueriesCommand<AdsService>.self, SetProvider.self])
+        static let configuration = CommandConfiguration(
+            abstract: "Operator commands (the same as the admin HTTP routes)",
+            subcommands: [PeriodicQueriesCommand<AdsService>.self, SetProvider.self])
     }
 
     /// Creates or updates an ad network of an app: what `make run` uses for the demo app.
@@ -33,9 +34,10 @@ public struct AdsCommand: AsyncParsableCommand {
             guard ["client", "ssv"].contains(verification), (1...600).contains(duration) else {
                 throw ValidationError("--verification must be client or ssv, --ad-duration-seconds 1 to 600")
             }
-            let provider = AdProvider(name: name, priority: priority, active: true, rewardedUnitID: rewardedUnit, interstitialUnitID: interstitialUnit,
-                                      bannerUnitID: nil, adDurationSeconds: duration, verification: verification, testMode: testMode,
-                                      ecpmEstimateUSD: ecpm)
+            let provider = AdProvider(
+                name: name, priority: priority, active: true, rewardedUnitID: rewardedUnit, interstitialUnitID: interstitialUnit,
+                bannerUnitID: nil, adDurationSeconds: duration, verification: verification, testMode: testMode,
+                ecpmEstimateUSD: ecpm)
             let runtime = try AdsService.makeRuntime()
             try await runtime.withDatabase { db in
                 try await runtime.migrations.run(on: db, logger: runtime.logger)

@@ -88,8 +88,10 @@ struct Eligibility: Sendable, Hashable {
 
     /// Pure: the same inputs give the same answer; the SQL that reserves a slot applies the same
     /// conditions atomically.
-    static func evaluate(type: AdType, limits: UserAdLimits?, today: String, consent: ConsentState,
-                         isPremium: Bool, now: Date) -> Eligibility {
+    static func evaluate(
+        type: AdType, limits: UserAdLimits?, today: String, consent: ConsentState,
+        isPremium: Bool, now: Date
+    ) -> Eligibility {
         if isPremium { return Eligibility(available: false, reason: .premiumUser, cooldownSeconds: nil, nextAvailableAt: nil) }
         if consent.blocksAds { return Eligibility(available: false, reason: .consentRequired, cooldownSeconds: nil, nextAvailableAt: nil) }
         // COPPA: no ads at all under 13 (UC-ADS-4.1 rule; 4.3 8a.5 "content only").
@@ -104,8 +106,9 @@ struct Eligibility: Sendable, Hashable {
                 return Eligibility(available: false, reason: .dailyLimitReached, cooldownSeconds: nil, nextAvailableAt: AdRules.nextDay(after: now))
             }
             if let until = limits?.rewardedCooldownUntil, until > now {
-                return Eligibility(available: false, reason: .cooldownActive, cooldownSeconds: Int(until.timeIntervalSince(now).rounded(.up)),
-                                   nextAvailableAt: until)
+                return Eligibility(
+                    available: false, reason: .cooldownActive, cooldownSeconds: Int(until.timeIntervalSince(now).rounded(.up)),
+                    nextAvailableAt: until)
             }
         case .interstitial:
             if l.interstitialViews >= AdRules.interstitialDailySoftCap {
@@ -113,8 +116,9 @@ struct Eligibility: Sendable, Hashable {
             }
             if let last = limits?.lastInterstitialAt, last.addingTimeInterval(AdRules.interstitialInterval) > now {
                 let until = last.addingTimeInterval(AdRules.interstitialInterval)
-                return Eligibility(available: false, reason: .intervalNotElapsed, cooldownSeconds: Int(until.timeIntervalSince(now).rounded(.up)),
-                                   nextAvailableAt: until)
+                return Eligibility(
+                    available: false, reason: .intervalNotElapsed, cooldownSeconds: Int(until.timeIntervalSince(now).rounded(.up)),
+                    nextAvailableAt: until)
             }
         }
         return .ok
@@ -133,8 +137,10 @@ enum RewardDecision: Sendable, Equatable {
     /// The provider confirms rewards server-side; the client's word is not enough.
     case awaitingVerification
 
-    static func decide(completed: Bool, displayMilliseconds: Int, adDurationSeconds: Int, verification: String,
-                       requestedAt: Date, now: Date) -> RewardDecision {
+    static func decide(
+        completed: Bool, displayMilliseconds: Int, adDurationSeconds: Int, verification: String,
+        requestedAt: Date, now: Date
+    ) -> RewardDecision {
         guard completed else { return .notCompleted }
         let minimum = AdRules.minimumDisplayMilliseconds(adDurationSeconds: adDurationSeconds)
         guard displayMilliseconds >= minimum else { return .tooShort(minimumMilliseconds: minimum) }

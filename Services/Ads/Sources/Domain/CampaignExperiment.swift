@@ -39,8 +39,10 @@ enum CampaignExperiment {
 
     /// The checked variants; each bad field named (`variants[i].…`). `type`'s condition key
     /// holds a variant's goal; a variant without reward or conditions takes the campaign's.
-    static func variants(_ input: [VariantInput], type: CampaignType, reward: Int, required: Int,
-                         conditions: [String: JSONValue]) throws -> [CampaignVariant] {
+    static func variants(
+        _ input: [VariantInput], type: CampaignType, reward: Int, required: Int,
+        conditions: [String: JSONValue]
+    ) throws -> [CampaignVariant] {
         guard (2...maxVariants).contains(input.count) else {
             throw AppError.validation("variants", "variants lists 2 to \(maxVariants) variants")
         }
@@ -71,8 +73,10 @@ enum CampaignExperiment {
                     merged[k] = value
                 }
             }
-            out.append(CampaignVariant(key: v.key, weight: v.weight, rewardAmount: v.reward?.amount ?? reward, required: goal,
-                                       conditions: .object(merged), holdout: v.holdout ?? false))
+            out.append(
+                CampaignVariant(
+                    key: v.key, weight: v.weight, rewardAmount: v.reward?.amount ?? reward, required: goal,
+                    conditions: .object(merged), holdout: v.holdout ?? false))
         }
         guard out.reduce(0, { $0 + $1.weight }) == 100 else {
             throw AppError.validation("variants", "the variants' weights must sum to 100 (they sum to \(out.reduce(0) { $0 + $1.weight }))")
@@ -106,12 +110,14 @@ enum CampaignExperiment {
     static func checkEdit(old: [CampaignVariant], new: [CampaignVariant], assigned: [String: Int]) throws {
         for v in old where (assigned[v.key] ?? 0) > 0 {
             guard let kept = new.first(where: { $0.key == v.key }) else {
-                throw AppError(.conflict, "variant_has_users", "Variant '\(v.key)' has \(assigned[v.key] ?? 0) assigned users; it cannot be removed",
-                               extra: ["field": .string("variants"), "variant": .string(v.key)])
+                throw AppError(
+                    AdsErrorCode.variantHasUsers, "Variant '\(v.key)' has \(assigned[v.key] ?? 0) assigned users; it cannot be removed",
+                    extra: ["field": .string("variants"), "variant": .string(v.key)])
             }
             guard kept.holdout == v.holdout else {
-                throw AppError(.conflict, "variant_has_users", "Variant '\(v.key)' has assigned users; whether it is a holdout cannot change",
-                               extra: ["field": .string("variants"), "variant": .string(v.key)])
+                throw AppError(
+                    AdsErrorCode.variantHasUsers, "Variant '\(v.key)' has assigned users; whether it is a holdout cannot change",
+                    extra: ["field": .string("variants"), "variant": .string(v.key)])
             }
         }
     }
@@ -139,8 +145,9 @@ enum CampaignExperiment {
         let pooled = Double(successA + successB) / Double(totalA + totalB)
         let sePooled = (pooled * (1 - pooled) * (1 / Double(totalA) + 1 / Double(totalB))).squareRoot()
         let z = sePooled > 0 ? diff / sePooled : 0
-        return Comparison(difference: diff, ciLow: diff - 1.959963984540054 * se, ciHigh: diff + 1.959963984540054 * se,
-                          z: z, pValue: sePooled > 0 ? erfc(abs(z) / 2.0.squareRoot()) : 1)
+        return Comparison(
+            difference: diff, ciLow: diff - 1.959963984540054 * se, ciHigh: diff + 1.959963984540054 * se,
+            z: z, pValue: sePooled > 0 ? erfc(abs(z) / 2.0.squareRoot()) : 1)
     }
 
     /// Sample-ratio mismatch: chi-square of the observed exposures against the weights; the

@@ -48,27 +48,38 @@ struct CampaignReport: Encodable, Sendable {
     /// The SRM threshold: below it the split is broken and the comparison cannot be trusted.
     static let mismatchThreshold = 0.001
 
-    init(campaignID: UUID, name: String, rewardAmount: Int, required: Int, variants defined: [CampaignVariant],
-         rows: [CampaignFunnel], days: [(day: String, exposed: Int, completed: Int)]) {
+    init(
+        campaignID: UUID, name: String, rewardAmount: Int, required: Int, variants defined: [CampaignVariant],
+        rows: [CampaignFunnel], days: [(day: String, exposed: Int, completed: Int)]
+    ) {
         self.campaignID = campaignID; self.name = name
         let byKey = Dictionary(rows.map { ($0.key ?? "", $0) }, uniquingKeysWith: { a, _ in a })
         func rate(_ f: CampaignFunnel) -> Double? { f.exposed > 0 ? Double(f.completed) / Double(f.exposed) : nil }
         if defined.isEmpty {
             let f = byKey[""] ?? CampaignFunnel(key: nil, assigned: 0, exposed: 0, joined: 0, completed: 0, claimed: 0, creditsGranted: 0)
-            variants = [Variant(key: nil, weight: nil, holdout: false, rewardAmount: rewardAmount, required: required, assigned: f.assigned,
-                                exposed: f.exposed, joined: f.joined, completed: f.completed, claimed: f.claimed, creditsGranted: f.creditsGranted,
-                                completionRate: rate(f), versusFirst: nil)]
+            variants = [
+                Variant(
+                    key: nil, weight: nil, holdout: false, rewardAmount: rewardAmount, required: required, assigned: f.assigned,
+                    exposed: f.exposed, joined: f.joined, completed: f.completed, claimed: f.claimed, creditsGranted: f.creditsGranted,
+                    completionRate: rate(f), versusFirst: nil)
+            ]
             sampleRatio = nil
         } else {
-            let funnels = defined.map { byKey[$0.key] ?? CampaignFunnel(key: $0.key, assigned: 0, exposed: 0, joined: 0, completed: 0, claimed: 0, creditsGranted: 0) }
+            let funnels = defined.map {
+                byKey[$0.key] ?? CampaignFunnel(key: $0.key, assigned: 0, exposed: 0, joined: 0, completed: 0, claimed: 0, creditsGranted: 0)
+            }
             let first = funnels[0]
             variants = zip(defined, funnels).enumerated().map { i, pair in
                 let (v, f) = pair
-                return Variant(key: v.key, weight: v.weight, holdout: v.holdout, rewardAmount: v.rewardAmount, required: v.required,
-                               assigned: f.assigned, exposed: f.exposed, joined: f.joined, completed: f.completed, claimed: f.claimed,
-                               creditsGranted: f.creditsGranted, completionRate: rate(f),
-                               versusFirst: i == 0 ? nil : CampaignExperiment.compare(successA: first.completed, totalA: first.exposed,
-                                                                                     successB: f.completed, totalB: f.exposed))
+                return Variant(
+                    key: v.key, weight: v.weight, holdout: v.holdout, rewardAmount: v.rewardAmount, required: v.required,
+                    assigned: f.assigned, exposed: f.exposed, joined: f.joined, completed: f.completed, claimed: f.claimed,
+                    creditsGranted: f.creditsGranted, completionRate: rate(f),
+                    versusFirst: i == 0
+                        ? nil
+                        : CampaignExperiment.compare(
+                            successA: first.completed, totalA: first.exposed,
+                            successB: f.completed, totalB: f.exposed))
             }
             sampleRatio = CampaignExperiment.sampleRatio(observed: funnels.map(\.exposed), weights: defined.map(\.weight)).map {
                 SampleRatio(chiSquare: $0.chiSquare, pValue: $0.pValue, mismatch: $0.pValue < Self.mismatchThreshold)
@@ -77,8 +88,9 @@ struct CampaignReport: Encodable, Sendable {
         var exposedSoFar = 0, completedSoFar = 0
         byDay = days.map { d in
             exposedSoFar += d.exposed; completedSoFar += d.completed
-            return Day(day: d.day, exposed: d.exposed, completed: d.completed,
-                       cumulativeCompletionRate: exposedSoFar > 0 ? Double(completedSoFar) / Double(exposedSoFar) : nil)
+            return Day(
+                day: d.day, exposed: d.exposed, completed: d.completed,
+                cumulativeCompletionRate: exposedSoFar > 0 ? Double(completedSoFar) / Double(exposedSoFar) : nil)
         }
         var w: [String] = []
         if sampleRatio?.mismatch == true {
@@ -90,12 +102,17 @@ struct CampaignReport: Encodable, Sendable {
     /// One row per variant, then one per day.
     var csv: String {
         func f(_ d: Double?) -> String { d.map { String(format: "%.6f", $0) } ?? "" }
-        var lines = ["variant,weight,holdout,reward_amount,required,assigned,exposed,joined,completed,claimed,credits_granted,completion_rate,difference_vs_first,ci95_low,ci95_high,p_value"]
+        var lines = [
+            "variant,weight,holdout,reward_amount,required,assigned,exposed,joined,completed,claimed,credits_granted,completion_rate,difference_vs_first,ci95_low,ci95_high,p_value"
+        ]
         for v in variants {
-            lines.append([v.key ?? "", v.weight.map(String.init) ?? "", String(v.holdout), String(v.rewardAmount), String(v.required),
-                          String(v.assigned), String(v.exposed), String(v.joined), String(v.completed), String(v.claimed),
-                          String(v.creditsGranted), f(v.completionRate), f(v.versusFirst?.difference), f(v.versusFirst?.ciLow),
-                          f(v.versusFirst?.ciHigh), f(v.versusFirst?.pValue)].joined(separator: ","))
+            lines.append(
+                [
+                    v.key ?? "", v.weight.map(String.init) ?? "", String(v.holdout), String(v.rewardAmount), String(v.required),
+                    String(v.assigned), String(v.exposed), String(v.joined), String(v.completed), String(v.claimed),
+                    String(v.creditsGranted), f(v.completionRate), f(v.versusFirst?.difference), f(v.versusFirst?.ciLow),
+                    f(v.versusFirst?.ciHigh), f(v.versusFirst?.pValue)
+                ].joined(separator: ","))
         }
         lines.append("")
         lines.append("day,exposed,completed,cumulative_completion_rate")

@@ -14,7 +14,7 @@ struct ConsentState: Sendable, Equatable {
     /// GDPR (EU/EEA), UK GDPR and the Swiss FADP: explicit opt-in before any ad.
     static let gdprCountries: Set<String> = [
         "AT", "BE", "BG", "HR", "CY", "CZ", "DK", "EE", "FI", "FR", "DE", "GR", "HU", "IE", "IT", "LV", "LT", "LU", "MT", "NL",
-        "PL", "PT", "RO", "SK", "SI", "ES", "SE", "IS", "LI", "NO", "GB", "CH",
+        "PL", "PT", "RO", "SK", "SI", "ES", "SE", "IS", "LI", "NO", "GB", "CH"
     ]
 
     /// Unknown region: GDPR is assumed to apply (the safe side).
@@ -66,7 +66,8 @@ enum AgeGate {
     static func parse(_ raw: String) -> DateComponents? {
         let parts = raw.split(separator: "-", omittingEmptySubsequences: false)
         guard raw.utf8.count == 10, parts.count == 3, let y = Int(parts[0]), let m = Int(parts[1]), let d = Int(parts[2]),
-              (1...12).contains(m), (1...31).contains(d) else { return nil }
+            (1...12).contains(m), (1...31).contains(d)
+        else { return nil }
         var c = DateComponents(year: y, month: m, day: d)
         c.calendar = Calendar(identifier: .gregorian)
         c.calendar?.timeZone = TimeZone(identifier: "UTC")!

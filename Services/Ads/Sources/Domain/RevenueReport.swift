@@ -82,7 +82,8 @@ struct RevenueReport: Sendable {
             var estimate = 0.0
             if r.impressionsWithoutRevenue > 0 {
                 let m = measured[r.provider + "|" + r.adType]
-                let ecpm = (m.map { $0.impressions > 0 ? $0.revenue / Double($0.impressions) * 1000 : nil } ?? nil)
+                let ecpm =
+                    (m.map { $0.impressions > 0 ? $0.revenue / Double($0.impressions) * 1000 : nil } ?? nil)
                     ?? configuredECPM[r.provider] ?? 0
                 estimate = Double(r.impressionsWithoutRevenue) * ecpm / 1000
             }

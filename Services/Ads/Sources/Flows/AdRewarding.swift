@@ -23,8 +23,11 @@ struct AdRewarding: Sendable {
 
     func grant(_ request: AdRequestRecord, user: UUID, now: Date, on conn: PostgresConnection) async throws -> Outcome {
         let reference = request.id.lowercasedString
-        guard let outboxID = try await rewards.grant(app: request.appID, user: user, amount: AdRules.rewardCredits, source: Self.source,
-                                                     reference: reference, now: now, on: conn) else { return .alreadyGranted }
+        guard
+            let outboxID = try await rewards.grant(
+                app: request.appID, user: user, amount: AdRules.rewardCredits, source: Self.source,
+                reference: reference, now: now, on: conn)
+        else { return .alreadyGranted }
         guard try await ads.countRewardedView(app: request.appID, user: user, now: now, on: conn) else {
             try await rewards.withdraw(app: request.appID, source: Self.source, reference: reference, on: conn)
             return .dailyLimitReached

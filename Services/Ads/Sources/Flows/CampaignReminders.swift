@@ -41,10 +41,14 @@ struct CampaignReminders: Service {
                 for r in due {
                     let message = NotificationRequest(
                         appID: r.app, key: "campaign-reminder:\(r.campaign.lowercasedString):\(r.user.lowercasedString)", kind: "campaign_reminder",
-                        data: ["campaign": r.name, "campaign_id": r.campaign.lowercasedString, "remaining": String(max(0, r.required - r.progress)),
-                               "reward": String(r.reward)])
-                    try await Outbox.write(OutboxMessage(target: .auth, path: "/internal/users/\(r.user.lowercasedString)/notifications?app_id=\(r.app.lowercasedString)",
-                                                         body: message), on: conn, logger: logger)
+                        data: [
+                            "campaign": r.name, "campaign_id": r.campaign.lowercasedString, "remaining": String(max(0, r.required - r.progress)),
+                            "reward": String(r.reward)
+                        ])
+                    try await Outbox.write(
+                        OutboxMessage(
+                            target: .auth, path: "/internal/users/\(r.user.lowercasedString)/notifications?app_id=\(r.app.lowercasedString)",
+                            body: message), on: conn, logger: logger)
                 }
                 return due.count
             }

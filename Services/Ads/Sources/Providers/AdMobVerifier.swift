@@ -68,8 +68,9 @@ final class AdMobVerifier: Sendable {
             fields[key] = value
         }
         guard let transaction = fields["transaction_id"], !transaction.isEmpty else { throw AdMobVerificationError.malformed("transaction_id is missing") }
-        let callback = AdMobCallback(fields: fields, keyID: keyID, transactionID: transaction, customData: fields["custom_data"],
-                                     userID: fields["user_id"], rewardAmount: fields["reward_amount"].flatMap { Int($0) })
+        let callback = AdMobCallback(
+            fields: fields, keyID: keyID, transactionID: transaction, customData: fields["custom_data"],
+            userID: fields["user_id"], rewardAmount: fields["reward_amount"].flatMap { Int($0) })
         return (message, signature, callback)
     }
 
@@ -77,7 +78,8 @@ final class AdMobVerifier: Sendable {
         let (message, signature, callback) = try Self.parse(rawQuery: rawQuery)
         guard let key = try await key(id: callback.keyID) else { throw AdMobVerificationError.unknownKey(callback.keyID) }
         guard let sig = try? P256.Signing.ECDSASignature(derRepresentation: signature),
-              key.isValidSignature(sig, for: Data(message.utf8)) else { throw AdMobVerificationError.badSignature }
+            key.isValidSignature(sig, for: Data(message.utf8))
+        else { throw AdMobVerificationError.badSignature }
         return callback
     }
 
@@ -134,6 +136,8 @@ final class AdMobVerifier: Sendable {
             }
         }
         let fetched = keys
-        state.withLock { $0.keys = fetched; $0.fetchedAt = ContinuousClock.now }
+        state.withLock {
+            $0.keys = fetched; $0.fetchedAt = ContinuousClock.now
+        }
     }
 }

@@ -49,7 +49,8 @@ struct AdminController: Sendable {
     func putProvider(_ request: Request, _ context: ServiceRequestContext) async throws -> Response {
         let app = try context.requireApp()
         guard let name = context.parameters.get("name"), name.utf8.count <= 40, !name.isEmpty,
-              name.allSatisfy({ $0.isASCII && ($0.isLowercase || $0.isNumber || $0 == "_") }) else {
+            name.allSatisfy({ $0.isASCII && ($0.isLowercase || $0.isNumber || $0 == "_") })
+        else {
             throw AppError.validation("name", "provider name must be 1 to 40 lowercase letters, digits or '_'")
         }
         let b = try await request.decodeJSON(as: ProviderBody.self, context: context)
@@ -62,14 +63,15 @@ struct AdminController: Sendable {
         }
         let provider = try await db.withTransaction(logger: logger) { conn -> AdProvider in
             let existing = try await ads.providers(app: app, on: conn).first { $0.name == name }
-            let p = AdProvider(name: name, priority: b.priority ?? existing?.priority ?? 100, active: b.active ?? existing?.active ?? true,
-                               rewardedUnitID: b.rewardedUnitID ?? existing?.rewardedUnitID,
-                               interstitialUnitID: b.interstitialUnitID ?? existing?.interstitialUnitID,
-                               bannerUnitID: b.bannerUnitID ?? existing?.bannerUnitID,
-                               adDurationSeconds: b.adDurationSeconds ?? existing?.adDurationSeconds ?? 30,
-                               verification: b.verification ?? existing?.verification ?? "client",
-                               testMode: b.testMode ?? existing?.testMode ?? false,
-                               ecpmEstimateUSD: b.ecpmEstimateUSD ?? existing?.ecpmEstimateUSD ?? 0)
+            let p = AdProvider(
+                name: name, priority: b.priority ?? existing?.priority ?? 100, active: b.active ?? existing?.active ?? true,
+                rewardedUnitID: b.rewardedUnitID ?? existing?.rewardedUnitID,
+                interstitialUnitID: b.interstitialUnitID ?? existing?.interstitialUnitID,
+                bannerUnitID: b.bannerUnitID ?? existing?.bannerUnitID,
+                adDurationSeconds: b.adDurationSeconds ?? existing?.adDurationSeconds ?? 30,
+                verification: b.verification ?? existing?.verification ?? "client",
+                testMode: b.testMode ?? existing?.testMode ?? false,
+                ecpmEstimateUSD: b.ecpmEstimateUSD ?? existing?.ecpmEstimateUSD ?? 0)
             return try await ads.upsertProvider(app: app, p, on: conn)
         }
         return try context.json(provider)
@@ -117,14 +119,17 @@ struct AdminController: Sendable {
         let starts = b.startsAt ?? now
         guard b.endsAt > starts else { throw AppError.validation("ends_at", "ends_at must be after starts_at") }
         // #31: variants, each with its weight and optionally its own reward and goal.
-        let variants = try b.variants.map {
-            try CampaignExperiment.variants($0, type: type, reward: b.reward.amount, required: required, conditions: b.conditions)
-        } ?? []
+        let variants =
+            try b.variants.map {
+                try CampaignExperiment.variants($0, type: type, reward: b.reward.amount, required: required, conditions: b.conditions)
+            } ?? []
         let campaign = try await db.withTransaction(logger: logger) { conn in
-            try await campaigns.create(Campaign(id: UUID(), appID: app, name: b.name, description: b.description ?? "", type: type,
-                                                rewardAmount: b.reward.amount, conditions: .object(b.conditions), required: required,
-                                                placement: placement, startsAt: starts, endsAt: b.endsAt, active: true),
-                                       variants: variants, on: conn)
+            try await campaigns.create(
+                Campaign(
+                    id: UUID(), appID: app, name: b.name, description: b.description ?? "", type: type,
+                    rewardAmount: b.reward.amount, conditions: .object(b.conditions), required: required,
+                    placement: placement, startsAt: starts, endsAt: b.endsAt, active: true),
+                variants: variants, on: conn)
         }
         return try context.json(AdminCampaignView(campaign, variants: variants, now: now), status: .created)
     }
@@ -195,15 +200,22 @@ struct AdminController: Sendable {
         guard ["json", "csv"].contains(format) else { throw AppError.badRequest("format must be json or csv", field: "format") }
         let (c, variants, rows, days) = try await db.withConnection { conn in
             guard let c = try await campaigns.campaign(app: app, id: id, on: conn) else { throw AppError.notFound("Campaign") }
-            return (c, try await campaigns.variants(of: [id], on: conn)[id] ?? [], try await campaigns.results(campaign: id, on: conn),
-                    try await campaigns.resultsByDay(campaign: id, on: conn))
+            return (
+                c, try await campaigns.variants(of: [id], on: conn)[id] ?? [], try await campaigns.results(campaign: id, on: conn),
+                try await campaigns.resultsByDay(campaign: id, on: conn)
+            )
         }
-        let report = CampaignReport(campaignID: c.id, name: c.name, rewardAmount: c.rewardAmount, required: c.required, variants: variants,
-                                    rows: rows, days: days)
+        let report = CampaignReport(
+            campaignID: c.id, name: c.name, rewardAmount: c.rewardAmount, required: c.required, variants: variants,
+            rows: rows, days: days)
         if format == "csv" {
-            return Response(status: .ok, headers: [.contentType: "text/csv; charset=utf-8",
-                                                   .contentDisposition: "attachment; filename=\"campaign-\(id.lowercasedString)-results.csv\""],
-                            body: .init(byteBuffer: ByteBuffer(string: report.csv)))
+            return Response(
+                status: .ok,
+                headers: [
+                    .contentType: "text/csv; charset=utf-8",
+                    .contentDisposition: "attachment; filename=\"campaign-\(id.lowercasedString)-results.csv\""
+                ],
+                body: .init(byteBuffer: ByteBuffer(string: report.csv)))
         }
         return try context.json(report)
     }

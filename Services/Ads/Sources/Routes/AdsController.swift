@@ -154,19 +154,20 @@ struct AdsController: Sendable {
         if let next = e.nextAvailableAt { extra["next_available_at"] = .string(JSON.iso8601(next)) }
         switch reason {
         case .premiumUser:
-            return AppError(.forbidden, "ads_disabled_premium", "Premium users see no ads", extra: extra)
+            return AppError(AdsErrorCode.adsDisabledPremium, "Premium users see no ads", extra: extra)
         case .consentRequired:
-            return AppError(.forbidden, "consent_required", "Ad consent is required in this region before any ad (GDPR)", extra: extra)
+            return AppError(AdsErrorCode.consentRequired, "Ad consent is required in this region before any ad (GDPR)", extra: extra)
         case .underAge:
-            return AppError(.forbidden, "under_age", "No ads for users under 13 (COPPA): content only", extra: extra)
+            return AppError(AdsErrorCode.underAge, "No ads for users under 13 (COPPA): content only", extra: extra)
         case .dailyLimitReached:
-            return AppError(.tooManyRequests, "daily_limit_reached", "Daily ad limit reached", extra: extra)
+            return AppError(AdsErrorCode.dailyLimitReached, "Daily ad limit reached", extra: extra)
         case .cooldownActive, .intervalNotElapsed:
             let seconds = max(1, e.cooldownSeconds ?? 1)
             extra["retry_after"] = .int(seconds)
             extra["cooldown_seconds"] = .int(seconds)
             headers[.retryAfter] = String(seconds)
-            return AppError(.tooManyRequests, reason.rawValue, "Wait \(seconds) s before the next ad", extra: extra, headers: headers)
+            let code: AdsErrorCode = reason == .cooldownActive ? .cooldownActive : .intervalNotElapsed
+            return AppError(code, "Wait \(seconds) s before the next ad", extra: extra, headers: headers)
         }
     }
 
@@ -188,8 +189,9 @@ struct AdsController: Sendable {
             if let reason = gate.reason, [.premiumUser, .consentRequired, .underAge].contains(reason) { throw Self.refusal(gate) }
             let providers = try await ads.providers(app: app, on: conn).filter { $0.active && $0.unitID(for: type) != nil }
             guard let provider = providers.first(where: { $0.name == body.providerPreference }) ?? providers.first,
-                  let unit = provider.unitID(for: type) else {
-                throw AppError(.serviceUnavailable, "no_ad_provider", "No active ad provider serves \(type.rawValue) ads for this app")
+                let unit = provider.unitID(for: type)
+            else {
+                throw AppError(AdsErrorCode.noAdProvider, "No active ad provider serves \(type.rawValue) ads for this app")
             }
             guard try await ads.reserve(type, app: app, user: user, now: now, on: conn) else {
                 let limits = try await ads.limits(app: app, user: user, on: conn)
@@ -197,12 +199,14 @@ struct AdsController: Sendable {
                 if e.available { e = Eligibility(available: false, reason: .cooldownActive, cooldownSeconds: 1, nextAvailableAt: nil) }
                 throw Self.refusal(e)
             }
-            let record = AdRequestRecord(id: UUID(), appID: app, userID: user, adType: type, placement: placement, provider: provider.name,
-                                         adDurationSeconds: provider.adDurationSeconds, verification: provider.verification, createdAt: now)
+            let record = AdRequestRecord(
+                id: UUID(), appID: app, userID: user, adType: type, placement: placement, provider: provider.name,
+                adDurationSeconds: provider.adDurationSeconds, verification: provider.verification, createdAt: now)
             try await ads.insertRequest(record, unitID: unit, personalized: consent.personalized, on: conn)
-            return AdRequestResponse(adRequestID: record.id, provider: provider.name, adUnitID: unit, canShow: true, testMode: provider.testMode,
-                                     personalized: consent.personalized, adDurationSeconds: provider.adDurationSeconds,
-                                     serverSideVerification: provider.verification == "ssv")
+            return AdRequestResponse(
+                adRequestID: record.id, provider: provider.name, adUnitID: unit, canShow: true, testMode: provider.testMode,
+                personalized: consent.personalized, adDurationSeconds: provider.adDurationSeconds,
+                serverSideVerification: provider.verification == "ssv")
         }
         return try context.json(response, status: .created)
     }
@@ -230,8 +234,9 @@ struct AdsController: Sendable {
         if let e = body.error, e.utf8.count > 500 { throw AppError.validation("error", "error must be at most 500 bytes") }
         guard !(body.shown && !body.loaded) else { throw AppError.validation("shown", "an ad cannot be shown without being loaded") }
         let found = try await db.withConnection { conn in
-            try await ads.recordImpression(id: id, app: app, user: user, loaded: body.loaded, shown: body.shown, loadTimeMs: body.loadTimeMs,
-                                           error: body.error, on: conn)
+            try await ads.recordImpression(
+                id: id, app: app, user: user, loaded: body.loaded, shown: body.shown, loadTimeMs: body.loadTimeMs,
+                error: body.error, on: conn)
         }
         guard found else { throw AppError.notFound("Ad request") }
         return try context.json(["recorded": true])
@@ -296,13 +301,14 @@ struct AdsController: Sendable {
             guard let r = try await ads.lockRequest(id: id, on: conn), r.appID == app, r.userID == user else { throw AppError.notFound("Ad request") }
             if r.completedAt != nil { return (try await replay(r, on: conn), nil) }
             guard now.timeIntervalSince(r.createdAt) <= AdRules.requestLifetime else {
-                throw AppError(.gone, "ad_request_expired", "This ad request is older than one hour; request a new ad")
+                throw AppError(AdsErrorCode.adRequestExpired, "This ad request is older than one hour; request a new ad")
             }
             // No impression, no view: an ad never reported on screen earns nothing and counts
             // for nothing (reward, interstitial frequency, revenue).
             guard r.shown else {
-                throw AppError(.conflict, "ad_not_shown", "Report the impression (shown: true) before completing this ad",
-                               extra: ["ad_request_id": .string(id.lowercasedString)])
+                throw AppError(
+                    AdsErrorCode.adNotShown, "Report the impression (shown: true) before completing this ad",
+                    extra: ["ad_request_id": .string(id.lowercasedString)])
             }
             try await ads.markCompleted(id: id, now: now, on: conn)
             var out = CompleteResponse(adRequestID: id, adType: r.adType.rawValue, completed: body.completed, rewardGranted: false)
@@ -314,9 +320,10 @@ struct AdsController: Sendable {
                 try await ads.countInterstitial(app: app, user: user, now: now, on: conn)
                 out.cooldownSeconds = Int(AdRules.interstitialInterval)
             case .rewarded:
-                let decision = RewardDecision.decide(completed: body.completed, displayMilliseconds: body.displayDurationMs,
-                                                     adDurationSeconds: r.adDurationSeconds, verification: r.verification,
-                                                     requestedAt: r.createdAt, now: now)
+                let decision = RewardDecision.decide(
+                    completed: body.completed, displayMilliseconds: body.displayDurationMs,
+                    adDurationSeconds: r.adDurationSeconds, verification: r.verification,
+                    requestedAt: r.createdAt, now: now)
                 refusal = decision.refusal
                 switch decision {
                 case .grant:
@@ -332,8 +339,10 @@ struct AdsController: Sendable {
                     out.message = "Watch the whole ad to earn the credit"
                 case .awaitingVerification:
                     // The network's callback may already have come.
-                    granted = try await rewarding.rewards.reward(app: app, source: AdRewarding.source, reference: id.lowercasedString,
-                                                                 on: conn) != nil
+                    granted =
+                        try await rewarding.rewards.reward(
+                            app: app, source: AdRewarding.source, reference: id.lowercasedString,
+                            on: conn) != nil
                     if granted { refusal = nil }
                     out.rewardStatus = granted ? nil : "awaiting_verification"
                 case .tooShort(let minimum):
@@ -342,15 +351,20 @@ struct AdsController: Sendable {
                     out.message = "The reported display time is longer than the time since the request"
                 }
             }
-            let revenue = AdRules.clientRevenue(body.revenueUSD, ecpmEstimateUSD: body.revenueUSD == nil ? nil
-                                                    : try await ads.ecpmEstimate(app: app, provider: r.provider, on: conn))
+            let revenue = AdRules.clientRevenue(
+                body.revenueUSD,
+                ecpmEstimateUSD: body.revenueUSD == nil
+                    ? nil
+                    : try await ads.ecpmEstimate(app: app, provider: r.provider, on: conn))
             if revenue.flagged {
-                logger.warning("client-reported revenue above the provider's bound; counted at the bound",
-                               metadata: ["ad_request_id": "\(id)", "provider": "\(r.provider)", "reported": "\(body.revenueUSD ?? 0)"])
+                logger.warning(
+                    "client-reported revenue above the provider's bound; counted at the bound",
+                    metadata: ["ad_request_id": "\(id)", "provider": "\(r.provider)", "reported": "\(body.revenueUSD ?? 0)"])
             }
-            try await ads.insertView(request: r, completed: body.completed, clicked: body.clicked ?? false, displayMs: body.displayDurationMs,
-                                     rewardGranted: granted, rewardAmount: granted ? AdRules.rewardCredits : 0, refusal: refusal,
-                                     revenueUSD: revenue.counted, revenueFlagged: revenue.flagged, now: now, on: conn)
+            try await ads.insertView(
+                request: r, completed: body.completed, clicked: body.clicked ?? false, displayMs: body.displayDurationMs,
+                rewardGranted: granted, rewardAmount: granted ? AdRules.rewardCredits : 0, refusal: refusal,
+                revenueUSD: revenue.counted, revenueFlagged: revenue.flagged, now: now, on: conn)
             out.rewardGranted = granted
             out.reason = refusal
             if granted {

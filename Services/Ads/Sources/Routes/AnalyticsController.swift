@@ -131,17 +131,26 @@ struct AnalyticsController: Sendable {
             for (row, estimate) in r.rows {
                 let revenue = row.revenueUSD + estimate
                 let ecpm = row.impressions == 0 ? 0 : revenue / Double(row.impressions) * 1000
-                csv += [row.day, row.adType, row.provider, row.placement, "\(row.requests)", "\(row.impressions)", "\(row.clicks)",
-                        "\(row.completions)", String(format: "%.6f", revenue), String(format: "%.6f", estimate), String(format: "%.4f", ecpm)]
+                csv +=
+                    [
+                        row.day, row.adType, row.provider, row.placement, "\(row.requests)", "\(row.impressions)", "\(row.clicks)",
+                        "\(row.completions)", String(format: "%.6f", revenue), String(format: "%.6f", estimate), String(format: "%.4f", ecpm)
+                    ]
                     .joined(separator: ",") + "\n"
             }
-            return Response(status: .ok, headers: [.contentType: "text/csv; charset=utf-8",
-                                                   .contentDisposition: "attachment; filename=\"ad-revenue-\(f.start)-\(f.end).csv\""],
-                            body: .init(byteBuffer: ByteBuffer(string: csv)))
+            return Response(
+                status: .ok,
+                headers: [
+                    .contentType: "text/csv; charset=utf-8",
+                    .contentDisposition: "attachment; filename=\"ad-revenue-\(f.start)-\(f.end).csv\""
+                ],
+                body: .init(byteBuffer: ByteBuffer(string: csv)))
         }
-        return try context.json(RevenueResponse(startDate: f.start, endDate: f.end, totals: r.total,
-                                                byDate: r.byDate.map { DateFigures(date: $0.0, figures: $0.1) },
-                                                byType: r.byType, byProvider: r.byProvider, byPlacement: r.byPlacement, dataUpdatedAt: updated))
+        return try context.json(
+            RevenueResponse(
+                startDate: f.start, endDate: f.end, totals: r.total,
+                byDate: r.byDate.map { DateFigures(date: $0.0, figures: $0.1) },
+                byType: r.byType, byProvider: r.byProvider, byPlacement: r.byPlacement, dataUpdatedAt: updated))
     }
 
     func dashboard(_ request: Request, _ context: ServiceRequestContext) async throws -> Response {
@@ -153,16 +162,22 @@ struct AnalyticsController: Sendable {
         let experiments = try await db.withConnection { conn -> [CampaignReport] in
             var out: [CampaignReport] = []
             for c in try await campaigns.running(app: app, now: now, on: conn) {
-                out.append(CampaignReport(campaignID: c.id, name: c.name, rewardAmount: c.rewardAmount, required: c.required,
-                                          variants: try await campaigns.variants(of: [c.id], on: conn)[c.id] ?? [],
-                                          rows: try await campaigns.results(campaign: c.id, on: conn), days: []))
+                out.append(
+                    CampaignReport(
+                        campaignID: c.id, name: c.name, rewardAmount: c.rewardAmount, required: c.required,
+                        variants: try await campaigns.variants(of: [c.id], on: conn)[c.id] ?? [],
+                        rows: try await campaigns.results(campaign: c.id, on: conn), days: []))
             }
             return out
         }
         let html = RevenueDashboard.render(report: r, filter: f, updatedAt: updated, campaigns: experiments)
-        return Response(status: .ok, headers: [.contentType: "text/html; charset=utf-8",
-                                               .contentSecurityPolicy: "default-src 'none'; style-src 'unsafe-inline'; img-src data:"],
-                        body: .init(byteBuffer: ByteBuffer(string: html)))
+        return Response(
+            status: .ok,
+            headers: [
+                .contentType: "text/html; charset=utf-8",
+                .contentSecurityPolicy: "default-src 'none'; style-src 'unsafe-inline'; img-src data:"
+            ],
+            body: .init(byteBuffer: ByteBuffer(string: html)))
     }
 }
 
@@ -177,9 +192,11 @@ enum RevenueDashboard {
     static func money(_ x: Double) -> String { String(format: "$%.2f", x) }
 
     static func table(_ title: String, _ rows: [String: RevenueReport.Figures]) -> String {
-        var out = "<h2>\(escape(title))</h2><table><tr><th></th><th>Impressions</th><th>Completions</th><th>Clicks</th><th>Revenue</th><th>eCPM</th><th>Fill rate</th></tr>"
+        var out =
+            "<h2>\(escape(title))</h2><table><tr><th></th><th>Impressions</th><th>Completions</th><th>Clicks</th><th>Revenue</th><th>eCPM</th><th>Fill rate</th></tr>"
         for (k, v) in rows.sorted(by: { $0.value.revenue > $1.value.revenue }) {
-            out += "<tr><td>\(escape(k))</td><td>\(v.impressions)</td><td>\(v.completions)</td><td>\(v.clicks)</td><td>\(money(v.revenue))\(v.estimatedRevenue > 0 ? "*" : "")</td><td>\(money(v.ecpm))</td><td>\(String(format: "%.1f %%", v.fillRate * 100))</td></tr>"
+            out +=
+                "<tr><td>\(escape(k))</td><td>\(v.impressions)</td><td>\(v.completions)</td><td>\(v.clicks)</td><td>\(money(v.revenue))\(v.estimatedRevenue > 0 ? "*" : "")</td><td>\(money(v.ecpm))</td><td>\(String(format: "%.1f %%", v.fillRate * 100))</td></tr>"
         }
         return out + "</table>"
     }
@@ -192,11 +209,18 @@ enum RevenueDashboard {
         var out = "<h2>Campaigns</h2>"
         for r in reports {
             out += "<h3>\(escape(r.name))</h3>"
-            if r.sampleRatio?.mismatch == true { out += "<p class=\"note\">Sample ratio mismatch: the exposures do not follow the weights; do not trust the differences.</p>" }
-            out += "<table><tr><th>Variant</th><th>Weight</th><th>Assigned</th><th>Exposed</th><th>Joined</th><th>Completed</th><th>Claimed</th><th>Credits</th><th>Completion</th><th>vs first (95 % CI)</th><th>p</th></tr>"
+            if r.sampleRatio?.mismatch == true {
+                out += "<p class=\"note\">Sample ratio mismatch: the exposures do not follow the weights; do not trust the differences.</p>"
+            }
+            out +=
+                "<table><tr><th>Variant</th><th>Weight</th><th>Assigned</th><th>Exposed</th><th>Joined</th><th>Completed</th><th>Claimed</th><th>Credits</th><th>Completion</th><th>vs first (95 % CI)</th><th>p</th></tr>"
             for v in r.variants {
-                let versus = v.versusFirst.map { "\(String(format: "%+.1f", $0.difference * 100)) pts (\(String(format: "%+.1f", $0.ciLow * 100)) to \(String(format: "%+.1f", $0.ciHigh * 100)))" } ?? "–"
-                out += "<tr><td>\(escape(v.key ?? "all"))\(v.holdout ? " (holdout)" : "")</td><td>\(v.weight.map { "\($0) %" } ?? "–")</td><td>\(v.assigned)</td><td>\(v.exposed)</td><td>\(v.joined)</td><td>\(v.completed)</td><td>\(v.claimed)</td><td>\(v.creditsGranted)</td><td>\(pct(v.completionRate))</td><td>\(versus)</td><td>\(v.versusFirst.map { String(format: "%.3f", $0.pValue) } ?? "–")</td></tr>"
+                let versus =
+                    v.versusFirst.map {
+                        "\(String(format: "%+.1f", $0.difference * 100)) pts (\(String(format: "%+.1f", $0.ciLow * 100)) to \(String(format: "%+.1f", $0.ciHigh * 100)))"
+                    } ?? "–"
+                out +=
+                    "<tr><td>\(escape(v.key ?? "all"))\(v.holdout ? " (holdout)" : "")</td><td>\(v.weight.map { "\($0) %" } ?? "–")</td><td>\(v.assigned)</td><td>\(v.exposed)</td><td>\(v.joined)</td><td>\(v.completed)</td><td>\(v.claimed)</td><td>\(v.creditsGranted)</td><td>\(pct(v.completionRate))</td><td>\(versus)</td><td>\(v.versusFirst.map { String(format: "%.3f", $0.pValue) } ?? "–")</td></tr>"
             }
             out += "</table>"
         }
@@ -212,13 +236,16 @@ enum RevenueDashboard {
         for (i, (day, fig)) in days.enumerated() {
             let h = (fig.revenue / maxRevenue) * (height - 40)
             let x = 30 + Double(i) * (barWidth + barGap)
-            bars += "<rect x=\"\(x)\" y=\"\(height - 20 - h)\" width=\"\(barWidth)\" height=\"\(h)\" fill=\"\(fig.estimatedRevenue > 0 ? "#9ab8e6" : "#2f6fd6")\"><title>\(escape(day)): \(money(fig.revenue))</title></rect>"
+            bars +=
+                "<rect x=\"\(x)\" y=\"\(height - 20 - h)\" width=\"\(barWidth)\" height=\"\(h)\" fill=\"\(fig.estimatedRevenue > 0 ? "#9ab8e6" : "#2f6fd6")\"><title>\(escape(day)): \(money(fig.revenue))</title></rect>"
             if days.count <= 31 {
                 bars += "<text x=\"\(x + barWidth / 2)\" y=\"\(height - 5)\" font-size=\"9\" text-anchor=\"middle\">\(escape(String(day.suffix(5))))</text>"
             }
         }
-        let chart = "<svg width=\"\(Int(width))\" height=\"\(Int(height))\" role=\"img\" aria-label=\"Revenue per day\"><line x1=\"30\" y1=\"\(height - 20)\" x2=\"\(width)\" y2=\"\(height - 20)\" stroke=\"#888\"/><text x=\"2\" y=\"14\" font-size=\"10\">\(money(maxRevenue))</text>\(bars)</svg>"
-        let disclaimer = r.total.estimatedRevenue > 0
+        let chart =
+            "<svg width=\"\(Int(width))\" height=\"\(Int(height))\" role=\"img\" aria-label=\"Revenue per day\"><line x1=\"30\" y1=\"\(height - 20)\" x2=\"\(width)\" y2=\"\(height - 20)\" stroke=\"#888\"/><text x=\"2\" y=\"14\" font-size=\"10\">\(money(maxRevenue))</text>\(bars)</svg>"
+        let disclaimer =
+            r.total.estimatedRevenue > 0
             ? "<p class=\"note\">* Includes \(money(r.total.estimatedRevenue)) estimated from the average eCPM for views reported without revenue.</p>" : ""
         let filters = [f.adType.map { "type \($0)" }, f.provider.map { "provider \($0)" }, f.placement.map { "placement \($0)" }]
             .compactMap { $0 }.joined(separator: ", ")

@@ -24,8 +24,10 @@ struct CampaignsController: Sendable {
         user.post("referral/redeem") { request, context in try await redeem(request, context) }
     }
 
-    struct Progress: Codable { var current: Int; var required: Int; var completed: Bool; var rewardClaimed: Bool
-        enum CodingKeys: String, CodingKey { case current, required, completed; case rewardClaimed = "reward_claimed" } }
+    struct Progress: Codable {
+        var current: Int; var required: Int; var completed: Bool; var rewardClaimed: Bool
+        enum CodingKeys: String, CodingKey { case current, required, completed; case rewardClaimed = "reward_claimed" }
+    }
     struct RewardBody: Codable { var type = "credits"; var amount: Int }
 
     struct CampaignView: Encodable {
@@ -59,8 +61,9 @@ struct CampaignsController: Sendable {
             id = c.id; name = c.name; description = c.description; campaignType = c.type.rawValue
             reward = RewardBody(amount: o.rewardAmount); conditions = o.conditions
             let required = p?.required ?? o.required
-            progress = Progress(current: min(p?.progress ?? 0, required), required: required, completed: p?.completed ?? false,
-                                rewardClaimed: p?.rewardClaimed ?? false)
+            progress = Progress(
+                current: min(p?.progress ?? 0, required), required: required, completed: p?.completed ?? false,
+                rewardClaimed: p?.rewardClaimed ?? false)
             startsAt = c.startsAt; endsAt = c.endsAt
             status = c.isRunning(at: now) ? "active" : (now < c.startsAt && c.active ? "upcoming" : "expired")
             variant = o.variant?.key
@@ -100,8 +103,9 @@ struct CampaignsController: Sendable {
     /// The campaign as this user meets it; a holdout user does not see it at all (404).
     func offer(app: UUID, id: UUID, user: UUID, expose: Bool, now: Date, on conn: PostgresConnection) async throws -> CampaignOffer {
         guard let c = try await campaigns.campaign(app: app, id: id, on: conn),
-              let offer = try await campaigns.offers([c], app: app, user: user, expose: expose, now: now, on: conn).first,
-              !offer.hidden else { throw AppError.notFound("Campaign") }
+            let offer = try await campaigns.offers([c], app: app, user: user, expose: expose, now: now, on: conn).first,
+            !offer.hidden
+        else { throw AppError.notFound("Campaign") }
         return offer
     }
 
@@ -119,15 +123,19 @@ struct CampaignsController: Sendable {
     }
 
     static func expired(_ c: Campaign, _ p: Participation?) -> AppError {
-        AppError(.badRequest, "campaign_expired", "This campaign has ended; progress is kept but earns no reward",
-                 extra: ["progress": .int(min(p?.progress ?? 0, p?.required ?? c.required)), "required": .int(p?.required ?? c.required),
-                         "ended_at": .string(JSON.iso8601(c.endsAt))])
+        AppError(
+            AdsErrorCode.campaignExpired, "This campaign has ended; progress is kept but earns no reward",
+            extra: [
+                "progress": .int(min(p?.progress ?? 0, p?.required ?? c.required)), "required": .int(p?.required ?? c.required),
+                "ended_at": .string(JSON.iso8601(c.endsAt))
+            ])
     }
 
     /// A campaign that has not begun: nothing counts yet, and the app is told when it starts.
     static func notStarted(_ c: Campaign) -> AppError {
-        AppError(.badRequest, "campaign_not_started", "This campaign has not started yet",
-                 extra: ["starts_at": .string(JSON.iso8601(c.startsAt)), "ends_at": .string(JSON.iso8601(c.endsAt))])
+        AppError(
+            AdsErrorCode.campaignNotStarted, "This campaign has not started yet",
+            extra: ["starts_at": .string(JSON.iso8601(c.startsAt)), "ends_at": .string(JSON.iso8601(c.endsAt))])
     }
 
     /// Step 12b/13: the progress the server counted. A streak campaign records today's
@@ -147,8 +155,9 @@ struct CampaignsController: Sendable {
             if c.type == .streakBonus { try await campaigns.checkIn(offer, user: user, now: now, on: conn) }
             let p = try await campaigns.participation(campaign: id, user: user, on: conn)
             let required = p?.required ?? offer.required
-            return ProgressResponse(campaignID: id, progress: min(p?.progress ?? 0, required), required: required,
-                                    completed: p?.completed ?? false, canClaimReward: (p?.completed ?? false) && !(p?.rewardClaimed ?? false))
+            return ProgressResponse(
+                campaignID: id, progress: min(p?.progress ?? 0, required), required: required,
+                completed: p?.completed ?? false, canClaimReward: (p?.completed ?? false) && !(p?.rewardClaimed ?? false))
         }
         return try context.json(out)
     }
@@ -186,14 +195,17 @@ struct CampaignsController: Sendable {
                 if c.active && now < c.startsAt { throw Self.notStarted(c) }
                 // 17a: an ended campaign keeps the progress but pays nothing.
                 if now > c.endsAt || !c.active { throw Self.expired(c, p) }
-                throw AppError(.badRequest, "campaign_not_completed", "The campaign's conditions are not met yet",
-                               extra: ["progress": .int(p?.progress ?? 0), "required": .int(p?.required ?? offer.required)])
+                throw AppError(
+                    AdsErrorCode.campaignNotCompleted, "The campaign's conditions are not met yet",
+                    extra: ["progress": .int(p?.progress ?? 0), "required": .int(p?.required ?? offer.required)])
             }
             // Completed while the campaign ran: still paid after its end (never lose a reward).
             guard done <= c.endsAt else { throw Self.expired(c, p) }
             guard try await campaigns.markClaimed(campaign: id, user: user, now: now, on: conn),
-                  let outboxID = try await rewards.grant(app: app, user: user, amount: offer.rewardAmount, source: Self.claimSource,
-                                                         reference: reference, now: now, on: conn) else {
+                let outboxID = try await rewards.grant(
+                    app: app, user: user, amount: offer.rewardAmount, source: Self.claimSource,
+                    reference: reference, now: now, on: conn)
+            else {
                 return .alreadyClaimed(try await rewards.reward(app: app, source: Self.claimSource, reference: reference, on: conn))
             }
             return .granted(amount: offer.rewardAmount, outboxID: outboxID)
@@ -201,8 +213,10 @@ struct CampaignsController: Sendable {
         switch outcome {
         case .granted(let amount, let outboxID):
             let balance = await delivery.attempt(outboxID: outboxID)
-            return try context.json(ClaimResponse(claimed: true, reward: RewardBody(amount: amount), newBalance: balance,
-                                                  rewardStatus: balance == nil ? "pending" : "granted"))
+            return try context.json(
+                ClaimResponse(
+                    claimed: true, reward: RewardBody(amount: amount), newBalance: balance,
+                    rewardStatus: balance == nil ? "pending" : "granted"))
         case .alreadyClaimed(let reward):
             var extra: [String: JSONValue] = [:]
             if let reward {
@@ -214,7 +228,7 @@ struct CampaignsController: Sendable {
                 extra["reward_status"] = .string(balance != nil || reward.delivery == "delivered" ? "granted" : "pending")
                 if let balance { extra["new_balance"] = .int(balance) }
             }
-            throw AppError(.badRequest, "already_claimed", "Reward already claimed; a campaign rewards each user once", extra: extra)
+            throw AppError(AdsErrorCode.alreadyClaimed, "Reward already claimed; a campaign rewards each user once", extra: extra)
         }
     }
 
@@ -238,11 +252,13 @@ struct CampaignsController: Sendable {
         switch result {
         case .redeemed(_, let counted):
             // The referrer's progress moves once this user has played (a first rewarded view).
-            return try context.json(["redeemed": JSONValue.bool(true), "counted": .bool(counted),
-                                     "counts_after": .string(counted ? "counted" : "first_rewarded_view")])
+            return try context.json([
+                "redeemed": JSONValue.bool(true), "counted": .bool(counted),
+                "counts_after": .string(counted ? "counted" : "first_rewarded_view")
+            ])
         case .unknownCode: throw AppError.notFound("Referral code")
-        case .ownCode: throw AppError(.badRequest, "own_referral_code", "You cannot redeem your own referral code")
-        case .alreadyReferred: throw AppError(.conflict, "already_referred", "You have already redeemed a referral code")
+        case .ownCode: throw AppError(AdsErrorCode.ownReferralCode, "You cannot redeem your own referral code")
+        case .alreadyReferred: throw AppError(AdsErrorCode.alreadyReferred, "You have already redeemed a referral code")
         }
     }
 }

@@ -106,8 +106,10 @@ struct ConsentController: Sendable {
             throw AppError.validation("consent_form_status", "consent_form_status must be one of \(Self.formStatuses.sorted().joined(separator: ", "))")
         }
         // A TC string is web-safe base64 segments separated by dots.
-        if let t = body.tcfString, t.isEmpty || t.utf8.count > 4096
-            || !t.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "-" || $0 == "_" || $0 == ".") }) {
+        if let t = body.tcfString,
+            t.isEmpty || t.utf8.count > 4096
+                || !t.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "-" || $0 == "_" || $0 == ".") })
+        {
             throw AppError.validation("tcf_string", "tcf_string must be an IAB TCF consent string")
         }
         if let c = body.country, c.count != 2 || !c.allSatisfy({ $0.isASCII && $0.isLetter }) {
@@ -128,20 +130,22 @@ struct ConsentController: Sendable {
             switch AgeGate.decide(previous: previous?.isUnderAge ?? false, claimed: body.isUnderAge, birth: birth, now: now) {
             case .underAge(let u): underAge = u
             case .birthDateRequired:
-                throw AppError(.forbidden, "age_verification_required",
-                               "This account is under 13 (COPPA); only the age gate with a birth date can change that", extra: ["field": "birth_date"])
+                throw AppError(
+                    AdsErrorCode.ageVerificationRequired,
+                    "This account is under 13 (COPPA); only the age gate with a birth date can change that", extra: ["field": "birth_date"])
             case .implausibleBirthDate:
                 throw AppError.validation("birth_date", "birth_date must be in the past and less than 120 years ago")
             }
-            var r = AdConsentRecord(consentPersonalizedAds: body.consentPersonalizedAds ?? previous?.consentPersonalizedAds ?? false,
-                                    consentDataSharing: body.consentDataSharing ?? previous?.consentDataSharing ?? false,
-                                    ageGatePassed: body.ageGatePassed ?? (birth != nil ? true : (previous?.ageGatePassed ?? false)),
-                                    isUnderAge: underAge,
-                                    attStatus: body.attStatus ?? previous?.attStatus,
-                                    tcfString: body.tcfString ?? previous?.tcfString,
-                                    consentFormStatus: body.consentFormStatus ?? previous?.consentFormStatus,
-                                    country: country, gdprApplies: ConsentState.gdprApplies(country: country), source: "app", updatedAt: now,
-                                    answered: (previous?.answered ?? false) || body.consentPersonalizedAds != nil || body.consentDataSharing != nil)
+            var r = AdConsentRecord(
+                consentPersonalizedAds: body.consentPersonalizedAds ?? previous?.consentPersonalizedAds ?? false,
+                consentDataSharing: body.consentDataSharing ?? previous?.consentDataSharing ?? false,
+                ageGatePassed: body.ageGatePassed ?? (birth != nil ? true : (previous?.ageGatePassed ?? false)),
+                isUnderAge: underAge,
+                attStatus: body.attStatus ?? previous?.attStatus,
+                tcfString: body.tcfString ?? previous?.tcfString,
+                consentFormStatus: body.consentFormStatus ?? previous?.consentFormStatus,
+                country: country, gdprApplies: ConsentState.gdprApplies(country: country), source: "app", updatedAt: now,
+                answered: (previous?.answered ?? false) || body.consentPersonalizedAds != nil || body.consentDataSharing != nil)
             // COPPA (8a): no personalisation and no sharing for a child, whatever was ticked.
             if underAge { r.consentPersonalizedAds = false; r.consentDataSharing = false }
             try await consents.append(app: app, user: user, r, on: conn)
@@ -149,9 +153,10 @@ struct ConsentController: Sendable {
             // this screen was showing.
             guard let answer = body.consentPersonalizedAds else { return (r, nil) }
             let basedOn = try await consents.facts.version(app: app, user: user, fact: "consent.personalized_ads", on: conn) ?? 0
-            let message = try OutboxMessage(target: .auth, method: "POST",
-                                            path: "/internal/users/\(user.lowercasedString)/consent-answers/personalized_ads?app_id=\(app.lowercasedString)",
-                                            body: ConsentAnswer(appID: app, value: answer && !underAge, basedOn: basedOn, source: "ads"))
+            let message = try OutboxMessage(
+                target: .auth, method: "POST",
+                path: "/internal/users/\(user.lowercasedString)/consent-answers/personalized_ads?app_id=\(app.lowercasedString)",
+                body: ConsentAnswer(appID: app, value: answer && !underAge, basedOn: basedOn, source: "ads"))
             return (r, try await Outbox.enqueue(message, on: conn, logger: logger, deliveredByWriter: .seconds(10)).id)
         }
         // Tried at once so the privacy screen shows it within a moment; else the worker delivers it.
@@ -179,12 +184,13 @@ struct ConsentController: Sendable {
             let personalized = fact.value && !underAge
             // The same answer this screen already holds (its own, come back versioned): no new row.
             if let previous, previous.answered, previous.consentPersonalizedAds == personalized { return outcome }
-            let r = AdConsentRecord(consentPersonalizedAds: personalized,
-                                    consentDataSharing: fact.value ? (previous?.consentDataSharing ?? false) : false,
-                                    ageGatePassed: previous?.ageGatePassed ?? false, isUnderAge: underAge,
-                                    attStatus: previous?.attStatus, tcfString: previous?.tcfString, consentFormStatus: previous?.consentFormStatus,
-                                    country: previous?.country, gdprApplies: previous?.gdprApplies ?? true, source: "auth",
-                                    updatedAt: now, answered: true)
+            let r = AdConsentRecord(
+                consentPersonalizedAds: personalized,
+                consentDataSharing: fact.value ? (previous?.consentDataSharing ?? false) : false,
+                ageGatePassed: previous?.ageGatePassed ?? false, isUnderAge: underAge,
+                attStatus: previous?.attStatus, tcfString: previous?.tcfString, consentFormStatus: previous?.consentFormStatus,
+                country: previous?.country, gdprApplies: previous?.gdprApplies ?? true, source: "auth",
+                updatedAt: now, answered: true)
             try await consents.append(app: app, user: user, r, on: conn)
             return outcome
         }

@@ -27,8 +27,8 @@ struct SSVController: Sendable {
             case .malformed(let why): throw AppError.badRequest("Malformed callback: \(why)")
             case .unknownKey, .badSignature:
                 logger.warning("refused AdMob callback", metadata: ["reason": "\(e)"])
-                throw AppError(.forbidden, "invalid_signature", "The callback's signature does not verify")
-            case .keysUnavailable: throw AppError(.serviceUnavailable, "verifier_keys_unavailable", "AdMob's verifier keys cannot be fetched now")
+                throw AppError(AdsErrorCode.invalidSignature, "The callback's signature does not verify")
+            case .keysUnavailable: throw AppError(AdsErrorCode.verifierKeysUnavailable, "AdMob's verifier keys cannot be fetched now")
             }
         }
         guard let custom = callback.customData, let requestID = UUID(uuidString: custom) else {
@@ -42,8 +42,9 @@ struct SSVController: Sendable {
             if let claimed = callback.userID, !claimed.isEmpty, UUID(uuidString: claimed) != user {
                 throw AppError.validation("user_id", "user_id does not match the ad request's user")
             }
-            let fresh = try await ads.recordVerificationCallback(transactionID: callback.transactionID, request: r, keyID: callback.keyID,
-                                                                 rewardAmount: callback.rewardAmount, now: now, on: conn)
+            let fresh = try await ads.recordVerificationCallback(
+                transactionID: callback.transactionID, request: r, keyID: callback.keyID,
+                rewardAmount: callback.rewardAmount, now: now, on: conn)
             guard fresh else { return ("duplicate", nil) }
             switch try await rewarding.grant(r, user: user, now: now, on: conn) {
             case .granted(let outboxID):

@@ -57,14 +57,16 @@ struct CampaignStore: Sendable {
         """
     typealias Row = (UUID, UUID, String, String, String, Int, String, Int, String?, Date, Date, Bool, String, Bool)
     static func campaign(_ r: Row) throws -> Campaign {
-        Campaign(id: r.0, appID: r.1, name: r.2, description: r.3, type: CampaignType(rawValue: r.4) ?? .watchAds, rewardAmount: r.5,
-                 conditions: try JSONDecoder().decode(JSONValue.self, from: Data(r.6.utf8)), required: r.7, placement: r.8,
-                 startsAt: r.9, endsAt: r.10, active: r.11, salt: r.12, hasVariants: r.13)
+        Campaign(
+            id: r.0, appID: r.1, name: r.2, description: r.3, type: CampaignType(rawValue: r.4) ?? .watchAds, rewardAmount: r.5,
+            conditions: try JSONDecoder().decode(JSONValue.self, from: Data(r.6.utf8)), required: r.7, placement: r.8,
+            startsAt: r.9, endsAt: r.10, active: r.11, salt: r.12, hasVariants: r.13)
     }
 
     func create(_ c: Campaign, variants: [CampaignVariant] = [], on conn: PostgresConnection) async throws -> Campaign {
         let conditions = String(decoding: try JSON.encoder.encode(c.conditions), as: UTF8.self)
-        let rows = try await conn.run("""
+        let rows = try await conn.run(
+            """
             INSERT INTO freemium_campaigns (id, app_id, name, description, campaign_type, reward_amount, conditions, required, placement,
                                             starts_at, ends_at, active, has_variants)
             VALUES (\(c.id), \(c.appID), \(c.name), \(c.description), \(c.type.rawValue), \(c.rewardAmount), \(conditions)::jsonb, \(c.required),
@@ -85,7 +87,8 @@ struct CampaignStore: Sendable {
     func saveVariants(campaign: UUID, _ variants: [CampaignVariant], on conn: PostgresConnection) async throws {
         for (position, v) in variants.enumerated() {
             let conditions = String(decoding: try JSON.encoder.encode(v.conditions), as: UTF8.self)
-            try await conn.run("""
+            try await conn.run(
+                """
                 INSERT INTO campaign_variants (campaign_id, key, position, weight, reward_amount, required, conditions, holdout)
                 VALUES (\(campaign), \(v.key), \(position), \(v.weight), \(v.rewardAmount), \(v.required), \(conditions)::jsonb, \(v.holdout))
                 ON CONFLICT (campaign_id, key) DO UPDATE SET position = EXCLUDED.position, weight = EXCLUDED.weight,
@@ -99,12 +102,16 @@ struct CampaignStore: Sendable {
     func variants(of campaigns: [UUID], on conn: PostgresConnection) async throws -> [UUID: [CampaignVariant]] {
         guard !campaigns.isEmpty else { return [:] }
         var out: [UUID: [CampaignVariant]] = [:]
-        for try await r in try await conn.run("""
+        for try await r in try await conn.run(
+            """
             SELECT campaign_id, key, weight, reward_amount, required, conditions::text, holdout FROM campaign_variants
             WHERE campaign_id = ANY(\(campaigns)) ORDER BY campaign_id, position
-            """, logger: logger).decode((UUID, String, Int, Int, Int, String, Bool).self) {
-            out[r.0, default: []].append(CampaignVariant(key: r.1, weight: r.2, rewardAmount: r.3, required: r.4,
-                                                         conditions: try JSONDecoder().decode(JSONValue.self, from: Data(r.5.utf8)), holdout: r.6))
+            """, logger: logger
+        ).decode((UUID, String, Int, Int, Int, String, Bool).self) {
+            out[r.0, default: []].append(
+                CampaignVariant(
+                    key: r.1, weight: r.2, rewardAmount: r.3, required: r.4,
+                    conditions: try JSONDecoder().decode(JSONValue.self, from: Data(r.5.utf8)), holdout: r.6))
         }
         return out
     }
@@ -116,27 +123,33 @@ struct CampaignStore: Sendable {
         guard !campaigns.isEmpty else { return [] }
         let variants = try await variants(of: campaigns.filter(\.hasVariants).map(\.id), on: conn)
         var stored: [UUID: (variant: String?, exposed: Bool)] = [:]
-        for try await r in try await conn.run("""
+        for try await r in try await conn.run(
+            """
             SELECT campaign_id, variant_key, exposed_at IS NOT NULL FROM campaign_assignments
             WHERE campaign_id = ANY(\(campaigns.map(\.id))) AND user_id = \(user)
-            """, logger: logger).decode((UUID, String?, Bool).self) { stored[r.0] = (r.1, r.2) }
+            """, logger: logger
+        ).decode((UUID, String?, Bool).self) { stored[r.0] = (r.1, r.2) }
         // New assignments (and first exposures) in one statement; a concurrent first meeting on
         // another replica computed the same variant, and the stored row wins anyway.
         var ids: [UUID] = [], keys: [String] = []
         for c in campaigns where stored[c.id] == nil || (expose && stored[c.id]?.exposed == false) {
-            let key = stored[c.id]?.variant ?? variants[c.id].map {
-                CampaignExperiment.pick($0, bucket: CampaignExperiment.bucket(salt: c.salt, app: app, user: user)).key
-            }
+            let key =
+                stored[c.id]?.variant
+                ?? variants[c.id].map {
+                    CampaignExperiment.pick($0, bucket: CampaignExperiment.bucket(salt: c.salt, app: app, user: user)).key
+                }
             ids.append(c.id); keys.append(key ?? "")
         }
         if !ids.isEmpty {
             let exposedAt: Date? = expose ? now : nil
-            for try await r in try await conn.run("""
+            for try await r in try await conn.run(
+                """
                 INSERT INTO campaign_assignments AS a (campaign_id, app_id, user_id, variant_key, assigned_at, exposed_at)
                 SELECT c, \(app), \(user), NULLIF(k, ''), \(now), \(exposedAt) FROM unnest(\(ids), \(keys)) AS t(c, k)
                 ON CONFLICT (campaign_id, user_id) DO UPDATE SET exposed_at = COALESCE(a.exposed_at, EXCLUDED.exposed_at)
                 RETURNING campaign_id, variant_key
-                """, logger: logger).decode((UUID, String?).self) { stored[r.0] = (r.1, expose) }
+                """, logger: logger
+            ).decode((UUID, String?).self) { stored[r.0] = (r.1, expose) }
         }
         return campaigns.map { c in
             let key = stored[c.id]?.variant
@@ -147,19 +160,23 @@ struct CampaignStore: Sendable {
     /// Assigned users per variant (an edit may not remove a variant that has some).
     func assignedCounts(campaign: UUID, on conn: PostgresConnection) async throws -> [String: Int] {
         var out: [String: Int] = [:]
-        for try await (key, n) in try await conn.run("""
+        for try await (key, n) in try await conn.run(
+            """
             SELECT variant_key, count(*)::int FROM campaign_assignments WHERE campaign_id = \(campaign) AND variant_key IS NOT NULL GROUP BY 1
-            """, logger: logger).decode((String, Int).self) { out[key] = n }
+            """, logger: logger
+        ).decode((String, Int).self) { out[key] = n }
         return out
     }
 
     /// The operator's edit of the name, description or end (the variants separately).
     func edit(app: UUID, id: UUID, name: String?, description: String?, endsAt: Date?, on conn: PostgresConnection) async throws -> Campaign? {
-        for try await r in try await conn.run("""
+        for try await r in try await conn.run(
+            """
             UPDATE freemium_campaigns SET name = COALESCE(\(name), name), description = COALESCE(\(description), description),
                    ends_at = COALESCE(\(endsAt), ends_at)
             WHERE app_id = \(app) AND id = \(id) RETURNING \(unescaped: Self.columns)
-            """, logger: logger).decode(Row.self) { return try Self.campaign(r) }
+            """, logger: logger
+        ).decode(Row.self) { return try Self.campaign(r) }
         return nil
     }
 
@@ -167,7 +184,8 @@ struct CampaignStore: Sendable {
     /// the claims granted (`pending_rewards`, the ledger's source at ads).
     func results(campaign: UUID, on conn: PostgresConnection) async throws -> [CampaignFunnel] {
         var out: [CampaignFunnel] = []
-        for try await r in try await conn.run("""
+        for try await r in try await conn.run(
+            """
             SELECT a.variant_key, count(*)::int, count(a.exposed_at)::int,
                    count(p.user_id) FILTER (WHERE p.progress > 0)::int, count(*) FILTER (WHERE p.completed)::int,
                    count(*) FILTER (WHERE p.reward_claimed)::int, COALESCE(sum(r.amount), 0)::int
@@ -177,7 +195,8 @@ struct CampaignStore: Sendable {
                  AND r.reference_id = 'campaign:' || a.campaign_id::text || ':' || a.user_id::text
             WHERE a.campaign_id = \(campaign)
             GROUP BY a.variant_key
-            """, logger: logger).decode((String?, Int, Int, Int, Int, Int, Int).self) {
+            """, logger: logger
+        ).decode((String?, Int, Int, Int, Int, Int, Int).self) {
             out.append(CampaignFunnel(key: r.0, assigned: r.1, exposed: r.2, joined: r.3, completed: r.4, claimed: r.5, creditsGranted: r.6))
         }
         return out
@@ -186,14 +205,16 @@ struct CampaignStore: Sendable {
     /// Exposures and completions per UTC day.
     func resultsByDay(campaign: UUID, on conn: PostgresConnection) async throws -> [(day: String, exposed: Int, completed: Int)] {
         var out: [(String, Int, Int)] = []
-        for try await r in try await conn.run("""
+        for try await r in try await conn.run(
+            """
             WITH e AS (SELECT (exposed_at AT TIME ZONE 'UTC')::date AS d, count(*) AS n FROM campaign_assignments
                        WHERE campaign_id = \(campaign) AND exposed_at IS NOT NULL GROUP BY 1),
                  c AS (SELECT (completed_at AT TIME ZONE 'UTC')::date AS d, count(*) AS n FROM campaign_participations
                        WHERE campaign_id = \(campaign) AND completed GROUP BY 1)
             SELECT to_char(COALESCE(e.d, c.d), 'YYYY-MM-DD'), COALESCE(e.n, 0)::int, COALESCE(c.n, 0)::int
             FROM e FULL JOIN c ON c.d = e.d ORDER BY 1
-            """, logger: logger).decode((String, Int, Int).self) { out.append(r) }
+            """, logger: logger
+        ).decode((String, Int, Int).self) { out.append(r) }
         return out
     }
 
@@ -208,7 +229,8 @@ struct CampaignStore: Sendable {
     func dueReminders(now: Date, batch: Int, on conn: PostgresConnection) async throws -> [Reminder] {
         var out: [Reminder] = []
         for try await r in try await conn.run(Self.dueRemindersQuery(now: now, batch: batch), logger: logger)
-            .decode((UUID, UUID, UUID, Int, Int, String, Int).self) {
+            .decode((UUID, UUID, UUID, Int, Int, String, Int).self)
+        {
             out.append(Reminder(campaign: r.0, app: r.1, user: r.2, progress: r.3, required: r.4, name: r.5, reward: r.6))
         }
         return out
@@ -240,7 +262,8 @@ struct CampaignStore: Sendable {
 
     /// Ends a campaign now (admin): no new progress, no claim after its end.
     func end(app: UUID, id: UUID, now: Date, on conn: PostgresConnection) async throws -> Campaign? {
-        let rows = try await conn.run("""
+        let rows = try await conn.run(
+            """
             UPDATE freemium_campaigns SET active = false, ends_at = LEAST(ends_at, GREATEST(starts_at + interval '1 second', \(now)))
             WHERE app_id = \(app) AND id = \(id) RETURNING \(unescaped: Self.columns)
             """, logger: logger)
@@ -255,7 +278,8 @@ struct CampaignStore: Sendable {
     }
 
     func running(app: UUID, now: Date, on conn: PostgresConnection) async throws -> [Campaign] {
-        let rows = try await conn.run("""
+        let rows = try await conn.run(
+            """
             SELECT \(unescaped: Self.columns) FROM freemium_campaigns
             WHERE app_id = \(app) AND active AND starts_at <= \(now) AND ends_at >= \(now) ORDER BY ends_at, id
             """, logger: logger)
@@ -265,7 +289,8 @@ struct CampaignStore: Sendable {
     }
 
     func participations(app: UUID, user: UUID, on conn: PostgresConnection) async throws -> [UUID: Participation] {
-        let rows = try await conn.run("""
+        let rows = try await conn.run(
+            """
             SELECT campaign_id, progress, completed, completed_at, reward_claimed, reward_claimed_at, required FROM campaign_participations
             WHERE app_id = \(app) AND user_id = \(user)
             """, logger: logger)
@@ -277,7 +302,8 @@ struct CampaignStore: Sendable {
     }
 
     func participation(campaign: UUID, user: UUID, lock: Bool = false, on conn: PostgresConnection) async throws -> Participation? {
-        let rows = try await conn.run("""
+        let rows = try await conn.run(
+            """
             SELECT progress, completed, completed_at, reward_claimed, reward_claimed_at, required FROM campaign_participations
             WHERE campaign_id = \(campaign) AND user_id = \(user) \(unescaped: lock ? "FOR UPDATE" : "")
             """, logger: logger)
@@ -290,14 +316,17 @@ struct CampaignStore: Sendable {
     /// Adds one to the progress of the running campaigns of `type` (optionally only those for
     /// `placement`), completing those that reach their goal: the user's variant's goal, which the
     /// participation keeps. A holdout user's progress is not counted (he is not in the campaign).
-    private func advance(app: UUID, user: UUID, type: CampaignType, placement: String?, now: Date,
-                         on conn: PostgresConnection) async throws {
+    private func advance(
+        app: UUID, user: UUID, type: CampaignType, placement: String?, now: Date,
+        on conn: PostgresConnection
+    ) async throws {
         // The user's variants first (assigned, not exposed: showing is what exposes).
         let running = try await running(app: app, now: now, on: conn).filter {
             $0.type == type && $0.hasVariants && ($0.placement == nil || $0.placement == placement)
         }
         _ = try await offers(running, app: app, user: user, expose: false, now: now, on: conn)
-        let rows = try await conn.run("""
+        let rows = try await conn.run(
+            """
             INSERT INTO campaign_participations AS p (campaign_id, app_id, user_id, variant_key, required, progress, completed, completed_at, updated_at)
             SELECT c.id, c.app_id, \(user), v.key, COALESCE(v.required, c.required), 1, COALESCE(v.required, c.required) <= 1,
                    CASE WHEN COALESCE(v.required, c.required) <= 1 THEN \(now)::timestamptz END, \(now)
@@ -317,19 +346,27 @@ struct CampaignStore: Sendable {
             RETURNING campaign_id, completed, progress, variant_key
             """, logger: logger)
         for try await (campaign, completed, progress, variant) in rows.decode((UUID, Bool, Int, String?).self) where completed {
-            try await Self.announceCompletion(app: app, user: user, campaign: campaign, progress: progress, variant: variant, now: now, on: conn, logger: logger)
+            try await Self.announceCompletion(
+                app: app, user: user, campaign: campaign, progress: progress, variant: variant, now: now, on: conn, logger: logger)
         }
     }
 
     /// #33: `campaign.completed` to the app's servers through auth when the goal is reached (the
     /// claim is a `credits.earned`), iff this transaction commits; its version is the progress.
-    static func announceCompletion(app: UUID, user: UUID, campaign: UUID, progress: Int, variant: String?, now: Date,
-                                   on conn: PostgresConnection, logger: Logger) async throws {
-        var data: [String: JSONValue] = ["user_id": .string(user.lowercasedString), "campaign_id": .string(campaign.lowercasedString),
-                                         "progress": .int(progress)]
+    static func announceCompletion(
+        app: UUID, user: UUID, campaign: UUID, progress: Int, variant: String?, now: Date,
+        on conn: PostgresConnection, logger: Logger
+    ) async throws {
+        var data: [String: JSONValue] = [
+            "user_id": .string(user.lowercasedString), "campaign_id": .string(campaign.lowercasedString),
+            "progress": .int(progress)
+        ]
         if let variant { data["variant"] = .string(variant) }
-        try await Outbox.write(try OutboxMessage(target: .auth, method: "POST", path: "/internal/events", body: WebhookEventMessage(
-            type: "campaign.completed", appID: app, createdAt: now, version: Int64(progress), data: data)), on: conn, logger: logger)
+        try await Outbox.write(
+            try OutboxMessage(
+                target: .auth, method: "POST", path: "/internal/events",
+                body: WebhookEventMessage(
+                    type: "campaign.completed", appID: app, createdAt: now, version: Int64(progress), data: data)), on: conn, logger: logger)
     }
 
     /// A rewarded view the server granted (12a: only running watch-ads campaigns, of the
@@ -344,7 +381,8 @@ struct CampaignStore: Sendable {
         let today = AdStore.day(now)
         let c = offer.campaign
         let required = offer.required
-        let rows = try await conn.run("""
+        let rows = try await conn.run(
+            """
             INSERT INTO campaign_participations AS p (campaign_id, app_id, user_id, variant_key, required, progress, completed, completed_at,
                                                       last_checkin_day, updated_at)
             VALUES (\(c.id), \(c.appID), \(user), \(offer.variant?.key), \(required), 1, \(required <= 1),
@@ -360,15 +398,17 @@ struct CampaignStore: Sendable {
             RETURNING completed, progress
             """, logger: logger)
         for try await (completed, progress) in rows.decode((Bool, Int).self) where completed {
-            try await Self.announceCompletion(app: c.appID, user: user, campaign: c.id, progress: progress, variant: offer.variant?.key,
-                                              now: now, on: conn, logger: logger)
+            try await Self.announceCompletion(
+                app: c.appID, user: user, campaign: c.id, progress: progress, variant: offer.variant?.key,
+                now: now, on: conn, logger: logger)
         }
     }
 
     /// The claim (23a-23d): marks the reward claimed once; the caller grants the credits in
     /// the same transaction.
     func markClaimed(campaign: UUID, user: UUID, now: Date, on conn: PostgresConnection) async throws -> Bool {
-        let rows = try await conn.run("""
+        let rows = try await conn.run(
+            """
             UPDATE campaign_participations SET reward_claimed = true, reward_claimed_at = \(now), updated_at = \(now)
             WHERE campaign_id = \(campaign) AND user_id = \(user) AND completed AND NOT reward_claimed RETURNING 1
             """, logger: logger)
@@ -382,7 +422,8 @@ struct CampaignStore: Sendable {
         for _ in 0..<5 {
             let alphabet = Array("ABCDEFGHJKLMNPQRSTUVWXYZ23456789")
             let candidate = String((0..<8).map { _ in alphabet.randomElement()! })
-            let rows = try await conn.run("""
+            let rows = try await conn.run(
+                """
                 WITH ins AS (
                     INSERT INTO referral_codes (app_id, user_id, code, created_at) VALUES (\(app), \(user), \(candidate), \(now))
                     ON CONFLICT DO NOTHING RETURNING code)
@@ -398,22 +439,28 @@ struct CampaignStore: Sendable {
 
     func redeem(app: UUID, referee: UUID, code: String, now: Date, on conn: PostgresConnection) async throws -> Redemption {
         var referrer: UUID?
-        for try await id in try await conn.run("""
+        for try await id in try await conn.run(
+            """
             SELECT user_id FROM referral_codes WHERE app_id = \(app) AND code = \(code.uppercased())
-            """, logger: logger).decode(UUID.self) { referrer = id }
+            """, logger: logger
+        ).decode(UUID.self) { referrer = id }
         guard let referrer else { return .unknownCode }
         guard referrer != referee else { return .ownCode }
         var inserted = false
-        for try await _ in try await conn.run("""
+        for try await _ in try await conn.run(
+            """
             INSERT INTO referral_redemptions (app_id, referee_id, referrer_id, created_at) VALUES (\(app), \(referee), \(referrer), \(now))
             ON CONFLICT DO NOTHING RETURNING 1
-            """, logger: logger) { inserted = true }
+            """, logger: logger)
+        { inserted = true }
         guard inserted else { return .alreadyReferred }
         // A friend who has already watched a rewarded ad has played: counted at once.
         var played = false
-        for try await _ in try await conn.run("""
+        for try await _ in try await conn.run(
+            """
             SELECT 1 FROM pending_rewards WHERE app_id = \(app) AND user_id = \(referee) AND source = 'ad_reward' LIMIT 1
-            """, logger: logger) { played = true }
+            """, logger: logger)
+        { played = true }
         if played { try await countReferral(app: app, referee: referee, now: now, on: conn) }
         return .redeemed(referrer: referrer, counted: played)
     }
@@ -421,10 +468,12 @@ struct CampaignStore: Sendable {
     /// The referee did something real (UC-ADS-4.4 "install and play"): his redemption, if not
     /// counted yet, now moves the referrer's referral campaigns, once.
     func countReferral(app: UUID, referee: UUID, now: Date, on conn: PostgresConnection) async throws {
-        for try await referrer in try await conn.run("""
+        for try await referrer in try await conn.run(
+            """
             UPDATE referral_redemptions SET counted_at = \(now)
             WHERE app_id = \(app) AND referee_id = \(referee) AND counted_at IS NULL RETURNING referrer_id
-            """, logger: logger).decode(UUID.self) {
+            """, logger: logger
+        ).decode(UUID.self) {
             try await advance(app: app, user: referrer, type: .referral, placement: nil, now: now, on: conn)
         }
     }

@@ -35,8 +35,9 @@ struct AdConsentRecord: Codable, Sendable, Equatable {
     }
 
     func state() -> ConsentState {
-        ConsentState(answered: answered, personalizedAds: consentPersonalizedAds, dataSharing: consentDataSharing, isUnderAge: isUnderAge,
-                     attStatus: attStatus, gdprApplies: gdprApplies)
+        ConsentState(
+            answered: answered, personalizedAds: consentPersonalizedAds, dataSharing: consentDataSharing, isUnderAge: isUnderAge,
+            attStatus: attStatus, gdprApplies: gdprApplies)
     }
 }
 
@@ -46,21 +47,24 @@ struct ConsentStore: Sendable {
     var facts: UserFactStore { UserFactStore(logger: logger) }
 
     func latest(app: UUID, user: UUID, on conn: PostgresConnection) async throws -> AdConsentRecord? {
-        let rows = try await conn.run("""
+        let rows = try await conn.run(
+            """
             SELECT consent_personalized_ads, consent_data_sharing, age_gate_passed, is_under_age, att_status, tcf_string,
                    consent_form_status, country, gdpr_applies, source, created_at, answered
             FROM user_consent_ads WHERE app_id = \(app) AND user_id = \(user) ORDER BY id DESC LIMIT 1
             """, logger: logger)
         for try await r in rows.decode((Bool, Bool, Bool, Bool, String?, String?, String?, String?, Bool, String, Date, Bool).self) {
-            return AdConsentRecord(consentPersonalizedAds: r.0, consentDataSharing: r.1, ageGatePassed: r.2, isUnderAge: r.3, attStatus: r.4,
-                                   tcfString: r.5, consentFormStatus: r.6, country: r.7, gdprApplies: r.8, source: r.9, updatedAt: r.10,
-                                   answered: r.11)
+            return AdConsentRecord(
+                consentPersonalizedAds: r.0, consentDataSharing: r.1, ageGatePassed: r.2, isUnderAge: r.3, attStatus: r.4,
+                tcfString: r.5, consentFormStatus: r.6, country: r.7, gdprApplies: r.8, source: r.9, updatedAt: r.10,
+                answered: r.11)
         }
         return nil
     }
 
     func append(app: UUID, user: UUID, _ c: AdConsentRecord, on conn: PostgresConnection) async throws {
-        try await conn.run("""
+        try await conn.run(
+            """
             INSERT INTO user_consent_ads (app_id, user_id, consent_personalized_ads, consent_data_sharing, age_gate_passed, is_under_age,
                                           att_status, tcf_string, consent_form_status, country, gdpr_applies, source, created_at, answered)
             VALUES (\(app), \(user), \(c.consentPersonalizedAds), \(c.consentDataSharing), \(c.ageGatePassed), \(c.isUnderAge),

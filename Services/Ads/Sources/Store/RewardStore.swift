@@ -19,9 +19,12 @@ struct RewardStore: Sendable {
 
     /// Records the reward once per (source, reference) and writes its delivery to the outbox.
     /// Returns the outbox row id, or nil when this reference was already rewarded.
-    func grant(app: UUID, user: UUID, amount: Int, source: String, reference: String, now: Date,
-               on conn: PostgresConnection) async throws -> Int64? {
-        let inserted = try await conn.run("""
+    func grant(
+        app: UUID, user: UUID, amount: Int, source: String, reference: String, now: Date,
+        on conn: PostgresConnection
+    ) async throws -> Int64? {
+        let inserted = try await conn.run(
+            """
             INSERT INTO pending_rewards (app_id, user_id, amount, source, reference_id, outbox_id, created_at)
             VALUES (\(app), \(user), \(amount), \(source), \(reference), 0, \(now))
             ON CONFLICT (app_id, source, reference_id) DO NOTHING RETURNING id
@@ -29,8 +32,9 @@ struct RewardStore: Sendable {
         var rewardID: Int64?
         for try await id in inserted.decode(Int64.self) { rewardID = id }
         guard let rewardID else { return nil }
-        let message = try OutboxMessage(target: .subscription, path: "/internal/credits/earn",
-                                        body: CreditEarnRequest(userID: user, appID: app, amount: amount, source: source, referenceID: reference))
+        let message = try OutboxMessage(
+            target: .subscription, path: "/internal/credits/earn",
+            body: CreditEarnRequest(userID: user, appID: app, amount: amount, source: source, referenceID: reference))
         // Sent at once by the request that granted it (to answer with the new balance).
         let (outboxID, _) = try await Outbox.enqueue(message, on: conn, logger: logger, deliveredByWriter: .seconds(10))
         try await conn.run("UPDATE pending_rewards SET outbox_id = \(outboxID) WHERE id = \(rewardID)", logger: logger)
@@ -39,14 +43,16 @@ struct RewardStore: Sendable {
 
     /// Undoes a grant in the same transaction (the daily cap refused it after all).
     func withdraw(app: UUID, source: String, reference: String, on conn: PostgresConnection) async throws {
-        try await conn.run("""
+        try await conn.run(
+            """
             WITH r AS (DELETE FROM pending_rewards WHERE app_id = \(app) AND source = \(source) AND reference_id = \(reference) RETURNING outbox_id)
             DELETE FROM outbox WHERE id IN (SELECT outbox_id FROM r)
             """, logger: logger)
     }
 
     func reward(app: UUID, source: String, reference: String, on conn: PostgresConnection) async throws -> Reward? {
-        let rows = try await conn.run("""
+        let rows = try await conn.run(
+            """
             SELECT r.amount, r.outbox_id, COALESCE(o.status, 'delivered'), r.new_balance FROM pending_rewards r
             LEFT JOIN outbox o ON o.id = r.outbox_id
             WHERE r.app_id = \(app) AND r.source = \(source) AND r.reference_id = \(reference)
@@ -61,7 +67,8 @@ struct RewardStore: Sendable {
     /// when it lands, comes with a push (subscription asks auth in the credit's transaction).
     func notifyOnLanding(outboxID: Int64, db: DatabasePool) async {
         do {
-            try await db.query("""
+            try await db.query(
+                """
                 UPDATE outbox SET body = jsonb_set(body, '{notify}', 'true') WHERE id = \(outboxID) AND status = 'pending'
                 """, logger: logger)
         } catch {

@@ -60,10 +60,12 @@ struct StatsStore: Sendable {
                 apps.append(app); days.append(day)
             }
             if !apps.isEmpty {
-                try await conn.run("""
+                try await conn.run(
+                    """
                     DELETE FROM ad_daily_stats WHERE (app_id, day) IN (SELECT a, d::date FROM unnest(\(apps)::uuid[], \(days)::text[]) AS t(a, d))
                     """, logger: logger)
-                try await conn.run("""
+                try await conn.run(
+                    """
                     WITH touched AS (SELECT a AS app_id, d::date AS day FROM unnest(\(apps)::uuid[], \(days)::text[]) AS t(a, d)),
                     q AS (
                         SELECT r.app_id, (r.created_at AT TIME ZONE 'UTC')::date AS day, r.ad_type, r.provider, r.placement, count(*) AS requests
@@ -85,7 +87,8 @@ struct StatsStore: Sendable {
                                       AND q.placement = v.placement
                     """, logger: logger)
             }
-            try await conn.run("""
+            try await conn.run(
+                """
                 INSERT INTO ad_stats_state (id, refreshed_until) VALUES (1, now())
                 ON CONFLICT (id) DO UPDATE SET refreshed_until = GREATEST(ad_stats_state.refreshed_until, EXCLUDED.refreshed_until)
                 """, logger: logger)
@@ -102,7 +105,8 @@ struct StatsStore: Sendable {
     }
 
     func rows(app: UUID, _ f: Filter, on conn: PostgresConnection) async throws -> [StatsRow] {
-        let rows = try await conn.run("""
+        let rows = try await conn.run(
+            """
             SELECT day::text, ad_type, provider, placement, requests::int, impressions::int, clicks::int, completions::int,
                    revenue_usd::float8, impressions_without_revenue::int
             FROM ad_daily_stats
@@ -113,8 +117,10 @@ struct StatsStore: Sendable {
             """, logger: logger)
         var out: [StatsRow] = []
         for try await r in rows.decode((String, String, String, String, Int, Int, Int, Int, Double, Int).self) {
-            out.append(StatsRow(day: r.0, adType: r.1, provider: r.2, placement: r.3, requests: r.4, impressions: r.5, clicks: r.6,
-                                completions: r.7, revenueUSD: r.8, impressionsWithoutRevenue: r.9))
+            out.append(
+                StatsRow(
+                    day: r.0, adType: r.1, provider: r.2, placement: r.3, requests: r.4, impressions: r.5, clicks: r.6,
+                    completions: r.7, revenueUSD: r.8, impressionsWithoutRevenue: r.9))
         }
         return out
     }

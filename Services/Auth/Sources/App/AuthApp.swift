@@ -14,8 +14,9 @@ public enum AuthService: ServiceDefinition {
     }
 
     public static func buildApplication(runtime: ServiceRuntime) async throws -> any ApplicationProtocol {
-        try buildApplication(runtime: runtime, signingKey: SigningKeyLoader.load(config: runtime.config),
-                             publishedKeys: PublishedKeys.load(config: runtime.config))
+        try buildApplication(
+            runtime: runtime, signingKey: SigningKeyLoader.load(config: runtime.config),
+            publishedKeys: PublishedKeys.load(config: runtime.config))
     }
 
     /// `audit_logs` kept `AUDIT_LOG_RETENTION_DAYS`.
@@ -34,16 +35,20 @@ public enum AuthService: ServiceDefinition {
         public var apple: (any AppleSignIn)?
         public var mailer: (any Mailer)?
         public var gameCenter: (any GameCenterVerifying)?
-        public init(google: (any GoogleSignIn)? = nil, apple: (any AppleSignIn)? = nil, mailer: (any Mailer)? = nil,
-                    gameCenter: (any GameCenterVerifying)? = nil) {
+        public init(
+            google: (any GoogleSignIn)? = nil, apple: (any AppleSignIn)? = nil, mailer: (any Mailer)? = nil,
+            gameCenter: (any GameCenterVerifying)? = nil
+        ) {
             self.google = google; self.apple = apple; self.mailer = mailer; self.gameCenter = gameCenter
         }
     }
 
     /// The composition root: tests call it with their own runtime, key and providers.
-    public static func buildApplication(runtime: ServiceRuntime, signingKey: Curve25519.Signing.PrivateKey,
-                                        publishedKeys: [Curve25519.Signing.PublicKey] = [],
-                                        providers: Providers = Providers()) throws -> Application<RouterResponder<ServiceRequestContext>> {
+    public static func buildApplication(
+        runtime: ServiceRuntime, signingKey: Curve25519.Signing.PrivateKey,
+        publishedKeys: [Curve25519.Signing.PublicKey] = [],
+        providers: Providers = Providers()
+    ) throws -> Application<RouterResponder<ServiceRequestContext>> {
         let env = runtime.config.environment
         let signer = AccessTokenSigner(privateKey: signingKey, issuer: runtime.config.authIssuer)
         // The signing key first, then the next or previous ones of a rotation (once each).
@@ -53,35 +58,49 @@ public enum AuthService: ServiceDefinition {
         // Auth verifies its own tokens with its own key: no HTTP round trip to itself.
         let tokenVerifier = AccessTokenVerifier(source: StaticJWKSSource(jwks), issuers: runtime.config.acceptedIssuers, clock: runtime.clock)
         let refreshTokens = RefreshTokenStore(logger: runtime.logger)
-        let google = providers.google ?? GoogleIdentityVerifier(keySet: RemoteKeySet(
-            url: env.string("GOOGLE_JWKS_URL", default: "https://www.googleapis.com/oauth2/v3/certs"), http: runtime.http))
-        let apple = providers.apple ?? AppleIdentityVerifier(
-            keySet: RemoteKeySet(url: env.string("APPLE_JWKS_URL", default: "https://appleid.apple.com/auth/keys"), http: runtime.http),
-            http: runtime.http,
-            tokenURL: env.string("APPLE_TOKEN_URL", default: "https://appleid.apple.com/auth/token"),
-            revokeURL: env.string("APPLE_REVOKE_URL", default: "https://appleid.apple.com/auth/revoke"))
-        let gameCenter = try providers.gameCenter ?? GameCenterVerifier(
-            http: runtime.http, roots: GameCenterVerifier.roots(pemPath: env.optional("GAMECENTER_TRUST_ROOTS")),
-            allowedHostSuffix: env.string("GAMECENTER_KEY_HOST_SUFFIX", default: "apple.com"),
-            caBundlePath: env.optional("GAMECENTER_CA_BUNDLE"),
-            resolve: env.optional("GAMECENTER_RESOLVE").map { $0.split(separator: ",").map(String.init) } ?? [])
-        let mailer: any Mailer = providers.mailer ?? {
-            if let url = env.optional("SMTP_URL") {
-                return SMTPMailer(http: runtime.http, server: SMTPServer(url: url, username: env.optional("SMTP_USERNAME"),
-                                                                          password: env.optional("SMTP_PASSWORD"),
-                                                                          requireTLS: env.bool("SMTP_REQUIRE_TLS", default: false)))
-            }
-            return MailFolder(directory: URL(fileURLWithPath: runtime.config.dataDirectory).appendingPathComponent("mail"))
-        }()
+        let google =
+            providers.google
+            ?? GoogleIdentityVerifier(
+                keySet: RemoteKeySet(
+                    url: env.string("GOOGLE_JWKS_URL", default: "https://www.googleapis.com/oauth2/v3/certs"), http: runtime.http))
+        let apple =
+            providers.apple
+            ?? AppleIdentityVerifier(
+                keySet: RemoteKeySet(url: env.string("APPLE_JWKS_URL", default: "https://appleid.apple.com/auth/keys"), http: runtime.http),
+                http: runtime.http,
+                tokenURL: env.string("APPLE_TOKEN_URL", default: "https://appleid.apple.com/auth/token"),
+                revokeURL: env.string("APPLE_REVOKE_URL", default: "https://appleid.apple.com/auth/revoke"))
+        let gameCenter =
+            try providers.gameCenter
+            ?? GameCenterVerifier(
+                http: runtime.http, roots: GameCenterVerifier.roots(pemPath: env.optional("GAMECENTER_TRUST_ROOTS")),
+                allowedHostSuffix: env.string("GAMECENTER_KEY_HOST_SUFFIX", default: "apple.com"),
+                caBundlePath: env.optional("GAMECENTER_CA_BUNDLE"),
+                resolve: env.optional("GAMECENTER_RESOLVE").map { $0.split(separator: ",").map(String.init) } ?? [])
+        let mailer: any Mailer =
+            providers.mailer
+            ?? {
+                if let url = env.optional("SMTP_URL") {
+                    return SMTPMailer(
+                        http: runtime.http,
+                        server: SMTPServer(
+                            url: url, username: env.optional("SMTP_USERNAME"),
+                            password: env.optional("SMTP_PASSWORD"),
+                            requireTLS: env.bool("SMTP_REQUIRE_TLS", default: false)))
+                }
+                return MailFolder(directory: URL(fileURLWithPath: runtime.config.dataDirectory).appendingPathComponent("mail"))
+            }()
         let dataKey = try dataKey(env: env, signingKey: signingKey)
         let box = SecretBox(key: dataKey, previous: try previousDataKey(env: env))
         let signIn = SignInSettingsStore(db: runtime.db, box: box, logger: runtime.logger)
-        let appleConfigs = TenantSettings(topic: "apple_signin", bootstrap: try AppleClientConfig.parse(env.optional("APPLE_SIGNIN_APPS")),
-                                          feed: runtime.changes, load: signIn.loadApple)
+        let appleConfigs = TenantSettings(
+            topic: "apple_signin", bootstrap: try AppleClientConfig.parse(env.optional("APPLE_SIGNIN_APPS")),
+            feed: runtime.changes, load: signIn.loadApple)
         let settings = AuthSettings(environment: env)
         let emailSettings = EmailSettingsStore(db: runtime.db, logger: runtime.logger)
-        let emails = EmailComposer(settings: TenantSettings(topic: "email_settings", bootstrap: [:], feed: runtime.changes, load: emailSettings.loadAll),
-                                   defaults: settings, applications: applications)
+        let emails = EmailComposer(
+            settings: TenantSettings(topic: "email_settings", bootstrap: [:], feed: runtime.changes, load: emailSettings.loadAll),
+            defaults: settings, applications: applications)
         let ctx = AuthContext(
             db: runtime.db, logger: runtime.logger, clock: runtime.clock,
             users: UserStore(logger: runtime.logger), refreshTokens: refreshTokens,
@@ -94,33 +113,41 @@ public enum AuthService: ServiceDefinition {
             box: box,
             settings: settings, emails: emails,
             facts: FactPublisher(logger: runtime.logger), sessions: runtime.sessions)
-        let lifecycle = AccountLifecycle(logger: runtime.logger, clock: runtime.clock, sessions: runtime.sessions,
-                                         appleRevoker: AppleRevoker(apple: apple, configs: appleConfigs, box: box))
+        let lifecycle = AccountLifecycle(
+            logger: runtime.logger, clock: runtime.clock, sessions: runtime.sessions,
+            appleRevoker: AppleRevoker(apple: apple, configs: appleConfigs, box: box))
         let jobs = JobQueue(client: runtime.db, queue: AccountLifecycle.queue, logger: runtime.logger, clock: runtime.clock)
         let linkSigner = LinkSigner(key: HKDF<SHA256>.deriveKey(inputKeyMaterial: dataKey, info: Data("export links v1".utf8), outputByteCount: 32))
         let userData = AuthUserData.sections(logger: runtime.logger) + [PushStore.exportSection(logger: runtime.logger)]
         let messenger = Self.messenger(runtime: runtime, box: box)
-        let pushWorker = JobWorker(queue: JobQueue(client: runtime.db, queue: PushMessenger.queue, logger: runtime.logger, clock: runtime.clock),
-                                   handlers: [PushMessenger.sendJob: { job in try await messenger.run(job) }],
-                                   pollInterval: .milliseconds(runtime.config.jobPollMilliseconds))
+        let pushWorker = JobWorker(
+            queue: JobQueue(client: runtime.db, queue: PushMessenger.queue, logger: runtime.logger, clock: runtime.clock),
+            handlers: [PushMessenger.sendJob: { job in try await messenger.run(job) }],
+            pollInterval: .milliseconds(runtime.config.jobPollMilliseconds))
         let webhookStore = WebhookStore(db: runtime.db, box: box, logger: runtime.logger)
         let webhookSender = WebhookSender(http: runtime.http, allowLoopback: runtime.config.isLocal)
         let webhooks = WebhookDelivery(store: webhookStore, sender: webhookSender, mailer: mailer, emails: emails, logger: runtime.logger)
-        let exporter = PrivacyExporter(db: runtime.db, http: runtime.http, serviceURLs: runtime.config.serviceURLs,
-                                       credential: runtime.internalCredential, sections: userData, signer: linkSigner, mailer: mailer,
-                                       emails: emails, publicURL: env.string("AUTH_PUBLIC_URL", default: "http://127.0.0.1:8080"),
-                                       clock: runtime.clock, logger: runtime.logger)
-        let worker = JobWorker(queue: jobs, handlers: [
-            AccountLifecycle.executeDeletionJob: { job in try await lifecycle.executeDeletion(job, db: runtime.db) },
-            PrivacyExporter.job: { job in try await exporter.build(job) },
-        ], pollInterval: .milliseconds(runtime.config.jobPollMilliseconds))
-        let sweeper = GuestExpirySweeper(lifecycle: lifecycle, db: runtime.db,
-                                         interval: .seconds(env.int("GUEST_SWEEP_SECONDS", default: 600)))
+        let exporter = PrivacyExporter(
+            db: runtime.db, http: runtime.http, serviceURLs: runtime.config.serviceURLs,
+            credential: runtime.internalCredential, sections: userData, signer: linkSigner, mailer: mailer,
+            emails: emails, publicURL: env.string("AUTH_PUBLIC_URL", default: "http://127.0.0.1:8080"),
+            clock: runtime.clock, logger: runtime.logger)
+        let worker = JobWorker(
+            queue: jobs,
+            handlers: [
+                AccountLifecycle.executeDeletionJob: { job in try await lifecycle.executeDeletion(job, db: runtime.db) },
+                PrivacyExporter.job: { job in try await exporter.build(job) }
+            ], pollInterval: .milliseconds(runtime.config.jobPollMilliseconds))
+        let sweeper = GuestExpirySweeper(
+            lifecycle: lifecycle, db: runtime.db,
+            interval: .seconds(env.int("GUEST_SWEEP_SECONDS", default: 600)))
         let operatorKeys = OperatorKeyStore(db: runtime.db, logger: runtime.logger)
-        return try buildServiceApplication(runtime: runtime, appVerifier: appVerifier, tokenVerifier: tokenVerifier,
-                                           operatorVerifier: operatorKeys, services: [worker, sweeper, pushWorker, webhooks], userData: userData,
-                                           timeline: SupportStore.timeline,
-                                           retention: [Self.auditLogRetention(env)] + PushStore.retention(env) + WebhookStore.retention(env)) { routes in
+        return try buildServiceApplication(
+            runtime: runtime, appVerifier: appVerifier, tokenVerifier: tokenVerifier,
+            operatorVerifier: operatorKeys, services: [worker, sweeper, pushWorker, webhooks], userData: userData,
+            timeline: SupportStore.timeline,
+            retention: [Self.auditLogRetention(env)] + PushStore.retention(env) + WebhookStore.retention(env)
+        ) { routes in
             try OpenAPIDocument.serve(.module, on: routes.open)
             JWKSController(document: jwks, issuer: runtime.config.authIssuer).addRoutes(to: routes.open)
             let sessions = AuthController(ctx: ctx)
@@ -139,9 +166,11 @@ public enum AuthService: ServiceDefinition {
             EmailSettingsController(store: emailSettings, emails: emails).addRoutes(to: routes.admin)
             SignInSettingsController(store: signIn, applications: applications, apple: appleConfigs).addRoutes(to: routes.admin)
             AppAdminController(applications: applications, operatorKeys: operatorKeys, verifier: appVerifier).addRoutes(to: routes.admin)
-            SupportController(store: SupportStore(db: runtime.db, logger: runtime.logger), db: runtime.db, http: runtime.http,
-                              serviceURLs: runtime.config.serviceURLs, credential: runtime.internalCredential, logger: runtime.logger)
-                .addRoutes(to: routes.admin)
+            SupportController(
+                store: SupportStore(db: runtime.db, logger: runtime.logger), db: runtime.db, http: runtime.http,
+                serviceURLs: runtime.config.serviceURLs, credential: runtime.internalCredential, logger: runtime.logger
+            )
+            .addRoutes(to: routes.admin)
             InternalUsersController(ctx: ctx).addRoutes(to: routes.internal)
             let push = PushController(messenger: messenger)
             push.addUserRoutes(to: routes.user)
@@ -159,10 +188,12 @@ public enum AuthService: ServiceDefinition {
         let store = PushStore(db: runtime.db, box: box, logger: runtime.logger)
         return PushMessenger(
             store: store,
-            apns: APNsClient(url: env.optional("APNS_URL"), caBundle: env.optional("APNS_CA_BUNDLE"),
-                             store: PushTokenStore(db: runtime.db, logger: runtime.logger), clock: runtime.clock),
-            fcm: FCMClient(http: runtime.http, baseURL: env.string("FCM_URL", default: "https://fcm.googleapis.com"),
-                           tokenURL: env.string("GOOGLE_OAUTH_TOKEN_URL", default: "https://oauth2.googleapis.com/token"), clock: runtime.clock),
+            apns: APNsClient(
+                url: env.optional("APNS_URL"), caBundle: env.optional("APNS_CA_BUNDLE"),
+                store: PushTokenStore(db: runtime.db, logger: runtime.logger), clock: runtime.clock),
+            fcm: FCMClient(
+                http: runtime.http, baseURL: env.string("FCM_URL", default: "https://fcm.googleapis.com"),
+                tokenURL: env.string("GOOGLE_OAUTH_TOKEN_URL", default: "https://oauth2.googleapis.com/token"), clock: runtime.clock),
             credentials: TenantSettings(topic: "push_credentials", bootstrap: [:], feed: runtime.changes, load: store.loadCredentials),
             options: TenantSettings(topic: "push_settings", bootstrap: [:], feed: runtime.changes, load: store.loadOptions),
             registry: runtime.metrics, logger: runtime.logger)
@@ -188,7 +219,8 @@ public enum AuthService: ServiceDefinition {
             }
             return SymmetricKey(data: raw)
         }
-        return HKDF<SHA256>.deriveKey(inputKeyMaterial: SymmetricKey(data: signingKey.rawRepresentation),
-                                      info: Data("auth data key v1".utf8), outputByteCount: 32)
+        return HKDF<SHA256>.deriveKey(
+            inputKeyMaterial: SymmetricKey(data: signingKey.rawRepresentation),
+            info: Data("auth data key v1".utf8), outputByteCount: 32)
     }
 }

@@ -15,7 +15,12 @@ public struct AuthCommand: AsyncParsableCommand {
     public init() {}
 
     struct Admin: AsyncParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "Operator commands", subcommands: [PeriodicQueriesCommand<AuthService>.self, Apps.self, OperatorKeysCommand.self, Users.self, BcryptTime.self, SigningKey.self, DataKey.self, Reseal.self])
+        static let configuration = CommandConfiguration(
+            abstract: "Operator commands",
+            subcommands: [
+                PeriodicQueriesCommand<AuthService>.self, Apps.self, OperatorKeysCommand.self, Users.self, BcryptTime.self, SigningKey.self, DataKey.self,
+                Reseal.self
+            ])
     }
 
     struct Users: AsyncParsableCommand {
@@ -62,8 +67,10 @@ public struct AuthCommand: AsyncParsableCommand {
                 } else {
                     _ = try await facts.endSessions(app: app, user: user, .reinstated, on: conn)
                 }
-                try await AuditLog(logger: runtime.logger).record(.init(userID: user, appID: app, action: "admin_set_status",
-                                                                         result: status.rawValue, details: reason.map { ["reason": .string($0)] } ?? [:]), on: conn)
+                try await AuditLog(logger: runtime.logger).record(
+                    .init(
+                        userID: user, appID: app, action: "admin_set_status",
+                        result: status.rawValue, details: reason.map { ["reason": .string($0)] } ?? [:]), on: conn)
                 return true
             }
             guard updated else { throw ValidationError("no user \(user) in app \(app)") }
@@ -88,9 +95,12 @@ public struct AuthCommand: AsyncParsableCommand {
     }
 
     struct Apps: AsyncParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "Manage applications (tenants)",
-                                                        subcommands: [Create.self, List.self, Show.self, Disable.self, Enable.self, RotateKey.self, EndPreviousKey.self,
-                                                                      SetProviders.self, SetEmail.self])
+        static let configuration = CommandConfiguration(
+            abstract: "Manage applications (tenants)",
+            subcommands: [
+                Create.self, List.self, Show.self, Disable.self, Enable.self, RotateKey.self, EndPreviousKey.self,
+                SetProviders.self, SetEmail.self
+            ])
     }
 
     /// Prints the app id and the API key once; only the key's hash is stored.
@@ -132,7 +142,8 @@ public struct AuthCommand: AsyncParsableCommand {
                 guard let app = try await PostgresApplicationRepository(db: db, logger: runtime.logger).find(id: id) else {
                     throw ValidationError("no application \(id)")
                 }
-                print("""
+                print(
+                    """
                     app_id=\(app.id.lowercasedString)
                     name=\(app.name)
                     active=\(app.active)
@@ -167,8 +178,10 @@ public struct AuthCommand: AsyncParsableCommand {
         }
         let runtime = try AuthService.makeRuntime()
         try await runtime.withDatabase { db in
-            guard let app = try await PostgresApplicationRepository(db: db, logger: runtime.logger)
-                .setActive(appID: id, active: active, reason: reason, operator: "cli:\(ProcessInfo.processInfo.environment["USER"] ?? "unknown")") else {
+            guard
+                let app = try await PostgresApplicationRepository(db: db, logger: runtime.logger)
+                    .setActive(appID: id, active: active, reason: reason, operator: "cli:\(ProcessInfo.processInfo.environment["USER"] ?? "unknown")")
+            else {
                 throw ValidationError("no application \(id)")
             }
             print("\(app.id.lowercasedString) \(app.active ? "enabled" : "disabled")")
@@ -178,8 +191,9 @@ public struct AuthCommand: AsyncParsableCommand {
     /// Installed copies of the app carry the key: the previous one stays valid for
     /// `--keep-previous-days` (30 by default, the time for users to update); 0 refuses it at once.
     struct RotateKey: AsyncParsableCommand {
-        static let configuration = CommandConfiguration(commandName: "rotate-key",
-                                                        abstract: "Issue a new API key; the previous one stays valid for --keep-previous-days")
+        static let configuration = CommandConfiguration(
+            commandName: "rotate-key",
+            abstract: "Issue a new API key; the previous one stays valid for --keep-previous-days")
         @Option(name: .customLong("app-id")) var appID: String
         @Option(name: .customLong("keep-previous-days"), help: "Days the previous key is still accepted (0: refused now, for a leaked key)")
         var keepPreviousDays: Int = 30
@@ -199,8 +213,9 @@ public struct AuthCommand: AsyncParsableCommand {
                 }
                 AuthCommand.printKey(issued, name: nil, envOnly: env)
                 if !env {
-                    print(issued.previousValidUntil.map { "The previous key is accepted until \($0) (admin apps end-previous-key ends it sooner)." }
-                          ?? "The previous key is refused from now on.")
+                    print(
+                        issued.previousValidUntil.map { "The previous key is accepted until \($0) (admin apps end-previous-key ends it sooner)." }
+                            ?? "The previous key is refused from now on.")
                 }
             }
         }
@@ -260,7 +275,8 @@ public struct AuthCommand: AsyncParsableCommand {
     /// Step 2 of a data-key change (README "Rotating keys"): every secret sealed with
     /// `AUTH_DATA_KEY_PREVIOUS` sealed again with `AUTH_DATA_KEY`. Safe to run again.
     struct Reseal: AsyncParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "Seal auth's secrets at rest again with AUTH_DATA_KEY (the old key in AUTH_DATA_KEY_PREVIOUS)")
+        static let configuration = CommandConfiguration(
+            abstract: "Seal auth's secrets at rest again with AUTH_DATA_KEY (the old key in AUTH_DATA_KEY_PREVIOUS)")
         func run() async throws {
             let runtime = try AuthService.makeRuntime()
             let env = runtime.config.environment
@@ -288,8 +304,10 @@ public struct AuthCommand: AsyncParsableCommand {
             let google = googleClientIDs.isEmpty ? nil : googleClientIDs
             let apple = appleBundleIDs.isEmpty ? nil : appleBundleIDs
             try await runtime.withDatabase { db in
-                guard let app = try await PostgresApplicationRepository(db: db, logger: runtime.logger)
-                    .setProviderSettings(appID: id, googleClientIDs: google, appleBundleIDs: apple) else {
+                guard
+                    let app = try await PostgresApplicationRepository(db: db, logger: runtime.logger)
+                        .setProviderSettings(appID: id, googleClientIDs: google, appleBundleIDs: apple)
+                else {
                     throw ValidationError("no application \(id)")
                 }
                 print("google_client_ids=\(app.googleClientIDs) apple_bundle_ids=\(app.appleBundleIDs)")
@@ -299,8 +317,9 @@ public struct AuthCommand: AsyncParsableCommand {
 
     /// The same as `PUT /auth/v1/admin/email-settings`: every replica uses it within a second.
     struct SetEmail: AsyncParsableCommand {
-        static let configuration = CommandConfiguration(commandName: "set-email",
-                                                        abstract: "Set an app's emails (name, sender, support, link base, language, wording) from a JSON file")
+        static let configuration = CommandConfiguration(
+            commandName: "set-email",
+            abstract: "Set an app's emails (name, sender, support, link base, language, wording) from a JSON file")
         @Option(name: .customLong("app-id")) var appID: String
         @Option(help: "The settings' JSON file (the body of PUT /auth/v1/admin/email-settings)") var file: String
 

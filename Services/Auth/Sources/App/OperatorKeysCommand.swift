@@ -5,8 +5,9 @@ import ServiceKit
 /// `admin operator-keys`: credentials for one app's admin routes, for that app's operators
 /// (the platform owner keeps `ADMIN_API_TOKEN`, which acts on every app).
 struct OperatorKeysCommand: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(commandName: "operator-keys", abstract: "Operator keys of one application",
-                                                    subcommands: [Create.self, List.self, Revoke.self])
+    static let configuration = CommandConfiguration(
+        commandName: "operator-keys", abstract: "Operator keys of one application",
+        subcommands: [Create.self, List.self, Revoke.self])
 
     static func appID(_ raw: String) throws -> UUID {
         guard let id = UUID(uuidString: raw) else { throw ValidationError("--app-id must be a UUID") }
@@ -32,7 +33,10 @@ struct OperatorKeysCommand: AsyncParsableCommand {
             let name = self.name, env = self.env
             try await runtime.withDatabase { db in
                 try await runtime.migrations.run(on: db, logger: runtime.logger)
-                guard let issued = try await OperatorKeyStore(db: db, logger: runtime.logger).create(appID: id, name: name, operator: OperatorKeysCommand.cliOperator) else {
+                guard
+                    let issued = try await OperatorKeyStore(db: db, logger: runtime.logger).create(
+                        appID: id, name: name, operator: OperatorKeysCommand.cliOperator)
+                else {
                     throw ValidationError("no application \(id)")
                 }
                 if !env {
@@ -74,7 +78,10 @@ struct OperatorKeysCommand: AsyncParsableCommand {
             let runtime = try AuthService.makeRuntime()
             let reason = self.reason
             try await runtime.withDatabase { db in
-                guard try await OperatorKeyStore(db: db, logger: runtime.logger).revoke(appID: app, keyID: key, reason: reason, operator: OperatorKeysCommand.cliOperator) else {
+                guard
+                    try await OperatorKeyStore(db: db, logger: runtime.logger).revoke(
+                        appID: app, keyID: key, reason: reason, operator: OperatorKeysCommand.cliOperator)
+                else {
                     throw ValidationError("application \(app) has no live operator key \(key)")
                 }
                 print("operator key \(key.lowercasedString) revoked")

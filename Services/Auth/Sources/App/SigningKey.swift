@@ -16,7 +16,8 @@ enum SigningKeyLoader {
         let directory = URL(fileURLWithPath: config.dataDirectory, isDirectory: true)
         let file = directory.appendingPathComponent("auth-signing-key")
         if let existing = try? Data(contentsOf: file), let raw = Data(base64Encoded: existing),
-           let key = try? Curve25519.Signing.PrivateKey(rawRepresentation: raw) {
+            let key = try? Curve25519.Signing.PrivateKey(rawRepresentation: raw)
+        {
             return key
         }
         let key = Curve25519.Signing.PrivateKey()

@@ -174,9 +174,10 @@ public struct User: Sendable, Equatable {
     public var sessionEpoch: Int = 0
 
     func view(privacy: PrivacySettings? = nil, linked: [String]? = nil) -> UserView {
-        UserView(id: id, email: email, emailVerified: emailVerified, provider: provider, status: status, isGuest: isGuest,
-                 displayName: displayName, createdAt: createdAt, lastLogin: lastLogin, guestExpiresAt: guestExpiresAt,
-                 privacySettings: privacy, linkedProviders: linked)
+        UserView(
+            id: id, email: email, emailVerified: emailVerified, provider: provider, status: status, isGuest: isGuest,
+            displayName: displayName, createdAt: createdAt, lastLogin: lastLogin, guestExpiresAt: guestExpiresAt,
+            privacySettings: privacy, linkedProviders: linked)
     }
 
     /// Every way this user can sign in (for `/auth/me` and unlinking).

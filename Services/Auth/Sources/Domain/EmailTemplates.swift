@@ -46,8 +46,10 @@ public struct AppEmailSettings: Codable, Sendable, Equatable {
         case defaultLocale = "default_locale", templates
     }
 
-    public init(appName: String, mailFrom: String, supportEmail: String, linkBaseURL: String, defaultLocale: EmailLocale,
-                templates: [EmailLocale: [EmailKind: EmailTemplate]] = [:]) {
+    public init(
+        appName: String, mailFrom: String, supportEmail: String, linkBaseURL: String, defaultLocale: EmailLocale,
+        templates: [EmailLocale: [EmailKind: EmailTemplate]] = [:]
+    ) {
         self.appName = appName; self.mailFrom = mailFrom; self.supportEmail = supportEmail; self.linkBaseURL = linkBaseURL
         self.defaultLocale = defaultLocale; self.templates = templates
     }
@@ -81,9 +83,10 @@ public struct AppEmailSettings: Codable, Sendable, Equatable {
         try c.encode(appName, forKey: .appName); try c.encode(mailFrom, forKey: .mailFrom)
         try c.encode(supportEmail, forKey: .supportEmail); try c.encode(linkBaseURL, forKey: .linkBaseURL)
         try c.encode(defaultLocale, forKey: .defaultLocale)
-        let raw = Dictionary(uniqueKeysWithValues: templates.map { locale, kinds in
-            (locale.rawValue, Dictionary(uniqueKeysWithValues: kinds.map { ($0.key.rawValue, $0.value) }))
-        })
+        let raw = Dictionary(
+            uniqueKeysWithValues: templates.map { locale, kinds in
+                (locale.rawValue, Dictionary(uniqueKeysWithValues: kinds.map { ($0.key.rawValue, $0.value) }))
+            })
         try c.encode(raw, forKey: .templates)
     }
 
@@ -91,12 +94,14 @@ public struct AppEmailSettings: Codable, Sendable, Equatable {
     public func validate() throws {
         guard (1...100).contains(appName.count) else { throw AppError.validation("app_name", "app_name must be 1-100 characters") }
         guard mailFrom.count <= 200, let address = Self.address(in: mailFrom), EmailAddress.normalize(address) != nil,
-              !mailFrom.contains("\r"), !mailFrom.contains("\n") else {
+            !mailFrom.contains("\r"), !mailFrom.contains("\n")
+        else {
             throw AppError.validation("mail_from", "mail_from must be an address, optionally as Name <address>")
         }
         guard EmailAddress.normalize(supportEmail) != nil else { throw AppError.validation("support_email", "support_email must be an address") }
         guard linkBaseURL.count <= 500, let u = URL(string: linkBaseURL), ["https", "http"].contains(u.scheme?.lowercased() ?? ""),
-              u.host?.isEmpty == false, !linkBaseURL.hasSuffix("/") else {
+            u.host?.isEmpty == false, !linkBaseURL.hasSuffix("/")
+        else {
             throw AppError.validation("link_base_url", "link_base_url must be an http(s) URL without a trailing slash")
         }
         for (_, kinds) in templates {
@@ -106,7 +111,8 @@ public struct AppEmailSettings: Codable, Sendable, Equatable {
                 }
                 let allowed = Set(EmailTemplates.placeholders(kind))
                 for name in EmailTemplates.placeholdersUsed(in: t.subject + t.text) where !allowed.contains(name) {
-                    throw AppError.validation("templates", "\(kind.rawValue) cannot use {{\(name.prefix(40))}} (allowed: \(allowed.sorted().joined(separator: ", ")))")
+                    throw AppError.validation(
+                        "templates", "\(kind.rawValue) cannot use {{\(name.prefix(40))}} (allowed: \(allowed.sorted().joined(separator: ", ")))")
                 }
             }
         }
@@ -146,38 +152,62 @@ public enum EmailTemplates {
     /// The built-in wording.
     public static func builtIn(_ kind: EmailKind, _ locale: EmailLocale) -> EmailTemplate {
         switch (kind, locale) {
-        case (.verification, .fr): EmailTemplate(subject: "Vérifiez votre email",
-                                                 text: "Cliquez ici pour vérifier votre compte {{app_name}} :\n{{link}}\n\nCe lien est valable 24 heures.")
-        case (.verification, .en): EmailTemplate(subject: "Verify your email",
-                                                 text: "Click here to verify your {{app_name}} account:\n{{link}}\n\nThis link is valid for 24 hours.")
-        case (.passwordReset, .fr): EmailTemplate(subject: "Réinitialisation de votre mot de passe",
-                                                  text: "Pour choisir un nouveau mot de passe {{app_name}} :\n{{link}}\n\nCe lien est valable 1 heure. Si vous n'avez rien demandé, ignorez ce message.")
-        case (.passwordReset, .en): EmailTemplate(subject: "Reset your password",
-                                                  text: "To choose a new {{app_name}} password:\n{{link}}\n\nThis link is valid for 1 hour. If you did not ask for it, ignore this message.")
+        case (.verification, .fr):
+            EmailTemplate(
+                subject: "Vérifiez votre email",
+                text: "Cliquez ici pour vérifier votre compte {{app_name}} :\n{{link}}\n\nCe lien est valable 24 heures.")
+        case (.verification, .en):
+            EmailTemplate(
+                subject: "Verify your email",
+                text: "Click here to verify your {{app_name}} account:\n{{link}}\n\nThis link is valid for 24 hours.")
+        case (.passwordReset, .fr):
+            EmailTemplate(
+                subject: "Réinitialisation de votre mot de passe",
+                text:
+                    "Pour choisir un nouveau mot de passe {{app_name}} :\n{{link}}\n\nCe lien est valable 1 heure. Si vous n'avez rien demandé, ignorez ce message."
+            )
+        case (.passwordReset, .en):
+            EmailTemplate(
+                subject: "Reset your password",
+                text: "To choose a new {{app_name}} password:\n{{link}}\n\nThis link is valid for 1 hour. If you did not ask for it, ignore this message.")
         case (.otp, .fr): EmailTemplate(subject: "Votre code de connexion", text: "Votre code {{app_name}} : {{code}}\n\nIl est valable 5 minutes.")
         case (.otp, .en): EmailTemplate(subject: "Your sign-in code", text: "Your {{app_name}} code: {{code}}\n\nIt is valid for 5 minutes.")
-        case (.deletionScheduled, .fr): EmailTemplate(subject: "Votre compte sera supprimé dans 30 jours",
-                                                      text: "Votre compte {{app_name}} sera supprimé le {{date}}.\nPour annuler : {{link}}")
-        case (.deletionScheduled, .en): EmailTemplate(subject: "Your account will be deleted in 30 days",
-                                                      text: "Your {{app_name}} account will be deleted on {{date}}.\nTo cancel: {{link}}")
-        case (.exportReady, .fr): EmailTemplate(subject: "Vos données sont prêtes",
-                                                text: "Votre export {{app_name}} est prêt. Téléchargez-le ici (lien valable 7 jours) :\n{{link}}")
-        case (.exportReady, .en): EmailTemplate(subject: "Your data is ready",
-                                                text: "Your {{app_name}} export is ready. Download it here (link valid for 7 days):\n{{link}}")
-        case (.purchaseConfirmation, .fr): EmailTemplate(subject: "Confirmation de votre abonnement premium", text: """
-            Merci ! Votre abonnement premium {{app_name}} ({{plan}}) est confirmé.
-            {{period}}
+        case (.deletionScheduled, .fr):
+            EmailTemplate(
+                subject: "Votre compte sera supprimé dans 30 jours",
+                text: "Votre compte {{app_name}} sera supprimé le {{date}}.\nPour annuler : {{link}}")
+        case (.deletionScheduled, .en):
+            EmailTemplate(
+                subject: "Your account will be deleted in 30 days",
+                text: "Your {{app_name}} account will be deleted on {{date}}.\nTo cancel: {{link}}")
+        case (.exportReady, .fr):
+            EmailTemplate(
+                subject: "Vos données sont prêtes",
+                text: "Votre export {{app_name}} est prêt. Téléchargez-le ici (lien valable 7 jours) :\n{{link}}")
+        case (.exportReady, .en):
+            EmailTemplate(
+                subject: "Your data is ready",
+                text: "Your {{app_name}} export is ready. Download it here (link valid for 7 days):\n{{link}}")
+        case (.purchaseConfirmation, .fr):
+            EmailTemplate(
+                subject: "Confirmation de votre abonnement premium",
+                text: """
+                    Merci ! Votre abonnement premium {{app_name}} ({{plan}}) est confirmé.
+                    {{period}}
 
-            Pour gérer ou annuler l'abonnement, passez par {{store}} (réglages de votre compte).
-            Référence : {{reference}}
-            """)
-        case (.purchaseConfirmation, .en): EmailTemplate(subject: "Your premium subscription is confirmed", text: """
-            Thank you! Your {{app_name}} premium subscription ({{plan}}) is confirmed.
-            {{period}}
+                    Pour gérer ou annuler l'abonnement, passez par {{store}} (réglages de votre compte).
+                    Référence : {{reference}}
+                    """)
+        case (.purchaseConfirmation, .en):
+            EmailTemplate(
+                subject: "Your premium subscription is confirmed",
+                text: """
+                    Thank you! Your {{app_name}} premium subscription ({{plan}}) is confirmed.
+                    {{period}}
 
-            To manage or cancel it, use {{store}} (your account settings).
-            Reference: {{reference}}
-            """)
+                    To manage or cancel it, use {{store}} (your account settings).
+                    Reference: {{reference}}
+                    """)
         }
     }
 
@@ -189,7 +219,8 @@ public enum EmailTemplates {
             return out
         }
         // A value never breaks the subject onto a second header line.
-        return EmailTemplate(subject: fill(template.subject).replacingOccurrences(of: "\r", with: " ").replacingOccurrences(of: "\n", with: " "),
-                             text: fill(template.text))
+        return EmailTemplate(
+            subject: fill(template.subject).replacingOccurrences(of: "\r", with: " ").replacingOccurrences(of: "\n", with: " "),
+            text: fill(template.text))
     }
 }

@@ -19,8 +19,10 @@ public struct GameCenterMerge: Sendable, Equatable {
     public var scoreToReport: Int64?
     public var conflicts: [Conflict]
 
-    public static func merge(storedAchievements: [String], storedScore: Int64,
-                             gameCenterAchievements: [String], gameCenterScore: Int64) -> GameCenterMerge {
+    public static func merge(
+        storedAchievements: [String], storedScore: Int64,
+        gameCenterAchievements: [String], gameCenterScore: Int64
+    ) -> GameCenterMerge {
         let union = Array(Set(storedAchievements).union(gameCenterAchievements)).sorted()
         let toReport = Array(Set(storedAchievements).subtracting(gameCenterAchievements)).sorted()
         var conflicts: [Conflict] = []
@@ -31,7 +33,8 @@ public struct GameCenterMerge: Sendable, Equatable {
             conflicts.append(Conflict(type: "leaderboard_score", local: storedScore, gameCenter: gameCenterScore, resolution: "local_reported"))
             scoreToReport = storedScore
         }
-        return GameCenterMerge(achievements: union, leaderboardScore: max(storedScore, gameCenterScore),
-                               achievementsToReport: toReport, scoreToReport: scoreToReport, conflicts: conflicts)
+        return GameCenterMerge(
+            achievements: union, leaderboardScore: max(storedScore, gameCenterScore),
+            achievementsToReport: toReport, scoreToReport: scoreToReport, conflicts: conflicts)
     }
 }

@@ -45,9 +45,10 @@ public enum EmailAddress {
         let localAllowed = Set("abcdefghijklmnopqrstuvwxyz0123456789.!#$%&'*+/=?^_`{|}~-")
         let domainAllowed = Set("abcdefghijklmnopqrstuvwxyz0123456789-")
         guard parts[0].allSatisfy({ localAllowed.contains($0) }),
-              !parts[0].hasPrefix("."), !parts[0].hasSuffix("."), !parts[0].contains(".."),
-              labels.allSatisfy({ $0.allSatisfy { domainAllowed.contains($0) } && !$0.hasPrefix("-") && !$0.hasSuffix("-") }),
-              labels.last!.count >= 2 else { return nil }
+            !parts[0].hasPrefix("."), !parts[0].hasSuffix("."), !parts[0].contains(".."),
+            labels.allSatisfy({ $0.allSatisfy { domainAllowed.contains($0) } && !$0.hasPrefix("-") && !$0.hasSuffix("-") }),
+            labels.last!.count >= 2
+        else { return nil }
         return email
     }
 

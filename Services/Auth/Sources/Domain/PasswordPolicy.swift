@@ -26,13 +26,15 @@ public struct PasswordPolicy: Sendable {
     /// `weak_password`); `field` names it in the error.
     public func require(_ password: String, userInputs: [String], field: String) throws {
         if password.utf8.count > Self.maximumBytes {
-            throw AppError(.badRequest, "password_too_long", "Passwords are at most \(Self.maximumBytes) bytes (UTF-8)",
-                           extra: ["field": .string(field), "max_bytes": .int(Self.maximumBytes)])
+            throw AppError(
+                AuthErrorCode.passwordTooLong, "Passwords are at most \(Self.maximumBytes) bytes (UTF-8)",
+                extra: ["field": .string(field), "max_bytes": .int(Self.maximumBytes)])
         }
         let strength = evaluate(password, userInputs: userInputs)
         guard strength.acceptable else {
-            throw AppError(.unprocessableContent, "weak_password", "Password is too weak",
-                           extra: ["field": .string(field), "score": .int(strength.score), "minimum_score": .int(Self.minimumScore)])
+            throw AppError(
+                AuthErrorCode.weakPassword, "Password is too weak",
+                extra: ["field": .string(field), "score": .int(strength.score), "minimum_score": .int(Self.minimumScore)])
         }
     }
 }

@@ -30,19 +30,25 @@ public struct AccountLifecycle: Sendable {
     func erase(userID: UUID, appID: UUID, on conn: PostgresConnection) async throws -> SessionFact {
         let fact = try await facts.endSessions(app: appID, user: userID, .erased, on: conn)
         for service in Self.dataOwners {
-            try await Outbox.write(OutboxMessage(target: service, method: "DELETE",
-                                                 path: FactPublisher.path(userID, appID, "") + "&version=\(fact.version)"),
-                                   on: conn, logger: logger)
+            try await Outbox.write(
+                OutboxMessage(
+                    target: service, method: "DELETE",
+                    path: FactPublisher.path(userID, appID, "") + "&version=\(fact.version)"),
+                on: conn, logger: logger)
         }
         try await facts.facts.forget(app: appID, user: userID, on: conn)
         // #33: after erasure the app's servers are told; only the id (UC-AUTH-1.4).
-        try await WebhookStore.record(WebhookEvent(type: .userDeleted, appID: appID, createdAt: Date(), version: Int64(fact.version),
-                                                   data: ["user_id": .string(userID.lowercasedString)]), on: conn, logger: logger)
+        try await WebhookStore.record(
+            WebhookEvent(
+                type: .userDeleted, appID: appID, createdAt: Date(), version: Int64(fact.version),
+                data: ["user_id": .string(userID.lowercasedString)]), on: conn, logger: logger)
         return fact
     }
 
-    struct DeletionJob: Codable, Sendable { var deletionID: UUID
-        enum CodingKeys: String, CodingKey { case deletionID = "deletion_id" } }
+    struct DeletionJob: Codable, Sendable {
+        var deletionID: UUID
+        enum CodingKeys: String, CodingKey { case deletionID = "deletion_id" }
+    }
 
     /// The J+30 job: anonymises the account unless the deletion was cancelled meanwhile.
     func executeDeletion(_ job: Job, db: DatabasePool) async throws {
@@ -104,7 +110,6 @@ public struct GuestExpirySweeper: Service {
         }
     }
 }
-
 
 /// Revokes the Apple refresh token kept for a user, if any.
 struct AppleRevoker: Sendable {

@@ -11,10 +11,11 @@ public struct TokenIssuer: Sendable {
     /// An access token of the session (token family) `session`, at the user's current epoch.
     public func accessToken(for user: User, session: UUID, now: Date) throws -> String {
         let iat = Int(now.timeIntervalSince1970)
-        return try signer.sign(AccessTokenClaims(
-            userID: user.id, appID: user.appID, email: user.email, status: user.status, isGuest: user.isGuest,
-            issuer: signer.issuer, issuedAt: iat, expiresAt: iat + Int(TokenLifetimes.accessToken), jti: UUID().uuidString,
-            sessionID: session, sessionEpoch: user.sessionEpoch))
+        return try signer.sign(
+            AccessTokenClaims(
+                userID: user.id, appID: user.appID, email: user.email, status: user.status, isGuest: user.isGuest,
+                issuer: signer.issuer, issuedAt: iat, expiresAt: iat + Int(TokenLifetimes.accessToken), jti: UUID().uuidString,
+                sessionID: session, sessionEpoch: user.sessionEpoch))
     }
 
     /// A new session on a device: the device's previous token is revoked, a new family begins.
@@ -24,8 +25,9 @@ public struct TokenIssuer: Sendable {
         let refresh = OpaqueToken.generate()
         let info = String(decoding: try JSON.encoder.encode(device ?? DeviceInfo()), as: UTF8.self)
         let family = UUID()
-        try await refreshTokens.insert(token: refresh, userID: user.id, appID: user.appID, familyID: family,
-                                       deviceID: deviceID, deviceInfo: info, now: now, on: conn)
+        try await refreshTokens.insert(
+            token: refresh, userID: user.id, appID: user.appID, familyID: family,
+            deviceID: deviceID, deviceInfo: info, now: now, on: conn)
         return pair(access: try accessToken(for: user, session: family, now: now), refresh: refresh)
     }
 

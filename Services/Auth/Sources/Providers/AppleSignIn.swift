@@ -21,7 +21,9 @@ public struct AppleClientConfig: Sendable {
         public init(teamID: String, keyID: String, clientID: String, privateKeyPEM: String) {
             self.teamID = teamID; self.keyID = keyID; self.clientID = clientID; self.privateKeyPEM = privateKeyPEM
         }
-        enum CodingKeys: String, CodingKey { case teamID = "team_id"; case keyID = "key_id"; case clientID = "client_id"; case privateKeyPEM = "private_key_pem" }
+        enum CodingKeys: String, CodingKey {
+            case teamID = "team_id"; case keyID = "key_id"; case clientID = "client_id"; case privateKeyPEM = "private_key_pem"
+        }
     }
 
     static func parse(_ json: String?) throws -> [UUID: AppleClientConfig] {
@@ -37,7 +39,8 @@ public struct AppleClientConfig: Sendable {
 
     /// Checked as a request body is: each bad field named.
     public init(_ r: Settings) throws {
-        for (field, value) in [("team_id", r.teamID), ("key_id", r.keyID)] where !(1...20).contains(value.count) || !value.allSatisfy({ $0.isLetter || $0.isNumber }) {
+        for (field, value) in [("team_id", r.teamID), ("key_id", r.keyID)]
+        where !(1...20).contains(value.count) || !value.allSatisfy({ $0.isLetter || $0.isNumber }) {
             throw AppError.validation(field, "\(field) must be Apple's 10-character identifier")
         }
         guard (1...255).contains(r.clientID.count) else { throw AppError.validation("client_id", "client_id is the app's bundle or service id") }
@@ -90,8 +93,9 @@ public struct AppleIdentityVerifier: AppleSignIn {
             throw AppleIdentityError(description: rawNonce == nil ? "the token carries a nonce: the raw nonce is required" : "nonce mismatch")
         }
         let verified = p.emailVerified?.value ?? false
-        return ProviderIdentity(subject: p.sub!, email: verified ? p.email.flatMap(EmailAddress.normalize) : nil,
-                                emailVerified: verified, name: nil, isPrivateEmail: p.isPrivateEmail?.value ?? false, nonce: p.nonce)
+        return ProviderIdentity(
+            subject: p.sub!, email: verified ? p.email.flatMap(EmailAddress.normalize) : nil,
+            emailVerified: verified, name: nil, isPrivateEmail: p.isPrivateEmail?.value ?? false, nonce: p.nonce)
     }
 
     /// The token's `nonce` is SHA-256(raw nonce) in hex. A token that carries one was bound to a
@@ -112,16 +116,22 @@ public struct AppleIdentityVerifier: AppleSignIn {
     }
 
     public func exchange(code: String, config: AppleClientConfig, now: Date) async throws -> String {
-        let body = Self.form([("client_id", config.clientID), ("client_secret", try config.clientSecret(now: now)),
-                              ("code", code), ("grant_type", "authorization_code")])
-        let response = try await http.send(HTTPRequest(method: "POST", url: tokenURL,
-                                                       headers: [("Content-Type", "application/x-www-form-urlencoded")],
-                                                       body: body, timeout: .seconds(10)))
+        let body = Self.form([
+            ("client_id", config.clientID), ("client_secret", try config.clientSecret(now: now)),
+            ("code", code), ("grant_type", "authorization_code")
+        ])
+        let response = try await http.send(
+            HTTPRequest(
+                method: "POST", url: tokenURL,
+                headers: [("Content-Type", "application/x-www-form-urlencoded")],
+                body: body, timeout: .seconds(10)))
         guard response.isSuccess else {
             throw AppleIdentityError(description: "token endpoint answered \(response.status): \(String(decoding: response.body.prefix(200), as: UTF8.self))")
         }
-        struct TokenResponse: Decodable { var refreshToken: String?
-            enum CodingKeys: String, CodingKey { case refreshToken = "refresh_token" } }
+        struct TokenResponse: Decodable {
+            var refreshToken: String?
+            enum CodingKeys: String, CodingKey { case refreshToken = "refresh_token" }
+        }
         guard let token = try JSONDecoder().decode(TokenResponse.self, from: response.body).refreshToken else {
             throw AppleIdentityError(description: "no refresh_token in Apple's answer")
         }
@@ -129,11 +139,15 @@ public struct AppleIdentityVerifier: AppleSignIn {
     }
 
     public func revoke(refreshToken: String, config: AppleClientConfig, now: Date) async throws {
-        let body = Self.form([("client_id", config.clientID), ("client_secret", try config.clientSecret(now: now)),
-                              ("token", refreshToken), ("token_type_hint", "refresh_token")])
-        let response = try await http.send(HTTPRequest(method: "POST", url: revokeURL,
-                                                       headers: [("Content-Type", "application/x-www-form-urlencoded")],
-                                                       body: body, timeout: .seconds(10)), retries: 2)
+        let body = Self.form([
+            ("client_id", config.clientID), ("client_secret", try config.clientSecret(now: now)),
+            ("token", refreshToken), ("token_type_hint", "refresh_token")
+        ])
+        let response = try await http.send(
+            HTTPRequest(
+                method: "POST", url: revokeURL,
+                headers: [("Content-Type", "application/x-www-form-urlencoded")],
+                body: body, timeout: .seconds(10)), retries: 2)
         guard response.isSuccess else { throw AppleIdentityError(description: "revoke endpoint answered \(response.status)") }
     }
 }

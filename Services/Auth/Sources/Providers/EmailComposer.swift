@@ -13,13 +13,16 @@ struct EmailComposer: Sendable {
     func effective(app: UUID) async throws -> AppEmailSettings {
         if let own = try await settings.value(for: app) { return own }
         let name = try await applications.find(id: app)?.name ?? "App"
-        return AppEmailSettings(appName: name, mailFrom: defaults.mailFrom, supportEmail: defaults.supportContact,
-                                linkBaseURL: defaults.linkBaseURL, defaultLocale: .fr)
+        return AppEmailSettings(
+            appName: name, mailFrom: defaults.mailFrom, supportEmail: defaults.supportContact,
+            linkBaseURL: defaults.linkBaseURL, defaultLocale: .fr)
     }
 
     /// `path` is appended to the app's link base as `{{link}}` (an absolute `link` in `values` wins).
-    func message(_ kind: EmailKind, app: UUID, to email: String, locale asked: EmailLocale?, path: String? = nil,
-                 values: [String: String] = [:]) async throws -> SMTPMessage {
+    func message(
+        _ kind: EmailKind, app: UUID, to email: String, locale asked: EmailLocale?, path: String? = nil,
+        values: [String: String] = [:]
+    ) async throws -> SMTPMessage {
         let s = try await effective(app: app)
         let locale = asked ?? s.defaultLocale
         var all = ["app_name": s.appName, "support_email": s.supportEmail]
@@ -43,15 +46,20 @@ struct EmailComposer: Sendable {
         case .fr:
             plan = p.planType == "annual" ? "annuel" : (p.planType == "monthly" ? "mensuel" : p.planType)
             store = p.store == "apple" ? "l'App Store" : "Google Play"
-            period = p.isTrial ? "Votre essai gratuit est actif jusqu'au \(end) ; l'abonnement commence ensuite sauf annulation."
-                               : "Votre accès premium est actif jusqu'au \(end) et se renouvelle automatiquement."
+            period =
+                p.isTrial
+                ? "Votre essai gratuit est actif jusqu'au \(end) ; l'abonnement commence ensuite sauf annulation."
+                : "Votre accès premium est actif jusqu'au \(end) et se renouvelle automatiquement."
         case .en:
             plan = p.planType
             store = p.store == "apple" ? "the App Store" : "Google Play"
-            period = p.isTrial ? "Your free trial is active until \(end); the subscription starts then unless you cancel."
-                               : "Your premium access is active until \(end) and renews automatically."
+            period =
+                p.isTrial
+                ? "Your free trial is active until \(end); the subscription starts then unless you cancel."
+                : "Your premium access is active until \(end) and renews automatically."
         }
-        return try await message(.purchaseConfirmation, app: app, to: email, locale: locale,
-                                 values: ["plan": plan, "store": store, "period": period, "reference": p.subscriptionID.lowercasedString])
+        return try await message(
+            .purchaseConfirmation, app: app, to: email, locale: locale,
+            values: ["plan": plan, "store": store, "period": period, "reference": p.subscriptionID.lowercasedString])
     }
 }

@@ -36,8 +36,10 @@ public final class GameCenterVerifier: GameCenterVerifying {
     private let cache = Mutex([String: Certificate]())
     public static let maxAge: TimeInterval = 5 * 60
 
-    public init(http: CurlHTTPClient, roots: CertificateStore, allowedHostSuffix: String = "apple.com",
-                caBundlePath: String? = nil, resolve: [String] = []) {
+    public init(
+        http: CurlHTTPClient, roots: CertificateStore, allowedHostSuffix: String = "apple.com",
+        caBundlePath: String? = nil, resolve: [String] = []
+    ) {
         self.http = http
         self.roots = roots
         self.allowedHostSuffix = allowedHostSuffix
@@ -54,7 +56,8 @@ public final class GameCenterVerifier: GameCenterVerifying {
 
     func checkURL(_ raw: String) throws -> URL {
         guard let url = URL(string: raw), url.scheme == "https", let host = url.host?.lowercased(),
-              host == allowedHostSuffix || host.hasSuffix("." + allowedHostSuffix) else {
+            host == allowedHostSuffix || host.hasSuffix("." + allowedHostSuffix)
+        else {
             throw GameCenterError(description: "public key URL must be https on a host under \(allowedHostSuffix)")
         }
         return url
@@ -62,8 +65,10 @@ public final class GameCenterVerifier: GameCenterVerifying {
 
     func certificate(at url: URL) async throws -> Certificate {
         if let cached = cache.withLock({ $0[url.absoluteString] }) { return cached }
-        let response = try await http.send(HTTPRequest(url: url.absoluteString, timeout: .seconds(5),
-                                                       caBundlePath: caBundlePath, resolve: resolve), retries: 2)
+        let response = try await http.send(
+            HTTPRequest(
+                url: url.absoluteString, timeout: .seconds(5),
+                caBundlePath: caBundlePath, resolve: resolve), retries: 2)
         guard response.isSuccess else { throw GameCenterError(description: "key download answered \(response.status)") }
         let cert: Certificate
         if let der = try? Certificate(derEncoded: Array(response.body)) {

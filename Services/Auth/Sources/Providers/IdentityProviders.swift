@@ -34,8 +34,10 @@ public final class RemoteKeySet: Sendable {
     func keys(for kid: String?) async throws -> JWTKeyCollection? {
         let now = ContinuousClock.now
         let (keys, known, fresh, mayRefetch) = state.withLock { s in
-            (s.keys, kid.map { s.kids.contains($0) } ?? true, s.expiresAt.map { now < $0 } ?? false,
-             s.lastUnknownKidFetch.map { now - $0 > .seconds(10) } ?? true)
+            (
+                s.keys, kid.map { s.kids.contains($0) } ?? true, s.expiresAt.map { now < $0 } ?? false,
+                s.lastUnknownKidFetch.map { now - $0 > .seconds(10) } ?? true
+            )
         }
         if let keys, known, fresh { return keys }
         if let keys, !known, fresh, !mayRefetch { _ = keys; return nil }
@@ -114,7 +116,8 @@ struct IdentityTokenVerifier: Sendable {
     func verify(_ token: String, audiences: [String], now: Date) async throws -> IdentityTokenPayload {
         let parts = token.split(separator: ".", omittingEmptySubsequences: false)
         guard parts.count == 3, let headerData = Base64URL.decode(parts[0]),
-              let header = try? JSONDecoder().decode([String: String].self, from: headerData) else {
+            let header = try? JSONDecoder().decode([String: String].self, from: headerData)
+        else {
             throw IdentityTokenError(description: "malformed token")
         }
         guard header["alg"] == "RS256" else { throw IdentityTokenError(description: "algorithm \(header["alg"] ?? "none") refused") }
@@ -146,7 +149,8 @@ public struct GoogleIdentityVerifier: GoogleSignIn {
     public func verify(idToken: String, clientIDs: [String], now: Date) async throws -> ProviderIdentity {
         let p = try await verifier.verify(idToken, audiences: clientIDs, now: now)
         let verified = p.emailVerified?.value ?? false
-        return ProviderIdentity(subject: p.sub!, email: verified ? p.email.flatMap(EmailAddress.normalize) : nil,
-                                emailVerified: verified, name: p.name, isPrivateEmail: false, nonce: p.nonce)
+        return ProviderIdentity(
+            subject: p.sub!, email: verified ? p.email.flatMap(EmailAddress.normalize) : nil,
+            emailVerified: verified, name: p.name, isPrivateEmail: false, nonce: p.nonce)
     }
 }

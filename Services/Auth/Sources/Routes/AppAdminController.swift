@@ -32,8 +32,10 @@ struct AppAdminController {
             let keys = try await operatorKeys.list(appID: id).map {
                 Shown.Key(id: $0.id, name: $0.name, prefix: $0.keyPrefix, createdAt: $0.createdAt, revokedAt: $0.revokedAt)
             }
-            return try context.json(Shown(id: app.id, name: app.name, active: app.active, apiKeyPrefix: app.apiKeyPrefix,
-                                          previousKeyValidUntil: try await applications.previousKeyValidUntil(appID: id), operatorKeys: keys))
+            return try context.json(
+                Shown(
+                    id: app.id, name: app.name, active: app.active, apiKeyPrefix: app.apiKeyPrefix,
+                    previousKeyValidUntil: try await applications.previousKeyValidUntil(appID: id), operatorKeys: keys))
         }
         admin.post("admin/app/disable") { request, context in
             let id = try context.requireApp()

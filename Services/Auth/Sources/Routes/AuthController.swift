@@ -72,17 +72,22 @@ struct AuthContext: Sendable {
         let decision = try await limiter.hit(scope: "signin", key: context.clientAddress, limit: settings.signInLimit, window: settings.signInWindow)
         guard decision.allowed else {
             if let app = context.identity?.appID {
-                await audit.record(AuditLog.Entry(userID: nil, appID: app, action: scope, result: "rate_limited", ip: context.clientAddress,
-                                                  details: ["retry_after": .int(decision.retryAfter)]), db: db)
+                await audit.record(
+                    AuditLog.Entry(
+                        userID: nil, appID: app, action: scope, result: "rate_limited", ip: context.clientAddress,
+                        details: ["retry_after": .int(decision.retryAfter)]), db: db)
             }
             throw AppError.rateLimited(retryAfter: decision.retryAfter)
         }
     }
 
-    func entry(_ action: String, _ result: String, app: UUID, user: UUID?, _ request: Request, _ context: ServiceRequestContext,
-               details: [String: JSONValue] = [:]) -> AuditLog.Entry {
-        AuditLog.Entry(userID: user, appID: app, action: action, result: result, ip: context.clientAddress,
-                       userAgent: request.headers[.userAgent].map { String($0.prefix(500)) }, details: details)
+    func entry(
+        _ action: String, _ result: String, app: UUID, user: UUID?, _ request: Request, _ context: ServiceRequestContext,
+        details: [String: JSONValue] = [:]
+    ) -> AuditLog.Entry {
+        AuditLog.Entry(
+            userID: user, appID: app, action: action, result: result, ip: context.clientAddress,
+            userAgent: request.headers[.userAgent].map { String($0.prefix(500)) }, details: details)
     }
 }
 
@@ -115,16 +120,20 @@ struct AuthController {
     }
 
     /// Google or Apple: verify the provider's proof, then register or log in with it.
-    func providerSignIn(_ body: AuthRequest, appID: UUID, registering: Bool, now: Date,
-                        _ request: Request, _ context: ServiceRequestContext) async throws -> Response {
+    func providerSignIn(
+        _ body: AuthRequest, appID: UUID, registering: Bool, now: Date,
+        _ request: Request, _ context: ServiceRequestContext
+    ) async throws -> Response {
         if body.provider == .apple {
             let (identity, sealed) = try await verifyApple(body.credentials, appID: appID, now: now, request, context)
-            return try await signInWithProvider(.apple, identity: identity, body: body, appID: appID, registering: registering,
-                                                providerRefreshToken: sealed, now: now, request, context)
+            return try await signInWithProvider(
+                .apple, identity: identity, body: body, appID: appID, registering: registering,
+                providerRefreshToken: sealed, now: now, request, context)
         }
         let identity = try await verifyGoogle(body.credentials, appID: appID, now: now, request, context)
-        return try await signInWithProvider(.google, identity: identity, body: body, appID: appID, registering: registering,
-                                            now: now, request, context)
+        return try await signInWithProvider(
+            .google, identity: identity, body: body, appID: appID, registering: registering,
+            now: now, request, context)
     }
 
     private func registerEmail(_ body: AuthRequest, appID: UUID, now: Date, _ request: Request, _ context: ServiceRequestContext) async throws -> Response {
@@ -142,21 +151,26 @@ struct AuthController {
         let verifyToken = OpaqueToken.generate()
         do {
             let (user, tokens) = try await ctx.db.withTransaction(logger: ctx.logger) { conn in
-                let user = try await ctx.users.create(.init(appID: appID, email: email, emailVerified: false, passwordHash: hash,
-                                                            provider: .email, now: now), on: conn)
-                try await ctx.emailTokens.insert(token: verifyToken, userID: user.id, purpose: .verifyEmail,
-                                                 expiresAt: now.addingTimeInterval(TokenLifetimes.emailVerification), on: conn)
+                let user = try await ctx.users.create(
+                    .init(
+                        appID: appID, email: email, emailVerified: false, passwordHash: hash,
+                        provider: .email, now: now), on: conn)
+                try await ctx.emailTokens.insert(
+                    token: verifyToken, userID: user.id, purpose: .verifyEmail,
+                    expiresAt: now.addingTimeInterval(TokenLifetimes.emailVerification), on: conn)
                 let tokens = try await ctx.issuer.startSession(for: user, device: body.deviceInfo, now: now, on: conn)
-                try await ctx.audit.record(ctx.entry("register", "success", app: appID, user: user.id, request, context,
-                                                     details: ["provider": "email"]), on: conn)
+                try await ctx.audit.record(
+                    ctx.entry(
+                        "register", "success", app: appID, user: user.id, request, context,
+                        details: ["provider": "email"]), on: conn)
                 return (user, tokens)
             }
             await sendVerification(to: email, token: verifyToken, app: appID, locale: EmailLocale.preferred(request.headers[.acceptLanguage]))
             return try context.json(AuthResponse(user: user.view(), tokens: tokens), status: .created)
-        } catch where DatabaseErrors.isUniqueViolation(error) {
+        } catch  where DatabaseErrors.isUniqueViolation(error) {
             // A concurrent registration of the same email won.
             let existing = try await ctx.db.withConnection { try await ctx.users.find(.email(email), appID: appID, on: $0) }
-            throw existing.map { emailTaken($0, attempted: .email) } ?? AppError(.conflict, "email_already_exists", "Email already registered")
+            throw existing.map { emailTaken($0, attempted: .email) } ?? AppError(AuthErrorCode.emailAlreadyExists, "Email already registered")
         }
     }
 
@@ -174,10 +188,12 @@ struct AuthController {
     func emailTaken(_ existing: User, attempted: AuthProvider) -> AppError {
         let provider = existing.provider.rawValue
         let label = ["google": "Google", "apple": "Apple", "email": "email and password", "guest": "a guest account"][provider] ?? provider
-        let canLink = LinkRules.canLink(attempted: attempted, existingHasPassword: existing.passwordHash != nil,
-                                        existingGoogleID: existing.googleID, existingAppleID: existing.appleID)
-        return AppError(.conflict, "email_already_exists", "Email already registered with \(label)",
-                        extra: ["existing_provider": .string(provider), "can_link": .bool(canLink)])
+        let canLink = LinkRules.canLink(
+            attempted: attempted, existingHasPassword: existing.passwordHash != nil,
+            existingGoogleID: existing.googleID, existingAppleID: existing.appleID)
+        return AppError(
+            AuthErrorCode.emailAlreadyExists, "Email already registered with \(label)",
+            extra: ["existing_provider": .string(provider), "can_link": .bool(canLink)])
     }
 
     // MARK: guest (seed 3c, seed 004)
@@ -199,38 +215,47 @@ struct AuthController {
                 var issuedSecret: String?
                 if let existing = try await ctx.users.find(.guestDevice(deviceID), appID: appID, on: conn, forUpdate: true) {
                     try requireActive(existing, now: now)
-                    switch GuestSecret.decide(storedHash: try await ctx.users.guestSecretHash(existing.id, on: conn),
-                                              given: body.credentials.guestSecret) {
+                    switch GuestSecret.decide(
+                        storedHash: try await ctx.users.guestSecretHash(existing.id, on: conn),
+                        given: body.credentials.guestSecret)
+                    {
                     case .signIn: break
                     case .claim:
                         let secret = OpaqueToken.generate()
                         if try await ctx.users.claimGuestSecret(existing.id, hash: OpaqueToken.hash(secret), on: conn) { issuedSecret = secret }
                     case .missing:
-                        throw AppError(.unauthorized, "guest_secret_required",
-                                       "This device's guest account is opened with the guest_secret it received at registration",
-                                       extra: ["field": "credentials.guest_secret"])
+                        throw AppError(
+                            AuthErrorCode.guestSecretRequired,
+                            "This device's guest account is opened with the guest_secret it received at registration",
+                            extra: ["field": "credentials.guest_secret"])
                     case .wrong:
-                        throw AppError(.unauthorized, "invalid_credentials", "Invalid guest credentials")
+                        throw AppError(AuthErrorCode.invalidCredentials, "Invalid guest credentials")
                     }
                     user = try await ctx.users.recordLogin(existing.id, now: now, on: conn) ?? existing
                 } else {
                     let secret = OpaqueToken.generate()
-                    user = try await ctx.users.create(.init(appID: appID, provider: .guest, guestDeviceID: deviceID, guestExpiresAt: expires,
-                                                            guestSecretHash: OpaqueToken.hash(secret), now: now), on: conn)
+                    user = try await ctx.users.create(
+                        .init(
+                            appID: appID, provider: .guest, guestDeviceID: deviceID, guestExpiresAt: expires,
+                            guestSecretHash: OpaqueToken.hash(secret), now: now), on: conn)
                     issuedSecret = secret
                     created = true
                 }
                 let tokens = try await ctx.issuer.startSession(for: user, device: device, now: now, on: conn)
-                try await ctx.audit.record(ctx.entry(created ? "register" : "login", "success", app: appID, user: user.id,
-                                                     request, context, details: ["provider": "guest"]), on: conn)
+                try await ctx.audit.record(
+                    ctx.entry(
+                        created ? "register" : "login", "success", app: appID, user: user.id,
+                        request, context, details: ["provider": "guest"]), on: conn)
                 return (user, tokens, created, issuedSecret)
             }
-        } catch where DatabaseErrors.isUniqueViolation(error) {
+        } catch  where DatabaseErrors.isUniqueViolation(error) {
             // The same device registered concurrently: that guest exists now (its secret went to the winner).
             return try await signInGuest(body, appID: appID, now: now, request, context)
         } catch let e as AppError where e.status == .unauthorized {
-            await ctx.audit.record(ctx.entry("login", "failure", app: appID, user: nil, request, context,
-                                             details: ["provider": "guest", "reason": .string(e.code)]), db: ctx.db)
+            await ctx.audit.record(
+                ctx.entry(
+                    "login", "failure", app: appID, user: nil, request, context,
+                    details: ["provider": "guest", "reason": .string(e.code)]), db: ctx.db)
             throw e
         }
         return try context.json(AuthResponse(user: result.0.view(), tokens: result.1, guestSecret: result.3), status: result.2 ? .created : .ok)
@@ -238,7 +263,8 @@ struct AuthController {
 
     // MARK: Google / Apple
 
-    func verifyGoogle(_ credentials: Credentials, appID: UUID, now: Date, _ request: Request, _ context: ServiceRequestContext) async throws -> ProviderIdentity {
+    func verifyGoogle(_ credentials: Credentials, appID: UUID, now: Date, _ request: Request, _ context: ServiceRequestContext) async throws -> ProviderIdentity
+    {
         let token = try credentials.require(credentials.googleIDToken, "google_id_token")
         let clientIDs = try await ctx.applications.find(id: appID)?.googleClientIDs ?? []
         return try await checkingProof(.google, label: "Google", appID: appID, request, context) {
@@ -249,17 +275,21 @@ struct AuthController {
 
     /// A provider's proof, checked: its keys unreachable is a 503 the app may retry; anything
     /// else refused is audited and answered 401 `invalid_token` "<Provider> authentication failed".
-    func checkingProof<T: Sendable>(_ provider: AuthProvider, label: String, appID: UUID, _ request: Request, _ context: ServiceRequestContext,
-                                    _ check: () async throws -> T) async throws -> T {
+    func checkingProof<T: Sendable>(
+        _ provider: AuthProvider, label: String, appID: UUID, _ request: Request, _ context: ServiceRequestContext,
+        _ check: () async throws -> T
+    ) async throws -> T {
         do {
             return try await check()
         } catch let error as HTTPClientError {
             ctx.logger.error("\(label) keys unreachable", metadata: ["error": "\(error)"])
-            throw AppError(.serviceUnavailable, "provider_unavailable", "\(label) sign-in is temporarily unavailable")
+            throw AppError(AuthErrorCode.providerUnavailable, "\(label) sign-in is temporarily unavailable")
         } catch {
             ctx.logger.info("\(label) token refused", metadata: ["reason": "\(error)"])
-            await ctx.audit.record(ctx.entry("sign_in", "failure", app: appID, user: nil, request, context,
-                                             details: ["provider": .string(provider.rawValue), "reason": "invalid_token"]), db: ctx.db)
+            await ctx.audit.record(
+                ctx.entry(
+                    "sign_in", "failure", app: appID, user: nil, request, context,
+                    details: ["provider": .string(provider.rawValue), "reason": "invalid_token"]), db: ctx.db)
             throw AppError(.unauthorized, "invalid_token", "\(label) authentication failed")
         }
     }
@@ -268,7 +298,8 @@ struct AuthController {
     /// sends it once), and exchanges the authorization code for Apple's refresh token, kept
     /// sealed so that account deletion can revoke it.
     func verifyApple(_ credentials: Credentials, appID: UUID, now: Date, _ request: Request, _ context: ServiceRequestContext)
-        async throws -> (ProviderIdentity, ByteBuffer?) {
+        async throws -> (ProviderIdentity, ByteBuffer?)
+    {
         let token = try credentials.require(credentials.appleIdentityToken, "apple_identity_token")
         let audiences = try await ctx.applications.find(id: appID)?.appleBundleIDs ?? []
         var identity = try await checkingProof(.apple, label: "Apple", appID: appID, request, context) {
@@ -293,9 +324,11 @@ struct AuthController {
 
     /// Register or login with a provider identity. Registering an identity that already has
     /// an account logs in (seed 12a); logging in with one that has none is a 404 (13a).
-    func signInWithProvider(_ provider: AuthProvider, identity: ProviderIdentity, body: AuthRequest, appID: UUID, registering: Bool,
-                            providerRefreshToken: ByteBuffer? = nil,
-                            now: Date, _ request: Request, _ context: ServiceRequestContext) async throws -> Response {
+    func signInWithProvider(
+        _ provider: AuthProvider, identity: ProviderIdentity, body: AuthRequest, appID: UUID, registering: Bool,
+        providerRefreshToken: ByteBuffer? = nil,
+        now: Date, _ request: Request, _ context: ServiceRequestContext
+    ) async throws -> Response {
         let lookup: UserStore.Lookup = provider == .google ? .google(identity.subject) : .apple(identity.subject)
         do {
             let (user, tokens, created) = try await ctx.db.withTransaction(logger: ctx.logger) { conn -> (User, TokenPair, Bool) in
@@ -306,43 +339,55 @@ struct AuthController {
                         try await ctx.users.replaceProviderRefreshToken(providerRefreshToken, provider: provider, userID: user.id, on: conn)
                     }
                     let tokens = try await ctx.issuer.startSession(for: user, device: body.deviceInfo, now: now, on: conn)
-                    try await ctx.audit.record(ctx.entry("login", "success", app: appID, user: user.id, request, context,
-                                                         details: ["provider": .string(provider.rawValue)]), on: conn)
+                    try await ctx.audit.record(
+                        ctx.entry(
+                            "login", "success", app: appID, user: user.id, request, context,
+                            details: ["provider": .string(provider.rawValue)]), on: conn)
                     return (user, tokens, false)
                 }
                 guard registering else {
-                    throw AppError(.notFound, "user_not_found", "No account found with this \(provider == .google ? "Google" : "Apple") ID",
-                                   extra: ["can_register": true])
+                    throw AppError(
+                        AuthErrorCode.userNotFound, "No account found with this \(provider == .google ? "Google" : "Apple") ID",
+                        extra: ["can_register": true])
                 }
                 if let email = identity.email, let other = try await ctx.users.find(.email(email), appID: appID, on: conn) {
                     throw emailTaken(other, attempted: provider)
                 }
-                let user = try await ctx.users.create(.init(appID: appID, email: identity.email, emailVerified: identity.emailVerified,
-                                                            googleID: provider == .google ? identity.subject : nil,
-                                                            appleID: provider == .apple ? identity.subject : nil,
-                                                            provider: provider, displayName: identity.name, now: now), on: conn)
-                try await ctx.users.recordConnection(provider, .init(identity), sealedRefreshToken: providerRefreshToken,
-                                                     userID: user.id, on: conn)
+                let user = try await ctx.users.create(
+                    .init(
+                        appID: appID, email: identity.email, emailVerified: identity.emailVerified,
+                        googleID: provider == .google ? identity.subject : nil,
+                        appleID: provider == .apple ? identity.subject : nil,
+                        provider: provider, displayName: identity.name, now: now), on: conn)
+                try await ctx.users.recordConnection(
+                    provider, .init(identity), sealedRefreshToken: providerRefreshToken,
+                    userID: user.id, on: conn)
                 let tokens = try await ctx.issuer.startSession(for: user, device: body.deviceInfo, now: now, on: conn)
-                try await ctx.audit.record(ctx.entry("register", "success", app: appID, user: user.id, request, context,
-                                                     details: ["provider": .string(provider.rawValue)]), on: conn)
+                try await ctx.audit.record(
+                    ctx.entry(
+                        "register", "success", app: appID, user: user.id, request, context,
+                        details: ["provider": .string(provider.rawValue)]), on: conn)
                 return (user, tokens, true)
             }
             let privacy = created ? nil : try await ctx.db.withConnection { try await ctx.users.privacy(of: user.id, on: $0) }
             return try context.json(AuthResponse(user: user.view(privacy: privacy), tokens: tokens), status: created ? .created : .ok)
-        } catch where DatabaseErrors.isUniqueViolation(error) {
+        } catch  where DatabaseErrors.isUniqueViolation(error) {
             // The same identity registered concurrently: now it exists, so this is a login.
-            return try await signInWithProvider(provider, identity: identity, body: body, appID: appID, registering: false,
-                                                now: now, request, context)
+            return try await signInWithProvider(
+                provider, identity: identity, body: body, appID: appID, registering: false,
+                now: now, request, context)
         }
     }
 
     /// Suspended accounts are refused (seed 14a), locked ones too (14b).
     func requireActive(_ user: User, now: Date) throws {
         if user.status == .suspended {
-            throw AppError(.forbidden, "account_suspended", "Your account has been suspended",
-                           extra: ["reason": .string(user.suspensionReason ?? "Terms of service violation"),
-                                   "contact": .string(ctx.settings.supportContact)])
+            throw AppError(
+                .forbidden, "account_suspended", "Your account has been suspended",
+                extra: [
+                    "reason": .string(user.suspensionReason ?? "Terms of service violation"),
+                    "contact": .string(ctx.settings.supportContact)
+                ])
         }
         if let until = user.lockedUntil, until > now {
             throw accountLocked(until: until, now: now)
@@ -353,9 +398,10 @@ struct AuthController {
         let retry = LockoutPolicy.retryAfter(lockedUntil: until, now: now)
         var headers = HTTPFields()
         headers[.retryAfter] = String(retry)
-        return AppError(.tooManyRequests, "account_locked", "Too many login attempts",
-                        extra: ["locked_until": .string(ISO8601DateFormatter().string(from: until)), "retry_after": .int(retry)],
-                        headers: headers)
+        return AppError(
+            AuthErrorCode.accountLocked, "Too many login attempts",
+            extra: ["locked_until": .string(ISO8601DateFormatter().string(from: until)), "retry_after": .int(retry)],
+            headers: headers)
     }
 
     // MARK: login (UC-AUTH-1.2)
@@ -377,34 +423,46 @@ struct AuthController {
         let rawEmail = try body.credentials.require(body.credentials.email, "email")
         let password = try body.credentials.require(body.credentials.password, "password")
         guard let email = EmailAddress.normalize(rawEmail),
-              let user = try await ctx.db.withConnection({ try await ctx.users.find(.email(email), appID: appID, on: $0) }),
-              let hash = user.passwordHash else {
-            await ctx.audit.record(ctx.entry("login", "failure", app: appID, user: nil, request, context,
-                                             details: ["provider": "email", "reason": "user_not_found"]), db: ctx.db)
-            throw AppError(.notFound, "user_not_found", "No account found with this email", extra: ["can_register": true])
+            let user = try await ctx.db.withConnection({ try await ctx.users.find(.email(email), appID: appID, on: $0) }),
+            let hash = user.passwordHash
+        else {
+            await ctx.audit.record(
+                ctx.entry(
+                    "login", "failure", app: appID, user: nil, request, context,
+                    details: ["provider": "email", "reason": "user_not_found"]), db: ctx.db)
+            throw AppError(AuthErrorCode.userNotFound, "No account found with this email", extra: ["can_register": true])
         }
         do { try requireActive(user, now: now) } catch {
-            await ctx.audit.record(ctx.entry("login", "failure", app: appID, user: user.id, request, context,
-                                             details: ["provider": "email", "reason": .string((error as? AppError)?.code ?? "refused")]), db: ctx.db)
+            await ctx.audit.record(
+                ctx.entry(
+                    "login", "failure", app: appID, user: user.id, request, context,
+                    details: ["provider": "email", "reason": .string((error as? AppError)?.code ?? "refused")]), db: ctx.db)
             throw error
         }
         guard try await ctx.checkPassword(password, hash: hash) else {
             let (attempts, lockedUntil) = try await ctx.db.withTransaction(logger: ctx.logger) { conn in
                 let r = try await ctx.users.recordFailedLogin(user.id, now: now, on: conn)
-                try await ctx.audit.record(ctx.entry("login", "failure", app: appID, user: user.id, request, context,
-                                                     details: ["provider": "email", "reason": "invalid_credentials",
-                                                               "attempts": .int(r.attempts)]), on: conn)
+                try await ctx.audit.record(
+                    ctx.entry(
+                        "login", "failure", app: appID, user: user.id, request, context,
+                        details: [
+                            "provider": "email", "reason": "invalid_credentials",
+                            "attempts": .int(r.attempts)
+                        ]), on: conn)
                 return r
             }
             if let lockedUntil { throw accountLocked(until: lockedUntil, now: now) }
-            throw AppError(.unauthorized, "invalid_credentials", "Incorrect email or password",
-                           extra: ["attempts_remaining": .int(LockoutPolicy.attemptsRemaining(after: attempts))])
+            throw AppError(
+                AuthErrorCode.invalidCredentials, "Incorrect email or password",
+                extra: ["attempts_remaining": .int(LockoutPolicy.attemptsRemaining(after: attempts))])
         }
         let (signedIn, tokens) = try await ctx.db.withTransaction(logger: ctx.logger) { conn in
             let signedIn = try await ctx.users.recordLogin(user.id, now: now, on: conn) ?? user
             let tokens = try await ctx.issuer.startSession(for: signedIn, device: body.deviceInfo, now: now, on: conn)
-            try await ctx.audit.record(ctx.entry("login", "success", app: appID, user: user.id, request, context,
-                                                 details: ["provider": "email"]), on: conn)
+            try await ctx.audit.record(
+                ctx.entry(
+                    "login", "success", app: appID, user: user.id, request, context,
+                    details: ["provider": "email"]), on: conn)
             return (signedIn, tokens)
         }
         let privacy = try await ctx.db.withConnection { try await ctx.users.privacy(of: user.id, on: $0) }
@@ -413,8 +471,10 @@ struct AuthController {
 
     // MARK: refresh (UC-AUTH-1.8)
 
-    struct RefreshRequest: Codable { var refreshToken: String
-        enum CodingKeys: String, CodingKey { case refreshToken = "refresh_token" } }
+    struct RefreshRequest: Codable {
+        var refreshToken: String
+        enum CodingKeys: String, CodingKey { case refreshToken = "refresh_token" }
+    }
 
     enum RefreshOutcome: Sendable {
         case pair(TokenPair)
@@ -423,8 +483,9 @@ struct AuthController {
 
     func refresh(_ request: Request, _ context: ServiceRequestContext) async throws -> Response {
         let appID = try context.requireApp()
-        try await ctx.limiter.enforce(scope: "refresh", key: context.clientAddress, limit: ctx.settings.refreshLimit,
-                                      window: ctx.settings.refreshWindow)
+        try await ctx.limiter.enforce(
+            scope: "refresh", key: context.clientAddress, limit: ctx.settings.refreshLimit,
+            window: ctx.settings.refreshWindow)
         let body = try await request.decodeJSON(as: RefreshRequest.self, context: context)
         guard !body.refreshToken.isEmpty, body.refreshToken.utf8.count <= 512 else {
             throw AppError.validation("refresh_token", "Invalid refresh token")
@@ -443,22 +504,28 @@ struct AuthController {
             if let rotatedAt = record.rotatedAt {
                 // Concurrent refreshes from one app: the loser of the race gets the winner's pair.
                 if now.timeIntervalSince(rotatedAt) <= TokenLifetimes.rotationGrace, let sealed = record.successorSealed,
-                   let successor = try? ctx.box.open(sealed),
-                   let next = try await ctx.refreshTokens.lock(token: successor, on: conn), !next.revoked, let user = owner {
-                    return .pair(ctx.issuer.pair(access: try ctx.issuer.accessToken(for: user, session: record.familyID, now: now),
-                                                 refresh: successor))
+                    let successor = try? ctx.box.open(sealed),
+                    let next = try await ctx.refreshTokens.lock(token: successor, on: conn), !next.revoked, let user = owner
+                {
+                    return .pair(
+                        ctx.issuer.pair(
+                            access: try ctx.issuer.accessToken(for: user, session: record.familyID, now: now),
+                            refresh: successor))
                 }
                 // Reuse of a rotated token: someone else may hold it. End the whole family.
                 let n = try await ctx.refreshTokens.revokeFamily(record.familyID, reason: "reuse_detected", on: conn)
-                try await ctx.audit.record(ctx.entry("refresh", "reuse_detected", app: appID, user: record.userID, request, context,
-                                                     details: ["revoked": .int(n)]), on: conn)
-                return .refused(AppError(.unauthorized, "token_reused", "Refresh token was already used; please sign in again"))
+                try await ctx.audit.record(
+                    ctx.entry(
+                        "refresh", "reuse_detected", app: appID, user: record.userID, request, context,
+                        details: ["revoked": .int(n)]), on: conn)
+                return .refused(AppError(AuthErrorCode.tokenReused, "Refresh token was already used; please sign in again"))
             }
             guard let user = owner else { return .refused(invalid) }
             let next = OpaqueToken.generate()
             try await ctx.refreshTokens.markRotated(record.id, successorSealed: try ctx.box.seal(next), now: now, on: conn)
-            try await ctx.refreshTokens.insert(token: next, userID: user.id, appID: appID, familyID: record.familyID,
-                                               deviceID: record.deviceID, deviceInfo: record.deviceInfo, now: now, on: conn)
+            try await ctx.refreshTokens.insert(
+                token: next, userID: user.id, appID: appID, familyID: record.familyID,
+                deviceID: record.deviceID, deviceInfo: record.deviceInfo, now: now, on: conn)
             if user.isGuest { _ = try await ctx.users.recordLogin(user.id, now: now, on: conn) }
             return .pair(ctx.issuer.pair(access: try ctx.issuer.accessToken(for: user, session: record.familyID, now: now), refresh: next))
         }
@@ -476,8 +543,10 @@ struct AuthController {
         enum CodingKeys: String, CodingKey { case refreshToken = "refresh_token"; case all }
     }
 
-    struct LogoutResponse: Codable { var loggedOut: Bool; var revokedSessions: Int
-        enum CodingKeys: String, CodingKey { case loggedOut = "logged_out"; case revokedSessions = "revoked_sessions" } }
+    struct LogoutResponse: Codable {
+        var loggedOut: Bool; var revokedSessions: Int
+        enum CodingKeys: String, CodingKey { case loggedOut = "logged_out"; case revokedSessions = "revoked_sessions" }
+    }
 
     func logout(_ request: Request, _ context: ServiceRequestContext) async throws -> Response {
         let (appID, userID) = try context.requireUser()
@@ -500,8 +569,10 @@ struct AuthController {
             } else {
                 throw AppError.badRequest("Give 'refresh_token' (this device) or 'all': true (every device)", field: "refresh_token")
             }
-            try await ctx.audit.record(ctx.entry("logout", "success", app: appID, user: userID, request, context,
-                                                 details: ["all": .bool(body.all == true), "revoked": .int(n)]), on: conn)
+            try await ctx.audit.record(
+                ctx.entry(
+                    "logout", "success", app: appID, user: userID, request, context,
+                    details: ["all": .bool(body.all == true), "revoked": .int(n)]), on: conn)
             return (n, fact)
         }
         ctx.sessions.apply([revoked.1])

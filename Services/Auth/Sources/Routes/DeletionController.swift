@@ -34,27 +34,34 @@ struct DeletionController {
                 throw AppError(.unauthorized, "invalid_token", "This account no longer exists")
             }
             if let already = user.deletionScheduledAt {
-                throw AppError(.conflict, "deletion_already_scheduled", "Account deletion is already scheduled",
-                               extra: ["scheduled_deletion_date": .string(ISO8601DateFormatter().string(from: already))])
+                throw AppError(
+                    AuthErrorCode.deletionAlreadyScheduled, "Account deletion is already scheduled",
+                    extra: ["scheduled_deletion_date": .string(ISO8601DateFormatter().string(from: already))])
             }
-            let deletionID = try await AccountStore(logger: ctx.logger).scheduleDeletion(userID: userID, appID: appID, reason: reason,
-                                                                                         now: now, due: due, on: conn)
+            let deletionID = try await AccountStore(logger: ctx.logger).scheduleDeletion(
+                userID: userID, appID: appID, reason: reason,
+                now: now, due: due, on: conn)
             try await ctx.emailTokens.insert(token: token, userID: userID, purpose: .deletionCancel, expiresAt: due, on: conn)
-            try await JobQueue.enqueue(on: conn, queue: AccountLifecycle.queue, kind: AccountLifecycle.executeDeletionJob,
-                                       payload: AccountLifecycle.DeletionJob(deletionID: deletionID), runAt: due,
-                                       maxAttempts: 20, uniqueKey: "deletion:\(deletionID)", logger: ctx.logger)
+            try await JobQueue.enqueue(
+                on: conn, queue: AccountLifecycle.queue, kind: AccountLifecycle.executeDeletionJob,
+                payload: AccountLifecycle.DeletionJob(deletionID: deletionID), runAt: due,
+                maxAttempts: 20, uniqueKey: "deletion:\(deletionID)", logger: ctx.logger)
             // Seed 6b.7: the user is signed out on every device.
             try await ctx.refreshTokens.revokeAll(userID: userID, reason: "deletion_requested", on: conn)
-            try await ctx.audit.record(ctx.entry("deletion_requested", "success", app: appID, user: userID, request, context,
-                                                 details: ["scheduled_for": .string(ISO8601DateFormatter().string(from: due))]), on: conn)
+            try await ctx.audit.record(
+                ctx.entry(
+                    "deletion_requested", "success", app: appID, user: userID, request, context,
+                    details: ["scheduled_for": .string(ISO8601DateFormatter().string(from: due))]), on: conn)
             return user.email
         }
         if let email {
             let date = String(ISO8601DateFormatter().string(from: due).prefix(10))
             do {
-                try await ctx.mailer.send(try await ctx.emails.message(.deletionScheduled, app: appID, to: email,
-                                                                       locale: EmailLocale.preferred(request.headers[.acceptLanguage]),
-                                                                       path: "/cancel-deletion?token=\(token)", values: ["date": date]))
+                try await ctx.mailer.send(
+                    try await ctx.emails.message(
+                        .deletionScheduled, app: appID, to: email,
+                        locale: EmailLocale.preferred(request.headers[.acceptLanguage]),
+                        path: "/cancel-deletion?token=\(token)", values: ["date": date]))
             } catch { ctx.logger.error("deletion email not sent", metadata: ["error": "\(error)"]) }
         }
         return try context.json(Scheduled(scheduledDeletionDate: due, cancellationToken: token), status: .accepted)
@@ -69,7 +76,8 @@ struct DeletionController {
         let now = ctx.clock.now()
         try await ctx.db.withTransaction(logger: ctx.logger) { conn in
             guard let userID = try await ctx.emailTokens.consume(token: body.token, purpose: .deletionCancel, now: now, on: conn),
-                  try await ctx.users.find(.id(userID), appID: appID, on: conn) != nil else {
+                try await ctx.users.find(.id(userID), appID: appID, on: conn) != nil
+            else {
                 throw EmailFlowsController.invalidLink
             }
             try await AccountStore(logger: ctx.logger).cancelDeletion(userID: userID, now: now, on: conn)

@@ -21,12 +21,16 @@ struct EmailFlowsController {
 
     struct TokenBody: Codable { var token: String }
     struct EmailBody: Codable { var email: String }
-    struct ResetBody: Codable { var token: String; var newPassword: String
-        enum CodingKeys: String, CodingKey { case token; case newPassword = "new_password" } }
-    struct OTPVerifyBody: Codable { var email: String; var code: String; var deviceInfo: DeviceInfo?
-        enum CodingKeys: String, CodingKey { case email, code; case deviceInfo = "device_info" } }
+    struct ResetBody: Codable {
+        var token: String; var newPassword: String
+        enum CodingKeys: String, CodingKey { case token; case newPassword = "new_password" }
+    }
+    struct OTPVerifyBody: Codable {
+        var email: String; var code: String; var deviceInfo: DeviceInfo?
+        enum CodingKeys: String, CodingKey { case email, code; case deviceInfo = "device_info" }
+    }
 
-    static let invalidLink = AppError(.badRequest, "invalid_or_expired_token", "This link is invalid or has expired")
+    static let invalidLink = AppError(AuthErrorCode.invalidOrExpiredToken, "This link is invalid or has expired")
 
     // MARK: email verification (3b.8)
 
@@ -36,7 +40,8 @@ struct EmailFlowsController {
         let now = ctx.clock.now()
         try await ctx.db.withTransaction(logger: ctx.logger) { conn in
             guard let userID = try await ctx.emailTokens.consume(token: body.token, purpose: .verifyEmail, now: now, on: conn),
-                  try await ctx.users.find(.id(userID), appID: appID, on: conn) != nil else { throw Self.invalidLink }
+                try await ctx.users.find(.id(userID), appID: appID, on: conn) != nil
+            else { throw Self.invalidLink }
             try await ctx.users.markEmailVerified(userID, on: conn)
             try await ctx.audit.record(ctx.entry("verify_email", "success", app: appID, user: userID, request, context), on: conn)
         }
@@ -50,11 +55,12 @@ struct EmailFlowsController {
         let token = OpaqueToken.generate()
         let email: String = try await ctx.db.withTransaction(logger: ctx.logger) { conn in
             guard let user = try await ctx.users.find(.id(userID), appID: appID, on: conn), let email = user.email else {
-                throw AppError(.unprocessableContent, "no_email", "This account has no email address")
+                throw AppError(AuthErrorCode.noEmail, "This account has no email address")
             }
-            if user.emailVerified { throw AppError(.conflict, "already_verified", "Email is already verified") }
-            try await ctx.emailTokens.insert(token: token, userID: userID, purpose: .verifyEmail,
-                                             expiresAt: now.addingTimeInterval(TokenLifetimes.emailVerification), on: conn)
+            if user.emailVerified { throw AppError(AuthErrorCode.alreadyVerified, "Email is already verified") }
+            try await ctx.emailTokens.insert(
+                token: token, userID: userID, purpose: .verifyEmail,
+                expiresAt: now.addingTimeInterval(TokenLifetimes.emailVerification), on: conn)
             return email
         }
         await sessions.sendVerification(to: email, token: token, app: appID, locale: EmailLocale.preferred(request.headers[.acceptLanguage]))
@@ -76,15 +82,17 @@ struct EmailFlowsController {
                 guard let user = try await ctx.users.find(.email(email), appID: appID, on: conn), user.passwordHash != nil || user.emailVerified else {
                     return false
                 }
-                try await ctx.emailTokens.insert(token: token, userID: user.id, purpose: .passwordReset,
-                                                 expiresAt: now.addingTimeInterval(TokenLifetimes.passwordReset), on: conn)
+                try await ctx.emailTokens.insert(
+                    token: token, userID: user.id, purpose: .passwordReset,
+                    expiresAt: now.addingTimeInterval(TokenLifetimes.passwordReset), on: conn)
                 try await ctx.audit.record(ctx.entry("password_forgot", "success", app: appID, user: user.id, request, context), on: conn)
                 return true
             }
             if sent {
                 let mailer = ctx.mailer
-                let message = try await ctx.emails.message(.passwordReset, app: appID, to: email, locale: EmailLocale.preferred(request.headers[.acceptLanguage]),
-                                                           path: "/reset-password?token=\(token)")
+                let message = try await ctx.emails.message(
+                    .passwordReset, app: appID, to: email, locale: EmailLocale.preferred(request.headers[.acceptLanguage]),
+                    path: "/reset-password?token=\(token)")
                 let logger = ctx.logger
                 Task {
                     do { try await mailer.send(message) } catch { logger.error("reset email not sent", metadata: ["error": "\(error)"]) }
@@ -104,13 +112,16 @@ struct EmailFlowsController {
         let hash = try await ctx.hashPassword(body.newPassword)
         let (revoked, fact): (Int, SessionFact) = try await ctx.db.withTransaction(logger: ctx.logger) { conn in
             guard let userID = try await ctx.emailTokens.consume(token: body.token, purpose: .passwordReset, now: now, on: conn),
-                  try await ctx.users.find(.id(userID), appID: appID, on: conn) != nil else { throw Self.invalidLink }
+                try await ctx.users.find(.id(userID), appID: appID, on: conn) != nil
+            else { throw Self.invalidLink }
             try await ctx.users.setPassword(userID, hash: hash, on: conn)
             // Whoever knew the old password is signed out everywhere, access tokens included.
             let n = try await ctx.refreshTokens.revokeAll(userID: userID, reason: "password_reset", on: conn)
             let fact = try await ctx.facts.endSessions(app: appID, user: userID, .all, on: conn)
-            try await ctx.audit.record(ctx.entry("password_reset", "success", app: appID, user: userID, request, context,
-                                                 details: ["revoked_sessions": .int(n)]), on: conn)
+            try await ctx.audit.record(
+                ctx.entry(
+                    "password_reset", "success", app: appID, user: userID, request, context,
+                    details: ["revoked_sessions": .int(n)]), on: conn)
             return (n, fact)
         }
         ctx.sessions.apply([fact])
@@ -133,8 +144,10 @@ struct EmailFlowsController {
             try await otps.issue(code: code, appID: appID, email: email, now: now, on: conn)
             try await ctx.audit.record(ctx.entry("otp_send", "success", app: appID, user: nil, request, context), on: conn)
         }
-        try await ctx.mailer.send(try await ctx.emails.message(.otp, app: appID, to: email, locale: EmailLocale.preferred(request.headers[.acceptLanguage]),
-                                                               values: ["code": code]))
+        try await ctx.mailer.send(
+            try await ctx.emails.message(
+                .otp, app: appID, to: email, locale: EmailLocale.preferred(request.headers[.acceptLanguage]),
+                values: ["code": code]))
         return try context.json(["sent": JSONValue.bool(true), "expires_in": .int(Int(OTPStore.lifetime))])
     }
 
@@ -151,11 +164,11 @@ struct EmailFlowsController {
         let outcome: Outcome = try await ctx.db.withTransaction(logger: ctx.logger) { conn in
             switch try await otps.verify(code: body.code, appID: appID, email: email, now: now, on: conn) {
             case .expiredOrMissing:
-                return .refused(AppError(.unauthorized, "invalid_otp", "This code is invalid or has expired; request a new one"))
+                return .refused(AppError(AuthErrorCode.invalidOtp, "This code is invalid or has expired; request a new one"))
             case .invalidated:
-                return .refused(AppError(.unauthorized, "otp_invalidated", "Too many wrong codes; request a new one"))
+                return .refused(AppError(AuthErrorCode.otpInvalidated, "Too many wrong codes; request a new one"))
             case .wrong(let remaining):
-                return .refused(AppError(.unauthorized, "invalid_otp", "Incorrect code", extra: ["attempts_remaining": .int(remaining)]))
+                return .refused(AppError(AuthErrorCode.invalidOtp, "Incorrect code", extra: ["attempts_remaining": .int(remaining)]))
             case .valid:
                 var created = false
                 var user: User
@@ -169,15 +182,19 @@ struct EmailFlowsController {
                     created = true
                 }
                 let tokens = try await ctx.issuer.startSession(for: user, device: body.deviceInfo, now: now, on: conn)
-                try await ctx.audit.record(ctx.entry(created ? "register" : "login", "success", app: appID, user: user.id, request, context,
-                                                     details: ["provider": "otp"]), on: conn)
+                try await ctx.audit.record(
+                    ctx.entry(
+                        created ? "register" : "login", "success", app: appID, user: user.id, request, context,
+                        details: ["provider": "otp"]), on: conn)
                 return .signedIn(user, tokens, created)
             }
         }
         switch outcome {
         case .refused(let e):
-            await ctx.audit.record(ctx.entry("otp_verify", "failure", app: appID, user: nil, request, context,
-                                             details: ["reason": .string(e.code)]), db: ctx.db)
+            await ctx.audit.record(
+                ctx.entry(
+                    "otp_verify", "failure", app: appID, user: nil, request, context,
+                    details: ["reason": .string(e.code)]), db: ctx.db)
             throw e
         case .signedIn(let user, let tokens, let created):
             return try context.json(AuthResponse(user: user.view(), tokens: tokens), status: created ? .created : .ok)

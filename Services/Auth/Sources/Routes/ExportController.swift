@@ -17,8 +17,10 @@ struct ExportController {
         open.get("privacy/export/:id/download") { request, context in try await download(request, context) }
     }
 
-    struct Started: Codable { var exportID: UUID; var status: String; var estimatedTime: String
-        enum CodingKeys: String, CodingKey { case exportID = "export_id"; case status; case estimatedTime = "estimated_time" } }
+    struct Started: Codable {
+        var exportID: UUID; var status: String; var estimatedTime: String
+        enum CodingKeys: String, CodingKey { case exportID = "export_id"; case status; case estimatedTime = "estimated_time" }
+    }
 
     struct Status: Codable {
         var exportID: UUID; var status: String; var requestedAt: Date; var completedAt: Date?; var expiresAt: Date?; var downloadURL: String?
@@ -35,9 +37,10 @@ struct ExportController {
         let now = ctx.clock.now()
         let id: UUID = try await ctx.db.withTransaction(logger: ctx.logger) { conn in
             let id = try await ExportStore(logger: ctx.logger).create(userID: userID, appID: appID, now: now, on: conn)
-            try await JobQueue.enqueue(on: conn, queue: AccountLifecycle.queue, kind: PrivacyExporter.job,
-                                       payload: PrivacyExporter.Payload(exportID: id), runAt: now, maxAttempts: 10,
-                                       uniqueKey: "export:\(id)", logger: ctx.logger)
+            try await JobQueue.enqueue(
+                on: conn, queue: AccountLifecycle.queue, kind: PrivacyExporter.job,
+                payload: PrivacyExporter.Payload(exportID: id), runAt: now, maxAttempts: 10,
+                uniqueKey: "export:\(id)", logger: ctx.logger)
             try await ctx.audit.record(ctx.entry("privacy_export", "requested", app: appID, user: userID, request, context), on: conn)
             return id
         }
@@ -50,22 +53,28 @@ struct ExportController {
         let export = try await ctx.db.withConnection { try await ExportStore(logger: ctx.logger).find(id, userID: userID, appID: appID, on: $0) }
         guard let export else { throw AppError.notFound("Export") }
         let (status, requested, completed, expires) = (export.status, export.requestedAt, export.completedAt, export.expiresAt)
-        let url = (status == "ready" && (expires ?? .distantPast) > ctx.clock.now())
+        let url =
+            (status == "ready" && (expires ?? .distantPast) > ctx.clock.now())
             ? "/auth/v1/privacy/export/\(id.lowercasedString)/download?\(signer.query(for: id, expires: expires!))" : nil
         return try context.json(Status(exportID: id, status: status, requestedAt: requested, completedAt: completed, expiresAt: expires, downloadURL: url))
     }
 
     func download(_ request: Request, _ context: ServiceRequestContext) async throws -> Response {
         guard let id = context.parameters.get("id", as: UUID.self),
-              let expires = request.uri.queryParameters.get("expires").flatMap({ Int($0) }),
-              let signature = request.uri.queryParameters.get("signature"),
-              signer.isValid(id: id, expires: expires, signature: String(signature), now: ctx.clock.now()) else {
-            throw AppError(.forbidden, "invalid_link", "This download link is invalid or has expired")
+            let expires = request.uri.queryParameters.get("expires").flatMap({ Int($0) }),
+            let signature = request.uri.queryParameters.get("signature"),
+            signer.isValid(id: id, expires: expires, signature: String(signature), now: ctx.clock.now())
+        else {
+            throw AppError(AuthErrorCode.invalidLink, "This download link is invalid or has expired")
         }
         let data = try await ctx.db.withConnection { try await ExportStore(logger: ctx.logger).readyData(id, on: $0) }
         guard let data else { throw AppError.notFound("Export") }
-        return Response(status: .ok, headers: [.contentType: "application/json; charset=utf-8",
-                                               .contentDisposition: "attachment; filename=\"export-\(id.lowercasedString).json\""],
-                        body: .init(byteBuffer: ByteBuffer(string: data)))
+        return Response(
+            status: .ok,
+            headers: [
+                .contentType: "application/json; charset=utf-8",
+                .contentDisposition: "attachment; filename=\"export-\(id.lowercasedString).json\""
+            ],
+            body: .init(byteBuffer: ByteBuffer(string: data)))
     }
 }

@@ -37,10 +37,14 @@ struct GameCenterController {
         enum CodingKeys: String, CodingKey { case achievements; case leaderboardScore = "leaderboard_score" }
     }
 
-    struct Synced: Codable { var achievements: Int; var leaderboardScore: Int64
-        enum CodingKeys: String, CodingKey { case achievements; case leaderboardScore = "leaderboard_score" } }
-    struct Report: Codable { var achievements: [String]; var leaderboardScore: Int64?
-        enum CodingKeys: String, CodingKey { case achievements; case leaderboardScore = "leaderboard_score" } }
+    struct Synced: Codable {
+        var achievements: Int; var leaderboardScore: Int64
+        enum CodingKeys: String, CodingKey { case achievements; case leaderboardScore = "leaderboard_score" }
+    }
+    struct Report: Codable {
+        var achievements: [String]; var leaderboardScore: Int64?
+        enum CodingKeys: String, CodingKey { case achievements; case leaderboardScore = "leaderboard_score" }
+    }
     struct LinkResponse: Codable {
         var linked: Bool; var playerID: String; var alias: String?; var synced: Synced
         var conflicts: [GameCenterMerge.Conflict]; var reportToGameCenter: Report
@@ -59,7 +63,7 @@ struct GameCenterController {
     func link(_ request: Request, _ context: ServiceRequestContext) async throws -> Response {
         let (appID, userID) = try context.requireUser()
         if context.identity?.isGuest == true {
-            throw AppError(.forbidden, "guest_not_allowed", "Create an account to link Game Center")
+            throw AppError(AuthErrorCode.guestNotAllowed, "Create an account to link Game Center")
         }
         let body = try await request.decodeJSON(as: LinkBody.self, context: context)
         guard !body.playerID.isEmpty, body.playerID.utf8.count <= 200 else { throw AppError.validation("player_id", "Invalid player_id") }
@@ -69,39 +73,52 @@ struct GameCenterController {
         let now = ctx.clock.now()
         let bundleIDs = try await ctx.applications.find(id: appID)?.appleBundleIDs ?? []
         do {
-            try await verifier.verify(GameCenterProof(playerID: body.playerID, publicKeyURL: body.publicKeyURL, signature: signature,
-                                                      salt: salt, timestamp: body.timestamp), bundleIDs: bundleIDs, now: now)
+            try await verifier.verify(
+                GameCenterProof(
+                    playerID: body.playerID, publicKeyURL: body.publicKeyURL, signature: signature,
+                    salt: salt, timestamp: body.timestamp), bundleIDs: bundleIDs, now: now)
         } catch {
             ctx.logger.info("Game Center signature refused", metadata: ["reason": "\(error)"])
-            await ctx.audit.record(ctx.entry("game_center_link", "failure", app: appID, user: userID, request, context,
-                                             details: ["reason": .string(String(describing: error))]), db: ctx.db)
-            throw AppError(.unauthorized, "invalid_signature", "Game Center authentication failed")
+            await ctx.audit.record(
+                ctx.entry(
+                    "game_center_link", "failure", app: appID, user: userID, request, context,
+                    details: ["reason": .string(String(describing: error))]), db: ctx.db)
+            throw AppError(AuthErrorCode.invalidSignature, "Game Center authentication failed")
         }
         do {
             let response = try await ctx.db.withTransaction(logger: ctx.logger) { conn -> LinkResponse in
                 if let (other, email) = try await ctx.users.gameCenterOwner(of: body.playerID, appID: appID, on: conn), other != userID {
-                    throw AppError(.conflict, "player_id_already_linked", "This Game Center account is already linked to another user",
-                                   extra: ["linked_user_email": email.map { .string(EmailAddress.mask($0)) } ?? .null, "can_unlink": true])
+                    throw AppError(
+                        AuthErrorCode.playerIdAlreadyLinked, "This Game Center account is already linked to another user",
+                        extra: ["linked_user_email": email.map { .string(EmailAddress.mask($0)) } ?? .null, "can_unlink": true])
                 }
                 if let mine = try await ctx.users.gameCenterLink(of: userID, appID: appID, forUpdate: false, on: conn),
-                   mine.playerID != body.playerID {
-                    throw AppError(.conflict, "game_center_already_linked", "Another Game Center player is linked to this account; unlink it first")
+                    mine.playerID != body.playerID
+                {
+                    throw AppError(AuthErrorCode.gameCenterAlreadyLinked, "Another Game Center player is linked to this account; unlink it first")
                 }
-                let merge = GameCenterMerge.merge(storedAchievements: [], storedScore: 0,
-                                                  gameCenterAchievements: body.achievements ?? [], gameCenterScore: body.leaderboardScore ?? 0)
-                try await ctx.users.linkGameCenter(.init(playerID: body.playerID, alias: body.alias, achievements: merge.achievements,
-                                                         leaderboardScore: merge.leaderboardScore),
-                                                   userID: userID, appID: appID, now: now, on: conn)
-                try await ctx.audit.record(ctx.entry("game_center_link", "success", app: appID, user: userID, request, context,
-                                                     details: ["player_id": .string(body.playerID)]), on: conn)
-                return LinkResponse(linked: true, playerID: body.playerID, alias: body.alias,
-                                    synced: Synced(achievements: merge.achievements.count, leaderboardScore: merge.leaderboardScore),
-                                    conflicts: [], reportToGameCenter: Report(achievements: [], leaderboardScore: nil))
+                let merge = GameCenterMerge.merge(
+                    storedAchievements: [], storedScore: 0,
+                    gameCenterAchievements: body.achievements ?? [], gameCenterScore: body.leaderboardScore ?? 0)
+                try await ctx.users.linkGameCenter(
+                    .init(
+                        playerID: body.playerID, alias: body.alias, achievements: merge.achievements,
+                        leaderboardScore: merge.leaderboardScore),
+                    userID: userID, appID: appID, now: now, on: conn)
+                try await ctx.audit.record(
+                    ctx.entry(
+                        "game_center_link", "success", app: appID, user: userID, request, context,
+                        details: ["player_id": .string(body.playerID)]), on: conn)
+                return LinkResponse(
+                    linked: true, playerID: body.playerID, alias: body.alias,
+                    synced: Synced(achievements: merge.achievements.count, leaderboardScore: merge.leaderboardScore),
+                    conflicts: [], reportToGameCenter: Report(achievements: [], leaderboardScore: nil))
             }
             return try context.json(response)
-        } catch where DatabaseErrors.isUniqueViolation(error) {
-            throw AppError(.conflict, "player_id_already_linked", "This Game Center account is already linked to another user",
-                           extra: ["can_unlink": true])
+        } catch  where DatabaseErrors.isUniqueViolation(error) {
+            throw AppError(
+                AuthErrorCode.playerIdAlreadyLinked, "This Game Center account is already linked to another user",
+                extra: ["can_unlink": true])
         }
     }
 
@@ -113,17 +130,20 @@ struct GameCenterController {
         let now = ctx.clock.now()
         let response = try await ctx.db.withTransaction(logger: ctx.logger) { conn -> LinkResponse in
             guard let link = try await ctx.users.gameCenterLink(of: userID, appID: appID, forUpdate: true, on: conn) else {
-                throw AppError(.notFound, "not_linked", "No Game Center player is linked")
+                throw AppError(AuthErrorCode.notLinked, "No Game Center player is linked")
             }
             let (player, alias, stored, score) = (link.playerID, link.alias, link.achievements, link.leaderboardScore)
-            let merge = GameCenterMerge.merge(storedAchievements: stored, storedScore: score,
-                                              gameCenterAchievements: body.achievements, gameCenterScore: body.leaderboardScore)
-            try await ctx.users.syncGameCenter(userID: userID, achievements: merge.achievements, leaderboardScore: merge.leaderboardScore,
-                                               now: now, on: conn)
-            return LinkResponse(linked: true, playerID: player, alias: alias,
-                                synced: Synced(achievements: merge.achievements.count, leaderboardScore: merge.leaderboardScore),
-                                conflicts: merge.conflicts,
-                                reportToGameCenter: Report(achievements: merge.achievementsToReport, leaderboardScore: merge.scoreToReport))
+            let merge = GameCenterMerge.merge(
+                storedAchievements: stored, storedScore: score,
+                gameCenterAchievements: body.achievements, gameCenterScore: body.leaderboardScore)
+            try await ctx.users.syncGameCenter(
+                userID: userID, achievements: merge.achievements, leaderboardScore: merge.leaderboardScore,
+                now: now, on: conn)
+            return LinkResponse(
+                linked: true, playerID: player, alias: alias,
+                synced: Synced(achievements: merge.achievements.count, leaderboardScore: merge.leaderboardScore),
+                conflicts: merge.conflicts,
+                reportToGameCenter: Report(achievements: merge.achievementsToReport, leaderboardScore: merge.scoreToReport))
         }
         return try context.json(response)
     }
@@ -131,7 +151,7 @@ struct GameCenterController {
     func unlink(_ context: ServiceRequestContext) async throws -> Response {
         let (appID, userID) = try context.requireUser()
         let removed = try await ctx.db.withConnection { try await ctx.users.unlinkGameCenter(userID: userID, appID: appID, on: $0) }
-        guard removed else { throw AppError(.notFound, "not_linked", "No Game Center player is linked") }
+        guard removed else { throw AppError(AuthErrorCode.notLinked, "No Game Center player is linked") }
         return try context.json(["linked": false])
     }
 }

@@ -11,8 +11,10 @@ struct InternalApplicationsController {
             let body = try await request.decodeJSON(as: AppVerificationRequest.self, context: context)
             let verdict = try await applications.verdict(appID: body.appID, apiKey: body.apiKey)
             let name = verdict == .valid ? try await applications.find(id: body.appID)?.name : nil
-            return try context.json(AppVerificationResponse(valid: verdict == .valid, appID: body.appID, name: name,
-                                                            disabled: verdict == .disabled ? true : nil))
+            return try context.json(
+                AppVerificationResponse(
+                    valid: verdict == .valid, appID: body.appID, name: name,
+                    disabled: verdict == .disabled ? true : nil))
         }
     }
 }

@@ -11,23 +11,30 @@ struct InternalUsersController {
         group.get("users/:id") { request, context in
             let (appID, userID) = try ids(request, context)
             let user = try await find(userID, appID: appID)
-            return try context.json(UserSummary(id: user.id, appID: user.appID, email: user.email, emailVerified: user.emailVerified,
-                                                status: user.status, isGuest: user.isGuest, createdAt: user.createdAt))
+            return try context.json(
+                UserSummary(
+                    id: user.id, appID: user.appID, email: user.email, emailVerified: user.emailVerified,
+                    status: user.status, isGuest: user.isGuest, createdAt: user.createdAt))
         }
         group.get("users/:id/consents") { request, context in
             let (appID, userID) = try ids(request, context)
-            guard let (p, versions) = try await ctx.db.withConnection({ conn -> (PrivacySettings, [String: Int64])? in
-                guard try await ctx.users.find(.id(userID), appID: appID, on: conn) != nil,
-                      let p = try await ctx.users.privacy(of: userID, on: conn) else { return nil }
-                var versions: [String: Int64] = [:]
-                for consent in [ConsentFact.geolocation, ConsentFact.personalizedAds, ConsentFact.analytics] {
-                    versions[consent] = try await ctx.facts.consentVersion(app: appID, user: userID, consent: consent, on: conn)
-                }
-                return (p, versions)
-            }) else { throw AppError.notFound("User") }
-            return try context.json(ConsentChange(appID: appID, userID: userID, geolocation: p.consentGeolocation,
-                                                  personalizedAds: p.consentPersonalizedAds, analytics: p.consentAnalytics,
-                                                  changedAt: p.updatedAt ?? ctx.clock.now(), versions: versions))
+            guard
+                let (p, versions) = try await ctx.db.withConnection({ conn -> (PrivacySettings, [String: Int64])? in
+                    guard try await ctx.users.find(.id(userID), appID: appID, on: conn) != nil,
+                        let p = try await ctx.users.privacy(of: userID, on: conn)
+                    else { return nil }
+                    var versions: [String: Int64] = [:]
+                    for consent in [ConsentFact.geolocation, ConsentFact.personalizedAds, ConsentFact.analytics] {
+                        versions[consent] = try await ctx.facts.consentVersion(app: appID, user: userID, consent: consent, on: conn)
+                    }
+                    return (p, versions)
+                })
+            else { throw AppError.notFound("User") }
+            return try context.json(
+                ConsentChange(
+                    appID: appID, userID: userID, geolocation: p.consentGeolocation,
+                    personalizedAds: p.consentPersonalizedAds, analytics: p.consentAnalytics,
+                    changedAt: p.updatedAt ?? ctx.clock.now(), versions: versions))
         }
         group.post("users/:id/emails/purchase-confirmation") { request, context in try await purchaseConfirmation(request, context) }
         // Subscription sets premium/free; suspension is an operator's decision, not a service's.
@@ -51,9 +58,11 @@ struct InternalUsersController {
                 return try await ctx.users.setStatus(userID, appID: body.appID, status: body.status, reason: nil, on: conn)
             }
             guard let updated else { throw AppError.notFound("User") }
-            return try context.json(UserSummary(id: updated.id, appID: updated.appID, email: updated.email,
-                                                emailVerified: updated.emailVerified, status: updated.status,
-                                                isGuest: updated.isGuest, createdAt: updated.createdAt))
+            return try context.json(
+                UserSummary(
+                    id: updated.id, appID: updated.appID, email: updated.email,
+                    emailVerified: updated.emailVerified, status: updated.status,
+                    isGuest: updated.isGuest, createdAt: updated.createdAt))
         }
     }
 
@@ -74,20 +83,23 @@ struct InternalUsersController {
             guard let user = try await ctx.users.find(.id(userID), appID: body.appID, on: conn) else {
                 // An erased account gets no mail, and the outbox stops asking (410 is final).
                 if try await ctx.facts.facts.isErased(app: body.appID, user: userID, on: conn) {
-                    throw AppError(.gone, "user_erased", "This account was deleted")
+                    throw AppError(AuthErrorCode.userErased, "This account was deleted")
                 }
                 throw AppError.notFound("User")
             }
             guard let email = user.email else { return "no_email" }
-            guard try await sent.claim(app: body.appID, user: userID, kind: "purchase_confirmation",
-                                       reference: body.subscriptionID.lowercasedString, now: ctx.clock.now(), on: conn) else {
+            guard
+                try await sent.claim(
+                    app: body.appID, user: userID, kind: "purchase_confirmation",
+                    reference: body.subscriptionID.lowercasedString, now: ctx.clock.now(), on: conn)
+            else {
                 return "already_sent"
             }
             do {
                 try await ctx.mailer.send(try await ctx.emails.purchaseConfirmation(app: body.appID, to: email, body))
             } catch {
                 ctx.logger.warning("purchase confirmation not sent; the outbox retries", metadata: ["error": "\(error)"])
-                throw AppError(.serviceUnavailable, "mail_unavailable", "The mail server did not accept the message; try again")
+                throw AppError(AuthErrorCode.mailUnavailable, "The mail server did not accept the message; try again")
             }
             return "sent"
         }

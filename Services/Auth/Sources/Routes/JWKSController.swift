@@ -30,10 +30,11 @@ struct JWKSController {
         group.get(".well-known/jwks.json") { _, context in
             try context.json(document, headers: [.cacheControl: "public, max-age=300"])
         }
-        let discovery = Discovery(issuer: issuer, jwksURI: issuer + "/.well-known/jwks.json",
-                                  idTokenSigningAlgValuesSupported: ["EdDSA", "Ed25519"], tokenEndpointAuthMethodsSupported: ["none"],
-                                  responseTypesSupported: ["token"], subjectTypesSupported: ["public"],
-                                  claimsSupported: ["iss", "aud", "sub", "iat", "exp", "jti", "app_id", "user_id", "status", "is_guest", "sid"])
+        let discovery = Discovery(
+            issuer: issuer, jwksURI: issuer + "/.well-known/jwks.json",
+            idTokenSigningAlgValuesSupported: ["EdDSA", "Ed25519"], tokenEndpointAuthMethodsSupported: ["none"],
+            responseTypesSupported: ["token"], subjectTypesSupported: ["public"],
+            claimsSupported: ["iss", "aud", "sub", "iat", "exp", "jti", "app_id", "user_id", "status", "is_guest", "sid"])
         group.get(".well-known/openid-configuration") { _, context in
             try context.json(discovery, headers: [.cacheControl: "public, max-age=300"])
         }

@@ -19,7 +19,7 @@ struct LinkController {
     struct LinkResponse: Codable { var user: UserView; var tokens: TokenPair }
 
     static func identityTaken(_ provider: String) -> AppError {
-        AppError(.conflict, "identity_already_linked", "This \(provider) identity already belongs to another account")
+        AppError(AuthErrorCode.identityAlreadyLinked, "This \(provider) identity already belongs to another account")
     }
 
     func link(_ request: Request, _ context: ServiceRequestContext) async throws -> Response {
@@ -55,35 +55,38 @@ struct LinkController {
                 switch linking {
                 case .google(let identity):
                     if user.googleID == identity.subject { break }
-                    if user.googleID != nil { throw AppError(.conflict, "provider_already_linked", "A Google account is already linked") }
+                    if user.googleID != nil { throw AppError(AuthErrorCode.providerAlreadyLinked, "A Google account is already linked") }
                     if try await ctx.users.find(.google(identity.subject), appID: appID, on: conn) != nil { throw Self.identityTaken("Google") }
                     // Adopt Google's verified email when the account has none and nobody else uses it.
                     var adoptEmail: String? = nil
                     if user.email == nil, let email = identity.email, try await ctx.users.find(.email(email), appID: appID, on: conn) == nil {
                         adoptEmail = email
                     }
-                    try await ctx.users.attach(.google, .init(identity), adoptEmail: adoptEmail, sealedRefreshToken: nil,
-                                               to: userID, now: now, on: conn)
+                    try await ctx.users.attach(
+                        .google, .init(identity), adoptEmail: adoptEmail, sealedRefreshToken: nil,
+                        to: userID, now: now, on: conn)
                 case .apple(let identity, let sealed):
                     if user.appleID == identity.subject { break }
-                    if user.appleID != nil { throw AppError(.conflict, "provider_already_linked", "An Apple ID is already linked") }
+                    if user.appleID != nil { throw AppError(AuthErrorCode.providerAlreadyLinked, "An Apple ID is already linked") }
                     if try await ctx.users.find(.apple(identity.subject), appID: appID, on: conn) != nil { throw Self.identityTaken("Apple") }
                     var adoptEmail: String? = nil
                     if user.email == nil, let email = identity.email, try await ctx.users.find(.email(email), appID: appID, on: conn) == nil {
                         adoptEmail = email
                     }
-                    try await ctx.users.attach(.apple, .init(identity), adoptEmail: adoptEmail, sealedRefreshToken: sealed,
-                                               to: userID, now: now, on: conn)
+                    try await ctx.users.attach(
+                        .apple, .init(identity), adoptEmail: adoptEmail, sealedRefreshToken: sealed,
+                        to: userID, now: now, on: conn)
                 case .email(let email, let hash):
-                    if user.passwordHash != nil { throw AppError(.conflict, "provider_already_linked", "A password is already set on this account") }
+                    if user.passwordHash != nil { throw AppError(AuthErrorCode.providerAlreadyLinked, "A password is already set on this account") }
                     if let current = user.email, current != email {
                         throw AppError.validation("credentials.email", "The account's email is \(EmailAddress.mask(current)); link with that address")
                     }
                     if user.email == nil, try await ctx.users.find(.email(email), appID: appID, on: conn) != nil { throw Self.identityTaken("email") }
                     try await ctx.users.attachPassword(email: email, hash: hash, to: userID, now: now, on: conn)
                     if !user.emailVerified {
-                        try await ctx.emailTokens.insert(token: verifyToken, userID: userID, purpose: .verifyEmail,
-                                                         expiresAt: now.addingTimeInterval(TokenLifetimes.emailVerification), on: conn)
+                        try await ctx.emailTokens.insert(
+                            token: verifyToken, userID: userID, purpose: .verifyEmail,
+                            expiresAt: now.addingTimeInterval(TokenLifetimes.emailVerification), on: conn)
                         verifyTo = email
                     }
                 }
@@ -93,15 +96,17 @@ struct LinkController {
                 }
                 guard let updated = try await ctx.users.find(.id(userID), appID: appID, on: conn) else { throw AppError.unavailable }
                 let tokens = try await ctx.issuer.startSession(for: updated, device: body.deviceInfo, now: now, on: conn)
-                try await ctx.audit.record(ctx.entry("link", "success", app: appID, user: userID, request, context,
-                                                     details: ["provider": .string(body.provider.rawValue), "was_guest": .bool(user.isGuest)]), on: conn)
+                try await ctx.audit.record(
+                    ctx.entry(
+                        "link", "success", app: appID, user: userID, request, context,
+                        details: ["provider": .string(body.provider.rawValue), "was_guest": .bool(user.isGuest)]), on: conn)
                 return (updated, tokens, verifyTo)
             }
             if let email = verifyTo {
                 await sessions.sendVerification(to: email, token: verifyToken, app: appID, locale: EmailLocale.preferred(request.headers[.acceptLanguage]))
             }
             return try context.json(LinkResponse(user: user.view(linked: user.signInMethods), tokens: tokens))
-        } catch where DatabaseErrors.isUniqueViolation(error) {
+        } catch  where DatabaseErrors.isUniqueViolation(error) {
             throw Self.identityTaken(body.provider.rawValue)
         }
     }
@@ -117,14 +122,16 @@ struct LinkController {
                 throw AppError(.unauthorized, "invalid_token", "This account no longer exists")
             }
             guard user.signInMethods.contains(provider.rawValue) else {
-                throw AppError(.notFound, "provider_not_linked", "No \(provider.rawValue) sign-in on this account")
+                throw AppError(AuthErrorCode.providerNotLinked, "No \(provider.rawValue) sign-in on this account")
             }
             guard user.signInMethods.count > 1 else {
-                throw AppError(.conflict, "last_sign_in_method", "This is the only way to sign in to this account; link another one first")
+                throw AppError(AuthErrorCode.lastSignInMethod, "This is the only way to sign in to this account; link another one first")
             }
             let appleToken = try await ctx.users.detach(provider, from: userID, now: now, on: conn)
-            try await ctx.audit.record(ctx.entry("unlink", "success", app: appID, user: userID, request, context,
-                                                 details: ["provider": .string(provider.rawValue)]), on: conn)
+            try await ctx.audit.record(
+                ctx.entry(
+                    "unlink", "success", app: appID, user: userID, request, context,
+                    details: ["provider": .string(provider.rawValue)]), on: conn)
             return (try await ctx.users.find(.id(userID), appID: appID, on: conn) ?? user, appleToken)
         }
         // Unlinking Apple ends the app's grant at Apple too (best effort: the link is gone here either way).

@@ -31,8 +31,10 @@ struct PrivacyController {
         enum CodingKeys: String, CodingKey { case privacy; case appliedImmediately = "applied_immediately"; case warnings }
     }
 
-    static let fields = ["consent_analytics", "consent_third_party", "consent_geolocation",
-                         "consent_personalized_ads", "consent_notifications", "consent_game_center"]
+    static let fields = [
+        "consent_analytics", "consent_third_party", "consent_geolocation",
+        "consent_personalized_ads", "consent_notifications", "consent_game_center"
+    ]
 
     /// Only the six booleans are accepted (a subset is fine: the others keep their value).
     static func parse(_ body: [String: JSONValue], onto current: PrivacySettings) throws -> PrivacySettings {
@@ -68,15 +70,21 @@ struct PrivacyController {
             var warnings: [Warning] = []
             if old.consentGeolocation && !new.consentGeolocation {
                 // Seed 11a: offline deletes the locations when it applies the withdrawal.
-                warnings.append(Warning(setting: "consent_geolocation", impact: "local_questions_unavailable",
-                                        message: "Questions locales ne seront plus disponibles"))
+                warnings.append(
+                    Warning(
+                        setting: "consent_geolocation", impact: "local_questions_unavailable",
+                        message: "Questions locales ne seront plus disponibles"))
             }
             if old.consentPersonalizedAds && !new.consentPersonalizedAds {
-                warnings.append(Warning(setting: "consent_personalized_ads", impact: "non_personalized_ads",
-                                        message: "Les publicités ne seront plus personnalisées"))
+                warnings.append(
+                    Warning(
+                        setting: "consent_personalized_ads", impact: "non_personalized_ads",
+                        message: "Les publicités ne seront plus personnalisées"))
             }
-            try await ctx.audit.record(ctx.entry("privacy_update", "success", app: appID, user: userID, request, context,
-                                                 details: body), on: conn)
+            try await ctx.audit.record(
+                ctx.entry(
+                    "privacy_update", "success", app: appID, user: userID, request, context,
+                    details: body), on: conn)
             return (new, warnings)
         }
         return try context.json(UpdateResponse(privacy: settings, appliedImmediately: true, warnings: warnings))
@@ -93,7 +101,7 @@ struct PrivacyController {
             // consent.changed).
             ("notifications", old.consentNotifications, new.consentNotifications),
             ("third_party", old.consentThirdParty, new.consentThirdParty),
-            ("game_center", old.consentGameCenter, new.consentGameCenter),
+            ("game_center", old.consentGameCenter, new.consentGameCenter)
         ]
         for (consent, before, after) in changes where before != after {
             try await ctx.facts.consentChanged(app: app, user: user, consent: consent, value: after, on: conn)
@@ -115,10 +123,11 @@ struct PrivacyController {
         let now = ctx.clock.now()
         let outcome = try await ctx.db.withTransaction(logger: ctx.logger) { conn -> FactOutcome in
             guard try await ctx.users.find(.id(user), appID: app, on: conn) != nil,
-                  let current = try await ctx.users.privacy(of: user, on: conn, forUpdate: true) else {
+                let current = try await ctx.users.privacy(of: user, on: conn, forUpdate: true)
+            else {
                 // An erased user's late answer is final news for the sender's outbox (410), not a retry.
                 if try await ctx.facts.facts.isErased(app: app, user: user, on: conn) {
-                    throw AppError(.gone, "user_erased", "This user's data has been erased")
+                    throw AppError(AuthErrorCode.userErased, "This user's data has been erased")
                 }
                 throw AppError.notFound("User")
             }
@@ -130,9 +139,11 @@ struct PrivacyController {
             wanted.consentPersonalizedAds = answer.value
             guard let (old, new) = try await ctx.users.updatePrivacy(of: user, to: wanted, now: now, on: conn) else { throw AppError.notFound("User") }
             try await publishChanges(app: app, user: user, old: old, new: new, on: conn)
-            try await ctx.audit.record(.init(userID: user, appID: app, action: "privacy_update", result: "success",
-                                             details: ["consent_personalized_ads": .bool(answer.value), "source": .string(String(answer.source.prefix(40)))]),
-                                       on: conn)
+            try await ctx.audit.record(
+                .init(
+                    userID: user, appID: app, action: "privacy_update", result: "success",
+                    details: ["consent_personalized_ads": .bool(answer.value), "source": .string(String(answer.source.prefix(40)))]),
+                on: conn)
             return FactOutcome(applied: true)
         }
         return try context.json(outcome)

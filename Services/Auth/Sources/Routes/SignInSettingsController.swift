@@ -45,8 +45,11 @@ struct SignInSettingsController {
             // One transaction would be better; each write is idempotent, and a refused one is
             // checked before any is made.
             if body.googleClientIDs != nil || body.appleBundleIDs != nil {
-                guard try await applications.setProviderSettings(appID: app, googleClientIDs: body.googleClientIDs,
-                                                                 appleBundleIDs: body.appleBundleIDs) != nil else { throw AppError.notFound("Application") }
+                guard
+                    try await applications.setProviderSettings(
+                        appID: app, googleClientIDs: body.googleClientIDs,
+                        appleBundleIDs: body.appleBundleIDs) != nil
+                else { throw AppError.notFound("Application") }
             }
             if let a = body.apple {
                 guard try await store.setApple(app: app, a) != nil else { throw AppError.notFound("Application") }
@@ -59,7 +62,8 @@ struct SignInSettingsController {
     func shown(_ app: UUID) async throws -> Shown {
         guard let a = try await applications.find(id: app) else { throw AppError.notFound("Application") }
         let key = try await store.shownApple(app: app)
-        return Shown(googleClientIDs: a.googleClientIDs, appleBundleIDs: a.appleBundleIDs,
-                     apple: key.map { Shown.Apple(teamID: $0.teamID, keyID: $0.keyID, clientID: $0.clientID, version: $0.version) })
+        return Shown(
+            googleClientIDs: a.googleClientIDs, appleBundleIDs: a.appleBundleIDs,
+            apple: key.map { Shown.Apple(teamID: $0.teamID, keyID: $0.keyID, clientID: $0.clientID, version: $0.version) })
     }
 }

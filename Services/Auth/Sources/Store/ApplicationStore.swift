@@ -52,7 +52,8 @@ public struct PostgresApplicationRepository: ApplicationRepository {
 
     public func create(name: String) async throws -> IssuedAPIKey {
         let key = APIKeys.generate()
-        let rows = try await db.query("""
+        let rows = try await db.query(
+            """
             INSERT INTO applications (name, api_key_hash, api_key_prefix)
             VALUES (\(name), \(APIKeys.hash(key)), \(String(key.prefix(10))))
             RETURNING id
@@ -62,7 +63,8 @@ public struct PostgresApplicationRepository: ApplicationRepository {
     }
 
     public func find(id: UUID) async throws -> TenantApplication? {
-        let rows = try await db.query("""
+        let rows = try await db.query(
+            """
             SELECT id, name, api_key_prefix, google_client_ids, apple_bundle_ids, active
             FROM applications WHERE id = \(id)
             """, logger: logger)
@@ -79,7 +81,8 @@ public struct PostgresApplicationRepository: ApplicationRepository {
     /// The current key, or the previous one until its expiry (on the database's clock). A right
     /// key of a disabled app is `disabled`: its requests are told why (403), not "wrong key".
     public func verdict(appID: UUID, apiKey: String) async throws -> AppVerdict {
-        let rows = try await db.query("""
+        let rows = try await db.query(
+            """
             SELECT api_key_hash, CASE WHEN previous_api_key_expires_at > now() THEN previous_api_key_hash END, active
             FROM applications WHERE id = \(appID)
             """, logger: logger)
@@ -97,7 +100,8 @@ public struct PostgresApplicationRepository: ApplicationRepository {
     /// Disables or enables an app (support): its requests get 403 `app_disabled` at auth at
     /// once and at the other services within `TENANT_CACHE_SECONDS`. Audited in the same statement.
     public func setActive(appID: UUID, active: Bool, reason: String, operator who: String) async throws -> TenantApplication? {
-        let rows = try await db.query("""
+        let rows = try await db.query(
+            """
             WITH changed AS (
                 UPDATE applications SET active = \(active), updated_at = now() WHERE id = \(appID) RETURNING id),
             audited AS (
@@ -112,18 +116,22 @@ public struct PostgresApplicationRepository: ApplicationRepository {
 
     /// When the key before the current one stops being accepted (nil: none is).
     public func previousKeyValidUntil(appID: UUID) async throws -> Date? {
-        for try await until in try await db.query("""
+        for try await until in try await db.query(
+            """
             SELECT previous_api_key_expires_at FROM applications WHERE id = \(appID) AND previous_api_key_expires_at > now()
-            """, logger: logger).decode(Date.self) { return until }
+            """, logger: logger
+        ).decode(Date.self) { return until }
         return nil
     }
 
     /// Every app, for operators (no key material: the prefix only).
     public func list() async throws -> [TenantApplication] {
         var out: [TenantApplication] = []
-        for try await r in try await db.query("""
+        for try await r in try await db.query(
+            """
             SELECT id, name, api_key_prefix, google_client_ids, apple_bundle_ids, active FROM applications ORDER BY created_at, id
-            """, logger: logger).decode((UUID, String, String, [String], [String], Bool).self) {
+            """, logger: logger
+        ).decode((UUID, String, String, [String], [String], Bool).self) {
             out.append(TenantApplication(id: r.0, name: r.1, apiKeyPrefix: r.2, googleClientIDs: r.3, appleBundleIDs: r.4, active: r.5))
         }
         return out
@@ -134,7 +142,8 @@ public struct PostgresApplicationRepository: ApplicationRepository {
     public func rotateKey(appID: UUID, keepPreviousFor: Duration) async throws -> IssuedAPIKey? {
         let key = APIKeys.generate()
         let seconds = Double(keepPreviousFor.components.seconds)
-        let rows = try await db.query("""
+        let rows = try await db.query(
+            """
             WITH rotated AS (
                 UPDATE applications SET
                     previous_api_key_hash = CASE WHEN \(seconds) > 0 THEN api_key_hash END,
@@ -153,7 +162,8 @@ public struct PostgresApplicationRepository: ApplicationRepository {
 
     /// Ends the previous key now (its users have updated, or it leaked after all).
     public func endPreviousKey(appID: UUID) async throws -> Bool {
-        let rows = try await db.query("""
+        let rows = try await db.query(
+            """
             WITH ended AS (
                 UPDATE applications SET previous_api_key_hash = NULL, previous_api_key_expires_at = NULL, updated_at = now()
                 WHERE id = \(appID) RETURNING id),
@@ -166,7 +176,8 @@ public struct PostgresApplicationRepository: ApplicationRepository {
     }
 
     public func setProviderSettings(appID: UUID, googleClientIDs: [String]?, appleBundleIDs: [String]?) async throws -> TenantApplication? {
-        try await db.query("""
+        try await db.query(
+            """
             UPDATE applications SET
                 google_client_ids = COALESCE(\(googleClientIDs), google_client_ids),
                 apple_bundle_ids = COALESCE(\(appleBundleIDs), apple_bundle_ids),

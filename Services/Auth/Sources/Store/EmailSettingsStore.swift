@@ -13,7 +13,8 @@ public struct EmailSettingsStore: Sendable {
     /// The new version; nil when the app does not exist.
     public func set(app: UUID, _ settings: AppEmailSettings) async throws -> Int64? {
         let json = String(decoding: try JSON.encoder.encode(settings), as: UTF8.self)
-        let rows = try await db.query("""
+        let rows = try await db.query(
+            """
             INSERT INTO email_settings (app_id, settings) SELECT id, \(json)::jsonb FROM applications WHERE id = \(app)
             ON CONFLICT (app_id) DO UPDATE SET settings = EXCLUDED.settings, version = email_settings.version + 1, updated_at = now()
             RETURNING version
@@ -23,9 +24,11 @@ public struct EmailSettingsStore: Sendable {
     }
 
     public func find(app: UUID) async throws -> (AppEmailSettings, Int64)? {
-        for try await (json, version) in try await db.query("""
+        for try await (json, version) in try await db.query(
+            """
             SELECT settings::text, version FROM email_settings WHERE app_id = \(app)
-            """, logger: logger).decode((String, Int64).self) {
+            """, logger: logger
+        ).decode((String, Int64).self) {
             return (try JSONDecoder().decode(AppEmailSettings.self, from: Data(json.utf8)), version)
         }
         return nil

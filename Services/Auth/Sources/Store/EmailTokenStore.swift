@@ -10,7 +10,8 @@ public struct EmailTokenStore: Sendable {
     public init(logger: Logger) { self.logger = logger }
 
     public func insert(token: String, userID: UUID, purpose: Purpose, expiresAt: Date, on conn: PostgresConnection) async throws {
-        try await conn.run("""
+        try await conn.run(
+            """
             INSERT INTO email_tokens (user_id, purpose, token_hash, expires_at)
             VALUES (\(userID), \(purpose.rawValue), \(OpaqueToken.hash(token)), \(expiresAt))
             """, logger: logger)
@@ -18,7 +19,8 @@ public struct EmailTokenStore: Sendable {
 
     /// Uses the token once: returns its user if it was valid, unused and unexpired.
     public func consume(token: String, purpose: Purpose, now: Date, on conn: PostgresConnection) async throws -> UUID? {
-        let rows = try await conn.run("""
+        let rows = try await conn.run(
+            """
             UPDATE email_tokens SET used_at = \(now)
             WHERE token_hash = \(OpaqueToken.hash(token)) AND purpose = \(purpose.rawValue) AND used_at IS NULL AND expires_at > \(now)
             RETURNING user_id

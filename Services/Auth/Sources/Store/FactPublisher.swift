@@ -16,7 +16,7 @@ struct FactPublisher: Sendable {
     /// The consents other services act on, and who acts on each.
     static let consentReceivers: [String: [ServiceName]] = [
         ConsentFact.geolocation: [.offline],
-        ConsentFact.personalizedAds: [.ads],
+        ConsentFact.personalizedAds: [.ads]
     ]
 
     enum SessionEnd: Sendable {
@@ -55,15 +55,17 @@ struct FactPublisher: Sendable {
         }
         try await facts.record(fact, on: conn)
         for service in Self.sessionReceivers {
-            try await Outbox.write(try OutboxMessage(target: service, method: "PUT", path: Self.path(user, app, "/sessions"), body: fact),
-                                   on: conn, logger: logger)
+            try await Outbox.write(
+                try OutboxMessage(target: service, method: "PUT", path: Self.path(user, app, "/sessions"), body: fact),
+                on: conn, logger: logger)
         }
         return fact
     }
 
     /// The user's session epoch, raised first when asked (nil: no such user row).
     func sessionEpoch(user: UUID, raise: Bool, on conn: PostgresConnection) async throws -> Int? {
-        let rows = raise
+        let rows =
+            raise
             ? try await conn.run("UPDATE users SET session_epoch = session_epoch + 1 WHERE id = \(user) RETURNING session_epoch", logger: logger)
             : try await conn.run("SELECT session_epoch FROM users WHERE id = \(user)", logger: logger)
         for try await e in rows.decode(Int.self) { return e }
@@ -77,12 +79,15 @@ struct FactPublisher: Sendable {
         let version = try await facts.nextVersion(app: app, user: user, on: conn)
         _ = try await facts.advance(app: app, user: user, fact: "consent.\(consent)", version: version, on: conn)
         let fact = ConsentFact(appID: app, userID: user, consent: consent, value: value, version: version)
-        try await WebhookStore.record(WebhookEvent(type: .consentChanged, appID: app, createdAt: Date(), version: version,
-                                                   data: ["user_id": .string(user.lowercasedString), "consent": .string(consent), "value": .bool(value)]),
-                                      on: conn, logger: logger)
+        try await WebhookStore.record(
+            WebhookEvent(
+                type: .consentChanged, appID: app, createdAt: Date(), version: version,
+                data: ["user_id": .string(user.lowercasedString), "consent": .string(consent), "value": .bool(value)]),
+            on: conn, logger: logger)
         for service in Self.consentReceivers[consent] ?? [] {
-            try await Outbox.write(try OutboxMessage(target: service, method: "PUT", path: Self.path(user, app, "/consents/\(consent)"), body: fact),
-                                   on: conn, logger: logger)
+            try await Outbox.write(
+                try OutboxMessage(target: service, method: "PUT", path: Self.path(user, app, "/consents/\(consent)"), body: fact),
+                on: conn, logger: logger)
         }
         return version
     }

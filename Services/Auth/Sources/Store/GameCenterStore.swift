@@ -13,7 +13,8 @@ extension UserStore {
 
     /// The user (and their email) the player is linked to in the app, if any.
     func gameCenterOwner(of playerID: String, appID: UUID, on conn: PostgresConnection) async throws -> (userID: UUID, email: String?)? {
-        let rows = try await conn.run("""
+        let rows = try await conn.run(
+            """
             SELECT g.user_id, u.email FROM game_center_connections g JOIN users u ON u.id = g.user_id
             WHERE g.app_id = \(appID) AND g.player_id = \(playerID)
             """, logger: logger)
@@ -24,7 +25,8 @@ extension UserStore {
     /// The player linked to the user, read under a row lock when the caller will write it.
     func gameCenterLink(of userID: UUID, appID: UUID, forUpdate: Bool, on conn: PostgresConnection) async throws -> GameCenterLink? {
         let lock = forUpdate ? " FOR UPDATE" : ""
-        let rows = try await conn.run("""
+        let rows = try await conn.run(
+            """
             SELECT player_id, alias, achievements, leaderboard_score FROM game_center_connections
             WHERE user_id = \(userID) AND app_id = \(appID)\(unescaped: lock)
             """, logger: logger)
@@ -36,7 +38,8 @@ extension UserStore {
 
     /// Links the player; linking the same player again only refreshes its alias.
     func linkGameCenter(_ link: GameCenterLink, userID: UUID, appID: UUID, now: Date, on conn: PostgresConnection) async throws {
-        try await conn.run("""
+        try await conn.run(
+            """
             INSERT INTO game_center_connections (user_id, app_id, player_id, alias, achievements, leaderboard_score, linked_at, last_sync)
             VALUES (\(userID), \(appID), \(link.playerID), \(link.alias), \(link.achievements), \(link.leaderboardScore), \(now), \(now))
             ON CONFLICT (user_id) DO UPDATE SET alias = EXCLUDED.alias, last_sync = EXCLUDED.last_sync
@@ -44,7 +47,8 @@ extension UserStore {
     }
 
     func syncGameCenter(userID: UUID, achievements: [String], leaderboardScore: Int64, now: Date, on conn: PostgresConnection) async throws {
-        try await conn.run("""
+        try await conn.run(
+            """
             UPDATE game_center_connections SET achievements = \(achievements), leaderboard_score = \(leaderboardScore),
                    last_sync = \(now) WHERE user_id = \(userID)
             """, logger: logger)
@@ -53,9 +57,11 @@ extension UserStore {
     /// Whether a link was removed.
     func unlinkGameCenter(userID: UUID, appID: UUID, on conn: PostgresConnection) async throws -> Bool {
         var removed = false
-        for try await _ in try await conn.run("""
+        for try await _ in try await conn.run(
+            """
             DELETE FROM game_center_connections WHERE user_id = \(userID) AND app_id = \(appID) RETURNING id
-            """, logger: logger) { removed = true }
+            """, logger: logger)
+        { removed = true }
         return removed
     }
 }

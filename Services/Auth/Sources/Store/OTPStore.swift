@@ -25,10 +25,12 @@ public struct OTPStore: Sendable {
 
     /// Replaces any pending code of this address by a new one.
     public func issue(code: String, appID: UUID, email: String, now: Date, on conn: PostgresConnection) async throws {
-        try await conn.run("""
+        try await conn.run(
+            """
             UPDATE otps SET consumed_at = \(now) WHERE app_id = \(appID) AND email = \(email) AND consumed_at IS NULL
             """, logger: logger)
-        try await conn.run("""
+        try await conn.run(
+            """
             INSERT INTO otps (app_id, email, code_hash, expires_at, created_at)
             VALUES (\(appID), \(email), \(hash(code, email: email)), \(now.addingTimeInterval(Self.lifetime)), \(now))
             """, logger: logger)
@@ -44,7 +46,8 @@ public struct OTPStore: Sendable {
     /// Checks a code against the pending one (locked): a match consumes it; the third wrong
     /// code invalidates it.
     public func verify(code: String, appID: UUID, email: String, now: Date, on conn: PostgresConnection) async throws -> Verdict {
-        let rows = try await conn.run("""
+        let rows = try await conn.run(
+            """
             SELECT id, code_hash, attempts, expires_at FROM otps
             WHERE app_id = \(appID) AND email = \(email) AND consumed_at IS NULL
             ORDER BY created_at DESC LIMIT 1 FOR UPDATE

@@ -19,7 +19,8 @@ public struct OperatorKeyStore: OperatorVerifier {
     /// nil when the app does not exist. Audited in the same statement.
     public func create(appID: UUID, name: String, operator who: String) async throws -> Issued? {
         let key = OperatorKeys.generate()
-        let rows = try await db.query("""
+        let rows = try await db.query(
+            """
             WITH created AS (
                 INSERT INTO operator_keys (app_id, name, key_hash, key_prefix)
                 SELECT id, \(name), \(OperatorKeys.hash(key)), \(String(key.prefix(10))) FROM applications WHERE id = \(appID)
@@ -36,9 +37,11 @@ public struct OperatorKeyStore: OperatorVerifier {
 
     public func list(appID: UUID) async throws -> [Listed] {
         var out: [Listed] = []
-        for try await r in try await db.query("""
+        for try await r in try await db.query(
+            """
             SELECT id, name, key_prefix, created_at, revoked_at FROM operator_keys WHERE app_id = \(appID) ORDER BY created_at, id
-            """, logger: logger).decode((UUID, String, String, Date, Date?).self) {
+            """, logger: logger
+        ).decode((UUID, String, String, Date, Date?).self) {
             out.append(Listed(id: r.0, name: r.1, keyPrefix: r.2, createdAt: r.3, revokedAt: r.4))
         }
         return out
@@ -47,7 +50,8 @@ public struct OperatorKeyStore: OperatorVerifier {
     /// Refused by auth at once and by the other services within `OPERATOR_CACHE_SECONDS`.
     /// False when the app has no such live key.
     public func revoke(appID: UUID, keyID: UUID, reason: String, operator who: String) async throws -> Bool {
-        let rows = try await db.query("""
+        let rows = try await db.query(
+            """
             WITH revoked AS (
                 UPDATE operator_keys SET revoked_at = now()
                 WHERE id = \(keyID) AND app_id = \(appID) AND revoked_at IS NULL RETURNING id, app_id),
@@ -64,7 +68,8 @@ public struct OperatorKeyStore: OperatorVerifier {
     /// A live key of this app (another app's key is nil, whatever it is).
     public func verify(appID: UUID, key: String) async throws -> Operator? {
         guard OperatorKeys.looksLikeKey(key) else { return nil }
-        let rows = try await db.query("""
+        let rows = try await db.query(
+            """
             SELECT id, name FROM operator_keys WHERE key_hash = \(OperatorKeys.hash(key)) AND app_id = \(appID) AND revoked_at IS NULL
             """, logger: logger)
         for try await (id, name) in rows.decode((UUID, String).self) { return .key(id: id, name: name) }

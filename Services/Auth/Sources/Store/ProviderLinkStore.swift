@@ -24,16 +24,20 @@ extension UserStore {
     /// Attaches a Google or Apple identity to an existing user. `adoptEmail` is the provider's
     /// verified email when the account had none and nobody else uses it; a sealed refresh token
     /// replaces the kept one only when the provider gave a new one.
-    func attach(_ provider: OAuthProvider, _ identity: LinkedIdentity, adoptEmail: String?, sealedRefreshToken: ByteBuffer?,
-                to userID: UUID, now: Date, on conn: PostgresConnection) async throws {
-        try await conn.run("""
+    func attach(
+        _ provider: OAuthProvider, _ identity: LinkedIdentity, adoptEmail: String?, sealedRefreshToken: ByteBuffer?,
+        to userID: UUID, now: Date, on conn: PostgresConnection
+    ) async throws {
+        try await conn.run(
+            """
             UPDATE users SET \(unescaped: provider.userColumn) = \(identity.subject),
                    email = COALESCE(email, \(adoptEmail)),
                    email_verified = email_verified OR \(adoptEmail != nil),
                    display_name = COALESCE(display_name, \(identity.name)), updated_at = \(now)
             WHERE id = \(userID)
             """, logger: logger)
-        try await conn.run("""
+        try await conn.run(
+            """
             INSERT INTO oauth_connections (user_id, provider, provider_user_id, refresh_token_sealed, profile_data)
             VALUES (\(userID), \(provider.rawValue), \(identity.subject), \(sealedRefreshToken),
                     jsonb_build_object('email', \(identity.email)::text))
@@ -43,9 +47,12 @@ extension UserStore {
     }
 
     /// The connection row of a user just registered with a provider.
-    func recordConnection(_ provider: AuthProvider, _ identity: LinkedIdentity, sealedRefreshToken: ByteBuffer?,
-                          userID: UUID, on conn: PostgresConnection) async throws {
-        try await conn.run("""
+    func recordConnection(
+        _ provider: AuthProvider, _ identity: LinkedIdentity, sealedRefreshToken: ByteBuffer?,
+        userID: UUID, on conn: PostgresConnection
+    ) async throws {
+        try await conn.run(
+            """
             INSERT INTO oauth_connections (user_id, provider, provider_user_id, refresh_token_sealed, profile_data)
             VALUES (\(userID), \(provider.rawValue), \(identity.subject), \(sealedRefreshToken),
                     jsonb_build_object('email', \(identity.email)::text, 'name', \(identity.name)::text,
@@ -55,7 +62,8 @@ extension UserStore {
 
     /// A new refresh token from the provider at sign-in replaces the kept one.
     func replaceProviderRefreshToken(_ sealed: ByteBuffer, provider: AuthProvider, userID: UUID, on conn: PostgresConnection) async throws {
-        try await conn.run("""
+        try await conn.run(
+            """
             UPDATE oauth_connections SET refresh_token_sealed = \(sealed)
             WHERE user_id = \(userID) AND provider = \(provider.rawValue)
             """, logger: logger)
@@ -63,7 +71,8 @@ extension UserStore {
 
     /// A guest or provider account gains an email and a password.
     func attachPassword(email: String, hash: String, to userID: UUID, now: Date, on conn: PostgresConnection) async throws {
-        try await conn.run("""
+        try await conn.run(
+            """
             UPDATE users SET email = \(email), password_hash = \(hash), updated_at = \(now) WHERE id = \(userID)
             """, logger: logger)
     }
@@ -83,7 +92,8 @@ extension UserStore {
             return nil
         }
         var sealedToken: ByteBuffer?
-        let removed = try await conn.run("""
+        let removed = try await conn.run(
+            """
             DELETE FROM oauth_connections WHERE user_id = \(userID) AND provider = \(provider.rawValue) RETURNING refresh_token_sealed
             """, logger: logger)
         for try await sealed in removed.decode(ByteBuffer?.self) { sealedToken = sealed }

@@ -24,10 +24,13 @@ public struct RefreshTokenStore: Sendable {
     public init(logger: Logger) { self.logger = logger }
 
     /// Stores a new token (its hash) for a device, in a family (a new family on sign-in).
-    public func insert(token: String, userID: UUID, appID: UUID, familyID: UUID, deviceID: String, deviceInfo: String,
-                       now: Date, on conn: PostgresConnection) async throws {
+    public func insert(
+        token: String, userID: UUID, appID: UUID, familyID: UUID, deviceID: String, deviceInfo: String,
+        now: Date, on conn: PostgresConnection
+    ) async throws {
         let expires = now.addingTimeInterval(TokenLifetimes.refreshToken)
-        try await conn.run("""
+        try await conn.run(
+            """
             INSERT INTO refresh_tokens (user_id, app_id, family_id, device_id, token_hash, device_info, expires_at, created_at)
             VALUES (\(userID), \(appID), \(familyID), \(deviceID), \(OpaqueToken.hash(token)), \(deviceInfo)::jsonb, \(expires), \(now))
             """, logger: logger)
@@ -35,7 +38,8 @@ public struct RefreshTokenStore: Sendable {
 
     /// Seed UC-AUTH-1.2 14d: one active token per device — signing in again revokes the old one.
     public func revokeDevice(userID: UUID, deviceID: String, reason: String, on conn: PostgresConnection) async throws {
-        try await conn.run("""
+        try await conn.run(
+            """
             UPDATE refresh_tokens SET revoked = true, revoked_reason = \(reason)
             WHERE user_id = \(userID) AND device_id = \(deviceID) AND NOT revoked
             """, logger: logger)
@@ -43,7 +47,8 @@ public struct RefreshTokenStore: Sendable {
 
     @discardableResult
     public func revokeAll(userID: UUID, reason: String, on conn: PostgresConnection) async throws -> Int {
-        let rows = try await conn.run("""
+        let rows = try await conn.run(
+            """
             UPDATE refresh_tokens SET revoked = true, revoked_reason = \(reason)
             WHERE user_id = \(userID) AND NOT revoked RETURNING id
             """, logger: logger)
@@ -54,7 +59,8 @@ public struct RefreshTokenStore: Sendable {
 
     @discardableResult
     public func revokeFamily(_ familyID: UUID, reason: String, on conn: PostgresConnection) async throws -> Int {
-        let rows = try await conn.run("""
+        let rows = try await conn.run(
+            """
             UPDATE refresh_tokens SET revoked = true, revoked_reason = \(reason)
             WHERE family_id = \(familyID) AND NOT revoked RETURNING id
             """, logger: logger)
@@ -66,20 +72,23 @@ public struct RefreshTokenStore: Sendable {
     /// Finds a token by its plain value and locks its row: concurrent refreshes of one token
     /// queue here, so exactly one rotates it.
     public func lock(token: String, on conn: PostgresConnection) async throws -> RefreshTokenRecord? {
-        let rows = try await conn.run("""
+        let rows = try await conn.run(
+            """
             SELECT id, user_id, app_id, family_id, device_id, device_info::text, expires_at, revoked, rotated_at, successor_sealed
             FROM refresh_tokens WHERE token_hash = \(OpaqueToken.hash(token)) FOR UPDATE
             """, logger: logger)
         for try await r in rows.decode((UUID, UUID, UUID, UUID, String, String, Date, Bool, Date?, ByteBuffer?).self) {
-            return RefreshTokenRecord(id: r.0, userID: r.1, appID: r.2, familyID: r.3, deviceID: r.4, deviceInfo: r.5,
-                                      expiresAt: r.6, revoked: r.7, rotatedAt: r.8, successorSealed: r.9)
+            return RefreshTokenRecord(
+                id: r.0, userID: r.1, appID: r.2, familyID: r.3, deviceID: r.4, deviceInfo: r.5,
+                expiresAt: r.6, revoked: r.7, rotatedAt: r.8, successorSealed: r.9)
         }
         return nil
     }
 
     /// Marks `id` as rotated, keeping its successor sealed for the grace window.
     public func markRotated(_ id: UUID, successorSealed: ByteBuffer, now: Date, on conn: PostgresConnection) async throws {
-        try await conn.run("""
+        try await conn.run(
+            """
             UPDATE refresh_tokens SET rotated_at = \(now), successor_sealed = \(successorSealed) WHERE id = \(id)
             """, logger: logger)
     }

@@ -11,9 +11,11 @@ import ServiceKit
 /// is, so a run that stopped can simply run again.
 public struct ResealStore: Sendable {
     /// (table, key column, sealed column).
-    static let columns = [("oauth_connections", "id", "refresh_token_sealed"), ("refresh_tokens", "id", "successor_sealed"),
-                          ("apple_signin_settings", "app_id", "sealed_private_key"),
-                          ("webhook_endpoints", "id", "secret_sealed"), ("webhook_endpoints", "id", "previous_secret_sealed")]
+    static let columns = [
+        ("oauth_connections", "id", "refresh_token_sealed"), ("refresh_tokens", "id", "successor_sealed"),
+        ("apple_signin_settings", "app_id", "sealed_private_key"),
+        ("webhook_endpoints", "id", "secret_sealed"), ("webhook_endpoints", "id", "previous_secret_sealed")
+    ]
 
     let db: DatabasePool
     let box: SecretBox
@@ -31,10 +33,13 @@ public struct ResealStore: Sendable {
                 let (count, unreadable, last) = try await db.withTransaction(logger: logger) { conn -> (Int, Int, UUID?) in
                     var rows: [(UUID, ByteBuffer)] = []
                     // Identifiers from the fixed list above, never from input.
-                    for try await r in try await conn.query(PostgresQuery(unsafeSQL: """
-                        SELECT \(key), \(column) FROM \(table) WHERE \(column) IS NOT NULL AND \(key) > $1
-                        ORDER BY \(key) LIMIT \(batch) FOR UPDATE SKIP LOCKED
-                        """, binds: Self.binds(after)), logger: logger).decode((UUID, ByteBuffer).self) { rows.append(r) }
+                    for try await r in try await conn.query(
+                        PostgresQuery(
+                            unsafeSQL: """
+                                SELECT \(key), \(column) FROM \(table) WHERE \(column) IS NOT NULL AND \(key) > $1
+                                ORDER BY \(key) LIMIT \(batch) FOR UPDATE SKIP LOCKED
+                                """, binds: Self.binds(after)), logger: logger
+                    ).decode((UUID, ByteBuffer).self) { rows.append(r) }
                     var changed = 0, unreadable = 0
                     for (id, sealed) in rows where !box.isCurrent(sealed) {
                         guard let plain = try? box.open(sealed) else {
@@ -43,8 +48,10 @@ public struct ResealStore: Sendable {
                             continue
                         }
                         let again = try box.seal(plain)
-                        try await conn.query(PostgresQuery(unsafeSQL: "UPDATE \(table) SET \(column) = $1 WHERE \(key) = $2",
-                                                           binds: Self.binds(again, id)), logger: logger)
+                        try await conn.query(
+                            PostgresQuery(
+                                unsafeSQL: "UPDATE \(table) SET \(column) = $1 WHERE \(key) = $2",
+                                binds: Self.binds(again, id)), logger: logger)
                         changed += 1
                     }
                     return (changed, unreadable, rows.last?.0)

@@ -32,7 +32,8 @@ public struct SupportStore: Sendable {
         case .id(let v): (id, email) = (v, nil)
         case .email(let v): (id, email) = (nil, v)
         }
-        let rows = try await db.query("""
+        let rows = try await db.query(
+            """
             SELECT u.id, u.email, u.email_verified, u.auth_provider, u.display_name, u.status, u.is_guest, u.created_at, u.last_login,
                    u.deletion_scheduled_at,
                    ARRAY(SELECT provider FROM oauth_connections o WHERE o.user_id = u.id ORDER BY provider) ||
@@ -42,8 +43,9 @@ public struct SupportStore: Sendable {
             WHERE u.app_id = \(app) AND (u.id = \(id ?? UUID()) AND \(id != nil) OR u.email = \(email ?? "") AND \(email != nil))
             """, logger: logger)
         for try await r in rows.decode((UUID, String?, Bool, String, String?, String, Bool, Date, Date?, Date?, [String], Int).self) {
-            return UserSummary(id: r.0, email: r.1, emailVerified: r.2, provider: r.3, displayName: r.4, status: r.5, isGuest: r.6,
-                               createdAt: r.7, lastLogin: r.8, deletionScheduledAt: r.9, signInMethods: r.10, liveSessions: r.11)
+            return UserSummary(
+                id: r.0, email: r.1, emailVerified: r.2, provider: r.3, displayName: r.4, status: r.5, isGuest: r.6,
+                createdAt: r.7, lastLogin: r.8, deletionScheduledAt: r.9, signInMethods: r.10, liveSessions: r.11)
         }
         return nil
     }

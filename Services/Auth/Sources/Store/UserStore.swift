@@ -92,7 +92,8 @@ public struct UserStore: Sendable {
     /// Inserts the user and their default privacy settings (all consents off, seed step 15).
     /// A unique violation (same email / provider id / guest device in the app) is thrown as is.
     public func create(_ u: NewUser, on conn: PostgresConnection) async throws -> User {
-        let rows = try await conn.run("""
+        let rows = try await conn.run(
+            """
             INSERT INTO users (app_id, email, email_verified, password_hash, google_id, apple_id, auth_provider,
                                display_name, is_guest, guest_device_id, guest_expires_at, guest_secret_hash, created_at, updated_at, last_login)
             VALUES (\(u.appID), \(u.email), \(u.emailVerified), \(u.passwordHash), \(u.googleID), \(u.appleID),
@@ -103,16 +104,21 @@ public struct UserStore: Sendable {
         guard let user = try await one(rows) else { throw AppError.unavailable }
         try await conn.run("INSERT INTO privacy_settings (user_id, updated_at) VALUES (\(user.id), \(u.now))", logger: logger)
         // #33: the app's servers hear of it (once the account's transaction commits).
-        try await WebhookStore.record(WebhookEvent(type: .userCreated, appID: u.appID, createdAt: u.now, version: 1,
-                                                   data: ["user_id": .string(user.id.lowercasedString), "is_guest": .bool(u.provider == .guest),
-                                                          "provider": .string(u.provider.rawValue)]), on: conn, logger: logger)
+        try await WebhookStore.record(
+            WebhookEvent(
+                type: .userCreated, appID: u.appID, createdAt: u.now, version: 1,
+                data: [
+                    "user_id": .string(user.id.lowercasedString), "is_guest": .bool(u.provider == .guest),
+                    "provider": .string(u.provider.rawValue)
+                ]), on: conn, logger: logger)
         return user
     }
 
     /// A guest who links a way to sign in becomes a full account (same id): no device, no
     /// expiry, no guest secret any more.
     public func upgradeGuest(_ id: UUID, provider: AuthProvider, now: Date, on conn: PostgresConnection) async throws {
-        try await conn.run("""
+        try await conn.run(
+            """
             UPDATE users SET is_guest = false, guest_device_id = NULL, guest_expires_at = NULL, guest_secret_hash = NULL,
                    auth_provider = \(provider.rawValue), updated_at = \(now)
             WHERE id = \(id)
@@ -129,26 +135,31 @@ public struct UserStore: Sendable {
 
     /// Sets a guest's secret once (a legacy guest claiming one); false when another sign-in set it first.
     public func claimGuestSecret(_ id: UUID, hash: String, on conn: PostgresConnection) async throws -> Bool {
-        for try await _ in try await conn.run("""
+        for try await _ in try await conn.run(
+            """
             UPDATE users SET guest_secret_hash = \(hash) WHERE id = \(id) AND guest_secret_hash IS NULL RETURNING 1
-            """, logger: logger) { return true }
+            """, logger: logger)
+        { return true }
         return false
     }
 
     /// A successful sign-in: counter reset, last login, guest expiry pushed back.
     public func recordLogin(_ id: UUID, now: Date, on conn: PostgresConnection) async throws -> User? {
         let guestExpiry = now.addingTimeInterval(TokenLifetimes.guestInactivity)
-        return try await one(try await conn.run("""
-            UPDATE users SET login_attempts = 0, locked_until = NULL, last_login = \(now), updated_at = \(now),
-                   guest_expires_at = CASE WHEN is_guest THEN \(guestExpiry) ELSE guest_expires_at END
-            WHERE id = \(id) RETURNING \(unescaped: Self.columns)
-            """, logger: logger))
+        return try await one(
+            try await conn.run(
+                """
+                UPDATE users SET login_attempts = 0, locked_until = NULL, last_login = \(now), updated_at = \(now),
+                       guest_expires_at = CASE WHEN is_guest THEN \(guestExpiry) ELSE guest_expires_at END
+                WHERE id = \(id) RETURNING \(unescaped: Self.columns)
+                """, logger: logger))
     }
 
     /// One more wrong password; locks the account on the 5th (seed 13b).
     public func recordFailedLogin(_ id: UUID, now: Date, on conn: PostgresConnection) async throws -> (attempts: Int, lockedUntil: Date?) {
         let lockUntil = now.addingTimeInterval(LockoutPolicy.lockDuration)
-        let rows = try await conn.run("""
+        let rows = try await conn.run(
+            """
             UPDATE users SET login_attempts = login_attempts + 1, updated_at = \(now),
                    locked_until = CASE WHEN login_attempts + 1 >= \(LockoutPolicy.maxAttempts) THEN \(lockUntil) ELSE NULL END
             WHERE id = \(id) RETURNING login_attempts, locked_until
@@ -158,10 +169,12 @@ public struct UserStore: Sendable {
     }
 
     public func setStatus(_ id: UUID, appID: UUID, status: UserStatus, reason: String?, on conn: PostgresConnection) async throws -> User? {
-        try await one(try await conn.run("""
-            UPDATE users SET status = \(status.rawValue), suspension_reason = \(reason), updated_at = now()
-            WHERE id = \(id) AND app_id = \(appID) AND anonymized_at IS NULL RETURNING \(unescaped: Self.columns)
-            """, logger: logger))
+        try await one(
+            try await conn.run(
+                """
+                UPDATE users SET status = \(status.rawValue), suspension_reason = \(reason), updated_at = now()
+                WHERE id = \(id) AND app_id = \(appID) AND anonymized_at IS NULL RETURNING \(unescaped: Self.columns)
+                """, logger: logger))
     }
 
     public func markEmailVerified(_ id: UUID, on conn: PostgresConnection) async throws {
@@ -169,7 +182,8 @@ public struct UserStore: Sendable {
     }
 
     public func setPassword(_ id: UUID, hash: String, on conn: PostgresConnection) async throws {
-        try await conn.run("""
+        try await conn.run(
+            """
             UPDATE users SET password_hash = \(hash), login_attempts = 0, locked_until = NULL, updated_at = now() WHERE id = \(id)
             """, logger: logger)
     }
@@ -182,27 +196,33 @@ public struct UserStore: Sendable {
         """
 
     public func privacy(of userID: UUID, on conn: PostgresConnection, forUpdate: Bool = false) async throws -> PrivacySettings? {
-        let rows = try await conn.run("""
+        let rows = try await conn.run(
+            """
             SELECT \(unescaped: Self.privacyColumns) FROM privacy_settings WHERE user_id = \(userID) \(unescaped: forUpdate ? "FOR UPDATE" : "")
             """, logger: logger)
         for try await r in rows.decode((Bool, Bool, Bool, Bool, Bool, Bool, Date).self) {
-            return PrivacySettings(consentAnalytics: r.0, consentThirdParty: r.1, consentGeolocation: r.2,
-                                   consentPersonalizedAds: r.3, consentNotifications: r.4, consentGameCenter: r.5, updatedAt: r.6)
+            return PrivacySettings(
+                consentAnalytics: r.0, consentThirdParty: r.1, consentGeolocation: r.2,
+                consentPersonalizedAds: r.3, consentNotifications: r.4, consentGameCenter: r.5, updatedAt: r.6)
         }
         return nil
     }
 
     /// Writes the new settings and returns the previous ones (locked), so the caller can tell
     /// which consents were withdrawn in the same transaction.
-    public func updatePrivacy(of userID: UUID, to s: PrivacySettings, now: Date, on conn: PostgresConnection) async throws -> (old: PrivacySettings, new: PrivacySettings)? {
+    public func updatePrivacy(of userID: UUID, to s: PrivacySettings, now: Date, on conn: PostgresConnection) async throws -> (
+        old: PrivacySettings, new: PrivacySettings
+    )? {
         let oldRows = try await conn.run("SELECT \(unescaped: Self.privacyColumns) FROM privacy_settings WHERE user_id = \(userID) FOR UPDATE", logger: logger)
         var old: PrivacySettings?
         for try await r in oldRows.decode((Bool, Bool, Bool, Bool, Bool, Bool, Date).self) {
-            old = PrivacySettings(consentAnalytics: r.0, consentThirdParty: r.1, consentGeolocation: r.2,
-                                  consentPersonalizedAds: r.3, consentNotifications: r.4, consentGameCenter: r.5, updatedAt: r.6)
+            old = PrivacySettings(
+                consentAnalytics: r.0, consentThirdParty: r.1, consentGeolocation: r.2,
+                consentPersonalizedAds: r.3, consentNotifications: r.4, consentGameCenter: r.5, updatedAt: r.6)
         }
         guard let old else { return nil }
-        try await conn.run("""
+        try await conn.run(
+            """
             UPDATE privacy_settings SET consent_analytics = \(s.consentAnalytics), consent_third_party = \(s.consentThirdParty),
                    consent_geolocation = \(s.consentGeolocation), consent_personalized_ads = \(s.consentPersonalizedAds),
                    consent_notifications = \(s.consentNotifications), consent_game_center = \(s.consentGameCenter),
@@ -232,7 +252,8 @@ public struct AuditLog: Sendable {
 
     public func record(_ e: Entry, on conn: PostgresConnection) async throws {
         let details = String(decoding: try JSON.encoder.encode(e.details), as: UTF8.self)
-        try await conn.run("""
+        try await conn.run(
+            """
             INSERT INTO audit_logs (user_id, app_id, action, ip_address, user_agent, result, details)
             VALUES (\(e.userID), \(e.appID), \(e.action), \(e.ip), \(e.userAgent), \(e.result), \(details)::jsonb)
             """, logger: logger)

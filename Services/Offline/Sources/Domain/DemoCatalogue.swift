@@ -53,16 +53,21 @@ enum DemoCatalogue {
         .init(code: "ZA", name: "South Africa", capital: "Pretoria", flag: "🇿🇦", continent: "africa", lat: -25.7479, lon: 28.2293),
         .init(code: "NG", name: "Nigeria", capital: "Abuja", flag: "🇳🇬", continent: "africa", lat: 9.0765, lon: 7.3986),
         .init(code: "AU", name: "Australia", capital: "Canberra", flag: "🇦🇺", continent: "oceania", lat: -35.2809, lon: 149.13),
-        .init(code: "NZ", name: "New Zealand", capital: "Wellington", flag: "🇳🇿", continent: "oceania", lat: -41.2865, lon: 174.7762),
+        .init(code: "NZ", name: "New Zealand", capital: "Wellington", flag: "🇳🇿", continent: "oceania", lat: -41.2865, lon: 174.7762)
     ]
 
     /// Category id → (name, items as (id, JSON object)).
     static func categories() -> [(id: String, name: String, items: [(String, [String: Any])])] {
         func capitalQuestion(_ c: Country, _ pool: [Country]) -> [String: Any] {
             let others = pool.filter { $0.code != c.code }
-            let choices = ([c.capital] + stride(from: 0, to: 3, by: 1).map { others[(c.code.unicodeScalars.reduce(0) { $0 + Int($1.value) } + $0 * 7) % others.count].capital }).sorted()
-            return ["type": "capital", "question": "What is the capital of \(c.name)?", "choices": choices,
-                    "answer": c.capital, "country_code": c.code, "latitude": c.lat, "longitude": c.lon]
+            let choices =
+                ([c.capital]
+                + stride(from: 0, to: 3, by: 1).map { others[(c.code.unicodeScalars.reduce(0) { $0 + Int($1.value) } + $0 * 7) % others.count].capital })
+                .sorted()
+            return [
+                "type": "capital", "question": "What is the capital of \(c.name)?", "choices": choices,
+                "answer": c.capital, "country_code": c.code, "latitude": c.lat, "longitude": c.lon
+            ]
         }
         func flagQuestion(_ c: Country) -> [String: Any] {
             ["type": "flag", "question": "Which country has this flag?", "flag": c.flag, "answer": c.name, "country_code": c.code]
@@ -73,7 +78,7 @@ enum DemoCatalogue {
             ("capitals-europe", "Capitales d'Europe", europe.map { ("capital-\($0.code.lowercased())", capitalQuestion($0, europe)) }),
             ("capitals-world", "Capitales du monde", countries.map { ("capital-world-\($0.code.lowercased())", capitalQuestion($0, countries)) }),
             ("flags-europe", "Drapeaux d'Europe", europe.map { ("flag-\($0.code.lowercased())", flagQuestion($0)) }),
-            ("flags-asia", "Drapeaux d'Asie", asia.map { ("flag-\($0.code.lowercased())", flagQuestion($0)) }),
+            ("flags-asia", "Drapeaux d'Asie", asia.map { ("flag-\($0.code.lowercased())", flagQuestion($0)) })
         ]
     }
 }

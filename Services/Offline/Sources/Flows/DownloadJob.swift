@@ -57,14 +57,16 @@ struct DownloadJob: Codable, Sendable {
                 if let (json, version) = content[item.item] {
                     let packed = try PackedItem.pack(Data(json.utf8))
                     try await d.catalog.setPacked(app: work.app, id: item.item, packed, on: conn)
-                    try await d.copies.storeItem(app: work.app, user: work.user, category: item.category, item: item.item, packed: packed,
-                                                 version: version, now: now, on: conn)
+                    try await d.copies.storeItem(
+                        app: work.app, user: work.user, category: item.category, item: item.item, packed: packed,
+                        version: version, now: now, on: conn)
                     done.append(item.position)
                 } else {
                     // 15b: this item is gone; it is tried 3 times, then listed as failed.
                     let last = item.attempts + 1 >= OfflineRules.itemAttempts
-                    try await d.downloads.markItem(job: id, position: item.position, status: last ? "failed" : "pending",
-                                                   error: "item not found in the catalogue", on: conn)
+                    try await d.downloads.markItem(
+                        job: id, position: item.position, status: last ? "failed" : "pending",
+                        error: "item not found in the catalogue", on: conn)
                 }
             }
             if !rest.isEmpty {
@@ -79,8 +81,9 @@ struct DownloadJob: Codable, Sendable {
             // The partial copy is visible (listed `complete: false`, counted, deletable) while
             // the job runs or is paused, not only once it finishes.
             for category in batch.categories.keys.sorted() {
-                try await d.copies.upsertCategory(app: work.app, user: work.user, category: category, cursor: work.cursor, complete: false,
-                                                  now: now, on: conn)
+                try await d.copies.upsertCategory(
+                    app: work.app, user: work.user, category: category, cursor: work.cursor, complete: false,
+                    now: now, on: conn)
             }
             return true
         }
@@ -89,8 +92,9 @@ struct DownloadJob: Codable, Sendable {
     static func finish(_ id: UUID, _ work: DownloadStore.Work, now: Date, _ d: Deps, on conn: PostgresConnection) async throws {
         let failedByCategory = try await d.downloads.failedByCategory(job: id, on: conn)
         for category in work.categories {
-            try await d.copies.upsertCategory(app: work.app, user: work.user, category: category, cursor: work.cursor,
-                                              complete: failedByCategory[category] == nil, now: now, on: conn)
+            try await d.copies.upsertCategory(
+                app: work.app, user: work.user, category: category, cursor: work.cursor,
+                complete: failedByCategory[category] == nil, now: now, on: conn)
         }
         try await d.downloads.recount(job: id, on: conn)
         try await d.downloads.complete(id, withErrors: !failedByCategory.isEmpty, now: now, on: conn)

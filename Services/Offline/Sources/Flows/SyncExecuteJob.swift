@@ -36,12 +36,13 @@ struct SyncExecuteJob: Codable, Sendable {
                 return true
             }
             if processed { continue }
-            try Task.checkCancellation()   // the lease was lost (#34): the next worker goes on
+            try Task.checkCancellation() // the lease was lost (#34): the next worker goes on
             // Nothing due now. A retry pending: run again when it is due, as a scheduled job.
             if let wait = try await d.db.withConnection({ try await d.sync.nextRetryIn(app: app, user: user, on: $0) }) {
                 try await d.db.withConnection { conn in
-                    try await JobQueue.enqueue(on: conn, queue: DownloadJob.queue, kind: kind, payload: SyncExecuteJob(jobID: id), runAfter: wait + 0.05,
-                                               logger: d.logger)
+                    try await JobQueue.enqueue(
+                        on: conn, queue: DownloadJob.queue, kind: kind, payload: SyncExecuteJob(jobID: id), runAfter: wait + 0.05,
+                        logger: d.logger)
                 }
                 return
             }
@@ -86,14 +87,16 @@ struct SyncExecuteJob: Codable, Sendable {
                 try await d.sync.finish(item.id, status: "failed", error: "gave up after \(attempts) attempts: \(why)", on: conn)
                 try await count(.failed, job: job, d, on: conn)
             } else {
-                try await d.sync.retryLater(item.id, attempts: attempts, delay: OfflineRules.retryDelay(afterAttempt: attempts, jitter: .random(in: 0.8...1.2)),
-                                            error: why, on: conn)
+                try await d.sync.retryLater(
+                    item.id, attempts: attempts, delay: OfflineRules.retryDelay(afterAttempt: attempts, jitter: .random(in: 0.8...1.2)),
+                    error: why, on: conn)
             }
         case .conflict(let serverData, let version):
             try await d.sync.finish(item.id, status: "conflict", error: nil, on: conn)
             try await count(.conflicts, job: job, d, on: conn)
-            let conflictID = try await d.sync.openConflict(app: app, user: user, item: item, serverData: serverData, serverVersion: version,
-                                                          now: now, on: conn)
+            let conflictID = try await d.sync.openConflict(
+                app: app, user: user, item: item, serverData: serverData, serverVersion: version,
+                now: now, on: conn)
             // The profile's strategy applies at once unless it is manual; past 10 open
             // conflicts the server's version is forced.
             let strategy = try await d.profiles.profile(app: app, user: user, on: conn).conflictStrategy
@@ -101,7 +104,8 @@ struct SyncExecuteJob: Codable, Sendable {
             if open > OfflineRules.maxOpenConflicts || strategy == "server_wins" {
                 try await d.sync.resolve(conflictID, resolution: "server_wins", by: "system", finalData: serverData, now: now, on: conn)
             } else if strategy == "local_wins", let url = try await d.upstream.url(for: item.actionType, app: app),
-                      await d.upstream.send(url, item: item, app: app, user: user, resolution: "local_wins") == .applied {
+                await d.upstream.send(url, item: item, app: app, user: user, resolution: "local_wins") == .applied
+            {
                 let local = String(decoding: try JSON.encoder.encode(item.payload), as: UTF8.self)
                 try await d.sync.resolve(conflictID, resolution: "local_wins", by: "system", finalData: local, now: now, on: conn)
             }

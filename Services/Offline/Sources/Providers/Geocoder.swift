@@ -23,11 +23,15 @@ struct Geocoder: Sendable {
     func reverse(latitude: Double, longitude: Double) async throws -> Place? {
         guard let baseURL else { return nil }
         let url = "\(baseURL)/reverse?format=jsonv2&lat=\(latitude)&lon=\(longitude)&zoom=10&addressdetails=1"
-        let response = try await http.send(HTTPRequest(method: "GET", url: url, headers: [("User-Agent", userAgent), ("Accept", "application/json")],
-                                                       timeout: .seconds(3)))
+        let response = try await http.send(
+            HTTPRequest(
+                method: "GET", url: url, headers: [("User-Agent", userAgent), ("Accept", "application/json")],
+                timeout: .seconds(3)))
         guard response.isSuccess, let obj = try JSONSerialization.jsonObject(with: response.body) as? [String: Any],
-              let address = obj["address"] as? [String: Any] else { return nil }
-        return Place(countryCode: (address["country_code"] as? String)?.uppercased(), country: address["country"] as? String,
-                     city: (address["city"] ?? address["town"] ?? address["village"] ?? address["municipality"]) as? String)
+            let address = obj["address"] as? [String: Any]
+        else { return nil }
+        return Place(
+            countryCode: (address["country_code"] as? String)?.uppercased(), country: address["country"] as? String,
+            city: (address["city"] ?? address["town"] ?? address["village"] ?? address["municipality"]) as? String)
     }
 }

@@ -61,16 +61,21 @@ struct SyncUpstream: Sendable {
     }
 
     func send(_ url: String, item: QueueItem, app: UUID, user: UUID, payload: JSONValue? = nil, resolution: String? = nil) async -> Outcome {
-        let body = Body(clientActionID: item.clientActionID, appID: app, userID: user, actionType: item.actionType, entityType: item.entityType,
-                        entityID: item.entityID, payload: payload ?? item.payload, resolution: resolution)
+        let body = Body(
+            clientActionID: item.clientActionID, appID: app, userID: user, actionType: item.actionType, entityType: item.entityType,
+            entityID: item.entityID, payload: payload ?? item.payload, resolution: resolution)
         let key = SyncSignature.idempotencyKey(app: app, user: user, clientActionID: item.clientActionID, resolution: resolution)
         guard let data = try? JSON.encoder.encode(body) else { return .rejected("could not encode the action") }
         let secretVersion: Int
         do { secretVersion = try await settings(app: app).secretVersion } catch { return .retryable("settings unavailable") }
         let signature = signer.header(app: app, secretVersion: secretVersion, body: data, at: clock.now())
-        let request = HTTPRequest(method: "POST", url: url, headers: [("Content-Type", "application/json"), ("Idempotency-Key", key),
-                                                                      ("X-App-ID", app.lowercasedString), ("X-Signature", signature)],
-                                  body: data, timeout: timeout)
+        let request = HTTPRequest(
+            method: "POST", url: url,
+            headers: [
+                ("Content-Type", "application/json"), ("Idempotency-Key", key),
+                ("X-App-ID", app.lowercasedString), ("X-Signature", signature)
+            ],
+            body: data, timeout: timeout)
         let response: HTTPResponseData
         do { response = try await http.send(request) } catch { return .retryable(String(describing: error)) }
         let text = String(decoding: response.body.prefix(1000), as: UTF8.self)

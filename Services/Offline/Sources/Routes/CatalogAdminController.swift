@@ -50,14 +50,17 @@ struct CatalogAdminController: Sendable {
             struct Body: Decodable {
                 var title: String; var contentType: String?; var latitude: Double; var longitude: Double
                 var metadata: JSONValue?; var availableUntil: Date?; var active: Bool?
-                enum CodingKeys: String, CodingKey { case title, contentType = "content_type", latitude, longitude, metadata, availableUntil = "available_until", active }
+                enum CodingKeys: String, CodingKey {
+                    case title, contentType = "content_type", latitude, longitude, metadata, availableUntil = "available_until", active
+                }
             }
             let b = try await request.decodeJSON(as: Body.self, context: context)
             guard (-90...90).contains(b.latitude) else { throw AppError.validation("latitude", "latitude must be -90 to 90") }
             guard (-180...180).contains(b.longitude) else { throw AppError.validation("longitude", "longitude must be -180 to 180") }
             let metadata = String(decoding: try JSON.encoder.encode(b.metadata ?? .object([:])), as: UTF8.self)
-            let place = LocationStore.LocationContent(id: id, contentType: b.contentType ?? "quiz", title: b.title, metadata: metadata, latitude: b.latitude,
-                                            longitude: b.longitude, active: b.active ?? true, availableUntil: b.availableUntil)
+            let place = LocationStore.LocationContent(
+                id: id, contentType: b.contentType ?? "quiz", title: b.title, metadata: metadata, latitude: b.latitude,
+                longitude: b.longitude, active: b.active ?? true, availableUntil: b.availableUntil)
             try await db.withConnection { try await locations.upsertPlace(app: app, place, on: $0) }
             return try context.json(["id": id])
         }

@@ -66,7 +66,9 @@ struct ContentController: Sendable {
         }
         struct Limits: Encodable {
             var tier: String, maxCategories: Int?, maxItemsPerCategory: Int?, storageLimitMB: Double
-            enum CodingKeys: String, CodingKey { case tier, maxCategories = "max_categories", maxItemsPerCategory = "max_items_per_category", storageLimitMB = "storage_limit_mb" }
+            enum CodingKeys: String, CodingKey {
+                case tier, maxCategories = "max_categories", maxItemsPerCategory = "max_items_per_category", storageLimitMB = "storage_limit_mb"
+            }
         }
         var profile: SyncProfile
         var storage: Storage
@@ -87,10 +89,14 @@ struct ContentController: Sendable {
                 let status = mine[c.id].map { $0.cursor < c.changeSeq ? "update_available" : "downloaded" } ?? "not_downloaded"
                 return .init(id: c.id, name: c.name, itemCount: count, estimatedSizeMB: OfflineRules.megabytes(size), status: status)
             }
-            return ProfileResponse(profile: p, storage: .init(usedBytes: used, usedMB: OfflineRules.megabytes(used),
-                                                              limitMB: OfflineRules.megabytes(l.storageLimitBytes)),
-                                   limits: .init(tier: l.tier, maxCategories: l.maxCategories, maxItemsPerCategory: l.maxItemsPerCategory,
-                                                 storageLimitMB: OfflineRules.megabytes(l.storageLimitBytes)), categories: cats)
+            return ProfileResponse(
+                profile: p,
+                storage: .init(
+                    usedBytes: used, usedMB: OfflineRules.megabytes(used),
+                    limitMB: OfflineRules.megabytes(l.storageLimitBytes)),
+                limits: .init(
+                    tier: l.tier, maxCategories: l.maxCategories, maxItemsPerCategory: l.maxItemsPerCategory,
+                    storageLimitMB: OfflineRules.megabytes(l.storageLimitBytes)), categories: cats)
         }
         return try context.json(body)
     }
@@ -106,12 +112,14 @@ struct ContentController: Sendable {
     func updateProfile(_ request: Request, _ context: ServiceRequestContext) async throws -> Response {
         let (app, user) = try context.requireUser()
         let patch = try await request.decodeJSON(as: ProfilePatch.self, context: context)
-        if let h = patch.syncFrequencyHours, !(1...168).contains(h) { throw AppError.validation("sync_frequency_hours", "sync_frequency_hours must be 1 to 168") }
+        if let h = patch.syncFrequencyHours, !(1...168).contains(h) {
+            throw AppError.validation("sync_frequency_hours", "sync_frequency_hours must be 1 to 168")
+        }
         if let s = patch.conflictStrategy, !["server_wins", "local_wins", "manual"].contains(s) {
             throw AppError.validation("conflict_strategy", "conflict_strategy must be server_wins, local_wins or manual")
         }
         if patch.syncOnWifiOnly == false, await limits(app: app, user: user, context: context).tier != "premium" {
-            throw AppError(.forbidden, "premium_required", "Syncing over mobile data is a Premium option; FREE syncs on Wi-Fi only")
+            throw AppError(OfflineErrorCode.premiumRequired, "Syncing over mobile data is a Premium option; FREE syncs on Wi-Fi only")
         }
         let p = try await db.withTransaction(logger: logger) { conn -> SyncProfile in
             var p = try await profiles.profile(app: app, user: user, on: conn)
@@ -153,14 +161,15 @@ struct ContentController: Sendable {
             try await downloads.lockUser(app: app, user: user, on: conn)
             let all = Dictionary(try await catalog.categories(app: app, on: conn).map { ($0.id, $0) }, uniquingKeysWith: { a, _ in a })
             if let missing = wanted.first(where: { all[$0] == nil }) {
-                throw AppError(.notFound, "category_not_found", "Category \(missing) does not exist", extra: ["category_id": .string(missing)])
+                throw AppError(OfflineErrorCode.categoryNotFound, "Category \(missing) does not exist", extra: ["category_id": .string(missing)])
             }
             let unfinished = try await downloads.unfinished(app: app, user: user, on: conn)
             let have = Set(try await copies.downloaded(app: app, user: user, on: conn).map(\.categoryID)).union(unfinished.categories)
             let total = have.union(wanted).count
             if let max = l.maxCategories, total > max {
-                throw AppError(.forbidden, "category_limit_exceeded", "FREE keeps at most \(max) categories offline; Premium removes the limit",
-                               extra: ["limit": .int(max), "downloaded": .int(have.count), "requested": .int(wanted.filter { !have.contains($0) }.count)])
+                throw AppError(
+                    OfflineErrorCode.categoryLimitExceeded, "FREE keeps at most \(max) categories offline; Premium removes the limit",
+                    extra: ["limit": .int(max), "downloaded": .int(have.count), "requested": .int(wanted.filter { !have.contains($0) }.count)])
             }
             var items: [(category: String, item: String)] = []
             var bytes: Int64 = 0
@@ -174,16 +183,20 @@ struct ContentController: Sendable {
             let replaced = try await copies.downloaded(app: app, user: user, on: conn).filter { wanted.contains($0.categoryID) }.reduce(0) { $0 + $1.sizeBytes }
             let available = l.storageLimitBytes - (used - replaced) - unfinished.bytes
             if bytes > available {
-                throw AppError(.init(code: 507, reasonPhrase: "Insufficient Storage"), "storage_limit_exceeded",
-                               "Not enough offline space: \(OfflineRules.megabytes(bytes)) MB needed, \(OfflineRules.megabytes(max(0, available))) MB available",
-                               extra: ["required_mb": .double(OfflineRules.megabytes(bytes)), "available_mb": .double(OfflineRules.megabytes(max(0, available))),
-                                       "limit_mb": .double(OfflineRules.megabytes(l.storageLimitBytes))])
+                throw AppError(
+                    OfflineErrorCode.storageLimitExceeded,
+                    "Not enough offline space: \(OfflineRules.megabytes(bytes)) MB needed, \(OfflineRules.megabytes(max(0, available))) MB available",
+                    extra: [
+                        "required_mb": .double(OfflineRules.megabytes(bytes)), "available_mb": .double(OfflineRules.megabytes(max(0, available))),
+                        "limit_mb": .double(OfflineRules.megabytes(l.storageLimitBytes))
+                    ])
             }
             let id = UUID()
             try await downloads.create(id: id, app: app, user: user, items: items, categories: wanted, estimatedBytes: bytes, now: now, on: conn)
             try await JobQueue.enqueue(on: conn, queue: DownloadJob.queue, kind: DownloadJob.kind, payload: DownloadJob(jobID: id), logger: logger)
-            return DownloadResponse(jobID: id, estimatedSizeMB: OfflineRules.megabytes(bytes),
-                                    estimatedTimeSeconds: max(1, Int((Double(bytes) / OfflineRules.estimatedBytesPerSecond).rounded(.up))), totalCount: items.count)
+            return DownloadResponse(
+                jobID: id, estimatedSizeMB: OfflineRules.megabytes(bytes),
+                estimatedTimeSeconds: max(1, Int((Double(bytes) / OfflineRules.estimatedBytesPerSecond).rounded(.up))), totalCount: items.count)
         }
         return try context.json(response, status: .accepted)
     }
@@ -196,7 +209,9 @@ struct ContentController: Sendable {
     func jobStatus(_ context: ServiceRequestContext) async throws -> Response {
         let (app, user) = try context.requireUser()
         let id = try Self.jobID(context)
-        guard let s = try await db.withConnection({ try await downloads.status(id: id, app: app, user: user, on: $0) }) else { throw AppError.notFound("Download job") }
+        guard let s = try await db.withConnection({ try await downloads.status(id: id, app: app, user: user, on: $0) }) else {
+            throw AppError.notFound("Download job")
+        }
         return try context.json(s)
     }
 
@@ -208,7 +223,7 @@ struct ContentController: Sendable {
         let status = try await db.withTransaction(logger: logger) { conn -> DownloadJobStatus in
             guard let current = try await downloads.status(id: id, app: app, user: user, on: conn) else { throw AppError.notFound("Download job") }
             guard try await downloads.transition(id: id, app: app, user: user, from: from, to: to, on: conn) else {
-                throw AppError(.conflict, "invalid_job_state", "The job is \(current.status)", extra: ["status": .string(current.status)])
+                throw AppError(OfflineErrorCode.invalidJobState, "The job is \(current.status)", extra: ["status": .string(current.status)])
             }
             if to == "downloading" {
                 try await JobQueue.enqueue(on: conn, queue: DownloadJob.queue, kind: DownloadJob.kind, payload: DownloadJob(jobID: id), logger: logger)
@@ -238,14 +253,17 @@ struct ContentController: Sendable {
         if let after, !Self.validID(after) { throw AppError.badRequest("after must be an item id", field: "after") }
         let rows = try await db.withConnection { conn -> [CopyStore.PackedRow] in
             guard try await copies.downloaded(app: app, user: user, on: conn).contains(where: { $0.categoryID == category }) else {
-                throw AppError(.notFound, "category_not_downloaded", "This category is not in your offline copy")
+                throw AppError(OfflineErrorCode.categoryNotDownloaded, "This category is not in your offline copy")
             }
             return try await copies.items(app: app, user: user, category: category, after: after, limit: limit, on: conn)
         }
         // `data` is base64 of the stored bytes (gzip when `encoding` says so); `checksum` is the
         // SHA-256 of the JSON after decoding.
-        let views = rows.map { ItemView(id: $0.id, version: $0.version, data: $0.data.base64EncodedString(), encoding: $0.compressed ? "gzip" : "identity",
-                                        checksum: $0.checksum, sizeBytes: $0.sizeBytes) }
+        let views = rows.map {
+            ItemView(
+                id: $0.id, version: $0.version, data: $0.data.base64EncodedString(), encoding: $0.compressed ? "gzip" : "identity",
+                checksum: $0.checksum, sizeBytes: $0.sizeBytes)
+        }
         struct Page: Encodable { var items: [ItemView]; var next: String?; enum CodingKeys: String, CodingKey { case items, next = "next_after" } }
         return try context.json(Page(items: views, next: rows.count == limit ? rows.last?.id : nil))
     }
@@ -271,15 +289,19 @@ struct ContentController: Sendable {
         let body = try await db.withConnection { conn -> UpdateCheck in
             guard try await catalog.categoryExists(app: app, id: category, on: conn) else { throw AppError.notFound("Category") }
             let mine = try await copies.downloaded(app: app, user: user, on: conn).first { $0.categoryID == category }
-            guard let cursor = given ?? mine?.cursor else { throw AppError(.notFound, "category_not_downloaded", "This category is not in your offline copy") }
+            guard let cursor = given ?? mine?.cursor else {
+                throw AppError(OfflineErrorCode.categoryNotDownloaded, "This category is not in your offline copy")
+            }
             if cursor < (try await catalog.horizon(app: app, on: conn)) {
-                return UpdateCheck(categoryID: category, cursor: cursor, nextCursor: cursor, added: 0, updated: 0, deleted: 0, hasUpdates: true,
-                                   fullDownloadRequired: true)
+                return UpdateCheck(
+                    categoryID: category, cursor: cursor, nextCursor: cursor, added: 0, updated: 0, deleted: 0, hasUpdates: true,
+                    fullDownloadRequired: true)
             }
             let (changes, next) = try await catalog.changes(app: app, category: category, after: cursor, on: conn)
             let n = { (k: String) in changes.filter { $0.kind == k }.count }
-            return UpdateCheck(categoryID: category, cursor: cursor, nextCursor: next, added: n("added"), updated: n("updated"), deleted: n("deleted"),
-                               hasUpdates: !changes.isEmpty, fullDownloadRequired: false)
+            return UpdateCheck(
+                categoryID: category, cursor: cursor, nextCursor: next, added: n("added"), updated: n("updated"), deleted: n("deleted"),
+                hasUpdates: !changes.isEmpty, fullDownloadRequired: false)
         }
         return try context.json(body)
     }
@@ -303,10 +325,10 @@ struct ContentController: Sendable {
         let now = clock.now()
         let body = try await db.withTransaction(logger: logger) { conn -> RefreshResponse in
             guard let mine = try await copies.downloaded(app: app, user: user, on: conn).first(where: { $0.categoryID == category }) else {
-                throw AppError(.notFound, "category_not_downloaded", "This category is not in your offline copy")
+                throw AppError(OfflineErrorCode.categoryNotDownloaded, "This category is not in your offline copy")
             }
             if mine.cursor < (try await catalog.horizon(app: app, on: conn)) {
-                throw AppError(.conflict, "full_download_required", "This copy is older than the 30-day change history; download the category again")
+                throw AppError(OfflineErrorCode.fullDownloadRequired, "This copy is older than the 30-day change history; download the category again")
             }
             let (changes, next) = try await catalog.changes(app: app, category: category, after: mine.cursor, on: conn)
             // The limits hold here too: the whole copy's storage, this category's item count.
@@ -329,11 +351,13 @@ struct ContentController: Sendable {
                 held[c.id] = Int64(packed.sizeBytes)
                 try await copies.storeItem(app: app, user: user, category: category, item: c.id, packed: packed, version: c.version, now: now, on: conn)
             }
-            try await copies.upsertCategory(app: app, user: user, category: category, cursor: next, complete: mine.complete && notApplied.isEmpty,
-                                            now: now, on: conn)
+            try await copies.upsertCategory(
+                app: app, user: user, category: category, cursor: next, complete: mine.complete && notApplied.isEmpty,
+                now: now, on: conn)
             try await profiles.touchSync(app: app, user: user, now: now, on: conn)
-            return RefreshResponse(updated: !changes.isEmpty, changes: .init(added: added, updated: updated, deleted: deleted), cursor: next,
-                                   notApplied: notApplied)
+            return RefreshResponse(
+                updated: !changes.isEmpty, changes: .init(added: added, updated: updated, deleted: deleted), cursor: next,
+                notApplied: notApplied)
         }
         return try context.json(body)
     }
@@ -350,14 +374,16 @@ struct ContentController: Sendable {
         }
         let body = try await db.withTransaction(logger: logger) { conn -> Deleted in
             if let one = categories?.first, !(try await copies.downloaded(app: app, user: user, on: conn).contains { $0.categoryID == one }),
-               !(try await downloads.unfinished(app: app, user: user, on: conn).categories.contains(one)) {
-                throw AppError(.notFound, "category_not_downloaded", "This category is not in your offline copy")
+                !(try await downloads.unfinished(app: app, user: user, on: conn).categories.contains(one))
+            {
+                throw AppError(OfflineErrorCode.categoryNotDownloaded, "This category is not in your offline copy")
             }
             // Items with actions still in the sync queue: warn before deleting.
             let waiting = try await sync.pendingActions(app: app, user: user, categories: categories, on: conn)
             if waiting > 0 && !force {
-                throw AppError(.conflict, "pending_sync_actions", "\(waiting) action(s) for this content are not synced yet; sync first or repeat with ?force=true",
-                               extra: ["pending_actions": .int(waiting)])
+                throw AppError(
+                    OfflineErrorCode.pendingSyncActions, "\(waiting) action(s) for this content are not synced yet; sync first or repeat with ?force=true",
+                    extra: ["pending_actions": .int(waiting)])
             }
             // What an unfinished download would still add to these categories is cancelled first.
             try await downloads.cancel(app: app, user: user, categories: categories, on: conn)
@@ -377,9 +403,10 @@ struct ContentController: Sendable {
         }
         let mine = try await db.withConnection { try await copies.downloaded(app: app, user: user, on: $0) }
         let list: [Suggestion] = mine.compactMap { c in
-            let reason: String? = if c.lastAccessedAt == nil { "never_opened" }
-                else if let last = c.lastAccessedAt, now.timeIntervalSince(last) > 30 * 86400 { "not_opened_30_days" }
-                else if !c.complete { "partial" } else { nil }
+            let reason: String? =
+                if c.lastAccessedAt == nil { "never_opened" } else if let last = c.lastAccessedAt, now.timeIntervalSince(last) > 30 * 86400 {
+                    "not_opened_30_days"
+                } else if !c.complete { "partial" } else { nil }
             return reason.map { Suggestion(categoryID: c.categoryID, reason: $0, sizeMB: OfflineRules.megabytes(c.sizeBytes)) }
         }
         struct Body: Encodable {

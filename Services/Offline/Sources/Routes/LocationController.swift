@@ -80,8 +80,8 @@ struct LocationController: Sendable {
         if let a = b.altitude, !(-500...10_000).contains(a) { throw AppError.validation("altitude", "altitude must be -500 to 10000 m") }
         let source = b.source ?? "gps"
         guard ["gps", "wifi", "cell", "ip"].contains(source) else { throw AppError.validation("source", "source must be gps, wifi, cell or ip") }
-        guard b.consentGiven else { throw AppError(.forbidden, "consent_required", "Location needs consent_given") }
-        let refused = AppError(.forbidden, "consent_required", "Geolocation is not allowed in your privacy settings")
+        guard b.consentGiven else { throw AppError(OfflineErrorCode.consentRequired, "Location needs consent_given") }
+        let refused = AppError(OfflineErrorCode.consentRequired, "Geolocation is not allowed in your privacy settings")
         let now = clock.now()
         // Consent and rate checked before geocoding (no lookup for a refused request), and
         // again under the lock when the row is written.
@@ -100,11 +100,18 @@ struct LocationController: Sendable {
             // after this insert deletes the row with the others.
             guard try await locations.geolocationConsent(app: app, user: user, lock: true, on: conn) ?? asked == true else { throw refused }
             try await locations.rateCheck(app: app, user: user, now: now, on: conn)
-            try await locations.insert(app: app, user: user, .init(id: id, latitude: b.latitude, longitude: b.longitude, accuracy: b.accuracy,
-                                                                   altitude: b.altitude, source: source, place: place, at: now), on: conn)
+            try await locations.insert(
+                app: app, user: user,
+                .init(
+                    id: id, latitude: b.latitude, longitude: b.longitude, accuracy: b.accuracy,
+                    altitude: b.altitude, source: source, place: place, at: now), on: conn)
         }
-        return try context.json(["location": LocationView(id: id, latitude: b.latitude, longitude: b.longitude, accuracy: b.accuracy,
-                                                          geocoded: place, timestamp: now)], status: .created)
+        return try context.json(
+            [
+                "location": LocationView(
+                    id: id, latitude: b.latitude, longitude: b.longitude, accuracy: b.accuracy,
+                    geocoded: place, timestamp: now)
+            ], status: .created)
     }
 
     func nearby(_ request: Request, _ context: ServiceRequestContext) async throws -> Response {
@@ -126,15 +133,16 @@ struct LocationController: Sendable {
             return try await locations.nearby(app: app, lat: lat, lon: lon, radiusKm: radius, now: now, on: conn)
         }
         guard let found else {
-            throw AppError(.conflict, "location_required", "Send a location update first (POST /location/update)")
+            throw AppError(OfflineErrorCode.locationRequired, "Send a location update first (POST /location/update)")
         }
         struct Item: Encodable {
             var id: String, type: String, title: String, distanceKm: Double, metadata: JSONValue
             enum CodingKeys: String, CodingKey { case id, type, title, distanceKm = "distance_km", metadata }
         }
         let items = found.map { r in
-            Item(id: r.id, type: r.type, title: r.title, distanceKm: (r.distanceMeters / 10).rounded() / 100,
-                 metadata: (try? JSONDecoder().decode(JSONValue.self, from: Data(r.metadata.utf8))) ?? .object([:]))
+            Item(
+                id: r.id, type: r.type, title: r.title, distanceKm: (r.distanceMeters / 10).rounded() / 100,
+                metadata: (try? JSONDecoder().decode(JSONValue.self, from: Data(r.metadata.utf8))) ?? .object([:]))
         }
         let body = ByteBuffer(bytes: try JSON.encoder.encode(["content": items]))
         // Kept until a change is heard, and never past the first listed place's end of availability.

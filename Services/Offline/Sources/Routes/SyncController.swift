@@ -53,8 +53,9 @@ struct SyncController: Sendable {
     /// Downloads, ads and credits stay open to guests.
     static func requireAccount(_ context: ServiceRequestContext) throws {
         guard context.identity?.isGuest != true else {
-            throw AppError(.forbidden, "guest_no_cloud_save", "Guests keep their progress on this device; create an account to save it in the cloud",
-                           extra: ["how": "POST /auth/v1/auth/link with an email, Google or Apple", "can_link": true])
+            throw AppError(
+                OfflineErrorCode.guestNoCloudSave, "Guests keep their progress on this device; create an account to save it in the cloud",
+                extra: ["how": "POST /auth/v1/auth/link with an email, Google or Apple", "can_link": true])
         }
     }
 
@@ -74,22 +75,30 @@ struct SyncController: Sendable {
             try await sync.lockUser(app: app, user: user, on: conn)
             // The same client_action_id again (a retry after a lost answer): the first answer.
             if let existing = try await sync.find(app: app, user: user, clientActionID: b.clientActionID, on: conn) {
-                return (QueueResponse(queueItem: existing, position: existing.status == "pending" ? try await sync.position(of: existing, app: app, user: user, on: conn) : 0,
-                                      replayed: true, dropped: nil), .ok)
+                return (
+                    QueueResponse(
+                        queueItem: existing, position: existing.status == "pending" ? try await sync.position(of: existing, app: app, user: user, on: conn) : 0,
+                        replayed: true, dropped: nil), .ok
+                )
             }
             var dropped: String?
             if try await sync.pendingCount(app: app, user: user, on: conn) >= OfflineRules.maxPendingActions {
                 guard let d = try await sync.dropOldestExpendable(app: app, user: user, now: now, on: conn) else {
-                    throw AppError(.tooManyRequests, "sync_queue_full", "100 answers and progress saves are waiting: run POST /sync/execute first",
-                                   extra: ["limit": .int(OfflineRules.maxPendingActions)])
+                    throw AppError(
+                        OfflineErrorCode.syncQueueFull, "100 answers and progress saves are waiting: run POST /sync/execute first",
+                        extra: ["limit": .int(OfflineRules.maxPendingActions)])
                 }
                 dropped = d
             }
-            let item = QueueItem(id: UUID(), clientActionID: b.clientActionID, actionType: b.actionType, entityType: b.entityType, entityID: b.entityID,
-                                 categoryID: b.categoryID, payload: b.payload, priority: b.priority ?? OfflineRules.defaultPriority(actionType: b.actionType),
-                                 status: "pending", attempts: 0, lastError: nil, createdAt: now, processedAt: nil)
+            let item = QueueItem(
+                id: UUID(), clientActionID: b.clientActionID, actionType: b.actionType, entityType: b.entityType, entityID: b.entityID,
+                categoryID: b.categoryID, payload: b.payload, priority: b.priority ?? OfflineRules.defaultPriority(actionType: b.actionType),
+                status: "pending", attempts: 0, lastError: nil, createdAt: now, processedAt: nil)
             try await sync.insert(item, app: app, user: user, on: conn)
-            return (QueueResponse(queueItem: item, position: try await sync.position(of: item, app: app, user: user, on: conn), replayed: false, dropped: dropped), .created)
+            return (
+                QueueResponse(queueItem: item, position: try await sync.position(of: item, app: app, user: user, on: conn), replayed: false, dropped: dropped),
+                .created
+            )
         }
         return try context.json(body, status: status)
     }
@@ -122,8 +131,10 @@ struct SyncController: Sendable {
         guard let e = try await db.withConnection({ try await sync.execution(id: id, app: app, user: user, on: $0) }) else {
             throw AppError.notFound("Sync job")
         }
-        return try context.json(ExecuteStatus(jobID: id, status: e.status, itemsToProcess: e.itemsToProcess, succeeded: e.succeeded,
-                                              duplicates: e.duplicates, failed: e.failed, conflicts: e.conflicts))
+        return try context.json(
+            ExecuteStatus(
+                jobID: id, status: e.status, itemsToProcess: e.itemsToProcess, succeeded: e.succeeded,
+                duplicates: e.duplicates, failed: e.failed, conflicts: e.conflicts))
     }
 
     struct ResolveBody: Decodable {
@@ -149,10 +160,10 @@ struct SyncController: Sendable {
         }
         let body = try await db.withTransaction(logger: logger) { conn -> Resolved in
             guard let c = try await sync.conflict(id: id, app: app, user: user, on: conn) else { throw AppError.notFound("Conflict") }
-            guard !c.resolved else { throw AppError(.conflict, "already_resolved", "This conflict was resolved (\(c.resolution ?? "?"))") }
+            guard !c.resolved else { throw AppError(OfflineErrorCode.alreadyResolved, "This conflict was resolved (\(c.resolution ?? "?"))") }
             if b.resolution == "skip" {
                 guard c.skipCount < OfflineRules.maxConflictSkips else {
-                    throw AppError(.conflict, "skip_limit_reached", "A conflict can be skipped at most \(OfflineRules.maxConflictSkips) times")
+                    throw AppError(OfflineErrorCode.skipLimitReached, "A conflict can be skipped at most \(OfflineRules.maxConflictSkips) times")
                 }
                 return Resolved(resolved: false, resolution: "skip", finalData: nil, skipCount: try await sync.skipConflict(id: id, on: conn))
             }
@@ -162,7 +173,8 @@ struct SyncController: Sendable {
             case "local_wins": final = c.localData
             default:
                 guard let local = try JSONSerialization.jsonObject(with: JSON.encoder.encode(c.localData)) as? [String: Any],
-                      let server = try JSONSerialization.jsonObject(with: JSON.encoder.encode(c.serverData)) as? [String: Any] else {
+                    let server = try JSONSerialization.jsonObject(with: JSON.encoder.encode(c.serverData)) as? [String: Any]
+                else {
                     throw AppError.validation("merge_data", "only objects can be merged")
                 }
                 let merged: [String: Any]
@@ -172,13 +184,14 @@ struct SyncController: Sendable {
                 final = try JSON.decoder.decode(JSONValue.self, from: JSONSerialization.data(withJSONObject: merged))
             }
             if b.resolution != "server_wins", let item = try await sync.find(app: app, user: user, id: c.queueItemID, on: conn),
-               let url = try await upstream.url(for: item.actionType, app: app) {
+                let url = try await upstream.url(for: item.actionType, app: app)
+            {
                 switch await upstream.send(url, item: item, app: app, user: user, payload: final, resolution: b.resolution) {
                 case .applied, .duplicate: break
                 case .rejected(let why), .retryable(let why):
-                    throw AppError(.badGateway, "resolution_rejected", "The main app refused the resolution: \(why)")
+                    throw AppError(OfflineErrorCode.resolutionRejected, "The main app refused the resolution: \(why)")
                 case .conflict:
-                    throw AppError(.conflict, "resolution_rejected", "The server's version changed again; reload the conflict")
+                    throw AppError(.conflict, OfflineErrorCode.resolutionRejected, "The server's version changed again; reload the conflict")
                 }
             }
             let text = String(decoding: try JSON.encoder.encode(final), as: UTF8.self)

@@ -28,8 +28,10 @@ struct UpstreamAdminController {
     func addRoutes(to admin: RouterGroup<ServiceRequestContext>) {
         admin.get("admin/sync-upstream") { _, context in
             let own = try await store.find(app: try context.requireApp()) ?? .none
-            return try context.json(Shown(routes: own.routes ?? upstream.routes, isDefault: own.routes == nil,
-                                          secretVersion: own.secretVersion, version: own.version))
+            return try context.json(
+                Shown(
+                    routes: own.routes ?? upstream.routes, isDefault: own.routes == nil,
+                    secretVersion: own.secretVersion, version: own.version))
         }
         admin.put("admin/sync-upstream") { request, context in
             let app = try context.requireApp()

@@ -12,9 +12,11 @@ struct BenchFixtures: Sendable {
     /// Reads every live item of the category as JSON text, the way a client would get it; the bytes read.
     func readCategory(app: UUID, category: String) async throws -> Int {
         var bytes = 0
-        for try await text in try await db.query("""
+        for try await text in try await db.query(
+            """
             SELECT data::text FROM content_items WHERE app_id = \(app) AND category_id = \(category) AND deleted_at IS NULL ORDER BY id
-            """, logger: logger).decode(String.self) { bytes += text.utf8.count }
+            """, logger: logger
+        ).decode(String.self) { bytes += text.utf8.count }
         return bytes
     }
 

@@ -18,7 +18,8 @@ struct CatalogStore: Sendable {
     let logger: Logger
 
     func upsertCategory(app: UUID, id: String, name: String, description: String, on conn: PostgresConnection) async throws {
-        try await conn.run("""
+        try await conn.run(
+            """
             INSERT INTO content_categories (app_id, id, name, description) VALUES (\(app), \(id), \(name), \(description))
             ON CONFLICT (app_id, id) DO UPDATE SET name = EXCLUDED.name, description = EXCLUDED.description, active = true,
                 change_seq = nextval('content_change_seq'), updated_at = now()
@@ -30,19 +31,26 @@ struct CatalogStore: Sendable {
     /// Fewer than 3 changes is a silent sync hint (auth decides from `changes`).
     func announceUpdate(app: UUID, category: String, changes: Int, on conn: PostgresConnection) async throws {
         var name = category
-        for try await n in try await conn.run("SELECT name FROM content_categories WHERE app_id = \(app) AND id = \(category)",
-                                              logger: logger).decode(String.self) { name = n }
+        for try await n in try await conn.run(
+            "SELECT name FROM content_categories WHERE app_id = \(app) AND id = \(category)",
+            logger: logger
+        ).decode(String.self) { name = n }
         var holders: [UUID] = []
-        for try await user in try await conn.run("""
+        for try await user in try await conn.run(
+            """
             SELECT user_id FROM offline_categories WHERE app_id = \(app) AND category_id = \(category)
-            """, logger: logger).decode(UUID.self) { holders.append(user) }
+            """, logger: logger
+        ).decode(UUID.self) { holders.append(user) }
         let batch = UUID().lowercasedString
         for (i, start) in stride(from: 0, to: holders.count, by: Self.announceChunk).enumerated() {
             let users = Array(holders[start..<min(start + Self.announceChunk, holders.count)])
-            try await Outbox.write(OutboxMessage(target: .auth, path: "/internal/notifications?app_id=\(app.lowercasedString)",
-                                                 body: NotificationRequest(appID: app, key: "content:\(category):\(batch):\(i)", kind: "content_update",
-                                                                           data: ["changes": String(changes), "category": name], userIDs: users)),
-                                   on: conn, logger: logger)
+            try await Outbox.write(
+                OutboxMessage(
+                    target: .auth, path: "/internal/notifications?app_id=\(app.lowercasedString)",
+                    body: NotificationRequest(
+                        appID: app, key: "content:\(category):\(batch):\(i)", kind: "content_update",
+                        data: ["changes": String(changes), "category": name], userIDs: users)),
+                on: conn, logger: logger)
         }
     }
 
@@ -61,7 +69,8 @@ struct CatalogStore: Sendable {
         var upserted = 0, deleted = 0
         for (id, json) in upserts {
             var stored: String?
-            for try await text in try await conn.run("""
+            for try await text in try await conn.run(
+                """
                 INSERT INTO content_items (app_id, id, category_id, data, size_bytes, created_seq, change_seq)
                 SELECT \(app), \(id), \(category), d, octet_length(d::text), s, s
                 FROM (SELECT \(json)::jsonb AS d, nextval('content_change_seq') AS s) x
@@ -71,17 +80,20 @@ struct CatalogStore: Sendable {
                 WHERE content_items.data IS DISTINCT FROM EXCLUDED.data OR content_items.deleted_at IS NOT NULL
                    OR content_items.category_id <> EXCLUDED.category_id
                 RETURNING data::text
-                """, logger: logger).decode(String.self) { stored = text }
+                """, logger: logger
+            ).decode(String.self) { stored = text }
             guard let stored else { continue }
             upserted += 1
             // Packed once here, for every user who downloads it.
             try await setPacked(app: app, id: id, try PackedItem.pack(Data(stored.utf8)), on: conn)
         }
         if !deletes.isEmpty {
-            for try await _ in try await conn.run("""
+            for try await _ in try await conn.run(
+                """
                 UPDATE content_items SET deleted_at = now(), change_seq = nextval('content_change_seq'), updated_at = now()
                 WHERE app_id = \(app) AND category_id = \(category) AND id = ANY(\(deletes)) AND deleted_at IS NULL RETURNING 1
-                """, logger: logger) { deleted += 1 }
+                """, logger: logger)
+            { deleted += 1 }
         }
         return (upserted, deleted)
     }
@@ -89,14 +101,17 @@ struct CatalogStore: Sendable {
     /// The JSON text and version of the live items among `ids`.
     func liveItems(app: UUID, ids: [String], on conn: PostgresConnection) async throws -> [String: (String, Int)] {
         var out: [String: (String, Int)] = [:]
-        for try await r in try await conn.run("""
+        for try await r in try await conn.run(
+            """
             SELECT id, data::text, version FROM content_items WHERE app_id = \(app) AND id = ANY(\(ids)) AND deleted_at IS NULL
-            """, logger: logger).decode((String, String, Int).self) { out[r.0] = (r.1, r.2) }
+            """, logger: logger
+        ).decode((String, String, Int).self) { out[r.0] = (r.1, r.2) }
         return out
     }
 
     func setPacked(app: UUID, id: String, _ p: PackedItem, on conn: PostgresConnection) async throws {
-        try await conn.run("""
+        try await conn.run(
+            """
             UPDATE content_items SET packed = \(ByteBuffer(data: p.data)), packed_compressed = \(p.compressed), packed_checksum = \(p.checksum),
                    packed_size = \(p.sizeBytes)
             WHERE app_id = \(app) AND id = \(id)
@@ -104,7 +119,8 @@ struct CatalogStore: Sendable {
     }
 
     func categories(app: UUID, on conn: PostgresConnection) async throws -> [CategorySummary] {
-        let rows = try await conn.run("""
+        let rows = try await conn.run(
+            """
             SELECT c.id, c.name, c.description, count(i.id)::int, COALESCE(sum(i.size_bytes), 0)::int8,
                    GREATEST(c.change_seq, COALESCE(max(i.change_seq), 0))::int8
             FROM content_categories c
@@ -120,7 +136,8 @@ struct CatalogStore: Sendable {
 
     /// Live items of a category in download order, at most `limit`.
     func itemIDs(app: UUID, category: String, limit: Int?, on conn: PostgresConnection) async throws -> [(String, Int)] {
-        let rows = try await conn.run("""
+        let rows = try await conn.run(
+            """
             SELECT id, size_bytes FROM content_items WHERE app_id = \(app) AND category_id = \(category) AND deleted_at IS NULL
             ORDER BY id LIMIT \(limit ?? Int(Int32.max))
             """, logger: logger)
@@ -134,7 +151,8 @@ struct CatalogStore: Sendable {
     /// What changed in a category after `cursor`: added, updated, deleted (relative to a copy
     /// taken at `cursor`).
     func changes(app: UUID, category: String, after cursor: Int64, on conn: PostgresConnection) async throws -> (changes: [Change], next: Int64) {
-        let rows = try await conn.run("""
+        let rows = try await conn.run(
+            """
             SELECT id, CASE WHEN deleted_at IS NULL THEN data::text END, version,
                    CASE WHEN deleted_at IS NOT NULL THEN 'deleted' WHEN created_seq > \(cursor) THEN 'added' ELSE 'updated' END, change_seq
             FROM content_items WHERE app_id = \(app) AND category_id = \(category) AND change_seq > \(cursor)
@@ -151,9 +169,11 @@ struct CatalogStore: Sendable {
     }
 
     func currentSeq(app: UUID, category: String, on conn: PostgresConnection) async throws -> Int64 {
-        for try await s in try await conn.run("""
+        for try await s in try await conn.run(
+            """
             SELECT COALESCE(max(change_seq), 0)::int8 FROM content_items WHERE app_id = \(app) AND category_id = \(category)
-            """, logger: logger).decode(Int64.self) { return s }
+            """, logger: logger
+        ).decode(Int64.self) { return s }
         return 0
     }
 
@@ -187,10 +207,12 @@ struct CatalogStore: Sendable {
                 var rows = 0
                 var touched: [UUID] = []
                 for try await (app, seq, count) in try await conn.run(Self.tombstonesQuery(before: before, batch: batch), logger: logger)
-                    .decode((UUID, Int64, Int).self) {
+                    .decode((UUID, Int64, Int).self)
+                {
                     rows += count
                     touched.append(app)
-                    try await conn.run("""
+                    try await conn.run(
+                        """
                         INSERT INTO content_horizon (app_id, purged_through_seq) VALUES (\(app), \(seq))
                         ON CONFLICT (app_id) DO UPDATE SET purged_through_seq = GREATEST(content_horizon.purged_through_seq, EXCLUDED.purged_through_seq)
                         """, logger: logger)
@@ -228,9 +250,11 @@ struct CopyStore: Sendable {
         try await db.withTransaction(logger: logger) { conn -> Int in
             var n = 0
             for try await (app, user, category) in try await conn.run(Self.dueQuery(due, before: cutoff, batch: batch), logger: logger)
-                .decode((UUID, UUID, String).self) {
+                .decode((UUID, UUID, String).self)
+            {
                 n += 1
-                try await conn.run("""
+                try await conn.run(
+                    """
                     DELETE FROM offline_items WHERE app_id = \(app) AND user_id = \(user) AND category_id = \(category)
                     """, logger: logger)
             }
@@ -255,29 +279,37 @@ struct CopyStore: Sendable {
     }
 
     func downloaded(app: UUID, user: UUID, on conn: PostgresConnection) async throws -> [Downloaded] {
-        let rows = try await conn.run("""
+        let rows = try await conn.run(
+            """
             SELECT category_id, item_count, size_bytes, cursor, complete, downloaded_at, last_updated_at, last_accessed_at, expires_at
             FROM offline_categories WHERE app_id = \(app) AND user_id = \(user) ORDER BY category_id
             """, logger: logger)
         var out: [Downloaded] = []
         for try await r in rows.decode((String, Int, Int64, Int64, Bool, Date, Date, Date?, Date).self) {
-            out.append(Downloaded(categoryID: r.0, itemCount: r.1, sizeBytes: r.2, cursor: r.3, complete: r.4, downloadedAt: r.5,
-                                  lastUpdatedAt: r.6, lastAccessedAt: r.7, expiresAt: r.8))
+            out.append(
+                Downloaded(
+                    categoryID: r.0, itemCount: r.1, sizeBytes: r.2, cursor: r.3, complete: r.4, downloadedAt: r.5,
+                    lastUpdatedAt: r.6, lastAccessedAt: r.7, expiresAt: r.8))
         }
         return out
     }
 
     func storageUsed(app: UUID, user: UUID, on conn: PostgresConnection) async throws -> Int64 {
-        for try await n in try await conn.run("""
+        for try await n in try await conn.run(
+            """
             SELECT COALESCE(sum(size_bytes), 0)::int8 FROM offline_items WHERE app_id = \(app) AND user_id = \(user)
-            """, logger: logger).decode(Int64.self) { return n }
+            """, logger: logger
+        ).decode(Int64.self) { return n }
         return 0
     }
 
-    func storeItem(app: UUID, user: UUID, category: String, item: String, packed: PackedItem, version: Int, now: Date,
-                   on conn: PostgresConnection) async throws {
+    func storeItem(
+        app: UUID, user: UUID, category: String, item: String, packed: PackedItem, version: Int, now: Date,
+        on conn: PostgresConnection
+    ) async throws {
         let expires = now.addingTimeInterval(OfflineRules.copyLifetime)
-        try await conn.run("""
+        try await conn.run(
+            """
             INSERT INTO offline_items (app_id, user_id, category_id, item_id, data, compressed, checksum, size_bytes, version, downloaded_at, expires_at)
             VALUES (\(app), \(user), \(category), \(item), \(ByteBuffer(data: packed.data)), \(packed.compressed), \(packed.checksum),
                     \(packed.sizeBytes), \(version), \(now), \(expires))
@@ -290,12 +322,13 @@ struct CopyStore: Sendable {
     /// The sizes of the items a category of the copy holds, by item id.
     func itemSizes(app: UUID, user: UUID, category: String, on conn: PostgresConnection) async throws -> [String: Int64] {
         var out: [String: Int64] = [:]
-        for try await (id, size) in try await conn.run("""
+        for try await (id, size) in try await conn.run(
+            """
             SELECT item_id, size_bytes::int8 FROM offline_items WHERE app_id = \(app) AND user_id = \(user) AND category_id = \(category)
-            """, logger: logger).decode((String, Int64).self) { out[id] = size }
+            """, logger: logger
+        ).decode((String, Int64).self) { out[id] = size }
         return out
     }
-
 
     func deleteItems(app: UUID, user: UUID, ids: [String], on conn: PostgresConnection) async throws {
         try await conn.run("DELETE FROM offline_items WHERE app_id = \(app) AND user_id = \(user) AND item_id = ANY(\(ids))", logger: logger)
@@ -304,7 +337,8 @@ struct CopyStore: Sendable {
     /// Recounts a category of the copy from its items and records the cursor it is at.
     func upsertCategory(app: UUID, user: UUID, category: String, cursor: Int64, complete: Bool, now: Date, on conn: PostgresConnection) async throws {
         let expires = now.addingTimeInterval(OfflineRules.copyLifetime)
-        try await conn.run("""
+        try await conn.run(
+            """
             INSERT INTO offline_categories (app_id, user_id, category_id, item_count, size_bytes, cursor, complete, downloaded_at, last_updated_at, expires_at)
             SELECT \(app), \(user), \(category), count(*)::int, COALESCE(sum(size_bytes), 0)::int8, \(cursor), \(complete), \(now), \(now), \(expires)
             FROM offline_items WHERE app_id = \(app) AND user_id = \(user) AND category_id = \(category)
@@ -316,23 +350,28 @@ struct CopyStore: Sendable {
     /// Deletes categories of the copy (all when `categories` is nil); returns the bytes freed.
     func delete(app: UUID, user: UUID, categories: [String]?, on conn: PostgresConnection) async throws -> (count: Int, bytes: Int64) {
         var bytes: Int64 = 0
-        for try await b in try await conn.run("""
+        for try await b in try await conn.run(
+            """
             WITH gone AS (DELETE FROM offline_items WHERE app_id = \(app) AND user_id = \(user)
                           AND (\(categories)::text[] IS NULL OR category_id = ANY(\(categories))) RETURNING size_bytes)
             SELECT COALESCE(sum(size_bytes), 0)::int8 FROM gone
-            """, logger: logger).decode(Int64.self) { bytes = b }
+            """, logger: logger
+        ).decode(Int64.self) { bytes = b }
         var count = 0
-        for try await _ in try await conn.run("""
+        for try await _ in try await conn.run(
+            """
             DELETE FROM offline_categories WHERE app_id = \(app) AND user_id = \(user)
               AND (\(categories)::text[] IS NULL OR category_id = ANY(\(categories))) RETURNING 1
-            """, logger: logger) { count += 1 }
+            """, logger: logger)
+        { count += 1 }
         return (count, bytes)
     }
 
     struct PackedRow: Sendable { var id: String; var data: Data; var compressed: Bool; var checksum: String; var sizeBytes: Int; var version: Int }
 
     func items(app: UUID, user: UUID, category: String, after: String?, limit: Int, on conn: PostgresConnection) async throws -> [PackedRow] {
-        let rows = try await conn.run("""
+        let rows = try await conn.run(
+            """
             SELECT item_id, data, compressed, checksum, size_bytes, version FROM offline_items
             WHERE app_id = \(app) AND user_id = \(user) AND category_id = \(category) AND (\(after)::text IS NULL OR item_id > \(after))
             ORDER BY item_id LIMIT \(limit)

@@ -37,9 +37,12 @@ struct DownloadStore: Sendable {
         try await conn.run("SELECT pg_advisory_xact_lock(hashtextextended(\("download:\(app):\(user)"), 0))", logger: logger)
     }
 
-    func create(id: UUID, app: UUID, user: UUID, items: [(category: String, item: String)], categories: [String], estimatedBytes: Int64,
-                now: Date, on conn: PostgresConnection) async throws {
-        try await conn.run("""
+    func create(
+        id: UUID, app: UUID, user: UUID, items: [(category: String, item: String)], categories: [String], estimatedBytes: Int64,
+        now: Date, on conn: PostgresConnection
+    ) async throws {
+        try await conn.run(
+            """
             INSERT INTO download_jobs (id, app_id, user_id, category_ids, status, total_count, estimated_size_bytes, cursor, created_at)
             SELECT \(id), \(app), \(user), \(categories), 'pending', \(items.count), \(estimatedBytes),
                    -- A copy made now is up to date now: never below the purge horizon (after tombstones
@@ -48,7 +51,8 @@ struct DownloadStore: Sendable {
                             COALESCE((SELECT purged_through_seq FROM content_horizon WHERE app_id = \(app)), 0)), \(now)
             """, logger: logger)
         let cats = items.map(\.category), ids = items.map(\.item)
-        try await conn.run("""
+        try await conn.run(
+            """
             INSERT INTO download_job_items (job_id, position, category_id, item_id)
             SELECT \(id), ord::int, c, i FROM unnest(\(cats)::text[], \(ids)::text[]) WITH ORDINALITY AS t(c, i, ord)
             """, logger: logger)
@@ -59,10 +63,12 @@ struct DownloadStore: Sendable {
     /// two quick requests (or two replicas) would each see room for the same slot.
     func unfinished(app: UUID, user: UUID, on conn: PostgresConnection) async throws -> (categories: Set<String>, bytes: Int64) {
         var categories: Set<String> = [], bytes: Int64 = 0
-        for try await (ids, left) in try await conn.run("""
+        for try await (ids, left) in try await conn.run(
+            """
             SELECT category_ids, (estimated_size_bytes * GREATEST(total_count - downloaded_count - failed_count, 0) / GREATEST(total_count, 1))::int8
             FROM download_jobs WHERE app_id = \(app) AND user_id = \(user) AND status IN ('pending', 'downloading', 'paused')
-            """, logger: logger).decode(([String], Int64).self) {
+            """, logger: logger
+        ).decode(([String], Int64).self) {
             categories.formUnion(ids)
             bytes += left
         }
@@ -71,35 +77,44 @@ struct DownloadStore: Sendable {
 
     func status(id: UUID, app: UUID, user: UUID, on conn: PostgresConnection) async throws -> DownloadJobStatus? {
         var out: DownloadJobStatus?
-        for try await r in try await conn.run("""
+        for try await r in try await conn.run(
+            """
             SELECT status, downloaded_count, total_count, failed_count, category_ids, started_at, completed_at FROM download_jobs
             WHERE id = \(id) AND app_id = \(app) AND user_id = \(user)
-            """, logger: logger).decode((String, Int, Int, Int, [String], Date?, Date?).self) {
+            """, logger: logger
+        ).decode((String, Int, Int, Int, [String], Date?, Date?).self) {
             let done = r.1 + r.3
-            out = DownloadJobStatus(jobID: id, status: r.0, progress: r.2 == 0 ? 100 : done * 100 / r.2, downloadedCount: r.1, totalCount: r.2,
-                                    failedCount: r.3, categoryIDs: r.4, errors: [], startedAt: r.5, completedAt: r.6)
+            out = DownloadJobStatus(
+                jobID: id, status: r.0, progress: r.2 == 0 ? 100 : done * 100 / r.2, downloadedCount: r.1, totalCount: r.2,
+                failedCount: r.3, categoryIDs: r.4, errors: [], startedAt: r.5, completedAt: r.6)
         }
         guard var status = out else { return nil }
-        for try await (item, error) in try await conn.run("""
+        for try await (item, error) in try await conn.run(
+            """
             SELECT item_id, COALESCE(error, 'failed') FROM download_job_items WHERE job_id = \(id) AND status = 'failed' ORDER BY position
-            """, logger: logger).decode((String, String).self) { status.errors.append(.init(itemID: item, error: error)) }
+            """, logger: logger
+        ).decode((String, String).self) { status.errors.append(.init(itemID: item, error: error)) }
         return status
     }
 
     /// Moves a job between states when allowed; returns the new status or nil.
     func transition(id: UUID, app: UUID, user: UUID, from: [String], to: String, on conn: PostgresConnection) async throws -> Bool {
-        for try await _ in try await conn.run("""
+        for try await _ in try await conn.run(
+            """
             UPDATE download_jobs SET status = \(to) WHERE id = \(id) AND app_id = \(app) AND user_id = \(user) AND status = ANY(\(from)) RETURNING 1
-            """, logger: logger) { return true }
+            """, logger: logger)
+        { return true }
         return false
     }
 
     struct Work: Sendable { var app: UUID; var user: UUID; var status: String; var cursor: Int64; var categories: [String] }
 
     func work(id: UUID, on conn: PostgresConnection) async throws -> Work? {
-        for try await r in try await conn.run("""
+        for try await r in try await conn.run(
+            """
             SELECT app_id, user_id, status, cursor, category_ids FROM download_jobs WHERE id = \(id) FOR UPDATE
-            """, logger: logger).decode((UUID, UUID, String, Int64, [String]).self) {
+            """, logger: logger
+        ).decode((UUID, UUID, String, Int64, [String]).self) {
             return Work(app: r.0, user: r.1, status: r.2, cursor: r.3, categories: r.4)
         }
         return nil
@@ -123,7 +138,8 @@ struct DownloadStore: Sendable {
     func copyNextBatch(job: UUID, app: UUID, user: UUID, limit: Int, now: Date, on conn: PostgresConnection) async throws -> Batch {
         let expires = now.addingTimeInterval(OfflineRules.copyLifetime)
         var batch = Batch()
-        for try await r in try await conn.run("""
+        for try await r in try await conn.run(
+            """
             WITH pending AS (
                 SELECT position, category_id, item_id, attempts FROM download_job_items
                 WHERE job_id = \(job) AND status = 'pending' ORDER BY position LIMIT \(limit + 1)),
@@ -154,7 +170,8 @@ struct DownloadStore: Sendable {
             SELECT 'category', count(*)::int, category_id, '', 0 FROM next GROUP BY category_id
             UNION ALL
             SELECT 'more', (SELECT count(*) FROM pending)::int, '', '', 0 WHERE (SELECT count(*) FROM pending) > \(limit)
-            """, logger: logger).decode((String, Int, String, String, Int).self) {
+            """, logger: logger
+        ).decode((String, Int, String, String, Int).self) {
             switch r.0 {
             case "category": batch.categories[r.2] = r.1
             case "more": batch.more = true
@@ -173,27 +190,32 @@ struct DownloadStore: Sendable {
     }
 
     func complete(_ id: UUID, withErrors: Bool, now: Date, on conn: PostgresConnection) async throws {
-        try await conn.run("""
+        try await conn.run(
+            """
             UPDATE download_jobs SET status = \(withErrors ? "completed_with_errors" : "completed"), completed_at = \(now) WHERE id = \(id)
             """, logger: logger)
     }
 
     func failedByCategory(job: UUID, on conn: PostgresConnection) async throws -> [String: Int] {
         var out: [String: Int] = [:]
-        for try await (category, n) in try await conn.run("""
+        for try await (category, n) in try await conn.run(
+            """
             SELECT category_id, count(*)::int FROM download_job_items WHERE job_id = \(job) AND status = 'failed' GROUP BY category_id
-            """, logger: logger).decode((String, Int).self) { out[category] = n }
+            """, logger: logger
+        ).decode((String, Int).self) { out[category] = n }
         return out
     }
 
     func markDone(job: UUID, positions: [Int], on conn: PostgresConnection) async throws {
-        try await conn.run("""
+        try await conn.run(
+            """
             UPDATE download_job_items SET status = 'done', attempts = attempts + 1 WHERE job_id = \(job) AND position = ANY(\(positions))
             """, logger: logger)
     }
 
     func markItem(job: UUID, position: Int, status: String, error: String?, on conn: PostgresConnection) async throws {
-        try await conn.run("""
+        try await conn.run(
+            """
             UPDATE download_job_items SET status = \(status), error = \(error), attempts = attempts + 1 WHERE job_id = \(job) AND position = \(position)
             """, logger: logger)
     }
@@ -201,25 +223,29 @@ struct DownloadStore: Sendable {
     /// Deleting categories from the copy (all when nil) cancels what unfinished downloads would
     /// still add to them: their pending items, and a job left with no category at all.
     func cancel(app: UUID, user: UUID, categories: [String]?, on conn: PostgresConnection) async throws {
-        try await conn.run("""
+        try await conn.run(
+            """
             UPDATE download_job_items SET status = 'cancelled'
             WHERE status = 'pending' AND (\(categories)::text[] IS NULL OR category_id = ANY(\(categories)))
               AND job_id IN (SELECT id FROM download_jobs WHERE app_id = \(app) AND user_id = \(user)
                              AND status IN ('pending', 'downloading', 'paused'))
             """, logger: logger)
-        try await conn.run("""
+        try await conn.run(
+            """
             UPDATE download_jobs SET category_ids = CASE WHEN \(categories)::text[] IS NULL THEN '{}'::text[]
                                                          ELSE ARRAY(SELECT c FROM unnest(category_ids) c WHERE c <> ALL(\(categories))) END
             WHERE app_id = \(app) AND user_id = \(user) AND status IN ('pending', 'downloading', 'paused')
             """, logger: logger)
-        try await conn.run("""
+        try await conn.run(
+            """
             UPDATE download_jobs SET status = 'cancelled', completed_at = now()
             WHERE app_id = \(app) AND user_id = \(user) AND status IN ('pending', 'downloading', 'paused') AND cardinality(category_ids) = 0
             """, logger: logger)
     }
 
     func recount(job: UUID, on conn: PostgresConnection) async throws {
-        try await conn.run("""
+        try await conn.run(
+            """
             UPDATE download_jobs j SET downloaded_count = c.done, failed_count = c.failed, total_count = c.total
             FROM (SELECT count(*) FILTER (WHERE status = 'done')::int AS done, count(*) FILTER (WHERE status = 'failed')::int AS failed,
                          count(*) FILTER (WHERE status <> 'cancelled')::int AS total

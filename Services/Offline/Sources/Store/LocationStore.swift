@@ -16,7 +16,8 @@ struct LocationStore: Sendable {
     func applyGeolocationConsent(_ fact: ConsentFact, on conn: PostgresConnection) async throws -> FactOutcome {
         let outcome = try await facts.advance(app: fact.appID, user: fact.userID, fact: "consent.geolocation", version: fact.version, on: conn)
         guard outcome.applied else { return outcome }
-        try await conn.run("""
+        try await conn.run(
+            """
             INSERT INTO user_consents (app_id, user_id, geolocation, changed_at) VALUES (\(fact.appID), \(fact.userID), \(fact.value), now())
             ON CONFLICT (app_id, user_id) DO UPDATE SET geolocation = EXCLUDED.geolocation, changed_at = EXCLUDED.changed_at
             """, logger: logger)
@@ -27,7 +28,8 @@ struct LocationStore: Sendable {
     /// The consent held here, locked against a concurrent withdrawal until the caller's
     /// transaction ends (nil: auth never told this service).
     func geolocationConsent(app: UUID, user: UUID, lock: Bool, on conn: PostgresConnection) async throws -> Bool? {
-        let rows = lock
+        let rows =
+            lock
             ? try await conn.run("SELECT geolocation FROM user_consents WHERE app_id = \(app) AND user_id = \(user) FOR SHARE", logger: logger)
             : try await conn.run("SELECT geolocation FROM user_consents WHERE app_id = \(app) AND user_id = \(user)", logger: logger)
         for try await g in rows.decode(Bool.self) { return g }
@@ -42,9 +44,11 @@ struct LocationStore: Sendable {
 
     /// One update per 15 minutes.
     func rateCheck(app: UUID, user: UUID, now: Date, on conn: PostgresConnection) async throws {
-        for try await last in try await conn.run("""
+        for try await last in try await conn.run(
+            """
             SELECT max(created_at) FROM user_locations WHERE app_id = \(app) AND user_id = \(user) HAVING count(*) > 0
-            """, logger: logger).decode(Date.self) {
+            """, logger: logger
+        ).decode(Date.self) {
             let wait = Int((last.addingTimeInterval(OfflineRules.locationInterval).timeIntervalSince(now)).rounded(.up))
             if wait > 0 { throw AppError.rateLimited(retryAfter: wait) }
         }
@@ -85,7 +89,8 @@ struct LocationStore: Sendable {
 
     /// Adds or replaces one place of the tenant's location-based content.
     func upsertPlace(app: UUID, _ p: LocationContent, on conn: PostgresConnection) async throws {
-        try await conn.run("""
+        try await conn.run(
+            """
             INSERT INTO location_based_content (app_id, id, content_type, title, metadata, location, active, available_until)
             VALUES (\(app), \(p.id), \(p.contentType), \(p.title), \(p.metadata)::jsonb,
                     ST_SetSRID(ST_MakePoint(\(p.longitude), \(p.latitude)), 4326)::geography, \(p.active), \(p.availableUntil))
@@ -96,7 +101,8 @@ struct LocationStore: Sendable {
 
     /// A demo place, kept as it is if it exists.
     func insertPlaceIfAbsent(app: UUID, _ p: LocationContent, on conn: PostgresConnection) async throws {
-        try await conn.run("""
+        try await conn.run(
+            """
             INSERT INTO location_based_content (app_id, id, content_type, title, metadata, location, active, available_until)
             VALUES (\(app), \(p.id), \(p.contentType), \(p.title), \(p.metadata)::jsonb,
                     ST_SetSRID(ST_MakePoint(\(p.longitude), \(p.latitude)), 4326)::geography, \(p.active), \(p.availableUntil))
@@ -110,7 +116,8 @@ struct LocationStore: Sendable {
     }
 
     func insert(app: UUID, user: UUID, _ l: NewLocation, on conn: PostgresConnection) async throws {
-        try await conn.run("""
+        try await conn.run(
+            """
             INSERT INTO user_locations (id, app_id, user_id, location, accuracy, altitude, source, country_code, country, city, created_at)
             VALUES (\(l.id), \(app), \(user), ST_SetSRID(ST_MakePoint(\(l.longitude), \(l.latitude)), 4326)::geography, \(l.accuracy), \(l.altitude),
                     \(l.source), \(l.place?.countryCode), \(l.place?.country), \(l.place?.city), \(l.at))
@@ -121,10 +128,12 @@ struct LocationStore: Sendable {
 
     /// The user's latest position (latitude, longitude).
     func lastPoint(app: UUID, user: UUID, on conn: PostgresConnection) async throws -> (Double, Double)? {
-        for try await p in try await conn.run("""
+        for try await p in try await conn.run(
+            """
             SELECT ST_Y(location::geometry), ST_X(location::geometry) FROM user_locations WHERE app_id = \(app) AND user_id = \(user)
             ORDER BY created_at DESC LIMIT 1
-            """, logger: logger).decode((Double, Double).self) { return p }
+            """, logger: logger
+        ).decode((Double, Double).self) { return p }
         return nil
     }
 
@@ -159,7 +168,8 @@ struct LocationStore: Sendable {
     func nearby(app: UUID, lat: Double, lon: Double, radiusKm: Double, now: Date, on conn: PostgresConnection) async throws -> [NearbyContent] {
         var out: [NearbyContent] = []
         for try await r in try await conn.run(Self.nearbyQuery(app: app, lat: lat, lon: lon, radiusKm: radiusKm, now: now), logger: logger)
-            .decode((String, String, String, Double, String, Date?).self) {
+            .decode((String, String, String, Double, String, Date?).self)
+        {
             out.append(NearbyContent(id: r.0, type: r.1, title: r.2, distanceMeters: r.3, metadata: r.4, availableUntil: r.5))
         }
         return out

@@ -23,7 +23,8 @@ public struct UpstreamStore: Sendable {
 
     public func set(app: UUID, routes: [String: String]) async throws -> Int64 {
         let json = String(decoding: try JSON.encoder.encode(routes), as: UTF8.self)
-        let rows = try await db.query("""
+        let rows = try await db.query(
+            """
             INSERT INTO sync_upstreams (app_id, routes) VALUES (\(app), \(json)::jsonb)
             ON CONFLICT (app_id) DO UPDATE SET routes = EXCLUDED.routes, version = sync_upstreams.version + 1, updated_at = now()
             RETURNING version
@@ -35,7 +36,8 @@ public struct UpstreamStore: Sendable {
     /// The next secret version (the row is made with the default routes' copy if the app has none).
     public func rotateSecret(app: UUID, defaultRoutes: [String: String]) async throws -> Int {
         let json = String(decoding: try JSON.encoder.encode(defaultRoutes), as: UTF8.self)
-        let rows = try await db.query("""
+        let rows = try await db.query(
+            """
             INSERT INTO sync_upstreams (app_id, routes, secret_version) VALUES (\(app), \(json)::jsonb, 2)
             ON CONFLICT (app_id) DO UPDATE SET secret_version = sync_upstreams.secret_version + 1,
                 version = sync_upstreams.version + 1, updated_at = now()
@@ -46,9 +48,11 @@ public struct UpstreamStore: Sendable {
     }
 
     public func find(app: UUID) async throws -> UpstreamSettings? {
-        try await decode(try await db.query("""
-            SELECT app_id, routes::text, secret_version, version FROM sync_upstreams WHERE app_id = \(app)
-            """, logger: logger))[app]
+        try await decode(
+            try await db.query(
+                """
+                SELECT app_id, routes::text, secret_version, version FROM sync_upstreams WHERE app_id = \(app)
+                """, logger: logger))[app]
     }
 
     public func loadAll() async throws -> [UUID: UpstreamSettings] {
@@ -58,8 +62,9 @@ public struct UpstreamStore: Sendable {
     private func decode(_ rows: PostgresRows) async throws -> [UUID: UpstreamSettings] {
         var out: [UUID: UpstreamSettings] = [:]
         for try await (id, routes, secretVersion, version) in rows.decode((UUID, String, Int, Int64).self) {
-            out[id] = UpstreamSettings(routes: try? JSONDecoder().decode([String: String].self, from: Data(routes.utf8)),
-                                       secretVersion: secretVersion, version: version)
+            out[id] = UpstreamSettings(
+                routes: try? JSONDecoder().decode([String: String].self, from: Data(routes.utf8)),
+                secretVersion: secretVersion, version: version)
         }
         return out
     }

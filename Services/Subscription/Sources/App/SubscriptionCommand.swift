@@ -13,7 +13,8 @@ public struct SubscriptionCommand: AsyncParsableCommand {
     public init() {}
 
     struct Admin: AsyncParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "Operator commands", subcommands: [PeriodicQueriesCommand<SubscriptionService>.self, Plans.self, Content.self, Stores.self])
+        static let configuration = CommandConfiguration(
+            abstract: "Operator commands", subcommands: [PeriodicQueriesCommand<SubscriptionService>.self, Plans.self, Content.self, Stores.self])
     }
 
     struct Plans: AsyncParsableCommand {
@@ -53,12 +54,15 @@ public struct SubscriptionCommand: AsyncParsableCommand {
                 throw ValidationError("--price and --trial-days must be positive, --features a JSON object")
             }
             let runtime = try SubscriptionService.makeRuntime()
-            let (name, type, apple, google, price, currency, trial, features) = (name, planType, appleProductID, googleProductID, price, currency, trialDays, features)
+            let (name, type, apple, google, price, currency, trial, features) = (
+                name, planType, appleProductID, googleProductID, price, currency, trialDays, features
+            )
             try await runtime.withDatabase { db in
                 try await runtime.migrations.run(on: db, logger: runtime.logger)
                 let id = try await db.withConnection {
-                    try await PlanStore(logger: runtime.logger).create(app: app, name: name, type: type, appleProductID: apple, googleProductID: google,
-                                                                        price: price, currency: currency, trialDays: trial, features: features, on: $0)
+                    try await PlanStore(logger: runtime.logger).create(
+                        app: app, name: name, type: type, appleProductID: apple, googleProductID: google,
+                        price: price, currency: currency, trialDays: trial, features: features, on: $0)
                 }
                 print("plan \(id.lowercasedString) created")
             }
@@ -153,12 +157,14 @@ public struct SubscriptionCommand: AsyncParsableCommand {
 
     /// The same as `PUT/GET/DELETE /admin/stores`: the replicas use a change within a second.
     struct Stores: AsyncParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "An app's App Store / Google Play credentials",
-                                                        subcommands: [SetStore.self, ShowStores.self, RemoveStore.self])
+        static let configuration = CommandConfiguration(
+            abstract: "An app's App Store / Google Play credentials",
+            subcommands: [SetStore.self, ShowStores.self, RemoveStore.self])
     }
 
     struct SetStore: AsyncParsableCommand {
-        static let configuration = CommandConfiguration(commandName: "set", abstract: "Set one store's settings from a JSON file (the body of PUT /admin/stores/{store})")
+        static let configuration = CommandConfiguration(
+            commandName: "set", abstract: "Set one store's settings from a JSON file (the body of PUT /admin/stores/{store})")
         @Option(name: .customLong("app-id")) var appID: String
         @Option(help: "apple or google") var store: String
         @Option(help: "The settings' JSON file (secrets included: sealed when stored)") var file: String
@@ -167,8 +173,9 @@ public struct SubscriptionCommand: AsyncParsableCommand {
             guard let app = UUID(uuidString: appID) else { throw ValidationError("--app-id must be a UUID") }
             guard let data = FileManager.default.contents(atPath: file) else { throw ValidationError("cannot read \(file)") }
             let runtime = try SubscriptionService.makeRuntime()
-            let settings = try StoreSettingsStore(db: runtime.db, box: SecretBox(key: SecretBox.dataKey(named: "SUBSCRIPTION_DATA_KEY", environment: runtime.config.environment)),
-                                                  logger: runtime.logger)
+            let settings = try StoreSettingsStore(
+                db: runtime.db, box: SecretBox(key: SecretBox.dataKey(named: "SUBSCRIPTION_DATA_KEY", environment: runtime.config.environment)),
+                logger: runtime.logger)
             let store = self.store
             try await runtime.withDatabase { db in
                 try await runtime.migrations.run(on: db, logger: runtime.logger)
@@ -185,8 +192,9 @@ public struct SubscriptionCommand: AsyncParsableCommand {
                         version = try await settings.setGoogle(app: app, s)
                     default: throw ValidationError("--store must be apple or google")
                     }
-                } catch let e as AppError { throw ValidationError(e.message) }
-                  catch let e as DecodingError { throw ValidationError("\(file) is not valid \(store) settings: \(e)") }
+                } catch let e as AppError { throw ValidationError(e.message) } catch let e as DecodingError {
+                    throw ValidationError("\(file) is not valid \(store) settings: \(e)")
+                }
                 print("\(store) settings of \(app.lowercasedString) stored (version \(version))")
             }
         }
@@ -199,18 +207,22 @@ public struct SubscriptionCommand: AsyncParsableCommand {
         func run() async throws {
             guard let app = UUID(uuidString: appID) else { throw ValidationError("--app-id must be a UUID") }
             let runtime = try SubscriptionService.makeRuntime()
-            let settings = try StoreSettingsStore(db: runtime.db, box: SecretBox(key: SecretBox.dataKey(named: "SUBSCRIPTION_DATA_KEY", environment: runtime.config.environment)),
-                                                  logger: runtime.logger)
+            let settings = try StoreSettingsStore(
+                db: runtime.db, box: SecretBox(key: SecretBox.dataKey(named: "SUBSCRIPTION_DATA_KEY", environment: runtime.config.environment)),
+                logger: runtime.logger)
             try await runtime.withDatabase { _ in
                 for s in try await settings.shown(app: app) {
-                    print("\(s.store) version=\(s.version) secret=\(s.hasSecret ? "set" : "none") \(String(decoding: try JSON.encoder.encode(s.settings), as: UTF8.self))")
+                    print(
+                        "\(s.store) version=\(s.version) secret=\(s.hasSecret ? "set" : "none") \(String(decoding: try JSON.encoder.encode(s.settings), as: UTF8.self))"
+                    )
                 }
             }
         }
     }
 
     struct RemoveStore: AsyncParsableCommand {
-        static let configuration = CommandConfiguration(commandName: "remove", abstract: "Remove one store's settings (its purchases are refused as not configured)")
+        static let configuration = CommandConfiguration(
+            commandName: "remove", abstract: "Remove one store's settings (its purchases are refused as not configured)")
         @Option(name: .customLong("app-id")) var appID: String
         @Option(help: "apple or google") var store: String
 
@@ -218,8 +230,9 @@ public struct SubscriptionCommand: AsyncParsableCommand {
             guard let app = UUID(uuidString: appID) else { throw ValidationError("--app-id must be a UUID") }
             guard store == "apple" || store == "google" else { throw ValidationError("--store must be apple or google") }
             let runtime = try SubscriptionService.makeRuntime()
-            let settings = try StoreSettingsStore(db: runtime.db, box: SecretBox(key: SecretBox.dataKey(named: "SUBSCRIPTION_DATA_KEY", environment: runtime.config.environment)),
-                                                  logger: runtime.logger)
+            let settings = try StoreSettingsStore(
+                db: runtime.db, box: SecretBox(key: SecretBox.dataKey(named: "SUBSCRIPTION_DATA_KEY", environment: runtime.config.environment)),
+                logger: runtime.logger)
             let store = self.store
             try await runtime.withDatabase { _ in
                 guard try await settings.remove(app: app, store: store) else { throw ValidationError("\(app) has no stored \(store) settings") }

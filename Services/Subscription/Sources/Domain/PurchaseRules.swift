@@ -40,8 +40,10 @@ public enum PurchaseRules {
     ///   - incomingExpiresMS: the store's expiry of the incoming transaction, in its milliseconds.
     ///   - subscriptionStatus: the stored subscription's status.
     ///   - storedExpiresMS: the store's expiry last applied to it, in its milliseconds.
-    public static func effect(transaction: KnownTransaction, incomingExpiresMS: Int64,
-                              subscriptionStatus: String, storedExpiresMS: Int64) -> Effect {
+    public static func effect(
+        transaction: KnownTransaction, incomingExpiresMS: Int64,
+        subscriptionStatus: String, storedExpiresMS: Int64
+    ) -> Effect {
         if transaction == .revoked { return .refuseRevoked }
         let later = incomingExpiresMS > storedExpiresMS
         if subscriptionStatus == "revoked" {

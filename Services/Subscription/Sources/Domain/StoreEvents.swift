@@ -2,13 +2,13 @@ import Foundation
 
 /// What an App Store Server Notification (v2) does to a subscription.
 public enum AppleNotificationEffect: Equatable, Sendable {
-    case renewed            // SUBSCRIBED, DID_RENEW, REFUND_REVERSED, OFFER_REDEEMED...: active until the new end
-    case gracePeriod        // DID_FAIL_TO_RENEW + GRACE_PERIOD: access continues until the grace end
-    case billingRetry       // DID_FAIL_TO_RENEW without grace: access ends at the period end
-    case expired            // EXPIRED, GRACE_PERIOD_EXPIRED
-    case revoked            // REFUND, REVOKE: access removed at once
-    case autoRenew(Bool)    // DID_CHANGE_RENEWAL_STATUS
-    case none               // TEST and types that do not change access
+    case renewed // SUBSCRIBED, DID_RENEW, REFUND_REVERSED, OFFER_REDEEMED...: active until the new end
+    case gracePeriod // DID_FAIL_TO_RENEW + GRACE_PERIOD: access continues until the grace end
+    case billingRetry // DID_FAIL_TO_RENEW without grace: access ends at the period end
+    case expired // EXPIRED, GRACE_PERIOD_EXPIRED
+    case revoked // REFUND, REVOKE: access removed at once
+    case autoRenew(Bool) // DID_CHANGE_RENEWAL_STATUS
+    case none // TEST and types that do not change access
 
     public static func of(type: String, subtype: String?) -> AppleNotificationEffect {
         switch type {

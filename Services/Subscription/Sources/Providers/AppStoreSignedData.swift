@@ -77,7 +77,8 @@ public struct AppStoreSignedDataVerifier: Sendable {
     public func verify(_ jws: String, kind: Kind) async throws -> Data {
         let parts = jws.split(separator: ".", omittingEmptySubsequences: false)
         guard parts.count == 3, let headerData = Base64URL.decode(parts[0]), let payload = Base64URL.decode(parts[1]),
-              let signatureBytes = Base64URL.decode(parts[2]) else {
+            let signatureBytes = Base64URL.decode(parts[2])
+        else {
             throw AppStoreVerificationError(.malformed, "not a compact JWS")
         }
         struct Header: Decodable { var alg: String; var x5c: [String]? }
@@ -105,8 +106,9 @@ public struct AppStoreSignedDataVerifier: Sendable {
         }
         // The signature by the leaf key (for local environments, the local signing key).
         guard let key = P256.Signing.PublicKey(certificates[0].publicKey),
-              let signature = try? P256.Signing.ECDSASignature(rawRepresentation: signatureBytes),
-              key.isValidSignature(signature, for: Data((parts[0] + "." + parts[1]).utf8)) else {
+            let signature = try? P256.Signing.ECDSASignature(rawRepresentation: signatureBytes),
+            key.isValidSignature(signature, for: Data((parts[0] + "." + parts[1]).utf8))
+        else {
             throw AppStoreVerificationError(.invalidSignature, "signature does not verify")
         }
         if kind != .renewalInfo {

@@ -56,8 +56,9 @@ public struct AppleIAPConfig: Sendable {
         if let secret = r.sharedSecret, secret.isEmpty || secret.count > 256 {
             throw AppError.validation("shared_secret", "shared_secret must be 1-256 characters")
         }
-        self.init(bundleID: r.bundleID, environment: env, rootCertificatesDER: roots,
-                  allowLocalEnvironments: (r.allowLocalEnvironments ?? false) && env != .production, sharedSecret: r.sharedSecret)
+        self.init(
+            bundleID: r.bundleID, environment: env, rootCertificatesDER: roots,
+            allowLocalEnvironments: (r.allowLocalEnvironments ?? false) && env != .production, sharedSecret: r.sharedSecret)
         // The roots must be certificates the verifier can use.
         do { _ = try verifier() } catch { throw AppError.validation("root_certificates_der_base64", "a root certificate cannot be read") }
     }
@@ -71,14 +72,16 @@ public struct AppleIAPConfig: Sendable {
     }
 
     public func verifier() throws -> AppStoreSignedDataVerifier {
-        try AppStoreSignedDataVerifier(rootCertificatesDER: rootCertificatesDER, bundleID: bundleID, environment: environment,
-                                       allowLocalEnvironments: allowLocalEnvironments)
+        try AppStoreSignedDataVerifier(
+            rootCertificatesDER: rootCertificatesDER, bundleID: bundleID, environment: environment,
+            allowLocalEnvironments: allowLocalEnvironments)
     }
 }
 
 /// Apple Root CA - G3, the root production App Store data chains to (public certificate).
 public enum AppleRoots {
-    public static let appleRootCAG3 = "MIICQzCCAcmgAwIBAgIILcX8iNLFS5UwCgYIKoZIzj0EAwMwZzEbMBkGA1UEAwwSQXBwbGUgUm9vdCBDQSAtIEczMSYwJAYDVQQLDB1BcHBsZSBDZXJ0aWZpY2F0aW9uIEF1dGhvcml0eTETMBEGA1UECgwKQXBwbGUgSW5jLjELMAkGA1UEBhMCVVMwHhcNMTQwNDMwMTgxOTA2WhcNMzkwNDMwMTgxOTA2WjBnMRswGQYDVQQDDBJBcHBsZSBSb290IENBIC0gRzMxJjAkBgNVBAsMHUFwcGxlIENlcnRpZmljYXRpb24gQXV0aG9yaXR5MRMwEQYDVQQKDApBcHBsZSBJbmMuMQswCQYDVQQGEwJVUzB2MBAGByqGSM49AgEGBSuBBAAiA2IABJjpLz1AcqTtkyJygRMc3RCV8cWjTnHcFBbZDuWmBSp3ZHtfTjjTuxxEtX/1H7YyYl3J6YRbTzBPEVoA/VhYDKX1DyxNB0cTddqXl5dvMVztK517IDvYuVTZXpmkOlEKMaNCMEAwHQYDVR0OBBYEFLuw3qFYM4iapIqZ3r6966/ayySrMA8GA1UdEwEB/wQFMAMBAf8wDgYDVR0PAQH/BAQDAgEGMAoGCCqGSM49BAMDA2gAMGUCMQCD6cHEFl4aXTQY2e3v9GwOAEZLuN+yRhHFD/3meoyhpmvOwgPUnPWTxnS4at+qIxUCMG1mihDK1A3UT82NQz60imOlM27jbdoXt2QfyFMm+YhidDkLF1vLUagM6BgD56KyKA=="
+    public static let appleRootCAG3 =
+        "MIICQzCCAcmgAwIBAgIILcX8iNLFS5UwCgYIKoZIzj0EAwMwZzEbMBkGA1UEAwwSQXBwbGUgUm9vdCBDQSAtIEczMSYwJAYDVQQLDB1BcHBsZSBDZXJ0aWZpY2F0aW9uIEF1dGhvcml0eTETMBEGA1UECgwKQXBwbGUgSW5jLjELMAkGA1UEBhMCVVMwHhcNMTQwNDMwMTgxOTA2WhcNMzkwNDMwMTgxOTA2WjBnMRswGQYDVQQDDBJBcHBsZSBSb290IENBIC0gRzMxJjAkBgNVBAsMHUFwcGxlIENlcnRpZmljYXRpb24gQXV0aG9yaXR5MRMwEQYDVQQKDApBcHBsZSBJbmMuMQswCQYDVQQGEwJVUzB2MBAGByqGSM49AgEGBSuBBAAiA2IABJjpLz1AcqTtkyJygRMc3RCV8cWjTnHcFBbZDuWmBSp3ZHtfTjjTuxxEtX/1H7YyYl3J6YRbTzBPEVoA/VhYDKX1DyxNB0cTddqXl5dvMVztK517IDvYuVTZXpmkOlEKMaNCMEAwHQYDVR0OBBYEFLuw3qFYM4iapIqZ3r6966/ayySrMA8GA1UdEwEB/wQFMAMBAf8wDgYDVR0PAQH/BAQDAgEGMAoGCCqGSM49BAMDA2gAMGUCMQCD6cHEFl4aXTQY2e3v9GwOAEZLuN+yRhHFD/3meoyhpmvOwgPUnPWTxnS4at+qIxUCMG1mihDK1A3UT82NQz60imOlM27jbdoXt2QfyFMm+YhidDkLF1vLUagM6BgD56KyKA=="
 }
 
 /// The fields of a StoreKit 2 transaction (JWSTransactionDecodedPayload) that purchases use.
@@ -103,9 +106,10 @@ public struct AppStoreTransaction: Decodable, Sendable {
     /// The purchase this transaction is, in the store's own milliseconds (`now` when it has no expiry).
     func purchase(environment: String, proof: String, now: Date) -> StorePurchase {
         let expiresMS = expiresDate.map { Int64($0) } ?? PurchaseRules.milliseconds(now)
-        return StorePurchase(store: "apple", transactionID: transactionId, originalTransactionID: originalTransactionId, productID: productId,
-                             purchaseDate: Self.date(purchaseDate), endDate: Self.date(Double(expiresMS)), expiresMS: expiresMS,
-                             status: isTrial ? "trial" : "active", autoRenew: true, isTrial: isTrial, environment: self.environment ?? environment,
-                             proof: proof, appAccountToken: appAccountToken.flatMap(UUID.init(uuidString:)))
+        return StorePurchase(
+            store: "apple", transactionID: transactionId, originalTransactionID: originalTransactionId, productID: productId,
+            purchaseDate: Self.date(purchaseDate), endDate: Self.date(Double(expiresMS)), expiresMS: expiresMS,
+            status: isTrial ? "trial" : "active", autoRenew: true, isTrial: isTrial, environment: self.environment ?? environment,
+            proof: proof, appAccountToken: appAccountToken.flatMap(UUID.init(uuidString:)))
     }
 }

@@ -16,7 +16,9 @@ public struct GooglePlayConfig: Sendable {
     /// the body of `PUT /admin/stores/google`).
     public struct Settings: Codable, Sendable, Equatable {
         public var packageName: String; public var serviceAccountEmail: String; public var privateKeyPEM: String
-        enum CodingKeys: String, CodingKey { case packageName = "package_name"; case serviceAccountEmail = "service_account_email"; case privateKeyPEM = "private_key_pem" }
+        enum CodingKeys: String, CodingKey {
+            case packageName = "package_name"; case serviceAccountEmail = "service_account_email"; case privateKeyPEM = "private_key_pem"
+        }
     }
 
     public static func parse(_ json: String?) throws -> [UUID: GooglePlayConfig] {
@@ -33,7 +35,9 @@ public struct GooglePlayConfig: Sendable {
 
     /// Checked as a request body is: each bad field named.
     public init(_ r: Settings) throws {
-        guard !r.packageName.isEmpty, r.packageName.count <= 255 else { throw AppError.validation("package_name", "package_name is required (at most 255 characters)") }
+        guard !r.packageName.isEmpty, r.packageName.count <= 255 else {
+            throw AppError.validation("package_name", "package_name is required (at most 255 characters)")
+        }
         guard r.serviceAccountEmail.contains("@"), r.serviceAccountEmail.count <= 320 else {
             throw AppError.validation("service_account_email", "service_account_email must be the service account's email")
         }
@@ -89,8 +93,9 @@ public final class GooglePlayClient: Sendable {
         if let (token, expires) = tokens.withLock({ $0[config.serviceAccountEmail] }), expires > now.addingTimeInterval(60) { return token }
         let t: (token: String, expires: Date)
         do {
-            t = try await GoogleServiceAccount.grant(http: http, tokenURL: tokenURL, clientEmail: config.serviceAccountEmail,
-                                                     scope: "https://www.googleapis.com/auth/androidpublisher", privateKey: config.privateKey, now: now)
+            t = try await GoogleServiceAccount.grant(
+                http: http, tokenURL: tokenURL, clientEmail: config.serviceAccountEmail,
+                scope: "https://www.googleapis.com/auth/androidpublisher", privateKey: config.privateKey, now: now)
         } catch let e as GoogleServiceAccount.TokenError {
             throw GooglePlayError(status: e.status, description: e.description)
         }
@@ -105,16 +110,23 @@ public final class GooglePlayClient: Sendable {
     }
 
     public func subscription(token purchaseToken: String, config: GooglePlayConfig, now: Date) async throws -> GoogleSubscriptionPurchase {
-        let url = "\(apiBase)/androidpublisher/v3/applications/\(Self.escape(config.packageName))/purchases/subscriptionsv2/tokens/\(Self.escape(purchaseToken))"
+        let url =
+            "\(apiBase)/androidpublisher/v3/applications/\(Self.escape(config.packageName))/purchases/subscriptionsv2/tokens/\(Self.escape(purchaseToken))"
         let response = try await http.send(HTTPRequest(url: url, headers: [("Authorization", "Bearer \(try await accessToken(config, now: now))")]), retries: 2)
         guard response.isSuccess else { throw GooglePlayError(status: response.status, description: "subscriptionsv2.get answered \(response.status)") }
         return try JSONDecoder().decode(GoogleSubscriptionPurchase.self, from: response.body)
     }
 
     public func acknowledge(token purchaseToken: String, productID: String, config: GooglePlayConfig, now: Date) async throws {
-        let url = "\(apiBase)/androidpublisher/v3/applications/\(Self.escape(config.packageName))/purchases/subscriptions/\(Self.escape(productID))/tokens/\(Self.escape(purchaseToken)):acknowledge"
-        let response = try await http.send(HTTPRequest(method: "POST", url: url, headers: [("Authorization", "Bearer \(try await accessToken(config, now: now))"),
-                                                                                        ("Content-Type", "application/json")], body: Data("{}".utf8)))
+        let url =
+            "\(apiBase)/androidpublisher/v3/applications/\(Self.escape(config.packageName))/purchases/subscriptions/\(Self.escape(productID))/tokens/\(Self.escape(purchaseToken)):acknowledge"
+        let response = try await http.send(
+            HTTPRequest(
+                method: "POST", url: url,
+                headers: [
+                    ("Authorization", "Bearer \(try await accessToken(config, now: now))"),
+                    ("Content-Type", "application/json")
+                ], body: Data("{}".utf8)))
         guard response.isSuccess else { throw GooglePlayError(status: response.status, description: "acknowledge answered \(response.status)") }
     }
 }

@@ -36,8 +36,10 @@ struct AppleNotificationsController {
         var password: String?
         var autoRenewStatus: String?
         var unifiedReceipt: Unified?
-        struct Unified: Decodable { var latestReceiptInfo: [AppleReceiptVerifier.ReceiptTransaction]?
-            enum CodingKeys: String, CodingKey { case latestReceiptInfo = "latest_receipt_info" } }
+        struct Unified: Decodable {
+            var latestReceiptInfo: [AppleReceiptVerifier.ReceiptTransaction]?
+            enum CodingKeys: String, CodingKey { case latestReceiptInfo = "latest_receipt_info" }
+        }
         enum CodingKeys: String, CodingKey {
             case notificationType = "notification_type", password, autoRenewStatus = "auto_renew_status", unifiedReceipt = "unified_receipt"
         }
@@ -46,8 +48,9 @@ struct AppleNotificationsController {
     func receive(_ request: Request, _ context: ServiceRequestContext) async throws -> Response {
         let raw = try await request.decodeJSON(as: [String: JSONValue].self, context: context)
         if raw["signedPayload"] == nil, raw["notification_type"] != nil {
-            return try await receiveV1(try JSON.decoder.decode(V1.self, from: try JSON.encoder.encode(raw)),
-                                       rawBody: try JSON.encoder.encode(raw), context)
+            return try await receiveV1(
+                try JSON.decoder.decode(V1.self, from: try JSON.encoder.encode(raw)),
+                rawBody: try JSON.encoder.encode(raw), context)
         }
         guard case .string(let signed)? = raw["signedPayload"] else {
             throw AppError.badRequest("Missing field 'signedPayload'", field: "signedPayload")
@@ -56,9 +59,10 @@ struct AppleNotificationsController {
         // Which app: the bundle id inside (read before verifying only to pick the app's keys).
         let parts = body.signedPayload.split(separator: ".")
         guard parts.count == 3, let raw = Base64URL.decode(parts[1]),
-              let peek = try? JSONDecoder().decode(Notification.self, from: raw),
-              let (app, config) = try await apple.all().first(where: { $0.value.bundleID == peek.data?.bundleId }) else {
-            throw AppError(.badRequest, "invalid_notification", "Unknown or malformed notification")
+            let peek = try? JSONDecoder().decode(Notification.self, from: raw),
+            let (app, config) = try await apple.all().first(where: { $0.value.bundleID == peek.data?.bundleId })
+        else {
+            throw AppError(SubscriptionErrorCode.invalidNotification, "Unknown or malformed notification")
         }
         let verifier = try config.verifier()
         let n: Notification
@@ -74,12 +78,13 @@ struct AppleNotificationsController {
             }
         } catch {
             logger.warning("Apple notification refused", metadata: ["reason": "\(error)"])
-            throw AppError(.badRequest, "invalid_notification", "Notification signature validation failed")
+            throw AppError(SubscriptionErrorCode.invalidNotification, "Notification signature validation failed")
         }
         let now = clock.now()
         let result = try await subscriptions.receiveOnce(
             app: app, store: "apple", id: n.notificationUUID, type: n.notificationType, subtype: n.subtype,
-            originalTransaction: tx?.originalTransactionId, payload: String(decoding: raw, as: UTF8.self), now: now, db: db) { conn in
+            originalTransaction: tx?.originalTransactionId, payload: String(decoding: raw, as: UTF8.self), now: now, db: db
+        ) { conn in
             try await apply(n, tx: tx, renewal: renewal, app: app, now: now, on: conn)
         }
         return try context.json(["received": JSONValue.bool(true), "result": .string(result)])
@@ -87,15 +92,17 @@ struct AppleNotificationsController {
 
     func receiveV1(_ v1: V1, rawBody: Data, _ context: ServiceRequestContext) async throws -> Response {
         guard let password = v1.password,
-              let (app, _) = try await apple.all().first(where: { $0.value.sharedSecret.map { ConstantTime.equals($0, password) } ?? false }) else {
-            throw AppError(.unauthorized, "invalid_notification", "Unknown shared secret")
+            let (app, _) = try await apple.all().first(where: { $0.value.sharedSecret.map { ConstantTime.equals($0, password) } ?? false })
+        else {
+            throw AppError(.unauthorized, SubscriptionErrorCode.invalidNotification, "Unknown shared secret")
         }
         let latest = v1.unifiedReceipt?.latestReceiptInfo?.max { (Double($0.expiresDateMS ?? "0") ?? 0) < (Double($1.expiresDateMS ?? "0") ?? 0) }
         let tx = latest.map {
-            AppStoreTransaction(transactionId: $0.transactionID, originalTransactionId: $0.originalTransactionID, productId: $0.productID,
-                                purchaseDate: Double($0.purchaseDateMS) ?? 0, expiresDate: $0.expiresDateMS.flatMap(Double.init),
-                                revocationDate: $0.cancellationDateMS.flatMap(Double.init), offerType: nil, offerDiscountType: nil,
-                                environment: nil, price: nil, currency: nil)
+            AppStoreTransaction(
+                transactionId: $0.transactionID, originalTransactionId: $0.originalTransactionID, productId: $0.productID,
+                purchaseDate: Double($0.purchaseDateMS) ?? 0, expiresDate: $0.expiresDateMS.flatMap(Double.init),
+                revocationDate: $0.cancellationDateMS.flatMap(Double.init), offerType: nil, offerDiscountType: nil,
+                environment: nil, price: nil, currency: nil)
         }
         // v1 names onto the v2 effects.
         let (type, subtype) = AppleNotificationEffect.v2Type(ofV1: v1.notificationType, autoRenewStatus: v1.autoRenewStatus)
@@ -108,7 +115,8 @@ struct AppleNotificationsController {
         stored["password"] = nil
         let result = try await subscriptions.receiveOnce(
             app: app, store: "apple", id: id, type: v1.notificationType, subtype: subtype, originalTransaction: tx?.originalTransactionId,
-            payload: String(decoding: try JSON.encoder.encode(stored), as: UTF8.self), now: now, db: db) { conn in
+            payload: String(decoding: try JSON.encoder.encode(stored), as: UTF8.self), now: now, db: db
+        ) { conn in
             try await apply(n, tx: tx, renewal: nil, app: app, now: now, on: conn)
         }
         return try context.json(["received": JSONValue.bool(true), "result": .string(result)])
@@ -120,16 +128,20 @@ struct AppleNotificationsController {
         guard let tx, let sub = try await subscriptions.byOriginalTransaction(app: app, store: "apple", original: tx.originalTransactionId, on: conn) else {
             return "no_subscription"
         }
-        let data: [String: JSONValue] = ["notification_type": .string(n.notificationType), "subtype": n.subtype.map { .string($0) } ?? .null,
-                                         "notification_uuid": .string(n.notificationUUID)]
+        let data: [String: JSONValue] = [
+            "notification_type": .string(n.notificationType), "subtype": n.subtype.map { .string($0) } ?? .null,
+            "notification_uuid": .string(n.notificationUUID)
+        ]
         switch effect {
         case .renewed:
-            try await subscriptions.renew(sub, expiresMS: tx.expiresDate.map { Int64($0) }, transactionID: tx.transactionId,
-                                          refundReversed: n.notificationType == "REFUND_REVERSED", now: now, on: conn)
+            try await subscriptions.renew(
+                sub, expiresMS: tx.expiresDate.map { Int64($0) }, transactionID: tx.transactionId,
+                refundReversed: n.notificationType == "REFUND_REVERSED", now: now, on: conn)
             try await subscriptions.event(sub.id, app: app, user: sub.userID, type: "renewed", data: data, now: now, on: conn)
             try await subscriptions.announceAccess(app: app, user: sub.userID, on: conn)
         case .gracePeriod:
-            let graceEnd = renewal?.gracePeriodExpiresDate.map(AppStoreTransaction.date)
+            let graceEnd =
+                renewal?.gracePeriodExpiresDate.map(AppStoreTransaction.date)
                 ?? sub.endDate.addingTimeInterval(TimeInterval(AppleNotificationEffect.fallbackGraceDays) * 86400)
             try await subscriptions.enterGracePeriod(sub.id, until: graceEnd, now: now, on: conn)
             try await subscriptions.event(sub.id, app: app, user: sub.userID, type: "grace_period_started", data: data, now: now, on: conn)
@@ -141,13 +153,15 @@ struct AppleNotificationsController {
             try await subscriptions.announceAccess(app: app, user: sub.userID, on: conn)
         case .revoked:
             try await subscriptions.revoke(sub, app: app, transaction: tx.purchase(environment: "", proof: "", now: now), now: now, on: conn)
-            try await subscriptions.event(sub.id, app: app, user: sub.userID, type: n.notificationType == "REFUND" ? "refunded" : "revoked",
-                                          data: data, now: now, on: conn)
+            try await subscriptions.event(
+                sub.id, app: app, user: sub.userID, type: n.notificationType == "REFUND" ? "refunded" : "revoked",
+                data: data, now: now, on: conn)
             try await subscriptions.announceAccess(app: app, user: sub.userID, on: conn)
         case .autoRenew(let on):
             try await subscriptions.setAutoRenew(sub.id, on, now: now, on: conn)
-            try await subscriptions.event(sub.id, app: app, user: sub.userID, type: on ? "auto_renew_enabled" : "auto_renew_disabled",
-                                          data: data, now: now, on: conn)
+            try await subscriptions.event(
+                sub.id, app: app, user: sub.userID, type: on ? "auto_renew_enabled" : "auto_renew_disabled",
+                data: data, now: now, on: conn)
         case .none:
             break
         }

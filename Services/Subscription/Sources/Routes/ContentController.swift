@@ -26,15 +26,19 @@ struct ContentController {
     struct ViaSubscription: Codable { var available: Bool; var plans: [Plan] }
     struct ViaCredits: Codable {
         var cost: Int; var durationHours: Int; var userCanAfford: Bool; var userBalance: Int
-        enum CodingKeys: String, CodingKey { case cost; case durationHours = "duration_hours"; case userCanAfford = "user_can_afford"; case userBalance = "user_balance" }
+        enum CodingKeys: String, CodingKey {
+            case cost; case durationHours = "duration_hours"; case userCanAfford = "user_can_afford"; case userBalance = "user_balance"
+        }
     }
     struct UnlockOptions: Codable {
         var viaSubscription: ViaSubscription?
         var viaCredits: ViaCredits?
         enum CodingKeys: String, CodingKey { case viaSubscription = "via_subscription"; case viaCredits = "via_credits" }
     }
-    struct ContentInfo: Codable { var contentID: String; var accessLevel: ContentRule.Level
-        enum CodingKeys: String, CodingKey { case contentID = "content_id"; case accessLevel = "access_level" } }
+    struct ContentInfo: Codable {
+        var contentID: String; var accessLevel: ContentRule.Level
+        enum CodingKeys: String, CodingKey { case contentID = "content_id"; case accessLevel = "access_level" }
+    }
     struct Description: Codable {
         var content: ContentInfo; var hasAccess: Bool; var via: AccessPolicy.Via?; var unlockedUntil: Date?; var unlockOptions: UnlockOptions?
         enum CodingKeys: String, CodingKey {
@@ -65,8 +69,12 @@ struct ContentController {
                     ? ViaCredits(cost: rule.creditCost, durationHours: rule.unlockHours, userCanAfford: balance >= rule.creditCost, userBalance: balance)
                     : nil)
         }
-        return (rule, Description(content: ContentInfo(contentID: rule.contentID, accessLevel: rule.accessLevel), hasAccess: via != nil, via: via,
-                                  unlockedUntil: via == .credits ? unlock?.expiresAt : nil, unlockOptions: options))
+        return (
+            rule,
+            Description(
+                content: ContentInfo(contentID: rule.contentID, accessLevel: rule.accessLevel), hasAccess: via != nil, via: via,
+                unlockedUntil: via == .credits ? unlock?.expiresAt : nil, unlockOptions: options)
+        )
     }
 
     func describe(_ request: Request, _ context: ServiceRequestContext) async throws -> Response {
@@ -80,24 +88,31 @@ struct ContentController {
         let (app, user) = try context.requireUser()
         let content = try contentID(context)
         guard let raw = request.headers[.xDeviceID]?.trimmingCharacters(in: .whitespaces), !raw.isEmpty, raw.utf8.count <= 200 else {
-            throw AppError(.badRequest, "invalid_request", "Header 'X-Device-ID' is required (1 to 200 characters): access is counted per device",
-                           extra: ["field": "X-Device-ID"])
+            throw AppError(
+                .badRequest, "invalid_request", "Header 'X-Device-ID' is required (1 to 200 characters): access is counted per device",
+                extra: ["field": "X-Device-ID"])
         }
         let device = raw
         let now = clock.now()
         if let active = try await reads.admitDevice(app: app, user: user, device: device, store: access, now: now) {
-            throw AppError(.tooManyRequests, "concurrent_access_limit", "Too many devices in use on this account",
-                           extra: ["active_devices": .int(active), "max_devices": .int(AccessPolicy.maxActiveDevices)])
+            throw AppError(
+                SubscriptionErrorCode.concurrentAccessLimit, "Too many devices in use on this account",
+                extra: ["active_devices": .int(active), "max_devices": .int(AccessPolicy.maxActiveDevices)])
         }
         let (rule, d) = try await evaluate(app: app, user: user, content: content)
         let status = d.via == .subscription ? "premium" : "free"
-        try await decisions.submit(AccessStore.Decision(app: app, user: user, content: content, granted: d.hasAccess, userStatus: status,
-                                                        via: d.via?.rawValue, device: device, at: now))
+        try await decisions.submit(
+            AccessStore.Decision(
+                app: app, user: user, content: content, granted: d.hasAccess, userStatus: status,
+                via: d.via?.rawValue, device: device, at: now))
         guard d.hasAccess else {
             let options = String(decoding: try JSON.encoder.encode(d.unlockOptions), as: UTF8.self)
-            throw AppError(.forbidden, "access_denied", rule.accessLevel == .premium ? "This content is for premium members" : "Unlock this content to play it",
-                           extra: ["access_level": .string(rule.accessLevel.rawValue),
-                                   "unlock_options": (try? JSONDecoder().decode(JSONValue.self, from: Data(options.utf8))) ?? .null])
+            throw AppError(
+                SubscriptionErrorCode.accessDenied, rule.accessLevel == .premium ? "This content is for premium members" : "Unlock this content to play it",
+                extra: [
+                    "access_level": .string(rule.accessLevel.rawValue),
+                    "unlock_options": (try? JSONDecoder().decode(JSONValue.self, from: Data(options.utf8))) ?? .null
+                ])
         }
         return context.json(encoded: Self.granted[Granted(via: d.via!, level: rule.accessLevel)]!)
     }

@@ -40,7 +40,9 @@ struct CreditsController {
         if let raw = q.get("limit") {
             guard let l = Int(raw), (1...100).contains(l) else { throw AppError.badRequest("limit must be 1 to 100", field: "limit") }
             limit = l
-        } else { limit = 20 }
+        } else {
+            limit = 20
+        }
         var before: Int64?
         if let raw = q.get("before") {
             guard let b = Int64(raw), b > 0 else { throw AppError.badRequest("before must be a transaction id", field: "before") }
@@ -74,9 +76,10 @@ struct CreditsController {
         let work: (PostgresConnection) async throws -> (status: Int, body: Data) = { conn in
             guard let rule = try await ledger.rule(app: app, content: contentID, on: conn) else { throw AppError.notFound("Content") }
             guard rule.accessLevel == .freemium else {
-                throw AppError(.unprocessableContent, "not_unlockable",
-                               rule.accessLevel == .free ? "This content is free" : "This content needs a subscription",
-                               extra: ["access_level": .string(rule.accessLevel.rawValue)])
+                throw AppError(
+                    SubscriptionErrorCode.notUnlockable,
+                    rule.accessLevel == .free ? "This content is free" : "This content needs a subscription",
+                    extra: ["access_level": .string(rule.accessLevel.rawValue)])
             }
             // A subscriber already has the content: no credit is spent.
             if try await subscriptions.grantsAccessNow(app: app, user: userID, now: now, on: conn) {
@@ -89,8 +92,9 @@ struct CreditsController {
             case .alreadyUnlocked(let u, let balance):
                 return (200, try JSON.encoder.encode(UnlockResponse(unlocked: true, charged: false, unlock: u, balance: balance, via: "credits")))
             case .insufficient(let balance, let cost):
-                throw AppError(.init(code: 402, reasonPhrase: "Payment Required"), "insufficient_credits", "Not enough credits",
-                               extra: ["balance": .int(balance), "cost": .int(cost), "missing": .int(cost - balance)])
+                throw AppError(
+                    SubscriptionErrorCode.insufficientCredits, "Not enough credits",
+                    extra: ["balance": .int(balance), "cost": .int(cost), "missing": .int(cost - balance)])
             }
         }
         let result: (status: Int, body: Data)
@@ -102,8 +106,9 @@ struct CreditsController {
         } else {
             result = try await db.withTransaction(logger: logger) { try await work($0) }
         }
-        return Response(status: .init(code: result.status), headers: [.contentType: "application/json; charset=utf-8"],
-                        body: .init(byteBuffer: ByteBuffer(bytes: result.body)))
+        return Response(
+            status: .init(code: result.status), headers: [.contentType: "application/json; charset=utf-8"],
+            body: .init(byteBuffer: ByteBuffer(bytes: result.body)))
     }
 
     struct EarnResponse: Codable { var credited: Bool; var balance: Int; var transaction: CreditTransaction }
@@ -124,19 +129,22 @@ struct CreditsController {
             // An erased user gets nothing recreated (a reward still in another outbox): 410,
             // which the sender's outbox records as final.
             if try await UserFactStore(logger: logger).isErased(app: body.appID, user: body.userID, on: conn) {
-                throw AppError(.gone, "user_erased", "This user's data has been erased")
+                throw AppError(SubscriptionErrorCode.userErased, "This user's data has been erased")
             }
-            let (tx, created) = try await ledger.earn(app: body.appID, user: body.userID, amount: body.amount, source: body.source,
-                                                      reference: body.referenceID, now: now, on: conn)
+            let (tx, created) = try await ledger.earn(
+                app: body.appID, user: body.userID, amount: body.amount, source: body.source,
+                reference: body.referenceID, now: now, on: conn)
             // A reward the player was told is pending: the push goes with the credit, once per
             // ledger row (auth's key). Asked again on a redelivery too: the first delivery may
             // have landed late, without the flag (it timed out at the sender), and auth keeps one
             // notification per key however often it is asked.
             if body.notify == true {
-                try await Outbox.write(OutboxMessage(
-                    target: .auth, path: "/internal/users/\(body.userID.lowercasedString)/notifications?app_id=\(body.appID.lowercasedString)",
-                    body: NotificationRequest(appID: body.appID, key: "credit:\(tx.id)", kind: "credit_added",
-                                              data: ["amount": String(body.amount), "balance": String(tx.balanceAfter)])), on: conn, logger: logger)
+                try await Outbox.write(
+                    OutboxMessage(
+                        target: .auth, path: "/internal/users/\(body.userID.lowercasedString)/notifications?app_id=\(body.appID.lowercasedString)",
+                        body: NotificationRequest(
+                            appID: body.appID, key: "credit:\(tx.id)", kind: "credit_added",
+                            data: ["amount": String(body.amount), "balance": String(tx.balanceAfter)])), on: conn, logger: logger)
             }
             return (tx, created)
         }

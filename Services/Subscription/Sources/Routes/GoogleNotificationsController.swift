@@ -30,30 +30,34 @@ struct GoogleNotificationsController {
     func receive(_ request: Request, _ context: ServiceRequestContext) async throws -> Response {
         if let pushToken {
             guard let given = request.uri.queryParameters.get("token"), ConstantTime.equals(String(given), pushToken) else {
-                throw AppError(.unauthorized, "invalid_push_token", "Unknown push endpoint token")
+                throw AppError(SubscriptionErrorCode.invalidPushToken, "Unknown push endpoint token")
             }
         }
         let push = try await request.decodeJSON(as: Push.self, context: context)
         guard let data = Data(base64Encoded: push.message.data),
-              let n = try? JSONDecoder().decode(DeveloperNotification.self, from: data) else {
-            throw AppError(.badRequest, "invalid_notification", "Undecodable Pub/Sub message")
+            let n = try? JSONDecoder().decode(DeveloperNotification.self, from: data)
+        else {
+            throw AppError(SubscriptionErrorCode.invalidNotification, "Undecodable Pub/Sub message")
         }
         guard let (app, config) = try await google.all().first(where: { $0.value.packageName == n.packageName }) else {
-            throw AppError(.badRequest, "invalid_notification", "Unknown package")
+            throw AppError(SubscriptionErrorCode.invalidNotification, "Unknown package")
         }
         let now = clock.now()
-        if try await subscriptions.notificationSeen(store: "google", id: push.message.messageId, db: db) { return try context.json(["received": JSONValue.bool(true), "result": "duplicate"]) }
+        if try await subscriptions.notificationSeen(store: "google", id: push.message.messageId, db: db) {
+            return try context.json(["received": JSONValue.bool(true), "result": "duplicate"])
+        }
         var fresh: GoogleSubscriptionPurchase?
         if let sub = n.subscriptionNotification {
             do { fresh = try await client.subscription(token: sub.purchaseToken, config: config, now: now) } catch {
                 logger.warning("Google re-read failed; Pub/Sub will redeliver", metadata: ["error": "\(error)"])
-                throw AppError(.serviceUnavailable, "store_unavailable", "Google Play cannot be reached; deliver again later")
+                throw AppError(SubscriptionErrorCode.storeUnavailable, "Google Play cannot be reached; deliver again later")
             }
         }
         let result = try await subscriptions.receiveOnce(
             app: app, store: "google", id: push.message.messageId, type: String(n.subscriptionNotification?.notificationType ?? 0),
             subtype: nil, originalTransaction: n.subscriptionNotification?.purchaseToken, payload: String(decoding: data, as: UTF8.self),
-            now: now, db: db) { conn in
+            now: now, db: db
+        ) { conn in
             guard let sub = n.subscriptionNotification, let g = fresh else { return "ignored" }
             return try await apply(g, token: sub.purchaseToken, type: sub.notificationType, app: app, now: now, on: conn)
         }
@@ -68,10 +72,12 @@ struct GoogleNotificationsController {
         let finalStatus = type == 12 ? "revoked" : status
         let end = g.expiry ?? sub.endDate
         let graceEnd = finalStatus == "grace_period" ? max(end, now.addingTimeInterval(TimeInterval(GoogleStateMapping.fallbackGraceDays) * 86400)) : nil
-        try await subscriptions.applyStoreState(sub.id, status: finalStatus, end: end, autoRenew: autoRenew, graceEnd: graceEnd,
-                                                orderID: g.latestOrderId, now: now, on: conn)
-        try await subscriptions.event(sub.id, app: app, user: sub.userID, type: "google_notification",
-                                      data: ["notification_type": .int(type), "state": .string(g.subscriptionState)], now: now, on: conn)
+        try await subscriptions.applyStoreState(
+            sub.id, status: finalStatus, end: end, autoRenew: autoRenew, graceEnd: graceEnd,
+            orderID: g.latestOrderId, now: now, on: conn)
+        try await subscriptions.event(
+            sub.id, app: app, user: sub.userID, type: "google_notification",
+            data: ["notification_type": .int(type), "state": .string(g.subscriptionState)], now: now, on: conn)
         if (sub.grantsAccess) != ["trial", "active", "grace_period"].contains(finalStatus) || finalStatus == "revoked" {
             try await subscriptions.announceAccess(app: app, user: sub.userID, on: conn)
         }

@@ -42,7 +42,7 @@ struct StoreSettingsController {
             let app = try context.requireApp()
             let name = try Self.storeName(context)
             guard try await store.remove(app: app, store: name) else {
-                throw AppError(.notFound, "store_not_configured", "This app has no stored \(name) settings")
+                throw AppError(.notFound, SubscriptionErrorCode.storeNotConfigured, "This app has no stored \(name) settings")
             }
             apple.invalidate()
             google.invalidate()
@@ -63,7 +63,7 @@ struct StoreSettingsController {
     }
 
     static func unique<T>(_ field: String, _ write: () async throws -> T) async throws -> T {
-        do { return try await write() } catch where DatabaseErrors.isUniqueViolation(error) { throw taken(field) }
+        do { return try await write() } catch  where DatabaseErrors.isUniqueViolation(error) { throw taken(field) }
     }
 
     static func taken(_ field: String) -> AppError {

@@ -70,13 +70,14 @@ struct SubscriptionsController {
         switch body.store {
         case "apple":
             guard let config = try await apple.value(for: app) else {
-                throw AppError(.unprocessableContent, "store_not_configured", "App Store purchases are not configured for this app")
+                throw AppError(SubscriptionErrorCode.storeNotConfigured, "App Store purchases are not configured for this app")
             }
             let (tx, proof) = try await appleTransaction(body, app: app, config: config)
-            if tx.revocationDate != nil { throw AppError(.badRequest, "transaction_revoked", "This purchase was refunded or revoked") }
+            if tx.revocationDate != nil { throw AppError(SubscriptionErrorCode.transactionRevoked, "This purchase was refunded or revoked") }
             guard PurchaseRules.accountTokenAllows(tx.appAccountToken, user: user) else {
-                throw AppError(.conflict, "purchase_owned_by_another_user",
-                               "This purchase was made by another account of this app (its appAccountToken)", extra: ["can_restore": false])
+                throw AppError(
+                    SubscriptionErrorCode.purchaseOwnedByAnotherUser,
+                    "This purchase was made by another account of this app (its appAccountToken)", extra: ["can_restore": false])
             }
             purchase = tx.purchase(environment: config.environment.rawValue, proof: proof, now: now)
         case "google":
@@ -85,8 +86,9 @@ struct SubscriptionsController {
             throw AppError.validation("store", "store must be 'apple' or 'google'")
         }
         let result = try await record(purchase, app: app, user: user, restore: restore, acknowledge: acknowledge, now: now)
-        return try context.json(PurchaseResponse(subscription: SubscriptionView(result.0, features: result.1), activated: result.0.grantsAccess),
-                                status: result.2 ? .created : .ok)
+        return try context.json(
+            PurchaseResponse(subscription: SubscriptionView(result.0, features: result.1), activated: result.0.grantsAccess),
+            status: result.2 ? .created : .ok)
     }
 
     /// Writes the subscription, its event, the receipt and the message to auth in one
@@ -94,23 +96,25 @@ struct SubscriptionsController {
     /// purchase owned by another user of the app moves only on restore, as an event; a refunded
     /// transaction never buys anything again (PurchaseRules).
     func record(_ p: StorePurchase, app: UUID, user: UUID, restore: Bool, acknowledge: GoogleAcknowledgeJob?, now: Date)
-        async throws -> (Subscription, JSONValue?, Bool) {
+        async throws -> (Subscription, JSONValue?, Bool)
+    {
         try await db.withTransaction(logger: logger) { conn in
             try await subscriptions.lockPurchase(app: app, store: p.store, original: p.originalTransactionID, on: conn)
             let planList = try await plans.active(app: app, on: conn)
             guard let plan = planList.first(where: { (p.store == "apple" ? $0.appleProductID : $0.googleProductID) == p.productID }) else {
-                throw AppError(.badRequest, "unknown_product", "No plan sells product \(p.productID)")
+                throw AppError(SubscriptionErrorCode.unknownProduct, "No plan sells product \(p.productID)")
             }
             let known = try await subscriptions.knownTransaction(app: app, store: p.store, id: p.transactionID, on: conn)
             guard let existing = try await subscriptions.byOriginalTransaction(app: app, store: p.store, original: p.originalTransactionID, on: conn) else {
                 guard known != .revoked else { throw Self.revokedError }
                 guard p.endDate > now, ["trial", "active", "grace_period"].contains(p.status) else {
-                    throw AppError(.badRequest, "subscription_expired", "This subscription period has ended")
+                    throw AppError(SubscriptionErrorCode.subscriptionExpired, "This subscription period has ended")
                 }
                 try await enqueue(acknowledge, now: now, on: conn)
                 let id = try await subscriptions.insert(p, app: app, user: user, plan: plan, now: now, on: conn)
-                try await subscriptions.event(id, app: app, user: user, type: p.isTrial ? "trial_started" : "subscribed",
-                                              data: ["transaction_id": .string(p.transactionID), "product_id": .string(p.productID)], now: now, on: conn)
+                try await subscriptions.event(
+                    id, app: app, user: user, type: p.isTrial ? "trial_started" : "subscribed",
+                    data: ["transaction_id": .string(p.transactionID), "product_id": .string(p.productID)], now: now, on: conn)
                 try await subscriptions.insertReceipt(app: app, user: user, sub: id, p, now: now, on: conn)
                 try await subscriptions.announceAccess(app: app, user: user, on: conn)
                 try await subscriptions.askConfirmationEmail(app: app, user: user, subscription: id, p, planType: plan.planType, on: conn)
@@ -118,17 +122,20 @@ struct SubscriptionsController {
                 return (created, plan.features, true)
             }
             let stored = try await subscriptions.storeExpiresMS(existing.id, on: conn)
-            let effect = PurchaseRules.effect(transaction: known, incomingExpiresMS: p.expiresMS, subscriptionStatus: existing.status,
-                                              storedExpiresMS: stored ?? PurchaseRules.milliseconds(existing.endDate))
+            let effect = PurchaseRules.effect(
+                transaction: known, incomingExpiresMS: p.expiresMS, subscriptionStatus: existing.status,
+                storedExpiresMS: stored ?? PurchaseRules.milliseconds(existing.endDate))
             if effect == .refuseRevoked { throw Self.revokedError }
             if existing.userID != user {
                 guard restore else {
-                    throw AppError(.conflict, "purchase_owned_by_another_user",
-                                   "This purchase belongs to another account of this app; use restore to move it", extra: ["can_restore": true])
+                    throw AppError(
+                        SubscriptionErrorCode.purchaseOwnedByAnotherUser,
+                        "This purchase belongs to another account of this app; use restore to move it", extra: ["can_restore": true])
                 }
                 try await subscriptions.transfer(existing.id, to: user, now: now, on: conn)
-                try await subscriptions.event(existing.id, app: app, user: user, type: "transferred",
-                                              data: ["from_user_id": .string(existing.userID.lowercasedString)], now: now, on: conn)
+                try await subscriptions.event(
+                    existing.id, app: app, user: user, type: "transferred",
+                    data: ["from_user_id": .string(existing.userID.lowercasedString)], now: now, on: conn)
                 try await subscriptions.announceAccess(app: app, user: existing.userID, on: conn)
             }
             try await enqueue(acknowledge, now: now, on: conn)
@@ -141,18 +148,19 @@ struct SubscriptionsController {
         }
     }
 
-    static let revokedError = AppError(.badRequest, "transaction_revoked", "This purchase was refunded or revoked")
+    static let revokedError = AppError(SubscriptionErrorCode.transactionRevoked, "This purchase was refunded or revoked")
 
     func enqueue(_ acknowledge: GoogleAcknowledgeJob?, now: Date, on conn: PostgresConnection) async throws {
         guard let acknowledge else { return }
-        try await JobQueue.enqueue(on: conn, queue: GoogleAcknowledgeJob.queue, kind: GoogleAcknowledgeJob.kind, payload: acknowledge,
-                                   runAt: now, maxAttempts: 50, uniqueKey: "ack:\(acknowledge.purchaseToken)", logger: logger)
+        try await JobQueue.enqueue(
+            on: conn, queue: GoogleAcknowledgeJob.queue, kind: GoogleAcknowledgeJob.kind, payload: acknowledge,
+            runAt: now, maxAttempts: 50, uniqueKey: "ack:\(acknowledge.purchaseToken)", logger: logger)
     }
 
     /// Reads the purchase from Google (never trusting the app's word for its state).
     func googlePurchase(_ body: PurchaseBody, app: UUID, now: Date) async throws -> (StorePurchase, GoogleAcknowledgeJob?) {
         guard let config = try await google.value(for: app) else {
-            throw AppError(.unprocessableContent, "store_not_configured", "Google Play purchases are not configured for this app")
+            throw AppError(SubscriptionErrorCode.storeNotConfigured, "Google Play purchases are not configured for this app")
         }
         guard let token = body.purchaseToken, !token.isEmpty, token.utf8.count <= 4096 else {
             throw AppError.badRequest("Missing field 'purchase_token'", field: "purchase_token")
@@ -161,22 +169,24 @@ struct SubscriptionsController {
         do {
             g = try await googleClient.subscription(token: token, config: config, now: now)
         } catch let e as GooglePlayError where (400..<500).contains(e.status) {
-            throw AppError(.badRequest, "invalid_purchase_token", "Google Play does not know this purchase", extra: ["google_status": .int(e.status)])
+            throw AppError(SubscriptionErrorCode.invalidPurchaseToken, "Google Play does not know this purchase", extra: ["google_status": .int(e.status)])
         } catch {
-            throw AppError(.serviceUnavailable, "store_unavailable", "Google Play cannot be reached; try again")
+            throw AppError(SubscriptionErrorCode.storeUnavailable, "Google Play cannot be reached; try again")
         }
-        guard let product = g.productID else { throw AppError(.badRequest, "invalid_purchase_token", "No line item in the purchase") }
-        if let wanted = body.productID, wanted != product { throw AppError(.badRequest, "product_mismatch", "The purchase is for \(product)") }
+        guard let product = g.productID else { throw AppError(SubscriptionErrorCode.invalidPurchaseToken, "No line item in the purchase") }
+        if let wanted = body.productID, wanted != product { throw AppError(SubscriptionErrorCode.productMismatch, "The purchase is for \(product)") }
         guard let (status, autoRenew) = GoogleStateMapping.status(g.subscriptionState, expiry: g.expiry, now: now) else {
-            throw AppError(.conflict, "payment_pending", "The payment is not complete yet")
+            throw AppError(SubscriptionErrorCode.paymentPending, "The payment is not complete yet")
         }
         let expiry = g.expiry ?? now
         let graceEnd = status == "grace_period" ? max(expiry, now.addingTimeInterval(TimeInterval(GoogleStateMapping.fallbackGraceDays) * 86400)) : nil
-        let purchase = StorePurchase(store: "google", transactionID: g.latestOrderId ?? token, originalTransactionID: token, productID: product,
-                                     purchaseDate: GoogleSubscriptionPurchase.date(g.startTime) ?? now, endDate: expiry,
-                                     expiresMS: PurchaseRules.milliseconds(expiry), status: status, autoRenew: autoRenew, isTrial: false,
-                                     environment: "Production", proof: token, graceEnd: graceEnd)
-        let ack = g.acknowledgementState == "ACKNOWLEDGEMENT_STATE_PENDING"
+        let purchase = StorePurchase(
+            store: "google", transactionID: g.latestOrderId ?? token, originalTransactionID: token, productID: product,
+            purchaseDate: GoogleSubscriptionPurchase.date(g.startTime) ?? now, endDate: expiry,
+            expiresMS: PurchaseRules.milliseconds(expiry), status: status, autoRenew: autoRenew, isTrial: false,
+            environment: "Production", proof: token, graceEnd: graceEnd)
+        let ack =
+            g.acknowledgementState == "ACKNOWLEDGEMENT_STATE_PENDING"
             ? GoogleAcknowledgeJob(appID: app, purchaseToken: token, productID: product) : nil
         return (purchase, ack)
     }
@@ -190,10 +200,10 @@ struct SubscriptionsController {
                 payload = try await config.verifier().verify(jws, kind: .transaction)
             } catch let e as AppStoreVerificationError {
                 logger.warning("App Store transaction refused", metadata: ["reason": "\(e)"])
-                throw AppError(.badRequest, "invalid_receipt", "Apple transaction validation failed", extra: ["reason": .string(e.kind.rawValue)])
+                throw AppError(SubscriptionErrorCode.invalidReceipt, "Apple transaction validation failed", extra: ["reason": .string(e.kind.rawValue)])
             }
             guard let tx = try? JSONDecoder().decode(AppStoreTransaction.self, from: payload) else {
-                throw AppError(.badRequest, "invalid_receipt", "Apple transaction validation failed", extra: ["reason": "unreadable"])
+                throw AppError(SubscriptionErrorCode.invalidReceipt, "Apple transaction validation failed", extra: ["reason": "unreadable"])
             }
             return (tx, jws)
         }
@@ -206,18 +216,19 @@ struct SubscriptionsController {
             verified = try await receipts.verify(receiptData: receipt, sharedSecret: config.sharedSecret)
         } catch AppleReceiptVerifier.Failure.status(let status) {
             logger.warning("verifyReceipt refused a receipt", metadata: ["status": "\(status)"])
-            throw AppError(.badRequest, "invalid_receipt", "Apple receipt validation failed", extra: ["apple_status": .int(status)])
+            throw AppError(SubscriptionErrorCode.invalidReceipt, "Apple receipt validation failed", extra: ["apple_status": .int(status)])
         } catch AppleReceiptVerifier.Failure.unavailable(let status) {
             // Apple could not answer: nothing is known about the receipt, nothing is written.
-            throw AppError(.serviceUnavailable, "store_unavailable", "The App Store cannot verify receipts right now; try again",
-                           extra: ["apple_status": .int(status), "retryable": true])
+            throw AppError(
+                SubscriptionErrorCode.storeUnavailable, "The App Store cannot verify receipts right now; try again",
+                extra: ["apple_status": .int(status), "retryable": true])
         } catch {
-            throw AppError(.serviceUnavailable, "store_unavailable", "The App Store cannot be reached; try again", extra: ["retryable": true])
+            throw AppError(SubscriptionErrorCode.storeUnavailable, "The App Store cannot be reached; try again", extra: ["retryable": true])
         }
         // A receipt issued to another app (its bundle) buys nothing here.
         guard verified.bundleID == config.bundleID else {
             logger.warning("verifyReceipt: receipt of another app", metadata: ["bundle_id": "\(verified.bundleID ?? "none")"])
-            throw AppError(.badRequest, "invalid_receipt", "The receipt was issued to another app", extra: ["reason": "bundle_mismatch"])
+            throw AppError(SubscriptionErrorCode.invalidReceipt, "The receipt was issued to another app", extra: ["reason": "bundle_mismatch"])
         }
         let transactions = verified.transactions
         // The transaction of the plan bought (or of any plan the app sells), latest expiry first.
@@ -229,15 +240,18 @@ struct SubscriptionsController {
         } else {
             products = Set(try await db.withConnection { try await plans.active(app: app, on: $0) }.compactMap(\.appleProductID))
         }
-        guard let chosen = transactions.filter({ products.contains($0.productID) })
-            .max(by: { (Double($0.expiresDateMS ?? "0") ?? 0) < (Double($1.expiresDateMS ?? "0") ?? 0) }) else {
-            throw AppError(.badRequest, "product_mismatch", "The receipt holds no purchase of this plan")
+        guard
+            let chosen = transactions.filter({ products.contains($0.productID) })
+                .max(by: { (Double($0.expiresDateMS ?? "0") ?? 0) < (Double($1.expiresDateMS ?? "0") ?? 0) })
+        else {
+            throw AppError(SubscriptionErrorCode.productMismatch, "The receipt holds no purchase of this plan")
         }
-        let tx = AppStoreTransaction(transactionId: chosen.transactionID, originalTransactionId: chosen.originalTransactionID,
-                                     productId: chosen.productID, purchaseDate: Double(chosen.purchaseDateMS) ?? 0,
-                                     expiresDate: chosen.expiresDateMS.flatMap(Double.init), revocationDate: chosen.cancellationDateMS.flatMap(Double.init),
-                                     offerType: chosen.isTrialPeriod == "true" ? 1 : nil, offerDiscountType: chosen.isTrialPeriod == "true" ? "FREE_TRIAL" : nil,
-                                     environment: nil, price: nil, currency: nil)
+        let tx = AppStoreTransaction(
+            transactionId: chosen.transactionID, originalTransactionId: chosen.originalTransactionID,
+            productId: chosen.productID, purchaseDate: Double(chosen.purchaseDateMS) ?? 0,
+            expiresDate: chosen.expiresDateMS.flatMap(Double.init), revocationDate: chosen.cancellationDateMS.flatMap(Double.init),
+            offerType: chosen.isTrialPeriod == "true" ? 1 : nil, offerDiscountType: chosen.isTrialPeriod == "true" ? "FREE_TRIAL" : nil,
+            environment: nil, price: nil, currency: nil)
         return (tx, receipt)
     }
 
@@ -248,7 +262,9 @@ struct SubscriptionsController {
         var warning: String?
         /// In a grace period: whole days left before access ends (also inside `subscription`, as seed 7b shows it).
         var daysRemaining: Int?
-        enum CodingKeys: String, CodingKey { case subscription; case isPremium = "is_premium"; case features; case warning; case daysRemaining = "days_remaining" }
+        enum CodingKeys: String, CodingKey {
+            case subscription; case isPremium = "is_premium"; case features; case warning; case daysRemaining = "days_remaining"
+        }
         // A free user's answer says `"subscription": null` (seed 2.2), not a missing key.
         func encode(to encoder: Encoder) throws {
             var c = encoder.container(keyedBy: CodingKeys.self)
@@ -274,7 +290,8 @@ struct SubscriptionsController {
         }
         let end = sub.status == "grace_period" ? (sub.gracePeriodEnd ?? sub.endDate) : sub.endDate
         if !sub.grantsAccess || end > now {
-            let features = sub.grantsAccess ? featuresText.flatMap { try? JSONDecoder().decode(JSONValue.self, from: Data($0.utf8)) } ?? .object([:]) : .object([:])
+            let features =
+                sub.grantsAccess ? featuresText.flatMap { try? JSONDecoder().decode(JSONValue.self, from: Data($0.utf8)) } ?? .object([:]) : .object([:])
             // Never past the end of the period: then the locked path expires it.
             states.store(SubscriptionState(subscription: sub, features: features), for: key, ticket: ticket, expires: sub.grantsAccess ? end : nil)
             return (sub, features)
@@ -284,14 +301,18 @@ struct SubscriptionsController {
                 return (try await subscriptions.latest(app: app, user: user, on: conn), .object([:]))
             }
             let s = try await subscriptions.expireIfDue(current, app: app, now: now, on: conn)
-            let features = s.grantsAccess ? (try await plans.active(app: app, on: conn).first { $0.planType == s.planType }?.features ?? .object([:])) : .object([:])
+            let features =
+                s.grantsAccess ? (try await plans.active(app: app, on: conn).first { $0.planType == s.planType }?.features ?? .object([:])) : .object([:])
             return (s, features)
         }
     }
 
     /// The answer of every user without a subscription (most of them), encoded once.
-    static let freeAnswer = ByteBuffer(bytes: try! JSON.encoder.encode(MeResponse(subscription: nil, isPremium: false, features: .object([:]),
-                                                                                   warning: nil, daysRemaining: nil)))
+    static let freeAnswer = ByteBuffer(
+        bytes: try! JSON.encoder.encode(
+            MeResponse(
+                subscription: nil, isPremium: false, features: .object([:]),
+                warning: nil, daysRemaining: nil)))
 
     func me(_ context: ServiceRequestContext) async throws -> Response {
         let (app, user) = try context.requireUser()
@@ -310,8 +331,10 @@ struct SubscriptionsController {
         } else if sub.status == "expired" {
             warning = "subscription_expired"
         }
-        return try context.json(MeResponse(subscription: view, isPremium: sub.grantsAccess,
-                                           features: features, warning: warning, daysRemaining: days))
+        return try context.json(
+            MeResponse(
+                subscription: view, isPremium: sub.grantsAccess,
+                features: features, warning: warning, daysRemaining: days))
     }
 
     struct CancelResponse: Codable {
@@ -326,15 +349,17 @@ struct SubscriptionsController {
         let now = clock.now()
         let sub: Subscription = try await db.withTransaction(logger: logger) { conn in
             guard let current = try await subscriptions.current(app: app, user: user, on: conn) else {
-                throw AppError(.notFound, "no_active_subscription", "There is no active subscription to cancel")
+                throw AppError(SubscriptionErrorCode.noActiveSubscription, "There is no active subscription to cancel")
             }
             try await subscriptions.markCancelRequested(current.id, now: now, on: conn)
             try await subscriptions.event(current.id, app: app, user: user, type: "cancel_requested", now: now, on: conn)
             return current
         }
         let url = sub.store == "apple" ? "https://apps.apple.com/account/subscriptions" : "https://play.google.com/store/account/subscriptions"
-        return try context.json(CancelResponse(subscription: SubscriptionView(sub, features: nil), manageURL: url, accessUntil: sub.endDate,
-                                               message: "Cancel in the store; premium access continues until the end of the period"))
+        return try context.json(
+            CancelResponse(
+                subscription: SubscriptionView(sub, features: nil), manageURL: url, accessUntil: sub.endDate,
+                message: "Cancel in the store; premium access continues until the end of the period"))
     }
 
     func entitlement(_ request: Request, _ context: ServiceRequestContext) async throws -> Response {

@@ -24,8 +24,9 @@ struct SupportCreditsController {
             let app = try context.requireApp()
             let user = try Self.userID(context)
             let shown = try await db.withConnection { conn in
-                Shown(balance: try await ledger.balance(app: app, user: user, on: conn),
-                      transactions: try await ledger.transactions(app: app, user: user, before: nil, limit: 50, on: conn))
+                Shown(
+                    balance: try await ledger.balance(app: app, user: user, on: conn),
+                    transactions: try await ledger.transactions(app: app, user: user, before: nil, limit: 50, on: conn))
             }
             return try context.json(shown)
         }
@@ -34,7 +35,9 @@ struct SupportCreditsController {
             let user = try Self.userID(context)
             let key = try Self.requiredKey(request)
             let body = try await request.decodeJSON(as: Body.self, context: context)
-            guard body.amount != 0, abs(body.amount) <= 100_000 else { throw AppError.validation("amount", "amount must be non-zero, at most 100000 either way") }
+            guard body.amount != 0, abs(body.amount) <= 100_000 else {
+                throw AppError.validation("amount", "amount must be non-zero, at most 100000 either way")
+            }
             let reason = try Self.reason(body.reason)
             let now = clock.now()
             let outcome = try await db.withTransaction(logger: logger) { conn in
@@ -44,7 +47,9 @@ struct SupportCreditsController {
             case .done(let tx, let created):
                 return try context.json(Adjusted(transaction: tx, balance: tx.balanceAfter, replayed: !created), status: created ? .created : .ok)
             case .insufficient(let balance):
-                throw AppError(.conflict, "insufficient_credits", "The user has \(balance) credits; nothing was taken", extra: ["balance": .int(balance)])
+                throw AppError(
+                    .conflict, SubscriptionErrorCode.insufficientCredits, "The user has \(balance) credits; nothing was taken",
+                    extra: ["balance": .int(balance)])
             case .keyReused:
                 throw AppError(.unprocessableContent, "idempotency_key_reused", "This Idempotency-Key was used for another amount")
             }
@@ -54,8 +59,9 @@ struct SupportCreditsController {
     /// Support's grants happen once per key: a retry answers the first.
     static func requiredKey(_ request: Request) throws -> String {
         guard let key = request.headers[.idempotencyKey], (1...100).contains(key.count) else {
-            throw AppError(.badRequest, "idempotency_key_required", "Idempotency-Key (1-100 characters) is required: a retry must not grant twice",
-                           extra: ["field": "Idempotency-Key"])
+            throw AppError(
+                SubscriptionErrorCode.idempotencyKeyRequired, "Idempotency-Key (1-100 characters) is required: a retry must not grant twice",
+                extra: ["field": "Idempotency-Key"])
         }
         return key
     }

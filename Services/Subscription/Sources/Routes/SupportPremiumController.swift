@@ -38,8 +38,9 @@ struct SupportPremiumController {
                 let plan = try await plans.active(app: app, on: conn).max { $0.price < $1.price }
                 let outcome = try await subscriptions.grantBySupport(app: app, user: user, key: key, until: until, plan: plan, now: now, on: conn)
                 if case .granted(let id) = outcome {
-                    try await subscriptions.event(id, app: app, user: user, type: "support_granted",
-                                                  data: ["reason": .string(reason), "days": .int(body.days), "operator": .string(who)], now: now, on: conn)
+                    try await subscriptions.event(
+                        id, app: app, user: user, type: "support_granted",
+                        data: ["reason": .string(reason), "days": .int(body.days), "operator": .string(who)], now: now, on: conn)
                     try await subscriptions.announceAccess(app: app, user: user, on: conn)
                 }
                 return outcome
@@ -59,13 +60,14 @@ struct SupportPremiumController {
             let ended = try await db.withTransaction(logger: logger) { conn -> [UUID] in
                 let ended = try await subscriptions.revokeSupportGrants(app: app, user: user, now: now, on: conn)
                 for id in ended {
-                    try await subscriptions.event(id, app: app, user: user, type: "support_revoked",
-                                                  data: ["reason": .string(reason), "operator": .string(who)], now: now, on: conn)
+                    try await subscriptions.event(
+                        id, app: app, user: user, type: "support_revoked",
+                        data: ["reason": .string(reason), "operator": .string(who)], now: now, on: conn)
                 }
                 if !ended.isEmpty { try await subscriptions.announceAccess(app: app, user: user, on: conn) }
                 return ended
             }
-            guard !ended.isEmpty else { throw AppError(.notFound, "no_support_premium", "Support granted this user no premium that is still running") }
+            guard !ended.isEmpty else { throw AppError(SubscriptionErrorCode.noSupportPremium, "Support granted this user no premium that is still running") }
             return try context.json(["ended": ended.map(\.lowercasedString)])
         }
     }

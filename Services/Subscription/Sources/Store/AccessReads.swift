@@ -47,8 +47,10 @@ struct AccessReads: Sendable {
     let devices: ReadCache<DeviceKey, Bool>
     static let deviceRefresh: Duration = .seconds(60)
 
-    init(db: DatabasePool, ledger: CreditLedger, plans: PlanStore, feed: ChangeFeed, metrics: PrometheusCollectorRegistry, clock: any WallClock,
-         capacity: Int) {
+    init(
+        db: DatabasePool, ledger: CreditLedger, plans: PlanStore, feed: ChangeFeed, metrics: PrometheusCollectorRegistry, clock: any WallClock,
+        capacity: Int
+    ) {
         self.db = db
         self.ledger = ledger
         self.plans = plans
@@ -92,8 +94,10 @@ struct AccessReads: Sendable {
         let key = DeviceKey(app: app, user: user, device: device)
         if devices.value(for: key) == true { return nil }
         let ticket = devices.ticket(for: key)
-        if let refused = try await store.admitDevice(app: app, user: user, device: device, limit: AccessPolicy.maxActiveDevices,
-                                                     since: now.addingTimeInterval(-AccessPolicy.deviceActiveWindow), now: now, db: db) {
+        if let refused = try await store.admitDevice(
+            app: app, user: user, device: device, limit: AccessPolicy.maxActiveDevices,
+            since: now.addingTimeInterval(-AccessPolicy.deviceActiveWindow), now: now, db: db)
+        {
             return refused
         }
         devices.store(true, for: key, ticket: ticket)

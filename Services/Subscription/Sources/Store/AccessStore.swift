@@ -15,11 +15,14 @@ public struct AccessStore: Sendable {
         try await db.withTransaction(logger: logger) { conn in
             try await conn.run("SELECT pg_advisory_xact_lock(hashtext(\(app.uuidString + ":" + user.uuidString)))", logger: logger)
             var others = 0
-            for try await n in try await conn.run("""
+            for try await n in try await conn.run(
+                """
                 SELECT count(*)::int FROM devices WHERE app_id = \(app) AND user_id = \(user) AND device_id <> \(device) AND last_seen > \(since)
-                """, logger: logger).decode(Int.self) { others = n }
+                """, logger: logger
+            ).decode(Int.self) { others = n }
             if others >= limit { return others }
-            try await conn.run("""
+            try await conn.run(
+                """
                 INSERT INTO devices (app_id, user_id, device_id, first_seen, last_seen) VALUES (\(app), \(user), \(device), \(now), \(now))
                 ON CONFLICT (app_id, user_id, device_id) DO UPDATE SET last_seen = EXCLUDED.last_seen
                 """, logger: logger)
@@ -36,7 +39,8 @@ public struct AccessStore: Sendable {
     public func log(_ decisions: [Decision], db: DatabasePool) async throws {
         guard !decisions.isEmpty else { return }
         try await db.withConnection { conn in
-            try await conn.run("""
+            try await conn.run(
+                """
                 INSERT INTO access_logs (app_id, user_id, content_id, access_granted, user_status, via, device_id, timestamp)
                 SELECT a, u, c, g, s, NULLIF(v, ''), d, t
                 FROM unnest(\(decisions.map(\.app))::uuid[], \(decisions.map(\.user))::uuid[], \(decisions.map(\.content))::text[],

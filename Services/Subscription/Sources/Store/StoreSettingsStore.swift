@@ -30,17 +30,20 @@ public struct StoreSettingsStore: Sendable {
     }
 
     public func setGoogle(app: UUID, _ s: GooglePlayConfig.Settings) async throws -> Int64 {
-        struct Open: Encodable { var packageName: String; var serviceAccountEmail: String
+        struct Open: Encodable {
+            var packageName: String; var serviceAccountEmail: String
             enum CodingKeys: String, CodingKey { case packageName = "package_name"; case serviceAccountEmail = "service_account_email" }
         }
-        return try await upsert(app: app, store: "google", settings: Open(packageName: s.packageName, serviceAccountEmail: s.serviceAccountEmail),
-                                secret: s.privateKeyPEM)
+        return try await upsert(
+            app: app, store: "google", settings: Open(packageName: s.packageName, serviceAccountEmail: s.serviceAccountEmail),
+            secret: s.privateKeyPEM)
     }
 
     private func upsert(app: UUID, store: String, settings: some Encodable, secret: String?) async throws -> Int64 {
         let json = String(decoding: try JSON.encoder.encode(settings), as: UTF8.self)
         let sealed = try secret.map { try box.seal($0) }
-        let rows = try await db.query("""
+        let rows = try await db.query(
+            """
             INSERT INTO store_settings (app_id, store, settings, sealed_secret) VALUES (\(app), \(store), \(json)::jsonb, \(sealed))
             ON CONFLICT (app_id, store) DO UPDATE SET settings = EXCLUDED.settings, sealed_secret = EXCLUDED.sealed_secret,
                 version = store_settings.version + 1, updated_at = now()
@@ -59,11 +62,15 @@ public struct StoreSettingsStore: Sendable {
 
     public func shown(app: UUID) async throws -> [Shown] {
         var out: [Shown] = []
-        for try await (store, settings, hasSecret, version, at) in try await db.query("""
+        for try await (store, settings, hasSecret, version, at) in try await db.query(
+            """
             SELECT store, settings::text, sealed_secret IS NOT NULL, version, updated_at FROM store_settings WHERE app_id = \(app) ORDER BY store
-            """, logger: logger).decode((String, String, Bool, Int64, Date).self) {
-            out.append(Shown(store: store, settings: try JSON.decoder.decode(JSONValue.self, from: Data(settings.utf8)),
-                             hasSecret: hasSecret, version: version, updatedAt: at))
+            """, logger: logger
+        ).decode((String, String, Bool, Int64, Date).self) {
+            out.append(
+                Shown(
+                    store: store, settings: try JSON.decoder.decode(JSONValue.self, from: Data(settings.utf8)),
+                    hasSecret: hasSecret, version: version, updatedAt: at))
         }
         return out
     }
@@ -89,14 +96,17 @@ public struct StoreSettingsStore: Sendable {
 
     private func load<T>(store: String, _ make: (String, String?) throws -> T) async throws -> [UUID: T] {
         var out: [UUID: T] = [:]
-        for try await (app, json, sealed) in try await db.query("""
+        for try await (app, json, sealed) in try await db.query(
+            """
             SELECT app_id, settings::text, sealed_secret FROM store_settings WHERE store = \(store)
-            """, logger: logger).decode((UUID, String, ByteBuffer?).self) {
+            """, logger: logger
+        ).decode((UUID, String, ByteBuffer?).self) {
             do {
                 out[app] = try make(json, try sealed.map { try box.open($0) })
             } catch {
-                logger.error("store settings unreadable; this app's purchases are refused until they are set again",
-                             metadata: ["app_id": "\(app.lowercasedString)", "store": "\(store)"])
+                logger.error(
+                    "store settings unreadable; this app's purchases are refused until they are set again",
+                    metadata: ["app_id": "\(app.lowercasedString)", "store": "\(store)"])
             }
         }
         return out

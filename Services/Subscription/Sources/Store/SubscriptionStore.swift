@@ -46,17 +46,22 @@ public struct SubscriptionStore: Sendable {
     static func decode(_ rows: PostgresRows) async throws -> [Subscription] {
         var out: [Subscription] = []
         for try await r in rows.decode((UUID, UUID, String, String, Date, Date, Date?, Date?, Bool, String, Date?).self) {
-            out.append(Subscription(id: r.0, userID: r.1, status: r.2, planType: r.3, startDate: r.4, endDate: r.5, trialEndDate: r.6,
-                                    gracePeriodEnd: r.7, autoRenew: r.8, store: r.9, expiredAt: r.10))
+            out.append(
+                Subscription(
+                    id: r.0, userID: r.1, status: r.2, planType: r.3, startDate: r.4, endDate: r.5, trialEndDate: r.6,
+                    gracePeriodEnd: r.7, autoRenew: r.8, store: r.9, expiredAt: r.10))
         }
         return out
     }
 
     public func byOriginalTransaction(app: UUID, store: String, original: String, on conn: PostgresConnection) async throws -> Subscription? {
-        try await Self.decode(try await conn.run("""
-            SELECT \(unescaped: Self.columns) FROM subscriptions
-            WHERE app_id = \(app) AND store = \(store) AND store_original_transaction_id = \(original) FOR UPDATE
-            """, logger: logger)).first
+        try await Self.decode(
+            try await conn.run(
+                """
+                SELECT \(unescaped: Self.columns) FROM subscriptions
+                WHERE app_id = \(app) AND store = \(store) AND store_original_transaction_id = \(original) FOR UPDATE
+                """, logger: logger)
+        ).first
     }
 
     /// One purchase at a time per original transaction, whatever the number of devices posting it.
@@ -66,9 +71,11 @@ public struct SubscriptionStore: Sendable {
 
     /// What is recorded about one store transaction id: never seen, seen, or refunded/revoked.
     public func knownTransaction(app: UUID, store: String, id: String, on conn: PostgresConnection) async throws -> PurchaseRules.KnownTransaction {
-        for try await revoked in try await conn.run("""
+        for try await revoked in try await conn.run(
+            """
             SELECT revoked_at IS NOT NULL FROM iap_receipts WHERE app_id = \(app) AND store = \(store) AND transaction_id = \(id)
-            """, logger: logger).decode(Bool.self) { return revoked ? .revoked : .active }
+            """, logger: logger
+        ).decode(Bool.self) { return revoked ? .revoked : .active }
         return .unknown
     }
 
@@ -81,7 +88,8 @@ public struct SubscriptionStore: Sendable {
     }
 
     public func insert(_ p: StorePurchase, app: UUID, user: UUID, plan: Plan, now: Date, on conn: PostgresConnection) async throws -> UUID {
-        let rows = try await conn.run("""
+        let rows = try await conn.run(
+            """
             INSERT INTO subscriptions (app_id, user_id, plan_id, plan_type, status, start_date, end_date, store_expires_ms, trial_end_date,
                 grace_period_end, auto_renew, store, store_product_id, store_transaction_id, store_original_transaction_id, environment, price,
                 currency, created_at, updated_at)
@@ -96,7 +104,8 @@ public struct SubscriptionStore: Sendable {
 
     /// A later period reported by the store: the end date, the transaction and the status move.
     public func extend(_ sub: UUID, with p: StorePurchase, now: Date, on conn: PostgresConnection) async throws {
-        try await conn.run("""
+        try await conn.run(
+            """
             UPDATE subscriptions SET end_date = \(p.endDate), store_expires_ms = \(p.expiresMS), store_transaction_id = \(p.transactionID),
                    status = CASE WHEN \(p.endDate) > \(now) THEN \(p.status) ELSE status END,
                    expired_at = CASE WHEN \(p.endDate) > \(now) THEN NULL ELSE expired_at END,
@@ -110,7 +119,8 @@ public struct SubscriptionStore: Sendable {
     }
 
     public func insertReceipt(app: UUID, user: UUID, sub: UUID, _ p: StorePurchase, now: Date, on conn: PostgresConnection) async throws {
-        try await conn.run("""
+        try await conn.run(
+            """
             INSERT INTO iap_receipts (app_id, user_id, subscription_id, store, transaction_id, original_transaction_id, product_id,
                                       purchase_date, expiration_date, is_trial, is_active, validated, validation_date, signed_data, app_account_token)
             VALUES (\(app), \(user), \(sub), \(p.store), \(p.transactionID), \(p.originalTransactionID), \(p.productID),
@@ -123,28 +133,34 @@ public struct SubscriptionStore: Sendable {
     /// transaction (recorded even if the app never posted it) stays revoked, so replaying it
     /// buys nothing.
     public func revoke(_ sub: Subscription, app: UUID, transaction: StorePurchase, now: Date, on conn: PostgresConnection) async throws {
-        try await conn.run("""
+        try await conn.run(
+            """
             UPDATE subscriptions SET status = 'revoked', expired_at = \(now), auto_renew = false, updated_at = \(now) WHERE id = \(sub.id)
             """, logger: logger)
-        try await conn.run("""
+        try await conn.run(
+            """
             INSERT INTO iap_receipts (app_id, user_id, subscription_id, store, transaction_id, original_transaction_id, product_id,
                                       purchase_date, expiration_date, is_trial, is_active, validated, validation_date, revoked_at)
             VALUES (\(app), \(sub.userID), \(sub.id), \(transaction.store), \(transaction.transactionID), \(transaction.originalTransactionID),
                     \(transaction.productID), \(transaction.purchaseDate), \(transaction.endDate), \(transaction.isTrial), false, true, \(now), \(now))
             ON CONFLICT (app_id, store, transaction_id) DO NOTHING
             """, logger: logger)
-        try await conn.run("""
+        try await conn.run(
+            """
             UPDATE iap_receipts SET is_active = false, revoked_at = COALESCE(revoked_at, \(now)) WHERE subscription_id = \(sub.id)
             """, logger: logger)
     }
 
     /// A store renewal (or a refund reversed): the period moves to the store's end, and the
     /// receipts revoked by a refund that the store reversed count again.
-    public func renew(_ sub: Subscription, expiresMS: Int64?, transactionID: String, refundReversed: Bool, now: Date,
-                      on conn: PostgresConnection) async throws {
+    public func renew(
+        _ sub: Subscription, expiresMS: Int64?, transactionID: String, refundReversed: Bool, now: Date,
+        on conn: PostgresConnection
+    ) async throws {
         let end = expiresMS.map { Date(timeIntervalSince1970: Double($0) / 1000) } ?? sub.endDate
         let status = end > now ? "active" : "expired"
-        try await conn.run("""
+        try await conn.run(
+            """
             UPDATE subscriptions SET status = \(status), end_date = GREATEST(end_date, \(end)),
                    store_expires_ms = GREATEST(store_expires_ms, \(expiresMS)), store_transaction_id = \(transactionID),
                    expired_at = CASE WHEN \(status) = 'active' THEN NULL ELSE expired_at END,
@@ -157,14 +173,16 @@ public struct SubscriptionStore: Sendable {
 
     /// Apple's billing problem with a grace period: access continues until `until`.
     public func enterGracePeriod(_ sub: UUID, until graceEnd: Date, now: Date, on conn: PostgresConnection) async throws {
-        try await conn.run("""
+        try await conn.run(
+            """
             UPDATE subscriptions SET status = 'grace_period', grace_period_end = \(graceEnd), updated_at = \(now) WHERE id = \(sub)
             """, logger: logger)
     }
 
     /// The store says the subscription ended.
     public func expire(_ sub: UUID, now: Date, on conn: PostgresConnection) async throws {
-        try await conn.run("""
+        try await conn.run(
+            """
             UPDATE subscriptions SET status = 'expired', expired_at = \(now), auto_renew = false, updated_at = \(now) WHERE id = \(sub)
             """, logger: logger)
     }
@@ -179,9 +197,12 @@ public struct SubscriptionStore: Sendable {
     }
 
     /// Google Play's state of the subscription, as mapped by `GoogleStateMapping`.
-    public func applyStoreState(_ sub: UUID, status: String, end: Date, autoRenew: Bool, graceEnd: Date?, orderID: String?, now: Date,
-                                on conn: PostgresConnection) async throws {
-        try await conn.run("""
+    public func applyStoreState(
+        _ sub: UUID, status: String, end: Date, autoRenew: Bool, graceEnd: Date?, orderID: String?, now: Date,
+        on conn: PostgresConnection
+    ) async throws {
+        try await conn.run(
+            """
             UPDATE subscriptions SET status = \(status), end_date = \(end), auto_renew = \(autoRenew), grace_period_end = \(graceEnd),
                    store_transaction_id = COALESCE(\(orderID), store_transaction_id),
                    expired_at = CASE WHEN \(status) IN ('expired', 'revoked') THEN \(now) ELSE NULL END, updated_at = \(now)
@@ -191,11 +212,14 @@ public struct SubscriptionStore: Sendable {
 
     /// The user's current subscription (seed 2.2 step 6), locked for a possible expiry flip.
     public func current(app: UUID, user: UUID, on conn: PostgresConnection) async throws -> Subscription? {
-        try await Self.decode(try await conn.run("""
-            SELECT \(unescaped: Self.columns) FROM subscriptions
-            WHERE app_id = \(app) AND user_id = \(user) AND status IN ('active', 'trial', 'grace_period')
-            ORDER BY created_at DESC LIMIT 1 FOR UPDATE
-            """, logger: logger)).first
+        try await Self.decode(
+            try await conn.run(
+                """
+                SELECT \(unescaped: Self.columns) FROM subscriptions
+                WHERE app_id = \(app) AND user_id = \(user) AND status IN ('active', 'trial', 'grace_period')
+                ORDER BY created_at DESC LIMIT 1 FOR UPDATE
+                """, logger: logger)
+        ).first
     }
 
     /// One round trip, no lock: the user's most relevant subscription (one granting access
@@ -203,15 +227,20 @@ public struct SubscriptionStore: Sendable {
     /// statement lives on one server session, which a transaction-mode pooler does not keep.
     public func snapshot(app: UUID, user: UUID, db: DatabasePool) async throws -> (Subscription, String?)? {
         typealias Row = (UUID, UUID, String, String, Date, Date, Date?, Date?, Bool, String, Date?, String?)
-        for try await r in try await db.query("""
+        for try await r in try await db.query(
+            """
             SELECT s.id, s.user_id, s.status, s.plan_type, s.start_date, s.end_date, s.trial_end_date, s.grace_period_end,
                    s.auto_renew, s.store, s.expired_at, p.features::text
             FROM subscriptions s LEFT JOIN subscription_plans p ON p.id = s.plan_id
             WHERE s.app_id = \(app) AND s.user_id = \(user)
             ORDER BY (s.status IN ('active', 'trial', 'grace_period')) DESC, s.created_at DESC LIMIT 1
-            """, logger: logger).decode(Row.self) {
-            return (Subscription(id: r.0, userID: r.1, status: r.2, planType: r.3, startDate: r.4, endDate: r.5, trialEndDate: r.6,
-                                 gracePeriodEnd: r.7, autoRenew: r.8, store: r.9, expiredAt: r.10), r.11)
+            """, logger: logger
+        ).decode(Row.self) {
+            return (
+                Subscription(
+                    id: r.0, userID: r.1, status: r.2, planType: r.3, startDate: r.4, endDate: r.5, trialEndDate: r.6,
+                    gracePeriodEnd: r.7, autoRenew: r.8, store: r.9, expiredAt: r.10), r.11
+            )
         }
         return nil
     }
@@ -237,8 +266,13 @@ public struct SubscriptionStore: Sendable {
             let rows = try await conn.run(Self.dueQuery(now: now, batch: batch), logger: logger)
             var due: [(UUID, Subscription)] = []
             for try await r in rows.decode((UUID, UUID, UUID, String, String, Date, Date, Date?, Date?, Bool, String, Date?).self) {
-                due.append((r.0, Subscription(id: r.1, userID: r.2, status: r.3, planType: r.4, startDate: r.5, endDate: r.6, trialEndDate: r.7,
-                                              gracePeriodEnd: r.8, autoRenew: r.9, store: r.10, expiredAt: r.11)))
+                due.append(
+                    (
+                        r.0,
+                        Subscription(
+                            id: r.1, userID: r.2, status: r.3, planType: r.4, startDate: r.5, endDate: r.6, trialEndDate: r.7,
+                            gracePeriodEnd: r.8, autoRenew: r.9, store: r.10, expiredAt: r.11)
+                    ))
             }
             for (app, sub) in due { _ = try await expireIfDue(sub, app: app, now: now, on: conn) }
             return due.count
@@ -247,11 +281,14 @@ public struct SubscriptionStore: Sendable {
 
     /// The store notification inbox: records a notification once per (store, id) and runs
     /// `apply` in the same transaction; a replay returns "duplicate" and changes nothing.
-    public func receiveOnce(app: UUID, store: String, id: String, type: String, subtype: String?, originalTransaction: String?,
-                            payload: String, now: Date, db: DatabasePool,
-                            apply: (PostgresConnection) async throws -> String) async throws -> String {
+    public func receiveOnce(
+        app: UUID, store: String, id: String, type: String, subtype: String?, originalTransaction: String?,
+        payload: String, now: Date, db: DatabasePool,
+        apply: (PostgresConnection) async throws -> String
+    ) async throws -> String {
         try await db.withTransaction(logger: logger) { conn in
-            let inserted = try await conn.run("""
+            let inserted = try await conn.run(
+                """
                 INSERT INTO store_notifications (app_id, store, notification_id, notification_type, subtype, original_transaction_id,
                                                  payload, received_at, result)
                 VALUES (\(app), \(store), \(id), \(type), \(subtype), \(originalTransaction), \(payload)::jsonb, \(now), 'received')
@@ -268,65 +305,85 @@ public struct SubscriptionStore: Sendable {
 
     /// Whether a notification was already recorded (to skip a store round trip on a replay).
     public func notificationSeen(store: String, id: String, db: DatabasePool) async throws -> Bool {
-        for try await _ in try await db.query("""
+        for try await _ in try await db.query(
+            """
             SELECT 1 FROM store_notifications WHERE store = \(store) AND notification_id = \(id)
-            """, logger: logger) { return true }
+            """, logger: logger)
+        { return true }
         return false
     }
 
     public func latest(app: UUID, user: UUID, on conn: PostgresConnection) async throws -> Subscription? {
-        try await Self.decode(try await conn.run("""
-            SELECT \(unescaped: Self.columns) FROM subscriptions WHERE app_id = \(app) AND user_id = \(user)
-            ORDER BY created_at DESC LIMIT 1
-            """, logger: logger)).first
+        try await Self.decode(
+            try await conn.run(
+                """
+                SELECT \(unescaped: Self.columns) FROM subscriptions WHERE app_id = \(app) AND user_id = \(user)
+                ORDER BY created_at DESC LIMIT 1
+                """, logger: logger)
+        ).first
     }
 
     public enum SupportGrant: Sendable { case granted(UUID), replayed(UUID), keyReused }
 
     /// Premium from support until `until`, once per `key` (a retry answers the first grant).
-    public func grantBySupport(app: UUID, user: UUID, key: String, until: Date, plan: Plan?, now: Date,
-                               on conn: PostgresConnection) async throws -> SupportGrant {
+    public func grantBySupport(
+        app: UUID, user: UUID, key: String, until: Date, plan: Plan?, now: Date,
+        on conn: PostgresConnection
+    ) async throws -> SupportGrant {
         let reference = "support:" + key
-        for try await id in try await conn.run("""
+        for try await id in try await conn.run(
+            """
             INSERT INTO subscriptions (app_id, user_id, plan_id, plan_type, status, start_date, end_date, store_expires_ms, auto_renew, store,
                 store_product_id, store_transaction_id, store_original_transaction_id, environment, created_at, updated_at)
             VALUES (\(app), \(user), \(plan?.id), \(plan?.planType ?? "support"), 'active', \(now), \(until),
                 \(Int64(until.timeIntervalSince1970 * 1000)), false, 'support', 'support', \(reference), \(reference), 'Production', \(now), \(now))
             ON CONFLICT (app_id, store, store_original_transaction_id) DO NOTHING
             RETURNING id
-            """, logger: logger).decode(UUID.self) { return .granted(id) }
-        for try await (id, owner) in try await conn.run("""
+            """, logger: logger
+        ).decode(UUID.self) { return .granted(id) }
+        for try await (id, owner) in try await conn.run(
+            """
             SELECT id, user_id FROM subscriptions WHERE app_id = \(app) AND store = 'support' AND store_original_transaction_id = \(reference)
-            """, logger: logger).decode((UUID, UUID).self) { return owner == user ? .replayed(id) : .keyReused }
+            """, logger: logger
+        ).decode((UUID, UUID).self) { return owner == user ? .replayed(id) : .keyReused }
         return .keyReused
     }
 
     /// Ends every premium support granted the user (store purchases are the store's to end).
     public func revokeSupportGrants(app: UUID, user: UUID, now: Date, on conn: PostgresConnection) async throws -> [UUID] {
         var out: [UUID] = []
-        for try await id in try await conn.run("""
+        for try await id in try await conn.run(
+            """
             UPDATE subscriptions SET status = 'revoked', expired_at = \(now), auto_renew = false, updated_at = \(now)
             WHERE app_id = \(app) AND user_id = \(user) AND store = 'support' AND status IN ('active', 'trial', 'grace_period')
             RETURNING id
-            """, logger: logger).decode(UUID.self) { out.append(id) }
+            """, logger: logger
+        ).decode(UUID.self) { out.append(id) }
         return out
     }
 
-    public func event(_ sub: UUID, app: UUID, user: UUID, type: String, data: [String: JSONValue] = [:], now: Date,
-                      on conn: PostgresConnection) async throws {
+    public func event(
+        _ sub: UUID, app: UUID, user: UUID, type: String, data: [String: JSONValue] = [:], now: Date,
+        on conn: PostgresConnection
+    ) async throws {
         let json = String(decoding: try JSON.encoder.encode(data), as: UTF8.self)
         var id: Int64 = 0
-        for try await v in try await conn.run("""
+        for try await v in try await conn.run(
+            """
             INSERT INTO subscription_events (subscription_id, app_id, user_id, event_type, event_data, timestamp)
             VALUES (\(sub), \(app), \(user), \(type), \(json)::jsonb, \(now))
             RETURNING id
-            """, logger: logger).decode(Int64.self) { id = v }
+            """, logger: logger
+        ).decode(Int64.self) { id = v }
         // #33: the app's servers hear of it through auth, iff this transaction commits. The
         // event row's id orders a subscription's events.
         if let hook = Self.webhookTypes[type] {
-            try await Outbox.write(try OutboxMessage(target: .auth, method: "POST", path: "/internal/events", body: WebhookEventMessage(
-                type: hook, appID: app, createdAt: now, version: id,
-                data: ["user_id": .string(user.lowercasedString), "subscription_id": .string(sub.lowercasedString)])), on: conn, logger: logger)
+            try await Outbox.write(
+                try OutboxMessage(
+                    target: .auth, method: "POST", path: "/internal/events",
+                    body: WebhookEventMessage(
+                        type: hook, appID: app, createdAt: now, version: id,
+                        data: ["user_id": .string(user.lowercasedString), "subscription_id": .string(sub.lowercasedString)])), on: conn, logger: logger)
         }
     }
 
@@ -334,17 +391,19 @@ public struct SubscriptionStore: Sendable {
     static let webhookTypes: [String: String] = [
         "subscribed": "subscription.activated", "trial_started": "subscription.activated", "support_granted": "subscription.activated",
         "renewed": "subscription.renewed", "grace_period_started": "subscription.grace_period_started", "expired": "subscription.expired",
-        "refunded": "subscription.refunded", "cancel_requested": "subscription.cancelled", "support_revoked": "subscription.expired",
+        "refunded": "subscription.refunded", "cancel_requested": "subscription.cancelled", "support_revoked": "subscription.expired"
     ]
 
     /// Whether one of the user's subscriptions gives access at `now` (its period, or its grace
     /// period, not over).
     public func grantsAccessNow(app: UUID, user: UUID, now: Date, on conn: PostgresConnection) async throws -> Bool {
-        for try await yes in try await conn.run("""
+        for try await yes in try await conn.run(
+            """
             SELECT EXISTS (SELECT 1 FROM subscriptions WHERE app_id = \(app) AND user_id = \(user)
                            AND status IN ('trial', 'active', 'grace_period')
                            AND COALESCE(CASE WHEN status = 'grace_period' THEN grace_period_end END, end_date) > \(now))
-            """, logger: logger).decode(Bool.self) { return yes }
+            """, logger: logger
+        ).decode(Bool.self) { return yes }
         return false
     }
 
@@ -357,32 +416,42 @@ public struct SubscriptionStore: Sendable {
         let version = try await UserFactStore(logger: logger).nextVersion(app: app, user: user, on: conn)
         var premium = false
         var validUntil: Date?
-        for try await (p, until) in try await conn.run("""
+        for try await (p, until) in try await conn.run(
+            """
             SELECT count(*) > 0,
                    max(COALESCE(CASE WHEN status = 'grace_period' THEN grace_period_end END, end_date))
             FROM subscriptions WHERE app_id = \(app) AND user_id = \(user) AND status IN ('trial', 'active', 'grace_period')
-            """, logger: logger).decode((Bool, Date?).self) { (premium, validUntil) = (p, until) }
+            """, logger: logger
+        ).decode((Bool, Date?).self) { (premium, validUntil) = (p, until) }
         let userPath = "/internal/users/\(user.lowercasedString)"
         let query = "?app_id=\(app.lowercasedString)"
-        try await Outbox.write(try OutboxMessage(target: .auth, method: "PUT", path: "\(userPath)/status\(query)",
-                                                 body: UserStatusUpdate(appID: app, status: premium ? .premium : .free, version: version)),
-                               on: conn, logger: logger)
+        try await Outbox.write(
+            try OutboxMessage(
+                target: .auth, method: "PUT", path: "\(userPath)/status\(query)",
+                body: UserStatusUpdate(appID: app, status: premium ? .premium : .free, version: version)),
+            on: conn, logger: logger)
         let fact = EntitlementFact(appID: app, userID: user, isPremium: premium, validUntil: premium ? validUntil : nil, version: version)
         for target in [ServiceName.ads, .offline] {
-            try await Outbox.write(try OutboxMessage(target: target, method: "PUT", path: "\(userPath)/entitlement\(query)", body: fact),
-                                   on: conn, logger: logger)
+            try await Outbox.write(
+                try OutboxMessage(target: target, method: "PUT", path: "\(userPath)/entitlement\(query)", body: fact),
+                on: conn, logger: logger)
         }
     }
 
     /// Seed 2.1 postconditions: auth (which holds the address and the mailer) emails the
     /// confirmation, through the outbox in the caller's transaction: no purchase, no email.
-    public func askConfirmationEmail(app: UUID, user: UUID, subscription: UUID, _ p: StorePurchase, planType: String,
-                                     on conn: PostgresConnection) async throws {
-        try await Outbox.write(try OutboxMessage(target: .auth, method: "POST",
-                                                 path: "/internal/users/\(user.lowercasedString)/emails/purchase-confirmation?app_id=\(app.lowercasedString)",
-                                                 body: PurchaseConfirmation(appID: app, subscriptionID: subscription, planType: planType,
-                                                                            productID: p.productID, store: p.store, isTrial: p.isTrial, endDate: p.endDate)),
-                               on: conn, logger: logger)
+    public func askConfirmationEmail(
+        app: UUID, user: UUID, subscription: UUID, _ p: StorePurchase, planType: String,
+        on conn: PostgresConnection
+    ) async throws {
+        try await Outbox.write(
+            try OutboxMessage(
+                target: .auth, method: "POST",
+                path: "/internal/users/\(user.lowercasedString)/emails/purchase-confirmation?app_id=\(app.lowercasedString)",
+                body: PurchaseConfirmation(
+                    appID: app, subscriptionID: subscription, planType: planType,
+                    productID: p.productID, store: p.store, isTrial: p.isTrial, endDate: p.endDate)),
+            on: conn, logger: logger)
     }
 
     /// Seed 7a: an end date in the past (and past any grace period) makes the row expired,

@@ -16,7 +16,8 @@ struct ZxcvbnData: Sendable {
             throw CocoaError(.fileNoSuchFile)
         }
         struct Lists: Decodable { var order: [String]; var lists: [String: [String]] }
-        struct Graphs: Decodable { var order: [String]; var graphs: [String: [[Entry]]]
+        struct Graphs: Decodable {
+            var order: [String]; var graphs: [String: [[Entry]]]
             enum Entry: Decodable {
                 case key(String), neighbors([String?])
                 init(from decoder: any Decoder) throws {
@@ -49,8 +50,9 @@ struct ZxcvbnData: Sendable {
             positions[name] = adjacency.count
             parsed.append((name, adjacency))
         }
-        return ZxcvbnData(rankedDictionaries: ranked, graphs: parsed,
-                          keyboardAverageDegree: degrees["qwerty"]!, keypadAverageDegree: degrees["keypad"]!,
-                          keyboardStartingPositions: positions["qwerty"]!, keypadStartingPositions: positions["keypad"]!)
+        return ZxcvbnData(
+            rankedDictionaries: ranked, graphs: parsed,
+            keyboardAverageDegree: degrees["qwerty"]!, keypadAverageDegree: degrees["keypad"]!,
+            keyboardStartingPositions: positions["qwerty"]!, keypadStartingPositions: positions["keypad"]!)
     }
 }

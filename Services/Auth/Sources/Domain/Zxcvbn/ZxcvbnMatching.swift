@@ -49,12 +49,12 @@ struct ZxcvbnMatcher {
     static let l33tTable: [(Unicode.Scalar, [Unicode.Scalar])] = [
         ("a", ["4", "@"]), ("b", ["8"]), ("c", ["(", "{", "[", "<"]), ("e", ["3"]), ("g", ["6", "9"]),
         ("i", ["1", "!", "|"]), ("l", ["1", "|", "7"]), ("o", ["0"]), ("s", ["$", "5"]), ("t", ["+", "7"]),
-        ("x", ["%"]), ("z", ["2"]),
+        ("x", ["%"]), ("z", ["2"])
     ]
 
     static let dateSplits: [Int: [(Int, Int)]] = [
         4: [(1, 2), (2, 3)], 5: [(1, 3), (2, 3)], 6: [(1, 2), (2, 4), (4, 5)],
-        7: [(1, 3), (2, 3), (4, 5), (4, 6)], 8: [(2, 4), (4, 6)],
+        7: [(1, 3), (2, 3), (4, 5), (4, 6)], 8: [(2, 4), (4, 6)]
     ]
 
     static func sortByIJ(_ m: [ZMatch]) -> [ZMatch] {
@@ -329,7 +329,8 @@ struct ZxcvbnMatcher {
         while k + 4 <= password.count {
             let t = password[k..<(k + 4)]
             let d = t.map(\.isASCIIDigit)
-            let ok = (t[k] == "1" && t[k + 1] == "9" && d[2] && d[3])
+            let ok =
+                (t[k] == "1" && t[k + 1] == "9" && d[2] && d[3])
                 || (t[k] == "2" && t[k + 1] == "0" && t[k + 2] == "0" && d[3])
                 || (t[k] == "2" && t[k + 1] == "0" && t[k + 2] == "1" && d[3])
             if ok {
@@ -361,8 +362,10 @@ struct ZxcvbnMatcher {
                     guard token.allSatisfy(\.isASCIIDigit) else { continue }
                     var candidates: [(year: Int, month: Int, day: Int)] = []
                     for (k, l) in Self.dateSplits[token.count]! {
-                        if let dmy = Self.mapIntsToDMY([Self.digitsValue(token[0..<k]), Self.digitsValue(token[k..<l]),
-                                                        Self.digitsValue(token[l...])]) {
+                        if let dmy = Self.mapIntsToDMY([
+                            Self.digitsValue(token[0..<k]), Self.digitsValue(token[k..<l]),
+                            Self.digitsValue(token[l...])
+                        ]) {
                             candidates.append(dmy)
                         }
                     }
@@ -385,7 +388,8 @@ struct ZxcvbnMatcher {
                     if j >= n { break }
                     let token = Array(password[i...j])
                     guard let parts = Self.separatedDate(token),
-                          let dmy = Self.mapIntsToDMY([parts.0, parts.2, parts.3]) else { continue }
+                        let dmy = Self.mapIntsToDMY([parts.0, parts.2, parts.3])
+                    else { continue }
                     var m = ZMatch(pattern: .date, i: i, j: j, token: token)
                     m.year = dmy.year
                     m.separator = String(parts.1)

@@ -152,16 +152,19 @@ struct PushOptions: Codable, Sendable, Equatable {
         for (locale, kinds) in templates {
             for (kind, template) in kinds {
                 guard let k = PushKind(rawValue: kind), k != .operatorMessage else {
-                    throw AppError.validation("templates.\(locale.rawValue).\(kind)",
-                                              "templates name kinds: \(PushKind.allCases.filter { $0 != .operatorMessage }.map(\.rawValue).joined(separator: ", "))")
+                    throw AppError.validation(
+                        "templates.\(locale.rawValue).\(kind)",
+                        "templates name kinds: \(PushKind.allCases.filter { $0 != .operatorMessage }.map(\.rawValue).joined(separator: ", "))")
                 }
                 guard (1...100).contains(template.title.count), (1...400).contains(template.body.count) else {
                     throw AppError.validation("templates.\(locale.rawValue).\(kind)", "a title is 1-100 characters, a body 1-400")
                 }
                 let unknown = Set(template.placeholders).subtracting(PushTemplates.placeholders(k))
                 guard unknown.isEmpty else {
-                    throw AppError.validation("templates.\(locale.rawValue).\(kind)",
-                                              "unknown placeholder {\(unknown.sorted().joined(separator: "}, {"))}; allowed: \(PushTemplates.placeholders(k).sorted().joined(separator: ", "))")
+                    throw AppError.validation(
+                        "templates.\(locale.rawValue).\(kind)",
+                        "unknown placeholder {\(unknown.sorted().joined(separator: "}, {"))}; allowed: \(PushTemplates.placeholders(k).sorted().joined(separator: ", "))"
+                    )
                 }
             }
         }
@@ -231,8 +234,10 @@ enum PushDecision: Equatable, Sendable {
     /// `consent`: the user's `consent_notifications`, nil when never answered. `sentToday`: the
     /// alerts this user received in the last 24 hours. A content update of fewer than 3 changes
     /// is a silent sync (UC-OFFLINE-3.2).
-    static func decide(kind: PushKind, data: [String: String], consent: Bool?, options: PushOptions, sentToday: Int,
-                       locale: PushLocale?) -> PushDecision {
+    static func decide(
+        kind: PushKind, data: [String: String], consent: Bool?, options: PushOptions, sentToday: Int,
+        locale: PushLocale?
+    ) -> PushDecision {
         let consented = consent ?? !options.requireOptIn
         let silent = kind == .contentUpdate && (Int(data["changes"] ?? "") ?? 0) < 3
         if silent {

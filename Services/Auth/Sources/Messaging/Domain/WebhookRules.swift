@@ -54,7 +54,8 @@ struct WebhookEndpointRules {
     /// `url` must be https (http only when `allowHTTP`, i.e. ENVIRONMENT=local), with a host.
     static func checkedURL(_ raw: String, allowHTTP: Bool) throws -> URL {
         guard raw.utf8.count <= 2048, let url = URL(string: raw), let scheme = url.scheme?.lowercased(),
-              let host = url.host, !host.isEmpty, url.user == nil, url.password == nil else {
+            let host = url.host, !host.isEmpty, url.user == nil, url.password == nil
+        else {
             throw AppError.validation("url", "url must be an absolute https URL of at most 2048 characters")
         }
         guard scheme == "https" || (scheme == "http" && allowHTTP) else {
@@ -69,7 +70,8 @@ struct WebhookEndpointRules {
             throw AppError.validation("events", "events must name 1 or more event types, or \"*\"")
         }
         for (i, name) in raw.enumerated() where name != "*" && WebhookEventType(rawValue: name) == nil {
-            throw AppError.validation("events[\(i)]", "unknown event type '\(name.prefix(60))'; known: \(WebhookEventType.allCases.map(\.rawValue).joined(separator: ", "))")
+            throw AppError.validation(
+                "events[\(i)]", "unknown event type '\(name.prefix(60))'; known: \(WebhookEventType.allCases.map(\.rawValue).joined(separator: ", "))")
         }
         var seen = Set<String>()
         return raw.filter { seen.insert($0).inserted }
@@ -108,13 +110,13 @@ enum OutboundAddress {
         let (a, b) = (parts[0], parts[1])
         switch a {
         case 0, 10, 127: return false
-        case 100 where (64...127).contains(b): return false      // carrier-grade NAT
-        case 169 where b == 254: return false                    // link-local (cloud metadata)
+        case 100 where (64...127).contains(b): return false // carrier-grade NAT
+        case 169 where b == 254: return false // link-local (cloud metadata)
         case 172 where (16...31).contains(b): return false
         case 192 where b == 168: return false
-        case 192 where b == 0 && parts[2] == 0: return false     // IETF protocol assignments
-        case 198 where b == 18 || b == 19: return false          // benchmarking
-        case 224...255: return false                             // multicast, reserved, broadcast
+        case 192 where b == 0 && parts[2] == 0: return false // IETF protocol assignments
+        case 198 where b == 18 || b == 19: return false // benchmarking
+        case 224...255: return false // multicast, reserved, broadcast
         default: return true
         }
     }
@@ -124,9 +126,9 @@ enum OutboundAddress {
         if lower == "::" || lower == "::1" { return false }
         if lower.hasPrefix("::ffff:") { return isPublic(String(lower.dropFirst(7))) }
         let first = lower.split(separator: ":", omittingEmptySubsequences: false).first.flatMap { UInt16($0, radix: 16) } ?? 0
-        if first & 0xfe00 == 0xfc00 { return false }   // unique local fc00::/7
-        if first & 0xffc0 == 0xfe80 { return false }   // link-local fe80::/10
-        if first & 0xff00 == 0xff00 { return false }   // multicast
+        if first & 0xfe00 == 0xfc00 { return false } // unique local fc00::/7
+        if first & 0xffc0 == 0xfe80 { return false } // link-local fe80::/10
+        if first & 0xff00 == 0xff00 { return false } // multicast
         return true
     }
 }

@@ -37,17 +37,23 @@ struct PushMessenger: Sendable {
 
     /// Records the notification once per (app, key) and queues its sending. Returns the id and
     /// whether this call created it (false: the same key was asked before).
-    func request(app: UUID, key: String, kind: PushKind, users: [UUID], data: [String: String], requestedBy: String,
-                 queueJob: Bool = true) async throws -> (id: Int64, created: Bool) {
+    func request(
+        app: UUID, key: String, kind: PushKind, users: [UUID], data: [String: String], requestedBy: String,
+        queueJob: Bool = true
+    ) async throws -> (id: Int64, created: Bool) {
         let logger = self.logger
-        if let id = try await store.request(app: app, key: key, kind: kind, users: users, data: data, requestedBy: requestedBy, enqueue: { id, conn in
-            guard queueJob else { return }
-            try await JobQueue.enqueue(on: conn, queue: Self.queue, kind: Self.sendJob, payload: JobPayload(notificationID: id, round: 1),
-                                       maxAttempts: 5, uniqueKey: "push:\(id):1", logger: logger)
-        }) {
+        if let id = try await store.request(
+            app: app, key: key, kind: kind, users: users, data: data, requestedBy: requestedBy,
+            enqueue: { id, conn in
+                guard queueJob else { return }
+                try await JobQueue.enqueue(
+                    on: conn, queue: Self.queue, kind: Self.sendJob, payload: JobPayload(notificationID: id, round: 1),
+                    maxAttempts: 5, uniqueKey: "push:\(id):1", logger: logger)
+            })
+        {
             return (id, true)
         }
-        guard let id = try await store.existing(app: app, key: key) else { throw AppError(.conflict, "notification_conflict", "Try again") }
+        guard let id = try await store.existing(app: app, key: key) else { throw AppError(AuthErrorCode.notificationConflict, "Try again") }
         return (id, false)
     }
 
@@ -62,9 +68,10 @@ struct PushMessenger: Sendable {
         let round = payload.round + 1
         let logger = self.logger
         try await store.db.withConnection { conn in
-            try await JobQueue.enqueue(on: conn, queue: Self.queue, kind: Self.sendJob,
-                                       payload: JobPayload(notificationID: payload.notificationID, round: round),
-                                       runAfter: Double(retryAfter), maxAttempts: 5, uniqueKey: "push:\(payload.notificationID):\(round)", logger: logger)
+            try await JobQueue.enqueue(
+                on: conn, queue: Self.queue, kind: Self.sendJob,
+                payload: JobPayload(notificationID: payload.notificationID, round: round),
+                runAfter: Double(retryAfter), maxAttempts: 5, uniqueKey: "push:\(payload.notificationID):\(round)", logger: logger)
         }
     }
 
@@ -93,14 +100,20 @@ struct PushMessenger: Sendable {
                     continue
                 }
                 for device in devices where !audience.done.contains(PushStore.Audience.doneKey(user, device.deviceID)) {
-                    let decision = PushDecision.decide(kind: n.kind, data: n.data, consent: consent, options: opts,
-                                                       sentToday: audience.sentToday[user] ?? 0, locale: device.locale)
+                    let decision = PushDecision.decide(
+                        kind: n.kind, data: n.data, consent: consent, options: opts,
+                        sentToday: audience.sentToday[user] ?? 0, locale: device.locale)
                     if case .skip(let outcome) = decision {
                         rows.append(.init(user: user, device: device.deviceID, provider: nil, outcome: outcome, status: nil, reason: nil))
                         continue
                     }
-                    sends.append((user, device, PushSend(token: device.token, environment: device.environment, kind: n.kind, decision: decision,
-                                                          data: n.data, id: UUID())))
+                    sends.append(
+                        (
+                            user, device,
+                            PushSend(
+                                token: device.token, environment: device.environment, kind: n.kind, decision: decision,
+                                data: n.data, id: UUID())
+                        ))
                 }
             }
             // The sends, at most `inFlight` at once; HTTP/2 multiplexes them on one connection.
@@ -133,8 +146,9 @@ struct PushMessenger: Sendable {
             }
             try await store.record(notification: n.id, app: n.appID, kind: n.kind, rows)
             for (provider, error) in credentialErrors {
-                logger.error("push credentials refused; the operator must set them again",
-                             metadata: ["app_id": "\(n.appID.lowercasedString)", "provider": "\(provider)", "error": "\(error)"])
+                logger.error(
+                    "push credentials refused; the operator must set them again",
+                    metadata: ["app_id": "\(n.appID.lowercasedString)", "provider": "\(provider)", "error": "\(error)"])
                 await store.recordCredentialError(app: n.appID, provider: provider, error: error)
             }
         }
@@ -153,7 +167,9 @@ struct PushMessenger: Sendable {
     }
 
     static var sends: MetricNameDescriptor {
-        MetricNameDescriptor(metricName: "push_sends", unitName: "total", helpText: "Push sends by provider (apns, fcm) and outcome (sent, removed_token, retrying, failed, credentials_refused)")
+        MetricNameDescriptor(
+            metricName: "push_sends", unitName: "total",
+            helpText: "Push sends by provider (apns, fcm) and outcome (sent, removed_token, retrying, failed, credentials_refused)")
     }
 
     private func counter(provider: String, outcome: String) -> Counter {

@@ -57,7 +57,9 @@ struct FCMCredentials: Sendable {
 
     struct ServiceAccount: Codable, Sendable {
         var type: String?; var projectID: String?; var clientEmail: String?; var privateKey: String?; var privateKeyID: String?
-        enum CodingKeys: String, CodingKey { case type, projectID = "project_id", clientEmail = "client_email", privateKey = "private_key", privateKeyID = "private_key_id" }
+        enum CodingKeys: String, CodingKey {
+            case type, projectID = "project_id", clientEmail = "client_email", privateKey = "private_key", privateKeyID = "private_key_id"
+        }
     }
 
     init(_ a: ServiceAccount) throws {
@@ -65,7 +67,8 @@ struct FCMCredentials: Sendable {
             throw AppError.validation("service_account.type", "the JSON must be a service account key (type service_account)")
         }
         guard let project = a.projectID, (1...100).contains(project.count),
-              project.allSatisfy({ $0.isASCII && ($0.isLowercase || $0.isNumber || $0 == "-") }) else {
+            project.allSatisfy({ $0.isASCII && ($0.isLowercase || $0.isNumber || $0 == "-") })
+        else {
             throw AppError.validation("service_account.project_id", "project_id is the Firebase project's id")
         }
         guard let email = a.clientEmail, email.contains("@"), email.count <= 320 else {
@@ -164,7 +167,8 @@ final class APNsClient: Sendable {
 
     private func renew(app: UUID, _ c: APNsCredentials, key: String, now: Date, forceRenew: Bool) async throws -> String {
         if let stored = try await store.current(app: app, fingerprint: c.fingerprint),
-           let jwt = Self.usable(stored, now: now, forceRenew: forceRenew) {
+            let jwt = Self.usable(stored, now: now, forceRenew: forceRenew)
+        {
             tokens.withLock { $0[key] = stored }
             return jwt
         }
@@ -204,7 +208,7 @@ final class APNsClient: Sendable {
                 ("apns-push-type", alert ? "alert" : "background"), ("apns-priority", alert ? "10" : "5"),
                 // A day: a device off for longer gets nothing stale.
                 ("apns-expiration", String(Int(clock.now().timeIntervalSince1970) + 86_400)),
-                ("content-type", "application/json"),
+                ("content-type", "application/json")
             ]
             if let collapse = m.kind.collapseID { headers.append(("apns-collapse-id", collapse)) }
             var request = HTTPClientRequest(url: "\(base)/3/device/\(m.token)")
@@ -222,7 +226,10 @@ final class APNsClient: Sendable {
                 let result = PushResult.apns(status: status, reason: reason, retryAfter: response.headers.first(name: "retry-after").flatMap { Int($0) })
                 // An expired token (our clock or a lost cache): sign again once, if the rule allows.
                 if status == 403, reason == "ExpiredProviderToken", attempt == 0,
-                   (try? await providerToken(app: app, c, forceRenew: true)) != jwt { continue }
+                    (try? await providerToken(app: app, c, forceRenew: true)) != jwt
+                {
+                    continue
+                }
                 return result
             } catch {
                 return PushResult(action: .retry(retryAfter: nil), status: nil, reason: "\(error)")
@@ -265,8 +272,9 @@ final class FCMClient: Sendable {
     private let pending = Mutex([String: Task<(String, Date), any Error>]())
 
     private func grant(_ c: FCMCredentials, now: Date) async throws -> (String, Date) {
-        let t = try await GoogleServiceAccount.grant(http: http, tokenURL: tokenURL, clientEmail: c.clientEmail,
-                                                     scope: "https://www.googleapis.com/auth/firebase.messaging", privateKey: c.privateKey, now: now)
+        let t = try await GoogleServiceAccount.grant(
+            http: http, tokenURL: tokenURL, clientEmail: c.clientEmail,
+            scope: "https://www.googleapis.com/auth/firebase.messaging", privateKey: c.privateKey, now: now)
         grants.withLock { $0 += 1 }
         tokens.withLock { $0[c.clientEmail] = (t.token, t.expires) }
         return (t.token, t.expires)
@@ -278,20 +286,23 @@ final class FCMClient: Sendable {
             let token: String
             do { token = try await accessToken(c, renew: attempt > 0) } catch let e as GoogleServiceAccount.TokenError {
                 // Google refused the service account (a deleted key): the operator's to fix.
-                return (500...599).contains(e.status) ? PushResult(action: .retry(retryAfter: nil), status: e.status, reason: "token endpoint")
+                return (500...599).contains(e.status)
+                    ? PushResult(action: .retry(retryAfter: nil), status: e.status, reason: "token endpoint")
                     : PushResult(action: .credentialsRefused, status: e.status, reason: "service account refused")
             } catch {
                 return PushResult(action: .retry(retryAfter: nil), status: nil, reason: "\(error)")
             }
-            let request = HTTPRequest(method: "POST", url: "\(baseURL)/v1/projects/\(c.projectID)/messages:send",
-                                      headers: [("Authorization", "Bearer \(token)"), ("Content-Type", "application/json")],
-                                      body: body, timeout: .seconds(10), connectTimeout: .seconds(5))
+            let request = HTTPRequest(
+                method: "POST", url: "\(baseURL)/v1/projects/\(c.projectID)/messages:send",
+                headers: [("Authorization", "Bearer \(token)"), ("Content-Type", "application/json")],
+                body: body, timeout: .seconds(10), connectTimeout: .seconds(5))
             do {
                 let response = try await http.send(request)
                 // An access token Google no longer takes: one new grant, then the answer stands.
                 if response.status == 401, attempt == 0 { continue }
-                let result = PushResult.fcm(status: response.status, errorCode: Self.errorCode(response.body),
-                                            retryAfter: response.header("retry-after").flatMap { Int($0) })
+                let result = PushResult.fcm(
+                    status: response.status, errorCode: Self.errorCode(response.body),
+                    retryAfter: response.header("retry-after").flatMap { Int($0) })
                 return result
             } catch {
                 return PushResult(action: .retry(retryAfter: nil), status: nil, reason: "\(error)")

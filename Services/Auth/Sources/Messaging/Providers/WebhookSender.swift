@@ -2,7 +2,7 @@ import Foundation
 import NIOPosix
 import ServiceKit
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// Posts one signed event to an endpoint (Standard Webhooks headers), 15 s at most. The host is
@@ -30,12 +30,16 @@ struct WebhookSender: Sendable {
     func send(url: String, eventID: UUID, body: Data, secrets: [String], timestamp: Int64) async throws -> Answer {
         let pinned = try await pin(url)
         let id = eventID.lowercasedString
-        let headers = [("Content-Type", "application/json"), ("webhook-id", id), ("webhook-timestamp", String(timestamp)),
-                       ("webhook-signature", WebhookSignature.header(secrets: secrets, id: id, timestamp: timestamp, body: body)),
-                       ("User-Agent", "app-backend-webhooks/1")]
+        let headers = [
+            ("Content-Type", "application/json"), ("webhook-id", id), ("webhook-timestamp", String(timestamp)),
+            ("webhook-signature", WebhookSignature.header(secrets: secrets, id: id, timestamp: timestamp, body: body)),
+            ("User-Agent", "app-backend-webhooks/1")
+        ]
         let started = ContinuousClock.now
-        let response = try await http.send(HTTPRequest(method: "POST", url: url, headers: headers, body: body, timeout: Self.timeout,
-                                                       connectTimeout: .seconds(5), resolve: pinned))
+        let response = try await http.send(
+            HTTPRequest(
+                method: "POST", url: url, headers: headers, body: body, timeout: Self.timeout,
+                connectTimeout: .seconds(5), resolve: pinned))
         let elapsed = ContinuousClock.now - started
         return Answer(status: response.status, latencyMs: Int(elapsed.components.seconds * 1000 + elapsed.components.attoseconds / 1_000_000_000_000_000))
     }

@@ -19,11 +19,12 @@ struct PushController: Sendable {
             let device = try body.checked(acceptLanguage: request.headers[.acceptLanguage])
             switch try await store.register(app: app, user: userID, device) {
             case .tooManyDevices:
-                throw AppError(.unprocessableContent, "too_many_devices",
-                               "At most \(PushTokenRegistration.maxDevices) devices per user; remove one first", extra: ["field": .string("device_id")])
+                throw AppError(
+                    AuthErrorCode.tooManyDevices,
+                    "At most \(PushTokenRegistration.maxDevices) devices per user; remove one first", extra: ["field": .string("device_id")])
             case .registered:
                 guard let listed = try await store.devices(app: app, user: userID).first(where: { $0.deviceID == device.deviceID }) else {
-                    throw AppError(.conflict, "device_changed", "The device was removed meanwhile; register it again")
+                    throw AppError(AuthErrorCode.deviceChanged, "The device was removed meanwhile; register it again")
                 }
                 return try context.json(listed)
             }
@@ -64,10 +65,15 @@ struct PushController: Sendable {
             let b = try await request.decodeJSON(as: APNsBody.self, context: context)
             let settings = APNsCredentials.Settings(teamID: b.teamID, keyID: b.keyID, topic: b.topic, environment: b.environment, privateKey: nil)
             let creds = try APNsCredentials(settings, privateKeyPEM: b.privateKey)
-            let shown: JSONValue = .object(["team_id": .string(b.teamID), "key_id": .string(b.keyID), "topic": .string(b.topic),
-                                            "environment": .string(creds.environment.rawValue)])
-            guard try await store.setCredentials(app: app, provider: "apns", settings: shown, secret: b.privateKey,
-                                                 fingerprint: creds.fingerprint) != nil else { throw AppError.notFound("Application") }
+            let shown: JSONValue = .object([
+                "team_id": .string(b.teamID), "key_id": .string(b.keyID), "topic": .string(b.topic),
+                "environment": .string(creds.environment.rawValue)
+            ])
+            guard
+                try await store.setCredentials(
+                    app: app, provider: "apns", settings: shown, secret: b.privateKey,
+                    fingerprint: creds.fingerprint) != nil
+            else { throw AppError.notFound("Application") }
             messenger.credentials.invalidate()
             return try await self.shown(app, context)
         }
@@ -77,8 +83,11 @@ struct PushController: Sendable {
             let creds = try FCMCredentials(b.serviceAccount)
             let secret = String(decoding: try JSON.encoder.encode(b.serviceAccount), as: UTF8.self)
             let shown: JSONValue = .object(["project_id": .string(creds.projectID), "client_email": .string(creds.clientEmail)])
-            guard try await store.setCredentials(app: app, provider: "fcm", settings: shown, secret: secret,
-                                                 fingerprint: creds.fingerprint) != nil else { throw AppError.notFound("Application") }
+            guard
+                try await store.setCredentials(
+                    app: app, provider: "fcm", settings: shown, secret: secret,
+                    fingerprint: creds.fingerprint) != nil
+            else { throw AppError.notFound("Application") }
             messenger.credentials.invalidate()
             return try await self.shown(app, context)
         }
@@ -118,23 +127,29 @@ struct PushController: Sendable {
 
     /// Sent inside the request (the operator waits for the providers' answers); a send the
     /// provider asked to retry goes on in the background job.
-    private func sendNow(app: UUID, user: UUID, kind: PushKind, data: [String: String], key: String,
-                         _ context: ServiceRequestContext) async throws -> Response {
+    private func sendNow(
+        app: UUID, user: UUID, kind: PushKind, data: [String: String], key: String,
+        _ context: ServiceRequestContext
+    ) async throws -> Response {
         // Checked first: an unknown user (or another app's) leaves no notification behind.
         guard try await store.isUser(app: app, user: user) else { throw AppError.notFound("User") }
-        let (id, created) = try await messenger.request(app: app, key: key, kind: kind, users: [user], data: data,
-                                                        requestedBy: "operator", queueJob: false)
+        let (id, created) = try await messenger.request(
+            app: app, key: key, kind: kind, users: [user], data: data,
+            requestedBy: "operator", queueJob: false)
         if created, let retryAfter = try await messenger.deliver(notificationID: id) {
             try await store.db.withConnection { conn in
-                try await JobQueue.enqueue(on: conn, queue: PushMessenger.queue, kind: PushMessenger.sendJob,
-                                           payload: PushMessenger.JobPayload(notificationID: id, round: 2), runAfter: Double(retryAfter),
-                                           uniqueKey: "push:\(id):2", logger: messenger.logger)
+                try await JobQueue.enqueue(
+                    on: conn, queue: PushMessenger.queue, kind: PushMessenger.sendJob,
+                    payload: PushMessenger.JobPayload(notificationID: id, round: 2), runAfter: Double(retryAfter),
+                    uniqueKey: "push:\(id):2", logger: messenger.logger)
             }
         }
         let rows = try await store.deliveries(notification: id)
         guard !rows.isEmpty else { throw AppError.notFound("User") }
-        return try context.json(["notification_id": JSONValue.int(Int(id)),
-                                 "results": try JSON.decoder.decode(JSONValue.self, from: JSON.encoder.encode(rows))])
+        return try context.json([
+            "notification_id": JSONValue.int(Int(id)),
+            "results": try JSON.decoder.decode(JSONValue.self, from: JSON.encoder.encode(rows))
+        ])
     }
 
     private func shown(_ app: UUID, _ context: ServiceRequestContext) async throws -> Response {
@@ -192,8 +207,9 @@ struct PushController: Sendable {
         }
         let key = try Self.checkedKey(b.key)
         let data = try Self.checkedData(b.data)
-        let (id, created) = try await messenger.request(app: b.appID, key: key, kind: kind, users: users, data: data,
-                                                        requestedBy: context.callingService?.rawValue ?? "service")
+        let (id, created) = try await messenger.request(
+            app: b.appID, key: key, kind: kind, users: users, data: data,
+            requestedBy: context.callingService?.rawValue ?? "service")
         return try context.json(["notification_id": JSONValue.int(Int(id)), "created": .bool(created)], status: created ? .accepted : .ok)
     }
 }

@@ -29,9 +29,10 @@ struct WebhookController: Sendable {
             let description = try WebhookEndpointRules.checkedDescription(b.description)
             let secret = WebhookSignature.newSecret()
             guard let endpoint = try await store.create(app: app, url: url, events: events, description: description, secret: secret) else {
-                throw AppError(.unprocessableContent, "too_many_endpoints",
-                               "An app has at most \(WebhookEndpointRules.maxEndpointsPerApp) webhook endpoints",
-                               extra: ["max_endpoints": .int(WebhookEndpointRules.maxEndpointsPerApp)])
+                throw AppError(
+                    AuthErrorCode.tooManyEndpoints,
+                    "An app has at most \(WebhookEndpointRules.maxEndpointsPerApp) webhook endpoints",
+                    extra: ["max_endpoints": .int(WebhookEndpointRules.maxEndpointsPerApp)])
             }
             return try context.json(Created(endpoint: endpoint, secret: secret), status: .created)
         }

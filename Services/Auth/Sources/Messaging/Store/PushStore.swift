@@ -23,19 +23,24 @@ struct PushStore: Sendable {
             // The user's rows first, in a fixed order: two registrations of one user queue here.
             var devices = 0
             var hasThis = false
-            for try await device in try await conn.run("""
+            for try await device in try await conn.run(
+                """
                 SELECT device_id FROM push_tokens WHERE app_id = \(app) AND user_id = \(user) ORDER BY device_id FOR UPDATE
-                """, logger: logger).decode(String.self) {
+                """, logger: logger
+            ).decode(String.self) {
                 devices += 1
                 if device == d.deviceID { hasThis = true }
             }
             guard hasThis || devices < PushTokenRegistration.maxDevices else { return .tooManyDevices }
             var moved = false
-            for try await _ in try await conn.run("""
+            for try await _ in try await conn.run(
+                """
                 DELETE FROM push_tokens WHERE app_id = \(app) AND token = \(d.token) AND NOT (user_id = \(user) AND device_id = \(d.deviceID))
                 RETURNING 1
-                """, logger: logger) { moved = true }
-            try await conn.run("""
+                """, logger: logger)
+            { moved = true }
+            try await conn.run(
+                """
                 INSERT INTO push_tokens (app_id, user_id, device_id, platform, token, environment, locale)
                 VALUES (\(app), \(user), \(d.deviceID), \(d.platform.rawValue), \(d.token), \(d.environment.rawValue), \(d.locale?.rawValue))
                 ON CONFLICT (app_id, user_id, device_id) DO UPDATE SET platform = EXCLUDED.platform, token = EXCLUDED.token,
@@ -56,10 +61,12 @@ struct PushStore: Sendable {
     /// The user's devices; a token is shown by its last 8 characters only.
     func devices(app: UUID, user: UUID) async throws -> [ListedDevice] {
         var out: [ListedDevice] = []
-        for try await r in try await db.query("""
+        for try await r in try await db.query(
+            """
             SELECT device_id, platform, environment, locale, right(token, 8), created_at, updated_at FROM push_tokens
             WHERE app_id = \(app) AND user_id = \(user) ORDER BY created_at, device_id
-            """, logger: logger).decode((String, String, String, String?, String, Date, Date).self) {
+            """, logger: logger
+        ).decode((String, String, String, String?, String, Date, Date).self) {
             out.append(ListedDevice(deviceID: r.0, platform: r.1, environment: r.2, locale: r.3, tokenSuffix: r.4, createdAt: r.5, updatedAt: r.6))
         }
         return out
@@ -72,9 +79,11 @@ struct PushStore: Sendable {
     /// Also in the caller's transaction: the logout of a device removes its token.
     @discardableResult
     static func remove(app: UUID, user: UUID, device: String, on conn: PostgresConnection, logger: Logger) async throws -> Bool {
-        for try await _ in try await conn.run("""
+        for try await _ in try await conn.run(
+            """
             DELETE FROM push_tokens WHERE app_id = \(app) AND user_id = \(user) AND device_id = \(device) RETURNING 1
-            """, logger: logger) { return true }
+            """, logger: logger)
+        { return true }
         return false
     }
 
@@ -93,20 +102,24 @@ struct PushStore: Sendable {
     func setCredentials(app: UUID, provider: String, settings: JSONValue, secret: String, fingerprint: String) async throws -> Int64? {
         let sealed = try box.seal(secret)
         let json = String(decoding: try JSON.encoder.encode(settings), as: UTF8.self)
-        for try await v in try await db.query("""
+        for try await v in try await db.query(
+            """
             INSERT INTO push_credentials (app_id, provider, settings, sealed_secret, fingerprint)
             SELECT id, \(provider), \(json)::jsonb, \(sealed), \(fingerprint) FROM applications WHERE id = \(app)
             ON CONFLICT (app_id, provider) DO UPDATE SET settings = EXCLUDED.settings, sealed_secret = EXCLUDED.sealed_secret,
                 fingerprint = EXCLUDED.fingerprint, version = push_credentials.version + 1, last_error = NULL, last_error_at = NULL,
                 provider_token = NULL, provider_token_issued_at = NULL, updated_at = now()
             RETURNING version
-            """, logger: logger).decode(Int64.self) { return v }
+            """, logger: logger
+        ).decode(Int64.self) { return v }
         return nil
     }
 
     func deleteCredentials(app: UUID, provider: String) async throws -> Bool {
-        for try await _ in try await db.query("DELETE FROM push_credentials WHERE app_id = \(app) AND provider = \(provider) RETURNING 1",
-                                              logger: logger) { return true }
+        for try await _ in try await db.query(
+            "DELETE FROM push_credentials WHERE app_id = \(app) AND provider = \(provider) RETURNING 1",
+            logger: logger)
+        { return true }
         return false
     }
 
@@ -121,12 +134,16 @@ struct PushStore: Sendable {
     /// Never the secret: the settings beside it, its fingerprint and the last refusal.
     func shownCredentials(app: UUID) async throws -> [ShownCredentials] {
         var out: [ShownCredentials] = []
-        for try await r in try await db.query("""
+        for try await r in try await db.query(
+            """
             SELECT provider, settings::text, fingerprint, version, last_error, last_error_at, updated_at FROM push_credentials
             WHERE app_id = \(app) ORDER BY provider
-            """, logger: logger).decode((String, String, String, Int64, String?, Date?, Date).self) {
-            out.append(ShownCredentials(provider: r.0, settings: try JSON.decoder.decode(JSONValue.self, from: Data(r.1.utf8)),
-                                        fingerprint: r.2, version: r.3, lastError: r.4, lastErrorAt: r.5, updatedAt: r.6))
+            """, logger: logger
+        ).decode((String, String, String, Int64, String?, Date?, Date).self) {
+            out.append(
+                ShownCredentials(
+                    provider: r.0, settings: try JSON.decoder.decode(JSONValue.self, from: Data(r.1.utf8)),
+                    fingerprint: r.2, version: r.3, lastError: r.4, lastErrorAt: r.5, updatedAt: r.6))
         }
         return out
     }
@@ -134,7 +151,8 @@ struct PushStore: Sendable {
     /// A provider refused our credentials: the operator sees it on the settings.
     func recordCredentialError(app: UUID, provider: String, error: String) async {
         do {
-            try await db.query("""
+            try await db.query(
+                """
                 UPDATE push_credentials SET last_error = \(error), last_error_at = now() WHERE app_id = \(app) AND provider = \(provider)
                 """, logger: logger)
         } catch { logger.warning("could not record a push credential error", metadata: ["error": "\(error)"]) }
@@ -143,9 +161,11 @@ struct PushStore: Sendable {
     /// Every app's credentials, opened; a row that no longer opens is left out and logged.
     func loadCredentials() async throws -> [UUID: PushCredentials] {
         var out: [UUID: PushCredentials] = [:]
-        for try await (app, provider, settings, sealed) in try await db.query("""
+        for try await (app, provider, settings, sealed) in try await db.query(
+            """
             SELECT app_id, provider, settings::text, sealed_secret FROM push_credentials
-            """, logger: logger).decode((UUID, String, String, ByteBuffer).self) {
+            """, logger: logger
+        ).decode((UUID, String, String, ByteBuffer).self) {
             do {
                 let secret = try box.open(sealed)
                 var c = out[app] ?? PushCredentials()
@@ -158,8 +178,9 @@ struct PushStore: Sendable {
                 }
                 out[app] = c
             } catch {
-                logger.error("push credentials unreadable; set them again",
-                             metadata: ["app_id": "\(app.lowercasedString)", "provider": "\(provider)", "error": "\(error)"])
+                logger.error(
+                    "push credentials unreadable; set them again",
+                    metadata: ["app_id": "\(app.lowercasedString)", "provider": "\(provider)", "error": "\(error)"])
             }
         }
         return out
@@ -167,11 +188,13 @@ struct PushStore: Sendable {
 
     func setOptions(app: UUID, _ o: PushOptions) async throws -> Int64? {
         let json = String(decoding: try JSON.encoder.encode(o), as: UTF8.self)
-        for try await v in try await db.query("""
+        for try await v in try await db.query(
+            """
             INSERT INTO push_settings (app_id, settings) SELECT id, \(json)::jsonb FROM applications WHERE id = \(app)
             ON CONFLICT (app_id) DO UPDATE SET settings = EXCLUDED.settings, version = push_settings.version + 1, updated_at = now()
             RETURNING version
-            """, logger: logger).decode(Int64.self) { return v }
+            """, logger: logger
+        ).decode(Int64.self) { return v }
         return nil
     }
 
@@ -187,16 +210,20 @@ struct PushStore: Sendable {
 
     /// Records what was asked, once per (app, key), and queues its job in the same transaction.
     /// Nil when the key was already used (a redelivery): nothing is queued again.
-    func request(app: UUID, key: String, kind: PushKind, users: [UUID], data: [String: String], requestedBy: String,
-                 enqueue: @Sendable (Int64, PostgresConnection) async throws -> Void) async throws -> Int64? {
+    func request(
+        app: UUID, key: String, kind: PushKind, users: [UUID], data: [String: String], requestedBy: String,
+        enqueue: @Sendable (Int64, PostgresConnection) async throws -> Void
+    ) async throws -> Int64? {
         let json = String(decoding: try JSON.encoder.encode(data), as: UTF8.self)
         return try await db.withTransaction(logger: logger) { conn in
             var id: Int64?
-            for try await n in try await conn.run("""
+            for try await n in try await conn.run(
+                """
                 INSERT INTO notifications (app_id, key, kind, user_ids, data, requested_by)
                 VALUES (\(app), \(key), \(kind.rawValue), \(users), \(json)::jsonb, \(requestedBy))
                 ON CONFLICT (app_id, key) DO NOTHING RETURNING id
-                """, logger: logger).decode(Int64.self) { id = n }
+                """, logger: logger
+            ).decode(Int64.self) { id = n }
             guard let id else { return nil }
             try await enqueue(id, conn)
             return id
@@ -205,9 +232,11 @@ struct PushStore: Sendable {
 
     /// A live user of this app (an operator's send names one; another app's id is unknown here).
     func isUser(app: UUID, user: UUID) async throws -> Bool {
-        for try await _ in try await db.query("""
+        for try await _ in try await db.query(
+            """
             SELECT 1 FROM users WHERE app_id = \(app) AND id = \(user) AND anonymized_at IS NULL
-            """, logger: logger) { return true }
+            """, logger: logger)
+        { return true }
         return false
     }
 
@@ -224,12 +253,15 @@ struct PushStore: Sendable {
     }
 
     func notification(_ id: Int64) async throws -> Notification? {
-        for try await r in try await db.query("""
+        for try await r in try await db.query(
+            """
             SELECT id, app_id, kind, user_ids, data::text FROM notifications WHERE id = \(id)
-            """, logger: logger).decode((Int64, UUID, String, [UUID], String).self) {
+            """, logger: logger
+        ).decode((Int64, UUID, String, [UUID], String).self) {
             guard let kind = PushKind(rawValue: r.2) else { return nil }
-            return Notification(id: r.0, appID: r.1, kind: kind, users: r.3,
-                                data: (try? JSON.decoder.decode([String: String].self, from: Data(r.4.utf8))) ?? [:])
+            return Notification(
+                id: r.0, appID: r.1, kind: kind, users: r.3,
+                data: (try? JSON.decoder.decode([String: String].self, from: Data(r.4.utf8))) ?? [:])
         }
         return nil
     }
@@ -248,28 +280,38 @@ struct PushStore: Sendable {
     func audience(app: UUID, notification: Int64, users: [UUID]) async throws -> Audience {
         try await db.withConnection { conn in
             var a = Audience()
-            for try await (user, consent) in try await conn.run("""
+            for try await (user, consent) in try await conn.run(
+                """
                 SELECT u.id, p.consent_notifications FROM users u LEFT JOIN privacy_settings p ON p.user_id = u.id
                 WHERE u.app_id = \(app) AND u.id = ANY(\(users)) AND u.anonymized_at IS NULL AND u.status <> 'suspended'
-                """, logger: logger).decode((UUID, Bool?).self) { a.consent[user] = .some(consent) }
-            for try await r in try await conn.run("""
+                """, logger: logger
+            ).decode((UUID, Bool?).self) { a.consent[user] = .some(consent) }
+            for try await r in try await conn.run(
+                """
                 SELECT user_id, device_id, platform, token, environment, locale FROM push_tokens
                 WHERE app_id = \(app) AND user_id = ANY(\(users))
-                """, logger: logger).decode((UUID, String, String, String, String, String?).self) {
+                """, logger: logger
+            ).decode((UUID, String, String, String, String, String?).self) {
                 guard let p = PushPlatform(rawValue: r.2), let e = PushEnvironment(rawValue: r.4) else { continue }
-                a.devices[r.0, default: []].append(PushDevice(deviceID: r.1, platform: p, token: r.3, environment: e,
-                                                              locale: r.5.flatMap(PushLocale.init(rawValue:))))
+                a.devices[r.0, default: []].append(
+                    PushDevice(
+                        deviceID: r.1, platform: p, token: r.3, environment: e,
+                        locale: r.5.flatMap(PushLocale.init(rawValue:))))
             }
-            for try await (user, n) in try await conn.run("""
+            for try await (user, n) in try await conn.run(
+                """
                 SELECT user_id, count(DISTINCT notification_id)::int FROM push_deliveries
                 WHERE app_id = \(app) AND user_id = ANY(\(users)) AND sent_at > now() - interval '24 hours' AND outcome = 'sent'
                   AND notification_id <> \(notification) AND kind NOT IN ('test', 'operator')
                 GROUP BY user_id
-                """, logger: logger).decode((UUID, Int).self) { a.sentToday[user] = n }
-            for try await (user, device) in try await conn.run("""
+                """, logger: logger
+            ).decode((UUID, Int).self) { a.sentToday[user] = n }
+            for try await (user, device) in try await conn.run(
+                """
                 SELECT user_id, device_id FROM push_deliveries
                 WHERE notification_id = \(notification) AND user_id = ANY(\(users)) AND outcome <> 'retrying'
-                """, logger: logger).decode((UUID, String?).self) { a.done.insert(Audience.doneKey(user, device)) }
+                """, logger: logger
+            ).decode((UUID, String?).self) { a.done.insert(Audience.doneKey(user, device)) }
             return a
         }
     }
@@ -281,7 +323,8 @@ struct PushStore: Sendable {
     /// A batch's sends in one statement; a retried send replaces its earlier outcome.
     func record(notification: Int64, app: UUID, kind: PushKind, _ rows: [Delivery]) async throws {
         guard !rows.isEmpty else { return }
-        try await db.query("""
+        try await db.query(
+            """
             INSERT INTO push_deliveries (notification_id, app_id, user_id, device_id, kind, provider, outcome, status_code, reason, collapsed)
             SELECT \(notification), \(app), u, NULLIF(d, ''), \(kind.rawValue), NULLIF(p, ''), o, NULLIF(s, -1), NULLIF(r, ''), \(kind.collapseID != nil)
             FROM unnest(\(rows.map { $0.device ?? "" }), \(rows.map { $0.provider ?? "" }), \(rows.map(\.outcome)),
@@ -303,10 +346,12 @@ struct PushStore: Sendable {
     /// The sends of one notification (the operator's test answers each device's result).
     func deliveries(notification: Int64) async throws -> [SentRow] {
         var out: [SentRow] = []
-        for try await r in try await db.query("""
+        for try await r in try await db.query(
+            """
             SELECT notification_id, kind, device_id, provider, outcome, status_code, reason, sent_at FROM push_deliveries
             WHERE notification_id = \(notification) ORDER BY id
-            """, logger: logger).decode((Int64, String, String?, String?, String, Int?, String?, Date).self) {
+            """, logger: logger
+        ).decode((Int64, String, String?, String?, String, Int?, String?, Date).self) {
             out.append(SentRow(notificationID: r.0, kind: r.1, deviceID: r.2, provider: r.3, outcome: r.4, statusCode: r.5, reason: r.6, sentAt: r.7))
         }
         return out
@@ -316,20 +361,25 @@ struct PushStore: Sendable {
 
     /// The export's `push` section: devices and the last 30 days of sends.
     static func exportSection(logger: Logger) -> UserDataSection {
-        UserDataSection(name: "push_notifications", export: { user, app, conn in
-            let devices = try await UserDataSection.jsonRows("""
-                SELECT row_to_json(t)::text FROM (SELECT device_id, platform, environment, locale, token, created_at, updated_at
-                FROM push_tokens WHERE app_id = \(app) AND user_id = \(user) ORDER BY created_at) t
-                """, on: conn, logger: logger)
-            let sent = try await UserDataSection.jsonRows("""
-                SELECT row_to_json(d)::text FROM (SELECT d.kind, d.device_id, d.provider, d.outcome, d.sent_at, n.data
-                FROM push_deliveries d JOIN notifications n ON n.id = d.notification_id
-                WHERE d.app_id = \(app) AND d.user_id = \(user) AND d.sent_at > now() - interval '30 days' ORDER BY d.id) d
-                """, on: conn, logger: logger)
-            return .object(["devices": devices, "sent_last_30_days": sent])
-        }, delete: { user, app, conn in
-            try await erase(user: user, app: app, on: conn, logger: logger)
-        })
+        UserDataSection(
+            name: "push_notifications",
+            export: { user, app, conn in
+                let devices = try await UserDataSection.jsonRows(
+                    """
+                    SELECT row_to_json(t)::text FROM (SELECT device_id, platform, environment, locale, token, created_at, updated_at
+                    FROM push_tokens WHERE app_id = \(app) AND user_id = \(user) ORDER BY created_at) t
+                    """, on: conn, logger: logger)
+                let sent = try await UserDataSection.jsonRows(
+                    """
+                    SELECT row_to_json(d)::text FROM (SELECT d.kind, d.device_id, d.provider, d.outcome, d.sent_at, n.data
+                    FROM push_deliveries d JOIN notifications n ON n.id = d.notification_id
+                    WHERE d.app_id = \(app) AND d.user_id = \(user) AND d.sent_at > now() - interval '30 days' ORDER BY d.id) d
+                    """, on: conn, logger: logger)
+                return .object(["devices": devices, "sent_last_30_days": sent])
+            },
+            delete: { user, app, conn in
+                try await erase(user: user, app: app, on: conn, logger: logger)
+            })
     }
 
     /// Erasure: the devices and every send go; a notification for this user alone goes too.
@@ -339,7 +389,7 @@ struct PushStore: Sendable {
         for query: PostgresQuery in [
             "DELETE FROM push_tokens WHERE app_id = \(app) AND user_id = \(user) RETURNING 1",
             "DELETE FROM push_deliveries WHERE app_id = \(app) AND user_id = \(user) RETURNING 1",
-            "DELETE FROM notifications WHERE app_id = \(app) AND user_ids = ARRAY[\(user)]::uuid[] RETURNING 1",
+            "DELETE FROM notifications WHERE app_id = \(app) AND user_ids = ARRAY[\(user)]::uuid[] RETURNING 1"
         ] {
             for try await _ in try await conn.run(query, logger: logger) { n += 1 }
         }
@@ -349,8 +399,10 @@ struct PushStore: Sendable {
     /// `push_deliveries` and `notifications` kept `PUSH_RETENTION_DAYS` (90 by default).
     static func retention(_ env: EnvironmentVariables) -> [RetentionRule] {
         let keep = Duration.seconds(86_400 * env.int("PUSH_RETENTION_DAYS", default: 90))
-        return [RetentionRule(name: "push_deliveries", table: "push_deliveries", due: "sent_at < $1", keep: keep),
-                RetentionRule(name: "notifications", table: "notifications", due: "created_at < $1", keep: keep)]
+        return [
+            RetentionRule(name: "push_deliveries", table: "push_deliveries", due: "sent_at < $1", keep: keep),
+            RetentionRule(name: "notifications", table: "notifications", due: "created_at < $1", keep: keep)
+        ]
     }
 }
 
@@ -363,25 +415,30 @@ struct PushTokenStore: APNsTokenStore {
     let logger: Logger
 
     func current(app: UUID, fingerprint: String) async throws -> (jwt: String, issuedAt: Date)? {
-        for try await r in try await db.query("""
+        for try await r in try await db.query(
+            """
             SELECT provider_token, provider_token_issued_at FROM push_credentials
             WHERE provider = 'apns' AND fingerprint = \(fingerprint) AND provider_token IS NOT NULL
             ORDER BY provider_token_issued_at DESC LIMIT 1
-            """, logger: logger).decode((String, Date).self) { return r }
+            """, logger: logger
+        ).decode((String, Date).self) { return r }
         return nil
     }
 
     func replace(app: UUID, fingerprint: String, jwt: String, issuedAt: Date, before: Date) async throws -> (jwt: String, issuedAt: Date)? {
         try await db.withTransaction(logger: logger) { conn in
             var inForce: (String, Date)?
-            for try await r in try await conn.run("""
+            for try await r in try await conn.run(
+                """
                 SELECT provider_token, provider_token_issued_at FROM push_credentials
                 WHERE provider = 'apns' AND fingerprint = \(fingerprint) ORDER BY app_id FOR UPDATE
-                """, logger: logger).decode((String?, Date?).self) {
+                """, logger: logger
+            ).decode((String?, Date?).self) {
                 if let t = r.0, let at = r.1, at >= before, at <= issuedAt, inForce.map({ at > $0.1 }) ?? true { inForce = (t, at) }
             }
             if let inForce { return inForce }
-            try await conn.run("""
+            try await conn.run(
+                """
                 UPDATE push_credentials SET provider_token = \(jwt), provider_token_issued_at = \(issuedAt)
                 WHERE provider = 'apns' AND fingerprint = \(fingerprint)
                 """, logger: logger)

@@ -43,35 +43,44 @@ struct WebhookStore: Sendable {
         return try await db.withTransaction(logger: logger) { conn in
             try await conn.run("SELECT pg_advisory_xact_lock(hashtext('webhook_endpoints:' || \(app.lowercasedString)))", logger: logger)
             var count = 0
-            for try await n in try await conn.run("SELECT count(*)::int FROM webhook_endpoints WHERE app_id = \(app)", logger: logger).decode(Int.self) { count = n }
+            for try await n in try await conn.run("SELECT count(*)::int FROM webhook_endpoints WHERE app_id = \(app)", logger: logger).decode(Int.self) {
+                count = n
+            }
             guard count < WebhookEndpointRules.maxEndpointsPerApp else { return nil }
-            for try await r in try await conn.run("""
+            for try await r in try await conn.run(
+                """
                 INSERT INTO webhook_endpoints (id, app_id, url, events, description, secret_sealed)
                 VALUES (\(id), \(app), \(url), \(events), \(description), \(sealed))
                 RETURNING \(unescaped: Self.endpointColumns)
-                """, logger: logger).decode(EndpointRow.self) { return Self.endpoint(r) }
+                """, logger: logger
+            ).decode(EndpointRow.self) { return Self.endpoint(r) }
             return nil
         }
     }
 
     func list(app: UUID) async throws -> [Endpoint] {
         var out: [Endpoint] = []
-        for try await r in try await db.query("""
+        for try await r in try await db.query(
+            """
             SELECT \(unescaped: Self.endpointColumns) FROM webhook_endpoints WHERE app_id = \(app) ORDER BY created_at, id
-            """, logger: logger).decode(EndpointRow.self) { out.append(Self.endpoint(r)) }
+            """, logger: logger
+        ).decode(EndpointRow.self) { out.append(Self.endpoint(r)) }
         return out
     }
 
     func find(app: UUID, id: UUID) async throws -> Endpoint? {
-        for try await r in try await db.query("""
+        for try await r in try await db.query(
+            """
             SELECT \(unescaped: Self.endpointColumns) FROM webhook_endpoints WHERE app_id = \(app) AND id = \(id)
-            """, logger: logger).decode(EndpointRow.self) { return Self.endpoint(r) }
+            """, logger: logger
+        ).decode(EndpointRow.self) { return Self.endpoint(r) }
         return nil
     }
 
     /// Changes what is given; re-enabling clears the failure clock. Nil for an unknown id.
     func update(app: UUID, id: UUID, url: String?, events: [String]?, description: String?, disabled: Bool?) async throws -> Endpoint? {
-        for try await r in try await db.query("""
+        for try await r in try await db.query(
+            """
             UPDATE webhook_endpoints SET url = COALESCE(\(url), url), events = COALESCE(\(events), events),
                    description = COALESCE(\(description), description),
                    disabled = COALESCE(\(disabled), disabled),
@@ -80,7 +89,8 @@ struct WebhookStore: Sendable {
                    updated_at = now()
             WHERE app_id = \(app) AND id = \(id)
             RETURNING \(unescaped: Self.endpointColumns)
-            """, logger: logger).decode(EndpointRow.self) { return Self.endpoint(r) }
+            """, logger: logger
+        ).decode(EndpointRow.self) { return Self.endpoint(r) }
         return nil
     }
 
@@ -92,12 +102,14 @@ struct WebhookStore: Sendable {
     /// A new secret; the one in force keeps signing until `overlapUntil`. Nil for an unknown id.
     func rotate(app: UUID, id: UUID, secret: String, overlapUntil: Date) async throws -> Endpoint? {
         let sealed = try box.seal(secret)
-        for try await r in try await db.query("""
+        for try await r in try await db.query(
+            """
             UPDATE webhook_endpoints SET previous_secret_sealed = secret_sealed, previous_secret_expires_at = \(overlapUntil),
                    secret_sealed = \(sealed), updated_at = now()
             WHERE app_id = \(app) AND id = \(id)
             RETURNING \(unescaped: Self.endpointColumns)
-            """, logger: logger).decode(EndpointRow.self) { return Self.endpoint(r) }
+            """, logger: logger
+        ).decode(EndpointRow.self) { return Self.endpoint(r) }
         return nil
     }
 
@@ -110,15 +122,18 @@ struct WebhookStore: Sendable {
     static func record(_ event: WebhookEvent, on conn: PostgresConnection, logger: Logger) async throws -> Bool {
         let body = String(decoding: try JSON.encoder.encode(event), as: UTF8.self)
         var inserted = false
-        for try await _ in try await conn.run("""
+        for try await _ in try await conn.run(
+            """
             INSERT INTO webhook_events (id, app_id, type, body)
             SELECT \(event.id), \(event.appID), \(event.type), \(body)::jsonb
             WHERE EXISTS (SELECT 1 FROM webhook_endpoints WHERE app_id = \(event.appID) AND NOT disabled
                                                           AND ('*' = ANY (events) OR \(event.type) = ANY (events)))
             ON CONFLICT (id) DO NOTHING RETURNING 1
-            """, logger: logger) { inserted = true }
+            """, logger: logger)
+        { inserted = true }
         guard inserted else { return false }
-        try await conn.run("""
+        try await conn.run(
+            """
             INSERT INTO webhook_deliveries (endpoint_id, event_id)
             SELECT id, \(event.id) FROM webhook_endpoints
             WHERE app_id = \(event.appID) AND NOT disabled AND ('*' = ANY (events) OR \(event.type) = ANY (events))
@@ -148,7 +163,8 @@ struct WebhookStore: Sendable {
     func claim(limit: Int, perEndpoint: Int, lease: Duration) async throws -> [Due] {
         let seconds = Double(lease.components.seconds)
         var rows: [(Int64, UUID, String, UUID, String, Int, ByteBuffer, ByteBuffer?, Date?)] = []
-        for try await r in try await db.query("""
+        for try await r in try await db.query(
+            """
             WITH busy AS (
                 -- In flight per endpoint, counted once (not once per due row).
                 SELECT endpoint_id, count(*) AS n FROM webhook_deliveries
@@ -168,7 +184,8 @@ struct WebhookStore: Sendable {
               AND ((d.status = 'pending' AND d.next_attempt_at <= now()) OR (d.status = 'sending' AND d.locked_until <= now()))
             RETURNING d.id, d.endpoint_id, e.url, d.event_id, v.body::text, d.attempts, e.secret_sealed,
                       e.previous_secret_sealed, e.previous_secret_expires_at
-            """, logger: logger).decode((Int64, UUID, String, UUID, String, Int, ByteBuffer, ByteBuffer?, Date?).self) { rows.append(r) }
+            """, logger: logger
+        ).decode((Int64, UUID, String, UUID, String, Int, ByteBuffer, ByteBuffer?, Date?).self) { rows.append(r) }
         let now = Date()
         return rows.compactMap { r in
             // A secret neither data key opens (AUTH_DATA_KEY changed without a reseal) holds back
@@ -186,8 +203,11 @@ struct WebhookStore: Sendable {
     /// Events (and their deliveries with them) are kept `WEBHOOK_RETENTION_DAYS` (30): far longer
     /// than the last retry (about 38 h after the first attempt), long enough to replay.
     static func retention(_ env: EnvironmentVariables) -> [RetentionRule] {
-        [RetentionRule(name: "webhook_events", table: "webhook_events", due: "created_at < $1",
-                       keep: .seconds(86_400 * env.int("WEBHOOK_RETENTION_DAYS", default: 30)))]
+        [
+            RetentionRule(
+                name: "webhook_events", table: "webhook_events", due: "created_at < $1",
+                keep: .seconds(86_400 * env.int("WEBHOOK_RETENTION_DAYS", default: 30)))
+        ]
     }
 
     enum Outcome: Sendable {
@@ -204,36 +224,43 @@ struct WebhookStore: Sendable {
         try await db.withTransaction(logger: logger) { conn in
             switch outcome {
             case .delivered(let status, let latency):
-                try await conn.run("""
+                try await conn.run(
+                    """
                     UPDATE webhook_deliveries SET status = 'delivered', delivered_at = now(), last_status = \(status), last_error = NULL,
                            last_latency_ms = \(latency), locked_until = NULL
                     WHERE id = \(due.id) AND attempts = \(due.attempt)
                     """, logger: logger)
-                try await conn.run("UPDATE webhook_endpoints SET failing_since = NULL WHERE id = \(due.endpointID) AND failing_since IS NOT NULL", logger: logger)
+                try await conn.run(
+                    "UPDATE webhook_endpoints SET failing_since = NULL WHERE id = \(due.endpointID) AND failing_since IS NOT NULL", logger: logger)
                 return nil
             case .gone(let latency):
-                try await conn.run("""
+                try await conn.run(
+                    """
                     UPDATE webhook_deliveries SET status = 'failed', last_status = 410, last_latency_ms = \(latency), locked_until = NULL
                     WHERE id = \(due.id) AND attempts = \(due.attempt)
                     """, logger: logger)
                 try await Self.disable(endpoint: due.endpointID, reason: "gone (HTTP 410)", on: conn, logger: logger)
                 return nil
             case .retry(let status, let error, let latency, let after):
-                try await conn.run("""
+                try await conn.run(
+                    """
                     UPDATE webhook_deliveries SET status = 'pending', last_status = \(status), last_error = \(error), last_latency_ms = \(latency),
                            locked_until = NULL, next_attempt_at = now() + make_interval(secs => \(after))
                     WHERE id = \(due.id) AND attempts = \(due.attempt)
                     """, logger: logger)
             case .failed(let status, let error, let latency):
-                try await conn.run("""
+                try await conn.run(
+                    """
                     UPDATE webhook_deliveries SET status = 'failed', last_status = \(status), last_error = \(error), last_latency_ms = \(latency),
                            locked_until = NULL
                     WHERE id = \(due.id) AND attempts = \(due.attempt)
                     """, logger: logger)
             }
-            for try await since in try await conn.run("""
+            for try await since in try await conn.run(
+                """
                 UPDATE webhook_endpoints SET failing_since = COALESCE(failing_since, now()) WHERE id = \(due.endpointID) RETURNING failing_since
-                """, logger: logger).decode(Date.self) { return since }
+                """, logger: logger
+            ).decode(Date.self) { return since }
             return nil
         }
     }
@@ -243,12 +270,15 @@ struct WebhookStore: Sendable {
     @discardableResult
     static func disable(endpoint: UUID, reason: String, on conn: PostgresConnection, logger: Logger) async throws -> (app: UUID, url: String)? {
         var found: (UUID, String)?
-        for try await r in try await conn.run("""
+        for try await r in try await conn.run(
+            """
             UPDATE webhook_endpoints SET disabled = true, disabled_reason = \(reason), updated_at = now()
             WHERE id = \(endpoint) AND NOT disabled RETURNING app_id, url
-            """, logger: logger).decode((UUID, String).self) { found = r }
+            """, logger: logger
+        ).decode((UUID, String).self) { found = r }
         guard let found else { return nil }
-        try await conn.run("""
+        try await conn.run(
+            """
             UPDATE webhook_deliveries SET status = 'cancelled', locked_until = NULL
             WHERE endpoint_id = \(endpoint) AND status IN ('pending', 'sending')
             """, logger: logger)
@@ -281,14 +311,18 @@ struct WebhookStore: Sendable {
     func deliveries(app: UUID, endpoint: UUID, limit: Int) async throws -> [DeliveryView]? {
         guard try await find(app: app, id: endpoint) != nil else { return nil }
         var out: [DeliveryView] = []
-        for try await r in try await db.query("""
+        for try await r in try await db.query(
+            """
             SELECT d.id, d.event_id, v.type, d.status, d.attempts, d.last_status, d.last_error, d.last_latency_ms,
                    CASE WHEN d.status = 'pending' THEN d.next_attempt_at END, d.created_at, d.delivered_at
             FROM webhook_deliveries d JOIN webhook_events v ON v.id = d.event_id
             WHERE d.endpoint_id = \(endpoint) ORDER BY d.id DESC LIMIT \(limit)
-            """, logger: logger).decode((Int64, UUID, String, String, Int, Int?, String?, Int?, Date?, Date, Date?).self) {
-            out.append(DeliveryView(id: r.0, eventID: r.1, eventType: r.2, status: r.3, attempts: r.4, lastStatus: r.5, lastError: r.6,
-                                    latencyMs: r.7, nextAttemptAt: r.8, createdAt: r.9, deliveredAt: r.10))
+            """, logger: logger
+        ).decode((Int64, UUID, String, String, Int, Int?, String?, Int?, Date?, Date, Date?).self) {
+            out.append(
+                DeliveryView(
+                    id: r.0, eventID: r.1, eventType: r.2, status: r.3, attempts: r.4, lastStatus: r.5, lastError: r.6,
+                    latencyMs: r.7, nextAttemptAt: r.8, createdAt: r.9, deliveredAt: r.10))
         }
         return out
     }
@@ -296,13 +330,15 @@ struct WebhookStore: Sendable {
     /// Sends a delivery again now (whatever its state; its attempts start over). False for an
     /// unknown delivery of this app's endpoint, or one whose endpoint is disabled.
     func replay(app: UUID, endpoint: UUID, delivery: Int64) async throws -> Bool {
-        for try await _ in try await db.query("""
+        for try await _ in try await db.query(
+            """
             UPDATE webhook_deliveries d SET status = 'pending', attempts = 0, next_attempt_at = now(), locked_until = NULL
             FROM webhook_endpoints e
             WHERE d.id = \(delivery) AND d.endpoint_id = \(endpoint) AND e.id = d.endpoint_id AND e.app_id = \(app) AND NOT e.disabled
               AND d.status <> 'sending'
             RETURNING 1
-            """, logger: logger) {
+            """, logger: logger)
+        {
             return true
         }
         return false

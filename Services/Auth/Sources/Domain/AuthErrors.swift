@@ -1,0 +1,88 @@
+import ServiceKit
+
+/// Every error code auth answers beyond ServiceKit's shared ones (`invalid_request`, `validation_error`,
+/// `not_found`, `invalid_token`, ...), with the status it is answered with. Handlers throw
+/// `AppError(AuthErrorCode.someCode, "message")`; the OpenAPI document's `Error` enum is generated from this
+/// list (deploy/local/error_codes.py) and `make lint` checks the two agree. An app switches on the code.
+enum AuthErrorCode: String, ErrorCatalogue {
+    /// Too many login attempts
+    case accountLocked = "account_locked"
+    /// Email is already verified
+    case alreadyVerified = "already_verified"
+    /// Account deletion is already scheduled
+    case deletionAlreadyScheduled = "deletion_already_scheduled"
+    /// The device was removed meanwhile; register it again
+    case deviceChanged = "device_changed"
+    /// Email already registered
+    case emailAlreadyExists = "email_already_exists"
+    /// Another Game Center player is linked to this account; unlink it first
+    case gameCenterAlreadyLinked = "game_center_already_linked"
+    /// Create an account to link Game Center
+    case guestNotAllowed = "guest_not_allowed"
+    /// This device's guest account is opened with the guest_secret it received at registration
+    case guestSecretRequired = "guest_secret_required"
+    /// This … identity already belongs to another account
+    case identityAlreadyLinked = "identity_already_linked"
+    /// Invalid guest credentials
+    case invalidCredentials = "invalid_credentials"
+    /// This download link is invalid or has expired
+    case invalidLink = "invalid_link"
+    /// This link is invalid or has expired
+    case invalidOrExpiredToken = "invalid_or_expired_token"
+    /// This code is invalid or has expired; request a new one
+    case invalidOtp = "invalid_otp"
+    /// Game Center authentication failed
+    case invalidSignature = "invalid_signature"
+    /// This is the only way to sign in to this account; link another one first
+    case lastSignInMethod = "last_sign_in_method"
+    /// The mail server did not accept the message; try again
+    case mailUnavailable = "mail_unavailable"
+    /// This account has no email address
+    case noEmail = "no_email"
+    /// Auth deletes its data through the account deletion flow
+    case notAllowed = "not_allowed"
+    /// No Game Center player is linked
+    case notLinked = "not_linked"
+    /// Try again
+    case notificationConflict = "notification_conflict"
+    /// Too many wrong codes; request a new one
+    case otpInvalidated = "otp_invalidated"
+    /// Passwords are at most … bytes (UTF-8)
+    case passwordTooLong = "password_too_long"
+    /// This Game Center account is already linked to another user
+    case playerIdAlreadyLinked = "player_id_already_linked"
+    /// A Google account is already linked
+    case providerAlreadyLinked = "provider_already_linked"
+    /// No … sign-in on this account
+    case providerNotLinked = "provider_not_linked"
+    /// … sign-in is temporarily unavailable
+    case providerUnavailable = "provider_unavailable"
+    /// Refresh token was already used; please sign in again
+    case tokenReused = "token_reused"
+    /// At most … devices per user; remove one first
+    case tooManyDevices = "too_many_devices"
+    /// An app has at most … webhook endpoints
+    case tooManyEndpoints = "too_many_endpoints"
+    /// This account was deleted
+    case userErased = "user_erased"
+    /// No account found with this Google or Apple ID (`can_register`)
+    case userNotFound = "user_not_found"
+    /// Password is too weak
+    case weakPassword = "weak_password"
+
+    var status: HTTPStatus {
+        switch self {
+        case .invalidOrExpiredToken, .passwordTooLong: .badRequest
+        case .alreadyVerified, .deletionAlreadyScheduled, .deviceChanged, .emailAlreadyExists, .gameCenterAlreadyLinked, .identityAlreadyLinked,
+            .lastSignInMethod, .notificationConflict, .playerIdAlreadyLinked, .providerAlreadyLinked:
+            .conflict
+        case .guestNotAllowed, .invalidLink, .notAllowed: .forbidden
+        case .userErased: .gone
+        case .notLinked, .providerNotLinked, .userNotFound: .notFound
+        case .mailUnavailable, .providerUnavailable: .serviceUnavailable
+        case .accountLocked: .tooManyRequests
+        case .guestSecretRequired, .invalidCredentials, .invalidOtp, .invalidSignature, .otpInvalidated, .tokenReused: .unauthorized
+        case .noEmail, .tooManyDevices, .tooManyEndpoints, .weakPassword: .unprocessableContent
+        }
+    }
+}

@@ -1,0 +1,84 @@
+"""`make lint` (#36): the house's rules, checked on every run of CI.
+- SQL lives in Store/ (and Migrations/, and ServiceKit's plumbing): no statement text and no
+  query call in a service's Routes/, Domain/, Flows/, Providers/ or App/.
+- Domain/ is pure: decisions as functions of values, no PostgresNIO, no pool or connection,
+  no HTTP client, no queue or outbox, nothing async.
+- Every error code a service answers is in its catalogue (`<Service>Errors.swift`), and the
+  catalogue is exactly what its OpenAPI document lists.
+- The sources are formatted as `.swift-format` says (`swift format lint --strict`).
+Prints each finding as path:line: rule, and exits 1 when there is any."""
+import glob
+import json
+import os
+import re
+import subprocess
+import sys
+
+ROOT = os.path.abspath(os.path.dirname(os.path.abspath(__file__)) + "/../..")
+os.chdir(ROOT)
+sys.path.insert(0, os.path.join(ROOT, "deploy/local"))
+from error_codes import scan, catalogue, catalogue_path, codes, HELPERS, GATEWAY  # noqa: E402
+
+SQL = re.compile(r"\b(SELECT\s+[\w*(]|INSERT\s+INTO\b|UPDATE\s+[a-z_.]+\s+SET\b|DELETE\s+FROM\b|ON\s+CONFLICT\b|FOR\s+UPDATE\b"
+                 r"|TRUNCATE\s+\w|(?:db|conn|connection|client)\.(?:query|run)\(|PostgresQuery\b)")
+DOMAIN_IO = re.compile(r"\b(import\s+PostgresNIO|PostgresConnection|PostgresRow|DatabasePool|CurlHTTPClient|HTTPRequest|JobQueue|OutboxWriter|"
+                       r"Mailer|Task\.sleep|async)\b")
+findings = []
+
+
+def code_lines(path):
+    """The lines of a Swift file that are code (comments dropped)."""
+    for number, line in enumerate(open(path, encoding="utf-8"), 1):
+        stripped = line.strip()
+        if stripped.startswith("//"):
+            continue
+        yield number, line.split(" // ")[0]
+
+
+for path in sorted(glob.glob("Services/*/Sources/**/*.swift", recursive=True)):
+    rooms = path.split("/")
+    if "Store" in rooms or "Migrations" in rooms:
+        continue
+    for number, line in code_lines(path):
+        if SQL.search(line):
+            findings.append(f"{path}:{number}: SQL outside Store/: {line.strip()[:100]}")
+        if "Domain" in rooms and DOMAIN_IO.search(line):
+            findings.append(f"{path}:{number}: I/O in Domain/ ({DOMAIN_IO.search(line).group(1)}): {line.strip()[:100]}")
+
+# The error catalogue of each service: no code is answered by a literal unless it is one of
+# ServiceKit's shared ones, every case of the catalogue is answered somewhere, and the OpenAPI
+# document's Error enum is exactly what error_codes.py derives from the catalogue.
+shared = set(scan(["Shared/ServiceKit/*.swift"])) | set(HELPERS) | set(GATEWAY)
+for service in ["auth", "subscription", "offline", "ads"]:
+    name = service.capitalize()
+    path = os.path.relpath(catalogue_path(service), ROOT)
+    if not os.path.exists(path):
+        findings.append(f"{path}:1: the service has no error catalogue")
+        continue
+    sources = [f for f in glob.glob(f"Services/{name}/Sources/**/*.swift", recursive=True) if f != path]
+    for code in sorted(set(scan(sources)) - shared):
+        findings.append(f"{path}:1: `{code}` is answered as a literal; declare it here and throw AppError({name}ErrorCode.…)")
+    text = "\n".join(open(f).read() for f in sources)
+    for code, (_, _, case) in sorted(catalogue(service).items()):
+        if not re.search(r"\." + case + r"\b", text):
+            findings.append(f"{path}:1: `{code}` is in the catalogue but nothing answers it")
+    document = json.load(open(f"Services/{name}/Sources/OpenAPI/openapi.json"))
+    documented = set(document["components"]["schemas"]["Error"]["properties"]["error"]["enum"])
+    if documented != set(codes(service)):
+        missing, extra = sorted(set(codes(service)) - documented), sorted(documented - set(codes(service)))
+        findings.append(f"Services/{name}/Sources/OpenAPI/openapi.json:1: the Error enum differs from the catalogue "
+                        f"(missing {missing}, extra {extra}): run python3 deploy/local/openapi_gen.py")
+
+targets = ["Package.swift", "Services", "Shared", "Tests", "Tools", "Clients"]
+format_run = subprocess.run(["swift", "format", "lint", "--strict", "--parallel", "-r", "--configuration", ".swift-format", *targets],
+                            capture_output=True, text=True)
+for line in (format_run.stdout + format_run.stderr).splitlines():
+    if line.strip():
+        findings.append(line.replace(ROOT + "/", ""))
+if format_run.returncode != 0 and not (format_run.stdout + format_run.stderr).strip():
+    findings.append(f"swift format lint failed with exit {format_run.returncode}")
+
+for finding in findings:
+    print(finding)
+print(f"lint: {len(findings)} finding(s)" if findings else "lint: SQL only in Store/, Domain/ pure, error catalogues match the documents, formatted")
+sys.exit(1 if findings else 0)
