@@ -402,15 +402,15 @@ final class PurchaseTests: XCTestCase {
     }
 
     func testPurchaseRules() {
-        XCTAssertEqual(PurchaseRules.effect(transaction: .revoked, incomingExpiresMS: 9, subscriptionStatus: "active", storedExpiresMS: 1), .refuseRevoked)
-        XCTAssertEqual(PurchaseRules.effect(transaction: .active, incomingExpiresMS: 9, subscriptionStatus: "revoked", storedExpiresMS: 1), .refuseRevoked)
-        XCTAssertEqual(PurchaseRules.effect(transaction: .unknown, incomingExpiresMS: 1, subscriptionStatus: "revoked", storedExpiresMS: 1), .refuseRevoked)
-        XCTAssertEqual(PurchaseRules.effect(transaction: .unknown, incomingExpiresMS: 2, subscriptionStatus: "revoked", storedExpiresMS: 1), .extend)
+        XCTAssertEqual(PurchaseRules.effect(transaction: .revoked, incomingExpiresMS: 9, subscriptionStatus: .active, storedExpiresMS: 1), .refuseRevoked)
+        XCTAssertEqual(PurchaseRules.effect(transaction: .active, incomingExpiresMS: 9, subscriptionStatus: .revoked, storedExpiresMS: 1), .refuseRevoked)
+        XCTAssertEqual(PurchaseRules.effect(transaction: .unknown, incomingExpiresMS: 1, subscriptionStatus: .revoked, storedExpiresMS: 1), .refuseRevoked)
+        XCTAssertEqual(PurchaseRules.effect(transaction: .unknown, incomingExpiresMS: 2, subscriptionStatus: .revoked, storedExpiresMS: 1), .extend)
         XCTAssertEqual(
             PurchaseRules.effect(
-                transaction: .active, incomingExpiresMS: 1_700_000_000_001, subscriptionStatus: "active",
+                transaction: .active, incomingExpiresMS: 1_700_000_000_001, subscriptionStatus: .active,
                 storedExpiresMS: 1_700_000_000_001), .keep)
-        XCTAssertEqual(PurchaseRules.effect(transaction: .active, incomingExpiresMS: 5, subscriptionStatus: "expired", storedExpiresMS: 1), .extend)
+        XCTAssertEqual(PurchaseRules.effect(transaction: .active, incomingExpiresMS: 5, subscriptionStatus: .expired, storedExpiresMS: 1), .extend)
         let u = UUID()
         XCTAssertTrue(PurchaseRules.accountTokenAllows(nil, user: u))
         XCTAssertTrue(PurchaseRules.accountTokenAllows(u.uuidString.lowercased(), user: u))

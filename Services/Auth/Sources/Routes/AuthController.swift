@@ -476,11 +476,6 @@ struct AuthController {
         enum CodingKeys: String, CodingKey { case refreshToken = "refresh_token" }
     }
 
-    enum RefreshOutcome: Sendable {
-        case pair(TokenPair)
-        case refused(AppError)
-    }
-
     func refresh(_ request: Request, _ context: ServiceRequestContext) async throws -> Response {
         let appID = try context.requireApp()
         try await ctx.limiter.enforce(
@@ -491,47 +486,16 @@ struct AuthController {
             throw AppError.validation("refresh_token", "Invalid refresh token")
         }
         let now = ctx.clock.now()
-        let invalid = AppError(.unauthorized, "invalid_token", "Invalid or expired refresh token")
-        // A refusal that must still commit (revoking a family on reuse) is returned, not thrown.
-        let outcome: RefreshOutcome = try await ctx.db.withTransaction(logger: ctx.logger) { conn in
-            guard let record = try await ctx.refreshTokens.lock(token: body.refreshToken, on: conn), record.appID == appID else {
-                return .refused(invalid)
-            }
-            // A suspension ended every session: its holder is told why, not "invalid token".
-            let owner = try await ctx.users.find(.id(record.userID), appID: appID, on: conn)
-            if let owner, owner.status == .suspended { try requireActive(owner, now: now) }
-            if record.revoked || record.expiresAt <= now { return .refused(invalid) }
-            if let rotatedAt = record.rotatedAt {
-                // Concurrent refreshes from one app: the loser of the race gets the winner's pair.
-                if now.timeIntervalSince(rotatedAt) <= TokenLifetimes.rotationGrace, let sealed = record.successorSealed,
-                    let successor = try? ctx.box.open(sealed),
-                    let next = try await ctx.refreshTokens.lock(token: successor, on: conn), !next.revoked, let user = owner
-                {
-                    return .pair(
-                        ctx.issuer.pair(
-                            access: try ctx.issuer.accessToken(for: user, session: record.familyID, now: now),
-                            refresh: successor))
-                }
-                // Reuse of a rotated token: someone else may hold it. End the whole family.
-                let n = try await ctx.refreshTokens.revokeFamily(record.familyID, reason: "reuse_detected", on: conn)
-                try await ctx.audit.record(
-                    ctx.entry(
-                        "refresh", "reuse_detected", app: appID, user: record.userID, request, context,
-                        details: ["revoked": .int(n)]), on: conn)
-                return .refused(AppError(AuthErrorCode.tokenReused, "Refresh token was already used; please sign in again"))
-            }
-            guard let user = owner else { return .refused(invalid) }
-            let next = OpaqueToken.generate()
-            try await ctx.refreshTokens.markRotated(record.id, successorSealed: try ctx.box.seal(next), now: now, on: conn)
-            try await ctx.refreshTokens.insert(
-                token: next, userID: user.id, appID: appID, familyID: record.familyID,
-                deviceID: record.deviceID, deviceInfo: record.deviceInfo, now: now, on: conn)
-            if user.isGuest { _ = try await ctx.users.recordLogin(user.id, now: now, on: conn) }
-            return .pair(ctx.issuer.pair(access: try ctx.issuer.accessToken(for: user, session: record.familyID, now: now), refresh: next))
+        let outcome = try await TokenRefresh(ctx: ctx).run(token: body.refreshToken, appID: appID, now: now) { user, ended in
+            ctx.entry("refresh", "reuse_detected", app: appID, user: user, request, context, details: ["revoked": .int(ended)])
         }
         switch outcome {
         case .pair(let pair): return try context.json(["tokens": pair])
-        case .refused(let error): throw error
+        case .refused: throw AppError(.unauthorized, "invalid_token", "Invalid or expired refresh token")
+        case .reused: throw AppError(AuthErrorCode.tokenReused, "Refresh token was already used; please sign in again")
+        case .suspended(let owner):
+            try requireActive(owner, now: now)
+            throw AppError.unavailable
         }
     }
 

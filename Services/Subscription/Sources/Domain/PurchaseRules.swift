@@ -10,7 +10,7 @@ public struct StorePurchase: Sendable {
     public var endDate: Date
     /// The store's expiry exactly as it sent it (milliseconds since 1970).
     public var expiresMS: Int64
-    public var status: String
+    public var status: SubscriptionStatus
     public var autoRenew: Bool
     public var isTrial: Bool
     public var environment: String
@@ -42,11 +42,11 @@ public enum PurchaseRules {
     ///   - storedExpiresMS: the store's expiry last applied to it, in its milliseconds.
     public static func effect(
         transaction: KnownTransaction, incomingExpiresMS: Int64,
-        subscriptionStatus: String, storedExpiresMS: Int64
+        subscriptionStatus: SubscriptionStatus, storedExpiresMS: Int64
     ) -> Effect {
         if transaction == .revoked { return .refuseRevoked }
         let later = incomingExpiresMS > storedExpiresMS
-        if subscriptionStatus == "revoked" {
+        if subscriptionStatus == .revoked {
             // A refund sticks: only a transaction the store issued after it (a new id with a
             // later period) brings access back; the pre-refund transaction replayed does not.
             return transaction == .unknown && later ? .extend : .refuseRevoked

@@ -109,7 +109,7 @@ public struct AppStoreTransaction: Decodable, Sendable {
         return StorePurchase(
             store: "apple", transactionID: transactionId, originalTransactionID: originalTransactionId, productID: productId,
             purchaseDate: Self.date(purchaseDate), endDate: Self.date(Double(expiresMS)), expiresMS: expiresMS,
-            status: isTrial ? "trial" : "active", autoRenew: true, isTrial: isTrial, environment: self.environment ?? environment,
+            status: isTrial ? .trial : .active, autoRenew: true, isTrial: isTrial, environment: self.environment ?? environment,
             proof: proof, appAccountToken: appAccountToken.flatMap(UUID.init(uuidString:)))
     }
 }

@@ -134,13 +134,13 @@ public final class GooglePlayClient: Sendable {
 /// How a Google subscription state maps onto ours: a CANCELED subscription keeps access until
 /// its expiry (it only stops renewing); ON_HOLD, PAUSED and EXPIRED give none.
 public enum GoogleStateMapping {
-    public static func status(_ state: String, expiry: Date?, now: Date) -> (status: String, autoRenew: Bool)? {
+    public static func status(_ state: String, expiry: Date?, now: Date) -> (status: SubscriptionStatus, autoRenew: Bool)? {
         let live = (expiry ?? .distantPast) > now
         switch state {
-        case "SUBSCRIPTION_STATE_ACTIVE": return (live ? "active" : "expired", true)
-        case "SUBSCRIPTION_STATE_CANCELED": return (live ? "active" : "expired", false)
-        case "SUBSCRIPTION_STATE_IN_GRACE_PERIOD": return ("grace_period", true)
-        case "SUBSCRIPTION_STATE_ON_HOLD", "SUBSCRIPTION_STATE_PAUSED", "SUBSCRIPTION_STATE_EXPIRED": return ("expired", false)
+        case "SUBSCRIPTION_STATE_ACTIVE": return (live ? .active : .expired, true)
+        case "SUBSCRIPTION_STATE_CANCELED": return (live ? .active : .expired, false)
+        case "SUBSCRIPTION_STATE_IN_GRACE_PERIOD": return (.gracePeriod, true)
+        case "SUBSCRIPTION_STATE_ON_HOLD", "SUBSCRIPTION_STATE_PAUSED", "SUBSCRIPTION_STATE_EXPIRED": return (.expired, false)
         default: return nil // PENDING and unknown states grant nothing yet
         }
     }

@@ -69,16 +69,16 @@ struct GoogleNotificationsController {
         let mapped = GoogleStateMapping.status(g.subscriptionState, expiry: g.expiry, now: now)
         let (status, autoRenew) = mapped ?? (sub.status, sub.autoRenew)
         // Revoked (type 12) removes access at once whatever the expiry says.
-        let finalStatus = type == 12 ? "revoked" : status
+        let finalStatus: SubscriptionStatus = type == 12 ? .revoked : status
         let end = g.expiry ?? sub.endDate
-        let graceEnd = finalStatus == "grace_period" ? max(end, now.addingTimeInterval(TimeInterval(GoogleStateMapping.fallbackGraceDays) * 86400)) : nil
+        let graceEnd = finalStatus == .gracePeriod ? max(end, now.addingTimeInterval(TimeInterval(GoogleStateMapping.fallbackGraceDays) * 86400)) : nil
         try await subscriptions.applyStoreState(
             sub.id, status: finalStatus, end: end, autoRenew: autoRenew, graceEnd: graceEnd,
             orderID: g.latestOrderId, now: now, on: conn)
         try await subscriptions.event(
             sub.id, app: app, user: sub.userID, type: "google_notification",
             data: ["notification_type": .int(type), "state": .string(g.subscriptionState)], now: now, on: conn)
-        if (sub.grantsAccess) != ["trial", "active", "grace_period"].contains(finalStatus) || finalStatus == "revoked" {
+        if sub.grantsAccess != finalStatus.grantsAccess || finalStatus == .revoked {
             try await subscriptions.announceAccess(app: app, user: sub.userID, on: conn)
         }
         return "applied"

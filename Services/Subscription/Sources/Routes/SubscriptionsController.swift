@@ -44,7 +44,7 @@ struct SubscriptionsController {
     }
 
     struct SubscriptionView: Codable {
-        var id: UUID; var status: String; var planType: String; var startDate: Date; var trialEndDate: Date?
+        var id: UUID; var status: SubscriptionStatus; var planType: String; var startDate: Date; var trialEndDate: Date?
         var endDate: Date; var autoRenew: Bool; var gracePeriodEnd: Date?; var expiredAt: Date?; var features: JSONValue?
         var daysRemaining: Int?; var billingIssue: Bool?
         enum CodingKeys: String, CodingKey {
@@ -107,7 +107,7 @@ struct SubscriptionsController {
             let known = try await subscriptions.knownTransaction(app: app, store: p.store, id: p.transactionID, on: conn)
             guard let existing = try await subscriptions.byOriginalTransaction(app: app, store: p.store, original: p.originalTransactionID, on: conn) else {
                 guard known != .revoked else { throw Self.revokedError }
-                guard p.endDate > now, ["trial", "active", "grace_period"].contains(p.status) else {
+                guard p.endDate > now, p.status.grantsAccess else {
                     throw AppError(SubscriptionErrorCode.subscriptionExpired, "This subscription period has ended")
                 }
                 try await enqueue(acknowledge, now: now, on: conn)
@@ -179,7 +179,7 @@ struct SubscriptionsController {
             throw AppError(SubscriptionErrorCode.paymentPending, "The payment is not complete yet")
         }
         let expiry = g.expiry ?? now
-        let graceEnd = status == "grace_period" ? max(expiry, now.addingTimeInterval(TimeInterval(GoogleStateMapping.fallbackGraceDays) * 86400)) : nil
+        let graceEnd = status == .gracePeriod ? max(expiry, now.addingTimeInterval(TimeInterval(GoogleStateMapping.fallbackGraceDays) * 86400)) : nil
         let purchase = StorePurchase(
             store: "google", transactionID: g.latestOrderId ?? token, originalTransactionID: token, productID: product,
             purchaseDate: GoogleSubscriptionPurchase.date(g.startTime) ?? now, endDate: expiry,
@@ -288,7 +288,7 @@ struct SubscriptionsController {
             states.store(SubscriptionState(subscription: nil, features: .object([:])), for: key, ticket: ticket)
             return (nil, .object([:]))
         }
-        let end = sub.status == "grace_period" ? (sub.gracePeriodEnd ?? sub.endDate) : sub.endDate
+        let end = sub.status == .gracePeriod ? (sub.gracePeriodEnd ?? sub.endDate) : sub.endDate
         if !sub.grantsAccess || end > now {
             let features =
                 sub.grantsAccess ? featuresText.flatMap { try? JSONDecoder().decode(JSONValue.self, from: Data($0.utf8)) } ?? .object([:]) : .object([:])
@@ -321,14 +321,14 @@ struct SubscriptionsController {
         var warning: String?
         var days: Int?
         var view = SubscriptionView(sub, features: nil)
-        if sub.status == "grace_period" {
+        if sub.status == .gracePeriod {
             // Seed 2.2 7b: the store is retrying the payment; access lasts to the grace end.
             warning = "billing_retry_in_progress"
             let end = sub.gracePeriodEnd ?? sub.endDate
             days = max(0, Int((end.timeIntervalSince(clock.now()) / 86400).rounded(.up)))
             view.daysRemaining = days
             view.billingIssue = true
-        } else if sub.status == "expired" {
+        } else if sub.status == .expired {
             warning = "subscription_expired"
         }
         return try context.json(

@@ -7,7 +7,7 @@ import WireTypes
 public struct Subscription: Codable, Sendable, Equatable {
     public var id: UUID
     public var userID: UUID
-    public var status: String
+    public var status: SubscriptionStatus
     public var planType: String
     public var startDate: Date
     public var endDate: Date
@@ -32,7 +32,7 @@ public struct Subscription: Codable, Sendable, Equatable {
     }
 
     /// Premium while trial, active, or in the store's grace period (seed UC-SUB-2.2).
-    public var grantsAccess: Bool { ["trial", "active", "grace_period"].contains(status) }
+    public var grantsAccess: Bool { status.grantsAccess }
 }
 
 public struct SubscriptionStore: Sendable {
@@ -48,7 +48,7 @@ public struct SubscriptionStore: Sendable {
         for try await r in rows.decode((UUID, UUID, String, String, Date, Date, Date?, Date?, Bool, String, Date?).self) {
             out.append(
                 Subscription(
-                    id: r.0, userID: r.1, status: r.2, planType: r.3, startDate: r.4, endDate: r.5, trialEndDate: r.6,
+                    id: r.0, userID: r.1, status: SubscriptionStatus(stored: r.2), planType: r.3, startDate: r.4, endDate: r.5, trialEndDate: r.6,
                     gracePeriodEnd: r.7, autoRenew: r.8, store: r.9, expiredAt: r.10))
         }
         return out
@@ -93,7 +93,7 @@ public struct SubscriptionStore: Sendable {
             INSERT INTO subscriptions (app_id, user_id, plan_id, plan_type, status, start_date, end_date, store_expires_ms, trial_end_date,
                 grace_period_end, auto_renew, store, store_product_id, store_transaction_id, store_original_transaction_id, environment, price,
                 currency, created_at, updated_at)
-            VALUES (\(app), \(user), \(plan.id), \(plan.planType), \(p.status), \(p.purchaseDate), \(p.endDate), \(p.expiresMS),
+            VALUES (\(app), \(user), \(plan.id), \(plan.planType), \(p.status.rawValue), \(p.purchaseDate), \(p.endDate), \(p.expiresMS),
                 \(p.isTrial ? p.endDate : nil), \(p.graceEnd), \(p.autoRenew), \(p.store), \(p.productID), \(p.transactionID),
                 \(p.originalTransactionID), \(p.environment), \(plan.price)::numeric, \(plan.currency), \(now), \(now))
             RETURNING id
@@ -107,7 +107,7 @@ public struct SubscriptionStore: Sendable {
         try await conn.run(
             """
             UPDATE subscriptions SET end_date = \(p.endDate), store_expires_ms = \(p.expiresMS), store_transaction_id = \(p.transactionID),
-                   status = CASE WHEN \(p.endDate) > \(now) THEN \(p.status) ELSE status END,
+                   status = CASE WHEN \(p.endDate) > \(now) THEN \(p.status.rawValue) ELSE status END,
                    expired_at = CASE WHEN \(p.endDate) > \(now) THEN NULL ELSE expired_at END,
                    auto_renew = \(p.autoRenew), updated_at = \(now)
             WHERE id = \(sub)
@@ -158,12 +158,12 @@ public struct SubscriptionStore: Sendable {
         on conn: PostgresConnection
     ) async throws {
         let end = expiresMS.map { Date(timeIntervalSince1970: Double($0) / 1000) } ?? sub.endDate
-        let status = end > now ? "active" : "expired"
+        let status: SubscriptionStatus = end > now ? .active : .expired
         try await conn.run(
             """
-            UPDATE subscriptions SET status = \(status), end_date = GREATEST(end_date, \(end)),
+            UPDATE subscriptions SET status = \(status.rawValue), end_date = GREATEST(end_date, \(end)),
                    store_expires_ms = GREATEST(store_expires_ms, \(expiresMS)), store_transaction_id = \(transactionID),
-                   expired_at = CASE WHEN \(status) = 'active' THEN NULL ELSE expired_at END,
+                   expired_at = CASE WHEN \(status.rawValue) = 'active' THEN NULL ELSE expired_at END,
                    grace_period_end = NULL, auto_renew = true, updated_at = \(now) WHERE id = \(sub.id)
             """, logger: logger)
         if refundReversed {
@@ -198,14 +198,14 @@ public struct SubscriptionStore: Sendable {
 
     /// Google Play's state of the subscription, as mapped by `GoogleStateMapping`.
     public func applyStoreState(
-        _ sub: UUID, status: String, end: Date, autoRenew: Bool, graceEnd: Date?, orderID: String?, now: Date,
+        _ sub: UUID, status: SubscriptionStatus, end: Date, autoRenew: Bool, graceEnd: Date?, orderID: String?, now: Date,
         on conn: PostgresConnection
     ) async throws {
         try await conn.run(
             """
-            UPDATE subscriptions SET status = \(status), end_date = \(end), auto_renew = \(autoRenew), grace_period_end = \(graceEnd),
+            UPDATE subscriptions SET status = \(status.rawValue), end_date = \(end), auto_renew = \(autoRenew), grace_period_end = \(graceEnd),
                    store_transaction_id = COALESCE(\(orderID), store_transaction_id),
-                   expired_at = CASE WHEN \(status) IN ('expired', 'revoked') THEN \(now) ELSE NULL END, updated_at = \(now)
+                   expired_at = CASE WHEN \(status.rawValue) IN ('expired', 'revoked') THEN \(now) ELSE NULL END, updated_at = \(now)
             WHERE id = \(sub)
             """, logger: logger)
     }
@@ -238,7 +238,7 @@ public struct SubscriptionStore: Sendable {
         ).decode(Row.self) {
             return (
                 Subscription(
-                    id: r.0, userID: r.1, status: r.2, planType: r.3, startDate: r.4, endDate: r.5, trialEndDate: r.6,
+                    id: r.0, userID: r.1, status: SubscriptionStatus(stored: r.2), planType: r.3, startDate: r.4, endDate: r.5, trialEndDate: r.6,
                     gracePeriodEnd: r.7, autoRenew: r.8, store: r.9, expiredAt: r.10), r.11
             )
         }
@@ -270,7 +270,7 @@ public struct SubscriptionStore: Sendable {
                     (
                         r.0,
                         Subscription(
-                            id: r.1, userID: r.2, status: r.3, planType: r.4, startDate: r.5, endDate: r.6, trialEndDate: r.7,
+                            id: r.1, userID: r.2, status: SubscriptionStatus(stored: r.3), planType: r.4, startDate: r.5, endDate: r.6, trialEndDate: r.7,
                             gracePeriodEnd: r.8, autoRenew: r.9, store: r.10, expiredAt: r.11)
                     ))
             }
@@ -457,13 +457,13 @@ public struct SubscriptionStore: Sendable {
     /// Seed 7a: an end date in the past (and past any grace period) makes the row expired,
     /// with an event and auth told. Returns the row as it is now.
     public func expireIfDue(_ s: Subscription, app: UUID, now: Date, on conn: PostgresConnection) async throws -> Subscription {
-        let end = s.status == "grace_period" ? (s.gracePeriodEnd ?? s.endDate) : s.endDate
+        let end = s.status == .gracePeriod ? (s.gracePeriodEnd ?? s.endDate) : s.endDate
         guard s.grantsAccess, end <= now else { return s }
         try await conn.run("UPDATE subscriptions SET status = 'expired', expired_at = \(end), updated_at = \(now) WHERE id = \(s.id)", logger: logger)
         try await event(s.id, app: app, user: s.userID, type: "expired", now: now, on: conn)
         try await announceAccess(app: app, user: s.userID, on: conn)
         var e = s
-        e.status = "expired"
+        e.status = .expired
         e.expiredAt = end
         return e
     }
