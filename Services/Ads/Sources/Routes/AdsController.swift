@@ -256,37 +256,8 @@ struct AdsController: Sendable {
         }
     }
 
-    struct RewardBody: Codable { var type = "credits"; var amount: Int }
-
-    struct CompleteResponse: Encodable {
-        var adRequestID: UUID
-        var adType: String
-        var completed: Bool
-        var rewardGranted: Bool
-        var reward: RewardBody?
-        var newBalance: Int?
-        /// `granted` (credited at subscription), `pending` (in the outbox, 21c),
-        /// `awaiting_verification` (the network's callback decides), or null.
-        var rewardStatus: String?
-        var reason: String?
-        var cooldownSeconds: Int?
-        var message: String?
-        /// A replay's credit whose outcome this side does not know yet: asked of subscription
-        /// after the transaction (not encoded).
-        var confirmOutboxID: Int64?
-        enum CodingKeys: String, CodingKey {
-            case adRequestID = "ad_request_id"
-            case adType = "ad_type"
-            case completed
-            case rewardGranted = "reward_granted"
-            case reward
-            case newBalance = "new_balance"
-            case rewardStatus = "reward_status"
-            case reason
-            case cooldownSeconds = "cooldown_seconds"
-            case message
-        }
-    }
+    typealias RewardBody = AdCompletion.Reward
+    typealias CompleteResponse = AdCompletion.Answer
 
     func complete(_ request: Request, _ context: ServiceRequestContext) async throws -> Response {
         let (app, user) = try context.requireUser()
@@ -296,123 +267,13 @@ struct AdsController: Sendable {
             throw AppError.validation("display_duration_ms", "display_duration_ms must be 0 to 3600000")
         }
         if let r = body.revenueUSD, !(0...1000).contains(r) { throw AppError.validation("revenue_usd", "revenue_usd must be 0 to 1000") }
-        let now = clock.now()
-        var (response, outboxID) = try await db.withTransaction(logger: logger) { conn -> (CompleteResponse, Int64?) in
-            guard let r = try await ads.lockRequest(id: id, on: conn), r.appID == app, r.userID == user else { throw AppError.notFound("Ad request") }
-            if r.completedAt != nil { return (try await replay(r, on: conn), nil) }
-            guard now.timeIntervalSince(r.createdAt) <= AdRules.requestLifetime else {
-                throw AppError(AdsErrorCode.adRequestExpired, "This ad request is older than one hour; request a new ad")
-            }
-            // No impression, no view: an ad never reported on screen earns nothing and counts
-            // for nothing (reward, interstitial frequency, revenue).
-            guard r.shown else {
-                throw AppError(
-                    AdsErrorCode.adNotShown, "Report the impression (shown: true) before completing this ad",
-                    extra: ["ad_request_id": .string(id.lowercasedString)])
-            }
-            try await ads.markCompleted(id: id, now: now, on: conn)
-            var out = CompleteResponse(adRequestID: id, adType: r.adType.rawValue, completed: body.completed, rewardGranted: false)
-            var outboxID: Int64?
-            var granted = false
-            var refusal: String?
-            switch r.adType {
-            case .interstitial:
-                try await ads.countInterstitial(app: app, user: user, now: now, on: conn)
-                out.cooldownSeconds = Int(AdRules.interstitialInterval)
-            case .rewarded:
-                let decision = RewardDecision.decide(
-                    completed: body.completed, displayMilliseconds: body.displayDurationMs,
-                    adDurationSeconds: r.adDurationSeconds, verification: r.verification,
-                    requestedAt: r.createdAt, now: now)
-                refusal = decision.refusal
-                switch decision {
-                case .grant:
-                    switch try await rewarding.grant(r, user: user, now: now, on: conn) {
-                    case .granted(let o): outboxID = o; granted = true
-                    case .alreadyGranted: granted = true
-                    case .dailyLimitReached: refusal = Ineligibility.dailyLimitReached.rawValue
-                    }
-                    out.cooldownSeconds = Int(AdRules.rewardedCooldown)
-                case .notCompleted:
-                    try await ads.setShortCooldown(app: app, user: user, now: now, on: conn)
-                    out.cooldownSeconds = Int(AdRules.abandonedCooldown)
-                    out.message = "Watch the whole ad to earn the credit"
-                case .awaitingVerification:
-                    // The network's callback may already have come.
-                    granted =
-                        try await rewarding.rewards.reward(
-                            app: app, source: AdRewarding.source, reference: id.lowercasedString,
-                            on: conn) != nil
-                    if granted { refusal = nil }
-                    out.rewardStatus = granted ? nil : "awaiting_verification"
-                case .tooShort(let minimum):
-                    out.message = "The ad must be watched for at least \(minimum) ms"
-                case .implausibleDuration:
-                    out.message = "The reported display time is longer than the time since the request"
-                }
-            }
-            let revenue = AdRules.clientRevenue(
-                body.revenueUSD,
-                ecpmEstimateUSD: body.revenueUSD == nil
-                    ? nil
-                    : try await ads.ecpmEstimate(app: app, provider: r.provider, on: conn))
-            if revenue.flagged {
-                logger.warning(
-                    "client-reported revenue above the provider's bound; counted at the bound",
-                    metadata: ["ad_request_id": "\(id)", "provider": "\(r.provider)", "reported": "\(body.revenueUSD ?? 0)"])
-            }
-            try await ads.insertView(
-                request: r, completed: body.completed, clicked: body.clicked ?? false, displayMs: body.displayDurationMs,
-                rewardGranted: granted, rewardAmount: granted ? AdRules.rewardCredits : 0, refusal: refusal,
-                revenueUSD: revenue.counted, revenueFlagged: revenue.flagged, now: now, on: conn)
-            out.rewardGranted = granted
-            out.reason = refusal
-            if granted {
-                out.reward = RewardBody(amount: AdRules.rewardCredits)
-                if outboxID == nil { out = try await replay(r, on: conn, base: out) }
-            }
-            return (out, outboxID)
-        }
-        if let outboxID {
-            if let balance = await delivery.attempt(outboxID: outboxID) {
-                response.newBalance = balance
-                response.rewardStatus = "granted"
-            } else {
-                response.rewardStatus = "pending"
-                response.message = "Your credit is being added"
-            }
-        } else if let confirm = response.confirmOutboxID {
-            // A replay answers the truth now: the credit may have landed since the first answer.
-            if let balance = await delivery.confirm(outboxID: confirm) {
-                response.newBalance = balance
-                response.rewardStatus = "granted"
-                response.message = nil
-            } else if response.rewardStatus == "pending" {
-                response.message = "Your credit is being added"
-            }
-        }
+        let report = AdCompletion.Report(
+            completed: body.completed, clicked: body.clicked ?? false, displayMilliseconds: body.displayDurationMs, revenueUSD: body.revenueUSD)
+        let response = try await completion.run(request: id, app: app, user: user, report: report)
         return try context.json(response)
     }
 
-    /// The first answer again, for a completion sent twice (and for a reward the server-side
-    /// callback granted first).
-    func replay(_ r: AdRequestRecord, on conn: PostgresConnection, base: CompleteResponse? = nil) async throws -> CompleteResponse {
-        var out = base ?? CompleteResponse(adRequestID: r.id, adType: r.adType.rawValue, completed: false, rewardGranted: false)
-        if base == nil, let view = try await ads.view(request: r.id, on: conn) {
-            out.completed = view.completed
-            out.rewardGranted = view.rewardGranted
-            out.reason = view.refusal
-        }
-        if let reward = try await rewarding.rewards.reward(app: r.appID, source: AdRewarding.source, reference: r.id.lowercasedString, on: conn) {
-            out.rewardGranted = true
-            out.reason = nil
-            out.reward = RewardBody(amount: reward.amount)
-            out.newBalance = reward.newBalance
-            out.rewardStatus = reward.delivery == "delivered" ? "granted" : "pending"
-            if reward.newBalance == nil, reward.delivery != "dead" { out.confirmOutboxID = reward.outboxID }
-        } else if out.reason == RewardDecision.awaitingVerification.refusal {
-            out.rewardStatus = "awaiting_verification"
-        }
-        return out
+    var completion: AdCompletion {
+        AdCompletion(db: db, ads: ads, rewarding: rewarding, delivery: delivery, clock: clock, logger: logger)
     }
 }

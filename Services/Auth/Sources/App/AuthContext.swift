@@ -1,0 +1,116 @@
+import Foundation
+import Hummingbird
+import HummingbirdBcrypt
+import Logging
+import NIOPosix
+import ServiceKit
+import WireTypes
+
+/// Settings of the sign-in flows that come from configuration.
+public struct AuthSettings: Sendable {
+    public var mailFrom: String
+    public var supportContact: String
+    /// Base of the links in emails (the app's deep-link or web page).
+    public var linkBaseURL: String
+    public var bcryptCost: UInt8 = 12
+    /// Register/login/OTP/reset per client IP (seed: 5 per 15 minutes).
+    public var signInLimit = 5
+    public var signInWindow = 15 * 60
+    /// Refresh has its own, generous limit.
+    public var refreshLimit = 600
+    public var refreshWindow = 60
+
+    public init(environment env: EnvironmentVariables) {
+        mailFrom = env.string("MAIL_FROM", default: "Quiz Geography <no-reply@quiz.example>")
+        supportContact = env.string("SUPPORT_EMAIL", default: "support@example.com")
+        linkBaseURL = env.string("APP_LINK_BASE_URL", default: "https://app.example.com")
+        refreshLimit = env.int("AUTH_REFRESH_LIMIT_PER_MINUTE", default: 600)
+        signInLimit = env.int("AUTH_SIGNIN_LIMIT_PER_15_MINUTES", default: 5)
+    }
+}
+
+/// Everything the auth routes use, built once in the composition root.
+struct AuthContext: Sendable {
+    let db: DatabasePool
+    let logger: Logger
+    let clock: any WallClock
+    let users: UserStore
+    let refreshTokens: RefreshTokenStore
+    let emailTokens: EmailTokenStore
+    let issuer: TokenIssuer
+    let audit: AuditLog
+    let limiter: RateLimiter
+    let applications: any ApplicationRepository
+    let google: any GoogleSignIn
+    let apple: any AppleSignIn
+    /// Each app's Sign in with Apple key (stored over APPLE_SIGNIN_APPS; reloaded on change).
+    let appleConfigs: TenantSettings<AppleClientConfig>
+    let mailer: any Mailer
+    let passwords: PasswordPolicy
+    let box: SecretBox
+    let settings: AuthSettings
+    /// Each app's emails (sender, language, wording, links).
+    let emails: EmailComposer
+    /// Versioned facts auth owns (sessions, consents), told to the other services.
+    let facts: FactPublisher
+    /// This process's view of ended sessions (auth refuses them too).
+    let sessions: SessionRegistry
+
+    func hashPassword(_ password: String) async throws -> String {
+        let cost = settings.bcryptCost
+        // bcrypt-12 costs ~250 ms of CPU: never on an event loop.
+        return try await NIOThreadPool.singleton.runIfActive { Bcrypt.hash(password, cost: cost) }
+    }
+
+    func checkPassword(_ password: String, hash: String) async throws -> Bool {
+        try await NIOThreadPool.singleton.runIfActive { Bcrypt.verify(password, hash: hash) }
+    }
+
+    /// 5 sign-in attempts per 15 minutes per client IP; a refused attempt is audited too.
+    func enforceSignInLimit(_ context: ServiceRequestContext, scope: String) async throws {
+        let decision = try await limiter.hit(scope: "signin", key: context.clientAddress, limit: settings.signInLimit, window: settings.signInWindow)
+        guard decision.allowed else {
+            if let app = context.identity?.appID {
+                await audit.record(
+                    AuditLog.Entry(
+                        userID: nil, appID: app, action: scope, result: "rate_limited", ip: context.clientAddress,
+                        details: ["retry_after": .int(decision.retryAfter)]), db: db)
+            }
+            throw AppError.rateLimited(retryAfter: decision.retryAfter)
+        }
+    }
+
+    func entry(
+        _ action: String, _ result: String, app: UUID, user: UUID?, _ request: Request, _ context: ServiceRequestContext,
+        details: [String: JSONValue] = [:]
+    ) -> AuditLog.Entry {
+        AuditLog.Entry(
+            userID: user, appID: app, action: action, result: result, ip: context.clientAddress,
+            userAgent: request.headers[.userAgent].map { String($0.prefix(500)) }, details: details)
+    }
+
+    /// Suspended accounts are refused (seed 14a), locked ones too (14b).
+    func requireActive(_ user: User, now: Date) throws {
+        if user.status == .suspended {
+            throw AppError(
+                .forbidden, "account_suspended", "Your account has been suspended",
+                extra: [
+                    "reason": .string(user.suspensionReason ?? "Terms of service violation"),
+                    "contact": .string(settings.supportContact)
+                ])
+        }
+        if let until = user.lockedUntil, until > now {
+            throw accountLocked(until: until, now: now)
+        }
+    }
+
+    func accountLocked(until: Date, now: Date) -> AppError {
+        let retry = LockoutPolicy.retryAfter(lockedUntil: until, now: now)
+        var headers = HTTPFields()
+        headers[.retryAfter] = String(retry)
+        return AppError(
+            AuthErrorCode.accountLocked, "Too many login attempts",
+            extra: ["locked_until": .string(ISO8601DateFormatter().string(from: until)), "retry_after": .int(retry)],
+            headers: headers)
+    }
+}

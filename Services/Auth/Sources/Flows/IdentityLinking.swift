@@ -1,0 +1,112 @@
+import Foundation
+import NIOCore
+import ServiceKit
+import WireTypes
+
+/// UC-AUTH-1.7, attaching another way to sign in to the signed-in user, in one transaction once
+/// the provider has vouched for the identity (network and bcrypt happen before, in the route). A
+/// guest who links keeps the same user id, and so every piece of data, and becomes a full account.
+struct IdentityLinking: Sendable {
+    let ctx: AuthContext
+
+    /// The identity to attach, as verified: Google's, Apple's (with the sealed refresh token to
+    /// revoke later), or an email with its password hash.
+    enum Linking: Sendable { case google(ProviderIdentity), apple(ProviderIdentity, ByteBuffer?), email(String, String) }
+
+    static func identityTaken(_ provider: String) -> AppError {
+        AppError(AuthErrorCode.identityAlreadyLinked, "This \(provider) identity already belongs to another account")
+    }
+
+    /// The user as linked, a new session's tokens, and the address to send a verification to.
+    /// `audit` builds the success entry (whether the user was a guest).
+    func link(
+        _ linking: Linking, provider: AuthProvider, appID: UUID, userID: UUID, device: DeviceInfo?, verifyToken: String, now: Date,
+        audit: @Sendable (_ wasGuest: Bool) -> AuditLog.Entry
+    ) async throws -> (User, TokenPair, String?) {
+        try await ctx.db.withTransaction(logger: ctx.logger) { conn -> (User, TokenPair, String?) in
+            guard let user = try await ctx.users.find(.id(userID), appID: appID, on: conn, forUpdate: true) else {
+                throw AppError(.unauthorized, "invalid_token", "This account no longer exists")
+            }
+            try ctx.requireActive(user, now: now)
+            var verifyTo: String?
+            switch linking {
+            case .google(let identity):
+                if user.googleID == identity.subject { break }
+                if user.googleID != nil { throw AppError(AuthErrorCode.providerAlreadyLinked, "A Google account is already linked") }
+                if try await ctx.users.find(.google(identity.subject), appID: appID, on: conn) != nil { throw Self.identityTaken("Google") }
+                // Adopt Google's verified email when the account has none and nobody else uses it.
+                var adoptEmail: String? = nil
+                if user.email == nil, let email = identity.email, try await ctx.users.find(.email(email), appID: appID, on: conn) == nil {
+                    adoptEmail = email
+                }
+                try await ctx.users.attach(
+                    .google, .init(identity), adoptEmail: adoptEmail, sealedRefreshToken: nil,
+                    to: userID, now: now, on: conn)
+            case .apple(let identity, let sealed):
+                if user.appleID == identity.subject { break }
+                if user.appleID != nil { throw AppError(AuthErrorCode.providerAlreadyLinked, "An Apple ID is already linked") }
+                if try await ctx.users.find(.apple(identity.subject), appID: appID, on: conn) != nil { throw Self.identityTaken("Apple") }
+                var adoptEmail: String? = nil
+                if user.email == nil, let email = identity.email, try await ctx.users.find(.email(email), appID: appID, on: conn) == nil {
+                    adoptEmail = email
+                }
+                try await ctx.users.attach(
+                    .apple, .init(identity), adoptEmail: adoptEmail, sealedRefreshToken: sealed,
+                    to: userID, now: now, on: conn)
+            case .email(let email, let hash):
+                if user.passwordHash != nil { throw AppError(AuthErrorCode.providerAlreadyLinked, "A password is already set on this account") }
+                if let current = user.email, current != email {
+                    throw AppError.validation("credentials.email", "The account's email is \(EmailAddress.mask(current)); link with that address")
+                }
+                if user.email == nil, try await ctx.users.find(.email(email), appID: appID, on: conn) != nil { throw Self.identityTaken("email") }
+                try await ctx.users.attachPassword(email: email, hash: hash, to: userID, now: now, on: conn)
+                if !user.emailVerified {
+                    try await ctx.emailTokens.insert(
+                        token: verifyToken, userID: userID, purpose: .verifyEmail,
+                        expiresAt: now.addingTimeInterval(TokenLifetimes.emailVerification), on: conn)
+                    verifyTo = email
+                }
+            }
+            // A guest who links becomes a full account: same id, nothing lost.
+            if user.isGuest {
+                try await ctx.users.upgradeGuest(userID, provider: provider, now: now, on: conn)
+            }
+            guard let updated = try await ctx.users.find(.id(userID), appID: appID, on: conn) else { throw AppError.unavailable }
+            let tokens = try await ctx.issuer.startSession(for: updated, device: device, now: now, on: conn)
+            try await ctx.audit.record(audit(user.isGuest), on: conn)
+            return (updated, tokens, verifyTo)
+        }
+    }
+
+    /// Removes one way to sign in (never the last one). Unlinking Apple ends the app's grant at
+    /// Apple too, after the commit and best effort: the link is gone here either way.
+    func unlink(_ provider: AuthProvider, appID: UUID, userID: UUID, now: Date, audit: @Sendable () -> AuditLog.Entry) async throws -> User {
+        let (user, appleToken): (User, ByteBuffer?) = try await ctx.db.withTransaction(logger: ctx.logger) { conn in
+            guard let user = try await ctx.users.find(.id(userID), appID: appID, on: conn, forUpdate: true) else {
+                throw AppError(.unauthorized, "invalid_token", "This account no longer exists")
+            }
+            guard user.signInMethods.contains(provider.rawValue) else {
+                throw AppError(AuthErrorCode.providerNotLinked, "No \(provider.rawValue) sign-in on this account")
+            }
+            guard user.signInMethods.count > 1 else {
+                throw AppError(AuthErrorCode.lastSignInMethod, "This is the only way to sign in to this account; link another one first")
+            }
+            let appleToken = try await ctx.users.detach(provider, from: userID, now: now, on: conn)
+            try await ctx.audit.record(audit(), on: conn)
+            return (try await ctx.users.find(.id(userID), appID: appID, on: conn) ?? user, appleToken)
+        }
+        // Unlinking Apple ends the app's grant at Apple too (best effort: the link is gone here either way).
+        if provider == .apple, let sealed = appleToken, let config = try await ctx.appleConfigs.value(for: appID) {
+            do { try await ctx.apple.revoke(refreshToken: try ctx.box.open(sealed), config: config, now: now) } catch {
+                ctx.logger.warning("Apple token revocation failed on unlink", metadata: ["error": "\(error)"])
+            }
+        }
+        return user
+    }
+}
+
+extension UserStore.LinkedIdentity {
+    init(_ identity: ProviderIdentity) {
+        self.init(subject: identity.subject, email: identity.email, name: identity.name, isPrivateEmail: identity.isPrivateEmail)
+    }
+}
