@@ -215,7 +215,10 @@ public func buildServiceApplication(
     try configure(ServiceRoutes(router: router, open: open, tenant: tenant, user: user, userLogging: userLogging, internal: internalGroup, admin: admin))
 
     let watcher = runtime.sessionWatcher
-    var services: [any Service] = [runtime.db, runtime.changes, AfterMigrations(runtime.readiness, watcher)]
+    var services: [any Service] = [
+        runtime.db, runtime.changes, AfterMigrations(runtime.readiness, watcher),
+        MemoryTrimmer(interval: .seconds(config.environment.int("MALLOC_TRIM_SECONDS", default: 10)))
+    ]
     if config.runWorkers {
         let purger = RetentionPurger(
             db: runtime.db, rules: RetentionRule.platform(config.environment) + retention,
