@@ -12,10 +12,12 @@ struct MemoryTrimmer: Service {
     let interval: Duration
 
     func run() async throws {
-        guard interval > .zero else { return }
-        try await cancelWhenGracefulShutdown {
+        // A service that returns ends the whole group: switched off, it waits for the shutdown.
+        guard interval > .zero else { return try await gracefulShutdown() }
+        await cancelWhenGracefulShutdown {
             while !Task.isCancelled {
-                try await Task.sleep(for: interval)
+                // Cancelled at the shutdown: a clean end, not an error.
+                do { try await Task.sleep(for: interval) } catch { return }
                 #if canImport(Glibc)
                     _ = malloc_trim(0)
                 #endif
