@@ -19,6 +19,7 @@ import concurrent.futures as cf
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -35,6 +36,24 @@ DB = "app_backend"
 RECOVERY_LIMIT = 30.0
 sys.path.insert(0, ROOT + "/deploy/local")
 from stackcall import call  # noqa: E402
+
+
+REQUEST = threading.local()
+
+
+def timed_call(*args, **kwargs):
+    """`call`, noting in this thread when the request was sent."""
+    REQUEST.started = time.time()
+    return call(*args, **kwargs)
+
+
+def node_answers(n):
+    """Whether node n's Patroni REST API accepts a connection."""
+    try:
+        socket.create_connection(("127.0.0.1", 58430 + int(n)), timeout=0.5).close()
+        return True
+    except OSError:
+        return False
 
 
 def fail(msg):
@@ -173,11 +192,13 @@ class Load:
         self.counter = 0
 
     def outcome(self, kind, status, body, record):
-        now = time.time()
+        # When the acknowledged request was sent: one sent before the leader died and answered
+        # just after is no sign that writes are back.
+        started = getattr(REQUEST, "started", time.time())
         if 200 <= status < 300:
             with self.lock:
                 self.acked[kind].append(record)
-                self.last_ok[kind] = now
+                self.last_ok[kind] = max(self.last_ok.get(kind, 0), started)
             return True
         if status == 503 and isinstance(body.get("error"), str) and "message" in body:
             with self.lock:
@@ -199,7 +220,7 @@ class Load:
         value = False
         while not self.stopping.is_set():
             value = not value
-            status, body = call("PATCH", self.stack.url("auth", "/auth/privacy"), h, {"consent_analytics": value}, timeout=10)
+            status, body = timed_call("PATCH", self.stack.url("auth", "/auth/privacy"), h, {"consent_analytics": value}, timeout=10)
             self.outcome("consent", status, body, (uid, value))
             time.sleep(0.05)
 
@@ -210,7 +231,7 @@ class Load:
             for kind, amount in (("grant", 2), ("spend", -1)):
                 key = "drill-%s-%d" % (kind, n)
                 h = dict(self.stack.admin, **{"Idempotency-Key": key})
-                status, body = call("POST", self.stack.url("subscription", "/admin/users/%s/credits" % uid), h,
+                status, body = timed_call("POST", self.stack.url("subscription", "/admin/users/%s/credits" % uid), h,
                                     {"amount": amount, "reason": "failover drill"}, timeout=10)
                 if status == 409:  # a spend before its grant came back: nothing taken, said so
                     continue
@@ -220,7 +241,7 @@ class Load:
     def purchases(self, k):
         while not self.stopping.is_set():
             n = self.next_id()
-            status, body = call("POST", self.stack.url("auth", "/auth/register"),
+            status, body = timed_call("POST", self.stack.url("auth", "/auth/register"),
                                 dict(self.stack.tenant, **{"X-Forwarded-For": "10.200.%d.%d" % (n // 250 % 250, n % 250 + 1)}),
                                 {"provider": "guest", "credentials": {"device_id": "drill-buyer-%s" % uuid.uuid4()}}, timeout=10)
             if status != 201:
@@ -230,7 +251,7 @@ class Load:
             h = dict(self.stack.tenant, Authorization="Bearer " + body["tokens"]["access_token"])
             original = "9%014d" % (int(time.time() * 1000) % 10**10 * 1000 + n % 1000)
             tx = signed_transaction(original)
-            status, body = call("POST", self.stack.url("subscription", "/subscriptions/purchase"), h, {"store": "apple", "signed_transaction": tx},
+            status, body = timed_call("POST", self.stack.url("subscription", "/subscriptions/purchase"), h, {"store": "apple", "signed_transaction": tx},
                                 timeout=10)
             self.outcome("purchase", status, body, original)
             time.sleep(0.05)
@@ -239,7 +260,7 @@ class Load:
         uid, h = self.users[k]
         while not self.stopping.is_set():
             action = "drill-%d-%s" % (k, uuid.uuid4())
-            status, body = call("POST", self.stack.url("offline", "/sync/queue"), h, {"client_action_id": action, "action_type": "stats_ping",
+            status, body = timed_call("POST", self.stack.url("offline", "/sync/queue"), h, {"client_action_id": action, "action_type": "stats_ping",
                                 "entity_type": "session", "entity_id": "s", "payload": {"k": k}}, timeout=10)
             self.outcome("answer", status, body, action)
             time.sleep(0.03)
@@ -249,8 +270,8 @@ class Load:
         after another through the switch; a refused completion is tried again, as an app does."""
         for uid, h, ad in pending:
             while not self.stopping.is_set():
-                call("POST", self.stack.url("ads", "/ads/%s/impression" % ad), h, {"loaded": True, "shown": True}, timeout=10)
-                status, body = call("POST", self.stack.url("ads", "/ads/%s/complete" % ad), h,
+                timed_call("POST", self.stack.url("ads", "/ads/%s/impression" % ad), h, {"loaded": True, "shown": True}, timeout=10)
+                status, body = timed_call("POST", self.stack.url("ads", "/ads/%s/complete" % ad), h,
                                     {"completed": True, "clicked": False, "display_duration_ms": 24500}, timeout=10)
                 if 200 <= status < 300 and body.get("reward_granted") is not True:
                     with self.lock:
@@ -307,7 +328,7 @@ def wait_writes(stack, h, limit):
     """Seconds until a write is acknowledged again (a 503 with the envelope meanwhile)."""
     start = time.time()
     while time.time() - start < limit:
-        status, body = call("POST", stack.url("offline", "/sync/queue"), h, {"client_action_id": "probe-%s" % uuid.uuid4(), "action_type": "stats_ping",
+        status, body = timed_call("POST", stack.url("offline", "/sync/queue"), h, {"client_action_id": "probe-%s" % uuid.uuid4(), "action_type": "stats_ping",
                             "entity_type": "session", "entity_id": "probe", "payload": {}}, timeout=5)
         if status == 201:
             return time.time() - start
@@ -340,11 +361,19 @@ def failover(stack):
         acked_before = sum(len(v) for v in load.acked.values())
         killed = time.time()
         cluster("kill-node", leader)
+        # Dead for certain before anything is judged: its REST port refuses (killed again if not).
+        for attempt in range(50):
+            if not node_answers(leader):
+                break
+            if attempt % 10 == 9:
+                cluster("kill-node", leader)
+            time.sleep(0.1)
+        dead = time.time()
         # Recovered: every kind of write acknowledged again after the kill.
         recovered = None
         while time.time() - killed < RECOVERY_LIMIT + 15:
             with load.lock:
-                if all(load.last_ok.get(k, 0) > killed for k in ("consent", "grant", "purchase", "answer")):
+                if all(load.last_ok.get(k, 0) > dead for k in ("consent", "grant", "purchase", "answer")):
                     recovered = max(load.last_ok[k] for k in ("consent", "grant", "purchase", "answer")) - killed
                     break
             time.sleep(0.1)
@@ -352,7 +381,15 @@ def failover(stack):
         load.stopping.set()
         for f in running:
             f.result()
+    # Patroni's view of the cluster may lag the switch by a loop or two: asked until it names
+    # a leader other than the dead one (or 30 s pass).
     new_leader = cluster("leader")
+    deadline = time.time() + 30
+    while (new_leader == leader or not new_leader) and time.time() < deadline:
+        time.sleep(0.5)
+        new_leader = cluster("leader", check=False)
+    if new_leader == leader or not new_leader:
+        print(cluster("status", check=False), file=sys.stderr)
     if load.bad:
         fail("answers other than 2xx or a 503 with the envelope during the failover: %s" % load.bad[:5])
     if recovered is None or recovered > RECOVERY_LIMIT:
