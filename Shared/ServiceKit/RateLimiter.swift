@@ -32,6 +32,9 @@ public struct RateLimiter: Sendable {
         let start = t - t % window
         let windowStart = Date(timeIntervalSince1970: TimeInterval(start))
         let previousStart = Date(timeIntervalSince1970: TimeInterval(start - window))
+        // The count commits without waiting for its WAL flush (`synchronous_commit` off for this
+        // statement's own transaction only): a counter is no acknowledged fact, a crash loses at
+        // most the last ~0.6 s of counts, and the request no longer waits on a second fsync.
         let rows = try await client.query(
             """
             WITH hit AS (
@@ -42,10 +45,11 @@ public struct RateLimiter: Sendable {
             )
             SELECT (SELECT count FROM hit),
                    COALESCE((SELECT count FROM rate_limits
-                             WHERE scope = \(scope) AND key = \(key) AND window_start = \(previousStart)), 0)
+                             WHERE scope = \(scope) AND key = \(key) AND window_start = \(previousStart)), 0),
+                   set_config('synchronous_commit', 'off', true)
             """, logger: logger)
         var current = 0, previous = 0
-        for try await (c, p) in rows.decode((Int, Int).self) { current = c; previous = p }
+        for try await (c, p, _) in rows.decode((Int, Int, String).self) { current = c; previous = p }
         let elapsed = t - start
         let estimate: Int
         switch mode {

@@ -18,6 +18,17 @@ final class SessionTests: XCTestCase {
             XCTAssertEqual(first.status, .ok)
             let pair = try first.json(Refreshed.self).tokens
             XCTAssertNotEqual(pair.refreshToken, r.tokens.refreshToken)
+            // The successor (written from the rotated row in the same statement) keeps its
+            // family, device and device details; the old one is marked, not revoked.
+            let kept = try await h.scalar(
+                """
+                SELECT count(*)::int FROM auth.refresh_tokens old JOIN auth.refresh_tokens new
+                  ON new.family_id = old.family_id AND new.device_id = old.device_id AND new.device_info = old.device_info
+                 AND new.user_id = old.user_id AND new.id <> old.id
+                WHERE old.user_id = '\(r.user.id)' AND old.rotated_at IS NOT NULL AND NOT old.revoked AND old.successor_sealed IS NOT NULL
+                  AND new.rotated_at IS NULL AND NOT new.revoked AND new.device_info->>'platform' = 'ios' AND new.device_id = 'device-1'
+                """)
+            XCTAssertEqual(kept, 1)
             // Within 10 s, the rotated token gives the current pair (a concurrent refresh).
             h.clock.advance(by: 5)
             let again = try await h.post("auth/refresh", #"{"refresh_token":"\#(r.tokens.refreshToken)"}"#)

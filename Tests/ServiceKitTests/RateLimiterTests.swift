@@ -38,6 +38,25 @@ final class RateLimiterTests: XCTestCase {
         }
     }
 
+    /// The count commits asynchronously, but only its own transaction: a pooled connection that
+    /// served a hit must commit the next request's facts with the WAL flushed, as before.
+    func testAsynchronousCommitOfACountDoesNotLeakToTheConnection() async throws {
+        let runtime = kitRuntime(.auth)
+        try await withMigratedRuntime(runtime) { runtime in
+            let limiter = RateLimiter(client: runtime.db, clock: runtime.clock, logger: runtime.logger)
+            let key = UUID().uuidString
+            for _ in 1...5 {
+                _ = try await limiter.hit(scope: "test-async", key: key, limit: 100, window: 60)
+                let rows = try await runtime.db.query("SHOW synchronous_commit")
+                for try await setting in rows.decode(String.self) {
+                    XCTAssertEqual(setting, "on", "a later statement on the hit's connection commits synchronously")
+                }
+            }
+            let counted = try await limiter.hit(scope: "test-async", key: key, limit: 100, window: 60)
+            XCTAssertEqual(counted.remaining, 94, "every hit is counted")
+        }
+    }
+
     func testSlidingWindowCountsThePreviousWindowsOverlap() async throws {
         let clock = MovableClock(Date(timeIntervalSince1970: TimeInterval(1_800_000_000 - 1_800_000_000 % 60)))
         let runtime = kitRuntime(.auth, clock: clock)

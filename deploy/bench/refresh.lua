@@ -3,6 +3,7 @@
 local tokens = {}
 local app_id, api_key
 local counter = 0
+local pace
 
 function setup(thread)
   counter = counter + 1
@@ -13,11 +14,20 @@ function init(args)
   app_id = args[1]
   api_key = args[2]
   local file = args[3]
+  if args[5] and args[6] then pace = math.floor(1000 * tonumber(args[6]) / tonumber(args[5])) end
   local n = 0
   for line in io.lines(file) do
     n = n + 1
     if (n % tonumber(args[4])) == tid - 1 then table.insert(tokens, line) end
   end
+end
+
+-- With args[5] (a rate per second) and args[6] (the connections), each connection waits
+-- conns/rate seconds before each request: the run is paced near that rate, for a latency
+-- figure at a given load rather than at saturation.
+function delay()
+  if pace then return pace end
+  return 0
 end
 
 function request()

@@ -136,6 +136,10 @@ after=$(cpu_ticks $AUTH_PID)
 REFRESH_CPU=$(awk -v a="$after" -v b="$before" -v c="$CLK" 'BEGIN {printf "%.2f", (a - b) / c}')
 REFRESH_RPS=$(rps "$BENCH/refresh.txt")
 REFRESH_OK=$(awk -v r="$REFRESH_RPS" -v d="$DURATION" -v n="$(non2xx "$BENCH/refresh.txt")" 'BEGIN {printf "%.0f", r * d - (n == "" ? 0 : n)}')
+# #35's latency target is at 300 rotations/s, not at saturation: the same run paced to 300/s.
+make_sessions "$BENCH/tokens-paced.txt" paced 13
+wrk -t2 -c32 -d"${DURATION}s" --latency -s deploy/bench/refresh.lua http://127.0.0.1:3001 -- "$APP_ID" "$API_KEY" "$BENCH/tokens-paced.txt" 2 300 32 \
+  > "$BENCH/refresh-paced.txt"
 
 log "bcrypt-12 on this machine"
 BCRYPT_MS=$("$BIN/auth-service" admin bcrypt-time --rounds 8 | sed 's/bcrypt_verify_ms=//')
@@ -191,8 +195,11 @@ ACCESS_PATH=/subscription/v1/content/bench-free/check-access
 # Each user's devices met once (as an app's players are, day to day), then the steady run.
 wrk -t2 -c32 -d"${DURATION}s" --latency -s deploy/bench/random_user.lua http://127.0.0.1:3002 -- "$APP_ID" "$API_KEY" "$ACCESS_PATH" "$BENCH/users.txt" random POST devices \
   > "$BENCH/access-cold.txt"
-# Five turns per user (50,000 checks for 10,000 users): 10 s, so that every device is met.
-wrk -t2 -c32 -d10s -s deploy/bench/random_user.lua http://127.0.0.1:3002 -- "$APP_ID" "$API_KEY" "$ACCESS_PATH" "$BENCH/users.txt" each POST devices >/dev/null
+# Five turns per user (50,000 checks for 10,000 users, every device met) within the minute
+# before the steady run: 20 s, since the devices' first meetings (a locked count and a write
+# each) run at a quarter of the steady rate; 10 s left some unmet, and their first meetings
+# fell into the steady run (8,046 against 12,200 req/s with all met).
+wrk -t2 -c32 -d20s -s deploy/bench/random_user.lua http://127.0.0.1:3002 -- "$APP_ID" "$API_KEY" "$ACCESS_PATH" "$BENCH/users.txt" each POST devices >/dev/null
 LOGS_BEFORE=$(psql_admin -d app_backend_bench -tA -c "SELECT count(*) FROM subscription.access_logs")
 wrk -t2 -c32 -d"${DURATION}s" --latency -s deploy/bench/random_user.lua http://127.0.0.1:3002 -- "$APP_ID" "$API_KEY" "$ACCESS_PATH" "$BENCH/users.txt" random POST devices \
   > "$BENCH/access.txt"
@@ -344,6 +351,7 @@ pgbench -S (16 clients)                 ${PGBENCH_TPS} tps
 GET /auth/v1/health                     ${HEALTH_RPS} req/s   p99 $(p99 "$BENCH/health.txt")   = $(awk -v a="$HEALTH_RPS" -v b="$PGBENCH_TPS" 'BEGIN {printf "%.2f", a / b}') x pgbench
 POST /auth/refresh (rotation)           ${REFRESH_RPS} req/s   p99 $(p99 "$BENCH/refresh.txt")   non-2xx: $(non2xx "$BENCH/refresh.txt")
   auth-service CPU during the run       ${REFRESH_CPU} s  ->  $(awk -v n="$REFRESH_OK" -v c="$REFRESH_CPU" 'BEGIN {printf "%.0f", n / c}') rotations per CPU-second (target >= 1200)
+  paced to 300/s                        $(rps "$BENCH/refresh-paced.txt") req/s   p99 $(p99 "$BENCH/refresh-paced.txt")   (target p99 <= 50 ms at 300/s)   non-2xx: $(non2xx "$BENCH/refresh-paced.txt")
 bcrypt-12 verify                        ${BCRYPT_MS} ms  ->  limit = ${CORES} cores / that = ${BCRYPT_LIMIT} logins/s
 POST /auth/login (email, 8 conns)       ${LOGIN_RPS} req/s  = $(awk -v a="$LOGIN_RPS" -v b="$BCRYPT_LIMIT" 'BEGIN {printf "%.2f", a / b}') x bcrypt limit (target >= 0.9)   non-2xx: $(non2xx "$BENCH/login.txt")
 GET /auth/v1/health during the flood    $(cat "$BENCH/health-flood.txt")   (one probe every 20 ms; target p99 < 20 ms)

@@ -53,10 +53,7 @@ struct TokenRefresh: Sendable {
             case .rotate:
                 guard let record, let user = owner else { return .refused }
                 let next = OpaqueToken.generate()
-                try await ctx.refreshTokens.markRotated(record.id, successorSealed: try ctx.box.seal(next), now: now, on: conn)
-                try await ctx.refreshTokens.insert(
-                    token: next, userID: user.id, appID: appID, familyID: record.familyID,
-                    deviceID: record.deviceID, deviceInfo: record.deviceInfo, now: now, on: conn)
+                try await ctx.refreshTokens.rotate(record.id, successor: next, successorSealed: try ctx.box.seal(next), now: now, on: conn)
                 if user.isGuest { _ = try await ctx.users.recordLogin(user.id, now: now, on: conn) }
                 return .pair(ctx.issuer.pair(access: try ctx.issuer.accessToken(for: user, session: record.familyID, now: now), refresh: next))
             }

@@ -12,7 +12,6 @@ public struct RefreshTokenRecord: Sendable {
     public var appID: UUID
     public var familyID: UUID
     public var deviceID: String
-    public var deviceInfo: String
     public var expiresAt: Date
     public var revoked: Bool
     public var rotatedAt: Date?
@@ -74,22 +73,31 @@ public struct RefreshTokenStore: Sendable {
     public func lock(token: String, on conn: PostgresConnection) async throws -> RefreshTokenRecord? {
         let rows = try await conn.run(
             """
-            SELECT id, user_id, app_id, family_id, device_id, device_info::text, expires_at, revoked, rotated_at, successor_sealed
+            SELECT id, user_id, app_id, family_id, device_id, expires_at, revoked, rotated_at, successor_sealed
             FROM refresh_tokens WHERE token_hash = \(OpaqueToken.hash(token)) FOR UPDATE
             """, logger: logger)
-        for try await r in rows.decode((UUID, UUID, UUID, UUID, String, String, Date, Bool, Date?, ByteBuffer?).self) {
+        for try await r in rows.decode((UUID, UUID, UUID, UUID, String, Date, Bool, Date?, ByteBuffer?).self) {
             return RefreshTokenRecord(
-                id: r.0, userID: r.1, appID: r.2, familyID: r.3, deviceID: r.4, deviceInfo: r.5,
-                expiresAt: r.6, revoked: r.7, rotatedAt: r.8, successorSealed: r.9)
+                id: r.0, userID: r.1, appID: r.2, familyID: r.3, deviceID: r.4,
+                expiresAt: r.5, revoked: r.6, rotatedAt: r.7, successorSealed: r.8)
         }
         return nil
     }
 
-    /// Marks `id` as rotated, keeping its successor sealed for the grace window.
-    public func markRotated(_ id: UUID, successorSealed: ByteBuffer, now: Date, on conn: PostgresConnection) async throws {
+    /// Rotates `id`: marks it rotated, keeping its successor sealed for the grace window, and
+    /// stores the successor in its family, for its device, in one statement (one round trip of
+    /// the refresh's). The insert reads the update's row, so the old token has left the
+    /// one-active-token-per-device index before the new one enters it.
+    public func rotate(_ id: UUID, successor: String, successorSealed: ByteBuffer, now: Date, on conn: PostgresConnection) async throws {
+        let expires = now.addingTimeInterval(TokenLifetimes.refreshToken)
         try await conn.run(
             """
-            UPDATE refresh_tokens SET rotated_at = \(now), successor_sealed = \(successorSealed) WHERE id = \(id)
+            WITH rotated AS (
+                UPDATE refresh_tokens SET rotated_at = \(now), successor_sealed = \(successorSealed) WHERE id = \(id)
+                RETURNING user_id, app_id, family_id, device_id, device_info
+            )
+            INSERT INTO refresh_tokens (user_id, app_id, family_id, device_id, token_hash, device_info, expires_at, created_at)
+            SELECT user_id, app_id, family_id, device_id, \(OpaqueToken.hash(successor)), device_info, \(expires), \(now) FROM rotated
             """, logger: logger)
     }
 }

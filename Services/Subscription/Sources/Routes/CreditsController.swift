@@ -20,7 +20,9 @@ struct CreditsController {
     func addRoutes(user: RouterGroup<ServiceRequestContext>, internalGroup: RouterGroup<ServiceRequestContext>) {
         user.get("credits/balance") { _, context in
             let (app, userID) = try context.requireUser()
-            return try context.json(["balance": try await reads.balance(app: app, user: userID)])
+            // One integer: written as bytes, not through JSONEncoder (7 % of this read's CPU).
+            let balance = try await reads.balance(app: app, user: userID)
+            return context.json(encoded: ByteBuffer(string: #"{"balance":\#(balance)}"#))
         }
         user.get("credits/transactions") { request, context in try await transactions(request, context) }
         user.post("content/:id/unlock") { request, context in try await unlock(request, context) }
