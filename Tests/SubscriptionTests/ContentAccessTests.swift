@@ -108,9 +108,24 @@ final class ContentAccessTests: XCTestCase {
             let e = try sixth.envelope()
             XCTAssertEqual(e.error, "concurrent_access_limit")
             XCTAssertEqual(e.extra["active_devices"], .int(5))
-            h.clock.advance(by: 16 * 60)
+            // Two minutes on (past the replica's one-minute memory of its devices) a known
+            // device is renewed without being counted again, and the sixth is still refused.
+            h.clock.advance(by: 2 * 60)
+            let renewed = try await Self.check(h, user, p + "free", device: "device-2")
+            XCTAssertEqual(renewed.status, .ok)
+            let still = try await Self.check(h, user, p + "free", device: "device-6")
+            XCTAssertEqual(still.status, .tooManyRequests)
+            h.clock.advance(by: 14 * 60)
             let later = try await Self.check(h, user, p + "free", device: "device-6")
             XCTAssertEqual(later.status, .ok)
+            // The renewal moved device-2's last sighting on: 16 minutes after the others it is
+            // still one of the five, with device-6 and three new ones; a tenth is refused.
+            for i in 7...9 {
+                let r = try await Self.check(h, user, p + "free", device: "device-\(i)")
+                XCTAssertEqual(r.status, .ok, "device \(i)")
+            }
+            let tenth = try await Self.check(h, user, p + "free", device: "device-10")
+            XCTAssertEqual(tenth.status, .tooManyRequests, "device-2 renewed at 2 min is still active at 16 min")
         }
     }
 

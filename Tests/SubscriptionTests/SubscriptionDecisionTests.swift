@@ -8,6 +8,16 @@ final class SubscriptionDecisionTests: XCTestCase {
     let now = Date(timeIntervalSince1970: 1_800_000_000)
 
     /// UC-SUB-2.2: who plays what.
+    func testADeviceIsRenewedWithoutTheCountOnlyWellWithinItsWindow() {
+        let now = Date(timeIntervalSince1970: 1_800_000_000)
+        let since = AccessPolicy.renewableSince(now: now)
+        // (seen this many seconds ago, renewed without the count)
+        let rows: [(TimeInterval, Bool)] = [(0, true), (60, true), (14 * 60 - 1, true), (14 * 60, false), (15 * 60 - 1, false), (16 * 60, false)]
+        for (ago, renewable) in rows {
+            XCTAssertEqual(now.addingTimeInterval(-ago) > since, renewable, "seen \(ago) s ago")
+        }
+    }
+
     func testAccessPolicy() {
         let rows: [(ContentRule.Level, Bool, Bool, AccessPolicy.Via?)] = [
             (.free, false, false, .free), (.free, true, true, .free),

@@ -17,6 +17,15 @@ public enum AccessPolicy {
     public static let maxActiveDevices = 5
     /// A device counts as active while it was seen this recently.
     public static let deviceActiveWindow: TimeInterval = 15 * 60
+    /// A device seen within the window less this margin is active for any check running now
+    /// (each takes its own `now`, milliseconds apart): its `last_seen` may be moved on without
+    /// the locked count, since it is one of the active devices either way.
+    public static let deviceRenewalMargin: TimeInterval = 60
+
+    /// The `last_seen` after which a device is renewed without the count.
+    public static func renewableSince(now: Date) -> Date {
+        now.addingTimeInterval(-deviceActiveWindow + deviceRenewalMargin)
+    }
 }
 
 /// A content's access rule (UC-SUB-3): free, premium, or freemium at a credit price for some hours.

@@ -94,6 +94,14 @@ struct AccessReads: Sendable {
         let key = DeviceKey(app: app, user: user, device: device)
         if devices.value(for: key) == true { return nil }
         let ticket = devices.ticket(for: key)
+        // Seen by any replica well within the window: renewed in one statement (the steady
+        // case, once a minute per device), not through the locked count.
+        if try await store.renewActiveDevice(
+            app: app, user: user, device: device, activeSince: AccessPolicy.renewableSince(now: now), now: now, db: db)
+        {
+            devices.store(true, for: key, ticket: ticket)
+            return nil
+        }
         if let refused = try await store.admitDevice(
             app: app, user: user, device: device, limit: AccessPolicy.maxActiveDevices,
             since: now.addingTimeInterval(-AccessPolicy.deviceActiveWindow), now: now, db: db)

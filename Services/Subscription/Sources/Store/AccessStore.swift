@@ -14,20 +14,40 @@ public struct AccessStore: Sendable {
     public func admitDevice(app: UUID, user: UUID, device: String, limit: Int, since: Date, now: Date, db: DatabasePool) async throws -> Int? {
         try await db.withTransaction(logger: logger) { conn in
             try await conn.run("SELECT pg_advisory_xact_lock(hashtext(\(app.uuidString + ":" + user.uuidString)))", logger: logger)
+            // After the lock, so its snapshot holds every device a concurrent admission added:
+            // the count and the conditional insert in one statement (one round trip less).
             var others = 0
             for try await n in try await conn.run(
                 """
-                SELECT count(*)::int FROM devices WHERE app_id = \(app) AND user_id = \(user) AND device_id <> \(device) AND last_seen > \(since)
+                WITH others AS (
+                    SELECT count(*)::int AS n FROM devices
+                    WHERE app_id = \(app) AND user_id = \(user) AND device_id <> \(device) AND last_seen > \(since)
+                ), admitted AS (
+                    INSERT INTO devices (app_id, user_id, device_id, first_seen, last_seen)
+                    SELECT \(app), \(user), \(device), \(now), \(now) FROM others WHERE n < \(limit)
+                    ON CONFLICT (app_id, user_id, device_id) DO UPDATE SET last_seen = EXCLUDED.last_seen
+                    RETURNING 1
+                )
+                SELECT n FROM others, (SELECT count(*) FROM admitted) AS done
                 """, logger: logger
             ).decode(Int.self) { others = n }
             if others >= limit { return others }
-            try await conn.run(
-                """
-                INSERT INTO devices (app_id, user_id, device_id, first_seen, last_seen) VALUES (\(app), \(user), \(device), \(now), \(now))
-                ON CONFLICT (app_id, user_id, device_id) DO UPDATE SET last_seen = EXCLUDED.last_seen
-                """, logger: logger)
             return nil
         }
+    }
+
+    /// Moves on the `last_seen` of a device seen since `activeSince` (one statement, no lock):
+    /// true when it was, so it stays one of the user's active devices; false sends the caller
+    /// to `admitDevice`.
+    public func renewActiveDevice(app: UUID, user: UUID, device: String, activeSince: Date, now: Date, db: DatabasePool) async throws -> Bool {
+        let rows = try await db.query(
+            """
+            UPDATE devices SET last_seen = \(now)
+            WHERE app_id = \(app) AND user_id = \(user) AND device_id = \(device) AND last_seen > \(activeSince)
+            RETURNING 1
+            """, logger: logger)
+        for try await _ in rows { return true }
+        return false
     }
 
     /// One access decision, as `access_logs` keeps it.
