@@ -4,10 +4,12 @@
 -- short run meets every user once: the warm-up before a steady-state run. With args[6] = "POST"
 -- the request is a POST of "{}" from the device "bench-device" (content check-access); with
 -- args[7] = "devices" too, user number i plays on 1 + i % 5 devices ("bench-device-1" ...), one
--- at random per request (in turn with "each": five turns per user).
+-- at random per request (in turn with "each": five turns per user). With args[8] = N, each wrk
+-- thread stops after N answers: a warm-up that ends once every device is met, however fast.
 local tokens = {}
 local app_id, api_key, path, each, method, devices
 local turn = 0
+local answers, stop_after = 0, nil
 local threads = 0
 
 function setup(thread)
@@ -17,6 +19,7 @@ end
 
 function init(args)
   app_id, api_key, path, each, method, devices = args[1], args[2], args[3], args[5] == "each", args[6] or "GET", args[7] == "devices"
+  stop_after = tonumber(args[8] or "")
   for line in io.lines(args[4]) do
     if #line > 0 then table.insert(tokens, line) end
   end
@@ -49,4 +52,11 @@ function request()
   return wrk.format("GET", path, {
     ["X-App-ID"] = app_id, ["X-API-Key"] = api_key, ["Authorization"] = "Bearer " .. token,
   })
+end
+
+function response(status, headers, body)
+  if stop_after then
+    answers = answers + 1
+    if answers >= stop_after then wrk.thread:stop() end
+  end
 end
