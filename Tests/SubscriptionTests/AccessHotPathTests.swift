@@ -69,6 +69,52 @@ final class AccessHotPathTests: XCTestCase {
         }
     }
 
+    /// Seconds since the epoch of the device's `last_seen`, as the database holds it.
+    static func lastSeen(_ user: UUID, _ device: String) async throws -> Int {
+        try await withPostgres(TestEnvironment.adminClient(database: TestEnvironment.unitDatabase)) { db in
+            let rows = try await db.query(
+                "SELECT extract(epoch FROM last_seen)::bigint::int FROM subscription.devices WHERE user_id = \(user) AND device_id = \(device)")
+            for try await t in rows.decode(Int.self) { return t }
+            return -1
+        }
+    }
+
+    /// A device a replica wrote as seen is admitted from its memory while it is surely active
+    /// (14 minutes), its `last_seen` moved on once a minute; the memory never admits past the
+    /// limit: once it has gone quiet, five new devices on the other replica take its place and
+    /// it is refused.
+    func testARememberedDeviceIsAdmittedFromMemoryOnlyWhileSurelyActive() async throws {
+        try await StatusCacheTests.runTwo { a, b, runtimeB in
+            let p = "m\(Int.random(in: 1000...9999))-"
+            try await ContentAccessTests.rules(a, p)
+            let user = UUID()
+            let first = try await ContentAccessTests.check(b, user, p + "free", device: "tablet")
+            XCTAssertEqual(first.status, .ok, String(buffer: first.body))
+            let written = try await Self.lastSeen(user, "tablet")
+            let hits = runtimeB.cacheHits("device_seen")
+            for _ in 0..<3 {
+                let again = try await ContentAccessTests.check(b, user, p + "free", device: "tablet")
+                XCTAssertEqual(again.status, .ok)
+            }
+            XCTAssertEqual(runtimeB.cacheHits("device_seen"), hits + 3, "admitted from memory")
+            let unchanged = try await Self.lastSeen(user, "tablet")
+            XCTAssertEqual(unchanged, written, "not written again within the minute")
+            b.clock.advance(by: 120)
+            let later = try await ContentAccessTests.check(b, user, p + "free", device: "tablet")
+            XCTAssertEqual(later.status, .ok)
+            let moved = try await Self.lastSeen(user, "tablet")
+            XCTAssertEqual(moved - written, 120, "written again after its minute (and its spread, under a minute more)")
+
+            b.clock.advance(by: 16 * 60)
+            for i in 1...5 {
+                let r = try await ContentAccessTests.check(a, user, p + "free", device: "phone-\(i)")
+                XCTAssertEqual(r.status, .ok, "phone-\(i)")
+            }
+            let back = try await ContentAccessTests.check(b, user, p + "free", device: "tablet")
+            XCTAssertEqual(back.status, .tooManyRequests, "quiet for 16 minutes, its place taken")
+        }
+    }
+
     /// 20 first checks at once from 20 devices of one account, half on each replica: exactly
     /// 5 are admitted, the other 15 refused with 429; the 5 are the devices recorded.
     func testTwentyParallelFirstCallsFromTwentyDevicesAdmitExactlyFive() async throws {

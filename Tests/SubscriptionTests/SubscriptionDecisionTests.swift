@@ -18,6 +18,26 @@ final class SubscriptionDecisionTests: XCTestCase {
         }
     }
 
+    func testARememberedDeviceIsActiveFourteenMinutesAndWrittenAgainEachMinute() {
+        let now = Date(timeIntervalSince1970: 1_800_000_000)
+        // (written this many seconds ago, surely active, write again)
+        let rows: [(TimeInterval, Bool, Bool)] = [
+            (0, true, false), (59, true, false), (60, true, true), (14 * 60 - 1, true, true), (14 * 60, false, false), (20 * 60, false, false)
+        ]
+        for (ago, active, rewrite) in rows {
+            let r = AccessPolicy.remembered(written: now.addingTimeInterval(-ago), now: now)
+            XCTAssertEqual(r.active, active, "written \(ago) s ago")
+            XCTAssertEqual(r.rewrite, rewrite, "written \(ago) s ago")
+        }
+        // Spread per device: written again between 60 and 120 s, never later.
+        let spread: [(TimeInterval, Double, Bool)] = [
+            (89, 0.5, false), (90, 0.5, true), (119, 0.999, false), (120, 0.999, true), (120, 7, true), (60, -1, true)
+        ]
+        for (ago, by, rewrite) in spread {
+            XCTAssertEqual(AccessPolicy.remembered(written: now.addingTimeInterval(-ago), now: now, spread: by).rewrite, rewrite, "\(ago) s, spread \(by)")
+        }
+    }
+
     func testAccessPolicy() {
         let rows: [(ContentRule.Level, Bool, Bool, AccessPolicy.Via?)] = [
             (.free, false, false, .free), (.free, true, true, .free),

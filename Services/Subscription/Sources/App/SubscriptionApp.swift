@@ -72,7 +72,8 @@ public enum SubscriptionService: ServiceDefinition {
             logger: runtime.logger)
         let reads = AccessReads(
             db: runtime.db, ledger: ledger, plans: PlanStore(logger: runtime.logger), feed: runtime.changes, metrics: runtime.metrics,
-            clock: runtime.clock, capacity: runtime.config.environment.int("STATUS_CACHE_ENTRIES", default: 50_000))
+            clock: runtime.clock, capacity: runtime.config.environment.int("STATUS_CACHE_ENTRIES", default: 50_000),
+            access: AccessStore(logger: runtime.logger))
         let credits = CreditsController(
             db: runtime.db, ledger: ledger, reads: reads, idempotency: IdempotencyStore(client: runtime.db, logger: runtime.logger),
             clock: runtime.clock, logger: runtime.logger)

@@ -26,6 +26,19 @@ public enum AccessPolicy {
     public static func renewableSince(now: Date) -> Date {
         now.addingTimeInterval(-deviceActiveWindow + deviceRenewalMargin)
     }
+
+    /// A device's `last_seen` is written again by one replica after this long, stretched by up
+    /// to as much again per device (`spread` in 0..<1): devices first met together (a replica's
+    /// start, a burst of players) are not all written again in the same second.
+    public static let deviceRewriteInterval: TimeInterval = 60
+
+    /// For a device this replica wrote as seen at `written`: whether it is still surely active
+    /// (other replicas only move `last_seen` on), and whether to write it again now.
+    public static func remembered(written: Date, now: Date, spread: Double = 0) -> (active: Bool, rewrite: Bool) {
+        let active = written > renewableSince(now: now)
+        let after = deviceRewriteInterval * (1 + min(max(spread, 0), 0.999))
+        return (active, active && now.timeIntervalSince(written) >= after)
+    }
 }
 
 /// A content's access rule (UC-SUB-3): free, premium, or freemium at a credit price for some hours.

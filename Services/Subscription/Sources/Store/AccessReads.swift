@@ -40,16 +40,16 @@ struct AccessReads: Sendable {
     let unlocks: ReadCache<UnlockKey, ContentUnlock?>
     let rules: ReadCache<RuleKey, ContentRule?>
     let activePlans: ReadCache<TenantKey, [Plan]>
-    /// Devices this replica recorded as seen within the last minute: seen again, they are
-    /// admitted without a write (a device active that recently is one of the user's admitted
-    /// ones; its `last_seen` is written again once the minute has passed, so it stays active
-    /// in the 15-minute window at most a minute less than it was last seen).
-    let devices: ReadCache<DeviceKey, Bool>
-    static let deviceRefresh: Duration = .seconds(60)
+    /// Devices this replica wrote as seen, with when: while that is within the 15-minute
+    /// window less a minute the device is surely active (another replica can only move its
+    /// `last_seen` on), so it is admitted from memory; its `last_seen` is written again at most
+    /// once a minute, the sightings of concurrent checks together (`sightings`).
+    let devices: ReadCache<DeviceKey, Date>
+    let sightings: GroupCommit<AccessStore.Sighting>
 
     init(
         db: DatabasePool, ledger: CreditLedger, plans: PlanStore, feed: ChangeFeed, metrics: PrometheusCollectorRegistry, clock: any WallClock,
-        capacity: Int
+        capacity: Int, access: AccessStore
     ) {
         self.db = db
         self.ledger = ledger
@@ -58,7 +58,10 @@ struct AccessReads: Sendable {
         unlocks = ReadCache(name: "content_unlock", capacity: capacity, ttl: .seconds(300), feed: feed, topics: ["credits"], metrics: metrics, clock: clock)
         rules = ReadCache(name: "content_rule", capacity: 10_000, ttl: .seconds(300), feed: feed, topics: ["content_rules"], metrics: metrics, clock: clock)
         activePlans = ReadCache(name: "active_plans", capacity: 1_000, ttl: .seconds(300), feed: feed, topics: ["plans"], metrics: metrics, clock: clock)
-        devices = ReadCache(name: "device_seen", capacity: capacity, ttl: Self.deviceRefresh, feed: feed, topics: [], metrics: metrics, clock: clock)
+        devices = ReadCache(
+            name: "device_seen", capacity: capacity, ttl: .seconds(Int(AccessPolicy.deviceActiveWindow - AccessPolicy.deviceRenewalMargin)), feed: feed,
+            topics: [], metrics: metrics, clock: clock)
+        sightings = GroupCommit { [db] in try await access.renew($0, db: db) }
     }
 
     func balance(app: UUID, user: UUID) async throws -> Int {
@@ -87,19 +90,32 @@ struct AccessReads: Sendable {
         }
     }
 
-    /// Nil when admitted, else how many other devices are active. A device this replica
-    /// recorded in the last minute is admitted from memory; any other goes through the locked
-    /// count in the database (`AccessStore.admitDevice`), so the limit is exact.
+    /// Nil when admitted, else how many other devices are active. A device this replica wrote
+    /// as seen less than 14 minutes ago is admitted from memory (its `last_seen` moved on once a
+    /// minute); any other is renewed if it is active, else goes through the locked count in the
+    /// database (`AccessStore.admitDevice`), so the limit is exact.
     func admitDevice(app: UUID, user: UUID, device: String, store: AccessStore, now: Date) async throws -> Int? {
         let key = DeviceKey(app: app, user: user, device: device)
-        if devices.value(for: key) == true { return nil }
+        if let written = devices.value(for: key) {
+            // The spread from the key's hash: stable for the device in this process.
+            let spread = Double(UInt(bitPattern: key.hashValue) % 1000) / 1000
+            let remembered = AccessPolicy.remembered(written: written, now: now, spread: spread)
+            if remembered.active {
+                if remembered.rewrite {
+                    let ticket = devices.ticket(for: key)
+                    try await sightings.submit(AccessStore.Sighting(app: app, user: user, device: device, at: now))
+                    devices.store(now, for: key, ticket: ticket)
+                }
+                return nil
+            }
+        }
         let ticket = devices.ticket(for: key)
-        // Seen by any replica well within the window: renewed in one statement (the steady
-        // case, once a minute per device), not through the locked count.
+        // Seen by another replica (or before a restart) well within the window: renewed in one
+        // statement, not through the locked count.
         if try await store.renewActiveDevice(
             app: app, user: user, device: device, activeSince: AccessPolicy.renewableSince(now: now), now: now, db: db)
         {
-            devices.store(true, for: key, ticket: ticket)
+            devices.store(now, for: key, ticket: ticket)
             return nil
         }
         if let refused = try await store.admitDevice(
@@ -108,7 +124,7 @@ struct AccessReads: Sendable {
         {
             return refused
         }
-        devices.store(true, for: key, ticket: ticket)
+        devices.store(now, for: key, ticket: ticket)
         return nil
     }
 }

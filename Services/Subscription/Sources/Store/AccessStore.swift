@@ -50,6 +50,27 @@ public struct AccessStore: Sendable {
         return false
     }
 
+    /// A device seen again, its `last_seen` to move on to `at`.
+    public struct Sighting: Sendable {
+        public var app: UUID, user: UUID, device: String, at: Date
+        public init(app: UUID, user: UUID, device: String, at: Date) {
+            self.app = app; self.user = user; self.device = device; self.at = at
+        }
+    }
+
+    /// The sightings of concurrent checks in one statement (`GroupCommit`), never moving a
+    /// `last_seen` back (another replica may have written a later one).
+    public func renew(_ sightings: [Sighting], db: DatabasePool) async throws {
+        guard !sightings.isEmpty else { return }
+        try await db.query(
+            """
+            UPDATE devices d SET last_seen = GREATEST(d.last_seen, x.t)
+            FROM unnest(\(sightings.map(\.app))::uuid[], \(sightings.map(\.user))::uuid[], \(sightings.map(\.device))::text[],
+                        \(sightings.map(\.at))::timestamptz[]) AS x(a, u, dv, t)
+            WHERE d.app_id = x.a AND d.user_id = x.u AND d.device_id = x.dv
+            """, logger: logger)
+    }
+
     /// One access decision, as `access_logs` keeps it.
     public struct Decision: Sendable {
         public var app: UUID, user: UUID, content: String, granted: Bool, userStatus: String, via: String?, device: String, at: Date
