@@ -36,13 +36,14 @@ public struct AccessStore: Sendable {
         }
     }
 
-    /// Moves on the `last_seen` of a device seen since `activeSince` (one statement, no lock):
+    /// Moves on (never back: another replica may have written a later one) the `last_seen` of a
+    /// device seen since `activeSince` (one statement, no lock):
     /// true when it was, so it stays one of the user's active devices; false sends the caller
     /// to `admitDevice`.
     public func renewActiveDevice(app: UUID, user: UUID, device: String, activeSince: Date, now: Date, db: DatabasePool) async throws -> Bool {
         let rows = try await db.query(
             """
-            UPDATE devices SET last_seen = \(now)
+            UPDATE devices SET last_seen = GREATEST(last_seen, \(now))
             WHERE app_id = \(app) AND user_id = \(user) AND device_id = \(device) AND last_seen > \(activeSince)
             RETURNING 1
             """, logger: logger)
