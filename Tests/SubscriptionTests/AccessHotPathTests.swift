@@ -80,7 +80,7 @@ final class AccessHotPathTests: XCTestCase {
     }
 
     /// A device a replica wrote as seen is admitted from its memory while it is surely active
-    /// (14 minutes), its `last_seen` moved on once a minute; the memory never admits past the
+    /// (14 minutes), its `last_seen` moved on after 60-120 s; the memory never admits past the
     /// limit: once it has gone quiet, five new devices on the other replica take its place and
     /// it is refused.
     func testARememberedDeviceIsAdmittedFromMemoryOnlyWhileSurelyActive() async throws {

@@ -108,8 +108,9 @@ final class ContentAccessTests: XCTestCase {
             let e = try sixth.envelope()
             XCTAssertEqual(e.error, "concurrent_access_limit")
             XCTAssertEqual(e.extra["active_devices"], .int(5))
-            // Two minutes on (past the replica's one-minute memory of its devices) a known
-            // device is renewed without being counted again, and the sixth is still refused.
+            // Two minutes on (past the 60-120 s after which the replica writes a remembered
+            // device's sighting again) a known device is renewed without being counted again,
+            // and the sixth is still refused.
             h.clock.advance(by: 2 * 60)
             let renewed = try await Self.check(h, user, p + "free", device: "device-2")
             XCTAssertEqual(renewed.status, .ok)

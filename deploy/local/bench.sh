@@ -201,8 +201,9 @@ wrk -t2 -c32 -d"${DURATION}s" --latency -s deploy/bench/random_user.lua http://1
 # steady rate) and they fell into the steady run: 8,046 req/s against 12,200 with all met.
 wrk -t2 -c32 -d40s -s deploy/bench/random_user.lua http://127.0.0.1:3002 -- "$APP_ID" "$API_KEY" "$ACCESS_PATH" "$BENCH/users.txt" each POST devices \
   $((USERS * 5 / 2)) >/dev/null
-# Then each device once more within the replica's one-minute memory of it, as a player's app
-# checks again and again while playing (10 s: every device at the steady rate).
+# Then each device once more, as a player's app checks again and again while playing (10 s:
+# every device at the steady rate), so that the steady run starts with every device remembered
+# and its sightings being written again (after 60-120 s) as they are in production.
 wrk -t2 -c32 -d10s -s deploy/bench/random_user.lua http://127.0.0.1:3002 -- "$APP_ID" "$API_KEY" "$ACCESS_PATH" "$BENCH/users.txt" each POST devices >/dev/null
 LOGS_BEFORE=$(psql_admin -d app_backend_bench -tA -c "SELECT count(*) FROM subscription.access_logs")
 wrk -t2 -c32 -d"${DURATION}s" --latency -s deploy/bench/random_user.lua http://127.0.0.1:3002 -- "$APP_ID" "$API_KEY" "$ACCESS_PATH" "$BENCH/users.txt" random POST devices \

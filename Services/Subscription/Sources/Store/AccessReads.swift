@@ -42,8 +42,9 @@ struct AccessReads: Sendable {
     let activePlans: ReadCache<TenantKey, [Plan]>
     /// Devices this replica wrote as seen, with when: while that is within the 15-minute
     /// window less a minute the device is surely active (another replica can only move its
-    /// `last_seen` on), so it is admitted from memory; its `last_seen` is written again at most
-    /// once a minute, the sightings of concurrent checks together (`sightings`).
+    /// `last_seen` on), so it is admitted from memory; its `last_seen` is written again after
+    /// 60-120 s (`AccessPolicy.remembered`), the sightings of concurrent checks together
+    /// (`sightings`).
     let devices: ReadCache<DeviceKey, Date>
     let sightings: GroupCommit<AccessStore.Sighting>
 
@@ -91,8 +92,8 @@ struct AccessReads: Sendable {
     }
 
     /// Nil when admitted, else how many other devices are active. A device this replica wrote
-    /// as seen less than 14 minutes ago is admitted from memory (its `last_seen` moved on once a
-    /// minute); any other is renewed if it is active, else goes through the locked count in the
+    /// as seen less than 14 minutes ago is admitted from memory (its `last_seen` moved on after
+    /// 60-120 s); any other is renewed if it is active, else goes through the locked count in the
     /// database (`AccessStore.admitDevice`), so the limit is exact.
     func admitDevice(app: UUID, user: UUID, device: String, store: AccessStore, now: Date) async throws -> Int? {
         let key = DeviceKey(app: app, user: user, device: device)
