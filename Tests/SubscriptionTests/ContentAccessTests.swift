@@ -127,6 +127,9 @@ final class ContentAccessTests: XCTestCase {
             }
             let tenth = try await Self.check(h, user, p + "free", device: "device-10")
             XCTAssertEqual(tenth.status, .tooManyRequests, "device-2 renewed at 2 min is still active at 16 min")
+            // A device that went quiet comes back counted, not renewed: its place is taken.
+            let quiet = try await Self.check(h, user, p + "free", device: "device-1")
+            XCTAssertEqual(quiet.status, .tooManyRequests, "device-1, quiet since 0, is not renewed past the limit")
         }
     }
 
