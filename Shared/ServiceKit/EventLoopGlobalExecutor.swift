@@ -1,11 +1,7 @@
+import CSwiftHooks
 import NIOCore
 import NIOPosix
 import Synchronization
-#if canImport(Glibc)
-    import Glibc
-#elseif canImport(Darwin)
-    import Darwin
-#endif
 
 /// Swift concurrency's global executor, run on NIO's event loops.
 ///
@@ -32,11 +28,12 @@ public enum EventLoopGlobalExecutor {
     public static var enqueuedJobs: Int { enqueued.load(ordering: .relaxed) }
 
     /// Installs the hook; call once, first thing in `main`. Returns false (and leaves Swift's
-    /// own pool in place) when the runtime has no hook to take.
+    /// own pool in place) when another hook is already installed.
     @discardableResult
     public static func install() -> Bool {
-        guard let symbol = dlsym(dlopen(nil, RTLD_NOW), "swift_task_enqueueGlobal_hook") else { return false }
-        let slot = symbol.assumingMemoryBound(to: UnsafeRawPointer?.self)
+        // Linked, not found with dlsym: a `--static-swift-stdlib` binary exports none of the
+        // runtime's symbols, and there the lookup failed and left Swift's own pool in place.
+        let slot = UnsafeMutableRawPointer(cswift_enqueue_global_hook_slot()).assumingMemoryBound(to: UnsafeRawPointer?.self)
         guard slot.pointee == nil else { return false }
         return withUnsafeTemporaryAllocation(of: EnqueueGlobalHook.self, capacity: 1) { hook in
             hook.baseAddress!.initialize(to: { job, _ in

@@ -1,4 +1,5 @@
 import ArgumentParser
+import Foundation
 import NIOCore
 import NIOPosix
 
@@ -13,7 +14,10 @@ public protocol ServiceEntry {
 extension ServiceEntry {
     @MainActor
     public static func main() async {
-        EventLoopGlobalExecutor.install()
+        if !EventLoopGlobalExecutor.install() {
+            // Still correct on Swift's own pool, only slower: said, not fatal.
+            FileHandle.standardError.write(Data("warning: the event loops did not become the global executor (another hook is installed)\n".utf8))
+        }
         await Command.main()
     }
 }

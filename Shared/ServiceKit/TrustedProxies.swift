@@ -72,7 +72,7 @@ public struct TrustedProxies: Sendable, Equatable {
     public func clientAddress(peer: String?, forwardedFor: String?, realIP: String?) -> String {
         if let peer, !contains(peer) { return peer }
         if let forwardedFor {
-            let hops = forwardedFor.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
+            let hops = forwardedFor.split(separator: ",").map { $0.trimmingWhitespace }.filter { !$0.isEmpty }
             if let client = hops.reversed().first(where: { !contains($0) }) ?? hops.first { return client }
         }
         if let realIP, !realIP.isEmpty { return realIP }

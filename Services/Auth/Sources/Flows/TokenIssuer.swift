@@ -36,7 +36,7 @@ public struct TokenIssuer: Sendable {
     }
 
     static func deviceID(_ device: DeviceInfo?) -> String {
-        guard let id = device?.deviceID?.trimmingCharacters(in: .whitespaces), !id.isEmpty else { return "default" }
+        guard let id = device?.deviceID?.trimmingWhitespace, !id.isEmpty else { return "default" }
         return String(id.prefix(200))
     }
 }
