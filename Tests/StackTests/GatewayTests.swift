@@ -126,6 +126,11 @@ final class GatewayTests: XCTestCase {
         XCTAssertEqual(mine.header("X-Request-ID"), "client-chosen-id")
         let generated = try await http.send(HTTPRequest(url: "\(gateway)/ads/v1/health"))
         XCTAssertEqual(generated.header("X-Request-ID")?.count, 32)
+        // One header, not the service's and the gateway's: a client joining repeated headers
+        // (fetch's Headers.get) would read "id, id".
+        for response in [mine, generated] {
+            XCTAssertEqual(response.headers.filter { $0.0.lowercased() == "x-request-id" }.count, 1, "\(response.headers)")
+        }
     }
 
     /// A guest signs in at auth and sees the seeded paywall at subscription: the token auth
