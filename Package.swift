@@ -21,7 +21,8 @@ let serviceKitDeps: [Target.Dependency] = [
 
 /// The service binaries are linked by lld with packed relative relocations (DT_RELR, glibc 2.36):
 /// a statically linked service carries ~150,000 of them, 3.6 MB of table read at every start and
-/// kept resident (#35: auth's RSS).
+/// kept resident (#35: auth's RSS). On the executables only: a product whose targets carry unsafe
+/// flags cannot be a versioned dependency, and an app depends on this package for its client.
 let serviceLinkerSettings: [LinkerSetting] = [
     .unsafeFlags(["-use-ld=lld", "-Xlinker", "-z", "-Xlinker", "pack-relative-relocs"], .when(platforms: [.linux]))
 ]
