@@ -122,7 +122,7 @@ public final class AccessTokenVerifier: Sendable {
         var a: UInt64, b: UInt64, c: UInt64, d: UInt64
         init(_ token: String) {
             var words = (UInt64(0), UInt64(0), UInt64(0), UInt64(0))
-            SHA256.hash(data: Data(token.utf8)).withUnsafeBytes { raw in
+            token.sha256.withUnsafeBytes { raw in
                 words = (
                     raw.loadUnaligned(fromByteOffset: 0, as: UInt64.self), raw.loadUnaligned(fromByteOffset: 8, as: UInt64.self),
                     raw.loadUnaligned(fromByteOffset: 16, as: UInt64.self), raw.loadUnaligned(fromByteOffset: 24, as: UInt64.self)

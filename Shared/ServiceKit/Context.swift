@@ -3,6 +3,7 @@ import HTTPTypes
 import Hummingbird
 import Logging
 import NIOCore
+import Synchronization
 import WireTypes
 
 /// The request context of every service: the usual Hummingbird storage, plus the verified
@@ -15,9 +16,20 @@ public struct ServiceRequestContext: RequestContext {
     /// The operator acting, on admin routes (set by `AdminAuthMiddleware`).
     public var `operator`: Operator?
     public var requestID: String
-    /// The client's address: from a trusted proxy's `X-Forwarded-For`, else the socket peer.
-    public var clientAddress: String
     public let remoteAddress: SocketAddress?
+    /// What `clientAddress` is worked out from: the proxies believed and the request's fields
+    /// (set by `RequestIDMiddleware`).
+    var forwarding: (proxies: TrustedProxies, fields: HTTPFields)?
+
+    /// The client's address: from a trusted proxy's `X-Forwarded-For`, else the socket peer.
+    /// Worked out when asked (sign-in limits, audit rows): formatting the peer's address on
+    /// every request cost 1.4 % of a cached read.
+    public var clientAddress: String {
+        let peer = remoteAddress?.ipAddress
+        guard let forwarding else { return peer ?? "unknown" }
+        return forwarding.proxies.clientAddress(
+            peer: peer, forwardedFor: forwarding.fields.value(.xForwardedFor), realIP: forwarding.fields.value(.xRealIP))
+    }
 
     public init(source: ApplicationRequestContextSource) {
         coreContext = .init(source: source)
@@ -26,7 +38,7 @@ public struct ServiceRequestContext: RequestContext {
         `operator` = nil
         requestID = ""
         remoteAddress = source.channel.remoteAddress
-        clientAddress = source.channel.remoteAddress?.ipAddress ?? "unknown"
+        forwarding = nil
     }
 
     /// Bodies above 1 MiB are refused with 413 before they are read in full (the gateway
@@ -58,6 +70,7 @@ public struct RequestIDMiddleware: RouterMiddleware {
     let proxies: TrustedProxies
     /// One access line per request at this level (`ACCESS_LOG_LEVEL`).
     let accessLevel: Logger.Level
+    let ids = RequestIDs()
     public init(trustedProxies: TrustedProxies = .loopback, accessLevel: Logger.Level = .info) {
         proxies = trustedProxies
         self.accessLevel = accessLevel
@@ -65,20 +78,23 @@ public struct RequestIDMiddleware: RouterMiddleware {
 
     public func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
         var context = context
-        let incoming = request.headers[.xRequestID].flatMap { $0.count <= 128 && !$0.isEmpty ? $0 : nil }
-        let id = incoming ?? Self.newRequestID()
+        let incoming = request.headers.value(.xRequestID).flatMap { !$0.isEmpty && $0.utf8.count <= 128 ? $0 : nil }
+        let id = incoming ?? ids.next()
         context.requestID = id
         context.logger[metadataKey: "request_id"] = .string(id)
         // Forwarding headers count only from a trusted proxy; a client calling a service
         // directly is known by its socket address.
-        context.clientAddress = proxies.clientAddress(
-            peer: context.remoteAddress?.ipAddress,
-            forwardedFor: request.headers[.xForwardedFor], realIP: request.headers[.xRealIP])
+        context.forwarding = (proxies, request.headers)
         let start = ContinuousClock.now
         var response = try await RequestTrace.$requestID.withValue(id) {
             try await next(request, context)
         }
-        response.headers[.xRequestID] = id
+        // Appended when absent (as it always is): setting first builds an index of the names.
+        if response.headers.value(.xRequestID) == nil {
+            response.headers.append(HTTPField(name: .xRequestID, value: id))
+        } else {
+            response.headers[.xRequestID] = id
+        }
         // The access line's fields are built only when the line is written.
         guard context.logger.logLevel <= accessLevel else { return response }
         let elapsed = ContinuousClock.now - start
@@ -92,13 +108,26 @@ public struct RequestIDMiddleware: RouterMiddleware {
         context.logger.log(level: accessLevel, "request", metadata: metadata)
         return response
     }
+}
 
-    /// 128 random bits in hex: as unique as a UUID, without Foundation's formatting. One
-    /// `arc4random_buf` is one `getrandom` call; `SystemRandomNumberGenerator` makes one per word.
-    static func newRequestID() -> String {
-        var bits = (UInt64(0), UInt64(0))
-        withUnsafeMutableBytes(of: &bits) { arc4random_buf($0.baseAddress!, $0.count) }
-        return withUnsafeBytes(of: bits) { $0.hexEncoded }
+/// The ids `RequestIDMiddleware` gives requests that arrive without one: 64 random bits drawn
+/// once per process, then a counter, 32 hex digits in all. Unique across replicas as a random
+/// id is, without a `getrandom` system call per request (1.3 % of a cached read, #35).
+final class RequestIDs: Sendable {
+    private let prefix: String
+    private let counter = Atomic<UInt64>(0)
+
+    init() {
+        var random = SystemRandomNumberGenerator()
+        prefix = Self.hex(random.next())
+    }
+
+    func next() -> String {
+        prefix + Self.hex(counter.add(1, ordering: .relaxed).newValue)
+    }
+
+    static func hex(_ value: UInt64) -> String {
+        withUnsafeBytes(of: value.bigEndian) { $0.hexEncoded }
     }
 }
 

@@ -115,10 +115,7 @@ public struct AdminAuthMiddleware: RouterMiddleware {
 
     public func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
         guard let appID = context.identity?.appID else { throw AppError.unauthorized }
-        guard let auth = request.headers[.authorization], auth.count > 7, auth.prefix(7).lowercased() == "bearer " else {
-            throw Self.refused
-        }
-        let presented = String(auth.dropFirst(7))
+        guard let presented = request.headers.bearerCredential else { throw Self.refused }
         let who: Operator
         if OperatorKeys.looksLikeKey(presented) {
             guard let found = try await operators.verify(appID: appID, key: presented) else { throw Self.refused }

@@ -81,7 +81,7 @@ public final class CachedAppVerifier: AppVerifier {
 
     /// A valid verdict is kept for `ttl`; a refusal (wrong key, disabled app) for a few seconds.
     public func verdict(appID: UUID, apiKey: String) async throws -> AppVerdict {
-        let key = Key(app: appID, digest: SHA256.hash(data: Data(apiKey.utf8)))
+        let key = Key(app: appID, digest: apiKey.sha256)
         let now = ContinuousClock.now
         if let (verdict, at) = cache.withLock({ $0[key] }), now - at < (verdict == .valid ? ttl : negativeTTL) {
             return verdict
@@ -106,7 +106,7 @@ public struct TenantMiddleware: RouterMiddleware {
     public init(verifier: any AppVerifier) { self.verifier = verifier }
 
     public func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
-        guard let rawApp = request.headers[.xAppID], let key = request.headers[.xAPIKey], !key.isEmpty else {
+        guard let rawApp = request.headers.value(.xAppID), let key = request.headers.value(.xAPIKey), !key.isEmpty else {
             throw AppError(.unauthorized, "missing_api_key", "X-App-ID and X-API-Key headers are required")
         }
         guard let appID = UUID(hexString: rawApp) else {
@@ -136,12 +136,10 @@ public struct AccessTokenMiddleware: RouterMiddleware {
 
     public func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
         guard let appID = context.identity?.appID else { throw AppError.unauthorized }
-        guard let auth = request.headers[.authorization], auth.count > 7,
-            auth.prefix(7).lowercased() == "bearer "
-        else {
+        guard let token = request.headers.bearerCredential else {
             throw AppError(.unauthorized, "unauthorized", "Authorization: Bearer <access_token> is required")
         }
-        let claims = try await verifier.verify(String(auth.dropFirst(7)), appID: appID)
+        let claims = try await verifier.verify(token, appID: appID)
         // A valid signature is not enough: the session may have ended since (from memory).
         if let refusal = AppError.refusal(sessions.verdict(for: claims)) { throw refusal }
         var context = context

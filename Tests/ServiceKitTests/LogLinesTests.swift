@@ -66,6 +66,39 @@ final class LogLinesTests: XCTestCase {
         XCTAssertEqual(ServiceConfig(service: .ads, environment: EnvironmentVariables([:])).logFormat, .json)
     }
 
+    func testMetadataKeepsTheLatestValueOfEachKeyAndCopiesStayApart() {
+        var first = ServiceLogHandler(service: "ads", format: .json)
+        first[metadataKey: "request_id"] = "r-1"
+        first[metadataKey: "app_id"] = "a-1"
+        var second = first
+        second[metadataKey: "app_id"] = "a-2"
+        second[metadataKey: "user_id"] = "u-2"
+        second[metadataKey: "request_id"] = nil
+        XCTAssertEqual(first.metadata, ["request_id": "r-1", "app_id": "a-1"], "a copy's sets do not reach the original")
+        XCTAssertEqual(second.metadata, ["app_id": "a-2", "user_id": "u-2"])
+        XCTAssertNil(second[metadataKey: "request_id"], "removed")
+        XCTAssertEqual(second[metadataKey: "app_id"], "a-2")
+        second[metadataKey: "request_id"] = "r-3"
+        XCTAssertEqual(second[metadataKey: "request_id"], "r-3", "set again after removal")
+        second.metadata = ["only": "this"]
+        XCTAssertEqual(second.metadata, ["only": "this"])
+        XCTAssertEqual(first.metadata, ["request_id": "r-1", "app_id": "a-1"])
+    }
+
+    func testAKeySetInALoopKeepsTheListBounded() {
+        var handler = ServiceLogHandler(service: "ads", format: .json)
+        handler[metadataKey: "job"] = "fixed"
+        for i in 0..<1_000 { handler[metadataKey: "item"] = "\(i)" }
+        XCTAssertEqual(handler.metadata, ["job": "fixed", "item": "999"])
+        XCTAssertLessThanOrEqual(handler.depth, ServiceLogHandler.compactAt)
+    }
+
+    /// A logger keeps a handler of up to three words inline; a larger one is boxed and the box
+    /// is copied with every metadata set on a copied logger (each request's).
+    func testTheHandlerFitsInALoggerWithoutABox() {
+        XCTAssertLessThanOrEqual(MemoryLayout<ServiceLogHandler>.size, 3 * MemoryLayout<Int>.size)
+    }
+
     func testALoggersMetadataAndTheEventsAreOnTheLineButNotHummingbirdsOwnId() throws {
         var handler = ServiceLogHandler(service: "ads", format: .json)
         handler[metadataKey: "request_id"] = "r-1"
@@ -105,8 +138,14 @@ final class LogLinesTests: XCTestCase {
     }
 
     func testAGeneratedRequestIdIs128BitsOfHexAndNeverRepeats() {
-        let ids = (0..<10_000).map { _ in RequestIDMiddleware.newRequestID() }
+        let source = RequestIDs()
+        let ids = (0..<10_000).map { _ in source.next() }
         XCTAssertEqual(Set(ids).count, ids.count)
         XCTAssertTrue(ids.allSatisfy { $0.count == 32 && $0.allSatisfy(\.isHexDigit) })
+        // Another replica (process) draws another prefix: its ids meet none of these.
+        let other = (0..<10_000).map { _ in RequestIDs().next() }
+        XCTAssertEqual(Set(ids + other).count, 20_000)
+        // Counted from the low digits: the 256th id differs from the first in its last 4.
+        XCTAssertEqual(RequestIDs.hex(256), "0000000000000100")
     }
 }

@@ -87,7 +87,7 @@ struct ContentController {
     func checkAccess(_ request: Request, _ context: ServiceRequestContext) async throws -> Response {
         let (app, user) = try context.requireUser()
         let content = try contentID(context)
-        guard let raw = request.headers[.xDeviceID]?.trimmingWhitespace, !raw.isEmpty, raw.utf8.count <= 200 else {
+        guard let raw = request.headers.value(.xDeviceID)?.trimmingWhitespace, !raw.isEmpty, raw.utf8.count <= 200 else {
             throw AppError(
                 .badRequest, "invalid_request", "Header 'X-Device-ID' is required (1 to 200 characters): access is counted per device",
                 extra: ["field": "X-Device-ID"])
