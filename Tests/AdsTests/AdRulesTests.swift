@@ -17,6 +17,23 @@ final class AdRulesTests: XCTestCase {
         XCTAssertEqual(AdStore.day(Date(timeIntervalSince1970: 86_399)), "1970-01-01")
     }
 
+    /// The byte check of ASCII placements agrees with the Unicode rule it shortcuts, for every
+    /// byte in every position; names in other scripts keep the Unicode rule.
+    func testAPlacementIsCheckedOnItsBytesAsTheUnicodeRuleChecksIt() throws {
+        func unicodeRule(_ s: String) -> Bool { s.allSatisfy { $0.isLetter || $0.isNumber || $0 == "_" || $0 == "-" } }
+        for byte in UInt8(1)..<0x80 {
+            for text in [String(UnicodeScalar(byte)), "a\(UnicodeScalar(byte))", "\(UnicodeScalar(byte))9"] {
+                let accepted = (try? AdsController.placement(text)) != nil
+                XCTAssertEqual(accepted, unicodeRule(text), "byte \(byte) in \(text.debugDescription)")
+            }
+        }
+        XCTAssertEqual(try AdsController.placement("écran_accueil"), "écran_accueil")
+        XCTAssertEqual(try AdsController.placement("جائزة-1"), "جائزة-1")
+        XCTAssertNil(try? AdsController.placement("écran accueil"))
+        XCTAssertNil(try? AdsController.placement(String(repeating: "a", count: 65)))
+        XCTAssertEqual(try AdsController.placement(nil), "default")
+    }
+
     func testRewardDecisionThresholds() {
         let t0 = Date(timeIntervalSince1970: 1_000_000)
         XCTAssertEqual(AdRules.minimumDisplayMilliseconds(adDurationSeconds: 30), 24_000)
