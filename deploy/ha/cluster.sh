@@ -4,14 +4,16 @@
 # REST check `GET /primary`), synchronous replication (a commit is acknowledged once a replica
 # has it; only that replica may be promoted). Everything on 127.0.0.1, under .data/ha/.
 #   cluster.sh up | down | status | leader | wait-healthy
-# Ports: HAProxy HA_PORT (55430), PostgreSQL 55431-55433, Patroni REST 58431-58433, etcd 52379.
+# Ports: HAProxy HA_PORT (25430), PostgreSQL 25431-25433, Patroni REST 28431-28433, etcd 22379-22380:
+# below the kernel's ephemeral range (32768-60999), where an outgoing connection's local port
+# could hold one of them when the cluster starts (a CI run's HAProxy once found 55430 taken).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 ROOT=$PWD
 HA=$ROOT/.data/ha
 PGBIN=/usr/lib/postgresql/15/bin
-HA_PORT=${HA_PORT:-55430}
-ETCD_PORT=${HA_ETCD_PORT:-52379}
+HA_PORT=${HA_PORT:-25430}
+ETCD_PORT=${HA_ETCD_PORT:-22379}
 NODES=(1 2 3)
 SUPERUSER_PASSWORD=${HA_SUPERUSER_PASSWORD:-ha-local-superuser}
 REPLICATION_PASSWORD=${HA_REPLICATION_PASSWORD:-ha-local-replication}
@@ -30,8 +32,8 @@ deps() {
   fi
 }
 
-pg_port() { echo $((55430 + $1)); }
-rest_port() { echo $((58430 + $1)); }
+pg_port() { echo $((25430 + $1)); }
+rest_port() { echo $((28430 + $1)); }
 
 # ttl 12 s, loop 2 s, retry 5 s (loop_wait + 2 x retry_timeout <= ttl): a dead leader's key
 # expires within 12 s and a replica takes over. synchronous_mode_strict: with no replica in sync

@@ -29,7 +29,7 @@ import uuid
 ROOT = os.path.abspath(os.path.dirname(os.path.abspath(__file__)) + "/../..")
 HA = ROOT + "/.data/ha"
 CLUSTER = ["bash", ROOT + "/deploy/ha/cluster.sh"]
-HA_PORT = os.environ.get("HA_PORT", "55430")
+HA_PORT = os.environ.get("HA_PORT", "25430")
 SUPERUSER = os.environ.get("HA_SUPERUSER_PASSWORD", "ha-local-superuser")
 PORTS = {"auth": 3001, "subscription": 3002, "offline": 3003, "ads": 3004}
 DB = "app_backend"
@@ -50,7 +50,7 @@ def timed_call(*args, **kwargs):
 def node_answers(n):
     """Whether node n's Patroni REST API accepts a connection."""
     try:
-        socket.create_connection(("127.0.0.1", 58430 + int(n)), timeout=0.5).close()
+        socket.create_connection(("127.0.0.1", 28430 + int(n)), timeout=0.5).close()
         return True
     except OSError:
         return False
@@ -493,7 +493,7 @@ def etcd_down(stack, users):
         time.sleep(0.2)
     if refused_after is None:
         fail("writes still acknowledged 40 s after etcd went down: the leader did not demote itself")
-    members = [m for m in (subprocess.run(["curl", "-fsS", "http://127.0.0.1:%d/patroni" % (58430 + n)], capture_output=True, text=True).stdout
+    members = [m for m in (subprocess.run(["curl", "-fsS", "http://127.0.0.1:%d/patroni" % (28430 + n)], capture_output=True, text=True).stdout
                            for n in (1, 2, 3)) if m]
     primaries = [m for m in members if json.loads(m).get("role") in ("master", "primary") and json.loads(m).get("state") == "running"]
     if primaries:
