@@ -1,5 +1,5 @@
-import HTTPTypes
 import Crypto
+import HTTPTypes
 
 extension HTTPFields {
     /// The value of the fields named `name`, joined as `self[name]` joins them (`", "`, or `"; "`

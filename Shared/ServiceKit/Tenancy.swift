@@ -171,10 +171,10 @@ public struct InternalAuthMiddleware: RouterMiddleware {
     public init(accepted: [ServiceName: String]) { self.accepted = accepted }
 
     public func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
-        guard let name = request.headers[.xServiceName].flatMap(ServiceName.init(rawValue:)),
+        guard let name = request.headers.value(.xServiceName).flatMap(ServiceName.init(rawValue:)),
             let expected = accepted[name],
-            let auth = request.headers[.authorization], auth.hasPrefix("Bearer "),
-            ConstantTime.equals(String(auth.dropFirst(7)), expected)
+            let presented = request.headers.bearerCredential,
+            ConstantTime.equals(presented, expected)
         else {
             throw AppError(.unauthorized, "invalid_service_credential", "A valid service credential is required")
         }

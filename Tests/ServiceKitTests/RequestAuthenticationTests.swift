@@ -395,12 +395,22 @@ final class RequestAuthenticationTests: XCTestCase {
             ) { r in
                 XCTAssertEqual(r.status, .unauthorized)
             }
+            // The right secret under another scheme is no credential.
             try await client.execute(
                 uri: "/internal/whoami", method: .get,
-                headers: [.authorization: "Bearer local-internal-auth", .xServiceName: "auth"]
+                headers: [.authorization: "Basic local-internal-auth", .xServiceName: "auth"]
             ) { r in
-                XCTAssertEqual(r.status, .ok)
-                XCTAssertEqual(try r.json([String: String].self)["service"], "auth")
+                XCTAssertEqual(r.status, .unauthorized)
+            }
+            // The scheme is read in any case (RFC 9110 §11.1), as the access-token check reads it.
+            for scheme in ["Bearer", "bearer"] {
+                try await client.execute(
+                    uri: "/internal/whoami", method: .get,
+                    headers: [.authorization: "\(scheme) local-internal-auth", .xServiceName: "auth"]
+                ) { r in
+                    XCTAssertEqual(r.status, .ok)
+                    XCTAssertEqual(try r.json([String: String].self)["service"], "auth")
+                }
             }
         }
     }
