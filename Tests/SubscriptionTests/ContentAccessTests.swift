@@ -87,6 +87,16 @@ final class ContentAccessTests: XCTestCase {
             let refused = try await h.scalar("SELECT count(*)::int FROM subscription.access_logs WHERE user_id = '\(user)' AND NOT access_granted")
             XCTAssertEqual(logs, 3)
             XCTAssertEqual(refused, 1)
+            // Each row as decided: the way in of a granted check, none for a refused one, the
+            // user's status and the device (written through `log_access_decisions`).
+            let rows = try await h.scalar(
+                """
+                SELECT count(*)::int FROM subscription.access_logs WHERE user_id = '\(user)' AND device_id = 'phone-1' AND (
+                    (content_id = '\(p)freemium' AND access_granted AND via = 'credits' AND user_status = 'free')
+                    OR (content_id = '\(p)premium' AND NOT access_granted AND via IS NULL AND user_status = 'free')
+                    OR (content_id = '\(p)premium' AND access_granted AND via = 'subscription' AND user_status = 'premium'))
+                """)
+            XCTAssertEqual(rows, 3)
             let unknown = try await Self.get(h, user, "nope")
             XCTAssertEqual(unknown.status, .notFound)
         }

@@ -77,17 +77,17 @@ public struct AccessStore: Sendable {
         public var app: UUID, user: UUID, content: String, granted: Bool, userStatus: String, via: String?, device: String, at: Date
     }
 
-    /// The decisions of concurrent checks in one statement (group commit: `GroupCommit`).
+    /// The decisions of concurrent checks in one statement (group commit: `GroupCommit`),
+    /// through `log_access_decisions`, whose INSERT keeps its plan for the session.
     public func log(_ decisions: [Decision], db: DatabasePool) async throws {
         guard !decisions.isEmpty else { return }
         try await db.withConnection { conn in
             try await conn.run(
                 """
-                INSERT INTO access_logs (app_id, user_id, content_id, access_granted, user_status, via, device_id, timestamp)
-                SELECT a, u, c, g, s, NULLIF(v, ''), d, t
-                FROM unnest(\(decisions.map(\.app))::uuid[], \(decisions.map(\.user))::uuid[], \(decisions.map(\.content))::text[],
-                            \(decisions.map(\.granted))::bool[], \(decisions.map(\.userStatus))::text[], \(decisions.map { $0.via ?? "" })::text[],
-                            \(decisions.map(\.device))::text[], \(decisions.map(\.at))::timestamptz[]) AS x(a, u, c, g, s, v, d, t)
+                SELECT log_access_decisions(
+                    \(decisions.map(\.app))::uuid[], \(decisions.map(\.user))::uuid[], \(decisions.map(\.content))::text[],
+                    \(decisions.map(\.granted))::bool[], \(decisions.map(\.userStatus))::text[], \(decisions.map { $0.via ?? "" })::text[],
+                    \(decisions.map(\.device))::text[], \(decisions.map(\.at))::timestamptz[])
                 """, logger: logger)
         }
     }
