@@ -50,7 +50,7 @@ public struct Migration: Sendable, Equatable {
     public init(name: String, sql: String) { self.name = name; self.sql = sql }
 
     public var checksum: String {
-        SHA256.hash(data: Data(sql.utf8)).hexEncoded
+        sql.sha256.hexEncoded
     }
 
     /// Loads `NNNN_name.sql` files from a directory, ordered by name.

@@ -20,7 +20,7 @@ public enum GoogleServiceAccount {
         let header = Base64URL.encode(Data(#"{"alg":"RS256","typ":"JWT"}"#.utf8))
         let claims = Base64URL.encode(Data(#"{"iss":"\#(clientEmail)","scope":"\#(scope)","aud":"\#(tokenURL)","iat":\#(iat),"exp":\#(iat + 3600)}"#.utf8))
         let input = header + "." + claims
-        let signature = try privateKey.signature(for: SHA256.hash(data: Data(input.utf8)), padding: .insecurePKCS1v1_5)
+        let signature = try privateKey.signature(for: input.sha256, padding: .insecurePKCS1v1_5)
         let assertion = input + "." + Base64URL.encode(signature.rawRepresentation)
         let body = Data("grant_type=urn%3Aietf%3Aparams%3Aoauth%3Agrant-type%3Ajwt-bearer&assertion=\(assertion)".utf8)
         let response = try await http.send(

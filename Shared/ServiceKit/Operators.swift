@@ -69,7 +69,7 @@ public final class CachedOperatorVerifier: OperatorVerifier {
     }
 
     public func verify(appID: UUID, key: String) async throws -> Operator? {
-        let cacheKey = Key(app: appID, digest: SHA256.hash(data: Data(key.utf8)))
+        let cacheKey = Key(app: appID, digest: key.sha256)
         let now = ContinuousClock.now
         if let (found, at) = cache.withLock({ $0[cacheKey] }), now - at < ttl { return found }
         let found = try await inner.verify(appID: appID, key: key)
@@ -91,7 +91,7 @@ public enum OperatorKeys {
         return prefix + Base64URL.encode((0..<32).map { _ in UInt8.random(in: 0...255, using: &rng) })
     }
 
-    public static func hash(_ key: String) -> String { SHA256.hash(data: Data(key.utf8)).hexEncoded }
+    public static func hash(_ key: String) -> String { key.sha256.hexEncoded }
 
     public static func looksLikeKey(_ text: String) -> Bool { text.hasPrefix(prefix) && text.utf8.count <= 128 }
 }

@@ -121,7 +121,7 @@ public struct SecretBox: Sendable {
     /// `unsafeSecrets` check refuses to start first.
     public static func dataKey(named name: String, environment: EnvironmentVariables) throws -> SymmetricKey {
         guard let raw = environment.optional(name), !raw.isEmpty else {
-            return SymmetricKey(data: SHA256.hash(data: Data("local-only \(name)".utf8)))
+            return SymmetricKey(data: "local-only \(name)".sha256)
         }
         guard let data = Data(base64Encoded: raw), data.count == 32 else { throw ConfigurationError("\(name) must be 32 bytes, base64") }
         return SymmetricKey(data: data)

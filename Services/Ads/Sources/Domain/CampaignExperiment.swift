@@ -90,7 +90,7 @@ enum CampaignExperiment {
     /// The user's bucket: SHA-256 of (campaign salt, app, user), stable across replicas and
     /// restarts, unguessable without the salt (a user cannot pick an id for a better variant).
     static func bucket(salt: String, app: UUID, user: UUID) -> Int {
-        let digest = SHA256.hash(data: Data("\(salt):\(app.lowercasedString):\(user.lowercasedString)".utf8))
+        let digest = "\(salt):\(app.lowercasedString):\(user.lowercasedString)".sha256
         let n = digest.prefix(8).reduce(UInt64(0)) { $0 << 8 | UInt64($1) }
         return Int(n % UInt64(buckets))
     }

@@ -69,9 +69,8 @@ struct AdsController: Sendable {
         // ASCII names are checked on their bytes; Character's Unicode properties cost 1.4 % of an
         // availability check. Others keep the Unicode rule (letters and digits of any script).
         func asciiAllowed(_ b: UInt8) -> Bool { ((b | 0x20) >= 97 && (b | 0x20) <= 122) || (b >= 48 && b <= 57) || b == 95 || b == 45 }
-        let allowed =
-            raw.utf8.allSatisfy { $0 < 0x80 }
-            ? raw.utf8.allSatisfy(asciiAllowed) : raw.allSatisfy({ $0.isLetter || $0.isNumber || $0 == "_" || $0 == "-" })
+        // The Unicode rule says the same of ASCII, so only a name it has not cleared meets it.
+        let allowed = raw.utf8.allSatisfy(asciiAllowed) || raw.allSatisfy({ $0.isLetter || $0.isNumber || $0 == "_" || $0 == "-" })
         guard raw.utf8.count <= 64, allowed else {
             throw AppError.validation(field, "placement must be 1 to 64 letters, digits, '_' or '-'")
         }

@@ -12,6 +12,6 @@ public enum OpaqueToken {
     }
 
     public static func hash(_ token: String) -> String {
-        SHA256.hash(data: Data(token.utf8)).hexEncoded
+        token.sha256.hexEncoded
     }
 }

@@ -104,7 +104,7 @@ public struct AppleIdentityVerifier: AppleSignIn {
     static func nonceMatches(tokenNonce: String?, rawNonce: String?) -> Bool {
         switch (tokenNonce, rawNonce) {
         case (nil, nil): return true
-        case (let t?, let r?): return ConstantTime.equals(t, SHA256.hash(data: Data(r.utf8)).hexEncoded)
+        case (let t?, let r?): return ConstantTime.equals(t, r.sha256.hexEncoded)
         default: return false
         }
     }

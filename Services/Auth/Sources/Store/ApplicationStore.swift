@@ -40,7 +40,7 @@ public enum APIKeys {
     }
 
     public static func hash(_ key: String) -> String {
-        SHA256.hash(data: Data(key.utf8)).hexEncoded
+        key.sha256.hexEncoded
     }
 }
 
