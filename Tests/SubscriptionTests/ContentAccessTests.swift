@@ -143,6 +143,32 @@ final class ContentAccessTests: XCTestCase {
         }
     }
 
+    /// A bad check changes nothing: a content that does not exist is a 404 that neither logs a
+    /// decision nor counts the device, an oversized id is a 400 naming it, and this app's token
+    /// under another app's headers is a 401.
+    func testABadCheckLogsAndCountsNothing() async throws {
+        try await PurchaseTests.run { h in
+            let p = "b\(Int.random(in: 1000...9999))-"
+            try await Self.rules(h, p)
+            let user = UUID()
+            let unknown = try await Self.check(h, user, p + "nope", device: "phone-9")
+            XCTAssertEqual(unknown.status, .notFound)
+            XCTAssertEqual(try unknown.envelope().error, "not_found")
+            let long = try await Self.check(h, user, String(repeating: "c", count: 201))
+            XCTAssertEqual(long.status, .badRequest)
+            XCTAssertEqual(try long.envelope().extra["field"], .string("id"))
+            var other = try h.headers(user)
+            other[.xAppID] = UUID().uuidString
+            other[.xDeviceID] = "phone-1"
+            let foreign = try await h.client.execute(uri: "/subscription/v1/content/\(p)free/check-access", method: .post, headers: other) { $0 }
+            XCTAssertEqual(foreign.status, .unauthorized, "this app's token under another app's headers")
+            let logs = try await h.scalar("SELECT count(*)::int FROM subscription.access_logs WHERE user_id = '\(user)'")
+            let devices = try await h.scalar("SELECT count(*)::int FROM subscription.devices WHERE user_id = '\(user)'")
+            XCTAssertEqual(logs, 0)
+            XCTAssertEqual(devices, 0, "no device counted by a check that was refused before its decision")
+        }
+    }
+
     /// #13: the device limit cannot be skipped by leaving the device out: a check without
     /// `X-Device-ID` (or with an empty or oversized one) is a 400 naming the header, and is
     /// neither logged nor counted.

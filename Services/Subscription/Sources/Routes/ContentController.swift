@@ -94,12 +94,14 @@ struct ContentController {
         }
         let device = raw
         let now = clock.now()
+        // The content first: a check of a content that does not exist is a 404 that neither
+        // counts nor renews the device.
+        let (rule, d) = try await evaluate(app: app, user: user, content: content)
         if let active = try await reads.admitDevice(app: app, user: user, device: device, store: access, now: now) {
             throw AppError(
                 SubscriptionErrorCode.concurrentAccessLimit, "Too many devices in use on this account",
                 extra: ["active_devices": .int(active), "max_devices": .int(AccessPolicy.maxActiveDevices)])
         }
-        let (rule, d) = try await evaluate(app: app, user: user, content: content)
         let status = d.via == .subscription ? "premium" : "free"
         try await decisions.submit(
             AccessStore.Decision(
