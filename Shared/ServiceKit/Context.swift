@@ -153,12 +153,8 @@ public enum JSON {
         f.formatOptions = [.withInternetDateTime]
         return f.string(from: date)
     }
-    public static let encoder: JSONEncoder = {
-        let e = JSONEncoder()
-        e.dateEncodingStrategy = .iso8601
-        e.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        return e
-    }()
+    /// Sorted keys, slashes as they are, ISO-8601 dates, lower-case UUIDs (`JSONWriter`, #45).
+    public static let encoder = JSONWriter()
     public static let decoder: JSONDecoder = {
         let d = JSONDecoder()
         // ISO-8601, with or without fractional seconds. Parsed here rather than with `.iso8601`

@@ -76,11 +76,7 @@ extension AppError {
 }
 
 enum ErrorResponder {
-    static let encoder: JSONEncoder = {
-        let e = JSONEncoder()
-        e.outputFormatting = [.sortedKeys]
-        return e
-    }()
+    static let encoder = JSONWriter()
 
     /// The envelope, with the request's id (`request_id`) so a user's report finds the logs.
     static func envelope(status: HTTPResponse.Status, body: ErrorEnvelope, headers: HTTPFields = [:]) -> Response {

@@ -137,7 +137,7 @@ final class CampaignExperimentTests: XCTestCase {
             while byVariant.count < 2 {
                 let user = UUID()
                 let list = try await Self.listed(h, user)
-                let mine = try XCTUnwrap(list.first { $0.string("id") == id.uuidString })
+                let mine = try XCTUnwrap(list.first { $0.string("id") == id.lowercasedString })
                 let key = try XCTUnwrap(mine.string("variant"))
                 XCTAssertEqual(mine.object("reward")?.int("amount"), key == "A" ? 20 : 30, "only the variant's reward is shown")
                 XCTAssertEqual(mine.object("progress")?.int("required"), key == "A" ? 3 : 2, "and its goal")
@@ -152,14 +152,16 @@ final class CampaignExperimentTests: XCTestCase {
             )
             XCTAssertEqual(edit.status, .ok, String(buffer: edit.body))
             for (user, key) in seen {
-                let again = try await Self.listed(h, user).first { $0.string("id") == id.uuidString }
+                let again = try await Self.listed(h, user).first { $0.string("id") == id.lowercasedString }
                 XCTAssertEqual(again?.string("variant"), key)
                 let opened = try await h.call(.get, "/campaigns/\(id)", user: user).json([String: JSONValue].self)
                 XCTAssertEqual(opened.string("variant"), key)
             }
             // New users follow the new weights.
             for _ in 0..<5 {
-                do { let value = try await Self.listed(h, UUID()).first { $0.string("id") == id.uuidString }?.string("variant"); XCTAssertEqual(value, "A") }
+                do {
+                    let value = try await Self.listed(h, UUID()).first { $0.string("id") == id.lowercasedString }?.string("variant"); XCTAssertEqual(value, "A")
+                }
             }
             // Another replica gives the same answer.
             let assigned = seen
@@ -211,7 +213,7 @@ final class CampaignExperimentTests: XCTestCase {
             var shown = 0
             for _ in 0..<40 {
                 let user = UUID()
-                if try await Self.listed(h, user).contains(where: { $0.string("id") == id.uuidString }) { shown += 1 } else { holdout = holdout ?? user }
+                if try await Self.listed(h, user).contains(where: { $0.string("id") == id.lowercasedString }) { shown += 1 } else { holdout = holdout ?? user }
             }
             let user = try XCTUnwrap(holdout)
             do { let value = try await h.call(.get, "/campaigns/\(id)", user: user).status; XCTAssertEqual(value, .notFound) }
@@ -250,7 +252,7 @@ final class CampaignExperimentTests: XCTestCase {
             let id = try XCTUnwrap(UUID(uuidString: try created.json([String: JSONValue].self).string("id") ?? ""))
             var users: [String: Int] = [:]
             while (users["B"] ?? 0) == 0 {
-                let key = try await Self.listed(h, UUID()).first { $0.string("id") == id.uuidString }?.string("variant") ?? "?"
+                let key = try await Self.listed(h, UUID()).first { $0.string("id") == id.lowercasedString }?.string("variant") ?? "?"
                 users[key, default: 0] += 1
             }
             // Removing B, which has users: refused, and the name in the same edit is not applied.
@@ -268,6 +270,58 @@ final class CampaignExperimentTests: XCTestCase {
                 XCTAssertEqual(value, 2)
             }
             do { let value = try await h.call(.patch, "/admin/campaigns/\(UUID())", json: #"{"name":"x"}"#).status; XCTAssertEqual(value, .notFound) }
+        }
+    }
+
+    /// #45: the create answers the campaign as `GET /admin/campaigns/{id}` shows it, variants and
+    /// all (they were missing from the create's answer); each field of the edit alone changes
+    /// that field only and answers the same body as the next GET; the list pages and carries it.
+    func testTheCreateAndEveryEditAnswerTheCampaignAsGetShowsIt() async throws {
+        try await AdsHarness.run { h in
+            let created = try await Self.create(h, variants: Self.ab)
+            XCTAssertEqual(created.status, .created, String(buffer: created.body))
+            let body = try created.json([String: JSONValue].self)
+            let id = try XCTUnwrap(body.string("id"))
+            let variants = body.array("variants")
+            XCTAssertEqual(variants.count, 2, "the create's answer has its variants: \(body)")
+            XCTAssertEqual(variants.last?.int("reward_amount"), 30)
+            XCTAssertEqual(variants.last?.int("required"), 2)
+            let shown = try await h.call(.get, "/admin/campaigns/\(id)")
+            XCTAssertEqual(shown.status, .ok, String(buffer: shown.body))
+            XCTAssertEqual(try shown.json([String: JSONValue].self), body, "the create answers what GET shows")
+            // One spelling out (lower-case), both taken in.
+            XCTAssertEqual(id, id.lowercased())
+            let upper = try await h.call(.get, "/admin/campaigns/\(id.uppercased())")
+            XCTAssertEqual(try upper.json([String: JSONValue].self), body)
+            let ends = JSON.iso8601(h.clock.now().addingTimeInterval(3 * 86400))
+            let edits: [(String, String, JSONValue)] = [
+                (#"{"name":"Renamed"}"#, "name", .string("Renamed")),
+                (#"{"description":"Only the text"}"#, "description", .string("Only the text")),
+                (#"{"ends_at":"\#(ends)"}"#, "ends_at", .string(ends))
+            ]
+            var expected = body
+            for (edit, field, value) in edits {
+                let r = try await h.call(.patch, "/admin/campaigns/\(id)", json: edit)
+                XCTAssertEqual(r.status, .ok, "\(edit): \(String(buffer: r.body))")
+                expected[field] = value
+                let answered = try r.json([String: JSONValue].self)
+                XCTAssertEqual(answered, expected, edit)
+                let again = try await h.call(.get, "/admin/campaigns/\(id)")
+                XCTAssertEqual(try again.json([String: JSONValue].self), answered, edit)
+            }
+            let page = try await h.call(.get, "/admin/campaigns?limit=1")
+            XCTAssertEqual(page.status, .ok)
+            let listed = try page.json([String: JSONValue].self)
+            guard case .array(let campaigns)? = listed["campaigns"] else { return XCTFail("\(listed)") }
+            XCTAssertEqual(campaigns.count, 1)
+            XCTAssertEqual(listed["limit"], .int(1))
+            for bad in ["limit=0", "limit=101", "limit=x", "offset=-1"] {
+                let r = try await h.call(.get, "/admin/campaigns?\(bad)")
+                XCTAssertEqual(r.status, .unprocessableContent, bad)
+            }
+            do { let value = try await h.call(.get, "/admin/campaigns/\(UUID())").status; XCTAssertEqual(value, .notFound) }
+            do { let value = try await h.call(.get, "/admin/campaigns/not-a-uuid").status; XCTAssertEqual(value, .badRequest) }
+            do { let value = try await h.call(.get, "/admin/campaigns/\(id)", user: UUID()).status; XCTAssertEqual(value, .unauthorized) }
         }
     }
 

@@ -36,7 +36,7 @@ final class CampaignsAndAnalyticsTests: XCTestCase {
             let other = try await Self.createCampaign(h, type: "watch_ads", condition: "min_ads_watched", required: 2, amount: 5, placement: "unlock_content")
             let active = try await h.call(.get, "/campaigns/active", user: user).json([String: [[String: JSONValue]]].self)["campaigns"] ?? []
             XCTAssertEqual(active.count, 2)
-            let mine = try XCTUnwrap(active.first { $0.string("id") == id.uuidString })
+            let mine = try XCTUnwrap(active.first { $0.string("id") == id.lowercasedString })
             XCTAssertEqual(mine.object("progress")?.int("current"), 0)
             XCTAssertEqual(mine.object("progress")?.int("required"), 3)
             XCTAssertEqual(mine.object("reward")?.int("amount"), 10)
@@ -92,7 +92,7 @@ final class CampaignsAndAnalyticsTests: XCTestCase {
             XCTAssertEqual(e.error, "campaign_expired")
             XCTAssertEqual(e.extra["progress"], .int(2))
             let active = try await h.call(.get, "/campaigns/active", user: user).json([String: [[String: JSONValue]]].self)["campaigns"] ?? []
-            XCTAssertFalse(active.contains { $0.string("id") == id.uuidString })
+            XCTAssertFalse(active.contains { $0.string("id") == id.lowercasedString })
             let shown = try await h.call(.get, "/campaigns/\(id)", user: user).json([String: JSONValue].self)
             XCTAssertEqual(shown.string("status"), "expired")
             XCTAssertEqual(shown.object("progress")?.int("current"), 2)
@@ -101,7 +101,7 @@ final class CampaignsAndAnalyticsTests: XCTestCase {
             let ended = try await h.call(.post, "/admin/campaigns/\(running)/end")
             XCTAssertEqual(ended.status, .ok)
             let gone = try await h.call(.get, "/campaigns/active", user: user).json([String: [[String: JSONValue]]].self)["campaigns"] ?? []
-            XCTAssertFalse(gone.contains { $0.string("id") == running.uuidString })
+            XCTAssertFalse(gone.contains { $0.string("id") == running.lowercasedString })
             let unknown = try await h.call(.get, "/campaigns/\(UUID())", user: user)
             XCTAssertEqual(unknown.status, .notFound)
         }

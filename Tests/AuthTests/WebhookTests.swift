@@ -242,6 +242,17 @@ final class WebhookTests: XCTestCase {
             let rows = try await s.call(.get, "/\(id)/deliveries").json([String: [[String: JSONValue]]].self)["deliveries"] ?? []
             XCTAssertEqual(rows.first?["attempts"], .int(4))
             XCTAssertEqual(rows.first?["status"], .string("delivered"))
+            // #45: each attempt, not only the last answer, in order, with its time and latency.
+            guard case .array(let history)? = rows.first?["history"] else { return XCTFail("no history: \(rows)") }
+            let attempts = history.compactMap { v -> (JSONValue?, JSONValue?, JSONValue?)? in
+                guard case .object(let o) = v else { return nil }
+                XCTAssertNotNil(o["sent_at"]?.stringValue, "an attempt without its time")
+                XCTAssertNotNil(o["latency_ms"], "an answered attempt without its latency")
+                return (o["attempt"], o["answer_code"], o["outcome"])
+            }
+            XCTAssertEqual(attempts.map(\.0), [.int(1), .int(2), .int(3), .int(4)])
+            XCTAssertEqual(attempts.map(\.1), [.int(503), .int(503), .int(503), .int(200)])
+            XCTAssertEqual(attempts.map(\.2), [.string("retry"), .string("retry"), .string("retry"), .string("delivered")])
 
             s.receiver.answer.withLock { $0 = 410 }
             _ = try await s.h.registerEmail(uniqueEmail("hook"))
@@ -386,6 +397,44 @@ final class WebhookTests: XCTestCase {
             XCTAssertEqual(mails.count, 1)
             XCTAssertTrue(mails.first?.text.contains(s.url) == true)
             XCTAssertTrue(mails.first?.subject.contains("webhook endpoint was disabled") == true)
+        }
+    }
+
+    /// #45: every subset of the four optional fields of `PATCH /admin/webhooks/{id}` changes what
+    /// it names and nothing else (a description alone was a 500: its absent `disabled` was bound
+    /// as an untyped NULL); another app's operator gets 404 and changes nothing.
+    func testEveryPartialEditOfAnEndpointWorks() async throws {
+        try await Self.run { s in
+            let (id, _) = try await s.createEndpoint(events: #"["user.created"]"#)
+            let fields: [(String, String, JSONValue)] = [
+                ("url", #""\#(s.url)?v=2""#, .string(s.url + "?v=2")),
+                ("events", #"["user.deleted"]"#, .array([.string("user.deleted")])),
+                ("description", #""edited""#, .string("edited")),
+                ("disabled", "true", .bool(true))
+            ]
+            var expected: [String: JSONValue] = [
+                "url": .string(s.url), "events": .array([.string("user.created")]), "description": .string("game server"), "disabled": .bool(false)
+            ]
+            let original = expected
+            for mask in 1..<(1 << fields.count) {
+                let chosen = fields.indices.filter { mask & (1 << $0) != 0 }.map { fields[$0] }
+                let body = "{" + chosen.map { #""\#($0.0)":\#($0.1)"# }.joined(separator: ",") + "}"
+                // Another app's operator: unknown, nothing changed.
+                let foreign = try await s.call(.patch, "/\(id)", body, app: s.h.otherApp)
+                XCTAssertEqual(foreign.status, .notFound, body)
+                XCTAssertEqual(try foreign.envelope().error, "not_found", body)
+                let r = try await s.call(.patch, "/\(id)", body)
+                XCTAssertEqual(r.status, .ok, "\(body): \(String(buffer: r.body))")
+                for (name, _, value) in chosen { expected[name] = value }
+                let shown = try await s.call(.get, "/\(id)").json([String: JSONValue].self)
+                for (name, value) in expected { XCTAssertEqual(shown[name], value, "\(name) after \(body)") }
+                XCTAssertEqual(shown["disabled_reason"] ?? .null, expected["disabled"] == .bool(true) ? .string("operator") : .null, body)
+                // Back to the start, in one edit of all four.
+                let reset = try await s.call(
+                    .patch, "/\(id)", #"{"url":"\#(s.url)","events":["user.created"],"description":"game server","disabled":false}"#)
+                XCTAssertEqual(reset.status, .ok)
+                expected = original
+            }
         }
     }
 

@@ -31,7 +31,7 @@ final class OfflineEngineTests: XCTestCase {
             let scheduled = try await h.count(
                 """
                 SELECT count(*)::int FROM offline.jobs WHERE kind = 'sync_execute' AND status = 'pending' AND id > \(h.firstJob)
-                AND payload->>'job_id' = '\(job.uuidString)' AND run_at > now() + interval '1 second'
+                AND payload->>'job_id' = '\(job.lowercasedString)' AND run_at > now() + interval '1 second'
                 """)
             XCTAssertEqual(scheduled, 1, "the job runs again when the retry is due")
             var retryAt = Date.distantPast

@@ -55,4 +55,22 @@ final class ContractCheckTests: XCTestCase {
         ]
         for (what, found) in drift { XCTAssertFalse(found.isEmpty, "\(what) passed the check") }
     }
+
+    /// #45: no schema of the four documents leaves an object or an array untyped (74 objects and
+    /// 5 arrays did), and an answer checked against such a schema fails.
+    func testNoSchemaIsLeftUntyped() {
+        XCTAssertEqual(contract.untypedSchemas(), [])
+        let schemas = JSONSchemaCheck(document: .object([:]))
+        var problems: [String] = []
+        schemas.check(.object(["anything": .int(1)]), against: .object(["type": .string("object")]), at: "body", problems: &problems)
+        XCTAssertFalse(problems.isEmpty, "an answer against an untyped object passed")
+        problems = []
+        schemas.check(.array([.int(1)]), against: .object(["type": .string("array")]), at: "body", problems: &problems)
+        XCTAssertFalse(problems.isEmpty, "an answer against an array without items passed")
+        problems = []
+        schemas.check(
+            .object(["a": .int(1)]), against: .object(["type": .string("object"), "additionalProperties": .object(["type": .string("integer")])]),
+            at: "body", problems: &problems)
+        XCTAssertEqual(problems, [], "a typed map is typed")
+    }
 }

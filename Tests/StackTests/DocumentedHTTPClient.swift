@@ -165,6 +165,32 @@ struct APIContract: Sendable {
     }
 }
 
+extension APIContract {
+    /// Every schema of every document that leaves an object or an array untyped, by its path.
+    func untypedSchemas() -> [String] {
+        var found: [String] = []
+        func walk(_ node: JSONValue, _ path: String) {
+            switch node {
+            case .object(let o):
+                let types: [String] =
+                    switch o["type"] {
+                    case .string(let t)?: [t]
+                    case .array(let ts)?: ts.compactMap(\.stringValue)
+                    default: []
+                    }
+                if types.contains("object"), JSONSchemaCheck.isUntyped(o) { found.append(path) }
+                if types.contains("array"), o["items"] == nil { found.append(path + " (items)") }
+                for (k, v) in o where k != "example" && k != "examples" { walk(v, path + "/" + k) }
+            case .array(let a):
+                for (i, v) in a.enumerated() { walk(v, path + "[\(i)]") }
+            default: break
+            }
+        }
+        for (name, service) in services { walk(service.document, name) }
+        return found.sorted()
+    }
+}
+
 /// The part of JSON Schema (2020-12, as OpenAPI 3.1 uses it) the documents are written in.
 struct JSONSchemaCheck {
     let document: JSONValue
@@ -215,6 +241,9 @@ struct JSONSchemaCheck {
         }
         switch value {
         case .object(let fields):
+            // #45: an object the document does not describe is a hole in the contract, whatever
+            // it holds: its fields are named (`properties`) or its values typed (`additionalProperties`).
+            if Self.isUntyped(s) { problems.append("\(path): the document leaves this object untyped (no properties, no additionalProperties)") }
             if case .array(let required)? = s["required"] {
                 for case .string(let name) in required where fields[name] == nil { problems.append("\(path): the required field '\(name)' is missing") }
             }
@@ -237,6 +266,8 @@ struct JSONSchemaCheck {
         case .array(let items):
             if let itemSchema = s["items"] {
                 for (i, item) in items.enumerated() { check(item, against: itemSchema, at: "\(path)[\(i)]", problems: &problems) }
+            } else if s["$ref"] == nil, s["allOf"] == nil, s["oneOf"] == nil, s["anyOf"] == nil {
+                problems.append("\(path): the document leaves this array's items untyped")
             }
         case .string(let text):
             if case .string(let pattern)? = s["pattern"], text.range(of: pattern, options: .regularExpression) == nil {
@@ -248,6 +279,14 @@ struct JSONSchemaCheck {
             if let maximum = s["maximum"].flatMap(asDouble), number > maximum { problems.append("\(path): \(number) > \(maximum)") }
         default: break
         }
+    }
+
+    /// An object schema that says nothing of its fields (`{"type": "object"}`): nothing
+    /// composes it either.
+    static func isUntyped(_ s: [String: JSONValue]) -> Bool {
+        guard s["properties"] == nil, s["additionalProperties"] == nil else { return false }
+        for key in ["$ref", "allOf", "oneOf", "anyOf", "const", "enum"] where s[key] != nil { return false }
+        return true
     }
 
     private func asDouble(_ v: JSONValue) -> Double? {

@@ -185,6 +185,22 @@ final class GatewayTests: XCTestCase {
         let trace = try await http.send(HTTPRequest(method: "TRACE", url: "\(gateway)/auth/v1/health"))
         XCTAssertEqual(trace.status, 405)
         XCTAssertEqual(try trace.decode(ErrorEnvelope.self).error, "method_not_allowed")
+        // #45: a method the API does not use, and a Transfer-Encoding nginx does not implement,
+        // are refused in the envelope (a service's parser answered BREW with a bare 400; nginx
+        // answered the encoding with its HTML 501).
+        for (raw, status, code) in [
+            ("BREW /auth/v1/health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n", "405", "method_not_allowed"),
+            (
+                "POST /auth/v1/auth/login HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: gzip, chunked\r\nConnection: close\r\n\r\n0\r\n\r\n", "501",
+                "not_implemented"
+            ),
+            ("POST /auth/v1/auth/login HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: teapot\r\nConnection: close\r\n\r\n", "501", "not_implemented")
+        ] {
+            let answer = try Self.rawRequest(raw, gateway: gateway)
+            XCTAssertTrue(answer.hasPrefix("HTTP/1.1 \(status)"), answer)
+            XCTAssertTrue(answer.contains(#""error":"\#(code)""#), answer)
+            XCTAssertTrue(answer.lowercased().contains("content-type: application/json"), answer)
+        }
         let kept = try await http.send(HTTPRequest(url: "\(gateway)/nope", headers: [("X-Request-ID", "client-id-1")]))
         XCTAssertEqual(kept.header("X-Request-ID"), "client-id-1")
         let replaced = try await http.send(HTTPRequest(url: "\(gateway)/nope", headers: [("X-Request-ID", #"bad"id"#)]))

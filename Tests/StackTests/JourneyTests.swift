@@ -133,7 +133,9 @@ final class JourneyTests: XCTestCase {
                 body: .json(
                     .init(
                         clientActionId: "journey-\(userID)-\(i)", actionType: "answer_submit", entityType: "quiz_completion", entityId: "quiz_\(i)",
-                        categoryId: "capitals-europe", payload: try .init(unvalidatedValue: ["quiz_id": "quiz_\(i)", "score": 5 + i])))
+                        categoryId: "capitals-europe",
+                        payload: .init(additionalProperties: ["quiz_id": try .init(unvalidatedValue: "quiz_\(i)"), "score": try .init(unvalidatedValue: 5 + i)])
+                    ))
             ).created.body.json
             XCTAssertEqual(queued.queueItem.clientActionId, "journey-\(userID)-\(i)")
         }
@@ -150,7 +152,11 @@ final class JourneyTests: XCTestCase {
                 body: .json(
                     .init(
                         clientActionId: "journey-\(userID)-progress-\(i)", actionType: "progress_save", entityType: "progress", entityId: "capitals-europe",
-                        payload: try .init(unvalidatedValue: ["based_on_version": 0, "level": save.level, "stars": save.stars])))
+                        payload: .init(
+                            additionalProperties: [
+                                "based_on_version": try .init(unvalidatedValue: 0), "level": try .init(unvalidatedValue: save.level),
+                                "stars": try .init(unvalidatedValue: save.stars)
+                            ])))
             ).created
         }
         let conflictSync = try await app.offline.postSyncExecute().accepted.body.json
@@ -191,7 +197,7 @@ final class JourneyTests: XCTestCase {
             body: .json(
                 .init(
                     name: "Journey week", description: "Watch 1 ad, get 5 credits", campaignType: .watchAds, reward: .init(_type: "credits", amount: 5),
-                    conditions: try .init(unvalidatedValue: ["min_ads_watched": 1]), endsAt: Date() + 86400))
+                    conditions: .init(minAdsWatched: 1), endsAt: Date() + 86400))
         ).created.body.json
         try await eventually("the subscription period to end and ads to come back", seconds: 240) {
             guard Date() > periodEnd else { return false }
@@ -221,7 +227,7 @@ final class JourneyTests: XCTestCase {
         // The operator's revenue report and its CSV.
         _ = try await admin.ads.postAnalyticsRefresh().ok
         let report = try await admin.ads.getAnalyticsRevenue().ok.body.json
-        XCTAssertGreaterThanOrEqual(report.value["total_impressions"] as? Int ?? 0, 1)
+        XCTAssertGreaterThanOrEqual(report.totalImpressions, 1)
         let csv = try await admin.ads.getAnalyticsRevenue(query: .init(format: .csv)).ok.body.csv
         let csvText = try await String(collecting: csv, upTo: 1 << 20)
         XCTAssertTrue(csvText.hasPrefix("date,ad_type,provider,placement"))

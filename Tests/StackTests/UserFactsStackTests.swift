@@ -3,6 +3,7 @@ import PostgresNIO
 import ServiceKit
 import TestSupport
 import WireTypes
+import Synchronization
 import XCTest
 
 /// One truth about each user across the running services, through the gateway: sessions that
@@ -195,6 +196,68 @@ final class UserFactsStackTests: XCTestCase {
         if case .object(let user)? = me["user"] { XCTAssertEqual(user["status"], .string("free")) } else { XCTFail("\(me)") }
     }
 
+    /// #45, read as the app reads right after its paywall closes, under load: a purchase's 201
+    /// comes back only once auth, ads and offline hold it (ads stops offering ads at once), and a
+    /// restore that moves the purchase to another account answers only once the account it left
+    /// is free everywhere. Twenty pairs at once beside clients reading as fast as they can; every
+    /// read is made right after the answer, without waiting.
+    func testAPurchaseAndARestoreAreEverywhereWhenTheyAnswerUnderLoad() async throws {
+        let store = try LocalStoreKit()
+        let client = self.client
+        let consent = #"{"consent_personalized_ads":true,"consent_data_sharing":false,"age_gate_passed":true,"is_under_age":false,"country":"FR"}"#
+        let available = "/ads/v1/ads/available?ad_type=rewarded&placement=earn_credits"
+        @Sendable func facts(_ s: StackSession) async throws -> (auth: JSONValue?, ads: JSONValue?, offline: JSONValue?) {
+            async let me = client.call("GET", "/auth/v1/auth/me", s.headers)
+            async let ads = client.call("GET", available, s.headers)
+            async let profile = client.call("GET", "/offline/v1/sync/profile", s.headers)
+            let (m, a, p) = try await (me, ads, profile)
+            guard case .object(let user)? = m.1["user"], case .object(let limits)? = p.1["limits"] else { throw XCTSkip("unreadable: \(m) \(p)") }
+            return (user["status"], a.1["available"], limits["tier"])
+        }
+        let stop = ManagedAtomicFlag()
+        let loaders = try await (0..<4).asyncMap { _ in try await client.guest() }
+        try await withThrowingTaskGroup(of: Void.self) { load in
+            for u in loaders {
+                load.addTask {
+                    while !stop.isSet {
+                        _ = try await client.call("GET", "/subscription/v1/credits/balance", u.headers)
+                        _ = try await client.call("GET", available, u.headers)
+                    }
+                }
+            }
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                for _ in 0..<20 {
+                    group.addTask {
+                        let (a, b) = (try await client.guest(), try await client.guest())
+                        for u in [a, b] { _ = try await client.call("POST", "/ads/v1/ads/consent", u.headers, consent) }
+                        let original = "3100\(Int.random(in: 100_000_000...999_999_999))"
+                        let tx = try store.transaction(id: original, original: original, product: "com.quiz.premium.monthly", expires: Date() + 600)
+                        let body = #"{"store":"apple","signed_transaction":"\#(tx)"}"#
+                        let (bought, answer) = try await client.call("POST", "/subscription/v1/subscriptions/purchase", a.headers, body)
+                        XCTAssertEqual(bought, 201, "\(answer)")
+                        let afterPurchase = try await facts(a)
+                        XCTAssertEqual(afterPurchase.auth, .string("premium"), "auth, right after the purchase answered")
+                        XCTAssertEqual(afterPurchase.ads, .bool(false), "ads still offered right after the purchase answered")
+                        XCTAssertEqual(afterPurchase.offline, .string("premium"), "offline, right after the purchase answered")
+                        let (restored, moved) = try await client.call("POST", "/subscription/v1/subscriptions/restore", b.headers, body)
+                        XCTAssertEqual(restored, 200, "\(moved)")
+                        let left = try await facts(a)
+                        XCTAssertEqual(left.auth, .string("free"), "the account the purchase left, at auth")
+                        XCTAssertEqual(left.ads, .bool(true), "the account the purchase left, at ads")
+                        XCTAssertEqual(left.offline, .string("free"), "the account the purchase left, at offline")
+                        let took = try await facts(b)
+                        XCTAssertEqual(took.auth, .string("premium"))
+                        XCTAssertEqual(took.ads, .bool(false))
+                        XCTAssertEqual(took.offline, .string("premium"))
+                    }
+                }
+                try await group.waitForAll()
+            }
+            stop.set()
+            try await load.waitForAll()
+        }
+    }
+
     /// The deletion runs (its due date moved to now): every service refuses the old token, no
     /// row keyed by the user is left but the detached accounting and the erasure marker, the old
     /// token creates nothing.
@@ -289,4 +352,19 @@ struct StackClient: Sendable {
         return (r.status, (try? JSONDecoder().decode([String: JSONValue].self, from: r.body)) ?? [:])
     }
 
+}
+
+/// A flag the load tasks read until the test is done.
+final class ManagedAtomicFlag: Sendable {
+    private let value = Mutex(false)
+    var isSet: Bool { value.withLock { $0 } }
+    func set() { value.withLock { $0 = true } }
+}
+
+extension Sequence where Element: Sendable {
+    func asyncMap<T>(_ transform: (Element) async throws -> T) async rethrows -> [T] {
+        var out: [T] = []
+        for e in self { out.append(try await transform(e)) }
+        return out
+    }
 }

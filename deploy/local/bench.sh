@@ -109,7 +109,14 @@ for i in $(seq 1 16); do
   echo "$email" >> "$BENCH/emails.txt"
 done
 
-cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
+cpu_ticks() { local t=0 p; for p in "$@"; do t=$((t + $(awk '{print $14 + $15}' "/proc/$p/stat"))); done; echo $t; }
+# #45 each row's own CPU per unit, so that hosts of different speed compare: wrk ($3...) with its
+# output in $2, and the CPU the processes $1 (space-separated) used meanwhile in $2.cpu.
+wrk_cpu() { local pids=$1 out=$2 b; shift 2; b=$(cpu_ticks $pids); wrk "$@" > "$out"; echo $(( $(cpu_ticks $pids) - b )) > "$out.cpu"; }
+# Microseconds of that CPU per answered request of the run in $1.
+us_per() { awk -v t="$(cat "$1.cpu" 2>/dev/null || echo 0)" -v c="$CLK" -v n="$(awk '/requests in/ {print $1}' "$1")" 'BEGIN {printf "%.0f", t / c * 1e6 / (n > 0 ? n : 1)}'; }
+# The gateway's nginx workers (their CPU is the hop's).
+gateway_pids() { pgrep -P "$(cat "$DATA/nginx/nginx.pid")" | tr '\n' ' '; }
 rss_mb() { awk '/VmRSS/ {printf "%.1f", $2 / 1024}' "/proc/$1/status"; }
 # The peak (VmHWM) beside it: what a container's limit has to allow.
 peak_mb() { awk '/VmHWM/ {printf "%.1f", $2 / 1024}' "/proc/$1/status"; }
@@ -129,7 +136,7 @@ PGBENCH_TPS=$(runuser -u postgres -- "$PGBIN/pgbench" -h "$SOCK" -p "$PORT" -S -
   | awk '/^tps/ {print int($3)}' | head -1)
 
 log "GET /auth/v1/health"
-wrk -t2 -c32 -d"${DURATION}s" --latency http://127.0.0.1:3001/auth/v1/health > "$BENCH/health.txt"
+wrk_cpu "$AUTH_PID" "$BENCH/health.txt" -t2 -c32 -d"${DURATION}s" --latency http://127.0.0.1:3001/auth/v1/health
 
 log "POST /auth/v1/auth/refresh (rotation)"
 before=$(cpu_ticks $AUTH_PID)
@@ -150,7 +157,7 @@ BCRYPT_LIMIT=$(awk -v c="$CORES" -v ms="$BCRYPT_MS" 'BEGIN {printf "%.2f", c * 1
 fi
 if [ -z "${BENCH_ONLY:-}" ] || [ "${BENCH_ONLY}" = webhooks ]; then
   log "webhooks (#33): 10,000 events at 500/s handed to auth, delivered signed to a local receiver"
-  WEBHOOKS=$(python3 deploy/bench/webhooks.py "$APP_ID" "$API_KEY" 10000 500)
+  WEBHOOKS=$(python3 deploy/bench/webhooks.py "$APP_ID" "$API_KEY" "$AUTH_PID" "$BENCH/hooks" 10000 500)
 fi
 [ "${BENCH_ONLY:-}" = webhooks ] && { echo "webhooks (10,000 events at 500/s)  $WEBHOOKS"; exit 0; }
 log "GET /subscription/v1/subscriptions/me and /ads/v1/ads/available: ${BENCH_USERS:-10000} users, a random one per request"
@@ -174,21 +181,21 @@ wrk -t2 -c32 -d"${DURATION}s" --latency -s deploy/bench/random_user.lua http://1
 # users unmet after the first run, and their first reads would set the steady p99).
 wrk -t2 -c32 -d5s -s deploy/bench/random_user.lua http://127.0.0.1:3002 -- "$APP_ID" "$API_KEY" \
   /subscription/v1/subscriptions/me "$BENCH/users.txt" each >/dev/null
-wrk -t2 -c32 -d"${DURATION}s" --latency -s deploy/bench/random_user.lua http://127.0.0.1:3002 -- "$APP_ID" "$API_KEY" \
-  /subscription/v1/subscriptions/me "$BENCH/users.txt" > "$BENCH/me.txt"
+wrk_cpu "$SUB_PID" "$BENCH/me.txt" -t2 -c32 -d"${DURATION}s" --latency -s deploy/bench/random_user.lua http://127.0.0.1:3002 -- "$APP_ID" "$API_KEY" \
+  /subscription/v1/subscriptions/me "$BENCH/users.txt"
 ME_RPS=$(rps "$BENCH/me.txt")
-wrk -t2 -c32 -d"${DURATION}s" --latency -s deploy/bench/random_user.lua "$GATEWAY" -- "$APP_ID" "$API_KEY" \
-  /subscription/v1/subscriptions/me "$BENCH/users.txt" > "$BENCH/me-gateway.txt"
+wrk_cpu "$(gateway_pids)" "$BENCH/me-gateway.txt" -t2 -c32 -d"${DURATION}s" --latency -s deploy/bench/random_user.lua "$GATEWAY" -- "$APP_ID" "$API_KEY" \
+  /subscription/v1/subscriptions/me "$BENCH/users.txt"
 SUB_RSS=$(rss_mb $SUB_PID)
 wrk -t2 -c32 -d"${DURATION}s" --latency -s deploy/bench/random_user.lua http://127.0.0.1:3004 -- "$APP_ID" "$API_KEY" \
   "/ads/v1/ads/available?ad_type=rewarded&placement=earn_credits" "$BENCH/users.txt" > "$BENCH/ads-cold.txt"
 wrk -t2 -c32 -d5s -s deploy/bench/random_user.lua http://127.0.0.1:3004 -- "$APP_ID" "$API_KEY" \
   "/ads/v1/ads/available?ad_type=rewarded&placement=earn_credits" "$BENCH/users.txt" each >/dev/null
-wrk -t2 -c32 -d"${DURATION}s" --latency -s deploy/bench/random_user.lua http://127.0.0.1:3004 -- "$APP_ID" "$API_KEY" \
-  "/ads/v1/ads/available?ad_type=rewarded&placement=earn_credits" "$BENCH/users.txt" > "$BENCH/ads.txt"
+wrk_cpu "$ADS_PID" "$BENCH/ads.txt" -t2 -c32 -d"${DURATION}s" --latency -s deploy/bench/random_user.lua http://127.0.0.1:3004 -- "$APP_ID" "$API_KEY" \
+  "/ads/v1/ads/available?ad_type=rewarded&placement=earn_credits" "$BENCH/users.txt"
 ADS_RPS=$(rps "$BENCH/ads.txt")
-wrk -t2 -c32 -d"${DURATION}s" --latency -s deploy/bench/random_user.lua "$GATEWAY" -- "$APP_ID" "$API_KEY" \
-  "/ads/v1/ads/available?ad_type=rewarded&placement=earn_credits" "$BENCH/users.txt" > "$BENCH/ads-gateway.txt"
+wrk_cpu "$(gateway_pids)" "$BENCH/ads-gateway.txt" -t2 -c32 -d"${DURATION}s" --latency -s deploy/bench/random_user.lua "$GATEWAY" -- "$APP_ID" "$API_KEY" \
+  "/ads/v1/ads/available?ad_type=rewarded&placement=earn_credits" "$BENCH/users.txt"
 ADS_RSS=$(rss_mb $ADS_PID)
 fi
 if [ -z "${BENCH_ONLY:-}" ] || [ "${BENCH_ONLY}" = access ]; then
@@ -208,11 +215,9 @@ wrk -t2 -c32 -d40s -s deploy/bench/random_user.lua http://127.0.0.1:3002 -- "$AP
 # and its sightings being written again (after 60-120 s) as they are in production.
 wrk -t2 -c32 -d10s -s deploy/bench/random_user.lua http://127.0.0.1:3002 -- "$APP_ID" "$API_KEY" "$ACCESS_PATH" "$BENCH/users.txt" each POST devices >/dev/null
 LOGS_BEFORE=$(psql_admin -d app_backend_bench -tA -c "SELECT count(*) FROM subscription.access_logs")
-wrk -t2 -c32 -d"${DURATION}s" --latency -s deploy/bench/random_user.lua http://127.0.0.1:3002 -- "$APP_ID" "$API_KEY" "$ACCESS_PATH" "$BENCH/users.txt" random POST devices \
-  > "$BENCH/access.txt"
+wrk_cpu "$SUB_PID" "$BENCH/access.txt" -t2 -c32 -d"${DURATION}s" --latency -s deploy/bench/random_user.lua http://127.0.0.1:3002 -- "$APP_ID" "$API_KEY" "$ACCESS_PATH" "$BENCH/users.txt" random POST devices
 LOGS_AFTER=$(psql_admin -d app_backend_bench -tA -c "SELECT count(*) FROM subscription.access_logs")
-wrk -t2 -c32 -d"${DURATION}s" --latency -s deploy/bench/random_user.lua "$GATEWAY" -- "$APP_ID" "$API_KEY" "$ACCESS_PATH" "$BENCH/users.txt" random POST devices \
-  > "$BENCH/access-gateway.txt"
+wrk_cpu "$(gateway_pids)" "$BENCH/access-gateway.txt" -t2 -c32 -d"${DURATION}s" --latency -s deploy/bench/random_user.lua "$GATEWAY" -- "$APP_ID" "$API_KEY" "$ACCESS_PATH" "$BENCH/users.txt" random POST devices
 ACCESS_RPS=$(rps "$BENCH/access.txt")
 # Every answered check logged: the steady run's answers against the rows it added.
 ACCESS_ANSWERED=$(awk '/requests in/ {print $1}' "$BENCH/access.txt")
@@ -221,11 +226,11 @@ wrk -t2 -c32 -d"${DURATION}s" --latency -s deploy/bench/random_user.lua http://1
   /subscription/v1/credits/balance "$BENCH/users.txt" > "$BENCH/balance-cold.txt"
 wrk -t2 -c32 -d5s -s deploy/bench/random_user.lua http://127.0.0.1:3002 -- "$APP_ID" "$API_KEY" \
   /subscription/v1/credits/balance "$BENCH/users.txt" each >/dev/null
-wrk -t2 -c32 -d"${DURATION}s" --latency -s deploy/bench/random_user.lua http://127.0.0.1:3002 -- "$APP_ID" "$API_KEY" \
-  /subscription/v1/credits/balance "$BENCH/users.txt" > "$BENCH/balance.txt"
+wrk_cpu "$SUB_PID" "$BENCH/balance.txt" -t2 -c32 -d"${DURATION}s" --latency -s deploy/bench/random_user.lua http://127.0.0.1:3002 -- "$APP_ID" "$API_KEY" \
+  /subscription/v1/credits/balance "$BENCH/users.txt"
 BALANCE_RPS=$(rps "$BENCH/balance.txt")
-wrk -t2 -c32 -d"${DURATION}s" --latency -s deploy/bench/random_user.lua "$GATEWAY" -- "$APP_ID" "$API_KEY" \
-  /subscription/v1/credits/balance "$BENCH/users.txt" > "$BENCH/balance-gateway.txt"
+wrk_cpu "$(gateway_pids)" "$BENCH/balance-gateway.txt" -t2 -c32 -d"${DURATION}s" --latency -s deploy/bench/random_user.lua "$GATEWAY" -- "$APP_ID" "$API_KEY" \
+  /subscription/v1/credits/balance "$BENCH/users.txt"
 SUB_RSS=$(rss_mb $SUB_PID)
 fi
 # BENCH_ONLY=access: these two rows alone (with pgbench and the gateway runs), for a quick figure.
@@ -239,13 +244,13 @@ if [ "${BENCH_ONLY:-}" = access ]; then
   ACCESS_ONLY=1
 fi
 access_rows() { cat <<ROWS
-POST /content/{id}/check-access (32 conns, ${USERS} users)  ${ACCESS_RPS} req/s   p99 $(p99 "$BENCH/access.txt")   = $(awk -v a="$ACCESS_RPS" -v b="$PGBENCH_TPS" 'BEGIN {printf "%.2f", a / b}') x pgbench (target >= 0.4, p99 <= 15 ms)   non-2xx: $(non2xx "$BENCH/access.txt")
+POST /content/{id}/check-access (32 conns, ${USERS} users)  ${ACCESS_RPS} req/s   p99 $(p99 "$BENCH/access.txt")   = $(awk -v a="$ACCESS_RPS" -v b="$PGBENCH_TPS" 'BEGIN {printf "%.2f", a / b}') x pgbench (target >= 0.4, p99 <= 15 ms)   non-2xx: $(non2xx "$BENCH/access.txt")   subscription $(us_per "$BENCH/access.txt") us CPU per request
   first meeting of each device           $(rps "$BENCH/access-cold.txt") req/s   p99 $(p99 "$BENCH/access-cold.txt")
   answered / logged (steady run)         ${ACCESS_ANSWERED} / ${ACCESS_LOGGED}
-  through the gateway                    $(rps "$BENCH/access-gateway.txt") req/s   p99 $(p99 "$BENCH/access-gateway.txt")   = $(awk -v a="$(rps "$BENCH/access-gateway.txt")" -v b="$PGBENCH_TPS" 'BEGIN {printf "%.2f", a / b}') x pgbench   = $(awk -v a="$(rps "$BENCH/access-gateway.txt")" -v b="$(rps "$BENCH/access.txt")" 'BEGIN {printf "%.2f", a / b}') x direct (target >= 0.8)   non-2xx: $(non2xx "$BENCH/access-gateway.txt")
-GET /credits/balance (32 conns, ${USERS} users)  ${BALANCE_RPS} req/s   p99 $(p99 "$BENCH/balance.txt")   = $(awk -v a="$BALANCE_RPS" -v b="$PGBENCH_TPS" 'BEGIN {printf "%.2f", a / b}') x pgbench (target >= 0.5, p99 <= 10 ms)   non-2xx: $(non2xx "$BENCH/balance.txt")
+  through the gateway                    $(rps "$BENCH/access-gateway.txt") req/s   p99 $(p99 "$BENCH/access-gateway.txt")   = $(awk -v a="$(rps "$BENCH/access-gateway.txt")" -v b="$PGBENCH_TPS" 'BEGIN {printf "%.2f", a / b}') x pgbench   = $(awk -v a="$(rps "$BENCH/access-gateway.txt")" -v b="$(rps "$BENCH/access.txt")" 'BEGIN {printf "%.2f", a / b}') x direct (target >= 0.8)   non-2xx: $(non2xx "$BENCH/access-gateway.txt")   nginx $(us_per "$BENCH/access-gateway.txt") us CPU per request
+GET /credits/balance (32 conns, ${USERS} users)  ${BALANCE_RPS} req/s   p99 $(p99 "$BENCH/balance.txt")   = $(awk -v a="$BALANCE_RPS" -v b="$PGBENCH_TPS" 'BEGIN {printf "%.2f", a / b}') x pgbench (target >= 0.5, p99 <= 10 ms)   non-2xx: $(non2xx "$BENCH/balance.txt")   subscription $(us_per "$BENCH/balance.txt") us CPU per request
   first meeting of each user             $(rps "$BENCH/balance-cold.txt") req/s   p99 $(p99 "$BENCH/balance-cold.txt")
-  through the gateway                    $(rps "$BENCH/balance-gateway.txt") req/s   p99 $(p99 "$BENCH/balance-gateway.txt")   = $(awk -v a="$(rps "$BENCH/balance-gateway.txt")" -v b="$PGBENCH_TPS" 'BEGIN {printf "%.2f", a / b}') x pgbench   = $(awk -v a="$(rps "$BENCH/balance-gateway.txt")" -v b="$(rps "$BENCH/balance.txt")" 'BEGIN {printf "%.2f", a / b}') x direct (target >= 0.8)   non-2xx: $(non2xx "$BENCH/balance-gateway.txt")
+  through the gateway                    $(rps "$BENCH/balance-gateway.txt") req/s   p99 $(p99 "$BENCH/balance-gateway.txt")   = $(awk -v a="$(rps "$BENCH/balance-gateway.txt")" -v b="$PGBENCH_TPS" 'BEGIN {printf "%.2f", a / b}') x pgbench   = $(awk -v a="$(rps "$BENCH/balance-gateway.txt")" -v b="$(rps "$BENCH/balance.txt")" 'BEGIN {printf "%.2f", a / b}') x direct (target >= 0.8)   non-2xx: $(non2xx "$BENCH/balance-gateway.txt")   nginx $(us_per "$BENCH/balance-gateway.txt") us CPU per request
 ROWS
 }
 [ -n "${ACCESS_ONLY:-}" ] && { access_rows; exit 0; }
@@ -307,14 +312,14 @@ wrk -t2 -c16 -d3s "$FLOOR_URL" >/dev/null
 # and PostgreSQL one run's tail moves by a millisecond either way), and prints all three.
 for run in 1 2 3; do
   wrk -t2 -c16 -d"${DURATION}s" --latency "$FLOOR_URL" > "$BENCH/floor-$run.txt"
-  wrk -t2 -c16 -d"${DURATION}s" --latency -H "X-App-ID: $APP_ID" -H "X-API-Key: $API_KEY" -H "Authorization: Bearer $ME_TOKEN" \
-    "$NEARBY_URL" > "$BENCH/nearby-$run.txt"
+  wrk_cpu "$OFF_PID" "$BENCH/nearby-$run.txt" -t2 -c16 -d"${DURATION}s" --latency -H "X-App-ID: $APP_ID" -H "X-API-Key: $API_KEY" -H "Authorization: Bearer $ME_TOKEN" \
+    "$NEARBY_URL"
 done
 nginx -p "$FLOOR" -c "$FLOOR/nginx.conf" -g "pid $FLOOR/nginx.pid; user root;" -s quit
 ms() { awk '{v = $1; if (v ~ /us$/) {sub(/us$/, "", v); v /= 1000} else if (v ~ /ms$/) {sub(/ms$/, "", v)} else if (v ~ /s$/) {sub(/s$/, "", v); v *= 1000}; printf "%.2f", v}' <<<"$1"; }
 NEARBY_P99S=$(for run in 1 2 3; do echo "$(ms "$(awk '$1 == "99%" {print $2}' "$BENCH/nearby-$run.txt")") $run"; done | sort -n)
 MEDIAN_RUN=$(echo "$NEARBY_P99S" | sed -n 2p | awk '{print $2}')
-cp "$BENCH/nearby-$MEDIAN_RUN.txt" "$BENCH/nearby.txt"
+cp "$BENCH/nearby-$MEDIAN_RUN.txt" "$BENCH/nearby.txt"; cp "$BENCH/nearby-$MEDIAN_RUN.txt.cpu" "$BENCH/nearby.txt.cpu"
 NEARBY_ALL=$(echo "$NEARBY_P99S" | awk '{printf "%s%s ms", (NR > 1 ? ", " : ""), $1}')
 NEARBY_RPS=$(rps "$BENCH/nearby.txt")
 FLOOR_ALL=$(for run in 1 2 3; do ms "$(awk '$1 == "99%" {print $2}' "$BENCH/floor-$run.txt")"; echo; done | awk '{printf "%s%s ms", (NR > 1 ? ", " : ""), $1}')
@@ -336,7 +341,7 @@ log "revocation: logout-all answered -> the old token refused at each service (2
 REVOCATION=$(python3 deploy/bench/revocation.py "$APP_ID" "$API_KEY" "${BENCH_REVOCATION_USERS:-200}")
 
 log "login flood + health latency during it"
-wrk -t1 -c8 -d"${DURATION}s" --latency -s deploy/bench/login.lua http://127.0.0.1:3001 -- "$APP_ID" "$API_KEY" "$BENCH/emails.txt" > "$BENCH/login.txt" &
+wrk_cpu "$AUTH_PID" "$BENCH/login.txt" -t1 -c8 -d"${DURATION}s" --latency -s deploy/bench/login.lua http://127.0.0.1:3001 -- "$APP_ID" "$API_KEY" "$BENCH/emails.txt" &
 FLOOD=$!
 sleep 1
 python3 deploy/bench/probe.py 127.0.0.1 3001 /auth/v1/health "$((DURATION - 2))" > "$BENCH/health-flood.txt"
@@ -368,21 +373,21 @@ TABLE=$(cat <<TXT
 == make bench ($CORES cores, ${DURATION}s per run, release build, static Swift runtime) ==
 executor jobs on the event loops       ${EXECUTOR# }
 pgbench -S (16 clients)                 ${PGBENCH_TPS} tps
-GET /auth/v1/health                     ${HEALTH_RPS} req/s   p99 $(p99 "$BENCH/health.txt")   = $(awk -v a="$HEALTH_RPS" -v b="$PGBENCH_TPS" 'BEGIN {printf "%.2f", a / b}') x pgbench
+GET /auth/v1/health                     ${HEALTH_RPS} req/s   p99 $(p99 "$BENCH/health.txt")   = $(awk -v a="$HEALTH_RPS" -v b="$PGBENCH_TPS" 'BEGIN {printf "%.2f", a / b}') x pgbench   auth $(us_per "$BENCH/health.txt") us CPU per request
 POST /auth/refresh (rotation)           ${REFRESH_RPS} req/s   p99 $(p99 "$BENCH/refresh.txt")   non-2xx: $(non2xx "$BENCH/refresh.txt")
-  auth-service CPU during the run       ${REFRESH_CPU} s  ->  $(awk -v n="$REFRESH_OK" -v c="$REFRESH_CPU" 'BEGIN {printf "%.0f", n / c}') rotations per CPU-second (target >= 1200)
+  auth-service CPU during the run       ${REFRESH_CPU} s  ->  $(awk -v n="$REFRESH_OK" -v c="$REFRESH_CPU" 'BEGIN {printf "%.0f", n / c}') rotations per CPU-second (target >= 1200) = $(awk -v n="$REFRESH_OK" -v c="$REFRESH_CPU" 'BEGIN {printf "%.0f", c * 1e6 / n}') us CPU per rotation
   paced to 300/s                        $(rps "$BENCH/refresh-paced.txt") req/s   p99 $(p99 "$BENCH/refresh-paced.txt")   (target p99 <= 50 ms at 300/s)   non-2xx: $(non2xx "$BENCH/refresh-paced.txt")
 bcrypt-12 verify                        ${BCRYPT_MS} ms  ->  limit = ${CORES} cores / that = ${BCRYPT_LIMIT} logins/s
-POST /auth/login (email, 8 conns)       ${LOGIN_RPS} req/s  = $(awk -v a="$LOGIN_RPS" -v b="$BCRYPT_LIMIT" 'BEGIN {printf "%.2f", a / b}') x bcrypt limit (target >= 0.9)   non-2xx: $(non2xx "$BENCH/login.txt")
+POST /auth/login (email, 8 conns)       ${LOGIN_RPS} req/s  = $(awk -v a="$LOGIN_RPS" -v b="$BCRYPT_LIMIT" 'BEGIN {printf "%.2f", a / b}') x bcrypt limit (target >= 0.9)   auth $(us_per "$BENCH/login.txt") us CPU per login   non-2xx: $(non2xx "$BENCH/login.txt")
 GET /auth/v1/health during the flood    $(cat "$BENCH/health-flood.txt")   (one probe every 20 ms; target p99 < 20 ms)
-GET /subscriptions/me (32 conns, ${USERS} users)  ${ME_RPS} req/s   p99 $(p99 "$BENCH/me.txt")   = $(awk -v a="$ME_RPS" -v b="$PGBENCH_TPS" 'BEGIN {printf "%.2f", a / b}') x pgbench (target >= 0.5, p99 <= 10 ms)   non-2xx: $(non2xx "$BENCH/me.txt")
+GET /subscriptions/me (32 conns, ${USERS} users)  ${ME_RPS} req/s   p99 $(p99 "$BENCH/me.txt")   = $(awk -v a="$ME_RPS" -v b="$PGBENCH_TPS" 'BEGIN {printf "%.2f", a / b}') x pgbench (target >= 0.5, p99 <= 10 ms)   non-2xx: $(non2xx "$BENCH/me.txt")   subscription $(us_per "$BENCH/me.txt") us CPU per request
   first meeting of each user             $(rps "$BENCH/me-cold.txt") req/s   p99 $(p99 "$BENCH/me-cold.txt")
-  through the gateway                    $(rps "$BENCH/me-gateway.txt") req/s   p99 $(p99 "$BENCH/me-gateway.txt")   = $(awk -v a="$(rps "$BENCH/me-gateway.txt")" -v b="$PGBENCH_TPS" 'BEGIN {printf "%.2f", a / b}') x pgbench   = $(awk -v a="$(rps "$BENCH/me-gateway.txt")" -v b="$(rps "$BENCH/me.txt")" 'BEGIN {printf "%.2f", a / b}') x direct (target >= 0.8)   non-2xx: $(non2xx "$BENCH/me-gateway.txt")
-GET /ads/available (32 conns, ${USERS} users)    ${ADS_RPS} req/s   p99 $(p99 "$BENCH/ads.txt")   = $(awk -v a="$ADS_RPS" -v b="$PGBENCH_TPS" 'BEGIN {printf "%.2f", a / b}') x pgbench (target >= 0.5, p99 <= 10 ms)   non-2xx: $(non2xx "$BENCH/ads.txt")
+  through the gateway                    $(rps "$BENCH/me-gateway.txt") req/s   p99 $(p99 "$BENCH/me-gateway.txt")   = $(awk -v a="$(rps "$BENCH/me-gateway.txt")" -v b="$PGBENCH_TPS" 'BEGIN {printf "%.2f", a / b}') x pgbench   = $(awk -v a="$(rps "$BENCH/me-gateway.txt")" -v b="$(rps "$BENCH/me.txt")" 'BEGIN {printf "%.2f", a / b}') x direct (target >= 0.8)   non-2xx: $(non2xx "$BENCH/me-gateway.txt")   nginx $(us_per "$BENCH/me-gateway.txt") us CPU per request
+GET /ads/available (32 conns, ${USERS} users)    ${ADS_RPS} req/s   p99 $(p99 "$BENCH/ads.txt")   = $(awk -v a="$ADS_RPS" -v b="$PGBENCH_TPS" 'BEGIN {printf "%.2f", a / b}') x pgbench (target >= 0.5, p99 <= 10 ms)   non-2xx: $(non2xx "$BENCH/ads.txt")   ads $(us_per "$BENCH/ads.txt") us CPU per request
   first meeting of each user             $(rps "$BENCH/ads-cold.txt") req/s   p99 $(p99 "$BENCH/ads-cold.txt")
-  through the gateway                    $(rps "$BENCH/ads-gateway.txt") req/s   p99 $(p99 "$BENCH/ads-gateway.txt")   = $(awk -v a="$(rps "$BENCH/ads-gateway.txt")" -v b="$PGBENCH_TPS" 'BEGIN {printf "%.2f", a / b}') x pgbench   = $(awk -v a="$(rps "$BENCH/ads-gateway.txt")" -v b="$(rps "$BENCH/ads.txt")" 'BEGIN {printf "%.2f", a / b}') x direct (target >= 0.8)   non-2xx: $(non2xx "$BENCH/ads-gateway.txt")
+  through the gateway                    $(rps "$BENCH/ads-gateway.txt") req/s   p99 $(p99 "$BENCH/ads-gateway.txt")   = $(awk -v a="$(rps "$BENCH/ads-gateway.txt")" -v b="$PGBENCH_TPS" 'BEGIN {printf "%.2f", a / b}') x pgbench   = $(awk -v a="$(rps "$BENCH/ads-gateway.txt")" -v b="$(rps "$BENCH/ads.txt")" 'BEGIN {printf "%.2f", a / b}') x direct (target >= 0.8)   non-2xx: $(non2xx "$BENCH/ads-gateway.txt")   nginx $(us_per "$BENCH/ads-gateway.txt") us CPU per request
 $(access_rows)
-GET /location/nearby-content (16 conns) ${NEARBY_RPS} req/s   p50 $(p50 "$BENCH/nearby.txt")   p99 $(p99 "$BENCH/nearby.txt")   (1,000,000 points, 50 km, ${NEARBY_COUNT} results; target p99 <= 5 ms)   non-2xx: $(non2xx "$BENCH/nearby.txt")
+GET /location/nearby-content (16 conns) ${NEARBY_RPS} req/s   p50 $(p50 "$BENCH/nearby.txt")   p99 $(p99 "$BENCH/nearby.txt")   (1,000,000 points, 50 km, ${NEARBY_COUNT} results; target p99 <= 5 ms)   non-2xx: $(non2xx "$BENCH/nearby.txt")   offline $(us_per "$BENCH/nearby.txt") us CPU per request
   p99 of the three runs                 ${NEARBY_ALL}   (the row above is the median run)
   one connection                        $(rps "$BENCH/nearby1.txt") req/s   p50 $(p50 "$BENCH/nearby1.txt")   p99 $(p99 "$BENCH/nearby1.txt")
   host floor (nginx constant, 16 conns) $(rps "$BENCH/floor.txt") req/s   p50 $(p50 "$BENCH/floor.txt")   p99 $(p99 "$BENCH/floor.txt")   (run just before each nearby run: ${FLOOR_ALL}; nearby p99 = ${FLOOR_RATIO} x its floor, median pair)

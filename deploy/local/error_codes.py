@@ -27,7 +27,8 @@ HELPERS = {"invalid_request": (400, "Malformed input; `field` names it"), "valid
            "http_error": (400, "An HTTP-level refusal")}
 # The gateway's own refusals (deploy/gateway/nginx.conf), which any route may meet.
 GATEWAY = {"uri_too_long": (414, "The request URI exceeds 8 KiB (gateway)"), "headers_too_large": (431, "The request headers exceed 8 KiB (gateway)"),
-           "http_version_not_supported": (505, "An HTTP version the gateway does not speak")}
+           "http_version_not_supported": (505, "An HTTP version the gateway does not speak"),
+           "not_implemented": (501, "A Transfer-Encoding the gateway does not implement (chunked only)")}
 CATALOGUE_CASE = re.compile(r'((?:^[ \t]*///[^\n]*\n)*)^[ \t]*case\s+(\w+)\s*=\s*"([a-z_]+)"', re.M)
 CATALOGUE_STATUS = re.compile(r'^[ \t]*case\s+((?:\.\w+,?\s*)+):\s*\.(?:init\(code:\s*(\d+)\)|(\w+))', re.M)
 

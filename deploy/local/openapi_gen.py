@@ -10,7 +10,8 @@ ERRS = {"400": "Malformed input (the field is named)", "401": "Missing or invali
         "422": "Invalid value (the field is named)", "429": "Limit reached (retry_after)", "502": "Upstream refused", "503": "A dependency is unavailable",
         "507": "Not enough offline storage"}
 def responses(ok, okdesc, extra, schema=None):
-    r = {ok: {"description": okdesc, "content": {"application/json": {"schema": schema or {"type": "object"}}}}}
+    # 204 answers no body.
+    r = {ok: {"description": "No Content"}} if ok == "204" else {ok: {"description": okdesc, "content": {"application/json": {"schema": schema or {"type": "object"}}}}}
     with_headers(r)
     for c in ["400", "401", "403", "404", "413", "415", "422", "429", "503"] + extra:
         r[c] = {"$ref": f"#/components/responses/{ERROR_NAMES[c]}"}
@@ -168,13 +169,46 @@ named("Session", obj({"user": ref("User"), "tokens": ref("Tokens"),
     "guest_secret": {"type": "string", "description": "A guest's device secret, shown once at its creation: keep it to sign in again"}},
     ["tokens"]))
 named("UserResponse", obj({"user": ref("User")}, ["user"]))
-named("PrivacyResponse", obj({"privacy": ref("PrivacySettings"), "applied_immediately": B, "warnings": arr(FREE)}, ["privacy"]))
+named("PrivacyResponse", obj({"privacy": ref("PrivacySettings"), "applied_immediately": B, "warnings": arr(obj({"setting": S,
+    "impact": {"type": "string", "description": "What the change takes away (local_questions_unavailable, …)"}, "message": S}, ["setting", "impact", "message"]))},
+    ["privacy"]))
 named("PushDevice", obj({"device_id": S, "platform": {"type": "string", "enum": ["ios", "android"]}, "environment": {"type": "string", "enum": ["sandbox", "production"]},
     "locale": {"type": ["string", "null"]}, "token_suffix": S, "created_at": DT, "updated_at": DT}, ["device_id", "platform", "token_suffix"]))
 named("DeletionScheduled", obj({"scheduled_deletion_date": DT, "cancellation_token": S, "message": S}, ["scheduled_deletion_date", "cancellation_token"]))
 named("ExportStatus", obj({"export_id": UUIDS, "status": {"type": "string", "enum": ["pending", "processing", "ready", "failed", "expired"]},
     "requested_at": DT, "completed_at": DT, "expires_at": DT, "download_url": S, "estimated_time": S}, ["export_id", "status"]))
 
+ACHIEVEMENTS = {"type": "array", "maxItems": 1000, "items": {"type": "string", "minLength": 1, "maxLength": 200}}
+SCORE = {"type": "integer", "minimum": 0}
+named("GameCenterLink", obj({"linked": B, "player_id": S, "alias": {"type": ["string", "null"]},
+    "synced": obj({"achievements": dict(I, description="Achievements held after the merge"), "leaderboard_score": I}, ["achievements", "leaderboard_score"]),
+    "conflicts": arr(obj({"type": S, "local": I, "game_center": I, "resolution": {"type": "string", "enum": ["game_center_wins", "local_reported"]}},
+                         ["type", "local", "game_center", "resolution"])),
+    "report_to_game_center": obj({"achievements": arr(S), "leaderboard_score": {"type": ["integer", "null"]}}, ["achievements"])},
+    ["linked", "player_id", "synced", "conflicts", "report_to_game_center"]))
+TEMPLATE = obj({"subject": S, "text": S}, ["subject", "text"])
+named("EmailSettings", obj({"app_name": S, "mail_from": {"type": "string", "description": "Name <address>"}, "support_email": S, "link_base_url": S,
+    "default_locale": {"type": "string", "enum": ["fr", "en"]},
+    "templates": {"type": "object", "description": "Overrides by language (fr, en) then e-mail (verify_email, password_reset, otp_code, deletion_scheduled, export_ready, purchase_confirmation)",
+                  "additionalProperties": {"type": "object", "additionalProperties": TEMPLATE}}},
+    ["app_name", "mail_from", "support_email", "link_base_url"]))
+named("SignInSettings", obj({"google_client_ids": arr(S), "apple_bundle_ids": arr(S),
+    "apple": {"type": ["object", "null"], "properties": {"team_id": S, "key_id": S, "client_id": S, "version": I}, "required": ["team_id", "key_id", "client_id", "version"]}},
+    ["google_client_ids", "apple_bundle_ids"]))
+named("SupportUser", obj({"id": UUIDS, "email": S, "email_verified": B, "provider": S, "display_name": S, "status": S, "is_guest": B, "created_at": DT,
+    "last_login": DT, "deletion_scheduled_at": DT, "sign_in_methods": arr(S), "live_sessions": I},
+    ["id", "email_verified", "provider", "status", "is_guest", "created_at", "sign_in_methods", "live_sessions"]))
+PUSH_TEMPLATE = obj({"title": S, "body": S}, ["title", "body"])
+named("PushSettings", obj({"daily_limit": {"type": "integer", "minimum": 0, "maximum": 100}, "silent_without_consent": B, "require_opt_in": B,
+    "default_locale": {"type": "string", "enum": ["fr", "en"]},
+    "templates": {"type": "object", "description": "Wording by language (fr, en) then kind, over the built-in texts",
+                  "additionalProperties": {"type": "object", "additionalProperties": PUSH_TEMPLATE}}}))
+named("PushSetup", obj({"credentials": arr(obj({"provider": {"type": "string", "enum": ["apns", "fcm"]},
+    "settings": obj({"team_id": S, "key_id": S, "topic": S, "environment": S, "project_id": S, "client_email": S}),
+    "fingerprint": S, "version": I, "last_error": S, "last_error_at": DT, "updated_at": DT}, ["provider", "settings", "fingerprint", "version", "updated_at"])),
+    "settings": ref("PushSettings")}, ["credentials", "settings"]))
+named("PushSendResult", obj({"notification_id": I, "results": arr(obj({"notification_id": I, "kind": S, "device_id": S, "provider": S,
+    "outcome": S, "status_code": I, "reason": S, "sent_at": DT}, ["notification_id", "kind", "outcome", "sent_at"]))}, ["notification_id", "results"]))
 named("WebhookEndpoint", obj({"id": UUIDS, "url": S, "events": arr(S), "description": S, "disabled": B, "disabled_reason": S,
     "created_at": DT, "updated_at": DT, "previous_secret_expires_at": DT}, ["id", "url", "events", "description", "disabled", "created_at", "updated_at"]),
     {"id": "3b3d29c9-acaa-468a-ae72-350295f7c244", "url": "https://game.example.com/hooks", "events": ["subscription.refunded", "user.deleted"],
@@ -182,19 +216,26 @@ named("WebhookEndpoint", obj({"id": UUIDS, "url": S, "events": arr(S), "descript
 named("WebhookSecret", obj({"endpoint": ref("WebhookEndpoint"), "secret": {"type": "string", "pattern": "^whsec_", "description": "Shown once: verify our signatures with it (Standard Webhooks)"}},
     ["endpoint", "secret"]))
 named("WebhookDelivery", obj({"id": I, "event_id": UUIDS, "event_type": S, "status": {"type": "string", "enum": ["pending", "sending", "delivered", "failed", "cancelled"]},
-    "attempts": I, "answer_code": I, "last_error": S, "latency_ms": I, "next_attempt_at": DT, "created_at": DT, "delivered_at": DT},
-    ["id", "event_id", "event_type", "status", "attempts", "created_at"]))
+    "attempts": I, "answer_code": I, "last_error": S, "latency_ms": I, "next_attempt_at": DT, "created_at": DT, "delivered_at": DT,
+    "history": arr(named("WebhookAttempt", obj({"attempt": I, "sent_at": DT,
+        "answer_code": {"type": ["integer", "null"], "description": "The receiver's HTTP status; null when it could not be reached or did not answer in time"},
+        "latency_ms": {"type": ["integer", "null"]}, "error": {"type": ["string", "null"], "description": "Why no answer was had (connection refused, timeout, …)"},
+        "outcome": {"type": "string", "enum": ["delivered", "retry", "failed", "gone"]}}, ["attempt", "sent_at", "outcome"])))},
+    ["id", "event_id", "event_type", "status", "attempts", "created_at", "history"]))
 
 # subscription
+FEATURES = named("PlanFeatures", {"type": "object", "description": "What a plan gives (seed 2.1); an operator may add keys of its own",
+    "properties": {"unlimited_content": B, "no_ads": B, "offline_unlimited": B, "premium_categories": arr(S)},
+    "additionalProperties": {"description": "A feature the app's operator defined"}})
 named("Plan", obj({"id": UUIDS, "name": S, "plan_type": S, "apple_product_id": S, "google_product_id": S, "price": N, "currency": S,
-    "trial_enabled": B, "trial_duration_days": I, "features": FREE, "discount_vs_monthly": S},
+    "trial_enabled": B, "trial_duration_days": I, "features": FEATURES, "discount_vs_monthly": S},
     ["id", "name", "plan_type", "price", "currency", "trial_enabled", "trial_duration_days", "features"]))
 named("Subscription", obj({"id": UUIDS, "status": {"type": "string", "enum": ["trial", "active", "grace_period", "billing_retry", "cancelled", "expired", "revoked", "refunded", "paused"]},
     "plan_type": S, "start_date": DT, "trial_end_date": DT, "end_date": DT, "auto_renew": B, "grace_period_end": DT, "expired_at": DT,
-    "features": FREE, "days_remaining": I, "billing_issue": B}, ["id", "status", "plan_type", "start_date", "end_date", "auto_renew"]),
+    "features": FEATURES, "days_remaining": I, "billing_issue": B}, ["id", "status", "plan_type", "start_date", "end_date", "auto_renew"]),
     {"id": "9DFDF6BE-0154-45B3-8589-9499CC3F9C51", "status": "active", "plan_type": "monthly", "start_date": "2026-11-26T19:49:46Z",
      "end_date": "2026-12-26T19:49:46Z", "auto_renew": True})
-named("SubscriptionStatus", obj({"subscription": nullable_copy("Subscription"), "is_premium": B, "features": FREE,
+named("SubscriptionStatus", obj({"subscription": nullable_copy("Subscription"), "is_premium": B, "features": FEATURES,
     "warning": S, "days_remaining": I}, ["is_premium", "features"]))
 named("PurchaseResult", obj({"subscription": ref("Subscription"), "activated": B}, ["subscription", "activated"]))
 named("CreditBalance", obj({"balance": I}, ["balance"]), {"balance": 6})
@@ -216,8 +257,9 @@ named("SyncProfileResponse", obj({"profile": ref("SyncProfile"),
     ["profile", "storage", "limits", "categories"]))
 named("DownloadJobStarted", obj({"job_id": UUIDS, "estimated_size_mb": N, "estimated_time_seconds": I, "total_count": I},
     ["job_id", "estimated_size_mb", "estimated_time_seconds"]))
-named("DownloadJob", obj({"job_id": UUIDS, "status": {"type": "string", "enum": ["pending", "downloading", "paused", "completed", "failed", "cancelled"]},
-    "progress": I, "downloaded_count": I, "failed_count": I, "total_count": I, "category_ids": arr(S), "errors": arr(FREE),
+named("DownloadJob", obj({"job_id": UUIDS, "status": {"type": "string", "enum": ["pending", "downloading", "paused", "completed", "completed_with_errors", "failed", "cancelled"]},
+    "progress": I, "downloaded_count": I, "failed_count": I, "total_count": I, "category_ids": arr(S),
+    "errors": arr(obj({"item_id": S, "error": S}, ["item_id", "error"])),
     "started_at": DT, "completed_at": DT}, ["job_id", "status", "progress", "downloaded_count", "total_count"]),
     {"job_id": "3A41A15E-FA22-4BE3-8A9A-A2400BB3E298", "status": "completed", "progress": 100, "downloaded_count": 120, "failed_count": 0,
      "total_count": 120, "category_ids": ["capitals-europe"], "errors": []})
@@ -227,14 +269,18 @@ named("Item", obj({"id": S, "version": I, "data": S, "encoding": S, "checksum": 
 named("SyncAction", obj({"id": UUIDS, "client_action_id": S, "action_type": S, "entity_type": S, "entity_id": S, "category_id": S, "payload": ANY,
     "priority": I, "status": S, "attempts": I, "last_error": S, "created_at": DT, "processed_at": DT},
     ["id", "client_action_id", "action_type", "entity_type", "entity_id", "payload", "status"]))
-named("QueuedAction", obj({"queue_item": ref("SyncAction"), "position": I, "replayed": B}, ["queue_item", "position"]))
+named("QueuedAction", obj({"queue_item": ref("SyncAction"), "position": I, "replayed": B,
+    "dropped_client_action_id": {"type": "string", "description": "The client_action_id of the oldest expendable action dropped to make room (the queue was full)"}},
+    ["queue_item", "position"]))
 named("SyncJob", obj({"job_id": UUIDS, "status": {"type": "string", "enum": ["pending", "processing", "completed", "failed"]}, "items_to_process": I,
     "succeeded": I, "duplicates": I, "failed": I, "conflicts": I}, ["job_id", "status", "items_to_process", "succeeded", "duplicates", "failed", "conflicts"]),
     {"job_id": "C5437DD6-E224-43B6-9274-839F7DD82E15", "status": "completed", "items_to_process": 3, "succeeded": 3, "duplicates": 0, "failed": 0, "conflicts": 0})
 named("SyncConflict", obj({"id": UUIDS, "queue_item_id": UUIDS, "entity_type": S, "entity_id": S, "local_data": ANY, "server_data": ANY,
     "server_version": S, "resolved": B, "resolution": S, "resolved_by": S, "final_data": ANY, "skip_count": I, "created_at": DT},
     ["id", "entity_type", "entity_id", "local_data", "server_data"]))
-named("Location", obj({"id": UUIDS, "latitude": N, "longitude": N, "accuracy": N, "geocoded": {"type": ["object", "null"]}, "timestamp": DT},
+named("Location", obj({"id": UUIDS, "latitude": N, "longitude": N, "accuracy": N,
+    "geocoded": {"type": ["object", "null"], "description": "The place named by the geocoder (null when it named none or is not configured)",
+                 "properties": {"country_code": S, "country": S, "city": S}}, "timestamp": DT},
     ["id", "latitude", "longitude", "accuracy", "timestamp"]))
 named("NearbyPlace", obj({"id": S, "type": S, "title": S, "distance_km": N, "metadata": ANY}, ["id", "type", "title", "distance_km"]))
 
@@ -255,17 +301,38 @@ named("AdConsent", obj({"answered": B, "consent_personalized_ads": B, "consent_d
 named("ConsentStatus", obj({"consent": nullable_copy("AdConsent"), "required": B, "gdpr_applies": B, "ads_enabled": B,
     "personalized_ads": B, "rewarded_ads_allowed": B}, ["consent", "ads_enabled"]))
 named("CampaignProgress", obj({"current": I, "required": I, "completed": B, "reward_claimed": B}, ["current", "required", "completed", "reward_claimed"]))
-named("Campaign", obj({"id": UUIDS, "name": S, "description": S, "campaign_type": {"type": "string", "enum": ["watch_ads", "streak_bonus", "referral"]},
-    "reward": ref("Reward"), "conditions": FREE, "progress": ref("CampaignProgress"), "starts_at": DT, "ends_at": DT, "status": S,
-    "variant": S, "variants": arr(FREE)}, ["id", "name", "campaign_type", "reward", "conditions", "starts_at", "ends_at", "status"]))
+GOAL = {"type": "integer", "minimum": 1, "maximum": 1000}
+named("CampaignConditions", dict(obj({"min_ads_watched": dict(GOAL, description="watch_ads: the ads to watch"),
+    "streak_days": dict(GOAL, description="streak_bonus: the days in a row"), "referrals_count": dict(GOAL, description="referral: the friends to bring"),
+    "placement": {"type": "string", "description": "watch_ads: only ads of this placement count"}}),
+    description="The goal, under the key of the campaign's type; other keys are kept as given"))
+CAMPAIGN = {"id": UUIDS, "name": S, "description": S, "campaign_type": {"type": "string", "enum": ["watch_ads", "streak_bonus", "referral"]},
+    "reward": ref("Reward"), "conditions": ref("CampaignConditions"), "progress": ref("CampaignProgress"), "starts_at": DT, "ends_at": DT,
+    "status": {"type": "string", "enum": ["active", "upcoming", "expired"]}}
+CAMPAIGN_REQUIRED = ["id", "name", "campaign_type", "reward", "conditions", "starts_at", "ends_at", "status"]
+named("Campaign", obj(dict(CAMPAIGN, variant={"type": "string", "description": "The user's variant of an experiment; absent without variants"}), CAMPAIGN_REQUIRED))
+named("CampaignVariant", obj({"key": S, "weight": {"type": "integer", "minimum": 0, "maximum": 100}, "reward_amount": I, "required": I,
+    "conditions": ref("CampaignConditions"), "holdout": B}, ["key", "weight", "reward_amount", "required", "conditions", "holdout"]))
+named("AdminCampaign", obj(dict(CAMPAIGN, variants=arr(ref("CampaignVariant"))), CAMPAIGN_REQUIRED + ["variants"]))
 named("ClaimResult", obj({"claimed": B, "reward": ref("Reward"), "reward_status": S, "new_balance": I, "message": S}, ["claimed", "reward"]))
 named("AdProvider", obj({"name": S, "priority": I, "active": B, "rewarded_unit_id": S, "interstitial_unit_id": S, "banner_unit_id": S,
     "ad_duration_seconds": I, "verification": {"type": "string", "enum": ["client", "ssv"]}, "test_mode": B, "ecpm_estimate_usd": N},
     ["name", "priority", "active"]))
 
+FIGURES = {"requests": I, "impressions": I, "clicks": I, "completions": I, "revenue": N, "ecpm": N, "fill_rate": N, "ctr": N, "completion_rate": N,
+    "estimated": dict(B, description="Part of the revenue is estimated (impressions the network has not reported yet)"), "estimated_revenue": N}
+named("RevenueFigures", obj(FIGURES, list(FIGURES)))
+named("RevenueReport", obj({"start_date": DATE, "end_date": DATE, "total_revenue": N, "total_impressions": I, "total_requests": I, "total_clicks": I,
+    "total_completions": I, "avg_ecpm": N, "fill_rate": N, "ctr": N, "completion_rate": N, "estimated": B, "estimated_revenue": N,
+    "by_date": arr(obj(dict(FIGURES, date=DATE), list(FIGURES) + ["date"])),
+    "by_type": {"type": "object", "description": "By ad type (rewarded, interstitial)", "additionalProperties": ref("RevenueFigures")},
+    "by_provider": {"type": "object", "description": "By provider", "additionalProperties": ref("RevenueFigures")},
+    "by_placement": {"type": "object", "description": "By placement", "additionalProperties": ref("RevenueFigures")},
+    "data_updated_at": {"type": ["string", "null"], "format": "date-time"}},
+    ["start_date", "end_date", "total_revenue", "total_impressions", "by_date", "by_type", "by_provider", "by_placement"]))
 VARIANTS = {"type": "array", "minItems": 2, "maxItems": 10, "items": obj({"key": {"type": "string", "pattern": "^[A-Za-z0-9_-]{1,32}$"},
     "weight": {"type": "integer", "minimum": 0, "maximum": 100}, "reward": obj({"type": S, "amount": {"type": "integer", "minimum": 1, "maximum": 1000}}, ["amount"]),
-    "conditions": {"type": "object"}, "holdout": B}, ["key", "weight"])}
+    "conditions": ref("CampaignConditions"), "holdout": B}, ["key", "weight"])}
 PURCHASE = body(obj({"store": {"type": "string", "enum": ["apple", "google"]}, "signed_transaction": S, "receipt_data": S, "plan_id": UUIDS,
     "purchase_token": S, "product_id": S}, ["store"]))
 def purchase_op(summary):
@@ -281,6 +348,9 @@ def admin(summary, schema=FREE, req=None, params=(), ok="200", extra=("409",)):
 FREEBODY = body(FREE)
 WEBHOOK_EVENT = {"type": "string", "enum": ["subscription.activated", "subscription.renewed", "subscription.grace_period_started", "subscription.expired", "subscription.refunded", "subscription.cancelled", "credits.earned", "credits.spent", "campaign.completed", "user.created", "user.deleted", "consent.changed", "sync.conflict_opened", "*"]}
 NAME120 = {"type": "string", "minLength": 1, "maxLength": 120}; DESC1000 = {"type": "string", "maxLength": 1000}
+REASON = {"type": "string", "minLength": 1, "maxLength": 500, "description": "Why (the ticket), kept in the ledger and the audit log"}
+named("NotificationReceipt", obj({"received": B, "result": {"type": "string", "description": "What the notification did (applied, duplicate, unknown_subscription, …)"}},
+    ["received", "result"]))
 IDEMPOTENCY_KEY = {"name": "Idempotency-Key", "in": "header", "required": True, "description": "One grant per key: a retry with the same key answers the first result (replayed)", "schema": {"type": "string", "pattern": "^[!-~]{1,100}$"}}
 ads = {
  "/ads/available": {"get": op("Whether an ad can be shown now (UC-ADS-4.1 step 3, 4.2 step 5)",
@@ -319,20 +389,34 @@ ads = {
                   "verification": {"type": "string", "enum": ["client", "ssv"]}, "test_mode": B, "ecpm_estimate_usd": N})), schema=ref("AdProvider"))},
  "/admin/campaigns": {"post": op("Create a campaign (admin token)", ok="201", okdesc="Created", req=body(obj({"name": NAME120, "description": DESC1000,
     "campaign_type": {"type": "string", "enum": ["watch_ads", "streak_bonus", "referral"]}, "reward": obj({"type": S, "amount": {"type": "integer", "minimum": 1, "maximum": 1000}}, ["amount"]),
-    "conditions": {"type": "object"}, "starts_at": {"type": "string", "format": "date-time"}, "ends_at": {"type": "string", "format": "date-time"},
-    "variants": VARIANTS}, ["name", "campaign_type", "reward", "conditions", "ends_at"])), schema=ref("Campaign"))},
- "/admin/campaigns/{id}": {"patch": op("Edit a campaign (admin token): name, description, end, the variants' weights, rewards and goals; "
+    "conditions": ref("CampaignConditions"), "starts_at": {"type": "string", "format": "date-time"}, "ends_at": {"type": "string", "format": "date-time"},
+    "variants": VARIANTS}, ["name", "campaign_type", "reward", "conditions", "ends_at"])), schema=ref("AdminCampaign")),
+    "get": op("The app's campaigns, latest start first, with their variants (admin token)",
+        params=[q("limit", {"type": "integer", "minimum": 1, "maximum": 100}), q("offset", {"type": "integer", "minimum": 0, "maximum": 100000})],
+        schema=obj({"campaigns": arr(ref("AdminCampaign")), "limit": I, "offset": I}, ["campaigns", "limit", "offset"]))},
+ "/admin/campaigns/{id}": {"get": op("A campaign with its variants, as the create and the edit answer it (admin token)", params=[p("id", UUIDS)],
+    schema=ref("AdminCampaign")),
+    "patch": op("Edit a campaign (admin token): name, description, end, the variants' weights, rewards and goals; "
     "a variant with assigned users cannot be removed (409 variant_has_users)", params=[p("id", UUIDS)], extra=["409"],
-    req=body(obj({"name": NAME120, "description": DESC1000, "ends_at": {"type": "string", "format": "date-time"}, "variants": VARIANTS})), schema=ref("Campaign"))},
+    req=body(obj({"name": NAME120, "description": DESC1000, "ends_at": {"type": "string", "format": "date-time"}, "variants": VARIANTS})), schema=ref("AdminCampaign"))},
  "/admin/campaigns/{id}/results": {"get": op("An experiment's results per variant (admin token): funnel, completion rate, difference vs the first "
     "variant with its 95% CI and p-value, sample-ratio check, by day; ?format=csv", params=[p("id", UUIDS), q("format", {"type": "string", "enum": ["json", "csv"]})],
-    schema=obj({"campaign_id": UUIDS, "variants": {"type": "array"}, "by_day": {"type": "array"}, "warnings": {"type": "array"}},
-               ["campaign_id", "variants", "by_day", "warnings"]))},
- "/admin/campaigns/{id}/end": {"post": op("End a campaign now (admin token)", params=[p("id", UUIDS)])},
+    schema=obj({"campaign_id": UUIDS, "name": S, "variants": arr(obj({"key": {"type": ["string", "null"], "description": "null: a campaign without variants"},
+        "weight": {"type": ["integer", "null"]}, "holdout": B, "reward_amount": I, "required": I, "assigned": I, "exposed": I, "joined": I, "completed": I,
+        "claimed": I, "credits_granted": I, "completion_rate": {"type": ["number", "null"], "description": "completed / exposed; null before anyone was shown it"},
+        "versus_first": {"type": ["object", "null"], "description": "Against the first variant: the difference of completion rates with its 95 % interval",
+            "properties": {"difference": N, "ci95_low": N, "ci95_high": N, "z": N, "p_value": N}, "required": ["difference", "ci95_low", "ci95_high", "z", "p_value"]}},
+        ["key", "holdout", "reward_amount", "required", "assigned", "exposed", "joined", "completed", "claimed", "credits_granted"])),
+        "sample_ratio": {"type": ["object", "null"], "description": "The split against the weights (chi-square); mismatch below p 0.001",
+            "properties": {"chi_square": N, "p_value": N, "mismatch": B}, "required": ["chi_square", "p_value", "mismatch"]},
+        "by_day": arr(obj({"day": DATE, "exposed": I, "completed": I, "cumulative_completion_rate": {"type": ["number", "null"]}}, ["day", "exposed", "completed"])),
+        "warnings": arr(S)},
+               ["campaign_id", "name", "variants", "by_day", "warnings"]))},
+ "/admin/campaigns/{id}/end": {"post": op("End a campaign now (admin token)", params=[p("id", UUIDS)], schema=ref("Campaign"))},
  "/analytics/revenue": {"get": dict(op("Revenue report from daily aggregates (admin token); ?format=csv for the export",
     params=[q("start_date", {"type": "string", "format": "date"}), q("end_date", {"type": "string", "format": "date"}),
             q("ad_type", {"type": "string", "enum": ["rewarded", "interstitial"]}), q("provider", S), q("placement", S),
-            q("format", {"type": "string", "enum": ["json", "csv"]})]))},
+            q("format", {"type": "string", "enum": ["json", "csv"]})], schema=ref("RevenueReport")))},
  "/analytics/dashboard": {"get": {"summary": "HTML revenue dashboard (admin token)", "parameters": [q("start_date", {"type": "string", "format": "date"}),
     q("end_date", {"type": "string", "format": "date"})], "responses": {"200": {"description": "HTML", "content": {"text/html": {"schema": S}}},
     **{c: {"$ref": f"#/components/responses/{ERROR_NAMES[c]}"} for c in ["400", "401", "422", "429", "503"]}}}},
@@ -341,6 +425,7 @@ ads = {
 rev = ads["/analytics/revenue"]["get"]["responses"]["200"]["content"]; rev["text/csv"] = {"schema": S}
 ads["/admin/campaigns/{id}/results"]["get"]["responses"]["200"]["content"]["text/csv"] = {"schema": S}
 
+PAYLOAD = {"type": "object", "description": "The app's own JSON object, kept as given", "additionalProperties": {}}
 off = {
  "/sync/profile": {"get": op("Sync profile, categories and storage", schema=ref("SyncProfileResponse")),
     "patch": op("Change sync settings", extra=["403"], req=body(obj({"auto_sync_enabled": B, "sync_on_wifi_only": B, "sync_frequency_hours": {"type": "integer", "minimum": 1, "maximum": 168},
@@ -366,8 +451,8 @@ off = {
  "/categories": {"delete": op("Delete the whole copy", extra=["409"], params=[q("force", S)], schema=obj({"deleted": B, "categories_deleted": I, "space_freed_mb": N}, ["deleted"]))},
  "/storage/suggestions": {"get": op("What to free", schema=obj({"suggestions": arr(obj({"category_id": S, "reason": S, "size_mb": N}, ["category_id", "reason", "size_mb"])), "freeable_mb": N}, ["suggestions"]))},
  "/sync/queue": {"post": op("Queue an offline action (idempotent on client_action_id); a guest has no cloud save (403)", ok="201", okdesc="Created", extra=["403"],
-    req=body(obj({"client_action_id": S, "action_type": S, "entity_type": S, "entity_id": S, "category_id": S, "payload": {"type": "object"},
-                  "priority": I}, ["client_action_id", "action_type", "entity_type", "entity_id", "payload"])),
+    req=body(obj({"client_action_id": S, "action_type": S, "entity_type": S, "entity_id": S, "category_id": S, "payload": PAYLOAD,
+                  "priority": {"type": "integer", "minimum": 1, "maximum": 10}}, ["client_action_id", "action_type", "entity_type", "entity_id", "payload"])),
     schema=ref("QueuedAction")),
     "get": op("The user's queued actions", schema=obj({"actions": arr(ref("SyncAction"))}, ["actions"]))},
  "/sync/execute": {"post": op("Send the queue (not for guests: 403)", ok="202", okdesc="Accepted", extra=["403"], schema=ref("SyncJob"))},
@@ -380,20 +465,25 @@ off = {
  "/location/update": {"post": op("Record the user's location (consent, 15 min, accuracy <= 1 km)", ok="201", okdesc="Created", extra=["403"],
     req=body(obj({"latitude": N, "longitude": N, "accuracy": N, "altitude": N, "source": {"type": "string", "enum": ["gps", "wifi", "cell", "ip"]},
                   "consent_given": B}, ["latitude", "longitude", "accuracy", "consent_given"])), schema=obj({"location": ref("Location")}, ["location"]))},
- "/location/nearby-content": {"get": op("Place-based content near the last location", extra=["409"], params=[q("radius_km", N)],
+ "/location/nearby-content": {"get": op("Place-based content near the last location", extra=["409"],
+    params=[q("radius_km", {"type": "number", "exclusiveMinimum": 0, "maximum": 200})],
     schema=obj({"content": arr(ref("NearbyPlace"))}, ["content"]))},
  "/admin/sync-upstream": {"get": admin("Where the app's synced actions go (the game server's routes)",
         schema=obj({"routes": obj({}) | {"additionalProperties": S}, "is_default": B, "version": I, "secret_version": I}, ["routes", "is_default"])),
-    "put": admin("Set the app's game-server routes", req=FREEBODY, schema=obj({"version": I}, ["version"]))},
+    "put": admin("Set the app's game-server routes", req=body(obj({"routes": {"type": "object", "description": "Action type (or * for the rest) to the game server's URL",
+        "additionalProperties": S}}, ["routes"])), schema=obj({"version": I}, ["version"]))},
  "/admin/sync-upstream/rotate-secret": {"post": admin("A new signing secret for the game server (shown once)",
     schema=obj({"secret": S, "secret_version": I}, ["secret", "secret_version"]))},
- "/admin/categories/{id}": {"put": op("Create or update a category (admin token)", params=[p("id")], req=body(obj({"name": {"type": "string", "minLength": 1, "maxLength": 200}, "description": S}, ["name"])))},
+ "/admin/categories/{id}": {"put": op("Create or update a category (admin token)", params=[p("id")], req=body(obj({"name": {"type": "string", "minLength": 1, "maxLength": 200}, "description": S}, ["name"])),
+    schema=obj({"id": S, "name": S}, ["id", "name"]))},
  "/admin/categories/{id}/items": {"post": op("Upsert or delete items, 1,000 per batch (admin token)", params=[p("id")],
-    req=body(obj({"upsert": {"type": "array", "maxItems": 1000, "items": obj({"id": S, "data": {"type": "object"}}, ["id", "data"])},
-                  "delete": {"type": "array", "maxItems": 1000, "items": S}})))},
+    req=body(obj({"upsert": {"type": "array", "maxItems": 1000, "items": obj({"id": S, "data": dict(PAYLOAD, description="The item as the app reads it")}, ["id", "data"])},
+                  "delete": {"type": "array", "maxItems": 1000, "items": S}})), schema=obj({"upserted": I, "deleted": I}, ["upserted", "deleted"]))},
  "/admin/location-content/{id}": {"put": op("Create or update place-based content (admin token)", params=[p("id")],
-    req=body(obj({"title": S, "content_type": S, "latitude": N, "longitude": N, "metadata": {"type": "object"},
-                  "available_until": {"type": "string", "format": "date-time"}, "active": B}, ["title", "latitude", "longitude"])))},
+    req=body(obj({"title": S, "content_type": S, "latitude": {"type": "number", "minimum": -90, "maximum": 90},
+                  "longitude": {"type": "number", "minimum": -180, "maximum": 180}, "metadata": dict(PAYLOAD, description="What the app shows with the place"),
+                  "available_until": {"type": "string", "format": "date-time"}, "active": B}, ["title", "latitude", "longitude"])),
+    schema=obj({"id": S}, ["id"]))},
 }
 ERRS.update({"402": "Not enough credits"})
 BROAD = ["403", "409", "410", "402", "502"]
@@ -432,45 +522,64 @@ auth = {
               "delete": aop("Schedule the account's deletion (J+30)", ok="202", req={"required": False, "content": {"application/json": {"schema": obj({"reason": S})}}}, schema=ref("DeletionScheduled"))},
  "/auth/deletion/cancel": {"post": aop("Cancel a scheduled deletion", req=body(obj({"token": S}, ["token"])), public=True, schema=obj({"deletion_cancelled": B, "message": S}, ["deletion_cancelled"]))},
  "/auth/verify-email": {"post": aop("Verify an email address", req=body(obj({"token": S}, ["token"])), public=True, schema=obj({"email_verified": B, "message": S}, ["email_verified"]))},
- "/auth/verify-email/resend": {"post": aop("Send the verification email again")},
- "/auth/password/forgot": {"post": aop("Start a password reset (same answer whether or not the address exists)", req=body(obj({"email": S}, ["email"])), public=True)},
- "/auth/password/reset": {"post": aop("Reset the password", req=body(obj({"token": S, "new_password": S}, ["token", "new_password"])), public=True)},
- "/auth/otp/send": {"post": aop("Send a sign-in code by email", req=body(obj({"email": S}, ["email"])), public=True)},
+ "/auth/verify-email/resend": {"post": aop("Send the verification email again", schema=obj({"sent": B}, ["sent"]))},
+ "/auth/password/forgot": {"post": aop("Start a password reset (same answer whether or not the address exists)", req=body(obj({"email": S}, ["email"])), public=True,
+    schema=obj({"message": S}, ["message"]))},
+ "/auth/password/reset": {"post": aop("Reset the password (every session of the account ends)", req=body(obj({"token": S, "new_password": S}, ["token", "new_password"])), public=True,
+    schema=obj({"password_reset": B, "revoked_sessions": I}, ["password_reset", "revoked_sessions"]))},
+ "/auth/otp/send": {"post": aop("Send a sign-in code by email", req=body(obj({"email": S}, ["email"])), public=True,
+    schema=obj({"sent": B, "expires_in": dict(I, description="Seconds the code is valid")}, ["sent", "expires_in"]))},
  "/auth/otp/verify": {"post": aop("Sign in with the emailed code", req=body(obj({"email": S, "code": S, "device_info": DEV}, ["email", "code"])), schema=TOKENS, public=True)},
  "/auth/link": {"post": aop("Link another sign-in method", req=AUTHREQ, schema=TOKENS)},
- "/auth/link/{provider}": {"delete": aop("Unlink a sign-in method", params=[p("provider", {"type": "string", "enum": ["email", "google", "apple"]})])},
+ "/auth/link/{provider}": {"delete": aop("Unlink a sign-in method", params=[p("provider", {"type": "string", "enum": ["email", "google", "apple"]})],
+    schema=ref("UserResponse"))},
  "/auth/game-center/link": {"post": aop("Link Game Center (signature checked against Apple's certificate)", req=body(obj({"player_id": S, "alias": S,
-    "public_key_url": S, "signature": S, "salt": S, "timestamp": I, "achievements": {"type": "array"}, "leaderboard_score": I},
-    ["player_id", "public_key_url", "signature", "salt", "timestamp"])))},
- "/auth/game-center/sync": {"post": aop("Merge Game Center progress", req=body(obj({"achievements": {"type": "array"}, "leaderboard_score": I})))},
- "/auth/game-center/unlink": {"post": aop("Unlink Game Center")},
+    "public_key_url": S, "signature": S, "salt": S, "timestamp": I, "achievements": ACHIEVEMENTS, "leaderboard_score": SCORE},
+    ["player_id", "public_key_url", "signature", "salt", "timestamp"])), schema=ref("GameCenterLink"))},
+ "/auth/game-center/sync": {"post": aop("Merge Game Center progress: achievements are a union, the score the best", req=body(obj({"achievements": ACHIEVEMENTS,
+    "leaderboard_score": SCORE}, ["achievements", "leaderboard_score"])), schema=ref("GameCenterLink"))},
+ "/auth/game-center/unlink": {"post": aop("Unlink Game Center", schema=obj({"linked": {"type": "boolean", "const": False}}, ["linked"]))},
  "/auth/privacy": {"get": aop("Privacy settings", schema=ref("PrivacyResponse")),
                    "patch": aop("Change consents", req=body(obj({"consent_analytics": B, "consent_third_party": B, "consent_geolocation": B,
                         "consent_personalized_ads": B, "consent_notifications": B, "consent_game_center": B})), schema=ref("PrivacyResponse"))},
  "/auth/privacy/export": {"post": aop("Request a data export", ok="202", schema=ref("ExportStatus"))},
  "/auth/privacy/export/{id}": {"get": aop("An export's status", params=[p("id", UUIDS)], schema=ref("ExportStatus"))},
  "/privacy/export/{id}/download": {"get": dict(aop("The export document (the link in the export's e-mail and status; its signed token is the credential)",
-    params=[p("id", UUIDS), q("token", S, True)], schema=obj({"export_id": S, "app_id": S, "user_id": S, "generated_at": S, "services": FREE},
+    params=[p("id", UUIDS), q("token", S, True)], schema=obj({"export_id": S, "app_id": S, "user_id": S, "generated_at": S,
+    "services": {"type": "object", "description": "Each service's part, by its name (auth, subscription, offline, ads): its tables' rows",
+                 "additionalProperties": {"type": "object", "additionalProperties": {"description": "A table's rows, or a section's value"}}}},
     ["export_id", "services"])), security=[])},
- "/admin/app": {"get": admin("The app: name, state, key prefix")},
+ "/admin/app": {"get": admin("The app: name, state, key prefix", schema=obj({"id": UUIDS, "name": S, "active": B, "api_key_prefix": S,
+    "previous_key_valid_until": DT, "operator_keys": arr(obj({"id": UUIDS, "name": S, "prefix": S, "created_at": DT, "revoked_at": DT},
+    ["id", "name", "prefix", "created_at"]))}, ["id", "name", "active", "api_key_prefix", "operator_keys"]))},
  "/admin/app/disable": {"post": admin("Disable the app (its keys stop working)", schema=obj({"active": B}, ["active"]))},
- "/admin/email-settings": {"get": admin("The app's e-mail settings (sender, templates)"),
-    "put": admin("Set the app's e-mail settings", req=FREEBODY, schema=obj({"version": I}, ["version"]))},
- "/admin/sign-in": {"get": admin("The app's sign-in settings (Google client ids, Apple services id)"),
-    "put": admin("Set the app's sign-in settings", req=FREEBODY)},
- "/admin/users": {"get": admin("Find a user by e-mail (support)", params=[q("email", S, True)])},
- "/admin/users/{id}": {"get": admin("A user (support)", params=[p("id", UUIDS)])},
+ "/admin/email-settings": {"get": admin("The app's e-mail settings (sender, templates)", schema=obj({"settings": ref("EmailSettings"),
+    "is_own": dict(B, description="False: the deployment's defaults apply"), "version": I}, ["settings", "is_own", "version"])),
+    "put": admin("Set the app's e-mail settings", req=body(ref("EmailSettings")), schema=obj({"version": I}, ["version"]))},
+ "/admin/sign-in": {"get": admin("The app's sign-in settings (Google client ids, Apple services id)", schema=ref("SignInSettings")),
+    "put": admin("Set the app's sign-in settings", req=body(obj({"google_client_ids": arr(S), "apple_bundle_ids": arr(S),
+        "apple": obj({"team_id": S, "key_id": S, "client_id": S, "private_key_pem": {"type": "string", "description": "Sealed, never read back"}},
+                     ["team_id", "key_id", "client_id", "private_key_pem"])})), schema=ref("SignInSettings"))},
+ "/admin/users": {"get": admin("Find a user by e-mail (support)", params=[q("email", S, True)], schema=ref("SupportUser"))},
+ "/admin/users/{id}": {"get": admin("A user (support)", params=[p("id", UUIDS)], schema=ref("SupportUser"))},
  "/admin/users/{id}/timeline": {"get": admin("A user's events across the four services (support)", params=[p("id", UUIDS), q("limit", I)],
     schema=obj({"user_id": S, "events": arr(obj({"at": DT, "service": S, "kind": S, "summary": S}, ["at", "service", "kind", "summary"])),
                 "incomplete": arr(S)}, ["user_id", "events"]))},
- "/admin/push": {"get": admin("The app's push credentials (fingerprints, last refusal) and settings")},
- "/admin/push/apns": {"put": admin("Set the app's APNs key (.p8, key id, team id, topic); sealed, never read back", req=FREEBODY)},
- "/admin/push/fcm": {"put": admin("Set the app's FCM service account; sealed, never read back", req=FREEBODY)},
- "/admin/push/settings": {"put": admin("Daily limit, opt-in, default locale, templates", req=FREEBODY)},
- "/admin/push/{provider}": {"delete": admin("Remove the app's APNs or FCM credentials", params=[p("provider", {"type": "string", "enum": ["apns", "fcm"]})])},
- "/admin/push/test": {"post": admin("Send a test push to a user's devices; each device's provider answer", req=FREEBODY)},
- "/admin/push/send": {"post": admin("Send a message to a user's devices", req=FREEBODY,
-    schema=obj({"notification_id": I, "results": arr(FREE)}, ["notification_id", "results"]))},
+ "/admin/push": {"get": admin("The app's push credentials (fingerprints, last refusal) and settings", schema=ref("PushSetup"))},
+ "/admin/push/apns": {"put": admin("Set the app's APNs key (.p8, key id, team id, topic); sealed, never read back",
+    req=body(obj({"team_id": S, "key_id": S, "private_key": {"type": "string", "description": "The .p8 file's PEM"}, "topic": S,
+                  "environment": {"type": "string", "enum": ["sandbox", "production"]}}, ["team_id", "key_id", "private_key", "topic"])), schema=ref("PushSetup"))},
+ "/admin/push/fcm": {"put": admin("Set the app's FCM service account; sealed, never read back",
+    req=body(obj({"service_account": obj({"type": {"type": "string", "const": "service_account"}, "project_id": S, "client_email": S, "private_key": S,
+                  "private_key_id": S}, ["project_id", "client_email", "private_key"])}, ["service_account"])), schema=ref("PushSetup"))},
+ "/admin/push/settings": {"put": admin("Daily limit, opt-in, default locale, templates", req=body(ref("PushSettings")), schema=ref("PushSetup"))},
+ "/admin/push/{provider}": {"delete": admin("Remove the app's APNs or FCM credentials", ok="204",
+    params=[p("provider", {"type": "string", "enum": ["apns", "fcm"]})])},
+ "/admin/push/test": {"post": admin("Send a test push to a user's devices; each device's provider answer", req=body(obj({"user_id": UUIDS}, ["user_id"])),
+    schema=ref("PushSendResult"))},
+ "/admin/push/send": {"post": admin("Send a message to a user's devices", req=body(obj({"user_id": UUIDS, "title": {"type": "string", "minLength": 1, "maxLength": 100},
+    "body": {"type": "string", "minLength": 1, "maxLength": 400}, "key": {"type": "string", "description": "One message per key: a retry sends nothing twice"}},
+    ["user_id", "title", "body"])), schema=ref("PushSendResult"))},
  "/admin/webhooks": {
     "post": admin("Add an endpoint of the app's servers (https; at most 20): its secret is shown once", ok="201", extra=(),
         req=body(obj({"url": {"type": "string", "maxLength": 2048}, "events": {"type": "array", "minItems": 1, "items": WEBHOOK_EVENT},
@@ -511,22 +620,39 @@ sub = {
     "schema": {"type": "string", "minLength": 1, "maxLength": 200, "pattern": "^[A-Za-z0-9._:-]+$"}}], schema=ref("CheckAccessResult"))},
  "/content/{id}/unlock": {"post": aop("Unlock freemium content with credits", params=[p("id")], schema=ref("UnlockResult"))},
  "/credits/balance": {"get": aop("Credit balance", schema=ref("CreditBalance"))},
- "/credits/transactions": {"get": aop("Credit history", params=[q("limit", I), q("before", I)], schema=ref("CreditPage"))},
- "/webhooks/apple": {"post": dict(aop("App Store Server Notifications (v2 signed, v1 shared secret)", req=body({"type": "object"})), security=[])},
- "/webhooks/google": {"post": dict(aop("Google Play real-time notifications (Pub/Sub push)", params=[q("token", S)], req=body({"type": "object"})), security=[])},
- "/admin/stores": {"get": admin("The app's store settings (secrets never shown)", schema=obj({"stores": FREE}, ["stores"]))},
+ "/credits/transactions": {"get": aop("Credit history", params=[q("limit", {"type": "integer", "minimum": 1, "maximum": 100}), q("before", I)], schema=ref("CreditPage"))},
+ "/webhooks/apple": {"post": dict(aop("App Store Server Notifications (v2 signed, v1 shared secret)",
+    req=body({"type": "object", "properties": {"signedPayload": {"type": "string", "description": "v2: the notification, signed by Apple (JWS)"}},
+              "additionalProperties": {"description": "v1: the notification's fields (notification_type, password, unified_receipt, …)"}}),
+    schema=ref("NotificationReceipt")), security=[])},
+ "/webhooks/google": {"post": dict(aop("Google Play real-time notifications (Pub/Sub push)", params=[q("token", S)],
+    req=body(obj({"message": obj({"data": {"type": "string", "description": "The developer notification, base64"}, "messageId": S}, ["data", "messageId"]),
+                  "subscription": S}, ["message"])), schema=ref("NotificationReceipt")), security=[])},
+ "/admin/stores": {"get": admin("The app's store settings (secrets never shown)", schema=obj({"stores": arr(obj({
+    "store": {"type": "string", "enum": ["apple", "google"]},
+    "settings": obj({"bundle_id": S, "environment": S, "root_certificates_der_base64": arr(S), "allow_local_environments": B,
+                     "package_name": S, "service_account_email": S}),
+    "has_secret": dict(B, description="A shared secret or private key is stored (never shown)"), "version": I, "updated_at": DT},
+    ["store", "settings", "has_secret", "version", "updated_at"]))}, ["stores"]))},
  "/admin/stores/{store}": {
-    "put": admin("Set the app's Apple or Google Play settings", req=FREEBODY, params=[p("store", {"type": "string", "enum": ["apple", "google"]})],
+    "put": admin("Set the app's Apple or Google Play settings: apple takes bundle_id and environment, google package_name, "
+        "service_account_email and private_key_pem", req=body(obj({"bundle_id": S, "environment": {"type": "string", "enum": ["Production", "Sandbox", "Xcode", "LocalTesting"]},
+        "root_certificates_der_base64": arr(S), "allow_local_environments": B, "shared_secret": S,
+        "package_name": S, "service_account_email": S, "private_key_pem": S})), params=[p("store", {"type": "string", "enum": ["apple", "google"]})],
         schema=obj({"store": S, "version": I}, ["store", "version"])),
-    "delete": admin("Remove the app's settings for a store", params=[p("store", {"type": "string", "enum": ["apple", "google"]})])},
+    "delete": admin("Remove the app's settings for a store", ok="204", params=[p("store", {"type": "string", "enum": ["apple", "google"]})])},
  "/admin/users/{id}/credits": {
-    "get": admin("A user's balance and recent credits (support)", params=[p("id", UUIDS)]),
-    "post": admin("Grant or take credits (support; idempotent on the ticket)", ok="201", params=[p("id", UUIDS), IDEMPOTENCY_KEY], req=FREEBODY,
+    "get": admin("A user's balance and recent credits (support)", params=[p("id", UUIDS)],
+        schema=obj({"balance": I, "transactions": arr(ref("CreditTransaction"))}, ["balance", "transactions"])),
+    "post": admin("Grant or take credits (support; idempotent on the ticket)", ok="201", params=[p("id", UUIDS), IDEMPOTENCY_KEY],
+        req=body(obj({"amount": {"type": "integer", "minimum": -100000, "maximum": 100000, "description": "Credits to grant (positive) or take (negative), never 0"}, "reason": REASON}, ["amount", "reason"])),
         schema=obj({"transaction": ref("CreditTransaction"), "balance": I, "replayed": B}, ["transaction", "balance", "replayed"]))},
  "/admin/users/{id}/premium": {
-    "post": admin("Grant premium for a period (support)", ok="201", params=[p("id", UUIDS), IDEMPOTENCY_KEY], req=FREEBODY,
+    "post": admin("Grant premium for a period (support)", ok="201", params=[p("id", UUIDS), IDEMPOTENCY_KEY],
+        req=body(obj({"days": {"type": "integer", "minimum": 1, "maximum": 366}, "reason": REASON}, ["days", "reason"])),
         schema=obj({"subscription_id": UUIDS, "valid_until": DT, "replayed": B}, ["subscription_id", "replayed"])),
-    "delete": admin("End a support grant of premium", params=[p("id", UUIDS)], schema=obj({"ended": arr(S)}, ["ended"]))},
+    "delete": admin("End a support grant of premium", params=[p("id", UUIDS)], req=body(obj({"reason": REASON}, ["reason"])),
+        schema=obj({"ended": arr(UUIDS)}, ["ended"]))},
 }
 for o in (sub["/admin/users/{id}/credits"]["post"], sub["/admin/users/{id}/premium"]["post"]):
     o["responses"]["200"] = with_headers({"200": {"description": "The same request again (replayed)", "content": o["responses"]["201"]["content"]}})["200"]

@@ -19,6 +19,8 @@ struct AdminController: Sendable {
         }
         admin.put("admin/providers/:name") { request, context in try await putProvider(request, context) }
         admin.post("admin/campaigns") { request, context in try await createCampaign(request, context) }
+        admin.get("admin/campaigns") { request, context in try await listCampaigns(request, context) }
+        admin.get("admin/campaigns/:id") { _, context in try await showCampaign(context) }
         admin.post("admin/campaigns/:id/end") { _, context in try await endCampaign(context) }
         admin.patch("admin/campaigns/:id") { request, context in try await editCampaign(request, context) }
         admin.get("admin/campaigns/:id/results") { request, context in try await results(request, context) }
@@ -133,6 +135,36 @@ struct AdminController: Sendable {
         }
         return try context.json(AdminCampaignView(campaign, variants: variants, now: now), status: .created)
     }
+
+    /// `GET /admin/campaigns/{id}`: what the create and the edit answer (#45: the same body).
+    func showCampaign(_ context: ServiceRequestContext) async throws -> Response {
+        let app = try context.requireApp()
+        let id = try CampaignsController.id(context)
+        let (campaign, variants) = try await db.withConnection { conn -> (Campaign, [CampaignVariant]) in
+            guard let c = try await campaigns.campaign(app: app, id: id, on: conn) else { throw AppError.notFound("Campaign") }
+            return (c, try await campaigns.variants(of: [id], on: conn)[id] ?? [])
+        }
+        return try context.json(AdminCampaignView(campaign, variants: variants, now: clock.now()))
+    }
+
+    /// `GET /admin/campaigns?limit=&offset=`: the app's campaigns, latest start first.
+    func listCampaigns(_ request: Request, _ context: ServiceRequestContext) async throws -> Response {
+        let app = try context.requireApp()
+        let query = request.uri.queryParameters
+        guard let limit = Int(query.get("limit") ?? "50"), (1...100).contains(limit) else { throw AppError.validation("limit", "limit must be 1 to 100") }
+        guard let offset = Int(query.get("offset") ?? "0"), (0...100_000).contains(offset) else {
+            throw AppError.validation("offset", "offset must be 0 to 100000")
+        }
+        let now = clock.now()
+        let views = try await db.withConnection { conn -> [AdminCampaignView] in
+            let page = try await campaigns.list(app: app, limit: limit, offset: offset, on: conn)
+            let variants = try await campaigns.variants(of: page.map(\.id), on: conn)
+            return page.map { AdminCampaignView($0, variants: variants[$0.id] ?? [], now: now) }
+        }
+        return try context.json(CampaignPage(campaigns: views, limit: limit, offset: offset))
+    }
+
+    struct CampaignPage: Encodable { var campaigns: [AdminCampaignView]; var limit: Int; var offset: Int }
 
     /// The campaign as its operator sees it: every variant with its weight.
     struct AdminCampaignView: Encodable {

@@ -277,6 +277,18 @@ struct CampaignStore: Sendable {
         return nil
     }
 
+    /// The app's campaigns for its operator, latest start first, a page at a time.
+    func list(app: UUID, limit: Int, offset: Int, on conn: PostgresConnection) async throws -> [Campaign] {
+        let rows = try await conn.run(
+            """
+            SELECT \(unescaped: Self.columns) FROM freemium_campaigns WHERE app_id = \(app)
+            ORDER BY starts_at DESC, id DESC LIMIT \(limit) OFFSET \(offset)
+            """, logger: logger)
+        var out: [Campaign] = []
+        for try await r in rows.decode(Row.self) { out.append(try Self.campaign(r)) }
+        return out
+    }
+
     func running(app: UUID, now: Date, on conn: PostgresConnection) async throws -> [Campaign] {
         let rows = try await conn.run(
             """

@@ -14,7 +14,7 @@ public struct TokenIssuer: Sendable {
         return try signer.sign(
             AccessTokenClaims(
                 userID: user.id, appID: user.appID, email: user.email, status: user.status, isGuest: user.isGuest,
-                issuer: signer.issuer, issuedAt: iat, expiresAt: iat + Int(TokenLifetimes.accessToken), jti: UUID().uuidString,
+                issuer: signer.issuer, issuedAt: iat, expiresAt: iat + Int(TokenLifetimes.accessToken), jti: UUID().lowercasedString,
                 sessionID: session, sessionEpoch: user.sessionEpoch))
     }
 

@@ -68,6 +68,7 @@ public enum SubscriptionService: ServiceDefinition {
                 ttl: .seconds(min(300, runtime.config.environment.int("STATUS_CACHE_SECONDS", default: 300))),
                 feed: runtime.changes, topics: ["subscription", "plans"], metrics: runtime.metrics,
                 clock: runtime.clock),
+            factsAtOnce: AccessFactsAtOnce(worker: runtime.outboxWorker),
             clock: runtime.clock,
             logger: runtime.logger)
         let reads = AccessReads(

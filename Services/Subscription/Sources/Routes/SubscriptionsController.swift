@@ -17,6 +17,8 @@ struct SubscriptionsController {
     /// Each user's subscription and features as last read, kept until the subscription or the
     /// tenant's plans change (announced by triggers to every replica) or its period ends.
     let states: ReadCache<UserCacheKey, SubscriptionState>
+    /// #45: the purchase answers once its access facts have landed.
+    let factsAtOnce: AccessFactsAtOnce
     let clock: any WallClock
     let logger: Logger
 
@@ -86,6 +88,7 @@ struct SubscriptionsController {
             throw AppError.validation("store", "store must be 'apple' or 'google'")
         }
         let result = try await record(purchase, app: app, user: user, restore: restore, acknowledge: acknowledge, now: now)
+        await factsAtOnce.deliver(result.3)
         return try context.json(
             PurchaseResponse(subscription: SubscriptionView(result.0, features: result.1), activated: result.0.grantsAccess),
             status: result.2 ? .created : .ok)
@@ -95,8 +98,9 @@ struct SubscriptionsController {
     /// transaction. The same purchase twice returns the existing subscription (seed 16a); a
     /// purchase owned by another user of the app moves only on restore, as an event; a refunded
     /// transaction never buys anything again (PurchaseRules).
+    /// Also returns the outbox rows of the access facts, for the caller to send at once.
     func record(_ p: StorePurchase, app: UUID, user: UUID, restore: Bool, acknowledge: GoogleAcknowledgeJob?, now: Date)
-        async throws -> (Subscription, JSONValue?, Bool)
+        async throws -> (Subscription, JSONValue?, Bool, [Int64])
     {
         try await db.withTransaction(logger: logger) { conn in
             try await subscriptions.lockPurchase(app: app, store: p.store, original: p.originalTransactionID, on: conn)
@@ -116,16 +120,17 @@ struct SubscriptionsController {
                     id, app: app, user: user, type: p.isTrial ? "trial_started" : "subscribed",
                     data: ["transaction_id": .string(p.transactionID), "product_id": .string(p.productID)], now: now, on: conn)
                 try await subscriptions.insertReceipt(app: app, user: user, sub: id, p, now: now, on: conn)
-                try await subscriptions.announceAccess(app: app, user: user, on: conn)
+                let facts = try await subscriptions.announceAccess(app: app, user: user, on: conn, deliveredByWriter: true)
                 try await subscriptions.askConfirmationEmail(app: app, user: user, subscription: id, p, planType: plan.planType, on: conn)
                 let created = try await subscriptions.byOriginalTransaction(app: app, store: p.store, original: p.originalTransactionID, on: conn)!
-                return (created, plan.features, true)
+                return (created, plan.features, true, facts)
             }
             let stored = try await subscriptions.storeExpiresMS(existing.id, on: conn)
             let effect = PurchaseRules.effect(
                 transaction: known, incomingExpiresMS: p.expiresMS, subscriptionStatus: existing.status,
                 storedExpiresMS: stored ?? PurchaseRules.milliseconds(existing.endDate))
             if effect == .refuseRevoked { throw Self.revokedError }
+            var facts: [Int64] = []
             if existing.userID != user {
                 guard restore else {
                     throw AppError(
@@ -136,15 +141,16 @@ struct SubscriptionsController {
                 try await subscriptions.event(
                     existing.id, app: app, user: user, type: "transferred",
                     data: ["from_user_id": .string(existing.userID.lowercasedString)], now: now, on: conn)
-                try await subscriptions.announceAccess(app: app, user: existing.userID, on: conn)
+                // The account it left is told first, with its own newer version.
+                facts += try await subscriptions.announceAccess(app: app, user: existing.userID, on: conn, deliveredByWriter: true)
             }
             try await enqueue(acknowledge, now: now, on: conn)
             // A later period reported by the store (a renewal) moves the end date forward.
             if effect == .extend { try await subscriptions.extend(existing.id, with: p, now: now, on: conn) }
             try await subscriptions.insertReceipt(app: app, user: user, sub: existing.id, p, now: now, on: conn)
             let current = try await subscriptions.byOriginalTransaction(app: app, store: p.store, original: p.originalTransactionID, on: conn)!
-            if current.grantsAccess { try await subscriptions.announceAccess(app: app, user: user, on: conn) }
-            return (current, plan.features, false)
+            if current.grantsAccess { facts += try await subscriptions.announceAccess(app: app, user: user, on: conn, deliveredByWriter: true) }
+            return (current, plan.features, false, facts)
         }
     }
 

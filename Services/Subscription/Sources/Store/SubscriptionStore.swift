@@ -412,7 +412,11 @@ public struct SubscriptionStore: Sendable {
     /// serialises concurrent changes of one user, so the state read after it includes every
     /// change committed before, and the later change carries the higher version (a purchase then
     /// a refund ends `free` everywhere in any arrival order).
-    public func announceAccess(app: UUID, user: UUID, on conn: PostgresConnection) async throws {
+    /// Returns the outbox rows written. `deliveredByWriter`: the caller sends them itself right
+    /// after its commit (a purchase answers only once auth, ads and offline hold the fact, #45),
+    /// so the workers leave them alone for a moment.
+    @discardableResult
+    public func announceAccess(app: UUID, user: UUID, on conn: PostgresConnection, deliveredByWriter: Bool = false) async throws -> [Int64] {
         let version = try await UserFactStore(logger: logger).nextVersion(app: app, user: user, on: conn)
         var premium = false
         var validUntil: Date?
@@ -425,18 +429,29 @@ public struct SubscriptionStore: Sendable {
         ).decode((Bool, Date?).self) { (premium, validUntil) = (p, until) }
         let userPath = "/internal/users/\(user.lowercasedString)"
         let query = "?app_id=\(app.lowercasedString)"
-        try await Outbox.write(
-            try OutboxMessage(
-                target: .auth, method: "PUT", path: "\(userPath)/status\(query)",
-                body: UserStatusUpdate(appID: app, status: premium ? .premium : .free, version: version)),
-            on: conn, logger: logger)
+        let hold: Duration? = deliveredByWriter ? Self.writerHold : nil
+        var rows: [Int64] = []
+        rows.append(
+            try await Outbox.enqueue(
+                try OutboxMessage(
+                    target: .auth, method: "PUT", path: "\(userPath)/status\(query)",
+                    body: UserStatusUpdate(appID: app, status: premium ? .premium : .free, version: version)),
+                on: conn, logger: logger, deliveredByWriter: hold
+            ).id)
         let fact = EntitlementFact(appID: app, userID: user, isPremium: premium, validUntil: premium ? validUntil : nil, version: version)
         for target in [ServiceName.ads, .offline] {
-            try await Outbox.write(
-                try OutboxMessage(target: target, method: "PUT", path: "\(userPath)/entitlement\(query)", body: fact),
-                on: conn, logger: logger)
+            rows.append(
+                try await Outbox.enqueue(
+                    try OutboxMessage(target: target, method: "PUT", path: "\(userPath)/entitlement\(query)", body: fact),
+                    on: conn, logger: logger, deliveredByWriter: hold
+                ).id)
         }
+        return rows
     }
+
+    /// How long the workers leave a row its writer sends itself: longer than the writer's own
+    /// attempt (`AccessFactsAtOnce.timeout`).
+    public static let writerHold: Duration = .seconds(3)
 
     /// Seed 2.1 postconditions: auth (which holds the address and the mailer) emails the
     /// confirmation, through the outbox in the caller's transaction: no purchase, no email.

@@ -68,6 +68,7 @@ struct WebhookDelivery: Service {
 
     func deliver(_ due: WebhookStore.Due) async {
         let outcome: WebhookStore.Outcome
+        let sentAt = Date()
         do {
             let answer = try await sender.send(
                 url: due.url, eventID: due.eventID, body: Data(due.body.utf8), secrets: due.secrets,
@@ -87,7 +88,7 @@ struct WebhookDelivery: Service {
             }
         }
         do {
-            if let failingSince = try await store.record(due, outcome), Date().timeIntervalSince(failingSince) >= WebhookRetry.disableAfter,
+            if let failingSince = try await store.record(due, outcome, sentAt: sentAt), Date().timeIntervalSince(failingSince) >= WebhookRetry.disableAfter,
                 let (app, url) = try await store.disable(endpoint: due.endpointID, reason: "failing for 5 days")
             {
                 await tellOperator(app: app, url: url)

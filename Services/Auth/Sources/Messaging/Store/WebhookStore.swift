@@ -78,14 +78,16 @@ struct WebhookStore: Sendable {
     }
 
     /// Changes what is given; re-enabling clears the failure clock. Nil for an unknown id.
+    /// Every bind is cast: an absent field is bound as a NULL without a type, which PostgreSQL
+    /// cannot type where nothing else fixes it (`$5 IS NULL` alone: a 500 before #45).
     func update(app: UUID, id: UUID, url: String?, events: [String]?, description: String?, disabled: Bool?) async throws -> Endpoint? {
         for try await r in try await db.query(
             """
-            UPDATE webhook_endpoints SET url = COALESCE(\(url), url), events = COALESCE(\(events), events),
-                   description = COALESCE(\(description), description),
-                   disabled = COALESCE(\(disabled), disabled),
-                   disabled_reason = CASE WHEN \(disabled) IS NULL THEN disabled_reason WHEN \(disabled) THEN 'operator' ELSE NULL END,
-                   failing_since = CASE WHEN \(disabled) = false THEN NULL ELSE failing_since END,
+            UPDATE webhook_endpoints SET url = COALESCE(\(url)::text, url), events = COALESCE(\(events)::text[], events),
+                   description = COALESCE(\(description)::text, description),
+                   disabled = COALESCE(\(disabled)::boolean, disabled),
+                   disabled_reason = CASE WHEN \(disabled)::boolean IS NULL THEN disabled_reason WHEN \(disabled)::boolean THEN 'operator' ELSE NULL END,
+                   failing_since = CASE WHEN \(disabled)::boolean = false THEN NULL ELSE failing_since END,
                    updated_at = now()
             WHERE app_id = \(app) AND id = \(id)
             RETURNING \(unescaped: Self.endpointColumns)
@@ -218,10 +220,23 @@ struct WebhookStore: Sendable {
         case gone(latencyMs: Int)
     }
 
-    /// Records an attempt's outcome, if this attempt still holds the delivery. Returns the
-    /// endpoint's `failing_since` after a failure (nil otherwise).
-    func record(_ due: Due, _ outcome: Outcome) async throws -> Date? {
+    /// Records an attempt's outcome, if this attempt still holds the delivery (the attempt itself
+    /// is kept whatever: the receiver saw it). Returns the endpoint's `failing_since` after a
+    /// failure (nil otherwise).
+    func record(_ due: Due, _ outcome: Outcome, sentAt: Date) async throws -> Date? {
         try await db.withTransaction(logger: logger) { conn in
+            let (kind, code, latency, error): (String, Int?, Int?, String?) =
+                switch outcome {
+                case .delivered(let status, let latency): ("delivered", status, latency, nil)
+                case .gone(let latency): ("gone", 410, latency, nil)
+                case .retry(let status, let error, let latency, _): ("retry", status, latency, error.map { String($0.prefix(500)) })
+                case .failed(let status, let error, let latency): ("failed", status, latency, error.map { String($0.prefix(500)) })
+                }
+            try await conn.run(
+                """
+                INSERT INTO webhook_delivery_attempts (delivery_id, attempt, sent_at, answer_code, latency_ms, error, outcome)
+                VALUES (\(due.id), \(due.attempt), \(sentAt), \(code)::integer, \(latency)::integer, \(error)::text, \(kind))
+                """, logger: logger)
             switch outcome {
             case .delivered(let status, let latency):
                 try await conn.run(
@@ -301,9 +316,26 @@ struct WebhookStore: Sendable {
         var nextAttemptAt: Date?
         var createdAt: Date
         var deliveredAt: Date?
+        /// Every attempt, oldest first (#45).
+        var history: [AttemptView]
         enum CodingKeys: String, CodingKey {
             case id, eventID = "event_id", eventType = "event_type", status, attempts, lastStatus = "answer_code", lastError = "last_error"
             case latencyMs = "latency_ms", nextAttemptAt = "next_attempt_at", createdAt = "created_at", deliveredAt = "delivered_at"
+            case history
+        }
+    }
+
+    /// One attempt: when it was sent, the receiver's answer (none when it could not be reached or
+    /// did not answer in time), its latency, the error, and what followed.
+    struct AttemptView: Codable, Sendable, Equatable {
+        var attempt: Int
+        var sentAt: Date
+        var answerCode: Int?
+        var latencyMs: Int?
+        var error: String?
+        var outcome: String
+        enum CodingKeys: String, CodingKey {
+            case attempt, sentAt = "sent_at", answerCode = "answer_code", latencyMs = "latency_ms", error, outcome
         }
     }
 
@@ -322,8 +354,19 @@ struct WebhookStore: Sendable {
             out.append(
                 DeliveryView(
                     id: r.0, eventID: r.1, eventType: r.2, status: r.3, attempts: r.4, lastStatus: r.5, lastError: r.6,
-                    latencyMs: r.7, nextAttemptAt: r.8, createdAt: r.9, deliveredAt: r.10))
+                    latencyMs: r.7, nextAttemptAt: r.8, createdAt: r.9, deliveredAt: r.10, history: []))
         }
+        guard !out.isEmpty else { return out }
+        var attempts: [Int64: [AttemptView]] = [:]
+        for try await r in try await db.query(
+            """
+            SELECT delivery_id, attempt, sent_at, answer_code, latency_ms, error, outcome FROM webhook_delivery_attempts
+            WHERE delivery_id = ANY(\(out.map(\.id))) ORDER BY delivery_id, id
+            """, logger: logger
+        ).decode((Int64, Int, Date, Int?, Int?, String?, String).self) {
+            attempts[r.0, default: []].append(AttemptView(attempt: r.1, sentAt: r.2, answerCode: r.3, latencyMs: r.4, error: r.5, outcome: r.6))
+        }
+        for i in out.indices { out[i].history = attempts[out[i].id] ?? [] }
         return out
     }
 
