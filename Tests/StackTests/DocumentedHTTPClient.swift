@@ -243,7 +243,9 @@ struct JSONSchemaCheck {
         case .object(let fields):
             // #45: an object the document does not describe is a hole in the contract, whatever
             // it holds: its fields are named (`properties`) or its values typed (`additionalProperties`).
-            if Self.isUntyped(s) { problems.append("\(path): the document leaves this object untyped (no properties, no additionalProperties)") }
+            if Self.declaresObject(s), Self.isUntyped(s) {
+                problems.append("\(path): the document leaves this object untyped (no properties, no additionalProperties)")
+            }
             if case .array(let required)? = s["required"] {
                 for case .string(let name) in required where fields[name] == nil { problems.append("\(path): the required field '\(name)' is missing") }
             }
@@ -283,6 +285,15 @@ struct JSONSchemaCheck {
 
     /// An object schema that says nothing of its fields (`{"type": "object"}`): nothing
     /// composes it either.
+    /// `type: object` (alone or with null); `{}` is any JSON value, said so on purpose.
+    static func declaresObject(_ s: [String: JSONValue]) -> Bool {
+        switch s["type"] {
+        case .string("object")?: true
+        case .array(let ts)?: ts.contains(.string("object"))
+        default: false
+        }
+    }
+
     static func isUntyped(_ s: [String: JSONValue]) -> Bool {
         guard s["properties"] == nil, s["additionalProperties"] == nil else { return false }
         for key in ["$ref", "allOf", "oneOf", "anyOf", "const", "enum"] where s[key] != nil { return false }

@@ -149,7 +149,8 @@ def nullable_copy(name):
     return dict(COMPONENTS[name], type=["object", "null"])
 DT = {"type": "string", "format": "date-time"}; DATE = {"type": "string", "format": "date"}
 def arr(items): return {"type": "array", "items": items}
-ANY = {}  # free-form JSON (a game's payload, a place's metadata)
+ANY = {"description": "Any JSON value, kept as given"}  # free-form JSON (what a game server answered)
+PAYLOAD = {"type": "object", "description": "The app's own JSON object, kept as given", "additionalProperties": {}}
 FREE = {"type": "object"}
 
 # auth
@@ -266,7 +267,7 @@ named("DownloadJob", obj({"job_id": UUIDS, "status": {"type": "string", "enum": 
 named("OfflineCategory", obj({"category_id": S, "item_count": I, "size_bytes": I, "cursor": I, "complete": B, "downloaded_at": DT,
     "last_updated_at": DT, "last_accessed_at": DT, "expires_at": DT}, ["category_id", "item_count", "size_bytes"]))
 named("Item", obj({"id": S, "version": I, "data": S, "encoding": S, "checksum": S, "size_bytes": I}, ["id", "version", "data", "encoding", "checksum"]))
-named("SyncAction", obj({"id": UUIDS, "client_action_id": S, "action_type": S, "entity_type": S, "entity_id": S, "category_id": S, "payload": ANY,
+named("SyncAction", obj({"id": UUIDS, "client_action_id": S, "action_type": S, "entity_type": S, "entity_id": S, "category_id": S, "payload": PAYLOAD,
     "priority": I, "status": S, "attempts": I, "last_error": S, "created_at": DT, "processed_at": DT},
     ["id", "client_action_id", "action_type", "entity_type", "entity_id", "payload", "status"]))
 named("QueuedAction", obj({"queue_item": ref("SyncAction"), "position": I, "replayed": B,
@@ -275,14 +276,14 @@ named("QueuedAction", obj({"queue_item": ref("SyncAction"), "position": I, "repl
 named("SyncJob", obj({"job_id": UUIDS, "status": {"type": "string", "enum": ["pending", "processing", "completed", "failed"]}, "items_to_process": I,
     "succeeded": I, "duplicates": I, "failed": I, "conflicts": I}, ["job_id", "status", "items_to_process", "succeeded", "duplicates", "failed", "conflicts"]),
     {"job_id": "C5437DD6-E224-43B6-9274-839F7DD82E15", "status": "completed", "items_to_process": 3, "succeeded": 3, "duplicates": 0, "failed": 0, "conflicts": 0})
-named("SyncConflict", obj({"id": UUIDS, "queue_item_id": UUIDS, "entity_type": S, "entity_id": S, "local_data": ANY, "server_data": ANY,
+named("SyncConflict", obj({"id": UUIDS, "queue_item_id": UUIDS, "entity_type": S, "entity_id": S, "local_data": PAYLOAD, "server_data": ANY,
     "server_version": S, "resolved": B, "resolution": S, "resolved_by": S, "final_data": ANY, "skip_count": I, "created_at": DT},
     ["id", "entity_type", "entity_id", "local_data", "server_data"]))
 named("Location", obj({"id": UUIDS, "latitude": N, "longitude": N, "accuracy": N,
     "geocoded": {"type": ["object", "null"], "description": "The place named by the geocoder (null when it named none or is not configured)",
                  "properties": {"country_code": S, "country": S, "city": S}}, "timestamp": DT},
     ["id", "latitude", "longitude", "accuracy", "timestamp"]))
-named("NearbyPlace", obj({"id": S, "type": S, "title": S, "distance_km": N, "metadata": ANY}, ["id", "type", "title", "distance_km"]))
+named("NearbyPlace", obj({"id": S, "type": S, "title": S, "distance_km": N, "metadata": PAYLOAD}, ["id", "type", "title", "distance_km"]))
 
 # ads
 named("AdAvailability", obj({"available": B, "reason": {"type": ["string", "null"]}, "cooldown_seconds": {"type": ["integer", "null"]},
@@ -425,7 +426,6 @@ ads = {
 rev = ads["/analytics/revenue"]["get"]["responses"]["200"]["content"]; rev["text/csv"] = {"schema": S}
 ads["/admin/campaigns/{id}/results"]["get"]["responses"]["200"]["content"]["text/csv"] = {"schema": S}
 
-PAYLOAD = {"type": "object", "description": "The app's own JSON object, kept as given", "additionalProperties": {}}
 off = {
  "/sync/profile": {"get": op("Sync profile, categories and storage", schema=ref("SyncProfileResponse")),
     "patch": op("Change sync settings", extra=["403"], req=body(obj({"auto_sync_enabled": B, "sync_on_wifi_only": B, "sync_frequency_hours": {"type": "integer", "minimum": 1, "maximum": 168},
