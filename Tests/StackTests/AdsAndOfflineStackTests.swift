@@ -112,12 +112,17 @@ final class AdsAndOfflineStackTests: XCTestCase {
         guard case .array(let list)? = items["items"] else { return XCTFail("no items") }
         XCTAssertEqual(list.count, 20)
 
-        _ = try await call(
-            "POST", "/offline/v1/sync/queue", user,
-            """
+        let answer = """
             {"client_action_id":"stack-\(UUID())","action_type":"answer_submit","entity_type":"quiz_completion","entity_id":"quiz_1",
              "category_id":"capitals-europe","payload":{"quiz_id":"quiz_1","score":8}}
-            """)
+            """
+        let (queued, _) = try await call("POST", "/offline/v1/sync/queue", user, answer)
+        XCTAssertEqual(queued, 201)
+        // #45: the same action again (an answer lost on the way back) is the first answer, a
+        // documented 200 (the client checks it against the contract).
+        let (again, replay) = try await call("POST", "/offline/v1/sync/queue", user, answer)
+        XCTAssertEqual(again, 200)
+        XCTAssertEqual(replay["replayed"], .bool(true))
         let (_, execution) = try await call("POST", "/offline/v1/sync/execute", user)
         guard case .string(let syncJob)? = execution["job_id"] else { return XCTFail("no sync job") }
         var sync: [String: JSONValue] = [:]

@@ -21,7 +21,7 @@ import uuid
 app, key, auth_pid, workdir = sys.argv[1:5]
 events = int(sys.argv[5]) if len(sys.argv) > 5 else 10000
 rate = int(sys.argv[6]) if len(sys.argv) > 6 else 500
-senders = 8
+senders = 32
 clk = os.sysconf("SC_CLK_TCK")
 
 

@@ -485,6 +485,9 @@ off = {
                   "available_until": {"type": "string", "format": "date-time"}, "active": B}, ["title", "latitude", "longitude"])),
     schema=obj({"id": S}, ["id"]))},
 }
+# The same client_action_id again (a retry after a lost answer): the first answer, replayed.
+_queue = off["/sync/queue"]["post"]["responses"]
+_queue["200"] = with_headers({"200": {"description": "The same action again (replayed: true)", "content": _queue["201"]["content"]}})["200"]
 ERRS.update({"402": "Not enough credits"})
 BROAD = ["403", "409", "410", "402", "502"]
 DEV = obj({"device_id": S, "platform": S, "app_version": S, "os_version": S})

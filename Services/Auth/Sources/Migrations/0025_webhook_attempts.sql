@@ -13,3 +13,12 @@ CREATE TABLE webhook_delivery_attempts (
     outcome text NOT NULL CHECK (outcome IN ('delivered', 'retry', 'failed', 'gone'))
 );
 CREATE INDEX webhook_delivery_attempts_delivery ON webhook_delivery_attempts (delivery_id, id);
+
+-- The sender's claim reads per endpoint: its slots in use (the rows it is sending) and its first
+-- due rows in order, each an index range that stops at what it needs. The claim it replaces ranked
+-- every due row of every endpoint by a window function, a sort of the whole backlog per claim:
+-- 35 ms at 18,000 due rows, so a backlog slowed the claims that would have drained it (#45:
+-- 258 deliveries/s to one endpoint at 500 offered, commit->receipt p99 19 s).
+DROP INDEX webhook_deliveries_due;
+CREATE INDEX webhook_deliveries_endpoint_due ON webhook_deliveries (endpoint_id, next_attempt_at, id) WHERE status IN ('pending', 'sending');
+CREATE INDEX webhook_deliveries_endpoint_sending ON webhook_deliveries (endpoint_id) WHERE status = 'sending';
