@@ -268,7 +268,7 @@ struct JSONSchemaCheck {
         case .array(let items):
             if let itemSchema = s["items"] {
                 for (i, item) in items.enumerated() { check(item, against: itemSchema, at: "\(path)[\(i)]", problems: &problems) }
-            } else if s["$ref"] == nil, s["allOf"] == nil, s["oneOf"] == nil, s["anyOf"] == nil {
+            } else if Self.declares(s, "array"), s["$ref"] == nil, s["allOf"] == nil, s["oneOf"] == nil, s["anyOf"] == nil {
                 problems.append("\(path): the document leaves this array's items untyped")
             }
         case .string(let text):
@@ -286,10 +286,12 @@ struct JSONSchemaCheck {
     /// An object schema that says nothing of its fields (`{"type": "object"}`): nothing
     /// composes it either.
     /// `type: object` (alone or with null); `{}` is any JSON value, said so on purpose.
-    static func declaresObject(_ s: [String: JSONValue]) -> Bool {
+    static func declaresObject(_ s: [String: JSONValue]) -> Bool { declares(s, "object") }
+
+    static func declares(_ s: [String: JSONValue], _ type: String) -> Bool {
         switch s["type"] {
-        case .string("object")?: true
-        case .array(let ts)?: ts.contains(.string("object"))
+        case .string(let t)?: t == type
+        case .array(let ts)?: ts.contains(.string(type))
         default: false
         }
     }
