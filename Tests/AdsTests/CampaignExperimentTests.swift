@@ -319,6 +319,17 @@ final class CampaignExperimentTests: XCTestCase {
                 let r = try await h.call(.get, "/admin/campaigns?\(bad)")
                 XCTAssertEqual(r.status, .unprocessableContent, bad)
             }
+            // Another app's operator: unknown, nothing listed, nothing changed.
+            var other = h.admin
+            other[.xAppID] = UUID().uuidString
+            do { let value = try await h.call(.get, "/admin/campaigns/\(id)", headers: other).status; XCTAssertEqual(value, .notFound) }
+            do {
+                let value = try await h.call(.patch, "/admin/campaigns/\(id)", json: #"{"name":"Theirs"}"#, headers: other).status;
+                XCTAssertEqual(value, .notFound)
+            }
+            let theirs = try await h.call(.get, "/admin/campaigns", headers: other).json([String: JSONValue].self)
+            XCTAssertEqual(theirs.array("campaigns").count, 0)
+            do { let value = try await h.call(.get, "/admin/campaigns/\(id)").json([String: JSONValue].self); XCTAssertEqual(value, expected) }
             do { let value = try await h.call(.get, "/admin/campaigns/\(UUID())").status; XCTAssertEqual(value, .notFound) }
             do { let value = try await h.call(.get, "/admin/campaigns/not-a-uuid").status; XCTAssertEqual(value, .badRequest) }
             do { let value = try await h.call(.get, "/admin/campaigns/\(id)", user: UUID()).status; XCTAssertEqual(value, .unauthorized) }

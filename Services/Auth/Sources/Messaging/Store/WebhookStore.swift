@@ -252,6 +252,8 @@ struct WebhookStore: Sendable {
         if case .gone = outcome {
             return try await db.withTransaction(logger: logger) { conn in
                 try await conn.run(Self.outcomeQuery(due, kind: kind, code: code, latency: latency, error: error, after: nil, sentAt: sentAt), logger: logger)
+                // The endpoint's disabling is the operator's to see: it waits for its flush.
+                try await conn.run("SET LOCAL synchronous_commit TO on", logger: logger)
                 try await Self.disable(endpoint: due.endpointID, reason: "gone (HTTP 410)", on: conn, logger: logger)
                 return nil
             }
