@@ -6,6 +6,7 @@ import PackageDescription
 let serviceKitDeps: [Target.Dependency] = [
     "WireTypes", "CCurl", "CSwiftHooks",
     .product(name: "Hummingbird", package: "hummingbird"),
+    .product(name: "HummingbirdCore", package: "hummingbird"),
     .product(name: "HTTPTypes", package: "swift-http-types"),
     .product(name: "PostgresNIO", package: "postgres-nio"),
     .product(name: "JWTKit", package: "jwt-kit"),
@@ -49,6 +50,12 @@ let services: [ServiceSpec] = [
             .product(name: "_CryptoExtras", package: "swift-crypto"),
             // APNs speaks HTTP/2 only (see APNsClient).
             .product(name: "AsyncHTTPClient", package: "async-http-client"),
+            // #46: the live WebSocket (RFC 6455 framing and upgrade from swift-nio).
+            .product(name: "NIOWebSocket", package: "swift-nio"),
+            .product(name: "NIOHTTP1", package: "swift-nio"),
+            .product(name: "NIOHTTPTypes", package: "swift-nio-extras"),
+            .product(name: "NIOHTTPTypesHTTP1", package: "swift-nio-extras"),
+            .product(name: "HummingbirdCore", package: "hummingbird"),
             .product(name: "NIOSSL", package: "swift-nio-ssl")
         ], resources: [.copy("Resources/zxcvbn"), .copy("OpenAPI")]),
     .init(
@@ -141,6 +148,8 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
         .package(url: "https://github.com/apple/swift-http-types.git", from: "1.8.0"),
         .package(url: "https://github.com/apple/swift-nio.git", from: "2.101.2"),
+        // The live WebSocket's upgrade on Hummingbird's HTTP/1 pipeline (#46).
+        .package(url: "https://github.com/apple/swift-nio-extras.git", from: "1.35.2"),
         .package(url: "https://github.com/apple/swift-certificates.git", from: "1.21.1"),
         .package(url: "https://github.com/apple/swift-asn1.git", from: "1.7.4"),
         .package(url: "https://github.com/apple/swift-nio-ssl.git", from: "2.37.6"),
@@ -148,7 +157,9 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-openapi-generator.git", from: "1.14.3"),
         .package(url: "https://github.com/apple/swift-openapi-runtime.git", from: "1.13.4"),
         .package(url: "https://github.com/apple/swift-openapi-urlsession.git", from: "1.4.0"),
-        .package(url: "https://github.com/swift-server/swift-openapi-async-http-client.git", from: "1.5.0")
+        .package(url: "https://github.com/swift-server/swift-openapi-async-http-client.git", from: "1.5.0"),
+        // The live stream's WebSocket client in the stack tests (#46).
+        .package(url: "https://github.com/hummingbird-project/swift-websocket.git", from: "1.6.2")
     ],
     targets: [
         .systemLibrary(
@@ -204,6 +215,9 @@ let package = Package(
             dependencies: [
                 "ServiceKit", "TestSupport", .product(name: "JWTKit", package: "jwt-kit"), "AppBackendClient",
                 .product(name: "OpenAPIAsyncHTTPClient", package: "swift-openapi-async-http-client"),
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "WSClient", package: "swift-websocket"),
+                .product(name: "NIOWebSocket", package: "swift-nio"),
                 .product(name: "OpenAPIRuntime", package: "swift-openapi-runtime"),
                 .product(name: "HTTPTypes", package: "swift-http-types")
             ],

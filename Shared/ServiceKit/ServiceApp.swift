@@ -1,5 +1,6 @@
 import Foundation
 import Hummingbird
+import HummingbirdCore
 import Logging
 import NIOCore
 import PostgresNIO
@@ -144,9 +145,11 @@ public func buildServiceApplication(
     tokenVerifier: AccessTokenVerifier,
     operatorVerifier: (any OperatorVerifier)? = nil,
     services extra: [any Service] = [],
+    everyReplica: [any Service] = [],
     userData: [UserDataSection]? = nil,
     timeline: UserTimeline? = nil,
     retention: [RetentionRule] = [],
+    server: HTTPServerBuilder = .http1(),
     configure: (ServiceRoutes) throws -> Void
 ) rethrows -> Application<RouterResponder<ServiceRequestContext>> {
     let config = runtime.config
@@ -215,10 +218,11 @@ public func buildServiceApplication(
     try configure(ServiceRoutes(router: router, open: open, tenant: tenant, user: user, userLogging: userLogging, internal: internalGroup, admin: admin))
 
     let watcher = runtime.sessionWatcher
-    var services: [any Service] = [
-        runtime.db, runtime.changes, AfterMigrations(runtime.readiness, watcher),
-        MemoryTrimmer(interval: .seconds(config.environment.int("MALLOC_TRIM_SECONDS", default: 10)))
-    ]
+    var services: [any Service] =
+        [
+            runtime.db, runtime.changes, AfterMigrations(runtime.readiness, watcher),
+            MemoryTrimmer(interval: .seconds(config.environment.int("MALLOC_TRIM_SECONDS", default: 10)))
+        ] + everyReplica.map { AfterMigrations(runtime.readiness, $0) }
     if config.runWorkers {
         let purger = RetentionPurger(
             db: runtime.db, rules: RetentionRule.platform(config.environment) + retention,
@@ -227,6 +231,7 @@ public func buildServiceApplication(
     }
     var app = Application(
         router: router,
+        server: server,
         configuration: .init(
             address: .hostname(config.host, port: config.port),
             serverName: "\(config.service.rawValue)-service"),

@@ -7,7 +7,7 @@ def err(desc): return {"description": desc, "content": {"application/json": {"sc
 ERROR_EXAMPLE = {"error": "invalid_request", "message": "credentials.email is required", "field": "credentials.email", "request_id": "9f1c2b7e4d"}
 ERRS = {"400": "Malformed input (the field is named)", "401": "Missing or invalid tenant headers or token", "403": "Not allowed",
         "404": "Unknown resource", "409": "Conflicting state", "410": "Gone", "413": "Body too large", "415": "Content-Type must be application/json",
-        "422": "Invalid value (the field is named)", "429": "Limit reached (retry_after)", "502": "Upstream refused", "503": "A dependency is unavailable",
+        "422": "Invalid value (the field is named)", "426": "This route is a WebSocket: send the Upgrade", "429": "Limit reached (retry_after)", "502": "Upstream refused", "503": "A dependency is unavailable",
         "507": "Not enough offline storage"}
 def responses(ok, okdesc, extra, schema=None):
     # 204 answers no body.
@@ -19,7 +19,7 @@ def responses(ok, okdesc, extra, schema=None):
 # Each refusal is one shared response (so a generated client has one type per status, not one
 # per operation and status).
 ERROR_NAMES = {"400": "BadRequest", "401": "Unauthorized", "402": "PaymentRequired", "403": "Forbidden", "404": "NotFound",
-               "409": "Conflict", "410": "Gone", "413": "ContentTooLarge", "415": "UnsupportedMediaType", "422": "UnprocessableContent",
+               "409": "Conflict", "410": "Gone", "413": "ContentTooLarge", "415": "UnsupportedMediaType", "422": "UnprocessableContent", "426": "UpgradeRequired",
                "429": "TooManyRequests", "502": "BadGateway", "503": "ServiceUnavailable", "507": "InsufficientStorage"}
 def error_responses():
     return {ERROR_NAMES[code]: answer for code, answer in with_headers({code: err(ERRS[code]) for code in ERROR_NAMES}).items()}
@@ -347,7 +347,7 @@ def admin(summary, schema=FREE, req=None, params=(), ok="200", extra=("409",)):
     o["security"] = [{"appId": [], "apiKey": [], "bearer": []}]
     return o
 FREEBODY = body(FREE)
-WEBHOOK_EVENT = {"type": "string", "enum": ["subscription.activated", "subscription.renewed", "subscription.grace_period_started", "subscription.expired", "subscription.refunded", "subscription.cancelled", "credits.earned", "credits.spent", "campaign.completed", "user.created", "user.deleted", "consent.changed", "sync.conflict_opened", "*"]}
+WEBHOOK_EVENT = {"type": "string", "enum": ["subscription.activated", "subscription.renewed", "subscription.grace_period_started", "subscription.expired", "subscription.refunded", "subscription.cancelled", "credits.earned", "credits.spent", "campaign.completed", "user.created", "user.deleted", "consent.changed", "sync.conflict_opened", "download.completed", "*"]}
 NAME120 = {"type": "string", "minLength": 1, "maxLength": 120}; DESC1000 = {"type": "string", "maxLength": 1000}
 REASON = {"type": "string", "minLength": 1, "maxLength": 500, "description": "Why (the ticket), kept in the ledger and the audit log"}
 named("NotificationReceipt", obj({"received": B, "result": {"type": "string", "description": "What the notification did (applied, duplicate, unknown_subscription, …)"}},
@@ -505,6 +505,31 @@ def creates_on_first_use(o):
     o["responses"]["201"] = {"description": "Created: the account was made by this first sign-in",
                              "content": {"application/json": {"schema": TOKENS}}}
     return o
+LIVE_TYPES = ["state.snapshot", "stream.reset", "stream.replaced", "stream.closing", "subscription.updated", "credits.updated",
+              "consent.updated", "sync.conflict_opened", "download.completed", "campaign.completed", "session.revoked", "account.deleted"]
+named("LiveEvent", obj({"type": {"type": "string", "enum": LIVE_TYPES}, "id": UUIDS, "app_id": UUIDS, "created_at": DT,
+                        "version": {"type": "integer", "description": "The owner's version of the fact (premium, consents, the ledger row)"},
+                        "data": {"type": "object", "additionalProperties": {}, "description": "docs/LIVE.md lists each type's fields"},
+                        "cursor": {"type": "string", "description": "WebSocket only (SSE: the id: line); opaque, resume with ?after="}},
+                       ["type", "id", "app_id", "created_at", "version", "data"]),
+      {"type": "credits.updated", "id": "6f1c2b7e-4d3a-4c8e-9a1b-2c3d4e5f6a7b", "app_id": "0f8e2a6c-1b3d-4e5f-8a9b-0c1d2e3f4a5b",
+       "created_at": "2026-11-27T10:00:00Z", "version": 1812, "data": {"balance": 15, "delta": 5, "source": "ad_reward", "version": 1812},
+       "cursor": "42-6f1c2b7e"})
+def live_op(summary, sse):
+    o = op(summary, params=[q("after", {"type": "string", "maxLength": 64}), q("ticket", {"type": "string", "maxLength": 128}),
+                            {"name": "Last-Event-ID", "in": "header", "required": False, "schema": {"type": "string", "maxLength": 64}}])
+    del o["responses"]["200"]
+    for c in ["404", "413", "415", "422", "429"]: o["responses"].pop(c, None)
+    if sse:
+        o["responses"]["200"] = {"description": "text/event-stream: each event's data is a LiveEvent",
+                                 "content": {"text/event-stream": {"schema": {"type": "string"}}}}
+    else:
+        o["responses"]["101"] = {"description": "Switching Protocols: each text frame is a LiveEvent",
+                                 "content": {"application/json": {"schema": ref("LiveEvent")}}}
+        o["responses"]["426"] = {"$ref": "#/components/responses/UpgradeRequired"}
+    # A bearer token with X-App-ID, or a ticket in the query.
+    o["security"] = [{"appId": [], "bearer": []}, {}]
+    return o
 auth = {
  "/auth/register": {"post": aop("Create an account (email, google, apple, guest)", ok="201", req=AUTHREQ, schema=TOKENS, public=True)},
  "/auth/login": {"post": creates_on_first_use(aop("Sign in (creates the account on a first guest, Google or Apple sign-in)",
@@ -599,6 +624,12 @@ auth = {
     params=[p("id", UUIDS), q("limit", {"type": "integer", "minimum": 1, "maximum": 500})], schema=obj({"deliveries": arr(ref("WebhookDelivery"))}, ["deliveries"]))},
  "/admin/webhooks/{id}/deliveries/{delivery}/replay": {"post": admin("Send a delivery again now", ok="202",
     params=[p("id", UUIDS), p("delivery", {"type": "string", "pattern": "^[0-9]{1,18}$"})], schema=obj({"replayed": B}, ["replayed"]))},
+ "/live/tickets": {"post": aop("A single-use ticket (60 s) for a client that cannot set headers on a WebSocket: ?ticket= on /live/events or /live/socket",
+    ok="201", schema=obj({"ticket": S, "expires_in": I}, ["ticket", "expires_in"]))},
+ "/live/events": {"get": live_op("The user's own live events as Server-Sent Events (id: cursor, event: type, data: a LiveEvent); "
+    "a state.snapshot first, or every event after Last-Event-ID / ?after=; a comment every 20 s", sse=True)},
+ "/live/socket": {"get": live_op("The same events over a WebSocket (RFC 6455): each text frame a LiveEvent with its cursor; a ping every 20 s; "
+    "closed with 4001 (session revoked), 4003 (account deleted), 4008 (replaced), 1012 (replica stopping)", sse=False)},
  "/.well-known/jwks.json": {"get": dict(op("Public keys of the access tokens", schema=obj({"keys": arr(obj({"kty": S, "crv": S, "x": S, "kid": S, "alg": S, "use": S},
     ["kty", "kid"]))}, ["keys"])), security=[])},
  "/.well-known/openid-configuration": {"get": dict(op("Discovery: the tokens' issuer (AUTH_ISSUER), jwks_uri and algorithms, for a JWT verifier",

@@ -118,7 +118,8 @@ public enum AuthService: ServiceDefinition {
             appleRevoker: AppleRevoker(apple: apple, configs: appleConfigs, box: box))
         let jobs = JobQueue(client: runtime.db, queue: AccountLifecycle.queue, logger: runtime.logger, clock: runtime.clock)
         let linkSigner = LinkSigner(key: HKDF<SHA256>.deriveKey(inputKeyMaterial: dataKey, info: Data("export links v1".utf8), outputByteCount: 32))
-        let userData = AuthUserData.sections(logger: runtime.logger) + [PushStore.exportSection(logger: runtime.logger)]
+        let userData =
+            AuthUserData.sections(logger: runtime.logger) + [PushStore.exportSection(logger: runtime.logger), LiveStore.exportSection(logger: runtime.logger)]
         let messenger = Self.messenger(runtime: runtime, box: box)
         let pushWorker = JobWorker(
             queue: JobQueue(client: runtime.db, queue: PushMessenger.queue, logger: runtime.logger, clock: runtime.clock),
@@ -142,11 +143,21 @@ public enum AuthService: ServiceDefinition {
             lifecycle: lifecycle, db: runtime.db,
             interval: .seconds(env.int("GUEST_SWEEP_SECONDS", default: 600)))
         let operatorKeys = OperatorKeyStore(db: runtime.db, logger: runtime.logger)
+        // #46: the app's live streams, on every replica (not only the one running workers).
+        let liveHub = LiveHub(
+            db: runtime.db, registry: runtime.metrics, logger: runtime.logger,
+            heartbeat: .seconds(max(1, env.int("LIVE_HEARTBEAT_SECONDS", default: 20))),
+            maxPerUser: max(1, env.int("LIVE_MAX_STREAMS_PER_USER", default: 10)))
+        let liveAuthorizer = LiveAuthorizer(
+            apps: appVerifier, tokens: tokenVerifier, sessions: runtime.sessions, store: LiveStore(db: runtime.db, logger: runtime.logger))
+        let liveSocket = LiveSocket(
+            path: "\(runtime.config.service.prefix)/live/socket", authorizer: liveAuthorizer, hub: liveHub, logger: runtime.logger)
         return try buildServiceApplication(
             runtime: runtime, appVerifier: appVerifier, tokenVerifier: tokenVerifier,
-            operatorVerifier: operatorKeys, services: [worker, sweeper, pushWorker, webhooks], userData: userData,
+            operatorVerifier: operatorKeys, services: [worker, sweeper, pushWorker, webhooks], everyReplica: [liveHub], userData: userData,
             timeline: SupportStore.timeline,
-            retention: [Self.auditLogRetention(env)] + PushStore.retention(env) + WebhookStore.retention(env)
+            retention: [Self.auditLogRetention(env)] + PushStore.retention(env) + WebhookStore.retention(env) + LiveStore.retention(env),
+            server: LiveUpgradeChannel.builder(liveSocket)
         ) { routes in
             try OpenAPIDocument.serve(.module, on: routes.open)
             JWKSController(document: jwks, issuer: runtime.config.authIssuer).addRoutes(to: routes.open)
@@ -179,6 +190,7 @@ public enum AuthService: ServiceDefinition {
             let hooks = WebhookController(store: webhookStore, sender: webhookSender, local: runtime.config.isLocal, clock: runtime.clock)
             hooks.addAdminRoutes(to: routes.admin)
             hooks.addInternalRoutes(to: routes.internal)
+            LiveController(authorizer: liveAuthorizer, hub: liveHub).addRoutes(open: routes.open, user: routes.user)
         }
     }
 

@@ -29,6 +29,10 @@ enum AuthErrorCode: String, ErrorCatalogue {
     case invalidLink = "invalid_link"
     /// This link is invalid or has expired
     case invalidOrExpiredToken = "invalid_or_expired_token"
+    /// This live ticket is unknown, used or expired; ask for a new one
+    case invalidTicket = "invalid_ticket"
+    /// This WebSocket handshake is malformed (Sec-WebSocket-Key, Sec-WebSocket-Version 13)
+    case invalidWebsocketHandshake = "invalid_websocket_handshake"
     /// This code is invalid or has expired; request a new one
     case invalidOtp = "invalid_otp"
     /// Game Center authentication failed
@@ -57,12 +61,16 @@ enum AuthErrorCode: String, ErrorCatalogue {
     case providerNotLinked = "provider_not_linked"
     /// … sign-in is temporarily unavailable
     case providerUnavailable = "provider_unavailable"
+    /// This replica is stopping; open the stream again
+    case shuttingDown = "shutting_down"
     /// Refresh token was already used; please sign in again
     case tokenReused = "token_reused"
     /// At most … devices per user; remove one first
     case tooManyDevices = "too_many_devices"
     /// An app has at most … webhook endpoints
     case tooManyEndpoints = "too_many_endpoints"
+    /// This route is a WebSocket: send the Upgrade
+    case upgradeRequired = "upgrade_required"
     /// This account was deleted
     case userErased = "user_erased"
     /// No account found with this Google or Apple ID (`can_register`)
@@ -72,16 +80,17 @@ enum AuthErrorCode: String, ErrorCatalogue {
 
     var status: HTTPStatus {
         switch self {
-        case .invalidOrExpiredToken, .passwordTooLong: .badRequest
+        case .invalidOrExpiredToken, .invalidWebsocketHandshake, .passwordTooLong: .badRequest
+        case .upgradeRequired: .init(code: 426)
         case .alreadyVerified, .deletionAlreadyScheduled, .deviceChanged, .emailAlreadyExists, .gameCenterAlreadyLinked, .identityAlreadyLinked,
             .lastSignInMethod, .notificationConflict, .playerIdAlreadyLinked, .providerAlreadyLinked:
             .conflict
         case .guestNotAllowed, .invalidLink, .notAllowed: .forbidden
         case .userErased: .gone
         case .notLinked, .providerNotLinked, .userNotFound: .notFound
-        case .mailUnavailable, .providerUnavailable: .serviceUnavailable
+        case .mailUnavailable, .providerUnavailable, .shuttingDown: .serviceUnavailable
         case .accountLocked: .tooManyRequests
-        case .guestSecretRequired, .invalidCredentials, .invalidOtp, .invalidSignature, .otpInvalidated, .tokenReused: .unauthorized
+        case .guestSecretRequired, .invalidCredentials, .invalidOtp, .invalidSignature, .invalidTicket, .otpInvalidated, .tokenReused: .unauthorized
         case .noEmail, .tooManyDevices, .tooManyEndpoints, .weakPassword: .unprocessableContent
         }
     }

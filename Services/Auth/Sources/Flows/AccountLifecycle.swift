@@ -37,6 +37,7 @@ public struct AccountLifecycle: Sendable {
                 on: conn, logger: logger)
         }
         try await facts.facts.forget(app: appID, user: userID, on: conn)
+        try await LiveStore.erase(user: userID, app: appID, on: conn, logger: logger)
         // #33: after erasure the app's servers are told; only the id (UC-AUTH-1.4).
         try await WebhookStore.record(
             WebhookEvent(

@@ -48,6 +48,9 @@ struct TokenRefresh: Sendable {
             case .endFamily:
                 guard let record else { return .refused }
                 let ended = try await ctx.refreshTokens.revokeFamily(record.familyID, reason: "reuse_detected", on: conn)
+                try await LiveStore.announce(
+                    app: record.appID, user: record.userID, type: .sessionRevoked, version: 0,
+                    data: ["session_id": .string(record.familyID.lowercasedString), "reason": .string("reuse_detected")], on: conn, logger: ctx.logger)
                 try await ctx.audit.record(reuseAudit(record.userID, ended), on: conn)
                 return .reused
             case .rotate:

@@ -55,6 +55,13 @@ struct InternalUsersController {
                 guard outcome.applied else { return current }
                 // A suspended account stays suspended whatever its subscription does.
                 if current.status == .suspended { return current }
+                // #46: the app's streams hear each new premium fact (a purchase, a renewal, a
+                // refund, an expiry, a cancel, a support grant), with subscription's version.
+                try await LiveStore.record(
+                    app: body.appID, user: userID, type: .subscriptionUpdated, version: body.version,
+                    data: [
+                        "premium": .bool(body.status == .premium), "status": .string(body.status.rawValue), "version": .int(Int(body.version))
+                    ], on: conn, logger: ctx.logger)
                 return try await ctx.users.setStatus(userID, appID: body.appID, status: body.status, reason: nil, on: conn)
             }
             guard let updated else { throw AppError.notFound("User") }

@@ -103,8 +103,22 @@ struct PrivacyController {
             ("third_party", old.consentThirdParty, new.consentThirdParty),
             ("game_center", old.consentGameCenter, new.consentGameCenter)
         ]
+        var version: Int64?
+        var changed: [JSONValue] = []
         for (consent, before, after) in changes where before != after {
-            try await ctx.facts.consentChanged(app: app, user: user, consent: consent, value: after, on: conn)
+            version = try await ctx.facts.consentChanged(app: app, user: user, consent: consent, value: after, on: conn)
+            changed.append(.string(consent))
+        }
+        // #46: the user's other devices hear it at commit.
+        if let version {
+            let consents: [String: JSONValue] = [
+                "analytics": .bool(new.consentAnalytics), "third_party": .bool(new.consentThirdParty),
+                "geolocation": .bool(new.consentGeolocation), "personalized_ads": .bool(new.consentPersonalizedAds),
+                "notifications": .bool(new.consentNotifications), "game_center": .bool(new.consentGameCenter)
+            ]
+            try await LiveStore.record(
+                app: app, user: user, type: .consentUpdated, version: version,
+                data: ["consents": .object(consents), "changed": .array(changed), "version": .int(Int(version))], on: conn, logger: ctx.logger)
         }
     }
 

@@ -54,6 +54,24 @@ struct FactPublisher: Sendable {
         case .erased: fact.state = .erased
         }
         try await facts.record(fact, on: conn)
+        // #46: the streams this ends close at commit (the event is not kept: it is never resumed).
+        switch end {
+        case .one(let sid):
+            try await LiveStore.announce(
+                app: app, user: user, type: .sessionRevoked, version: version,
+                data: ["session_id": .string(sid.lowercasedString), "reason": .string("logout")], on: conn, logger: logger)
+        case .all:
+            try await LiveStore.announce(
+                app: app, user: user, type: .sessionRevoked, version: version,
+                data: ["session_epoch": .int(epoch), "reason": .string("logout_all")], on: conn, logger: logger)
+        case .suspended:
+            try await LiveStore.announce(
+                app: app, user: user, type: .sessionRevoked, version: version,
+                data: ["session_epoch": .int(epoch), "reason": .string("suspended")], on: conn, logger: logger)
+        case .erased:
+            try await LiveStore.announce(app: app, user: user, type: .accountDeleted, version: version, data: [:], on: conn, logger: logger)
+        case .reinstated: break
+        }
         for service in Self.sessionReceivers {
             try await Outbox.write(
                 try OutboxMessage(target: service, method: "PUT", path: Self.path(user, app, "/sessions"), body: fact),

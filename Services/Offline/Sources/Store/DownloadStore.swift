@@ -2,6 +2,7 @@ import Foundation
 import Logging
 import PostgresNIO
 import ServiceKit
+import WireTypes
 
 struct DownloadJobStatus: Encodable, Sendable {
     var jobID: UUID
@@ -190,10 +191,21 @@ struct DownloadStore: Sendable {
     }
 
     func complete(_ id: UUID, withErrors: Bool, now: Date, on conn: PostgresConnection) async throws {
-        try await conn.run(
+        let status = withErrors ? "completed_with_errors" : "completed"
+        for try await (app, user) in try await conn.run(
             """
-            UPDATE download_jobs SET status = \(withErrors ? "completed_with_errors" : "completed"), completed_at = \(now) WHERE id = \(id)
-            """, logger: logger)
+            UPDATE download_jobs SET status = \(status), completed_at = \(now) WHERE id = \(id) RETURNING app_id, user_id
+            """, logger: logger
+        ).decode((UUID, UUID).self) {
+            // #46: the user's app hears it live (and an app's servers by webhook), iff this commits.
+            try await Outbox.write(
+                try OutboxMessage(
+                    target: .auth, method: "POST", path: "/internal/events",
+                    body: WebhookEventMessage(
+                        type: "download.completed", id: id, appID: app, createdAt: now, version: 1,
+                        data: ["user_id": .string(user.lowercasedString), "job_id": .string(id.lowercasedString), "status": .string(status)])),
+                on: conn, logger: logger)
+        }
     }
 
     func failedByCategory(job: UUID, on conn: PostgresConnection) async throws -> [String: Int] {

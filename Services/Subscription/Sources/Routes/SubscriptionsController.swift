@@ -359,6 +359,9 @@ struct SubscriptionsController {
             }
             try await subscriptions.markCancelRequested(current.id, now: now, on: conn)
             try await subscriptions.event(current.id, app: app, user: user, type: "cancel_requested", now: now, on: conn)
+            // Access is unchanged, but the fact gets a new version: the user's other devices hear
+            // of the cancel on their live stream (#46).
+            try await subscriptions.announceAccess(app: app, user: user, on: conn)
             return current
         }
         let url = sub.store == "apple" ? "https://apps.apple.com/account/subscriptions" : "https://play.google.com/store/account/subscriptions"

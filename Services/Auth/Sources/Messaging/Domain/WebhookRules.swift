@@ -18,6 +18,7 @@ public enum WebhookEventType: String, Codable, Sendable, CaseIterable {
     case userDeleted = "user.deleted"
     case consentChanged = "consent.changed"
     case syncConflictOpened = "sync.conflict_opened"
+    case downloadCompleted = "download.completed"
 }
 
 /// Standard Webhooks (standardwebhooks.com): what we sign and how, so a receiver verifies us with

@@ -123,7 +123,7 @@ struct WebhookController: Sendable {
             guard WebhookEventType(rawValue: b.type) != nil else { throw AppError.validation("type", "unknown event type '\(b.type.prefix(60))'") }
             guard b.version >= 0 else { throw AppError.validation("version", "version must be 0 or more") }
             let event = WebhookEvent(type: b.type, id: b.id, appID: b.appID, createdAt: b.createdAt ?? clock.now(), version: b.version, data: b.data)
-            let created = try await store.record(event)
+            let created = try await store.record(event, live: LiveRules.fromWebhook(type: b.type, data: b.data))
             return try context.json(["recorded": created], status: created ? .accepted : .ok)
         }
     }

@@ -145,11 +145,24 @@ struct WebhookStore: Sendable {
             """
     }
 
-    /// An event from another service's outbox, in its own (implicit) transaction.
-    func record(_ event: WebhookEvent) async throws -> Bool {
-        var inserted = false
-        for try await _ in try await db.query(Self.recordQuery(event), logger: logger) { inserted = true }
-        return inserted
+    /// An event from another service's outbox, in its own (implicit) transaction; with the live
+    /// event it is for its user (#46), both in one.
+    func record(_ event: WebhookEvent, live: (LiveEventType, [String: JSONValue])? = nil) async throws -> Bool {
+        guard let (type, data) = live, case .string(let raw)? = event.data["user_id"], let user = UUID(uuidString: raw) else {
+            var inserted = false
+            for try await _ in try await db.query(Self.recordQuery(event), logger: logger) { inserted = true }
+            return inserted
+        }
+        return try await db.withTransaction(logger: logger) { conn in
+            var inserted = false
+            for try await _ in try await conn.run(Self.recordQuery(event), logger: logger) { inserted = true }
+            var data = data
+            data["version"] = .int(Int(event.version))
+            let live = try await LiveStore.record(
+                app: event.appID, user: user, type: type, id: event.id, version: event.version, data: data, createdAt: event.createdAt, on: conn,
+                logger: logger)
+            return inserted || live != nil
+        }
     }
 
     // MARK: deliveries

@@ -1,0 +1,138 @@
+import Foundation
+import HTTPTypes
+import Hummingbird
+import NIOCore
+import ServiceKit
+import ServiceLifecycle
+import WireTypes
+
+/// Who may open a stream (#46): `Authorization: Bearer` with `X-App-ID` (and `X-API-Key` when
+/// sent), or a ticket. Every refusal is an `AppError`: a 401 envelope before the stream starts.
+struct LiveAuthorizer: Sendable {
+    let apps: any AppVerifier
+    let tokens: AccessTokenVerifier
+    let sessions: SessionRegistry
+    let store: LiveStore
+
+    func authorize(headers: HTTPFields, ticket: String?) async throws -> LiveRules.Session {
+        let session: LiveRules.Session
+        if let ticket {
+            guard let s = try await store.useTicket(ticket) else {
+                throw AppError(AuthErrorCode.invalidTicket, "This live ticket is unknown, used or expired; ask for a new one")
+            }
+            session = s
+        } else {
+            guard let rawApp = headers.value(.xAppID) else {
+                throw AppError(.unauthorized, "missing_api_key", "X-App-ID (with a bearer token) or ?ticket= is required")
+            }
+            guard let appID = UUID(hexString: rawApp) else { throw AppError(.unauthorized, "invalid_api_key", "X-App-ID must be a UUID") }
+            if let key = headers.value(.xAPIKey) {
+                guard key.utf8.count <= 256 else { throw AppError(.unauthorized, "invalid_api_key", "Invalid application credentials") }
+                switch try await apps.verdict(appID: appID, apiKey: key) {
+                case .valid: break
+                case .invalid: throw AppError(.unauthorized, "invalid_api_key", "Invalid application credentials")
+                case .disabled: throw AppError(.forbidden, "app_disabled", "This application is disabled; contact its publisher")
+                }
+            }
+            guard let token = headers.bearerCredential else {
+                throw AppError(.unauthorized, "unauthorized", "Authorization: Bearer <access_token> is required")
+            }
+            let claims = try await tokens.verify(token, appID: appID)
+            session = LiveRules.Session(appID: appID, userID: claims.userID, sessionID: claims.sid, sessionEpoch: claims.sv)
+        }
+        // A session that ended (here or on another replica) opens nothing.
+        let verdict = sessions.snapshot.verdict(
+            app: session.appID, user: session.userID, session: session.sessionID, sessionEpoch: session.sessionEpoch)
+        if let refusal = AppError.refusal(verdict) { throw refusal }
+        return session
+    }
+
+    /// The resume point of a request: `Last-Event-ID` or `?after=`; 400 when it is not a cursor.
+    static func resume(headers: HTTPFields, query: [String: String]) throws -> LiveRules.Resume {
+        let resume = LiveRules.resume(lastEventID: headers.value(HTTPField.Name("Last-Event-ID")!), after: query["after"])
+        if case .malformed(let message) = resume { throw AppError.badRequest(message, field: "cursor") }
+        return resume
+    }
+}
+
+/// `/auth/v1/live/…`: the app's own live events.
+struct LiveController: Sendable {
+    let authorizer: LiveAuthorizer
+    let hub: LiveHub
+    let ticketTTL: Duration = .seconds(60)
+
+    struct TicketResponse: Encodable {
+        var ticket: String
+        var expiresIn: Int
+        enum CodingKeys: String, CodingKey { case ticket, expiresIn = "expires_in" }
+    }
+
+    func addRoutes(open: RouterGroup<ServiceRequestContext>, user: RouterGroup<ServiceRequestContext>) {
+        // Behind the tenant and token checks: the ticket stands for the bearer's session.
+        user.post("live/tickets") { request, context in
+            let session = try await authorizer.authorize(headers: request.headers, ticket: nil)
+            let ticket = try await authorizer.store.issueTicket(session, ttl: ticketTTL)
+            return try context.json(TicketResponse(ticket: ticket, expiresIn: Int(ticketTTL.components.seconds)), status: .created)
+        }
+        open.get("live/events") { request, context in try await events(request, context) }
+        // Reached only when the WebSocket upgrade did not happen (LiveUpgradeChannel): the
+        // refusal it stands for, in the envelope.
+        open.get("live/socket") { request, context -> Response in
+            let query = Self.query(request)
+            _ = try LiveAuthorizer.resume(headers: request.headers, query: query)
+            _ = try await authorizer.authorize(headers: request.headers, ticket: query["ticket"])
+            guard request.headers.value(.upgrade)?.lowercased() == "websocket" else {
+                throw AppError(AuthErrorCode.upgradeRequired, "This route is a WebSocket: send Connection: Upgrade, Upgrade: websocket")
+            }
+            throw AppError(
+                AuthErrorCode.invalidWebsocketHandshake,
+                "The WebSocket handshake needs Sec-WebSocket-Version: 13 and a Sec-WebSocket-Key, as the connection's first request")
+        }
+    }
+
+    static func query(_ request: Request) -> [String: String] {
+        var out: [String: String] = [:]
+        for (k, v) in request.uri.queryParameters where out[String(k)] == nil { out[String(k)] = String(v) }
+        return out
+    }
+
+    /// Server-Sent Events: the stream's frames as `id:`, `event:`, `data:` lines; a comment as
+    /// the heartbeat.
+    func events(_ request: Request, _ context: ServiceRequestContext) async throws -> Response {
+        let query = Self.query(request)
+        let resume = try LiveAuthorizer.resume(headers: request.headers, query: query)
+        let session = try await authorizer.authorize(headers: request.headers, ticket: query["ticket"])
+        guard let subscription = hub.open(user: session.userID) else {
+            throw AppError(AuthErrorCode.shuttingDown, "This replica is stopping; open the stream again")
+        }
+        let stream = LiveStream(store: authorizer.store, hub: hub, sessions: authorizer.sessions, session: session)
+        let hub = hub
+        var headers: HTTPFields = [.contentType: "text/event-stream", .cacheControl: "no-cache"]
+        headers[HTTPField.Name("X-Accel-Buffering")!] = "no"
+        return Response(
+            status: .ok, headers: headers,
+            body: ResponseBody { writer in
+                do {
+                    // The answer's head goes out now, with the client's reconnection delay.
+                    try await writer.write(ByteBuffer(string: "retry: 3000\n\n"))
+                    try await withGracefulShutdownHandler {
+                        try await stream.run(resume: resume, subscription: subscription) { frame in
+                            switch frame {
+                            case .event(let cursor, let type, let json):
+                                try await writer.write(ByteBuffer(string: LiveRules.sse(cursor: cursor, type: type, json: json)))
+                            case .heartbeat: try await writer.write(ByteBuffer(string: ": heartbeat\n\n"))
+                            case .close: break
+                            }
+                        }
+                    } onGracefulShutdown: {
+                        hub.closeAll()
+                    }
+                    hub.close(subscription, user: session.userID)
+                    try await writer.finish(nil)
+                } catch {
+                    hub.close(subscription, user: session.userID)
+                    throw error
+                }
+            })
+    }
+}

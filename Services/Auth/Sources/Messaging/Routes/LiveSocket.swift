@@ -1,0 +1,264 @@
+import Foundation
+import HTTPTypes
+import Hummingbird
+import HummingbirdCore
+import Logging
+import NIOCore
+import NIOHTTP1
+import NIOHTTPTypes
+import NIOHTTPTypesHTTP1
+import NIOWebSocket
+import ServiceKit
+import ServiceLifecycle
+import Synchronization
+import WireTypes
+
+/// Auth's HTTP/1 connections, with the live WebSocket's upgrade (#46). NIO's upgrade handler
+/// keeps no copy of a request it tried to upgrade: a refused one never reaches the router, and
+/// hummingbird-websocket answers it with an empty 400 (an Upgrade on a kept-alive connection
+/// with a 307). A client must get the JSON envelope (401 for a bad token, before anything
+/// opens), so this channel notes the first request's head and answers a refused upgrade itself,
+/// with the same checks as `GET /auth/v1/live/socket` (which answers a request that asked for
+/// no upgrade: 426).
+struct LiveUpgradeChannel: ServerChildChannel, HTTPChannelHandler {
+    enum UpgradeResult: Sendable {
+        case websocket(NIOAsyncChannel<WebSocketFrame, WebSocketFrame>, LiveSocket.Accepted)
+        case notUpgraded(NIOAsyncChannel<HTTPRequestPart, HTTPResponsePart>)
+    }
+
+    struct Value: ServerChildChannelValue {
+        let upgradeResult: EventLoopFuture<UpgradeResult>
+        let channel: any Channel
+        fileprivate let decision: Decision
+    }
+
+    let responder: HTTPChannelHandler.Responder
+    let socket: LiveSocket
+
+    /// What the upgrade decided, kept from the check to the new pipeline, and the first
+    /// request's head when it asked for an upgrade (one per connection).
+    fileprivate final class Decision: Sendable {
+        let accepted = Mutex<LiveSocket.Accepted?>(nil)
+        let upgradeHead = Mutex<HTTPRequestHead?>(nil)
+    }
+
+    /// Notes the connection's first request head if it asks for an upgrade, then steps aside.
+    private final class FirstHead: ChannelInboundHandler, RemovableChannelHandler {
+        typealias InboundIn = HTTPServerRequestPart
+        typealias InboundOut = HTTPServerRequestPart
+        let decision: Decision
+        init(_ decision: Decision) { self.decision = decision }
+        func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+            guard case .head(let head) = unwrapInboundIn(data) else { return context.fireChannelRead(data) }
+            if head.headers.contains(name: "upgrade") { decision.upgradeHead.withLock { $0 = head } }
+            context.fireChannelRead(data)
+            context.pipeline.syncOperations.removeHandler(self, promise: nil)
+        }
+    }
+
+    static func builder(_ socket: LiveSocket) -> HTTPServerBuilder {
+        HTTPServerBuilder { responder in LiveUpgradeChannel(responder: responder, socket: socket) }
+    }
+
+    func setup(channel: any Channel, logger: Logger) -> EventLoopFuture<Value> {
+        channel.eventLoop.makeCompletedFuture {
+            let decision = Decision()
+            let socket = self.socket
+            let upgrader = NIOTypedWebSocketServerUpgrader<UpgradeResult>(
+                maxFrameSize: 1 << 14,
+                shouldUpgrade: { channel, head in
+                    // Called only once the key and version 13 are there (NIO checks them).
+                    let promise = channel.eventLoop.makePromise(of: HTTPHeaders?.self)
+                    promise.completeWithTask {
+                        guard let accepted = await socket.accept(head) else { return nil }
+                        decision.accepted.withLock { $0 = accepted }
+                        return HTTPHeaders()
+                    }
+                    return promise.futureResult
+                },
+                upgradePipelineHandler: { channel, _ in
+                    channel.eventLoop.makeCompletedFuture {
+                        let ws = try NIOAsyncChannel<WebSocketFrame, WebSocketFrame>(
+                            wrappingChannelSynchronously: channel, configuration: .init(isOutboundHalfClosureEnabled: true))
+                        guard let accepted = decision.accepted.withLock({ $0 }) else { throw ChannelError.inputClosed }
+                        return UpgradeResult.websocket(ws, accepted)
+                    }
+                })
+            let upgrades = NIOTypedHTTPServerUpgradeConfiguration(
+                upgraders: [upgrader],
+                notUpgradingCompletionHandler: { channel in
+                    channel.eventLoop.makeCompletedFuture {
+                        try channel.pipeline.syncOperations.addHandler(HTTP1ToHTTPServerCodec(secure: false))
+                        // A refused upgrade's request never comes through (NIO drops it), so its
+                        // answer is written without a request: the state handler would hold it.
+                        if decision.upgradeHead.withLock({ $0 }) == nil {
+                            try channel.pipeline.syncOperations.addHandler(HTTPConnectionStateHandler(idleTimeout: nil, logger: logger))
+                        }
+                        return UpgradeResult.notUpgraded(
+                            try NIOAsyncChannel<HTTPRequestPart, HTTPResponsePart>(
+                                wrappingChannelSynchronously: channel, configuration: .init(isOutboundHalfClosureEnabled: true)))
+                    }
+                })
+            var configuration = NIOUpgradableHTTPServerPipelineConfiguration<UpgradeResult>(upgradeConfiguration: upgrades)
+            configuration.enablePipelining = false
+            configuration.enableErrorHandling = false
+            configuration.enableResponseHeaderValidation = false
+            let negotiated = try channel.pipeline.syncOperations.configureUpgradableHTTPServerPipeline(configuration: configuration)
+            let upgradeHandler = try channel.pipeline.syncOperations.handler(type: NIOTypedHTTPServerUpgradeHandler<UpgradeResult>.self)
+            try channel.pipeline.syncOperations.addHandler(FirstHead(decision), position: .before(upgradeHandler))
+            return Value(upgradeResult: negotiated, channel: channel, decision: decision)
+        }
+    }
+
+    func handle(value: Value, logger: Logger) async {
+        do {
+            switch try await value.upgradeResult.get() {
+            case .notUpgraded(let http):
+                if let head = value.decision.upgradeHead.withLock({ $0 }) {
+                    await socket.refuse(head, on: http)
+                } else {
+                    await handleHTTP(asyncChannel: http, logger: logger)
+                }
+            case .websocket(let ws, let accepted): await socket.serve(ws, accepted)
+            }
+        } catch {
+            logger.debug("connection ended before its first request", metadata: ["error": "\(error)"])
+        }
+    }
+}
+
+/// `GET /auth/v1/live/socket` upgraded: the stream's frames as text frames (the event with its
+/// cursor), a ping as the heartbeat, the stream's end as a close frame with its code.
+struct LiveSocket: Sendable {
+    let path: String
+    let authorizer: LiveAuthorizer
+    let hub: LiveHub
+    let logger: Logger
+
+    struct Accepted: Sendable {
+        var session: LiveRules.Session
+        var resume: LiveRules.Resume
+    }
+
+    /// The upgrade is accepted only for this route, with a cursor (or none) and a session that
+    /// may open it; anything else goes on to the route, which answers why.
+    func accept(_ head: HTTPRequestHead) async -> Accepted? {
+        let uri = URI(head.uri)
+        guard uri.path == path || uri.path == path + "/", head.method == .GET else { return nil }
+        var query: [String: String] = [:]
+        for (k, v) in uri.queryParameters where query[String(k)] == nil { query[String(k)] = String(v) }
+        var fields = HTTPFields()
+        for (name, value) in head.headers { if let n = HTTPField.Name(name) { fields.append(HTTPField(name: n, value: value)) } }
+        guard let resume = try? LiveAuthorizer.resume(headers: fields, query: query),
+            let session = try? await authorizer.authorize(headers: fields, ticket: query["ticket"])
+        else { return nil }
+        return Accepted(session: session, resume: resume)
+    }
+
+    /// Why an upgrade was not made, as the route would say it; written on the connection, which
+    /// then closes.
+    func refusal(_ head: HTTPRequestHead) async -> AppError {
+        let uri = URI(head.uri)
+        guard uri.path == path || uri.path == path + "/" else {
+            return AppError.badRequest("Upgrade is answered on \(path) only (WebSocket)", field: "Upgrade")
+        }
+        var query: [String: String] = [:]
+        for (k, v) in uri.queryParameters where query[String(k)] == nil { query[String(k)] = String(v) }
+        var fields = HTTPFields()
+        for (name, value) in head.headers { if let n = HTTPField.Name(name) { fields.append(HTTPField(name: n, value: value)) } }
+        do {
+            _ = try LiveAuthorizer.resume(headers: fields, query: query)
+            _ = try await authorizer.authorize(headers: fields, ticket: query["ticket"])
+        } catch let refusal as AppError {
+            return refusal
+        } catch {
+            return AppError.unavailable
+        }
+        guard head.headers[canonicalForm: "upgrade"].contains(where: { $0.lowercased() == "websocket" }) else {
+            return AppError(AuthErrorCode.upgradeRequired, "This route is a WebSocket: send Connection: Upgrade, Upgrade: websocket")
+        }
+        return AppError(
+            AuthErrorCode.invalidWebsocketHandshake, "The WebSocket handshake needs Sec-WebSocket-Version: 13 and a Sec-WebSocket-Key")
+    }
+
+    func refuse(_ head: HTTPRequestHead, on http: NIOAsyncChannel<HTTPRequestPart, HTTPResponsePart>) async {
+        let refusal = await refusal(head)
+        var envelope = ErrorEnvelope(error: refusal.code, message: refusal.message, extra: refusal.extra)
+        if let id = head.headers.first(name: "x-request-id") { envelope.extra["request_id"] = .string(String(id.prefix(128))) }
+        let body = (try? JSON.encoder.encode(envelope)) ?? Data()
+        var fields = refusal.headers
+        fields[.contentType] = "application/json; charset=utf-8"
+        fields[.contentLength] = String(body.count)
+        fields[.connection] = "close"
+        logger.info("live socket refused", metadata: ["status": "\(refusal.status.code)", "error": "\(refusal.code)"])
+        do {
+            try await http.executeThenClose { _, outbound in
+                try await outbound.write(.head(HTTPResponse(status: refusal.status, headerFields: fields)))
+                try await outbound.write(.body(ByteBuffer(bytes: body)))
+                try await outbound.write(.end(nil))
+            }
+        } catch {
+            logger.debug("could not answer a refused upgrade", metadata: ["error": "\(error)"])
+        }
+    }
+
+    func serve(_ ws: NIOAsyncChannel<WebSocketFrame, WebSocketFrame>, _ accepted: Accepted) async {
+        let stream = LiveStream(store: authorizer.store, hub: hub, sessions: authorizer.sessions, session: accepted.session)
+        let hub = hub
+        // Registered before the stream reads anything: what commits meanwhile is either read or heard.
+        guard let subscription = hub.open(user: accepted.session.userID) else {
+            try? await ws.executeThenClose { _, outbound in
+                var data = ByteBuffer()
+                data.writeInteger(UInt16(1012))
+                data.writeString(LiveEventType.closing.rawValue)
+                try await outbound.write(WebSocketFrame(fin: true, opcode: .connectionClose, data: data))
+            }
+            return
+        }
+        do {
+            try await ws.executeThenClose { inbound, outbound in
+                try await withThrowingTaskGroup(of: Void.self) { group in
+                    // The client's side: a ping is answered, a close ends the stream.
+                    group.addTask {
+                        for try await frame in inbound {
+                            switch frame.opcode {
+                            case .ping:
+                                try await outbound.write(WebSocketFrame(fin: true, opcode: .pong, data: frame.unmaskedData))
+                            case .connectionClose:
+                                try await outbound.write(WebSocketFrame(fin: true, opcode: .connectionClose, data: frame.unmaskedData))
+                                return
+                            default: continue
+                            }
+                        }
+                    }
+                    group.addTask {
+                        try await withGracefulShutdownHandler {
+                            try await stream.run(resume: accepted.resume, subscription: subscription) { frame in
+                                switch frame {
+                                case .event(let cursor, _, let json):
+                                    let text = LiveRules.socketText(cursor: cursor, json: json)
+                                    try await outbound.write(WebSocketFrame(fin: true, opcode: .text, data: ByteBuffer(string: text)))
+                                case .heartbeat:
+                                    try await outbound.write(WebSocketFrame(fin: true, opcode: .ping, data: ByteBuffer()))
+                                case .close(let code, let reason):
+                                    var data = ByteBuffer()
+                                    data.writeInteger(code)
+                                    data.writeString(reason)
+                                    try await outbound.write(WebSocketFrame(fin: true, opcode: .connectionClose, data: data))
+                                }
+                            }
+                        } onGracefulShutdown: {
+                            hub.closeAll()
+                        }
+                    }
+                    // Whichever side ends first ends the stream.
+                    try await group.next()
+                    group.cancelAll()
+                }
+            }
+        } catch {
+            logger.debug("live socket ended", metadata: ["error": "\(error)"])
+        }
+        hub.close(subscription, user: accepted.session.userID)
+    }
+}
