@@ -86,6 +86,22 @@ final class JourneyTests: XCTestCase {
         let verified = try await app.auth.postAuthVerifyEmail(body: .json(.init(token: verifyToken ?? ""))).ok.body.json
         XCTAssertTrue(verified.emailVerified)
 
+        // The first device listens (#46): what the tablet buys arrives on its stream.
+        let listener = try await backend(token: await app.credentials.accessToken)
+        let (opened, openedNow) = AsyncStream.makeStream(of: Void.self)
+        let heard = Task { () -> [String] in
+            defer { openedNow.finish() }
+            var types: [String] = []
+            for try await update in listener.live() {
+                types.append(update.type.rawValue)
+                if update.type == .state_snapshot { openedNow.yield() }
+                if update.type == .subscription_updated, update.event.data.additionalProperties["premium"]?.value as? Bool == true { break }
+            }
+            return types
+        }
+        var isOpen = opened.makeAsyncIterator()
+        _ = await isOpen.next()
+
         // A second device signs in with the email.
         let second = try await app.auth.postAuthLogin(
             body: .json(
@@ -109,6 +125,15 @@ final class JourneyTests: XCTestCase {
         XCTAssertEqual(purchase.subscription.status, .active)
         let me = try await app.subscription.getSubscriptionsMe().ok.body.json
         XCTAssertTrue(me.isPremium)
+        // The first device heard it within 5 s, after its snapshot.
+        let deadline = Task {
+            try await Task.sleep(for: .seconds(5))
+            heard.cancel()
+        }
+        let types = try await heard.value
+        deadline.cancel()
+        XCTAssertEqual(types.first, "state.snapshot")
+        XCTAssertEqual(types.last, "subscription.updated", "the purchase on the tablet, live on the first device: \(types)")
         // Premium everywhere within a second (subscription's outbox tells ads and offline at
         // commit): no ads, offline limits lifted, auth knows.
         let told = Date()

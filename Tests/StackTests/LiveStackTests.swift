@@ -276,6 +276,46 @@ final class LiveStackTests: XCTestCase {
         XCTAssertEqual((try? JSONDecoder().decode([String: JSONValue].self, from: unauthorized.body))?["error"], .string("unauthorized"))
     }
 
+    func testTheEleventhStreamReplacesTheOldestAndAnErasureEndsThemAll() async throws {
+        let a = try await client.guest()
+        var streams: [SSE] = []
+        for i in 0..<10 {
+            let s = try await sse(a)
+            XCTAssertEqual(s.status, 200)
+            try await events(s, count: 1, "snapshot \(i)")
+            streams.append(s)
+        }
+        let eleventh = try await sse(a)
+        try await events(eleventh, count: 1, "the eleventh's snapshot")
+        let replaced = try await events(streams[0], from: 1, count: 1, "stream.replaced on the oldest")
+        XCTAssertEqual(replaced.first?.type, "stream.replaced")
+        for s in streams.dropFirst() { XCTAssertEqual(s.events.map(\.type), ["state.snapshot"], "the others go on") }
+
+        // The deletion runs (its due date moved to now): account.deleted on every stream, then the end.
+        let (scheduled, _) = try await client.call("DELETE", "/auth/v1/auth/me", a.headers)
+        XCTAssertEqual(scheduled, 202)
+        try await withPostgres(TestEnvironment.adminClient(database: TestEnvironment.stackDatabase)) { db in
+            try await db.query("UPDATE auth.deletions SET scheduled_for = now() - interval '1 second' WHERE user_id = \(a.userID) AND status = 'scheduled'")
+            try await db.query("UPDATE auth.jobs SET run_at = now() WHERE kind = 'execute_deletion' AND status = 'pending'")
+        }
+        let deleted = try await events(eleventh, from: 1, count: 1, seconds: 15, "account.deleted")
+        XCTAssertEqual(deleted.first?.type, "account.deleted")
+        for s in streams.dropFirst() + [eleventh] {
+            let deadline = ContinuousClock.now + .seconds(5)
+            while !s.isEnded && ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(20)) }
+            XCTAssertTrue(s.isEnded)
+            XCTAssertEqual(s.events.last?.type, "account.deleted")
+        }
+        // The user's events went with the account.
+        let left = try await withPostgres(TestEnvironment.adminClient(database: TestEnvironment.stackDatabase)) { db in
+            for try await n in try await db.query(
+                "SELECT (SELECT count(*) FROM auth.live_events WHERE user_id = \(a.userID)) + (SELECT count(*) FROM auth.live_counters WHERE user_id = \(a.userID))"
+            ).decode(Int.self) { return n }
+            return -1
+        }
+        XCTAssertEqual(left, 0)
+    }
+
     // MARK: WebSocket
 
     /// A WebSocket stream's text frames and how it closed.

@@ -9,6 +9,9 @@
    of the restart (the jobs' 15 s lease, #34), each item and answer once.
 4. Each service is killed while its outbox messages are in flight to receivers that hang: each
    message is delivered within 30 s of the restart (the outbox's 15 s lease, #34).
+5. A live stream held by a second auth replica hears a change committed through the first; the
+   replica gets SIGTERM: the stream hears stream.closing and ends, the replica exits, and the
+   client resumes on the other replica with its cursor, missing nothing and hearing nothing twice (#46).
 
 Standard library only (urllib, threads); exits non-zero on the first broken promise.
 """
@@ -20,7 +23,10 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
+from urllib.parse import urlparse
+import http.client
 import uuid
 
 from stackcall import call
@@ -589,12 +595,120 @@ def outbox_heals_when_a_sender_dies():
           + ", ".join("%s %d message(s) %.1f s" % (s, n, t) for s, (n, t) in healed.items()))
 
 
+class LiveReader(threading.Thread):
+    """One Server-Sent Events stream, read as it arrives: (cursor, type, data) in order."""
+
+    def __init__(self, url, headers):
+        super().__init__(daemon=True)
+        u = urlparse(url)
+        self.conn = http.client.HTTPConnection(u.hostname, u.port, timeout=60)
+        self.conn.request("GET", u.path + ("?" + u.query if u.query else ""), headers=headers)
+        self.response = self.conn.getresponse()
+        self.events, self.ended = [], False
+        self.start()
+
+    def run(self):
+        block = {}
+        try:
+            while True:
+                line = self.response.fp.readline()
+                if not line:
+                    break
+                line = line.decode().rstrip("\n")
+                if line == "":
+                    if "event" in block:
+                        self.events.append((block.get("id"), block["event"], json.loads(block.get("data", "{}")).get("data", {})))
+                    block = {}
+                elif line.startswith("id: "):
+                    block["id"] = line[4:]
+                elif line.startswith("event: "):
+                    block["event"] = line[7:]
+                elif line.startswith("data: "):
+                    block["data"] = line[6:]
+        except OSError:
+            pass
+        self.ended = True
+
+    def wait(self, n, what, seconds=5):
+        deadline = time.time() + seconds
+        while len(self.events) < n:
+            if time.time() > deadline:
+                fail("live stream: %s not within %d s: %s" % (what, seconds, [e[1] for e in self.events]))
+            time.sleep(0.02)
+        return self.events
+
+
+def live_streams_cross_replicas_and_survive_sigterm():
+    binaries = os.environ.get("TEST_BIN_DIR", ROOT + "/.build/debug")
+    port = 3011
+    log = open(DATA + "/logs/auth-replica.log", "w")
+    replica = subprocess.Popen([binaries + "/auth-service", "serve"], env=dict(os.environ, AUTH_PORT=str(port)), stdout=log,
+                               stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, cwd=ROOT)
+    try:
+        deadline = time.time() + 60
+        while call("GET", "http://127.0.0.1:%d/ready" % port, {})[0] != 200:
+            if time.time() > deadline:
+                fail("the auth replica is not ready")
+            time.sleep(0.2)
+        h = guest(0)
+        headers = {k: v for k, v in h.items() if k != "Content-Type"}
+        held = LiveReader("http://127.0.0.1:%d/auth/v1/live/events" % port, headers)
+        if held.response.status != 200:
+            fail("the replica refused the stream: %s" % held.response.status)
+        held.wait(1, "the snapshot")
+
+        def consent(value):
+            status, body = call("PATCH", GATEWAY + "/auth/v1/auth/privacy", h, {"consent_analytics": value})
+            if status != 200:
+                fail("consent change: %s %s" % (status, body))
+        # Committed through the first replica (the gateway's), heard on the second's stream.
+        started = time.time()
+        consent(True)
+        held.wait(2, "an event committed through the other replica")
+        crossed = time.time() - started
+        # SIGTERM: the stream hears stream.closing and ends; two changes land meanwhile.
+        replica.send_signal(signal.SIGTERM)
+        consent(False)
+        consent(True)
+        deadline = time.time() + 5
+        while not held.ended:
+            if time.time() > deadline:
+                fail("the stream is still open 5 s after SIGTERM: %s" % [e[1] for e in held.events])
+            time.sleep(0.02)
+        try:
+            replica.wait(15)
+        except subprocess.TimeoutExpired:
+            fail("the auth replica did not exit within 15 s of SIGTERM with a stream open")
+        types = [e[1] for e in held.events]
+        if types[-1] != "stream.closing":
+            fail("the stream's last event before SIGTERM's end: %s" % types)
+        kept = [e for e in held.events if e[0] and e[1] != "state.snapshot"]
+        back = LiveReader(GATEWAY + "/auth/v1/live/events", dict(headers, **{"Last-Event-ID": (kept or held.events)[-1][0]}))
+        want = 3 - len(kept)
+        got = back.wait(want, "the events missed across the SIGTERM") if want else []
+        time.sleep(0.5)
+        heard = kept + back.events
+        values = [e[2].get("consents", {}).get("analytics") for e in heard if e[1] == "consent.updated"]
+        if values != [True, False, True] or len(back.events) != want:
+            fail("across the SIGTERM: %s then %s" % ([(e[0], e[1]) for e in held.events], [(e[0], e[1]) for e in back.events]))
+        seqs = [int(e[0].split("-")[0]) for e in heard]
+        if seqs != sorted(set(seqs)):
+            fail("cursors repeated or out of order: %s" % seqs)
+        print("live: an event committed through one auth replica reached a stream on the other in %.0f ms; SIGTERM closed the stream "
+              "(stream.closing), the replica exited, the client resumed on the other replica: %d event(s) before, %d after, none lost or twice"
+              % (crossed * 1000, len(kept), len(got)))
+    finally:
+        if replica.poll() is None:
+            replica.kill()
+
+
 CHECKS = {
     "offline-kill": jobs_heal_when_offline_dies,
     "outbox-kill": outbox_heals_when_a_sender_dies,
     "subscription-kill": credits_arrive_once_when_subscription_dies,
     "postgres-restart": writes_survive_a_database_restart,
     "replicas": replicas_share_the_database,
+    "live": live_streams_cross_replicas_and_survive_sigterm,
 }
 
 if __name__ == "__main__":
