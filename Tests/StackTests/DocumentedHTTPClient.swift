@@ -48,6 +48,17 @@ struct ContractCheckMiddleware: ClientMiddleware {
         next: @Sendable (HTTPTypes.HTTPRequest, HTTPBody?, URL) async throws -> (HTTPResponse, HTTPBody?)
     ) async throws -> (HTTPResponse, HTTPBody?) {
         let (response, responseBody) = try await next(request, body, baseURL)
+        // A stream (#46: the live events) never ends: its status and type are checked, its
+        // events are the caller's to read as they come.
+        if response.headerFields[.contentType] == "text/event-stream" {
+            let url = baseURL.absoluteString.trimmingCharacters(in: CharacterSet(charactersIn: "/")) + (request.path ?? "")
+            for problem in APIContract.documents.problems(
+                method: request.method.rawValue, url: url, status: response.status.code, contentType: "text/event-stream", body: Data())
+            {
+                XCTFail("contract: \(operationID) \(request.method.rawValue) \(url.prefix(160)) answered \(response.status.code): \(problem)")
+            }
+            return (response, responseBody)
+        }
         var bytes = Data()
         if let responseBody { bytes = try await Data(collecting: responseBody, upTo: 64 << 20) }
         let url = baseURL.absoluteString.trimmingCharacters(in: CharacterSet(charactersIn: "/")) + (request.path ?? "")

@@ -162,11 +162,18 @@ final class LiveStackTests: XCTestCase {
         XCTAssertEqual(got.first?.type, "subscription.updated")
         XCTAssertEqual(got.first?.data["premium"], .bool(true))
 
+        // A download job of the user finishes on offline's worker: download.completed.
+        let (accepted, job) = try await client.call("POST", "/offline/v1/categories/download", a.headers, #"{"category_ids":["capitals-europe"]}"#)
+        XCTAssertEqual(accepted, 202, "\(job)")
+        got = try await events(stream, from: 4, count: 1, seconds: 30, "download.completed")
+        XCTAssertEqual(got.first?.type, "download.completed")
+        XCTAssertEqual(got.first?.data["job_id"], job["job_id"])
+
         let seen = stream.events
-        XCTAssertEqual(seen.map(\.type), ["state.snapshot", "consent.updated", "credits.updated", "subscription.updated"])
+        XCTAssertEqual(seen.map(\.type), ["state.snapshot", "consent.updated", "credits.updated", "subscription.updated", "download.completed"])
         let numbers = seen.map { seq($0.cursor) }
         XCTAssertEqual(numbers, numbers.sorted(), "cursors increase")
-        XCTAssertEqual(Set(numbers.dropFirst()).count, 3, "each event once")
+        XCTAssertEqual(Set(numbers.dropFirst()).count, 4, "each event once")
         // B heard only its own snapshot.
         XCTAssertEqual(other.events.map(\.type), ["state.snapshot"])
 

@@ -8,15 +8,15 @@ new connection per hand-over were the bound, 293 deliveries/s): the receiver is 
 and logging `$msec` and the `webhook-id` (its CPU is printed), and the hand-over goes over kept-alive
 connections from a few threads, each paced to its share of the rate.
 Usage: python3 webhooks.py APP_ID API_KEY AUTH_PID WORKDIR [EVENTS] [RATE]"""
-import http.client
 import json
 import os
 import subprocess
 import sys
-import threading
 import time
 import urllib.request
 import uuid
+
+from handover import hand_over
 
 app, key, auth_pid, workdir = sys.argv[1:5]
 events = int(sys.argv[5]) if len(sys.argv) > 5 else 10000
@@ -73,49 +73,19 @@ req = urllib.request.Request("http://127.0.0.1:3001/auth/v1/admin/webhooks", met
                              data=json.dumps({"url": f"http://127.0.0.1:{port}/hook", "events": ["credits.earned"],
                                               "description": "bench receiver"}).encode())
 endpoint = json.loads(urllib.request.urlopen(req, timeout=10).read())["endpoint"]["id"]
-internal = {"Authorization": "Bearer local-internal-subscription", "X-Service-Name": "subscription", "Content-Type": "application/json"}
-
-committed = {}
-lock = threading.Lock()
-failures = []
 
 
-def sender(k, start):
-    """Every `senders`-th event from event k, each at its due time, over one kept-alive connection."""
-    conn = http.client.HTTPConnection("127.0.0.1", 3001, timeout=30)
-    mine = {}
-    for i in range(k, events, senders):
-        wait = start + i / rate - time.monotonic()
-        if wait > 0:
-            time.sleep(wait)
-        eid = str(uuid.uuid4())
-        body = json.dumps({"type": "credits.earned", "id": eid, "app_id": app, "version": i + 1,
-                           "data": {"user_id": str(uuid.uuid4()), "transaction_id": i + 1, "amount": 1, "balance": i + 1,
-                                    "source": "ad_reward"}})
-        try:
-            conn.request("POST", "/internal/events", body=body, headers=internal)
-            r = conn.getresponse()
-            r.read()
-            if r.status >= 300:
-                failures.append(r.status)
-                continue
-        except (OSError, http.client.HTTPException) as e:
-            failures.append(str(e))
-            conn = http.client.HTTPConnection("127.0.0.1", 3001, timeout=30)
-            continue
-        mine[eid] = time.time()
-    with lock:
-        committed.update(mine)
+def event(i):
+    eid = str(uuid.uuid4())
+    return eid, json.dumps({"type": "credits.earned", "id": eid, "app_id": app, "version": i + 1,
+                            "data": {"user_id": str(uuid.uuid4()), "transaction_id": i + 1, "amount": 1, "balance": i + 1,
+                                     "source": "ad_reward"}})
 
 
 auth_before = cpu_seconds(auth_pid)
 tool_before = cpu_seconds(os.getpid()) + sum(cpu_seconds(w) for w in workers)
-start_wall, start = time.time(), time.monotonic()
-threads = [threading.Thread(target=sender, args=(k, start)) for k in range(senders)]
-for t in threads:
-    t.start()
-for t in threads:
-    t.join()
+start_wall = time.time()
+committed, failures = hand_over(events, rate, senders, event)
 
 
 def receipts():

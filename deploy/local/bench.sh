@@ -172,6 +172,16 @@ bash deploy/local/stack.sh gateway >/dev/null
 GATEWAY=http://127.0.0.1:${GATEWAY_PORT:-8080}
 # Its connections to the services are opened on first use: warm them first.
 for prefix in subscription ads; do wrk -t2 -c32 -d2s "$GATEWAY/$prefix/v1/health" >/dev/null; done
+# #46 the live row: one SSE stream per bench user through the gateway, 1,000 events/s for 10 s
+# handed to auth as the outboxes do. Run last in a full run (10,000 open streams weigh on the
+# RSS rows); BENCH_ONLY=live runs it alone.
+live_row() {
+  log "live (#46): $USERS streams through the gateway, 1,000 events/s for 10 s"
+  LIVE=$(python3 deploy/bench/live.py "$APP_ID" "$API_KEY" "$AUTH_PID" "$BENCH/users.txt" "${GATEWAY_PORT:-8080}" "$USERS" 1000 10)
+}
+LIVE_LABEL="live (10,000 streams, 1,000 events/s)"
+LIVE_TARGET="(target: p99 <= 250 ms, every event once, auth RSS <= 160 MB)"
+[ "${BENCH_ONLY:-}" = live ] && { live_row; echo "$LIVE_LABEL  $LIVE   $LIVE_TARGET"; exit 0; }
 if [ -z "${BENCH_ONLY:-}" ]; then
 # Twice: the first run meets users for the first time (each first read goes to the database);
 # the second is the steady state.
@@ -351,6 +361,7 @@ wait $FLOOD
 sleep "$(( ${MALLOC_TRIM_SECONDS:-10} + 1 ))"
 RSS=$(rss_mb $AUTH_PID); SUB_RSS=$(rss_mb $SUB_PID); ADS_RSS=$(rss_mb $ADS_PID); OFF_RSS=$(rss_mb $OFF_PID)
 AUTH_PEAK=$(peak_mb $AUTH_PID); SUB_PEAK=$(peak_mb $SUB_PID); ADS_PEAK=$(peak_mb $ADS_PID); OFF_PEAK=$(peak_mb $OFF_PID)
+live_row
 # Each service must have run its requests on the event loops (EventLoopGlobalExecutor): a binary
 # where the hook was not taken answers on Swift's own pool, a fifth slower, and this run would
 # measure that binary, not the one that ships.
@@ -396,6 +407,7 @@ GET /location/nearby-content (16 conns) ${NEARBY_RPS} req/s   p50 $(p50 "$BENCH/
 revocation (logout-all, ms)             ${REVOCATION}   (target p99 <= 5000)
 push fan-out (${PUSH_USERS} users, APNs stand-in)  ${PUSH_FANOUT}   (target >= 2000 notifications/s)
 webhooks (10,000 events at 500/s)  ${WEBHOOKS}   (target: commit->receipt p99 <= 1000 ms)
+${LIVE_LABEL}  ${LIVE}   ${LIVE_TARGET}
 offline-service RSS after its run       ${OFF_RSS} MB (target <= 64)   peak ${OFF_PEAK} MB
 ads-service RSS after its run           ${ADS_RSS} MB (target <= 64)   peak ${ADS_PEAK} MB
 auth-service RSS after the runs         ${RSS} MB (target <= 64)   peak ${AUTH_PEAK} MB
