@@ -97,7 +97,8 @@ final class LiveEventTests: XCTestCase {
             // A point-in-time restore to just after the first event, then a new event numbered 2.
             try await h.sql("DELETE FROM auth.live_events WHERE user_id = '\(user)' AND seq > 1")
             try await h.sql(
-                "UPDATE auth.live_counters SET last_seq = 1, last_id = (SELECT id FROM auth.live_events WHERE user_id = '\(user)' AND seq = 1) WHERE user_id = '\(user)'")
+                "UPDATE auth.live_counters SET last_seq = 1, last_id = (SELECT id FROM auth.live_events WHERE user_id = '\(user)' AND seq = 1) WHERE user_id = '\(user)'"
+            )
             let next = try await Self.record(h, app: h.app.appID, user: user)
             let renumbered = try XCTUnwrap(next)
             XCTAssertEqual(renumbered.seq, 2)
