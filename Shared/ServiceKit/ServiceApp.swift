@@ -234,7 +234,10 @@ public func buildServiceApplication(
         server: server,
         configuration: .init(
             address: .hostname(config.host, port: config.port),
-            serverName: "\(config.service.rawValue)-service"),
+            serverName: "\(config.service.rawValue)-service",
+            // #46: after a replica stops, its live streams' clients all reconnect at once (the
+            // kernel caps this at net.core.somaxconn); 256 refused a burst of 10,000 streams.
+            backlog: config.environment.int("LISTEN_BACKLOG", default: 4096)),
         services: services,
         logger: runtime.logger
     )

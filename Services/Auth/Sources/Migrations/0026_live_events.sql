@@ -9,6 +9,8 @@ CREATE TABLE live_counters (
     last_seq bigint NOT NULL,
     last_id uuid NOT NULL
 );
+-- An application's deletion cascades here: by this index, not a scan.
+CREATE INDEX live_counters_app ON live_counters (app_id);
 
 -- The events, kept LIVE_RETENTION_HOURS (24) for streams that resume. `id` is the owner's
 -- event id: an outbox row delivered twice is one event.
@@ -24,6 +26,7 @@ CREATE TABLE live_events (
     UNIQUE (user_id, id)
 );
 CREATE INDEX live_events_age ON live_events (created_at);
+CREATE INDEX live_events_app ON live_events (app_id);
 
 -- Single-use tickets for clients that cannot set headers on a WebSocket (a browser): the
 -- session they stand for, by its digest only.
@@ -37,3 +40,4 @@ CREATE TABLE live_tickets (
     used_at timestamptz
 );
 CREATE INDEX live_tickets_age ON live_tickets (expires_at);
+CREATE INDEX live_tickets_app ON live_tickets (app_id);
