@@ -1,6 +1,7 @@
 import Foundation
 import HTTPTypes
 import Hummingbird
+import HummingbirdCore
 import NIOCore
 import ServiceKit
 import ServiceLifecycle
@@ -47,11 +48,37 @@ struct LiveAuthorizer: Sendable {
         return session
     }
 
-    /// The resume point of a request: `Last-Event-ID` or `?after=`; 400 when it is not a cursor.
-    static func resume(headers: HTTPFields, query: [String: String]) throws -> LiveRules.Resume {
+    /// What a stream request asks for and who may have it: the cursor first (400 when it is not
+    /// one, and then no ticket is spent), then the session. The SSE route, the upgrade and the
+    /// socket's refusals all open through here.
+    func open(headers: HTTPFields, query: [String: String]) async throws -> (LiveRules.Session, LiveRules.Resume) {
         let resume = LiveRules.resume(lastEventID: headers.value(HTTPField.Name("Last-Event-ID")!), after: query["after"])
         if case .malformed(let message) = resume { throw AppError.badRequest(message, field: "cursor") }
-        return resume
+        return (try await authorize(headers: headers, ticket: query["ticket"]), resume)
+    }
+
+    /// Why `GET /live/socket` was not upgraded, as its envelope says it.
+    func socketRefusal(headers: HTTPFields, query: [String: String]) async -> AppError {
+        do {
+            _ = try await open(headers: headers, query: query)
+        } catch let refusal as AppError {
+            return refusal
+        } catch {
+            return AppError.unavailable
+        }
+        guard headers.value(.upgrade)?.lowercased() == "websocket" else {
+            return AppError(AuthErrorCode.upgradeRequired, "This route is a WebSocket: send Connection: Upgrade, Upgrade: websocket")
+        }
+        return AppError(
+            AuthErrorCode.invalidWebsocketHandshake,
+            "The WebSocket handshake needs Sec-WebSocket-Version: 13 and a Sec-WebSocket-Key, as the connection's first request")
+    }
+
+    /// A request's query as a dictionary (a repeated name: its first value).
+    static func query(_ uri: URI) -> [String: String] {
+        var out: [String: String] = [:]
+        for (k, v) in uri.queryParameters where out[String(k)] == nil { out[String(k)] = String(v) }
+        return out
     }
 }
 
@@ -77,31 +104,15 @@ struct LiveController: Sendable {
         open.get("live/events") { request, context in try await events(request, context) }
         // Reached only when the WebSocket upgrade did not happen (LiveUpgradeChannel): the
         // refusal it stands for, in the envelope.
-        open.get("live/socket") { request, context -> Response in
-            let query = Self.query(request)
-            _ = try LiveAuthorizer.resume(headers: request.headers, query: query)
-            _ = try await authorizer.authorize(headers: request.headers, ticket: query["ticket"])
-            guard request.headers.value(.upgrade)?.lowercased() == "websocket" else {
-                throw AppError(AuthErrorCode.upgradeRequired, "This route is a WebSocket: send Connection: Upgrade, Upgrade: websocket")
-            }
-            throw AppError(
-                AuthErrorCode.invalidWebsocketHandshake,
-                "The WebSocket handshake needs Sec-WebSocket-Version: 13 and a Sec-WebSocket-Key, as the connection's first request")
+        open.get("live/socket") { request, _ -> Response in
+            throw await authorizer.socketRefusal(headers: request.headers, query: LiveAuthorizer.query(request.uri))
         }
-    }
-
-    static func query(_ request: Request) -> [String: String] {
-        var out: [String: String] = [:]
-        for (k, v) in request.uri.queryParameters where out[String(k)] == nil { out[String(k)] = String(v) }
-        return out
     }
 
     /// Server-Sent Events: the stream's frames as `id:`, `event:`, `data:` lines; a comment as
     /// the heartbeat.
     func events(_ request: Request, _ context: ServiceRequestContext) async throws -> Response {
-        let query = Self.query(request)
-        let resume = try LiveAuthorizer.resume(headers: request.headers, query: query)
-        let session = try await authorizer.authorize(headers: request.headers, ticket: query["ticket"])
+        let (session, resume) = try await authorizer.open(headers: request.headers, query: LiveAuthorizer.query(request.uri))
         guard let subscription = hub.open(user: session.userID) else {
             throw AppError(AuthErrorCode.shuttingDown, "This replica is stopping; open the stream again")
         }

@@ -140,45 +140,32 @@ struct LiveSocket: Sendable {
         var resume: LiveRules.Resume
     }
 
-    /// The upgrade is accepted only for this route, with a cursor (or none) and a session that
-    /// may open it; anything else goes on to the route, which answers why.
-    func accept(_ head: HTTPRequestHead) async -> Accepted? {
+    /// A request head as the route would see it: its path, query and fields.
+    static func parts(_ head: HTTPRequestHead) -> (path: String, query: [String: String], fields: HTTPFields) {
         let uri = URI(head.uri)
-        guard uri.path == path || uri.path == path + "/", head.method == .GET else { return nil }
-        var query: [String: String] = [:]
-        for (k, v) in uri.queryParameters where query[String(k)] == nil { query[String(k)] = String(v) }
         var fields = HTTPFields()
         for (name, value) in head.headers { if let n = HTTPField.Name(name) { fields.append(HTTPField(name: n, value: value)) } }
-        guard let resume = try? LiveAuthorizer.resume(headers: fields, query: query),
-            let session = try? await authorizer.authorize(headers: fields, ticket: query["ticket"])
-        else { return nil }
+        return (uri.path, LiveAuthorizer.query(uri), fields)
+    }
+
+    func isOurs(_ path: String) -> Bool { path == self.path || path == self.path + "/" }
+
+    /// The upgrade is accepted only for this route, with a cursor (or none) and a session that
+    /// may open it; anything else goes on to be refused with the route's envelope.
+    func accept(_ head: HTTPRequestHead) async -> Accepted? {
+        let (path, query, fields) = Self.parts(head)
+        guard isOurs(path), head.method == .GET, let (session, resume) = try? await authorizer.open(headers: fields, query: query) else {
+            return nil
+        }
         return Accepted(session: session, resume: resume)
     }
 
     /// Why an upgrade was not made, as the route would say it; written on the connection, which
     /// then closes.
     func refusal(_ head: HTTPRequestHead) async -> AppError {
-        let uri = URI(head.uri)
-        guard uri.path == path || uri.path == path + "/" else {
-            return AppError.badRequest("Upgrade is answered on \(path) only (WebSocket)", field: "Upgrade")
-        }
-        var query: [String: String] = [:]
-        for (k, v) in uri.queryParameters where query[String(k)] == nil { query[String(k)] = String(v) }
-        var fields = HTTPFields()
-        for (name, value) in head.headers { if let n = HTTPField.Name(name) { fields.append(HTTPField(name: n, value: value)) } }
-        do {
-            _ = try LiveAuthorizer.resume(headers: fields, query: query)
-            _ = try await authorizer.authorize(headers: fields, ticket: query["ticket"])
-        } catch let refusal as AppError {
-            return refusal
-        } catch {
-            return AppError.unavailable
-        }
-        guard head.headers[canonicalForm: "upgrade"].contains(where: { $0.lowercased() == "websocket" }) else {
-            return AppError(AuthErrorCode.upgradeRequired, "This route is a WebSocket: send Connection: Upgrade, Upgrade: websocket")
-        }
-        return AppError(
-            AuthErrorCode.invalidWebsocketHandshake, "The WebSocket handshake needs Sec-WebSocket-Version: 13 and a Sec-WebSocket-Key")
+        let (path, query, fields) = Self.parts(head)
+        guard isOurs(path) else { return AppError.badRequest("Upgrade is answered on \(self.path) only (WebSocket)", field: "Upgrade") }
+        return await authorizer.socketRefusal(headers: fields, query: query)
     }
 
     func refuse(_ head: HTTPRequestHead, on http: NIOAsyncChannel<HTTPRequestPart, HTTPResponsePart>) async {
