@@ -151,7 +151,7 @@ public func buildServiceApplication(
     retention: [RetentionRule] = [],
     server: HTTPServerBuilder = .http1(),
     configure: (ServiceRoutes) throws -> Void
-) rethrows -> Application<RouterResponder<ServiceRequestContext>> {
+) rethrows -> ServiceApplication {
     let config = runtime.config
     let router = Router(context: ServiceRequestContext.self)
     // Outermost the request id (on every answer, errors included), then the metrics (which
@@ -230,7 +230,7 @@ public func buildServiceApplication(
         services += ([runtime.outboxWorker, purger] + extra).map { AfterMigrations(runtime.readiness, $0) }
     }
     var app = Application(
-        router: router,
+        responder: ServiceResponder(router.buildResponder()),
         server: server,
         configuration: .init(
             address: .hostname(config.host, port: config.port),

@@ -10,7 +10,7 @@ import XCTest
 final class OutboxTests: XCTestCase {
     /// The receiver: an internal route that records each delivery once, keyed by the
     /// Idempotency-Key, in the receiving service's own schema.
-    static func receiverApp(_ runtime: ServiceRuntime, port: Int) -> Application<RouterResponder<ServiceRequestContext>> {
+    static func receiverApp(_ runtime: ServiceRuntime, port: Int) -> ServiceApplication {
         let idempotency = IdempotencyStore(client: runtime.db, logger: runtime.logger)
         var config = runtime.config
         config.port = port

@@ -199,7 +199,7 @@ struct Replicas: Sendable {
     struct AllowAll: AppVerifier { func verify(appID: UUID, apiKey: String) async throws -> Bool { true } }
 
     /// An ads-like replica with one authenticated route, verifying tokens of `key`.
-    func replica() -> (ServiceRuntime, Application<RouterResponder<ServiceRequestContext>>) {
+    func replica() -> (ServiceRuntime, ServiceApplication) {
         let runtime = kitRuntime(.ads, overrides: ["SESSION_POLL_MS": "100"])
         let signer = AccessTokenSigner(privateKey: key)
         let app = buildServiceApplication(

@@ -34,7 +34,7 @@ public enum AdsService: ServiceDefinition {
     public static func buildApplication(
         runtime: ServiceRuntime, appVerifier: any AppVerifier,
         tokenVerifier: AccessTokenVerifier
-    ) throws -> Application<RouterResponder<ServiceRequestContext>> {
+    ) throws -> ServiceApplication {
         let env = runtime.config.environment
         let logger = runtime.logger
         let ads = AdStore(logger: logger)

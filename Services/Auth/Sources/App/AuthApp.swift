@@ -48,7 +48,7 @@ public enum AuthService: ServiceDefinition {
         runtime: ServiceRuntime, signingKey: Curve25519.Signing.PrivateKey,
         publishedKeys: [Curve25519.Signing.PublicKey] = [],
         providers: Providers = Providers()
-    ) throws -> Application<RouterResponder<ServiceRequestContext>> {
+    ) throws -> ServiceApplication {
         let env = runtime.config.environment
         let signer = AccessTokenSigner(privateKey: signingKey, issuer: runtime.config.authIssuer)
         // The signing key first, then the next or previous ones of a rotation (once each).

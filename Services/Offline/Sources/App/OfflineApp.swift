@@ -24,7 +24,7 @@ public enum OfflineService: ServiceDefinition {
     public static func buildApplication(
         runtime: ServiceRuntime, appVerifier: any AppVerifier,
         tokenVerifier: AccessTokenVerifier
-    ) throws -> Application<RouterResponder<ServiceRequestContext>> {
+    ) throws -> ServiceApplication {
         let env = runtime.config.environment
         let logger = runtime.logger
         let catalog = CatalogStore(logger: logger), copies = CopyStore(logger: logger), downloads = DownloadStore(logger: logger)

@@ -30,7 +30,7 @@ public enum SubscriptionService: ServiceDefinition {
     public static func buildApplication(
         runtime: ServiceRuntime, appVerifier: any AppVerifier,
         tokenVerifier: AccessTokenVerifier
-    ) throws -> Application<RouterResponder<ServiceRequestContext>> {
+    ) throws -> ServiceApplication {
         let ledger = CreditLedger(logger: runtime.logger)
         let env = runtime.config.environment
         // Each app's store credentials: stored (admin routes and CLI, sealed with

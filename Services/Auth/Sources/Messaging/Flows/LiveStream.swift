@@ -6,6 +6,10 @@ import WireTypes
 /// One open stream (#46), the same for SSE and WebSocket: a snapshot or the events after the
 /// client's cursor, then each new event of its user in commit order, once, until its session
 /// ends, it is replaced, or the replica stops.
+///
+/// A stream's task lives as long as the stream, so every read of the store runs in a child task
+/// (`inChildTask`): the frames a query needs are freed with it instead of staying on each of
+/// 10,000 open streams.
 struct LiveStream: Sendable {
     enum Frame: Sendable, Equatable {
         /// `cursor` nil: an event the client cannot resume after (reset, a stream's end).
@@ -24,7 +28,7 @@ struct LiveStream: Sendable {
     func run(resume: LiveRules.Resume, subscription: LiveHub.Subscription, emit: (Frame) async throws -> Void) async throws {
         var last: Int64
         switch resume {
-        case .after(let cursor) where try await store.isValid(cursor, app: session.appID, user: session.userID):
+        case .after(let cursor) where try await inChildTask({ [store, session] in try await store.isValid(cursor, app: session.appID, user: session.userID) }):
             last = cursor.seq
             last = try await catchUp(after: last, emit: emit)
         case .after:
@@ -83,7 +87,7 @@ struct LiveStream: Sendable {
     private func catchUp(after seq: Int64, emit: (Frame) async throws -> Void) async throws -> Int64 {
         var last = seq
         while true {
-            let page = try await store.events(app: session.appID, user: session.userID, after: last)
+            let page = try await inChildTask { [store, session, last] in try await store.events(app: session.appID, user: session.userID, after: last) }
             for e in page {
                 try await emit(.event(cursor: e.cursor.description, type: e.type, json: e.body ?? "{}"))
                 last = e.seq
@@ -97,8 +101,10 @@ struct LiveStream: Sendable {
     /// user's events (read first: an event after it is sent after, one before is in the facts).
     /// nil when the user is gone (the stream ends as deleted).
     private func snapshot(emit: (Frame) async throws -> Void) async throws -> Int64? {
-        let head = try await store.head(app: session.appID, user: session.userID)
-        guard let facts = try await store.facts(app: session.appID, user: session.userID) else {
+        let (head, found) = try await inChildTask { [store, session] in
+            (try await store.head(app: session.appID, user: session.userID), try await store.facts(app: session.appID, user: session.userID))
+        }
+        guard let facts = found else {
             try await emit(.event(cursor: nil, type: LiveEventType.accountDeleted.rawValue, json: body(.accountDeleted, [:])))
             try await emit(.close(code: 4003, reason: LiveEventType.accountDeleted.rawValue))
             return nil
