@@ -62,7 +62,10 @@ public struct AccessTokenSigner: Sendable {
             y: nil, kid: kid(of: publicKey), alg: "EdDSA", use: "sig")
     }
 
-    public func sign(_ claims: AccessTokenClaims) throws -> String {
+    public func sign(_ claims: AccessTokenClaims) throws -> String { try signClaims(claims) }
+
+    /// Any claims as an EdDSA JWS under this key (#47: the console's operator tokens).
+    public func signClaims(_ claims: some Encodable) throws -> String {
         let header = #"{"alg":"EdDSA","kid":"\#(kid)","typ":"JWT"}"#
         let payload = try JSON.encoder.encode(claims)
         let input = Base64URL.encode(Data(header.utf8)) + "." + Base64URL.encode(payload)
@@ -164,6 +167,30 @@ public final class AccessTokenVerifier: Sendable {
             guard hit.appID == appID else { throw AppError.invalidToken("Access token was issued for another application") }
             return hit
         }
+        let payload = try await verifiedPayload(token)
+        guard let claims = try? JSON.decoder.decode(AccessTokenClaims.self, from: payload) else {
+            throw AppError.invalidToken("Malformed token claims")
+        }
+        guard claims.exp + leeway > nowSeconds else { throw AppError.invalidToken("Access token expired") }
+        guard claims.iat - leeway <= nowSeconds else { throw AppError.invalidToken("Access token issued in the future") }
+        if let issuers { guard issuers.contains(claims.iss) else { throw AppError.invalidToken("Access token from another issuer") } }
+        // The audience names the app (tokens from before #32 carry none; app_id still decides).
+        if let aud = claims.aud {
+            guard aud == claims.appID.lowercasedString else { throw AppError.invalidToken("Access token audience does not match its app") }
+        }
+        verified.withLock { cache in
+            if cache.count >= maxCachedTokens { cache.removeAll(keepingCapacity: true) }
+            cache[digest] = claims
+        }
+        guard claims.appID == appID else { throw AppError.invalidToken("Access token was issued for another application") }
+        return claims
+    }
+
+    private struct Header: Decodable { var alg: String; var kid: String? }
+
+    /// The payload of a JWS signed by one of auth's keys; a 401 `AppError` otherwise. What the
+    /// claims mean is the caller's to check (user tokens above, console members' in auth).
+    public func verifiedPayload(_ token: String) async throws -> Data {
         let parts = token.split(separator: ".", omittingEmptySubsequences: false)
         guard parts.count == 3,
             let headerData = Base64URL.decode(parts[0]),
@@ -183,27 +210,9 @@ public final class AccessTokenVerifier: Sendable {
         guard key.isValidSignature(signature, for: input) else {
             throw AppError.invalidToken("Invalid token signature")
         }
-        guard let payload = Base64URL.decode(parts[1]),
-            let claims = try? JSON.decoder.decode(AccessTokenClaims.self, from: payload)
-        else {
-            throw AppError.invalidToken("Malformed token claims")
-        }
-        guard claims.exp + leeway > nowSeconds else { throw AppError.invalidToken("Access token expired") }
-        guard claims.iat - leeway <= nowSeconds else { throw AppError.invalidToken("Access token issued in the future") }
-        if let issuers { guard issuers.contains(claims.iss) else { throw AppError.invalidToken("Access token from another issuer") } }
-        // The audience names the app (tokens from before #32 carry none; app_id still decides).
-        if let aud = claims.aud {
-            guard aud == claims.appID.lowercasedString else { throw AppError.invalidToken("Access token audience does not match its app") }
-        }
-        verified.withLock { cache in
-            if cache.count >= maxCachedTokens { cache.removeAll(keepingCapacity: true) }
-            cache[digest] = claims
-        }
-        guard claims.appID == appID else { throw AppError.invalidToken("Access token was issued for another application") }
-        return claims
+        guard let payload = Base64URL.decode(parts[1]) else { throw AppError.invalidToken("Malformed token claims") }
+        return payload
     }
-
-    private struct Header: Decodable { var alg: String; var kid: String? }
 
     private func publicKey(kid: String) async throws -> Curve25519.Signing.PublicKey? {
         let now = ContinuousClock.now

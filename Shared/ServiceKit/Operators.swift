@@ -6,26 +6,40 @@ import PostgresNIO
 import Synchronization
 import WireTypes
 
-/// Who is acting on an app's admin routes: the platform owner (`ADMIN_API_TOKEN`, every app)
-/// or the holder of one of that app's operator keys (issued by auth, that app only).
+/// Who is acting on an app's admin routes: the platform owner (`ADMIN_API_TOKEN`, every app),
+/// the holder of one of that app's operator keys (issued by auth, that app only), or a member of
+/// the app's team signed in to the console (#47).
 public enum Operator: Sendable, Equatable {
     case platform
     case key(id: UUID, name: String)
+    case member(id: UUID, email: String, role: OperatorRole)
 
     /// As the audit logs name it: never the secret.
     public var auditName: String {
         switch self {
         case .platform: "platform"
         case .key(let id, let name): "operator_key:\(id.lowercasedString):\(name)"
+        case .member(let id, let email, _): "member:\(id.lowercasedString):\(email)"
+        }
+    }
+
+    /// What it may do. Keys are for automation and keep what they could do before roles
+    /// existed (an on-call script disables a leaked app); a member has the role the team gave.
+    public var role: OperatorRole {
+        switch self {
+        case .platform, .key: .owner
+        case .member(_, _, let role): role
         }
     }
 }
 
-/// Checks an operator key for one app. Auth answers from its own table; the other services
-/// ask auth.
+/// Checks an operator credential for one app: an operator key, or a console member's access
+/// token (#47). Auth answers from its own tables; the other services ask auth, and keep the
+/// answer `OPERATOR_CACHE_SECONDS`: a removed member, an ended console session or a changed
+/// role holds everywhere within that time.
 public protocol OperatorVerifier: Sendable {
-    /// The key's identity when it is a live operator key of `appID`; nil otherwise (another
-    /// app's key, a revoked or unknown one).
+    /// The operator when `key` is a live operator key or a live member session of `appID`; nil
+    /// otherwise (another app's, a revoked, expired or unknown one).
     func verify(appID: UUID, key: String) async throws -> Operator?
 }
 
@@ -50,7 +64,11 @@ public struct RemoteOperatorVerifier: OperatorVerifier {
         }
         guard response.isSuccess else { throw AppError(.serviceUnavailable, "service_unavailable", "Cannot verify the operator key right now") }
         let answer = try response.decode(OperatorVerificationResponse.self)
-        guard answer.valid, let id = answer.keyID else { return nil }
+        guard answer.valid else { return nil }
+        if let member = answer.memberID, let role = answer.role.flatMap(OperatorRole.init(rawValue:)) {
+            return .member(id: member, email: answer.email ?? "", role: role)
+        }
+        guard let id = answer.keyID else { return nil }
         return .key(id: id, name: answer.name ?? "")
     }
 }
@@ -94,6 +112,11 @@ public enum OperatorKeys {
     public static func hash(_ key: String) -> String { key.sha256.hexEncoded }
 
     public static func looksLikeKey(_ text: String) -> Bool { text.hasPrefix(prefix) && text.utf8.count <= 128 }
+
+    /// A console member's access token (a JWS): three base64url parts, bounded.
+    public static func looksLikeMemberToken(_ text: String) -> Bool {
+        text.hasPrefix("eyJ") && text.utf8.count <= 2_048 && text.utf8.lazy.filter({ $0 == UInt8(ascii: ".") }).count == 2
+    }
 }
 
 /// Guards operator routes (campaigns, providers, catalogue, revenue reports), behind the
@@ -117,18 +140,26 @@ public struct AdminAuthMiddleware: RouterMiddleware {
         guard let appID = context.identity?.appID else { throw AppError.unauthorized }
         guard let presented = request.headers.bearerCredential else { throw Self.refused }
         let who: Operator
-        if OperatorKeys.looksLikeKey(presented) {
+        if ConstantTime.equals(presented, token) {
+            who = .platform
+        } else if OperatorKeys.looksLikeKey(presented) || OperatorKeys.looksLikeMemberToken(presented) {
             guard let found = try await operators.verify(appID: appID, key: presented) else { throw Self.refused }
             who = found
         } else {
-            guard ConstantTime.equals(presented, token) else { throw Self.refused }
-            who = .platform
+            throw Self.refused
         }
         var context = context
         context.operator = who
         context.logger[metadataKey: "operator"] = .string(who.auditName)
         let status: Int
         do {
+            // #47 each service enforces the role on its own routes, whatever the console shows.
+            let needed = AdminAccess.required(method: request.method.rawValue, route: context.endpointPath ?? request.uri.path)
+            guard who.role >= needed else {
+                throw AppError(
+                    .forbidden, "insufficient_role",
+                    "This action needs the \(needed.rawValue) role; yours is \(who.role.rawValue)")
+            }
             let response = try await next(request, context)
             status = Int(response.status.code)
             await record(who, app: appID, request, context, status: status)
@@ -142,7 +173,7 @@ public struct AdminAuthMiddleware: RouterMiddleware {
 
     static let refused = AppError(
         .unauthorized, "invalid_admin_credential",
-        "An operator credential for this app is required (Authorization: Bearer <operator key>)")
+        "An operator credential for this app is required (Authorization: Bearer <operator key or console access token>)")
 
     private func record(_ who: Operator, app: UUID, _ request: Request, _ context: Context, status: Int) async {
         guard let audit else { return }

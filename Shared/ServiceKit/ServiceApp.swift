@@ -208,7 +208,7 @@ public func buildServiceApplication(
         ).addRoutes(to: internalGroup)
     }
     let admin = router.group(RouterPath(prefix))
-        .add(middleware: TenantMiddleware(verifier: appVerifier))
+        .add(middleware: TenantMiddleware(verifier: appVerifier, keyOptional: true))
         .add(
             middleware: AdminAuthMiddleware(
                 token: config.adminToken, operators: operatorVerifier ?? runtime.remoteOperatorVerifier(),

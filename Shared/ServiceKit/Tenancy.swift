@@ -102,15 +102,26 @@ public final class CachedAppVerifier: AppVerifier {
 public struct TenantMiddleware: RouterMiddleware {
     public typealias Context = ServiceRequestContext
     let verifier: any AppVerifier
+    /// The admin routes (#47): the operator credential behind this middleware is the app's own
+    /// (a key or a member's token, each for one app), so the app key a phone ships with adds
+    /// nothing and a person in the console does not have it. Checked when sent.
+    let keyOptional: Bool
 
-    public init(verifier: any AppVerifier) { self.verifier = verifier }
+    public init(verifier: any AppVerifier, keyOptional: Bool = false) { self.verifier = verifier; self.keyOptional = keyOptional }
 
     public func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
-        guard let rawApp = request.headers.value(.xAppID), let key = request.headers.value(.xAPIKey), !key.isEmpty else {
+        guard let rawApp = request.headers.value(.xAppID) else {
             throw AppError(.unauthorized, "missing_api_key", "X-App-ID and X-API-Key headers are required")
         }
         guard let appID = UUID(hexString: rawApp) else {
             throw AppError(.unauthorized, "invalid_api_key", "X-App-ID must be a UUID")
+        }
+        guard let key = request.headers.value(.xAPIKey), !key.isEmpty else {
+            guard keyOptional else { throw AppError(.unauthorized, "missing_api_key", "X-App-ID and X-API-Key headers are required") }
+            var context = context
+            context.identity = Identity(appID: appID)
+            context.logger[metadataKey: "app_id"] = .string(appID.lowercasedString)
+            return try await next(request, context)
         }
         guard key.utf8.count <= 256 else { throw AppError(.unauthorized, "invalid_api_key", "Invalid application credentials") }
         switch try await verifier.verdict(appID: appID, apiKey: key) {

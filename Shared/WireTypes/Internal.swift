@@ -318,6 +318,7 @@ public struct FactOutcome: Codable, Sendable, Equatable {
 /// /internal/operators/verify`).
 public struct OperatorVerificationRequest: Codable, Sendable {
     public var appID: UUID
+    /// An operator key (`opk_…`) or a console member's access token (#47).
     public var key: String
     enum CodingKeys: String, CodingKey { case appID = "app_id"; case key }
     public init(appID: UUID, key: String) { self.appID = appID; self.key = key }
@@ -328,8 +329,14 @@ public struct OperatorVerificationResponse: Codable, Sendable {
     /// The key's id and name (never the key): who acted, in the audit logs.
     public var keyID: UUID?
     public var name: String?
-    enum CodingKeys: String, CodingKey { case valid; case keyID = "key_id"; case name }
-    public init(valid: Bool, keyID: UUID?, name: String?) { self.valid = valid; self.keyID = keyID; self.name = name }
+    /// #47 a console member's signed-in session: who, and their role now (not when signed in).
+    public var memberID: UUID?
+    public var email: String?
+    public var role: String?
+    enum CodingKeys: String, CodingKey { case valid; case keyID = "key_id"; case name; case memberID = "member_id"; case email, role }
+    public init(valid: Bool, keyID: UUID?, name: String?, memberID: UUID? = nil, email: String? = nil, role: String? = nil) {
+        self.valid = valid; self.keyID = keyID; self.name = name; self.memberID = memberID; self.email = email; self.role = role
+    }
 }
 
 /// One thing that happened to a user, as the service that holds it tells it (#16 customer

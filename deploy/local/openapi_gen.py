@@ -340,11 +340,11 @@ def purchase_op(summary):
     o = aop(summary, ok="201", req=PURCHASE, schema=ref("PurchaseResult"))
     o["responses"]["200"] = with_headers({"200": {"description": "Already known", "content": {"application/json": {"schema": ref("PurchaseResult")}}}})["200"]
     return o
-ADMIN = "Operator: the app's admin token or an operator key (Authorization: Bearer)."
+ADMIN = "Operator: the platform's admin token, an operator key or a console member's access token (Authorization: Bearer), with X-App-ID; X-API-Key is checked when sent. The member's role must reach the route's (viewer reads; support acts for a player; admin changes settings; owner manages the team)."
 def admin(summary, schema=FREE, req=None, params=(), ok="200", extra=("409",)):
     o = op(f"{summary} ({ADMIN.split(':')[0].lower()})", ok=ok, params=params, req=req, schema=schema, extra=list(extra))
     o["description"] = ADMIN
-    o["security"] = [{"appId": [], "apiKey": [], "bearer": []}]
+    o["security"] = [{"appId": [], "bearer": []}]
     return o
 FREEBODY = body(FREE)
 WEBHOOK_EVENT = {"type": "string", "enum": ["subscription.activated", "subscription.renewed", "subscription.grace_period_started", "subscription.expired", "subscription.refunded", "subscription.cancelled", "credits.earned", "credits.spent", "campaign.completed", "user.created", "user.deleted", "consent.changed", "sync.conflict_opened", "download.completed", "*"]}
@@ -515,6 +515,24 @@ named("LiveEvent", obj({"type": {"type": "string", "enum": LIVE_TYPES}, "id": UU
       {"type": "credits.updated", "id": "6f1c2b7e-4d3a-4c8e-9a1b-2c3d4e5f6a7b", "app_id": "0f8e2a6c-1b3d-4e5f-8a9b-0c1d2e3f4a5b",
        "created_at": "2026-11-27T10:00:00Z", "version": 1812, "data": {"balance": 15, "delta": 5, "source": "ad_reward", "version": 1812},
        "cursor": "42-6f1c2b7e"})
+ROLE = {"type": "string", "enum": ["owner", "admin", "support", "viewer"]}
+named("ConsoleMember", obj({"id": UUIDS, "email": S, "role": ROLE, "totp": dict(B, description="Has a second factor"), "created_at": DT},
+    ["id", "email", "role", "totp", "created_at"]))
+named("ConsoleSession", obj({"access_token": S, "token_type": S, "expires_in": I, "member": ref("ConsoleMember")},
+    ["access_token", "token_type", "expires_in", "member"]))
+named("ConsoleTeam", obj({"members": arr(ref("ConsoleMember")), "invites": arr(obj({"email": S, "role": ROLE, "expires_at": DT}, ["email", "role", "expires_at"])),
+    "requires_totp": B}, ["members", "invites", "requires_totp"]))
+named("ConsoleInvite", obj({"app_name": S, "email": S, "role": ROLE, "expires_at": DT, "totp_required": B,
+    "totp_secret": dict(S, description="base32, for an authenticator app"), "totp_uri": dict(S, description="otpauth:// link (a QR code of it)")},
+    ["app_name", "email", "role", "expires_at", "totp_required", "totp_secret", "totp_uri"]))
+def console_op(summary, req=None, schema=None, ok="200", cookie=False, app=True):
+    o = op(summary, ok=ok, req=req, schema=schema, extra=["403", "409", "429"])
+    o["security"] = [{"appId": []}] if app else []
+    if cookie:
+        o["parameters"] = [{"name": "X-Console-Request", "in": "header", "required": True, "schema": {"type": "string", "const": "1"},
+                            "description": "A header a cross-site form cannot send"},
+                           {"name": "console_refresh", "in": "cookie", "required": True, "schema": {"type": "string", "maxLength": 128}}]
+    return o
 def live_op(summary, sse):
     o = op(summary, params=[q("after", {"type": "string", "maxLength": 64}), q("ticket", {"type": "string", "maxLength": 128}),
                             {"name": "Last-Event-ID", "in": "header", "required": False, "schema": {"type": "string", "maxLength": 64}}])
@@ -624,6 +642,29 @@ auth = {
     params=[p("id", UUIDS), q("limit", {"type": "integer", "minimum": 1, "maximum": 500})], schema=obj({"deliveries": arr(ref("WebhookDelivery"))}, ["deliveries"]))},
  "/admin/webhooks/{id}/deliveries/{delivery}/replay": {"post": admin("Send a delivery again now", ok="202",
     params=[p("id", UUIDS), p("delivery", {"type": "string", "pattern": "^[0-9]{1,18}$"})], schema=obj({"replayed": B}, ["replayed"]))},
+ "/admin/members": {"get": admin("The app's console team: members (role, second factor), pending invites, whether a second factor is required",
+    schema=ref("ConsoleTeam"))},
+ "/admin/members/{id}": {
+    "patch": admin("Change a member's role (owners; the last owner stays one)", params=[p("id", UUIDS)],
+        req=body(obj({"role": ROLE}, ["role"])), schema=ref("ConsoleMember")),
+    "delete": admin("Remove a member: their console sessions end, refused everywhere within OPERATOR_CACHE_SECONDS", ok="204", params=[p("id", UUIDS)])},
+ "/admin/invites": {"post": admin("Invite someone to the team by e-mail: a single-use link valid 72 h (owners)", ok="201",
+    req=body(obj({"email": {"type": "string", "maxLength": 254}, "role": ROLE}, ["email", "role"])),
+    schema=obj({"email": S, "role": ROLE, "expires_at": DT}, ["email", "role", "expires_at"]))},
+ "/admin/console-settings": {"put": admin("Require a second factor (TOTP) of every member; refused while a member has none",
+    req=body(obj({"requires_totp": B}, ["requires_totp"])), schema=obj({"requires_totp": B}, ["requires_totp"]))},
+ "/console/sign-in": {"post": console_op("A member signs in to the console: an access token (10 min) and the refresh cookie (HttpOnly, SameSite=Strict, "
+    "path /auth/v1/console/refresh); 5 wrong passwords lock for 15 minutes", req=body(obj({"email": {"type": "string", "maxLength": 254},
+    "password": {"type": "string", "maxLength": 1024}, "totp_code": {"type": "string", "maxLength": 16}}, ["email", "password"])), schema=ref("ConsoleSession"))},
+ "/console/refresh": {"post": console_op("A new access token from the refresh cookie (rotated); needs X-Console-Request: 1", cookie=True, schema=ref("ConsoleSession"))},
+ "/console/logout": {"post": console_op("End the console session: its tokens are refused everywhere within OPERATOR_CACHE_SECONDS", cookie=True, ok="204")},
+ "/console/invites/preview": {"post": console_op("What an invite is for, and a second factor to enrol with (the token from the mailed link)",
+    req=body(obj({"token": {"type": "string", "maxLength": 128}}, ["token"])), schema=ref("ConsoleInvite"), app=False)},
+ "/console/invites/accept": {"post": console_op("Accept an invite: the member's password, and their authenticator's secret with a current code "
+    "(required when the app requires it); the link works once", ok="201", app=False,
+    req=body(obj({"token": {"type": "string", "maxLength": 128}, "password": {"type": "string", "maxLength": 1024},
+                  "totp_secret": {"type": "string", "maxLength": 64}, "totp_code": {"type": "string", "maxLength": 16}}, ["token", "password"])),
+    schema=ref("ConsoleMember"))},
  "/live/tickets": {"post": aop("A single-use ticket (60 s) for a client that cannot set headers on a WebSocket: ?ticket= on /live/events or /live/socket",
     ok="201", schema=obj({"ticket": S, "expires_in": I}, ["ticket", "expires_in"]))},
  "/live/events": {"get": live_op("The user's own live events as Server-Sent Events (id: cursor, event: type, data: a LiveEvent); "

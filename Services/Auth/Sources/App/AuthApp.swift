@@ -143,6 +143,13 @@ public enum AuthService: ServiceDefinition {
             lifecycle: lifecycle, db: runtime.db,
             interval: .seconds(env.int("GUEST_SWEEP_SECONDS", default: 600)))
         let operatorKeys = OperatorKeyStore(db: runtime.db, logger: runtime.logger)
+        // #47 the console's team: members sign in; services ask auth who a token stands for.
+        let console = ConsoleAccess(
+            db: runtime.db, logger: runtime.logger, clock: runtime.clock, store: OperatorMemberStore(logger: runtime.logger),
+            audit: AuditLog(logger: runtime.logger), signer: signer, tokens: tokenVerifier, box: box, mailer: mailer,
+            mailFrom: settings.mailFrom, consoleURL: env.string("CONSOLE_BASE_URL", default: "http://127.0.0.1:8080"),
+            passwords: ctx.passwords, hashPassword: { try await ctx.hashPassword($0) }, checkPassword: { try await ctx.checkPassword($0, hash: $1) })
+        let operators = AuthOperators(keys: operatorKeys, console: console)
         // #46: the app's live streams, on every replica (not only the one running workers).
         let liveHub = LiveHub(
             db: runtime.db, registry: runtime.metrics, logger: runtime.logger,
@@ -154,7 +161,7 @@ public enum AuthService: ServiceDefinition {
             path: "\(runtime.config.service.prefix)/live/socket", authorizer: liveAuthorizer, hub: liveHub, logger: runtime.logger)
         return try buildServiceApplication(
             runtime: runtime, appVerifier: appVerifier, tokenVerifier: tokenVerifier,
-            operatorVerifier: operatorKeys, services: [worker, sweeper, pushWorker, webhooks], everyReplica: [liveHub], userData: userData,
+            operatorVerifier: operators, services: [worker, sweeper, pushWorker, webhooks], everyReplica: [liveHub], userData: userData,
             timeline: SupportStore.timeline,
             retention: [Self.auditLogRetention(env)] + PushStore.retention(env) + WebhookStore.retention(env) + LiveStore.retention(env),
             server: LiveUpgradeChannel.builder(liveSocket)
@@ -173,7 +180,8 @@ public enum AuthService: ServiceDefinition {
             DeletionController(ctx: ctx).addRoutes(tenant: routes.tenant, user: routes.user)
             ExportController(ctx: ctx, signer: linkSigner).addRoutes(open: routes.open, user: routes.user)
             InternalApplicationsController(applications: applications).addRoutes(to: routes.internal)
-            InternalOperatorsController(operators: operatorKeys).addRoutes(to: routes.internal)
+            InternalOperatorsController(operators: operators).addRoutes(to: routes.internal)
+            ConsoleController(access: console, secureCookie: !runtime.config.isLocal).addRoutes(open: routes.open, admin: routes.admin)
             EmailSettingsController(store: emailSettings, emails: emails).addRoutes(to: routes.admin)
             SignInSettingsController(store: signIn, applications: applications, apple: appleConfigs).addRoutes(to: routes.admin)
             AppAdminController(applications: applications, operatorKeys: operatorKeys, verifier: appVerifier).addRoutes(to: routes.admin)

@@ -104,13 +104,5 @@ struct AuthContext: Sendable {
         }
     }
 
-    func accountLocked(until: Date, now: Date) -> AppError {
-        let retry = LockoutPolicy.retryAfter(lockedUntil: until, now: now)
-        var headers = HTTPFields()
-        headers[.retryAfter] = String(retry)
-        return AppError(
-            AuthErrorCode.accountLocked, "Too many login attempts",
-            extra: ["locked_until": .string(ISO8601DateFormatter().string(from: until)), "retry_after": .int(retry)],
-            headers: headers)
-    }
+    func accountLocked(until: Date, now: Date) -> AppError { LockoutPolicy.refusal(lockedUntil: until, now: now) }
 }

@@ -9,6 +9,8 @@ enum AuthErrorCode: String, ErrorCatalogue {
     case accountLocked = "account_locked"
     /// Email is already verified
     case alreadyVerified = "already_verified"
+    /// The console request header is missing (X-Console-Request: 1)
+    case consoleHeaderRequired = "console_header_required"
     /// Account deletion is already scheduled
     case deletionAlreadyScheduled = "deletion_already_scheduled"
     /// The device was removed meanwhile; register it again
@@ -29,18 +31,24 @@ enum AuthErrorCode: String, ErrorCatalogue {
     case invalidLink = "invalid_link"
     /// This link is invalid or has expired
     case invalidOrExpiredToken = "invalid_or_expired_token"
-    /// This live ticket is unknown, used or expired; ask for a new one
-    case invalidTicket = "invalid_ticket"
-    /// This WebSocket handshake is malformed (Sec-WebSocket-Key, Sec-WebSocket-Version 13)
-    case invalidWebsocketHandshake = "invalid_websocket_handshake"
     /// This code is invalid or has expired; request a new one
     case invalidOtp = "invalid_otp"
     /// Game Center authentication failed
     case invalidSignature = "invalid_signature"
+    /// This live ticket is unknown, used or expired; ask for a new one
+    case invalidTicket = "invalid_ticket"
+    /// The authenticator code is wrong or was already used
+    case invalidTotp = "invalid_totp"
+    /// This WebSocket handshake is malformed (Sec-WebSocket-Key, Sec-WebSocket-Version 13)
+    case invalidWebsocketHandshake = "invalid_websocket_handshake"
+    /// The team would be left without an owner
+    case lastOwner = "last_owner"
     /// This is the only way to sign in to this account; link another one first
     case lastSignInMethod = "last_sign_in_method"
     /// The mail server did not accept the message; try again
     case mailUnavailable = "mail_unavailable"
+    /// This email is already a member of the team
+    case memberExists = "member_exists"
     /// This account has no email address
     case noEmail = "no_email"
     /// Auth deletes its data through the account deletion flow
@@ -69,6 +77,10 @@ enum AuthErrorCode: String, ErrorCatalogue {
     case tooManyDevices = "too_many_devices"
     /// An app has at most … webhook endpoints
     case tooManyEndpoints = "too_many_endpoints"
+    /// A member has no second factor yet: they enrol first
+    case totpNotEnrolled = "totp_not_enrolled"
+    /// The console needs the authenticator code too
+    case totpRequired = "totp_required"
     /// This route is a WebSocket: send the Upgrade
     case upgradeRequired = "upgrade_required"
     /// This account was deleted
@@ -83,14 +95,16 @@ enum AuthErrorCode: String, ErrorCatalogue {
         case .invalidOrExpiredToken, .invalidWebsocketHandshake, .passwordTooLong: .badRequest
         case .upgradeRequired: .init(code: 426)
         case .alreadyVerified, .deletionAlreadyScheduled, .deviceChanged, .emailAlreadyExists, .gameCenterAlreadyLinked, .identityAlreadyLinked,
-            .lastSignInMethod, .notificationConflict, .playerIdAlreadyLinked, .providerAlreadyLinked:
+            .lastOwner, .lastSignInMethod, .memberExists, .notificationConflict, .playerIdAlreadyLinked, .providerAlreadyLinked, .totpNotEnrolled:
             .conflict
-        case .guestNotAllowed, .invalidLink, .notAllowed: .forbidden
+        case .consoleHeaderRequired, .guestNotAllowed, .invalidLink, .notAllowed: .forbidden
         case .userErased: .gone
         case .notLinked, .providerNotLinked, .userNotFound: .notFound
         case .mailUnavailable, .providerUnavailable, .shuttingDown: .serviceUnavailable
         case .accountLocked: .tooManyRequests
-        case .guestSecretRequired, .invalidCredentials, .invalidOtp, .invalidSignature, .invalidTicket, .otpInvalidated, .tokenReused: .unauthorized
+        case .guestSecretRequired, .invalidCredentials, .invalidOtp, .invalidSignature, .invalidTicket, .invalidTotp, .otpInvalidated, .tokenReused,
+            .totpRequired:
+            .unauthorized
         case .noEmail, .tooManyDevices, .tooManyEndpoints, .weakPassword: .unprocessableContent
         }
     }

@@ -1,4 +1,5 @@
 import Foundation
+import HTTPTypes
 import ServiceKit
 
 /// Lockout of UC-AUTH-1.2 13b/14b: the 5th consecutive wrong password locks the account for
@@ -17,6 +18,17 @@ public enum LockoutPolicy {
 
     public static func retryAfter(lockedUntil: Date, now: Date) -> Int {
         max(1, Int(lockedUntil.timeIntervalSince(now).rounded(.up)))
+    }
+
+    /// The 429 a locked account (a player's or a console member's) is answered with.
+    static func refusal(lockedUntil until: Date, now: Date) -> AppError {
+        let retry = retryAfter(lockedUntil: until, now: now)
+        var headers = HTTPFields()
+        headers[.retryAfter] = String(retry)
+        return AppError(
+            AuthErrorCode.accountLocked, "Too many login attempts",
+            extra: ["locked_until": .string(ISO8601DateFormatter().string(from: until)), "retry_after": .int(retry)],
+            headers: headers)
     }
 }
 
