@@ -196,8 +196,15 @@ public struct OperatorAuditStore: Sendable {
         public var appID: UUID, `operator`: Operator, method: String, route: String, path: String, status: Int, requestID: String
     }
 
-    public struct Row: Sendable, Equatable {
+    public struct Row: Sendable, Equatable, Encodable {
+        public var id: Int64
+        public var at: Date
         public var `operator`: String, method: String, route: String, path: String, status: Int
+        public var requestID: String?
+        enum CodingKeys: String, CodingKey {
+            case id, at, `operator`, method, route, path, status
+            case requestID = "request_id"
+        }
     }
 
     let db: DatabasePool
@@ -213,15 +220,23 @@ public struct OperatorAuditStore: Sendable {
             """, logger: logger)
     }
 
-    /// One app's operator actions, newest first.
-    public func recent(appID: UUID, limit: Int = 100) async throws -> [Row] {
+    /// One app's operator actions, newest first: at most `limit`, older than the row `before`
+    /// (the page before), by one operator (`member:<id>:<email>`, `operator_key:…`, `platform`)
+    /// or, with a trailing `:`, a kind of them (`member:`).
+    public func recent(appID: UUID, limit: Int = 100, before: Int64? = nil, operator who: String? = nil) async throws -> [Row] {
         var out: [Row] = []
+        let prefix = who.map { $0.hasSuffix(":") ? $0 : nil } ?? nil
+        let exact = who.map { $0.hasSuffix(":") ? nil : $0 } ?? nil
         for try await r in try await db.query(
             """
-            SELECT operator, method, route, path, status FROM operator_audit WHERE app_id = \(appID) ORDER BY id DESC LIMIT \(limit)
+            SELECT id, at, operator, method, route, path, status, request_id FROM operator_audit
+            WHERE app_id = \(appID) AND (\(before)::bigint IS NULL OR id < \(before)::bigint)
+              AND (\(exact)::text IS NULL OR operator = \(exact)::text)
+              AND (\(prefix)::text IS NULL OR starts_with(operator, \(prefix)::text))
+            ORDER BY id DESC LIMIT \(limit)
             """, logger: logger
-        ).decode((String, String, String, String, Int).self) {
-            out.append(Row(operator: r.0, method: r.1, route: r.2, path: r.3, status: r.4))
+        ).decode((Int64, Date, String, String, String, String, Int, String?).self) {
+            out.append(Row(id: r.0, at: r.1, operator: r.2, method: r.3, route: r.4, path: r.5, status: r.6, requestID: r.7))
         }
         return out
     }
@@ -241,4 +256,38 @@ public struct OperatorAuditStore: Sendable {
         );
         CREATE INDEX operator_audit_app ON operator_audit (app_id, id);
         """
+}
+
+/// `GET /<prefix>/v1/admin/audit` (#47): the service's own operator audit for the console's Audit
+/// page, newest first, paged by `before` (an entry's id), filtered by `operator`.
+struct OperatorAuditController: Sendable {
+    let store: OperatorAuditStore
+
+    struct Page: Encodable {
+        var entries: [OperatorAuditStore.Row]
+        var nextBefore: Int64?
+        enum CodingKeys: String, CodingKey { case entries; case nextBefore = "next_before" }
+    }
+
+    func addRoutes(to admin: RouterGroup<ServiceRequestContext>) {
+        admin.get("admin/audit") { request, context in
+            let app = try context.requireApp()
+            let q = request.uri.queryParameters
+            let limit =
+                try q.get("limit").map { raw -> Int in
+                    guard let n = Int(raw), (1...200).contains(n) else { throw AppError.validation("limit", "limit is 1 to 200") }
+                    return n
+                } ?? 50
+            let before = try q.get("before").map { raw -> Int64 in
+                guard let n = Int64(raw), n > 0 else { throw AppError.badRequest("before must be an entry's id", field: "before") }
+                return n
+            }
+            let who = try q.get("operator").map { raw -> String in
+                guard raw.utf8.count <= 400 else { throw AppError.validation("operator", "operator is at most 400 characters") }
+                return raw
+            }
+            let entries = try await store.recent(appID: app, limit: limit, before: before, operator: who)
+            return try context.json(Page(entries: entries, nextBefore: entries.count == limit ? entries.last?.id : nil))
+        }
+    }
 }

@@ -207,14 +207,12 @@ public func buildServiceApplication(
             logger: runtime.logger
         ).addRoutes(to: internalGroup)
     }
+    let audit = OperatorAuditStore(db: runtime.db, logger: runtime.logger)
     let admin = router.group(RouterPath(prefix))
         .add(middleware: TenantMiddleware(verifier: appVerifier, keyOptional: true))
-        .add(
-            middleware: AdminAuthMiddleware(
-                token: config.adminToken, operators: operatorVerifier ?? runtime.remoteOperatorVerifier(),
-                audit: OperatorAuditStore(db: runtime.db, logger: runtime.logger))
-        )
+        .add(middleware: AdminAuthMiddleware(token: config.adminToken, operators: operatorVerifier ?? runtime.remoteOperatorVerifier(), audit: audit))
         .add(middleware: everything)
+    OperatorAuditController(store: audit).addRoutes(to: admin)
     try configure(ServiceRoutes(router: router, open: open, tenant: tenant, user: user, userLogging: userLogging, internal: internalGroup, admin: admin))
 
     let watcher = runtime.sessionWatcher

@@ -349,6 +349,32 @@ final class RequestAuthenticationTests: XCTestCase {
             let forB = try await audit.recent(appID: s.appB.appID)
             XCTAssertEqual(forB.map(\.operator), ["platform"])
 
+            // #47 the same audit as the console reads it: its own app's only, newest first, paged,
+            // filtered by operator; bad paging is a 4xx.
+            func page(_ query: String) async throws -> (HTTPResponse.Status, [String: JSONValue]) {
+                try await client.execute(uri: "/ads/v1/admin/audit\(query)", method: .get, headers: admin(s.appA, issued.key)) { r in
+                    (r.status, (try? r.json([String: JSONValue].self)) ?? [:])
+                }
+            }
+            let (ok, first) = try await page("?limit=1")
+            XCTAssertEqual(ok, .ok)
+            guard case .array(let one)? = first["entries"], case .object(let newest)? = one.first, case .int(let next)? = first["next_before"] else {
+                return XCTFail("no page: \(first)")
+            }
+            XCTAssertEqual(newest["path"], .string("/ads/v1/operator-fails"))
+            let (_, second) = try await page("?limit=1&before=\(next)")
+            guard case .array(let two)? = second["entries"], case .object(let older)? = two.first else { return XCTFail("no second page: \(second)") }
+            XCTAssertEqual(older["path"], .string("/ads/v1/operator-echo"))
+            let (_, byKind) = try await page("?operator=operator_key:&limit=200")
+            guard case .array(let keyed)? = byKind["entries"] else { return XCTFail("\(byKind)") }
+            XCTAssertEqual(keyed.count, 4, "the two uses and the two page reads before this one (each read is audited once answered)")
+            let (_, nobody) = try await page("?operator=platform")
+            XCTAssertEqual(nobody["entries"], .array([]), "app B's platform use is not app A's")
+            for bad in ["?limit=0", "?limit=201", "?limit=x", "?before=-1"] {
+                let (status, body) = try await page(bad)
+                XCTAssertTrue([.badRequest, .unprocessableContent].contains(status), "\(bad): \(status) \(body)")
+            }
+
             let stored = try await withPostgres(TestEnvironment.adminClient(database: TestEnvironment.unitDatabase)) { db -> Int in
                 for try await n in try await db.query(
                     """

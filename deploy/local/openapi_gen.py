@@ -729,6 +729,14 @@ sub = {
     "delete": admin("End a support grant of premium", params=[p("id", UUIDS)], req=body(obj({"reason": REASON}, ["reason"])),
         schema=obj({"ended": arr(UUIDS)}, ["ended"]))},
 }
+# #47 every service's own operator audit, as the console's Audit page reads it.
+named("OperatorAuditEntry", obj({"id": I, "at": DT, "operator": dict(S, description="platform, operator_key:<id>:<name> or member:<id>:<email>"),
+    "method": S, "route": S, "path": S, "status": I, "request_id": {"type": ["string", "null"]}}, ["id", "at", "operator", "method", "route", "path", "status"]))
+for _paths in (auth, sub, off, ads):
+    _paths["/admin/audit"] = {"get": admin("This service's operator audit for the app, newest first (viewer and up)",
+        params=[q("limit", {"type": "integer", "minimum": 1, "maximum": 200}), q("before", {"type": "integer", "minimum": 1}),
+                q("operator", {"type": "string", "maxLength": 400, "description": "One operator, or a kind of them with a trailing colon (member:)"})],
+        schema=obj({"entries": arr(ref("OperatorAuditEntry")), "next_before": {"type": ["integer", "null"]}}, ["entries"]))}
 for o in (sub["/admin/users/{id}/credits"]["post"], sub["/admin/users/{id}/premium"]["post"]):
     o["responses"]["200"] = with_headers({"200": {"description": "The same request again (replayed)", "content": o["responses"]["201"]["content"]}})["200"]
 import os
