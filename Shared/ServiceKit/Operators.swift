@@ -113,6 +113,15 @@ public enum OperatorKeys {
 
     public static func looksLikeKey(_ text: String) -> Bool { text.hasPrefix(prefix) && text.utf8.count <= 128 }
 
+    /// The audience of a console member's token (a player's names their app).
+    public static let consoleAudience = "console"
+
+    /// Whether a verified token's claims are a console member's.
+    public static func isConsoleToken(_ payload: Data) -> Bool {
+        struct Audience: Decodable { var aud: String? }
+        return (try? JSONDecoder().decode(Audience.self, from: payload))?.aud == consoleAudience
+    }
+
     /// A console member's access token (a JWS): three base64url parts, bounded.
     public static func looksLikeMemberToken(_ text: String) -> Bool {
         text.hasPrefix("eyJ") && text.utf8.count <= 2_048 && text.utf8.lazy.filter({ $0 == UInt8(ascii: ".") }).count == 2
@@ -129,11 +138,14 @@ public struct AdminAuthMiddleware: RouterMiddleware {
     let token: String
     let operators: any OperatorVerifier
     let audit: OperatorAuditStore?
+    /// Auth's keys, for the signature of a console member's token (#47).
+    let tokens: AccessTokenVerifier?
 
-    public init(token: String, operators: any OperatorVerifier, audit: OperatorAuditStore?) {
+    public init(token: String, operators: any OperatorVerifier, audit: OperatorAuditStore?, tokens: AccessTokenVerifier? = nil) {
         self.token = token
         self.operators = operators
         self.audit = audit
+        self.tokens = tokens
     }
 
     public func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
@@ -142,8 +154,15 @@ public struct AdminAuthMiddleware: RouterMiddleware {
         let who: Operator
         if ConstantTime.equals(presented, token) {
             who = .platform
-        } else if OperatorKeys.looksLikeKey(presented) || OperatorKeys.looksLikeMemberToken(presented) {
+        } else if OperatorKeys.looksLikeKey(presented) {
             guard let found = try await operators.verify(appID: appID, key: presented) else { throw Self.refused }
+            who = found
+        } else if OperatorKeys.looksLikeMemberToken(presented) {
+            // Auth's signature and the console's audience are checked here first: a player's
+            // token or a forged one is refused without asking auth (and while auth is away).
+            guard let tokens, let payload = try? await tokens.verifiedPayload(presented), OperatorKeys.isConsoleToken(payload),
+                let found = try await operators.verify(appID: appID, key: presented)
+            else { throw Self.refused }
             who = found
         } else {
             throw Self.refused

@@ -210,7 +210,10 @@ public func buildServiceApplication(
     let audit = OperatorAuditStore(db: runtime.db, logger: runtime.logger)
     let admin = router.group(RouterPath(prefix))
         .add(middleware: TenantMiddleware(verifier: appVerifier, keyOptional: true))
-        .add(middleware: AdminAuthMiddleware(token: config.adminToken, operators: operatorVerifier ?? runtime.remoteOperatorVerifier(), audit: audit))
+        .add(
+            middleware: AdminAuthMiddleware(
+                token: config.adminToken, operators: operatorVerifier ?? runtime.remoteOperatorVerifier(), audit: audit, tokens: tokenVerifier)
+        )
         .add(middleware: everything)
     OperatorAuditController(store: audit).addRoutes(to: admin)
     try configure(ServiceRoutes(router: router, open: open, tenant: tenant, user: user, userLogging: userLogging, internal: internalGroup, admin: admin))

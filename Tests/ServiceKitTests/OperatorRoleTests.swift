@@ -50,6 +50,13 @@ final class OperatorRoleTests: XCTestCase {
         XCTAssertEqual(Operator.platform.role, .owner)
     }
 
+    func testOnlyAConsoleAudienceIsAMembersToken() {
+        XCTAssertTrue(OperatorKeys.isConsoleToken(Data(#"{"aud":"console","sub":"x"}"#.utf8)))
+        XCTAssertFalse(OperatorKeys.isConsoleToken(Data(#"{"aud":"0b1c5e1e-0000-4000-8000-000000000000","user_id":"x"}"#.utf8)), "a player's")
+        XCTAssertFalse(OperatorKeys.isConsoleToken(Data(#"{"sub":"x"}"#.utf8)))
+        XCTAssertFalse(OperatorKeys.isConsoleToken(Data("not json".utf8)))
+    }
+
     func testOnlyATokenShapedBearerIsAskedAboutAsAMember() {
         XCTAssertTrue(OperatorKeys.looksLikeMemberToken("eyJhbGciOiJFZERTQSJ9.eyJzdWIiOiJ4In0.c2ln"))
         XCTAssertFalse(OperatorKeys.looksLikeMemberToken("eyJhbGciOiJFZERTQSJ9.eyJzdWIiOiJ4In0"))

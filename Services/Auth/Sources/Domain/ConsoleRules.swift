@@ -5,7 +5,7 @@ import ServiceKit
 /// auth's key like a player's, but with its own audience and claims, so neither is ever taken
 /// for the other (a player's token has no `role`; an operator's has no `user_id`).
 public struct ConsoleClaims: Codable, Sendable, Equatable {
-    public static let audience = "console"
+    public static let audience = OperatorKeys.consoleAudience
 
     public var iss: String
     public var aud: String
