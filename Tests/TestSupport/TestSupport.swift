@@ -66,16 +66,26 @@ public enum TestEnvironment {
 
     /// A free TCP port on loopback (bound then released).
     public static func freePort() throws -> Int {
+        // Below the kernel's ephemeral range (32768 and up): a port the kernel hands out for
+        // the kernel to hand to an outbound connection in the gap before the test binds it again
+        // (the running stack makes many) was taken there now and then ("Address already in use").
+        for _ in 0..<200 {
+            let port = Int.random(in: 15_000..<32_000)
+            if canBind(port) { return port }
+        }
+        struct NoFreePort: Error {}
+        throw NoFreePort()
+    }
+
+    static func canBind(_ port: Int) -> Bool {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         defer { close(fd) }
         var addr = sockaddr_in()
         addr.sin_family = sa_family_t(AF_INET)
-        addr.sin_port = 0
+        addr.sin_port = UInt16(port).bigEndian
         addr.sin_addr.s_addr = inet_addr("127.0.0.1")
-        var len = socklen_t(MemoryLayout<sockaddr_in>.size)
-        _ = withUnsafePointer(to: &addr) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, len) } }
-        _ = withUnsafeMutablePointer(to: &addr) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &len) } }
-        return Int(UInt16(bigEndian: addr.sin_port))
+        let len = socklen_t(MemoryLayout<sockaddr_in>.size)
+        return withUnsafePointer(to: &addr) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, len) } } == 0
     }
 }
 
