@@ -529,9 +529,10 @@ def console_op(summary, req=None, schema=None, ok="200", cookie=False, app=True)
     o = op(summary, ok=ok, req=req, schema=schema, extra=["403", "409", "429"])
     o["security"] = [{"appId": []}] if app else []
     if cookie:
-        o["parameters"] = [{"name": "X-Console-Request", "in": "header", "required": True, "schema": {"type": "string", "const": "1"},
-                            "description": "A header a cross-site form cannot send"},
-                           {"name": "console_refresh", "in": "cookie", "required": True, "schema": {"type": "string", "maxLength": 128}}]
+        # The refresh cookie and X-Console-Request: 1 are described, not declared: a generated
+        # client must not send the cookie itself (the browser does), and a fuzzer's cookie bytes
+        # are not what a browser sends.
+        o["description"] = "Needs the console_refresh cookie (set by sign-in) and the header X-Console-Request: 1."
     return o
 def live_op(summary, sse):
     o = op(summary, params=[q("after", {"type": "string", "maxLength": 64}), q("ticket", {"type": "string", "maxLength": 128}),
