@@ -23,6 +23,15 @@ public enum Operator: Sendable, Equatable {
         }
     }
 
+    /// As a person reads it (an invite mail's "who invited you"): never the secret.
+    public var displayName: String {
+        switch self {
+        case .platform: "The platform owner"
+        case .key(_, let name): "Operator key \"\(name)\""
+        case .member(_, let email, _): email
+        }
+    }
+
     /// What it may do. Keys are for automation and keep what they could do before roles
     /// existed (an on-call script disables a leaked app); a member has the role the team gave.
     public var role: OperatorRole {

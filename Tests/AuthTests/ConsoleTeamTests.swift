@@ -265,4 +265,50 @@ final class ConsoleTeamTests: XCTestCase {
             XCTAssertEqual(noApp.status, .unauthorized)
         }
     }
+    func testMemberRoutesRefuseBadInputAnotherAppsMemberAndOversizedBodies() async throws {
+        try await AuthHarness.run { h in
+            let t = Team(h: h)
+            let email = "bad-\(UUID().uuidString.prefix(6).lowercased())@team.example"
+            let (id, _) = try await t.join(email, role: .support, by: "local-admin-token", totp: false)
+            let stillSupport = "SELECT count(*)::int FROM auth.operator_members WHERE id = '\(id)' AND role = 'support'"
+            let platform = "local-admin-token"
+
+            // A role missing, of the wrong type, or none of the four: 400, the member unchanged.
+            for body in [#"{}"#, #"{"role":5}"#, #"{"role":"god"}"#, #"{"role":null}"#, "not json"] {
+                let r = try await t.call(.patch, "admin/members/\(id)", body, bearer: platform)
+                XCTAssertEqual(r.status, .badRequest, body)
+                XCTAssertFalse(try r.envelope().message.isEmpty, body)
+                let got = try await t.count(stillSupport)
+                XCTAssertEqual(got, 1, body)
+            }
+            // An unknown member, and this app's member seen from another app's console: 404, unchanged.
+            let unknown = try await t.call(.patch, "admin/members/\(UUID())", #"{"role":"viewer"}"#, bearer: platform)
+            XCTAssertEqual(unknown.status, .notFound)
+            let elsewhere = try await t.call(.patch, "admin/members/\(id)", #"{"role":"owner"}"#, bearer: platform, app: h.otherApp)
+            XCTAssertEqual(elsewhere.status, .notFound)
+            let removedElsewhere = try await t.call(.delete, "admin/members/\(id)", bearer: platform, app: h.otherApp)
+            XCTAssertEqual(removedElsewhere.status, .notFound)
+            let got1 = try await t.count(stillSupport)
+            XCTAssertEqual(got1, 1)
+            _ = try t.token(try await t.signIn(email))
+
+            // Oversized bodies on the open routes: 413 with the envelope, no session and no member.
+            let sessions = "SELECT count(*)::int FROM auth.operator_sessions WHERE member_id = '\(id)'"
+            let sessionsBefore = try await t.count(sessions)
+            let invites = "SELECT count(*)::int FROM auth.operator_invites WHERE app_id = '\(h.app.appID)'"
+            let invitesBefore = try await t.count(invites)
+            let huge = String(repeating: "x", count: 1_100_000)
+            let bigSignIn = try await t.call(.post, "console/sign-in", #"{"email":"\#(email)","password":"\#(huge)"}"#, bearer: nil)
+            XCTAssertEqual(bigSignIn.status, .contentTooLarge)
+            XCTAssertEqual(try bigSignIn.envelope().error, "payload_too_large")
+            let bigAccept = try await t.call(.post, "console/invites/accept", #"{"token":"\#(huge)","password":"x"}"#, bearer: nil)
+            XCTAssertEqual(bigAccept.status, .contentTooLarge)
+            let bigInvite = try await t.call(.post, "admin/invites", #"{"email":"\#(huge)@team.example","role":"viewer"}"#, bearer: platform)
+            XCTAssertEqual(bigInvite.status, .contentTooLarge)
+            let got2 = try await t.count(sessions)
+            XCTAssertEqual(got2, sessionsBefore)
+            let got3 = try await t.count(invites)
+            XCTAssertEqual(got3, invitesBefore)
+        }
+    }
 }

@@ -149,7 +149,14 @@ up() {
       --listen-peer-urls "http://127.0.0.1:$((ETCD_PORT + 1))" --initial-advertise-peer-urls "http://127.0.0.1:$((ETCD_PORT + 1))" \
       --initial-cluster "ha-etcd=http://127.0.0.1:$((ETCD_PORT + 1))" </dev/null >>"$HA/etcd.log" 2>&1 &
     echo $! > "$HA/run/etcd.pid"
-    for _ in $(seq 1 100); do curl -fsS -o /dev/null "http://127.0.0.1:$ETCD_PORT/health" 2>/dev/null && break; sleep 0.1; done
+    # A restart after kill -9 replays etcd's WAL first: give it 30 s, and say why when it fails.
+    local ready=0
+    for _ in $(seq 1 300); do
+      if curl -fsS -o /dev/null "http://127.0.0.1:$ETCD_PORT/health" 2>/dev/null; then ready=1; break; fi
+      alive "$HA/run/etcd.pid" || break
+      sleep 0.1
+    done
+    if [ $ready = 0 ]; then log "etcd did not become healthy:"; tail -20 "$HA/etcd.log" >&2; return 1; fi
   fi
   for n in "${NODES[@]}"; do start_node "$n"; done
   if ! alive "$HA/run/haproxy.pid"; then
@@ -213,6 +220,12 @@ print(int(any(x["role"] == "leader" and x["state"] == "running" for x in m)
     sleep 0.5
   done
   log "the cluster is not healthy:"; cluster_json >&2 || true
+  for n in "${NODES[@]}"; do
+    log "pg$n (Patroni, then PostgreSQL):"
+    tail -8 "$HA/log/patroni$n.out" >&2 2>/dev/null || true
+    tail -8 "$HA/log/pg$n/patroni.log" >&2 2>/dev/null || true
+    tail -5 "$(ls -t "$HA/pg$n"/log/*.log 2>/dev/null | head -1)" >&2 2>/dev/null || true
+  done
   return 1
 }
 
@@ -241,6 +254,6 @@ case "${1:-}" in
   kill-node) kill_node "$2" ;;
   start-node) start_node "$2" ;;
   stop-etcd) [ -f "$HA/run/etcd.pid" ] && kill -9 "$(cat "$HA/run/etcd.pid")" 2>/dev/null; rm -f "$HA/run/etcd.pid" ;;
-  start-etcd) up ;;
+  start-etcd) up ;;  # the nodes and HAProxy are running: up starts etcd and waits for health
   *) echo "usage: $0 up|down|destroy|status|leader|wait-healthy [s]|kill-node N|start-node N|stop-etcd|start-etcd" >&2; exit 2 ;;
 esac

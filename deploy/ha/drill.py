@@ -70,7 +70,11 @@ def psql(sql, db=DB):
 
 
 def cluster(*args, check=True):
-    return subprocess.run(CLUSTER + list(args), capture_output=True, text=True, check=check).stdout.strip()
+    out = subprocess.run(CLUSTER + list(args), capture_output=True, text=True)
+    if check and out.returncode != 0:
+        # What the cluster said is the diagnosis (a CI run that failed here printed only a traceback).
+        fail("cluster.sh %s exited %d:\n%s%s" % (" ".join(args), out.returncode, out.stdout, out.stderr))
+    return out.stdout.strip()
 
 
 # ---- StoreKit: a signed transaction as the App Store sends it (the stack's local chain) ----

@@ -37,8 +37,9 @@ struct ConsoleAccess: Sendable {
 
     // MARK: invites
 
-    /// A single-use link mailed to `email`, valid 72 h. Returns when it expires.
-    func invite(app: UUID, email raw: String, role: OperatorRole, by who: Operator) async throws -> Date {
+    /// A single-use link mailed to `email`, valid 72 h. Returns the address as stored and when
+    /// the link expires.
+    func invite(app: UUID, email raw: String, role: OperatorRole, by who: Operator) async throws -> (email: String, expiresAt: Date) {
         guard let email = EmailAddress.normalize(raw) else { throw AppError.validation("email", "Not an email address") }
         let token = OpaqueToken.generate()
         let expires = clock.now().addingTimeInterval(ConsoleRules.inviteLifetime)
@@ -61,7 +62,7 @@ struct ConsoleAccess: Sendable {
                 SMTPMessage(
                     from: mailFrom, to: [email], subject: "You are invited to the \(appName) console",
                     text: """
-                        \(who.auditName.hasPrefix("member:") ? who.auditName.split(separator: ":").last.map(String.init) ?? "An owner" : "An owner") invited you to \(appName)'s console as \(role.rawValue).
+                        \(who.displayName) invited you to \(appName)'s console as \(role.rawValue).
 
                         Accept within 72 hours (the link works once):
                         \(link)
@@ -69,7 +70,7 @@ struct ConsoleAccess: Sendable {
         } catch {
             throw AppError(AuthErrorCode.mailUnavailable, "The invite was created but its mail could not be sent; invite again")
         }
-        return expires
+        return (email, expires)
     }
 
     /// What an invite is for, as the invitee's page shows it (its answer's shape).
@@ -91,7 +92,7 @@ struct ConsoleAccess: Sendable {
 
     func showInvite(token: String) async throws -> InviteView {
         let now = clock.now()
-        return try await db.withTransaction(logger: logger) { conn in
+        return try await db.withConnection { conn in
             guard token.utf8.count <= 128, let invite = try await store.invite(digest: OpaqueToken.hash(token), now: now, on: conn),
                 let name = try await store.appName(invite.appID, on: conn)
             else { throw Self.invalidInvite }
@@ -108,9 +109,7 @@ struct ConsoleAccess: Sendable {
     func accept(token: String, password: String, totpSecret: String?, totpCode: String?) async throws -> OperatorMemberStore.Member {
         let now = clock.now()
         let digest = OpaqueToken.hash(token)
-        let preview = try await db.withTransaction(logger: logger) { conn in
-            try await store.invite(digest: digest, now: now, on: conn)
-        }
+        let preview = try await db.withConnection { conn in try await store.invite(digest: digest, now: now, on: conn) }
         guard token.utf8.count <= 128, let preview else { throw Self.invalidInvite }
         try passwords.require(password, userInputs: [preview.email], field: "password")
         var sealed: ByteBuffer?
@@ -148,7 +147,7 @@ struct ConsoleAccess: Sendable {
     func signIn(app: UUID, email raw: String, password: String, totpCode: String?, ip: String?) async throws -> SignedIn {
         let now = clock.now()
         guard let email = EmailAddress.normalize(raw), password.utf8.count <= PasswordPolicy.maximumBytes else { throw Self.invalidCredentials }
-        let found = try await db.withTransaction(logger: logger) { conn in try await store.member(app: app, email: email, on: conn) }
+        let found = try await db.withConnection { conn in try await store.member(app: app, email: email, on: conn) }
         guard let member = found else {
             // As long as a wrong password: whether an address is on the team is not told.
             _ = try? await checkPassword(password, Self.dummyHash)
@@ -232,7 +231,7 @@ struct ConsoleAccess: Sendable {
             ConsoleRules.accepts(claims, app: app, now: clock.now()), let memberID = claims.memberID
         else { return nil }
         let now = clock.now()
-        let member = try await db.withTransaction(logger: logger) { conn in
+        let member = try await db.withConnection { conn in
             try await store.live(session: claims.sid, member: memberID, app: app, now: now, on: conn)
         }
         return member.map { .member(id: $0.id, email: $0.email, role: $0.role) }

@@ -100,8 +100,8 @@ struct ConsoleController: Sendable {
         admin.post("admin/invites") { request, context in
             let app = try context.requireApp()
             let body = try await request.decodeJSON(as: InviteBody.self, context: context)
-            let expires = try await access.invite(app: app, email: body.email, role: body.role, by: try Self.who(context))
-            return try context.json(InviteView(email: body.email.trimmingWhitespace.lowercased(), role: body.role, expiresAt: expires), status: .created)
+            let sent = try await access.invite(app: app, email: body.email, role: body.role, by: try Self.who(context))
+            return try context.json(InviteView(email: sent.email, role: body.role, expiresAt: sent.expiresAt), status: .created)
         }
         admin.patch("admin/members/:id") { request, context in
             let app = try context.requireApp()

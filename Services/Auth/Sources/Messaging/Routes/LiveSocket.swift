@@ -43,9 +43,14 @@ struct LiveUpgradeChannel: ServerChildChannel, HTTPChannelHandler {
     }
 
     /// Notes the connection's first request head if it asks for an upgrade, then steps aside.
+    /// A first request NIO cannot parse (a control byte in a header) never yields a head, so
+    /// the upgrade is never decided and nobody would answer: the connection hung, open, until
+    /// the client gave up. This handler answers it as the other services do, with a 400, here
+    /// with the envelope, and closes.
     private final class FirstHead: ChannelInboundHandler, RemovableChannelHandler {
         typealias InboundIn = HTTPServerRequestPart
         typealias InboundOut = HTTPServerRequestPart
+        typealias OutboundOut = HTTPServerResponsePart
         let decision: Decision
         init(_ decision: Decision) { self.decision = decision }
         func channelRead(context: ChannelHandlerContext, data: NIOAny) {
@@ -53,6 +58,19 @@ struct LiveUpgradeChannel: ServerChildChannel, HTTPChannelHandler {
             if head.headers.contains(name: "upgrade") { decision.upgradeHead.withLock { $0 = head } }
             context.fireChannelRead(data)
             context.pipeline.syncOperations.removeHandler(self, promise: nil)
+        }
+        func errorCaught(context: ChannelHandlerContext, error: any Error) {
+            guard error is HTTPParserError else { return context.fireErrorCaught(error) }
+            let body =
+                (try? JSONEncoder().encode(ErrorEnvelope(error: "invalid_request", message: "The request could not be parsed as HTTP/1.1")))
+                .map { ByteBuffer(bytes: $0) } ?? ByteBuffer()
+            var headers = HTTPHeaders()
+            headers.add(name: "Content-Type", value: "application/json")
+            headers.add(name: "Content-Length", value: "\(body.readableBytes)")
+            headers.add(name: "Connection", value: "close")
+            context.write(wrapOutboundOut(.head(HTTPResponseHead(version: .http1_1, status: .badRequest, headers: headers))), promise: nil)
+            context.write(wrapOutboundOut(.body(.byteBuffer(body))), promise: nil)
+            context.writeAndFlush(wrapOutboundOut(.end(nil))).whenComplete { _ in context.close(promise: nil) }
         }
     }
 
