@@ -207,6 +207,21 @@ final class ConsoleTeamTests: XCTestCase {
             let got14 = try await t.call(.post, "console/refresh", bearer: nil, extra: cookie(second)).status
             XCTAssertEqual(got14, .unauthorized)
 
+            // The page logs out with its access token (the cookie goes to the refresh route only).
+            let third = try t.token(try await t.signIn(email))
+            let noHeaderOut = try await t.call(.post, "console/logout", bearer: third)
+            XCTAssertEqual(try noHeaderOut.envelope().error, "console_header_required")
+            let got16 = try await t.call(.get, "admin/members", bearer: third).status
+            XCTAssertEqual(got16, .ok, "a refused logout ends nothing")
+            let header: HTTPFields = [HTTPField.Name("X-Console-Request")!: "1"]
+            let otherAppOut = try await t.call(.post, "console/logout", bearer: third, app: h.otherApp, extra: header)
+            XCTAssertEqual(otherAppOut.status, .unauthorized)
+            let byBearer = try await t.call(.post, "console/logout", bearer: third, extra: header)
+            XCTAssertEqual(byBearer.status, .noContent)
+            XCTAssertTrue(byBearer.headers[.setCookie]?.contains("Max-Age=0") == true)
+            let got17 = try await t.call(.get, "admin/members", bearer: third).status
+            XCTAssertEqual(got17, .unauthorized)
+
             // Tokens run out after 10 minutes.
             let again = try t.token(try await t.signIn(email))
             h.clock.advance(by: 11 * 60)

@@ -522,9 +522,9 @@ named("ConsoleSession", obj({"access_token": S, "token_type": S, "expires_in": I
     ["access_token", "token_type", "expires_in", "member"]))
 named("ConsoleTeam", obj({"members": arr(ref("ConsoleMember")), "invites": arr(obj({"email": S, "role": ROLE, "expires_at": DT}, ["email", "role", "expires_at"])),
     "requires_totp": B}, ["members", "invites", "requires_totp"]))
-named("ConsoleInvite", obj({"app_name": S, "email": S, "role": ROLE, "expires_at": DT, "totp_required": B,
+named("ConsoleInvite", obj({"app_id": UUIDS, "app_name": S, "email": S, "role": ROLE, "expires_at": DT, "totp_required": B,
     "totp_secret": dict(S, description="base32, for an authenticator app"), "totp_uri": dict(S, description="otpauth:// link (a QR code of it)")},
-    ["app_name", "email", "role", "expires_at", "totp_required", "totp_secret", "totp_uri"]))
+    ["app_id", "app_name", "email", "role", "expires_at", "totp_required", "totp_secret", "totp_uri"]))
 def console_op(summary, req=None, schema=None, ok="200", cookie=False, app=True):
     o = op(summary, ok=ok, req=req, schema=schema, extra=["403", "409", "429"])
     o["security"] = [{"appId": []}] if app else []
@@ -658,7 +658,9 @@ auth = {
     "path /auth/v1/console/refresh); 5 wrong passwords lock for 15 minutes", req=body(obj({"email": {"type": "string", "maxLength": 254},
     "password": {"type": "string", "maxLength": 1024}, "totp_code": {"type": "string", "maxLength": 16}}, ["email", "password"])), schema=ref("ConsoleSession"))},
  "/console/refresh": {"post": console_op("A new access token from the refresh cookie (rotated); needs X-Console-Request: 1", cookie=True, schema=ref("ConsoleSession"))},
- "/console/logout": {"post": console_op("End the console session: its tokens are refused everywhere within OPERATOR_CACHE_SECONDS", cookie=True, ok="204")},
+ "/console/logout": {"post": dict(console_op("End the console session: its tokens are refused everywhere within OPERATOR_CACHE_SECONDS", cookie=True, ok="204"),
+    description="Needs X-Console-Request: 1 and either the console_refresh cookie or the session's console access token as a Bearer "
+                "(the browser sends the cookie only to the refresh route).")},
  "/console/invites/preview": {"post": console_op("What an invite is for, and a second factor to enrol with (the token from the mailed link)",
     req=body(obj({"token": {"type": "string", "maxLength": 128}}, ["token"])), schema=ref("ConsoleInvite"), app=False)},
  "/console/invites/accept": {"post": console_op("Accept an invite: the member's password, and their authenticator's secret with a current code "

@@ -17,7 +17,8 @@ GATEWAY_PORT=${GATEWAY_PORT:-8080}
 export ENVIRONMENT=${ENVIRONMENT:-local}
 mkdir -p "$DATA" "$RUN" "$LOGS"
 
-log() { printf '==> %s\n' "$*" >&2; }
+# Each line says how far into the run it is (seconds): CI's log shows where its minutes go.
+log() { printf '==> [%4d s] %s\n' "$SECONDS" "$*" >&2; }
 
 deps() {
   local missing=()

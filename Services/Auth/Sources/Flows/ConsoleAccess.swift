@@ -75,6 +75,8 @@ struct ConsoleAccess: Sendable {
 
     /// What an invite is for, as the invitee's page shows it (its answer's shape).
     struct InviteView: Sendable, Encodable {
+        /// The console signs in to this app once the invite is accepted.
+        var appID: UUID
         var appName: String
         var email: String
         var role: OperatorRole
@@ -85,7 +87,7 @@ struct ConsoleAccess: Sendable {
         var totpURI: String
         enum CodingKeys: String, CodingKey {
             case email, role
-            case appName = "app_name"; case expiresAt = "expires_at"; case totpRequired = "totp_required"
+            case appID = "app_id"; case appName = "app_name"; case expiresAt = "expires_at"; case totpRequired = "totp_required"
             case totpSecret = "totp_secret"; case totpURI = "totp_uri"
         }
     }
@@ -98,7 +100,7 @@ struct ConsoleAccess: Sendable {
             else { throw Self.invalidInvite }
             let secret = TOTP.newSecret()
             return InviteView(
-                appName: name, email: invite.email, role: invite.role, expiresAt: invite.expiresAt,
+                appID: invite.appID, appName: name, email: invite.email, role: invite.role, expiresAt: invite.expiresAt,
                 totpRequired: try await store.requiresTOTP(app: invite.appID, on: conn) ?? false,
                 totpSecret: TOTP.base32(secret), totpURI: TOTP.provisioningURI(secret: secret, account: invite.email, issuer: "\(name) console"))
         }
@@ -212,6 +214,19 @@ struct ConsoleAccess: Sendable {
         let now = clock.now()
         _ = try await db.withTransaction(logger: logger) { conn in
             try await store.endSession(app: app, refreshDigest: OpaqueToken.hash(refreshToken), now: now, on: conn)
+        }
+    }
+
+    /// Logout from the page, which holds the access token (the refresh cookie goes to the
+    /// refresh route only): the token's session ends. A forged or expired token ends nothing.
+    func logout(app: UUID, accessToken: String) async throws {
+        guard let payload = try? await tokens.verifiedPayload(accessToken),
+            let claims = try? JSON.decoder.decode(ConsoleClaims.self, from: payload),
+            ConsoleRules.accepts(claims, app: app, now: clock.now())
+        else { throw AppError.invalidToken("No console session: sign in") }
+        let now = clock.now()
+        _ = try await db.withTransaction(logger: logger) { conn in
+            try await store.endSession(app: app, session: claims.sid, now: now, on: conn)
         }
     }
 

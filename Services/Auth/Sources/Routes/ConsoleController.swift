@@ -73,8 +73,14 @@ struct ConsoleController: Sendable {
             return try session(try await access.refresh(app: app, refreshToken: refresh), context)
         }
         open.post("console/logout") { request, _ in
-            let (app, refresh) = try Self.cookie(request)
-            try await access.logout(app: app, refreshToken: refresh)
+            if let bearer = request.headers.bearerCredential, ConsoleRules.refreshToken(fromCookieHeader: request.headers[.cookie]) == nil {
+                let app = try Self.app(request)
+                try Self.requireConsoleHeader(request)
+                try await access.logout(app: app, accessToken: bearer)
+            } else {
+                let (app, refresh) = try Self.cookie(request)
+                try await access.logout(app: app, refreshToken: refresh)
+            }
             var headers = HTTPFields()
             headers[.setCookie] = ConsoleRules.cookie("", secure: secureCookie, maxAge: 0)
             return Response(status: .noContent, headers: headers)
@@ -146,12 +152,16 @@ struct ConsoleController: Sendable {
         return app
     }
 
-    /// The refresh and logout: the app, the cookie, and the header a cross-site form cannot send.
-    static func cookie(_ request: Request) throws -> (UUID, String) {
-        let app = try app(request)
+    static func requireConsoleHeader(_ request: Request) throws {
         guard request.headers[HTTPField.Name(ConsoleRules.requestHeader)!] == "1" else {
             throw AppError(AuthErrorCode.consoleHeaderRequired, "Send \(ConsoleRules.requestHeader): 1 with the console's refresh and logout")
         }
+    }
+
+    /// The refresh and logout: the app, the cookie, and the header a cross-site form cannot send.
+    static func cookie(_ request: Request) throws -> (UUID, String) {
+        let app = try app(request)
+        try requireConsoleHeader(request)
         guard let token = ConsoleRules.refreshToken(fromCookieHeader: request.headers[.cookie]) else {
             throw AppError.invalidToken("No console session: sign in")
         }

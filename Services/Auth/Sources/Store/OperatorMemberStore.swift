@@ -249,6 +249,11 @@ struct OperatorMemberStore: Sendable {
         return false
     }
 
+    func endSession(app: UUID, session: UUID, now: Date, on conn: PostgresConnection) async throws {
+        try await conn.run(
+            "UPDATE operator_sessions SET ended_at = \(now) WHERE id = \(session) AND app_id = \(app) AND ended_at IS NULL", logger: logger)
+    }
+
     /// The member behind a console access token, now: their session live and not expired, the
     /// member not removed, with their current role.
     func live(session: UUID, member: UUID, app: UUID, now: Date, on conn: PostgresConnection) async throws -> Member? {
