@@ -22,7 +22,7 @@ log() { printf '==> [%4d s] %s\n' "$SECONDS" "$*" >&2; }
 
 deps() {
   local missing=()
-  for p in libcurl4-openssl-dev zlib1g-dev libpq-dev libssl-dev postgresql-15 postgresql-15-postgis-3 pgbouncer nginx curl openssl python3-venv chromium-headless-shell pgbackrest; do
+  for p in libcurl4-openssl-dev zlib1g-dev libpq-dev libssl-dev postgresql-15 postgresql-15-postgis-3 pgbouncer nginx curl openssl python3-venv chromium-headless-shell chromium chromium-driver pgbackrest; do
     dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
   done
   if [ ${#missing[@]} -gt 0 ]; then
@@ -193,7 +193,7 @@ gateway_start() {
   # Same file as the container image, with the upstream hosts of the local stack.
   sed -e 's/server auth:3001/server 127.0.0.1:3001/; s/server subscription:3002/server 127.0.0.1:3002/' \
       -e 's/server offline:3003/server 127.0.0.1:3003/; s/server ads:3004/server 127.0.0.1:3004/' \
-      -e "s/listen 8080/listen 127.0.0.1:$GATEWAY_PORT/" \
+      -e "s/listen 8080/listen 127.0.0.1:$GATEWAY_PORT/" -e "s|alias /srv/console/;|alias $PWD/Console/;|" \
       deploy/gateway/nginx.conf > "$conf/nginx.conf"
   if [ -f "$conf/nginx.pid" ] && kill -0 "$(cat "$conf/nginx.pid")" 2>/dev/null; then
     nginx -p "$conf" -c "$conf/nginx.conf" -g "pid $conf/nginx.pid; user root;" -s reload
@@ -238,7 +238,10 @@ stop() {
 python_tools() { # reference tools for tests, in a venv under .data
   if [ ! -x "$DATA/venv/bin/python" ]; then python3 -m venv "$DATA/venv"; fi
   "$DATA/venv/bin/pip" install -q --disable-pip-version-check aiosmtpd kubernetes-validate pyyaml zxcvbn==4.5.0 \
-    schemathesis==3.39.16 hypothesis==6.122.3 standardwebhooks==1.0.0 >/dev/null
+    schemathesis==3.39.16 hypothesis==6.122.3 standardwebhooks==1.0.0 selenium==4.51.0 >/dev/null
+  # axe-core 4.12 as this package carries it; the console's test injects the script through
+  # Selenium (Playwright itself is not needed: --no-deps).
+  "$DATA/venv/bin/pip" install -q --disable-pip-version-check --no-deps axe-playwright-python==0.1.8 >/dev/null
 }
 
 stop_services_only() {
@@ -371,6 +374,8 @@ TXT
     [ -f .env ] && log "the stack runs with .env; the in-process tests take only the database settings from it"
     export TEST_UNIT_DATABASE=app_backend_unit TEST_PG_SOCKET=$SOCK TEST_GATEWAY_URL=http://127.0.0.1:$GATEWAY_PORT TEST_BIN_DIR=$(bin_dir) TEST_PYTHON=$DATA/venv/bin/python
     run_xctest
+    log "console: Chromium through the gateway (Tests/Browser/console_test.py; screenshots in .data/console-screens)"
+    "$DATA/venv/bin/python" Tests/Browser/console_test.py
     log "contracts: schemathesis against the OpenAPI documents, through the gateway"
     bash deploy/local/contracts.sh
     log "faults: subscription killed while rewards are earned; PostgreSQL restarted under load"
