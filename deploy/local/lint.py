@@ -6,6 +6,8 @@
 - Every error code a service answers is in its catalogue (`<Service>Errors.swift`), and the
   catalogue is exactly what its OpenAPI document lists.
 - The sources are formatted as `.swift-format` says (`swift format lint --strict`).
+- The console's security headers are the same in the gateway and in its Kubernetes pod (#47),
+  and its pages hold no inline script, inline style or outside URL (the CSP would refuse them).
 Prints each finding as path:line: rule, and exits 1 when there is any."""
 import glob
 import json
@@ -68,6 +70,19 @@ for service in ["auth", "subscription", "offline", "ads"]:
         missing, extra = sorted(set(codes(service)) - documented), sorted(documented - set(codes(service)))
         findings.append(f"Services/{name}/Sources/OpenAPI/openapi.json:1: the Error enum differs from the catalogue "
                         f"(missing {missing}, extra {extra}): run python3 deploy/local/openapi_gen.py")
+
+# #47 the console: one Content-Security-Policy wherever it is served; nothing the CSP refuses.
+def csp(path):
+    return sorted(set(re.findall(r'add_header Content-Security-Policy "([^"]+)"', open(path).read())))
+if csp("deploy/gateway/nginx.conf") != csp("deploy/k8s/console.yaml") or len(csp("deploy/gateway/nginx.conf")) != 1:
+    findings.append("deploy/k8s/console.yaml:1: the console's Content-Security-Policy differs from deploy/gateway/nginx.conf's")
+for page in glob.glob("Console/**/*.*", recursive=True):
+    text = open(page).read()
+    for n, line in enumerate(text.splitlines(), 1):
+        if line.strip().startswith(("//", "/*", "*")):
+            continue
+        if re.search(r"<script(?![^>]*\bsrc=)[^>]*>|\bstyle=\"|\bon[a-z]+=\"|https?://(?!www\.w3\.org/2000/svg|[a-z.]*example\.com)|innerHTML|eval\(", line):
+            findings.append(f"{page}:{n}: inline script or style, an outside URL, innerHTML or eval (the console's CSP and its rule)")
 
 targets = ["Package.swift", "Services", "Shared", "Tests", "Tools", "Clients"]
 format_run = subprocess.run(["swift", "format", "lint", "--strict", "--parallel", "-r", "--configuration", ".swift-format", *targets],
