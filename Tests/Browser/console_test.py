@@ -213,12 +213,14 @@ def player(tag, provider="email"):
                        {"X-App-ID": APP, "X-API-Key": env["API_KEY"], "X-Forwarded-For": "10.79.%d.%d" % (uuid.uuid4().int % 250, uuid.uuid4().int % 250 + 1)},
                        {"provider": provider, "credentials": credentials})
     assert status == 201, (status, reg)
+    player.refresh = reg["tokens"]["refresh_token"]
     return reg["user"]["id"], address, {"X-App-ID": APP, "X-API-Key": env["API_KEY"], "Authorization": "Bearer " + reg["tokens"]["access_token"]}
 
 
 def main():
     ts = uuid.uuid4().hex[:8]
     player_id, player_email, _ = player("player")
+    player_refresh = player.refresh
 
     # The first owner is invited by the platform's token (the API), then joins in the browser.
     owner_email = "owner-%s@team.example" % ts
@@ -262,6 +264,15 @@ def main():
         status, credits = api("GET", "/subscription/v1/admin/users/%s/credits" % player_id, PLATFORM)
         check(status == 200 and credits["balance"] == before + 5, "the API agrees: balance %s" % credits.get("balance"))
         support.audit("users")
+
+        # Signs the player out everywhere from the same page: their refresh token stops working.
+        support.field("account_reason").send_keys("ticket 4711: stolen phone")
+        support.button("Sign out everywhere").click()
+        support.confirm()
+        support.notice("session(s) ended")
+        status, _ = call("POST", GATEWAY + "/auth/v1/auth/refresh", {"X-App-ID": APP, "X-API-Key": env["API_KEY"]},
+                         {"refresh_token": player_refresh})
+        check(status == 401, "support: the player's refresh token is refused after 'Sign out everywhere' (%s)" % status)
 
         # The audit names the member on subscription's side.
         support.go("audit")

@@ -67,6 +67,26 @@ function creditsPanel(id, credits, may, reload) {
   return h("section", { "aria-labelledby": "cr" }, h("h2", { id: "cr" }, "Credits"), ...parts);
 }
 
+/// Acting on the account itself: sign out everywhere, cancel a scheduled deletion.
+function accountActions(user, may, reload) {
+  if (!may("support")) return null;
+  const reason = h("input", { name: "account_reason", maxlength: "500" });
+  const needReason = () => { if (!reason.value.trim()) { notify("A reason is needed.", "error"); return false; } return true; };
+  return h("form", { class: "card", "aria-label": "Account actions" }, h("h3", {}, "Account"), field("Reason (the ticket)", reason),
+    action("Sign out everywhere", async () => {
+      if (!needReason() || !(await confirmAction("Sign this user out on every device? Their devices stop receiving pushes too."))) return;
+      const r = await api("POST", `/auth/v1/admin/users/${user.id}/sessions/revoke`, { reason: reason.value.trim() });
+      notify(`Signed out: ${r.revoked_sessions} session(s) ended.`, "ok");
+      await reload();
+    }),
+    user.deletion_scheduled_at ? action("Cancel the scheduled deletion", async () => {
+      if (!needReason() || !(await confirmAction("Cancel this account's scheduled deletion?"))) return;
+      await api("POST", `/auth/v1/admin/users/${user.id}/deletion/cancel`, { reason: reason.value.trim() });
+      notify("The deletion is cancelled.", "ok");
+      await reload();
+    }) : null);
+}
+
 export default async function users(rest, { may }) {
   const query = h("input", { name: "q", type: "search", required: true, placeholder: "player@example.com or a user id", value: decodeURIComponent(rest[0] || "") });
   const out = h("div", { id: "user" });
@@ -79,7 +99,8 @@ export default async function users(rest, { may }) {
       api("GET", `/subscription/v1/admin/users/${user.id}/credits`),
       api("GET", `/auth/v1/admin/users/${user.id}/timeline?limit=50`),
     ]);
-    out.replaceChildren(h("h2", {}, user.email || user.id), account(user), creditsPanel(user.id, credits, may, reload), timeline(tl));
+    out.replaceChildren(h("h2", {}, user.email || user.id), account(user), accountActions(user, may, reload),
+      creditsPanel(user.id, credits, may, reload), timeline(tl));
   }
   form.addEventListener("submit", async (ev) => {
     ev.preventDefault();

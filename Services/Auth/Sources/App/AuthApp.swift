@@ -186,7 +186,7 @@ public enum AuthService: ServiceDefinition {
             SignInSettingsController(store: signIn, applications: applications, apple: appleConfigs).addRoutes(to: routes.admin)
             AppAdminController(applications: applications, operatorKeys: operatorKeys, verifier: appVerifier).addRoutes(to: routes.admin)
             SupportController(
-                store: SupportStore(db: runtime.db, logger: runtime.logger), db: runtime.db, http: runtime.http,
+                store: SupportStore(db: runtime.db, logger: runtime.logger), actions: SupportActions(ctx: ctx), db: runtime.db, http: runtime.http,
                 serviceURLs: runtime.config.serviceURLs, credential: runtime.internalCredential, logger: runtime.logger
             )
             .addRoutes(to: routes.admin)

@@ -13,6 +13,8 @@ enum AuthErrorCode: String, ErrorCatalogue {
     case consoleHeaderRequired = "console_header_required"
     /// Account deletion is already scheduled
     case deletionAlreadyScheduled = "deletion_already_scheduled"
+    /// No deletion is scheduled for this user
+    case deletionNotScheduled = "deletion_not_scheduled"
     /// The device was removed meanwhile; register it again
     case deviceChanged = "device_changed"
     /// Email already registered
@@ -94,7 +96,8 @@ enum AuthErrorCode: String, ErrorCatalogue {
         switch self {
         case .invalidOrExpiredToken, .invalidWebsocketHandshake, .passwordTooLong: .badRequest
         case .upgradeRequired: .init(code: 426)
-        case .alreadyVerified, .deletionAlreadyScheduled, .deviceChanged, .emailAlreadyExists, .gameCenterAlreadyLinked, .identityAlreadyLinked,
+        case .alreadyVerified, .deletionAlreadyScheduled, .deletionNotScheduled, .deviceChanged, .emailAlreadyExists, .gameCenterAlreadyLinked,
+            .identityAlreadyLinked,
             .lastOwner, .lastSignInMethod, .memberExists, .notificationConflict, .playerIdAlreadyLinked, .providerAlreadyLinked, .totpNotEnrolled:
             .conflict
         case .consoleHeaderRequired, .guestNotAllowed, .invalidLink, .notAllowed: .forbidden
