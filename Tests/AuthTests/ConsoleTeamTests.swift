@@ -27,6 +27,8 @@ final class ConsoleTeamTests: XCTestCase {
             async throws -> TestResponse
         {
             var f = headers(bearer, app: app)
+            // Each call its own client address unless told: the per-address budget is tested alone.
+            f[.xForwardedFor] = "10.\(Int.random(in: 0...255)).\(Int.random(in: 0...255)).\(Int.random(in: 1...254))"
             for field in extra { f[field.name] = field.value }
             return try await h.client.execute(uri: "/auth/v1/\(path)", method: method, headers: f, body: json.map { ByteBuffer(string: $0) }) { $0 }
         }
@@ -280,6 +282,28 @@ final class ConsoleTeamTests: XCTestCase {
             XCTAssertEqual(noApp.status, .unauthorized)
         }
     }
+    func testConsoleSignInSpendsThePerAddressBudget() async throws {
+        try await AuthHarness.run(overrides: ["CONSOLE_SIGNIN_LIMIT_PER_15_MINUTES": "5"]) { h in
+            let t = Team(h: h)
+            let ip = "198.51.100.\(Int.random(in: 1...250))"
+            let xff: HTTPFields = [.xForwardedFor: ip]
+            var statuses: [HTTPResponse.Status] = []
+            for i in 0..<6 {
+                // A different address each time: the budget is the client's, whoever it tries.
+                let r = try await t.call(
+                    .post, "console/sign-in", #"{"email":"guess-\#(i)@team.example","password":"wrong"}"#, bearer: nil, extra: xff)
+                statuses.append(r.status)
+            }
+            XCTAssertEqual(statuses, [.unauthorized, .unauthorized, .unauthorized, .unauthorized, .unauthorized, .tooManyRequests])
+            let accept = try await t.call(.post, "console/invites/accept", #"{"token":"x","password":"y"}"#, bearer: nil, extra: xff)
+            XCTAssertEqual(accept.status, .tooManyRequests, "accepting an invite spends it too")
+            let elsewhere = try await t.call(
+                .post, "console/sign-in", #"{"email":"guess@team.example","password":"wrong"}"#, bearer: nil,
+                extra: [.xForwardedFor: "203.0.113.9"])
+            XCTAssertEqual(elsewhere.status, .unauthorized, "another address has its own budget")
+        }
+    }
+
     func testMemberRoutesRefuseBadInputAnotherAppsMemberAndOversizedBodies() async throws {
         try await AuthHarness.run { h in
             let t = Team(h: h)

@@ -181,7 +181,10 @@ public enum AuthService: ServiceDefinition {
             ExportController(ctx: ctx, signer: linkSigner).addRoutes(open: routes.open, user: routes.user)
             InternalApplicationsController(applications: applications).addRoutes(to: routes.internal)
             InternalOperatorsController(operators: operators).addRoutes(to: routes.internal)
-            ConsoleController(access: console, secureCookie: !runtime.config.isLocal).addRoutes(open: routes.open, admin: routes.admin)
+            ConsoleController(
+                access: console, secureCookie: !runtime.config.isLocal,
+                signInLimit: { try await ctx.enforceSignInLimit($0, scope: "operator.sign_in", console: true) }
+            ).addRoutes(open: routes.open, admin: routes.admin)
             EmailSettingsController(store: emailSettings, emails: emails).addRoutes(to: routes.admin)
             SignInSettingsController(store: signIn, applications: applications, apple: appleConfigs).addRoutes(to: routes.admin)
             AppAdminController(applications: applications, operatorKeys: operatorKeys, verifier: appVerifier).addRoutes(to: routes.admin)

@@ -16,6 +16,9 @@ public struct AuthSettings: Sendable {
     /// Register/login/OTP/reset per client IP (seed: 5 per 15 minutes).
     public var signInLimit = 5
     public var signInWindow = 15 * 60
+    /// Console sign-ins and invite acceptances per client address (#47), a budget of their own:
+    /// a team behind one office address is not the players' 5, and each member locks anyway.
+    public var consoleSignInLimit = 30
     /// Refresh has its own, generous limit.
     public var refreshLimit = 600
     public var refreshWindow = 60
@@ -26,6 +29,7 @@ public struct AuthSettings: Sendable {
         linkBaseURL = env.string("APP_LINK_BASE_URL", default: "https://app.example.com")
         refreshLimit = env.int("AUTH_REFRESH_LIMIT_PER_MINUTE", default: 600)
         signInLimit = env.int("AUTH_SIGNIN_LIMIT_PER_15_MINUTES", default: 5)
+        consoleSignInLimit = env.int("CONSOLE_SIGNIN_LIMIT_PER_15_MINUTES", default: 30)
     }
 }
 
@@ -67,8 +71,10 @@ struct AuthContext: Sendable {
     }
 
     /// 5 sign-in attempts per 15 minutes per client IP; a refused attempt is audited too.
-    func enforceSignInLimit(_ context: ServiceRequestContext, scope: String) async throws {
-        let decision = try await limiter.hit(scope: "signin", key: context.clientAddress, limit: settings.signInLimit, window: settings.signInWindow)
+    func enforceSignInLimit(_ context: ServiceRequestContext, scope: String, console: Bool = false) async throws {
+        let decision = try await limiter.hit(
+            scope: console ? "console-signin" : "signin", key: context.clientAddress,
+            limit: console ? settings.consoleSignInLimit : settings.signInLimit, window: settings.signInWindow)
         guard decision.allowed else {
             if let app = context.identity?.appID {
                 await audit.record(

@@ -10,6 +10,10 @@ struct ConsoleController: Sendable {
     let access: ConsoleAccess
     /// `Secure` on the refresh cookie everywhere but the plain-http local stack.
     let secureCookie: Bool
+    /// The console's per-address budget (`CONSOLE_SIGNIN_LIMIT_PER_15_MINUTES`), spent by
+    /// sign-ins and invite acceptances: each costs a bcrypt, and a guesser moving from one
+    /// member's address to the next is slowed, where each member's lockout only guards one.
+    let signInLimit: @Sendable (ServiceRequestContext) async throws -> Void
 
     struct SignInBody: Decodable {
         var email: String
@@ -64,6 +68,7 @@ struct ConsoleController: Sendable {
     func addRoutes(open: RouterGroup<ServiceRequestContext>, admin: RouterGroup<ServiceRequestContext>) {
         open.post("console/sign-in") { request, context in
             let app = try Self.app(request)
+            try await signInLimit(context)
             let body = try await request.decodeJSON(as: SignInBody.self, context: context)
             let signedIn = try await access.signIn(app: app, email: body.email, password: body.password, totpCode: body.totpCode, ip: context.clientAddress)
             return try session(signedIn, context)
@@ -90,6 +95,7 @@ struct ConsoleController: Sendable {
             return try context.json(try await access.showInvite(token: body.token))
         }
         open.post("console/invites/accept") { request, context in
+            try await signInLimit(context)
             let body = try await request.decodeJSON(as: AcceptBody.self, context: context)
             let member = try await access.accept(token: body.token, password: body.password, totpSecret: body.totpSecret, totpCode: body.totpCode)
             return try context.json(MemberView(member), status: .created)
