@@ -68,6 +68,12 @@ export async function signOut() {
   }
 }
 
+export function forgotPassword(appId, email) {
+  session.appId = appId;
+  localStorage.setItem("console.app_id", appId);
+  return raw("POST", "/auth/v1/console/password/forgot", { body: { email }, auth: false });
+}
+export function resetPassword(token, password) { return raw("POST", "/auth/v1/console/password/reset", { body: { token, password }, auth: false }); }
 export function previewInvite(token) { return raw("POST", "/auth/v1/console/invites/preview", { body: { token }, auth: false }); }
 export function acceptInvite(body) { return raw("POST", "/auth/v1/console/invites/accept", { body, auth: false }); }
 

@@ -1,6 +1,6 @@
 // The console's shell: the navigation, the hash router, sign-in and the invite.
-import { acceptInvite, currentSession, may, previewInvite, refresh, signIn, signOut } from "./api.js";
-import { action, fail, field, flushNotice, h, notifyNext, page } from "./ui.js";
+import { acceptInvite, currentSession, forgotPassword, may, previewInvite, refresh, resetPassword, signIn, signOut } from "./api.js";
+import { action, fail, field, flushNotice, h, notify, notifyNext, page } from "./ui.js";
 import users from "./pages/users.js";
 import team from "./pages/team.js";
 import audit from "./pages/audit.js";
@@ -42,7 +42,35 @@ function signInPage() {
       location.hash = "#/users";
     } catch (e) { fail(e); }
   });
-  return page("Sign in to the console", form);
+  return page("Sign in to the console", form, h("p", {}, h("a", { href: "#/forgot" }, "Forgot your password?")));
+}
+
+function forgotPage() {
+  const app = h("input", { name: "app_id", required: true, autocomplete: "off", value: currentSession().appId });
+  const email = h("input", { name: "email", type: "email", required: true, autocomplete: "username" });
+  const form = h("form", { class: "card" }, field("App id", app), field("E-mail", email), h("button", { type: "submit", class: "primary" }, "Mail me a link"));
+  form.addEventListener("submit", async (ev) => {
+    ev.preventDefault();
+    try {
+      await forgotPassword(app.value.trim(), email.value.trim());
+      notify("If this address is on the team, a link is on its way (valid one hour).", "ok");
+    } catch (e) { fail(e); }
+  });
+  return page("Reset your password", form);
+}
+
+function resetPage(token) {
+  const password = h("input", { name: "new_password", type: "password", required: true, autocomplete: "new-password", minlength: "8" });
+  const form = h("form", { class: "card" }, field("New password", password), h("button", { type: "submit", class: "primary" }, "Set the new password"));
+  form.addEventListener("submit", async (ev) => {
+    ev.preventDefault();
+    try {
+      await resetPassword(token, password.value);
+      notifyNext("Your password is changed and your other sessions are ended: sign in.", "ok");
+      location.hash = "#/sign-in";
+    } catch (e) { fail(e); }
+  });
+  return page("Choose a new password", form);
 }
 
 async function invitePage(token) {
@@ -83,9 +111,9 @@ async function route() {
     if (name === "invite") {
       navBox.replaceChildren();
       view = await invitePage(rest.join("/"));
-    } else if (name === "sign-in") {
+    } else if (name === "sign-in" || name === "forgot" || name === "reset") {
       navBox.replaceChildren();
-      view = signInPage();
+      view = name === "sign-in" ? signInPage() : name === "forgot" ? forgotPage() : resetPage(rest.join("/"));
     } else {
       if (!currentSession().token) {
         try { await refresh(); } catch { location.hash = "#/sign-in"; return; }

@@ -282,6 +282,63 @@ final class ConsoleTeamTests: XCTestCase {
             XCTAssertEqual(noApp.status, .unauthorized)
         }
     }
+    func testAForgottenPasswordIsResetOnceByTheMailedLinkAndEndsEverySession() async throws {
+        try await AuthHarness.run { h in
+            let t = Team(h: h)
+            let email = "forgot-\(UUID().uuidString.prefix(6).lowercased())@team.example"
+            let (id, _) = try await t.join(email, role: .support, by: "local-admin-token", totp: false)
+            let before = try t.token(try await t.signIn(email))
+            for _ in 1...4 { _ = try await t.signIn(email, password: "wrong") }
+
+            // An address not on the team: the same answer, no mail.
+            let mailsBefore = h.mailer.sent.withLock { $0.count }
+            let unknown = try await t.call(.post, "console/password/forgot", #"{"email":"nobody@team.example"}"#, bearer: nil)
+            XCTAssertEqual(unknown.status, .accepted)
+            XCTAssertEqual(h.mailer.sent.withLock { $0.count }, mailsBefore)
+            let bad = try await t.call(.post, "console/password/forgot", #"{"email":5}"#, bearer: nil)
+            XCTAssertEqual(bad.status, .badRequest)
+
+            let asked = try await t.call(.post, "console/password/forgot", #"{"email":"\#(email.uppercased())"}"#, bearer: nil)
+            XCTAssertEqual(asked.status, .accepted)
+            let text = try XCTUnwrap(h.mailer.sent.withLock { $0.last { $0.to.contains(email) }?.text })
+            let r = try XCTUnwrap(text.range(of: "#/reset/"), text)
+            let token = String(text[r.upperBound...].prefix { !$0.isWhitespace })
+
+            // A weak password changes nothing and leaves the link usable.
+            let weak = try await t.call(.post, "console/password/reset", #"{"token":"\#(token)","password":"password"}"#, bearer: nil)
+            XCTAssertEqual(try weak.envelope().error, "weak_password")
+            let stillOld = try await t.signIn(email)
+            XCTAssertEqual(stillOld.status, .ok, "the old password still works: nothing changed")
+            let stillIn = try await t.call(.get, "admin/members", bearer: before).status
+            XCTAssertEqual(stillIn, .ok)
+
+            let newPassword = "Meridian-of-Greenwich-1884"
+            let reset = try await t.call(.post, "console/password/reset", #"{"token":"\#(token)","password":"\#(newPassword)"}"#, bearer: nil)
+            XCTAssertEqual(reset.status, .noContent, String(buffer: reset.body))
+            let ended = try await t.call(.get, "admin/members", bearer: before).status
+            XCTAssertEqual(ended, .unauthorized, "every session of the member ends")
+            let old = try await t.signIn(email)
+            XCTAssertEqual(try old.envelope().error, "invalid_credentials")
+            _ = try t.token(try await t.signIn(email, password: newPassword))
+            let again = try await t.call(.post, "console/password/reset", #"{"token":"\#(token)","password":"Another-Long-Passphrase-9"}"#, bearer: nil)
+            XCTAssertEqual(try again.envelope().error, "invalid_or_expired_token", "the link works once")
+            let audited = try await t.count(
+                "SELECT count(*)::int FROM auth.audit_logs WHERE action = 'operator.password_reset' AND details->>'member_id' = '\(id.lowercasedString)'")
+            XCTAssertEqual(audited, 1)
+
+            // An hour later a link is refused.
+            _ = try await t.call(.post, "console/password/forgot", #"{"email":"\#(email)"}"#, bearer: nil)
+            let late = try XCTUnwrap(h.mailer.sent.withLock { $0.last { $0.to.contains(email) }?.text })
+            let lr = try XCTUnwrap(late.range(of: "#/reset/"))
+            h.clock.advance(by: 3601)
+            let expired = try await t.call(
+                .post, "console/password/reset",
+                #"{"token":"\#(String(late[lr.upperBound...].prefix { !$0.isWhitespace }))","password":"Another-Long-Passphrase-9"}"#,
+                bearer: nil)
+            XCTAssertEqual(try expired.envelope().error, "invalid_or_expired_token")
+        }
+    }
+
     func testConsoleSignInSpendsThePerAddressBudget() async throws {
         try await AuthHarness.run(overrides: ["CONSOLE_SIGNIN_LIMIT_PER_15_MINUTES": "5"]) { h in
             let t = Team(h: h)

@@ -62,8 +62,12 @@ def totp(secret_b32, at=None):
     return "%06d" % ((struct.unpack(">I", digest[o:o + 4])[0] & 0x7FFFFFFF) % 1_000_000)
 
 
-def invite_link(address, timeout=20):
-    """The link of the invite mailed to `address`, from the stack's mailbox (.data/mail)."""
+def reset_link(address):
+    return invite_link(address, marker="/console/#/reset/")
+
+
+def invite_link(address, timeout=20, marker="/console/#/invite/"):
+    """The link of the last mail to `address` holding `marker`, from the stack's mailbox (.data/mail)."""
     deadline = time.time() + timeout
     while time.time() < deadline:
         for path in sorted(glob.glob(DATA + "/mail/*.eml"), key=os.path.getmtime, reverse=True):
@@ -72,7 +76,7 @@ def invite_link(address, timeout=20):
                 continue
             text = msg.get_body(("plain",)).get_content()
             for word in text.split():
-                if "/console/#/invite/" in word:
+                if marker in word:
                     return word
         time.sleep(0.3)
     raise AssertionError("no invite mailed to " + address)
@@ -185,14 +189,14 @@ class Console:
         self.heading("Sign in")
         return secret
 
-    def sign_in(self, address, secret):
+    def sign_in(self, address, secret, password=PASSWORD, ahead=0):
         self.heading("Sign in")
         app = self.field("app_id")
         check(app.get_attribute("value") == APP, "%s: the invite's app is filled in on the sign-in page" % self.name)
         self.field("email").send_keys(address)
-        self.field("password").send_keys(PASSWORD)
+        self.field("password").send_keys(password)
         self.audit("sign-in")
-        self.field("totp_code").send_keys(totp(secret))
+        self.field("totp_code").send_keys(totp(secret, time.time() + ahead))
         self.button("Sign in").click()
         self.heading("Users")
 
@@ -395,6 +399,25 @@ def main():
             reached.send_keys(Keys.ENTER)
             owner.heading("Team")
             check(True, "keyboard: Enter opens the Team page")
+
+        # The viewer forgot their password: the sign-in page's link, the mail, a new password.
+        viewer.button("Sign out").click()
+        viewer.heading("Sign in")
+        viewer.d.find_element(By.LINK_TEXT, "Forgot your password?").click()
+        viewer.heading("Reset your password")
+        viewer.field("email").send_keys("viewer-%s@team.example" % ts)
+        viewer.button("Mail me a link").click()
+        viewer.notice("a link is on its way")
+        viewer.audit("forgot")
+        viewer.d.get(reset_link("viewer-%s@team.example" % ts).replace("http://127.0.0.1:8080", GATEWAY))
+        viewer.heading("Choose a new password")
+        viewer.field("new_password").send_keys("Meridian-of-Greenwich-1884")
+        viewer.audit("reset")
+        viewer.button("Set the new password").click()
+        viewer.notice("Your password is changed")
+        # The next step's code: the sign-in before spent this one.
+        viewer.sign_in("viewer-%s@team.example" % ts, viewer_secret, password="Meridian-of-Greenwich-1884", ahead=30)
+        check(True, "viewer: a forgotten password is reset from the mailed link and the new one signs in")
 
         # Sign out ends the session: a reload asks to sign in again.
         support.button("Sign out").click()

@@ -665,6 +665,10 @@ auth = {
  "/console/logout": {"post": dict(console_op("End the console session: its tokens are refused everywhere within OPERATOR_CACHE_SECONDS", cookie=True, ok="204"),
     description="Needs X-Console-Request: 1 and either the console_refresh cookie or the session's console access token as a Bearer "
                 "(the browser sends the cookie only to the refresh route).")},
+ "/console/password/forgot": {"post": console_op("A forgotten password: a single-use link mailed to the member, valid one hour; the same answer whether the address "
+    "is on the team or not", ok="202", req=body(obj({"email": {"type": "string", "maxLength": 254}}, ["email"])), schema=obj({"sent_if_member": B}, ["sent_if_member"]))},
+ "/console/password/reset": {"post": console_op("A new password from the mailed link: the link works once, every session of the member ends, the lockout is cleared",
+    ok="204", app=False, req=body(obj({"token": {"type": "string", "maxLength": 128}, "password": {"type": "string", "maxLength": 1024}}, ["token", "password"])))},
  "/console/invites/preview": {"post": console_op("What an invite is for, and a second factor to enrol with (the token from the mailed link)",
     req=body(obj({"token": {"type": "string", "maxLength": 128}}, ["token"])), schema=ref("ConsoleInvite"), app=False)},
  "/console/invites/accept": {"post": console_op("Accept an invite: the member's password, and their authenticator's secret with a current code "

@@ -6,7 +6,7 @@ import { action, confirmAction, field, fmtDate, h, notify, notifyNext, page, tab
 const ROLES = ["viewer", "support", "admin", "owner"];
 
 export default async function team(_rest, { may }) {
-  const t = await api("GET", "/auth/v1/admin/members");
+  const [t, app] = await Promise.all([api("GET", "/auth/v1/admin/members"), api("GET", "/auth/v1/admin/app")]);
   const owner = may("owner");
   const me = currentSession().member;
   const reload = () => { location.hash = "#/team/" + Date.now(); };
@@ -35,7 +35,13 @@ export default async function team(_rest, { may }) {
     { label: "E-mail", value: (i) => i.email }, { label: "Role", value: (i) => i.role }, { label: "Expires", value: (i) => fmtDate(i.expires_at) },
   ], t.invites);
 
-  const parts = [members, invites];
+  // Keys are for automation (issued and revoked with `auth-service admin operator-keys`): their
+  // prefix and dates only, never the key.
+  const keys = table("Operator keys", [
+    { label: "Name", value: (k) => k.name }, { label: "Prefix", value: (k) => k.prefix },
+    { label: "Created", value: (k) => fmtDate(k.created_at) }, { label: "Revoked", value: (k) => (k.revoked_at ? fmtDate(k.revoked_at) : "no") }],
+  app.operator_keys);
+  const parts = [h("p", {}, `${app.name}: ${app.active ? "active" : "disabled"} · app key ${app.api_key_prefix}…`), members, invites, keys];
   if (owner) {
     const email = h("input", { type: "email", name: "invite_email", required: true });
     const role = h("select", { name: "invite_role" }, ROLES.map((r) => h("option", { value: r, selected: r === "support" }, r)));

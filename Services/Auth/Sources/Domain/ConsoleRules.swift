@@ -33,6 +33,8 @@ public enum ConsoleRules {
     /// A console left open is signed out after a working day.
     public static let sessionLifetime: TimeInterval = 12 * 3600
     public static let inviteLifetime: TimeInterval = 72 * 3600
+    /// A forgotten password's link: an hour, as the players' reset.
+    public static let resetLifetime: TimeInterval = 3600
     public static let refreshCookie = "console_refresh"
     public static let refreshPath = "/auth/v1/console/refresh"
     /// A header a cross-site form cannot send: the refresh and logout ask for it, so a page

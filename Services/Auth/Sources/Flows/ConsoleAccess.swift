@@ -196,6 +196,63 @@ struct ConsoleAccess: Sendable {
         return try outcome.get()
     }
 
+    // MARK: a forgotten password
+
+    /// A single-use link mailed to the member, valid `ConsoleRules.resetLifetime`. The answer is
+    /// the same whether the address is on the team or not (who is on it is not told).
+    func forgotPassword(app: UUID, email raw: String) async throws {
+        guard let email = EmailAddress.normalize(raw) else { throw AppError.validation("email", "Not an email address") }
+        let token = OpaqueToken.generate()
+        let expires = clock.now().addingTimeInterval(ConsoleRules.resetLifetime)
+        let found: (OperatorMemberStore.Member, String)? = try await db.withTransaction(logger: logger) { conn in
+            guard let member = try await store.member(app: app, email: email, on: conn), let name = try await store.appName(app, on: conn) else {
+                return nil
+            }
+            try await store.createReset(digest: OpaqueToken.hash(token), member: member.id, app: app, expiresAt: expires, on: conn)
+            try await audit.record(
+                AuditLog.Entry(
+                    userID: nil, appID: app, action: "operator.password_reset_requested", result: "success",
+                    details: ["member_id": .string(member.id.lowercasedString)]), on: conn)
+            return (member, name)
+        }
+        guard let (member, appName) = found else { return }
+        do {
+            try await mailer.send(
+                SMTPMessage(
+                    from: mailFrom, to: [member.email], subject: "Reset your \(appName) console password",
+                    text: """
+                        Someone (hopefully you) asked to reset your password for \(appName)'s console.
+
+                        Choose a new one within an hour (the link works once):
+                        \(consoleURL)/console/#/reset/\(token)
+
+                        If it was not you, ignore this mail: your password stays as it is.
+                        """))
+        } catch {
+            logger.error("console password reset mail not sent", metadata: ["error": "\(error)"])
+        }
+    }
+
+    /// The new password set from a reset link: every session of the member ends, the lockout is
+    /// cleared. A used, expired or unknown link changes nothing.
+    func resetPassword(token: String, password: String) async throws {
+        guard token.utf8.count <= 128 else { throw Self.invalidReset }
+        try passwords.require(password, userInputs: [], field: "password")
+        let hash = try await hashPassword(password)
+        let now = clock.now()
+        try await db.withTransaction(logger: logger) { conn in
+            guard let (member, app) = try await store.resetPassword(digest: OpaqueToken.hash(token), passwordHash: hash, now: now, on: conn) else {
+                throw Self.invalidReset
+            }
+            try await audit.record(
+                AuditLog.Entry(
+                    userID: nil, appID: app, action: "operator.password_reset", result: "success",
+                    details: ["member_id": .string(member.lowercasedString)]), on: conn)
+        }
+    }
+
+    static let invalidReset = AppError(AuthErrorCode.invalidOrExpiredToken, "This reset link is unknown, used or expired; ask for a new one")
+
     /// A new access token and a new refresh cookie for a live session; the old cookie is spent.
     func refresh(app: UUID, refreshToken: String) async throws -> SignedIn {
         let now = clock.now()

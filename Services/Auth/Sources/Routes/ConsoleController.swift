@@ -30,6 +30,8 @@ struct ConsoleController: Sendable {
         enum CodingKeys: String, CodingKey { case token, password; case totpSecret = "totp_secret"; case totpCode = "totp_code" }
     }
     struct InviteBody: Decodable { var email: String; var role: OperatorRole }
+    struct ForgotBody: Decodable { var email: String }
+    struct ResetBody: Decodable { var token: String; var password: String }
     struct RoleBody: Decodable { var role: OperatorRole }
     struct SettingsBody: Decodable {
         var requiresTOTP: Bool
@@ -89,6 +91,19 @@ struct ConsoleController: Sendable {
             var headers = HTTPFields()
             headers[.setCookie] = ConsoleRules.cookie("", secure: secureCookie, maxAge: 0)
             return Response(status: .noContent, headers: headers)
+        }
+        open.post("console/password/forgot") { request, context in
+            let app = try Self.app(request)
+            try await signInLimit(context)
+            let body = try await request.decodeJSON(as: ForgotBody.self, context: context)
+            try await access.forgotPassword(app: app, email: body.email)
+            return try context.json(["sent_if_member": true], status: .accepted)
+        }
+        open.post("console/password/reset") { request, context in
+            try await signInLimit(context)
+            let body = try await request.decodeJSON(as: ResetBody.self, context: context)
+            try await access.resetPassword(token: body.token, password: body.password)
+            return Response(status: .noContent)
         }
         open.post("console/invites/preview") { request, context in
             let body = try await request.decodeJSON(as: TokenBody.self, context: context)

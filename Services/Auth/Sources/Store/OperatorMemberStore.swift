@@ -130,6 +130,36 @@ struct OperatorMemberStore: Sendable {
                 logger: logger))
     }
 
+    // MARK: password resets
+
+    func createReset(digest: String, member: UUID, app: UUID, expiresAt: Date, on conn: PostgresConnection) async throws {
+        try await conn.run(
+            """
+            INSERT INTO operator_password_resets (digest, member_id, app_id, expires_at)
+            VALUES (\(digest), \(member), \(app), \(expiresAt))
+            """, logger: logger)
+    }
+
+    /// The reset spent (once) and the member's new password set, its lockout cleared, every
+    /// session of theirs ended; nil for an unknown, used or expired link or a removed member.
+    func resetPassword(digest: String, passwordHash: String, now: Date, on conn: PostgresConnection) async throws -> (member: UUID, app: UUID)? {
+        let rows = try await conn.run(
+            """
+            WITH spent AS (
+                UPDATE operator_password_resets SET used_at = \(now)
+                WHERE digest = \(digest) AND used_at IS NULL AND expires_at > \(now) RETURNING member_id
+            ), changed AS (
+                UPDATE operator_members m SET password_hash = \(passwordHash), failed_attempts = 0, locked_until = NULL
+                FROM spent WHERE m.id = spent.member_id AND m.removed_at IS NULL RETURNING m.id, m.app_id
+            ), ended AS (
+                UPDATE operator_sessions s SET ended_at = \(now) FROM changed WHERE s.member_id = changed.id AND s.ended_at IS NULL
+            )
+            SELECT id, app_id FROM changed
+            """, logger: logger)
+        for try await r in rows.decode((UUID, UUID).self) { return (r.0, r.1) }
+        return nil
+    }
+
     /// One more wrong password: the 5th in a row locks the member for 15 minutes (as players).
     func recordFailure(_ id: UUID, now: Date, on conn: PostgresConnection) async throws -> (attempts: Int, lockedUntil: Date?) {
         let rows = try await conn.run(
