@@ -20,6 +20,8 @@ for name, port in [("auth", 3001), ("subscription", 3002), ("offline", 3003), ("
 gateway = services.get("gateway", {})
 if "./deploy/gateway/nginx.conf:/etc/nginx/nginx.conf:ro" not in gateway.get("volumes", []):
     errors.append("gateway does not mount deploy/gateway/nginx.conf")
+if "./Console:/srv/console:ro" not in gateway.get("volumes", []):
+    errors.append("gateway does not mount the console's files (Console/ at /srv/console, where nginx.conf serves them)")
 if "8080:8080" not in gateway.get("ports", []):
     errors.append("gateway does not publish 8080")
 pg = services.get("postgres", {})
@@ -31,7 +33,7 @@ if not any("bootstrap.sql" in v for v in pg.get("volumes", [])):
 # dependency versions the tests ran with.
 dockerfile = open("deploy/Dockerfile").read()
 for needed in ["chown app:app /data", "DATA_DIR=/data", "EXPOSE 3001 3002 3003 3004", "HEALTHCHECK", "CMD [",
-               "COPY deploy/dependency-pins.json ./Package.resolved", "--force-resolved-versions"]:
+               "COPY deploy/dependency-pins.json ./Package.resolved", "--force-resolved-versions", "COPY Console /app/console"]:
     if needed not in dockerfile:
         errors.append(f"deploy/Dockerfile lacks {needed!r}")
 # Every folder the manifest builds from is copied in (a target's folder missing breaks the build).
