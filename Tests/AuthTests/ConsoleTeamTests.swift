@@ -74,12 +74,14 @@ final class ConsoleTeamTests: XCTestCase {
             return t
         }
         func count(_ sql: String) async throws -> Int { try await h.scalar(sql) }
+        /// A team address of its own for each test.
+        func address(_ tag: String) -> String { "\(tag)-\(UUID().uuidString.prefix(6).lowercased())@team.example" }
     }
 
     func testAnOwnerBuildsTheTeamAndEachServiceHoldsTheRoles() async throws {
         try await AuthHarness.run { h in
             let t = Team(h: h)
-            let ownerEmail = "owner-\(UUID().uuidString.prefix(6).lowercased())@team.example"
+            let ownerEmail = t.address("owner")
             // The platform's token invites the first owner; the owner enrols an authenticator.
             let (ownerID, ownerSecret) = try await t.join(ownerEmail, role: .owner, by: "local-admin-token", totp: true)
             let secret = try XCTUnwrap(ownerSecret)
@@ -100,7 +102,7 @@ final class ConsoleTeamTests: XCTestCase {
             XCTAssertEqual(try replayed.envelope().error, "invalid_totp", "a code works once")
 
             // The owner invites a support member (no second factor: the app does not require one).
-            let supportEmail = "support-\(UUID().uuidString.prefix(6).lowercased())@team.example"
+            let supportEmail = t.address("support")
             let (supportID, _) = try await t.join(supportEmail, role: .support, by: owner, totp: false)
             let support = try t.token(try await t.signIn(supportEmail))
 
@@ -176,7 +178,7 @@ final class ConsoleTeamTests: XCTestCase {
     func testTheRefreshCookieRotatesAndLogoutEndsTheSession() async throws {
         try await AuthHarness.run { h in
             let t = Team(h: h)
-            let email = "ops-\(UUID().uuidString.prefix(6).lowercased())@team.example"
+            let email = t.address("ops")
             _ = try await t.join(email, role: .admin, by: "local-admin-token", totp: false)
             let signedIn = try await t.signIn(email)
             let access = try t.token(signedIn)
@@ -235,7 +237,7 @@ final class ConsoleTeamTests: XCTestCase {
     func testWrongPasswordsLockAsForPlayersAndBadInputIsRefused() async throws {
         try await AuthHarness.run { h in
             let t = Team(h: h)
-            let email = "lock-\(UUID().uuidString.prefix(6).lowercased())@team.example"
+            let email = t.address("lock")
             _ = try await t.join(email, role: .viewer, by: "local-admin-token", totp: false)
             for i in 1...4 {
                 let r = try await t.signIn(email, password: "wrong-\(i)")
@@ -267,7 +269,7 @@ final class ConsoleTeamTests: XCTestCase {
             XCTAssertEqual(wrongType.status, .badRequest)
             let existing = try await t.call(.post, "admin/invites", #"{"email":"\#(email)","role":"viewer"}"#, bearer: "local-admin-token")
             XCTAssertEqual(try existing.envelope().error, "member_exists")
-            let weakEmail = "weak-\(UUID().uuidString.prefix(6).lowercased())@team.example"
+            let weakEmail = t.address("weak")
             _ = try await t.call(.post, "admin/invites", #"{"email":"\#(weakEmail)","role":"viewer"}"#, bearer: "local-admin-token")
             let weak = try await t.call(.post, "console/invites/accept", #"{"token":"\#(try t.inviteToken(weakEmail))","password":"password"}"#, bearer: nil)
             XCTAssertEqual(try weak.envelope().error, "weak_password")
@@ -285,7 +287,7 @@ final class ConsoleTeamTests: XCTestCase {
     func testAForgottenPasswordIsResetOnceByTheMailedLinkAndEndsEverySession() async throws {
         try await AuthHarness.run { h in
             let t = Team(h: h)
-            let email = "forgot-\(UUID().uuidString.prefix(6).lowercased())@team.example"
+            let email = t.address("forgot")
             let (id, _) = try await t.join(email, role: .support, by: "local-admin-token", totp: false)
             let before = try t.token(try await t.signIn(email))
             for _ in 1...4 { _ = try await t.signIn(email, password: "wrong") }
@@ -339,6 +341,59 @@ final class ConsoleTeamTests: XCTestCase {
         }
     }
 
+    func testAMemberWhoJoinedWithoutAnAuthenticatorAddsOneThenTheOwnerRequiresIt() async throws {
+        try await AuthHarness.run { h in
+            let t = Team(h: h)
+            let ownerEmail = t.address("owner")
+            let (_, ownerSecret) = try await t.join(ownerEmail, role: .owner, by: "local-admin-token", totp: true)
+            let email = t.address("late")
+            _ = try await t.join(email, role: .viewer, by: "local-admin-token", totp: false)
+            let token = try t.token(try await t.signIn(email))
+
+            let anonymous = try await t.call(.post, "console/me/totp/new", bearer: nil)
+            XCTAssertEqual(anonymous.status, .unauthorized)
+            let elsewhere = try await t.call(.post, "console/me/totp/new", bearer: token, app: h.otherApp)
+            XCTAssertEqual(elsewhere.status, .unauthorized)
+            let fresh = try await t.call(.post, "console/me/totp/new", bearer: token)
+            XCTAssertEqual(fresh.status, .ok, String(buffer: fresh.body))
+            guard case .string(let secretText)? = try fresh.json([String: JSONValue].self)["totp_secret"] else { return XCTFail("no secret") }
+            let secret = try XCTUnwrap(TOTP.base32Decode(secretText))
+            let code = TOTP.code(secret: secret, step: TOTP.step(at: h.clock.now()))
+
+            // A wrong code, a bad secret, a missing field: refused, nothing stored.
+            let enrolled = "SELECT count(*)::int FROM auth.operator_members WHERE email = '\(email)' AND totp_secret IS NOT NULL"
+            let wrong = try await t.call(
+                .put, "console/me/totp", #"{"totp_secret":"\#(secretText)","totp_code":"\#(code == "000000" ? "111111" : "000000")"}"#, bearer: token)
+            XCTAssertEqual(try wrong.envelope().error, "invalid_totp")
+            let badSecret = try await t.call(.put, "console/me/totp", #"{"totp_secret":"!!","totp_code":"123456"}"#, bearer: token)
+            XCTAssertEqual(badSecret.status, .unprocessableContent)
+            let missing = try await t.call(.put, "console/me/totp", #"{"totp_secret":"\#(secretText)"}"#, bearer: token)
+            XCTAssertEqual(missing.status, .badRequest)
+            let none = try await t.count(enrolled)
+            XCTAssertEqual(none, 0)
+
+            // Requiring an authenticator waits for this member; after the enrolment it holds.
+            h.clock.advance(by: 31)
+            let ownerCode = TOTP.code(secret: try XCTUnwrap(ownerSecret), step: TOTP.step(at: h.clock.now()))
+            let owner = try t.token(try await t.signIn(ownerEmail, code: ownerCode))
+            let tooEarly = try await t.call(.put, "admin/console-settings", #"{"requires_totp":true}"#, bearer: owner)
+            XCTAssertEqual(try tooEarly.envelope().error, "totp_not_enrolled")
+            let now = TOTP.code(secret: secret, step: TOTP.step(at: h.clock.now()))
+            let ok = try await t.call(.put, "console/me/totp", #"{"totp_secret":"\#(secretText)","totp_code":"\#(now)"}"#, bearer: token)
+            XCTAssertEqual(ok.status, .ok, String(buffer: ok.body))
+            let one = try await t.count(enrolled)
+            XCTAssertEqual(one, 1)
+            let again = try await t.call(.put, "console/me/totp", #"{"totp_secret":"\#(secretText)","totp_code":"\#(now)"}"#, bearer: token)
+            XCTAssertEqual(try again.envelope().error, "totp_already_enrolled", "replacing an authenticator is not this route")
+            let required = try await t.call(.put, "admin/console-settings", #"{"requires_totp":true}"#, bearer: owner)
+            XCTAssertEqual(required.status, .ok, String(buffer: required.body))
+            let withoutCode = try await t.signIn(email)
+            XCTAssertEqual(try withoutCode.envelope().error, "totp_required")
+            h.clock.advance(by: 31)
+            _ = try t.token(try await t.signIn(email, code: TOTP.code(secret: secret, step: TOTP.step(at: h.clock.now()))))
+        }
+    }
+
     func testConsoleSignInSpendsThePerAddressBudget() async throws {
         try await AuthHarness.run(overrides: ["CONSOLE_SIGNIN_LIMIT_PER_15_MINUTES": "5"]) { h in
             let t = Team(h: h)
@@ -364,7 +419,7 @@ final class ConsoleTeamTests: XCTestCase {
     func testMemberRoutesRefuseBadInputAnotherAppsMemberAndOversizedBodies() async throws {
         try await AuthHarness.run { h in
             let t = Team(h: h)
-            let email = "bad-\(UUID().uuidString.prefix(6).lowercased())@team.example"
+            let email = t.address("bad")
             let (id, _) = try await t.join(email, role: .support, by: "local-admin-token", totp: false)
             let stillSupport = "SELECT count(*)::int FROM auth.operator_members WHERE id = '\(id)' AND role = 'support'"
             let platform = "local-admin-token"

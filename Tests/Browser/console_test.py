@@ -184,10 +184,11 @@ class Console:
         self.audit("invite")
         # The previous step's code (an authenticator's clock may lag by one), typed just before
         # the submit: the sign-in that follows has a code of its own (a code works once).
-        self.field("totp_code").send_keys(totp(secret, time.time() - 30))
+        if with_totp:
+            self.field("totp_code").send_keys(totp(secret, time.time() - 30))
         self.button("Join the team").click()
         self.heading("Sign in")
-        return secret
+        return secret if with_totp else None
 
     def sign_in(self, address, secret, password=PASSWORD, ahead=0):
         self.heading("Sign in")
@@ -196,7 +197,8 @@ class Console:
         self.field("email").send_keys(address)
         self.field("password").send_keys(password)
         self.audit("sign-in")
-        self.field("totp_code").send_keys(totp(secret, time.time() + ahead))
+        if secret:
+            self.field("totp_code").send_keys(totp(secret, time.time() + ahead))
         self.button("Sign in").click()
         self.heading("Users")
 
@@ -292,7 +294,8 @@ def main():
         # A viewer: no action on the Users page; a forged POST with the viewer's token is 403.
         status, body = api("POST", "/auth/v1/admin/invites", PLATFORM, {"email": "viewer-%s@team.example" % ts, "role": "viewer"})
         assert status == 201, body
-        viewer_secret = viewer.join(invite_link("viewer-%s@team.example" % ts))
+        # The viewer joins without an authenticator (and adds one below, from the Team page).
+        viewer_secret = viewer.join(invite_link("viewer-%s@team.example" % ts), with_totp=False)
         viewer.sign_in("viewer-%s@team.example" % ts, viewer_secret)
         viewer.field("q").send_keys(player_email + Keys.ENTER)
         viewer.shows("user", player_id)
@@ -305,6 +308,18 @@ def main():
         status, after = api("GET", "/subscription/v1/admin/users/%s/credits" % player_id, PLATFORM)
         check(after["balance"] == before + 5, "viewer: the forged grant changed nothing")
         viewer.audit("users")
+
+        # The viewer adds an authenticator after joining; sign-ins then ask for its code.
+        viewer.go("team")
+        viewer.heading("Team")
+        viewer.button("Set up an authenticator").click()
+        viewer_secret = viewer.wait.until(EC.presence_of_element_located((By.CSS_SELECTOR, "#main code.secret"))).text
+        viewer.field("my_totp_code").send_keys(totp(viewer_secret))
+        viewer.button("Confirm the authenticator").click()
+        viewer.notice("Your authenticator is set up")
+        status, body = api("POST", "/auth/v1/console/sign-in", {"X-App-ID": APP}, {"email": "viewer-%s@team.example" % ts, "password": PASSWORD})
+        check(status == 401 and body.get("error") == "totp_required", "viewer: after the enrolment a sign-in asks for the code (%s %s)" % (status, body.get("error")))
+        viewer.audit("team")
 
         # A campaign with two variants, created in the page; its results show the API's numbers.
         owner.go("campaigns")

@@ -665,6 +665,11 @@ auth = {
  "/console/logout": {"post": dict(console_op("End the console session: its tokens are refused everywhere within OPERATOR_CACHE_SECONDS", cookie=True, ok="204"),
     description="Needs X-Console-Request: 1 and either the console_refresh cookie or the session's console access token as a Bearer "
                 "(the browser sends the cookie only to the refresh route).")},
+ "/console/me/totp/new": {"post": dict(console_op("A fresh authenticator secret for the signed-in member (not stored until a code proves it)",
+    schema=obj({"totp_secret": S, "totp_uri": S}, ["totp_secret", "totp_uri"])), security=[{"appId": [], "bearer": []}])},
+ "/console/me/totp": {"put": dict(console_op("Add an authenticator to the signed-in member's account, proven by a current code; 409 totp_already_enrolled",
+    req=body(obj({"totp_secret": {"type": "string", "maxLength": 64}, "totp_code": {"type": "string", "maxLength": 16}}, ["totp_secret", "totp_code"])),
+    schema=obj({"totp": B}, ["totp"])), security=[{"appId": [], "bearer": []}])},
  "/console/password/forgot": {"post": console_op("A forgotten password: a single-use link mailed to the member, valid one hour; the same answer whether the address "
     "is on the team or not", ok="202", req=body(obj({"email": {"type": "string", "maxLength": 254}}, ["email"])), schema=obj({"sent_if_member": B}, ["sent_if_member"]))},
  "/console/password/reset": {"post": console_op("A new password from the mailed link: the link works once, every session of the member ends, the lockout is cleared",

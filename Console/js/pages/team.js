@@ -42,6 +42,26 @@ export default async function team(_rest, { may }) {
     { label: "Created", value: (k) => fmtDate(k.created_at) }, { label: "Revoked", value: (k) => (k.revoked_at ? fmtDate(k.revoked_at) : "no") }],
   app.operator_keys);
   const parts = [h("p", {}, `${app.name}: ${app.active ? "active" : "disabled"} · app key ${app.api_key_prefix}…`), members, invites, keys];
+  // Your own authenticator, if you joined without one (an owner may then require it of everybody).
+  const mine = t.members.find((m) => m.id === me.id);
+  if (mine && !mine.totp) {
+    const out = h("div", {});
+    parts.push(h("section", { class: "card", "aria-labelledby": "my-totp" }, h("h2", { id: "my-totp" }, "Your authenticator"),
+      h("p", {}, "You signed in with a password only. Add an authenticator app as a second factor."), out,
+      action("Set up an authenticator", async () => {
+        const fresh = await api("POST", "/auth/v1/console/me/totp/new");
+        const code = h("input", { name: "my_totp_code", inputmode: "numeric", autocomplete: "one-time-code", pattern: "[0-9]{6}" });
+        out.replaceChildren(
+          h("p", {}, "Add this secret to your authenticator app: ", h("code", { class: "secret" }, fresh.totp_secret)),
+          h("p", {}, h("a", { href: fresh.totp_uri }, "Open in an authenticator on this device")),
+          field("Its current code", code),
+          action("Confirm the authenticator", async () => {
+            await api("PUT", "/auth/v1/console/me/totp", { totp_secret: fresh.totp_secret, totp_code: code.value.trim() });
+            notifyNext("Your authenticator is set up: sign-ins ask for its code from now on.", "ok");
+            reload();
+          }, { class: "primary" }));
+      })));
+  }
   if (owner) {
     const email = h("input", { type: "email", name: "invite_email", required: true });
     const role = h("select", { name: "invite_role" }, ROLES.map((r) => h("option", { value: r, selected: r === "support" }, r)));

@@ -79,6 +79,8 @@ enum AuthErrorCode: String, ErrorCatalogue {
     case tooManyDevices = "too_many_devices"
     /// An app has at most … webhook endpoints
     case tooManyEndpoints = "too_many_endpoints"
+    /// The console member already has an authenticator
+    case totpAlreadyEnrolled = "totp_already_enrolled"
     /// A member has no second factor yet: they enrol first
     case totpNotEnrolled = "totp_not_enrolled"
     /// The console needs the authenticator code too
@@ -98,7 +100,8 @@ enum AuthErrorCode: String, ErrorCatalogue {
         case .upgradeRequired: .init(code: 426)
         case .alreadyVerified, .deletionAlreadyScheduled, .deletionNotScheduled, .deviceChanged, .emailAlreadyExists, .gameCenterAlreadyLinked,
             .identityAlreadyLinked,
-            .lastOwner, .lastSignInMethod, .memberExists, .notificationConflict, .playerIdAlreadyLinked, .providerAlreadyLinked, .totpNotEnrolled:
+            .lastOwner, .lastSignInMethod, .memberExists, .notificationConflict, .playerIdAlreadyLinked, .providerAlreadyLinked, .totpAlreadyEnrolled,
+            .totpNotEnrolled:
             .conflict
         case .consoleHeaderRequired, .guestNotAllowed, .invalidLink, .notAllowed: .forbidden
         case .userErased: .gone

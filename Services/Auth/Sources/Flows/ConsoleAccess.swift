@@ -196,6 +196,53 @@ struct ConsoleAccess: Sendable {
         return try outcome.get()
     }
 
+    // MARK: an authenticator after joining
+
+    struct NewSecret: Sendable, Encodable {
+        var totpSecret: String
+        var totpURI: String
+        enum CodingKeys: String, CodingKey { case totpSecret = "totp_secret"; case totpURI = "totp_uri" }
+    }
+
+    /// The signed-in member behind a console access token, or 401.
+    private func member(app: UUID, token: String) async throws -> (id: UUID, email: String) {
+        guard case .member(let id, let email, _)? = try await verify(app: app, token: token) else {
+            throw AppError.invalidToken("No console session: sign in")
+        }
+        return (id, email)
+    }
+
+    /// A fresh secret for the member's authenticator, not stored: the member proves it with a code.
+    func newTOTPSecret(app: UUID, token: String) async throws -> NewSecret {
+        let me = try await member(app: app, token: token)
+        let name = try await db.withConnection { conn in try await store.appName(app, on: conn) } ?? "App"
+        let secret = TOTP.newSecret()
+        return NewSecret(totpSecret: TOTP.base32(secret), totpURI: TOTP.provisioningURI(secret: secret, account: me.email, issuer: "\(name) console"))
+    }
+
+    /// A member who joined without an authenticator adds one, proven by a current code; an
+    /// owner can then require one of everybody. One that already has one is 409.
+    func enrolTOTP(app: UUID, token: String, secret text: String, code: String) async throws {
+        let me = try await member(app: app, token: token)
+        guard let secret = TOTP.base32Decode(text), secret.count >= 16 else {
+            throw AppError.validation("totp_secret", "totp_secret must be the base32 secret the console showed")
+        }
+        let now = clock.now()
+        guard let step = TOTP.accept(code, secret: secret, at: now, lastUsed: nil) else {
+            throw AppError(AuthErrorCode.invalidTotp, "The authenticator code does not match this secret; scan it and try the current code")
+        }
+        let sealed = try box.seal(secret.base64EncodedString())
+        try await db.withTransaction(logger: logger) { conn in
+            guard try await store.enrolTOTP(member: me.id, app: app, sealed: sealed, step: step, on: conn) else {
+                throw AppError(AuthErrorCode.totpAlreadyEnrolled, "Your account already has an authenticator")
+            }
+            try await audit.record(
+                AuditLog.Entry(
+                    userID: nil, appID: app, action: "operator.totp_enrolled", result: "success",
+                    details: ["member_id": .string(me.id.lowercasedString)]), on: conn)
+        }
+    }
+
     // MARK: a forgotten password
 
     /// A single-use link mailed to the member, valid `ConsoleRules.resetLifetime`. The answer is

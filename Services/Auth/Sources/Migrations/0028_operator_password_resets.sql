@@ -8,3 +8,5 @@ CREATE TABLE operator_password_resets (
     used_at timestamptz
 );
 CREATE INDEX operator_password_resets_member ON operator_password_resets (member_id);
+-- A removed app takes its links with it (the cascade reads by app).
+CREATE INDEX operator_password_resets_app ON operator_password_resets (app_id);

@@ -31,6 +31,11 @@ struct ConsoleController: Sendable {
     }
     struct InviteBody: Decodable { var email: String; var role: OperatorRole }
     struct ForgotBody: Decodable { var email: String }
+    struct TOTPBody: Decodable {
+        var totpSecret: String
+        var totpCode: String
+        enum CodingKeys: String, CodingKey { case totpSecret = "totp_secret"; case totpCode = "totp_code" }
+    }
     struct ResetBody: Decodable { var token: String; var password: String }
     struct RoleBody: Decodable { var role: OperatorRole }
     struct SettingsBody: Decodable {
@@ -91,6 +96,18 @@ struct ConsoleController: Sendable {
             var headers = HTTPFields()
             headers[.setCookie] = ConsoleRules.cookie("", secure: secureCookie, maxAge: 0)
             return Response(status: .noContent, headers: headers)
+        }
+        // The member's own account, with their console access token (any role).
+        open.post("console/me/totp/new") { request, context in
+            let app = try Self.app(request)
+            return try context.json(try await access.newTOTPSecret(app: app, token: try Self.bearer(request)))
+        }
+        open.put("console/me/totp") { request, context in
+            let app = try Self.app(request)
+            let token = try Self.bearer(request)
+            let body = try await request.decodeJSON(as: TOTPBody.self, context: context)
+            try await access.enrolTOTP(app: app, token: token, secret: body.totpSecret, code: body.totpCode)
+            return try context.json(["totp": true])
         }
         open.post("console/password/forgot") { request, context in
             let app = try Self.app(request)
@@ -171,6 +188,11 @@ struct ConsoleController: Sendable {
             throw AppError(.unauthorized, "missing_api_key", "X-App-ID names the app whose console this is")
         }
         return app
+    }
+
+    static func bearer(_ request: Request) throws -> String {
+        guard let token = request.headers.bearerCredential else { throw AppError.invalidToken("Authorization: Bearer <console access token> is required") }
+        return token
     }
 
     static func requireConsoleHeader(_ request: Request) throws {

@@ -130,6 +130,18 @@ struct OperatorMemberStore: Sendable {
                 logger: logger))
     }
 
+    /// The member's first authenticator, with the step of the code that proved it; false when
+    /// they already have one (replacing it is not this) or are not an active member.
+    func enrolTOTP(member: UUID, app: UUID, sealed: ByteBuffer, step: Int64, on conn: PostgresConnection) async throws -> Bool {
+        let rows = try await conn.run(
+            """
+            UPDATE operator_members SET totp_secret = \(sealed), totp_last_step = \(step)
+            WHERE id = \(member) AND app_id = \(app) AND removed_at IS NULL AND totp_secret IS NULL RETURNING id
+            """, logger: logger)
+        for try await _ in rows.decode(UUID.self) { return true }
+        return false
+    }
+
     // MARK: password resets
 
     func createReset(digest: String, member: UUID, app: UUID, expiresAt: Date, on conn: PostgresConnection) async throws {
