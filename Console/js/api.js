@@ -60,7 +60,9 @@ export async function refresh() {
 
 export async function signOut() {
   try {
-    if (session.token) await raw("POST", "/auth/v1/console/logout", { headers: { "X-Console-Request": "1" } });
+    // Through api(): a token that ran out while the tab slept is refreshed first (an expired
+    // one would end its session too, but the cookie would still be live on this device).
+    if (session.token) await api("POST", "/auth/v1/console/logout", undefined, { "X-Console-Request": "1" });
   } finally {
     clearTimeout(session.timer);
     session.token = null;

@@ -51,6 +51,12 @@ public struct ServiceRequestContext: RequestContext {
         return id
     }
 
+    /// The operator acting; only routes behind `AdminAuthMiddleware` call this.
+    public func requireOperator() throws -> Operator {
+        guard let who = `operator` else { throw AppError.unauthorized }
+        return who
+    }
+
     /// The signed-in user; only routes behind `AccessTokenMiddleware` call this.
     public func requireUser() throws -> (appID: UUID, userID: UUID) {
         guard let identity, let user = identity.userID else { throw AppError.unauthorized }

@@ -42,6 +42,16 @@ public enum Operator: Sendable, Equatable {
     }
 }
 
+/// Why an operator acted on a player's or an app's behalf (the ticket), kept with what they did:
+/// said, and short enough for the audit. One rule for every service's support action.
+public enum OperatorReason {
+    public static func checked(_ raw: String) throws -> String {
+        let reason = raw.trimmingCharacters(in: .whitespacesAndNewlines)
+        guard (1...500).contains(reason.count) else { throw AppError.validation("reason", "reason must say why, in 1-500 characters") }
+        return reason
+    }
+}
+
 /// Checks an operator credential for one app: an operator key, or a console member's access
 /// token (#47). Auth answers from its own tables; the other services ask auth, and keep the
 /// answer `OPERATOR_CACHE_SECONDS`: a removed member, an ended console session or a changed

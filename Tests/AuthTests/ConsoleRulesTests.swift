@@ -21,6 +21,11 @@ final class ConsoleRulesTests: XCTestCase {
         XCTAssertTrue(ConsoleRules.accepts(claims(app: app), app: app, now: Date(timeIntervalSince1970: 1_629)), "within the leeway")
         XCTAssertFalse(ConsoleRules.accepts(claims(app: app), app: app, now: Date(timeIntervalSince1970: 900)), "issued in the future")
         XCTAssertFalse(ConsoleRules.accepts(claims(app: app, sub: "not-a-uuid"), app: app, now: at))
+        // A logout: an expired token still names its session, for its app and audience only.
+        XCTAssertTrue(ConsoleRules.accepts(claims(app: app), app: app, now: Date(timeIntervalSince1970: 99_999), expiredToo: true))
+        XCTAssertFalse(ConsoleRules.accepts(claims(app: app), app: UUID(), now: Date(timeIntervalSince1970: 99_999), expiredToo: true))
+        XCTAssertFalse(
+            ConsoleRules.accepts(claims(app: app, aud: app.uuidString.lowercased()), app: app, now: Date(timeIntervalSince1970: 99_999), expiredToo: true))
     }
 
     func testThePlayersTokenIsNotAConsoleTokenNorTheOtherWay() throws {

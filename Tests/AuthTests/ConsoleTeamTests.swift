@@ -226,11 +226,20 @@ final class ConsoleTeamTests: XCTestCase {
             let got17 = try await t.call(.get, "admin/members", bearer: third).status
             XCTAssertEqual(got17, .unauthorized)
 
-            // Tokens run out after 10 minutes.
+            // Tokens run out after 10 minutes; an expired one still ends its own session (a tab
+            // asleep past the ten minutes signs out, and its cookie no longer signs it back in).
             let again = try t.token(try await t.signIn(email))
             h.clock.advance(by: 11 * 60)
             let got15 = try await t.call(.get, "admin/members", bearer: again).status
             XCTAssertEqual(got15, .unauthorized)
+            let sessionsLive =
+                "SELECT count(*)::int FROM auth.operator_sessions s JOIN auth.operator_members m ON m.id = s.member_id WHERE m.email = '\(email)' AND s.ended_at IS NULL"
+            let liveBefore = try await t.count(sessionsLive)
+            XCTAssertEqual(liveBefore, 1)
+            let expiredOut = try await t.call(.post, "console/logout", bearer: again, extra: header)
+            XCTAssertEqual(expiredOut.status, .noContent)
+            let liveAfter = try await t.count(sessionsLive)
+            XCTAssertEqual(liveAfter, 0)
         }
     }
 
@@ -309,6 +318,8 @@ final class ConsoleTeamTests: XCTestCase {
             // A weak password changes nothing and leaves the link usable.
             let weak = try await t.call(.post, "console/password/reset", #"{"token":"\#(token)","password":"password"}"#, bearer: nil)
             XCTAssertEqual(try weak.envelope().error, "weak_password")
+            let own = try await t.call(.post, "console/password/reset", #"{"token":"\#(token)","password":"\#(email)"}"#, bearer: nil)
+            XCTAssertEqual(try own.envelope().error, "weak_password", "the member's own address is no password")
             let stillOld = try await t.signIn(email)
             XCTAssertEqual(stillOld.status, .ok, "the old password still works: nothing changed")
             let stillIn = try await t.call(.get, "admin/members", bearer: before).status
@@ -391,6 +402,53 @@ final class ConsoleTeamTests: XCTestCase {
             XCTAssertEqual(try withoutCode.envelope().error, "totp_required")
             h.clock.advance(by: 31)
             _ = try t.token(try await t.signIn(email, code: TOTP.code(secret: secret, step: TOTP.step(at: h.clock.now()))))
+        }
+    }
+
+    func testTheMembersOwnRoutesRefuseBadInputAndChangeNothing() async throws {
+        try await AuthHarness.run { h in
+            let t = Team(h: h)
+            let email = t.address("input")
+            let (id, _) = try await t.join(email, role: .viewer, by: "local-admin-token", totp: false)
+            let token = try t.token(try await t.signIn(email))
+            let huge = String(repeating: "x", count: 1_100_000)
+            let cases: [(HTTPRequest.Method, String, String?, String?, HTTPResponse.Status)] = [
+                (.post, "console/password/forgot", #"{}"#, nil, .badRequest),
+                (.post, "console/password/forgot", #"{"email":["a@b.example"]}"#, nil, .badRequest),
+                (.post, "console/password/forgot", #"{"email":"not an address"}"#, nil, .unprocessableContent),
+                (.post, "console/password/forgot", #"{"email":"\#(huge)"}"#, nil, .contentTooLarge),
+                (.post, "console/password/reset", #"{"password":"Meridian-of-Greenwich-1884"}"#, nil, .badRequest),
+                (.post, "console/password/reset", #"{"token":5,"password":"Meridian-of-Greenwich-1884"}"#, nil, .badRequest),
+                (
+                    .post, "console/password/reset", #"{"token":"\#(String(repeating: "a", count: 200))","password":"Meridian-of-Greenwich-1884"}"#, nil,
+                    .badRequest
+                ),
+                (.post, "console/password/reset", #"{"token":"unknown","password":"Meridian-of-Greenwich-1884"}"#, nil, .badRequest),
+                (.post, "console/password/reset", #"{"token":"\#(huge)","password":"x"}"#, nil, .contentTooLarge),
+                (.put, "console/me/totp", #"{"totp_secret":5,"totp_code":"123456"}"#, token, .badRequest),
+                (.put, "console/me/totp", #"{"totp_code":"123456"}"#, token, .badRequest),
+                (.put, "console/me/totp", #"{"totp_secret":"\#(huge)","totp_code":"1"}"#, token, .contentTooLarge),
+                (.put, "console/me/totp", #"{"totp_secret":"JBSWY3DPEHPK3PXPJBSWY3DPEHPK3PXP","totp_code":"123456"}"#, nil, .unauthorized),
+                (.put, "console/me/totp", #"{"totp_secret":"JBSWY3DPEHPK3PXPJBSWY3DPEHPK3PXP","totp_code":"123456"}"#, "eyJ.forged.x", .unauthorized),
+                (.post, "console/logout", nil, "eyJ.forged.x", .forbidden)
+            ]
+            for (method, path, body, bearer, status) in cases {
+                let r = try await t.call(method, path, body, bearer: bearer)
+                XCTAssertEqual(r.status, status, "\(path) \(body?.prefix(60) ?? "")")
+                XCTAssertNotNil(try? r.envelope().error, "\(path): the envelope")
+            }
+            // Without X-App-ID the console's app is unknown: 401, not a guess.
+            let noApp = try await h.client.execute(
+                uri: "/auth/v1/console/password/forgot", method: .post, headers: [.contentType: "application/json"],
+                body: ByteBuffer(string: #"{"email":"\#(email)"}"#)
+            ) { $0 }
+            XCTAssertEqual(noApp.status, .unauthorized)
+            let resets = try await t.count("SELECT count(*)::int FROM auth.operator_password_resets WHERE member_id = '\(id)'")
+            XCTAssertEqual(resets, 0, "no refused request made a link")
+            let enrolled = try await t.count("SELECT count(*)::int FROM auth.operator_members WHERE id = '\(id)' AND totp_secret IS NOT NULL")
+            XCTAssertEqual(enrolled, 0)
+            let signedIn = try await t.call(.get, "admin/members", bearer: token).status
+            XCTAssertEqual(signedIn, .ok, "the session is untouched")
         }
     }
 

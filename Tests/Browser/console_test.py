@@ -110,6 +110,13 @@ class webhook_receiver:
     def secret(self, value):
         open(self.dir + "/secrets", "w").write(value)
 
+    def received(self):
+        """What the server got, one JSON line per call (status answered, secrets that verified it)."""
+        try:
+            return [json.loads(line) for line in open(self.dir + "/received.jsonl") if line.strip()]
+        except FileNotFoundError:
+            return []
+
     def stop(self):
         self.proc.kill()
 
@@ -368,6 +375,9 @@ def main():
             row = owner.d.find_element(By.XPATH, "//table/tbody/tr[1]").text
             check("delivered" in row and "200" in row, "webhooks: replayed from the console, the delivery shows delivered with 200 (%r)" % row)
             check(made["secret"] not in owner.d.page_source, "webhooks: the secret is not in the page after it was set")
+            calls = hooks.received()
+            check([c["status"] for c in calls] == [503, 200] and calls[-1]["verified_by"] == [0],
+                  "webhooks: the app's server verified our signature on the replayed call (standardwebhooks): %s" % [(c["status"], c["verified_by"]) for c in calls])
         finally:
             if endpoint:
                 api("DELETE", "/auth/v1/admin/webhooks/" + endpoint, PLATFORM)

@@ -3,6 +3,7 @@ import Hummingbird
 import HummingbirdBcrypt
 import Logging
 import NIOPosix
+import PostgresNIO
 import ServiceKit
 import WireTypes
 
@@ -84,6 +85,17 @@ struct AuthContext: Sendable {
             }
             throw AppError.rateLimited(retryAfter: decision.retryAfter)
         }
+    }
+
+    /// The user signed out on every device, in the caller's transaction: refresh tokens revoked,
+    /// the sessions' end published to every service (their access tokens refused within
+    /// seconds), push devices forgotten (a device signed out hears nothing more, #30). The
+    /// caller applies the fact to this replica after its commit.
+    func signOutEverywhere(app: UUID, user: UUID, reason: String, on conn: PostgresConnection) async throws -> (revoked: Int, fact: SessionFact) {
+        let n = try await refreshTokens.revokeAll(userID: user, reason: reason, on: conn)
+        let fact = try await facts.endSessions(app: app, user: user, .all, on: conn)
+        try await PushStore.removeAll(app: app, user: user, on: conn, logger: logger)
+        return (n, fact)
     }
 
     func entry(

@@ -61,9 +61,12 @@ public enum ConsoleRules {
     }
 
     /// Whether `claims` may act for `app` at `now` (the session's liveness is auth's to check).
-    public static func accepts(_ claims: ConsoleClaims, app: UUID, now: Date, leeway: Int = 30) -> Bool {
+    /// `expiredToo`: for ending the token's own session (a logout), where an expired token
+    /// still says which session it was.
+    public static func accepts(_ claims: ConsoleClaims, app: UUID, now: Date, leeway: Int = 30, expiredToo: Bool = false) -> Bool {
         let t = Int(now.timeIntervalSince1970)
-        return claims.aud == ConsoleClaims.audience && claims.appID == app && claims.exp + leeway > t && claims.iat - leeway <= t && claims.memberID != nil
+        return claims.aud == ConsoleClaims.audience && claims.appID == app && (expiredToo || claims.exp + leeway > t) && claims.iat - leeway <= t
+            && claims.memberID != nil
     }
 
     /// Whether `member` may stop being an owner (a role change, a removal): when they are one,

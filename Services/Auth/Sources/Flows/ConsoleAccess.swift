@@ -284,11 +284,15 @@ struct ConsoleAccess: Sendable {
     /// cleared. A used, expired or unknown link changes nothing.
     func resetPassword(token: String, password: String) async throws {
         guard token.utf8.count <= 128 else { throw Self.invalidReset }
-        try passwords.require(password, userInputs: [], field: "password")
-        let hash = try await hashPassword(password)
         let now = clock.now()
+        let digest = OpaqueToken.hash(token)
+        guard let email = try await db.withConnection({ conn in try await store.resetEmail(digest: digest, now: now, on: conn) }) else {
+            throw Self.invalidReset
+        }
+        try passwords.require(password, userInputs: [email], field: "password")
+        let hash = try await hashPassword(password)
         try await db.withTransaction(logger: logger) { conn in
-            guard let (member, app) = try await store.resetPassword(digest: OpaqueToken.hash(token), passwordHash: hash, now: now, on: conn) else {
+            guard let (member, app) = try await store.resetPassword(digest: digest, passwordHash: hash, now: now, on: conn) else {
                 throw Self.invalidReset
             }
             try await audit.record(
@@ -323,10 +327,10 @@ struct ConsoleAccess: Sendable {
 
     /// Logout from the page, which holds the access token (the refresh cookie goes to the
     /// refresh route only): the token's session ends. A forged or expired token ends nothing.
+    /// An expired token still ends its session: a tab left asleep past the ten minutes must be
+    /// able to sign out, or its refresh cookie would sign it back in.
     func logout(app: UUID, accessToken: String) async throws {
-        guard let payload = try? await tokens.verifiedPayload(accessToken),
-            let claims = try? JSON.decoder.decode(ConsoleClaims.self, from: payload),
-            ConsoleRules.accepts(claims, app: app, now: clock.now())
+        guard let claims = await claims(accessToken), ConsoleRules.accepts(claims, app: app, now: clock.now(), expiredToo: true)
         else { throw AppError.invalidToken("No console session: sign in") }
         let now = clock.now()
         _ = try await db.withTransaction(logger: logger) { conn in
@@ -342,12 +346,16 @@ struct ConsoleAccess: Sendable {
                 email: member.email, sid: session, iat: iat, exp: iat + Int(ConsoleRules.accessLifetime), jti: UUID().lowercasedString))
     }
 
+    /// A console token's claims, its signature checked (auth's keys); nil for anything else.
+    private func claims(_ token: String) async -> ConsoleClaims? {
+        guard let payload = try? await tokens.verifiedPayload(token) else { return nil }
+        return try? JSON.decoder.decode(ConsoleClaims.self, from: payload)
+    }
+
     /// The member a console access token stands for now (their role now, not when signed in);
     /// nil for a forged, expired, other app's or ended one.
     func verify(app: UUID, token: String) async throws -> Operator? {
-        guard let payload = try? await tokens.verifiedPayload(token),
-            let claims = try? JSON.decoder.decode(ConsoleClaims.self, from: payload),
-            ConsoleRules.accepts(claims, app: app, now: clock.now()), let memberID = claims.memberID
+        guard let claims = await claims(token), ConsoleRules.accepts(claims, app: app, now: clock.now()), let memberID = claims.memberID
         else { return nil }
         let now = clock.now()
         let member = try await db.withConnection { conn in

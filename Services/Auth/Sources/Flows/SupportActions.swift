@@ -17,9 +17,7 @@ struct SupportActions: Sendable {
     func revokeSessions(app: UUID, user: UUID, reason: String, by who: Operator) async throws -> Int {
         let (revoked, fact) = try await ctx.db.withTransaction(logger: ctx.logger) { conn in
             guard try await ctx.users.find(.id(user), appID: app, on: conn, forUpdate: true) != nil else { throw AppError.notFound("User") }
-            let n = try await ctx.refreshTokens.revokeAll(userID: user, reason: "support", on: conn)
-            let fact = try await ctx.facts.endSessions(app: app, user: user, .all, on: conn)
-            try await PushStore.removeAll(app: app, user: user, on: conn, logger: ctx.logger)
+            let (n, fact) = try await ctx.signOutEverywhere(app: app, user: user, reason: "support", on: conn)
             try await ctx.audit.record(
                 AuditLog.Entry(
                     userID: user, appID: app, action: "support.sessions_revoked", result: "success",

@@ -39,8 +39,7 @@ struct AppAdminController {
         }
         admin.post("admin/app/disable") { request, context in
             let id = try context.requireApp()
-            let reason = try await request.decodeJSON(as: DisableBody.self, context: context).reason.trimmingCharacters(in: .whitespacesAndNewlines)
-            guard (1...500).contains(reason.count) else { throw AppError.validation("reason", "reason must say why, in 1-500 characters") }
+            let reason = try OperatorReason.checked(try await request.decodeJSON(as: DisableBody.self, context: context).reason)
             guard try await applications.setActive(appID: id, active: false, reason: reason, operator: context.operator?.auditName ?? "unknown") != nil else {
                 throw AppError.notFound("Application")
             }

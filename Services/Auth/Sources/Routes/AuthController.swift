@@ -415,10 +415,7 @@ struct AuthController {
             let n: Int
             let fact: SessionFact
             if body.all == true {
-                n = try await ctx.refreshTokens.revokeAll(userID: userID, reason: "logout_all", on: conn)
-                fact = try await ctx.facts.endSessions(app: appID, user: userID, .all, on: conn)
-                // A device signed out hears nothing more (#30).
-                try await PushStore.removeAll(app: appID, user: userID, on: conn, logger: ctx.logger)
+                (n, fact) = try await ctx.signOutEverywhere(app: appID, user: userID, reason: "logout_all", on: conn)
             } else if let token = body.refreshToken {
                 guard let record = try await ctx.refreshTokens.lock(token: token, on: conn), record.userID == userID else {
                     throw AppError(.unauthorized, "invalid_token", "Refresh token does not belong to this user")

@@ -144,24 +144,24 @@ struct ConsoleController: Sendable {
         admin.post("admin/invites") { request, context in
             let app = try context.requireApp()
             let body = try await request.decodeJSON(as: InviteBody.self, context: context)
-            let sent = try await access.invite(app: app, email: body.email, role: body.role, by: try Self.who(context))
+            let sent = try await access.invite(app: app, email: body.email, role: body.role, by: try context.requireOperator())
             return try context.json(InviteView(email: sent.email, role: body.role, expiresAt: sent.expiresAt), status: .created)
         }
         admin.patch("admin/members/:id") { request, context in
             let app = try context.requireApp()
             let member = try Self.memberID(context)
             let body = try await request.decodeJSON(as: RoleBody.self, context: context)
-            return try context.json(MemberView(try await access.setRole(app: app, member: member, role: body.role, by: try Self.who(context))))
+            return try context.json(MemberView(try await access.setRole(app: app, member: member, role: body.role, by: try context.requireOperator())))
         }
         admin.delete("admin/members/:id") { _, context in
             let app = try context.requireApp()
-            try await access.remove(app: app, member: try Self.memberID(context), by: try Self.who(context))
+            try await access.remove(app: app, member: try Self.memberID(context), by: try context.requireOperator())
             return Response(status: .noContent)
         }
         admin.put("admin/console-settings") { request, context in
             let app = try context.requireApp()
             let body = try await request.decodeJSON(as: SettingsBody.self, context: context)
-            try await access.requireTOTP(app: app, body.requiresTOTP, by: try Self.who(context))
+            try await access.requireTOTP(app: app, body.requiresTOTP, by: try context.requireOperator())
             return try context.json(["requires_totp": body.requiresTOTP])
         }
     }
@@ -176,11 +176,6 @@ struct ConsoleController: Sendable {
     static func memberID(_ context: ServiceRequestContext) throws -> UUID {
         guard let id = context.parameters.get("id", as: UUID.self) else { throw AppError.badRequest("Member id must be a UUID", field: "id") }
         return id
-    }
-
-    static func who(_ context: ServiceRequestContext) throws -> Operator {
-        guard let who = context.operator else { throw AppError.unauthorized }
-        return who
     }
 
     static func app(_ request: Request) throws -> UUID {

@@ -51,31 +51,22 @@ struct SupportController {
             let app = try context.requireApp()
             let user = try Self.userID(context)
             let reason = try await Self.reason(request, context)
-            let n = try await actions.revokeSessions(app: app, user: user, reason: reason, by: try Self.who(context))
+            let n = try await actions.revokeSessions(app: app, user: user, reason: reason, by: try context.requireOperator())
             return try context.json(["revoked_sessions": n])
         }
         admin.post("admin/users/:id/deletion/cancel") { request, context in
             let app = try context.requireApp()
             let user = try Self.userID(context)
             let reason = try await Self.reason(request, context)
-            try await actions.cancelDeletion(app: app, user: user, reason: reason, by: try Self.who(context))
+            try await actions.cancelDeletion(app: app, user: user, reason: reason, by: try context.requireOperator())
             return try context.json(["deletion_cancelled": true])
         }
     }
 
     struct ReasonBody: Decodable { var reason: String }
 
-    /// A support action's reason: said, and short enough for the audit.
     static func reason(_ request: Request, _ context: ServiceRequestContext) async throws -> String {
-        let body = try await request.decodeJSON(as: ReasonBody.self, context: context)
-        let reason = body.reason.trimmingCharacters(in: .whitespacesAndNewlines)
-        guard (1...500).contains(reason.count) else { throw AppError.validation("reason", "reason must be 1 to 500 characters (the ticket)") }
-        return reason
-    }
-
-    static func who(_ context: ServiceRequestContext) throws -> Operator {
-        guard let who = context.operator else { throw AppError.unauthorized }
-        return who
+        try OperatorReason.checked(try await request.decodeJSON(as: ReasonBody.self, context: context).reason)
     }
 
     static func userID(_ context: ServiceRequestContext) throws -> UUID {

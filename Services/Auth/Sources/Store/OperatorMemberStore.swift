@@ -152,6 +152,17 @@ struct OperatorMemberStore: Sendable {
             """, logger: logger)
     }
 
+    /// Whose password a live reset link changes (the strength check weighs their address).
+    func resetEmail(digest: String, now: Date, on conn: PostgresConnection) async throws -> String? {
+        let rows = try await conn.run(
+            """
+            SELECT m.email FROM operator_password_resets r JOIN operator_members m ON m.id = r.member_id
+            WHERE r.digest = \(digest) AND r.used_at IS NULL AND r.expires_at > \(now) AND m.removed_at IS NULL
+            """, logger: logger)
+        for try await email in rows.decode(String.self) { return email }
+        return nil
+    }
+
     /// The reset spent (once) and the member's new password set, its lockout cleared, every
     /// session of theirs ended; nil for an unknown, used or expired link or a removed member.
     func resetPassword(digest: String, passwordHash: String, now: Date, on conn: PostgresConnection) async throws -> (member: UUID, app: UUID)? {

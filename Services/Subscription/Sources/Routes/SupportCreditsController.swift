@@ -38,7 +38,7 @@ struct SupportCreditsController {
             guard body.amount != 0, abs(body.amount) <= 100_000 else {
                 throw AppError.validation("amount", "amount must be non-zero, at most 100000 either way")
             }
-            let reason = try Self.reason(body.reason)
+            let reason = try OperatorReason.checked(body.reason)
             let now = clock.now()
             let outcome = try await db.withTransaction(logger: logger) { conn in
                 try await ledger.supportAdjust(app: app, user: user, amount: body.amount, reason: reason, key: key, now: now, on: conn)
@@ -64,13 +64,6 @@ struct SupportCreditsController {
                 extra: ["field": "Idempotency-Key"])
         }
         return key
-    }
-
-    /// Why support acted, kept with what it did.
-    static func reason(_ raw: String) throws -> String {
-        let reason = raw.trimmingCharacters(in: .whitespacesAndNewlines)
-        guard (1...500).contains(reason.count) else { throw AppError.validation("reason", "reason must say why, in 1-500 characters") }
-        return reason
     }
 
     static func userID(_ context: ServiceRequestContext) throws -> UUID {

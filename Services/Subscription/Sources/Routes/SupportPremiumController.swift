@@ -29,7 +29,7 @@ struct SupportPremiumController {
             let key = try SupportCreditsController.requiredKey(request)
             let body = try await request.decodeJSON(as: GrantBody.self, context: context)
             guard (1...366).contains(body.days) else { throw AppError.validation("days", "days must be 1 to 366") }
-            let reason = try SupportCreditsController.reason(body.reason)
+            let reason = try OperatorReason.checked(body.reason)
             let now = clock.now()
             let until = now.addingTimeInterval(Double(body.days) * 86_400)
             let who = context.operator?.auditName ?? "unknown"
@@ -54,7 +54,7 @@ struct SupportPremiumController {
         admin.delete("admin/users/:id/premium") { request, context in
             let app = try context.requireApp()
             let user = try SupportCreditsController.userID(context)
-            let reason = try SupportCreditsController.reason(try await request.decodeJSON(as: RevokeBody.self, context: context).reason)
+            let reason = try OperatorReason.checked(try await request.decodeJSON(as: RevokeBody.self, context: context).reason)
             let now = clock.now()
             let who = context.operator?.auditName ?? "unknown"
             let ended = try await db.withTransaction(logger: logger) { conn -> [UUID] in
