@@ -79,6 +79,21 @@ final class LiveRulesTests: XCTestCase {
         XCTAssertEqual(LiveRules.replaced(openedInOrder: [7, 3, 11, 5], max: 1), [3, 5, 7])
     }
 
+    func testEachEventIsSentOnceInOrderAndAGapIsReadFromTheTable() {
+        let table: [(last: Int64, seq: Int64, body: Bool, step: LiveRules.EventStep, why: String)] = [
+            (5, 4, true, .skip, "an event the stream sent"),
+            (5, 5, true, .skip, "the same event heard twice (two notifications, a catch-up that read it)"),
+            (5, 6, true, .send, "the next one, as the notification carried it"),
+            (5, 6, false, .catchUp, "the next one without its body (too large for a notification)"),
+            (5, 8, true, .catchUp, "a gap: 6 and 7 were missed"),
+            (0, 1, true, .send, "a fresh stream's first event after an empty snapshot"),
+            (0, 2, true, .catchUp, "a gap right after the snapshot")
+        ]
+        for row in table {
+            XCTAssertEqual(LiveRules.step(last: row.last, seq: row.seq, carriesBody: row.body), row.step, row.why)
+        }
+    }
+
     func testFrames() {
         XCTAssertEqual(
             LiveRules.sse(cursor: "1-0a1b2c3d", type: "credits.updated", json: "{\"a\":1}"), "id: 1-0a1b2c3d\nevent: credits.updated\ndata: {\"a\":1}\n\n")

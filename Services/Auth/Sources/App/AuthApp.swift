@@ -201,7 +201,7 @@ public enum AuthService: ServiceDefinition {
             let hooks = WebhookController(store: webhookStore, sender: webhookSender, local: runtime.config.isLocal, clock: runtime.clock)
             hooks.addAdminRoutes(to: routes.admin)
             hooks.addInternalRoutes(to: routes.internal)
-            LiveController(authorizer: liveAuthorizer, hub: liveHub).addRoutes(open: routes.open, user: routes.user)
+            LiveController(authorizer: liveAuthorizer).addRoutes(open: routes.open, user: routes.user)
         }
     }
 

@@ -129,6 +129,16 @@ public enum LiveRules {
         }
     }
 
+    /// What a stream does with one of its user's events, given the last one it sent: one it
+    /// sent or covered is skipped, the next one is sent as the notification carried it, and
+    /// after a gap (or without the body) the stream reads the table from its last.
+    public enum EventStep: Equatable, Sendable { case skip, send, catchUp }
+
+    public static func step(last: Int64, seq: Int64, carriesBody: Bool) -> EventStep {
+        if seq <= last { return .skip }
+        return seq == last + 1 && carriesBody ? .send : .catchUp
+    }
+
     /// Which of a user's open streams gets `stream.replaced`: the oldest ones beyond `max`.
     public static func replaced(openedInOrder: [UInt64], max: Int) -> [UInt64] {
         guard openedInOrder.count > max else { return [] }

@@ -24,28 +24,21 @@ final class LiveHub: Service, Sendable {
         case closing
     }
 
-    struct Subscription: Sendable {
-        let id: UInt64
-        let signals: AsyncStream<Signal>
-    }
-
-    private struct Subscriber {
-        var continuation: AsyncStream<Signal>.Continuation
-    }
     private struct State {
-        var byUser: [UUID: [UInt64: Subscriber]] = [:]
-        var count = 0
+        /// Each user's streams by the order they opened in.
+        var byUser: [UUID: [UInt64: LiveStream]] = [:]
+        var ids: [ObjectIdentifier: UInt64] = [:]
         var nextID: UInt64 = 0
         var closing = false
     }
 
     let heartbeat: Duration
     let maxPerUser: Int
-    /// Signals a stream has not taken yet; a client this far behind is closed and resumes from
-    /// its cursor (nothing lost, nothing held without bound).
+    /// Frames a stream's client has not taken yet; a client this far behind is closed and
+    /// resumes from its cursor (nothing lost, nothing held without bound).
     let buffer: Int
+    let logger: Logger
     private let db: DatabasePool
-    private let logger: Logger
     private let registry: PrometheusCollectorRegistry
     private let state = Mutex(State())
 
@@ -61,75 +54,53 @@ final class LiveHub: Service, Sendable {
         self.buffer = buffer
     }
 
-    var openStreams: Int { state.withLock { $0.count } }
+    var openStreams: Int { state.withLock { $0.ids.count } }
 
-    /// Registers a stream of `user`; the oldest of the user's streams beyond `maxPerUser` is
-    /// told it is replaced. nil once the replica is shutting down.
-    func open(user: UUID) -> Subscription? {
-        let (stream, continuation) = AsyncStream.makeStream(of: Signal.self, bufferingPolicy: .bufferingOldest(buffer))
-        let id: UInt64? = state.withLock { s in
+    /// Registers a stream; the oldest of its user's streams beyond `maxPerUser` is told it is
+    /// replaced. false once the replica is shutting down.
+    func open(_ stream: LiveStream) -> Bool {
+        let user = stream.session.userID
+        let replaced: [LiveStream]? = state.withLock { s in
             guard !s.closing else { return nil }
             s.nextID += 1
-            let id = s.nextID
+            s.ids[ObjectIdentifier(stream)] = s.nextID
             var mine = s.byUser[user] ?? [:]
-            mine[id] = Subscriber(continuation: continuation)
+            mine[s.nextID] = stream
+            var gone: [LiveStream] = []
             for old in LiveRules.replaced(openedInOrder: Array(mine.keys), max: maxPerUser) {
-                mine[old]?.continuation.yield(.replaced)
-                mine[old]?.continuation.finish()
-                mine[old] = nil
-                s.count -= 1
+                if let o = mine.removeValue(forKey: old) {
+                    s.ids[ObjectIdentifier(o)] = nil
+                    gone.append(o)
+                }
             }
             s.byUser[user] = mine
-            s.count += 1
-            return id
+            return gone
         }
-        guard let id else {
-            continuation.finish()
-            return nil
-        }
+        guard let replaced else { return false }
+        for old in replaced { old.receive(.replaced) }
         gauge.set(Double(openStreams))
-        return Subscription(id: id, signals: stream)
+        return true
     }
 
-    func close(_ subscription: Subscription, user: UUID) {
+    func close(_ stream: LiveStream) {
+        let user = stream.session.userID
         state.withLock { s in
-            if let sub = s.byUser[user]?.removeValue(forKey: subscription.id) {
-                sub.continuation.finish()
-                s.count -= 1
-            }
+            guard let id = s.ids.removeValue(forKey: ObjectIdentifier(stream)) else { return }
+            s.byUser[user]?[id] = nil
             if s.byUser[user]?.isEmpty == true { s.byUser[user] = nil }
         }
         gauge.set(Double(openStreams))
     }
 
-    /// To the user's streams here; a stream that cannot keep up is let go (it resumes).
+    /// To the user's streams here.
     func deliver(_ signal: Signal, user: UUID) {
-        state.withLock { s in
-            guard var mine = s.byUser[user] else { return }
-            for (id, sub) in mine {
-                if case .dropped = sub.continuation.yield(signal) {
-                    sub.continuation.finish()
-                    mine[id] = nil
-                    s.count -= 1
-                }
-            }
-            s.byUser[user] = mine.isEmpty ? nil : mine
-        }
+        guard let mine = state.withLock({ $0.byUser[user].map { Array($0.values) } }) else { return }
+        for stream in mine { stream.receive(signal) }
     }
 
-    private func everyone(_ signal: Signal, finish: Bool = false) {
-        state.withLock { s in
-            for mine in s.byUser.values {
-                for sub in mine.values {
-                    sub.continuation.yield(signal)
-                    if finish { sub.continuation.finish() }
-                }
-            }
-            if finish {
-                s.byUser = [:]
-                s.count = 0
-            }
-        }
+    private func everyone(_ signal: Signal) {
+        let all = state.withLock { s in s.byUser.values.flatMap(\.values) }
+        for stream in all { stream.receive(signal) }
     }
 
     /// `<user> <seq> <tag> <type> [<body>]`: seq 0 is an event that is not kept.
@@ -149,12 +120,11 @@ final class LiveHub: Service, Sendable {
     }
 
     /// Every stream here hears `stream.closing` and ends; no new one opens. The server's own
-    /// shutdown waits for its open answers, so each stream calls this when it hears the
-    /// shutdown (the hub's turn in the service group would come after the server's).
+    /// shutdown waits for its connections to close, so each stream's connection calls this when
+    /// it is asked to quiesce (the hub's turn in the service group would come after the server's).
     func closeAll() {
         state.withLock { $0.closing = true }
-        everyone(.closing, finish: true)
-        gauge.set(0.0)
+        everyone(.closing)
     }
 
     func run() async throws {

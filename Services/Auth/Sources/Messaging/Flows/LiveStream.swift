@@ -1,16 +1,27 @@
 import Foundation
 import Logging
+import NIOCore
 import ServiceKit
 import WireTypes
+
+/// Where a stream's frames go, on its channel's event loop: chunks of one SSE answer, or
+/// WebSocket frames.
+protocol LiveFrameSink: AnyObject {
+    /// Writes and flushes one frame; the future completes once it was written.
+    func write(_ frame: LiveStream.Frame) -> EventLoopFuture<Void>
+    /// Ends the stream's answer (what was written goes out first) and its connection.
+    func close()
+}
 
 /// One open stream (#46), the same for SSE and WebSocket: a snapshot or the events after the
 /// client's cursor, then each new event of its user in commit order, once, until its session
 /// ends, it is replaced, or the replica stops.
 ///
-/// A stream's task lives as long as the stream, so every read of the store runs in a child task
-/// (`inChildTask`): the frames a query needs are freed with it instead of staying on each of
-/// 10,000 open streams.
-struct LiveStream: Sendable {
+/// A stream holds no task while it waits. Its state lives on its channel's event loop, the hub
+/// hands it signals there, and each read of the store runs in a short task whose answer comes
+/// back to the loop. A suspended task per stream kept the frames of the request that opened it
+/// (~25 KB each; 10,000 streams held 325 MB of auth's memory).
+final class LiveStream: Sendable {
     enum Frame: Sendable, Equatable {
         /// `cursor` nil: an event the client cannot resume after (reset, a stream's end).
         case event(cursor: String?, type: String, json: String)
@@ -19,105 +30,218 @@ struct LiveStream: Sendable {
         case close(code: UInt16, reason: String)
     }
 
-    let store: LiveStore
-    let hub: LiveHub
-    let sessions: SessionRegistry
+    /// What a read of the store found, handed back to the loop.
+    private enum Read: Sendable {
+        /// The user's facts now (nil: the user is gone) at the head of their events; `reset`
+        /// when the client's cursor was refused first.
+        case snapshot(head: LiveCursor, facts: LiveStore.Facts?, reset: Bool)
+        /// Kept events after the stream's last, one page.
+        case page([LiveStore.Stored])
+    }
+
+    /// The stream's state; touched on its event loop only.
+    private struct Machine {
+        var sink: (any LiveFrameSink)?
+        /// The user's last event this stream sent (or that its snapshot covers).
+        var last: Int64 = 0
+        /// A read is under way: signals wait for it, in order.
+        var reading = false
+        var waiting: [LiveHub.Signal] = []
+        /// Events came while `waiting` was full: read the table once the read ends.
+        var missed = false
+        var ended = false
+        /// Frames handed to the channel and not written yet.
+        var unwritten = 0
+    }
+
+    /// Events kept while a read is under way; beyond it the stream reads them from the table.
+    static let waitingLimit = 64
+
     let session: LiveRules.Session
+    let eventLoop: any EventLoop
+    private let store: LiveStore
+    private let hub: LiveHub
+    private let sessions: SessionRegistry
+    private let machine: NIOLoopBoundBox<Machine>
 
-    /// Runs until the stream ends; `emit` throws when the client has gone.
-    func run(resume: LiveRules.Resume, subscription: LiveHub.Subscription, emit: (Frame) async throws -> Void) async throws {
-        var last: Int64
+    /// Made on `eventLoop`.
+    init(session: LiveRules.Session, store: LiveStore, hub: LiveHub, sessions: SessionRegistry, eventLoop: any EventLoop) {
+        self.session = session
+        self.store = store
+        self.hub = hub
+        self.sessions = sessions
+        self.eventLoop = eventLoop
+        machine = NIOLoopBoundBox(Machine(), eventLoop: eventLoop)
+    }
+
+    /// On the loop, once the stream is registered with the hub: the snapshot, or the events
+    /// after the client's cursor (an event committed meanwhile is either read or heard).
+    func start(resume: LiveRules.Resume, sink: any LiveFrameSink) {
+        machine.value.sink = sink
+        let (store, session) = (store, session)
         switch resume {
-        case .after(let cursor) where try await inChildTask({ [store, session] in try await store.isValid(cursor, app: session.appID, user: session.userID) }):
-            last = cursor.seq
-            last = try await catchUp(after: last, emit: emit)
-        case .after:
-            hub.count("reset")
-            try await emit(.event(cursor: nil, type: LiveEventType.reset.rawValue, json: body(.reset, ["reason": .string("unknown_or_expired_cursor")])))
-            guard let head = try await snapshot(emit: emit) else { return }
-            last = head
+        case .after(let cursor):
+            machine.value.last = cursor.seq
+            read {
+                guard try await store.isValid(cursor, app: session.appID, user: session.userID) else {
+                    return try await Self.snapshot(store, session, reset: true)
+                }
+                return .page(try await store.events(app: session.appID, user: session.userID, after: cursor.seq))
+            }
         case .fresh, .malformed:
-            guard let head = try await snapshot(emit: emit) else { return }
-            last = head
-        }
-        for await signal in subscription.signals {
-            switch signal {
-            case .event(let e):
-                if e.seq <= last { continue }
-                if e.seq == last + 1, let json = e.body {
-                    try await emit(.event(cursor: e.cursor.description, type: e.type, json: json))
-                    hub.count("sent")
-                    last = e.seq
-                } else {
-                    last = try await catchUp(after: last, emit: emit)
-                }
-            case .catchUp:
-                last = try await catchUp(after: last, emit: emit)
-            case .terminal(let type, let json):
-                let data = Self.data(of: json)
-                guard LiveRules.ends(session, type: type, data: data), let code = type.closeCode else { continue }
-                try await emit(.event(cursor: nil, type: type.rawValue, json: json))
-                try await emit(.close(code: code, reason: type.rawValue))
-                return
-            case .heartbeat:
-                // A session ended while this replica's notification was lost still ends here.
-                let verdict = sessions.snapshot.verdict(
-                    app: session.appID, user: session.userID, session: session.sessionID, sessionEpoch: session.sessionEpoch)
-                switch verdict {
-                case .allowed: try await emit(.heartbeat)
-                case .erased:
-                    try await emit(.event(cursor: nil, type: LiveEventType.accountDeleted.rawValue, json: body(.accountDeleted, [:])))
-                    try await emit(.close(code: 4003, reason: LiveEventType.accountDeleted.rawValue))
-                    return
-                case .sessionEnded, .suspended:
-                    try await emit(.event(cursor: nil, type: LiveEventType.sessionRevoked.rawValue, json: body(.sessionRevoked, [:])))
-                    try await emit(.close(code: 4001, reason: LiveEventType.sessionRevoked.rawValue))
-                    return
-                }
-            case .replaced, .closing:
-                let type: LiveEventType = if case .replaced = signal { .replaced } else { .closing }
-                try await emit(.event(cursor: nil, type: type.rawValue, json: body(type, [:])))
-                try await emit(.close(code: type.closeCode ?? 1000, reason: type.rawValue))
-                return
-            }
+            read { try await Self.snapshot(store, session, reset: false) }
         }
     }
 
-    /// Sends every kept event after `seq`, in order; returns the last one sent.
-    private func catchUp(after seq: Int64, emit: (Frame) async throws -> Void) async throws -> Int64 {
-        var last = seq
-        while true {
-            let page = try await inChildTask { [store, session, last] in try await store.events(app: session.appID, user: session.userID, after: last) }
-            for e in page {
-                try await emit(.event(cursor: e.cursor.description, type: e.type, json: e.body ?? "{}"))
-                last = e.seq
-            }
-            hub.count("replayed", page.count)
-            if page.count < 200 { return last }
+    /// From any thread: one signal of the hub, handled on the loop.
+    func receive(_ signal: LiveHub.Signal) {
+        if eventLoop.inEventLoop {
+            handle(signal)
+        } else {
+            eventLoop.execute { self.handle(signal) }
         }
     }
 
-    /// `state.snapshot`, the facts auth holds now with their versions, at the head of the
-    /// user's events (read first: an event after it is sent after, one before is in the facts).
-    /// nil when the user is gone (the stream ends as deleted).
-    private func snapshot(emit: (Frame) async throws -> Void) async throws -> Int64? {
-        let (head, found) = try await inChildTask { [store, session] in
-            (try await store.head(app: session.appID, user: session.userID), try await store.facts(app: session.appID, user: session.userID))
+    /// The connection closed (the client left, or the stream ended it).
+    func closed() {
+        eventLoop.execute {
+            self.machine.value.ended = true
+            self.machine.value.sink = nil
         }
-        guard let facts = found else {
-            try await emit(.event(cursor: nil, type: LiveEventType.accountDeleted.rawValue, json: body(.accountDeleted, [:])))
-            try await emit(.close(code: 4003, reason: LiveEventType.accountDeleted.rawValue))
-            return nil
+        hub.close(self)
+    }
+
+    private func handle(_ signal: LiveHub.Signal) {
+        var m = machine.value
+        guard !m.ended else { return }
+        guard m.reading else { return step(signal) }
+        switch signal {
+        case .event where m.waiting.count >= Self.waitingLimit: m.missed = true
+        case .heartbeat where m.waiting.contains(where: { if case .heartbeat = $0 { true } else { false } }): break
+        default: m.waiting.append(signal)
         }
-        hub.count("snapshot")
-        let data: [String: JSONValue] = [
-            "user_id": .string(session.userID.lowercasedString),
-            "premium": .object(["active": .bool(facts.status == "premium"), "version": .int(Int(facts.premiumVersion))]),
-            "consents": .object(["values": .object(facts.consents.mapValues(JSONValue.bool)), "version": .int(Int(facts.consentsVersion))]),
-            "account": .object(["status": .string(facts.status)])
-        ]
-        try await emit(.event(cursor: head.description, type: LiveEventType.snapshot.rawValue, json: body(.snapshot, data, version: head.seq)))
-        return head.seq
+        machine.value = m
+    }
+
+    /// One signal, no read under way.
+    private func step(_ signal: LiveHub.Signal) {
+        switch signal {
+        case .event(let e):
+            switch LiveRules.step(last: machine.value.last, seq: e.seq, carriesBody: e.body != nil) {
+            case .skip: return
+            case .send:
+                emit(.event(cursor: e.cursor.description, type: e.type, json: e.body ?? "{}"))
+                hub.count("sent")
+                machine.value.last = e.seq
+            case .catchUp: catchUp()
+            }
+        case .catchUp:
+            catchUp()
+        case .terminal(let type, let json):
+            guard LiveRules.ends(session, type: type, data: Self.data(of: json)), let code = type.closeCode else { return }
+            end(with: .event(cursor: nil, type: type.rawValue, json: json), code: code, reason: type.rawValue)
+        case .heartbeat:
+            // A session ended while this replica's notification was lost still ends here.
+            switch sessions.snapshot.verdict(app: session.appID, user: session.userID, session: session.sessionID, sessionEpoch: session.sessionEpoch) {
+            case .allowed: emit(.heartbeat)
+            case .erased: end(.accountDeleted)
+            case .sessionEnded, .suspended: end(.sessionRevoked)
+            }
+        case .replaced: end(.replaced)
+        case .closing: end(.closing)
+        }
+    }
+
+    private func catchUp() {
+        let (store, session, last) = (store, session, machine.value.last)
+        read { .page(try await store.events(app: session.appID, user: session.userID, after: last)) }
+    }
+
+    /// Runs `work` off the loop; its answer is applied on the loop, then what waited meanwhile.
+    private func read(_ work: @escaping @Sendable () async throws -> Read) {
+        machine.value.reading = true
+        eventLoop.makeFutureWithTask(work).whenComplete { result in
+            guard !self.machine.value.ended else { return }
+            self.machine.value.reading = false
+            switch result {
+            case .success(let found): self.apply(found)
+            case .failure(let error):
+                // The client comes back with its cursor; nothing is lost.
+                self.hub.logger.warning("a live stream could not read its events", metadata: ["error": "\(String(reflecting: error))"])
+                self.end(.closing)
+            }
+            self.drain()
+        }
+    }
+
+    private func apply(_ found: Read) {
+        switch found {
+        case .snapshot(let head, let facts, let reset):
+            if reset {
+                hub.count("reset")
+                emit(.event(cursor: nil, type: LiveEventType.reset.rawValue, json: body(.reset, ["reason": .string("unknown_or_expired_cursor")])))
+            }
+            guard let facts else { return end(.accountDeleted) }
+            hub.count("snapshot")
+            let data: [String: JSONValue] = [
+                "user_id": .string(session.userID.lowercasedString),
+                "premium": .object(["active": .bool(facts.status == "premium"), "version": .int(Int(facts.premiumVersion))]),
+                "consents": .object(["values": .object(facts.consents.mapValues(JSONValue.bool)), "version": .int(Int(facts.consentsVersion))]),
+                "account": .object(["status": .string(facts.status)])
+            ]
+            emit(.event(cursor: head.description, type: LiveEventType.snapshot.rawValue, json: body(.snapshot, data, version: head.seq)))
+            machine.value.last = head.seq
+        case .page(let events):
+            for e in events {
+                emit(.event(cursor: e.cursor.description, type: e.type, json: e.body ?? "{}"))
+                machine.value.last = e.seq
+            }
+            hub.count("replayed", events.count)
+            if events.count == LiveStore.pageSize { catchUp() }
+        }
+    }
+
+    /// The signals that waited for a read, in order, until one starts another read.
+    private func drain() {
+        while !machine.value.reading, !machine.value.ended {
+            if machine.value.waiting.isEmpty {
+                guard machine.value.missed else { return }
+                machine.value.missed = false
+                catchUp()
+                return
+            }
+            step(machine.value.waiting.removeFirst())
+        }
+    }
+
+    private func emit(_ frame: Frame) {
+        guard let sink = machine.value.sink, !machine.value.ended else { return }
+        machine.value.unwritten += 1
+        sink.write(frame).whenComplete { _ in self.machine.value.unwritten -= 1 }
+        // A client this far behind is let go; it resumes from its cursor (nothing lost, nothing
+        // held without bound).
+        if machine.value.unwritten > hub.buffer {
+            machine.value.ended = true
+            sink.close()
+        }
+    }
+
+    /// The stream's end as its event says it, then the close frame.
+    private func end(_ type: LiveEventType) {
+        end(with: .event(cursor: nil, type: type.rawValue, json: body(type, [:])), code: type.closeCode ?? 1000, reason: type.rawValue)
+    }
+
+    private func end(with event: Frame, code: UInt16, reason: String) {
+        emit(event)
+        emit(.close(code: code, reason: reason))
+        machine.value.ended = true
+        machine.value.sink?.close()
+    }
+
+    private static func snapshot(_ store: LiveStore, _ session: LiveRules.Session, reset: Bool) async throws -> Read {
+        // The head first: an event after it is sent after the snapshot, one before is in the facts.
+        let head = try await store.head(app: session.appID, user: session.userID)
+        return .snapshot(head: head, facts: try await store.facts(app: session.appID, user: session.userID), reset: reset)
     }
 
     private func body(_ type: LiveEventType, _ data: [String: JSONValue], version: Int64 = 0) -> String {

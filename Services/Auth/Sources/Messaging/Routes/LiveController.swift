@@ -85,7 +85,6 @@ struct LiveAuthorizer: Sendable {
 /// `/auth/v1/live/…`: the app's own live events.
 struct LiveController: Sendable {
     let authorizer: LiveAuthorizer
-    let hub: LiveHub
     let ticketTTL: Duration = .seconds(60)
 
     struct TicketResponse: Encodable {
@@ -101,49 +100,11 @@ struct LiveController: Sendable {
             let ticket = try await authorizer.store.issueTicket(session, ttl: ticketTTL)
             return try context.json(TicketResponse(ticket: ticket, expiresIn: Int(ticketTTL.components.seconds)), status: .created)
         }
-        open.get("live/events") { request, context in try await events(request, context) }
+        // `GET live/events` is answered before the router, on its connection (LiveEventsHandler).
         // Reached only when the WebSocket upgrade did not happen (LiveUpgradeChannel): the
         // refusal it stands for, in the envelope.
         open.get("live/socket") { request, _ -> Response in
             throw await authorizer.socketRefusal(headers: request.headers, query: LiveAuthorizer.query(request.uri))
         }
-    }
-
-    /// Server-Sent Events: the stream's frames as `id:`, `event:`, `data:` lines; a comment as
-    /// the heartbeat.
-    func events(_ request: Request, _ context: ServiceRequestContext) async throws -> Response {
-        let (session, resume) = try await authorizer.open(headers: request.headers, query: LiveAuthorizer.query(request.uri))
-        guard let subscription = hub.open(user: session.userID) else {
-            throw AppError(AuthErrorCode.shuttingDown, "This replica is stopping; open the stream again")
-        }
-        let stream = LiveStream(store: authorizer.store, hub: hub, sessions: authorizer.sessions, session: session)
-        let hub = hub
-        var headers: HTTPFields = [.contentType: "text/event-stream", .cacheControl: "no-cache"]
-        headers[HTTPField.Name("X-Accel-Buffering")!] = "no"
-        return Response(
-            status: .ok, headers: headers,
-            body: ResponseBody { writer in
-                do {
-                    // The answer's head goes out now, with the client's reconnection delay.
-                    try await writer.write(ByteBuffer(string: "retry: 3000\n\n"))
-                    try await withGracefulShutdownHandler {
-                        try await stream.run(resume: resume, subscription: subscription) { frame in
-                            switch frame {
-                            case .event(let cursor, let type, let json):
-                                try await writer.write(ByteBuffer(string: LiveRules.sse(cursor: cursor, type: type, json: json)))
-                            case .heartbeat: try await writer.write(ByteBuffer(string: ": heartbeat\n\n"))
-                            case .close: break
-                            }
-                        }
-                    } onGracefulShutdown: {
-                        hub.closeAll()
-                    }
-                    hub.close(subscription, user: session.userID)
-                    try await writer.finish(nil)
-                } catch {
-                    hub.close(subscription, user: session.userID)
-                    throw error
-                }
-            })
     }
 }

@@ -22,7 +22,8 @@ import WireTypes
 /// no upgrade: 426).
 struct LiveUpgradeChannel: ServerChildChannel, HTTPChannelHandler {
     enum UpgradeResult: Sendable {
-        case websocket(NIOAsyncChannel<WebSocketFrame, WebSocketFrame>, LiveSocket.Accepted)
+        /// The connection is a live stream's, served on its event loop (`LiveSocketFrames`).
+        case websocket
         case notUpgraded(NIOAsyncChannel<HTTPRequestPart, HTTPResponsePart>)
     }
 
@@ -70,7 +71,7 @@ struct LiveUpgradeChannel: ServerChildChannel, HTTPChannelHandler {
             headers.add(name: "Connection", value: "close")
             context.write(wrapOutboundOut(.head(HTTPResponseHead(version: .http1_1, status: .badRequest, headers: headers))), promise: nil)
             context.write(wrapOutboundOut(.body(.byteBuffer(body))), promise: nil)
-            context.writeAndFlush(wrapOutboundOut(.end(nil))).whenComplete { _ in context.close(promise: nil) }
+            context.writeAndFlush(wrapOutboundOut(.end(nil))).assumeIsolated().whenComplete { _ in context.close(promise: nil) }
         }
     }
 
@@ -96,10 +97,9 @@ struct LiveUpgradeChannel: ServerChildChannel, HTTPChannelHandler {
                 },
                 upgradePipelineHandler: { channel, _ in
                     channel.eventLoop.makeCompletedFuture {
-                        let ws = try NIOAsyncChannel<WebSocketFrame, WebSocketFrame>(
-                            wrappingChannelSynchronously: channel, configuration: .init(isOutboundHalfClosureEnabled: true))
                         guard let accepted = decision.accepted.withLock({ $0 }) else { throw ChannelError.inputClosed }
-                        return UpgradeResult.websocket(ws, accepted)
+                        try socket.serve(channel, accepted)
+                        return UpgradeResult.websocket
                     }
                 })
             let upgrades = NIOTypedHTTPServerUpgradeConfiguration(
@@ -123,6 +123,7 @@ struct LiveUpgradeChannel: ServerChildChannel, HTTPChannelHandler {
             configuration.enableResponseHeaderValidation = false
             let negotiated = try channel.pipeline.syncOperations.configureUpgradableHTTPServerPipeline(configuration: configuration)
             let upgradeHandler = try channel.pipeline.syncOperations.handler(type: NIOTypedHTTPServerUpgradeHandler<UpgradeResult>.self)
+            try channel.pipeline.syncOperations.addHandler(socket.eventsHandler(), position: .before(upgradeHandler))
             try channel.pipeline.syncOperations.addHandler(FirstHead(decision), position: .before(upgradeHandler))
             return Value(upgradeResult: negotiated, channel: channel, decision: decision)
         }
@@ -137,7 +138,7 @@ struct LiveUpgradeChannel: ServerChildChannel, HTTPChannelHandler {
                 } else {
                     await handleHTTP(asyncChannel: http, logger: logger)
                 }
-            case .websocket(let ws, let accepted): await socket.serve(ws, accepted)
+            case .websocket: break
             }
         } catch {
             logger.debug("connection ended before its first request", metadata: ["error": "\(error)"])
@@ -207,63 +208,112 @@ struct LiveSocket: Sendable {
         }
     }
 
-    func serve(_ ws: NIOAsyncChannel<WebSocketFrame, WebSocketFrame>, _ accepted: Accepted) async {
-        let stream = LiveStream(store: authorizer.store, hub: hub, sessions: authorizer.sessions, session: accepted.session)
-        let hub = hub
-        // Registered before the stream reads anything: what commits meanwhile is either read or heard.
-        guard let subscription = hub.open(user: accepted.session.userID) else {
-            try? await ws.executeThenClose { _, outbound in
-                var data = ByteBuffer()
-                data.writeInteger(UInt16(1012))
-                data.writeString(LiveEventType.closing.rawValue)
-                try await outbound.write(WebSocketFrame(fin: true, opcode: .connectionClose, data: data))
-            }
+    /// The SSE route's handler for one connection (it shares this route's checks).
+    func eventsHandler() -> LiveEventsHandler {
+        LiveEventsHandler(path: String(path.dropLast("socket".count)) + "events", authorizer: authorizer, hub: hub, logger: logger)
+    }
+
+    /// On the upgraded connection's event loop: its stream, registered before it reads anything
+    /// (what commits meanwhile is either read or heard).
+    func serve(_ channel: any Channel, _ accepted: Accepted) throws {
+        let stream = LiveStream(
+            session: accepted.session, store: authorizer.store, hub: hub, sessions: authorizer.sessions, eventLoop: channel.eventLoop)
+        let frames = LiveSocketFrames(stream: stream, hub: hub)
+        try channel.pipeline.syncOperations.addHandler(frames)
+        guard hub.open(stream) else {
+            frames.close(code: 1012, reason: LiveEventType.closing.rawValue)
             return
         }
-        do {
-            try await ws.executeThenClose { inbound, outbound in
-                try await withThrowingTaskGroup(of: Void.self) { group in
-                    // The client's side: a ping is answered, a close ends the stream.
-                    group.addTask {
-                        for try await frame in inbound {
-                            switch frame.opcode {
-                            case .ping:
-                                try await outbound.write(WebSocketFrame(fin: true, opcode: .pong, data: frame.unmaskedData))
-                            case .connectionClose:
-                                try await outbound.write(WebSocketFrame(fin: true, opcode: .connectionClose, data: frame.unmaskedData))
-                                return
-                            default: continue
-                            }
-                        }
-                    }
-                    group.addTask {
-                        try await withGracefulShutdownHandler {
-                            try await stream.run(resume: accepted.resume, subscription: subscription) { frame in
-                                switch frame {
-                                case .event(let cursor, _, let json):
-                                    let text = LiveRules.socketText(cursor: cursor, json: json)
-                                    try await outbound.write(WebSocketFrame(fin: true, opcode: .text, data: ByteBuffer(string: text)))
-                                case .heartbeat:
-                                    try await outbound.write(WebSocketFrame(fin: true, opcode: .ping, data: ByteBuffer()))
-                                case .close(let code, let reason):
-                                    var data = ByteBuffer()
-                                    data.writeInteger(code)
-                                    data.writeString(reason)
-                                    try await outbound.write(WebSocketFrame(fin: true, opcode: .connectionClose, data: data))
-                                }
-                            }
-                        } onGracefulShutdown: {
-                            hub.closeAll()
-                        }
-                    }
-                    // Whichever side ends first ends the stream.
-                    try await group.next()
-                    group.cancelAll()
-                }
-            }
-        } catch {
-            logger.debug("live socket ended", metadata: ["error": "\(error)"])
+        channel.closeFuture.whenComplete { _ in stream.closed() }
+        stream.start(resume: accepted.resume, sink: frames)
+    }
+}
+
+/// A live stream's WebSocket: a ping is answered, a close ends it; the stream's frames go out as
+/// text frames (the event with its cursor), a ping as the heartbeat, the end as a close frame
+/// with its code.
+final class LiveSocketFrames: ChannelInboundHandler, LiveFrameSink {
+    typealias InboundIn = WebSocketFrame
+    typealias OutboundOut = WebSocketFrame
+
+    let stream: LiveStream
+    let hub: LiveHub
+    private var context: ChannelHandlerContext?
+    private var closing = false
+    /// The close waits for it: a close drops what the socket has not taken yet.
+    private var lastWrite: EventLoopFuture<Void>?
+
+    init(stream: LiveStream, hub: LiveHub) {
+        self.stream = stream
+        self.hub = hub
+    }
+
+    func handlerAdded(context: ChannelHandlerContext) { self.context = context }
+    func handlerRemoved(context: ChannelHandlerContext) { self.context = nil }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        let frame = unwrapInboundIn(data)
+        switch frame.opcode {
+        case .ping:
+            context.writeAndFlush(wrapOutboundOut(WebSocketFrame(fin: true, opcode: .pong, data: frame.unmaskedData)), promise: nil)
+        case .connectionClose:
+            // The client's close is echoed, then the connection ends.
+            closing = true
+            context.writeAndFlush(wrapOutboundOut(WebSocketFrame(fin: true, opcode: .connectionClose, data: frame.unmaskedData)))
+                .assumeIsolated().whenComplete { _ in context.close(promise: nil) }
+        default: break
         }
-        hub.close(subscription, user: accepted.session.userID)
+    }
+
+    func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+        // The server is stopping: `stream.closing`, then the close frame (1012).
+        if event is ChannelShouldQuiesceEvent {
+            hub.closeAll()
+            stream.receive(.closing)
+            return
+        }
+        context.fireUserInboundEventTriggered(event)
+    }
+
+    func errorCaught(context: ChannelHandlerContext, error: any Error) {
+        context.close(promise: nil)
+    }
+
+    func write(_ frame: LiveStream.Frame) -> EventLoopFuture<Void> {
+        guard let context, !closing else { return stream.eventLoop.makeFailedFuture(ChannelError.ioOnClosedChannel) }
+        let written = send(frame, context: context)
+        lastWrite = written
+        return written
+    }
+
+    private func send(_ frame: LiveStream.Frame, context: ChannelHandlerContext) -> EventLoopFuture<Void> {
+        switch frame {
+        case .event(let cursor, _, let json):
+            let text = LiveRules.socketText(cursor: cursor, json: json)
+            return context.writeAndFlush(wrapOutboundOut(WebSocketFrame(fin: true, opcode: .text, data: ByteBuffer(string: text))))
+        case .heartbeat:
+            return context.writeAndFlush(wrapOutboundOut(WebSocketFrame(fin: true, opcode: .ping, data: ByteBuffer())))
+        case .close(let code, let reason):
+            closing = true
+            var data = ByteBuffer()
+            data.writeInteger(code)
+            data.writeString(reason)
+            return context.writeAndFlush(wrapOutboundOut(WebSocketFrame(fin: true, opcode: .connectionClose, data: data)))
+        }
+    }
+
+    func close() {
+        guard let context else { return }
+        closing = true
+        if let lastWrite {
+            lastWrite.assumeIsolated().whenComplete { _ in context.close(promise: nil) }
+        } else {
+            context.close(promise: nil)
+        }
+    }
+
+    func close(code: UInt16, reason: String) {
+        _ = write(.close(code: code, reason: reason))
+        close()
     }
 }

@@ -96,7 +96,9 @@ struct LiveStore: Sendable {
     }
 
     /// The user's events after `seq`, in order, `limit` at a time.
-    func events(app: UUID, user: UUID, after seq: Int64, limit: Int = 200) async throws -> [Stored] {
+    static let pageSize = 200
+
+    func events(app: UUID, user: UUID, after seq: Int64, limit: Int = pageSize) async throws -> [Stored] {
         var out: [Stored] = []
         for try await r in try await db.query(
             """
