@@ -20,8 +20,9 @@ final class LiveEventsHandler: ChannelInboundHandler, RemovableChannelHandler {
 
     private enum State {
         case passing
-        /// The route's request, read to its end before it is answered.
-        case reading(HTTPRequestHead)
+        /// The route's request, read to its end before it is answered; `first`: the
+        /// connection's first request.
+        case reading(HTTPRequestHead, first: Bool)
         case opening
         case streaming(LiveStream)
         case done
@@ -50,28 +51,29 @@ final class LiveEventsHandler: ChannelInboundHandler, RemovableChannelHandler {
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-        let part = unwrapInboundIn(data)
         switch state {
         case .passing:
-            guard case .head(let head) = part else { return context.fireChannelRead(data) }
-            defer { first = false }
+            guard case .head(let head) = unwrapInboundIn(data) else { return context.fireChannelRead(data) }
+            let wasFirst = first
+            first = false
             if head.headers.contains(name: "upgrade") {
                 // Only a first request is upgraded; the new protocol's frames are not ours to read.
                 context.fireChannelRead(data)
-                if first { context.pipeline.syncOperations.removeHandler(self, promise: nil) }
+                if wasFirst { context.pipeline.syncOperations.removeHandler(self, promise: nil) }
                 return
             }
             guard isOurs(head) else { return context.fireChannelRead(data) }
-            state = .reading(head)
-        case .reading(let head):
-            if case .end = part { open(head, context: context) }
+            state = .reading(head, first: wasFirst)
+        case .reading(let head, let wasFirst):
+            if case .end = unwrapInboundIn(data) { open(head, first: wasFirst, context: context) }
         case .opening, .streaming, .done:
-            // Nothing more is read on a stream's connection.
+            // Nothing more is read on a stream's connection (once its decoder is gone, what
+            // comes is raw bytes).
             break
         }
     }
 
-    private func open(_ head: HTTPRequestHead, context: ChannelHandlerContext) {
+    private func open(_ head: HTTPRequestHead, first: Bool, context: ChannelHandlerContext) {
         state = .opening
         let (path, query, fields) = LiveSocket.parts(head)
         let requestID = head.headers.first(name: "x-request-id").flatMap { !$0.isEmpty && $0.utf8.count <= 128 ? $0 : nil } ?? UUID().uuidString
@@ -88,7 +90,7 @@ final class LiveEventsHandler: ChannelInboundHandler, RemovableChannelHandler {
                         session: session, store: authorizer.store, hub: self.hub, sessions: authorizer.sessions, eventLoop: context.eventLoop)
                     if self.hub.open(stream) {
                         status = .ok
-                        self.stream(stream, resume: resume, requestID: requestID, context: context)
+                        self.stream(stream, resume: resume, requestID: requestID, first: first, context: context)
                     } else {
                         let refusal = AppError(AuthErrorCode.shuttingDown, "This replica is stopping; open the stream again")
                         status = .init(statusCode: refusal.status.code)
@@ -109,7 +111,7 @@ final class LiveEventsHandler: ChannelInboundHandler, RemovableChannelHandler {
             }
     }
 
-    private func stream(_ stream: LiveStream, resume: LiveRules.Resume, requestID: String, context: ChannelHandlerContext) {
+    private func stream(_ stream: LiveStream, resume: LiveRules.Resume, requestID: String, first: Bool, context: ChannelHandlerContext) {
         state = .streaming(stream)
         var headers = HTTPHeaders()
         headers.add(name: "Content-Type", value: "text/event-stream")
@@ -121,11 +123,15 @@ final class LiveEventsHandler: ChannelInboundHandler, RemovableChannelHandler {
         context.writeAndFlush(wrapOutboundOut(.body(.byteBuffer(ByteBuffer(string: "retry: 3000\n\n")))), promise: nil)
         context.channel.closeFuture.whenComplete { _ in stream.closed() }
         if first {
-            // The connection is the stream's now: its task, waiting for an upgrade that is never
-            // asked for, ends here and frees what it held.
+            // The connection is the stream's now. Its task, waiting for an upgrade that is never
+            // asked for, ends when the upgrade's handler goes, and frees what it held; the
+            // request decoder goes too (#46: ~3 KB and ~0.7 KB of each of 10,000 streams).
             let pipeline = context.pipeline.syncOperations
             if let upgrade = try? pipeline.handler(type: NIOTypedHTTPServerUpgradeHandler<LiveUpgradeChannel.UpgradeResult>.self) {
                 pipeline.removeHandler(upgrade, promise: nil)
+            }
+            if let decoder = try? pipeline.handler(type: ByteToMessageHandler<HTTPRequestDecoder>.self) {
+                pipeline.removeHandler(decoder, promise: nil)
             }
         }
         stream.start(resume: resume, sink: SSESink(context: context, handler: self))
