@@ -2,10 +2,15 @@ import Synchronization
 
 /// Group commit: the rows of concurrent requests written together, one statement and one
 /// commit for the lot, each request waiting until its row is stored (so an answer is never sent
-/// for a row that is not). The first caller that finds no write under way writes what is
-/// pending; rows that arrive meanwhile wait for the next write, which it makes as soon as its
-/// own is done. Under no load a row is written alone, at once; under load a write carries every
-/// row that arrived during the previous one (at most `maxBatch`).
+/// for a row that is not). A caller that finds fewer than `inFlight` writes under way starts
+/// one with what is pending; rows that arrive while all are busy wait for the first write to
+/// end, which then takes them. Under no load a row is written alone, at once; under load each
+/// write carries the rows that arrived during the others (at most `maxBatch`).
+///
+/// One write in flight made a check wait for the write under way and then for its own: two
+/// commit round trips, so throughput stayed bounded by latency with cores to spare (#48:
+/// 15 k checks/s on 16 cores with the service 1.3 cores busy). Several in flight overlap those
+/// round trips; each batch is its own transaction, and a log's rows need no order among them.
 ///
 /// A failed write fails the requests of that batch; when it held more than one row each row is
 /// written again on its own, so one row the database refuses fails its own request only.
@@ -13,15 +18,17 @@ public final class GroupCommit<Item: Sendable>: Sendable {
     private typealias Waiter = (item: Item, done: CheckedContinuation<Void, any Error>)
     private struct State {
         var pending: [Waiter] = []
-        var writing = false
+        var writers = 0
     }
 
     private let state = Mutex(State())
     private let maxBatch: Int
+    private let inFlight: Int
     private let write: @Sendable ([Item]) async throws -> Void
 
-    public init(maxBatch: Int = 500, write: @escaping @Sendable ([Item]) async throws -> Void) {
+    public init(maxBatch: Int = 500, inFlight: Int = 1, write: @escaping @Sendable ([Item]) async throws -> Void) {
         self.maxBatch = max(1, maxBatch)
+        self.inFlight = max(1, inFlight)
         self.write = write
     }
 
@@ -30,8 +37,8 @@ public final class GroupCommit<Item: Sendable>: Sendable {
         try await withCheckedThrowingContinuation { (done: CheckedContinuation<Void, any Error>) in
             let lead = state.withLock { s -> Bool in
                 s.pending.append((item, done))
-                guard !s.writing else { return false }
-                s.writing = true
+                guard s.writers < inFlight else { return false }
+                s.writers += 1
                 return true
             }
             // Unstructured on purpose: the writer outlives the request that started it when
@@ -46,7 +53,7 @@ public final class GroupCommit<Item: Sendable>: Sendable {
                 let n = min(s.pending.count, maxBatch)
                 let taken = Array(s.pending.prefix(n))
                 s.pending.removeFirst(n)
-                if taken.isEmpty { s.writing = false }
+                if taken.isEmpty { s.writers -= 1 }
                 return taken
             }
             guard !batch.isEmpty else { return }

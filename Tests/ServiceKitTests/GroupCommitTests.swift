@@ -33,6 +33,33 @@ final class GroupCommitTests: XCTestCase {
         XCTAssertLessThanOrEqual(written.sizes.max() ?? 0, 50)
     }
 
+    /// #48: with several writes in flight a row does not wait for a write under way when a
+    /// slot is free, and never more than `inFlight` writes run at once.
+    func testSeveralWritesOverlapUpToTheLimitAndEachRowIsWrittenOnce() async throws {
+        let written = Written()
+        let running = Mutex((now: 0, most: 0))
+        let commit = GroupCommit<Int>(maxBatch: 50, inFlight: 4) { batch in
+            running.withLock {
+                $0.now += 1; $0.most = max($0.most, $0.now)
+            }
+            try await Task.sleep(for: .milliseconds(20))
+            written.batches.withLock { $0.append(batch) }
+            running.withLock { $0.now -= 1 }
+        }
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for i in 0..<300 {
+                group.addTask {
+                    try await commit.submit(i)
+                    XCTAssertTrue(written.rows.contains(i), "row \(i) answered before it was written")
+                }
+            }
+            try await group.waitForAll()
+        }
+        XCTAssertEqual(written.rows.sorted(), Array(0..<300), "each row once")
+        XCTAssertEqual(running.withLock { $0.most }, 4, "writes overlapped up to the limit, never beyond")
+        XCTAssertLessThan(written.sizes.count, 300 / 2, "rows were still grouped: \(written.sizes)")
+    }
+
     func testALoneRowIsWrittenAtOnce() async throws {
         let written = Written()
         let commit = GroupCommit<Int> { batch in written.batches.withLock { $0.append(batch) } }

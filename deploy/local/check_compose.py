@@ -1,6 +1,7 @@
 """Keeps docker-compose.yml in step with the Makefile stack when no Docker engine is here:
 it must parse, run every service binary with its port and readiness check, and mount the
 gateway config and database bootstrap the local stack uses."""
+import re
 import sys
 import yaml
 
@@ -22,6 +23,13 @@ if "./deploy/gateway/nginx.conf:/etc/nginx/nginx.conf:ro" not in gateway.get("vo
     errors.append("gateway does not mount deploy/gateway/nginx.conf")
 if "./Console:/srv/console:ro" not in gateway.get("volumes", []):
     errors.append("gateway does not mount the console's files (Console/ at /srv/console, where nginx.conf serves them)")
+# #48 the shipped gateway uses the cores it is given; the local stack sets its count from one
+# setting (GATEWAY_WORKER_PROCESSES) by rewriting that very line.
+conf = open("deploy/gateway/nginx.conf").read()
+if not re.search(r"^worker_processes auto;$", conf, re.M):
+    errors.append("deploy/gateway/nginx.conf: worker_processes must be auto where it ships")
+if "s/^worker_processes auto;/worker_processes ${GATEWAY_WORKER_PROCESSES:-1};/" not in open("deploy/local/stack.sh").read():
+    errors.append("deploy/local/stack.sh no longer sets the local gateway's workers from GATEWAY_WORKER_PROCESSES")
 if "8080:8080" not in gateway.get("ports", []):
     errors.append("gateway does not publish 8080")
 pg = services.get("postgres", {})

@@ -190,10 +190,12 @@ services_start() {
 gateway_start() {
   local conf=$DATA/nginx
   mkdir -p "$conf/logs" "$conf/tmp"
-  # Same file as the container image, with the upstream hosts of the local stack.
+  # Same file as the container image, with the upstream hosts of the local stack and its
+  # worker count (#48: one on a 2-core host shared with everything; `auto` where it ships).
   sed -e 's/server auth:3001/server 127.0.0.1:3001/; s/server subscription:3002/server 127.0.0.1:3002/' \
       -e 's/server offline:3003/server 127.0.0.1:3003/; s/server ads:3004/server 127.0.0.1:3004/' \
       -e "s/listen 8080/listen 127.0.0.1:$GATEWAY_PORT/" -e "s|alias /srv/console/;|alias $PWD/Console/;|" \
+      -e "s/^worker_processes auto;/worker_processes ${GATEWAY_WORKER_PROCESSES:-1};/" \
       deploy/gateway/nginx.conf > "$conf/nginx.conf"
   if [ -f "$conf/nginx.pid" ] && kill -0 "$(cat "$conf/nginx.pid")" 2>/dev/null; then
     nginx -p "$conf" -c "$conf/nginx.conf" -g "pid $conf/nginx.pid; user root;" -s reload

@@ -89,6 +89,8 @@ public enum SubscriptionService: ServiceDefinition {
             try OpenAPIDocument.serve(.module, on: routes.open)
             credits.addRoutes(user: routes.user, internalGroup: routes.internal)
             StoreSettingsController(store: storeSettings, apple: apple, google: google).addRoutes(to: routes.admin)
+            SubscriptionsAdminController(db: runtime.db, plans: PlanStore(logger: runtime.logger), events: StoreEventStore(logger: runtime.logger))
+                .addRoutes(to: routes.admin)
             SupportCreditsController(db: runtime.db, ledger: ledger, clock: runtime.clock, logger: runtime.logger).addRoutes(to: routes.admin)
             SupportPremiumController(
                 db: runtime.db, subscriptions: SubscriptionStore(logger: runtime.logger), plans: PlanStore(logger: runtime.logger),
@@ -108,7 +110,11 @@ public enum SubscriptionService: ServiceDefinition {
             let access = AccessStore(logger: runtime.logger)
             ContentController(
                 subscriptions: subscriptions, access: access, reads: reads,
-                decisions: GroupCommit { [db = runtime.db] in try await access.log($0, db: db) },
+                // #48 several logging writes in flight (each its own transaction): one kept the
+                // check bound by two commit round trips, not by the cores.
+                decisions: GroupCommit(inFlight: max(1, env.int("ACCESS_LOG_WRITES_IN_FLIGHT", default: 4))) { [db = runtime.db] in
+                    try await access.log($0, db: db)
+                },
                 clock: runtime.clock, logger: runtime.logger
             ).addRoutes(to: routes.user, logging: routes.userLogging)
         }
