@@ -400,6 +400,13 @@ def main():
         check("iphone-console" in answer and "apns" in answer and "200" in answer, "push: the test send shows the provider's answer (%r)" % answer)
         owner.audit("push")
 
+        # Subscriptions: the plans the app sells and its recent store events.
+        owner.go("subscriptions")
+        owner.heading("Subscriptions")
+        owner.wait.until(EC.presence_of_element_located((By.XPATH, "//table[contains(caption, 'Recent store events')]")))
+        plans = owner.d.find_element(By.XPATH, "//table[contains(caption, 'Plans')]").text
+        check("monthly" in plans and "annual" in plans, "subscriptions: the demo app's plans are listed (%r)" % plans[:200])
+
         # Every other page opens, passes axe, and is screenshotted.
         for page, title in (("subscriptions", "Subscriptions"), ("revenue", "Ads revenue"), ("webhooks", "Webhooks"), ("catalogue", "Catalogue"), ("audit", "Audit"), ("users", "Users")):
             owner.go(page)

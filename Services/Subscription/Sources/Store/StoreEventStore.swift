@@ -1,0 +1,70 @@
+import Foundation
+import Logging
+import PostgresNIO
+import ServiceKit
+
+/// The store notifications an app received, as its operators read them (#47): what each was,
+/// and what it did. The payload stays here (it is the store's signed document, for support by
+/// hand); an operator sees its kind, its transaction and the outcome.
+public struct StoreEventStore: Sendable {
+    let logger: Logger
+
+    public struct Event: Encodable, Sendable {
+        var id: UUID
+        var store: String
+        var notificationType: String
+        var subtype: String?
+        var originalTransactionID: String?
+        var receivedAt: Date
+        var result: String
+        enum CodingKeys: String, CodingKey {
+            case id, store, subtype, result
+            case notificationType = "notification_type"
+            case originalTransactionID = "original_transaction_id"
+            case receivedAt = "received_at"
+        }
+    }
+
+    /// Where a page ends: the last event's time and id (ties on the time are ordered by id).
+    public struct Cursor: Sendable, Equatable {
+        var receivedAt: Date
+        var id: UUID
+
+        /// `<microseconds since 1970>_<id>`, opaque to the console.
+        public var description: String { "\(Int64((receivedAt.timeIntervalSince1970 * 1_000_000).rounded()))_\(id.lowercasedString)" }
+
+        public init(receivedAt: Date, id: UUID) { self.receivedAt = receivedAt; self.id = id }
+
+        public init?(_ raw: String) {
+            let parts = raw.split(separator: "_", omittingEmptySubsequences: false)
+            guard raw.utf8.count <= 64, parts.count == 2, let micros = Int64(parts[0]), micros >= 0, let id = UUID(uuidString: String(parts[1])) else {
+                return nil
+            }
+            self.init(receivedAt: Date(timeIntervalSince1970: Double(micros) / 1_000_000), id: id)
+        }
+    }
+
+    /// The app's events, newest first, `limit` of them before `cursor`.
+    public func recent(app: UUID, before cursor: Cursor?, limit: Int, on conn: PostgresConnection) async throws -> [Event] {
+        let rows: PostgresRows
+        if let cursor {
+            rows = try await conn.run(
+                """
+                SELECT id, store, notification_type, subtype, original_transaction_id, received_at, result FROM store_notifications
+                WHERE app_id = \(app) AND (received_at, id) < (\(cursor.receivedAt), \(cursor.id))
+                ORDER BY received_at DESC, id DESC LIMIT \(limit)
+                """, logger: logger)
+        } else {
+            rows = try await conn.run(
+                """
+                SELECT id, store, notification_type, subtype, original_transaction_id, received_at, result FROM store_notifications
+                WHERE app_id = \(app) ORDER BY received_at DESC, id DESC LIMIT \(limit)
+                """, logger: logger)
+        }
+        var out: [Event] = []
+        for try await r in rows.decode((UUID, String, String, String?, String?, Date, String).self) {
+            out.append(Event(id: r.0, store: r.1, notificationType: r.2, subtype: r.3, originalTransactionID: r.4, receivedAt: r.5, result: r.6))
+        }
+        return out
+    }
+}
