@@ -273,7 +273,7 @@ public struct EntitlementFact: Codable, Sendable, Equatable, VersionedUserFact {
 /// One consent, as its owner last set it (auth → offline and ads; `PUT
 /// /internal/users/{id}/consents/{consent}`). A receiver applies it only when `version` is newer
 /// than the one it holds for that consent.
-public struct ConsentFact: Codable, Sendable, Equatable {
+public struct ConsentFact: Codable, Sendable, Equatable, VersionedUserFact {
     public var appID: UUID
     public var userID: UUID
     public var consent: String

@@ -131,6 +131,15 @@ final class ConsentAndSSVTests: XCTestCase {
                 headers: [.contentType: "application/json"], body: ByteBuffer(string: "{}")
             ) { $0 }
             XCTAssertEqual(noCredential.status, .unauthorized)
+            // #50 one owner per fact: a consent told by another service's credential (here
+            // subscription's, a real one) is refused, and changes nothing.
+            let notTheOwner = try await h.client.execute(
+                uri: "/internal/users/\(user)/consents/personalized_ads?app_id=\(h.app)", method: .put,
+                headers: [.authorization: "Bearer local-internal-subscription", .xServiceName: "subscription", .contentType: "application/json"],
+                body: ByteBuffer(data: try JSON.encoder.encode(ConsentFact(appID: h.app, userID: user, consent: "personalized_ads", value: true, version: 99)))
+            ) { $0 }
+            XCTAssertEqual(notTheOwner.status, .forbidden)
+            XCTAssertEqual(try notTheOwner.envelope().error, "forbidden")
             do { let v = try await personalized(); XCTAssertEqual(v, false) }
             do { let v = try await rows(); XCTAssertEqual(v, before) }
             // Version 4 grants again.

@@ -303,6 +303,48 @@ final class PushTests: XCTestCase {
         }
     }
 
+    /// #47 the console's recent sends: the app's own, newest first, paged without a gap or a
+    /// repeat; another app's operator sees none of them; a bad cursor or limit is a 422.
+    func testRecentSendsArePagedNewestFirstAndKeptToTheirApp() async throws {
+        try await Self.run { s in
+            var players: [UUID] = []
+            for _ in 0..<3 {
+                let p = try await s.player()
+                players.append(p.id)
+                let test = try await s.h.client.execute(
+                    uri: "/auth/v1/admin/push/test", method: .post, headers: s.admin(), body: ByteBuffer(string: #"{"user_id":"\#(p.id)"}"#)
+                ) { $0 }
+                XCTAssertEqual(test.status, .ok, String(buffer: test.body))
+            }
+            struct Page: Decodable {
+                struct Send: Decodable {
+                    var id: Int64; var userID: UUID; var outcome: String; var kind: String
+                    enum CodingKeys: String, CodingKey { case id, userID = "user_id", outcome, kind }
+                }
+                var sends: [Send]
+                var nextBefore: String?
+                enum CodingKeys: String, CodingKey { case sends, nextBefore = "next_before" }
+            }
+            func page(_ query: String, app: IssuedAPIKey? = nil) async throws -> TestResponse {
+                try await s.h.client.execute(uri: "/auth/v1/admin/push/sends?\(query)", method: .get, headers: s.admin(app)) { $0 }
+            }
+            let first = try await page("limit=2").json(Page.self)
+            XCTAssertEqual(first.sends.map(\.userID), [players[2], players[1]], "newest first")
+            XCTAssertEqual(first.sends.map(\.outcome), ["sent", "sent"])
+            let cursor = try XCTUnwrap(first.nextBefore)
+            let second = try await page("limit=2&before=\(cursor)").json(Page.self)
+            XCTAssertEqual(second.sends.first?.userID, players[0], "the next page starts where the first ended")
+            XCTAssertTrue(Set(first.sends.map(\.id)).isDisjoint(with: second.sends.map(\.id)), "no send twice")
+            let other = try await page("limit=100", app: s.h.otherApp).json(Page.self)
+            XCTAssertTrue(other.sends.allSatisfy { !players.contains($0.userID) }, "another app's operator sees none of them")
+            for bad in ["limit=0", "limit=101", "limit=ten", "before=abc", "before=0", "before=-4"] {
+                let r = try await page(bad)
+                XCTAssertEqual(r.status, .unprocessableContent, bad)
+                XCTAssertNotNil(try? r.envelope().field, bad)
+            }
+        }
+    }
+
     func testACreditPushArrivesOnceInTheUsersLanguage() async throws {
         try await Self.run { s in
             let fr = try await s.player(locale: "fr")

@@ -216,6 +216,25 @@ final class WebhookTests: XCTestCase {
             XCTAssertEqual(rows.first?["status"], .string("delivered"))
             XCTAssertEqual(rows.first?["answer_code"], .int(200))
             XCTAssertEqual(rows.first?["attempts"], .int(1))
+            // #47 the deliveries page: newest first, each page after the last one's id, no repeat.
+            for _ in 0..<2 { _ = try await s.h.registerEmail(uniqueEmail("hook")) }
+            try await s.drain()
+            struct Page: Decodable {
+                var deliveries: [[String: JSONValue]]
+                var nextBefore: String?
+                enum CodingKeys: String, CodingKey { case deliveries, nextBefore = "next_before" }
+            }
+            let first = try await s.call(.get, "/\(id)/deliveries?limit=2").json(Page.self)
+            let cursor = try XCTUnwrap(first.nextBefore, "a full page says where the next starts")
+            let second = try await s.call(.get, "/\(id)/deliveries?limit=2&before=\(cursor)").json(Page.self)
+            let ids = (first.deliveries + second.deliveries).compactMap { $0["id"]?.intValue }
+            XCTAssertEqual(ids.count, 3)
+            XCTAssertEqual(ids, ids.sorted(by: >), "newest first, no repeat: \(ids)")
+            XCTAssertNil(second.nextBefore, "the last page says so")
+            XCTAssertEqual(second.deliveries.first?["event_id"], rows.first?["event_id"], "the oldest is the first user's")
+            for bad in ["before=x", "before=0", "before=-1"] {
+                do { let value = try await s.call(.get, "/\(id)/deliveries?\(bad)").status; XCTAssertEqual(value, .unprocessableContent, bad) }
+            }
         }
     }
 

@@ -399,6 +399,37 @@ def main():
         answer = owner.d.find_element(By.XPATH, "//table[contains(caption, \"each device's answer\")]").text
         check("iphone-console" in answer and "apns" in answer and "200" in answer, "push: the test send shows the provider's answer (%r)" % answer)
         owner.audit("push")
+        # The settings are changed from the form (the whole object: the templates come back as
+        # they were), and the send is among the recent sends.
+        status, before = api("GET", "/auth/v1/admin/push", PLATFORM)
+        limit = owner.field("daily_limit")
+        limit.clear()
+        limit.send_keys("7")
+        owner.button("Save settings").click()
+        owner.confirm()
+        owner.notice("at most 7 a day")
+        status, after = api("GET", "/auth/v1/admin/push", PLATFORM)
+        check(status == 200 and after["settings"]["daily_limit"] == 7 and after["settings"]["templates"] == before["settings"]["templates"],
+              "push: the settings form saved the daily limit and kept the templates (%r)" % after.get("settings"))
+        owner.go("users")
+        owner.heading("Users")
+        owner.go("push")
+        owner.wait.until(EC.presence_of_element_located((By.XPATH, "//table[contains(caption, 'Recent sends')]")))
+        sends = owner.d.find_element(By.XPATH, "//table[contains(caption, 'Recent sends')]").text
+        check("iphone-console" in sends and "sent" in sends and pushed_id in sends, "push: the test send is among the recent sends (%r)" % sends[:300])
+
+        # Catalogue: the app's categories, with their items.
+        category = "console-%s" % ts
+        status, _ = api("PUT", "/offline/v1/admin/categories/" + category, PLATFORM, {"name": "Capitals of Europe"})
+        assert status == 200, status
+        status, _ = api("POST", "/offline/v1/admin/categories/%s/items" % category, PLATFORM,
+                        {"upsert": [{"id": "paris", "data": {"q": "Capital of France?", "a": "Paris"}}, {"id": "rome", "data": {"q": "Capital of Italy?", "a": "Rome"}}]})
+        assert status == 200, status
+        owner.go("catalogue")
+        owner.heading("Catalogue")
+        owner.wait.until(EC.presence_of_element_located((By.XPATH, "//table[contains(caption, 'Categories')]")))
+        rows = [r.text for r in owner.d.find_elements(By.XPATH, "//table[contains(caption, 'Categories')]//tr") if category in r.text]
+        check(len(rows) == 1 and "Capitals of Europe" in rows[0] and " 2 " in " %s " % rows[0], "catalogue: the category is listed with its 2 items (%r)" % rows)
 
         # Subscriptions: the plans the app sells and its recent store events.
         owner.go("subscriptions")

@@ -155,6 +155,17 @@ final class OfflineEdgeTests: XCTestCase {
             }
             let noCredential = try await h.client.execute(uri: "/internal/users/\(user)/consents/geolocation?app_id=\(h.app)", method: .put) { $0 }
             XCTAssertEqual(noCredential.status, .unauthorized)
+            // #50 one owner per fact: subscription's credential cannot grant a consent auth owns.
+            let notTheOwner = try await h.client.execute(
+                uri: "/internal/users/\(user)/consents/geolocation?app_id=\(h.app)", method: .put,
+                headers: [.authorization: "Bearer local-internal-subscription", .xServiceName: "subscription", .contentType: "application/json"],
+                body: ByteBuffer(data: try JSON.encoder.encode(ConsentFact(appID: h.app, userID: user, consent: "geolocation", value: true, version: 99)))
+            ) { $0 }
+            XCTAssertEqual(notTheOwner.status, .forbidden)
+            do {
+                let v = try await h.count("SELECT count(*)::int FROM offline.user_consents WHERE user_id = '\(user)' AND geolocation");
+                XCTAssertEqual(v, 0, "still withdrawn")
+            }
             let deleted = try await h.client.execute(uri: "/internal/users/\(user)?app_id=\(h.app)", method: .delete, headers: headers) { $0 }
             XCTAssertEqual(deleted.status, .ok)
             let left = try await h.count(

@@ -3,6 +3,7 @@
 import { api } from "../api.js";
 import { action, confirmAction, fail, field, fmtDate, h, notify, page, table } from "../ui.js";
 
+const TIMELINE_PAGE = 50, TIMELINE_MAX = 500;
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 function account(u) {
@@ -13,15 +14,17 @@ function account(u) {
   return h("dl", { class: "facts" }, rows.map(([k, v]) => [h("dt", {}, k), h("dd", {}, String(v))]));
 }
 
-/// The customer timeline as a timeline: newest first, each service's events marked.
-function timeline(t) {
+/// The customer timeline as a timeline: newest first, each service's events marked; `more`
+/// asks for a longer one (the API merges four services' events, so it pages by length).
+function timeline(t, more) {
   const list = h("ol", { class: "timeline", "aria-label": "Customer timeline" },
     t.events.map((e) => h("li", { class: "event " + e.service },
       h("time", { datetime: e.at }, fmtDate(e.at)), " ",
       h("span", { class: "service" }, e.service), " ",
       h("strong", {}, e.kind), h("p", {}, e.summary))));
   const missing = (t.incomplete || []).length ? h("p", { class: "notice warn" }, "Not answered in time: " + t.incomplete.join(", ")) : null;
-  return h("section", { "aria-labelledby": "tl" }, h("h2", { id: "tl" }, "Timeline"), missing, t.events.length ? list : h("p", {}, "Nothing yet."));
+  const older = more ? action("Older events", more) : null;
+  return h("section", { "aria-labelledby": "tl" }, h("h2", { id: "tl" }, "Timeline"), missing, t.events.length ? list : h("p", {}, "Nothing yet."), older);
 }
 
 function creditsPanel(id, credits, may, reload) {
@@ -97,10 +100,20 @@ export default async function users(rest, { may }) {
     const reload = () => show(user.id).catch(fail);
     const [credits, tl] = await Promise.all([
       api("GET", `/subscription/v1/admin/users/${user.id}/credits`),
-      api("GET", `/auth/v1/admin/users/${user.id}/timeline?limit=50`),
+      api("GET", `/auth/v1/admin/users/${user.id}/timeline?limit=${TIMELINE_PAGE}`),
     ]);
+    const shown = timeline(tl, longer(user.id, TIMELINE_PAGE, tl));
     out.replaceChildren(h("h2", {}, user.email || user.id), account(user), accountActions(user, may, reload),
-      creditsPanel(user.id, credits, may, reload), timeline(tl));
+      creditsPanel(user.id, credits, may, reload), shown);
+  }
+  // A full page may have more behind it: the next asks for PAGE more, up to the API's bound.
+  function longer(id, limit, tl) {
+    if (tl.events.length < limit || limit >= TIMELINE_MAX) return null;
+    return async () => {
+      const next = Math.min(TIMELINE_MAX, limit + TIMELINE_PAGE);
+      const more = await api("GET", `/auth/v1/admin/users/${id}/timeline?limit=${next}`);
+      document.querySelector("#user section[aria-labelledby=tl]").replaceWith(timeline(more, longer(id, next, more)));
+    };
   }
   form.addEventListener("submit", async (ev) => {
     ev.preventDefault();

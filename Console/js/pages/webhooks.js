@@ -11,17 +11,18 @@ function secretOnce(s) {
 }
 
 async function deliveries(id, may) {
-  const [ep, d] = await Promise.all([api("GET", `/auth/v1/admin/webhooks/${id}`), api("GET", `/auth/v1/admin/webhooks/${id}/deliveries?limit=50`)]);
+  const ep = await api("GET", `/auth/v1/admin/webhooks/${id}`);
   const out = h("div", {});
-  const t = table("Deliveries, newest first", [
-    { label: "Event", value: (x) => x.event_type }, { label: "Status", value: (x) => h("span", { class: "status " + x.status }, x.status) },
-    { label: "Attempts", value: (x) => String(x.attempts) }, { label: "Answer", value: (x) => (x.answer_code ? String(x.answer_code) : x.last_error || "—") },
-    { label: "Latency", value: (x) => (x.latency_ms !== undefined ? `${x.latency_ms} ms` : "—") }, { label: "Created", value: (x) => fmtDate(x.created_at) },
-    { label: "", value: (x) => (may("admin") && x.status !== "sending" ? action("Replay", async () => {
-      if (!(await confirmAction(`Send ${x.event_type} to ${ep.url} again?`))) return;
-      await api("POST", `/auth/v1/admin/webhooks/${id}/deliveries/${x.id}/replay`);
-      notify("Queued again: reload to see it delivered.", "ok");
-    }) : "") }], d.deliveries);
+  const list = h("div", {});
+  let before = null;
+  async function load(more) {
+    const q = new URLSearchParams({ limit: "50" });
+    if (more && before) q.set("before", before);
+    const d = await api("GET", `/auth/v1/admin/webhooks/${id}/deliveries?${q}`);
+    before = d.next_before ?? null;
+    list.replaceChildren(deliveryTable(id, ep, d.deliveries, may), before ? action("Older deliveries", () => load(true)) : h("p", {}, "The oldest delivery is shown."));
+  }
+  await load(false);
   const overlap = ep.previous_secret_expires_at
     ? h("p", { class: "notice warn" }, `The previous secret still signs until ${fmtDate(ep.previous_secret_expires_at)} (both signatures are sent).`) : null;
   const rotate = may("admin") ? action("Rotate the secret", async () => {
@@ -30,7 +31,19 @@ async function deliveries(id, may) {
     out.replaceChildren(secretOnce(s), h("p", {}, `The previous secret signs until ${fmtDate(s.endpoint.previous_secret_expires_at)}.`));
   }) : null;
   return page(`Webhook ${ep.url}`, h("p", {}, `Events: ${ep.events.join(", ")}${ep.disabled ? ` · disabled: ${ep.disabled_reason || ""}` : ""}`),
-    overlap, out, h("p", { class: "row" }, action("Reload", () => { location.hash = `#/webhooks/${id}/${Date.now()}`; }), rotate), t);
+    overlap, out, h("p", { class: "row" }, action("Reload", () => { location.hash = `#/webhooks/${id}/${Date.now()}`; }), rotate), list);
+}
+
+function deliveryTable(id, ep, rows, may) {
+  return table("Deliveries, newest first", [
+    { label: "Event", value: (x) => x.event_type }, { label: "Status", value: (x) => h("span", { class: "status " + x.status }, x.status) },
+    { label: "Attempts", value: (x) => String(x.attempts) }, { label: "Answer", value: (x) => (x.answer_code ? String(x.answer_code) : x.last_error || "—") },
+    { label: "Latency", value: (x) => (x.latency_ms !== undefined ? `${x.latency_ms} ms` : "—") }, { label: "Created", value: (x) => fmtDate(x.created_at) },
+    { label: "", value: (x) => (may("admin") && x.status !== "sending" ? action("Replay", async () => {
+      if (!(await confirmAction(`Send ${x.event_type} to ${ep.url} again?`))) return;
+      await api("POST", `/auth/v1/admin/webhooks/${id}/deliveries/${x.id}/replay`);
+      notify("Queued again: reload to see it delivered.", "ok");
+    }) : "") }], rows);
 }
 
 export default async function webhooks(rest, { may }) {

@@ -167,13 +167,12 @@ struct ConsentController: Sendable {
     /// Auth's personalised-ads consent, versioned: applied only when newer than the one held.
     /// It answers the ads consent question (`required` becomes false) like an answer given here.
     func fromAuth(_ request: Request, _ context: ServiceRequestContext) async throws -> Response {
-        let (user, app) = try request.internalUserAndApp(context)
-        let fact = try await request.decodeJSON(as: ConsentFact.self, context: context)
-        guard fact.userID == user, fact.appID == app else { throw AppError.validation("user_id", "body and path name different users") }
+        // Only auth tells a consent (one owner per fact): `decodeFact` checks the caller.
+        let fact = try await request.decodeFact(ConsentFact.self, from: .auth, context: context)
+        let (user, app) = (fact.userID, fact.appID)
         guard fact.consent == context.parameters.get("consent"), fact.consent == ConsentFact.personalizedAds else {
             throw AppError.validation("consent", "ads acts on the personalized_ads consent only")
         }
-        guard fact.version > 0 else { throw AppError.validation("version", "version must be a positive integer") }
         let now = clock.now()
         let outcome = try await db.withTransaction(logger: logger) { conn -> FactOutcome in
             try await consents.lock(app: app, user: user, on: conn)

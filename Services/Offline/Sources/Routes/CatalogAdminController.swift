@@ -13,6 +13,27 @@ struct CatalogAdminController: Sendable {
     let logger: Logger
 
     func addRoutes(to admin: RouterGroup<ServiceRequestContext>) {
+        // The console's Catalogue (#47): every category by id, paged by `after` (the last id).
+        admin.get("admin/categories") { request, context in
+            let app = try context.requireApp()
+            let query = request.uri.queryParameters
+            let limit =
+                try query.get("limit").map { raw -> Int in
+                    guard let n = Int(raw), (1...100).contains(n) else { throw AppError.validation("limit", "limit is 1 to 100") }
+                    return n
+                } ?? 50
+            let after = try query.get("after").map { raw -> String in
+                guard ContentController.validID(raw) else { throw AppError.validation("after", "after is the next_after of a previous page") }
+                return raw
+            }
+            struct Page: Encodable {
+                var categories: [CatalogStore.ListedCategory]
+                var nextAfter: String?
+                enum CodingKeys: String, CodingKey { case categories, nextAfter = "next_after" }
+            }
+            let page = try await db.withConnection { try await catalog.categories(app: app, after: after, limit: limit, on: $0) }
+            return try context.json(Page(categories: page, nextAfter: page.count == limit ? page.last?.id : nil))
+        }
         admin.put("admin/categories/:id") { request, context in
             let app = try context.requireApp()
             let id = try ContentController.categoryID(context)

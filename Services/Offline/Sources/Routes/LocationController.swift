@@ -25,13 +25,11 @@ struct LocationController: Sendable {
         user.post("location/update") { request, context in try await update(request, context) }
         user.get("location/nearby-content") { request, context in try await nearby(request, context) }
         internalGroup.put("users/:id/consents/:consent") { request, context in
-            let (userID, app) = try request.internalUserAndApp(context)
-            let fact = try await request.decodeJSON(as: ConsentFact.self, context: context)
-            guard fact.userID == userID, fact.appID == app else { throw AppError.validation("user_id", "body and path name different users") }
+            // Only auth tells a consent (one owner per fact): `decodeFact` checks the caller.
+            let fact = try await request.decodeFact(ConsentFact.self, from: .auth, context: context)
             guard fact.consent == context.parameters.get("consent"), fact.consent == ConsentFact.geolocation else {
                 throw AppError.validation("consent", "offline acts on the geolocation consent only")
             }
-            guard fact.version > 0 else { throw AppError.validation("version", "version must be a positive integer") }
             let outcome = try await db.withTransaction(logger: logger) { try await locations.applyGeolocationConsent(fact, on: $0) }
             return try context.json(outcome)
         }

@@ -26,6 +26,28 @@ struct CatalogStore: Sendable {
             """, logger: logger)
     }
 
+    /// A category as the console lists it (#47): what the app downloads, and how much of it.
+    struct ListedCategory: Encodable, Sendable {
+        var id: String; var name: String; var description: String; var active: Bool; var items: Int; var sizeBytes: Int64; var updatedAt: Date
+        enum CodingKeys: String, CodingKey { case id, name, description, active, items, sizeBytes = "size_bytes", updatedAt = "updated_at" }
+    }
+
+    /// The app's categories by id, `limit` of them after `after`, with their live items.
+    func categories(app: UUID, after: String?, limit: Int, on conn: PostgresConnection) async throws -> [ListedCategory] {
+        var out: [ListedCategory] = []
+        for try await r in try await conn.query(
+            """
+            SELECT c.id, c.name, c.description, c.active, c.updated_at,
+                (SELECT count(*)::int8 FROM content_items i WHERE i.app_id = c.app_id AND i.category_id = c.id AND i.deleted_at IS NULL),
+                (SELECT COALESCE(sum(size_bytes), 0)::int8 FROM content_items i WHERE i.app_id = c.app_id AND i.category_id = c.id AND i.deleted_at IS NULL)
+            FROM content_categories c WHERE c.app_id = \(app) AND c.id > \(after ?? "") ORDER BY c.id LIMIT \(limit)
+            """, logger: logger
+        ).decode((String, String, String, Bool, Date, Int64, Int64).self) {
+            out.append(ListedCategory(id: r.0, name: r.1, description: r.2, active: r.3, items: Int(r.5), sizeBytes: r.6, updatedAt: r.4))
+        }
+        return out
+    }
+
     /// UC-OFFLINE-3.2: the players who keep this category offline hear of its update, through
     /// auth (the messenger, #30): one outbox message per 25,000 players, not one per player.
     /// Fewer than 3 changes is a silent sync hint (auth decides from `changes`).

@@ -58,8 +58,30 @@ struct PushController: Sendable {
         enum CodingKeys: String, CodingKey { case userID = "user_id", title, body, key }
     }
 
+    struct RecentSends: Encodable {
+        var sends: [PushStore.RecentSend]
+        var nextBefore: String?
+        enum CodingKeys: String, CodingKey { case sends, nextBefore = "next_before" }
+    }
+
     func addAdminRoutes(to admin: RouterGroup<ServiceRequestContext>) {
         admin.get("admin/push") { _, context in try await shown(try context.requireApp(), context) }
+        // The recent sends, newest first, paged by `before` (the last id of the previous page).
+        admin.get("admin/push/sends") { request, context in
+            let app = try context.requireApp()
+            let query = request.uri.queryParameters
+            let limit =
+                try query.get("limit").map { raw -> Int in
+                    guard let n = Int(raw), (1...100).contains(n) else { throw AppError.validation("limit", "limit is 1 to 100") }
+                    return n
+                } ?? 50
+            let before = try query.get("before").map { raw -> Int64 in
+                guard let id = Int64(raw), id > 0 else { throw AppError.validation("before", "before is the next_before of a previous page") }
+                return id
+            }
+            let sends = try await store.db.withConnection { try await store.recentSends(app: app, before: before, limit: limit, on: $0) }
+            return try context.json(RecentSends(sends: sends, nextBefore: sends.count == limit ? sends.last.map { String($0.id) } : nil))
+        }
         admin.put("admin/push/apns") { request, context in
             let app = try context.requireApp()
             let b = try await request.decodeJSON(as: APNsBody.self, context: context)

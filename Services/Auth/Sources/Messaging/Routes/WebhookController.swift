@@ -20,6 +20,12 @@ struct WebhookController: Sendable {
         var secret: String
     }
 
+    struct DeliveryPage: Encodable {
+        var deliveries: [WebhookStore.DeliveryView]
+        var nextBefore: String?
+        enum CodingKeys: String, CodingKey { case deliveries, nextBefore = "next_before" }
+    }
+
     func addAdminRoutes(to admin: RouterGroup<ServiceRequestContext>) {
         admin.post("admin/webhooks") { request, context in
             let app = try context.requireApp()
@@ -74,10 +80,15 @@ struct WebhookController: Sendable {
             let app = try context.requireApp()
             let raw = request.uri.queryParameters.get("limit") ?? "50"
             guard let limit = Int(raw), (1...500).contains(limit) else { throw AppError.validation("limit", "limit must be 1 to 500") }
-            guard let rows = try await store.deliveries(app: app, endpoint: try endpointID(context), limit: limit) else {
+            // Paged by `before`, the last id of the previous page (#47: every long list pages).
+            let before = try request.uri.queryParameters.get("before").map { raw -> Int64 in
+                guard let id = Int64(raw), id > 0 else { throw AppError.validation("before", "before is the next_before of a previous page") }
+                return id
+            }
+            guard let rows = try await store.deliveries(app: app, endpoint: try endpointID(context), before: before, limit: limit) else {
                 throw AppError.notFound("Webhook endpoint")
             }
-            return try context.json(["deliveries": rows])
+            return try context.json(DeliveryPage(deliveries: rows, nextBefore: rows.count == limit ? rows.last.map { String($0.id) } : nil))
         }
         admin.post("admin/webhooks/:id/deliveries/:delivery/replay") { _, context in
             let app = try context.requireApp()

@@ -357,6 +357,33 @@ struct PushStore: Sendable {
         return out
     }
 
+    /// One send as the console lists it (#47): to whom, on which device, what the provider said.
+    struct RecentSend: Encodable, Sendable {
+        var id: Int64; var notificationID: Int64; var userID: UUID; var kind: String; var deviceID: String?; var provider: String?
+        var outcome: String; var statusCode: Int?; var reason: String?; var sentAt: Date
+        enum CodingKeys: String, CodingKey {
+            case id, notificationID = "notification_id", userID = "user_id", kind, deviceID = "device_id", provider, outcome
+            case statusCode = "status_code", reason, sentAt = "sent_at"
+        }
+    }
+
+    /// The app's sends, newest first, `limit` of them before the send `before` (ids only grow).
+    func recentSends(app: UUID, before: Int64?, limit: Int, on conn: PostgresConnection) async throws -> [RecentSend] {
+        var out: [RecentSend] = []
+        for try await r in try await conn.query(
+            """
+            SELECT id, notification_id, user_id, kind, device_id, provider, outcome, status_code, reason, sent_at FROM push_deliveries
+            WHERE app_id = \(app) AND id < \(before ?? Int64.max) ORDER BY id DESC LIMIT \(limit)
+            """, logger: logger
+        ).decode((Int64, Int64, UUID, String, String?, String?, String, Int?, String?, Date).self) {
+            out.append(
+                RecentSend(
+                    id: r.0, notificationID: r.1, userID: r.2, kind: r.3, deviceID: r.4, provider: r.5, outcome: r.6, statusCode: r.7,
+                    reason: r.8, sentAt: r.9))
+        }
+        return out
+    }
+
     // MARK: the user's data
 
     /// The export's `push` section: devices and the last 30 days of sends.

@@ -361,7 +361,7 @@ struct WebhookStore: Sendable {
     }
 
     /// The endpoint's deliveries, newest first (nil for an unknown endpoint of this app).
-    func deliveries(app: UUID, endpoint: UUID, limit: Int) async throws -> [DeliveryView]? {
+    func deliveries(app: UUID, endpoint: UUID, before: Int64? = nil, limit: Int) async throws -> [DeliveryView]? {
         guard try await find(app: app, id: endpoint) != nil else { return nil }
         var out: [DeliveryView] = []
         for try await r in try await db.query(
@@ -369,7 +369,7 @@ struct WebhookStore: Sendable {
             SELECT d.id, d.event_id, v.type, d.status, d.attempts, d.last_status, d.last_error, d.last_latency_ms,
                    CASE WHEN d.status = 'pending' THEN d.next_attempt_at END, d.created_at, d.delivered_at
             FROM webhook_deliveries d JOIN webhook_events v ON v.id = d.event_id
-            WHERE d.endpoint_id = \(endpoint) ORDER BY d.id DESC LIMIT \(limit)
+            WHERE d.endpoint_id = \(endpoint) AND d.id < \(before ?? Int64.max) ORDER BY d.id DESC LIMIT \(limit)
             """, logger: logger
         ).decode((Int64, UUID, String, String, Int, Int?, String?, Int?, Date?, Date, Date?).self) {
             out.append(
