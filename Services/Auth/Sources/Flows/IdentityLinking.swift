@@ -29,32 +29,32 @@ struct IdentityLinking: Sendable {
             }
             try ctx.requireActive(user, now: now)
             var verifyTo: String?
+            let canLink = { (attempted: AuthProvider) in
+                LinkRules.canLink(
+                    attempted: attempted, existingHasPassword: user.passwordHash != nil, existingGoogleID: user.googleID,
+                    existingAppleID: user.appleID)
+            }
             switch linking {
-            case .google(let identity):
-                if user.googleID == identity.subject { break }
-                if user.googleID != nil { throw AppError(AuthErrorCode.providerAlreadyLinked, "A Google account is already linked") }
-                if try await ctx.users.find(.google(identity.subject), appID: appID, on: conn) != nil { throw Self.identityTaken("Google") }
-                // Adopt Google's verified email when the account has none and nobody else uses it.
+            case .google(let identity), .apple(let identity, _):
+                // One path for both providers: the same identity again changes nothing; another
+                // one of this provider is refused (LinkRules); an identity of another account too.
+                let oauth: UserStore.OAuthProvider, sealed: ByteBuffer?
+                if case .apple(_, let s) = linking { (oauth, sealed) = (.apple, s) } else { (oauth, sealed) = (.google, nil) }
+                let (current, lookup, attempted, label, linked): (String?, UserStore.Lookup, AuthProvider, String, String) =
+                    oauth == .google
+                    ? (user.googleID, .google(identity.subject), .google, "Google", "A Google account is already linked")
+                    : (user.appleID, .apple(identity.subject), .apple, "Apple", "An Apple ID is already linked")
+                if current == identity.subject { break }
+                guard canLink(attempted) else { throw AppError(AuthErrorCode.providerAlreadyLinked, linked) }
+                if try await ctx.users.find(lookup, appID: appID, on: conn) != nil { throw Self.identityTaken(label) }
+                // Adopt the provider's verified email when the account has none and nobody else uses it.
                 var adoptEmail: String? = nil
                 if user.email == nil, let email = identity.email, try await ctx.users.find(.email(email), appID: appID, on: conn) == nil {
                     adoptEmail = email
                 }
-                try await ctx.users.attach(
-                    .google, .init(identity), adoptEmail: adoptEmail, sealedRefreshToken: nil,
-                    to: userID, now: now, on: conn)
-            case .apple(let identity, let sealed):
-                if user.appleID == identity.subject { break }
-                if user.appleID != nil { throw AppError(AuthErrorCode.providerAlreadyLinked, "An Apple ID is already linked") }
-                if try await ctx.users.find(.apple(identity.subject), appID: appID, on: conn) != nil { throw Self.identityTaken("Apple") }
-                var adoptEmail: String? = nil
-                if user.email == nil, let email = identity.email, try await ctx.users.find(.email(email), appID: appID, on: conn) == nil {
-                    adoptEmail = email
-                }
-                try await ctx.users.attach(
-                    .apple, .init(identity), adoptEmail: adoptEmail, sealedRefreshToken: sealed,
-                    to: userID, now: now, on: conn)
+                try await ctx.users.attach(oauth, .init(identity), adoptEmail: adoptEmail, sealedRefreshToken: sealed, to: userID, now: now, on: conn)
             case .email(let email, let hash):
-                if user.passwordHash != nil { throw AppError(AuthErrorCode.providerAlreadyLinked, "A password is already set on this account") }
+                guard canLink(.email) else { throw AppError(AuthErrorCode.providerAlreadyLinked, "A password is already set on this account") }
                 if let current = user.email, current != email {
                     throw AppError.validation("credentials.email", "The account's email is \(EmailAddress.mask(current)); link with that address")
                 }
