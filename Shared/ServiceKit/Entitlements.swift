@@ -129,7 +129,7 @@ public final class PushedEntitlements: EntitlementSource {
 
     /// `PUT /internal/users/{id}/entitlement?app_id=`: subscription's facts (through its outbox).
     public func addRoutes(to group: RouterGroup<ServiceRequestContext>) {
-        group.put("users/:id/entitlement") { [db, store] request, context in
+        group.on(InternalRoutes.pushEntitlement) { [db, store] request, context in
             let fact = try await request.decodeFact(EntitlementFact.self, from: .subscription, context: context)
             let outcome = try await db.withTransaction(logger: store.logger) { try await store.record(fact, on: $0) }
             return try context.json(outcome)

@@ -75,7 +75,7 @@ public struct RemoteOperatorVerifier: OperatorVerifier {
 
     public func verify(appID: UUID, key: String) async throws -> Operator? {
         let request = try HTTPRequest.json(
-            "POST", "\(authURL)/internal/operators/verify",
+            InternalRoutes.verifyOperator.method.rawValue, authURL + InternalRoutes.verifyOperator.path(),
             body: OperatorVerificationRequest(appID: appID, key: key), headers: credential.headers)
         let response: HTTPResponseData
         do { response = try await http.send(request) } catch {

@@ -42,7 +42,7 @@ public struct RemoteAppVerifier: AppVerifier {
 
     public func verdict(appID: UUID, apiKey: String) async throws -> AppVerdict {
         let request = try HTTPRequest.json(
-            "POST", "\(authURL)/internal/apps/verify",
+            InternalRoutes.verifyApp.method.rawValue, authURL + InternalRoutes.verifyApp.path(),
             body: AppVerificationRequest(appID: appID, apiKey: apiKey),
             headers: credential.headers)
         let response: HTTPResponseData

@@ -49,7 +49,7 @@ public struct UserDataController: Sendable {
     }
 
     public func addRoutes(to group: RouterGroup<ServiceRequestContext>) {
-        group.get("users/:id/export") { request, context in
+        group.on(InternalRoutes.export) { request, context in
             let (userID, appID) = try Self.ids(request, context)
             let export = try await db.withConnection { conn in
                 var parts: [String: JSONValue] = [:]
@@ -58,7 +58,7 @@ public struct UserDataController: Sendable {
             }
             return try context.json(export)
         }
-        group.delete("users/:id") { request, context in
+        group.on(InternalRoutes.erase) { request, context in
             let (userID, appID) = try Self.ids(request, context)
             // Erasure is final: its version only documents the order at auth.
             var version = Int64.max

@@ -317,7 +317,7 @@ struct SessionFactsController: Sendable {
     let logger: Logger
 
     func addRoutes(to group: RouterGroup<ServiceRequestContext>) {
-        group.put("users/:id/sessions") { request, context in
+        group.on(InternalRoutes.sessions) { request, context in
             let fact = try await request.decodeFact(SessionFact.self, from: .auth, context: context)
             guard fact.sessionEpoch >= 0 else { throw AppError.validation("session_epoch", "session_epoch must not be negative") }
             if let reason = fact.reason, reason.utf8.count > 500 { throw AppError.validation("reason", "reason is at most 500 bytes") }

@@ -24,7 +24,7 @@ public struct UserTimeline: Sendable {
     }
 
     func addRoute(service: ServiceName, to group: RouterGroup<ServiceRequestContext>, db: DatabasePool, logger: Logger) {
-        group.get("users/:id/timeline") { request, context in
+        group.on(InternalRoutes.timeline) { request, context in
             guard let user = context.parameters.get("id", as: UUID.self) else { throw AppError.validation("id", "the user id must be a UUID") }
             guard let app = request.uri.queryParameters.get("app_id").flatMap(UUID.init(uuidString:)) else {
                 throw AppError.validation("app_id", "app_id must be a UUID")

@@ -6,6 +6,8 @@
 - Every error code a service answers is in its catalogue (`<Service>Errors.swift`), and the
   catalogue is exactly what its OpenAPI document lists.
 - The sources are formatted as `.swift-format` says (`swift format lint --strict`).
+- Internal paths are built from their declaration in `ServiceKit/InternalRoutes.swift`,
+  never spelled out by hand (#50).
 - The console's security headers are the same in the gateway and in its Kubernetes pod (#47),
   and its pages hold no inline script, inline style or outside URL (the CSP would refuse them).
 Prints each finding as path:line: rule, and exits 1 when there is any."""
@@ -46,6 +48,17 @@ for path in sorted(glob.glob("Services/*/Sources/**/*.swift", recursive=True)):
             findings.append(f"{path}:{number}: SQL outside Store/: {line.strip()[:100]}")
         if "Domain" in rooms and DOMAIN_IO.search(line):
             findings.append(f"{path}:{number}: I/O in Domain/ ({DOMAIN_IO.search(line).group(1)}): {line.strip()[:100]}")
+
+# #50 internal calls are typed: every `/internal/...` path is built by its declaration in
+# ServiceKit/InternalRoutes.swift (the caller's `path(...)`, the callee's `group.on(route)`),
+# never spelled out by hand, so caller and callee cannot drift apart.
+INTERNAL_PATH = re.compile(r'"[^"]*/internal/')
+for path in sorted(glob.glob("Services/*/Sources/**/*.swift", recursive=True) + glob.glob("Shared/**/*.swift", recursive=True)):
+    if path.endswith("ServiceKit/InternalRoutes.swift"):
+        continue
+    for number, line in code_lines(path):
+        if INTERNAL_PATH.search(line):
+            findings.append(f"{path}:{number}: a hand-built internal path (declare it in InternalRoutes): {line.strip()[:100]}")
 
 # The error catalogue of each service: no code is answered by a literal unless it is one of
 # ServiceKit's shared ones, every case of the catalogue is answered somewhere, and the OpenAPI

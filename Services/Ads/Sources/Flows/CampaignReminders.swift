@@ -47,7 +47,7 @@ struct CampaignReminders: Service {
                         ])
                     try await Outbox.write(
                         OutboxMessage(
-                            target: .auth, path: "/internal/users/\(r.user.lowercasedString)/notifications?app_id=\(r.app.lowercasedString)",
+                            InternalRoutes.notifyUser, path: InternalRoutes.notifyUser.path(user: r.user, app: r.app),
                             body: message), on: conn, logger: logger)
                 }
                 return due.count

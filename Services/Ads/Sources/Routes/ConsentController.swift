@@ -17,7 +17,7 @@ struct ConsentController: Sendable {
     func addRoutes(user: RouterGroup<ServiceRequestContext>, internalGroup: RouterGroup<ServiceRequestContext>) {
         user.get("ads/consent") { request, context in try await show(request, context) }
         user.post("ads/consent") { request, context in try await update(request, context) }
-        internalGroup.put("users/:id/consents/:consent") { request, context in try await fromAuth(request, context) }
+        internalGroup.on(InternalRoutes.consentFact) { request, context in try await fromAuth(request, context) }
     }
 
     struct ConsentResponse: Encodable {
@@ -154,8 +154,7 @@ struct ConsentController: Sendable {
             guard let answer = body.consentPersonalizedAds else { return (r, nil) }
             let basedOn = try await consents.facts.version(app: app, user: user, fact: "consent.personalized_ads", on: conn) ?? 0
             let message = try OutboxMessage(
-                target: .auth, method: "POST",
-                path: "/internal/users/\(user.lowercasedString)/consent-answers/personalized_ads?app_id=\(app.lowercasedString)",
+                InternalRoutes.consentAnswer, path: InternalRoutes.consentAnswer.path(user: user, consent: ConsentFact.personalizedAds, app: app),
                 body: ConsentAnswer(appID: app, value: answer && !underAge, basedOn: basedOn, source: "ads"))
             return (r, try await Outbox.enqueue(message, on: conn, logger: logger, deliveredByWriter: .seconds(10)).id)
         }

@@ -376,7 +376,7 @@ struct CampaignStore: Sendable {
         if let variant { data["variant"] = .string(variant) }
         try await Outbox.write(
             try OutboxMessage(
-                target: .auth, method: "POST", path: "/internal/events",
+                InternalRoutes.events, path: InternalRoutes.events.path(),
                 body: WebhookEventMessage(
                     type: "campaign.completed", appID: app, createdAt: now, version: Int64(progress), data: data)), on: conn, logger: logger)
     }

@@ -33,7 +33,7 @@ struct RewardStore: Sendable {
         for try await id in inserted.decode(Int64.self) { rewardID = id }
         guard let rewardID else { return nil }
         let message = try OutboxMessage(
-            target: .subscription, path: "/internal/credits/earn",
+            InternalRoutes.earnCredits, path: InternalRoutes.earnCredits.path(),
             body: CreditEarnRequest(userID: user, appID: app, amount: amount, source: source, referenceID: reference))
         // Sent at once by the request that granted it (to answer with the new balance).
         let (outboxID, _) = try await Outbox.enqueue(message, on: conn, logger: logger, deliveredByWriter: .seconds(10))

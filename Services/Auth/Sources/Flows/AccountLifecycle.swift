@@ -32,8 +32,8 @@ public struct AccountLifecycle: Sendable {
         for service in Self.dataOwners {
             try await Outbox.write(
                 OutboxMessage(
-                    target: service, method: "DELETE",
-                    path: FactPublisher.path(userID, appID, "") + "&version=\(fact.version)"),
+                    InternalRoutes.erase, to: service,
+                    path: InternalRoutes.erase.path(user: userID, app: appID, query: [("version", String(fact.version))])),
                 on: conn, logger: logger)
         }
         try await facts.facts.forget(app: appID, user: userID, on: conn)

@@ -42,7 +42,7 @@ struct PrivacyExporter: Sendable {
             return .object(parts)
         }
         for service in [ServiceName.subscription, .offline, .ads] {
-            let url = "\(serviceURLs[service]!)/internal/users/\(userID.lowercasedString)/export?app_id=\(appID.lowercasedString)"
+            let url = serviceURLs[service]! + InternalRoutes.export.path(user: userID, app: appID)
             let response = try await http.send(HTTPRequest(url: url, headers: credential.headers, timeout: .seconds(20)), retries: 2)
             guard response.isSuccess else { throw ExportError(description: "\(service.rawValue) answered \(response.status)") }
             services[service.rawValue] = .object(try response.decode(UserDataExport.self).sections)

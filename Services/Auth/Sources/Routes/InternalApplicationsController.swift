@@ -7,7 +7,7 @@ struct InternalApplicationsController {
     let applications: any ApplicationRepository
 
     func addRoutes(to group: RouterGroup<ServiceRequestContext>) {
-        group.post("apps/verify") { request, context in
+        group.on(InternalRoutes.verifyApp) { request, context in
             let body = try await request.decodeJSON(as: AppVerificationRequest.self, context: context)
             let verdict = try await applications.verdict(appID: body.appID, apiKey: body.apiKey)
             let name = verdict == .valid ? try await applications.find(id: body.appID)?.name : nil

@@ -8,7 +8,7 @@ struct InternalOperatorsController {
     let operators: any OperatorVerifier
 
     func addRoutes(to group: RouterGroup<ServiceRequestContext>) {
-        group.post("operators/verify") { request, context in
+        group.on(InternalRoutes.verifyOperator) { request, context in
             let body = try await request.decodeJSON(as: OperatorVerificationRequest.self, context: context)
             switch try await operators.verify(appID: body.appID, key: body.key) {
             case .key(let id, let name):

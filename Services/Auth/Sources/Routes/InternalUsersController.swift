@@ -8,7 +8,7 @@ struct InternalUsersController {
     let ctx: AuthContext
 
     func addRoutes(to group: RouterGroup<ServiceRequestContext>) {
-        group.get("users/:id") { request, context in
+        group.on(InternalRoutes.user) { request, context in
             let (appID, userID) = try ids(request, context)
             let user = try await find(userID, appID: appID)
             return try context.json(
@@ -16,7 +16,7 @@ struct InternalUsersController {
                     id: user.id, appID: user.appID, email: user.email, emailVerified: user.emailVerified,
                     status: user.status, isGuest: user.isGuest, createdAt: user.createdAt))
         }
-        group.get("users/:id/consents") { request, context in
+        group.on(InternalRoutes.consents) { request, context in
             let (appID, userID) = try ids(request, context)
             guard
                 let (p, versions) = try await ctx.db.withConnection({ conn -> (PrivacySettings, [String: Int64])? in
@@ -36,9 +36,9 @@ struct InternalUsersController {
                     personalizedAds: p.consentPersonalizedAds, analytics: p.consentAnalytics,
                     changedAt: p.updatedAt ?? ctx.clock.now(), versions: versions))
         }
-        group.post("users/:id/emails/purchase-confirmation") { request, context in try await purchaseConfirmation(request, context) }
+        group.on(InternalRoutes.purchaseConfirmation) { request, context in try await purchaseConfirmation(request, context) }
         // Subscription sets premium/free; suspension is an operator's decision, not a service's.
-        group.put("users/:id/status") { request, context in
+        group.on(InternalRoutes.userStatus) { request, context in
             guard let userID = context.parameters.get("id", as: UUID.self) else { throw AppError.badRequest("User id must be a UUID", field: "id") }
             let body = try await request.decodeJSON(as: UserStatusUpdate.self, context: context)
             guard body.status != .suspended else {

@@ -20,7 +20,7 @@ struct PrivacyController {
     }
 
     func addInternalRoutes(to group: RouterGroup<ServiceRequestContext>) {
-        group.post("users/:id/consent-answers/:consent") { request, context in try await answerFromAds(request, context) }
+        group.on(InternalRoutes.consentAnswer) { request, context in try await answerFromAds(request, context) }
     }
 
     struct Warning: Codable, Sendable { var setting: String; var impact: String; var message: String }

@@ -79,7 +79,7 @@ struct SupportController {
         let others: [(String, [TimelineEvent]?)] = await withTaskGroup(of: (String, [TimelineEvent]?).self) { group in
             for service in [ServiceName.subscription, .offline, .ads] {
                 guard let base = serviceURLs[service] else { continue }
-                let url = "\(base)/internal/users/\(user.lowercasedString)/timeline?app_id=\(app.lowercasedString)&limit=\(limit)"
+                let url = base + InternalRoutes.timeline.path(user: user, app: app, query: [("limit", String(limit))])
                 group.addTask {
                     let answer = try? await http.send(ServiceKit.HTTPRequest(method: "GET", url: url, headers: credential.headers, timeout: .seconds(3)))
                     guard let answer, answer.isSuccess, let decoded = try? answer.decode(TimelineAnswer.self) else { return (service.rawValue, nil) }

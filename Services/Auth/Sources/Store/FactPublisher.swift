@@ -31,10 +31,6 @@ struct FactPublisher: Sendable {
         case erased
     }
 
-    static func path(_ user: UUID, _ app: UUID, _ tail: String) -> String {
-        "/internal/users/\(user.lowercasedString)\(tail)?app_id=\(app.lowercasedString)"
-    }
-
     /// Records the end and queues it for the other services; the caller applies the returned
     /// fact to its own registry once the transaction has committed.
     func endSessions(app: UUID, user: UUID, _ end: SessionEnd, on conn: PostgresConnection) async throws -> SessionFact {
@@ -74,7 +70,7 @@ struct FactPublisher: Sendable {
         }
         for service in Self.sessionReceivers {
             try await Outbox.write(
-                try OutboxMessage(target: service, method: "PUT", path: Self.path(user, app, "/sessions"), body: fact),
+                try OutboxMessage(InternalRoutes.sessions, to: service, path: InternalRoutes.sessions.path(user: user, app: app), body: fact),
                 on: conn, logger: logger)
         }
         return fact
@@ -104,7 +100,8 @@ struct FactPublisher: Sendable {
             on: conn, logger: logger)
         for service in Self.consentReceivers[consent] ?? [] {
             try await Outbox.write(
-                try OutboxMessage(target: service, method: "PUT", path: Self.path(user, app, "/consents/\(consent)"), body: fact),
+                try OutboxMessage(
+                    InternalRoutes.consentFact, to: service, path: InternalRoutes.consentFact.path(user: user, consent: consent, app: app), body: fact),
                 on: conn, logger: logger)
         }
         return version

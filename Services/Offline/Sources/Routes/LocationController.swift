@@ -24,7 +24,7 @@ struct LocationController: Sendable {
     func addRoutes(user: RouterGroup<ServiceRequestContext>, internalGroup: RouterGroup<ServiceRequestContext>) {
         user.post("location/update") { request, context in try await update(request, context) }
         user.get("location/nearby-content") { request, context in try await nearby(request, context) }
-        internalGroup.put("users/:id/consents/:consent") { request, context in
+        internalGroup.on(InternalRoutes.consentFact) { request, context in
             // Only auth tells a consent (one owner per fact): `decodeFact` checks the caller.
             let fact = try await request.decodeFact(ConsentFact.self, from: .auth, context: context)
             guard fact.consent == context.parameters.get("consent"), fact.consent == ConsentFact.geolocation else {
@@ -38,7 +38,7 @@ struct LocationController: Sendable {
     /// Auth's geolocation consent for a user it never pushed a change of (a consent never
     /// changed is off; asked once per request, not stored: any later change arrives as a push).
     func askAuthForGeolocationConsent(app: UUID, user: UUID) async throws -> Bool {
-        let url = "\(authURL)/internal/users/\(user.lowercasedString)/consents?app_id=\(app.lowercasedString)"
+        let url = authURL + InternalRoutes.consents.path(user: user, app: app)
         do {
             let r = try await http.send(ServiceKit.HTTPRequest(method: "GET", url: url, headers: credential.headers, timeout: .seconds(2)))
             guard r.isSuccess else { return false }

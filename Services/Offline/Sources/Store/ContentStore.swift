@@ -68,7 +68,7 @@ struct CatalogStore: Sendable {
             let users = Array(holders[start..<min(start + Self.announceChunk, holders.count)])
             try await Outbox.write(
                 OutboxMessage(
-                    target: .auth, path: "/internal/notifications?app_id=\(app.lowercasedString)",
+                    InternalRoutes.notifyUsers, path: InternalRoutes.notifyUsers.path(app: app),
                     body: NotificationRequest(
                         appID: app, key: "content:\(category):\(batch):\(i)", kind: "content_update",
                         data: ["changes": String(changes), "category": name], userIDs: users)),

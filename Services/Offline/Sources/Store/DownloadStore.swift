@@ -200,7 +200,7 @@ struct DownloadStore: Sendable {
             // #46: the user's app hears it live (and an app's servers by webhook), iff this commits.
             try await Outbox.write(
                 try OutboxMessage(
-                    target: .auth, method: "POST", path: "/internal/events",
+                    InternalRoutes.events, path: InternalRoutes.events.path(),
                     body: WebhookEventMessage(
                         type: "download.completed", id: id, appID: app, createdAt: now, version: 1,
                         data: ["user_id": .string(user.lowercasedString), "job_id": .string(id.lowercasedString), "status": .string(status)])),

@@ -356,7 +356,7 @@ struct SyncStore: Sendable {
         // is the game server's version of the entity when it refused the save.
         try await Outbox.write(
             try OutboxMessage(
-                target: .auth, method: "POST", path: "/internal/events",
+                InternalRoutes.events, path: InternalRoutes.events.path(),
                 body: WebhookEventMessage(
                     type: "sync.conflict_opened", appID: app, createdAt: now, version: Int64(serverVersion ?? "") ?? 0,
                     data: [

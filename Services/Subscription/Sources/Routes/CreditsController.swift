@@ -26,7 +26,7 @@ struct CreditsController {
         }
         user.get("credits/transactions") { request, context in try await transactions(request, context) }
         user.post("content/:id/unlock") { request, context in try await unlock(request, context) }
-        internalGroup.post("credits/earn") { request, context in try await earn(request, context) }
+        internalGroup.on(InternalRoutes.earnCredits) { request, context in try await earn(request, context) }
     }
 
     struct Page: Codable {
@@ -143,7 +143,7 @@ struct CreditsController {
             if body.notify == true {
                 try await Outbox.write(
                     OutboxMessage(
-                        target: .auth, path: "/internal/users/\(body.userID.lowercasedString)/notifications?app_id=\(body.appID.lowercasedString)",
+                        InternalRoutes.notifyUser, path: InternalRoutes.notifyUser.path(user: body.userID, app: body.appID),
                         body: NotificationRequest(
                             appID: body.appID, key: "credit:\(tx.id)", kind: "credit_added",
                             data: ["amount": String(body.amount), "balance": String(tx.balanceAfter)])), on: conn, logger: logger)

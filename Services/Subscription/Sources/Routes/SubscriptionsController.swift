@@ -29,7 +29,7 @@ struct SubscriptionsController {
         user.post("subscriptions/restore") { request, context in try await purchase(request, context, restore: true) }
         user.get("subscriptions/me") { _, context in try await me(context) }
         user.post("subscriptions/cancel") { _, context in try await cancel(context) }
-        internalGroup.get("users/:id/entitlement") { request, context in try await entitlement(request, context) }
+        internalGroup.on(InternalRoutes.entitlement) { request, context in try await entitlement(request, context) }
     }
 
     struct PurchaseBody: Codable {

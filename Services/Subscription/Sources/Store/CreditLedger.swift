@@ -90,7 +90,7 @@ public struct CreditLedger: Sendable {
         // row's id as the version (a user's rows are ordered by it).
         try await Outbox.write(
             try OutboxMessage(
-                target: .auth, method: "POST", path: "/internal/events",
+                InternalRoutes.events, path: InternalRoutes.events.path(),
                 body: WebhookEventMessage(
                     type: amount >= 0 ? "credits.earned" : "credits.spent", appID: app, createdAt: now, version: id,
                     data: [

@@ -380,7 +380,7 @@ public struct SubscriptionStore: Sendable {
         if let hook = Self.webhookTypes[type] {
             try await Outbox.write(
                 try OutboxMessage(
-                    target: .auth, method: "POST", path: "/internal/events",
+                    InternalRoutes.events, path: InternalRoutes.events.path(),
                     body: WebhookEventMessage(
                         type: hook, appID: app, createdAt: now, version: id,
                         data: ["user_id": .string(user.lowercasedString), "subscription_id": .string(sub.lowercasedString)])), on: conn, logger: logger)
@@ -427,14 +427,12 @@ public struct SubscriptionStore: Sendable {
             FROM subscriptions WHERE app_id = \(app) AND user_id = \(user) AND status IN ('trial', 'active', 'grace_period')
             """, logger: logger
         ).decode((Bool, Date?).self) { (premium, validUntil) = (p, until) }
-        let userPath = "/internal/users/\(user.lowercasedString)"
-        let query = "?app_id=\(app.lowercasedString)"
         let hold: Duration? = deliveredByWriter ? Self.writerHold : nil
         var rows: [Int64] = []
         rows.append(
             try await Outbox.enqueue(
                 try OutboxMessage(
-                    target: .auth, method: "PUT", path: "\(userPath)/status\(query)",
+                    InternalRoutes.userStatus, path: InternalRoutes.userStatus.path(user: user, app: app),
                     body: UserStatusUpdate(appID: app, status: premium ? .premium : .free, version: version)),
                 on: conn, logger: logger, deliveredByWriter: hold
             ).id)
@@ -442,7 +440,7 @@ public struct SubscriptionStore: Sendable {
         for target in [ServiceName.ads, .offline] {
             rows.append(
                 try await Outbox.enqueue(
-                    try OutboxMessage(target: target, method: "PUT", path: "\(userPath)/entitlement\(query)", body: fact),
+                    try OutboxMessage(InternalRoutes.pushEntitlement, to: target, path: InternalRoutes.pushEntitlement.path(user: user, app: app), body: fact),
                     on: conn, logger: logger, deliveredByWriter: hold
                 ).id)
         }
@@ -461,8 +459,7 @@ public struct SubscriptionStore: Sendable {
     ) async throws {
         try await Outbox.write(
             try OutboxMessage(
-                target: .auth, method: "POST",
-                path: "/internal/users/\(user.lowercasedString)/emails/purchase-confirmation?app_id=\(app.lowercasedString)",
+                InternalRoutes.purchaseConfirmation, path: InternalRoutes.purchaseConfirmation.path(user: user, app: app),
                 body: PurchaseConfirmation(
                     appID: app, subscriptionID: subscription, planType: planType,
                     productID: p.productID, store: p.store, isTrial: p.isTrial, endDate: p.endDate)),

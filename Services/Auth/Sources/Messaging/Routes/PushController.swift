@@ -204,14 +204,14 @@ struct PushController: Sendable {
     }
 
     func addInternalRoutes(to group: RouterGroup<ServiceRequestContext>) {
-        group.post("users/:id/notifications") { request, context in
+        group.on(InternalRoutes.notifyUser) { request, context in
             let (userID, appID) = try request.internalUserAndApp(context)
             let b = try await request.decodeJSON(as: NotificationRequest.self, context: context)
             guard b.appID == appID else { throw AppError.validation("app_id", "the query and the body name different applications") }
             return try await accept(b, users: [userID], context)
         }
         // One message for many players (a content update): one notification, one job.
-        group.post("notifications") { request, context in
+        group.on(InternalRoutes.notifyUsers) { request, context in
             let b = try await request.decodeJSON(as: NotificationRequest.self, context: context)
             guard let users = b.userIDs, (1...PushController.maxBroadcast).contains(users.count) else {
                 throw AppError.validation("user_ids", "user_ids lists 1 to \(PushController.maxBroadcast) users")

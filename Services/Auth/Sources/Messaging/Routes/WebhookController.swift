@@ -129,7 +129,7 @@ struct WebhookController: Sendable {
 
     func addInternalRoutes(to group: RouterGroup<ServiceRequestContext>) {
         // Idempotent on the event's id: the outbox may deliver a row twice.
-        group.post("events") { request, context in
+        group.on(InternalRoutes.events) { request, context in
             let b = try await request.decodeJSON(as: EventBody.self, context: context)
             guard WebhookEventType(rawValue: b.type) != nil else { throw AppError.validation("type", "unknown event type '\(b.type.prefix(60))'") }
             guard b.version >= 0 else { throw AppError.validation("version", "version must be 0 or more") }
