@@ -12,14 +12,14 @@ import WireTypes
 /// It lives in ServiceKit, not WireTypes, because it names `ServiceName` and registers on a
 /// Hummingbird router; the bodies it names are WireTypes'.
 public struct InternalRoute<Body: Sendable, Answer: Sendable>: Sendable {
-    public let method: HTTPRequest.Method
+    public let method: HTTPTypes.HTTPRequest.Method
     /// Under `/internal/`, with `{id}` (a user) and `{consent}` the only parameters.
     public let template: String
     public let callees: [ServiceName]
     public let callers: [ServiceName]
     public let purpose: String
 
-    init(_ method: HTTPRequest.Method, _ template: String, callees: [ServiceName], callers: [ServiceName], _ purpose: String) {
+    init(_ method: HTTPTypes.HTTPRequest.Method, _ template: String, callees: [ServiceName], callers: [ServiceName], _ purpose: String) {
         self.method = method
         self.template = template
         self.callees = callees
@@ -127,7 +127,7 @@ public enum InternalRoutes {
     public static let export = InternalRoute<NoBody, UserDataExport>(
         .get, "users/{id}/export", callees: all4, callers: [.auth], "The user's data this service holds (GDPR export)")
     public static let erase = InternalRoute<NoBody, UserDataDeletion>(
-        .delete, "users/{id}", callees: others, callers: [.auth], "Erase the user's data this service holds (GDPR erasure)")
+        .delete, "users/{id}", callees: all4, callers: [.auth], "Erase the user's data this service holds (GDPR erasure)")
     public static let timeline = InternalRoute<NoBody, TimelineAnswer>(
         .get, "users/{id}/timeline", callees: all4, callers: [.auth], "The user's events this service holds (support's timeline)")
 

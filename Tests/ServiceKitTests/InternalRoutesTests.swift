@@ -21,7 +21,7 @@ final class InternalRoutesTests: XCTestCase {
             (InternalRoutes.timeline.path(user: user, app: app, query: [("limit", "50")]), "/internal/users/\(u)/timeline?app_id=\(a)&limit=50")
         ]
         for (built, expected) in cases { XCTAssertEqual(built, expected) }
-        XCTAssertEqual(InternalRoutes.consentFact.routerPath.description, "users/:id/consents/:consent")
+        XCTAssertEqual(InternalRoutes.consentFact.routerPath.description, "/users/{id}/consents/{consent}")
         XCTAssertEqual(InternalRoutes.erase.method, .delete)
         XCTAssertEqual(InternalRoutes.earnCredits.callee, .subscription)
     }
