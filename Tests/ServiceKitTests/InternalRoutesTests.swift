@@ -45,6 +45,7 @@ final class InternalRoutesTests: XCTestCase {
         let start = try XCTUnwrap(text.range(of: open), "DESIGN.md has no internal-routes marker")
         let end = try XCTUnwrap(text.range(of: close, range: start.upperBound..<text.endIndex))
         let shown = String(text[start.upperBound..<end.lowerBound])
-        XCTAssertEqual(shown, InternalRoutes.markdown, "docs/DESIGN.md's table differs from the declarations; put this between its markers:\n\(InternalRoutes.markdown)")
+        XCTAssertEqual(
+            shown, InternalRoutes.markdown, "docs/DESIGN.md's table differs from the declarations; put this between its markers:\n\(InternalRoutes.markdown)")
     }
 }
