@@ -16,16 +16,9 @@ struct CatalogAdminController: Sendable {
         // The console's Catalogue (#47): every category by id, paged by `after` (the last id).
         admin.get("admin/categories") { request, context in
             let app = try context.requireApp()
-            let query = request.uri.queryParameters
-            let limit =
-                try query.get("limit").map { raw -> Int in
-                    guard let n = Int(raw), (1...100).contains(n) else { throw AppError.validation("limit", "limit is 1 to 100") }
-                    return n
-                } ?? 50
-            let after = try query.get("after").map { raw -> String in
-                guard ContentController.validID(raw) else { throw AppError.validation("after", "after is the next_after of a previous page") }
-                return raw
-            }
+            let query = PageQuery(request)
+            let limit = try query.limit(max: 100)
+            let after = try query.cursor("after") { ContentController.validID($0) ? $0 : nil }
             struct Page: Encodable {
                 var categories: [CatalogStore.ListedCategory]
                 var nextAfter: String?

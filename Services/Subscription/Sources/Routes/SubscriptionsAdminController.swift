@@ -24,18 +24,9 @@ struct SubscriptionsAdminController {
         }
         admin.get("admin/store-events") { request, context in
             let app = try context.requireApp()
-            let query = request.uri.queryParameters
-            let limit =
-                try query.get("limit").map { raw -> Int in
-                    guard let n = Int(raw), (1...100).contains(n) else { throw AppError.validation("limit", "limit is 1 to 100") }
-                    return n
-                } ?? 50
-            let before = try query.get("before").map { raw -> StoreEventStore.Cursor in
-                guard let cursor = StoreEventStore.Cursor(raw) else {
-                    throw AppError.validation("before", "before is the next_before of a previous page")
-                }
-                return cursor
-            }
+            let query = PageQuery(request)
+            let limit = try query.limit(max: 100)
+            let before = try query.cursor("before", StoreEventStore.Cursor.init)
             let page = try await db.withConnection { try await events.recent(app: app, before: before, limit: limit, on: $0) }
             let next = page.count == limit ? page.last.map { StoreEventStore.Cursor(receivedAt: $0.receivedAt, id: $0.id).description } : nil
             return try context.json(Events(events: page, nextBefore: next))

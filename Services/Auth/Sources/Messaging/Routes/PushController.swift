@@ -69,16 +69,8 @@ struct PushController: Sendable {
         // The recent sends, newest first, paged by `before` (the last id of the previous page).
         admin.get("admin/push/sends") { request, context in
             let app = try context.requireApp()
-            let query = request.uri.queryParameters
-            let limit =
-                try query.get("limit").map { raw -> Int in
-                    guard let n = Int(raw), (1...100).contains(n) else { throw AppError.validation("limit", "limit is 1 to 100") }
-                    return n
-                } ?? 50
-            let before = try query.get("before").map { raw -> Int64 in
-                guard let id = Int64(raw), id > 0 else { throw AppError.validation("before", "before is the next_before of a previous page") }
-                return id
-            }
+            let page = PageQuery(request)
+            let (limit, before) = (try page.limit(max: 100), try page.id("before"))
             let sends = try await store.db.withConnection { try await store.recentSends(app: app, before: before, limit: limit, on: $0) }
             return try context.json(RecentSends(sends: sends, nextBefore: sends.count == limit ? sends.last.map { String($0.id) } : nil))
         }

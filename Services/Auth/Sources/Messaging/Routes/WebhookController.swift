@@ -81,10 +81,7 @@ struct WebhookController: Sendable {
             let raw = request.uri.queryParameters.get("limit") ?? "50"
             guard let limit = Int(raw), (1...500).contains(limit) else { throw AppError.validation("limit", "limit must be 1 to 500") }
             // Paged by `before`, the last id of the previous page (#47: every long list pages).
-            let before = try request.uri.queryParameters.get("before").map { raw -> Int64 in
-                guard let id = Int64(raw), id > 0 else { throw AppError.validation("before", "before is the next_before of a previous page") }
-                return id
-            }
+            let before = try PageQuery(request).id("before")
             guard let rows = try await store.deliveries(app: app, endpoint: try endpointID(context), before: before, limit: limit) else {
                 throw AppError.notFound("Webhook endpoint")
             }
