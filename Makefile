@@ -1,6 +1,6 @@
 # The two commands: `make run` (the whole stack, locally) and `make test` (the same set-up,
 # then every test). Everything else is a helper.
-.PHONY: run test stop logs bench build db backup drill lint format
+.PHONY: run test stop logs trace bench build db backup drill lint format
 
 run:
 	bash deploy/local/stack.sh run
@@ -13,6 +13,11 @@ stop:
 
 logs:
 	bash deploy/local/stack.sh logs
+
+# #49 one request's story across the services, the outboxes and the jobs, as a waterfall:
+# ID is the X-Request-ID of an answer (or a log line's trace_id).
+trace:
+	python3 deploy/local/trace.py "$(ID)"
 
 db:
 	bash deploy/local/stack.sh db

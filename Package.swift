@@ -17,7 +17,12 @@ let serviceKitDeps: [Target.Dependency] = [
     .product(name: "Prometheus", package: "swift-prometheus"),
     .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
     .product(name: "ArgumentParser", package: "swift-argument-parser"),
-    .product(name: "NIOPosix", package: "swift-nio")
+    .product(name: "NIOPosix", package: "swift-nio"),
+    // #49 traces: spans (swift-distributed-tracing) exported over OTLP/HTTP (swift-otel).
+    .product(name: "Tracing", package: "swift-distributed-tracing"),
+    .product(name: "Instrumentation", package: "swift-distributed-tracing"),
+    .product(name: "ServiceContextModule", package: "swift-service-context"),
+    .product(name: "OTel", package: "swift-otel")
 ]
 
 /// The service binaries are linked by lld with packed relative relocations (DT_RELR, glibc 2.36):
@@ -56,7 +61,10 @@ let services: [ServiceSpec] = [
             .product(name: "NIOHTTPTypes", package: "swift-nio-extras"),
             .product(name: "NIOHTTPTypesHTTP1", package: "swift-nio-extras"),
             .product(name: "HummingbirdCore", package: "hummingbird"),
-            .product(name: "NIOSSL", package: "swift-nio-ssl")
+            .product(name: "NIOSSL", package: "swift-nio-ssl"),
+            // #49: the APNs call's span (AsyncHTTPClient's own would record the device token).
+            .product(name: "Tracing", package: "swift-distributed-tracing"),
+            .product(name: "ServiceContextModule", package: "swift-service-context")
         ], resources: [.copy("Resources/zxcvbn"), .copy("OpenAPI")]),
     .init(
         name: "Subscription", executable: "subscription-service",
@@ -159,7 +167,11 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-openapi-urlsession.git", from: "1.4.0"),
         .package(url: "https://github.com/swift-server/swift-openapi-async-http-client.git", from: "1.5.0"),
         // The live stream's WebSocket client in the stack tests (#46).
-        .package(url: "https://github.com/hummingbird-project/swift-websocket.git", from: "1.6.2")
+        .package(url: "https://github.com/hummingbird-project/swift-websocket.git", from: "1.6.2"),
+        // #49: OTLP over HTTP with protobuf only; the gRPC exporter (and its HTTP/2 stack) is left out.
+        .package(url: "https://github.com/swift-otel/swift-otel.git", from: "1.6.0", traits: ["OTLPHTTP"]),
+        .package(url: "https://github.com/apple/swift-distributed-tracing.git", from: "1.7.3"),
+        .package(url: "https://github.com/apple/swift-service-context.git", from: "1.5.1")
     ],
     targets: [
         .systemLibrary(

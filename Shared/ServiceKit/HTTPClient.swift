@@ -1,5 +1,8 @@
 import CCurl
 import Foundation
+import Instrumentation
+import ServiceContextModule
+import Tracing
 import Logging
 import Synchronization
 
@@ -188,6 +191,41 @@ public final class CurlHTTPClient: Sendable {
         if let id = RequestTrace.requestID, !request.headers.contains(where: { $0.0.lowercased() == "x-request-id" }) {
             request.headers.append(("X-Request-ID", id))
         }
+        guard ServiceContext.current != nil else { return try await measured(request) }
+        // #49: inside a trace, a client span (HTTP client conventions: the method, the server,
+        // the status; never the path or query, which carry ids and tokens), and the receiver
+        // continues the trace from `traceparent`.
+        let span = startSpan(request.method, ofKind: .client)
+        let server = Self.server(of: request.url)
+        span.attributes["http.request.method"] = request.method
+        span.attributes["server.address"] = server.host
+        span.attributes["server.port"] = server.port
+        span.attributes["url.scheme"] = server.scheme
+        defer { span.end() }
+        var fields: [String: String] = [:]
+        InstrumentationSystem.instrument.inject(span.context, into: &fields, using: DictionaryCarrier())
+        request.headers.removeAll { ["traceparent", "tracestate"].contains($0.0.lowercased()) }
+        request.headers += fields.sorted { $0.key < $1.key }.map { ($0.key, $0.value) }
+        do {
+            let response = try await measured(request)
+            span.attributes["http.response.status_code"] = response.status
+            if response.status >= 500 { span.setStatus(SpanStatus(code: .error)) }
+            return response
+        } catch {
+            span.attributes["error.type"] = String(describing: type(of: error))
+            span.setStatus(SpanStatus(code: .error))
+            throw error
+        }
+    }
+
+    /// Scheme, host and port of a URL, without its path, query or credentials.
+    public static func server(of url: String) -> (scheme: String?, host: String?, port: Int?) {
+        guard let components = URLComponents(string: url) else { return (nil, nil, nil) }
+        let port = components.port ?? (components.scheme == "https" ? 443 : components.scheme == "http" ? 80 : nil)
+        return (components.scheme, components.host, port)
+    }
+
+    private func measured(_ request: HTTPRequest) async throws -> HTTPResponseData {
         guard let metrics else { return try await submit(.http(request)) }
         let start = ContinuousClock.now
         do {

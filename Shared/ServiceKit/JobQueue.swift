@@ -1,6 +1,8 @@
 import Foundation
 import Logging
 import PostgresNIO
+import ServiceContextModule
+import Tracing
 import ServiceLifecycle
 import Synchronization
 
@@ -15,6 +17,8 @@ public struct Job: Sendable {
     public var maxAttempts: Int
     /// The request that queued the job (its log lines and outbound calls carry it).
     public var requestID: String? = nil
+    /// #49: the span of the transaction that queued it; the run links to it.
+    public var traceparent: String? = nil
 
     public func decode<T: Decodable>(_ type: T.Type = T.self) throws -> T {
         try JSON.decoder.decode(T.self, from: payload)
@@ -63,10 +67,10 @@ public struct JobQueue: Sendable {
         let json = String(decoding: try JSON.encoder.encode(payload), as: UTF8.self)
         let rows = try await connection.run(
             """
-            INSERT INTO jobs (queue, kind, payload, run_at, max_attempts, unique_key, request_id)
+            INSERT INTO jobs (queue, kind, payload, run_at, max_attempts, unique_key, request_id, traceparent)
             VALUES (\(queue), \(kind), \(json)::jsonb,
                     COALESCE(\(runAt), clock_timestamp() + make_interval(secs => COALESCE(\(runAfter), 0))), \(maxAttempts), \(uniqueKey),
-                    \(RequestTrace.requestID))
+                    \(RequestTrace.requestID), \(Telemetry.currentTraceparent()))
             ON CONFLICT (unique_key) DO NOTHING
             RETURNING id
             """, logger: logger)
@@ -94,8 +98,11 @@ public struct JobQueue: Sendable {
         let leaseUntil = now.addingTimeInterval(Double(lease.components.seconds))
         let rows = try await client.query(Self.claimQuery(queue: queue, now: now, leaseUntil: leaseUntil, limit: limit), logger: logger)
         var jobs: [Job] = []
-        for try await (id, kind, payload, attempts, max, requestID) in rows.decode((Int64, String, String, Int, Int, String?).self) {
-            jobs.append(Job(id: id, queue: queue, kind: kind, payload: Data(payload.utf8), attempt: attempts, maxAttempts: max, requestID: requestID))
+        for try await (id, kind, payload, attempts, max, requestID, traceparent) in rows.decode((Int64, String, String, Int, Int, String?, String?).self) {
+            jobs.append(
+                Job(
+                    id: id, queue: queue, kind: kind, payload: Data(payload.utf8), attempt: attempts, maxAttempts: max, requestID: requestID,
+                    traceparent: traceparent))
         }
         return jobs
     }
@@ -112,7 +119,7 @@ public struct JobQueue: Sendable {
             ORDER BY run_at
             LIMIT \(limit)
             FOR UPDATE SKIP LOCKED)
-        RETURNING id, kind, payload::text, attempts, max_attempts, request_id
+        RETURNING id, kind, payload::text, attempts, max_attempts, request_id, traceparent
         """
     }
 
@@ -244,8 +251,19 @@ public struct JobWorker: Service {
         return jobs.count
     }
 
+    /// #49: a run is a span linked to the transaction that queued the job (a new trace: it may
+    /// run minutes later, on another replica).
     private func process(_ job: Job) async {
-        await RequestTrace.$requestID.withValue(job.requestID) { await run(job) }
+        await RequestTrace.$requestID.withValue(job.requestID) {
+            guard let origin = Telemetry.context(traceparent: job.traceparent) else { return await run(job) }
+            let span = startSpan("job \(job.kind)", context: .topLevel, ofKind: .consumer)
+            span.addLink(SpanLink(context: origin, attributes: [:]))
+            span.attributes["job.queue"] = job.queue
+            span.attributes["job.id"] = "\(job.id)"
+            span.attributes["job.attempt"] = job.attempt
+            defer { span.end() }
+            await ServiceContext.$current.withValue(span.context) { await run(job) }
+        }
     }
 
     private enum Ending: Sendable { case finished, failed(String), leaseLost }

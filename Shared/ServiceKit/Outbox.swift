@@ -2,6 +2,8 @@ import WireTypes
 import Foundation
 import Logging
 import PostgresNIO
+import ServiceContextModule
+import Tracing
 import ServiceLifecycle
 
 /// A side effect on another service, written in the same transaction as the change that
@@ -50,9 +52,9 @@ public enum Outbox {
         let holdMilliseconds = hold.map { Int($0.nanoseconds / 1_000_000) } ?? 0
         let rows = try await connection.run(
             """
-            INSERT INTO outbox (target_service, method, path, body, request_id, next_attempt_at)
+            INSERT INTO outbox (target_service, method, path, body, request_id, traceparent, next_attempt_at)
             VALUES (\(message.target.rawValue), \(message.method), \(message.path), \(body)::jsonb, \(RequestTrace.requestID),
-                    now() + \(holdMilliseconds) * interval '1 millisecond')
+                    \(Telemetry.currentTraceparent()), now() + \(holdMilliseconds) * interval '1 millisecond')
             RETURNING id, idempotency_key
             """, logger: logger)
         for try await (id, key) in rows.decode((Int64, UUID).self) { return (id, key) }
@@ -126,9 +128,12 @@ public struct OutboxWorker: Service {
     private struct Row {
         var id: Int64; var key: UUID; var target: String; var method: String; var path: String; var body: String?; var attempts: Int; var max: Int
         var requestID: String?
-        typealias Columns = (Int64, UUID, String, String, String, String?, Int, Int, String?)
+        /// #49: the span of the transaction that wrote the row; its delivery links to it.
+        var traceparent: String?
+        typealias Columns = (Int64, UUID, String, String, String, String?, Int, Int, String?, String?)
         init(_ r: Columns) {
             id = r.0; key = r.1; target = r.2; method = r.3; path = r.4; body = r.5; attempts = r.6; max = r.7; requestID = r.8
+            traceparent = r.9
         }
     }
 
@@ -141,7 +146,7 @@ public struct OutboxWorker: Service {
         WHERE id IN (
             SELECT id FROM outbox WHERE status = 'pending' AND next_attempt_at <= now()
             ORDER BY id LIMIT \(batchSize) FOR UPDATE SKIP LOCKED)
-        RETURNING id, idempotency_key, target_service, method, path, body::text, attempts, max_attempts, request_id
+        RETURNING id, idempotency_key, target_service, method, path, body::text, attempts, max_attempts, request_id, traceparent
         """
     }
 
@@ -169,7 +174,7 @@ public struct OutboxWorker: Service {
                 """
                 UPDATE outbox SET attempts = attempts + 1, next_attempt_at = now() + interval '15 seconds'
                 WHERE id = \(id) AND status = 'pending' AND (attempts = 0 OR next_attempt_at <= now())
-                RETURNING id, idempotency_key, target_service, method, path, body::text, attempts, max_attempts, request_id
+                RETURNING id, idempotency_key, target_service, method, path, body::text, attempts, max_attempts, request_id, traceparent
                 """, logger: logger)
             for try await r in rows.decode(Row.Columns.self) { return await deliver(Row(r), timeout: timeout) }
         } catch {
@@ -188,7 +193,7 @@ public struct OutboxWorker: Service {
             var found: Row?
             for try await r in try await client.query(
                 """
-                SELECT id, idempotency_key, target_service, method, path, body::text, attempts, max_attempts, request_id
+                SELECT id, idempotency_key, target_service, method, path, body::text, attempts, max_attempts, request_id, traceparent
                 FROM outbox WHERE id = \(id) AND status <> 'dead'
                 """, logger: logger
             ).decode(Row.Columns.self) { found = Row(r) }
@@ -215,8 +220,28 @@ public struct OutboxWorker: Service {
         return HTTPRequest(method: row.method, url: base + row.path, headers: headers, body: row.body.map { Data($0.utf8) }, timeout: timeout)
     }
 
+    /// #49: a delivery is a span linked to the transaction that wrote the row (a child of it too
+    /// when the writer delivers at once, in its own request), so that a message delivered
+    /// minutes later is still part of the request's story.
     @discardableResult
     private func deliver(_ row: Row, timeout: Duration = .seconds(10)) async -> HTTPResponseData? {
+        let origin = Telemetry.context(traceparent: row.traceparent)
+        guard ServiceContext.current != nil || origin != nil else { return await attempt(row, timeout: timeout) }
+        let span = startSpan("outbox deliver", ofKind: .producer)
+        if let origin { span.addLink(SpanLink(context: origin, attributes: [:])) }
+        span.attributes["messaging.system"] = "outbox"
+        span.attributes["messaging.destination.name"] = row.target
+        span.attributes["messaging.message.id"] = "\(row.id)"
+        span.attributes["outbox.attempt"] = row.attempts
+        defer { span.end() }
+        return await ServiceContext.$current.withValue(span.context) {
+            let answer = await attempt(row, timeout: timeout)
+            if answer == nil { span.setStatus(SpanStatus(code: .error)) }
+            return answer
+        }
+    }
+
+    private func attempt(_ row: Row, timeout: Duration) async -> HTTPResponseData? {
         guard let request = request(for: row, timeout: timeout) else {
             await record(row, outcome: .dead("unknown target service \(row.target)"))
             return nil

@@ -48,12 +48,18 @@ public struct ServiceRuntime: Sendable {
     public let changes: ChangeFeed
     /// Rung when any replica commits an outbox row: the outbox worker delivers it at once.
     public let outboxWakeup: Wakeup
+    /// #49: the span exporter, when `serve` bootstrapped tracing (`Telemetry`); nil in tests and
+    /// whenever no OTLP endpoint is configured. Its presence adds the tracing middleware.
+    public var telemetry: (any Service)? = nil
 
     public init(config: ServiceConfig, migrations: [Migration], clock: any WallClock = SystemClock(), logger: Logger? = nil) {
         var logger =
             logger
             ?? Logger(label: "\(config.service.rawValue)-service") { _ in
-                ServiceLogHandler(service: config.service.rawValue, format: config.logFormat)
+                var handler = ServiceLogHandler(service: config.service.rawValue, format: config.logFormat)
+                // #49: a line written inside a span names its trace and span.
+                if Telemetry.isRequested(config.environment) { handler.metadataProvider = Telemetry.logMetadata }
+                return handler
             }
         logger.logLevel = Logger.Level(rawValue: config.logLevel) ?? .info
         self.config = config
@@ -154,7 +160,10 @@ public func buildServiceApplication(
 ) rethrows -> ServiceApplication {
     let config = runtime.config
     let router = Router(context: ServiceRequestContext.self)
-    // Outermost the request id (on every answer, errors included), then the metrics (which
+    // #49: outermost the request's span, so that every line it logs (the access line too)
+    // carries its trace id.
+    if runtime.telemetry != nil { router.add(middleware: TracingMiddleware()) }
+    // Then the request id (on every answer, errors included), then the metrics (which
     // see every answer, errors rendered), then the error envelope.
     router.add(middleware: RequestIDMiddleware(trustedProxies: config.trustedProxies, accessLevel: config.accessLogLevel))
     router.add(middleware: MetricsMiddleware(registry: runtime.metrics))
@@ -219,8 +228,10 @@ public func buildServiceApplication(
     try configure(ServiceRoutes(router: router, open: open, tenant: tenant, user: user, userLogging: userLogging, internal: internalGroup, admin: admin))
 
     let watcher = runtime.sessionWatcher
+    // The exporter first: a group stops its services last to first, so the spans of the last
+    // requests are still sent.
     var services: [any Service] =
-        [
+        (runtime.telemetry.map { [$0] } ?? []) + [
             runtime.db, runtime.changes, AfterMigrations(runtime.readiness, watcher),
             MemoryTrimmer(interval: .seconds(config.environment.int("MALLOC_TRIM_SECONDS", default: 10)))
         ] + everyReplica.map { AfterMigrations(runtime.readiness, $0) }

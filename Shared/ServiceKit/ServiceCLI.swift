@@ -28,13 +28,18 @@ public struct ServeCommand<S: ServiceDefinition>: AsyncParsableCommand {
     public init() {}
     public func run() async throws {
         limitMallocArenas()
-        let runtime = try S.makeRuntime()
+        var runtime = try S.makeRuntime()
         // Outside the local stack a built-in secret is a door anyone can open: refuse to start.
         let unsafe = runtime.config.unsafeSecrets()
         guard unsafe.isEmpty else {
             throw ConfigurationError(
                 "refusing to start with a default or empty secret outside ENVIRONMENT=local: set "
                     + unsafe.joined(separator: ", "))
+        }
+        // #49: once per process, before anything makes a span (AsyncHTTPClient's shared client
+        // reads the tracer when it is first used).
+        if Telemetry.isRequested(runtime.config.environment) {
+            runtime.telemetry = try Telemetry.bootstrap(service: S.service, logger: runtime.logger)
         }
         let app = try await S.buildApplication(runtime: runtime)
         try await app.runService()

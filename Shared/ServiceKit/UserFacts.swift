@@ -58,7 +58,7 @@ extension PlatformMigrations {
     /// Migrations a service's `Migrations/` folder includes by name.
     static let included: [String: String] = [
         "user_facts": userFacts, "idempotency_fingerprint": idempotencyFingerprint,
-        "request_trace": requestTrace, "change_feed": changeFeed,
+        "request_trace": requestTrace, "trace_context": traceContext, "change_feed": changeFeed,
         "entitlements": entitlements, "outbox_wake": Outbox.wakeMigration,
         "backlog_indexes": backlogIndexes,
         "operator_audit": OperatorAuditStore.migration, "retention_indexes": retentionIndexes
@@ -112,6 +112,13 @@ extension PlatformMigrations {
     static let requestTrace = """
         ALTER TABLE outbox ADD COLUMN request_id text;
         ALTER TABLE jobs ADD COLUMN request_id text;
+        """
+
+    /// #49: the W3C `traceparent` of the transaction that wrote an outbox row or a job, so that
+    /// the later delivery or run is a span linked to it.
+    static let traceContext = """
+        ALTER TABLE outbox ADD COLUMN traceparent text;
+        ALTER TABLE jobs ADD COLUMN traceparent text;
         """
 }
 

@@ -56,6 +56,14 @@ STANDIN_PID=$!
 until curl -fsS -o /dev/null "http://127.0.0.1:$STANDIN_PORT/_standin/stats" 2>/dev/null; do sleep 0.05; done
 export APNS_URL=https://localhost:$APNS_PORT APNS_CA_BUNDLE=$PUSHD/ca.pem
 
+# BENCH_TRACING_RATIO=R: every service traced at ratio R, its spans dropped by a local receiver.
+if [ -n "${BENCH_TRACING_RATIO:-}" ]; then
+  OTLP_PORT=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+  python3 deploy/local/otlp_receiver.py "$OTLP_PORT" --discard >/dev/null 2>&1 &
+  export OTEL_EXPORTER_OTLP_ENDPOINT=http://127.0.0.1:$OTLP_PORT OTEL_TRACES_SAMPLER=parentbased_traceidratio OTEL_TRACES_SAMPLER_ARG=$BENCH_TRACING_RATIO
+else
+  unset OTEL_EXPORTER_OTLP_ENDPOINT
+fi
 # Started again before each growth phase, so that both begin with empty caches.
 start_services() {
   local t0
@@ -289,6 +297,51 @@ GET /credits/balance (32 conns, ${USERS} users)  ${BALANCE_RPS} req/s   p99 $(p9
   through the gateway                    $(rps "$BENCH/balance-gateway.txt") req/s   p99 $(p99 "$BENCH/balance-gateway.txt")   = $(awk -v a="$(rps "$BENCH/balance-gateway.txt")" -v b="$PGBENCH_TPS" 'BEGIN {printf "%.2f", a / b}') x pgbench   = $(awk -v a="$(rps "$BENCH/balance-gateway.txt")" -v b="$(rps "$BENCH/balance.txt")" 'BEGIN {printf "%.2f", a / b}') x direct (target >= 0.8)   non-2xx: $(non2xx "$BENCH/balance-gateway.txt")   nginx $(us_per "$BENCH/balance-gateway.txt") us CPU per request
 ROWS
 }
+# #49 the cost of tracing: subscription restarted with tracing off, then sampling 1 % and every
+# request (spans exported over OTLP/HTTP to a local receiver that drops them), and the
+# /subscriptions/me and check-access runs each time, after the same warm-up. BENCH_ONLY=tracing
+# runs it alone. (BENCH_TRACING_RATIO=R runs every row of the bench traced at ratio R.)
+tracing_row() {
+  log "tracing (#49): /subscriptions/me and check-access with tracing off, at 0.01 and at 1.0"
+  local port mode; port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+  python3 deploy/local/otlp_receiver.py "$port" --discard >/dev/null 2>&1 &
+  local receiver=$!
+  for mode in off 0.01 1.0; do
+    kill $SUB_PID 2>/dev/null; wait $SUB_PID 2>/dev/null || true
+    if [ "$mode" = off ]; then
+      env -u OTEL_EXPORTER_OTLP_ENDPOINT "$BIN/subscription-service" serve >>"$BENCH/subscription.log" 2>&1 &
+    else
+      OTEL_EXPORTER_OTLP_ENDPOINT=http://127.0.0.1:$port OTEL_TRACES_SAMPLER=parentbased_traceidratio OTEL_TRACES_SAMPLER_ARG=$mode \
+        "$BIN/subscription-service" serve >>"$BENCH/subscription.log" 2>&1 &
+    fi
+    SUB_PID=$!
+    until curl -fsS -o /dev/null http://127.0.0.1:3002/ready 2>/dev/null; do sleep 0.01; done
+    wrk -t2 -c32 -d5s -s deploy/bench/random_user.lua http://127.0.0.1:3002 -- "$APP_ID" "$API_KEY" \
+      /subscription/v1/subscriptions/me "$BENCH/users.txt" each >/dev/null
+    wrk_cpu "$SUB_PID" "$BENCH/tracing-me-$mode.txt" -t2 -c32 -d"${DURATION}s" --latency -s deploy/bench/random_user.lua http://127.0.0.1:3002 -- \
+      "$APP_ID" "$API_KEY" /subscription/v1/subscriptions/me "$BENCH/users.txt"
+    wrk -t2 -c32 -d5s -s deploy/bench/random_user.lua http://127.0.0.1:3002 -- "$APP_ID" "$API_KEY" \
+      /subscription/v1/content/bench-free/check-access "$BENCH/users.txt" each POST devices >/dev/null
+    wrk_cpu "$SUB_PID" "$BENCH/tracing-access-$mode.txt" -t2 -c32 -d"${DURATION}s" --latency -s deploy/bench/random_user.lua http://127.0.0.1:3002 -- \
+      "$APP_ID" "$API_KEY" /subscription/v1/content/bench-free/check-access "$BENCH/users.txt" random POST devices
+  done
+  kill $SUB_PID 2>/dev/null; wait $SUB_PID 2>/dev/null || true
+  "$BIN/subscription-service" serve >>"$BENCH/subscription.log" 2>&1 &
+  SUB_PID=$!
+  until curl -fsS -o /dev/null http://127.0.0.1:3002/ready 2>/dev/null; do sleep 0.01; done
+  kill $receiver 2>/dev/null || true
+  # The cost: the fall in rate from the untraced run, and the CPU per request beside it.
+  cost() { awk -v a="$(rps "$BENCH/tracing-$1-off.txt")" -v b="$(rps "$BENCH/tracing-$1-$2.txt")" 'BEGIN {printf "%.1f", (a - b) / a * 100}'; }
+  TRACING="me $(cost me 0.01) % / $(cost me 1.0) %   check-access $(cost access 0.01) % / $(cost access 1.0) %   (me $(rps "$BENCH/tracing-me-off.txt") / $(rps "$BENCH/tracing-me-0.01.txt") / $(rps "$BENCH/tracing-me-1.0.txt") req/s at $(us_per "$BENCH/tracing-me-off.txt") / $(us_per "$BENCH/tracing-me-0.01.txt") / $(us_per "$BENCH/tracing-me-1.0.txt") us CPU; check-access $(rps "$BENCH/tracing-access-off.txt") / $(rps "$BENCH/tracing-access-0.01.txt") / $(rps "$BENCH/tracing-access-1.0.txt") req/s at $(us_per "$BENCH/tracing-access-off.txt") / $(us_per "$BENCH/tracing-access-0.01.txt") / $(us_per "$BENCH/tracing-access-1.0.txt") us)"
+}
+TRACING_LABEL="tracing cost (ratio 0.01 / 1.0)"
+TRACING_TARGET="(target: <= 5 % at 0.01, <= 20 % at 1.0)"
+if [ "${BENCH_ONLY:-}" = tracing ]; then
+  # The devices met first, as the access rows do.
+  wrk -t2 -c32 -d40s -s deploy/bench/random_user.lua http://127.0.0.1:3002 -- "$APP_ID" "$API_KEY" \
+    /subscription/v1/content/bench-free/check-access "$BENCH/users.txt" each POST devices $((USERS * 5 / 2)) >/dev/null
+  tracing_row; echo "$TRACING_LABEL  $TRACING   $TRACING_TARGET"; exit 0
+fi
 [ -n "${ACCESS_ONLY:-}" ] && { access_rows; exit 0; }
 log "push fan-out: one content update to ${USERS} users (one iOS device each) through the APNs stand-in"
 psql_admin -d app_backend_bench -c "
@@ -387,6 +440,7 @@ wait $FLOOD
 sleep "$(( ${MALLOC_TRIM_SECONDS:-10} + 1 ))"
 RSS=$(rss_mb $AUTH_PID); SUB_RSS=$(rss_mb $SUB_PID); ADS_RSS=$(rss_mb $ADS_PID); OFF_RSS=$(rss_mb $OFF_PID)
 AUTH_PEAK=$(peak_mb $AUTH_PID); SUB_PEAK=$(peak_mb $SUB_PID); ADS_PEAK=$(peak_mb $ADS_PID); OFF_PEAK=$(peak_mb $OFF_PID)
+tracing_row
 live_row
 console_row
 # Each service must have run its requests on the event loops (EventLoopGlobalExecutor): a binary
@@ -418,6 +472,7 @@ POST /auth/refresh (rotation)           ${REFRESH_RPS} req/s   p99 $(p99 "$BENCH
 bcrypt-12 verify                        ${BCRYPT_MS} ms  ->  limit = ${CORES} cores / that = ${BCRYPT_LIMIT} logins/s
 POST /auth/login (email, 8 conns)       ${LOGIN_RPS} req/s  = $(awk -v a="$LOGIN_RPS" -v b="$BCRYPT_LIMIT" 'BEGIN {printf "%.2f", a / b}') x bcrypt limit (target >= 0.9)   auth $(us_per "$BENCH/login.txt") us CPU per login   non-2xx: $(non2xx "$BENCH/login.txt")
 GET /auth/v1/health during the flood    $(cat "$BENCH/health-flood.txt")   (one probe every 20 ms; target p99 < 20 ms)
+${TRACING_LABEL}  ${TRACING}   ${TRACING_TARGET}
 GET /subscriptions/me (32 conns, ${USERS} users)  ${ME_RPS} req/s   p99 $(p99 "$BENCH/me.txt")   = $(awk -v a="$ME_RPS" -v b="$PGBENCH_TPS" 'BEGIN {printf "%.2f", a / b}') x pgbench (target >= 0.5, p99 <= 10 ms)   non-2xx: $(non2xx "$BENCH/me.txt")   subscription $(us_per "$BENCH/me.txt") us CPU per request
   first meeting of each user             $(rps "$BENCH/me-cold.txt") req/s   p99 $(p99 "$BENCH/me-cold.txt")
   through the gateway                    $(rps "$BENCH/me-gateway.txt") req/s   p99 $(p99 "$BENCH/me-gateway.txt")   = $(awk -v a="$(rps "$BENCH/me-gateway.txt")" -v b="$PGBENCH_TPS" 'BEGIN {printf "%.2f", a / b}') x pgbench   = $(awk -v a="$(rps "$BENCH/me-gateway.txt")" -v b="$(rps "$BENCH/me.txt")" 'BEGIN {printf "%.2f", a / b}') x direct (target >= 0.8)   non-2xx: $(non2xx "$BENCH/me-gateway.txt")   nginx $(us_per "$BENCH/me-gateway.txt") us CPU per request

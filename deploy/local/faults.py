@@ -12,6 +12,11 @@
 5. A live stream held by a second auth replica hears a change committed through the first; the
    replica gets SIGTERM: the stream hears stream.closing and ends, the replica exits, and the
    client resumes on the other replica with its cursor, missing nothing and hearing nothing twice (#46).
+6. One of the rewards of check 1, whose immediate delivery failed and which landed later, is one
+   story in the traces (#49): the client's trace, the ads transaction, the outbox delivery to
+   subscription, its ledger write, its outbox to auth, auth's push job and the APNs call, each
+   span with its parent or its link, and no span holding a token, an id or an e-mail. Then
+   `traceparent`/`tracestate` as clients send them: followed, refused or trimmed, never a 500.
 
 Standard library only (urllib, threads); exits non-zero on the first broken promise.
 """
@@ -30,6 +35,7 @@ import http.client
 import uuid
 
 from stackcall import call
+import trace as traces
 
 ROOT = os.path.dirname(os.path.abspath(__file__)) + "/../.."
 DATA = os.environ.get("DATA_DIR", ROOT + "/.data")
@@ -71,9 +77,31 @@ def pid(service):
     return int(open(DATA + "/run/%s.pid" % service).read())
 
 
+SPANS = DATA + "/traces/spans.jsonl"
+TRACED = {}  # the traced reward of check 1 (check 6 reads its story)
+
+
+def traced_player(h):
+    """The player whose reward check 6 follows: notifications allowed and an iPhone, so that the
+    late credit ends in a push to APNs (the stand-in)."""
+    status, body = call("PATCH", GATEWAY + "/auth/v1/auth/privacy", h, {"consent_notifications": True})
+    if status != 200:
+        fail("consent for the traced player: %s %s" % (status, body))
+    token = uuid.uuid4().hex + uuid.uuid4().hex
+    status, body = call("PUT", GATEWAY + "/auth/v1/auth/push-tokens", h, {"device_id": "iphone-traced", "platform": "ios", "token": token,
+                                                                         "environment": "sandbox", "locale": "en"})
+    if status != 200:
+        fail("push token for the traced player: %s %s" % (status, body))
+    status, me = call("GET", GATEWAY + "/auth/v1/auth/me", h)
+    TRACED.update(push_token=token, access_token=h["Authorization"].split(" ", 1)[1], user_id=me["user"]["id"],
+                  trace_id=uuid.uuid4().hex, parent_id=uuid.uuid4().hex[:16], request_id="traced-reward-" + uuid.uuid4().hex[:12])
+
+
 def credits_arrive_once_when_subscription_dies():
     pool = cf.ThreadPoolExecutor(32)
     users = list(pool.map(guest, range(USERS)))
+    if os.environ.get("OTEL_EXPORTER_OTLP_ENDPOINT"):
+        traced_player(users[0])
     def request(h):
         status, body = call("POST", GATEWAY + "/ads/v1/ads/request", h, {"ad_type": "rewarded", "placement": "earn_credits"})
         if status != 201:
@@ -85,6 +113,9 @@ def credits_arrive_once_when_subscription_dies():
     def complete(pair):
         h, ad = pair
         call("POST", GATEWAY + "/ads/v1/ads/%s/impression" % ad, h, {"loaded": True, "shown": True})
+        if TRACED and h is users[0]:
+            # The client starts the trace (its traceparent is followed) and names the request.
+            h = dict(h, **{"traceparent": "00-%s-%s-01" % (TRACED["trace_id"], TRACED["parent_id"]), "X-Request-ID": TRACED["request_id"]})
         status, body = call("POST", GATEWAY + "/ads/v1/ads/%s/complete" % ad, h, {"completed": True, "clicked": False, "display_duration_ms": 24500})
         if status != 200 or body.get("reward_granted") is not True:
             fail("completion with subscription down: %s %s" % (status, body))
@@ -702,10 +733,153 @@ def live_streams_cross_replicas_and_survive_sigterm():
             replica.kill()
 
 
+def spans_until(found, what, seconds=20):
+    """The collector's spans once `found(spans)` holds (they are exported every 0.5 s)."""
+    deadline = time.time() + seconds
+    while True:
+        spans = traces.load(SPANS) if os.path.exists(SPANS) else []
+        if found(spans):
+            return spans
+        if time.time() > deadline:
+            fail("traces: %s not seen within %d s" % (what, seconds))
+        time.sleep(0.5)
+
+
+def a_late_reward_is_one_story():
+    if not TRACED:
+        fail("traces: the stack runs without OTEL_EXPORTER_OTLP_ENDPOINT (check 1 traced no reward)")
+    def has_apns_call(spans):
+        order, by_trace = traces.story(spans, TRACED["request_id"])
+        return any(s["kind"] == "client" and s["service"] == "auth-service" and s["attributes"].get("server.address") == "localhost"
+                   for t in order for s in by_trace[t])
+    spans = spans_until(has_apns_call, "the APNs call of the traced reward", 60)
+    order, by_trace = traces.story(spans, TRACED["request_id"])
+    story = [s for t in order for s in by_trace[t]]
+    first = by_trace.get(TRACED["trace_id"])
+    if not first or order[0] != TRACED["trace_id"]:
+        fail("traces: the reward's request did not continue the client's trace %s (story: %s)" % (TRACED["trace_id"], order))
+
+    def one(trace_id, attrs=None, **want):
+        for s in by_trace[trace_id]:
+            if all(s.get(k) == v for k, v in want.items()) and all(s["attributes"].get(k) == v for k, v in (attrs or {}).items()):
+                return s
+        fail("traces: no span %s %s in trace %s: %s" % (want, attrs, trace_id, sorted((s["service"], s["name"]) for s in by_trace[trace_id])))
+
+    def later(origin_trace, service, route):
+        """The trace whose outbox delivery (or job run) in `service` links to `origin_trace` and
+        reaches `route` (None: a job run, which calls out of the stack)."""
+        seen = []
+        for t in order:
+            for s in by_trace[t]:
+                if s["service"] == service and s["parent_span_id"] is None and any(l["trace_id"] == origin_trace for l in s["links"]):
+                    linked = {l["span_id"] for l in s["links"]}
+                    if not linked & {x["span_id"] for x in by_trace[origin_trace]}:
+                        fail("traces: %s's %s links to no span of %s" % (service, s["name"], origin_trace))
+                    seen.append(s["name"])
+                    if route is None or any(x["kind"] == "server" and x["attributes"].get("http.route") == route for x in by_trace[t]):
+                        return t, s
+        fail("traces: nothing in %s that links to trace %s reaches %s (linked: %s)" % (service, origin_trace, route, seen))
+
+    # A: the client's request, its transaction, and the delivery tried at once (which failed).
+    server = one(TRACED["trace_id"], {"request_id": TRACED["request_id"]}, service="ads-service", kind="server")
+    if server["parent_span_id"] != TRACED["parent_id"] or server["attributes"].get("http.route") != "/ads/v1/ads/{id}/complete":
+        fail("traces: the ads request span is not the client's child with its route: %s" % server)
+    one(TRACED["trace_id"], service="ads-service", name="transaction")
+    one(TRACED["trace_id"], service="ads-service", name="outbox deliver", parent_span_id=server["span_id"])
+    # B: ads' outbox delivers it later (linked to A); subscription writes the ledger.
+    b, _ = later(TRACED["trace_id"], "ads-service", "/internal/credits/earn")
+    one(b, {"http.route": "/internal/credits/earn"}, service="subscription-service", kind="server")
+    ledger = one(b, service="subscription-service", name="transaction")
+    # Its statements are spans beside it (same parent), inside its time.
+    if not [s for s in by_trace[b] if s["parent_span_id"] == ledger["parent_span_id"] and s["attributes"].get("db.operation.name") == "INSERT"
+            and ledger["start_ns"] <= s["start_ns"] <= s["end_ns"] <= ledger["end_ns"]]:
+        fail("traces: subscription's ledger transaction shows no INSERT statement")
+    # C: subscription's outbox tells auth; auth queues the push.
+    c, _ = later(b, "subscription-service", "/internal/users/{id}/notifications")
+    one(c, {"http.route": "/internal/users/{id}/notifications"}, service="auth-service", kind="server")
+    # D: auth's push job calls APNs.
+    d, job = later(c, "auth-service", None)
+    apns = one(d, {"server.address": "localhost"}, service="auth-service", kind="client")
+    if apns["attributes"].get("http.response.status_code") != 200:
+        fail("traces: the APNs call did not answer 200: %s" % apns)
+    # Every span's parent is in its trace, but the first request's (the client's).
+    for t in order:
+        ids = {s["span_id"] for s in by_trace[t]}
+        for s in by_trace[t]:
+            if s["parent_span_id"] and s["parent_span_id"] not in ids and s["parent_span_id"] != TRACED["parent_id"]:
+                fail("traces: %s's %s has a parent outside its trace" % (s["service"], s["name"]))
+    # No span anywhere holds the player's tokens or ids (a bind value, a path, a query).
+    secrets = [TRACED["push_token"], TRACED["access_token"], env["API_KEY"], TRACED["user_id"]]
+    for s in spans:
+        text = json.dumps([s["name"], s["attributes"], s["events"]])
+        for secret in secrets:
+            if secret and secret in text:
+                fail("traces: a span of %s carries a token or id: %s" % (s["service"], s["name"]))
+        if "@" in text and "example.com" in text:
+            fail("traces: a span of %s carries an e-mail: %s" % (s["service"], s["name"]))
+    shown = subprocess.run([sys.executable, ROOT + "/deploy/local/trace.py", TRACED["request_id"], SPANS], capture_output=True, text=True)
+    if shown.returncode != 0 or shown.stdout.count("\ntrace ") + shown.stdout.startswith("trace ") < 4:
+        fail("traces: make trace did not print the four linked traces:\n" + shown.stdout + shown.stderr)
+    print("a reward delivered late is one story: %d traces linked, %d spans, from the client's request to APNs" % (len(order), len(story)))
+    print(shown.stdout.rstrip())
+    trace_context_from_clients()
+
+
+def trace_context_from_clients():
+    """#49 propagation table: what a client's traceparent and tracestate do (through the gateway)."""
+    h = guest(USERS + 900)
+    cases = [
+        # (name, traceparent, tracestate, what must happen)
+        ("sampled parent", "00-{t}-{p}-01", None, "continued"),
+        ("unsampled parent", "00-{t}-{p}-00", None, "not recorded"),
+        ("malformed", "00-{t}-{p}", None, "new trace"),
+        ("not hex", "00-{t}-zzzzzzzzzzzzzzzz-01", None, "new trace"),
+        ("upper case", "00-{T}-{p}-01", None, "new trace"),
+        ("zero trace id", "00-" + "0" * 32 + "-{p}-01", None, "new trace"),
+        ("version ff", "ff-{t}-{p}-01", None, "new trace"),
+        ("oversized", "00-{t}-{p}-01" + "x" * 2000, None, "new trace"),
+        ("small tracestate", "00-{t}-{p}-01", "vendor=abc", "continued, state kept"),
+        ("oversized tracestate", "00-{t}-{p}-01", ",".join("k%d=%s" % (i, "v" * 20) for i in range(40)), "continued, state dropped"),
+    ]
+    asked = []
+    for name, parent, state, expect in cases:
+        t, p, rid = uuid.uuid4().hex, uuid.uuid4().hex[:16], "trace-case-" + uuid.uuid4().hex[:12]
+        headers = dict(h, **{"traceparent": parent.format(t=t, p=p, T=t.upper()), "X-Request-ID": rid})
+        if state:
+            headers["tracestate"] = state
+        status, body = call("GET", GATEWAY + "/subscription/v1/plans", headers)
+        if status != 200:
+            fail("traces: %s traceparent answered %s %s (never a 500, never a refusal)" % (name, status, body))
+        asked.append((name, t, p, rid, state, expect))
+    wanted = [rid for _, _, _, rid, _, expect in asked if expect != "not recorded"]
+    spans = spans_until(lambda spans: set(wanted) <= {s["attributes"].get("request_id") for s in spans}, "the propagation cases")
+    for name, t, p, rid, state, expect in asked:
+        # The request's own span (a cold cache also asks auth, under the same request id).
+        mine = [s for s in spans if s["attributes"].get("request_id") == rid and s["kind"] == "server" and s["service"] == "subscription-service"]
+        if expect == "not recorded":
+            if mine or any(s["trace_id"] == t for s in spans):
+                fail("traces: an unsampled parent's request was recorded (%s)" % name)
+            continue
+        if len(mine) != 1:
+            fail("traces: %s: expected one server span, got %d" % (name, len(mine)))
+        s = mine[0]
+        if expect.startswith("continued"):
+            if s["trace_id"] != t or s["parent_span_id"] != p:
+                fail("traces: %s: the trace was not continued (%s/%s)" % (name, s["trace_id"], s["parent_span_id"]))
+            if "kept" in expect and s.get("trace_state") != state:
+                fail("traces: %s: tracestate %r not kept (%r)" % (name, state, s.get("trace_state")))
+            if "dropped" in expect and s.get("trace_state"):
+                fail("traces: %s: an oversized tracestate was carried on" % name)
+        elif s["trace_id"] == t or s["parent_span_id"] is not None:
+            fail("traces: %s traceparent was followed instead of starting a new trace" % name)
+    print("traceparent from clients: %d cases (followed, unsampled not recorded, malformed restarted, oversized state dropped)" % len(asked))
+
+
 CHECKS = {
     "offline-kill": jobs_heal_when_offline_dies,
     "outbox-kill": outbox_heals_when_a_sender_dies,
     "subscription-kill": credits_arrive_once_when_subscription_dies,
+    "traces": a_late_reward_is_one_story,
     "postgres-restart": writes_survive_a_database_restart,
     "replicas": replicas_share_the_database,
     "live": live_streams_cross_replicas_and_survive_sigterm,

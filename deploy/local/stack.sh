@@ -13,6 +13,7 @@ PGBIN=/usr/lib/postgresql/15/bin
 SERVICES=(auth subscription offline ads)
 CONFIG=${CONFIG:-debug}
 GATEWAY_PORT=${GATEWAY_PORT:-8080}
+COLLECTOR_PORT=${COLLECTOR_PORT:-4318}
 # The local stack runs with the built-in local secrets; outside it the services refuse them.
 export ENVIRONMENT=${ENVIRONMENT:-local}
 mkdir -p "$DATA" "$RUN" "$LOGS"
@@ -92,7 +93,31 @@ bin_dir() { swift build -c "$CONFIG" --show-bin-path; }
 
 env_for_stack() { # the environment every service process gets
   export DATABASE_HOST=127.0.0.1 DATABASE_PORT=$(pg_port) DATABASE_NAME=${DATABASE_NAME:-app_backend} DATA_DIR=$DATA
+  # #49: every request traced to the local collector (collector_start), exported every 0.5 s.
+  # TRACING=off runs the stack without (nothing is bootstrapped then).
+  if [ "${TRACING:-on}" != off ]; then
+    export OTEL_EXPORTER_OTLP_ENDPOINT=${OTEL_EXPORTER_OTLP_ENDPOINT:-http://127.0.0.1:$COLLECTOR_PORT}
+    export OTEL_BSP_SCHEDULE_DELAY=${OTEL_BSP_SCHEDULE_DELAY:-500}
+  fi
   if [ -f .env ]; then set -a; . ./.env; set +a; fi
+}
+
+# #49: the local trace collector, an OTLP/HTTP receiver writing spans to .data/traces/spans.jsonl
+# (`make trace ID=...` prints one request's story). In Kubernetes the OpenTelemetry Collector.
+collector_tools() {
+  if [ ! -x "$DATA/venv/bin/python" ]; then python3 -m venv "$DATA/venv"; fi
+  "$DATA/venv/bin/python" -c 'import opentelemetry.proto' 2>/dev/null \
+    || "$DATA/venv/bin/pip" install -q --disable-pip-version-check opentelemetry-proto==1.45.2 >/dev/null
+}
+collector_start() {
+  [ "${TRACING:-on}" = off ] && return 0
+  if [ -f "$RUN/collector.pid" ] && alive "$(cat "$RUN/collector.pid")"; then return 0; fi
+  collector_tools
+  mkdir -p "$DATA/traces"
+  nohup "$DATA/venv/bin/python" deploy/local/otlp_receiver.py "$COLLECTOR_PORT" "$DATA/traces/spans.jsonl" </dev/null >>"$LOGS/collector.log" 2>&1 &
+  echo $! > "$RUN/collector.pid"
+  for _ in $(seq 1 100); do curl -fsS -o /dev/null "http://127.0.0.1:$COLLECTOR_PORT/health" 2>/dev/null && return 0; sleep 0.1; done
+  log "the trace collector did not start (see $LOGS/collector.log)"; return 1
 }
 
 demo_app() {
@@ -229,7 +254,7 @@ stop() {
     local pidf="$RUN/$s.pid"
     if [ -f "$pidf" ]; then kill "$(cat "$pidf")" 2>/dev/null || true; rm -f "$pidf"; fi
   done
-  for stub in receipt-stub game-stub push-standin; do
+  for stub in receipt-stub game-stub push-standin collector; do
     if [ -f "$RUN/$stub.pid" ]; then kill "$(cat "$RUN/$stub.pid")" 2>/dev/null || true; rm -f "$RUN/$stub.pid"; fi
   done
   local conf=$DATA/nginx
@@ -335,6 +360,7 @@ test_stack_up() {
   echo $! > "$RUN/game-stub.pid"
   export SYNC_UPSTREAMS="{\"*\":\"http://127.0.0.1:$GAME_PORT/sync\"}"
   push_standin_start
+  collector_start
   export APPLE_IAP_APPS="{\"$APP_ID\":{\"bundle_id\":\"com.quiz.geography\",\"environment\":\"Sandbox\",\"root_certificates_der_base64\":[\"$(cat "$DATA/storekit/root.der.b64")\"],\"allow_local_environments\":true,\"shared_secret\":\"local\"}}"
   services_start; gateway_start; wait_ready
   push_demo_keys
@@ -345,6 +371,7 @@ case "${1:-}" in
     deps; build; db_start; db_bootstrap app_backend
     DATABASE_NAME=app_backend demo_app
     push_standin_start
+    collector_start
     DATABASE_NAME=app_backend services_start; gateway_start; wait_ready
     push_demo_keys
     . "$DATA/demo.env"
@@ -356,6 +383,7 @@ The stack is up.
   PostgreSQL    127.0.0.1:$(pg_port)  database app_backend
   demo app      APP_ID=$APP_ID
                 API_KEY=$API_KEY   (also in .data/demo.env)
+  traces        make trace ID=<request id>   (spans in .data/traces/spans.jsonl)
   logs          make logs      stop: make stop
 TXT
     ;;
@@ -371,7 +399,7 @@ TXT
     "$DATA/venv/bin/python" deploy/local/check_compose.py
     stop_services_only
     test_stack_up
-    trap 'stop_services_only >/dev/null 2>&1 || true; kill $(cat "$RUN/receipt-stub.pid" "$RUN/game-stub.pid" "$RUN/push-standin.pid" 2>/dev/null) 2>/dev/null || true' EXIT
+    trap 'stop_services_only >/dev/null 2>&1 || true; kill $(cat "$RUN/receipt-stub.pid" "$RUN/game-stub.pid" "$RUN/push-standin.pid" "$RUN/collector.pid" 2>/dev/null) 2>/dev/null || true' EXIT
     env_for_stack
     [ -f .env ] && log "the stack runs with .env; the in-process tests take only the database settings from it"
     export TEST_UNIT_DATABASE=app_backend_unit TEST_PG_SOCKET=$SOCK TEST_GATEWAY_URL=http://127.0.0.1:$GATEWAY_PORT TEST_BIN_DIR=$(bin_dir) TEST_PYTHON=$DATA/venv/bin/python

@@ -6,7 +6,9 @@ import NIOCore
 import NIOSSL
 import Logging
 import ServiceKit
+import ServiceContextModule
 import Synchronization
+import Tracing
 import WireTypes
 
 /// An app's APNs key (`PUT /admin/push/apns`): token-based auth with a .p8 key.
@@ -135,6 +137,14 @@ final class APNsClient: Sendable {
     private let pending = Mutex([String: Task<String, any Error>]())
     /// How many provider tokens this process signed and put in force (the tests hold renewal to its rule).
     let signed = Mutex(0)
+    /// #49: AsyncHTTPClient's own spans record `url.full`, which for APNs holds the device
+    /// token, so this client (shared by the process, as `HTTPClient.shared` is) makes none;
+    /// `send` makes the span itself, without the path.
+    static let http: HTTPClient = {
+        var configuration = HTTPClient.Configuration.singletonConfiguration
+        configuration.tracing.tracer = nil
+        return HTTPClient(eventLoopGroup: HTTPClient.defaultEventLoopGroup, configuration: configuration)
+    }()
 
     /// `url`: `APNS_URL` for both environments (a local stand-in), else Apple's two hosts.
     init(url: String?, caBundle: String? = nil, store: any APNsTokenStore, clock: any WallClock) {
@@ -195,6 +205,22 @@ final class APNsClient: Sendable {
     }
 
     func send(_ m: PushSend, app: UUID, credentials c: APNsCredentials) async -> PushResult {
+        guard ServiceContext.current != nil else { return await deliver(m, app: app, credentials: c) }
+        let span = startSpan("POST", ofKind: .client)
+        let server = CurlHTTPClient.server(of: m.environment == .sandbox ? sandbox : production)
+        span.attributes["http.request.method"] = "POST"
+        span.attributes["server.address"] = server.host
+        span.attributes["server.port"] = server.port
+        span.attributes["url.scheme"] = server.scheme
+        span.attributes["apns.id"] = m.id.uuidString.lowercased()
+        defer { span.end() }
+        let result = await deliver(m, app: app, credentials: c)
+        span.attributes["http.response.status_code"] = result.status
+        if result.status.map({ $0 >= 400 }) ?? true { span.setStatus(SpanStatus(code: .error)) }
+        return result
+    }
+
+    private func deliver(_ m: PushSend, app: UUID, credentials c: APNsCredentials) async -> PushResult {
         let payload = PushPayload.apns(m.decision, kind: m.kind, data: m.data)
         let alert: Bool = if case .alert = m.decision { true } else { false }
         let base = m.environment == .sandbox ? sandbox : production
@@ -218,7 +244,7 @@ final class APNsClient: Sendable {
             request.body = .bytes(ByteBuffer(bytes: payload))
             request.tlsConfiguration = tls
             do {
-                let response = try await HTTPClient.shared.execute(request, timeout: .seconds(10))
+                let response = try await Self.http.execute(request, timeout: .seconds(10))
                 let body = try await response.body.collect(upTo: 64 * 1024)
                 struct Reason: Decodable { var reason: String? }
                 let reason = (try? JSONDecoder().decode(Reason.self, from: Data(buffer: body)))?.reason

@@ -1,0 +1,76 @@
+import Foundation
+import ServiceKit
+import XCTest
+
+/// #49: the pure parts of tracing (the stack's fault check follows a real trace end to end).
+final class TelemetryTests: XCTestCase {
+    /// A client's `traceparent` is followed only when the W3C Trace Context reads it as valid;
+    /// anything else starts a new trace (and never fails the request).
+    func testTraceparentIsReadAsTheSpecificationSays() {
+        let t = "4bf92f3577b34da6a3ce929d0e0e4736", p = "00f067aa0ba902b7"
+        let valid: [(String, Bool)] = [
+            ("00-\(t)-\(p)-01", true), ("00-\(t)-\(p)-00", false), ("00-\(t)-\(p)-03", true),
+            // A later version may append fields; its first four are read as version 00's.
+            ("01-\(t)-\(p)-01-extra", true)
+        ]
+        for (value, sampled) in valid {
+            let parsed = TraceParent(value)
+            XCTAssertEqual(parsed?.traceID, t, value)
+            XCTAssertEqual(parsed?.parentID, p, value)
+            XCTAssertEqual(parsed?.sampled, sampled, value)
+        }
+        let invalid = [
+            "", "00", "00-\(t)-\(p)", "00-\(t)-\(p)-01-extra", "ff-\(t)-\(p)-01", "00-\(t.uppercased())-\(p)-01",
+            "00-\(String(repeating: "0", count: 32))-\(p)-01", "00-\(t)-\(String(repeating: "0", count: 16))-01",
+            "00-\(t)-zzzzzzzzzzzzzzzz-01", "00-\(t.dropLast())-\(p)-01", "00-\(t)-\(p)-1", "0x-\(t)-\(p)-01", "00_\(t)_\(p)_01",
+            "00-\(t)-\(p)-01" + String(repeating: "x", count: 2000)
+        ]
+        for value in invalid { XCTAssertNil(TraceParent(value), value) }
+    }
+
+    /// A statement's span names its operation and first table, never its text or values.
+    func testStatementsAreSummarisedByOperationAndTable() {
+        let table: [(String, String, String?)] = [
+            ("SELECT balance FROM credit_balances WHERE app_id = $1", "SELECT", "credit_balances"),
+            ("INSERT INTO outbox (target_service, method) VALUES ($1, $2) RETURNING id", "INSERT", "outbox"),
+            ("UPDATE outbox SET attempts = attempts + 1 WHERE id IN (SELECT id FROM outbox)", "UPDATE", "outbox"),
+            ("DELETE FROM jobs WHERE status = 'done'", "DELETE", "jobs"),
+            ("select count(*) from subscription.access_logs", "SELECT", "subscription.access_logs"),
+            ("WITH r AS (DELETE FROM rewards RETURNING id) SELECT count(*) FROM r", "WITH", "rewards"),
+            ("SELECT access_log_insert($1, $2)", "SELECT", nil),
+            ("SELECT x FROM (SELECT 1) s", "SELECT", nil),
+            ("SELECT * FROM \"Quoted\" WHERE a = 'FROM secrets'", "SELECT", "Quoted"),
+            ("  BEGIN", "BEGIN", nil), ("COMMIT", "COMMIT", nil), ("", "SQL", nil),
+            // A literal never becomes the table.
+            ("SELECT 'INTO users' , 1", "SELECT", nil)
+        ]
+        for (sql, operation, table) in table {
+            let summary = SQLSummary(sql)
+            XCTAssertEqual(summary.operation, operation, sql)
+            XCTAssertEqual(summary.table, table, sql)
+            XCTAssertEqual(summary.name, table.map { "\(operation) \($0)" } ?? operation, sql)
+        }
+    }
+
+    /// Tracing is asked for by an endpoint only, and switched off by the standard variables.
+    func testTracingIsOnOnlyWithAnEndpoint() {
+        let table: [([String: String], Bool)] = [
+            ([:], false), (["OTEL_EXPORTER_OTLP_ENDPOINT": ""], false),
+            (["OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:4318"], true),
+            (["OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": "http://127.0.0.1:4318/v1/traces"], true),
+            (["OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:4318", "OTEL_SDK_DISABLED": "true"], false),
+            (["OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:4318", "OTEL_TRACES_EXPORTER": "none"], false),
+            (["OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:4318", "OTEL_TRACES_EXPORTER": "otlp"], true)
+        ]
+        for (values, on) in table { XCTAssertEqual(Telemetry.isRequested(EnvironmentVariables(values)), on, "\(values)") }
+    }
+
+    /// Outside a trace nothing is stored for a later link, and a stored value that is not a
+    /// valid traceparent links to nothing.
+    func testNothingIsCarriedOutsideATrace() {
+        XCTAssertNil(Telemetry.currentTraceparent())
+        XCTAssertNil(Telemetry.context(traceparent: nil))
+        XCTAssertNil(Telemetry.context(traceparent: "00-not-a-trace-01"))
+        XCTAssertNotNil(Telemetry.context(traceparent: "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"))
+    }
+}
