@@ -89,6 +89,10 @@ if "pool_mode = transaction" not in config["pgbouncer-config"]["data"]["pgbounce
     errors.append("k8s: PgBouncer is not in transaction mode")
 if config["app-backend-bootstrap-sql"]["data"]["bootstrap.sql"] != open("deploy/local/bootstrap.sql").read():
     errors.append("k8s: bootstrap.yaml's SQL differs from deploy/local/bootstrap.sql (copy it)")
+# #49 the services export their spans to a collector the cluster runs.
+endpoint = data.get("OTEL_EXPORTER_OTLP_ENDPOINT", "")
+if not any(endpoint.startswith(f"http://{name}:") for name in kinds("Service")):
+    errors.append(f"k8s: OTEL_EXPORTER_OTLP_ENDPOINT {endpoint!r} names no Service of the manifests")
 if "app-backend-db-bootstrap" not in kinds("Job"):
     errors.append("k8s: no bootstrap Job")
 ingress = kinds("Ingress")["app-backend"]
