@@ -1,6 +1,6 @@
 # The two commands: `make run` (the whole stack, locally) and `make test` (the same set-up,
 # then every test). Everything else is a helper.
-.PHONY: run test stop logs trace bench build db backup drill lint format
+.PHONY: run test stop logs trace bench build db backup drill lint check openapi format
 
 run:
 	bash deploy/local/stack.sh run
@@ -29,6 +29,14 @@ build:
 # to its OpenAPI document's, formatted as .swift-format says. `make format` fixes the last.
 lint:
 	python3 deploy/local/lint.py
+
+# #50 the rules and the database-free tests (deploy/local/check.sh), seconds after a build.
+check:
+	bash deploy/local/check.sh
+
+# #50 the four OpenAPI documents and docs/ERRORS.md, generated again from the code.
+openapi:
+	cd deploy/local && python3 openapi_gen.py && python3 error_codes.py
 
 format:
 	swift format format -i -r --parallel --configuration .swift-format Package.swift Services Shared Tests Tools Clients

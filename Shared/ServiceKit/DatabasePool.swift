@@ -364,7 +364,7 @@ public final class DatabasePool: Sendable, Service {
         // are spans beside it, under the same parent (a task-local of the transaction's own
         // would have to carry the body's `sending` result through TaskLocal.withValue, which
         // does not return one).
-        guard ServiceContext.current != nil else { return try await transaction(logger: logger, file: file, line: line, body) }
+        guard Telemetry.isRecording else { return try await transaction(logger: logger, file: file, line: line, body) }
         let span = startSpan("transaction", ofKind: .client)
         span.attributes = SQLSummary.attributes(file: file, line: line)
         defer { span.end() }
@@ -432,7 +432,7 @@ extension PostgresConnection {
     public func run(_ query: PostgresQuery, logger: Logger, file: String = #fileID, line: Int = #line) async throws -> PostgresRows {
         // #49: a statement inside a trace is a span named by its operation and table; its text
         // and bind values are never recorded.
-        guard ServiceContext.current != nil else { return try await runUntraced(query, logger: logger, file: file, line: line) }
+        guard Telemetry.isRecording else { return try await runUntraced(query, logger: logger, file: file, line: line) }
         let summary = SQLSummary(query.sql)
         let span = startSpan(summary.name, ofKind: .client)
         var attributes = SQLSummary.attributes(file: file, line: line)

@@ -191,7 +191,12 @@ public final class CurlHTTPClient: Sendable {
         if let id = RequestTrace.requestID, !request.headers.contains(where: { $0.0.lowercased() == "x-request-id" }) {
             request.headers.append(("X-Request-ID", id))
         }
-        guard ServiceContext.current != nil else { return try await measured(request) }
+        guard let current = ServiceContext.current else { return try await measured(request) }
+        guard Telemetry.isRecording else {
+            // Unsampled: no span, but the receiver learns the trace and that it is not sampled.
+            Self.propagate(current, into: &request)
+            return try await measured(request)
+        }
         // #49: inside a trace, a client span (HTTP client conventions: the method, the server,
         // the status; never the path or query, which carry ids and tokens), and the receiver
         // continues the trace from `traceparent`.
@@ -202,10 +207,7 @@ public final class CurlHTTPClient: Sendable {
         span.attributes["server.port"] = server.port
         span.attributes["url.scheme"] = server.scheme
         defer { span.end() }
-        var fields: [String: String] = [:]
-        InstrumentationSystem.instrument.inject(span.context, into: &fields, using: DictionaryCarrier())
-        request.headers.removeAll { ["traceparent", "tracestate"].contains($0.0.lowercased()) }
-        request.headers += fields.sorted { $0.key < $1.key }.map { ($0.key, $0.value) }
+        Self.propagate(span.context, into: &request)
         do {
             let response = try await measured(request)
             span.attributes["http.response.status_code"] = response.status
@@ -216,6 +218,14 @@ public final class CurlHTTPClient: Sendable {
             span.setStatus(SpanStatus(code: .error))
             throw error
         }
+    }
+
+    /// `traceparent` (and `tracestate`) of `context` on the request, in place of any it had.
+    static func propagate(_ context: ServiceContext, into request: inout HTTPRequest) {
+        var fields: [String: String] = [:]
+        InstrumentationSystem.instrument.inject(context, into: &fields, using: DictionaryCarrier())
+        request.headers.removeAll { ["traceparent", "tracestate"].contains($0.0.lowercased()) }
+        request.headers += fields.sorted { $0.key < $1.key }.map { ($0.key, $0.value) }
     }
 
     /// Scheme, host and port of a URL, without its path, query or credentials.

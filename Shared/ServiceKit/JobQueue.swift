@@ -262,7 +262,7 @@ public struct JobWorker: Service {
             span.attributes["job.id"] = "\(job.id)"
             span.attributes["job.attempt"] = job.attempt
             defer { span.end() }
-            await ServiceContext.$current.withValue(span.context) { await run(job) }
+            await ServiceContext.$current.withValue(Telemetry.context(of: span)) { await run(job) }
         }
     }
 

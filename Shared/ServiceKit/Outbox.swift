@@ -226,7 +226,8 @@ public struct OutboxWorker: Service {
     @discardableResult
     private func deliver(_ row: Row, timeout: Duration = .seconds(10)) async -> HTTPResponseData? {
         let origin = Telemetry.context(traceparent: row.traceparent)
-        guard ServiceContext.current != nil || origin != nil else { return await attempt(row, timeout: timeout) }
+        // In a request: a span when it records. In a worker: a new trace, linked to the writer's.
+        guard Telemetry.isRecording || (ServiceContext.current == nil && origin != nil) else { return await attempt(row, timeout: timeout) }
         let span = startSpan("outbox deliver", ofKind: .producer)
         if let origin { span.addLink(SpanLink(context: origin, attributes: [:])) }
         span.attributes["messaging.system"] = "outbox"
@@ -234,7 +235,7 @@ public struct OutboxWorker: Service {
         span.attributes["messaging.message.id"] = "\(row.id)"
         span.attributes["outbox.attempt"] = row.attempts
         defer { span.end() }
-        return await ServiceContext.$current.withValue(span.context) {
+        return await ServiceContext.$current.withValue(Telemetry.context(of: span)) {
             let answer = await attempt(row, timeout: timeout)
             if answer == nil { span.setStatus(SpanStatus(code: .error)) }
             return answer

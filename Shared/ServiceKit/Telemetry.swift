@@ -40,6 +40,8 @@ public enum Telemetry {
         config.traces.sampler = .parentBasedTraceIDRatio(ratio: 1.0)!
         config.propagators = [.traceContext]
         config.diagnosticLogger = .custom(logger)
+        // The exporter's own troubles, not each setting it read from the environment.
+        config.diagnosticLogLevel = .warning
         let backend = try OTel.makeTracingBackend(configuration: config)
         InstrumentationSystem.bootstrap(backend.factory)
         return backend.service
@@ -47,6 +49,18 @@ public enum Telemetry {
 
     /// Adds `trace_id` and `span_id` to each log line written inside a span.
     public static let logMetadata: Logger.MetadataProvider = OTel.makeLoggingMetadataProvider()
+
+    /// Whether the span under way records (its trace is sampled): a child of a span that does
+    /// not is not made at all (with `parentbased_*` samplers it would not record either), so an
+    /// unsampled request pays for its own span only.
+    public static var isRecording: Bool { ServiceContext.current?[RecordingKey.self] ?? false }
+
+    /// The context a span's children run in: the span's, and whether it records.
+    public static func context(of span: any Span) -> ServiceContext {
+        var context = span.context
+        context[RecordingKey.self] = span.isRecording
+        return context
+    }
 
     /// The W3C `traceparent` of the span under way, to store with a row this transaction writes
     /// (an outbox message, a job) so that its later delivery or run links back to it.
@@ -64,6 +78,10 @@ public enum Telemetry {
         InstrumentationSystem.instrument.extract(["traceparent": traceparent], into: &context, using: DictionaryCarrier())
         return context
     }
+}
+
+enum RecordingKey: ServiceContextKey {
+    typealias Value = Bool
 }
 
 /// A W3C `traceparent` value, checked as the Trace Context specification reads it
@@ -121,12 +139,10 @@ public struct TracingMiddleware: RouterMiddleware {
         var parent = ServiceContext.topLevel
         InstrumentationSystem.instrument.extract(request.headers, into: &parent, using: HTTPFieldsCarrier())
         let span = startSpan("\(request.method.rawValue)", context: parent, ofKind: .server)
-        span.attributes["http.request.method"] = request.method.rawValue
-        span.attributes["url.scheme"] = "http"
         do {
             // Ended when the answer is ready: the services' bodies are written at once (the
             // live streams are taken before the router and have no span).
-            let response = try await ServiceContext.$current.withValue(span.context) { try await next(request, context) }
+            let response = try await ServiceContext.$current.withValue(Telemetry.context(of: span)) { try await next(request, context) }
             finish(span, request: request, context: context, status: Int(response.status.code), requestID: response.headers[.xRequestID])
             span.end()
             return response
@@ -140,7 +156,11 @@ public struct TracingMiddleware: RouterMiddleware {
     }
 
     private func finish(_ span: any Span, request: Request, context: Context, status: Int, requestID: String?) {
+        // An unsampled span keeps nothing: its attributes are not even built.
+        guard span.isRecording else { return }
         let route = context.endpointPath
+        span.attributes["http.request.method"] = request.method.rawValue
+        span.attributes["url.scheme"] = "http"
         span.operationName = route.map { "\(request.method.rawValue) \($0)" } ?? request.method.rawValue
         span.attributes["http.route"] = route
         span.attributes["http.response.status_code"] = status

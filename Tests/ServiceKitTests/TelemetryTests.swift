@@ -69,6 +69,7 @@ final class TelemetryTests: XCTestCase {
     /// valid traceparent links to nothing.
     func testNothingIsCarriedOutsideATrace() {
         XCTAssertNil(Telemetry.currentTraceparent())
+        XCTAssertFalse(Telemetry.isRecording)
         XCTAssertNil(Telemetry.context(traceparent: nil))
         XCTAssertNil(Telemetry.context(traceparent: "00-not-a-trace-01"))
         XCTAssertNotNil(Telemetry.context(traceparent: "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"))
