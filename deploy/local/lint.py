@@ -8,6 +8,8 @@
 - The sources are formatted as `.swift-format` says (`swift format lint --strict`).
 - Internal paths are built from their declaration in `ServiceKit/InternalRoutes.swift`,
   never spelled out by hand (#50).
+- A route opens no transaction (a flow owns it); the routes that still do are counted and the
+  count only goes down (#50).
 - The console's security headers are the same in the gateway and in its Kubernetes pod (#47),
   and its pages hold no inline script, inline style or outside URL (the CSP would refuse them).
 Prints each finding as path:line: rule, and exits 1 when there is any."""
@@ -59,6 +61,29 @@ for path in sorted(glob.glob("Services/*/Sources/**/*.swift", recursive=True) + 
     for number, line in code_lines(path):
         if INTERNAL_PATH.search(line):
             findings.append(f"{path}:{number}: a hand-built internal path (declare it in InternalRoutes): {line.strip()[:100]}")
+
+# #50 a flow owns its transaction: a route decodes, authorizes, calls one flow and encodes.
+# The transactions still opened in Routes/ are counted here per file, and the count only goes
+# down: a new `withTransaction` in a route fails, and moving one into a flow must lower its line.
+ROUTE_TRANSACTIONS_LEFT = {
+    "Services/Ads/Sources/Routes/AdminController.swift": 3, "Services/Ads/Sources/Routes/AdsController.swift": 1,
+    "Services/Ads/Sources/Routes/CampaignsController.swift": 3, "Services/Ads/Sources/Routes/ConsentController.swift": 2,
+    "Services/Ads/Sources/Routes/SSVController.swift": 1, "Services/Auth/Sources/Routes/AuthController.swift": 6,
+    "Services/Auth/Sources/Routes/DeletionController.swift": 2, "Services/Auth/Sources/Routes/EmailFlowsController.swift": 6,
+    "Services/Auth/Sources/Routes/ExportController.swift": 1, "Services/Auth/Sources/Routes/GameCenterController.swift": 2,
+    "Services/Auth/Sources/Routes/InternalUsersController.swift": 2, "Services/Auth/Sources/Routes/PrivacyController.swift": 2,
+    "Services/Offline/Sources/Routes/CatalogAdminController.swift": 1, "Services/Offline/Sources/Routes/ContentController.swift": 5,
+    "Services/Offline/Sources/Routes/LocationController.swift": 2, "Services/Offline/Sources/Routes/SyncController.swift": 3,
+    "Services/Subscription/Sources/Routes/CreditsController.swift": 1, "Services/Subscription/Sources/Routes/SubscriptionsController.swift": 2,
+    "Services/Subscription/Sources/Routes/SupportCreditsController.swift": 1, "Services/Subscription/Sources/Routes/SupportPremiumController.swift": 2,
+}
+for path in sorted(glob.glob("Services/*/Sources/**/Routes/*.swift", recursive=True)):
+    opened = [number for number, line in code_lines(path) if "withTransaction" in line]
+    allowed = ROUTE_TRANSACTIONS_LEFT.get(path, 0)
+    if len(opened) > allowed:
+        findings.append(f"{path}:{opened[allowed]}: a transaction opened in a route (a flow owns its transaction; {allowed} left here)")
+    elif len(opened) < allowed:
+        findings.append(f"{path}:1: {len(opened)} transactions left in this route: lower its count in lint.py's ROUTE_TRANSACTIONS_LEFT")
 
 # The error catalogue of each service: no code is answered by a literal unless it is one of
 # ServiceKit's shared ones, every case of the catalogue is answered somewhere, and the OpenAPI

@@ -127,29 +127,7 @@ struct CreditsController {
             throw AppError.validation("reference_id", "reference_id must be 1 to 200 bytes")
         }
         let now = clock.now()
-        let (tx, created) = try await db.withTransaction(logger: logger) { conn in
-            // An erased user gets nothing recreated (a reward still in another outbox): 410,
-            // which the sender's outbox records as final.
-            if try await UserFactStore(logger: logger).isErased(app: body.appID, user: body.userID, on: conn) {
-                throw AppError(SubscriptionErrorCode.userErased, "This user's data has been erased")
-            }
-            let (tx, created) = try await ledger.earn(
-                app: body.appID, user: body.userID, amount: body.amount, source: body.source,
-                reference: body.referenceID, now: now, on: conn)
-            // A reward the player was told is pending: the push goes with the credit, once per
-            // ledger row (auth's key). Asked again on a redelivery too: the first delivery may
-            // have landed late, without the flag (it timed out at the sender), and auth keeps one
-            // notification per key however often it is asked.
-            if body.notify == true {
-                try await Outbox.write(
-                    OutboxMessage(
-                        InternalRoutes.notifyUser, path: InternalRoutes.notifyUser.path(user: body.userID, app: body.appID),
-                        body: NotificationRequest(
-                            appID: body.appID, key: "credit:\(tx.id)", kind: "credit_added",
-                            data: ["amount": String(body.amount), "balance": String(tx.balanceAfter)])), on: conn, logger: logger)
-            }
-            return (tx, created)
-        }
+        let (tx, created) = try await CreditEarning(db: db, ledger: ledger, logger: logger).earn(body, now: now)
         return try context.json(EarnResponse(credited: created, balance: tx.balanceAfter, transaction: tx))
     }
 }
