@@ -113,7 +113,8 @@ collector_start() {
   [ "${TRACING:-on}" = off ] && return 0
   if [ -f "$RUN/collector.pid" ] && alive "$(cat "$RUN/collector.pid")"; then return 0; fi
   collector_tools
-  mkdir -p "$DATA/traces"
+  # The traces of this run of the stack only (a full `make test` writes some 60 MB).
+  mkdir -p "$DATA/traces"; : > "$DATA/traces/spans.jsonl"
   nohup "$DATA/venv/bin/python" deploy/local/otlp_receiver.py "$COLLECTOR_PORT" "$DATA/traces/spans.jsonl" </dev/null >>"$LOGS/collector.log" 2>&1 &
   echo $! > "$RUN/collector.pid"
   for _ in $(seq 1 100); do curl -fsS -o /dev/null "http://127.0.0.1:$COLLECTOR_PORT/health" 2>/dev/null && return 0; sleep 0.1; done
