@@ -339,7 +339,9 @@ tracing_row() {
   cost() { awk -v a="$(rps "$BENCH/tracing-$1-off.txt")" -v z="$(rps "$BENCH/tracing-$1-off2.txt")" -v b="$(rps "$BENCH/tracing-$1-$2.txt")" \
     'BEGIN {m = (a + z) / 2; printf "%.1f", (m - b) / m * 100}'; }
   figures() { local m; for m in off 0.01 1.0 off2; do printf '%s ' "$(rps "$BENCH/tracing-$1-$m.txt")/$(us_per "$BENCH/tracing-$1-$m.txt")us"; done; }
-  TRACING="me $(cost me 0.01) % / $(cost me 1.0) %   check-access $(cost access 0.01) % / $(cost access 1.0) %   (req/s and us CPU per request, off 0.01 1.0 off: me $(figures me); check-access $(figures access))"
+  # The issue reads "A % / B %" after the label: the worse of the two paths at each ratio.
+  worst() { awk -v a="$(cost me "$1")" -v b="$(cost access "$1")" 'BEGIN {printf "%.1f", a > b ? a : b}'; }
+  TRACING="$(worst 0.01) % / $(worst 1.0) %   (me $(cost me 0.01) % / $(cost me 1.0) %, check-access $(cost access 0.01) % / $(cost access 1.0) %; req/s and us CPU per request, off 0.01 1.0 off: me $(figures me); check-access $(figures access))"
 }
 TRACING_LABEL="tracing cost (ratio 0.01 / 1.0)"
 TRACING_TARGET="(target: <= 5 % at 0.01, <= 20 % at 1.0)"
