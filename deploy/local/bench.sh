@@ -340,7 +340,7 @@ tracing_row() {
     'BEGIN {m = (a + z) / 2; printf "%.1f", (m - b) / m * 100}'; }
   figures() { local m; for m in off 0.01 1.0 off2; do printf '%s ' "$(rps "$BENCH/tracing-$1-$m.txt")/$(us_per "$BENCH/tracing-$1-$m.txt")us"; done; }
   # The issue reads "A % / B %" after the label: the worse of the two paths at each ratio.
-  worst() { awk -v a="$(cost me "$1")" -v b="$(cost access "$1")" 'BEGIN {printf "%.1f", a > b ? a : b}'; }
+  worst() { awk -v a="$(cost me "$1")" -v b="$(cost access "$1")" 'BEGIN {printf "%.1f", (a + 0 > b + 0 ? a : b)}'; }
   TRACING="$(worst 0.01) % / $(worst 1.0) %   (me $(cost me 0.01) % / $(cost me 1.0) %, check-access $(cost access 0.01) % / $(cost access 1.0) %; req/s and us CPU per request, off 0.01 1.0 off: me $(figures me); check-access $(figures access))"
 }
 TRACING_LABEL="tracing cost (ratio 0.01 / 1.0)"
