@@ -187,7 +187,7 @@ class Load:
 
     def __init__(self, stack, users):
         self.stack, self.users = stack, users
-        self.acked = {k: [] for k in ("consent", "grant", "spend", "purchase", "answer", "reward")}
+        self.acked = {k: [] for k in ("consent", "grant", "spend", "purchase", "answer", "impression", "reward")}
         self.refused = 0
         self.bad = []
         self.last_ok = {}
@@ -273,19 +273,24 @@ class Load:
         """Completes the rewarded views requested before the load (the ads have played), one
         after another through the switch; a refused completion is tried again, as an app does."""
         for uid, h, ad in pending:
-            while not self.stopping.is_set():
-                timed_call("POST", self.stack.url("ads", "/ads/%s/impression" % ad), h, {"loaded": True, "shown": True}, timeout=10)
+            # The impression first, until it is acknowledged: an app whose impression report was
+            # refused (503 during the switch) reports it again before it completes the ad. A
+            # completion then refused with ad_not_shown would mean an acknowledged impression lost.
+            shown = False
+            while not shown and not self.stopping.is_set():
+                status, body = timed_call("POST", self.stack.url("ads", "/ads/%s/impression" % ad), h, {"loaded": True, "shown": True}, timeout=10)
+                shown = self.outcome("impression", status, body, ad)
+                if not shown:
+                    time.sleep(0.2)
+            while shown and not self.stopping.is_set():
                 status, body = timed_call("POST", self.stack.url("ads", "/ads/%s/complete" % ad), h,
                                     {"completed": True, "clicked": False, "display_duration_ms": 24500}, timeout=10)
+                # A completion whose answer was lost is answered again (200, the same reward) on retry.
                 if 200 <= status < 300 and body.get("reward_granted") is not True:
                     with self.lock:
                         self.bad.append(("reward", status, str(body)[:300]))
                     break
                 if self.outcome("reward", status, body, uid):
-                    break
-                if status == 409:  # completed by an attempt whose answer was lost: it counts
-                    with self.lock:
-                        self.acked["reward"].append(uid)
                     break
                 time.sleep(0.2)
             time.sleep(0.15)
