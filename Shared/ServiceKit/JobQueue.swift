@@ -252,10 +252,15 @@ public struct JobWorker: Service {
     }
 
     /// #49: a run is a span linked to the transaction that queued the job (a new trace: it may
-    /// run minutes later, on another replica).
+    /// run minutes later, on another replica), kept when that transaction's trace was kept (the
+    /// decision stored in the job's `traceparent`); otherwise no span, and what it calls learns
+    /// that the trace is not kept.
     private func process(_ job: Job) async {
         await RequestTrace.$requestID.withValue(job.requestID) {
             guard let origin = Telemetry.context(traceparent: job.traceparent) else { return await run(job) }
+            guard job.traceparent.flatMap(TraceParent.init)?.sampled == true else {
+                return await ServiceContext.$current.withValue(origin) { await run(job) }
+            }
             let span = startSpan("job \(job.kind)", context: .topLevel, ofKind: .consumer)
             span.addLink(SpanLink(context: origin, attributes: [:]))
             span.attributes["job.queue"] = job.queue

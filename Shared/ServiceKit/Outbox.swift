@@ -222,11 +222,16 @@ public struct OutboxWorker: Service {
 
     /// #49: a delivery is a span linked to the transaction that wrote the row (a child of it too
     /// when the writer delivers at once, in its own request), so that a message delivered
-    /// minutes later is still part of the request's story.
+    /// minutes later is still part of the request's story. It is kept when the writer's trace
+    /// was: the decision stored in the row's `traceparent`, never a second draw.
     @discardableResult
     private func deliver(_ row: Row, timeout: Duration = .seconds(10)) async -> HTTPResponseData? {
         let origin = Telemetry.context(traceparent: row.traceparent)
-        // In a request: a span when it records. In a worker: a new trace, linked to the writer's.
+        // In a request: a span when it records. In a worker: a new trace linked to the writer's
+        // when that one was kept; when it was not, no span, and the receiver learns so.
+        if !Telemetry.isRecording, ServiceContext.current == nil, let origin, row.traceparent.flatMap(TraceParent.init)?.sampled != true {
+            return await ServiceContext.$current.withValue(origin) { await attempt(row, timeout: timeout) }
+        }
         guard Telemetry.isRecording || (ServiceContext.current == nil && origin != nil) else { return await attempt(row, timeout: timeout) }
         let span = startSpan("outbox deliver", ofKind: .producer)
         if let origin { span.addLink(SpanLink(context: origin, attributes: [:])) }

@@ -48,9 +48,10 @@ public struct ServiceRuntime: Sendable {
     public let changes: ChangeFeed
     /// Rung when any replica commits an outbox row: the outbox worker delivers it at once.
     public let outboxWakeup: Wakeup
-    /// #49: the span exporter, when `serve` bootstrapped tracing (`Telemetry`); nil in tests and
-    /// whenever no OTLP endpoint is configured. Its presence adds the tracing middleware.
-    public var telemetry: (any Service)? = nil
+    /// #49: the span exporter and the sampling, when `serve` bootstrapped tracing (`Telemetry`);
+    /// nil in tests and whenever no OTLP endpoint is configured. Its presence adds the tracing
+    /// middleware.
+    public var telemetry: TelemetryBackend? = nil
 
     public init(config: ServiceConfig, migrations: [Migration], clock: any WallClock = SystemClock(), logger: Logger? = nil) {
         var logger =
@@ -162,7 +163,7 @@ public func buildServiceApplication(
     let router = Router(context: ServiceRequestContext.self)
     // #49: outermost the request's span, so that every line it logs (the access line too)
     // carries its trace id.
-    if runtime.telemetry != nil { router.add(middleware: TracingMiddleware()) }
+    if let telemetry = runtime.telemetry { router.add(middleware: TracingMiddleware(sampling: telemetry.sampling)) }
     // Then the request id (on every answer, errors included), then the metrics (which
     // see every answer, errors rendered), then the error envelope.
     router.add(middleware: RequestIDMiddleware(trustedProxies: config.trustedProxies, accessLevel: config.accessLogLevel))
@@ -231,7 +232,7 @@ public func buildServiceApplication(
     // The exporter first: a group stops its services last to first, so the spans of the last
     // requests are still sent.
     var services: [any Service] =
-        (runtime.telemetry.map { [$0] } ?? []) + [
+        (runtime.telemetry.map { [$0.exporter] } ?? []) + [
             runtime.db, runtime.changes, AfterMigrations(runtime.readiness, watcher),
             MemoryTrimmer(interval: .seconds(config.environment.int("MALLOC_TRIM_SECONDS", default: 10)))
         ] + everyReplica.map { AfterMigrations(runtime.readiness, $0) }

@@ -39,7 +39,7 @@ public struct ServeCommand<S: ServiceDefinition>: AsyncParsableCommand {
         // #49: once per process, before anything makes a span (AsyncHTTPClient's shared client
         // reads the tracer when it is first used).
         if Telemetry.isRequested(runtime.config.environment) {
-            runtime.telemetry = try Telemetry.bootstrap(service: S.service, logger: runtime.logger)
+            runtime.telemetry = try Telemetry.bootstrap(service: S.service, logger: runtime.logger, environment: runtime.config.environment)
         }
         let app = try await S.buildApplication(runtime: runtime)
         try await app.runService()

@@ -26,9 +26,11 @@ public enum Telemetry {
     }
 
     /// The process's tracer, bootstrapped once (by `serve`, before the application is built),
-    /// and the background service that batches and exports its spans. Standard `OTEL_*`
-    /// variables override what is set here (sampler, ratio, endpoint, headers, batch sizes).
-    public static func bootstrap(service: ServiceName, logger: Logger) throws -> any Service {
+    /// the background service that batches and exports its spans, and who keeps a trace.
+    /// Standard `OTEL_*` variables override what is set here (endpoint, headers, batch sizes);
+    /// the sampler's two are read by `TraceSampling`.
+    public static func bootstrap(service: ServiceName, logger: Logger, environment: EnvironmentVariables) throws -> TelemetryBackend {
+        let sampling = TraceSampling(environment)
         var config = OTel.Configuration.default
         config.serviceName = "\(service.rawValue)-service"
         config.logs.enabled = false
@@ -36,15 +38,21 @@ public enum Telemetry {
         config.traces.enabled = true
         config.traces.exporter = .otlp
         config.traces.otlpExporter.protocol = .httpProtobuf
-        // Every trace locally; production sets OTEL_TRACES_SAMPLER_ARG (docs/CONFIGURATION.md).
-        config.traces.sampler = .parentBasedTraceIDRatio(ratio: 1.0)!
+        // Whether a trace is kept is decided once, where it starts (`TraceSampling`): swift-otel
+        // records every span started under a kept one. Its own samplers cannot follow a link, so
+        // a reward delivered minutes later would be kept by a second draw (1 in 100 at 0.01) and
+        // most kept stories would stop at the outbox; and a second ratio would keep ratio².
+        // swift-otel reads these two from the process's environment, over the configuration.
+        config.traces.sampler = .parentBasedAlwaysOn
+        unsetenv("OTEL_TRACES_SAMPLER")
+        unsetenv("OTEL_TRACES_SAMPLER_ARG")
         config.propagators = [.traceContext]
         config.diagnosticLogger = .custom(logger)
         // The exporter's own troubles, not each setting it read from the environment.
         config.diagnosticLogLevel = .warning
         let backend = try OTel.makeTracingBackend(configuration: config)
         InstrumentationSystem.bootstrap(backend.factory)
-        return backend.service
+        return TelemetryBackend(exporter: backend.service, sampling: sampling)
     }
 
     /// Adds `trace_id` and `span_id` to each log line written inside a span.
@@ -80,6 +88,74 @@ public enum Telemetry {
     }
 }
 
+/// What `serve` bootstrapped: the span exporter (a background service) and the sampling.
+public struct TelemetryBackend: Sendable {
+    public let exporter: any Service
+    public let sampling: TraceSampling
+}
+
+/// Whether a trace is kept (#49), decided once where it starts and followed everywhere after:
+/// a request without a caller's decision draws against the ratio; a caller's `traceparent`
+/// decides for it (`parentbased_*`); an outbox delivery or a job run follows the decision
+/// stored with its row (`Telemetry`, `OutboxWorker`, `JobWorker`). An unkept request makes no
+/// span at all, which is what keeps tracing at 0.01 cheap.
+public struct TraceSampling: Sendable, Equatable {
+    /// The share of new traces kept, 0...1.
+    public let ratio: Double
+    /// Whether a caller's decision (its `traceparent`'s sampled flag) is followed.
+    public let followsCaller: Bool
+
+    public init(ratio: Double, followsCaller: Bool) {
+        self.ratio = ratio
+        self.followsCaller = followsCaller
+    }
+
+    /// `OTEL_TRACES_SAMPLER` and `OTEL_TRACES_SAMPLER_ARG` as the OpenTelemetry SDK
+    /// configuration reads them. Unset or unknown: `parentbased_traceidratio` at 1.0 (every trace
+    /// locally; production sets the ratio, docs/CONFIGURATION.md). A ratio that is missing,
+    /// unreadable or outside 0...1 is 1.0, as the specification says.
+    public init(sampler: String?, argument: String?) {
+        let ratio = argument.flatMap { Double($0.trimmingCharacters(in: .whitespaces)) }.flatMap { (0.0...1.0).contains($0) ? $0 : nil } ?? 1.0
+        switch sampler?.trimmingCharacters(in: .whitespaces).lowercased() {
+        case "always_on": self.init(ratio: 1, followsCaller: false)
+        case "always_off": self.init(ratio: 0, followsCaller: false)
+        case "traceidratio": self.init(ratio: ratio, followsCaller: false)
+        case "parentbased_always_on": self.init(ratio: 1, followsCaller: true)
+        case "parentbased_always_off": self.init(ratio: 0, followsCaller: true)
+        default: self.init(ratio: ratio, followsCaller: true)
+        }
+    }
+
+    public init(_ env: EnvironmentVariables) {
+        self.init(sampler: env.optional("OTEL_TRACES_SAMPLER"), argument: env.optional("OTEL_TRACES_SAMPLER_ARG"))
+    }
+
+    /// A request's decision; `draw` is uniform over `UInt64`.
+    public func keeps(caller: TraceParent?, draw: UInt64) -> Bool {
+        if followsCaller, let caller { return caller.sampled }
+        if ratio >= 1 { return true }
+        return ratio > 0 && Double(draw) < ratio * 18_446_744_073_709_551_616.0
+    }
+}
+
+extension Telemetry {
+    /// A new trace that is not kept: no span, only ids for the `traceparent` (flags 00) passed
+    /// on, so that the services after this one do not draw again, and for the log lines.
+    static func unkeptContext() -> ServiceContext {
+        var random = SystemRandomNumberGenerator()
+        let traceparent = "00-\(hex(random.next() | 1))\(hex(random.next()))-\(hex(random.next() | 1))-00"
+        var context = ServiceContext.topLevel
+        InstrumentationSystem.instrument.extract(["traceparent": traceparent], into: &context, using: DictionaryCarrier())
+        return context
+    }
+
+    /// 16 lowercase hex digits.
+    static func hex(_ value: UInt64) -> String {
+        let digits = String(value, radix: 16)
+        return String(repeating: "0", count: 16 - digits.count) + digits
+    }
+}
+
 enum RecordingKey: ServiceContextKey {
     typealias Value = Bool
 }
@@ -87,6 +163,7 @@ enum RecordingKey: ServiceContextKey {
 /// A W3C `traceparent` value, checked as the Trace Context specification reads it
 /// (version-traceid-parentid-flags, lowercase hex, ids not all zero; version ff invalid).
 public struct TraceParent: Equatable, Sendable {
+    static let field = HTTPField.Name("traceparent")!
     public let traceID: String
     public let parentID: String
     public let sampled: Bool
@@ -133,11 +210,22 @@ struct HTTPFieldsCarrier: Injector, Extractor {
 /// access line and every log line of the request carry the trace id.
 public struct TracingMiddleware: RouterMiddleware {
     public typealias Context = ServiceRequestContext
-    public init() {}
+    let sampling: TraceSampling
+    public init(sampling: TraceSampling) { self.sampling = sampling }
 
     public func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
-        var parent = ServiceContext.topLevel
-        InstrumentationSystem.instrument.extract(request.headers, into: &parent, using: HTTPFieldsCarrier())
+        var caller = ServiceContext.topLevel
+        InstrumentationSystem.instrument.extract(request.headers, into: &caller, using: HTTPFieldsCarrier())
+        let callerTrace = request.headers[TraceParent.field].flatMap(TraceParent.init)
+        guard sampling.keeps(caller: callerTrace, draw: UInt64.random(in: .min ... .max)) else {
+            // Not kept: no span. The caller's trace passes on as it came (not sampled); a trace
+            // that starts here gets ids to pass on.
+            let unkept = callerTrace != nil && sampling.followsCaller ? caller : Telemetry.unkeptContext()
+            return try await ServiceContext.$current.withValue(unkept) { try await next(request, context) }
+        }
+        // Kept: a child of the caller's span when the caller keeps it too; otherwise a new trace
+        // (the caller's unkept one is not followed: `traceidratio`, `always_on`).
+        let parent = callerTrace?.sampled == true ? caller : .topLevel
         let span = startSpan("\(request.method.rawValue)", context: parent, ofKind: .server)
         do {
             // Ended when the answer is ready: the services' bodies are written at once (the

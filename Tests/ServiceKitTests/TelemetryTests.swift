@@ -65,6 +65,45 @@ final class TelemetryTests: XCTestCase {
         for (values, on) in table { XCTAssertEqual(Telemetry.isRequested(EnvironmentVariables(values)), on, "\(values)") }
     }
 
+    /// The sampler's two standard variables, as the OpenTelemetry SDK configuration reads them.
+    func testTheSamplerIsReadFromTheStandardVariables() {
+        let table: [(String?, String?, Double, Bool)] = [
+            (nil, nil, 1, true), ("parentbased_traceidratio", "0.01", 0.01, true), ("parentbased_traceidratio", nil, 1, true),
+            ("traceidratio", "0.25", 0.25, false), ("always_on", "0.5", 1, false), ("always_off", nil, 0, false),
+            ("parentbased_always_on", nil, 1, true), ("parentbased_always_off", "1", 0, true), (" ParentBased_TraceIdRatio ", " 0.5 ", 0.5, true),
+            // A ratio outside 0...1 or unreadable is 1.0; an unknown sampler is the default.
+            ("parentbased_traceidratio", "1.5", 1, true), ("parentbased_traceidratio", "-0.1", 1, true), ("traceidratio", "one", 1, false),
+            ("parentbased_traceidratio", "nan", 1, true), ("jaeger_remote", "0.2", 0.2, true), ("", "0", 0, true)
+        ]
+        for (sampler, argument, ratio, follows) in table {
+            let sampling = TraceSampling(sampler: sampler, argument: argument)
+            XCTAssertEqual(sampling, TraceSampling(ratio: ratio, followsCaller: follows), "\(sampler ?? "nil") \(argument ?? "nil")")
+        }
+    }
+
+    /// A request's trace is kept by the caller's decision when it is followed, otherwise by
+    /// the draw against the ratio; 0 keeps none and 1 keeps all.
+    func testARequestIsKeptByItsCallerOrByTheRatio() {
+        let kept = TraceParent("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01")!
+        let unkept = TraceParent("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-00")!
+        let percent = TraceSampling(ratio: 0.01, followsCaller: true)
+        let table: [(TraceSampling, TraceParent?, UInt64, Bool)] = [
+            (percent, nil, 0, true), (percent, nil, UInt64.max / 100 - 1_000_000, true), (percent, nil, UInt64.max / 100 + 1_000_000, false),
+            (percent, nil, .max, false), (percent, kept, .max, true), (percent, unkept, 0, false),
+            (TraceSampling(ratio: 0.01, followsCaller: false), kept, .max, false), (TraceSampling(ratio: 0.01, followsCaller: false), unkept, 0, true),
+            (TraceSampling(ratio: 1, followsCaller: true), nil, .max, true), (TraceSampling(ratio: 1, followsCaller: true), unkept, 0, false),
+            (TraceSampling(ratio: 0, followsCaller: true), nil, 0, false), (TraceSampling(ratio: 0, followsCaller: true), kept, .max, true),
+            (TraceSampling(ratio: 0, followsCaller: false), kept, 0, false), (TraceSampling(ratio: 1, followsCaller: false), unkept, .max, true)
+        ]
+        for (i, (sampling, caller, draw, keeps)) in table.enumerated() {
+            XCTAssertEqual(sampling.keeps(caller: caller, draw: draw), keeps, "row \(i)")
+        }
+        // Over many draws the share kept is the ratio.
+        var generator = SystemRandomNumberGenerator()
+        let share = Double((0..<100_000).filter { _ in percent.keeps(caller: nil, draw: generator.next()) }.count) / 100_000
+        XCTAssertEqual(share, 0.01, accuracy: 0.002)
+    }
+
     /// Outside a trace nothing is stored for a later link, and a stored value that is not a
     /// valid traceparent links to nothing.
     func testNothingIsCarriedOutsideATrace() {

@@ -851,7 +851,9 @@ def trace_context_from_clients():
         if status != 200:
             fail("traces: %s traceparent answered %s %s (never a 500, never a refusal)" % (name, status, body))
         asked.append((name, t, p, rid, state, expect))
-    wanted = [rid for _, _, _, rid, _, expect in asked if expect != "not recorded"]
+    # A new trace is kept by the services' own draw: never at ratio 0 (the test stack's).
+    new_kept = float(os.environ.get("OTEL_TRACES_SAMPLER_ARG", "1") or "1") > 0
+    wanted = [rid for _, _, _, rid, _, expect in asked if expect != "not recorded" and (new_kept or expect != "new trace")]
     spans = spans_until(lambda spans: set(wanted) <= {s["attributes"].get("request_id") for s in spans}, "the propagation cases")
     for name, t, p, rid, state, expect in asked:
         # The request's own span (a cold cache also asks auth, under the same request id).
@@ -859,6 +861,11 @@ def trace_context_from_clients():
         if expect == "not recorded":
             if mine or any(s["trace_id"] == t for s in spans):
                 fail("traces: an unsampled parent's request was recorded (%s)" % name)
+            continue
+        if expect == "new trace" and not new_kept:
+            # Not followed: the client's trace id appears nowhere (a followed one would be kept).
+            if mine or any(s["trace_id"] == t for s in spans):
+                fail("traces: %s traceparent was followed instead of starting a new trace" % name)
             continue
         if len(mine) != 1:
             fail("traces: %s: expected one server span, got %d" % (name, len(mine)))

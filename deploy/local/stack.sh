@@ -398,6 +398,10 @@ test_stack_up() {
   export SYNC_UPSTREAMS="{\"*\":\"http://127.0.0.1:$GAME_PORT/sync\"}"
   push_standin_start
   collector_start
+  # #49: the test stack keeps only the traces a client asks for (its traceparent's sampled
+  # flag), as production at a low ratio keeps few: the fault check's late reward is then kept
+  # only because every later delivery follows the decision stored with its row.
+  export OTEL_TRACES_SAMPLER_ARG=${OTEL_TRACES_SAMPLER_ARG:-0}
   export APPLE_IAP_APPS="{\"$APP_ID\":{\"bundle_id\":\"com.quiz.geography\",\"environment\":\"Sandbox\",\"root_certificates_der_base64\":[\"$(cat "$DATA/storekit/root.der.b64")\"],\"allow_local_environments\":true,\"shared_secret\":\"local\"}}"
   services_start; gateway_start; wait_ready
   push_demo_keys
