@@ -222,8 +222,7 @@ public final class CurlHTTPClient: Sendable {
 
     /// `traceparent` (and `tracestate`) of `context` on the request, in place of any it had.
     static func propagate(_ context: ServiceContext, into request: inout HTTPRequest) {
-        var fields: [String: String] = [:]
-        InstrumentationSystem.instrument.inject(context, into: &fields, using: DictionaryCarrier())
+        let fields = Telemetry.propagation(of: context)
         request.headers.removeAll { ["traceparent", "tracestate"].contains($0.0.lowercased()) }
         request.headers += fields.sorted { $0.key < $1.key }.map { ($0.key, $0.value) }
     }

@@ -6,6 +6,7 @@ import Logging
 import OTel
 import ServiceContextModule
 import ServiceLifecycle
+import Synchronization
 import Tracing
 
 /// Distributed traces (#49): spans made with swift-distributed-tracing, exported by swift-otel
@@ -74,9 +75,17 @@ public enum Telemetry {
     /// (an outbox message, a job) so that its later delivery or run links back to it.
     public static func currentTraceparent() -> String? {
         guard let context = ServiceContext.current else { return nil }
+        return propagation(of: context)["traceparent"]
+    }
+
+    /// The `traceparent` (and `tracestate`) that `context` passes on. A request whose new trace
+    /// is not kept carries no ids (`UnkeptKey`): they are made here, when something leaves it,
+    /// flagged not sampled, so that the services after it do not draw again.
+    static func propagation(of context: ServiceContext) -> [String: String] {
         var fields: [String: String] = [:]
         InstrumentationSystem.instrument.inject(context, into: &fields, using: DictionaryCarrier())
-        return fields["traceparent"]
+        if fields["traceparent"] == nil, context[UnkeptKey.self] == true { fields["traceparent"] = unkeptTraceparent() }
+        return fields
     }
 
     /// The span context a stored `traceparent` names, for a link; nil when it is malformed.
@@ -139,20 +148,39 @@ public struct TraceSampling: Sendable, Equatable {
 }
 
 extension Telemetry {
-    /// A new trace that is not kept: no span, only ids for the `traceparent` (flags 00) passed
-    /// on, so that the services after this one do not draw again, and for the log lines.
-    static func unkeptContext() -> ServiceContext {
+    /// The `traceparent` of a new trace that is not kept (flags 00).
+    static func unkeptTraceparent() -> String {
         var random = SystemRandomNumberGenerator()
-        let traceparent = "00-\(hex(random.next() | 1))\(hex(random.next()))-\(hex(random.next() | 1))-00"
-        var context = ServiceContext.topLevel
-        InstrumentationSystem.instrument.extract(["traceparent": traceparent], into: &context, using: DictionaryCarrier())
-        return context
+        return "00-\(hex(random.next() | 1))\(hex(random.next()))-\(hex(random.next() | 1))-00"
     }
 
     /// 16 lowercase hex digits.
     static func hex(_ value: UInt64) -> String {
         let digits = String(value, radix: 16)
         return String(repeating: "0", count: 16 - digits.count) + digits
+    }
+}
+
+/// Set on a request whose new trace is not kept: it has no span and no ids until something
+/// leaves it (`Telemetry.propagation(of:)`).
+enum UnkeptKey: ServiceContextKey {
+    typealias Value = Bool
+}
+
+/// The draw against the ratio, once per request: a small generator (wyrand) seeded from the
+/// system's, since a `getrandom` call per request was a measurable part of an unkept request.
+final class SamplingDraw: Sendable {
+    private let state: Mutex<UInt64>
+    init() {
+        var system = SystemRandomNumberGenerator()
+        state = Mutex(system.next())
+    }
+    func next() -> UInt64 {
+        state.withLock { s in
+            s &+= 0xa076_1d64_78bd_642f
+            let product = s.multipliedFullWidth(by: s ^ 0xe703_7ed1_a0b4_28db)
+            return product.high ^ product.low
+        }
     }
 }
 
@@ -211,16 +239,19 @@ struct HTTPFieldsCarrier: Injector, Extractor {
 public struct TracingMiddleware: RouterMiddleware {
     public typealias Context = ServiceRequestContext
     let sampling: TraceSampling
+    let draw = SamplingDraw()
     public init(sampling: TraceSampling) { self.sampling = sampling }
 
     public func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
-        var caller = ServiceContext.topLevel
-        InstrumentationSystem.instrument.extract(request.headers, into: &caller, using: HTTPFieldsCarrier())
+        // The caller's context is read only when it sent one (most requests come without).
         let callerTrace = request.headers[TraceParent.field].flatMap(TraceParent.init)
-        guard sampling.keeps(caller: callerTrace, draw: UInt64.random(in: .min ... .max)) else {
+        var caller = ServiceContext.topLevel
+        if callerTrace != nil { InstrumentationSystem.instrument.extract(request.headers, into: &caller, using: HTTPFieldsCarrier()) }
+        guard sampling.keeps(caller: callerTrace, draw: draw.next()) else {
             // Not kept: no span. The caller's trace passes on as it came (not sampled); a trace
-            // that starts here gets ids to pass on.
-            let unkept = callerTrace != nil && sampling.followsCaller ? caller : Telemetry.unkeptContext()
+            // that starts here gets its ids only if something leaves the request.
+            var unkept = caller
+            if callerTrace == nil || !sampling.followsCaller { unkept = .topLevel; unkept[UnkeptKey.self] = true }
             return try await ServiceContext.$current.withValue(unkept) { try await next(request, context) }
         }
         // Kept: a child of the caller's span when the caller keeps it too; otherwise a new trace

@@ -1,5 +1,6 @@
 import Foundation
-import ServiceKit
+import ServiceContextModule
+@testable import ServiceKit
 import XCTest
 
 /// #49: the pure parts of tracing (the stack's fault check follows a real trace end to end).
@@ -98,10 +99,29 @@ final class TelemetryTests: XCTestCase {
         for (i, (sampling, caller, draw, keeps)) in table.enumerated() {
             XCTAssertEqual(sampling.keeps(caller: caller, draw: draw), keeps, "row \(i)")
         }
-        // Over many draws the share kept is the ratio.
-        var generator = SystemRandomNumberGenerator()
-        let share = Double((0..<100_000).filter { _ in percent.keeps(caller: nil, draw: generator.next()) }.count) / 100_000
-        XCTAssertEqual(share, 0.01, accuracy: 0.002)
+        // Over many draws of the middleware's generator the share kept is the ratio, and its
+        // draws spread over the whole range (high and low halves alike).
+        let draw = SamplingDraw()
+        for ratio in [0.01, 0.5] {
+            let sampling = TraceSampling(ratio: ratio, followsCaller: true)
+            let share = Double((0..<100_000).filter { _ in sampling.keeps(caller: nil, draw: draw.next()) }.count) / 100_000
+            XCTAssertEqual(share, ratio, accuracy: ratio / 5, "ratio \(ratio)")
+        }
+        let draws = (0..<10_000).map { _ in draw.next() }
+        XCTAssertEqual(Set(draws).count, draws.count, "no repeats")
+        XCTAssertEqual(Double(draws.filter { $0 >> 63 == 1 }.count) / 10_000, 0.5, accuracy: 0.03)
+        XCTAssertEqual(Double(draws.filter { $0 & 1 == 1 }.count) / 10_000, 0.5, accuracy: 0.03)
+    }
+
+    /// A request whose new trace is not kept has no ids until something leaves it: then a
+    /// `traceparent` flagged not sampled, so that the next service does not draw again.
+    func testAnUnkeptRequestPassesOnATraceparentFlaggedNotSampled() {
+        var unkept = ServiceContext.topLevel
+        unkept[UnkeptKey.self] = true
+        let first = Telemetry.propagation(of: unkept)["traceparent"].flatMap(TraceParent.init)
+        XCTAssertEqual(first?.sampled, false)
+        XCTAssertNotEqual(first?.traceID, Telemetry.propagation(of: unkept)["traceparent"].flatMap(TraceParent.init)?.traceID)
+        XCTAssertTrue(Telemetry.propagation(of: .topLevel).isEmpty, "outside any request nothing is passed on")
     }
 
     /// Outside a trace nothing is stored for a later link, and a stored value that is not a
