@@ -74,6 +74,21 @@ final class SubscriptionsAdminTests: XCTestCase {
         }
     }
 
+    /// A page's cursor names its last event's time to the exact microsecond the database keeps
+    /// (the bound is built in SQL from that integer): a `Date` sent back could be a microsecond
+    /// short, and events of the same microsecond (a frozen clock, a burst) were then skipped.
+    func testTheCursorKeepsTheExactMicrosecond() {
+        let now = Int64(Date().timeIntervalSince1970 * 1_000_000)
+        for offset in Int64(0)..<20_000 {
+            let micros = now + offset * 7919
+            // As PostgresNIO hands a timestamptz back: microseconds since 2000 as a Double.
+            let decoded = Date(timeIntervalSinceReferenceDate: Double(micros - 978_307_200_000_000) / 1_000_000)
+            let cursor = StoreEventStore.Cursor(receivedAt: decoded, id: UUID())
+            XCTAssertEqual(cursor.micros, micros)
+            XCTAssertEqual(StoreEventStore.Cursor(cursor.description), cursor)
+        }
+    }
+
     func testBadInputIsRefusedWithTheEnvelope() async throws {
         try await PurchaseTests.run { h in
             for query in ["limit=0", "limit=101", "limit=ten", "before=yesterday", "before=12_not-a-uuid", "before=" + String(repeating: "1", count: 80)] {

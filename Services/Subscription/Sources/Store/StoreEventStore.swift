@@ -27,20 +27,27 @@ public struct StoreEventStore: Sendable {
 
     /// Where a page ends: the last event's time and id (ties on the time are ordered by id).
     public struct Cursor: Sendable, Equatable {
-        var receivedAt: Date
+        /// The event's time in exact microseconds since 1970, as the database keeps it: a
+        /// `Date` (a Double) sent back as the bound could land a microsecond off, and events of
+        /// one microsecond (ordered by id) after the page's last would then be skipped.
+        var micros: Int64
         var id: UUID
 
         /// `<microseconds since 1970>_<id>`, opaque to the console.
-        public var description: String { "\(Int64((receivedAt.timeIntervalSince1970 * 1_000_000).rounded()))_\(id.lowercasedString)" }
+        public var description: String { "\(micros)_\(id.lowercasedString)" }
 
-        public init(receivedAt: Date, id: UUID) { self.receivedAt = receivedAt; self.id = id }
+        public init(receivedAt: Date, id: UUID) {
+            self.init(micros: Int64((receivedAt.timeIntervalSince1970 * 1_000_000).rounded()), id: id)
+        }
+
+        init(micros: Int64, id: UUID) { self.micros = micros; self.id = id }
 
         public init?(_ raw: String) {
             let parts = raw.split(separator: "_", omittingEmptySubsequences: false)
             guard raw.utf8.count <= 64, parts.count == 2, let micros = Int64(parts[0]), micros >= 0, let id = UUID(uuidString: String(parts[1])) else {
                 return nil
             }
-            self.init(receivedAt: Date(timeIntervalSince1970: Double(micros) / 1_000_000), id: id)
+            self.init(micros: micros, id: id)
         }
     }
 
@@ -51,7 +58,7 @@ public struct StoreEventStore: Sendable {
             rows = try await conn.run(
                 """
                 SELECT id, store, notification_type, subtype, original_transaction_id, received_at, result FROM store_notifications
-                WHERE app_id = \(app) AND (received_at, id) < (\(cursor.receivedAt), \(cursor.id))
+                WHERE app_id = \(app) AND (received_at, id) < (timestamptz 'epoch' + \(cursor.micros) * interval '1 microsecond', \(cursor.id))
                 ORDER BY received_at DESC, id DESC LIMIT \(limit)
                 """, logger: logger)
         } else {
