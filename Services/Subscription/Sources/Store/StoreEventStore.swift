@@ -42,9 +42,13 @@ public struct StoreEventStore: Sendable {
 
         init(micros: Int64, id: UUID) { self.micros = micros; self.id = id }
 
+        /// 2^53 µs (the year 2255): the bound is exact in SQL's `interval * double` up to here,
+        /// and a time beyond it is no event's.
+        static let latest: Int64 = 1 << 53
+
         public init?(_ raw: String) {
             let parts = raw.split(separator: "_", omittingEmptySubsequences: false)
-            guard raw.utf8.count <= 64, parts.count == 2, let micros = Int64(parts[0]), micros >= 0, let id = UUID(uuidString: String(parts[1])) else {
+            guard raw.utf8.count <= 64, parts.count == 2, let micros = Int64(parts[0]), (0...Self.latest).contains(micros), let id = UUID(uuidString: String(parts[1])) else {
                 return nil
             }
             self.init(micros: micros, id: id)
