@@ -91,9 +91,11 @@ final class SubscriptionsAdminTests: XCTestCase {
 
     func testBadInputIsRefusedWithTheEnvelope() async throws {
         try await PurchaseTests.run { h in
-            for query in ["limit=0", "limit=101", "limit=ten", "before=yesterday", "before=12_not-a-uuid", "before=" + String(repeating: "1", count: 80),
+            for query in [
+                "limit=0", "limit=101", "limit=ten", "before=yesterday", "before=12_not-a-uuid", "before=" + String(repeating: "1", count: 80),
                 // A time past what the database can keep (and a bound built from it exactly).
-                "before=9223372036854775807_9ca6c2e8-57c0-4b6f-b445-d33c4a81e00c", "before=9007199254740993_9ca6c2e8-57c0-4b6f-b445-d33c4a81e00c"] {
+                "before=9223372036854775807_9ca6c2e8-57c0-4b6f-b445-d33c4a81e00c", "before=9007199254740993_9ca6c2e8-57c0-4b6f-b445-d33c4a81e00c"
+            ] {
                 try await h.client.execute(uri: "/subscription/v1/admin/store-events?\(query)", method: .get, headers: StoreSettingsTests.admin(h)) { r in
                     XCTAssertEqual(r.status, .unprocessableContent, query)
                     XCTAssertEqual(try r.envelope().error, "validation_error", query)

@@ -48,7 +48,9 @@ public struct StoreEventStore: Sendable {
 
         public init?(_ raw: String) {
             let parts = raw.split(separator: "_", omittingEmptySubsequences: false)
-            guard raw.utf8.count <= 64, parts.count == 2, let micros = Int64(parts[0]), (0...Self.latest).contains(micros), let id = UUID(uuidString: String(parts[1])) else {
+            guard raw.utf8.count <= 64, parts.count == 2, let micros = Int64(parts[0]), (0...Self.latest).contains(micros),
+                let id = UUID(uuidString: String(parts[1]))
+            else {
                 return nil
             }
             self.init(micros: micros, id: id)
