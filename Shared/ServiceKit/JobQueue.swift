@@ -257,12 +257,10 @@ public struct JobWorker: Service {
     /// that the trace is not kept.
     private func process(_ job: Job) async {
         await RequestTrace.$requestID.withValue(job.requestID) {
-            guard let origin = Telemetry.context(traceparent: job.traceparent) else { return await run(job) }
-            guard job.traceparent.flatMap(TraceParent.init)?.sampled == true else {
-                return await ServiceContext.$current.withValue(origin) { await run(job) }
-            }
+            guard let origin = Telemetry.stored(traceparent: job.traceparent) else { return await run(job) }
+            guard origin.kept else { return await ServiceContext.$current.withValue(origin.context) { await run(job) } }
             let span = startSpan("job \(job.kind)", context: .topLevel, ofKind: .consumer)
-            span.addLink(SpanLink(context: origin, attributes: [:]))
+            span.addLink(SpanLink(context: origin.context, attributes: [:]))
             span.attributes["job.queue"] = job.queue
             span.attributes["job.id"] = "\(job.id)"
             span.attributes["job.attempt"] = job.attempt

@@ -226,15 +226,17 @@ public struct OutboxWorker: Service {
     /// was: the decision stored in the row's `traceparent`, never a second draw.
     @discardableResult
     private func deliver(_ row: Row, timeout: Duration = .seconds(10)) async -> HTTPResponseData? {
-        let origin = Telemetry.context(traceparent: row.traceparent)
-        // In a request: a span when it records. In a worker: a new trace linked to the writer's
-        // when that one was kept; when it was not, no span, and the receiver learns so.
-        if !Telemetry.isRecording, ServiceContext.current == nil, let origin, row.traceparent.flatMap(TraceParent.init)?.sampled != true {
-            return await ServiceContext.$current.withValue(origin) { await attempt(row, timeout: timeout) }
+        let origin = Telemetry.stored(traceparent: row.traceparent)
+        // In a request: a span when the request's records (a child). In a worker: a new trace
+        // linked to the writer's when that one was kept; when it was not, no span, and the
+        // receiver learns so from the writer's context.
+        let inWorker = ServiceContext.current == nil
+        guard Telemetry.isRecording || (inWorker && origin?.kept == true) else {
+            guard inWorker, let origin else { return await attempt(row, timeout: timeout) }
+            return await ServiceContext.$current.withValue(origin.context) { await attempt(row, timeout: timeout) }
         }
-        guard Telemetry.isRecording || (ServiceContext.current == nil && origin != nil) else { return await attempt(row, timeout: timeout) }
         let span = startSpan("outbox deliver", ofKind: .producer)
-        if let origin { span.addLink(SpanLink(context: origin, attributes: [:])) }
+        if let origin { span.addLink(SpanLink(context: origin.context, attributes: [:])) }
         span.attributes["messaging.system"] = "outbox"
         span.attributes["messaging.destination.name"] = row.target
         span.attributes["messaging.message.id"] = "\(row.id)"

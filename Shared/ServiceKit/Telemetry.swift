@@ -88,13 +88,20 @@ public enum Telemetry {
         return fields
     }
 
-    /// The span context a stored `traceparent` names, for a link; nil when it is malformed.
-    public static func context(traceparent: String?) -> ServiceContext? {
-        guard let traceparent, TraceParent(traceparent) != nil else { return nil }
+    /// What a stored `traceparent` (an outbox row's, a job's) says; nil when it is malformed.
+    public static func stored(traceparent: String?) -> StoredTrace? {
+        guard let traceparent, let parsed = TraceParent(traceparent) else { return nil }
         var context = ServiceContext.topLevel
         InstrumentationSystem.instrument.extract(["traceparent": traceparent], into: &context, using: DictionaryCarrier())
-        return context
+        return StoredTrace(context: context, kept: parsed.sampled)
     }
+}
+
+/// The trace of the transaction that wrote a row: its context (to link to, or to pass on) and
+/// whether it was kept. A later delivery or job run follows that decision, never a new draw.
+public struct StoredTrace: Sendable {
+    public let context: ServiceContext
+    public let kept: Bool
 }
 
 /// What `serve` bootstrapped: the span exporter (a background service) and the sampling.

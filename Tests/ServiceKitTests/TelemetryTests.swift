@@ -129,8 +129,9 @@ final class TelemetryTests: XCTestCase {
     func testNothingIsCarriedOutsideATrace() {
         XCTAssertNil(Telemetry.currentTraceparent())
         XCTAssertFalse(Telemetry.isRecording)
-        XCTAssertNil(Telemetry.context(traceparent: nil))
-        XCTAssertNil(Telemetry.context(traceparent: "00-not-a-trace-01"))
-        XCTAssertNotNil(Telemetry.context(traceparent: "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"))
+        XCTAssertNil(Telemetry.stored(traceparent: nil))
+        XCTAssertNil(Telemetry.stored(traceparent: "00-not-a-trace-01"))
+        XCTAssertEqual(Telemetry.stored(traceparent: "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01")?.kept, true)
+        XCTAssertEqual(Telemetry.stored(traceparent: "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-00")?.kept, false)
     }
 }
