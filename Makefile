@@ -34,9 +34,9 @@ lint:
 check:
 	bash deploy/local/check.sh
 
-# #50 the four OpenAPI documents and docs/ERRORS.md, generated again from the code.
+# #50 the four OpenAPI documents, docs/ERRORS.md and docs/CONFIGURATION.md, generated again from the code.
 openapi:
-	cd deploy/local && python3 openapi_gen.py && python3 error_codes.py
+	cd deploy/local && python3 openapi_gen.py && python3 error_codes.py && python3 configuration_doc.py
 
 format:
 	swift format format -i -r --parallel --configuration .swift-format Package.swift Services Shared Tests Tools Clients

@@ -509,7 +509,10 @@ ${GROWTH_TABLE}
 TXT
 )
 echo "$TABLE"
-# The results file the README links: the table, the machine, the date.
+# The results file the README links: the table, the machine, the date; the history of what was
+# measured before (from its "## History" heading on) is kept below it.
+RESULTS=${BENCH_RESULTS:-BENCHMARKS.md}
+HISTORY=$( [ -f "$RESULTS" ] && sed -n '/^## History/,$p' "$RESULTS" || true)
 {
   echo "# Benchmark results"
   echo
@@ -520,6 +523,8 @@ echo "$TABLE"
   echo '```'
   echo "$TABLE"
   echo '```'
-} > "${BENCH_RESULTS:-BENCHMARKS.md}"
-echo "results written to ${BENCH_RESULTS:-BENCHMARKS.md}"
+  [ -z "$HISTORY" ] || printf '\n%s\n' "$HISTORY"
+} > "$RESULTS.tmp"
+mv "$RESULTS.tmp" "$RESULTS"
+echo "results written to $RESULTS"
 

@@ -10,6 +10,9 @@
   never spelled out by hand (#50).
 - A route opens no transaction (a flow owns it); the routes that still do are counted and the
   count only goes down (#50).
+- Every environment variable the code reads is explained in `.env.example`, with the code's
+  default, and docs/CONFIGURATION.md is what `configuration_doc.py` writes from the two (#50).
+- The types, members and files the documents name in backticks exist (#50).
 - The console's security headers are the same in the gateway and in its Kubernetes pod (#47),
   and its pages hold no inline script, inline style or outside URL (the CSP would refuse them).
 Prints each finding as path:line: rule, and exits 1 when there is any."""
@@ -24,6 +27,7 @@ ROOT = os.path.abspath(os.path.dirname(os.path.abspath(__file__)) + "/../..")
 os.chdir(ROOT)
 sys.path.insert(0, os.path.join(ROOT, "deploy/local"))
 from error_codes import scan, catalogue, catalogue_path, codes, HELPERS, GATEWAY  # noqa: E402
+import configuration_doc  # noqa: E402
 
 SQL = re.compile(r"\b(SELECT\s+[\w*(]|INSERT\s+INTO\b|UPDATE\s+[a-z_.]+\s+SET\b|DELETE\s+FROM\b|ON\s+CONFLICT\b|FOR\s+UPDATE\b"
                  r"|TRUNCATE\s+\w|(?:db|conn|connection|client)\.(?:query|run)\(|PostgresQuery\b)")
@@ -62,6 +66,9 @@ for path in sorted(glob.glob("Services/*/Sources/**/*.swift", recursive=True) + 
         if INTERNAL_PATH.search(line):
             findings.append(f"{path}:{number}: a hand-built internal path (declare it in InternalRoutes): {line.strip()[:100]}")
 
+# #50 the settings: read in the code, explained once in .env.example, the document generated.
+findings += configuration_doc.findings()
+
 # #50 a flow owns its transaction: a route decodes, authorizes, calls one flow and encodes.
 # The transactions still opened in Routes/ are counted here per file, and the count only goes
 # down: a new `withTransaction` in a route fails, and moving one into a flow must lower its line.
@@ -84,6 +91,42 @@ for path in sorted(glob.glob("Services/*/Sources/**/Routes/*.swift", recursive=T
         findings.append(f"{path}:{opened[allowed]}: a transaction opened in a route (a flow owns its transaction; {allowed} left here)")
     elif len(opened) < allowed:
         findings.append(f"{path}:1: {len(opened)} transactions left in this route: lower its count in lint.py's ROUTE_TRANSACTIONS_LEFT")
+
+# #50 the README stays short: what it is, the two commands, the walkthrough, where to read on.
+README_LINES = sum(1 for _ in open("README.md", encoding="utf-8"))
+if README_LINES > 200:
+    findings.append(f"README.md:200: {README_LINES} lines; the README says what it is and how to run it (the rest goes to docs/)")
+
+# #50 names in the docs match the code: a type, `Type.member` or file a document names in
+# backticks is declared somewhere (a Swift declaration, a target, an OpenAPI schema, a file), or
+# is another project's (the list below). A rename that leaves a document behind fails here.
+EXTERNAL_NAMES = {
+    "Unregistered", "BadDeviceToken", "DeviceTokenNotForTopic",  # APNs' reasons
+    "AsyncSequence", "TaskLocal", "AsyncHTTPClientTransport", "ServerChildChannel", "EventSource",  # Swift, NIO, the web
+    "EdDSA", "Secure", "Cluster", "ScheduledBackup", "Client",  # JOSE, cookies, CloudNativePG, the generated client
+}
+swift_sources = [p for g in ["Services/**/*.swift", "Shared/**/*.swift", "Tests/**/*.swift", "Clients/**/*.swift", "Tools/**/*.swift"]
+                 for p in glob.glob(g, recursive=True)] + ["Package.swift"]
+swift_text = "\n".join(open(p, encoding="utf-8").read() for p in swift_sources)
+declared = set(re.findall(r"\b(?:class|struct|enum|actor|protocol|typealias|extension|func|var|let|case)\s+([A-Za-z_][A-Za-z0-9_]*)", swift_text))
+declared |= set(re.findall(r'name:\s*"([A-Za-z]+)"', open("Package.swift").read()))
+declared |= {os.path.basename(p)[:-len(".swift")] for p in swift_sources}
+declared |= {f"{s}{suffix}" for s in ["Auth", "Subscription", "Offline", "Ads"] for suffix in ["Service", "API", "Tests"]}
+for document in glob.glob("Services/*/Sources/OpenAPI/openapi.json"):
+    declared |= set(json.load(open(document)).get("components", {}).get("schemas", {}))
+file_names = {os.path.basename(p) for p in subprocess.run(["git", "ls-files"], capture_output=True, text=True).stdout.split()}
+file_names.add("Package.resolved")  # SwiftPM writes it; not kept in git
+DOC_NAME = re.compile(r"`([A-Z][a-z][A-Za-z0-9]*)(?:\.([a-z][A-Za-z0-9]*))?(?:\([^`]*\))?`")
+for document in ["README.md", "BENCHMARKS.md"] + sorted(glob.glob("docs/*.md")):
+    for number, line in enumerate(open(document, encoding="utf-8"), 1):
+        for m in DOC_NAME.finditer(line):
+            name, member = m.group(1), m.group(2)
+            if member in ("swift", "md", "py", "sh", "sql", "json", "yaml", "resolved"):
+                known = f"{name}.{member}" in file_names
+            else:
+                known = name in EXTERNAL_NAMES or (name in declared and (member is None or member in declared))
+            if not known:
+                findings.append(f"{document}:{number}: {m.group(0)} is named here but declared nowhere in the code")
 
 # The error catalogue of each service: no code is answered by a literal unless it is one of
 # ServiceKit's shared ones, every case of the catalogue is answered somewhere, and the OpenAPI

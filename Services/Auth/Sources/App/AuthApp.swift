@@ -227,7 +227,7 @@ public enum AuthService: ServiceDefinition {
     /// set (`serve` refuses to start otherwise): a derived key would change with a signing-key
     /// rotation and leave every sealed secret unreadable. A deployment that ran on the derived
     /// key pins it first: `auth-service admin data-key` prints it for the current signing key.
-    /// `AUTH_DATA_KEY_PREVIOUS`, while the data key changes (README "Rotating keys"): secrets
+    /// `AUTH_DATA_KEY_PREVIOUS`, while the data key changes (docs/OPERATIONS.md "Rotating keys"): secrets
     /// sealed with it still open until `admin data-key reseal` has sealed them again.
     static func previousDataKey(env: EnvironmentVariables) throws -> SymmetricKey? {
         guard let encoded = env.optional("AUTH_DATA_KEY_PREVIOUS"), !encoded.isEmpty else { return nil }

@@ -238,7 +238,7 @@ public struct AuthCommand: AsyncParsableCommand {
     }
 
     /// A new access-token signing key, both halves: the seed for `AUTH_SIGNING_KEY`, the public
-    /// key for `AUTH_JWKS_EXTRA_KEYS` (README "Rotating keys").
+    /// key for `AUTH_JWKS_EXTRA_KEYS` (docs/OPERATIONS.md "Rotating keys").
     struct SigningKey: AsyncParsableCommand {
         static let configuration = CommandConfiguration(commandName: "signing-key", abstract: "Signing keys", subcommands: [Generate.self])
         struct Generate: AsyncParsableCommand {
@@ -272,7 +272,7 @@ public struct AuthCommand: AsyncParsableCommand {
         }
     }
 
-    /// Step 2 of a data-key change (README "Rotating keys"): every secret sealed with
+    /// Step 2 of a data-key change (docs/OPERATIONS.md "Rotating keys"): every secret sealed with
     /// `AUTH_DATA_KEY_PREVIOUS` sealed again with `AUTH_DATA_KEY`. Safe to run again.
     struct Reseal: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
