@@ -81,8 +81,6 @@ ROUTE_TRANSACTIONS_LEFT = {
     "Services/Auth/Sources/Routes/InternalUsersController.swift": 2, "Services/Auth/Sources/Routes/PrivacyController.swift": 2,
     "Services/Offline/Sources/Routes/CatalogAdminController.swift": 1, "Services/Offline/Sources/Routes/ContentController.swift": 5,
     "Services/Offline/Sources/Routes/LocationController.swift": 2, "Services/Offline/Sources/Routes/SyncController.swift": 3,
-    "Services/Subscription/Sources/Routes/CreditsController.swift": 1, "Services/Subscription/Sources/Routes/SubscriptionsController.swift": 2,
-    "Services/Subscription/Sources/Routes/SupportCreditsController.swift": 1, "Services/Subscription/Sources/Routes/SupportPremiumController.swift": 2,
 }
 for path in sorted(glob.glob("Services/*/Sources/**/Routes/*.swift", recursive=True)):
     opened = [number for number, line in code_lines(path) if "withTransaction" in line]

@@ -54,6 +54,14 @@ public enum SubscriptionService: ServiceDefinition {
             handlers: [GoogleAcknowledgeJob.kind: GoogleAcknowledgeJob.handler(client: googleClient, configs: google, clock: runtime.clock)],
             pollInterval: .milliseconds(runtime.config.jobPollMilliseconds),
             backoff: Backoff(base: .seconds(30), cap: .seconds(3600)))
+        let status = SubscriptionStatusCheck(
+            db: runtime.db, subscriptions: SubscriptionStore(logger: runtime.logger), plans: PlanStore(logger: runtime.logger),
+            states: ReadCache(
+                name: "subscription_state", capacity: runtime.config.environment.int("STATUS_CACHE_ENTRIES", default: 50_000),
+                ttl: .seconds(min(300, runtime.config.environment.int("STATUS_CACHE_SECONDS", default: 300))),
+                feed: runtime.changes, topics: ["subscription", "plans"], metrics: runtime.metrics,
+                clock: runtime.clock),
+            clock: runtime.clock, logger: runtime.logger)
         let subscriptions = SubscriptionsController(
             db: runtime.db, subscriptions: SubscriptionStore(logger: runtime.logger),
             plans: PlanStore(logger: runtime.logger), apple: apple,
@@ -63,11 +71,7 @@ public enum SubscriptionService: ServiceDefinition {
                 sandboxURL: runtime.config.environment.string("APPLE_VERIFY_RECEIPT_SANDBOX_URL", default: "https://sandbox.itunes.apple.com/verifyReceipt"),
                 logger: runtime.logger),
             google: google, googleClient: googleClient,
-            states: ReadCache(
-                name: "subscription_state", capacity: runtime.config.environment.int("STATUS_CACHE_ENTRIES", default: 50_000),
-                ttl: .seconds(min(300, runtime.config.environment.int("STATUS_CACHE_SECONDS", default: 300))),
-                feed: runtime.changes, topics: ["subscription", "plans"], metrics: runtime.metrics,
-                clock: runtime.clock),
+            status: status,
             factsAtOnce: AccessFactsAtOnce(worker: runtime.outboxWorker),
             clock: runtime.clock,
             logger: runtime.logger)
@@ -91,11 +95,11 @@ public enum SubscriptionService: ServiceDefinition {
             StoreSettingsController(store: storeSettings, apple: apple, google: google).addRoutes(to: routes.admin)
             SubscriptionsAdminController(db: runtime.db, plans: PlanStore(logger: runtime.logger), events: StoreEventStore(logger: runtime.logger))
                 .addRoutes(to: routes.admin)
-            SupportCreditsController(db: runtime.db, ledger: ledger, clock: runtime.clock, logger: runtime.logger).addRoutes(to: routes.admin)
-            SupportPremiumController(
-                db: runtime.db, subscriptions: SubscriptionStore(logger: runtime.logger), plans: PlanStore(logger: runtime.logger),
-                clock: runtime.clock, logger: runtime.logger
-            ).addRoutes(to: routes.admin)
+            let grants = SupportGrants(
+                db: runtime.db, ledger: ledger, subscriptions: SubscriptionStore(logger: runtime.logger), plans: PlanStore(logger: runtime.logger),
+                logger: runtime.logger)
+            SupportCreditsController(db: runtime.db, ledger: ledger, grants: grants, clock: runtime.clock).addRoutes(to: routes.admin)
+            SupportPremiumController(grants: grants, clock: runtime.clock).addRoutes(to: routes.admin)
             PlansController(db: runtime.db, plans: PlanStore(logger: runtime.logger)).addRoutes(to: routes.user)
             subscriptions.addRoutes(user: routes.user, internalGroup: routes.internal)
             AppleNotificationsController(
@@ -109,7 +113,7 @@ public enum SubscriptionService: ServiceDefinition {
             ).addRoutes(to: routes.open)
             let access = AccessStore(logger: runtime.logger)
             ContentController(
-                subscriptions: subscriptions, access: access, reads: reads,
+                status: status, access: access, reads: reads,
                 // #48 several logging writes in flight (each its own transaction): one kept the
                 // check bound by two commit round trips, not by the cores.
                 decisions: GroupCommit(inFlight: max(1, env.int("ACCESS_LOG_WRITES_IN_FLIGHT", default: 4))) { [db = runtime.db] in

@@ -7,7 +7,7 @@ import WireTypes
 
 /// UC-SUB-2.2: what a content needs and whether this user has it, with the ways to unlock it.
 struct ContentController {
-    let subscriptions: SubscriptionsController
+    let status: SubscriptionStatusCheck
     let access: AccessStore
     let reads: AccessReads
     /// Each decision is logged before it is answered, the decisions of concurrent checks in
@@ -54,7 +54,7 @@ struct ContentController {
     /// Reads everything the decision needs.
     func evaluate(app: UUID, user: UUID, content: String) async throws -> (ContentRule, Description) {
         let now = clock.now()
-        let (sub, _) = try await subscriptions.state(app: app, user: user)
+        let (sub, _) = try await status.state(app: app, user: user)
         let hasSubscription = sub?.grantsAccess ?? false
         guard let rule = try await reads.rule(app: app, content: content) else { throw AppError.notFound("Content") }
         let unlock = rule.accessLevel == .freemium ? try await reads.activeUnlock(app: app, user: user, content: content, now: now) : nil

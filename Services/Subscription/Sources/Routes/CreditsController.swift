@@ -54,60 +54,16 @@ struct CreditsController {
         return try context.json(Page(transactions: rows, nextBefore: rows.count == limit ? rows.last?.id : nil))
     }
 
-    struct UnlockResponse: Codable {
-        var unlocked: Bool
-        var charged: Bool
-        /// The credits unlock; null when the subscription already gives access.
-        var unlock: ContentUnlock?
-        var balance: Int
-        /// `credits`, or `subscription` (FREEMIUM = subscription OR credits: nothing is spent).
-        var via: String
-        func encode(to encoder: any Encoder) throws {
-            var c = encoder.container(keyedBy: CodingKeys.self)
-            try c.encode(unlocked, forKey: .unlocked); try c.encode(charged, forKey: .charged)
-            try c.encode(unlock, forKey: .unlock); try c.encode(balance, forKey: .balance); try c.encode(via, forKey: .via)
-        }
-    }
-
     func unlock(_ request: Request, _ context: ServiceRequestContext) async throws -> Response {
         let (app, userID) = try context.requireUser()
         guard let contentID = context.parameters.get("id"), !contentID.isEmpty, contentID.utf8.count <= 200 else {
             throw AppError.badRequest("Invalid content id", field: "id")
         }
-        let now = clock.now()
-        let work: (PostgresConnection) async throws -> (status: Int, body: Data) = { conn in
-            guard let rule = try await ledger.rule(app: app, content: contentID, on: conn) else { throw AppError.notFound("Content") }
-            guard rule.accessLevel == .freemium else {
-                throw AppError(
-                    SubscriptionErrorCode.notUnlockable,
-                    rule.accessLevel == .free ? "This content is free" : "This content needs a subscription",
-                    extra: ["access_level": .string(rule.accessLevel.rawValue)])
-            }
-            // A subscriber already has the content: no credit is spent.
-            if try await subscriptions.grantsAccessNow(app: app, user: userID, now: now, on: conn) {
-                let balance = try await ledger.balance(app: app, user: userID, on: conn)
-                return (200, try JSON.encoder.encode(UnlockResponse(unlocked: true, charged: false, unlock: nil, balance: balance, via: "subscription")))
-            }
-            switch try await ledger.unlock(app: app, user: userID, rule: rule, now: now, on: conn) {
-            case .unlocked(let u, let balance):
-                return (200, try JSON.encoder.encode(UnlockResponse(unlocked: true, charged: true, unlock: u, balance: balance, via: "credits")))
-            case .alreadyUnlocked(let u, let balance):
-                return (200, try JSON.encoder.encode(UnlockResponse(unlocked: true, charged: false, unlock: u, balance: balance, via: "credits")))
-            case .insufficient(let balance, let cost):
-                throw AppError(
-                    SubscriptionErrorCode.insufficientCredits, "Not enough credits",
-                    extra: ["balance": .int(balance), "cost": .int(cost), "missing": .int(cost - balance)])
-            }
+        if let key = request.headers[.idempotencyKey], key.utf8.count > 200 {
+            throw AppError.badRequest("Idempotency-Key is too long", field: "Idempotency-Key")
         }
-        let result: (status: Int, body: Data)
-        if let key = request.headers[.idempotencyKey] {
-            guard key.utf8.count <= 200 else { throw AppError.badRequest("Idempotency-Key is too long", field: "Idempotency-Key") }
-            // The key is bound to this request (this content): reused for another, it is a 422.
-            let stored = try await idempotency.run(key: key, scope: "unlock:\(app):\(userID)", fingerprint: "content:\(contentID)", work)
-            result = (stored.status, stored.body)
-        } else {
-            result = try await db.withTransaction(logger: logger) { try await work($0) }
-        }
+        let result = try await CreditUnlocking(db: db, ledger: ledger, subscriptions: subscriptions, idempotency: idempotency, logger: logger)
+            .unlock(app: app, user: userID, content: contentID, idempotencyKey: request.headers[.idempotencyKey], now: clock.now())
         return Response(
             status: .init(code: result.status), headers: [.contentType: "application/json; charset=utf-8"],
             body: .init(byteBuffer: ByteBuffer(bytes: result.body)))

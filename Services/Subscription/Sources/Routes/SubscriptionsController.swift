@@ -14,15 +14,12 @@ struct SubscriptionsController {
     let receipts: AppleReceiptVerifier
     let google: TenantSettings<GooglePlayConfig>
     let googleClient: GooglePlayClient
-    /// Each user's subscription and features as last read, kept until the subscription or the
-    /// tenant's plans change (announced by triggers to every replica) or its period ends.
-    let states: ReadCache<UserCacheKey, SubscriptionState>
+    /// UC-SUB-2.2 the user's subscription and features (cached), and the cancel request.
+    let status: SubscriptionStatusCheck
     /// #45: the purchase answers once its access facts have landed.
     let factsAtOnce: AccessFactsAtOnce
     let clock: any WallClock
     let logger: Logger
-
-    struct SubscriptionState: Sendable { var subscription: Subscription?; var features: JSONValue }
 
     func addRoutes(user: RouterGroup<ServiceRequestContext>, internalGroup: RouterGroup<ServiceRequestContext>) {
         user.post("subscriptions/purchase") { request, context in try await purchase(request, context, restore: false) }
@@ -214,37 +211,6 @@ struct SubscriptionsController {
         }
     }
 
-    func state(app: UUID, user: UUID) async throws -> (Subscription?, JSONValue) {
-        let now = clock.now()
-        let key = UserCacheKey(app: app, user: user)
-        if let held = states.value(for: key) { return (held.subscription, held.features) }
-        let ticket = states.ticket(for: key)
-        // Fast path: one read. Only a subscription whose end has passed takes the locked path
-        // that flips it to expired.
-        let snap = try await subscriptions.snapshot(app: app, user: user, db: db)
-        guard let (sub, featuresText) = snap else {
-            states.store(SubscriptionState(subscription: nil, features: .object([:])), for: key, ticket: ticket)
-            return (nil, .object([:]))
-        }
-        let end = sub.status == .gracePeriod ? (sub.gracePeriodEnd ?? sub.endDate) : sub.endDate
-        if !sub.grantsAccess || end > now {
-            let features =
-                sub.grantsAccess ? featuresText.flatMap { try? JSONDecoder().decode(JSONValue.self, from: Data($0.utf8)) } ?? .object([:]) : .object([:])
-            // Never past the end of the period: then the locked path expires it.
-            states.store(SubscriptionState(subscription: sub, features: features), for: key, ticket: ticket, expires: sub.grantsAccess ? end : nil)
-            return (sub, features)
-        }
-        return try await db.withTransaction(logger: logger) { conn in
-            guard let current = try await subscriptions.current(app: app, user: user, on: conn) else {
-                return (try await subscriptions.latest(app: app, user: user, on: conn), .object([:]))
-            }
-            let s = try await subscriptions.expireIfDue(current, app: app, now: now, on: conn)
-            let features =
-                s.grantsAccess ? (try await plans.active(app: app, on: conn).first { $0.planType == s.planType }?.features ?? .object([:])) : .object([:])
-            return (s, features)
-        }
-    }
-
     /// The answer of every user without a subscription (most of them), encoded once.
     static let freeAnswer = ByteBuffer(
         bytes: try! JSON.encoder.encode(
@@ -254,7 +220,7 @@ struct SubscriptionsController {
 
     func me(_ context: ServiceRequestContext) async throws -> Response {
         let (app, user) = try context.requireUser()
-        let (sub, features) = try await state(app: app, user: user)
+        let (sub, features) = try await status.state(app: app, user: user)
         guard let sub else { return context.json(encoded: Self.freeAnswer) }
         var warning: String?
         var days: Int?
@@ -284,18 +250,7 @@ struct SubscriptionsController {
     /// store's page; the store's notification then turns auto-renew off, access lasts to the end.
     func cancel(_ context: ServiceRequestContext) async throws -> Response {
         let (app, user) = try context.requireUser()
-        let now = clock.now()
-        let sub: Subscription = try await db.withTransaction(logger: logger) { conn in
-            guard let current = try await subscriptions.current(app: app, user: user, on: conn) else {
-                throw AppError(SubscriptionErrorCode.noActiveSubscription, "There is no active subscription to cancel")
-            }
-            try await subscriptions.markCancelRequested(current.id, now: now, on: conn)
-            try await subscriptions.event(current.id, app: app, user: user, type: "cancel_requested", now: now, on: conn)
-            // Access is unchanged, but the fact gets a new version: the user's other devices hear
-            // of the cancel on their live stream (#46).
-            try await subscriptions.announceAccess(app: app, user: user, on: conn)
-            return current
-        }
+        let sub = try await status.requestCancel(app: app, user: user, now: clock.now())
         let url = sub.store == "apple" ? "https://apps.apple.com/account/subscriptions" : "https://play.google.com/store/account/subscriptions"
         return try context.json(
             CancelResponse(
@@ -305,7 +260,7 @@ struct SubscriptionsController {
 
     func entitlement(_ request: Request, _ context: ServiceRequestContext) async throws -> Response {
         let (user, app) = try request.internalUserAndApp(context)
-        let (sub, features) = try await state(app: app, user: user)
+        let (sub, features) = try await status.state(app: app, user: user)
         return try context.json(Entitlement(isPremium: sub?.grantsAccess ?? false, status: sub?.grantsAccess == true ? "premium" : "free", features: features))
     }
 }

@@ -10,8 +10,8 @@ import WireTypes
 struct SupportCreditsController {
     let db: DatabasePool
     let ledger: CreditLedger
+    let grants: SupportGrants
     let clock: any WallClock
-    let logger: Logger
 
     struct Body: Decodable { var amount: Int; var reason: String }
     struct Adjusted: Encodable {
@@ -40,9 +40,7 @@ struct SupportCreditsController {
             }
             let reason = try OperatorReason.checked(body.reason)
             let now = clock.now()
-            let outcome = try await db.withTransaction(logger: logger) { conn in
-                try await ledger.supportAdjust(app: app, user: user, amount: body.amount, reason: reason, key: key, now: now, on: conn)
-            }
+            let outcome = try await grants.adjustCredits(app: app, user: user, amount: body.amount, reason: reason, key: key, now: now)
             switch outcome {
             case .done(let tx, let created):
                 return try context.json(Adjusted(transaction: tx, balance: tx.balanceAfter, replayed: !created), status: created ? .created : .ok)

@@ -9,11 +9,8 @@ import WireTypes
 /// subscription events, the user's history and export, the expiry sweep and the facts told to
 /// auth, ads and offline all treat it as any purchase.
 struct SupportPremiumController {
-    let db: DatabasePool
-    let subscriptions: SubscriptionStore
-    let plans: PlanStore
+    let grants: SupportGrants
     let clock: any WallClock
-    let logger: Logger
 
     struct GrantBody: Decodable { var days: Int; var reason: String }
     struct RevokeBody: Decodable { var reason: String }
@@ -33,18 +30,8 @@ struct SupportPremiumController {
             let now = clock.now()
             let until = now.addingTimeInterval(Double(body.days) * 86_400)
             let who = context.operator?.auditName ?? "unknown"
-            let outcome = try await db.withTransaction(logger: logger) { conn -> SubscriptionStore.SupportGrant in
-                // The richest active plan gives the features; an app with no plan still gets premium.
-                let plan = try await plans.active(app: app, on: conn).max { $0.price < $1.price }
-                let outcome = try await subscriptions.grantBySupport(app: app, user: user, key: key, until: until, plan: plan, now: now, on: conn)
-                if case .granted(let id) = outcome {
-                    try await subscriptions.event(
-                        id, app: app, user: user, type: "support_granted",
-                        data: ["reason": .string(reason), "days": .int(body.days), "operator": .string(who)], now: now, on: conn)
-                    try await subscriptions.announceAccess(app: app, user: user, on: conn)
-                }
-                return outcome
-            }
+            let outcome = try await grants.grantPremium(
+                app: app, user: user, key: key, days: body.days, until: until, reason: reason, operator: who, now: now)
             switch outcome {
             case .granted(let id): return try context.json(Granted(subscriptionID: id, validUntil: until, replayed: false), status: .created)
             case .replayed(let id): return try context.json(Granted(subscriptionID: id, validUntil: until, replayed: true))
@@ -57,16 +44,7 @@ struct SupportPremiumController {
             let reason = try OperatorReason.checked(try await request.decodeJSON(as: RevokeBody.self, context: context).reason)
             let now = clock.now()
             let who = context.operator?.auditName ?? "unknown"
-            let ended = try await db.withTransaction(logger: logger) { conn -> [UUID] in
-                let ended = try await subscriptions.revokeSupportGrants(app: app, user: user, now: now, on: conn)
-                for id in ended {
-                    try await subscriptions.event(
-                        id, app: app, user: user, type: "support_revoked",
-                        data: ["reason": .string(reason), "operator": .string(who)], now: now, on: conn)
-                }
-                if !ended.isEmpty { try await subscriptions.announceAccess(app: app, user: user, on: conn) }
-                return ended
-            }
+            let ended = try await grants.endPremium(app: app, user: user, reason: reason, operator: who, now: now)
             guard !ended.isEmpty else { throw AppError(SubscriptionErrorCode.noSupportPremium, "Support granted this user no premium that is still running") }
             return try context.json(["ended": ended.map(\.lowercasedString)])
         }
