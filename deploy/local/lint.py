@@ -73,9 +73,7 @@ findings += configuration_doc.findings()
 # The transactions still opened in Routes/ are counted here per file, and the count only goes
 # down: a new `withTransaction` in a route fails, and moving one into a flow must lower its line.
 ROUTE_TRANSACTIONS_LEFT = {
-    "Services/Ads/Sources/Routes/AdminController.swift": 3, "Services/Ads/Sources/Routes/AdsController.swift": 1,
-    "Services/Ads/Sources/Routes/CampaignsController.swift": 3, "Services/Ads/Sources/Routes/ConsentController.swift": 2,
-    "Services/Ads/Sources/Routes/SSVController.swift": 1, "Services/Auth/Sources/Routes/AuthController.swift": 6,
+    "Services/Auth/Sources/Routes/AuthController.swift": 6,
     "Services/Auth/Sources/Routes/DeletionController.swift": 2, "Services/Auth/Sources/Routes/EmailFlowsController.swift": 6,
     "Services/Auth/Sources/Routes/ExportController.swift": 1, "Services/Auth/Sources/Routes/GameCenterController.swift": 2,
     "Services/Auth/Sources/Routes/InternalUsersController.swift": 2, "Services/Auth/Sources/Routes/PrivacyController.swift": 2,

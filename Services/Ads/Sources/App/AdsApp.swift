@@ -65,7 +65,8 @@ public enum AdsService: ServiceDefinition {
             entitlements.addRoutes(to: routes.internal)
             try OpenAPIDocument.serve(.module, on: routes.open)
             AdsController(
-                db: runtime.db, ads: ads, consents: ConsentStore(logger: logger), rewarding: rewarding, delivery: delivery,
+                db: runtime.db, ads: ads, consents: ConsentStore(logger: logger), rewarding: rewarding,
+                serving: AdServing(db: runtime.db, ads: ads, consents: ConsentStore(logger: logger), logger: logger), delivery: delivery,
                 entitlements: entitlements,
                 eligibility: ReadCache(
                     name: "ad_eligibility", capacity: env.int("ELIGIBILITY_CACHE_ENTRIES", default: 50_000),
@@ -73,17 +74,25 @@ public enum AdsService: ServiceDefinition {
                     topics: ["ad_limits", "ad_consent", "entitlement"], metrics: runtime.metrics, clock: runtime.clock),
                 clock: runtime.clock, logger: logger
             ).addRoutes(to: routes.user)
-            ConsentController(db: runtime.db, consents: ConsentStore(logger: logger), outbox: runtime.outboxWorker, clock: runtime.clock, logger: logger)
-                .addRoutes(user: routes.user, internalGroup: routes.internal)
+            ConsentController(
+                db: runtime.db, consents: ConsentStore(logger: logger),
+                recording: ConsentRecording(db: runtime.db, consents: ConsentStore(logger: logger), logger: logger), outbox: runtime.outboxWorker,
+                clock: runtime.clock
+            )
+            .addRoutes(user: routes.user, internalGroup: routes.internal)
             SSVController(
-                db: runtime.db, verifier: verifier, ads: ads, rewarding: rewarding, delivery: delivery, clock: runtime.clock,
+                verifier: verifier,
+                confirming: SSVConfirmation(db: runtime.db, ads: ads, rewarding: rewarding, logger: logger), delivery: delivery, clock: runtime.clock,
                 logger: logger
             ).addRoutes(to: routes.open)
             CampaignsController(
-                db: runtime.db, campaigns: campaigns, rewards: rewards, delivery: delivery, clock: runtime.clock,
-                logger: logger
+                db: runtime.db, campaigns: campaigns, delivery: delivery,
+                participation: CampaignParticipation(db: runtime.db, campaigns: campaigns, rewards: rewards, logger: logger), clock: runtime.clock
             ).addRoutes(to: routes.user)
-            AdminController(db: runtime.db, ads: ads, campaigns: campaigns, clock: runtime.clock, logger: logger).addRoutes(to: routes.admin)
+            AdminController(
+                db: runtime.db, ads: ads, campaigns: campaigns,
+                administration: AdsAdministration(db: runtime.db, ads: ads, campaigns: campaigns, logger: logger), clock: runtime.clock
+            ).addRoutes(to: routes.admin)
             AnalyticsController(db: runtime.db, stats: stats, ads: ads, campaigns: campaigns, clock: runtime.clock, logger: logger).addRoutes(to: routes.admin)
         }
     }

@@ -9,8 +9,8 @@ struct AdminController: Sendable {
     let db: DatabasePool
     let ads: AdStore
     let campaigns: CampaignStore
+    let administration: AdsAdministration
     let clock: any WallClock
-    let logger: Logger
 
     func addRoutes(to admin: RouterGroup<ServiceRequestContext>) {
         admin.get("admin/providers") { _, context in
@@ -63,9 +63,8 @@ struct AdminController: Sendable {
         for (field, unit) in [("rewarded_unit_id", b.rewardedUnitID), ("interstitial_unit_id", b.interstitialUnitID), ("banner_unit_id", b.bannerUnitID)] {
             if let unit, unit.isEmpty || unit.utf8.count > 200 { throw AppError.validation(field, "\(field) must be 1 to 200 bytes") }
         }
-        let provider = try await db.withTransaction(logger: logger) { conn -> AdProvider in
-            let existing = try await ads.providers(app: app, on: conn).first { $0.name == name }
-            let p = AdProvider(
+        let provider = try await administration.saveProvider(app: app, name: name) { existing in
+            AdProvider(
                 name: name, priority: b.priority ?? existing?.priority ?? 100, active: b.active ?? existing?.active ?? true,
                 rewardedUnitID: b.rewardedUnitID ?? existing?.rewardedUnitID,
                 interstitialUnitID: b.interstitialUnitID ?? existing?.interstitialUnitID,
@@ -74,7 +73,6 @@ struct AdminController: Sendable {
                 verification: b.verification ?? existing?.verification ?? "client",
                 testMode: b.testMode ?? existing?.testMode ?? false,
                 ecpmEstimateUSD: b.ecpmEstimateUSD ?? existing?.ecpmEstimateUSD ?? 0)
-            return try await ads.upsertProvider(app: app, p, on: conn)
         }
         return try context.json(provider)
     }
@@ -125,14 +123,12 @@ struct AdminController: Sendable {
             try b.variants.map {
                 try CampaignExperiment.variants($0, type: type, reward: b.reward.amount, required: required, conditions: b.conditions)
             } ?? []
-        let campaign = try await db.withTransaction(logger: logger) { conn in
-            try await campaigns.create(
-                Campaign(
-                    id: UUID(), appID: app, name: b.name, description: b.description ?? "", type: type,
-                    rewardAmount: b.reward.amount, conditions: .object(b.conditions), required: required,
-                    placement: placement, startsAt: starts, endsAt: b.endsAt, active: true),
-                variants: variants, on: conn)
-        }
+        let campaign = try await administration.createCampaign(
+            Campaign(
+                id: UUID(), appID: app, name: b.name, description: b.description ?? "", type: type,
+                rewardAmount: b.reward.amount, conditions: .object(b.conditions), required: required,
+                placement: placement, startsAt: starts, endsAt: b.endsAt, active: true),
+            variants: variants)
         return try context.json(AdminCampaignView(campaign, variants: variants, now: now), status: .created)
     }
 
@@ -181,43 +177,17 @@ struct AdminController: Sendable {
         enum CodingKeys: String, CodingKey { case variants }
     }
 
-    struct EditBody: Decodable {
-        var name: String?
-        var description: String?
-        var endsAt: Date?
-        var variants: [CampaignExperiment.VariantInput]?
-        enum CodingKeys: String, CodingKey { case name, description, endsAt = "ends_at", variants }
-    }
-
     /// `PATCH /admin/campaigns/{id}`: name, description, end, and the variants' weights, rewards
     /// and goals. An assigned user never moves: a variant with users cannot be removed (409), new
     /// users follow the new weights. Nothing changes when any part is refused.
     func editCampaign(_ request: Request, _ context: ServiceRequestContext) async throws -> Response {
         let app = try context.requireApp()
         let id = try CampaignsController.id(context)
-        let b = try await request.decodeJSON(as: EditBody.self, context: context)
+        let b = try await request.decodeJSON(as: AdsAdministration.CampaignEdit.self, context: context)
         if let n = b.name { guard (1...120).contains(n.count) else { throw AppError.validation("name", "name must be 1 to 120 characters") } }
         if let d = b.description, d.count > 1000 { throw AppError.validation("description", "description must be at most 1000 characters") }
         let now = clock.now()
-        let (campaign, variants) = try await db.withTransaction(logger: logger) { conn -> (Campaign, [CampaignVariant]) in
-            guard let c = try await campaigns.campaign(app: app, id: id, on: conn) else { throw AppError.notFound("Campaign") }
-            if let e = b.endsAt { guard e > c.startsAt else { throw AppError.validation("ends_at", "ends_at must be after starts_at") } }
-            var variants = try await campaigns.variants(of: [id], on: conn)[id] ?? []
-            if let input = b.variants {
-                guard c.hasVariants else {
-                    throw AppError.validation("variants", "this campaign was created without variants; create a new one to run an experiment")
-                }
-                guard case .object(let conditions) = c.conditions else { throw AppError.unavailable }
-                let new = try CampaignExperiment.variants(input, type: c.type, reward: c.rewardAmount, required: c.required, conditions: conditions)
-                try CampaignExperiment.checkEdit(old: variants, new: new, assigned: try await campaigns.assignedCounts(campaign: id, on: conn))
-                try await campaigns.saveVariants(campaign: id, new, on: conn)
-                variants = new
-            }
-            guard let edited = try await campaigns.edit(app: app, id: id, name: b.name, description: b.description, endsAt: b.endsAt, on: conn) else {
-                throw AppError.notFound("Campaign")
-            }
-            return (edited, variants)
-        }
+        let (campaign, variants) = try await administration.editCampaign(app: app, id: id, edit: b)
         return try context.json(AdminCampaignView(campaign, variants: variants, now: now))
     }
 

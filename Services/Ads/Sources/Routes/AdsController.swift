@@ -10,6 +10,7 @@ struct AdsController: Sendable {
     let ads: AdStore
     let consents: ConsentStore
     let rewarding: AdRewarding
+    let serving: AdServing
     let delivery: RewardDelivery
     let entitlements: any EntitlementSource
     /// Each user's counters, cooldowns and latest consent as last read: `available` is
@@ -94,10 +95,6 @@ struct AdsController: Sendable {
         }
     }
 
-    func consentState(app: UUID, user: UUID, country: String?, on conn: PostgresConnection) async throws -> ConsentState {
-        try await consents.latest(app: app, user: user, on: conn)?.state() ?? .none(country: country)
-    }
-
     func available(_ request: Request, _ context: ServiceRequestContext) async throws -> Response {
         let (app, user) = try context.requireUser()
         let q = request.uri.queryParameters
@@ -152,30 +149,6 @@ struct AdsController: Sendable {
         }
     }
 
-    static func refusal(_ e: Eligibility) -> AppError {
-        let reason = e.reason ?? .cooldownActive
-        var extra: [String: JSONValue] = ["reason": .string(reason.rawValue)]
-        var headers = HTTPFields()
-        if let next = e.nextAvailableAt { extra["next_available_at"] = .string(JSON.iso8601(next)) }
-        switch reason {
-        case .premiumUser:
-            return AppError(AdsErrorCode.adsDisabledPremium, "Premium users see no ads", extra: extra)
-        case .consentRequired:
-            return AppError(AdsErrorCode.consentRequired, "Ad consent is required in this region before any ad (GDPR)", extra: extra)
-        case .underAge:
-            return AppError(AdsErrorCode.underAge, "No ads for users under 13 (COPPA): content only", extra: extra)
-        case .dailyLimitReached:
-            return AppError(AdsErrorCode.dailyLimitReached, "Daily ad limit reached", extra: extra)
-        case .cooldownActive, .intervalNotElapsed:
-            let seconds = max(1, e.cooldownSeconds ?? 1)
-            extra["retry_after"] = .int(seconds)
-            extra["cooldown_seconds"] = .int(seconds)
-            headers[.retryAfter] = String(seconds)
-            let code: AdsErrorCode = reason == .cooldownActive ? .cooldownActive : .intervalNotElapsed
-            return AppError(code, "Wait \(seconds) s before the next ad", extra: extra, headers: headers)
-        }
-    }
-
     func requestAd(_ request: Request, _ context: ServiceRequestContext) async throws -> Response {
         let (app, user) = try context.requireUser()
         let body = try await request.decodeJSON(as: AdRequestBody.self, context: context)
@@ -186,33 +159,13 @@ struct AdsController: Sendable {
         }
         let premium = await isPremium(app: app, user: user, context: context)
         let country = try Self.country(request)
-        let now = clock.now()
-        let response = try await db.withTransaction(logger: logger) { conn -> AdRequestResponse in
-            let consent = try await consentState(app: app, user: user, country: country, on: conn)
-            // Premium, consent and age first: no slot is taken for an ad that cannot be shown.
-            let gate = Eligibility.evaluate(type: type, limits: nil, today: AdStore.day(now), consent: consent, isPremium: premium, now: now)
-            if let reason = gate.reason, [.premiumUser, .consentRequired, .underAge].contains(reason) { throw Self.refusal(gate) }
-            let providers = try await ads.providers(app: app, on: conn).filter { $0.active && $0.unitID(for: type) != nil }
-            guard let provider = providers.first(where: { $0.name == body.providerPreference }) ?? providers.first,
-                let unit = provider.unitID(for: type)
-            else {
-                throw AppError(AdsErrorCode.noAdProvider, "No active ad provider serves \(type.rawValue) ads for this app")
-            }
-            guard try await ads.reserve(type, app: app, user: user, now: now, on: conn) else {
-                let limits = try await ads.limits(app: app, user: user, on: conn)
-                var e = Eligibility.evaluate(type: type, limits: limits, today: AdStore.day(now), consent: consent, isPremium: false, now: now)
-                if e.available { e = Eligibility(available: false, reason: .cooldownActive, cooldownSeconds: 1, nextAvailableAt: nil) }
-                throw Self.refusal(e)
-            }
-            let record = AdRequestRecord(
-                id: UUID(), appID: app, userID: user, adType: type, placement: placement, provider: provider.name,
-                adDurationSeconds: provider.adDurationSeconds, verification: provider.verification, createdAt: now)
-            try await ads.insertRequest(record, unitID: unit, personalized: consent.personalized, on: conn)
-            return AdRequestResponse(
-                adRequestID: record.id, provider: provider.name, adUnitID: unit, canShow: true, testMode: provider.testMode,
-                personalized: consent.personalized, adDurationSeconds: provider.adDurationSeconds,
-                serverSideVerification: provider.verification == "ssv")
-        }
+        let served = try await serving.serve(
+            app: app, user: user, type: type, placement: placement, preference: body.providerPreference, premium: premium, country: country,
+            now: clock.now())
+        let response = AdRequestResponse(
+            adRequestID: served.record.id, provider: served.provider.name, adUnitID: served.unit, canShow: true, testMode: served.provider.testMode,
+            personalized: served.personalized, adDurationSeconds: served.provider.adDurationSeconds,
+            serverSideVerification: served.provider.verification == "ssv")
         return try context.json(response, status: .created)
     }
 

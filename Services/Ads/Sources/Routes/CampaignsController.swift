@@ -8,12 +8,9 @@ import WireTypes
 struct CampaignsController: Sendable {
     let db: DatabasePool
     let campaigns: CampaignStore
-    let rewards: RewardStore
     let delivery: RewardDelivery
+    let participation: CampaignParticipation
     let clock: any WallClock
-    let logger: Logger
-
-    static let claimSource = "promo"
 
     func addRoutes(to user: RouterGroup<ServiceRequestContext>) {
         user.get("campaigns/active") { _, context in try await active(context) }
@@ -94,19 +91,10 @@ struct CampaignsController: Sendable {
         let id = try Self.id(context)
         let now = clock.now()
         let view = try await db.withConnection { conn in
-            let offer = try await offer(app: app, id: id, user: user, expose: true, now: now, on: conn)
+            let offer = try await participation.offer(app: app, id: id, user: user, expose: true, now: now, on: conn)
             return CampaignView(offer, try await campaigns.participation(campaign: id, user: user, on: conn), now: now)
         }
         return try context.json(view)
-    }
-
-    /// The campaign as this user meets it; a holdout user does not see it at all (404).
-    func offer(app: UUID, id: UUID, user: UUID, expose: Bool, now: Date, on conn: PostgresConnection) async throws -> CampaignOffer {
-        guard let c = try await campaigns.campaign(app: app, id: id, on: conn),
-            let offer = try await campaigns.offers([c], app: app, user: user, expose: expose, now: now, on: conn).first,
-            !offer.hidden
-        else { throw AppError.notFound("Campaign") }
-        return offer
     }
 
     struct ProgressResponse: Encodable {
@@ -122,43 +110,15 @@ struct CampaignsController: Sendable {
         }
     }
 
-    static func expired(_ c: Campaign, _ p: Participation?) -> AppError {
-        AppError(
-            AdsErrorCode.campaignExpired, "This campaign has ended; progress is kept but earns no reward",
-            extra: [
-                "progress": .int(min(p?.progress ?? 0, p?.required ?? c.required)), "required": .int(p?.required ?? c.required),
-                "ended_at": .string(JSON.iso8601(c.endsAt))
-            ])
-    }
-
-    /// A campaign that has not begun: nothing counts yet, and the app is told when it starts.
-    static func notStarted(_ c: Campaign) -> AppError {
-        AppError(
-            AdsErrorCode.campaignNotStarted, "This campaign has not started yet",
-            extra: ["starts_at": .string(JSON.iso8601(c.startsAt)), "ends_at": .string(JSON.iso8601(c.endsAt))])
-    }
-
     /// Step 12b/13: the progress the server counted. A streak campaign records today's
     /// check-in; watch-ads and referral progress only moves on views and redemptions the
     /// server saw, so nothing the client says can advance it.
     func updateProgress(_ context: ServiceRequestContext) async throws -> Response {
         let (app, user) = try context.requireUser()
         let id = try Self.id(context)
-        let now = clock.now()
-        let out = try await db.withTransaction(logger: logger) { conn -> ProgressResponse in
-            let offer = try await offer(app: app, id: id, user: user, expose: false, now: now, on: conn)
-            let c = offer.campaign
-            guard c.isRunning(at: now) else {
-                if c.active && now < c.startsAt { throw Self.notStarted(c) }
-                throw Self.expired(c, try await campaigns.participation(campaign: id, user: user, on: conn))
-            }
-            if c.type == .streakBonus { try await campaigns.checkIn(offer, user: user, now: now, on: conn) }
-            let p = try await campaigns.participation(campaign: id, user: user, on: conn)
-            let required = p?.required ?? offer.required
-            return ProgressResponse(
-                campaignID: id, progress: min(p?.progress ?? 0, required), required: required,
-                completed: p?.completed ?? false, canClaimReward: (p?.completed ?? false) && !(p?.rewardClaimed ?? false))
-        }
+        let p = try await participation.updateProgress(app: app, user: user, campaign: id, now: clock.now())
+        let out = ProgressResponse(
+            campaignID: id, progress: p.progress, required: p.required, completed: p.completed, canClaimReward: p.canClaimReward)
         return try context.json(out)
     }
 
@@ -180,36 +140,7 @@ struct CampaignsController: Sendable {
     func claim(_ context: ServiceRequestContext) async throws -> Response {
         let (app, user) = try context.requireUser()
         let id = try Self.id(context)
-        let now = clock.now()
-        let reference = "campaign:\(id.lowercasedString):\(user.lowercasedString)"
-        enum Outcome { case granted(amount: Int, outboxID: Int64), alreadyClaimed(RewardStore.Reward?) }
-        let outcome = try await db.withTransaction(logger: logger) { conn -> Outcome in
-            // The user's variant pays its own reward (#31); a holdout user has no campaign.
-            let offer = try await offer(app: app, id: id, user: user, expose: false, now: now, on: conn)
-            let c = offer.campaign
-            let p = try await campaigns.participation(campaign: id, user: user, lock: true, on: conn)
-            if p?.rewardClaimed == true {
-                return .alreadyClaimed(try await rewards.reward(app: app, source: Self.claimSource, reference: reference, on: conn))
-            }
-            guard let p, p.completed, let done = p.completedAt else {
-                if c.active && now < c.startsAt { throw Self.notStarted(c) }
-                // 17a: an ended campaign keeps the progress but pays nothing.
-                if now > c.endsAt || !c.active { throw Self.expired(c, p) }
-                throw AppError(
-                    AdsErrorCode.campaignNotCompleted, "The campaign's conditions are not met yet",
-                    extra: ["progress": .int(p?.progress ?? 0), "required": .int(p?.required ?? offer.required)])
-            }
-            // Completed while the campaign ran: still paid after its end (never lose a reward).
-            guard done <= c.endsAt else { throw Self.expired(c, p) }
-            guard try await campaigns.markClaimed(campaign: id, user: user, now: now, on: conn),
-                let outboxID = try await rewards.grant(
-                    app: app, user: user, amount: offer.rewardAmount, source: Self.claimSource,
-                    reference: reference, now: now, on: conn)
-            else {
-                return .alreadyClaimed(try await rewards.reward(app: app, source: Self.claimSource, reference: reference, on: conn))
-            }
-            return .granted(amount: offer.rewardAmount, outboxID: outboxID)
-        }
+        let outcome = try await participation.claim(app: app, user: user, campaign: id, now: clock.now())
         switch outcome {
         case .granted(let amount, let outboxID):
             let balance = await delivery.attempt(outboxID: outboxID)
@@ -247,8 +178,7 @@ struct CampaignsController: Sendable {
         guard (4...16).contains(body.code.count), body.code.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber) }) else {
             throw AppError.validation("code", "code must be 4 to 16 letters or digits")
         }
-        let now = clock.now()
-        let result = try await db.withTransaction(logger: logger) { try await campaigns.redeem(app: app, referee: user, code: body.code, now: now, on: $0) }
+        let result = try await participation.redeem(app: app, user: user, code: body.code, now: clock.now())
         switch result {
         case .redeemed(_, let counted):
             // The referrer's progress moves once this user has played (a first rewarded view).

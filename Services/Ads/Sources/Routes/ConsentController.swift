@@ -10,9 +10,9 @@ import WireTypes
 struct ConsentController: Sendable {
     let db: DatabasePool
     let consents: ConsentStore
+    let recording: ConsentRecording
     let outbox: OutboxWorker
     let clock: any WallClock
-    let logger: Logger
 
     func addRoutes(user: RouterGroup<ServiceRequestContext>, internalGroup: RouterGroup<ServiceRequestContext>) {
         user.get("ads/consent") { request, context in try await show(request, context) }
@@ -62,34 +62,6 @@ struct ConsentController: Sendable {
         return try context.json(ConsentResponse(record, country: country))
     }
 
-    struct ConsentBody: Decodable {
-        var consentPersonalizedAds: Bool?
-        var consentDataSharing: Bool?
-        var ageGatePassed: Bool?
-        var isUnderAge: Bool?
-        var attStatus: String?
-        var tcfString: String?
-        var consentFormStatus: String?
-        var country: String?
-        /// The age gate's answer (`yyyy-MM-dd`): used to decide COPPA, never stored.
-        var birthDate: String?
-        enum CodingKeys: String, CodingKey {
-            case birthDate = "birth_date"
-            case consentPersonalizedAds = "consent_personalized_ads"
-            case consentDataSharing = "consent_data_sharing"
-            case ageGatePassed = "age_gate_passed"
-            case isUnderAge = "is_under_age"
-            case attStatus = "att_status"
-            case tcfString = "tcf_string"
-            case consentFormStatus = "consent_form_status"
-            case country
-        }
-        var isEmpty: Bool {
-            consentPersonalizedAds == nil && consentDataSharing == nil && ageGatePassed == nil && isUnderAge == nil && attStatus == nil
-                && tcfString == nil && consentFormStatus == nil && country == nil && birthDate == nil
-        }
-    }
-
     static let attStatuses: Set<String> = ["authorized", "denied", "restricted", "not_determined"]
     static let formStatuses: Set<String> = ["obtained", "required", "not_required", "unknown"]
 
@@ -97,7 +69,7 @@ struct ConsentController: Sendable {
     /// every change is a new row.
     func update(_ request: Request, _ context: ServiceRequestContext) async throws -> Response {
         let (app, user) = try context.requireUser()
-        let body = try await request.decodeJSON(as: ConsentBody.self, context: context)
+        let body = try await request.decodeJSON(as: ConsentRecording.Answer.self, context: context)
         guard !body.isEmpty else { throw AppError.badRequest("Nothing to record: name at least one consent field") }
         if let a = body.attStatus, !Self.attStatuses.contains(a) {
             throw AppError.validation("att_status", "att_status must be one of \(Self.attStatuses.sorted().joined(separator: ", "))")
@@ -120,44 +92,8 @@ struct ConsentController: Sendable {
             guard let parsed = AgeGate.parse(raw) else { throw AppError.validation("birth_date", "birth_date must be a date, yyyy-MM-dd") }
             birth = parsed
         }
-        let headerCountry = try AdsController.country(request)
-        let now = clock.now()
-        let (record, forwarded) = try await db.withTransaction(logger: logger) { conn -> (AdConsentRecord, Int64?) in
-            try await consents.lock(app: app, user: user, on: conn)
-            let previous = try await consents.latest(app: app, user: user, on: conn)
-            let country = (body.country ?? headerCountry ?? previous?.country)?.uppercased()
-            let underAge: Bool
-            switch AgeGate.decide(previous: previous?.isUnderAge ?? false, claimed: body.isUnderAge, birth: birth, now: now) {
-            case .underAge(let u): underAge = u
-            case .birthDateRequired:
-                throw AppError(
-                    AdsErrorCode.ageVerificationRequired,
-                    "This account is under 13 (COPPA); only the age gate with a birth date can change that", extra: ["field": "birth_date"])
-            case .implausibleBirthDate:
-                throw AppError.validation("birth_date", "birth_date must be in the past and less than 120 years ago")
-            }
-            var r = AdConsentRecord(
-                consentPersonalizedAds: body.consentPersonalizedAds ?? previous?.consentPersonalizedAds ?? false,
-                consentDataSharing: body.consentDataSharing ?? previous?.consentDataSharing ?? false,
-                ageGatePassed: body.ageGatePassed ?? (birth != nil ? true : (previous?.ageGatePassed ?? false)),
-                isUnderAge: underAge,
-                attStatus: body.attStatus ?? previous?.attStatus,
-                tcfString: body.tcfString ?? previous?.tcfString,
-                consentFormStatus: body.consentFormStatus ?? previous?.consentFormStatus,
-                country: country, gdprApplies: ConsentState.gdprApplies(country: country), source: "app", updatedAt: now,
-                answered: (previous?.answered ?? false) || body.consentPersonalizedAds != nil || body.consentDataSharing != nil)
-            // COPPA (8a): no personalisation and no sharing for a child, whatever was ticked.
-            if underAge { r.consentPersonalizedAds = false; r.consentDataSharing = false }
-            try await consents.append(app: app, user: user, r, on: conn)
-            // The personalised-ads answer goes to its owner, with the version of auth's answer
-            // this screen was showing.
-            guard let answer = body.consentPersonalizedAds else { return (r, nil) }
-            let basedOn = try await consents.facts.version(app: app, user: user, fact: "consent.personalized_ads", on: conn) ?? 0
-            let message = try OutboxMessage(
-                InternalRoutes.consentAnswer, path: InternalRoutes.consentAnswer.path(user: user, consent: ConsentFact.personalizedAds, app: app),
-                body: ConsentAnswer(appID: app, value: answer && !underAge, basedOn: basedOn, source: "ads"))
-            return (r, try await Outbox.enqueue(message, on: conn, logger: logger, deliveredByWriter: .seconds(10)).id)
-        }
+        let (record, forwarded) = try await recording.answer(
+            body, birth: birth, app: app, user: user, headerCountry: try AdsController.country(request), now: clock.now())
         // Tried at once so the privacy screen shows it within a moment; else the worker delivers it.
         if let forwarded { _ = await outbox.deliverNow(id: forwarded, timeout: .seconds(2)) }
         return try context.json(ConsentResponse(record, country: record.country))
@@ -168,30 +104,10 @@ struct ConsentController: Sendable {
     func fromAuth(_ request: Request, _ context: ServiceRequestContext) async throws -> Response {
         // Only auth tells a consent (one owner per fact): `decodeFact` checks the caller.
         let fact = try await request.decodeFact(ConsentFact.self, from: .auth, context: context)
-        let (user, app) = (fact.userID, fact.appID)
         guard fact.consent == context.parameters.get("consent"), fact.consent == ConsentFact.personalizedAds else {
             throw AppError.validation("consent", "ads acts on the personalized_ads consent only")
         }
-        let now = clock.now()
-        let outcome = try await db.withTransaction(logger: logger) { conn -> FactOutcome in
-            try await consents.lock(app: app, user: user, on: conn)
-            let outcome = try await consents.facts.advance(app: app, user: user, fact: "consent.personalized_ads", version: fact.version, on: conn)
-            guard outcome.applied else { return outcome }
-            let previous = try await consents.latest(app: app, user: user, on: conn)
-            let underAge = previous?.isUnderAge ?? false
-            let personalized = fact.value && !underAge
-            // The same answer this screen already holds (its own, come back versioned): no new row.
-            if let previous, previous.answered, previous.consentPersonalizedAds == personalized { return outcome }
-            let r = AdConsentRecord(
-                consentPersonalizedAds: personalized,
-                consentDataSharing: fact.value ? (previous?.consentDataSharing ?? false) : false,
-                ageGatePassed: previous?.ageGatePassed ?? false, isUnderAge: underAge,
-                attStatus: previous?.attStatus, tcfString: previous?.tcfString, consentFormStatus: previous?.consentFormStatus,
-                country: previous?.country, gdprApplies: previous?.gdprApplies ?? true, source: "auth",
-                updatedAt: now, answered: true)
-            try await consents.append(app: app, user: user, r, on: conn)
-            return outcome
-        }
+        let outcome = try await recording.fromAuth(fact, now: clock.now())
         return try context.json(outcome)
     }
 }

@@ -7,10 +7,8 @@ import ServiceKit
 /// AdMob calls it). The app sets the SSV custom data to the `ad_request_id`; the signature
 /// proves the view; `transaction_id` makes a replay harmless.
 struct SSVController: Sendable {
-    let db: DatabasePool
     let verifier: AdMobVerifier
-    let ads: AdStore
-    let rewarding: AdRewarding
+    let confirming: SSVConfirmation
     let delivery: RewardDelivery
     let clock: any WallClock
     let logger: Logger
@@ -35,25 +33,7 @@ struct SSVController: Sendable {
             throw AppError.validation("custom_data", "custom_data must be the ad_request_id")
         }
         guard callback.transactionID.utf8.count <= 200 else { throw AppError.validation("transaction_id", "transaction_id is too long") }
-        let now = clock.now()
-        let (status, outboxID) = try await db.withTransaction(logger: logger) { conn -> (String, Int64?) in
-            guard let r = try await ads.lockRequest(id: requestID, on: conn), let user = r.userID else { throw AppError.notFound("Ad request") }
-            guard r.adType == .rewarded else { throw AppError.validation("custom_data", "the ad request is not a rewarded ad") }
-            if let claimed = callback.userID, !claimed.isEmpty, UUID(uuidString: claimed) != user {
-                throw AppError.validation("user_id", "user_id does not match the ad request's user")
-            }
-            let fresh = try await ads.recordVerificationCallback(
-                transactionID: callback.transactionID, request: r, keyID: callback.keyID,
-                rewardAmount: callback.rewardAmount, now: now, on: conn)
-            guard fresh else { return ("duplicate", nil) }
-            switch try await rewarding.grant(r, user: user, now: now, on: conn) {
-            case .granted(let outboxID):
-                try await ads.markViewRewarded(request: r.id, amount: AdRules.rewardCredits, on: conn)
-                return ("granted", outboxID)
-            case .alreadyGranted: return ("duplicate", nil)
-            case .dailyLimitReached: return ("daily_limit_reached", nil)
-            }
-        }
+        let (status, outboxID) = try await confirming.confirm(callback, request: requestID, now: clock.now())
         if let outboxID { _ = await delivery.attempt(outboxID: outboxID) }
         return try context.json(["status": status])
     }
