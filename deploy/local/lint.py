@@ -77,8 +77,6 @@ ROUTE_TRANSACTIONS_LEFT = {
     "Services/Auth/Sources/Routes/DeletionController.swift": 2, "Services/Auth/Sources/Routes/EmailFlowsController.swift": 6,
     "Services/Auth/Sources/Routes/ExportController.swift": 1, "Services/Auth/Sources/Routes/GameCenterController.swift": 2,
     "Services/Auth/Sources/Routes/InternalUsersController.swift": 2, "Services/Auth/Sources/Routes/PrivacyController.swift": 2,
-    "Services/Offline/Sources/Routes/CatalogAdminController.swift": 1, "Services/Offline/Sources/Routes/ContentController.swift": 5,
-    "Services/Offline/Sources/Routes/LocationController.swift": 2, "Services/Offline/Sources/Routes/SyncController.swift": 3,
 }
 for path in sorted(glob.glob("Services/*/Sources/**/Routes/*.swift", recursive=True)):
     opened = [number for number, line in code_lines(path) if "withTransaction" in line]

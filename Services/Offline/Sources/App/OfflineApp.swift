@@ -71,17 +71,25 @@ public enum OfflineService: ServiceDefinition {
             entitlements.addRoutes(to: routes.internal)
             try OpenAPIDocument.serve(.module, on: routes.open)
             ContentController(
-                db: runtime.db, catalog: catalog, copies: copies, downloads: downloads, profiles: profiles, entitlements: entitlements,
-                clock: runtime.clock, logger: logger
+                db: runtime.db, catalog: catalog, copies: copies, downloads: downloads, profiles: profiles,
+                copy: OfflineCopy(
+                    db: runtime.db, catalog: catalog, copies: copies, downloads: downloads, profiles: profiles, sync: sync, logger: logger),
+                entitlements: entitlements, clock: runtime.clock, logger: logger
             ).addRoutes(to: routes.user)
-            SyncController(db: runtime.db, sync: sync, upstream: upstream, clock: runtime.clock, logger: logger).addRoutes(to: routes.user)
+            SyncController(
+                db: runtime.db, sync: sync, flow: OfflineSync(db: runtime.db, sync: sync, upstream: upstream, logger: logger), clock: runtime.clock
+            ).addRoutes(to: routes.user)
             LocationController(
-                db: runtime.db, geocoder: geocoder, http: runtime.http, authURL: runtime.config.url(of: .auth),
-                credential: runtime.internalCredential, nearbyCache: nearbyCache,
-                clock: runtime.clock, logger: logger
+                db: runtime.db,
+                recording: LocationRecording(
+                    db: runtime.db, locations: locations, geocoder: geocoder, http: runtime.http, authURL: runtime.config.url(of: .auth),
+                    credential: runtime.internalCredential, logger: logger),
+                nearbyCache: nearbyCache, clock: runtime.clock, logger: logger
             )
             .addRoutes(user: routes.user, internalGroup: routes.internal)
-            CatalogAdminController(db: runtime.db, catalog: catalog, locations: locations, logger: logger).addRoutes(to: routes.admin)
+            CatalogAdminController(
+                db: runtime.db, catalog: catalog, publishing: CatalogPublishing(db: runtime.db, catalog: catalog, logger: logger), locations: locations
+            ).addRoutes(to: routes.admin)
             UpstreamAdminController(store: upstreams, upstream: upstream, tenants: tenantUpstreams).addRoutes(to: routes.admin)
         }
     }

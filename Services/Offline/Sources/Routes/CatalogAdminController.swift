@@ -9,8 +9,8 @@ import WireTypes
 struct CatalogAdminController: Sendable {
     let db: DatabasePool
     let catalog: CatalogStore
+    let publishing: CatalogPublishing
     let locations: LocationStore
-    let logger: Logger
 
     func addRoutes(to admin: RouterGroup<ServiceRequestContext>) {
         // The console's Catalogue (#47): every category by id, paged by `after` (the last id).
@@ -50,12 +50,7 @@ struct CatalogAdminController: Sendable {
             }
             guard deletes.allSatisfy(ContentController.validID) else { throw AppError.validation("delete", "item ids are letters, digits, '-', '_' or '.'") }
             let encoded = try upserts.map { ($0.id, String(decoding: try JSON.encoder.encode($0.data), as: UTF8.self)) }
-            let (u, d) = try await db.withTransaction(logger: logger) { conn -> (Int, Int) in
-                guard try await catalog.categoryExists(app: app, id: id, on: conn) else { throw AppError.notFound("Category") }
-                let (u, d) = try await catalog.applyBatch(app: app, category: id, upserts: encoded, deletes: deletes, on: conn)
-                if u + d > 0 { try await catalog.announceUpdate(app: app, category: id, changes: u + d, on: conn) }
-                return (u, d)
-            }
+            let (u, d) = try await publishing.applyBatch(app: app, category: id, upserts: encoded, deletes: deletes)
             return try context.json(["upserted": u, "deleted": d])
         }
         admin.put("admin/location-content/:id") { request, context in

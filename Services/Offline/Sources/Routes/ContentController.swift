@@ -11,7 +11,7 @@ struct ContentController: Sendable {
     let copies: CopyStore
     let downloads: DownloadStore
     let profiles: ProfileStore
-    var sync: SyncStore { SyncStore(logger: logger) }
+    let copy: OfflineCopy
     let entitlements: any EntitlementSource
     let clock: any WallClock
     let logger: Logger
@@ -101,17 +101,9 @@ struct ContentController: Sendable {
         return try context.json(body)
     }
 
-    struct ProfilePatch: Decodable {
-        var autoSyncEnabled: Bool?, syncOnWifiOnly: Bool?, syncFrequencyHours: Int?, conflictStrategy: String?
-        enum CodingKeys: String, CodingKey {
-            case autoSyncEnabled = "auto_sync_enabled", syncOnWifiOnly = "sync_on_wifi_only", syncFrequencyHours = "sync_frequency_hours"
-            case conflictStrategy = "conflict_strategy"
-        }
-    }
-
     func updateProfile(_ request: Request, _ context: ServiceRequestContext) async throws -> Response {
         let (app, user) = try context.requireUser()
-        let patch = try await request.decodeJSON(as: ProfilePatch.self, context: context)
+        let patch = try await request.decodeJSON(as: OfflineCopy.ProfilePatch.self, context: context)
         if let h = patch.syncFrequencyHours, !(1...168).contains(h) {
             throw AppError.validation("sync_frequency_hours", "sync_frequency_hours must be 1 to 168")
         }
@@ -121,15 +113,7 @@ struct ContentController: Sendable {
         if patch.syncOnWifiOnly == false, await limits(app: app, user: user, context: context).tier != "premium" {
             throw AppError(OfflineErrorCode.premiumRequired, "Syncing over mobile data is a Premium option; FREE syncs on Wi-Fi only")
         }
-        let p = try await db.withTransaction(logger: logger) { conn -> SyncProfile in
-            var p = try await profiles.profile(app: app, user: user, on: conn)
-            p.autoSyncEnabled = patch.autoSyncEnabled ?? p.autoSyncEnabled
-            p.syncOnWifiOnly = patch.syncOnWifiOnly ?? p.syncOnWifiOnly
-            p.syncFrequencyHours = patch.syncFrequencyHours ?? p.syncFrequencyHours
-            p.conflictStrategy = patch.conflictStrategy ?? p.conflictStrategy
-            try await profiles.save(app: app, user: user, p, on: conn)
-            return p
-        }
+        let p = try await copy.updateProfile(app: app, user: user, patch)
         return try context.json(["profile": p])
     }
 
@@ -138,13 +122,6 @@ struct ContentController: Sendable {
     struct DownloadBody: Decodable {
         var categoryIDs: [String]
         enum CodingKeys: String, CodingKey { case categoryIDs = "category_ids" }
-    }
-
-    struct DownloadResponse: Encodable {
-        var jobID: UUID, estimatedSizeMB: Double, estimatedTimeSeconds: Int, totalCount: Int
-        enum CodingKeys: String, CodingKey {
-            case jobID = "job_id", estimatedSizeMB = "estimated_size_mb", estimatedTimeSeconds = "estimated_time_seconds", totalCount = "total_count"
-        }
     }
 
     /// Checks every limit before creating anything, then the job and its work list, in one
@@ -156,48 +133,7 @@ struct ContentController: Sendable {
         guard (1...50).contains(wanted.count) else { throw AppError.validation("category_ids", "category_ids must name 1 to 50 categories") }
         guard wanted.allSatisfy(Self.validID) else { throw AppError.validation("category_ids", "category ids are letters, digits, '-', '_' or '.'") }
         let l = await limits(app: app, user: user, context: context)
-        let now = clock.now()
-        let response = try await db.withTransaction(logger: logger) { conn -> DownloadResponse in
-            try await downloads.lockUser(app: app, user: user, on: conn)
-            let all = Dictionary(try await catalog.categories(app: app, on: conn).map { ($0.id, $0) }, uniquingKeysWith: { a, _ in a })
-            if let missing = wanted.first(where: { all[$0] == nil }) {
-                throw AppError(OfflineErrorCode.categoryNotFound, "Category \(missing) does not exist", extra: ["category_id": .string(missing)])
-            }
-            let unfinished = try await downloads.unfinished(app: app, user: user, on: conn)
-            let have = Set(try await copies.downloaded(app: app, user: user, on: conn).map(\.categoryID)).union(unfinished.categories)
-            let total = have.union(wanted).count
-            if let max = l.maxCategories, total > max {
-                throw AppError(
-                    OfflineErrorCode.categoryLimitExceeded, "FREE keeps at most \(max) categories offline; Premium removes the limit",
-                    extra: ["limit": .int(max), "downloaded": .int(have.count), "requested": .int(wanted.filter { !have.contains($0) }.count)])
-            }
-            var items: [(category: String, item: String)] = []
-            var bytes: Int64 = 0
-            for c in wanted {
-                for (id, size) in try await catalog.itemIDs(app: app, category: c, limit: l.maxItemsPerCategory, on: conn) {
-                    items.append((c, id)); bytes += Int64(size)
-                }
-            }
-            let used = try await copies.storageUsed(app: app, user: user, on: conn)
-            // Re-downloading a category replaces its copy: its current size is freed first.
-            let replaced = try await copies.downloaded(app: app, user: user, on: conn).filter { wanted.contains($0.categoryID) }.reduce(0) { $0 + $1.sizeBytes }
-            let available = l.storageLimitBytes - (used - replaced) - unfinished.bytes
-            if bytes > available {
-                throw AppError(
-                    OfflineErrorCode.storageLimitExceeded,
-                    "Not enough offline space: \(OfflineRules.megabytes(bytes)) MB needed, \(OfflineRules.megabytes(max(0, available))) MB available",
-                    extra: [
-                        "required_mb": .double(OfflineRules.megabytes(bytes)), "available_mb": .double(OfflineRules.megabytes(max(0, available))),
-                        "limit_mb": .double(OfflineRules.megabytes(l.storageLimitBytes))
-                    ])
-            }
-            let id = UUID()
-            try await downloads.create(id: id, app: app, user: user, items: items, categories: wanted, estimatedBytes: bytes, now: now, on: conn)
-            try await JobQueue.enqueue(on: conn, queue: DownloadJob.queue, kind: DownloadJob.kind, payload: DownloadJob(jobID: id), logger: logger)
-            return DownloadResponse(
-                jobID: id, estimatedSizeMB: OfflineRules.megabytes(bytes),
-                estimatedTimeSeconds: max(1, Int((Double(bytes) / OfflineRules.estimatedBytesPerSecond).rounded(.up))), totalCount: items.count)
-        }
+        let response = try await copy.startDownload(app: app, user: user, categories: wanted, limits: l, now: clock.now())
         return try context.json(response, status: .accepted)
     }
 
@@ -220,16 +156,7 @@ struct ContentController: Sendable {
     func move(_ context: ServiceRequestContext, from: [String], to: String) async throws -> Response {
         let (app, user) = try context.requireUser()
         let id = try Self.jobID(context)
-        let status = try await db.withTransaction(logger: logger) { conn -> DownloadJobStatus in
-            guard let current = try await downloads.status(id: id, app: app, user: user, on: conn) else { throw AppError.notFound("Download job") }
-            guard try await downloads.transition(id: id, app: app, user: user, from: from, to: to, on: conn) else {
-                throw AppError(OfflineErrorCode.invalidJobState, "The job is \(current.status)", extra: ["status": .string(current.status)])
-            }
-            if to == "downloading" {
-                try await JobQueue.enqueue(on: conn, queue: DownloadJob.queue, kind: DownloadJob.kind, payload: DownloadJob(jobID: id), logger: logger)
-            }
-            return try await downloads.status(id: id, app: app, user: user, on: conn)!
-        }
+        let status = try await copy.move(app: app, user: user, job: id, from: from, to: to)
         return try context.json(status)
     }
 
@@ -306,59 +233,12 @@ struct ContentController: Sendable {
         return try context.json(body)
     }
 
-    struct RefreshResponse: Encodable {
-        struct Changes: Encodable { var added: Int, updated: Int, deleted: Int }
-        /// A change the copy's limits could not take (the item count or the storage limit).
-        struct NotApplied: Encodable {
-            var itemID: String, reason: String
-            enum CodingKeys: String, CodingKey { case itemID = "item_id", reason }
-        }
-        var updated: Bool, changes: Changes, cursor: Int64, notApplied: [NotApplied]
-        enum CodingKeys: String, CodingKey { case updated, changes, cursor, notApplied = "not_applied" }
-    }
-
     /// 7a-7e: applies the catalogue's changes since the copy's cursor to the copy.
     func refresh(_ context: ServiceRequestContext) async throws -> Response {
         let (app, user) = try context.requireUser()
         let category = try Self.categoryID(context)
         let l = await limits(app: app, user: user, context: context)
-        let now = clock.now()
-        let body = try await db.withTransaction(logger: logger) { conn -> RefreshResponse in
-            guard let mine = try await copies.downloaded(app: app, user: user, on: conn).first(where: { $0.categoryID == category }) else {
-                throw AppError(OfflineErrorCode.categoryNotDownloaded, "This category is not in your offline copy")
-            }
-            if mine.cursor < (try await catalog.horizon(app: app, on: conn)) {
-                throw AppError(OfflineErrorCode.fullDownloadRequired, "This copy is older than the 30-day change history; download the category again")
-            }
-            let (changes, next) = try await catalog.changes(app: app, category: category, after: mine.cursor, on: conn)
-            // The limits hold here too: the whole copy's storage, this category's item count.
-            var held = try await copies.itemSizes(app: app, user: user, category: category, on: conn)
-            var budget = CopyBudget(itemCount: held.count, usedBytes: try await copies.storageUsed(app: app, user: user, on: conn), limits: l)
-            var added = 0, updated = 0, deleted = 0
-            var notApplied: [RefreshResponse.NotApplied] = []
-            let gone = changes.filter { $0.kind == "deleted" }.map(\.id).filter { held[$0] != nil }
-            try await copies.deleteItems(app: app, user: user, ids: gone, on: conn)
-            for id in gone { budget.remove(size: held.removeValue(forKey: id) ?? 0); deleted += 1 }
-            for c in changes where c.kind != "deleted" {
-                guard let json = c.data else { continue }
-                let packed = try PackedItem.pack(Data(json.utf8))
-                let old = held[c.id]
-                if let refusal = budget.admit(newSize: Int64(packed.sizeBytes), oldSize: old) {
-                    notApplied.append(.init(itemID: c.id, reason: refusal.rawValue))
-                    continue
-                }
-                if old == nil { added += 1 } else { updated += 1 }
-                held[c.id] = Int64(packed.sizeBytes)
-                try await copies.storeItem(app: app, user: user, category: category, item: c.id, packed: packed, version: c.version, now: now, on: conn)
-            }
-            try await copies.upsertCategory(
-                app: app, user: user, category: category, cursor: next, complete: mine.complete && notApplied.isEmpty,
-                now: now, on: conn)
-            try await profiles.touchSync(app: app, user: user, now: now, on: conn)
-            return RefreshResponse(
-                updated: !changes.isEmpty, changes: .init(added: added, updated: updated, deleted: deleted), cursor: next,
-                notApplied: notApplied)
-        }
+        let body = try await copy.refresh(app: app, user: user, category: category, limits: l, now: clock.now())
         return try context.json(body)
     }
 
@@ -368,29 +248,7 @@ struct ContentController: Sendable {
         let (app, user) = try context.requireUser()
         let categories: [String]? = all ? nil : [try Self.categoryID(context)]
         let force = request.uri.queryParameters.get("force") == "true"
-        struct Deleted: Encodable {
-            var deleted: Bool, categoriesDeleted: Int, spaceFreedMB: Double
-            enum CodingKeys: String, CodingKey { case deleted, categoriesDeleted = "categories_deleted", spaceFreedMB = "space_freed_mb" }
-        }
-        let body = try await db.withTransaction(logger: logger) { conn -> Deleted in
-            if let one = categories?.first, !(try await copies.downloaded(app: app, user: user, on: conn).contains { $0.categoryID == one }),
-                !(try await downloads.unfinished(app: app, user: user, on: conn).categories.contains(one))
-            {
-                throw AppError(OfflineErrorCode.categoryNotDownloaded, "This category is not in your offline copy")
-            }
-            // Items with actions still in the sync queue: warn before deleting.
-            let waiting = try await sync.pendingActions(app: app, user: user, categories: categories, on: conn)
-            if waiting > 0 && !force {
-                throw AppError(
-                    OfflineErrorCode.pendingSyncActions, "\(waiting) action(s) for this content are not synced yet; sync first or repeat with ?force=true",
-                    extra: ["pending_actions": .int(waiting)])
-            }
-            // What an unfinished download would still add to these categories is cancelled first.
-            try await downloads.cancel(app: app, user: user, categories: categories, on: conn)
-            let (n, bytes) = try await copies.delete(app: app, user: user, categories: categories, on: conn)
-            if all { try await profiles.delete(app: app, user: user, on: conn) }
-            return Deleted(deleted: true, categoriesDeleted: n, spaceFreedMB: OfflineRules.megabytes(bytes))
-        }
+        let body = try await copy.delete(app: app, user: user, categories: categories, force: force, all: all)
         return try context.json(body)
     }
 

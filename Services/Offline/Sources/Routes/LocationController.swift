@@ -9,10 +9,7 @@ import WireTypes
 /// geocoding) and nearby content; the internal routes auth calls on consent changes.
 struct LocationController: Sendable {
     let db: DatabasePool
-    let geocoder: PlaceLookup
-    let http: CurlHTTPClient
-    let authURL: String
-    let credential: InternalCredential
+    let recording: LocationRecording
     /// Nearby answers by user and radius, dropped when the user's position or the tenant's
     /// places change (announced by triggers on both tables; a position changes at most every
     /// 15 minutes, the map screen asks again each time it opens).
@@ -30,21 +27,8 @@ struct LocationController: Sendable {
             guard fact.consent == context.parameters.get("consent"), fact.consent == ConsentFact.geolocation else {
                 throw AppError.validation("consent", "offline acts on the geolocation consent only")
             }
-            let outcome = try await db.withTransaction(logger: logger) { try await locations.applyGeolocationConsent(fact, on: $0) }
+            let outcome = try await recording.applyConsent(fact)
             return try context.json(outcome)
-        }
-    }
-
-    /// Auth's geolocation consent for a user it never pushed a change of (a consent never
-    /// changed is off; asked once per request, not stored: any later change arrives as a push).
-    func askAuthForGeolocationConsent(app: UUID, user: UUID) async throws -> Bool {
-        let url = authURL + InternalRoutes.consents.path(user: user, app: app)
-        do {
-            let r = try await http.send(ServiceKit.HTTPRequest(method: "GET", url: url, headers: credential.headers, timeout: .seconds(2)))
-            guard r.isSuccess else { return false }
-            return try r.decode(ConsentChange.self).geolocation
-        } catch {
-            throw AppError(.serviceUnavailable, "service_unavailable", "Cannot check the geolocation consent right now")
         }
     }
 
@@ -79,31 +63,10 @@ struct LocationController: Sendable {
         let source = b.source ?? "gps"
         guard ["gps", "wifi", "cell", "ip"].contains(source) else { throw AppError.validation("source", "source must be gps, wifi, cell or ip") }
         guard b.consentGiven else { throw AppError(OfflineErrorCode.consentRequired, "Location needs consent_given") }
-        let refused = AppError(OfflineErrorCode.consentRequired, "Geolocation is not allowed in your privacy settings")
         let now = clock.now()
-        // Consent and rate checked before geocoding (no lookup for a refused request), and
-        // again under the lock when the row is written.
-        let held = try await db.withConnection { conn in
-            let held = try await locations.geolocationConsent(app: app, user: user, lock: false, on: conn)
-            try await locations.rateCheck(app: app, user: user, now: now, on: conn)
-            return held
-        }
-        let asked = held == nil ? try await askAuthForGeolocationConsent(app: app, user: user) : nil
-        guard held ?? asked == true else { throw refused }
-        let place = await geocoder.place(latitude: b.latitude, longitude: b.longitude)
-        let id = UUID()
-        try await db.withTransaction(logger: logger) { conn in
-            try await locations.lockUser(app: app, user: user, on: conn)
-            // A withdrawal that committed while the geocoder answered wins; one that commits
-            // after this insert deletes the row with the others.
-            guard try await locations.geolocationConsent(app: app, user: user, lock: true, on: conn) ?? asked == true else { throw refused }
-            try await locations.rateCheck(app: app, user: user, now: now, on: conn)
-            try await locations.insert(
-                app: app, user: user,
-                .init(
-                    id: id, latitude: b.latitude, longitude: b.longitude, accuracy: b.accuracy,
-                    altitude: b.altitude, source: source, place: place, at: now), on: conn)
-        }
+        let (id, place) = try await recording.record(
+            app: app, user: user, latitude: b.latitude, longitude: b.longitude, accuracy: b.accuracy, altitude: b.altitude, source: source,
+            now: now)
         return try context.json(
             [
                 "location": LocationView(
