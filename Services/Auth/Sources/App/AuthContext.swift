@@ -102,9 +102,12 @@ struct AuthContext: Sendable {
         _ action: String, _ result: String, app: UUID, user: UUID?, _ request: Request, _ context: ServiceRequestContext,
         details: [String: JSONValue] = [:]
     ) -> AuditLog.Entry {
-        AuditLog.Entry(
-            userID: user, appID: app, action: action, result: result, ip: context.clientAddress,
-            userAgent: request.headers[.userAgent].map { String($0.prefix(500)) }, details: details)
+        origin(request, context).entry(action, result, app: app, user: user, details: details)
+    }
+
+    /// The request's origin for the entries a flow writes.
+    func origin(_ request: Request, _ context: ServiceRequestContext) -> AuditLog.Origin {
+        AuditLog.Origin(ip: context.clientAddress, userAgent: request.headers[.userAgent].map { String($0.prefix(500)) })
     }
 
     /// Suspended accounts are refused (seed 14a), locked ones too (14b).

@@ -9,6 +9,7 @@ import WireTypes
 
 struct AuthController {
     let ctx: AuthContext
+    var signIn: SignIn { SignIn(ctx: ctx) }
 
     func addRoutes(tenant: RouterGroup<ServiceRequestContext>, user: RouterGroup<ServiceRequestContext>) {
         tenant.post("auth/register") { request, context in try await register(request, context) }
@@ -61,32 +62,20 @@ struct AuthController {
         try ctx.passwords.require(password, userInputs: [email], field: "credentials.password")
         // Cheap check first so an existing account answers without a bcrypt round.
         if let existing = try await ctx.db.withConnection({ try await ctx.users.find(.email(email), appID: appID, on: $0) }) {
-            throw emailTaken(existing, attempted: .email)
+            throw SignIn.emailTaken(existing, attempted: .email)
         }
         let hash = try await ctx.hashPassword(password)
         let verifyToken = OpaqueToken.generate()
         do {
-            let (user, tokens) = try await ctx.db.withTransaction(logger: ctx.logger) { conn in
-                let user = try await ctx.users.create(
-                    .init(
-                        appID: appID, email: email, emailVerified: false, passwordHash: hash,
-                        provider: .email, now: now), on: conn)
-                try await ctx.emailTokens.insert(
-                    token: verifyToken, userID: user.id, purpose: .verifyEmail,
-                    expiresAt: now.addingTimeInterval(TokenLifetimes.emailVerification), on: conn)
-                let tokens = try await ctx.issuer.startSession(for: user, device: body.deviceInfo, now: now, on: conn)
-                try await ctx.audit.record(
-                    ctx.entry(
-                        "register", "success", app: appID, user: user.id, request, context,
-                        details: ["provider": "email"]), on: conn)
-                return (user, tokens)
-            }
+            let (user, tokens) = try await signIn.registerEmail(
+                appID: appID, email: email, passwordHash: hash, verifyToken: verifyToken, device: body.deviceInfo, now: now,
+                origin: ctx.origin(request, context))
             await sendVerification(to: email, token: verifyToken, app: appID, locale: EmailLocale.preferred(request.headers[.acceptLanguage]))
             return try context.json(AuthResponse(user: user.view(), tokens: tokens), status: .created)
         } catch  where DatabaseErrors.isUniqueViolation(error) {
             // A concurrent registration of the same email won.
             let existing = try await ctx.db.withConnection { try await ctx.users.find(.email(email), appID: appID, on: $0) }
-            throw existing.map { emailTaken($0, attempted: .email) } ?? AppError(AuthErrorCode.emailAlreadyExists, "Email already registered")
+            throw existing.map { SignIn.emailTaken($0, attempted: .email) } ?? AppError(AuthErrorCode.emailAlreadyExists, "Email already registered")
         }
     }
 
@@ -97,19 +86,6 @@ struct AuthController {
             // The account exists and the user can ask for a resend; do not fail the sign-up.
             ctx.logger.error("verification email not sent", metadata: ["error": "\(error)"])
         }
-    }
-
-    /// Seed 14a: the email belongs to an account of this app already. `can_link` says whether
-    /// signing in to that account and linking `attempted` would work.
-    func emailTaken(_ existing: User, attempted: AuthProvider) -> AppError {
-        let provider = existing.provider.rawValue
-        let label = ["google": "Google", "apple": "Apple", "email": "email and password", "guest": "a guest account"][provider] ?? provider
-        let canLink = LinkRules.canLink(
-            attempted: attempted, existingHasPassword: existing.passwordHash != nil,
-            existingGoogleID: existing.googleID, existingAppleID: existing.appleID)
-        return AppError(
-            AuthErrorCode.emailAlreadyExists, "Email already registered with \(label)",
-            extra: ["existing_provider": .string(provider), "can_link": .bool(canLink)])
     }
 
     // MARK: guest (seed 3c, seed 004)
@@ -125,45 +101,9 @@ struct AuthController {
         let expires = now.addingTimeInterval(TokenLifetimes.guestInactivity)
         let result: (User, TokenPair, Bool, String?)
         do {
-            result = try await ctx.db.withTransaction(logger: ctx.logger) { conn in
-                var created = false
-                var user: User
-                var issuedSecret: String?
-                if let existing = try await ctx.users.find(.guestDevice(deviceID), appID: appID, on: conn, forUpdate: true) {
-                    try requireActive(existing, now: now)
-                    switch GuestSecret.decide(
-                        storedHash: try await ctx.users.guestSecretHash(existing.id, on: conn),
-                        given: body.credentials.guestSecret)
-                    {
-                    case .signIn: break
-                    case .claim:
-                        let secret = OpaqueToken.generate()
-                        if try await ctx.users.claimGuestSecret(existing.id, hash: OpaqueToken.hash(secret), on: conn) { issuedSecret = secret }
-                    case .missing:
-                        throw AppError(
-                            AuthErrorCode.guestSecretRequired,
-                            "This device's guest account is opened with the guest_secret it received at registration",
-                            extra: ["field": "credentials.guest_secret"])
-                    case .wrong:
-                        throw AppError(AuthErrorCode.invalidCredentials, "Invalid guest credentials")
-                    }
-                    user = try await ctx.users.recordLogin(existing.id, now: now, on: conn) ?? existing
-                } else {
-                    let secret = OpaqueToken.generate()
-                    user = try await ctx.users.create(
-                        .init(
-                            appID: appID, provider: .guest, guestDeviceID: deviceID, guestExpiresAt: expires,
-                            guestSecretHash: OpaqueToken.hash(secret), now: now), on: conn)
-                    issuedSecret = secret
-                    created = true
-                }
-                let tokens = try await ctx.issuer.startSession(for: user, device: device, now: now, on: conn)
-                try await ctx.audit.record(
-                    ctx.entry(
-                        created ? "register" : "login", "success", app: appID, user: user.id,
-                        request, context, details: ["provider": "guest"]), on: conn)
-                return (user, tokens, created, issuedSecret)
-            }
+            result = try await signIn.guest(
+                appID: appID, deviceID: deviceID, guestSecret: body.credentials.guestSecret, device: device, expires: expires, now: now,
+                origin: ctx.origin(request, context))
         } catch  where DatabaseErrors.isUniqueViolation(error) {
             // The same device registered concurrently: that guest exists now (its secret went to the winner).
             return try await signInGuest(body, appID: appID, now: now, request, context)
@@ -247,44 +187,9 @@ struct AuthController {
     ) async throws -> Response {
         let lookup: UserStore.Lookup = provider == .google ? .google(identity.subject) : .apple(identity.subject)
         do {
-            let (user, tokens, created) = try await ctx.db.withTransaction(logger: ctx.logger) { conn -> (User, TokenPair, Bool) in
-                if let existing = try await ctx.users.find(lookup, appID: appID, on: conn, forUpdate: true) {
-                    try requireActive(existing, now: now)
-                    let user = try await ctx.users.recordLogin(existing.id, now: now, on: conn) ?? existing
-                    if let providerRefreshToken {
-                        try await ctx.users.replaceProviderRefreshToken(providerRefreshToken, provider: provider, userID: user.id, on: conn)
-                    }
-                    let tokens = try await ctx.issuer.startSession(for: user, device: body.deviceInfo, now: now, on: conn)
-                    try await ctx.audit.record(
-                        ctx.entry(
-                            "login", "success", app: appID, user: user.id, request, context,
-                            details: ["provider": .string(provider.rawValue)]), on: conn)
-                    return (user, tokens, false)
-                }
-                guard registering else {
-                    throw AppError(
-                        AuthErrorCode.userNotFound, "No account found with this \(provider == .google ? "Google" : "Apple") ID",
-                        extra: ["can_register": true])
-                }
-                if let email = identity.email, let other = try await ctx.users.find(.email(email), appID: appID, on: conn) {
-                    throw emailTaken(other, attempted: provider)
-                }
-                let user = try await ctx.users.create(
-                    .init(
-                        appID: appID, email: identity.email, emailVerified: identity.emailVerified,
-                        googleID: provider == .google ? identity.subject : nil,
-                        appleID: provider == .apple ? identity.subject : nil,
-                        provider: provider, displayName: identity.name, now: now), on: conn)
-                try await ctx.users.recordConnection(
-                    provider, .init(identity), sealedRefreshToken: providerRefreshToken,
-                    userID: user.id, on: conn)
-                let tokens = try await ctx.issuer.startSession(for: user, device: body.deviceInfo, now: now, on: conn)
-                try await ctx.audit.record(
-                    ctx.entry(
-                        "register", "success", app: appID, user: user.id, request, context,
-                        details: ["provider": .string(provider.rawValue)]), on: conn)
-                return (user, tokens, true)
-            }
+            let (user, tokens, created) = try await signIn.provider(
+                provider, identity: identity, lookup: lookup, appID: appID, registering: registering, providerRefreshToken: providerRefreshToken,
+                device: body.deviceInfo, now: now, origin: ctx.origin(request, context))
             let privacy = created ? nil : try await ctx.db.withConnection { try await ctx.users.privacy(of: user.id, on: $0) }
             return try context.json(AuthResponse(user: user.view(privacy: privacy), tokens: tokens), status: created ? .created : .ok)
         } catch  where DatabaseErrors.isUniqueViolation(error) {
@@ -336,31 +241,13 @@ struct AuthController {
             throw error
         }
         guard try await ctx.checkPassword(password, hash: hash) else {
-            let (attempts, lockedUntil) = try await ctx.db.withTransaction(logger: ctx.logger) { conn in
-                let r = try await ctx.users.recordFailedLogin(user.id, now: now, on: conn)
-                try await ctx.audit.record(
-                    ctx.entry(
-                        "login", "failure", app: appID, user: user.id, request, context,
-                        details: [
-                            "provider": "email", "reason": "invalid_credentials",
-                            "attempts": .int(r.attempts)
-                        ]), on: conn)
-                return r
-            }
+            let (attempts, lockedUntil) = try await signIn.wrongPassword(user, appID: appID, now: now, origin: ctx.origin(request, context))
             if let lockedUntil { throw accountLocked(until: lockedUntil, now: now) }
             throw AppError(
                 AuthErrorCode.invalidCredentials, "Incorrect email or password",
                 extra: ["attempts_remaining": .int(LockoutPolicy.attemptsRemaining(after: attempts))])
         }
-        let (signedIn, tokens) = try await ctx.db.withTransaction(logger: ctx.logger) { conn in
-            let signedIn = try await ctx.users.recordLogin(user.id, now: now, on: conn) ?? user
-            let tokens = try await ctx.issuer.startSession(for: signedIn, device: body.deviceInfo, now: now, on: conn)
-            try await ctx.audit.record(
-                ctx.entry(
-                    "login", "success", app: appID, user: user.id, request, context,
-                    details: ["provider": "email"]), on: conn)
-            return (signedIn, tokens)
-        }
+        let (signedIn, tokens) = try await signIn.passwordAccepted(user, appID: appID, device: body.deviceInfo, now: now, origin: ctx.origin(request, context))
         let privacy = try await ctx.db.withConnection { try await ctx.users.privacy(of: user.id, on: $0) }
         return try context.json(AuthResponse(user: signedIn.view(privacy: privacy), tokens: tokens))
     }
@@ -411,27 +298,8 @@ struct AuthController {
     func logout(_ request: Request, _ context: ServiceRequestContext) async throws -> Response {
         let (appID, userID) = try context.requireUser()
         let body = try await request.decodeJSON(as: LogoutRequest.self, context: context)
-        let revoked: (Int, SessionFact) = try await ctx.db.withTransaction(logger: ctx.logger) { conn in
-            let n: Int
-            let fact: SessionFact
-            if body.all == true {
-                (n, fact) = try await ctx.signOutEverywhere(app: appID, user: userID, reason: "logout_all", on: conn)
-            } else if let token = body.refreshToken {
-                guard let record = try await ctx.refreshTokens.lock(token: token, on: conn), record.userID == userID else {
-                    throw AppError(.unauthorized, "invalid_token", "Refresh token does not belong to this user")
-                }
-                n = try await ctx.refreshTokens.revokeFamily(record.familyID, reason: "logout", on: conn)
-                fact = try await ctx.facts.endSessions(app: appID, user: userID, .one(record.familyID), on: conn)
-                try await PushStore.remove(app: appID, user: userID, device: record.deviceID, on: conn, logger: ctx.logger)
-            } else {
-                throw AppError.badRequest("Give 'refresh_token' (this device) or 'all': true (every device)", field: "refresh_token")
-            }
-            try await ctx.audit.record(
-                ctx.entry(
-                    "logout", "success", app: appID, user: userID, request, context,
-                    details: ["all": .bool(body.all == true), "revoked": .int(n)]), on: conn)
-            return (n, fact)
-        }
+        let revoked = try await signIn.logout(
+            appID: appID, userID: userID, all: body.all == true, refreshToken: body.refreshToken, origin: ctx.origin(request, context))
         ctx.sessions.apply([revoked.1])
         return try context.json(LogoutResponse(loggedOut: true, revokedSessions: revoked.0))
     }

@@ -8,6 +8,7 @@ import WireTypes
 /// everywhere; `POST /auth/deletion/cancel` with the emailed token cancels it.
 struct DeletionController {
     let ctx: AuthContext
+    var deletion: DeletionScheduling { DeletionScheduling(ctx: ctx) }
 
     func addRoutes(tenant: RouterGroup<ServiceRequestContext>, user: RouterGroup<ServiceRequestContext>) {
         user.delete("auth/me") { request, context in try await schedule(request, context) }
@@ -29,31 +30,8 @@ struct DeletionController {
         let now = ctx.clock.now()
         let due = now.addingTimeInterval(AccountLifecycle.gracePeriod)
         let token = OpaqueToken.generate()
-        let email: String? = try await ctx.db.withTransaction(logger: ctx.logger) { conn in
-            guard let user = try await ctx.users.find(.id(userID), appID: appID, on: conn, forUpdate: true) else {
-                throw AppError(.unauthorized, "invalid_token", "This account no longer exists")
-            }
-            if let already = user.deletionScheduledAt {
-                throw AppError(
-                    AuthErrorCode.deletionAlreadyScheduled, "Account deletion is already scheduled",
-                    extra: ["scheduled_deletion_date": .string(ISO8601DateFormatter().string(from: already))])
-            }
-            let deletionID = try await AccountStore(logger: ctx.logger).scheduleDeletion(
-                userID: userID, appID: appID, reason: reason,
-                now: now, due: due, on: conn)
-            try await ctx.emailTokens.insert(token: token, userID: userID, purpose: .deletionCancel, expiresAt: due, on: conn)
-            try await JobQueue.enqueue(
-                on: conn, queue: AccountLifecycle.queue, kind: AccountLifecycle.executeDeletionJob,
-                payload: AccountLifecycle.DeletionJob(deletionID: deletionID), runAt: due,
-                maxAttempts: 20, uniqueKey: "deletion:\(deletionID)", logger: ctx.logger)
-            // Seed 6b.7: the user is signed out on every device.
-            try await ctx.refreshTokens.revokeAll(userID: userID, reason: "deletion_requested", on: conn)
-            try await ctx.audit.record(
-                ctx.entry(
-                    "deletion_requested", "success", app: appID, user: userID, request, context,
-                    details: ["scheduled_for": .string(ISO8601DateFormatter().string(from: due))]), on: conn)
-            return user.email
-        }
+        let email = try await deletion.schedule(
+            appID: appID, userID: userID, reason: reason, token: token, now: now, due: due, origin: ctx.origin(request, context))
         if let email {
             let date = String(ISO8601DateFormatter().string(from: due).prefix(10))
             do {
@@ -74,15 +52,7 @@ struct DeletionController {
         try await ctx.enforceSignInLimit(context, scope: "deletion-cancel")
         let body = try await request.decodeJSON(as: CancelBody.self, context: context)
         let now = ctx.clock.now()
-        try await ctx.db.withTransaction(logger: ctx.logger) { conn in
-            guard let userID = try await ctx.emailTokens.consume(token: body.token, purpose: .deletionCancel, now: now, on: conn),
-                try await ctx.users.find(.id(userID), appID: appID, on: conn) != nil
-            else {
-                throw EmailFlowsController.invalidLink
-            }
-            try await AccountStore(logger: ctx.logger).cancelDeletion(userID: userID, now: now, on: conn)
-            try await ctx.audit.record(ctx.entry("deletion_cancelled", "success", app: appID, user: userID, request, context), on: conn)
-        }
+        try await deletion.cancel(token: body.token, appID: appID, now: now, origin: ctx.origin(request, context))
         return try context.json(["deletion_cancelled": true])
     }
 }

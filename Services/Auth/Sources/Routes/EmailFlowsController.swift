@@ -8,6 +8,7 @@ import WireTypes
 struct EmailFlowsController {
     let ctx: AuthContext
     let otps: OTPStore
+    var proofs: EmailProofs { EmailProofs(ctx: ctx, otps: otps) }
     let sessions: AuthController
 
     func addRoutes(tenant: RouterGroup<ServiceRequestContext>, user: RouterGroup<ServiceRequestContext>) {
@@ -30,21 +31,13 @@ struct EmailFlowsController {
         enum CodingKeys: String, CodingKey { case email, code; case deviceInfo = "device_info" }
     }
 
-    static let invalidLink = AppError(AuthErrorCode.invalidOrExpiredToken, "This link is invalid or has expired")
-
     // MARK: email verification (3b.8)
 
     func verifyEmail(_ request: Request, _ context: ServiceRequestContext) async throws -> Response {
         let appID = try context.requireApp()
         let body = try await request.decodeJSON(as: TokenBody.self, context: context)
         let now = ctx.clock.now()
-        try await ctx.db.withTransaction(logger: ctx.logger) { conn in
-            guard let userID = try await ctx.emailTokens.consume(token: body.token, purpose: .verifyEmail, now: now, on: conn),
-                try await ctx.users.find(.id(userID), appID: appID, on: conn) != nil
-            else { throw Self.invalidLink }
-            try await ctx.users.markEmailVerified(userID, on: conn)
-            try await ctx.audit.record(ctx.entry("verify_email", "success", app: appID, user: userID, request, context), on: conn)
-        }
+        try await proofs.verifyEmail(token: body.token, appID: appID, now: now, origin: ctx.origin(request, context))
         return try context.json(["email_verified": true])
     }
 
@@ -53,16 +46,7 @@ struct EmailFlowsController {
         try await ctx.limiter.enforce(scope: "verify-resend", key: userID.uuidString, limit: 3, window: 3600)
         let now = ctx.clock.now()
         let token = OpaqueToken.generate()
-        let email: String = try await ctx.db.withTransaction(logger: ctx.logger) { conn in
-            guard let user = try await ctx.users.find(.id(userID), appID: appID, on: conn), let email = user.email else {
-                throw AppError(AuthErrorCode.noEmail, "This account has no email address")
-            }
-            if user.emailVerified { throw AppError(AuthErrorCode.alreadyVerified, "Email is already verified") }
-            try await ctx.emailTokens.insert(
-                token: token, userID: userID, purpose: .verifyEmail,
-                expiresAt: now.addingTimeInterval(TokenLifetimes.emailVerification), on: conn)
-            return email
-        }
+        let email = try await proofs.newVerificationLink(token: token, appID: appID, userID: userID, now: now)
         await sessions.sendVerification(to: email, token: token, app: appID, locale: EmailLocale.preferred(request.headers[.acceptLanguage]))
         return try context.json(["sent": true])
     }
@@ -78,16 +62,7 @@ struct EmailFlowsController {
         let now = ctx.clock.now()
         if let email = EmailAddress.normalize(body.email) {
             let token = OpaqueToken.generate()
-            let sent: Bool = try await ctx.db.withTransaction(logger: ctx.logger) { conn in
-                guard let user = try await ctx.users.find(.email(email), appID: appID, on: conn), user.passwordHash != nil || user.emailVerified else {
-                    return false
-                }
-                try await ctx.emailTokens.insert(
-                    token: token, userID: user.id, purpose: .passwordReset,
-                    expiresAt: now.addingTimeInterval(TokenLifetimes.passwordReset), on: conn)
-                try await ctx.audit.record(ctx.entry("password_forgot", "success", app: appID, user: user.id, request, context), on: conn)
-                return true
-            }
+            let sent = try await proofs.resetLink(token: token, email: email, appID: appID, now: now, origin: ctx.origin(request, context))
             if sent {
                 let mailer = ctx.mailer
                 let message = try await ctx.emails.message(
@@ -110,20 +85,7 @@ struct EmailFlowsController {
         // Validate before using the token, so a weak password does not burn the link.
         try ctx.passwords.require(body.newPassword, userInputs: [], field: "new_password")
         let hash = try await ctx.hashPassword(body.newPassword)
-        let (revoked, fact): (Int, SessionFact) = try await ctx.db.withTransaction(logger: ctx.logger) { conn in
-            guard let userID = try await ctx.emailTokens.consume(token: body.token, purpose: .passwordReset, now: now, on: conn),
-                try await ctx.users.find(.id(userID), appID: appID, on: conn) != nil
-            else { throw Self.invalidLink }
-            try await ctx.users.setPassword(userID, hash: hash, on: conn)
-            // Whoever knew the old password is signed out everywhere, access tokens included.
-            let n = try await ctx.refreshTokens.revokeAll(userID: userID, reason: "password_reset", on: conn)
-            let fact = try await ctx.facts.endSessions(app: appID, user: userID, .all, on: conn)
-            try await ctx.audit.record(
-                ctx.entry(
-                    "password_reset", "success", app: appID, user: userID, request, context,
-                    details: ["revoked_sessions": .int(n)]), on: conn)
-            return (n, fact)
-        }
+        let (revoked, fact) = try await proofs.resetPassword(token: body.token, hash: hash, appID: appID, now: now, origin: ctx.origin(request, context))
         ctx.sessions.apply([fact])
         return try context.json(["password_reset": .bool(true), "revoked_sessions": JSONValue.int(revoked)])
     }
@@ -140,10 +102,7 @@ struct EmailFlowsController {
         if !perAddress.allowed { throw AppError.rateLimited(retryAfter: perAddress.retryAfter) }
         let code = OTPStore.generateCode()
         let now = ctx.clock.now()
-        try await ctx.db.withTransaction(logger: ctx.logger) { conn in
-            try await otps.issue(code: code, appID: appID, email: email, now: now, on: conn)
-            try await ctx.audit.record(ctx.entry("otp_send", "success", app: appID, user: nil, request, context), on: conn)
-        }
+        try await proofs.issueCode(code, email: email, appID: appID, now: now, origin: ctx.origin(request, context))
         try await ctx.mailer.send(
             try await ctx.emails.message(
                 .otp, app: appID, to: email, locale: EmailLocale.preferred(request.headers[.acceptLanguage]),
@@ -160,35 +119,8 @@ struct EmailFlowsController {
             throw AppError.validation("code", "The code has 6 digits")
         }
         let now = ctx.clock.now()
-        enum Outcome: Sendable { case signedIn(User, TokenPair, Bool), refused(AppError) }
-        let outcome: Outcome = try await ctx.db.withTransaction(logger: ctx.logger) { conn in
-            switch try await otps.verify(code: body.code, appID: appID, email: email, now: now, on: conn) {
-            case .expiredOrMissing:
-                return .refused(AppError(AuthErrorCode.invalidOtp, "This code is invalid or has expired; request a new one"))
-            case .invalidated:
-                return .refused(AppError(AuthErrorCode.otpInvalidated, "Too many wrong codes; request a new one"))
-            case .wrong(let remaining):
-                return .refused(AppError(AuthErrorCode.invalidOtp, "Incorrect code", extra: ["attempts_remaining": .int(remaining)]))
-            case .valid:
-                var created = false
-                var user: User
-                if let existing = try await ctx.users.find(.email(email), appID: appID, on: conn, forUpdate: true) {
-                    try sessions.requireActive(existing, now: now)
-                    // The code proves the address.
-                    if !existing.emailVerified { try await ctx.users.markEmailVerified(existing.id, on: conn) }
-                    user = try await ctx.users.recordLogin(existing.id, now: now, on: conn) ?? existing
-                } else {
-                    user = try await ctx.users.create(.init(appID: appID, email: email, emailVerified: true, provider: .email, now: now), on: conn)
-                    created = true
-                }
-                let tokens = try await ctx.issuer.startSession(for: user, device: body.deviceInfo, now: now, on: conn)
-                try await ctx.audit.record(
-                    ctx.entry(
-                        created ? "register" : "login", "success", app: appID, user: user.id, request, context,
-                        details: ["provider": "otp"]), on: conn)
-                return .signedIn(user, tokens, created)
-            }
-        }
+        let outcome = try await proofs.verifyCode(
+            body.code, email: email, appID: appID, device: body.deviceInfo, now: now, origin: ctx.origin(request, context))
         switch outcome {
         case .refused(let e):
             await ctx.audit.record(

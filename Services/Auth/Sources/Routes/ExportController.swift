@@ -35,15 +35,7 @@ struct ExportController {
         // Building an export reads every service: a few per day is plenty.
         try await ctx.limiter.enforce(scope: "privacy-export", key: userID.uuidString, limit: 3, window: 24 * 3600)
         let now = ctx.clock.now()
-        let id: UUID = try await ctx.db.withTransaction(logger: ctx.logger) { conn in
-            let id = try await ExportStore(logger: ctx.logger).create(userID: userID, appID: appID, now: now, on: conn)
-            try await JobQueue.enqueue(
-                on: conn, queue: AccountLifecycle.queue, kind: PrivacyExporter.job,
-                payload: PrivacyExporter.Payload(exportID: id), runAt: now, maxAttempts: 10,
-                uniqueKey: "export:\(id)", logger: ctx.logger)
-            try await ctx.audit.record(ctx.entry("privacy_export", "requested", app: appID, user: userID, request, context), on: conn)
-            return id
-        }
+        let id = try await PrivacyChoices(ctx: ctx).requestExport(appID: appID, userID: userID, now: now, origin: ctx.origin(request, context))
         return try context.json(Started(exportID: id, status: "pending", estimatedTime: "24-48 hours"), status: .accepted)
     }
 

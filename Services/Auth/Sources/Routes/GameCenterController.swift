@@ -9,6 +9,7 @@ import WireTypes
 struct GameCenterController {
     let ctx: AuthContext
     let verifier: any GameCenterVerifying
+    var gameCenter: GameCenterLinking { GameCenterLinking(ctx: ctx) }
 
     func addRoutes(to user: RouterGroup<ServiceRequestContext>) {
         user.post("auth/game-center/link") { request, context in try await link(request, context) }
@@ -35,22 +36,6 @@ struct GameCenterController {
         var achievements: [String]
         var leaderboardScore: Int64
         enum CodingKeys: String, CodingKey { case achievements; case leaderboardScore = "leaderboard_score" }
-    }
-
-    struct Synced: Codable {
-        var achievements: Int; var leaderboardScore: Int64
-        enum CodingKeys: String, CodingKey { case achievements; case leaderboardScore = "leaderboard_score" }
-    }
-    struct Report: Codable {
-        var achievements: [String]; var leaderboardScore: Int64?
-        enum CodingKeys: String, CodingKey { case achievements; case leaderboardScore = "leaderboard_score" }
-    }
-    struct LinkResponse: Codable {
-        var linked: Bool; var playerID: String; var alias: String?; var synced: Synced
-        var conflicts: [GameCenterMerge.Conflict]; var reportToGameCenter: Report
-        enum CodingKeys: String, CodingKey {
-            case linked, playerID = "player_id", alias, synced, conflicts, reportToGameCenter = "report_to_game_center"
-        }
     }
 
     static func validate(_ achievements: [String]?) throws {
@@ -86,34 +71,9 @@ struct GameCenterController {
             throw AppError(AuthErrorCode.invalidSignature, "Game Center authentication failed")
         }
         do {
-            let response = try await ctx.db.withTransaction(logger: ctx.logger) { conn -> LinkResponse in
-                if let (other, email) = try await ctx.users.gameCenterOwner(of: body.playerID, appID: appID, on: conn), other != userID {
-                    throw AppError(
-                        AuthErrorCode.playerIdAlreadyLinked, "This Game Center account is already linked to another user",
-                        extra: ["linked_user_email": email.map { .string(EmailAddress.mask($0)) } ?? .null, "can_unlink": true])
-                }
-                if let mine = try await ctx.users.gameCenterLink(of: userID, appID: appID, forUpdate: false, on: conn),
-                    mine.playerID != body.playerID
-                {
-                    throw AppError(AuthErrorCode.gameCenterAlreadyLinked, "Another Game Center player is linked to this account; unlink it first")
-                }
-                let merge = GameCenterMerge.merge(
-                    storedAchievements: [], storedScore: 0,
-                    gameCenterAchievements: body.achievements ?? [], gameCenterScore: body.leaderboardScore ?? 0)
-                try await ctx.users.linkGameCenter(
-                    .init(
-                        playerID: body.playerID, alias: body.alias, achievements: merge.achievements,
-                        leaderboardScore: merge.leaderboardScore),
-                    userID: userID, appID: appID, now: now, on: conn)
-                try await ctx.audit.record(
-                    ctx.entry(
-                        "game_center_link", "success", app: appID, user: userID, request, context,
-                        details: ["player_id": .string(body.playerID)]), on: conn)
-                return LinkResponse(
-                    linked: true, playerID: body.playerID, alias: body.alias,
-                    synced: Synced(achievements: merge.achievements.count, leaderboardScore: merge.leaderboardScore),
-                    conflicts: [], reportToGameCenter: Report(achievements: [], leaderboardScore: nil))
-            }
+            let response = try await gameCenter.link(
+                playerID: body.playerID, alias: body.alias, achievements: body.achievements ?? [], leaderboardScore: body.leaderboardScore ?? 0,
+                appID: appID, userID: userID, now: now, origin: ctx.origin(request, context))
             return try context.json(response)
         } catch  where DatabaseErrors.isUniqueViolation(error) {
             throw AppError(
@@ -128,23 +88,8 @@ struct GameCenterController {
         try Self.validate(body.achievements)
         guard body.leaderboardScore >= 0 else { throw AppError.validation("leaderboard_score", "Score cannot be negative") }
         let now = ctx.clock.now()
-        let response = try await ctx.db.withTransaction(logger: ctx.logger) { conn -> LinkResponse in
-            guard let link = try await ctx.users.gameCenterLink(of: userID, appID: appID, forUpdate: true, on: conn) else {
-                throw AppError(AuthErrorCode.notLinked, "No Game Center player is linked")
-            }
-            let (player, alias, stored, score) = (link.playerID, link.alias, link.achievements, link.leaderboardScore)
-            let merge = GameCenterMerge.merge(
-                storedAchievements: stored, storedScore: score,
-                gameCenterAchievements: body.achievements, gameCenterScore: body.leaderboardScore)
-            try await ctx.users.syncGameCenter(
-                userID: userID, achievements: merge.achievements, leaderboardScore: merge.leaderboardScore,
-                now: now, on: conn)
-            return LinkResponse(
-                linked: true, playerID: player, alias: alias,
-                synced: Synced(achievements: merge.achievements.count, leaderboardScore: merge.leaderboardScore),
-                conflicts: merge.conflicts,
-                reportToGameCenter: Report(achievements: merge.achievementsToReport, leaderboardScore: merge.scoreToReport))
-        }
+        let response = try await gameCenter.sync(
+            achievements: body.achievements, leaderboardScore: body.leaderboardScore, appID: appID, userID: userID, now: now)
         return try context.json(response)
     }
 

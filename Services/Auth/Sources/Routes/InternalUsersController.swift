@@ -6,6 +6,7 @@ import WireTypes
 /// `/internal/users/...`: what other services ask auth about a user.
 struct InternalUsersController {
     let ctx: AuthContext
+    var facts: ServiceFacts { ServiceFacts(ctx: ctx) }
 
     func addRoutes(to group: RouterGroup<ServiceRequestContext>) {
         group.on(InternalRoutes.user) { request, context in
@@ -48,22 +49,7 @@ struct InternalUsersController {
             if let app = request.uri.queryParameters.get("app_id"), UUID(uuidString: app) != body.appID {
                 throw AppError.validation("app_id", "the query and the body name different applications")
             }
-            let updated = try await ctx.db.withTransaction(logger: ctx.logger) { conn -> User? in
-                guard let current = try await ctx.users.find(.id(userID), appID: body.appID, on: conn, forUpdate: true) else { return nil }
-                // Subscription's versions order its answers: an older or repeated one changes nothing.
-                let outcome = try await ctx.facts.facts.advance(app: body.appID, user: userID, fact: "status", version: body.version, on: conn)
-                guard outcome.applied else { return current }
-                // A suspended account stays suspended whatever its subscription does.
-                if current.status == .suspended { return current }
-                // #46: the app's streams hear each new premium fact (a purchase, a renewal, a
-                // refund, an expiry, a cancel, a support grant), with subscription's version.
-                try await LiveStore.record(
-                    app: body.appID, user: userID, type: .subscriptionUpdated, version: body.version,
-                    data: [
-                        "premium": .bool(body.status == .premium), "status": .string(body.status.rawValue), "version": .int(Int(body.version))
-                    ], on: conn, logger: ctx.logger)
-                return try await ctx.users.setStatus(userID, appID: body.appID, status: body.status, reason: nil, on: conn)
-            }
+            let updated = try await facts.status(body, userID: userID)
             guard let updated else { throw AppError.notFound("User") }
             return try context.json(
                 UserSummary(
@@ -85,31 +71,7 @@ struct InternalUsersController {
         if let app = request.uri.queryParameters.get("app_id"), UUID(uuidString: app) != body.appID {
             throw AppError.validation("app_id", "the query and the body name different applications")
         }
-        let sent = SentEmailStore(logger: ctx.logger)
-        let outcome: String = try await ctx.db.withTransaction(logger: ctx.logger) { conn in
-            guard let user = try await ctx.users.find(.id(userID), appID: body.appID, on: conn) else {
-                // An erased account gets no mail, and the outbox stops asking (410 is final).
-                if try await ctx.facts.facts.isErased(app: body.appID, user: userID, on: conn) {
-                    throw AppError(AuthErrorCode.userErased, "This account was deleted")
-                }
-                throw AppError.notFound("User")
-            }
-            guard let email = user.email else { return "no_email" }
-            guard
-                try await sent.claim(
-                    app: body.appID, user: userID, kind: "purchase_confirmation",
-                    reference: body.subscriptionID.lowercasedString, now: ctx.clock.now(), on: conn)
-            else {
-                return "already_sent"
-            }
-            do {
-                try await ctx.mailer.send(try await ctx.emails.purchaseConfirmation(app: body.appID, to: email, body))
-            } catch {
-                ctx.logger.warning("purchase confirmation not sent; the outbox retries", metadata: ["error": "\(error)"])
-                throw AppError(AuthErrorCode.mailUnavailable, "The mail server did not accept the message; try again")
-            }
-            return "sent"
-        }
+        let outcome = try await facts.purchaseConfirmation(body, userID: userID)
         return try context.json(["sent": JSONValue.bool(outcome == "sent"), "result": .string(outcome)])
     }
 

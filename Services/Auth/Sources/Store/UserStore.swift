@@ -250,6 +250,17 @@ public struct AuditLog: Sendable {
         var details: [String: JSONValue] = [:]
     }
 
+    /// Who asked, as an entry records it (the client's address and user agent): read from the
+    /// request by the route, so that a flow writes its entries without holding the request.
+    public struct Origin: Sendable {
+        var ip: String?
+        var userAgent: String?
+
+        func entry(_ action: String, _ result: String, app: UUID, user: UUID?, details: [String: JSONValue] = [:]) -> Entry {
+            Entry(userID: user, appID: app, action: action, result: result, ip: ip, userAgent: userAgent, details: details)
+        }
+    }
+
     public func record(_ e: Entry, on conn: PostgresConnection) async throws {
         let details = String(decoding: try JSON.encoder.encode(e.details), as: UTF8.self)
         try await conn.run(
