@@ -8,7 +8,8 @@
 - The sources are formatted as `.swift-format` says (`swift format lint --strict`).
 - Internal paths are built from their declaration in `ServiceKit/InternalRoutes.swift`,
   never spelled out by hand (#50).
-- A route opens no transaction: a flow owns it (#50).
+- A route opens no transaction: a flow owns it; the stores that still open one are counted and
+  the count only goes down (#50).
 - Every environment variable the code reads is explained in `.env.example`, with the code's
   default, and docs/CONFIGURATION.md is what `configuration_doc.py` writes from the two (#50).
 - The types, members and files the documents name in backticks exist (#50).
@@ -64,6 +65,23 @@ for path in sorted(glob.glob("Services/*/Sources/**/*.swift", recursive=True) + 
     for number, line in code_lines(path):
         if INTERNAL_PATH.search(line):
             findings.append(f"{path}:{number}: a hand-built internal path (declare it in InternalRoutes): {line.strip()[:100]}")
+
+# #50 a store takes a connection and opens no transaction: the flow that calls it owns one. The
+# stores that still open one (batch purges, the expiry sweep, the webhook and token stores, the
+# access log's batch) are counted here per file, and the count only goes down.
+STORE_TRANSACTIONS_LEFT = {
+    "Services/Ads/Sources/Store/StatsStore.swift": 1, "Services/Auth/Sources/Store/ResealStore.swift": 1,
+    "Services/Offline/Sources/Store/ContentStore.swift": 2, "Services/Subscription/Sources/Store/SubscriptionStore.swift": 2,
+    "Services/Subscription/Sources/Store/AccessStore.swift": 1, "Services/Auth/Sources/Messaging/Store/PushStore.swift": 1,
+    "Services/Auth/Sources/Messaging/Store/WebhookStore.swift": 4,
+}
+for path in sorted(glob.glob("Services/*/Sources/**/Store/*.swift", recursive=True)):
+    opened = [number for number, line in code_lines(path) if "withTransaction" in line]
+    allowed = STORE_TRANSACTIONS_LEFT.get(path, 0)
+    if len(opened) > allowed:
+        findings.append(f"{path}:{opened[allowed]}: a transaction opened in a store (it takes a connection; the flow owns the transaction)")
+    elif len(opened) < allowed:
+        findings.append(f"{path}:1: {len(opened)} transactions left in this store: lower its count in lint.py's STORE_TRANSACTIONS_LEFT")
 
 # #50 the settings: read in the code, explained once in .env.example, the document generated.
 findings += configuration_doc.findings()

@@ -35,24 +35,30 @@ struct PushMessenger: Sendable {
 
     // MARK: asking
 
+    /// Registers or moves a device's token (one token belongs to one user of one app; at most 20
+    /// devices per user), the user's rows locked in a fixed order.
+    func register(app: UUID, user: UUID, _ device: PushDevice) async throws -> PushStore.RegisterOutcome {
+        try await store.db.withTransaction(logger: logger) { conn in try await store.register(app: app, user: user, device, on: conn) }
+    }
+
     /// Records the notification once per (app, key) and queues its sending. Returns the id and
     /// whether this call created it (false: the same key was asked before).
     func request(
         app: UUID, key: String, kind: PushKind, users: [UUID], data: [String: String], requestedBy: String,
         queueJob: Bool = true
     ) async throws -> (id: Int64, created: Bool) {
-        let logger = self.logger
-        if let id = try await store.request(
-            app: app, key: key, kind: kind, users: users, data: data, requestedBy: requestedBy,
-            enqueue: { id, conn in
-                guard queueJob else { return }
+        // The notification and its job in one transaction: a redelivery queues nothing again.
+        let created = try await store.db.withTransaction(logger: logger) { conn -> Int64? in
+            guard let id = try await store.request(app: app, key: key, kind: kind, users: users, data: data, requestedBy: requestedBy, on: conn)
+            else { return nil }
+            if queueJob {
                 try await JobQueue.enqueue(
                     on: conn, queue: Self.queue, kind: Self.sendJob, payload: JobPayload(notificationID: id, round: 1),
                     maxAttempts: 5, uniqueKey: "push:\(id):1", logger: logger)
-            })
-        {
-            return (id, true)
+            }
+            return id
         }
+        if let id = created { return (id, true) }
         guard let id = try await store.existing(app: app, key: key) else { throw AppError(AuthErrorCode.notificationConflict, "Try again") }
         return (id, false)
     }

@@ -17,7 +17,7 @@ struct PushController: Sendable {
             let (app, userID) = try context.requireUser()
             let body = try await request.decodeJSON(as: PushTokenRegistration.self, context: context)
             let device = try body.checked(acceptLanguage: request.headers[.acceptLanguage])
-            switch try await store.register(app: app, user: userID, device) {
+            switch try await messenger.register(app: app, user: userID, device) {
             case .tooManyDevices:
                 throw AppError(
                     AuthErrorCode.tooManyDevices,

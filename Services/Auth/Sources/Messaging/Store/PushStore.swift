@@ -18,36 +18,34 @@ struct PushStore: Sendable {
 
     /// Registers or moves a token: one token belongs to one user of one app, so a row holding it
     /// under another user (or another device) goes first; a user has at most 20 devices.
-    func register(app: UUID, user: UUID, _ d: PushDevice) async throws -> RegisterOutcome {
-        try await db.withTransaction(logger: logger) { conn in
-            // The user's rows first, in a fixed order: two registrations of one user queue here.
-            var devices = 0
-            var hasThis = false
-            for try await device in try await conn.run(
-                """
-                SELECT device_id FROM push_tokens WHERE app_id = \(app) AND user_id = \(user) ORDER BY device_id FOR UPDATE
-                """, logger: logger
-            ).decode(String.self) {
-                devices += 1
-                if device == d.deviceID { hasThis = true }
-            }
-            guard hasThis || devices < PushTokenRegistration.maxDevices else { return .tooManyDevices }
-            var moved = false
-            for try await _ in try await conn.run(
-                """
-                DELETE FROM push_tokens WHERE app_id = \(app) AND token = \(d.token) AND NOT (user_id = \(user) AND device_id = \(d.deviceID))
-                RETURNING 1
-                """, logger: logger)
-            { moved = true }
-            try await conn.run(
-                """
-                INSERT INTO push_tokens (app_id, user_id, device_id, platform, token, environment, locale)
-                VALUES (\(app), \(user), \(d.deviceID), \(d.platform.rawValue), \(d.token), \(d.environment.rawValue), \(d.locale?.rawValue))
-                ON CONFLICT (app_id, user_id, device_id) DO UPDATE SET platform = EXCLUDED.platform, token = EXCLUDED.token,
-                    environment = EXCLUDED.environment, locale = COALESCE(EXCLUDED.locale, push_tokens.locale), updated_at = now()
-                """, logger: logger)
-            return .registered(moved: moved)
+    func register(app: UUID, user: UUID, _ d: PushDevice, on conn: PostgresConnection) async throws -> RegisterOutcome {
+        // The user's rows first, in a fixed order: two registrations of one user queue here.
+        var devices = 0
+        var hasThis = false
+        for try await device in try await conn.run(
+            """
+            SELECT device_id FROM push_tokens WHERE app_id = \(app) AND user_id = \(user) ORDER BY device_id FOR UPDATE
+            """, logger: logger
+        ).decode(String.self) {
+            devices += 1
+            if device == d.deviceID { hasThis = true }
         }
+        guard hasThis || devices < PushTokenRegistration.maxDevices else { return .tooManyDevices }
+        var moved = false
+        for try await _ in try await conn.run(
+            """
+            DELETE FROM push_tokens WHERE app_id = \(app) AND token = \(d.token) AND NOT (user_id = \(user) AND device_id = \(d.deviceID))
+            RETURNING 1
+            """, logger: logger)
+        { moved = true }
+        try await conn.run(
+            """
+            INSERT INTO push_tokens (app_id, user_id, device_id, platform, token, environment, locale)
+            VALUES (\(app), \(user), \(d.deviceID), \(d.platform.rawValue), \(d.token), \(d.environment.rawValue), \(d.locale?.rawValue))
+            ON CONFLICT (app_id, user_id, device_id) DO UPDATE SET platform = EXCLUDED.platform, token = EXCLUDED.token,
+                environment = EXCLUDED.environment, locale = COALESCE(EXCLUDED.locale, push_tokens.locale), updated_at = now()
+            """, logger: logger)
+        return .registered(moved: moved)
     }
 
     struct ListedDevice: Codable, Sendable {
@@ -208,26 +206,21 @@ struct PushStore: Sendable {
 
     // MARK: notifications and sends
 
-    /// Records what was asked, once per (app, key), and queues its job in the same transaction.
-    /// Nil when the key was already used (a redelivery): nothing is queued again.
+    /// Records what was asked, once per (app, key). Nil when the key was already used (a
+    /// redelivery).
     func request(
-        app: UUID, key: String, kind: PushKind, users: [UUID], data: [String: String], requestedBy: String,
-        enqueue: @Sendable (Int64, PostgresConnection) async throws -> Void
+        app: UUID, key: String, kind: PushKind, users: [UUID], data: [String: String], requestedBy: String, on conn: PostgresConnection
     ) async throws -> Int64? {
         let json = String(decoding: try JSON.encoder.encode(data), as: UTF8.self)
-        return try await db.withTransaction(logger: logger) { conn in
-            var id: Int64?
-            for try await n in try await conn.run(
-                """
-                INSERT INTO notifications (app_id, key, kind, user_ids, data, requested_by)
-                VALUES (\(app), \(key), \(kind.rawValue), \(users), \(json)::jsonb, \(requestedBy))
-                ON CONFLICT (app_id, key) DO NOTHING RETURNING id
-                """, logger: logger
-            ).decode(Int64.self) { id = n }
-            guard let id else { return nil }
-            try await enqueue(id, conn)
-            return id
-        }
+        var id: Int64?
+        for try await n in try await conn.run(
+            """
+            INSERT INTO notifications (app_id, key, kind, user_ids, data, requested_by)
+            VALUES (\(app), \(key), \(kind.rawValue), \(users), \(json)::jsonb, \(requestedBy))
+            ON CONFLICT (app_id, key) DO NOTHING RETURNING id
+            """, logger: logger
+        ).decode(Int64.self) { id = n }
+        return id
     }
 
     /// A live user of this app (an operator's send names one; another app's id is unknown here).
