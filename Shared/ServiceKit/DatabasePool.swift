@@ -408,6 +408,15 @@ public final class DatabasePool: Sendable, Service {
     }
 }
 
+extension PostgresRows {
+    /// How many rows came back: what a `... RETURNING 1` statement touched.
+    public func count() async throws -> Int {
+        var n = 0
+        for try await _ in self { n += 1 }
+        return n
+    }
+}
+
 /// Runs a task's jobs on one NIO event loop, so that code awaiting a connection's work executes
 /// on that connection's loop (see `PostgresConnection.run`).
 public final class EventLoopTaskExecutor: TaskExecutor {

@@ -92,10 +92,7 @@ public struct RetentionPurger: Service {
         for rule in rules {
             var total = 0
             for _ in 0..<maxBatches {
-                var n = 0
-                for try await _ in try await db.query(rule.purgeQuery, logger: logger)
-                    .decode(Int.self)
-                { n += 1 }
+                let n = try await db.query(rule.purgeQuery, logger: logger).count()
                 total += n
                 if n < rule.batch { break }
             }

@@ -115,9 +115,7 @@ public struct UserDataQueries: Sendable {
 
     /// How many rows a `... RETURNING 1` statement touched.
     public func count(_ query: PostgresQuery, _ conn: PostgresConnection) async throws -> Int {
-        var n = 0
-        for try await _ in try await conn.run(query, logger: logger) { n += 1 }
-        return n
+        try await conn.run(query, logger: logger).count()
     }
 }
 

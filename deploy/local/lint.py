@@ -12,6 +12,7 @@
   the count only goes down (#50).
 - Every environment variable the code reads is explained in `.env.example`, with the code's
   default, and docs/CONFIGURATION.md is what `configuration_doc.py` writes from the two (#50).
+- Rows are counted by `PostgresRows.count()`, never by a loop written again (#50).
 - The types, members and files the documents name in backticks exist (#50).
 - The console's security headers are the same in the gateway and in its Kubernetes pod (#47),
   and its pages hold no inline script, inline style or outside URL (the CSP would refuse them).
@@ -82,6 +83,15 @@ for path in sorted(glob.glob("Services/*/Sources/**/Store/*.swift", recursive=Tr
         findings.append(f"{path}:{opened[allowed]}: a transaction opened in a store (it takes a connection; the flow owns the transaction)")
     elif len(opened) < allowed:
         findings.append(f"{path}:1: {len(opened)} transactions left in this store: lower its count in lint.py's STORE_TRANSACTIONS_LEFT")
+
+# #50 rows are counted by one helper (`PostgresRows.count()`), not by a loop written again.
+ROW_COUNT_LOOP = re.compile(r"for try await _ in [^{]*\{\s*\w+ \+= 1\s*\}", re.S)
+for path in sorted(glob.glob("Services/*/Sources/**/*.swift", recursive=True) + glob.glob("Shared/**/*.swift", recursive=True)):
+    if path.endswith("ServiceKit/DatabasePool.swift"):
+        continue
+    text = open(path, encoding="utf-8").read()
+    for m in ROW_COUNT_LOOP.finditer(text):
+        findings.append(f"{path}:{text[:m.start()].count(chr(10)) + 1}: a row-count loop (use `.count()` on the rows)")
 
 # #50 the settings: read in the code, explained once in .env.example, the document generated.
 findings += configuration_doc.findings()

@@ -51,8 +51,7 @@ public struct RefreshTokenStore: Sendable {
             UPDATE refresh_tokens SET revoked = true, revoked_reason = \(reason)
             WHERE user_id = \(userID) AND NOT revoked RETURNING id
             """, logger: logger)
-        var n = 0
-        for try await _ in rows { n += 1 }
+        let n = try await rows.count()
         return n
     }
 
@@ -63,8 +62,7 @@ public struct RefreshTokenStore: Sendable {
             UPDATE refresh_tokens SET revoked = true, revoked_reason = \(reason)
             WHERE family_id = \(familyID) AND NOT revoked RETURNING id
             """, logger: logger)
-        var n = 0
-        for try await _ in rows { n += 1 }
+        let n = try await rows.count()
         return n
     }
 

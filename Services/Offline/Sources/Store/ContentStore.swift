@@ -110,12 +110,12 @@ struct CatalogStore: Sendable {
             try await setPacked(app: app, id: id, try PackedItem.pack(Data(stored.utf8)), on: conn)
         }
         if !deletes.isEmpty {
-            for try await _ in try await conn.run(
+            deleted += try await conn.run(
                 """
                 UPDATE content_items SET deleted_at = now(), change_seq = nextval('content_change_seq'), updated_at = now()
                 WHERE app_id = \(app) AND category_id = \(category) AND id = ANY(\(deletes)) AND deleted_at IS NULL RETURNING 1
-                """, logger: logger)
-            { deleted += 1 }
+                """, logger: logger
+            ).count()
         }
         return (upserted, deleted)
     }
@@ -379,13 +379,12 @@ struct CopyStore: Sendable {
             SELECT COALESCE(sum(size_bytes), 0)::int8 FROM gone
             """, logger: logger
         ).decode(Int64.self) { bytes = b }
-        var count = 0
-        for try await _ in try await conn.run(
+        let count = try await conn.run(
             """
             DELETE FROM offline_categories WHERE app_id = \(app) AND user_id = \(user)
               AND (\(categories)::text[] IS NULL OR category_id = ANY(\(categories))) RETURNING 1
-            """, logger: logger)
-        { count += 1 }
+            """, logger: logger
+        ).count()
         return (count, bytes)
     }
 

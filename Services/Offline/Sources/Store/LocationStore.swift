@@ -37,8 +37,7 @@ struct LocationStore: Sendable {
     }
 
     func deleteLocations(app: UUID, user: UUID, on conn: PostgresConnection) async throws -> Int {
-        var n = 0
-        for try await _ in try await conn.run("DELETE FROM user_locations WHERE app_id = \(app) AND user_id = \(user) RETURNING 1", logger: logger) { n += 1 }
+        let n = try await conn.run("DELETE FROM user_locations WHERE app_id = \(app) AND user_id = \(user) RETURNING 1", logger: logger).count()
         return n
     }
 
@@ -64,8 +63,7 @@ struct LocationStore: Sendable {
     func anonymize(olderThan cutoff: Date, batch: Int = 1000, on conn: PostgresConnection) async throws -> Int {
         var total = 0
         while true {
-            var n = 0
-            for try await _ in try await conn.run(Self.anonymizeQuery(olderThan: cutoff, batch: batch), logger: logger) { n += 1 }
+            let n = try await conn.run(Self.anonymizeQuery(olderThan: cutoff, batch: batch), logger: logger).count()
             total += n
             if n < batch { return total }
         }

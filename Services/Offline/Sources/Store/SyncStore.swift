@@ -398,8 +398,7 @@ struct SyncStore: Sendable {
     func autoResolveOld(before: Date, now: Date, batch: Int = 1000, db: DatabasePool) async throws -> Int {
         var total = 0
         while true {
-            var n = 0
-            for try await _ in try await db.query(Self.autoResolveQuery(before: before, now: now, batch: batch), logger: logger) { n += 1 }
+            let n = try await db.query(Self.autoResolveQuery(before: before, now: now, batch: batch), logger: logger).count()
             total += n
             if n < batch { return total }
         }

@@ -74,14 +74,13 @@ public struct PlanStore: Sendable {
                 VALUES (\(app), \(name), \(type), \(apple), \(google), \(price)::numeric, 'EUR', true, 7, \(features)::jsonb)
                 ON CONFLICT DO NOTHING RETURNING id
                 """, logger: logger)
-            for try await _ in rows { created += 1 }
+            created += try await rows.count()
         }
         return created
     }
 
     public func deactivate(plan: UUID, on conn: PostgresConnection) async throws -> Bool {
-        var n = 0
-        for try await _ in try await conn.run("UPDATE subscription_plans SET active = false WHERE id = \(plan) RETURNING id", logger: logger) { n += 1 }
+        let n = try await conn.run("UPDATE subscription_plans SET active = false WHERE id = \(plan) RETURNING id", logger: logger).count()
         return n > 0
     }
 
@@ -130,12 +129,11 @@ public struct PlanStore: Sendable {
 
     /// Takes a content rule out of use; false when there is no such rule.
     public func deactivateContentRule(app: UUID, content: String, on conn: PostgresConnection) async throws -> Bool {
-        var n = 0
-        for try await _ in try await conn.run(
+        let n = try await conn.run(
             """
             UPDATE content_rules SET active = false, updated_at = now() WHERE app_id = \(app) AND content_id = \(content) RETURNING content_id
-            """, logger: logger)
-        { n += 1 }
+            """, logger: logger
+        ).count()
         return n == 1
     }
 }

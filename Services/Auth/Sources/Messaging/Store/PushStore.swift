@@ -411,7 +411,7 @@ struct PushStore: Sendable {
             "DELETE FROM push_deliveries WHERE app_id = \(app) AND user_id = \(user) RETURNING 1",
             "DELETE FROM notifications WHERE app_id = \(app) AND user_ids = ARRAY[\(user)]::uuid[] RETURNING 1"
         ] {
-            for try await _ in try await conn.run(query, logger: logger) { n += 1 }
+            n += try await conn.run(query, logger: logger).count()
         }
         return n
     }
