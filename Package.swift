@@ -22,7 +22,7 @@ let serviceKitDeps: [Target.Dependency] = [
     .product(name: "Tracing", package: "swift-distributed-tracing"),
     .product(name: "Instrumentation", package: "swift-distributed-tracing"),
     .product(name: "ServiceContextModule", package: "swift-service-context"),
-    .product(name: "OTel", package: "swift-otel")
+    .product(name: "OTel", package: "swift-otel"),
 ]
 
 /// The service binaries are linked by lld with packed relative relocations (DT_RELR, glibc 2.36):
@@ -34,19 +34,22 @@ let serviceKitDeps: [Target.Dependency] = [
 /// a versioned dependency, and an app depends on this package for its client.
 let serviceLinkerSettings: [LinkerSetting] = [
     .unsafeFlags(
-        ["-use-ld=lld", "-Xlinker", "-z", "-Xlinker", "pack-relative-relocs", "-Xlinker", "--no-export-dynamic"], .when(platforms: [.linux]))
+        ["-use-ld=lld", "-Xlinker", "-z", "-Xlinker", "pack-relative-relocs", "-Xlinker", "--no-export-dynamic"],
+        .when(platforms: [.linux])
+    )
 ]
 
 struct ServiceSpec {
-    let name: String // directory under Services/ and library name prefix
-    let executable: String // product name
+    let name: String  // directory under Services/ and library name prefix
+    let executable: String  // product name
     let extra: [Target.Dependency]
     var resources: [Resource] = []
 }
 
 let services: [ServiceSpec] = [
     .init(
-        name: "Auth", executable: "auth-service",
+        name: "Auth",
+        executable: "auth-service",
         extra: [
             .product(name: "HummingbirdBcrypt", package: "hummingbird-auth"),
             .product(name: "NIOPosix", package: "swift-nio"),
@@ -64,17 +67,22 @@ let services: [ServiceSpec] = [
             .product(name: "NIOSSL", package: "swift-nio-ssl"),
             // #49: the APNs call's span (AsyncHTTPClient's own would record the device token).
             .product(name: "Tracing", package: "swift-distributed-tracing"),
-            .product(name: "ServiceContextModule", package: "swift-service-context")
-        ], resources: [.copy("Resources/zxcvbn"), .copy("OpenAPI")]),
+            .product(name: "ServiceContextModule", package: "swift-service-context"),
+        ],
+        resources: [.copy("Resources/zxcvbn"), .copy("OpenAPI")]
+    ),
     .init(
-        name: "Subscription", executable: "subscription-service",
+        name: "Subscription",
+        executable: "subscription-service",
         extra: [
             .product(name: "X509", package: "swift-certificates"),
-            .product(name: "SwiftASN1", package: "swift-asn1")
-        ], resources: [.copy("OpenAPI")]),
+            .product(name: "SwiftASN1", package: "swift-asn1"),
+        ],
+        resources: [.copy("OpenAPI")]
+    ),
     // zlib for gzip of large items (UC-OFFLINE-3.1 compression rule).
     .init(name: "Offline", executable: "offline-service", extra: ["CZlib"], resources: [.copy("OpenAPI")]),
-    .init(name: "Ads", executable: "ads-service", extra: [], resources: [.copy("OpenAPI")])
+    .init(name: "Ads", executable: "ads-service", extra: [], resources: [.copy("OpenAPI")]),
 ]
 
 /// One generated client per service document (the build plugin reads `Clients/<Name>API/openapi.json`,
@@ -82,9 +90,11 @@ let services: [ServiceSpec] = [
 let apiClientTargets: [Target] =
     ["Auth", "Subscription", "Offline", "Ads"].map { name in
         .target(
-            name: "\(name)API", dependencies: [.product(name: "OpenAPIRuntime", package: "swift-openapi-runtime")],
+            name: "\(name)API",
+            dependencies: [.product(name: "OpenAPIRuntime", package: "swift-openapi-runtime")],
             path: "Clients/\(name)API",
-            plugins: [.plugin(name: "OpenAPIGenerator", package: "swift-openapi-generator")])
+            plugins: [.plugin(name: "OpenAPIGenerator", package: "swift-openapi-generator")]
+        )
     } + [
         .target(
             name: "AppBackendClient",
@@ -92,9 +102,10 @@ let apiClientTargets: [Target] =
                 "AuthAPI", "SubscriptionAPI", "OfflineAPI", "AdsAPI",
                 .product(name: "OpenAPIRuntime", package: "swift-openapi-runtime"),
                 .product(name: "OpenAPIURLSession", package: "swift-openapi-urlsession"),
-                .product(name: "HTTPTypes", package: "swift-http-types")
+                .product(name: "HTTPTypes", package: "swift-http-types"),
             ],
-            path: "Clients/AppBackendClient")
+            path: "Clients/AppBackendClient"
+        )
     ]
 
 /// The manifest helper: every service gets the same three targets (library, executable, tests).
@@ -106,7 +117,7 @@ func serviceTargets(_ s: ServiceSpec) -> [Target] {
             name: "\(s.name)Service",
             dependencies: [
                 "ServiceKit", "WireTypes",
-                .product(name: "ArgumentParser", package: "swift-argument-parser")
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ] + s.extra,
             path: "Services/\(s.name)/Sources",
             resources: [.copy("Migrations")] + s.resources
@@ -126,10 +137,10 @@ func serviceTargets(_ s: ServiceSpec) -> [Target] {
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "HummingbirdTLS", package: "hummingbird"),
                 .product(name: "X509", package: "swift-certificates"),
-                .product(name: "NIOSSL", package: "swift-nio-ssl")
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
             ],
             path: "Tests/\(s.name)Tests"
-        )
+        ),
     ]
 }
 
@@ -141,7 +152,7 @@ let package = Package(
         + [
             .executable(name: "push-standin", targets: ["push-standin"]),
             // The Swift client an app adds with SwiftPM (#32): generated from the four documents.
-            .library(name: "AppBackendClient", targets: ["AppBackendClient"])
+            .library(name: "AppBackendClient", targets: ["AppBackendClient"]),
         ],
     dependencies: [
         .package(url: "https://github.com/hummingbird-project/hummingbird.git", from: "2.28.1"),
@@ -171,12 +182,15 @@ let package = Package(
         // #49: OTLP over HTTP with protobuf only; the gRPC exporter (and its HTTP/2 stack) is left out.
         .package(url: "https://github.com/swift-otel/swift-otel.git", from: "1.6.0", traits: ["OTLPHTTP"]),
         .package(url: "https://github.com/apple/swift-distributed-tracing.git", from: "1.7.3"),
-        .package(url: "https://github.com/apple/swift-service-context.git", from: "1.5.1")
+        .package(url: "https://github.com/apple/swift-service-context.git", from: "1.5.1"),
     ],
     targets: [
         .systemLibrary(
-            name: "CCurlSystem", path: "Shared/CCurlSystem", pkgConfig: "libcurl",
-            providers: [.apt(["libcurl4-openssl-dev"])]),
+            name: "CCurlSystem",
+            path: "Shared/CCurlSystem",
+            pkgConfig: "libcurl",
+            providers: [.apt(["libcurl4-openssl-dev"])]
+        ),
         .target(name: "CCurl", dependencies: ["CCurlSystem"], path: "Shared/CCurl"),
         .systemLibrary(name: "CZlib", path: "Shared/CZlib"),
         .target(name: "CSwiftHooks", path: "Shared/CSwiftHooks"),
@@ -195,7 +209,7 @@ let package = Package(
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
-                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle")
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],
             path: "Tests/ServiceKitTests"
         ),
@@ -211,7 +225,7 @@ let package = Package(
                 .product(name: "X509", package: "swift-certificates"),
                 .product(name: "SwiftASN1", package: "swift-asn1"),
                 .product(name: "Crypto", package: "swift-crypto"),
-                .product(name: "_CryptoExtras", package: "swift-crypto")
+                .product(name: "_CryptoExtras", package: "swift-crypto"),
             ],
             path: "Tools/PushStandIn"
         ),
@@ -231,9 +245,9 @@ let package = Package(
                 .product(name: "WSClient", package: "swift-websocket"),
                 .product(name: "NIOWebSocket", package: "swift-nio"),
                 .product(name: "OpenAPIRuntime", package: "swift-openapi-runtime"),
-                .product(name: "HTTPTypes", package: "swift-http-types")
+                .product(name: "HTTPTypes", package: "swift-http-types"),
             ],
             path: "Tests/StackTests"
-        )
+        ),
     ] + apiClientTargets + [] + services.flatMap(serviceTargets)
 )

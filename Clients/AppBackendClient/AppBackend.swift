@@ -1,12 +1,13 @@
-import Foundation
-import HTTPTypes
 @_exported import AdsAPI
 @_exported import AuthAPI
+import Foundation
+import HTTPTypes
 @_exported import OfflineAPI
 @_exported import OpenAPIRuntime
 @_exported import SubscriptionAPI
+
 #if canImport(FoundationNetworking) || canImport(Darwin)
-    import OpenAPIURLSession
+import OpenAPIURLSession
 #endif
 
 /// The four services' clients behind one gateway, with the app's credentials on every call.
@@ -28,11 +29,16 @@ public struct AppBackend: Sendable {
 
     /// `middlewares` run after the credentials are set (logging, metrics, retries).
     public init(
-        serverURL: URL, appID: String, apiKey: String, transport: any ClientTransport, deviceID: String? = nil,
+        serverURL: URL,
+        appID: String,
+        apiKey: String,
+        transport: any ClientTransport,
+        deviceID: String? = nil,
         middlewares: [any ClientMiddleware] = []
     ) {
         let credentials = Credentials()
-        let all: [any ClientMiddleware] = [AppCredentialsMiddleware(appID: appID, apiKey: apiKey, deviceID: deviceID, credentials: credentials)] + middlewares
+        let all: [any ClientMiddleware] =
+            [AppCredentialsMiddleware(appID: appID, apiKey: apiKey, deviceID: deviceID, credentials: credentials)] + middlewares
         auth = AuthAPI.Client(serverURL: serverURL, transport: transport, middlewares: all)
         subscription = SubscriptionAPI.Client(serverURL: serverURL, transport: transport, middlewares: all)
         offline = OfflineAPI.Client(serverURL: serverURL, transport: transport, middlewares: all)
@@ -41,10 +47,10 @@ public struct AppBackend: Sendable {
     }
 
     #if canImport(FoundationNetworking) || canImport(Darwin)
-        /// With URLSession (iOS, macOS).
-        public init(serverURL: URL, appID: String, apiKey: String, deviceID: String? = nil) {
-            self.init(serverURL: serverURL, appID: appID, apiKey: apiKey, transport: URLSessionTransport(), deviceID: deviceID)
-        }
+    /// With URLSession (iOS, macOS).
+    public init(serverURL: URL, appID: String, apiKey: String, deviceID: String? = nil) {
+        self.init(serverURL: serverURL, appID: appID, apiKey: apiKey, transport: URLSessionTransport(), deviceID: deviceID)
+    }
     #endif
 
     /// Keeps a sign-in's tokens: the access token goes on every call that follows.
@@ -84,7 +90,10 @@ struct AppCredentialsMiddleware: ClientMiddleware {
     let credentials: Credentials
 
     func intercept(
-        _ request: HTTPRequest, body: HTTPBody?, baseURL: URL, operationID: String,
+        _ request: HTTPRequest,
+        body: HTTPBody?,
+        baseURL: URL,
+        operationID: String,
         next: @Sendable (HTTPRequest, HTTPBody?, URL) async throws -> (HTTPResponse, HTTPBody?)
     ) async throws -> (HTTPResponse, HTTPBody?) {
         var request = request

@@ -41,7 +41,9 @@ extension AppBackend {
                             for try await sse in try ok.body.textEventStream.asDecodedServerSentEvents() {
                                 guard let data = sse.data,
                                     let event = try? Self.liveDecoder.decode(
-                                        AuthAPI.Components.Schemas.LiveEvent.self, from: Data(data.utf8))
+                                        AuthAPI.Components.Schemas.LiveEvent.self,
+                                        from: Data(data.utf8)
+                                    )
                                 else {
                                     // A type this client does not know yet: skipped, its cursor kept.
                                     if let id = sse.id { cursor = id }

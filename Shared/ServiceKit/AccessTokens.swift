@@ -58,8 +58,14 @@ public struct AccessTokenSigner: Sendable {
     /// signs, the previous one until its last token expires).
     public static func jwk(of publicKey: Curve25519.Signing.PublicKey) -> JWKSDocument.Key {
         JWKSDocument.Key(
-            kty: "OKP", crv: "Ed25519", x: Base64URL.encode(publicKey.rawRepresentation),
-            y: nil, kid: kid(of: publicKey), alg: "EdDSA", use: "sig")
+            kty: "OKP",
+            crv: "Ed25519",
+            x: Base64URL.encode(publicKey.rawRepresentation),
+            y: nil,
+            kid: kid(of: publicKey),
+            alg: "EdDSA",
+            use: "sig"
+        )
     }
 
     public func sign(_ claims: AccessTokenClaims) throws -> String { try signClaims(claims) }
@@ -75,8 +81,14 @@ public struct AccessTokenSigner: Sendable {
 
     public var jwk: JWKSDocument.Key {
         JWKSDocument.Key(
-            kty: "OKP", crv: "Ed25519", x: Base64URL.encode(privateKey.publicKey.rawRepresentation),
-            y: nil, kid: kid, alg: "EdDSA", use: "sig")
+            kty: "OKP",
+            crv: "Ed25519",
+            x: Base64URL.encode(privateKey.publicKey.rawRepresentation),
+            y: nil,
+            kid: kid,
+            alg: "EdDSA",
+            use: "sig"
+        )
     }
 }
 
@@ -89,7 +101,10 @@ public protocol JWKSSource: Sendable {
 public struct RemoteJWKSSource: JWKSSource {
     public let url: String
     public let http: CurlHTTPClient
-    public init(url: String, http: CurlHTTPClient) { self.url = url; self.http = http }
+    public init(url: String, http: CurlHTTPClient) {
+        self.url = url
+        self.http = http
+    }
 
     public func fetchKeys() async throws -> JWKSDocument {
         let response = try await http.send(HTTPRequest(url: url, timeout: .seconds(3)), retries: 2)
@@ -145,9 +160,12 @@ public final class AccessTokenVerifier: Sendable {
     private let issuers: Set<String>?
 
     public init(
-        source: any JWKSSource, cacheTTL: Duration = .seconds(300),
-        unknownKidRefetchInterval: Duration = .seconds(5), maxCachedTokens: Int = 50_000,
-        issuers: Set<String>? = nil, clock: any WallClock = SystemClock()
+        source: any JWKSSource,
+        cacheTTL: Duration = .seconds(300),
+        unknownKidRefetchInterval: Duration = .seconds(5),
+        maxCachedTokens: Int = 50_000,
+        issuers: Set<String>? = nil,
+        clock: any WallClock = SystemClock()
     ) {
         self.source = source
         self.issuers = issuers
@@ -186,7 +204,10 @@ public final class AccessTokenVerifier: Sendable {
         return claims
     }
 
-    private struct Header: Decodable { var alg: String; var kid: String? }
+    private struct Header: Decodable {
+        var alg: String
+        var kid: String?
+    }
 
     /// The payload of a JWS signed by one of auth's keys; a 401 `AppError` otherwise. What the
     /// claims mean is the caller's to check (user tokens above, console members' in auth).

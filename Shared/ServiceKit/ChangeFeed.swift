@@ -1,10 +1,10 @@
-import WireTypes
 import Foundation
 import Hummingbird
 import Logging
 import PostgresNIO
 import ServiceLifecycle
 import Synchronization
+import WireTypes
 
 /// A change a service made to its own data, announced so that every replica drops what it
 /// holds of it: `topic` names what changed (`location`, `places`, `user`, …), `app` and `user`
@@ -122,7 +122,8 @@ public final class ChangeFeed: Service, Sendable {
                     failures += 1
                     self.logger.warning(
                         "change feed lost its connection; caches dropped until it listens again",
-                        metadata: ["channel": "\(self.channel)", "error": "\(String(reflecting: error))"])
+                        metadata: ["channel": "\(self.channel)", "error": "\(String(reflecting: error))"]
+                    )
                 }
                 self.setLive(false)
                 // 100 ms, 200 ms, … at most 2 s between attempts.
@@ -183,7 +184,10 @@ public struct ReadYourWritesMiddleware: RouterMiddleware {
     let changes: ChangeFeed
     let scope: Scope
 
-    public init(changes: ChangeFeed, scope: Scope = .signedInUser) { self.changes = changes; self.scope = scope }
+    public init(changes: ChangeFeed, scope: Scope = .signedInUser) {
+        self.changes = changes
+        self.scope = scope
+    }
 
     public func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
         guard request.method != .get, request.method != .head else { return try await next(request, context) }

@@ -156,7 +156,8 @@ public struct ServiceConfig: Sendable {
         acceptedIssuers = Set(
             [authIssuer]
                 + env.string("AUTH_ACCEPTED_ISSUERS", default: "auth").split(separator: ",")
-                .map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty })
+                .map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
+        )
         logLevel = env.string("LOG_LEVEL", default: "info")
         logFormat = LogFormat(rawValue: env.string("LOG_FORMAT", default: "json").lowercased()) ?? .json
         dataDirectory = env.string("DATA_DIR", default: ".data")
@@ -179,7 +180,7 @@ public struct ServiceConfig: Sendable {
         guard !isLocal else { return [] }
         var checks: [(String, String)] = [
             ("ADMIN_API_TOKEN", "local-admin-token"),
-            ("\(service.envPrefix)_DATABASE_PASSWORD", "\(service.databaseRole)_local")
+            ("\(service.envPrefix)_DATABASE_PASSWORD", "\(service.databaseRole)_local"),
         ]
         for s in ServiceName.allCases { checks.append(("\(s.envPrefix)_INTERNAL_CREDENTIAL", "local-internal-\(s.rawValue)")) }
         if service == .offline { checks.append(("SYNC_SIGNING_KEY", "local-sync-signing-key")) }

@@ -28,7 +28,10 @@ public struct ServiceRequestContext: RequestContext {
         let peer = remoteAddress?.ipAddress
         guard let forwarding else { return peer ?? "unknown" }
         return forwarding.proxies.clientAddress(
-            peer: peer, forwardedFor: forwarding.fields.value(.xForwardedFor), realIP: forwarding.fields.value(.xRealIP))
+            peer: peer,
+            forwardedFor: forwarding.fields.value(.xForwardedFor),
+            realIP: forwarding.fields.value(.xRealIP)
+        )
     }
 
     public init(source: ApplicationRequestContextSource) {
@@ -106,7 +109,7 @@ public struct RequestIDMiddleware: RouterMiddleware {
         let elapsed = ContinuousClock.now - start
         var metadata: Logger.Metadata = [
             "method": "\(request.method.rawValue)", "route": "\(context.endpointPath ?? "unmatched")", "status": "\(response.status.code)",
-            "duration_ms": "\(Double(elapsed.components.attoseconds / 1_000_000_000_000 + elapsed.components.seconds * 1_000_000) / 1000)"
+            "duration_ms": "\(Double(elapsed.components.attoseconds / 1_000_000_000_000 + elapsed.components.seconds * 1_000_000) / 1000)",
         ]
         if let app = context.identity?.appID { metadata["app_id"] = "\(app.lowercasedString)" }
         if let user = context.identity?.userID { metadata["user_id"] = "\(user.lowercasedString)" }

@@ -47,7 +47,10 @@ public enum DatabaseErrors {
 public struct Migration: Sendable, Equatable {
     public var name: String
     public var sql: String
-    public init(name: String, sql: String) { self.name = name; self.sql = sql }
+    public init(name: String, sql: String) {
+        self.name = name
+        self.sql = sql
+    }
 
     public var checksum: String {
         sql.sha256.hexEncoded
@@ -150,7 +153,8 @@ public struct MigrationRunner: Sendable {
                     """
                     SELECT a.pid, a.application_name, a.state FROM pg_locks l JOIN pg_stat_activity a USING (pid)
                     WHERE l.locktype = 'advisory' AND l.granted AND l.objid::int = hashtext(\(key))
-                    """, logger: logger
+                    """,
+                    logger: logger
                 ).rows, let row = rows.first, let (pid, app, state) = try? row.decode((Int, String, String?).self) {
                     holder = "pid \(pid) (\(app), \(state ?? "?"))"
                 }
@@ -158,8 +162,9 @@ public struct MigrationRunner: Sendable {
                     "waiting for the migration lock",
                     metadata: [
                         "schema": "\(schema)", "holder": "\(holder)",
-                        "waited": "\(ContinuousClock.now - started)"
-                    ])
+                        "waited": "\(ContinuousClock.now - started)",
+                    ]
+                )
             }
             try await Task.sleep(for: .milliseconds(100))
         }
@@ -174,7 +179,9 @@ public struct MigrationRunner: Sendable {
                 checksum text NOT NULL,
                 applied_at timestamptz NOT NULL DEFAULT now()
             )
-            """, logger: logger)
+            """,
+            logger: logger
+        )
         var recorded: [(Int, String, String)] = []
         let rows = try await conn.run("SELECT position, name, checksum FROM \(unescaped: schema).schema_migrations ORDER BY position", logger: logger)
         for try await (position, name, checksum) in rows.decode((Int, String, String).self) {
@@ -193,7 +200,9 @@ public struct MigrationRunner: Sendable {
                     """
                     INSERT INTO \(unescaped: schema).schema_migrations (position, name, checksum)
                     VALUES (\(index), \(migration.name), \(migration.checksum))
-                    """, logger: logger)
+                    """,
+                    logger: logger
+                )
                 try await conn.run("COMMIT", logger: logger)
             } catch {
                 _ = try? await conn.run("ROLLBACK", logger: logger)
@@ -209,13 +218,16 @@ public struct MigrationRunner: Sendable {
     func verify(_ recorded: [(Int, String, String)]) throws {
         if recorded.count > migrations.count {
             throw MigrationError(
-                description: "database \(schema) has \(recorded.count) migrations, the code knows \(migrations.count): refusing to start on a newer schema")
+                description:
+                    "database \(schema) has \(recorded.count) migrations, the code knows \(migrations.count): refusing to start on a newer schema"
+            )
         }
         for (i, row) in recorded.enumerated() {
             let m = migrations[i]
             guard row.0 == i, row.1 == m.name else {
                 throw MigrationError(
-                    description: "migration history of \(schema) does not match the code at position \(i): database has \(row.1), code has \(m.name)")
+                    description: "migration history of \(schema) does not match the code at position \(i): database has \(row.1), code has \(m.name)"
+                )
             }
             guard row.2 == m.checksum else {
                 throw MigrationError(description: "migration \(m.name) of \(schema) was changed after it was applied (checksum mismatch)")
@@ -268,12 +280,18 @@ public enum SQLScript {
                 continue
             }
             if c == "'" || c == "\"" {
-                current.append(c); i += 1
+                current.append(c)
+                i += 1
                 while i < chars.count {
                     current.append(chars[i])
                     if chars[i] == c {
-                        if i + 1 < chars.count && chars[i + 1] == c { current.append(c); i += 2; continue }
-                        i += 1; break
+                        if i + 1 < chars.count && chars[i + 1] == c {
+                            current.append(c)
+                            i += 2
+                            continue
+                        }
+                        i += 1
+                        break
                     }
                     i += 1
                 }
@@ -289,15 +307,23 @@ public enum SQLScript {
                     i = j + 1
                     while i < chars.count {
                         if chars[i] == "$" && String(chars[i..<min(chars.count, i + tag.count)]) == tag {
-                            current += tag; i += tag.count; break
+                            current += tag
+                            i += tag.count
+                            break
                         }
-                        current.append(chars[i]); i += 1
+                        current.append(chars[i])
+                        i += 1
                     }
                     continue
                 }
             }
-            if c == ";" { flush(); i += 1; continue }
-            current.append(c); i += 1
+            if c == ";" {
+                flush()
+                i += 1
+                continue
+            }
+            current.append(c)
+            i += 1
         }
         flush()
         return result

@@ -3,9 +3,9 @@ import NIOConcurrencyHelpers
 import NIOCore
 import PostgresNIO
 import ServiceContextModule
-import Tracing
 import ServiceLifecycle
 import Synchronization
+import Tracing
 
 /// The database is unreachable right now (down, restarting, refusing connections): the request
 /// may be retried, so it is answered 503.
@@ -70,8 +70,11 @@ public final class DatabasePool: Sendable, Service {
     private static let quiet = Logger(label: "postgres-query", factory: { _ in SwiftLogNoOpLogHandler() })
 
     public init(
-        configuration: PostgresConnection.Configuration, direct: PostgresConnection.Configuration? = nil, size: Int,
-        acquireTimeout: Duration = .seconds(10), logger: Logger
+        configuration: PostgresConnection.Configuration,
+        direct: PostgresConnection.Configuration? = nil,
+        size: Int,
+        acquireTimeout: Duration = .seconds(10),
+        logger: Logger
     ) {
         self.configuration = configuration
         self.directConfiguration = direct ?? configuration
@@ -85,8 +88,13 @@ public final class DatabasePool: Sendable, Service {
     public convenience init(config: DatabaseConfig, logger: Logger) {
         func configuration(host: String, port: Int) -> PostgresConnection.Configuration {
             var pg = PostgresConnection.Configuration(
-                host: host, port: port, username: config.username,
-                password: config.password, database: config.database, tls: .disable)
+                host: host,
+                port: port,
+                username: config.username,
+                password: config.password,
+                database: config.database,
+                tls: .disable
+            )
             pg.options.connectTimeout = .seconds(3)
             // Through PgBouncer these are dropped (`ignore_startup_parameters`) and the role's
             // own settings apply: bootstrap.sql sets the same values on each role.
@@ -94,14 +102,17 @@ public final class DatabasePool: Sendable, Service {
                 ("search_path", "\(config.schema),public"),
                 ("application_name", config.username),
                 ("statement_timeout", String(config.statementTimeoutMilliseconds)),
-                ("idle_in_transaction_session_timeout", String(config.idleInTransactionTimeoutMilliseconds))
+                ("idle_in_transaction_session_timeout", String(config.idleInTransactionTimeoutMilliseconds)),
             ]
             return pg
         }
         self.init(
             configuration: configuration(host: config.host, port: config.port),
             direct: configuration(host: config.directHost ?? config.host, port: config.directPort ?? config.port),
-            size: config.maxConnections, acquireTimeout: .milliseconds(config.acquireTimeoutMilliseconds), logger: logger)
+            size: config.maxConnections,
+            acquireTimeout: .milliseconds(config.acquireTimeoutMilliseconds),
+            logger: logger
+        )
     }
 
     /// What the pool holds right now (for metrics and for a report when something waits too long).
@@ -116,8 +127,14 @@ public final class DatabasePool: Sendable, Service {
 
     private static func statistics(of s: State, size: Int) -> Statistics {
         Statistics(
-            size: size, open: s.open, idle: s.idle.count, connecting: s.connecting, waiting: s.waiters.count, closed: s.closed,
-            acquireTimeouts: s.acquireTimeouts)
+            size: size,
+            open: s.open,
+            idle: s.idle.count,
+            connecting: s.connecting,
+            waiting: s.waiters.count,
+            closed: s.closed,
+            acquireTimeouts: s.acquireTimeouts
+        )
     }
 
     // MARK: Running
@@ -142,7 +159,10 @@ public final class DatabasePool: Sendable, Service {
         }
         let (idle, waiters) = state.withLock { s in
             s.closed = true
-            defer { s.idle = []; s.waiters = [] }
+            defer {
+                s.idle = []
+                s.waiters = []
+            }
             return (s.idle, s.waiters)
         }
         for w in waiters { w.resume(with: .failure(DatabaseUnavailableError(reason: "the pool is shut down"))) }
@@ -155,7 +175,8 @@ public final class DatabasePool: Sendable, Service {
     private func connectOne() async {
         while !Task.isCancelled {
             let id = state.withLock { s in
-                s.nextID += 1; return s.nextID
+                s.nextID += 1
+                return s.nextID
             }
             do {
                 let connection = try await connect(id: id)
@@ -165,7 +186,10 @@ public final class DatabasePool: Sendable, Service {
                     s.retryAfter = nil
                     if s.closed { return (nil, true) }
                     s.open += 1
-                    if s.waiters.isEmpty { s.idle.append(connection); return (nil, false) }
+                    if s.waiters.isEmpty {
+                        s.idle.append(connection)
+                        return (nil, false)
+                    }
                     return (s.waiters.removeFirst(), false)
                 }
                 if close { try? await connection.close() }
@@ -187,7 +211,10 @@ public final class DatabasePool: Sendable, Service {
                         failed = s.waiters.filter { $0.since + Self.maximumWait <= now }
                         s.waiters.removeAll { $0.since + Self.maximumWait <= now }
                     }
-                    guard !s.closed, !s.waiters.isEmpty else { s.connecting -= 1; return (failed, nil) }
+                    guard !s.closed, !s.waiters.isEmpty else {
+                        s.connecting -= 1
+                        return (failed, nil)
+                    }
                     return (failed, retryAt)
                 }
                 if !(error is CancellationError), !Task.isCancelled {
@@ -209,7 +236,8 @@ public final class DatabasePool: Sendable, Service {
     /// a session advisory lock), closed by its owner.
     public func connectDedicated() async throws -> PostgresConnection {
         let id = state.withLock { s in
-            s.nextID += 1; return s.nextID
+            s.nextID += 1
+            return s.nextID
         }
         return try await connect(id: id, configuration: directConfiguration)
     }
@@ -225,7 +253,8 @@ public final class DatabasePool: Sendable, Service {
         let decided = NIOLockedValueBox(false)
         let decide = { @Sendable (result: Result<PostgresConnection, any Error>) in
             let first = decided.withLockedValue { done in
-                defer { done = true }; return !done
+                defer { done = true }
+                return !done
             }
             if first {
                 answer.completeWith(result)
@@ -275,11 +304,14 @@ public final class DatabasePool: Sendable, Service {
         case .wait: break
         }
         let id = state.withLock { s in
-            s.nextID += 1; return s.nextID
+            s.nextID += 1
+            return s.nextID
         }
         return try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<PostgresConnection, any Error>) in
-                let deadline = PostgresConnection.defaultEventLoopGroup.any().scheduleTask(in: .nanoseconds(acquireTimeout.nanoseconds)) { self.expire(id) }
+                let deadline = PostgresConnection.defaultEventLoopGroup.any().scheduleTask(in: .nanoseconds(acquireTimeout.nanoseconds)) {
+                    self.expire(id)
+                }
                 let (decision, connect) = state.withLock { s -> (LeaseDecision, Bool) in
                     let d = immediate(&s)
                     guard case .wait = d else { return (d, false) }
@@ -292,8 +324,12 @@ public final class DatabasePool: Sendable, Service {
                     return (.wait, connect)
                 }
                 switch decision {
-                case .connection(let c): deadline.cancel(); continuation.resume(returning: c)
-                case .fail(let e): deadline.cancel(); continuation.resume(throwing: e)
+                case .connection(let c):
+                    deadline.cancel()
+                    continuation.resume(returning: c)
+                case .fail(let e):
+                    deadline.cancel()
+                    continuation.resume(throwing: e)
                 case .wait: if connect { requestConnect.yield() }
                 }
             }
@@ -311,7 +347,7 @@ public final class DatabasePool: Sendable, Service {
         let (waiter, stats) = state.withLock { s -> (Waiter?, Statistics?) in
             guard let i = s.waiters.firstIndex(where: { $0.id == id }) else { return (nil, nil) }
             s.acquireTimeouts += 1
-            let stats = Self.statistics(of: s, size: size) // counted with this waiter still waiting
+            let stats = Self.statistics(of: s, size: size)  // counted with this waiter still waiting
             return (s.waiters.remove(at: i), stats)
         }
         guard let waiter, let stats else { return }
@@ -320,7 +356,10 @@ public final class DatabasePool: Sendable, Service {
     }
 
     private func release(_ connection: PostgresConnection) {
-        enum Next { case give(Waiter), close, replace, none }
+        enum Next {
+            case give(Waiter)
+            case close, replace, none
+        }
         let next = state.withLock { s -> Next in
             if connection.isClosed || s.closed {
                 s.open -= 1
@@ -329,7 +368,10 @@ public final class DatabasePool: Sendable, Service {
                 s.connecting += 1
                 return .replace
             }
-            if s.waiters.isEmpty { s.idle.append(connection); return .none }
+            if s.waiters.isEmpty {
+                s.idle.append(connection)
+                return .none
+            }
             return .give(s.waiters.removeFirst())
         }
         switch next {
@@ -356,7 +398,9 @@ public final class DatabasePool: Sendable, Service {
     /// its ROLLBACK from the caller's thread, and after a server-side disconnect that ROLLBACK
     /// was never answered).
     public func withTransaction<R>(
-        logger: Logger, file: String = #fileID, line: Int = #line,
+        logger: Logger,
+        file: String = #fileID,
+        line: Int = #line,
         isolation: isolated (any Actor)? = #isolation,
         _ body: (PostgresConnection) async throws -> sending R
     ) async throws -> sending R {
@@ -378,7 +422,9 @@ public final class DatabasePool: Sendable, Service {
     }
 
     private func transaction<R>(
-        logger: Logger, file: String, line: Int,
+        logger: Logger,
+        file: String,
+        line: Int,
         isolation: isolated (any Actor)? = #isolation,
         _ body: (PostgresConnection) async throws -> sending R
     ) async throws -> sending R {
@@ -399,8 +445,10 @@ public final class DatabasePool: Sendable, Service {
     /// Runs one statement and returns its rows, read in full before the connection goes back.
     @discardableResult
     public func query(
-        _ query: PostgresQuery, logger: Logger? = nil,
-        file: String = #fileID, line: Int = #line
+        _ query: PostgresQuery,
+        logger: Logger? = nil,
+        file: String = #fileID,
+        line: Int = #line
     ) async throws -> PostgresRows {
         try await withConnection { connection in
             try await connection.run(query, logger: logger ?? Self.quiet, file: file, line: line)

@@ -35,7 +35,9 @@ public struct EntitlementState: Sendable, Equatable {
     public var validUntil: Date?
     public var version: Int64
     public init(isPremium: Bool, validUntil: Date?, version: Int64) {
-        self.isPremium = isPremium; self.validUntil = validUntil; self.version = version
+        self.isPremium = isPremium
+        self.validUntil = validUntil
+        self.version = version
     }
 
     /// Premium at `now`: told so, and the period (or grace period) it was told about not over.
@@ -50,7 +52,10 @@ public struct EntitlementState: Sendable, Equatable {
 public struct EntitlementStore: Sendable {
     let logger: Logger
     let facts: UserFactStore
-    public init(logger: Logger) { self.logger = logger; self.facts = UserFactStore(logger: logger) }
+    public init(logger: Logger) {
+        self.logger = logger
+        self.facts = UserFactStore(logger: logger)
+    }
 
     /// Keeps `fact` if it is newer than the one held; an erased user takes no fact.
     public func record(_ fact: EntitlementFact, on conn: PostgresConnection) async throws -> FactOutcome {
@@ -64,7 +69,9 @@ public struct EntitlementStore: Sendable {
                     updated_at = clock_timestamp()
                 WHERE entitlement_state.version < EXCLUDED.version
             RETURNING 1
-            """, logger: logger)
+            """,
+            logger: logger
+        )
         for try await _ in rows { return FactOutcome(applied: true) }
         return FactOutcome(applied: false, reason: "stale_version")
     }
@@ -73,7 +80,9 @@ public struct EntitlementStore: Sendable {
         let rows = try await conn.run(
             """
             SELECT is_premium, valid_until, version FROM entitlement_state WHERE app_id = \(app) AND user_id = \(user)
-            """, logger: logger)
+            """,
+            logger: logger
+        )
         for try await (premium, until, version) in rows.decode((Bool, Date?, Int64).self) {
             return EntitlementState(isPremium: premium, validUntil: until, version: version)
         }
@@ -90,11 +99,14 @@ public struct EntitlementStore: Sendable {
                     """
                     SELECT row_to_json(e)::text FROM (SELECT is_premium, valid_until, version, updated_at FROM entitlement_state
                     WHERE app_id = \(app) AND user_id = \(user)) e
-                    """, conn)
+                    """,
+                    conn
+                )
             },
             delete: { user, app, conn in
                 try await q.count("DELETE FROM entitlement_state WHERE app_id = \(app) AND user_id = \(user) RETURNING 1", conn)
-            })
+            }
+        )
     }
 }
 
@@ -114,9 +126,14 @@ public final class PushedEntitlements: EntitlementSource {
         clock = runtime.clock
         let env = runtime.config.environment
         cache = ReadCache(
-            name: "entitlement", capacity: env.int("ENTITLEMENT_CACHE_ENTRIES", default: 50_000),
+            name: "entitlement",
+            capacity: env.int("ENTITLEMENT_CACHE_ENTRIES", default: 50_000),
             ttl: .seconds(min(env.int("ENTITLEMENT_CACHE_SECONDS", default: 300), 300)),
-            feed: runtime.changes, topics: ["entitlement"], metrics: runtime.metrics, clock: runtime.clock)
+            feed: runtime.changes,
+            topics: ["entitlement"],
+            metrics: runtime.metrics,
+            clock: runtime.clock
+        )
     }
 
     public func entitlement(app: UUID, user: UUID) async throws -> Entitlement {

@@ -14,8 +14,11 @@ public struct AppError: Error, HTTPResponseError, Sendable, CustomStringConverti
     public var headers: HTTPFields
 
     public init(
-        _ status: HTTPResponse.Status, _ code: String, _ message: String,
-        extra: [String: JSONValue] = [:], headers: HTTPFields = [:]
+        _ status: HTTPResponse.Status,
+        _ code: String,
+        _ message: String,
+        extra: [String: JSONValue] = [:],
+        headers: HTTPFields = [:]
     ) {
         self.status = status
         self.code = code
@@ -48,8 +51,12 @@ public struct AppError: Error, HTTPResponseError, Sendable, CustomStringConverti
         var h = HTTPFields()
         h[.retryAfter] = String(retryAfter)
         return AppError(
-            .tooManyRequests, "rate_limit_exceeded", "Too many requests, retry later",
-            extra: ["retry_after": .int(retryAfter)], headers: h)
+            .tooManyRequests,
+            "rate_limit_exceeded",
+            "Too many requests, retry later",
+            extra: ["retry_after": .int(retryAfter)],
+            headers: h
+        )
     }
     public static let unavailable = AppError(.serviceUnavailable, "service_unavailable", "Service temporarily unavailable")
 }
@@ -131,11 +138,13 @@ public struct ErrorMiddleware<Context: RequestContext>: RouterMiddleware {
             return ErrorResponder.envelope(
                 status: error.status,
                 body: ErrorEnvelope(error: ErrorResponder.code(for: error.status), message: error.body ?? error.status.reasonPhrase),
-                headers: error.headers)
+                headers: error.headers
+            )
         } catch let error as any HTTPResponseError where error.status.code < 500 {
             return ErrorResponder.envelope(
                 status: error.status,
-                body: ErrorEnvelope(error: ErrorResponder.code(for: error.status), message: error.status.reasonPhrase))
+                body: ErrorEnvelope(error: ErrorResponder.code(for: error.status), message: error.status.reasonPhrase)
+            )
         } catch {
             if DatabaseErrors.isUnavailable(error) {
                 unavailable.warning(context.logger, "database unavailable", metadata: ["error": "\(String(reflecting: error))"])
@@ -157,7 +166,8 @@ public struct ErrorMiddleware<Context: RequestContext>: RouterMiddleware {
             context.logger.error("unhandled error", metadata: ["error": "\(String(reflecting: error))"])
             return ErrorResponder.envelope(
                 status: .internalServerError,
-                body: ErrorEnvelope(error: "internal_error", message: "Internal server error"))
+                body: ErrorEnvelope(error: "internal_error", message: "Internal server error")
+            )
         }
     }
 
@@ -168,7 +178,8 @@ public struct ErrorMiddleware<Context: RequestContext>: RouterMiddleware {
             response = ErrorResponder.envelope(
                 status: response.status,
                 body: ErrorEnvelope(error: ErrorResponder.code(for: response.status), message: response.status.reasonPhrase),
-                headers: response.headers)
+                headers: response.headers
+            )
         }
         return response
     }

@@ -62,7 +62,10 @@ public final class GroupCommit<Item: Sendable>: Sendable {
                 for w in batch { w.done.resume() }
             } catch  where batch.count > 1 {
                 for w in batch {
-                    do { try await write([w.item]); w.done.resume() } catch { w.done.resume(throwing: error) }
+                    do {
+                        try await write([w.item])
+                        w.done.resume()
+                    } catch { w.done.resume(throwing: error) }
                 }
             } catch {
                 for w in batch { w.done.resume(throwing: error) }

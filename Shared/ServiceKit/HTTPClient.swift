@@ -1,10 +1,10 @@
 import CCurl
 import Foundation
 import Instrumentation
-import ServiceContextModule
-import Tracing
 import Logging
+import ServiceContextModule
 import Synchronization
+import Tracing
 
 /// An outbound HTTP request (to another service, Google, Apple, a geocoder...).
 public struct HTTPRequest: Sendable {
@@ -21,9 +21,14 @@ public struct HTTPRequest: Sendable {
     public var resolve: [String]
 
     public init(
-        method: String = "GET", url: String, headers: [(String, String)] = [], body: Data? = nil,
-        timeout: Duration = .seconds(10), connectTimeout: Duration = .seconds(2),
-        caBundlePath: String? = nil, resolve: [String] = []
+        method: String = "GET",
+        url: String,
+        headers: [(String, String)] = [],
+        body: Data? = nil,
+        timeout: Duration = .seconds(10),
+        connectTimeout: Duration = .seconds(2),
+        caBundlePath: String? = nil,
+        resolve: [String] = []
     ) {
         self.method = method
         self.url = url
@@ -38,8 +43,11 @@ public struct HTTPRequest: Sendable {
     /// A JSON request: encodes the body with the shared encoder and sets the content type.
     public static func json<T: Encodable>(_ method: String, _ url: String, body: T, headers: [(String, String)] = []) throws -> HTTPRequest {
         HTTPRequest(
-            method: method, url: url, headers: headers + [("Content-Type", "application/json")],
-            body: try JSON.encoder.encode(body))
+            method: method,
+            url: url,
+            headers: headers + [("Content-Type", "application/json")],
+            body: try JSON.encoder.encode(body)
+        )
     }
 
     /// Safe to send twice: the method is idempotent or the request carries an idempotency key.
@@ -119,7 +127,7 @@ public struct SMTPMessage: Sendable {
             "Message-ID: <\(messageID)@app-backend>",
             "MIME-Version: 1.0",
             "Content-Type: text/plain; charset=utf-8",
-            "Content-Transfer-Encoding: 8bit"
+            "Content-Transfer-Encoding: 8bit",
         ]
         lines += headers.map { "\($0.0): \($0.1)" }
         // Dot-stuffing is done by libcurl; normalise line ends to CRLF.
@@ -136,7 +144,10 @@ public struct SMTPServer: Sendable {
     /// Require STARTTLS on `smtp://`.
     public var requireTLS: Bool
     public init(url: String, username: String? = nil, password: String? = nil, requireTLS: Bool = false) {
-        self.url = url; self.username = username; self.password = password; self.requireTLS = requireTLS
+        self.url = url
+        self.username = username
+        self.password = password
+        self.requireTLS = requireTLS
     }
 }
 
@@ -256,15 +267,18 @@ public final class CurlHTTPClient: Sendable {
             do {
                 let response = try await send(request)
                 if attempt < attempts, [502, 503, 504].contains(response.status) {
-                    try await Task.sleep(for: delay); delay *= 2; continue
+                    try await Task.sleep(for: delay)
+                    delay *= 2
+                    continue
                 }
                 return response
             } catch let error as HTTPClientError where attempt < attempts && error != .shutdown {
                 logger.debug("retrying", metadata: ["url": "\(request.url)", "error": "\(error)"])
-                try await Task.sleep(for: delay); delay *= 2
+                try await Task.sleep(for: delay)
+                delay *= 2
             }
         }
-        throw HTTPClientError.shutdown // unreachable: the last attempt returns or throws
+        throw HTTPClientError.shutdown  // unreachable: the last attempt returns or throws
     }
 
     /// Sends one email through an SMTP server.
@@ -300,7 +314,10 @@ public final class CurlHTTPClient: Sendable {
         var upload: [UInt8] = []
         var uploadOffset = 0
         var slists: [UnsafeMutablePointer<curl_slist>?] = []
-        init(_ s: Submission, url: String) { submission = s; self.url = url }
+        init(_ s: Submission, url: String) {
+            submission = s
+            self.url = url
+        }
     }
 
     private func runLoop() {
@@ -310,7 +327,9 @@ public final class CurlHTTPClient: Sendable {
         var running: Int32 = 0
         while true {
             let (batch, stopped) = state.withLock { s -> ([Submission], Bool) in
-                let b = s.pending; s.pending = []; return (b, s.stopped)
+                let b = s.pending
+                s.pending = []
+                return (b, s.stopped)
             }
             for submission in batch {
                 guard let easy = curl_easy_init() else {
@@ -428,13 +447,14 @@ public final class CurlHTTPClient: Sendable {
             let line = String(decoding: UnsafeRawBufferPointer(start: ptr, count: n), as: UTF8.self)
                 .trimmingCharacters(in: .whitespacesAndNewlines)
             if line.hasPrefix("HTTP/") {
-                t.headers = [] // a new response (after 100-continue or a redirect) starts over
+                t.headers = []  // a new response (after 100-continue or a redirect) starts over
             } else if let colon = line.firstIndex(of: ":") {
                 t.headers.append(
                     (
                         String(line[..<colon]).trimmingCharacters(in: .whitespaces),
                         String(line[line.index(after: colon)...]).trimmingCharacters(in: .whitespaces)
-                    ))
+                    )
+                )
             }
             return n
         }

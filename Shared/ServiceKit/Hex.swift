@@ -25,7 +25,8 @@ extension UUID {
         let valid = text.withUTF8 { chars in
             withUnsafeMutableBytes(of: &uuid) { bytes -> Bool in
                 guard chars.count == 36 else { return false }
-                var index = 0, position = 0
+                var index = 0
+                var position = 0
                 while position < 36 {
                     if position == 8 || position == 13 || position == 18 || position == 23 {
                         guard chars[position] == UInt8(ascii: "-") else { return false }

@@ -47,8 +47,14 @@ public struct InternalRoute<Body: Sendable, Answer: Sendable>: Sendable {
 
     var row: InternalRoutes.Row {
         InternalRoutes.Row(
-            method: method.rawValue, path: "/internal/" + template, callees: callees, callers: callers,
-            body: Self.name(Body.self), answer: Self.name(Answer.self), purpose: purpose)
+            method: method.rawValue,
+            path: "/internal/" + template,
+            callees: callees,
+            callers: callers,
+            body: Self.name(Body.self),
+            answer: Self.name(Answer.self),
+            purpose: purpose
+        )
     }
 
     static func name(_ type: Any.Type) -> String { type == NoBody.self ? "—" : String(describing: type) }
@@ -72,7 +78,8 @@ extension OutboxMessage {
 extension RouterMethods {
     /// Registers `route` on this (internal) group.
     @discardableResult public func on<B, A>(
-        _ route: InternalRoute<B, A>, use handler: @Sendable @escaping (Request, Context) async throws -> some ResponseGenerator
+        _ route: InternalRoute<B, A>,
+        use handler: @Sendable @escaping (Request, Context) async throws -> some ResponseGenerator
     ) -> Self {
         on(route.routerPath, method: route.method, use: handler)
     }
@@ -86,50 +93,140 @@ public enum InternalRoutes {
     // MARK: answered by auth
 
     public static let verifyApp = InternalRoute<AppVerificationRequest, AppVerificationResponse>(
-        .post, "apps/verify", callees: [.auth], callers: others, "Is this API key the app's (cached by the caller)")
+        .post,
+        "apps/verify",
+        callees: [.auth],
+        callers: others,
+        "Is this API key the app's (cached by the caller)"
+    )
     public static let verifyOperator = InternalRoute<OperatorVerificationRequest, OperatorVerificationResponse>(
-        .post, "operators/verify", callees: [.auth], callers: others, "Who an operator key or console token stands for now, and its role")
+        .post,
+        "operators/verify",
+        callees: [.auth],
+        callers: others,
+        "Who an operator key or console token stands for now, and its role"
+    )
     public static let user = InternalRoute<NoBody, UserSummary>(
-        .get, "users/{id}", callees: [.auth], callers: [], "A user's summary (for support scripts)")
+        .get,
+        "users/{id}",
+        callees: [.auth],
+        callers: [],
+        "A user's summary (for support scripts)"
+    )
     public static let consents = InternalRoute<NoBody, JSONValue>(
-        .get, "users/{id}/consents", callees: [.auth], callers: [.offline], "A user's consents with their versions, when none was pushed yet")
+        .get,
+        "users/{id}/consents",
+        callees: [.auth],
+        callers: [.offline],
+        "A user's consents with their versions, when none was pushed yet"
+    )
     public static let userStatus = InternalRoute<UserStatusUpdate, FactOutcome>(
-        .put, "users/{id}/status", callees: [.auth], callers: [.subscription], "Premium or free, versioned (the token's status claim)")
+        .put,
+        "users/{id}/status",
+        callees: [.auth],
+        callers: [.subscription],
+        "Premium or free, versioned (the token's status claim)"
+    )
     public static let purchaseConfirmation = InternalRoute<PurchaseConfirmation, JSONValue>(
-        .post, "users/{id}/emails/purchase-confirmation", callees: [.auth], callers: [.subscription], "Mail the purchase confirmation")
+        .post,
+        "users/{id}/emails/purchase-confirmation",
+        callees: [.auth],
+        callers: [.subscription],
+        "Mail the purchase confirmation"
+    )
     public static let consentAnswer = InternalRoute<ConsentAnswer, JSONValue>(
-        .post, "users/{id}/consent-answers/{consent}", callees: [.auth], callers: [.ads], "A consent answered on another screen, based on a version")
+        .post,
+        "users/{id}/consent-answers/{consent}",
+        callees: [.auth],
+        callers: [.ads],
+        "A consent answered on another screen, based on a version"
+    )
     public static let notifyUser = InternalRoute<NotificationRequest, JSONValue>(
-        .post, "users/{id}/notifications", callees: [.auth], callers: [.subscription, .ads], "Push a notification to one user (once per key)")
+        .post,
+        "users/{id}/notifications",
+        callees: [.auth],
+        callers: [.subscription, .ads],
+        "Push a notification to one user (once per key)"
+    )
     public static let notifyUsers = InternalRoute<NotificationRequest, JSONValue>(
-        .post, "notifications", callees: [.auth], callers: [.offline], "Push a notification to many users (a content update)")
+        .post,
+        "notifications",
+        callees: [.auth],
+        callers: [.offline],
+        "Push a notification to many users (a content update)"
+    )
     public static let events = InternalRoute<WebhookEventMessage, JSONValue>(
-        .post, "events", callees: [.auth], callers: others, "A fact for the app's webhooks and the user's live stream")
+        .post,
+        "events",
+        callees: [.auth],
+        callers: others,
+        "A fact for the app's webhooks and the user's live stream"
+    )
 
     // MARK: answered by subscription
 
     public static let earnCredits = InternalRoute<CreditEarnRequest, JSONValue>(
-        .post, "credits/earn", callees: [.subscription], callers: [.ads], "Credit a reward (once per source and reference)")
+        .post,
+        "credits/earn",
+        callees: [.subscription],
+        callers: [.ads],
+        "Credit a reward (once per source and reference)"
+    )
     public static let entitlement = InternalRoute<NoBody, Entitlement>(
-        .get, "users/{id}/entitlement", callees: [.subscription], callers: [], "A user's entitlement as subscription decides it (for support scripts)")
+        .get,
+        "users/{id}/entitlement",
+        callees: [.subscription],
+        callers: [],
+        "A user's entitlement as subscription decides it (for support scripts)"
+    )
 
     // MARK: answered by the others, told by an owner
 
     public static let pushEntitlement = InternalRoute<EntitlementFact, FactOutcome>(
-        .put, "users/{id}/entitlement", callees: [.offline, .ads], callers: [.subscription], "Subscription's entitlement fact, versioned")
+        .put,
+        "users/{id}/entitlement",
+        callees: [.offline, .ads],
+        callers: [.subscription],
+        "Subscription's entitlement fact, versioned"
+    )
     public static let consentFact = InternalRoute<ConsentFact, FactOutcome>(
-        .put, "users/{id}/consents/{consent}", callees: [.offline, .ads], callers: [.auth], "Auth's consent fact, versioned (geolocation, personalized_ads)")
+        .put,
+        "users/{id}/consents/{consent}",
+        callees: [.offline, .ads],
+        callers: [.auth],
+        "Auth's consent fact, versioned (geolocation, personalized_ads)"
+    )
     public static let sessions = InternalRoute<SessionFact, FactOutcome>(
-        .put, "users/{id}/sessions", callees: others, callers: [.auth], "A session ended, or the user suspended, reinstated or erased")
+        .put,
+        "users/{id}/sessions",
+        callees: others,
+        callers: [.auth],
+        "A session ended, or the user suspended, reinstated or erased"
+    )
 
     // MARK: answered by every service, asked by auth (GDPR, support; auth reads its own in-process)
 
     public static let export = InternalRoute<NoBody, UserDataExport>(
-        .get, "users/{id}/export", callees: all4, callers: [.auth], "The user's data this service holds (GDPR export)")
+        .get,
+        "users/{id}/export",
+        callees: all4,
+        callers: [.auth],
+        "The user's data this service holds (GDPR export)"
+    )
     public static let erase = InternalRoute<NoBody, UserDataDeletion>(
-        .delete, "users/{id}", callees: all4, callers: [.auth], "Erase the user's data this service holds (GDPR erasure)")
+        .delete,
+        "users/{id}",
+        callees: all4,
+        callers: [.auth],
+        "Erase the user's data this service holds (GDPR erasure)"
+    )
     public static let timeline = InternalRoute<NoBody, TimelineAnswer>(
-        .get, "users/{id}/timeline", callees: all4, callers: [.auth], "The user's events this service holds (support's timeline)")
+        .get,
+        "users/{id}/timeline",
+        callees: all4,
+        callers: [.auth],
+        "The user's events this service holds (support's timeline)"
+    )
 
     public struct Row: Equatable, Sendable {
         public var method: String, path: String, callees: [ServiceName], callers: [ServiceName], body: String, answer: String, purpose: String
@@ -140,7 +237,7 @@ public enum InternalRoutes {
         [
             verifyApp.row, verifyOperator.row, user.row, consents.row, userStatus.row, purchaseConfirmation.row, consentAnswer.row,
             notifyUser.row, notifyUsers.row, events.row, earnCredits.row, entitlement.row, pushEntitlement.row, consentFact.row,
-            sessions.row, export.row, erase.row, timeline.row
+            sessions.row, export.row, erase.row, timeline.row,
         ]
     }
 

@@ -22,8 +22,15 @@ public struct JSONWriter: Sendable {
     /// What a value encodes to; objects and arrays are boxes so that a nested container, handed
     /// out before it is filled, writes into its parent.
     enum Node {
-        case null, bool(Bool), int(Int64), uint(UInt64), double(Double), float(Float), string(String)
-        case array(ArrayBox), object(ObjectBox)
+        case null
+        case bool(Bool)
+        case int(Int64)
+        case uint(UInt64)
+        case double(Double)
+        case float(Float)
+        case string(String)
+        case array(ArrayBox)
+        case object(ObjectBox)
     }
     final class ArrayBox { var items: [Node] = [] }
     final class ObjectBox { var pairs: [String: Node] = [:] }

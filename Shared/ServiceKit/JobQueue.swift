@@ -2,9 +2,9 @@ import Foundation
 import Logging
 import PostgresNIO
 import ServiceContextModule
-import Tracing
 import ServiceLifecycle
 import Synchronization
+import Tracing
 
 /// A job as a handler sees it.
 public struct Job: Sendable {
@@ -29,7 +29,10 @@ public struct Job: Sendable {
 public struct Backoff: Sendable {
     public var base: Duration
     public var cap: Duration
-    public init(base: Duration = .seconds(1), cap: Duration = .seconds(3600)) { self.base = base; self.cap = cap }
+    public init(base: Duration = .seconds(1), cap: Duration = .seconds(3600)) {
+        self.base = base
+        self.cap = cap
+    }
 
     public func delay(afterAttempt attempt: Int) -> Duration {
         let exp = base * Int(pow(2.0, Double(min(attempt - 1, 30))))
@@ -60,8 +63,14 @@ public struct JobQueue: Sendable {
     /// `runAfter`: seconds from the database's clock now (a retry counted from the moment of the
     /// failure, whatever clock the caller holds).
     public static func enqueue<P: Encodable>(
-        on connection: PostgresConnection, queue: String, kind: String, payload: P,
-        runAt: Date? = nil, runAfter: Double? = nil, maxAttempts: Int = 5, uniqueKey: String? = nil,
+        on connection: PostgresConnection,
+        queue: String,
+        kind: String,
+        payload: P,
+        runAt: Date? = nil,
+        runAfter: Double? = nil,
+        maxAttempts: Int = 5,
+        uniqueKey: String? = nil,
         logger: Logger
     ) async throws -> Int64? {
         let json = String(decoding: try JSON.encoder.encode(payload), as: UTF8.self)
@@ -73,20 +82,32 @@ public struct JobQueue: Sendable {
                     \(RequestTrace.requestID), \(Telemetry.currentTraceparent()))
             ON CONFLICT (unique_key) DO NOTHING
             RETURNING id
-            """, logger: logger)
+            """,
+            logger: logger
+        )
         for try await id in rows.decode(Int64.self) { return id }
         return nil
     }
 
     @discardableResult
     public func enqueue<P: Encodable & Sendable>(
-        kind: String, payload: P, runAt: Date? = nil, maxAttempts: Int = 5,
+        kind: String,
+        payload: P,
+        runAt: Date? = nil,
+        maxAttempts: Int = 5,
         uniqueKey: String? = nil
     ) async throws -> Int64? {
         try await client.withConnection { conn in
             try await Self.enqueue(
-                on: conn, queue: queue, kind: kind, payload: payload, runAt: runAt,
-                maxAttempts: maxAttempts, uniqueKey: uniqueKey, logger: logger)
+                on: conn,
+                queue: queue,
+                kind: kind,
+                payload: payload,
+                runAt: runAt,
+                maxAttempts: maxAttempts,
+                uniqueKey: uniqueKey,
+                logger: logger
+            )
         }
     }
 
@@ -98,11 +119,21 @@ public struct JobQueue: Sendable {
         let leaseUntil = now.addingTimeInterval(Double(lease.components.seconds))
         let rows = try await client.query(Self.claimQuery(queue: queue, now: now, leaseUntil: leaseUntil, limit: limit), logger: logger)
         var jobs: [Job] = []
-        for try await (id, kind, payload, attempts, max, requestID, traceparent) in rows.decode((Int64, String, String, Int, Int, String?, String?).self) {
+        for try await (id, kind, payload, attempts, max, requestID, traceparent) in rows.decode(
+            (Int64, String, String, Int, Int, String?, String?).self
+        ) {
             jobs.append(
                 Job(
-                    id: id, queue: queue, kind: kind, payload: Data(payload.utf8), attempt: attempts, maxAttempts: max, requestID: requestID,
-                    traceparent: traceparent))
+                    id: id,
+                    queue: queue,
+                    kind: kind,
+                    payload: Data(payload.utf8),
+                    attempt: attempts,
+                    maxAttempts: max,
+                    requestID: requestID,
+                    traceparent: traceparent
+                )
+            )
         }
         return jobs
     }
@@ -133,7 +164,9 @@ public struct JobQueue: Sendable {
             UPDATE jobs SET locked_until = \(leaseUntil), updated_at = now()
             WHERE id = \(job.id) AND status = 'running' AND attempts = \(job.attempt)
             RETURNING id
-            """, logger: logger)
+            """,
+            logger: logger
+        )
         for try await _ in rows.decode(Int64.self) { return true }
         return false
     }
@@ -145,7 +178,9 @@ public struct JobQueue: Sendable {
             """
             UPDATE jobs SET status = 'done', finished_at = now(), updated_at = now(), locked_until = NULL
             WHERE id = \(job.id) AND status = 'running' AND attempts = \(job.attempt)
-            """, logger: logger)
+            """,
+            logger: logger
+        )
     }
 
     /// Schedules a retry after `backoff`, or marks the job dead after its last attempt.
@@ -155,7 +190,9 @@ public struct JobQueue: Sendable {
                 """
                 UPDATE jobs SET status = 'dead', last_error = \(error), finished_at = now(), updated_at = now(), locked_until = NULL
                 WHERE id = \(job.id) AND status = 'running' AND attempts = \(job.attempt)
-                """, logger: logger)
+                """,
+                logger: logger
+            )
         } else {
             let runAt = clock.now().addingTimeInterval(Double(backoff.delay(afterAttempt: job.attempt).milliseconds) / 1000)
             try await client.query(
@@ -163,7 +200,9 @@ public struct JobQueue: Sendable {
                 UPDATE jobs SET status = 'pending', last_error = \(error), locked_until = NULL, updated_at = now(),
                        run_at = \(runAt)
                 WHERE id = \(job.id) AND status = 'running' AND attempts = \(job.attempt)
-                """, logger: logger)
+                """,
+                logger: logger
+            )
         }
     }
 }
@@ -190,8 +229,12 @@ public struct JobWorker: Service {
     public static let defaultLease: Duration = .seconds(15)
 
     public init(
-        queue: JobQueue, handlers: [String: JobHandler], concurrency: Int = Self.defaultConcurrency,
-        pollInterval: Duration = .milliseconds(250), lease: Duration = Self.defaultLease, backoff: Backoff = Backoff()
+        queue: JobQueue,
+        handlers: [String: JobHandler],
+        concurrency: Int = Self.defaultConcurrency,
+        pollInterval: Duration = .milliseconds(250),
+        lease: Duration = Self.defaultLease,
+        backoff: Backoff = Backoff()
     ) {
         self.queue = queue
         self.handlers = handlers
@@ -269,7 +312,11 @@ public struct JobWorker: Service {
         }
     }
 
-    private enum Ending: Sendable { case finished, failed(String), leaseLost }
+    private enum Ending: Sendable {
+        case finished
+        case failed(String)
+        case leaseLost
+    }
 
     /// The handler runs beside its heartbeat. When the heartbeat finds the lease lost, the
     /// handler is cancelled and nothing more is recorded for this attempt: the job belongs to
@@ -277,7 +324,10 @@ public struct JobWorker: Service {
     private func runHoldingLease(_ job: Job, _ handler: @escaping JobHandler) async -> Ending {
         await withTaskGroup(of: Ending?.self) { group in
             group.addTask {
-                do { try await handler(job); return .finished } catch { return .failed(String(describing: error)) }
+                do {
+                    try await handler(job)
+                    return .finished
+                } catch { return .failed(String(describing: error)) }
             }
             group.addTask {
                 let beat = lease / 3
@@ -309,13 +359,18 @@ public struct JobWorker: Service {
             case .failed(let error): throw JobFailure(description: error)
             case .leaseLost:
                 queue.logger.warning(
-                    "job lease lost: another worker runs it now", metadata: ["job": "\(job.id)", "kind": "\(job.kind)", "attempt": "\(job.attempt)"])
+                    "job lease lost: another worker runs it now",
+                    metadata: ["job": "\(job.id)", "kind": "\(job.kind)", "attempt": "\(job.attempt)"]
+                )
                 return
             }
             try await queue.complete(job)
             queue.logger.debug("job done", metadata: ["job": "\(job.id)", "kind": "\(job.kind)", "attempt": "\(job.attempt)"])
         } catch {
-            queue.logger.warning("job failed", metadata: ["job": "\(job.id)", "kind": "\(job.kind)", "attempt": "\(job.attempt)", "error": "\(error)"])
+            queue.logger.warning(
+                "job failed",
+                metadata: ["job": "\(job.id)", "kind": "\(job.kind)", "attempt": "\(job.attempt)", "error": "\(error)"]
+            )
             do { try await queue.fail(job, error: String(describing: error), backoff: backoff) } catch {
                 queue.logger.error("could not record job failure", metadata: ["job": "\(job.id)", "error": "\(error)"])
             }

@@ -19,7 +19,7 @@ struct MemoryTrimmer: Service {
                 // Cancelled at the shutdown: a clean end, not an error.
                 do { try await Task.sleep(for: interval) } catch { return }
                 #if canImport(Glibc)
-                    _ = malloc_trim(0)
+                _ = malloc_trim(0)
                 #endif
             }
         }

@@ -12,18 +12,22 @@ public struct MetricsMiddleware: RouterMiddleware {
     static let buckets: [Duration] = [
         .milliseconds(1), .milliseconds(2), .milliseconds(5), .milliseconds(10),
         .milliseconds(25), .milliseconds(50), .milliseconds(100), .milliseconds(250),
-        .milliseconds(500), .seconds(1), .milliseconds(2500), .seconds(5)
+        .milliseconds(500), .seconds(1), .milliseconds(2500), .seconds(5),
     ]
 
     static var requests: MetricNameDescriptor {
         MetricNameDescriptor(
-            metricName: "http_requests", unitName: "total",
-            helpText: "Answers by method, route pattern and status, errors included")
+            metricName: "http_requests",
+            unitName: "total",
+            helpText: "Answers by method, route pattern and status, errors included"
+        )
     }
     static var duration: MetricNameDescriptor {
         MetricNameDescriptor(
-            metricName: "http_request_duration", unitName: "seconds",
-            helpText: "Time from the request to its answer, by method and route pattern")
+            metricName: "http_request_duration",
+            unitName: "seconds",
+            helpText: "Time from the request to its answer, by method and route pattern"
+        )
     }
 
     /// The registry's metrics by (method, route, status), so a request does not rebuild the
@@ -31,7 +35,11 @@ public struct MetricsMiddleware: RouterMiddleware {
     /// few per cent of a cached read's CPU). Bounded: routes are patterns, statuses few.
     private let handles: Handles
     final class Handles: Sendable {
-        struct Key: Hashable { let method: String; let route: String; let status: Int }
+        struct Key: Hashable {
+            let method: String
+            let route: String
+            let status: Int
+        }
         let byKey = Mutex([Key: (Counter, DurationHistogram)]())
     }
 
@@ -55,8 +63,10 @@ public struct MetricsMiddleware: RouterMiddleware {
         let made = (
             registry.makeCounter(descriptor: Self.requests, labels: [("method", key.method), ("route", key.route), ("status", String(key.status))]),
             registry.makeDurationHistogram(
-                descriptor: Self.duration, labels: [("method", key.method), ("route", key.route)],
-                buckets: Self.buckets)
+                descriptor: Self.duration,
+                labels: [("method", key.method), ("route", key.route)],
+                buckets: Self.buckets
+            )
         )
         handles.byKey.withLock { $0[key] = made }
         return made

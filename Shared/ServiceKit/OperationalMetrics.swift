@@ -20,33 +20,47 @@ public final class OperationalMetrics: Sendable {
 
     static var pool: MetricNameDescriptor {
         MetricNameDescriptor(
-            metricName: "db_pool", unitName: "connections",
-            helpText: "Connections of this replica's PostgreSQL pool, by state (size is the configured maximum)")
+            metricName: "db_pool",
+            unitName: "connections",
+            helpText: "Connections of this replica's PostgreSQL pool, by state (size is the configured maximum)"
+        )
     }
-    static var waiters: MetricNameDescriptor { MetricNameDescriptor(metricName: "db_pool_waiters", helpText: "Requests waiting for a pooled connection now") }
+    static var waiters: MetricNameDescriptor {
+        MetricNameDescriptor(metricName: "db_pool_waiters", helpText: "Requests waiting for a pooled connection now")
+    }
     static var timeouts: MetricNameDescriptor {
         MetricNameDescriptor(
-            metricName: "db_pool_acquire_timeouts", unitName: "total",
-            helpText: "Requests answered 503 because no pooled connection came free within DATABASE_ACQUIRE_TIMEOUT_MS")
+            metricName: "db_pool_acquire_timeouts",
+            unitName: "total",
+            helpText: "Requests answered 503 because no pooled connection came free within DATABASE_ACQUIRE_TIMEOUT_MS"
+        )
     }
     static var outbox: MetricNameDescriptor {
         MetricNameDescriptor(
-            metricName: "outbox", unitName: "messages",
-            helpText: "Messages to other services not delivered yet (pending) or given up on (dead), by destination")
+            metricName: "outbox",
+            unitName: "messages",
+            helpText: "Messages to other services not delivered yet (pending) or given up on (dead), by destination"
+        )
     }
     static var outboxAge: MetricNameDescriptor {
         MetricNameDescriptor(
-            metricName: "outbox_oldest", unitName: "age_seconds",
-            helpText: "Age of the oldest message still pending, or dead, by destination and status")
+            metricName: "outbox_oldest",
+            unitName: "age_seconds",
+            helpText: "Age of the oldest message still pending, or dead, by destination and status"
+        )
     }
     static var executorJobs: MetricNameDescriptor {
         MetricNameDescriptor(
-            metricName: "executor_jobs", unitName: "total",
-            helpText: "Swift concurrency jobs enqueued on the event loops: each resumption of a suspended task (a request costs one or two)")
+            metricName: "executor_jobs",
+            unitName: "total",
+            helpText: "Swift concurrency jobs enqueued on the event loops: each resumption of a suspended task (a request costs one or two)"
+        )
     }
     static var jobs: MetricNameDescriptor {
         MetricNameDescriptor(
-            metricName: "jobs", helpText: "Background jobs by kind and state: due (waiting for a worker), scheduled (later), running, dead (failed for good)")
+            metricName: "jobs",
+            helpText: "Background jobs by kind and state: due (waiting for a worker), scheduled (later), running, dead (failed for good)"
+        )
     }
 
     public init(registry: PrometheusCollectorRegistry, db: DatabasePool, logger: Logger) {
@@ -63,7 +77,7 @@ public final class OperationalMetrics: Sendable {
         let stats = db.statistics
         for (state, value) in [
             ("size", stats.size), ("open", stats.open), ("idle", stats.idle),
-            ("in_use", stats.open - stats.idle), ("connecting", stats.connecting)
+            ("in_use", stats.open - stats.idle), ("connecting", stats.connecting),
         ] {
             registry.makeGauge(descriptor: Self.pool, labels: [("state", state)]).set(Double(value))
         }
@@ -102,7 +116,8 @@ final class MirroredCounter: Sendable {
 
     func advance(to total: Int) {
         let grown = counted.withLock { counted in
-            defer { counted = max(counted, total) }; return total - counted
+            defer { counted = max(counted, total) }
+            return total - counted
         }
         if grown > 0 { counter.increment(by: Int64(grown)) }
     }
@@ -116,12 +131,14 @@ struct BacklogStore: Sendable {
     struct JobRow { var kind: String, state: String, count: Int }
 
     func read(db: DatabasePool) async throws -> (outbox: [OutboxRow], jobs: [JobRow]) {
-        var outbox: [OutboxRow] = [], jobs: [JobRow] = []
+        var outbox: [OutboxRow] = []
+        var jobs: [JobRow] = []
         for try await (destination, status, count, age) in try await db.query(
             """
             SELECT target_service, status, count(*)::int, COALESCE(EXTRACT(EPOCH FROM clock_timestamp() - min(created_at)), 0)::float8
             FROM outbox WHERE status IN ('pending', 'dead') GROUP BY 1, 2
-            """, logger: logger
+            """,
+            logger: logger
         ).decode((String, String, Int, Double).self) {
             outbox.append(OutboxRow(destination: destination, status: status, count: count, oldestAgeSeconds: age))
         }
@@ -130,7 +147,8 @@ struct BacklogStore: Sendable {
             SELECT kind, CASE WHEN status = 'pending' AND run_at > now() THEN 'scheduled' WHEN status = 'pending' THEN 'due' ELSE status END,
                    count(*)::int
             FROM jobs WHERE status IN ('pending', 'running', 'dead') GROUP BY 1, 2
-            """, logger: logger
+            """,
+            logger: logger
         ).decode((String, String, Int).self) {
             jobs.append(JobRow(kind: kind, state: state, count: count))
         }
@@ -145,13 +163,17 @@ public struct UpstreamMetrics: Sendable {
     let registry: PrometheusCollectorRegistry
     static var calls: MetricNameDescriptor {
         MetricNameDescriptor(
-            metricName: "upstream_requests", unitName: "total",
-            helpText: "Outbound HTTP calls (stores, providers, other services) by peer and outcome")
+            metricName: "upstream_requests",
+            unitName: "total",
+            helpText: "Outbound HTTP calls (stores, providers, other services) by peer and outcome"
+        )
     }
     static var duration: MetricNameDescriptor {
         MetricNameDescriptor(
-            metricName: "upstream_request_duration", unitName: "seconds",
-            helpText: "Time to the answer of an outbound HTTP call, by peer")
+            metricName: "upstream_request_duration",
+            unitName: "seconds",
+            helpText: "Time to the answer of an outbound HTTP call, by peer"
+        )
     }
 
     public init(registry: PrometheusCollectorRegistry) { self.registry = registry }

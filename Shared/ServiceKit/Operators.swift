@@ -75,8 +75,11 @@ public struct RemoteOperatorVerifier: OperatorVerifier {
 
     public func verify(appID: UUID, key: String) async throws -> Operator? {
         let request = try HTTPRequest.json(
-            InternalRoutes.verifyOperator.method.rawValue, authURL + InternalRoutes.verifyOperator.path(),
-            body: OperatorVerificationRequest(appID: appID, key: key), headers: credential.headers)
+            InternalRoutes.verifyOperator.method.rawValue,
+            authURL + InternalRoutes.verifyOperator.path(),
+            body: OperatorVerificationRequest(appID: appID, key: key),
+            headers: credential.headers
+        )
         let response: HTTPResponseData
         do { response = try await http.send(request) } catch {
             throw AppError(.serviceUnavailable, "service_unavailable", "Cannot verify the operator key right now")
@@ -98,7 +101,10 @@ public final class CachedOperatorVerifier: OperatorVerifier {
     private let inner: any OperatorVerifier
     private let ttl: Duration
     private let cache = Mutex([Key: (Operator?, ContinuousClock.Instant)]())
-    struct Key: Hashable { let app: UUID; let digest: SHA256.Digest }
+    struct Key: Hashable {
+        let app: UUID
+        let digest: SHA256.Digest
+    }
 
     public init(_ inner: any OperatorVerifier, ttl: Duration) {
         self.inner = inner
@@ -195,8 +201,10 @@ public struct AdminAuthMiddleware: RouterMiddleware {
             let needed = AdminAccess.required(method: request.method.rawValue, route: context.endpointPath ?? request.uri.path)
             guard who.role >= needed else {
                 throw AppError(
-                    .forbidden, "insufficient_role",
-                    "This action needs the \(needed.rawValue) role; yours is \(who.role.rawValue)")
+                    .forbidden,
+                    "insufficient_role",
+                    "This action needs the \(needed.rawValue) role; yours is \(who.role.rawValue)"
+                )
             }
             let response = try await next(request, context)
             status = Int(response.status.code)
@@ -210,17 +218,25 @@ public struct AdminAuthMiddleware: RouterMiddleware {
     }
 
     static let refused = AppError(
-        .unauthorized, "invalid_admin_credential",
-        "An operator credential for this app is required (Authorization: Bearer <operator key or console access token>)")
+        .unauthorized,
+        "invalid_admin_credential",
+        "An operator credential for this app is required (Authorization: Bearer <operator key or console access token>)"
+    )
 
     private func record(_ who: Operator, app: UUID, _ request: Request, _ context: Context, status: Int) async {
         guard let audit else { return }
         do {
             try await audit.record(
                 OperatorAuditStore.Entry(
-                    appID: app, operator: who, method: request.method.rawValue,
-                    route: context.endpointPath ?? "unmatched", path: request.uri.path,
-                    status: status, requestID: context.requestID))
+                    appID: app,
+                    operator: who,
+                    method: request.method.rawValue,
+                    route: context.endpointPath ?? "unmatched",
+                    path: request.uri.path,
+                    status: status,
+                    requestID: context.requestID
+                )
+            )
         } catch {
             // The action has happened; losing its audit line is logged loudly, not turned into a failure.
             context.logger.error("operator audit not written", metadata: ["error": "\(String(reflecting: type(of: error)))"])
@@ -248,14 +264,19 @@ public struct OperatorAuditStore: Sendable {
     let db: DatabasePool
     let logger: Logger
 
-    public init(db: DatabasePool, logger: Logger) { self.db = db; self.logger = logger }
+    public init(db: DatabasePool, logger: Logger) {
+        self.db = db
+        self.logger = logger
+    }
 
     public func record(_ e: Entry) async throws {
         try await db.query(
             """
             INSERT INTO operator_audit (app_id, operator, method, route, path, status, request_id)
             VALUES (\(e.appID), \(e.operator.auditName), \(e.method), \(e.route), \(String(e.path.prefix(500))), \(e.status), \(e.requestID))
-            """, logger: logger)
+            """,
+            logger: logger
+        )
     }
 
     /// One app's operator actions, newest first: at most `limit`, older than the row `before`
@@ -272,7 +293,8 @@ public struct OperatorAuditStore: Sendable {
               AND (\(exact)::text IS NULL OR operator = \(exact)::text)
               AND (\(prefix)::text IS NULL OR starts_with(operator, \(prefix)::text))
             ORDER BY id DESC LIMIT \(limit)
-            """, logger: logger
+            """,
+            logger: logger
         ).decode((Int64, Date, String, String, String, String, Int, String?).self) {
             out.append(Row(id: r.0, at: r.1, operator: r.2, method: r.3, route: r.4, path: r.5, status: r.6, requestID: r.7))
         }
@@ -304,7 +326,10 @@ struct OperatorAuditController: Sendable {
     struct Page: Encodable {
         var entries: [OperatorAuditStore.Row]
         var nextBefore: Int64?
-        enum CodingKeys: String, CodingKey { case entries; case nextBefore = "next_before" }
+        enum CodingKeys: String, CodingKey {
+            case entries
+            case nextBefore = "next_before"
+        }
     }
 
     func addRoutes(to admin: RouterGroup<ServiceRequestContext>) {

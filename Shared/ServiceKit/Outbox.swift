@@ -1,10 +1,10 @@
-import WireTypes
 import Foundation
 import Logging
 import PostgresNIO
 import ServiceContextModule
-import Tracing
 import ServiceLifecycle
+import Tracing
+import WireTypes
 
 /// A side effect on another service, written in the same transaction as the change that
 /// causes it and delivered later by `OutboxWorker` (ARCHITECTURE.md, "Nothing lost between
@@ -45,7 +45,9 @@ public enum Outbox {
     /// (`OutboxWorker.deliverNow`, to answer with the receiver's reply), so the workers, woken by
     /// the same commit, leave it alone for that long; they take it if the writer did not.
     public static func enqueue(
-        _ message: OutboxMessage, on connection: PostgresConnection, logger: Logger,
+        _ message: OutboxMessage,
+        on connection: PostgresConnection,
+        logger: Logger,
         deliveredByWriter hold: Duration? = nil
     ) async throws -> (id: Int64, key: UUID) {
         let body = message.body.map { String(decoding: $0, as: UTF8.self) }
@@ -56,7 +58,9 @@ public enum Outbox {
             VALUES (\(message.target.rawValue), \(message.method), \(message.path), \(body)::jsonb, \(RequestTrace.requestID),
                     \(Telemetry.currentTraceparent()), now() + \(holdMilliseconds) * interval '1 millisecond')
             RETURNING id, idempotency_key
-            """, logger: logger)
+            """,
+            logger: logger
+        )
         for try await (id, key) in rows.decode((Int64, UUID).self) { return (id, key) }
         throw OutboxError.notWritten
     }
@@ -95,9 +99,15 @@ public struct OutboxWorker: Service {
     public let wakeup: Wakeup?
 
     public init(
-        client: DatabasePool, http: CurlHTTPClient, serviceURLs: [ServiceName: String],
-        credential: InternalCredential, pollInterval: Duration = .milliseconds(200), batchSize: Int = Self.defaultBatchSize,
-        backoff: Backoff = Backoff(base: .milliseconds(500), cap: .seconds(600)), wakeup: Wakeup? = nil, logger: Logger
+        client: DatabasePool,
+        http: CurlHTTPClient,
+        serviceURLs: [ServiceName: String],
+        credential: InternalCredential,
+        pollInterval: Duration = .milliseconds(200),
+        batchSize: Int = Self.defaultBatchSize,
+        backoff: Backoff = Backoff(base: .milliseconds(500), cap: .seconds(600)),
+        wakeup: Wakeup? = nil,
+        logger: Logger
     ) {
         self.wakeup = wakeup
         self.client = client
@@ -126,13 +136,28 @@ public struct OutboxWorker: Service {
 
     /// `requestID`: the request that wrote the row, carried to the receiver (`X-Request-ID`).
     private struct Row {
-        var id: Int64; var key: UUID; var target: String; var method: String; var path: String; var body: String?; var attempts: Int; var max: Int
+        var id: Int64
+        var key: UUID
+        var target: String
+        var method: String
+        var path: String
+        var body: String?
+        var attempts: Int
+        var max: Int
         var requestID: String?
         /// #49: the span of the transaction that wrote the row; its delivery links to it.
         var traceparent: String?
         typealias Columns = (Int64, UUID, String, String, String, String?, Int, Int, String?, String?)
         init(_ r: Columns) {
-            id = r.0; key = r.1; target = r.2; method = r.3; path = r.4; body = r.5; attempts = r.6; max = r.7; requestID = r.8
+            id = r.0
+            key = r.1
+            target = r.2
+            method = r.3
+            path = r.4
+            body = r.5
+            attempts = r.6
+            max = r.7
+            requestID = r.8
             traceparent = r.9
         }
     }
@@ -175,7 +200,9 @@ public struct OutboxWorker: Service {
                 UPDATE outbox SET attempts = attempts + 1, next_attempt_at = now() + interval '15 seconds'
                 WHERE id = \(id) AND status = 'pending' AND (attempts = 0 OR next_attempt_at <= now())
                 RETURNING id, idempotency_key, target_service, method, path, body::text, attempts, max_attempts, request_id, traceparent
-                """, logger: logger)
+                """,
+                logger: logger
+            )
             for try await r in rows.decode(Row.Columns.self) { return await deliver(Row(r), timeout: timeout) }
         } catch {
             logger.warning("immediate outbox delivery not attempted", metadata: ["id": "\(id)", "error": "\(error)"])
@@ -195,7 +222,8 @@ public struct OutboxWorker: Service {
                 """
                 SELECT id, idempotency_key, target_service, method, path, body::text, attempts, max_attempts, request_id, traceparent
                 FROM outbox WHERE id = \(id) AND status <> 'dead'
-                """, logger: logger
+                """,
+                logger: logger
             ).decode(Row.Columns.self) { found = Row(r) }
             guard let row = found, let request = request(for: row, timeout: timeout) else { return nil }
             let response = try await http.send(request)
@@ -203,7 +231,9 @@ public struct OutboxWorker: Service {
             try await client.query(
                 """
                 UPDATE outbox SET status = 'delivered', delivered_at = now(), last_error = NULL WHERE id = \(id) AND status = 'pending'
-                """, logger: logger)
+                """,
+                logger: logger
+            )
             return response
         } catch {
             logger.warning("outbox confirmation failed", metadata: ["id": "\(id)", "error": "\(error)"])
@@ -270,20 +300,29 @@ public struct OutboxWorker: Service {
         return nil
     }
 
-    private enum Outcome { case delivered, retry(String), dead(String) }
+    private enum Outcome {
+        case delivered
+        case retry(String)
+        case dead(String)
+    }
 
     private func record(_ row: Row, outcome: Outcome) async {
         do {
             switch outcome {
             case .delivered:
-                try await client.query("UPDATE outbox SET status = 'delivered', delivered_at = now(), last_error = NULL WHERE id = \(row.id)", logger: logger)
+                try await client.query(
+                    "UPDATE outbox SET status = 'delivered', delivered_at = now(), last_error = NULL WHERE id = \(row.id)",
+                    logger: logger
+                )
             case .retry(let error) where row.attempts < row.max:
                 let delay = Double(backoff.delay(afterAttempt: row.attempts).milliseconds) / 1000
                 try await client.query(
                     """
                     UPDATE outbox SET last_error = \(error), next_attempt_at = now() + make_interval(secs => \(delay))
                     WHERE id = \(row.id)
-                    """, logger: logger)
+                    """,
+                    logger: logger
+                )
             case .retry(let error), .dead(let error):
                 logger.error("outbox message dead", metadata: ["id": "\(row.id)", "path": "\(row.path)", "error": "\(error)"])
                 try await client.query("UPDATE outbox SET status = 'dead', last_error = \(error) WHERE id = \(row.id)", logger: logger)
@@ -318,7 +357,9 @@ public struct IdempotencyStore: Sendable {
     /// with another fingerprint is refused with 422 `idempotency_key_reused` (Stripe's rule),
     /// rather than answered with the first request's response.
     public func run(
-        key: String, scope: String, fingerprint: String? = nil,
+        key: String,
+        scope: String,
+        fingerprint: String? = nil,
         _ body: (PostgresConnection) async throws -> (status: Int, body: Data)
     ) async throws -> StoredResponse {
         try await client.withTransaction(logger: logger) { conn in
@@ -326,19 +367,25 @@ public struct IdempotencyStore: Sendable {
                 """
                 INSERT INTO idempotency_keys (scope, key, request_fingerprint) VALUES (\(scope), \(key), \(fingerprint))
                 ON CONFLICT (scope, key) DO NOTHING RETURNING key
-                """, logger: logger)
+                """,
+                logger: logger
+            )
             var isNew = false
             for try await _ in inserted { isNew = true }
             if !isNew {
                 let rows = try await conn.run(
                     """
                     SELECT status_code, response_body, request_fingerprint FROM idempotency_keys WHERE scope = \(scope) AND key = \(key)
-                    """, logger: logger)
+                    """,
+                    logger: logger
+                )
                 for try await (status, stored, first) in rows.decode((Int?, String?, String?).self) {
                     if first != fingerprint {
                         throw AppError(
-                            .unprocessableContent, "idempotency_key_reused",
-                            "This Idempotency-Key was used for another request; use a new key for a new request")
+                            .unprocessableContent,
+                            "idempotency_key_reused",
+                            "This Idempotency-Key was used for another request; use a new key for a new request"
+                        )
                     }
                     return StoredResponse(status: status ?? 200, body: Data((stored ?? "").utf8), replayed: true)
                 }
@@ -350,7 +397,9 @@ public struct IdempotencyStore: Sendable {
                 """
                 UPDATE idempotency_keys SET status_code = \(result.status), response_body = \(text)
                 WHERE scope = \(scope) AND key = \(key)
-                """, logger: logger)
+                """,
+                logger: logger
+            )
             return StoredResponse(status: result.status, body: result.body, replayed: false)
         }
     }

@@ -11,7 +11,10 @@ public struct PeriodicQuery: Sendable {
     public let name: String
     public let query: PostgresQuery
 
-    public init(_ name: String, _ query: PostgresQuery) { self.name = name; self.query = query }
+    public init(_ name: String, _ query: PostgresQuery) {
+        self.name = name
+        self.query = query
+    }
 
     /// What every service runs: its job queue's claim, the outbox's delivery, the session
     /// watcher's poll, and the retention purges (the platform's and `retention`).
@@ -22,12 +25,15 @@ public struct PeriodicQuery: Sendable {
             PeriodicQuery(
                 "job claim",
                 JobQueue.claimQuery(
-                    queue: "jobs", now: now,
+                    queue: "jobs",
+                    now: now,
                     leaseUntil: now.addingTimeInterval(Double(JobWorker.defaultLease.components.seconds)),
-                    limit: JobWorker.defaultConcurrency)),
+                    limit: JobWorker.defaultConcurrency
+                )
+            ),
             PeriodicQuery("outbox delivery", OutboxWorker.dueQuery(batchSize: OutboxWorker.defaultBatchSize)),
             PeriodicQuery("session watcher (states)", UserFactStore.sessionStatesQuery(since: now.addingTimeInterval(-5))),
-            PeriodicQuery("session watcher (revocations)", UserFactStore.revokedSessionsQuery(since: now.addingTimeInterval(-5)))
+            PeriodicQuery("session watcher (revocations)", UserFactStore.revokedSessionsQuery(since: now.addingTimeInterval(-5))),
         ] + (RetentionRule.platform(env) + retention).map { PeriodicQuery("retention \($0.name)", $0.purgeQuery) }
     }
 }
@@ -54,7 +60,10 @@ extension DatabasePool {
     /// in steady state (PostGIS loaded by its first call, the catalog caches filled), not a new
     /// connection's.
     public func explain(
-        _ queries: [PeriodicQuery], analyze: Bool, forbidSequentialScans: Bool = false, warmUp: Bool = false,
+        _ queries: [PeriodicQuery],
+        analyze: Bool,
+        forbidSequentialScans: Bool = false,
+        warmUp: Bool = false,
         logger: Logger
     ) async throws -> [PeriodicPlan] {
         try await withConnection { conn in
@@ -65,7 +74,8 @@ extension DatabasePool {
                     if forbidSequentialScans { try await conn.run("SET LOCAL enable_seqscan = off", logger: logger) }
                     let explain = PostgresQuery(
                         unsafeSQL: (analyze && pass == 1 ? "EXPLAIN (ANALYZE, BUFFERS) " : "EXPLAIN ") + q.query.sql,
-                        binds: q.query.binds)
+                        binds: q.query.binds
+                    )
                     var lines: [String] = []
                     for try await line in try await conn.run(explain, logger: logger).decode(String.self) { lines.append(line) }
                     if pass == 1 { out.append(PeriodicPlan(name: q.name, plan: lines.joined(separator: "\n"))) }

@@ -56,6 +56,7 @@ public enum PlatformMigrations {
                     count integer NOT NULL,
                     PRIMARY KEY (scope, key, window_start)
                 );
-                """)
+                """
+        )
     ]
 }

@@ -47,9 +47,15 @@ public struct RateLimiter: Sendable {
                    COALESCE((SELECT count FROM rate_limits
                              WHERE scope = \(scope) AND key = \(key) AND window_start = \(previousStart)), 0),
                    set_config('synchronous_commit', 'off', true)
-            """, logger: logger)
-        var current = 0, previous = 0
-        for try await (c, p, _) in rows.decode((Int, Int, String).self) { current = c; previous = p }
+            """,
+            logger: logger
+        )
+        var current = 0
+        var previous = 0
+        for try await (c, p, _) in rows.decode((Int, Int, String).self) {
+            current = c
+            previous = p
+        }
         let elapsed = t - start
         let estimate: Int
         switch mode {

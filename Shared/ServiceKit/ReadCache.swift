@@ -48,7 +48,12 @@ public final class ReadCache<Key: CacheKey, Value: Sendable>: Sendable {
     /// - Parameters:
     ///   - topics: the changes that concern this cache (the user topic always does).
     public init(
-        name: String, capacity: Int, ttl: Duration, feed: ChangeFeed, topics: Set<String>, metrics: PrometheusCollectorRegistry,
+        name: String,
+        capacity: Int,
+        ttl: Duration,
+        feed: ChangeFeed,
+        topics: Set<String>,
+        metrics: PrometheusCollectorRegistry,
         clock: any WallClock = SystemClock()
     ) {
         self.name = name
@@ -63,7 +68,8 @@ public final class ReadCache<Key: CacheKey, Value: Sendable>: Sendable {
         misses = metrics.makeCounter(descriptor: requests, labels: [("cache", name), ("result", "miss")])
         size = metrics.makeGauge(
             descriptor: MetricNameDescriptor(metricName: "cache", unitName: "entries", helpText: "Answers held in this replica's memory per cache"),
-            labels: [("cache", name)])
+            labels: [("cache", name)]
+        )
         let concerned = topics.union([DataChange.userTopic])
         feed.subscribe { [weak self] event in
             guard let self else { return }
@@ -90,7 +96,9 @@ public final class ReadCache<Key: CacheKey, Value: Sendable>: Sendable {
                 // An answer about the whole tenant (no subject) may include this user's data too.
                 s.stripes[Self.stripe(scope: app, subject: nil)] &+= 1
             case (let app?, nil): s.scopes[app, default: 0] &+= 1
-            default: s.generation &+= 1; s.entries.removeAll()
+            default:
+                s.generation &+= 1
+                s.entries.removeAll()
             }
         }
         if change.app == nil { size.set(Int64(0)) }
@@ -107,7 +115,10 @@ public final class ReadCache<Key: CacheKey, Value: Sendable>: Sendable {
     /// The answer held for `key`, if it is still true.
     public func value(for key: Key) -> Value? {
         let now = clock.now()
-        guard feed.livePeriod != nil else { misses.increment(); return nil }
+        guard feed.livePeriod != nil else {
+            misses.increment()
+            return nil
+        }
         let stripe = Self.stripe(scope: key.scope, subject: key.subject)
         let found = state.withLock { s -> Value? in
             guard let e = s.entries[key] else { return nil }
@@ -135,7 +146,13 @@ public final class ReadCache<Key: CacheKey, Value: Sendable>: Sendable {
         let period = feed.livePeriod
         let stripe = Self.stripe(scope: key.scope, subject: key.subject)
         return state.withLock { s in
-            Ticket(period: period, generation: s.generation, stripe: stripe, stripeEpoch: s.stripes[stripe], scopeEpoch: s.scopes[key.scope, default: 0])
+            Ticket(
+                period: period,
+                generation: s.generation,
+                stripe: stripe,
+                stripeEpoch: s.stripes[stripe],
+                scopeEpoch: s.scopes[key.scope, default: 0]
+            )
         }
     }
 
@@ -157,7 +174,13 @@ public final class ReadCache<Key: CacheKey, Value: Sendable>: Sendable {
                 // keep an order of use on every hit.
                 for k in Array(s.entries.keys.prefix(max(1, capacity / 8))) { s.entries[k] = nil }
             }
-            s.entries[key] = Entry(value: value, expires: until, generation: s.generation, stripeEpoch: ticket.stripeEpoch, scopeEpoch: ticket.scopeEpoch)
+            s.entries[key] = Entry(
+                value: value,
+                expires: until,
+                generation: s.generation,
+                stripeEpoch: ticket.stripeEpoch,
+                scopeEpoch: ticket.scopeEpoch
+            )
             return s.entries.count
         }
         size.set(Int64(count))
@@ -167,7 +190,10 @@ public final class ReadCache<Key: CacheKey, Value: Sendable>: Sendable {
 /// One user of one tenant: the key of answers about that user alone.
 public struct UserCacheKey: CacheKey {
     public var app: UUID, user: UUID
-    public init(app: UUID, user: UUID) { self.app = app; self.user = user }
+    public init(app: UUID, user: UUID) {
+        self.app = app
+        self.user = user
+    }
     public var scope: UUID { app }
     public var subject: UUID? { user }
 }

@@ -16,7 +16,11 @@ public struct RetentionRule: Sendable {
     public var batch: Int
 
     public init(name: String, table: String, due: String, keep: Duration, batch: Int = 1000) {
-        self.name = name; self.table = table; self.due = due; self.keep = keep; self.batch = batch
+        self.name = name
+        self.table = table
+        self.due = due
+        self.keep = keep
+        self.batch = batch
     }
 
     /// The rules every service's platform tables follow. Dead outbox rows and dead jobs stay
@@ -24,18 +28,27 @@ public struct RetentionRule: Sendable {
     public static func platform(_ env: EnvironmentVariables) -> [RetentionRule] {
         [
             RetentionRule(
-                name: "outbox_delivered", table: "outbox", due: "status = 'delivered' AND delivered_at < $1",
-                keep: .seconds(86_400 * env.int("OUTBOX_RETENTION_DAYS", default: 7))),
+                name: "outbox_delivered",
+                table: "outbox",
+                due: "status = 'delivered' AND delivered_at < $1",
+                keep: .seconds(86_400 * env.int("OUTBOX_RETENTION_DAYS", default: 7))
+            ),
             RetentionRule(
-                name: "jobs_done", table: "jobs", due: "status = 'done' AND finished_at < $1",
-                keep: .seconds(86_400 * env.int("JOB_RETENTION_DAYS", default: 7))),
+                name: "jobs_done",
+                table: "jobs",
+                due: "status = 'done' AND finished_at < $1",
+                keep: .seconds(86_400 * env.int("JOB_RETENTION_DAYS", default: 7))
+            ),
             // A key answers the retries of one request: the app's within minutes, the outbox's
             // within its few hours of backoff (at most 20 tries, 10 minutes apart at most).
             RetentionRule(
-                name: "idempotency_keys", table: "idempotency_keys", due: "created_at < $1",
-                keep: .seconds(3600 * env.int("IDEMPOTENCY_RETENTION_HOURS", default: 24))),
+                name: "idempotency_keys",
+                table: "idempotency_keys",
+                due: "created_at < $1",
+                keep: .seconds(3600 * env.int("IDEMPOTENCY_RETENTION_HOURS", default: 24))
+            ),
             RetentionRule(name: "rate_limits", table: "rate_limits", due: "window_start < $1", keep: .seconds(86_400)),
-            RetentionRule(name: "operator_audit", table: "operator_audit", due: "at < $1", keep: auditKeep(env))
+            RetentionRule(name: "operator_audit", table: "operator_audit", due: "at < $1", keep: auditKeep(env)),
         ]
     }
 
@@ -56,7 +69,8 @@ public struct RetentionRule: Sendable {
         binds.append(Double(keep.components.seconds))
         return PostgresQuery(
             unsafeSQL: "DELETE FROM \(table) WHERE ctid = ANY(ARRAY(\(selection) FOR UPDATE SKIP LOCKED)) RETURNING 1",
-            binds: binds)
+            binds: binds
+        )
     }
 }
 
@@ -72,7 +86,11 @@ public struct RetentionPurger: Service {
     let maxBatches: Int
 
     public init(db: DatabasePool, rules: [RetentionRule], interval: Duration, maxBatches: Int = 100, logger: Logger) {
-        self.db = db; self.rules = rules; self.interval = interval; self.maxBatches = maxBatches; self.logger = logger
+        self.db = db
+        self.rules = rules
+        self.interval = interval
+        self.maxBatches = maxBatches
+        self.logger = logger
     }
 
     public func run() async throws {

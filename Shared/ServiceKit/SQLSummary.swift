@@ -39,13 +39,19 @@ public struct SQLSummary: Equatable, Sendable {
             }
             if ch == "'" {
                 inString = true
-                if !current.isEmpty { out.append(current); current = "" }
+                if !current.isEmpty {
+                    out.append(current)
+                    current = ""
+                }
                 continue
             }
             if ch.isLetter || ch.isNumber || ch == "_" || ch == "." || ch == "\"" {
                 current.append(ch)
             } else {
-                if !current.isEmpty { out.append(current); current = "" }
+                if !current.isEmpty {
+                    out.append(current)
+                    current = ""
+                }
                 if ch == "(" { out.append("(") }
             }
             if out.count > 64 { break }

@@ -25,7 +25,10 @@ public final class Readiness: Sendable {
 public struct AfterMigrations: Service {
     let readiness: Readiness
     let inner: any Service
-    public init(_ readiness: Readiness, _ inner: any Service) { self.readiness = readiness; self.inner = inner }
+    public init(_ readiness: Readiness, _ inner: any Service) {
+        self.readiness = readiness
+        self.inner = inner
+    }
     public func run() async throws {
         await readiness.waitUntilMigrated()
         try await inner.run()
@@ -98,28 +101,39 @@ public struct ServiceRuntime: Sendable {
     /// The outbox worker of this service, delivering to the others.
     public var outboxWorker: OutboxWorker {
         OutboxWorker(
-            client: db, http: http, serviceURLs: config.serviceURLs, credential: internalCredential,
-            pollInterval: .milliseconds(config.outboxPollMilliseconds), wakeup: outboxWakeup, logger: logger)
+            client: db,
+            http: http,
+            serviceURLs: config.serviceURLs,
+            credential: internalCredential,
+            pollInterval: .milliseconds(config.outboxPollMilliseconds),
+            wakeup: outboxWakeup,
+            logger: logger
+        )
     }
 
     /// Verifies access tokens against auth's JWKS over HTTP.
     public func remoteTokenVerifier() -> AccessTokenVerifier {
         AccessTokenVerifier(
             source: RemoteJWKSSource(url: "\(config.url(of: .auth))/auth/v1/.well-known/jwks.json", http: http),
-            cacheTTL: .seconds(config.jwksCacheSeconds), issuers: config.acceptedIssuers, clock: clock)
+            cacheTTL: .seconds(config.jwksCacheSeconds),
+            issuers: config.acceptedIssuers,
+            clock: clock
+        )
     }
 
     /// Verifies tenant headers by asking auth, cached briefly.
     public func remoteAppVerifier() -> any AppVerifier {
         CachedAppVerifier(
             RemoteAppVerifier(authURL: config.url(of: .auth), http: http, credential: internalCredential),
-            ttl: .seconds(config.tenantCacheSeconds))
+            ttl: .seconds(config.tenantCacheSeconds)
+        )
     }
 
     public func remoteOperatorVerifier() -> any OperatorVerifier {
         CachedOperatorVerifier(
             RemoteOperatorVerifier(authURL: config.url(of: .auth), http: http, credential: internalCredential),
-            ttl: .seconds(config.operatorCacheSeconds))
+            ttl: .seconds(config.operatorCacheSeconds)
+        )
     }
 }
 
@@ -191,8 +205,10 @@ public func buildServiceApplication(
         var buffer: [UInt8] = []
         runtime.metrics.emit(into: &buffer)
         return Response(
-            status: .ok, headers: [.contentType: "text/plain; version=0.0.4"],
-            body: .init(byteBuffer: ByteBuffer(bytes: buffer)))
+            status: .ok,
+            headers: [.contentType: "text/plain; version=0.0.4"],
+            body: .init(byteBuffer: ByteBuffer(bytes: buffer))
+        )
     }
     let tenant = router.group(RouterPath(prefix)).add(middleware: everything).add(middleware: TenantMiddleware(verifier: appVerifier))
     let user = router.group(RouterPath(prefix))
@@ -203,17 +219,24 @@ public func buildServiceApplication(
         .add(middleware: TenantMiddleware(verifier: appVerifier))
         .add(middleware: AccessTokenMiddleware(verifier: tokenVerifier, sessions: runtime.sessions))
     let internalGroup = router.group("internal").add(middleware: InternalAuthMiddleware(accepted: config.acceptedInternalCredentials)).add(
-        middleware: everything)
+        middleware: everything
+    )
     if let userData {
         UserDataController(
-            service: config.service, sections: userData, db: runtime.db, sessions: runtime.sessions,
-            changes: runtime.changes, logger: runtime.logger
+            service: config.service,
+            sections: userData,
+            db: runtime.db,
+            sessions: runtime.sessions,
+            changes: runtime.changes,
+            logger: runtime.logger
         ).addRoutes(to: internalGroup)
     }
     timeline?.addRoute(service: config.service, to: internalGroup, db: runtime.db, logger: runtime.logger)
     if config.service != .auth {
         SessionFactsController(
-            registry: runtime.sessions, db: runtime.db, store: UserFactStore(logger: runtime.logger),
+            registry: runtime.sessions,
+            db: runtime.db,
+            store: UserFactStore(logger: runtime.logger),
             logger: runtime.logger
         ).addRoutes(to: internalGroup)
     }
@@ -222,11 +245,17 @@ public func buildServiceApplication(
         .add(middleware: TenantMiddleware(verifier: appVerifier, keyOptional: true))
         .add(
             middleware: AdminAuthMiddleware(
-                token: config.adminToken, operators: operatorVerifier ?? runtime.remoteOperatorVerifier(), audit: audit, tokens: tokenVerifier)
+                token: config.adminToken,
+                operators: operatorVerifier ?? runtime.remoteOperatorVerifier(),
+                audit: audit,
+                tokens: tokenVerifier
+            )
         )
         .add(middleware: everything)
     OperatorAuditController(store: audit).addRoutes(to: admin)
-    try configure(ServiceRoutes(router: router, open: open, tenant: tenant, user: user, userLogging: userLogging, internal: internalGroup, admin: admin))
+    try configure(
+        ServiceRoutes(router: router, open: open, tenant: tenant, user: user, userLogging: userLogging, internal: internalGroup, admin: admin)
+    )
 
     let watcher = runtime.sessionWatcher
     // The exporter first: a group stops its services last to first, so the spans of the last
@@ -234,12 +263,15 @@ public func buildServiceApplication(
     var services: [any Service] =
         (runtime.telemetry.map { [$0.exporter] } ?? []) + [
             runtime.db, runtime.changes, AfterMigrations(runtime.readiness, watcher),
-            MemoryTrimmer(interval: .seconds(config.environment.int("MALLOC_TRIM_SECONDS", default: 10)))
+            MemoryTrimmer(interval: .seconds(config.environment.int("MALLOC_TRIM_SECONDS", default: 10))),
         ] + everyReplica.map { AfterMigrations(runtime.readiness, $0) }
     if config.runWorkers {
         let purger = RetentionPurger(
-            db: runtime.db, rules: RetentionRule.platform(config.environment) + retention,
-            interval: .seconds(config.environment.int("RETENTION_PURGE_SECONDS", default: 600)), logger: runtime.logger)
+            db: runtime.db,
+            rules: RetentionRule.platform(config.environment) + retention,
+            interval: .seconds(config.environment.int("RETENTION_PURGE_SECONDS", default: 600)),
+            logger: runtime.logger
+        )
         services += ([runtime.outboxWorker, purger] + extra).map { AfterMigrations(runtime.readiness, $0) }
     }
     var app = Application(
@@ -250,7 +282,8 @@ public func buildServiceApplication(
             serverName: "\(config.service.rawValue)-service",
             // #46: after a replica stops, its live streams' clients all reconnect at once (the
             // kernel caps this at net.core.somaxconn); 256 refused a burst of 10,000 streams.
-            backlog: config.environment.int("LISTEN_BACKLOG", default: 4096)),
+            backlog: config.environment.int("LISTEN_BACKLOG", default: 4096)
+        ),
         services: services,
         logger: runtime.logger
     )
@@ -273,7 +306,8 @@ private func readiness(runtime: ServiceRuntime, context: ServiceRequestContext) 
         try await withThrowingTaskGroup(of: Void.self) { group in
             group.addTask { try await runtime.db.query("SELECT 1", logger: runtime.logger) }
             group.addTask {
-                try await Task.sleep(for: .seconds(2)); throw CancellationError()
+                try await Task.sleep(for: .seconds(2))
+                throw CancellationError()
             }
             try await group.next()
             group.cancelAll()
@@ -285,5 +319,6 @@ private func readiness(runtime: ServiceRuntime, context: ServiceRequestContext) 
     }
     return try context.json(
         HealthStatus(status: ok ? "ready" : "not_ready", service: runtime.config.service.rawValue, checks: checks),
-        status: ok ? .ok : .serviceUnavailable)
+        status: ok ? .ok : .serviceUnavailable
+    )
 }

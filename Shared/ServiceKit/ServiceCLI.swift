@@ -1,6 +1,6 @@
 import ArgumentParser
-import Foundation
 import CCurl
+import Foundation
 import Hummingbird
 import Logging
 import PostgresNIO
@@ -34,7 +34,8 @@ public struct ServeCommand<S: ServiceDefinition>: AsyncParsableCommand {
         guard unsafe.isEmpty else {
             throw ConfigurationError(
                 "refusing to start with a default or empty secret outside ENVIRONMENT=local: set "
-                    + unsafe.joined(separator: ", "))
+                    + unsafe.joined(separator: ", ")
+            )
         }
         // #49: once per process, before anything makes a span (AsyncHTTPClient's shared client
         // reads the tracer when it is first used).
@@ -52,7 +53,7 @@ public struct ServeCommand<S: ServiceDefinition>: AsyncParsableCommand {
 /// chose otherwise with glibc's own `MALLOC_ARENA_MAX`.
 func limitMallocArenas() {
     #if canImport(Glibc)
-        if ProcessInfo.processInfo.environment["MALLOC_ARENA_MAX"] == nil { _ = mallopt(M_ARENA_MAX, 2) }
+    if ProcessInfo.processInfo.environment["MALLOC_ARENA_MAX"] == nil { _ = mallopt(M_ARENA_MAX, 2) }
     #endif
 }
 
@@ -105,7 +106,8 @@ extension ServiceRuntime {
     public func withDatabase<T: Sendable>(_ body: @Sendable (DatabasePool) async throws -> T) async throws -> T {
         try await withThrowingTaskGroup(of: T?.self) { group in
             group.addTask {
-                await db.run(); return nil
+                await db.run()
+                return nil
             }
             defer { group.cancelAll() }
             return try await body(db)

@@ -28,7 +28,10 @@ public struct SessionRevocations: Sendable, Equatable {
         case erased
     }
 
-    struct Key: Hashable, Sendable { var app: UUID; var user: UUID }
+    struct Key: Hashable, Sendable {
+        var app: UUID
+        var user: UUID
+    }
 
     private(set) var users: [Key: UserState] = [:]
     private(set) var sessions: Set<UUID> = []
@@ -67,8 +70,11 @@ public struct SessionRevocations: Sendable, Equatable {
         // schema's (`UserFactStore.record`), so memory and table agree whatever the order.
         guard fact.state == .erased || FactVersion.isNewer(fact.version, than: current?.version) else { return changed }
         users[key] = UserState(
-            version: fact.version, sessionEpoch: max(current?.sessionEpoch ?? 0, fact.sessionEpoch),
-            state: fact.state, reason: fact.state == .suspended ? fact.reason : nil)
+            version: fact.version,
+            sessionEpoch: max(current?.sessionEpoch ?? 0, fact.sessionEpoch),
+            state: fact.state,
+            reason: fact.state == .suspended ? fact.reason : nil
+        )
         return true
     }
 }
@@ -108,8 +114,11 @@ extension AppError {
         case .erased: return AppError(.unauthorized, "invalid_token", "This account no longer exists")
         case .suspended(let reason):
             return AppError(
-                .forbidden, "account_suspended", "This account is suspended",
-                extra: ["reason": .string(reason ?? "Account suspended")])
+                .forbidden,
+                "account_suspended",
+                "This account is suspended",
+                extra: ["reason": .string(reason ?? "Account suspended")]
+            )
         }
     }
 }

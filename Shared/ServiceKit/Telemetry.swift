@@ -1,6 +1,6 @@
 import Foundation
-import Hummingbird
 import HTTPTypes
+import Hummingbird
 import Instrumentation
 import Logging
 import OTel
@@ -258,7 +258,10 @@ public struct TracingMiddleware: RouterMiddleware {
             // Not kept: no span. The caller's trace passes on as it came (not sampled); a trace
             // that starts here gets its ids only if something leaves the request.
             var unkept = caller
-            if callerTrace == nil || !sampling.followsCaller { unkept = .topLevel; unkept[UnkeptKey.self] = true }
+            if callerTrace == nil || !sampling.followsCaller {
+                unkept = .topLevel
+                unkept[UnkeptKey.self] = true
+            }
             return try await ServiceContext.$current.withValue(unkept) { try await next(request, context) }
         }
         // Kept: a child of the caller's span when the caller keeps it too; otherwise a new trace

@@ -42,9 +42,11 @@ public struct RemoteAppVerifier: AppVerifier {
 
     public func verdict(appID: UUID, apiKey: String) async throws -> AppVerdict {
         let request = try HTTPRequest.json(
-            InternalRoutes.verifyApp.method.rawValue, authURL + InternalRoutes.verifyApp.path(),
+            InternalRoutes.verifyApp.method.rawValue,
+            authURL + InternalRoutes.verifyApp.path(),
             body: AppVerificationRequest(appID: appID, apiKey: apiKey),
-            headers: credential.headers)
+            headers: credential.headers
+        )
         let response: HTTPResponseData
         do {
             response = try await http.send(request)
@@ -67,7 +69,10 @@ public final class CachedAppVerifier: AppVerifier {
     private let negativeTTL: Duration
     private let cache = Mutex([Key: (AppVerdict, ContinuousClock.Instant)]())
     /// The key is kept by its digest; the app id and digest as bytes, not formatted text.
-    struct Key: Hashable { let app: UUID; let digest: SHA256.Digest }
+    struct Key: Hashable {
+        let app: UUID
+        let digest: SHA256.Digest
+    }
 
     public init(_ inner: any AppVerifier, ttl: Duration, negativeTTL: Duration = .seconds(2)) {
         self.inner = inner
@@ -107,7 +112,10 @@ public struct TenantMiddleware: RouterMiddleware {
     /// nothing and a person in the console does not have it. Checked when sent.
     let keyOptional: Bool
 
-    public init(verifier: any AppVerifier, keyOptional: Bool = false) { self.verifier = verifier; self.keyOptional = keyOptional }
+    public init(verifier: any AppVerifier, keyOptional: Bool = false) {
+        self.verifier = verifier
+        self.keyOptional = keyOptional
+    }
 
     public func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
         guard let rawApp = request.headers.value(.xAppID) else {
@@ -143,7 +151,10 @@ public struct AccessTokenMiddleware: RouterMiddleware {
     let verifier: AccessTokenVerifier
     let sessions: SessionRegistry
 
-    public init(verifier: AccessTokenVerifier, sessions: SessionRegistry) { self.verifier = verifier; self.sessions = sessions }
+    public init(verifier: AccessTokenVerifier, sessions: SessionRegistry) {
+        self.verifier = verifier
+        self.sessions = sessions
+    }
 
     public func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
         guard let appID = context.identity?.appID else { throw AppError.unauthorized }
@@ -155,8 +166,12 @@ public struct AccessTokenMiddleware: RouterMiddleware {
         if let refusal = AppError.refusal(sessions.verdict(for: claims)) { throw refusal }
         var context = context
         context.identity = Identity(
-            appID: appID, userID: claims.userID, status: claims.status,
-            isGuest: claims.isGuest, email: claims.email)
+            appID: appID,
+            userID: claims.userID,
+            status: claims.status,
+            isGuest: claims.isGuest,
+            email: claims.email
+        )
         context.logger[metadataKey: "user_id"] = .string(claims.sub)
         return try await next(request, context)
     }
@@ -166,7 +181,10 @@ public struct AccessTokenMiddleware: RouterMiddleware {
 public struct InternalCredential: Sendable {
     public let service: ServiceName
     public let secret: String
-    public init(service: ServiceName, secret: String) { self.service = service; self.secret = secret }
+    public init(service: ServiceName, secret: String) {
+        self.service = service
+        self.secret = secret
+    }
 
     public var headers: [(String, String)] {
         [("Authorization", "Bearer \(secret)"), ("X-Service-Name", service.rawValue)]

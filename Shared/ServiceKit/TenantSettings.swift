@@ -96,7 +96,10 @@ public struct SecretBox: Sendable {
     let key: SymmetricKey
     /// During a change of data key: what was sealed before still opens (sealing uses `key` only).
     let previous: SymmetricKey?
-    public init(key: SymmetricKey, previous: SymmetricKey? = nil) { self.key = key; self.previous = previous }
+    public init(key: SymmetricKey, previous: SymmetricKey? = nil) {
+        self.key = key
+        self.previous = previous
+    }
 
     public func seal(_ plain: String) throws -> ByteBuffer {
         ByteBuffer(bytes: try AES.GCM.seal(Data(plain.utf8), using: key).combined!)

@@ -1,9 +1,10 @@
-#if canImport(Glibc)
-    import Glibc
-#elseif canImport(Darwin)
-    import Darwin
-#endif
 import Foundation
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
 
 /// The proxies whose `X-Forwarded-For` is believed (`TRUSTED_PROXIES`, comma-separated CIDRs;
 /// default loopback, where the local gateway runs). A client that reaches a service directly
@@ -28,7 +29,7 @@ public struct TrustedProxies: Sendable, Equatable {
     let networks: [Network]
 
     public static let loopback = TrustedProxies(networks: [
-        Network(bytes: [127, 0, 0, 0], prefix: 8), Network(bytes: Array(repeating: 0, count: 15) + [1], prefix: 128)
+        Network(bytes: [127, 0, 0, 0], prefix: 8), Network(bytes: Array(repeating: 0, count: 15) + [1], prefix: 128),
     ])
 
     init(networks: [Network]) { self.networks = networks }

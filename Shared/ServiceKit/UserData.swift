@@ -63,7 +63,9 @@ public struct UserDataController: Sendable {
             // Erasure is final: its version only documents the order at auth.
             var version = Int64.max
             if let raw = request.uri.queryParameters.get("version") {
-                guard let v = Int64(raw), v > 0 else { throw AppError.badRequest("Query parameter 'version' must be a positive integer", field: "version") }
+                guard let v = Int64(raw), v > 0 else {
+                    throw AppError.badRequest("Query parameter 'version' must be a positive integer", field: "version")
+                }
                 version = v
             }
             let erased = SessionFact(appID: appID, userID: userID, version: version, sessionEpoch: Int(Int32.max), state: .erased)
@@ -81,8 +83,10 @@ public struct UserDataController: Sendable {
             }
             sessions.apply([erased])
             return Response(
-                status: .init(code: stored.status), headers: [.contentType: "application/json; charset=utf-8"],
-                body: .init(byteBuffer: ByteBuffer(bytes: stored.body)))
+                status: .init(code: stored.status),
+                headers: [.contentType: "application/json; charset=utf-8"],
+                body: .init(byteBuffer: ByteBuffer(bytes: stored.body))
+            )
         }
     }
 
@@ -143,17 +147,20 @@ public enum OpenAPIDocument {
         let page = try render(document)
         open.get("openapi.json") { _, _ in
             Response(
-                status: .ok, headers: [.contentType: "application/json", .cacheControl: "public, max-age=300"],
-                body: .init(byteBuffer: ByteBuffer(bytes: document)))
+                status: .ok,
+                headers: [.contentType: "application/json", .cacheControl: "public, max-age=300"],
+                body: .init(byteBuffer: ByteBuffer(bytes: document))
+            )
         }
         open.get("docs") { _, _ in
             Response(
                 status: .ok,
                 headers: [
                     .contentType: "text/html; charset=utf-8", .cacheControl: "public, max-age=300",
-                    .contentSecurityPolicy: "default-src 'none'; style-src 'unsafe-inline'"
+                    .contentSecurityPolicy: "default-src 'none'; style-src 'unsafe-inline'",
                 ],
-                body: .init(byteBuffer: ByteBuffer(string: page)))
+                body: .init(byteBuffer: ByteBuffer(string: page))
+            )
         }
     }
 
@@ -180,7 +187,9 @@ public enum OpenAPIDocument {
                 guard let op = raw as? [String: Any] else { continue }
                 html += "<h2><span class=\"m\">\(method.uppercased())</span> <code>\(escape(path))</code></h2>"
                 html += "<div class=\"s\">\(escape(op["summary"] as? String ?? ""))</div>"
-                let params = (op["parameters"] as? [[String: Any]] ?? []).map { "\($0["name"] ?? "")" + (($0["in"] as? String).map { " (\($0))" } ?? "") }
+                let params = (op["parameters"] as? [[String: Any]] ?? []).map {
+                    "\($0["name"] ?? "")" + (($0["in"] as? String).map { " (\($0))" } ?? "")
+                }
                 if !params.isEmpty { html += "<div>Parameters: \(escape(params.joined(separator: ", ")))</div>" }
                 if let body = op["requestBody"] as? [String: Any], let content = body["content"] as? [String: Any],
                     let json = content["application/json"] as? [String: Any], let schema = json["schema"] as? [String: Any],

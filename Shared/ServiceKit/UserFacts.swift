@@ -61,7 +61,7 @@ extension PlatformMigrations {
         "request_trace": requestTrace, "trace_context": traceContext, "change_feed": changeFeed,
         "entitlements": entitlements, "outbox_wake": Outbox.wakeMigration,
         "backlog_indexes": backlogIndexes,
-        "operator_audit": OperatorAuditStore.migration, "retention_indexes": retentionIndexes
+        "operator_audit": OperatorAuditStore.migration, "retention_indexes": retentionIndexes,
     ]
 
     /// #19: each retention rule's predicate served by an index (`RetentionRule.platform`), so a
@@ -136,7 +136,9 @@ public struct UserFactStore: Sendable {
             INSERT INTO fact_counters (app_id, user_id, version) VALUES (\(app), \(user), 1)
             ON CONFLICT (app_id, user_id) DO UPDATE SET version = fact_counters.version + 1
             RETURNING version
-            """, logger: logger)
+            """,
+            logger: logger
+        )
         for try await v in rows.decode(Int64.self) { return v }
         throw AppError.unavailable
     }
@@ -152,7 +154,9 @@ public struct UserFactStore: Sendable {
             ON CONFLICT (app_id, user_id, fact) DO UPDATE SET version = EXCLUDED.version
             WHERE fact_versions.version < EXCLUDED.version
             RETURNING version
-            """, logger: logger)
+            """,
+            logger: logger
+        )
         for try await _ in rows { return FactOutcome(applied: true) }
         return FactOutcome(applied: false, reason: "stale_version")
     }
@@ -162,7 +166,8 @@ public struct UserFactStore: Sendable {
         for try await v in try await conn.run(
             """
             SELECT version FROM fact_versions WHERE app_id = \(app) AND user_id = \(user) AND fact = \(fact)
-            """, logger: logger
+            """,
+            logger: logger
         ).decode(Int64.self) { return v }
         return nil
     }
@@ -171,8 +176,9 @@ public struct UserFactStore: Sendable {
         for try await _ in try await conn.run(
             """
             SELECT 1 FROM session_state WHERE app_id = \(app) AND user_id = \(user) AND state = 'erased'
-            """, logger: logger)
-        { return true }
+            """,
+            logger: logger
+        ) { return true }
         return false
     }
 
@@ -187,8 +193,9 @@ public struct UserFactStore: Sendable {
                 INSERT INTO revoked_sessions (session_id, app_id, user_id, expires_at)
                 VALUES (\(sid), \(fact.appID), \(fact.userID), clock_timestamp() + make_interval(secs => \(Self.retention)))
                 ON CONFLICT (session_id) DO NOTHING RETURNING 1
-                """, logger: logger)
-            { changed = true }
+                """,
+                logger: logger
+            ) { changed = true }
         }
         for try await _ in try await conn.run(
             """
@@ -199,8 +206,9 @@ public struct UserFactStore: Sendable {
                 state = EXCLUDED.state, reason = EXCLUDED.reason, changed_at = clock_timestamp()
             WHERE session_state.state <> 'erased' AND (session_state.version < EXCLUDED.version OR EXCLUDED.state = 'erased')
             RETURNING 1
-            """, logger: logger)
-        { changed = true }
+            """,
+            logger: logger
+        ) { changed = true }
         return changed
     }
 
@@ -229,8 +237,14 @@ public struct UserFactStore: Sendable {
         {
             facts.append(
                 SessionFact(
-                    appID: r.0, userID: r.1, version: r.2, sessionEpoch: r.3,
-                    state: SessionFact.State(rawValue: r.4) ?? .active, reason: r.5))
+                    appID: r.0,
+                    userID: r.1,
+                    version: r.2,
+                    sessionEpoch: r.3,
+                    state: SessionFact.State(rawValue: r.4) ?? .active,
+                    reason: r.5
+                )
+            )
         }
         for try await r in try await conn.run(Self.revokedSessionsQuery(since: since), logger: logger).decode((UUID, UUID, UUID).self) {
             // version 0 never moves a user's state: only the session is ended.
@@ -250,7 +264,9 @@ public struct UserFactStore: Sendable {
         try await conn.run(
             """
             DELETE FROM session_state WHERE state IN ('erased', 'active') AND changed_at < clock_timestamp() - make_interval(secs => \(Self.retention))
-            """, logger: logger)
+            """,
+            logger: logger
+        )
     }
 }
 

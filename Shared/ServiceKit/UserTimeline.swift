@@ -30,7 +30,9 @@ public struct UserTimeline: Sendable {
                 throw AppError.validation("app_id", "app_id must be a UUID")
             }
             let limit = request.uri.queryParameters.get("limit").flatMap(Int.init) ?? 100
-            return try context.json(TimelineAnswer(events: try await events(service: service, user: user, app: app, limit: limit, db: db, logger: logger)))
+            return try context.json(
+                TimelineAnswer(events: try await events(service: service, user: user, app: app, limit: limit, db: db, logger: logger))
+            )
         }
     }
 }

@@ -16,7 +16,10 @@ public final class Wakeup: Sendable {
 
     public func signal() {
         let waiter = state.withLock { s -> CheckedContinuation<Void, Never>? in
-            if let w = s.waiter { s.waiter = nil; return w }
+            if let w = s.waiter {
+                s.waiter = nil
+                return w
+            }
             s.pending = true
             return nil
         }
@@ -31,7 +34,10 @@ public final class Wakeup: Sendable {
             group.addTask {
                 await withCheckedContinuation { (c: CheckedContinuation<Void, Never>) in
                     let now = self.state.withLock { s -> Bool in
-                        if s.pending || s.closed { s.pending = false; return true }
+                        if s.pending || s.closed {
+                            s.pending = false
+                            return true
+                        }
                         s.waiter = c
                         return false
                     }

@@ -40,8 +40,17 @@ public struct AccessTokenClaims: Codable, Sendable, Equatable {
     }
 
     public init(
-        userID: UUID, appID: UUID, email: String?, status: UserStatus, isGuest: Bool,
-        issuer: String, issuedAt: Int, expiresAt: Int, jti: String, sessionID: UUID? = nil, sessionEpoch: Int? = nil
+        userID: UUID,
+        appID: UUID,
+        email: String?,
+        status: UserStatus,
+        isGuest: Bool,
+        issuer: String,
+        issuedAt: Int,
+        expiresAt: Int,
+        jti: String,
+        sessionID: UUID? = nil,
+        sessionEpoch: Int? = nil
     ) {
         self.sid = sessionID
         self.sv = sessionEpoch
@@ -85,7 +94,10 @@ extension UUID {
             String(unsafeUninitializedCapacity: 36) { out in
                 var i = 0
                 for (n, byte) in bytes.enumerated() {
-                    if n == 4 || n == 6 || n == 8 || n == 10 { out[i] = UInt8(ascii: "-"); i += 1 }
+                    if n == 4 || n == 6 || n == 8 || n == 10 {
+                        out[i] = UInt8(ascii: "-")
+                        i += 1
+                    }
                     out[i] = digits[Int(byte >> 4)]
                     out[i + 1] = digits[Int(byte & 0x0f)]
                     i += 2

@@ -5,8 +5,14 @@ import Foundation
 public struct AppVerificationRequest: Codable, Sendable {
     public var appID: UUID
     public var apiKey: String
-    enum CodingKeys: String, CodingKey { case appID = "app_id"; case apiKey = "api_key" }
-    public init(appID: UUID, apiKey: String) { self.appID = appID; self.apiKey = apiKey }
+    enum CodingKeys: String, CodingKey {
+        case appID = "app_id"
+        case apiKey = "api_key"
+    }
+    public init(appID: UUID, apiKey: String) {
+        self.appID = appID
+        self.apiKey = apiKey
+    }
 }
 
 public struct AppVerificationResponse: Codable, Sendable {
@@ -15,9 +21,17 @@ public struct AppVerificationResponse: Codable, Sendable {
     public var name: String?
     /// The key is right but an operator disabled the app (its requests get 403 `app_disabled`).
     public var disabled: Bool?
-    enum CodingKeys: String, CodingKey { case valid; case appID = "app_id"; case name; case disabled }
+    enum CodingKeys: String, CodingKey {
+        case valid
+        case appID = "app_id"
+        case name
+        case disabled
+    }
     public init(valid: Bool, appID: UUID, name: String?, disabled: Bool? = nil) {
-        self.valid = valid; self.appID = appID; self.name = name; self.disabled = disabled
+        self.valid = valid
+        self.appID = appID
+        self.name = name
+        self.disabled = disabled
     }
 }
 
@@ -32,7 +46,13 @@ public struct JWKSDocument: Codable, Sendable {
         public var alg: String?
         public var use: String?
         public init(kty: String, crv: String?, x: String?, y: String?, kid: String, alg: String?, use: String?) {
-            self.kty = kty; self.crv = crv; self.x = x; self.y = y; self.kid = kid; self.alg = alg; self.use = use
+            self.kty = kty
+            self.crv = crv
+            self.x = x
+            self.y = y
+            self.kid = kid
+            self.alg = alg
+            self.use = use
         }
     }
     public var keys: [Key]
@@ -45,7 +65,9 @@ public struct HealthStatus: Codable, Sendable {
     public var service: String
     public var checks: [String: String]?
     public init(status: String, service: String, checks: [String: String]? = nil) {
-        self.status = status; self.service = service; self.checks = checks
+        self.status = status
+        self.service = service
+        self.checks = checks
     }
 }
 
@@ -72,11 +94,21 @@ public struct ConsentChange: Codable, Sendable, Equatable {
     }
 
     public init(
-        appID: UUID, userID: UUID, geolocation: Bool, personalizedAds: Bool, analytics: Bool, changedAt: Date,
+        appID: UUID,
+        userID: UUID,
+        geolocation: Bool,
+        personalizedAds: Bool,
+        analytics: Bool,
+        changedAt: Date,
         versions: [String: Int64]? = nil
     ) {
-        self.appID = appID; self.userID = userID; self.geolocation = geolocation
-        self.personalizedAds = personalizedAds; self.analytics = analytics; self.changedAt = changedAt; self.versions = versions
+        self.appID = appID
+        self.userID = userID
+        self.geolocation = geolocation
+        self.personalizedAds = personalizedAds
+        self.analytics = analytics
+        self.changedAt = changedAt
+        self.versions = versions
     }
 }
 
@@ -101,8 +133,13 @@ public struct UserSummary: Codable, Sendable, Equatable {
     }
 
     public init(id: UUID, appID: UUID, email: String?, emailVerified: Bool, status: UserStatus, isGuest: Bool, createdAt: Date) {
-        self.id = id; self.appID = appID; self.email = email; self.emailVerified = emailVerified
-        self.status = status; self.isGuest = isGuest; self.createdAt = createdAt
+        self.id = id
+        self.appID = appID
+        self.email = email
+        self.emailVerified = emailVerified
+        self.status = status
+        self.isGuest = isGuest
+        self.createdAt = createdAt
     }
 }
 
@@ -112,8 +149,16 @@ public struct UserStatusUpdate: Codable, Sendable, Equatable {
     public var appID: UUID
     public var status: UserStatus
     public var version: Int64
-    enum CodingKeys: String, CodingKey { case appID = "app_id"; case status; case version }
-    public init(appID: UUID, status: UserStatus, version: Int64) { self.appID = appID; self.status = status; self.version = version }
+    enum CodingKeys: String, CodingKey {
+        case appID = "app_id"
+        case status
+        case version
+    }
+    public init(appID: UUID, status: UserStatus, version: Int64) {
+        self.appID = appID
+        self.status = status
+        self.version = version
+    }
 }
 
 /// `POST /internal/users/{id}/emails/purchase-confirmation`, from subscription when a purchase
@@ -128,12 +173,22 @@ public struct PurchaseConfirmation: Codable, Sendable, Equatable {
     public var isTrial: Bool
     public var endDate: Date
     enum CodingKeys: String, CodingKey {
-        case appID = "app_id", subscriptionID = "subscription_id", planType = "plan_type", productID = "product_id", store
-        case isTrial = "is_trial", endDate = "end_date"
+        case appID = "app_id"
+        case subscriptionID = "subscription_id"
+        case planType = "plan_type"
+        case productID = "product_id"
+        case store
+        case isTrial = "is_trial"
+        case endDate = "end_date"
     }
     public init(appID: UUID, subscriptionID: UUID, planType: String, productID: String, store: String, isTrial: Bool, endDate: Date) {
-        self.appID = appID; self.subscriptionID = subscriptionID; self.planType = planType; self.productID = productID
-        self.store = store; self.isTrial = isTrial; self.endDate = endDate
+        self.appID = appID
+        self.subscriptionID = subscriptionID
+        self.planType = planType
+        self.productID = productID
+        self.store = store
+        self.isTrial = isTrial
+        self.endDate = endDate
     }
 }
 
@@ -143,9 +198,17 @@ public struct UserDataExport: Codable, Sendable {
     public var userID: UUID
     public var appID: UUID
     public var sections: [String: JSONValue]
-    enum CodingKeys: String, CodingKey { case service; case userID = "user_id"; case appID = "app_id"; case sections }
+    enum CodingKeys: String, CodingKey {
+        case service
+        case userID = "user_id"
+        case appID = "app_id"
+        case sections
+    }
     public init(service: String, userID: UUID, appID: UUID, sections: [String: JSONValue]) {
-        self.service = service; self.userID = userID; self.appID = appID; self.sections = sections
+        self.service = service
+        self.userID = userID
+        self.appID = appID
+        self.sections = sections
     }
 }
 
@@ -154,9 +217,15 @@ public struct UserDataDeletion: Codable, Sendable {
     public var service: String
     public var userID: UUID
     public var deleted: [String: JSONValue]
-    enum CodingKeys: String, CodingKey { case service; case userID = "user_id"; case deleted }
+    enum CodingKeys: String, CodingKey {
+        case service
+        case userID = "user_id"
+        case deleted
+    }
     public init(service: String, userID: UUID, deleted: [String: JSONValue]) {
-        self.service = service; self.userID = userID; self.deleted = deleted
+        self.service = service
+        self.userID = userID
+        self.deleted = deleted
     }
 }
 
@@ -177,7 +246,11 @@ public struct CreditEarnRequest: Codable, Sendable, Equatable {
         case referenceID = "reference_id"
     }
     public init(userID: UUID, appID: UUID, amount: Int, source: String, referenceID: String, notify: Bool? = nil) {
-        self.userID = userID; self.appID = appID; self.amount = amount; self.source = source; self.referenceID = referenceID
+        self.userID = userID
+        self.appID = appID
+        self.amount = amount
+        self.source = source
+        self.referenceID = referenceID
         self.notify = notify
     }
 }
@@ -191,9 +264,17 @@ public struct NotificationRequest: Codable, Sendable, Equatable {
     public var data: [String: String]
     /// A broadcast (`POST /internal/notifications`): the users it reaches.
     public var userIDs: [UUID]?
-    enum CodingKeys: String, CodingKey { case appID = "app_id", key, kind, data, userIDs = "user_ids" }
+    enum CodingKeys: String, CodingKey {
+        case appID = "app_id"
+        case key, kind, data
+        case userIDs = "user_ids"
+    }
     public init(appID: UUID, key: String, kind: String, data: [String: String], userIDs: [UUID]? = nil) {
-        self.appID = appID; self.key = key; self.kind = kind; self.data = data; self.userIDs = userIDs
+        self.appID = appID
+        self.key = key
+        self.kind = kind
+        self.data = data
+        self.userIDs = userIDs
     }
 }
 
@@ -203,9 +284,15 @@ public struct Entitlement: Codable, Sendable, Equatable {
     public var isPremium: Bool
     public var status: String
     public var features: JSONValue
-    enum CodingKeys: String, CodingKey { case isPremium = "is_premium"; case status; case features }
+    enum CodingKeys: String, CodingKey {
+        case isPremium = "is_premium"
+        case status
+        case features
+    }
     public init(isPremium: Bool, status: String, features: JSONValue) {
-        self.isPremium = isPremium; self.status = status; self.features = features
+        self.isPremium = isPremium
+        self.status = status
+        self.features = features
     }
 }
 
@@ -240,8 +327,13 @@ public struct SessionFact: Codable, Sendable, Equatable, VersionedUserFact {
     }
 
     public init(appID: UUID, userID: UUID, version: Int64, sessionEpoch: Int, state: State, reason: String? = nil, revokedSessionID: UUID? = nil) {
-        self.appID = appID; self.userID = userID; self.version = version; self.sessionEpoch = sessionEpoch
-        self.state = state; self.reason = reason; self.revokedSessionID = revokedSessionID
+        self.appID = appID
+        self.userID = userID
+        self.version = version
+        self.sessionEpoch = sessionEpoch
+        self.state = state
+        self.reason = reason
+        self.revokedSessionID = revokedSessionID
     }
 }
 
@@ -266,7 +358,11 @@ public struct EntitlementFact: Codable, Sendable, Equatable, VersionedUserFact {
     }
 
     public init(appID: UUID, userID: UUID, isPremium: Bool, validUntil: Date?, version: Int64) {
-        self.appID = appID; self.userID = userID; self.isPremium = isPremium; self.validUntil = validUntil; self.version = version
+        self.appID = appID
+        self.userID = userID
+        self.isPremium = isPremium
+        self.validUntil = validUntil
+        self.version = version
     }
 }
 
@@ -280,10 +376,18 @@ public struct ConsentFact: Codable, Sendable, Equatable, VersionedUserFact {
     public var value: Bool
     public var version: Int64
 
-    enum CodingKeys: String, CodingKey { case appID = "app_id"; case userID = "user_id"; case consent, value, version }
+    enum CodingKeys: String, CodingKey {
+        case appID = "app_id"
+        case userID = "user_id"
+        case consent, value, version
+    }
 
     public init(appID: UUID, userID: UUID, consent: String, value: Bool, version: Int64) {
-        self.appID = appID; self.userID = userID; self.consent = consent; self.value = value; self.version = version
+        self.appID = appID
+        self.userID = userID
+        self.consent = consent
+        self.value = value
+        self.version = version
     }
 
     /// The consents other services act on, by the name in the path.
@@ -300,9 +404,17 @@ public struct ConsentAnswer: Codable, Sendable, Equatable {
     public var value: Bool
     public var basedOn: Int64
     public var source: String
-    enum CodingKeys: String, CodingKey { case appID = "app_id"; case value; case basedOn = "based_on"; case source }
+    enum CodingKeys: String, CodingKey {
+        case appID = "app_id"
+        case value
+        case basedOn = "based_on"
+        case source
+    }
     public init(appID: UUID, value: Bool, basedOn: Int64, source: String) {
-        self.appID = appID; self.value = value; self.basedOn = basedOn; self.source = source
+        self.appID = appID
+        self.value = value
+        self.basedOn = basedOn
+        self.source = source
     }
 }
 
@@ -311,7 +423,10 @@ public struct ConsentAnswer: Codable, Sendable, Equatable {
 public struct FactOutcome: Codable, Sendable, Equatable {
     public var applied: Bool
     public var reason: String?
-    public init(applied: Bool, reason: String? = nil) { self.applied = applied; self.reason = reason }
+    public init(applied: Bool, reason: String? = nil) {
+        self.applied = applied
+        self.reason = reason
+    }
 }
 
 /// An operator key presented on an app's admin routes, checked by auth (`POST
@@ -320,8 +435,14 @@ public struct OperatorVerificationRequest: Codable, Sendable {
     public var appID: UUID
     /// An operator key (`opk_…`) or a console member's access token (#47).
     public var key: String
-    enum CodingKeys: String, CodingKey { case appID = "app_id"; case key }
-    public init(appID: UUID, key: String) { self.appID = appID; self.key = key }
+    enum CodingKeys: String, CodingKey {
+        case appID = "app_id"
+        case key
+    }
+    public init(appID: UUID, key: String) {
+        self.appID = appID
+        self.key = key
+    }
 }
 
 public struct OperatorVerificationResponse: Codable, Sendable {
@@ -333,9 +454,20 @@ public struct OperatorVerificationResponse: Codable, Sendable {
     public var memberID: UUID?
     public var email: String?
     public var role: String?
-    enum CodingKeys: String, CodingKey { case valid; case keyID = "key_id"; case name; case memberID = "member_id"; case email, role }
+    enum CodingKeys: String, CodingKey {
+        case valid
+        case keyID = "key_id"
+        case name
+        case memberID = "member_id"
+        case email, role
+    }
     public init(valid: Bool, keyID: UUID?, name: String?, memberID: UUID? = nil, email: String? = nil, role: String? = nil) {
-        self.valid = valid; self.keyID = keyID; self.name = name; self.memberID = memberID; self.email = email; self.role = role
+        self.valid = valid
+        self.keyID = keyID
+        self.name = name
+        self.memberID = memberID
+        self.email = email
+        self.role = role
     }
 }
 
@@ -347,7 +479,10 @@ public struct TimelineEvent: Codable, Sendable, Equatable {
     public var kind: String
     public var summary: String
     public init(at: Date, service: String, kind: String, summary: String) {
-        self.at = at; self.service = service; self.kind = kind; self.summary = summary
+        self.at = at
+        self.service = service
+        self.kind = kind
+        self.summary = summary
     }
 }
 
@@ -366,8 +501,18 @@ public struct WebhookEventMessage: Codable, Sendable, Equatable {
     public var createdAt: Date
     public var version: Int64
     public var data: [String: JSONValue]
-    enum CodingKeys: String, CodingKey { case type, id, appID = "app_id", createdAt = "created_at", version, data }
+    enum CodingKeys: String, CodingKey {
+        case type, id
+        case appID = "app_id"
+        case createdAt = "created_at"
+        case version, data
+    }
     public init(type: String, id: UUID = UUID(), appID: UUID, createdAt: Date, version: Int64, data: [String: JSONValue]) {
-        self.type = type; self.id = id; self.appID = appID; self.createdAt = createdAt; self.version = version; self.data = data
+        self.type = type
+        self.id = id
+        self.appID = appID
+        self.createdAt = createdAt
+        self.version = version
+        self.data = data
     }
 }

@@ -43,9 +43,18 @@ public enum JSONValue: Codable, Sendable, Equatable {
         }
     }
 
-    public var stringValue: String? { if case .string(let s) = self { return s }; return nil }
-    public var intValue: Int? { if case .int(let i) = self { return i }; return nil }
-    public var boolValue: Bool? { if case .bool(let b) = self { return b }; return nil }
+    public var stringValue: String? {
+        if case .string(let s) = self { return s }
+        return nil
+    }
+    public var intValue: Int? {
+        if case .int(let i) = self { return i }
+        return nil
+    }
+    public var boolValue: Bool? {
+        if case .bool(let b) = self { return b }
+        return nil
+    }
 }
 
 extension JSONValue: ExpressibleByStringLiteral, ExpressibleByIntegerLiteral, ExpressibleByBooleanLiteral {

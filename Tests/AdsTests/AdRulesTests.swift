@@ -1,13 +1,16 @@
-@testable import AdsService
 import Foundation
 import XCTest
+
+@testable import AdsService
 
 /// The pure rules: the UTC day by arithmetic agrees with Foundation's calendar, and the
 /// reward decision's thresholds.
 final class AdRulesTests: XCTestCase {
     func testDayMatchesTheGregorianCalendarInUTC() {
         let f = DateFormatter()
-        f.locale = Locale(identifier: "en_US_POSIX"); f.timeZone = TimeZone(identifier: "UTC"); f.dateFormat = "yyyy-MM-dd"
+        f.locale = Locale(identifier: "en_US_POSIX")
+        f.timeZone = TimeZone(identifier: "UTC")
+        f.dateFormat = "yyyy-MM-dd"
         var generator = SystemRandomNumberGenerator()
         for _ in 0..<20_000 {
             let d = Date(timeIntervalSince1970: Double.random(in: -2_000_000_000...8_000_000_000, using: &generator))
@@ -39,23 +42,58 @@ final class AdRulesTests: XCTestCase {
         XCTAssertEqual(AdRules.minimumDisplayMilliseconds(adDurationSeconds: 30), 24_000)
         XCTAssertEqual(
             RewardDecision.decide(
-                completed: true, displayMilliseconds: 24_000, adDurationSeconds: 30, verification: "client",
-                requestedAt: t0, now: t0 + 30), .grant)
+                completed: true,
+                displayMilliseconds: 24_000,
+                adDurationSeconds: 30,
+                verification: "client",
+                requestedAt: t0,
+                now: t0 + 30
+            ),
+            .grant
+        )
         XCTAssertEqual(
             RewardDecision.decide(
-                completed: true, displayMilliseconds: 23_999, adDurationSeconds: 30, verification: "client",
-                requestedAt: t0, now: t0 + 30), .tooShort(minimumMilliseconds: 24_000))
+                completed: true,
+                displayMilliseconds: 23_999,
+                adDurationSeconds: 30,
+                verification: "client",
+                requestedAt: t0,
+                now: t0 + 30
+            ),
+            .tooShort(minimumMilliseconds: 24_000)
+        )
         XCTAssertEqual(
             RewardDecision.decide(
-                completed: true, displayMilliseconds: 30_000, adDurationSeconds: 30, verification: "client",
-                requestedAt: t0, now: t0 + 20), .implausibleDuration)
+                completed: true,
+                displayMilliseconds: 30_000,
+                adDurationSeconds: 30,
+                verification: "client",
+                requestedAt: t0,
+                now: t0 + 20
+            ),
+            .implausibleDuration
+        )
         XCTAssertEqual(
             RewardDecision.decide(
-                completed: false, displayMilliseconds: 30_000, adDurationSeconds: 30, verification: "client",
-                requestedAt: t0, now: t0 + 40), .notCompleted)
+                completed: false,
+                displayMilliseconds: 30_000,
+                adDurationSeconds: 30,
+                verification: "client",
+                requestedAt: t0,
+                now: t0 + 40
+            ),
+            .notCompleted
+        )
         XCTAssertEqual(
             RewardDecision.decide(
-                completed: true, displayMilliseconds: 30_000, adDurationSeconds: 30, verification: "ssv",
-                requestedAt: t0, now: t0 + 40), .awaitingVerification)
+                completed: true,
+                displayMilliseconds: 30_000,
+                adDurationSeconds: 30,
+                verification: "ssv",
+                requestedAt: t0,
+                now: t0 + 40
+            ),
+            .awaitingVerification
+        )
     }
 }

@@ -1,8 +1,8 @@
+import AdsService
 import Foundation
 import Hummingbird
 import HummingbirdTesting
 import ServiceKit
-import AdsService
 import TestSupport
 import WireTypes
 import XCTest
@@ -15,8 +15,10 @@ final class AdsApplicationTests: XCTestCase {
     func testStartsMigratesAndServesOperationalRoutes() async throws {
         let runtime = TestEnvironment.runtime(.ads, migrations: try AdsService.migrations())
         let app = try AdsService.buildApplication(
-            runtime: runtime, appVerifier: AllowAll(),
-            tokenVerifier: AccessTokenVerifier(source: StaticJWKSSource(.init(keys: []))))
+            runtime: runtime,
+            appVerifier: AllowAll(),
+            tokenVerifier: AccessTokenVerifier(source: StaticJWKSSource(.init(keys: [])))
+        )
         try await app.test(.router) { client in
             for path in ["/ads/v1/health", "/health", "/ready"] {
                 try await client.execute(uri: path, method: .get) { r in

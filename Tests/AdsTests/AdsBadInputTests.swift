@@ -1,4 +1,3 @@
-@testable import AdsService
 import Foundation
 import Hummingbird
 import HummingbirdTesting
@@ -7,13 +6,16 @@ import TestSupport
 import WireTypes
 import XCTest
 
+@testable import AdsService
+
 /// Bad input on the ads routes the flow tests do not already feed it: a 4xx with the envelope,
 /// never a 500.
 final class AdsBadInputTests: XCTestCase {
     func testEveryRouteRefusesBadInputWithTheEnvelope() async throws {
         try await AdsHarness.run { h in
             try await h.provider()
-            let user = UUID(), unknown = UUID()
+            let user = UUID()
+            let unknown = UUID()
             let cases: [(HTTPRequest.Method, String, String?, Int, String?)] = [
                 (.get, "/ads/available?ad_type=banner", nil, 422, "ad_type"),
                 (.get, "/ads/available?ad_type=rewarded&country=FRA", nil, 422, "country"),
@@ -25,7 +27,7 @@ final class AdsBadInputTests: XCTestCase {
                 (.post, "/campaigns/\(unknown)/claim-reward", nil, 404, nil),
                 (.post, "/referral/redeem", #"{"code":"!!"}"#, 422, "code"),
                 (.post, "/referral/redeem", #"{}"#, 400, "code"),
-                (.post, "/ads/consent", #"{"consent_personalized_ads":"yes"}"#, 400, "consent_personalized_ads")
+                (.post, "/ads/consent", #"{"consent_personalized_ads":"yes"}"#, 400, "consent_personalized_ads"),
             ]
             for (method, path, json, status, field) in cases {
                 let r = try await h.call(method, path, user: user, json: json)
@@ -45,16 +47,18 @@ final class AdsBadInputTests: XCTestCase {
             let adminCases: [(HTTPRequest.Method, String, String?, Int, String?)] = [
                 (.post, "/admin/campaigns/\(unknown)/end", nil, 404, nil),
                 (
-                    .post, "/admin/campaigns", #"{"name":"x","campaign_type":"raffle","reward":{"amount":1},"conditions":{},"ends_at":"2099-01-01T00:00:00Z"}"#,
+                    .post, "/admin/campaigns",
+                    #"{"name":"x","campaign_type":"raffle","reward":{"amount":1},"conditions":{},"ends_at":"2099-01-01T00:00:00Z"}"#,
                     422, "campaign_type"
                 ),
                 (
                     .post, "/admin/campaigns",
-                    #"{"name":"x","campaign_type":"watch_ads","reward":{"amount":1},"conditions":{"min_ads_watched":1},"ends_at":"tomorrow"}"#, 400, "ends_at"
+                    #"{"name":"x","campaign_type":"watch_ads","reward":{"amount":1},"conditions":{"min_ads_watched":1},"ends_at":"tomorrow"}"#, 400,
+                    "ends_at"
                 ),
                 (.get, "/analytics/revenue?ad_type=banner", nil, 422, "ad_type"),
                 (.get, "/analytics/revenue?format=xml", nil, 422, "format"),
-                (.get, "/analytics/dashboard?end_date=2025-02-30", nil, 422, "end_date")
+                (.get, "/analytics/dashboard?end_date=2025-02-30", nil, 422, "end_date"),
             ]
             for (method, path, json, status, field) in adminCases {
                 let r = try await h.call(method, path, json: json)

@@ -1,4 +1,3 @@
-@testable import AdsService
 import Crypto
 import Foundation
 import Hummingbird
@@ -12,11 +11,17 @@ import TestSupport
 import WireTypes
 import XCTest
 
+@testable import AdsService
+
 /// A stand-in for the subscription service's internal route credits/earn (
 /// idempotent on the reference as the real one is), which the test can make slow or failing,
 /// plus AdMob's verifier-keys document signed with a P-256 key the test generates.
 final class FakeUpstream: Sendable {
-    enum Mode: Sendable { case up, slow(Duration), failing }
+    enum Mode: Sendable {
+        case up
+        case slow(Duration)
+        case failing
+    }
     let port: Int
     let mode = Mutex(Mode.up)
     /// Credits per (app, user), and the references already credited.
@@ -56,14 +61,17 @@ final class FakeUpstream: Sendable {
                 if refs[ref] == nil {
                     refs[ref] = body
                     return self.balances.withLock {
-                        $0[key, default: 0] += body.amount; return $0[key]!
+                        $0[key, default: 0] += body.amount
+                        return $0[key]!
                     }
                 }
                 return self.balances.withLock { $0[key] ?? 0 }
             }
             return Response(
-                status: .ok, headers: [.contentType: "application/json"],
-                body: .init(byteBuffer: ByteBuffer(string: #"{"credited":true,"balance":\#(balance)}"#)))
+                status: .ok,
+                headers: [.contentType: "application/json"],
+                body: .init(byteBuffer: ByteBuffer(string: #"{"credited":true,"balance":\#(balance)}"#))
+            )
         }
         router.get("admob/verifier-keys.json") { _, _ -> Response in
             self.keyFetches.withLock { $0 += 1 }
@@ -73,10 +81,14 @@ final class FakeUpstream: Sendable {
                 #",{"keyId":\#(id),"base64":"\#(key.publicKey.derRepresentation.base64EncodedString())"}"#
             }.joined()
             return Response(
-                status: .ok, headers: [.contentType: "application/json"],
+                status: .ok,
+                headers: [.contentType: "application/json"],
                 body: .init(
                     byteBuffer: ByteBuffer(
-                        string: #"{"keys":[{"keyId":\#(self.admobKeyID),"pem":"\#(pem)","base64":"\#(b64)"}\#(rotated)]}"#)))
+                        string: #"{"keys":[{"keyId":\#(self.admobKeyID),"pem":"\#(pem)","base64":"\#(b64)"}\#(rotated)]}"#
+                    )
+                )
+            )
         }
         return Application(router: router, configuration: .init(address: .hostname("127.0.0.1", port: port)))
     }
@@ -105,42 +117,64 @@ struct AdsHarness: Sendable {
         let now = Int(clock.now().timeIntervalSince1970)
         return try signer.sign(
             AccessTokenClaims(
-                userID: user, appID: app ?? self.app, email: nil, status: .free, isGuest: false, issuer: "auth",
-                issuedAt: now, expiresAt: now + 3600, jti: UUID().uuidString))
+                userID: user,
+                appID: app ?? self.app,
+                email: nil,
+                status: .free,
+                isGuest: false,
+                issuer: "auth",
+                issuedAt: now,
+                expiresAt: now + 3600,
+                jti: UUID().uuidString
+            )
+        )
     }
 
     func headers(_ user: UUID, country: String? = nil) throws -> HTTPFields {
         var h: HTTPFields = [
             .xAppID: app.uuidString, .xAPIKey: "good", .authorization: "Bearer \(try token(user))",
-            .contentType: "application/json"
+            .contentType: "application/json",
         ]
         if let country { h[.xCountryCode] = country }
         return h
     }
 
-    var admin: HTTPFields { [.xAppID: app.uuidString, .xAPIKey: "good", .authorization: "Bearer local-admin-token", .contentType: "application/json"] }
+    var admin: HTTPFields {
+        [.xAppID: app.uuidString, .xAPIKey: "good", .authorization: "Bearer local-admin-token", .contentType: "application/json"]
+    }
 
-    func call(_ method: HTTPRequest.Method, _ path: String, user: UUID? = nil, json: String? = nil, headers: HTTPFields? = nil) async throws -> TestResponse {
+    func call(
+        _ method: HTTPRequest.Method,
+        _ path: String,
+        user: UUID? = nil,
+        json: String? = nil,
+        headers: HTTPFields? = nil
+    ) async throws -> TestResponse {
         let h = try headers ?? (user.map { try self.headers($0) } ?? admin)
         return try await client.execute(uri: "/ads/v1" + path, method: method, headers: h, body: json.map { ByteBuffer(string: $0) }) { $0 }
     }
 
     func provider(_ name: String = "admob", priority: Int = 1, verification: String = "client", duration: Int = 30, ecpm: Double = 10) async throws {
         let r = try await call(
-            .put, "/admin/providers/\(name)",
+            .put,
+            "/admin/providers/\(name)",
             json: """
                 {"priority":\(priority),"rewarded_unit_id":"ca-app-pub-1/\(name)-rewarded","interstitial_unit_id":"ca-app-pub-1/\(name)-inter",
                  "ad_duration_seconds":\(duration),"verification":"\(verification)","ecpm_estimate_usd":\(ecpm)}
-                """)
+                """
+        )
         XCTAssertEqual(r.status, .ok, String(buffer: r.body))
     }
 
     func consent(_ user: UUID, personalized: Bool = true, underAge: Bool = false, country: String = "FR") async throws {
         let r = try await call(
-            .post, "/ads/consent", user: user,
+            .post,
+            "/ads/consent",
+            user: user,
             json: """
                 {"consent_personalized_ads":\(personalized),"consent_data_sharing":\(personalized),"age_gate_passed":true,"is_under_age":\(underAge),"country":"\(country)"}
-                """)
+                """
+        )
         XCTAssertEqual(r.status, .ok, String(buffer: r.body))
     }
 
@@ -158,7 +192,12 @@ struct AdsHarness: Sendable {
 
     /// `POST /ads/request`; returns the ad request id, or nil with the response when refused.
     func request(_ user: UUID, _ type: String = "rewarded", placement: String = "earn_credits") async throws -> (UUID?, TestResponse) {
-        let r = try await call(.post, "/ads/request", user: user, json: #"{"ad_type":"\#(type)","placement":"\#(placement)","provider_preference":"admob"}"#)
+        let r = try await call(
+            .post,
+            "/ads/request",
+            user: user,
+            json: #"{"ad_type":"\#(type)","placement":"\#(placement)","provider_preference":"admob"}"#
+        )
         guard r.status == .created else { return (nil, r) }
         let id = try r.json([String: JSONValue].self)["ad_request_id"]
         guard case .string(let s)? = id else { return (nil, r) }
@@ -168,7 +207,11 @@ struct AdsHarness: Sendable {
     /// `POST /ads/{id}/impression` (shown) then `complete`, as the SDK reports them; with
     /// `impression: false` the completion comes alone (an ad never reported on screen).
     func complete(
-        _ user: UUID, _ id: UUID, completed: Bool = true, ms: Int = 30500, revenue: Double? = nil,
+        _ user: UUID,
+        _ id: UUID,
+        completed: Bool = true,
+        ms: Int = 30500,
+        revenue: Double? = nil,
         impression: Bool = true
     ) async throws -> TestResponse {
         if impression {
@@ -177,7 +220,11 @@ struct AdsHarness: Sendable {
         }
         let revenuePart = revenue.map { #","revenue_usd":\#($0)"# } ?? ""
         return try await call(
-            .post, "/ads/\(id)/complete", user: user, json: #"{"completed":\#(completed),"clicked":false,"display_duration_ms":\#(ms)\#(revenuePart)}"#)
+            .post,
+            "/ads/\(id)/complete",
+            user: user,
+            json: #"{"completed":\#(completed),"clicked":false,"display_duration_ms":\#(ms)\#(revenuePart)}"#
+        )
     }
 
     /// One full rewarded view after the previous one's cooldown: request, 31 s of watching,
@@ -185,7 +232,10 @@ struct AdsHarness: Sendable {
     func watch(_ user: UUID, revenue: Double? = nil) async throws -> [String: JSONValue] {
         clock.advance(by: 31)
         let (id, r) = try await request(user)
-        guard let id else { XCTFail("request refused: \(String(buffer: r.body))"); return [:] }
+        guard let id else {
+            XCTFail("request refused: \(String(buffer: r.body))")
+            return [:]
+        }
         clock.advance(by: 31)
         let c = try await complete(user, id, revenue: revenue)
         XCTAssertEqual(c.status, .ok, String(buffer: c.body))
@@ -214,14 +264,19 @@ struct AdsHarness: Sendable {
         let key = Curve25519.Signing.PrivateKey()
         let signer = AccessTokenSigner(privateKey: key)
         let runtime = TestEnvironment.runtime(
-            .ads, migrations: try AdsService.migrations(),
+            .ads,
+            migrations: try AdsService.migrations(),
             overrides: [
                 "SUBSCRIPTION_URL": upstream.base, "ADMOB_VERIFIER_KEYS_URL": upstream.base + "/admob/verifier-keys.json",
-                "RUN_WORKERS": "false", "REWARD_DELIVERY_TIMEOUT_MS": "1000"
-            ].merging(overrides) { $1 }, clock: clock)
+                "RUN_WORKERS": "false", "REWARD_DELIVERY_TIMEOUT_MS": "1000",
+            ].merging(overrides) { $1 },
+            clock: clock
+        )
         let app = try AdsService.buildApplication(
-            runtime: runtime, appVerifier: AllowAll(),
-            tokenVerifier: AccessTokenVerifier(source: StaticJWKSSource(.init(keys: [signer.jwk])), clock: clock))
+            runtime: runtime,
+            appVerifier: AllowAll(),
+            tokenVerifier: AccessTokenVerifier(source: StaticJWKSSource(.init(keys: [signer.jwk])), clock: clock)
+        )
         try await withThrowingTaskGroup(of: Void.self) { group in
             let server = ServiceGroup(configuration: .init(services: startUpstream ? [upstream.application()] : [], logger: runtime.logger))
             if startUpstream {
@@ -240,13 +295,18 @@ struct AdsHarness: Sendable {
     /// `body` gets its client and runtime once both replicas' feeds listen.
     func withSecondReplica(_ body: @Sendable (any TestClientProtocol, ServiceRuntime) async throws -> Void) async throws {
         let runtime2 = TestEnvironment.runtime(
-            .ads, migrations: try AdsService.migrations(),
+            .ads,
+            migrations: try AdsService.migrations(),
             overrides: [
-                "SUBSCRIPTION_URL": upstream.base, "RUN_WORKERS": "false"
-            ], clock: clock)
+                "SUBSCRIPTION_URL": upstream.base, "RUN_WORKERS": "false",
+            ],
+            clock: clock
+        )
         let replica = try AdsService.buildApplication(
-            runtime: runtime2, appVerifier: AdsHarness.AllowAll(),
-            tokenVerifier: AccessTokenVerifier(source: StaticJWKSSource(.init(keys: [signer.jwk])), clock: clock))
+            runtime: runtime2,
+            appVerifier: AdsHarness.AllowAll(),
+            tokenVerifier: AccessTokenVerifier(source: StaticJWKSSource(.init(keys: [signer.jwk])), clock: clock)
+        )
         try await replica.test(.router) { second in
             await runtime2.readiness.waitUntilMigrated()
             while runtime2.changes.livePeriod == nil || runtime.changes.livePeriod == nil { try await Task.sleep(for: .milliseconds(10)) }

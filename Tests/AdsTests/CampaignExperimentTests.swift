@@ -1,4 +1,3 @@
-@testable import AdsService
 import Foundation
 import Hummingbird
 import HummingbirdTesting
@@ -7,11 +6,13 @@ import TestSupport
 import WireTypes
 import XCTest
 
+@testable import AdsService
+
 /// #31 the experiment's decisions, without a database.
 final class CampaignExperimentRulesTests: XCTestCase {
     static let ab = [
         CampaignVariant(key: "A", weight: 50, rewardAmount: 20, required: 5, conditions: .object([:]), holdout: false),
-        CampaignVariant(key: "B", weight: 50, rewardAmount: 30, required: 7, conditions: .object([:]), holdout: false)
+        CampaignVariant(key: "B", weight: 50, rewardAmount: 30, required: 7, conditions: .object([:]), holdout: false),
     ]
 
     func testTenThousandUsersSplitFiftyFiftyWithinTwoPercentAndKeepTheirBucket() {
@@ -70,7 +71,7 @@ final class CampaignExperimentRulesTests: XCTestCase {
             ("a bad key", [v("a b", 50), v("B", 50)], "variants[0].key"),
             ("a reward of 0", [v("A", 50, amount: 0), v("B", 50)], "variants[0].reward.amount"),
             ("another condition", [v("A", 50, conditions: ["streak_days": .int(3)]), v("B", 50)], "variants[0].conditions.streak_days"),
-            ("only a holdout has weight", [v("A", 0), v("H", 100, holdout: true)], "variants")
+            ("only a holdout has weight", [v("A", 0), v("H", 100, holdout: true)], "variants"),
         ]
         for (name, input, field) in rows {
             XCTAssertThrowsError(
@@ -83,7 +84,11 @@ final class CampaignExperimentRulesTests: XCTestCase {
         }
         let ok = try? CampaignExperiment.variants(
             [v("A", 50), v("B", 50, amount: 30, conditions: ["min_ads_watched": .int(7)])],
-            type: .watchAds, reward: 20, required: 5, conditions: ["min_ads_watched": .int(5)])
+            type: .watchAds,
+            reward: 20,
+            required: 5,
+            conditions: ["min_ads_watched": .int(5)]
+        )
         XCTAssertEqual(ok?.map(\.rewardAmount), [20, 30])
         XCTAssertEqual(ok?.map(\.required), [5, 7])
     }
@@ -95,7 +100,8 @@ final class CampaignExperimentRulesTests: XCTestCase {
         }
         XCTAssertNoThrow(try CampaignExperiment.checkEdit(old: Self.ab, new: onlyA, assigned: ["A": 3]), "B has nobody: it may go")
         var reweighted = Self.ab
-        reweighted[0].weight = 80; reweighted[1].weight = 20
+        reweighted[0].weight = 80
+        reweighted[1].weight = 20
         XCTAssertNoThrow(try CampaignExperiment.checkEdit(old: Self.ab, new: reweighted, assigned: ["A": 3, "B": 2]))
     }
 
@@ -112,14 +118,17 @@ final class CampaignExperimentTests: XCTestCase {
         let ends = JSON.iso8601(h.clock.now().addingTimeInterval(days * 86400))
         let starts = JSON.iso8601(h.clock.now().addingTimeInterval(-60))
         return try await h.call(
-            .post, "/admin/campaigns",
+            .post,
+            "/admin/campaigns",
             json: """
                 {"name":"Semaine A/B","campaign_type":"watch_ads","reward":{"type":"credits","amount":20},"conditions":{"min_ads_watched":\(required)},
                  "starts_at":"\(starts)","ends_at":"\(ends)","variants":\(variants)}
-                """)
+                """
+        )
     }
 
-    static let ab = #"[{"key":"A","weight":50,"reward":{"amount":20}},{"key":"B","weight":50,"reward":{"amount":30},"conditions":{"min_ads_watched":2}}]"#
+    static let ab =
+        #"[{"key":"A","weight":50,"reward":{"amount":20}},{"key":"B","weight":50,"reward":{"amount":30},"conditions":{"min_ads_watched":2}}]"#
 
     static func listed(_ h: AdsHarness, _ user: UUID) async throws -> [[String: JSONValue]] {
         try await h.call(.get, "/campaigns/active", user: user).json([String: [[String: JSONValue]]].self)["campaigns"] ?? []
@@ -146,7 +155,8 @@ final class CampaignExperimentTests: XCTestCase {
             }
             // Listing again, opening it, or an edit of the weights never moves anyone.
             let edit = try await h.call(
-                .patch, "/admin/campaigns/\(id)",
+                .patch,
+                "/admin/campaigns/\(id)",
                 json:
                     #"{"variants":[{"key":"A","weight":100,"reward":{"amount":20}},{"key":"B","weight":0,"reward":{"amount":30},"conditions":{"min_ads_watched":2}}]}"#
             )
@@ -160,7 +170,8 @@ final class CampaignExperimentTests: XCTestCase {
             // New users follow the new weights.
             for _ in 0..<5 {
                 do {
-                    let value = try await Self.listed(h, UUID()).first { $0.string("id") == id.lowercasedString }?.string("variant"); XCTAssertEqual(value, "A")
+                    let value = try await Self.listed(h, UUID()).first { $0.string("id") == id.lowercasedString }?.string("variant")
+                    XCTAssertEqual(value, "A")
                 }
             }
             // Another replica gives the same answer.
@@ -185,8 +196,11 @@ final class CampaignExperimentTests: XCTestCase {
             let rowB = try XCTUnwrap(variants.first { if case .object(let o) = $0 { o["key"] == .string("B") } else { false } })
             guard case .object(let vB) = rowB else { return XCTFail() }
             let usersB = seen.values.filter { $0 == "B" }.count
-            XCTAssertEqual(vB["assigned"], .int(usersB)); XCTAssertEqual(vB["exposed"], .int(usersB))
-            XCTAssertEqual(vB["completed"], .int(1)); XCTAssertEqual(vB["claimed"], .int(1)); XCTAssertEqual(vB["credits_granted"], .int(30))
+            XCTAssertEqual(vB["assigned"], .int(usersB))
+            XCTAssertEqual(vB["exposed"], .int(usersB))
+            XCTAssertEqual(vB["completed"], .int(1))
+            XCTAssertEqual(vB["claimed"], .int(1))
+            XCTAssertEqual(vB["credits_granted"], .int(30))
             XCTAssertNotNil(vB["versus_first"])
             let csv = try await h.call(.get, "/admin/campaigns/\(id)/results?format=csv")
             XCTAssertEqual(csv.headers[.contentType], "text/csv; charset=utf-8")
@@ -197,10 +211,16 @@ final class CampaignExperimentTests: XCTestCase {
             let usersInB = seen.values.filter { $0 == "B" }.count
             XCTAssertTrue(dashboard.contains("<tr><td>B</td><td>0 %</td><td>\(usersInB)</td>"), dashboard)
             // A user cannot reach the results; another tenant cannot find the campaign.
-            do { let value = try await h.call(.get, "/admin/campaigns/\(id)/results", user: b).status; XCTAssertEqual(value, .unauthorized) }
+            do {
+                let value = try await h.call(.get, "/admin/campaigns/\(id)/results", user: b).status
+                XCTAssertEqual(value, .unauthorized)
+            }
             var other = h.admin
             other[.xAppID] = UUID().uuidString
-            do { let value = try await h.call(.get, "/admin/campaigns/\(id)/results", headers: other).status; XCTAssertEqual(value, .notFound) }
+            do {
+                let value = try await h.call(.get, "/admin/campaigns/\(id)/results", headers: other).status
+                XCTAssertEqual(value, .notFound)
+            }
         }
     }
 
@@ -213,20 +233,30 @@ final class CampaignExperimentTests: XCTestCase {
             var shown = 0
             for _ in 0..<40 {
                 let user = UUID()
-                if try await Self.listed(h, user).contains(where: { $0.string("id") == id.lowercasedString }) { shown += 1 } else { holdout = holdout ?? user }
+                if try await Self.listed(h, user).contains(where: { $0.string("id") == id.lowercasedString }) {
+                    shown += 1
+                } else {
+                    holdout = holdout ?? user
+                }
             }
             let user = try XCTUnwrap(holdout)
-            do { let value = try await h.call(.get, "/campaigns/\(id)", user: user).status; XCTAssertEqual(value, .notFound) }
+            do {
+                let value = try await h.call(.get, "/campaigns/\(id)", user: user).status
+                XCTAssertEqual(value, .notFound)
+            }
             try await h.consent(user)
             _ = try await h.watch(user)
             do {
-                let value = try await h.count("SELECT count(*)::int FROM ads.campaign_participations WHERE campaign_id = '\(id)'");
+                let value = try await h.count("SELECT count(*)::int FROM ads.campaign_participations WHERE campaign_id = '\(id)'")
                 XCTAssertEqual(
-                    value, 0,
-                    "a holdout user's views do not count")
+                    value,
+                    0,
+                    "a holdout user's views do not count"
+                )
             }
             let results = try await h.call(.get, "/admin/campaigns/\(id)/results").json([String: JSONValue].self)
-            guard case .array(let rows)? = results["variants"], rows.count == 2, case .object(let a) = rows[0], case .object(let hold) = rows[1] else {
+            guard case .array(let rows)? = results["variants"], rows.count == 2, case .object(let a) = rows[0], case .object(let hold) = rows[1]
+            else {
                 return XCTFail("\(results)")
             }
             XCTAssertEqual(a["exposed"], .int(shown))
@@ -241,13 +271,16 @@ final class CampaignExperimentTests: XCTestCase {
             for (variants, field) in [
                 (#"[{"key":"A","weight":50},{"key":"B","weight":40}]"#, "variants"),
                 (#"[{"key":"A","weight":50},{"key":"A","weight":50}]"#, "variants[1].key"),
-                (#"[{"key":"A","weight":"half"},{"key":"B","weight":50}]"#, "variants[0].weight")
+                (#"[{"key":"A","weight":"half"},{"key":"B","weight":50}]"#, "variants[0].weight"),
             ] {
                 let r = try await Self.create(h, variants: variants)
                 XCTAssertTrue([400, 422].contains(Int(r.status.code)), String(buffer: r.body))
                 XCTAssertEqual(try r.envelope().extra["field"], .string(field), variants)
             }
-            do { let value = try await h.count("SELECT count(*)::int FROM ads.freemium_campaigns"); XCTAssertEqual(value, before, "nothing was created") }
+            do {
+                let value = try await h.count("SELECT count(*)::int FROM ads.freemium_campaigns")
+                XCTAssertEqual(value, before, "nothing was created")
+            }
             let created = try await Self.create(h, variants: Self.ab)
             let id = try XCTUnwrap(UUID(uuidString: try created.json([String: JSONValue].self).string("id") ?? ""))
             var users: [String: Int] = [:]
@@ -257,19 +290,26 @@ final class CampaignExperimentTests: XCTestCase {
             }
             // Removing B, which has users: refused, and the name in the same edit is not applied.
             let removal = try await h.call(
-                .patch, "/admin/campaigns/\(id)", json: #"{"name":"Renamed","variants":[{"key":"A","weight":50},{"key":"C","weight":50}]}"#)
+                .patch,
+                "/admin/campaigns/\(id)",
+                json: #"{"name":"Renamed","variants":[{"key":"A","weight":50},{"key":"C","weight":50}]}"#
+            )
             XCTAssertEqual(removal.status, .conflict, String(buffer: removal.body))
             XCTAssertEqual(try removal.envelope().error, "variant_has_users")
             do {
-                let value = try await h.count("SELECT count(*)::int FROM ads.freemium_campaigns WHERE id = '\(id)' AND name = 'Semaine A/B'");
+                let value = try await h.count("SELECT count(*)::int FROM ads.freemium_campaigns WHERE id = '\(id)' AND name = 'Semaine A/B'")
                 XCTAssertEqual(value, 1)
             }
             do {
                 let value = try await h.count(
-                    "SELECT count(*)::int FROM ads.campaign_variants WHERE campaign_id = '\(id)' AND key IN ('A','B') AND weight = 50");
+                    "SELECT count(*)::int FROM ads.campaign_variants WHERE campaign_id = '\(id)' AND key IN ('A','B') AND weight = 50"
+                )
                 XCTAssertEqual(value, 2)
             }
-            do { let value = try await h.call(.patch, "/admin/campaigns/\(UUID())", json: #"{"name":"x"}"#).status; XCTAssertEqual(value, .notFound) }
+            do {
+                let value = try await h.call(.patch, "/admin/campaigns/\(UUID())", json: #"{"name":"x"}"#).status
+                XCTAssertEqual(value, .notFound)
+            }
         }
     }
 
@@ -297,7 +337,7 @@ final class CampaignExperimentTests: XCTestCase {
             let edits: [(String, String, JSONValue)] = [
                 (#"{"name":"Renamed"}"#, "name", .string("Renamed")),
                 (#"{"description":"Only the text"}"#, "description", .string("Only the text")),
-                (#"{"ends_at":"\#(ends)"}"#, "ends_at", .string(ends))
+                (#"{"ends_at":"\#(ends)"}"#, "ends_at", .string(ends)),
             ]
             var expected = body
             for (edit, field, value) in edits {
@@ -322,17 +362,32 @@ final class CampaignExperimentTests: XCTestCase {
             // Another app's operator: unknown, nothing listed, nothing changed.
             var other = h.admin
             other[.xAppID] = UUID().uuidString
-            do { let value = try await h.call(.get, "/admin/campaigns/\(id)", headers: other).status; XCTAssertEqual(value, .notFound) }
             do {
-                let value = try await h.call(.patch, "/admin/campaigns/\(id)", json: #"{"name":"Theirs"}"#, headers: other).status;
+                let value = try await h.call(.get, "/admin/campaigns/\(id)", headers: other).status
+                XCTAssertEqual(value, .notFound)
+            }
+            do {
+                let value = try await h.call(.patch, "/admin/campaigns/\(id)", json: #"{"name":"Theirs"}"#, headers: other).status
                 XCTAssertEqual(value, .notFound)
             }
             let theirs = try await h.call(.get, "/admin/campaigns", headers: other).json([String: JSONValue].self)
             XCTAssertEqual(theirs.array("campaigns").count, 0)
-            do { let value = try await h.call(.get, "/admin/campaigns/\(id)").json([String: JSONValue].self); XCTAssertEqual(value, expected) }
-            do { let value = try await h.call(.get, "/admin/campaigns/\(UUID())").status; XCTAssertEqual(value, .notFound) }
-            do { let value = try await h.call(.get, "/admin/campaigns/not-a-uuid").status; XCTAssertEqual(value, .badRequest) }
-            do { let value = try await h.call(.get, "/admin/campaigns/\(id)", user: UUID()).status; XCTAssertEqual(value, .unauthorized) }
+            do {
+                let value = try await h.call(.get, "/admin/campaigns/\(id)").json([String: JSONValue].self)
+                XCTAssertEqual(value, expected)
+            }
+            do {
+                let value = try await h.call(.get, "/admin/campaigns/\(UUID())").status
+                XCTAssertEqual(value, .notFound)
+            }
+            do {
+                let value = try await h.call(.get, "/admin/campaigns/not-a-uuid").status
+                XCTAssertEqual(value, .badRequest)
+            }
+            do {
+                let value = try await h.call(.get, "/admin/campaigns/\(id)", user: UUID()).status
+                XCTAssertEqual(value, .unauthorized)
+            }
         }
     }
 
@@ -341,31 +396,46 @@ final class CampaignExperimentTests: XCTestCase {
             try await h.provider()
             let created = try await Self.create(h, variants: #"[{"key":"A","weight":50},{"key":"B","weight":50}]"#, days: 1.5, required: 3)
             let id = try XCTUnwrap(UUID(uuidString: try created.json([String: JSONValue].self).string("id") ?? ""))
-            let close = UUID(), far = UUID()
+            let close = UUID()
+            let far = UUID()
             for user in [close, far] { try await h.consent(user) }
-            for _ in 0..<2 { _ = try await h.watch(close) } // 2 of 3: one step short
-            _ = try await h.watch(far) // 1 of 3: neither
+            for _ in 0..<2 { _ = try await h.watch(close) }  // 2 of 3: one step short
+            _ = try await h.watch(far)  // 1 of 3: neither
             let reminders = CampaignReminders(
-                campaigns: CampaignStore(logger: h.runtime.logger), db: h.runtime.db, clock: h.clock,
-                interval: .seconds(30), logger: h.runtime.logger)
-            do { let value = try await reminders.runOnce(); XCTAssertEqual(value, 0, "not yet: more than a day left") }
+                campaigns: CampaignStore(logger: h.runtime.logger),
+                db: h.runtime.db,
+                clock: h.clock,
+                interval: .seconds(30),
+                logger: h.runtime.logger
+            )
+            do {
+                let value = try await reminders.runOnce()
+                XCTAssertEqual(value, 0, "not yet: more than a day left")
+            }
             h.clock.advance(by: 0.6 * 86400)
             // Two replicas sweeping at once: one reminder.
             async let one = reminders.runOnce()
             async let two = reminders.runOnce()
             let total = try await one + two
             XCTAssertEqual(total, 1)
-            do { let value = try await reminders.runOnce(); XCTAssertEqual(value, 0, "once per user and campaign") }
+            do {
+                let value = try await reminders.runOnce()
+                XCTAssertEqual(value, 0, "once per user and campaign")
+            }
             let key = "campaign-reminder:\(id.uuidString.lowercased()):\(close.uuidString.lowercased())"
             do {
                 let value = try await h.count(
                     """
                     SELECT count(*)::int FROM ads.outbox WHERE target_service = 'auth' AND body->>'key' = '\(key)' AND body->>'kind' = 'campaign_reminder'
                       AND path LIKE '/internal/users/\(close.uuidString.lowercased())/notifications%' AND body->'data'->>'remaining' = '1'
-                    """);
+                    """
+                )
                 XCTAssertEqual(value, 1)
             }
-            do { let value = try await h.count("SELECT count(*)::int FROM ads.campaign_reminders WHERE user_id = '\(far)'"); XCTAssertEqual(value, 0) }
+            do {
+                let value = try await h.count("SELECT count(*)::int FROM ads.campaign_reminders WHERE user_id = '\(far)'")
+                XCTAssertEqual(value, 0)
+            }
         }
     }
 }

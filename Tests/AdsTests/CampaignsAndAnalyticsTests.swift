@@ -1,4 +1,3 @@
-@testable import AdsService
 import Foundation
 import Hummingbird
 import HummingbirdTesting
@@ -7,22 +6,31 @@ import TestSupport
 import WireTypes
 import XCTest
 
+@testable import AdsService
+
 /// UC-ADS-4.4 campaigns (watch ads, streak, referral; claims) and UC-ADS-4.5 revenue analytics.
 final class CampaignsAndAnalyticsTests: XCTestCase {
     static func createCampaign(
-        _ h: AdsHarness, type: String, condition: String, required: Int, amount: Int, days: Double = 7,
+        _ h: AdsHarness,
+        type: String,
+        condition: String,
+        required: Int,
+        amount: Int,
+        days: Double = 7,
         placement: String? = nil
     ) async throws -> UUID {
         let ends = JSON.iso8601(h.clock.now().addingTimeInterval(days * 86400))
         let starts = JSON.iso8601(h.clock.now().addingTimeInterval(-60))
         let placementPart = placement.map { #","placement":"\#($0)""# } ?? ""
         let r = try await h.call(
-            .post, "/admin/campaigns",
+            .post,
+            "/admin/campaigns",
             json: """
                 {"name":"Semaine Bonus","description":"Regardez \(required) pubs, gagnez \(amount) crédits !","campaign_type":"\(type)",
                  "reward":{"type":"credits","amount":\(amount)},"conditions":{"\(condition)":\(required)\(placementPart)},
                  "starts_at":"\(starts)","ends_at":"\(ends)"}
-                """)
+                """
+        )
         XCTAssertEqual(r.status, .created, String(buffer: r.body))
         return UUID(uuidString: try r.json([String: JSONValue].self).string("id") ?? "")!
     }
@@ -33,7 +41,14 @@ final class CampaignsAndAnalyticsTests: XCTestCase {
             let user = UUID()
             try await h.consent(user)
             let id = try await Self.createCampaign(h, type: "watch_ads", condition: "min_ads_watched", required: 3, amount: 10)
-            let other = try await Self.createCampaign(h, type: "watch_ads", condition: "min_ads_watched", required: 2, amount: 5, placement: "unlock_content")
+            let other = try await Self.createCampaign(
+                h,
+                type: "watch_ads",
+                condition: "min_ads_watched",
+                required: 2,
+                amount: 5,
+                placement: "unlock_content"
+            )
             let active = try await h.call(.get, "/campaigns/active", user: user).json([String: [[String: JSONValue]]].self)["campaigns"] ?? []
             XCTAssertEqual(active.count, 2)
             let mine = try XCTUnwrap(active.first { $0.string("id") == id.lowercasedString })
@@ -111,7 +126,9 @@ final class CampaignsAndAnalyticsTests: XCTestCase {
         try await AdsHarness.run { h in
             let user = UUID()
             let id = try await Self.createCampaign(h, type: "streak_bonus", condition: "streak_days", required: 3, amount: 20, days: 30)
-            func checkIn() async throws -> Int? { try await h.call(.post, "/campaigns/\(id)", user: user).json([String: JSONValue].self).int("progress") }
+            func checkIn() async throws -> Int? {
+                try await h.call(.post, "/campaigns/\(id)", user: user).json([String: JSONValue].self).int("progress")
+            }
             let v1 = try await checkIn()
             XCTAssertEqual(v1, 1)
             let v2 = try await checkIn()
@@ -170,7 +187,9 @@ final class CampaignsAndAnalyticsTests: XCTestCase {
             let player = UUID()
             try await h.consent(player)
             _ = try await h.watch(player)
-            let redeemedPlayer = try await h.call(.post, "/referral/redeem", user: player, json: #"{"code":"\#(code)"}"#).json([String: JSONValue].self)
+            let redeemedPlayer = try await h.call(.post, "/referral/redeem", user: player, json: #"{"code":"\#(code)"}"#).json(
+                [String: JSONValue].self
+            )
             XCTAssertEqual(redeemedPlayer.bool("counted"), true)
             p = try await h.call(.post, "/campaigns/\(id)", user: referrer).json([String: JSONValue].self)
             XCTAssertEqual(p.int("progress"), 2)
@@ -190,7 +209,7 @@ final class CampaignsAndAnalyticsTests: XCTestCase {
             let cases: [(String, String, String)] = [
                 ("/admin/providers/AdMob!", "{}", "name"),
                 ("/admin/providers/admob", #"{"verification":"trust-me"}"#, "verification"),
-                ("/admin/providers/admob", #"{"ad_duration_seconds":0}"#, "ad_duration_seconds")
+                ("/admin/providers/admob", #"{"ad_duration_seconds":0}"#, "ad_duration_seconds"),
             ]
             for (path, json, field) in cases {
                 let bad = try await h.call(.put, path, json: json)
@@ -198,10 +217,12 @@ final class CampaignsAndAnalyticsTests: XCTestCase {
                 XCTAssertEqual(try bad.envelope().extra["field"], .string(field))
             }
             let badCampaign = try await h.call(
-                .post, "/admin/campaigns",
+                .post,
+                "/admin/campaigns",
                 json: """
                     {"name":"x","campaign_type":"watch_ads","reward":{"amount":5},"conditions":{"streak_days":3},"ends_at":"2099-01-01T00:00:00Z"}
-                    """)
+                    """
+            )
             XCTAssertEqual(try badCampaign.envelope().extra["field"], .string("conditions.min_ads_watched"))
             let badDate = try await h.call(.get, "/analytics/revenue?start_date=2025-13-01")
             XCTAssertEqual(badDate.status, .unprocessableContent)
@@ -214,13 +235,14 @@ final class CampaignsAndAnalyticsTests: XCTestCase {
         try await AdsHarness.run { h in
             try await h.provider("admob", priority: 1, ecpm: 10)
             try await h.provider("unity", priority: 2, ecpm: 8)
-            let user = UUID(), second = UUID()
+            let user = UUID()
+            let second = UUID()
             try await h.consent(user)
             try await h.consent(second)
             let day1 = AdStore.day(h.clock.now())
             _ = try await h.watch(user, revenue: 0.03)
             _ = try await h.watch(user, revenue: 0.05)
-            _ = try await h.watch(second) // no revenue figure: estimated
+            _ = try await h.watch(second)  // no revenue figure: estimated
             // An abandoned request with no view, and an interstitial.
             h.clock.advance(by: 31)
             let abandoned = try await h.request(second).0
@@ -274,7 +296,10 @@ final class CampaignsAndAnalyticsTests: XCTestCase {
             let csv = try await h.call(.get, "/analytics/revenue?start_date=\(day1)&end_date=\(day2)&format=csv")
             XCTAssertEqual(csv.headers[.contentType], "text/csv; charset=utf-8")
             let lines = String(buffer: csv.body).split(separator: "\n")
-            XCTAssertEqual(lines.first, "date,ad_type,provider,placement,requests,impressions,clicks,completions,revenue_usd,estimated_revenue_usd,ecpm")
+            XCTAssertEqual(
+                lines.first,
+                "date,ad_type,provider,placement,requests,impressions,clicks,completions,revenue_usd,estimated_revenue_usd,ecpm"
+            )
             XCTAssertEqual(lines.count, 1 + 3)
             XCTAssertTrue(lines.contains { $0.hasPrefix("\(day1),interstitial,admob,post_quiz,1,1,0,1,0.010000,0.000000,") })
 
@@ -293,7 +318,9 @@ final class CampaignsAndAnalyticsTests: XCTestCase {
             let purge = { @Sendable (batch: Int) in
                 try await StatsStore(logger: h.runtime.logger).purgeDetail(
                     before: h.clock.now().addingTimeInterval(-StatsStore.detailRetention),
-                    db: h.runtime.db, batch: batch)
+                    db: h.runtime.db,
+                    batch: batch
+                )
             }
             _ = try await purge(5000)
             let kept = try await h.count("SELECT count(*)::int FROM ads.ad_requests WHERE user_id IN (\(users))")
@@ -317,11 +344,14 @@ final class CampaignsAndAnalyticsTests: XCTestCase {
     static func screenshot(_ html: String) throws {
         let dir = FileManager.default.temporaryDirectory.appendingPathComponent("ads-dashboard-\(UUID())")
         try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
-        let page = dir.appendingPathComponent("dashboard.html"), png = dir.appendingPathComponent("dashboard.png")
+        let page = dir.appendingPathComponent("dashboard.html")
+        let png = dir.appendingPathComponent("dashboard.png")
         try html.write(to: page, atomically: true, encoding: .utf8)
         let p = Process()
         p.executableURL = URL(fileURLWithPath: "/usr/bin/chromium-headless-shell")
-        p.arguments = ["--no-sandbox", "--disable-gpu", "--hide-scrollbars", "--window-size=1000,900", "--screenshot=\(png.path)", page.absoluteString]
+        p.arguments = [
+            "--no-sandbox", "--disable-gpu", "--hide-scrollbars", "--window-size=1000,900", "--screenshot=\(png.path)", page.absoluteString,
+        ]
         p.standardError = FileHandle.nullDevice
         p.standardOutput = FileHandle.nullDevice
         try p.run()
@@ -330,12 +360,16 @@ final class CampaignsAndAnalyticsTests: XCTestCase {
         let data = try Data(contentsOf: png)
         XCTAssertEqual(Array(data.prefix(8)), [0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A])
         // IHDR: width and height, big-endian, at bytes 16..23.
-        let width = data[16..<20].reduce(0) { $0 << 8 | Int($1) }, height = data[20..<24].reduce(0) { $0 << 8 | Int($1) }
+        let width = data[16..<20].reduce(0) { $0 << 8 | Int($1) }
+        let height = data[20..<24].reduce(0) { $0 << 8 | Int($1) }
         XCTAssertEqual(width, 1000)
         XCTAssertEqual(height, 900)
         XCTAssertGreaterThan(data.count, 10_000, "a blank page compresses to far less")
         let keep = ProcessInfo.processInfo.environment["DATA_DIR"].map { URL(fileURLWithPath: $0).appendingPathComponent("ads-dashboard.png") }
-        if let keep { try? FileManager.default.removeItem(at: keep); try? FileManager.default.copyItem(at: png, to: keep) }
+        if let keep {
+            try? FileManager.default.removeItem(at: keep)
+            try? FileManager.default.copyItem(at: png, to: keep)
+        }
     }
 
     func testUserDataExportAndDeletion() async throws {
@@ -350,7 +384,10 @@ final class CampaignsAndAnalyticsTests: XCTestCase {
             let doc = try export.json(UserDataExport.self)
             XCTAssertEqual(doc.service, "ads")
             for section in ["ad_consents", "ad_views", "ad_limits", "rewards", "referrals"] {
-                guard case .array(let rows)? = doc.sections[section] else { XCTFail(section); continue }
+                guard case .array(let rows)? = doc.sections[section] else {
+                    XCTFail(section)
+                    continue
+                }
                 XCTAssertEqual(rows.count, 1, section)
             }
             let deleted = try await h.client.execute(uri: "/internal/users/\(user)?app_id=\(h.app)", method: .delete, headers: headers) { $0 }
@@ -360,7 +397,8 @@ final class CampaignsAndAnalyticsTests: XCTestCase {
                 SELECT ((SELECT count(*) FROM ads.user_consent_ads WHERE user_id = '\(user)') + (SELECT count(*) FROM ads.ad_views WHERE user_id = '\(user)')
                  + (SELECT count(*) FROM ads.user_ad_limits WHERE user_id = '\(user)') + (SELECT count(*) FROM ads.referral_codes WHERE user_id = '\(user)')
                  + (SELECT count(*) FROM ads.ad_requests WHERE user_id = '\(user)') + (SELECT count(*) FROM ads.pending_rewards WHERE user_id = '\(user)'))::int
-                """)
+                """
+            )
             XCTAssertEqual(left, 0)
             let anonymousViews = try await h.count("SELECT count(*)::int FROM ads.ad_views WHERE app_id = '\(h.app)' AND user_id IS NULL")
             XCTAssertEqual(anonymousViews, 1, "the view stays for the revenue figures, without the user")

@@ -1,4 +1,3 @@
-@testable import AdsService
 import Crypto
 import Foundation
 import Hummingbird
@@ -8,6 +7,8 @@ import ServiceKit
 import TestSupport
 import WireTypes
 import XCTest
+
+@testable import AdsService
 
 /// UC-ADS-4.3 consent (GDPR, COPPA, ATT, TCF; audit history; auth's withdrawal) and AdMob
 /// server-side verification.
@@ -25,7 +26,9 @@ final class ConsentAndSSVTests: XCTestCase {
             XCTAssertEqual(us.bool("gdpr_applies"), false)
 
             let posted = try await h.call(
-                .post, "/ads/consent", user: user,
+                .post,
+                "/ads/consent",
+                user: user,
                 json: """
                     {"consent_personalized_ads":true,"consent_data_sharing":true,"age_gate_passed":true,"is_under_age":false,
                      "country":"DE","tcf_string":"CPXxRfAPXxRfAAfKABENB-CgAAAAAAAAAAYgAAAAAAAA.YAAAAAAAAAAA","consent_form_status":"obtained"}
@@ -70,7 +73,7 @@ final class ConsentAndSSVTests: XCTestCase {
 
             for (json, field) in [
                 (#"{"att_status":"maybe"}"#, "att_status"), (#"{"tcf_string":"<bad>"}"#, "tcf_string"),
-                (#"{"country":"FRA"}"#, "country"), (#"{"is_under_age":"no"}"#, "is_under_age")
+                (#"{"country":"FRA"}"#, "country"), (#"{"is_under_age":"no"}"#, "is_under_age"),
             ] {
                 let bad = try await h.call(.post, "/ads/consent", user: user, json: json)
                 XCTAssertTrue([400, 422].contains(bad.status.code), json)
@@ -88,12 +91,21 @@ final class ConsentAndSSVTests: XCTestCase {
             let user = UUID()
             try await h.consent(user)
             let internalHeaders: HTTPFields = [.authorization: "Bearer local-internal-auth", .xServiceName: "auth", .contentType: "application/json"]
-            func send(_ value: Bool, version: Int64, consent: String = "personalized_ads", app: UUID? = nil, bodyUser: UUID? = nil) async throws -> TestResponse
-            {
-                let body = try JSON.encoder.encode(ConsentFact(appID: h.app, userID: bodyUser ?? user, consent: consent, value: value, version: version))
+            func send(
+                _ value: Bool,
+                version: Int64,
+                consent: String = "personalized_ads",
+                app: UUID? = nil,
+                bodyUser: UUID? = nil
+            ) async throws -> TestResponse {
+                let body = try JSON.encoder.encode(
+                    ConsentFact(appID: h.app, userID: bodyUser ?? user, consent: consent, value: value, version: version)
+                )
                 return try await h.client.execute(
-                    uri: "/internal/users/\(user)/consents/\(consent)?app_id=\(app ?? h.app)", method: .put,
-                    headers: internalHeaders, body: ByteBuffer(data: body)
+                    uri: "/internal/users/\(user)/consents/\(consent)?app_id=\(app ?? h.app)",
+                    method: .put,
+                    headers: internalHeaders,
+                    body: ByteBuffer(data: body)
                 ) { $0 }
             }
             func personalized() async throws -> Bool? {
@@ -104,7 +116,10 @@ final class ConsentAndSSVTests: XCTestCase {
             let withdrawn = try await send(false, version: 3)
             XCTAssertEqual(withdrawn.status, .ok)
             XCTAssertEqual(try withdrawn.json(FactOutcome.self).applied, true)
-            do { let v = try await personalized(); XCTAssertEqual(v, false) }
+            do {
+                let v = try await personalized()
+                XCTAssertEqual(v, false)
+            }
             let now = try await h.call(.get, "/ads/consent", user: user).json([String: JSONValue].self)
             XCTAssertEqual(now.object("consent")?.string("source"), "auth")
             let before = try await rows()
@@ -113,38 +128,75 @@ final class ConsentAndSSVTests: XCTestCase {
                 XCTAssertEqual(late.status, .ok)
                 XCTAssertEqual(try late.json(FactOutcome.self), FactOutcome(applied: false, reason: "stale_version"))
             }
-            do { let v = try await personalized(); XCTAssertEqual(v, false, "an older version does not undo a newer one") }
-            do { let v = try await rows(); XCTAssertEqual(v, before, "nothing written") }
+            do {
+                let v = try await personalized()
+                XCTAssertEqual(v, false, "an older version does not undo a newer one")
+            }
+            do {
+                let v = try await rows()
+                XCTAssertEqual(v, before, "nothing written")
+            }
             // Bad input: version 0, a consent ads does not act on, body and path naming different
             // users or tenants, a wrong type, no credential.
-            do { let v = try await send(true, version: 0).status; XCTAssertEqual(v, .unprocessableContent) }
-            do { let v = try await send(true, version: 9, consent: "geolocation").status; XCTAssertEqual(v, .unprocessableContent) }
-            do { let v = try await send(true, version: 9, app: UUID()).status; XCTAssertEqual(v, .unprocessableContent) }
-            do { let v = try await send(true, version: 9, bodyUser: UUID()).status; XCTAssertEqual(v, .unprocessableContent) }
+            do {
+                let v = try await send(true, version: 0).status
+                XCTAssertEqual(v, .unprocessableContent)
+            }
+            do {
+                let v = try await send(true, version: 9, consent: "geolocation").status
+                XCTAssertEqual(v, .unprocessableContent)
+            }
+            do {
+                let v = try await send(true, version: 9, app: UUID()).status
+                XCTAssertEqual(v, .unprocessableContent)
+            }
+            do {
+                let v = try await send(true, version: 9, bodyUser: UUID()).status
+                XCTAssertEqual(v, .unprocessableContent)
+            }
             let wrongType = try await h.client.execute(
-                uri: "/internal/users/\(user)/consents/personalized_ads?app_id=\(h.app)", method: .put, headers: internalHeaders,
+                uri: "/internal/users/\(user)/consents/personalized_ads?app_id=\(h.app)",
+                method: .put,
+                headers: internalHeaders,
                 body: ByteBuffer(string: #"{"app_id":"\#(h.app)","user_id":"\#(user)","consent":"personalized_ads","value":"yes","version":9}"#)
             ) { $0 }
             XCTAssertEqual(wrongType.status, .badRequest)
             let noCredential = try await h.client.execute(
-                uri: "/internal/users/\(user)/consents/personalized_ads?app_id=\(h.app)", method: .put,
-                headers: [.contentType: "application/json"], body: ByteBuffer(string: "{}")
+                uri: "/internal/users/\(user)/consents/personalized_ads?app_id=\(h.app)",
+                method: .put,
+                headers: [.contentType: "application/json"],
+                body: ByteBuffer(string: "{}")
             ) { $0 }
             XCTAssertEqual(noCredential.status, .unauthorized)
             // #50 one owner per fact: a consent told by another service's credential (here
             // subscription's, a real one) is refused, and changes nothing.
             let notTheOwner = try await h.client.execute(
-                uri: "/internal/users/\(user)/consents/personalized_ads?app_id=\(h.app)", method: .put,
+                uri: "/internal/users/\(user)/consents/personalized_ads?app_id=\(h.app)",
+                method: .put,
                 headers: [.authorization: "Bearer local-internal-subscription", .xServiceName: "subscription", .contentType: "application/json"],
-                body: ByteBuffer(data: try JSON.encoder.encode(ConsentFact(appID: h.app, userID: user, consent: "personalized_ads", value: true, version: 99)))
+                body: ByteBuffer(
+                    data: try JSON.encoder.encode(ConsentFact(appID: h.app, userID: user, consent: "personalized_ads", value: true, version: 99))
+                )
             ) { $0 }
             XCTAssertEqual(notTheOwner.status, .forbidden)
             XCTAssertEqual(try notTheOwner.envelope().error, "forbidden")
-            do { let v = try await personalized(); XCTAssertEqual(v, false) }
-            do { let v = try await rows(); XCTAssertEqual(v, before) }
+            do {
+                let v = try await personalized()
+                XCTAssertEqual(v, false)
+            }
+            do {
+                let v = try await rows()
+                XCTAssertEqual(v, before)
+            }
             // Version 4 grants again.
-            do { let v = try await send(true, version: 4).json(FactOutcome.self).applied; XCTAssertEqual(v, true) }
-            do { let v = try await personalized(); XCTAssertEqual(v, true) }
+            do {
+                let v = try await send(true, version: 4).json(FactOutcome.self).applied
+                XCTAssertEqual(v, true)
+            }
+            do {
+                let v = try await personalized()
+                XCTAssertEqual(v, true)
+            }
         }
     }
 
@@ -164,11 +216,15 @@ final class ConsentAndSSVTests: XCTestCase {
                     "SELECT count(*)::int FROM ads.outbox WHERE target_service = 'auth' AND path LIKE '/internal/users/\(user.uuidString.lowercased())/consent-answers/personalized_ads?app_id=%'"
                 )
             }
-            do { let v = try await toAuth(); XCTAssertEqual(v, 0, "nothing answered, nothing sent") }
+            do {
+                let v = try await toAuth()
+                XCTAssertEqual(v, 0, "nothing answered, nothing sent")
+            }
             // Auth's answer (version 1) answers it.
             let fact = try JSON.encoder.encode(ConsentFact(appID: h.app, userID: user, consent: "personalized_ads", value: false, version: 1))
             let told = try await h.client.execute(
-                uri: "/internal/users/\(user)/consents/personalized_ads?app_id=\(h.app)", method: .put,
+                uri: "/internal/users/\(user)/consents/personalized_ads?app_id=\(h.app)",
+                method: .put,
                 headers: [.authorization: "Bearer local-internal-auth", .xServiceName: "auth", .contentType: "application/json"],
                 body: ByteBuffer(data: fact)
             ) { $0 }
@@ -181,7 +237,10 @@ final class ConsentAndSSVTests: XCTestCase {
             XCTAssertEqual(optIn.status, .ok)
             c = try await h.call(.get, "/ads/consent", user: user).json([String: JSONValue].self)
             XCTAssertEqual(c.bool("personalized_ads"), true)
-            do { let v = try await toAuth(); XCTAssertEqual(v, 1) }
+            do {
+                let v = try await toAuth()
+                XCTAssertEqual(v, 1)
+            }
             let based = try await h.count(
                 "SELECT (body->>'based_on')::int FROM ads.outbox WHERE target_service = 'auth' AND path LIKE '/internal/users/\(user.uuidString.lowercased())/consent-answers/%'"
             )
@@ -240,7 +299,8 @@ final class ConsentAndSSVTests: XCTestCase {
             XCTAssertEqual(try t.envelope().error, "invalid_signature")
             // Signed by a key AdMob does not publish, under its key id and under an unknown one.
             let forged = try await callback(
-                try h.upstream.ssvQuery(adRequest: adRequest, user: user, transaction: "tx-3-\(tx)", key: P256.Signing.PrivateKey()))
+                try h.upstream.ssvQuery(adRequest: adRequest, user: user, transaction: "tx-3-\(tx)", key: P256.Signing.PrivateKey())
+            )
             XCTAssertEqual(forged.status, .forbidden)
             let fetchesBefore = h.upstream.keyFetches.withLock { $0 }
             let unknown = try await callback(try h.upstream.ssvQuery(adRequest: adRequest, user: user, transaction: "tx-4-\(tx)", keyID: 42))
@@ -252,7 +312,9 @@ final class ConsentAndSSVTests: XCTestCase {
             // refused for 10 s because another id missed a moment ago.
             let rotated = P256.Signing.PrivateKey()
             h.upstream.rotatedKeys.withLock { $0[77] = rotated }
-            let fresh = try await callback(try h.upstream.ssvQuery(adRequest: adRequest, user: user, transaction: "tx-7-\(tx)", key: rotated, keyID: 77))
+            let fresh = try await callback(
+                try h.upstream.ssvQuery(adRequest: adRequest, user: user, transaction: "tx-7-\(tx)", key: rotated, keyID: 77)
+            )
             XCTAssertEqual(fresh.status, .ok, String(buffer: fresh.body))
             XCTAssertEqual(h.upstream.keyFetches.withLock { $0 } - fetchesBefore, 2)
             let malformed = try await callback("transaction_id=1&custom_data=x")

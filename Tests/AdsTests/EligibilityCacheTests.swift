@@ -1,10 +1,11 @@
-@testable import AdsService
 import Foundation
 import HummingbirdTesting
 import ServiceKit
 import TestSupport
 import WireTypes
 import XCTest
+
+@testable import AdsService
 
 /// `GET /ads/available` reads each user's counters and consent from the replica's memory (#17);
 /// a consent change and an ad view made through one replica are in the other's next answer
@@ -17,7 +18,8 @@ final class EligibilityCacheTests: XCTestCase {
             try await h.withSecondReplica { second, runtime2 in
                 @Sendable func availableOnB() async throws -> (Bool?, String?) {
                     let r = try await second.execute(
-                        uri: "/ads/v1/ads/available?ad_type=rewarded&placement=earn_credits", method: .get,
+                        uri: "/ads/v1/ads/available?ad_type=rewarded&placement=earn_credits",
+                        method: .get,
                         headers: try h.headers(user, country: "FR")
                     ) { $0 }
                     let body = try r.json([String: JSONValue].self)

@@ -1,4 +1,3 @@
-@testable import AdsService
 import Foundation
 import HTTPTypes
 import Hummingbird
@@ -7,6 +6,8 @@ import ServiceKit
 import TestSupport
 import WireTypes
 import XCTest
+
+@testable import AdsService
 
 /// Ads holds each user's entitlement as subscription pushes it (#17): no call to subscription on
 /// a request. A purchase and a refund delivered to one replica are in every replica's next
@@ -20,7 +21,8 @@ final class EntitlementFactsTests: XCTestCase {
             try await h.withSecondReplica { second, runtime2 in
                 @Sendable func reason(on client: any TestClientProtocol) async throws -> String? {
                     let r = try await client.execute(
-                        uri: "/ads/v1/ads/available?ad_type=rewarded&placement=earn_credits", method: .get,
+                        uri: "/ads/v1/ads/available?ad_type=rewarded&placement=earn_credits",
+                        method: .get,
                         headers: try h.headers(user, country: "FR")
                     ) { $0 }
                     XCTAssertEqual(r.status, .ok, String(buffer: r.body))
@@ -46,8 +48,13 @@ final class EntitlementFactsTests: XCTestCase {
 
                 // The purchase reaches A (subscription's outbox); B stops showing ads within 1 s.
                 let bought = try await SubscriptionFacts.push(
-                    h.client, app: h.app, user: user, premium: true, version: 3,
-                    validUntil: h.clock.now().addingTimeInterval(30 * 86400))
+                    h.client,
+                    app: h.app,
+                    user: user,
+                    premium: true,
+                    version: 3,
+                    validUntil: h.clock.now().addingTimeInterval(30 * 86400)
+                )
                 XCTAssertEqual(try bought.json(FactOutcome.self), FactOutcome(applied: true))
                 try await eventually(on: second, "premium_user", "a purchase told to another replica")
                 try await expect(on: h.client, "premium_user", "and on the replica told")
@@ -73,8 +80,13 @@ final class EntitlementFactsTests: XCTestCase {
             let user = UUID()
             try await h.consent(user)
             _ = try await SubscriptionFacts.push(
-                h.client, app: h.app, user: user, premium: true, version: 1,
-                validUntil: h.clock.now().addingTimeInterval(120))
+                h.client,
+                app: h.app,
+                user: user,
+                premium: true,
+                version: 1,
+                validUntil: h.clock.now().addingTimeInterval(120)
+            )
             let reason8 = try await h.available(user).string("reason")
             XCTAssertEqual(reason8, "premium_user")
             let reason9 = try await h.available(user).string("reason")
@@ -95,7 +107,9 @@ final class EntitlementFactsTests: XCTestCase {
             func push(_ body: String, headers: HTTPFields = SubscriptionFacts.headers, app: UUID? = nil) async throws -> TestResponse {
                 try await h.client.execute(
                     uri: "/internal/users/\(user.lowercasedString)/entitlement?app_id=\((app ?? h.app).lowercasedString)",
-                    method: .put, headers: headers, body: ByteBuffer(string: body)
+                    method: .put,
+                    headers: headers,
+                    body: ByteBuffer(string: body)
                 ) { $0 }
             }
             let good = #"{"app_id":"\#(h.app)","user_id":"\#(user)","is_premium":true,"version":1}"#
@@ -123,7 +137,7 @@ final class EntitlementFactsTests: XCTestCase {
                 (#"{"app_id":"\#(h.app)","user_id":"\#(user)","is_premium":true}"#, "version"),
                 (#"{"app_id":"\#(h.app)","user_id":"\#(user)","is_premium":true,"version":0}"#, "version"),
                 (#"{"app_id":"\#(h.app)","user_id":"\#(UUID())","is_premium":true,"version":1}"#, "user_id"),
-                (#"{"app_id":"\#(h.app)","user_id":"\#(user)","is_premium":true,"version":1,"valid_until":"soon"}"#, "valid_until")
+                (#"{"app_id":"\#(h.app)","user_id":"\#(user)","is_premium":true,"version":1,"valid_until":"soon"}"#, "valid_until"),
             ] {
                 let r = try await push(body)
                 XCTAssertTrue((400..<500).contains(Int(r.status.code)), "\(field): \(r.status)")
@@ -133,7 +147,8 @@ final class EntitlementFactsTests: XCTestCase {
             let crossTenant = try await push(good, app: UUID())
             XCTAssertTrue((400..<500).contains(Int(crossTenant.status.code)), "\(crossTenant.status)")
             let huge = try await push(
-                #"{"app_id":"\#(h.app)","user_id":"\#(user)","is_premium":true,"version":1,"pad":""# + String(repeating: "x", count: 2 << 20) + #""}"#)
+                #"{"app_id":"\#(h.app)","user_id":"\#(user)","is_premium":true,"version":1,"pad":""# + String(repeating: "x", count: 2 << 20) + #""}"#
+            )
             XCTAssertEqual(huge.status, .contentTooLarge)
             let stored14 = try await h.count(rows)
             XCTAssertEqual(stored14, 0, "nothing stored")
@@ -149,7 +164,8 @@ final class EntitlementFactsTests: XCTestCase {
             let user = UUID()
             _ = try await SubscriptionFacts.push(h.client, app: h.app, user: user, premium: true, version: 1)
             let erase = try await h.client.execute(
-                uri: "/internal/users/\(user.lowercasedString)?app_id=\(h.app.lowercasedString)", method: .delete,
+                uri: "/internal/users/\(user.lowercasedString)?app_id=\(h.app.lowercasedString)",
+                method: .delete,
                 headers: [.authorization: "Bearer local-internal-auth", .xServiceName: "auth"]
             ) { $0 }
             XCTAssertEqual(erase.status, .ok, String(buffer: erase.body))

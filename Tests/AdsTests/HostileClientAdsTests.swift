@@ -1,4 +1,3 @@
-@testable import AdsService
 import Foundation
 import Hummingbird
 import HummingbirdTesting
@@ -6,6 +5,8 @@ import ServiceKit
 import TestSupport
 import WireTypes
 import XCTest
+
+@testable import AdsService
 
 /// #13: what a client in the attacker's hands cannot take from the ads service, each written
 /// as the attack and asserting the refusal and that nothing changed.
@@ -31,7 +32,7 @@ final class HostileClientAdsTests: XCTestCase {
             for sql in [
                 "SELECT count(*)::int FROM ads.pending_rewards WHERE user_id = '\(user)'",
                 "SELECT count(*)::int FROM ads.ad_views WHERE ad_request_id = '\(id)'",
-                "SELECT count(*)::int FROM ads.ad_requests WHERE id = '\(id)' AND completed_at IS NOT NULL"
+                "SELECT count(*)::int FROM ads.ad_requests WHERE id = '\(id)' AND completed_at IS NOT NULL",
             ] {
                 let n = try await h.count(sql)
                 XCTAssertEqual(n, 0, sql)
@@ -66,12 +67,14 @@ final class HostileClientAdsTests: XCTestCase {
             let capped = try await h.count(
                 """
                 SELECT count(*)::int FROM ads.ad_views WHERE user_id = '\(user)' AND revenue_source = 'client_capped' AND revenue_usd = 0.1
-                """)
+                """
+            )
             XCTAssertEqual(capped, 1, "counted at 10 × the $10 eCPM per impression, and flagged")
             let kept = try await h.count(
                 """
                 SELECT count(*)::int FROM ads.ad_views WHERE user_id = '\(user)' AND revenue_source = 'client' AND revenue_usd = 0.04
-                """)
+                """
+            )
             XCTAssertEqual(kept, 1)
             _ = try await h.call(.post, "/analytics/refresh")
             let day = AdStore.day(h.clock.now())
@@ -119,7 +122,12 @@ final class HostileClientAdsTests: XCTestCase {
             a = try await h.available(child)
             XCTAssertEqual(a.string("reason"), "under_age")
             // The age gate with a birth date 20 years ago clears it.
-            let adult = try await h.call(.post, "/ads/consent", user: child, json: #"{"birth_date":"\#(birth(yearsAgo: 20))","consent_personalized_ads":true}"#)
+            let adult = try await h.call(
+                .post,
+                "/ads/consent",
+                user: child,
+                json: #"{"birth_date":"\#(birth(yearsAgo: 20))","consent_personalized_ads":true}"#
+            )
             XCTAssertEqual(adult.status, .ok, String(buffer: adult.body))
             a = try await h.available(child)
             XCTAssertEqual(a.bool("available"), true)
@@ -132,7 +140,7 @@ final class HostileClientAdsTests: XCTestCase {
     }
 
     func testAgeGateRule() {
-        let now = Date(timeIntervalSince1970: 1_800_000_000) // 2027-01-15
+        let now = Date(timeIntervalSince1970: 1_800_000_000)  // 2027-01-15
         let thirteenToday = AgeGate.parse("2014-01-15")!
         XCTAssertEqual(AgeGate.decide(previous: true, claimed: false, birth: nil, now: now), .birthDateRequired)
         XCTAssertEqual(AgeGate.decide(previous: true, claimed: nil, birth: nil, now: now), .underAge(true))
@@ -149,11 +157,13 @@ final class HostileClientAdsTests: XCTestCase {
         try await AdsHarness.run { h in
             let starts = h.clock.now().addingTimeInterval(2 * 86400)
             let r = try await h.call(
-                .post, "/admin/campaigns",
+                .post,
+                "/admin/campaigns",
                 json: """
                     {"name":"Bientôt","campaign_type":"streak_bonus","reward":{"type":"credits","amount":5},"conditions":{"streak_days":2},
                      "starts_at":"\(JSON.iso8601(starts))","ends_at":"\(JSON.iso8601(starts + 7 * 86400))"}
-                    """)
+                    """
+            )
             XCTAssertEqual(r.status, .created, String(buffer: r.body))
             let id = try XCTUnwrap(try r.json([String: JSONValue].self).string("id"))
             let user = UUID()
@@ -192,12 +202,19 @@ final class HostileClientAdsTests: XCTestCase {
             XCTAssertEqual(replay.int("new_balance"), 1)
             XCTAssertEqual(h.upstream.balance(h.app, user), 1, "asking again credits nothing twice")
             let delivered = try await h.count(
-                "SELECT count(*)::int FROM ads.outbox WHERE status = 'delivered' AND body->>'reference_id' = '\(id.uuidString.lowercased())'")
+                "SELECT count(*)::int FROM ads.outbox WHERE status = 'delivered' AND body->>'reference_id' = '\(id.uuidString.lowercased())'"
+            )
             XCTAssertEqual(delivered, 1)
 
             // Subscription down at the claim, delivered by the worker later: the second claim is
             // the seed's already_claimed, with the truth.
-            let campaign = try await CampaignsAndAnalyticsTests.createCampaign(h, type: "watch_ads", condition: "min_ads_watched", required: 1, amount: 5)
+            let campaign = try await CampaignsAndAnalyticsTests.createCampaign(
+                h,
+                type: "watch_ads",
+                condition: "min_ads_watched",
+                required: 1,
+                amount: 5
+            )
             _ = try await h.watch(user)
             h.upstream.mode.withLock { $0 = .failing }
             let claim = try await h.call(.post, "/campaigns/\(campaign)/claim-reward", user: user).json([String: JSONValue].self)

@@ -1,4 +1,3 @@
-@testable import AdsService
 import Crypto
 import Foundation
 import Hummingbird
@@ -9,6 +8,8 @@ import ServiceLifecycle
 import TestSupport
 import WireTypes
 import XCTest
+
+@testable import AdsService
 
 /// Two replicas of the ads service (two processes' worth: separate pools) on one database:
 /// the caps hold across both because they live in Postgres.
@@ -28,10 +29,14 @@ final class ReplicaTests: XCTestCase {
                         for i in 0..<10 {
                             group.addTask {
                                 let r = try await clients[i % 2].execute(
-                                    uri: "/ads/v1/ads/request", method: .post, headers: headers,
+                                    uri: "/ads/v1/ads/request",
+                                    method: .post,
+                                    headers: headers,
                                     body: ByteBuffer(string: #"{"ad_type":"rewarded","placement":"earn_credits"}"#)
                                 ) { $0 }
-                                guard r.status == .created, case .string(let s)? = try r.json([String: JSONValue].self)["ad_request_id"] else { return nil }
+                                guard r.status == .created, case .string(let s)? = try r.json([String: JSONValue].self)["ad_request_id"] else {
+                                    return nil
+                                }
                                 return UUID(uuidString: s)
                             }
                         }
@@ -41,11 +46,15 @@ final class ReplicaTests: XCTestCase {
                     h.clock.advance(by: 31)
                     for (i, id) in ids.enumerated() {
                         _ = try await clients[i % 2].execute(
-                            uri: "/ads/v1/ads/\(id)/impression", method: .post, headers: try h.headers(user),
+                            uri: "/ads/v1/ads/\(id)/impression",
+                            method: .post,
+                            headers: try h.headers(user),
                             body: ByteBuffer(string: #"{"loaded":true,"shown":true}"#)
                         ) { $0 }
                         let r = try await clients[(i + 1) % 2].execute(
-                            uri: "/ads/v1/ads/\(id)/complete", method: .post, headers: try h.headers(user),
+                            uri: "/ads/v1/ads/\(id)/complete",
+                            method: .post,
+                            headers: try h.headers(user),
                             body: ByteBuffer(string: #"{"completed":true,"display_duration_ms":30000}"#)
                         ) { $0 }
                         if try r.json([String: JSONValue].self)["reward_granted"] == .bool(true) { granted += 1 }

@@ -1,4 +1,3 @@
-@testable import AdsService
 import Foundation
 import Hummingbird
 import HummingbirdTesting
@@ -7,6 +6,8 @@ import ServiceLifecycle
 import TestSupport
 import WireTypes
 import XCTest
+
+@testable import AdsService
 
 /// UC-ADS-4.1: eligibility, the request, the completion that earns one credit through the
 /// outbox, and every alternate flow.
@@ -314,7 +315,7 @@ final class RewardedAdsTests: XCTestCase {
                 ("/ads/request", #"{"ad_type":"rewarded","placement":"<script>"}"#, .unprocessableContent, "placement"),
                 ("/ads/\(UUID())/complete", #"{"completed":true,"display_duration_ms":30000}"#, .notFound, nil),
                 ("/ads/not-a-uuid/complete", #"{"completed":true,"display_duration_ms":30000}"#, .badRequest, "id"),
-                ("/ads/\(UUID())/impression", #"{"loaded":"yes","shown":false}"#, .badRequest, "loaded")
+                ("/ads/\(UUID())/impression", #"{"loaded":"yes","shown":false}"#, .badRequest, "loaded"),
             ]
             for (path, json, status, field) in cases {
                 let r = try await h.call(.post, path, user: user, json: json)
@@ -337,7 +338,11 @@ final class RewardedAdsTests: XCTestCase {
             let missing = try await h.call(.get, "/ads/available", user: user)
             XCTAssertEqual(missing.status, .badRequest)
             let big = try await h.call(
-                .post, "/ads/request", user: user, json: #"{"ad_type":"rewarded","placement":"\#(String(repeating: "a", count: 3_000_000))"}"#)
+                .post,
+                "/ads/request",
+                user: user,
+                json: #"{"ad_type":"rewarded","placement":"\#(String(repeating: "a", count: 3_000_000))"}"#
+            )
             XCTAssertEqual(big.status, .contentTooLarge)
             // An hour later the request can no longer be completed.
             h.clock.advance(by: 3700)

@@ -1,4 +1,3 @@
-@testable import AuthService
 import Foundation
 import Hummingbird
 import HummingbirdTesting
@@ -7,11 +6,17 @@ import TestSupport
 import WireTypes
 import XCTest
 
+@testable import AuthService
+
 /// Seed 6b (deletion at J+30, cancellable) and guest expiry.
 final class AccountLifecycleTests: XCTestCase {
     struct Scheduled: Decodable {
-        var date: Date; var token: String
-        enum CodingKeys: String, CodingKey { case date = "scheduled_deletion_date"; case token = "cancellation_token" }
+        var date: Date
+        var token: String
+        enum CodingKeys: String, CodingKey {
+            case date = "scheduled_deletion_date"
+            case token = "cancellation_token"
+        }
     }
 
     static func worker(_ h: AuthHarness) -> JobWorker {
@@ -53,17 +58,22 @@ final class AccountLifecycleTests: XCTestCase {
                 """
                 INSERT INTO auth.game_center_connections (user_id, app_id, player_id, alias, achievements, leaderboard_score, linked_at, last_sync)
                 VALUES ('\(uid)', '\(app)', 'G:\(uid.prefix(8))', 'Ada', '{first_quiz,europe_master}', 420, now(), now())
-                """)
+                """
+            )
             try await h.sql(
                 """
                 INSERT INTO auth.exports (id, user_id, app_id, status, data, requested_at, completed_at, expires_at)
                 VALUES ('\(uid.prefix(8))-0000-4000-8000-000000000000', '\(uid)', '\(app)', 'ready', '{"email":"\(email)"}', now(), now(), now() + interval '90 days')
-                """)
+                """
+            )
             let exportID = "\(uid.prefix(8))-0000-4000-8000-000000000000"
             struct ExportStatus: Decodable { var download_url: String? }
             let status = try await h.send(.get, "auth/privacy/export/\(exportID)", token: session.tokens.accessToken)
             let link = try XCTUnwrap(try status.json(ExportStatus.self).download_url)
-            do { let v = try await h.client.execute(uri: link, method: .get) { $0 }.status; XCTAssertEqual(v, .ok, "the link works before") }
+            do {
+                let v = try await h.client.execute(uri: link, method: .get) { $0 }.status
+                XCTAssertEqual(v, .ok, "the link works before")
+            }
             let service: HTTPFields = [.authorization: "Bearer local-internal-subscription", .xServiceName: "subscription"]
             let part = try await h.client.execute(uri: "/internal/users/\(uid)/export?app_id=\(app)", method: .get, headers: service) { $0 }
             guard case .array(let players)? = try part.json(UserDataExport.self).sections["game_center"],
@@ -84,27 +94,39 @@ final class AccountLifecycleTests: XCTestCase {
             let gone = try await h.loginEmail(email)
             XCTAssertEqual(gone.status, .notFound)
             let remaining = try await h.scalar(
-                "SELECT count(*)::int FROM auth.users WHERE id = '\(uid)' AND email IS NULL AND password_hash IS NULL AND anonymized_at IS NOT NULL")
+                "SELECT count(*)::int FROM auth.users WHERE id = '\(uid)' AND email IS NULL AND password_hash IS NULL AND anonymized_at IS NOT NULL"
+            )
             XCTAssertEqual(remaining, 1, "the row stays, anonymised")
             let told = try await h.scalar(
-                "SELECT count(DISTINCT target_service)::int FROM auth.outbox WHERE method = 'DELETE' AND path LIKE '/internal/users/\(uid)?app_id=%'")
+                "SELECT count(DISTINCT target_service)::int FROM auth.outbox WHERE method = 'DELETE' AND path LIKE '/internal/users/\(uid)?app_id=%'"
+            )
             XCTAssertEqual(told, 3, "subscription, offline and ads are told to forget the user")
             let ips = try await h.scalar("SELECT count(*)::int FROM auth.audit_logs WHERE user_id = '\(uid)' AND ip_address IS NOT NULL")
             XCTAssertEqual(ips, 0)
             // The old access token is refused (the account is erased) and the old link is dead.
             let me = try await h.send(.get, "auth/me", token: session.tokens.accessToken)
             XCTAssertEqual(me.status, .unauthorized)
-            do { let v = try await h.client.execute(uri: link, method: .get) { $0 }.status; XCTAssertEqual(v, .notFound) }
-            for table in ["exports", "game_center_connections", "refresh_tokens", "oauth_connections", "email_tokens", "fact_counters", "fact_versions"] {
-                do { let v = try await h.scalar("SELECT count(*)::int FROM auth.\(table) WHERE user_id = '\(uid)'"); XCTAssertEqual(v, 0, table) }
+            do {
+                let v = try await h.client.execute(uri: link, method: .get) { $0 }.status
+                XCTAssertEqual(v, .notFound)
+            }
+            for table in [
+                "exports", "game_center_connections", "refresh_tokens", "oauth_connections", "email_tokens", "fact_counters", "fact_versions",
+            ] {
+                do {
+                    let v = try await h.scalar("SELECT count(*)::int FROM auth.\(table) WHERE user_id = '\(uid)'")
+                    XCTAssertEqual(v, 0, table)
+                }
             }
             do {
-                let v = try await h.scalar("SELECT count(*)::int FROM auth.session_state WHERE user_id = '\(uid)' AND state = 'erased'"); XCTAssertEqual(v, 1)
+                let v = try await h.scalar("SELECT count(*)::int FROM auth.session_state WHERE user_id = '\(uid)' AND state = 'erased'")
+                XCTAssertEqual(v, 1)
             }
             let erasedEverywhere = try await h.scalar(
                 """
                 SELECT count(DISTINCT target_service)::int FROM auth.outbox WHERE path LIKE '/internal/users/\(uid)/sessions?app_id=%' AND body->>'state' = 'erased'
-                """)
+                """
+            )
             XCTAssertEqual(erasedEverywhere, 3, "every service refuses the user's tokens")
         }
     }
@@ -140,7 +162,8 @@ final class AccountLifecycleTests: XCTestCase {
             XCTAssertEqual(idleLeft, 0)
             XCTAssertEqual(activeLeft, 1, "a guest active 11 days ago stays")
             let told = try await h.scalar(
-                "SELECT count(*)::int FROM auth.outbox WHERE method = 'DELETE' AND path LIKE '/internal/users/\(idleID.uuidString.lowercased())%'")
+                "SELECT count(*)::int FROM auth.outbox WHERE method = 'DELETE' AND path LIKE '/internal/users/\(idleID.uuidString.lowercased())%'"
+            )
             XCTAssertEqual(told, 3)
         }
     }

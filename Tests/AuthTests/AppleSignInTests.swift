@@ -1,4 +1,3 @@
-@testable import AuthService
 import Crypto
 import Foundation
 import Hummingbird
@@ -7,6 +6,8 @@ import ServiceKit
 import TestSupport
 import WireTypes
 import XCTest
+
+@testable import AuthService
 
 /// Sign in with Apple against a local Apple (JWKS, token and revoke endpoints).
 final class AppleSignInTests: XCTestCase {
@@ -35,7 +36,8 @@ final class AppleSignInTests: XCTestCase {
                 SELECT count(*)::int FROM auth.oauth_connections
                 WHERE provider = 'apple' AND provider_user_id = '\(sub)' AND refresh_token_sealed IS NOT NULL
                   AND position(convert_to('\(appleToken)', 'UTF8') in refresh_token_sealed) = 0
-                """)
+                """
+            )
             XCTAssertEqual(stored, 1, "Apple's refresh token is kept, sealed (not in clear)")
             // Apple sends the name once: a later login without user_info keeps it.
             let again = try await h.post("auth/login", Self.body(try await h.apple.identityToken(sub: sub, email: email), code: nil, name: false))
@@ -47,19 +49,28 @@ final class AppleSignInTests: XCTestCase {
             XCTAssertEqual(del.status, .accepted)
             h.clock.advance(by: 30 * 24 * 3600 + 60)
             let lifecycle = AccountLifecycle(
-                logger: h.runtime.logger, clock: h.clock, sessions: h.runtime.sessions,
+                logger: h.runtime.logger,
+                clock: h.clock,
+                sessions: h.runtime.sessions,
                 appleRevoker: AppleRevoker(
                     apple: AppleIdentityVerifier(
-                        keySet: RemoteKeySet(url: "\(h.apple.base)/auth/keys", http: h.runtime.http), http: h.runtime.http,
-                        tokenURL: "\(h.apple.base)/auth/token", revokeURL: "\(h.apple.base)/auth/revoke"),
+                        keySet: RemoteKeySet(url: "\(h.apple.base)/auth/keys", http: h.runtime.http),
+                        http: h.runtime.http,
+                        tokenURL: "\(h.apple.base)/auth/token",
+                        revokeURL: "\(h.apple.base)/auth/revoke"
+                    ),
                     configs: TenantSettings(
-                        topic: "apple_signin", bootstrap: try AppleClientConfig.parse(h.apple.config(for: h.app.appID)),
+                        topic: "apple_signin",
+                        bootstrap: try AppleClientConfig.parse(h.apple.config(for: h.app.appID)),
                         feed: h.runtime.changes
                     ) { [:] },
-                    box: SecretBox(key: try AuthService.dataKey(env: h.runtime.config.environment, signingKey: h.signerKey))))
+                    box: SecretBox(key: try AuthService.dataKey(env: h.runtime.config.environment, signingKey: h.signerKey))
+                )
+            )
             let queue = JobQueue(client: h.runtime.db, queue: AccountLifecycle.queue, logger: h.runtime.logger, clock: h.clock)
             let ran = try await JobWorker(
-                queue: queue, handlers: [AccountLifecycle.executeDeletionJob: { try await lifecycle.executeDeletion($0, db: h.runtime.db) }]
+                queue: queue,
+                handlers: [AccountLifecycle.executeDeletionJob: { try await lifecycle.executeDeletion($0, db: h.runtime.db) }]
             ).runOnce()
             XCTAssertEqual(ran, 1)
             XCTAssertEqual(h.apple.log.revoked.withLock { $0 }, [appleToken])
@@ -92,8 +103,11 @@ final class AppleSignInTests: XCTestCase {
                 ("wrong aud", Self.body(try await h.apple.identityToken(sub: sub, aud: "com.other.app"))),
                 ("wrong iss", Self.body(try await h.apple.identityToken(sub: sub, iss: "https://accounts.google.com"))),
                 ("expired", Self.body(try await h.apple.identityToken(sub: sub, expiresIn: -300))),
-                ("wrong key", Self.body(try await other.idToken(sub: sub, aud: h.apple.clientID, iss: "https://appleid.apple.com", kid: h.apple.keys.kid))),
-                ("bad code", Self.body(try await h.apple.identityToken(sub: sub), code: "stolen-code"))
+                (
+                    "wrong key",
+                    Self.body(try await other.idToken(sub: sub, aud: h.apple.clientID, iss: "https://appleid.apple.com", kid: h.apple.keys.kid))
+                ),
+                ("bad code", Self.body(try await h.apple.identityToken(sub: sub), code: "stolen-code")),
             ]
             for (name, body) in cases {
                 let r = try await h.post("auth/register", body)

@@ -41,8 +41,10 @@ final class ApplicationsTests: XCTestCase {
             XCTAssertTrue(newValid)
 
             let updated = try await repo.setProviderSettings(
-                appID: issued.appID, googleClientIDs: ["a.apps.googleusercontent.com"],
-                appleBundleIDs: ["com.example.quiz"])
+                appID: issued.appID,
+                googleClientIDs: ["a.apps.googleusercontent.com"],
+                appleBundleIDs: ["com.example.quiz"]
+            )
             XCTAssertEqual(updated?.googleClientIDs, ["a.apps.googleusercontent.com"])
             XCTAssertEqual(updated?.appleBundleIDs, ["com.example.quiz"])
             let missing = try await repo.setProviderSettings(appID: UUID(), googleClientIDs: ["x"], appleBundleIDs: nil)
@@ -72,7 +74,8 @@ final class ApplicationsTests: XCTestCase {
             // The expiry passes (on the database's clock): the previous key is refused, the current one is not.
             try await runtime.db.query(
                 "UPDATE applications SET previous_api_key_expires_at = now() - interval '1 second' WHERE id = \(first.appID)",
-                logger: runtime.logger)
+                logger: runtime.logger
+            )
             let expired = try await repo.verify(appID: first.appID, apiKey: first.apiKey)
             let current = try await repo.verify(appID: first.appID, apiKey: second.apiKey)
             XCTAssertFalse(expired)
@@ -100,17 +103,30 @@ final class ApplicationsTests: XCTestCase {
     /// before it signs; phase 2 signs with it and still publishes the old one: a token signed
     /// before the switch verifies against the published document, as other services check it.
     func testSigningKeyRotationPublishesBothKeys() async throws {
-        let old = Curve25519.Signing.PrivateKey(), next = Curve25519.Signing.PrivateKey()
+        let old = Curve25519.Signing.PrivateKey()
+        let next = Curve25519.Signing.PrivateKey()
         let app = UUID()
         @Sendable func claims() -> AccessTokenClaims {
             let now = Int(Date().timeIntervalSince1970)
             return AccessTokenClaims(
-                userID: UUID(), appID: app, email: nil, status: .free, isGuest: true, issuer: "auth",
-                issuedAt: now, expiresAt: now + 600, jti: UUID().uuidString)
+                userID: UUID(),
+                appID: app,
+                email: nil,
+                status: .free,
+                isGuest: true,
+                issuer: "auth",
+                issuedAt: now,
+                expiresAt: now + 600,
+                jti: UUID().uuidString
+            )
         }
         for (signing, published) in [(old, next), (next, old)] {
             let runtime = TestEnvironment.runtime(.auth, migrations: try AuthService.migrations())
-            let auth = try AuthService.buildApplication(runtime: runtime, signingKey: signing, publishedKeys: [published.publicKey, signing.publicKey])
+            let auth = try AuthService.buildApplication(
+                runtime: runtime,
+                signingKey: signing,
+                publishedKeys: [published.publicKey, signing.publicKey]
+            )
             try await auth.test(.router) { client in
                 let doc = try await client.execute(uri: "/auth/v1/.well-known/jwks.json", method: .get) { try $0.json(JWKSDocument.self) }
                 // The signing key first, each key once.
@@ -164,7 +180,9 @@ final class ApplicationsTests: XCTestCase {
                 XCTAssertFalse(try r.json(AppVerificationResponse.self).valid)
             }
             try await client.execute(
-                uri: "/internal/apps/verify", method: .post, headers: credential,
+                uri: "/internal/apps/verify",
+                method: .post,
+                headers: credential,
                 body: ByteBuffer(string: #"{"app_id":"not-a-uuid","api_key":"x"}"#)
             ) { r in
                 XCTAssertEqual(r.status, .badRequest)
@@ -195,8 +213,11 @@ final class OperatorKeysCommandTests: XCTestCase {
             created.out.split(separator: "\n").compactMap { line -> (String, String)? in
                 let parts = line.split(separator: "=", maxSplits: 1)
                 return parts.count == 2 ? (String(parts[0]), String(parts[1])) : nil
-            }, uniquingKeysWith: { a, _ in a })
-        let key = try XCTUnwrap(lines["OPERATOR_KEY"]), keyID = try XCTUnwrap(lines["OPERATOR_KEY_ID"])
+            },
+            uniquingKeysWith: { a, _ in a }
+        )
+        let key = try XCTUnwrap(lines["OPERATOR_KEY"])
+        let keyID = try XCTUnwrap(lines["OPERATOR_KEY_ID"])
         XCTAssertTrue(key.hasPrefix("opk_"))
 
         let listed = try run(["list", "--app-id", app])
@@ -207,7 +228,7 @@ final class OperatorKeysCommandTests: XCTestCase {
         for bad in [
             ["create", "--app-id", "not-a-uuid", "--name", "x"], ["create", "--app-id", UUID().uuidString, "--name", "x"],
             ["create", "--app-id", app, "--name", ""], ["revoke", "--app-id", app, "--key-id", keyID, "--reason", " "],
-            ["revoke", "--app-id", UUID().uuidString, "--key-id", keyID, "--reason", "wrong app"]
+            ["revoke", "--app-id", UUID().uuidString, "--key-id", keyID, "--reason", "wrong app"],
         ] {
             let r = try run(bad)
             XCTAssertNotEqual(r.status, 0, "\(bad) must fail")
@@ -237,7 +258,8 @@ final class DataKeyChangeTests: XCTestCase {
         let runtime = TestEnvironment.runtime(.auth, migrations: try AuthService.migrations())
         try await withMigratedRuntime(runtime) { runtime in
             let repo = PostgresApplicationRepository(db: runtime.db, logger: runtime.logger)
-            let old = SymmetricKey(size: .bits256), new = SymmetricKey(size: .bits256)
+            let old = SymmetricKey(size: .bits256)
+            let new = SymmetricKey(size: .bits256)
             let pem = P256.Signing.PrivateKey().pemRepresentation
             var apps: [UUID] = []
             for i in 0..<3 {

@@ -1,7 +1,8 @@
-@testable import AuthService
 import Foundation
 import ServiceKit
 import XCTest
+
+@testable import AuthService
 
 /// Auth's decisions as functions of values (#36): each row is one flow of its use case. No
 /// database, no network: `swift test --filter AuthDecisionTests` runs in well under a second.
@@ -19,7 +20,10 @@ final class AuthDecisionTests: XCTestCase {
             ("main flow: a live token of an active user is rotated", live, .active, .rotate),
             ("unknown token, or another app's", nil, .active, .refuse),
             ("unknown token even if the user is suspended", nil, .suspended, .refuse),
-            ("revoked (logout, new login on the device)", P(revoked: true, expiresAt: now + 60, rotatedAt: nil, hasSuccessor: false), .active, .refuse),
+            (
+                "revoked (logout, new login on the device)", P(revoked: true, expiresAt: now + 60, rotatedAt: nil, hasSuccessor: false), .active,
+                .refuse
+            ),
             ("expired at this very second", P(revoked: false, expiresAt: now, rotatedAt: nil, hasSuccessor: false), .active, .refuse),
             ("its user is gone (erased)", live, .missing, .refuse),
             (
@@ -32,9 +36,10 @@ final class AuthDecisionTests: XCTestCase {
             ("reuse within the grace but no successor kept", rotated(1, false), .active, .endFamily),
             ("reuse of a rotated token whose user is gone", rotated(1, true), .missing, .endFamily),
             (
-                "a rotated token that is also revoked is just refused", P(revoked: true, expiresAt: now + 60, rotatedAt: now - 1, hasSuccessor: true), .active,
+                "a rotated token that is also revoked is just refused", P(revoked: true, expiresAt: now + 60, rotatedAt: now - 1, hasSuccessor: true),
+                .active,
                 .refuse
-            )
+            ),
         ]
         for (flow, token, owner, expected) in rows {
             XCTAssertEqual(RefreshRotation.decide(token, owner: owner, now: now), expected, flow)
@@ -46,7 +51,7 @@ final class AuthDecisionTests: XCTestCase {
     /// UC-AUTH-1.2 13b/14b: the fifth consecutive wrong password locks for 15 minutes.
     func testLockout() {
         let rows: [(Int, Int, Date?)] = [
-            (0, 1, nil), (3, 4, nil), (4, 5, now + 15 * 60), (9, 10, now + 15 * 60)
+            (0, 1, nil), (3, 4, nil), (4, 5, now + 15 * 60), (9, 10, now + 15 * 60),
         ]
         for (before, after, locked) in rows {
             let state = LockoutPolicy.afterFailure(attempts: before, now: now)
@@ -65,12 +70,14 @@ final class AuthDecisionTests: XCTestCase {
             (.email, false, "g", nil, true), (.email, true, nil, nil, false),
             (.google, true, nil, "a", true), (.google, false, "g", nil, false),
             (.apple, true, "g", nil, true), (.apple, false, nil, "a", false),
-            (.guest, false, nil, nil, false)
+            (.guest, false, nil, nil, false),
         ]
         for (attempted, hasPassword, google, apple, expected) in rows {
             XCTAssertEqual(
                 LinkRules.canLink(attempted: attempted, existingHasPassword: hasPassword, existingGoogleID: google, existingAppleID: apple),
-                expected, "\(attempted) onto password=\(hasPassword) google=\(google ?? "-") apple=\(apple ?? "-")")
+                expected,
+                "\(attempted) onto password=\(hasPassword) google=\(google ?? "-") apple=\(apple ?? "-")"
+            )
         }
     }
 
@@ -83,7 +90,7 @@ final class AuthDecisionTests: XCTestCase {
             ("a guest from before secrets claims one", nil, nil, .claim),
             ("no secret given", stored, nil, .missing),
             ("an empty secret", stored, "", .missing),
-            ("someone else's device id", stored, "guessed", .wrong)
+            ("someone else's device id", stored, "guessed", .wrong),
         ]
         for (flow, hash, given, expected) in rows {
             XCTAssertEqual(GuestSecret.decide(storedHash: hash, given: given), expected, flow)
@@ -95,7 +102,7 @@ final class AuthDecisionTests: XCTestCase {
             ("  Ana@Example.COM ", "ana@example.com"), ("a.b+quiz@sub.example.org", "a.b+quiz@sub.example.org"),
             ("no-at-sign", nil), ("two@@example.com", nil), ("a@localhost", nil), (".a@example.com", nil),
             ("a..b@example.com", nil), ("a@-example.com", nil), ("a@example.c", nil),
-            (String(repeating: "x", count: 65) + "@example.com", nil), ("é@example.com", nil)
+            (String(repeating: "x", count: 65) + "@example.com", nil), ("é@example.com", nil),
         ]
         for (raw, expected) in rows { XCTAssertEqual(EmailAddress.normalize(raw), expected, raw) }
         XCTAssertEqual(EmailAddress.mask("julie@example.com"), "j***@example.com")

@@ -1,5 +1,3 @@
-@testable import AuthService
-import _CryptoExtras
 import Crypto
 import Foundation
 import Hummingbird
@@ -12,6 +10,9 @@ import Synchronization
 import TestSupport
 import WireTypes
 import XCTest
+import _CryptoExtras
+
+@testable import AuthService
 
 /// Keeps the emails auth sends, for tests to open.
 final class RecordingMailer: Mailer {
@@ -63,8 +64,10 @@ final class FakeIdentityProvider: Sendable {
         router.get("oauth2/v3/certs") { _, _ -> Response in
             fetches.value.withLock { $0 += 1 }
             return Response(
-                status: .ok, headers: [.contentType: "application/json", .cacheControl: "public, max-age=21600"],
-                body: .init(byteBuffer: ByteBuffer(string: jwks)))
+                status: .ok,
+                headers: [.contentType: "application/json", .cacheControl: "public, max-age=21600"],
+                body: .init(byteBuffer: ByteBuffer(string: jwks))
+            )
         }
         return Application(router: router, configuration: .init(address: .hostname("127.0.0.1", port: port)))
     }
@@ -82,15 +85,29 @@ final class FakeIdentityProvider: Sendable {
     }
 
     func idToken(
-        sub: String, aud: String, email: String? = nil, verified: Bool = true, iss: String = "https://accounts.google.com",
-        expiresIn: Int = 3600, now: Date = Date(), kid: String? = nil
+        sub: String,
+        aud: String,
+        email: String? = nil,
+        verified: Bool = true,
+        iss: String = "https://accounts.google.com",
+        expiresIn: Int = 3600,
+        now: Date = Date(),
+        kid: String? = nil
     ) async throws -> String {
         let t = Int(now.timeIntervalSince1970)
         return try await keys.sign(
             Claims(
-                iss: iss, aud: aud, sub: sub, exp: t + expiresIn, iat: t - 5, email: email,
-                email_verified: verified, name: "Ada Lovelace"),
-            kid: JWKIdentifier(string: kid ?? self.kid))
+                iss: iss,
+                aud: aud,
+                sub: sub,
+                exp: t + expiresIn,
+                iat: t - 5,
+                email: email,
+                email_verified: verified,
+                name: "Ada Lovelace"
+            ),
+            kid: JWKIdentifier(string: kid ?? self.kid)
+        )
     }
 }
 
@@ -120,17 +137,22 @@ struct AuthHarness: Sendable {
             let tenant = try await repo.create(name: "Quiz Geography")
             let other = try await repo.create(name: "Other App")
             _ = try await repo.setProviderSettings(
-                appID: tenant.appID, googleClientIDs: ["quiz-ios.apps.googleusercontent.com"],
-                appleBundleIDs: ["com.example.quiz"])
+                appID: tenant.appID,
+                googleClientIDs: ["quiz-ios.apps.googleusercontent.com"],
+                appleBundleIDs: ["com.example.quiz"]
+            )
             return (tenant, other)
         }
         let runtime = TestEnvironment.runtime(
-            .auth, migrations: try AuthService.migrations(),
+            .auth,
+            migrations: try AuthService.migrations(),
             overrides: [
                 "GOOGLE_JWKS_URL": google.url, "APPLE_JWKS_URL": "\(apple.base)/auth/keys",
                 "APPLE_TOKEN_URL": "\(apple.base)/auth/token", "APPLE_REVOKE_URL": "\(apple.base)/auth/revoke",
-                "APPLE_SIGNIN_APPS": apple.config(for: tenant.appID)
-            ].merging(extra) { $1 }, clock: clock)
+                "APPLE_SIGNIN_APPS": apple.config(for: tenant.appID),
+            ].merging(extra) { $1 },
+            clock: clock
+        )
         let mailer = RecordingMailer()
         let key = Curve25519.Signing.PrivateKey()
         let app = try AuthService.buildApplication(runtime: runtime, signingKey: key, providers: .init(mailer: mailer))
@@ -141,8 +163,17 @@ struct AuthHarness: Sendable {
                 await runtime.readiness.waitUntilMigrated()
                 try await body(
                     AuthHarness(
-                        client: client, runtime: runtime, clock: clock, mailer: mailer, app: tenant,
-                        otherApp: other, google: google, apple: apple, signer: AccessTokenSigner(privateKey: key)))
+                        client: client,
+                        runtime: runtime,
+                        clock: clock,
+                        mailer: mailer,
+                        app: tenant,
+                        otherApp: other,
+                        google: google,
+                        apple: apple,
+                        signer: AccessTokenSigner(privateKey: key)
+                    )
+                )
             }
             try await stopLocalServer(idp, in: &group)
         }
@@ -160,22 +191,37 @@ struct AuthHarness: Sendable {
 
     @discardableResult
     func post(
-        _ path: String, _ json: String, ip: String? = nil, token: String? = nil, app: IssuedAPIKey? = nil,
+        _ path: String,
+        _ json: String,
+        ip: String? = nil,
+        token: String? = nil,
+        app: IssuedAPIKey? = nil,
         _ check: @escaping @Sendable (TestResponse) throws -> Void = { _ in }
     ) async throws -> TestResponse {
         try await client.execute(
-            uri: "/auth/v1/\(path)", method: .post, headers: headers(ip: ip, token: token, app: app),
+            uri: "/auth/v1/\(path)",
+            method: .post,
+            headers: headers(ip: ip, token: token, app: app),
             body: ByteBuffer(string: json)
         ) { r in
-            try check(r); return r
+            try check(r)
+            return r
         }
     }
 
-    func send(_ method: HTTPRequest.Method, _ path: String, _ json: String? = nil, token: String? = nil, app: IssuedAPIKey? = nil)
+    func send(
+        _ method: HTTPRequest.Method,
+        _ path: String,
+        _ json: String? = nil,
+        token: String? = nil,
+        app: IssuedAPIKey? = nil
+    )
         async throws -> TestResponse
     {
         try await client.execute(
-            uri: "/auth/v1/\(path)", method: method, headers: headers(token: token, app: app),
+            uri: "/auth/v1/\(path)",
+            method: method,
+            headers: headers(token: token, app: app),
             body: json.map { ByteBuffer(string: $0) }
         ) { $0 }
     }
@@ -185,17 +231,25 @@ struct AuthHarness: Sendable {
             "auth/register",
             """
             {"provider":"email","credentials":{"email":"\(email)","password":"\(password)"},"device_info":{"device_id":"\(device)","platform":"ios"}}
-            """)
+            """
+        )
         XCTAssertEqual(r.status, .created, String(buffer: r.body))
         return try r.json(AuthResponse.self)
     }
 
-    func loginEmail(_ email: String, password: String = "Tr1cky-Geography-42", device: String = "device-1", ip: String? = nil) async throws -> TestResponse {
+    func loginEmail(
+        _ email: String,
+        password: String = "Tr1cky-Geography-42",
+        device: String = "device-1",
+        ip: String? = nil
+    ) async throws -> TestResponse {
         try await post(
             "auth/login",
             """
             {"provider":"email","credentials":{"email":"\(email)","password":"\(password)"},"device_info":{"device_id":"\(device)"}}
-            """, ip: ip)
+            """,
+            ip: ip
+        )
     }
 
     func sql(_ query: String) async throws {

@@ -6,8 +6,13 @@ import XCTest
 @testable import AuthService
 
 final class ConsoleRulesTests: XCTestCase {
-    func claims(app: UUID = UUID(), aud: String = ConsoleClaims.audience, iat: Int = 1_000, exp: Int = 1_600, sub: String = UUID().uuidString) -> ConsoleClaims
-    {
+    func claims(
+        app: UUID = UUID(),
+        aud: String = ConsoleClaims.audience,
+        iat: Int = 1_000,
+        exp: Int = 1_600,
+        sub: String = UUID().uuidString
+    ) -> ConsoleClaims {
         ConsoleClaims(iss: "auth", aud: aud, sub: sub, appID: app, role: .support, email: "a@b.co", sid: UUID(), iat: iat, exp: exp, jti: "j")
     }
 
@@ -25,12 +30,27 @@ final class ConsoleRulesTests: XCTestCase {
         XCTAssertTrue(ConsoleRules.accepts(claims(app: app), app: app, now: Date(timeIntervalSince1970: 99_999), expiredToo: true))
         XCTAssertFalse(ConsoleRules.accepts(claims(app: app), app: UUID(), now: Date(timeIntervalSince1970: 99_999), expiredToo: true))
         XCTAssertFalse(
-            ConsoleRules.accepts(claims(app: app, aud: app.uuidString.lowercased()), app: app, now: Date(timeIntervalSince1970: 99_999), expiredToo: true))
+            ConsoleRules.accepts(
+                claims(app: app, aud: app.uuidString.lowercased()),
+                app: app,
+                now: Date(timeIntervalSince1970: 99_999),
+                expiredToo: true
+            )
+        )
     }
 
     func testThePlayersTokenIsNotAConsoleTokenNorTheOtherWay() throws {
         let player = AccessTokenClaims(
-            userID: UUID(), appID: UUID(), email: nil, status: .free, isGuest: true, issuer: "auth", issuedAt: 1, expiresAt: 2, jti: "x")
+            userID: UUID(),
+            appID: UUID(),
+            email: nil,
+            status: .free,
+            isGuest: true,
+            issuer: "auth",
+            issuedAt: 1,
+            expiresAt: 2,
+            jti: "x"
+        )
         XCTAssertThrowsError(try JSON.decoder.decode(ConsoleClaims.self, from: JSON.encoder.encode(player)))
         XCTAssertThrowsError(try JSON.decoder.decode(AccessTokenClaims.self, from: JSON.encoder.encode(claims())))
     }
@@ -38,7 +58,8 @@ final class ConsoleRulesTests: XCTestCase {
     func testTheRefreshCookie() {
         XCTAssertEqual(
             ConsoleRules.cookie("abc", secure: true),
-            "console_refresh=abc; Path=/auth/v1/console/refresh; Max-Age=43200; HttpOnly; SameSite=Strict; Secure")
+            "console_refresh=abc; Path=/auth/v1/console/refresh; Max-Age=43200; HttpOnly; SameSite=Strict; Secure"
+        )
         XCTAssertFalse(ConsoleRules.cookie("abc", secure: false).contains("Secure"))
         XCTAssertEqual(ConsoleRules.refreshToken(fromCookieHeader: "a=1; console_refresh=tok; b=2"), "tok")
         XCTAssertNil(ConsoleRules.refreshToken(fromCookieHeader: "console_refreshx=tok"))
@@ -48,7 +69,8 @@ final class ConsoleRulesTests: XCTestCase {
     }
 
     func testTheLastOwnerStays() {
-        let a = UUID(), b = UUID()
+        let a = UUID()
+        let b = UUID()
         XCTAssertFalse(ConsoleRules.ownerMayLeave(member: a, owners: [a]))
         XCTAssertTrue(ConsoleRules.ownerMayLeave(member: a, owners: [a, b]))
         XCTAssertTrue(ConsoleRules.ownerMayLeave(member: a, owners: [b]), "not an owner: nothing to keep")

@@ -23,7 +23,14 @@ final class ConsoleTeamTests: XCTestCase {
             if let bearer { f[.authorization] = "Bearer \(bearer)" }
             return f
         }
-        func call(_ method: HTTPRequest.Method, _ path: String, _ json: String? = nil, bearer: String?, app: IssuedAPIKey? = nil, extra: HTTPFields = [:])
+        func call(
+            _ method: HTTPRequest.Method,
+            _ path: String,
+            _ json: String? = nil,
+            bearer: String?,
+            app: IssuedAPIKey? = nil,
+            extra: HTTPFields = [:]
+        )
             async throws -> TestResponse
         {
             var f = headers(bearer, app: app)
@@ -64,7 +71,12 @@ final class ConsoleTeamTests: XCTestCase {
             XCTAssertEqual(try again.envelope().error, "invalid_or_expired_token")
             return (id, totp ? secret : nil)
         }
-        func signIn(_ email: String, password: String = ConsoleTeamTests.password, code: String? = nil, app: IssuedAPIKey? = nil) async throws -> TestResponse {
+        func signIn(
+            _ email: String,
+            password: String = ConsoleTeamTests.password,
+            code: String? = nil,
+            app: IssuedAPIKey? = nil
+        ) async throws -> TestResponse {
             let totp = code.map { #","totp_code":"\#($0)""# } ?? ""
             return try await call(.post, "console/sign-in", #"{"email":"\#(email)","password":"\#(password)"\#(totp)}"#, bearer: nil, app: app)
         }
@@ -97,7 +109,10 @@ final class ConsoleTeamTests: XCTestCase {
             let signedIn = try await t.signIn(ownerEmail, code: code)
             let owner = try t.token(signedIn)
             let cookie = try XCTUnwrap(signedIn.headers[.setCookie])
-            XCTAssertTrue(cookie.contains("HttpOnly") && cookie.contains("SameSite=Strict") && cookie.contains("Path=/auth/v1/console/refresh"), cookie)
+            XCTAssertTrue(
+                cookie.contains("HttpOnly") && cookie.contains("SameSite=Strict") && cookie.contains("Path=/auth/v1/console/refresh"),
+                cookie
+            )
             let replayed = try await t.signIn(ownerEmail, code: code)
             XCTAssertEqual(try replayed.envelope().error, "invalid_totp", "a code works once")
 
@@ -123,7 +138,8 @@ final class ConsoleTeamTests: XCTestCase {
 
             // Each request names the member in the operator audit, refusals included.
             let audited = try await t.count(
-                "SELECT count(*)::int FROM auth.operator_audit WHERE operator = 'member:\(supportID.lowercasedString):\(supportEmail)' AND status = 403")
+                "SELECT count(*)::int FROM auth.operator_audit WHERE operator = 'member:\(supportID.lowercasedString):\(supportEmail)' AND status = 403"
+            )
             XCTAssertEqual(audited, 3)
 
             // Another app's console, a player's token, a forged token: refused.
@@ -133,13 +149,25 @@ final class ConsoleTeamTests: XCTestCase {
             let asPlayer = try await t.call(.get, "admin/members", bearer: player.tokens.accessToken)
             XCTAssertEqual(asPlayer.status, .unauthorized)
             let asOperatorOnPlayerRoute = try await h.client.execute(
-                uri: "/auth/v1/auth/me", method: .get, headers: h.headers(token: owner)
+                uri: "/auth/v1/auth/me",
+                method: .get,
+                headers: h.headers(token: owner)
             ) { $0 }
             XCTAssertEqual(asOperatorOnPlayerRoute.status, .unauthorized, "a console token is not a player's")
             let forgedToken = try AccessTokenSigner(privateKey: .init()).signClaims(
                 ConsoleClaims(
-                    iss: "auth", aud: "console", sub: ownerID.lowercasedString, appID: h.app.appID, role: .owner, email: ownerEmail,
-                    sid: UUID(), iat: Int(h.clock.now().timeIntervalSince1970), exp: Int(h.clock.now().timeIntervalSince1970) + 600, jti: "x"))
+                    iss: "auth",
+                    aud: "console",
+                    sub: ownerID.lowercasedString,
+                    appID: h.app.appID,
+                    role: .owner,
+                    email: ownerEmail,
+                    sid: UUID(),
+                    iat: Int(h.clock.now().timeIntervalSince1970),
+                    exp: Int(h.clock.now().timeIntervalSince1970) + 600,
+                    jti: "x"
+                )
+            )
             let got2 = try await t.call(.get, "admin/members", bearer: forgedToken).status
             XCTAssertEqual(got2, .unauthorized)
 
@@ -260,7 +288,8 @@ final class ConsoleTeamTests: XCTestCase {
                 XCTAssertEqual(got16, .tooManyRequests, "locked: even the right password")
             }
             let got17 = try await t.count(
-                "SELECT count(*)::int FROM auth.operator_sessions s JOIN auth.operator_members m ON m.id = s.member_id WHERE m.email = '\(email)'")
+                "SELECT count(*)::int FROM auth.operator_sessions s JOIN auth.operator_members m ON m.id = s.member_id WHERE m.email = '\(email)'"
+            )
             XCTAssertEqual(got17, 0)
             h.clock.advance(by: 15 * 60 + 1)
             _ = try t.token(try await t.signIn(email))
@@ -280,14 +309,21 @@ final class ConsoleTeamTests: XCTestCase {
             XCTAssertEqual(try existing.envelope().error, "member_exists")
             let weakEmail = t.address("weak")
             _ = try await t.call(.post, "admin/invites", #"{"email":"\#(weakEmail)","role":"viewer"}"#, bearer: "local-admin-token")
-            let weak = try await t.call(.post, "console/invites/accept", #"{"token":"\#(try t.inviteToken(weakEmail))","password":"password"}"#, bearer: nil)
+            let weak = try await t.call(
+                .post,
+                "console/invites/accept",
+                #"{"token":"\#(try t.inviteToken(weakEmail))","password":"password"}"#,
+                bearer: nil
+            )
             XCTAssertEqual(try weak.envelope().error, "weak_password")
             let got18 = try await t.count("SELECT count(*)::int FROM auth.operator_members WHERE email = '\(weakEmail)'")
             XCTAssertEqual(got18, 0)
             let unknownInvite = try await t.call(.post, "console/invites/preview", #"{"token":"nope"}"#, bearer: nil)
             XCTAssertEqual(unknownInvite.status, .badRequest)
             let noApp = try await h.client.execute(
-                uri: "/auth/v1/console/sign-in", method: .post, headers: [.contentType: "application/json"],
+                uri: "/auth/v1/console/sign-in",
+                method: .post,
+                headers: [.contentType: "application/json"],
                 body: ByteBuffer(string: #"{"email":"\#(email)","password":"\#(ConsoleTeamTests.password)"}"#)
             ) { $0 }
             XCTAssertEqual(noApp.status, .unauthorized)
@@ -333,10 +369,16 @@ final class ConsoleTeamTests: XCTestCase {
             let old = try await t.signIn(email)
             XCTAssertEqual(try old.envelope().error, "invalid_credentials")
             _ = try t.token(try await t.signIn(email, password: newPassword))
-            let again = try await t.call(.post, "console/password/reset", #"{"token":"\#(token)","password":"Another-Long-Passphrase-9"}"#, bearer: nil)
+            let again = try await t.call(
+                .post,
+                "console/password/reset",
+                #"{"token":"\#(token)","password":"Another-Long-Passphrase-9"}"#,
+                bearer: nil
+            )
             XCTAssertEqual(try again.envelope().error, "invalid_or_expired_token", "the link works once")
             let audited = try await t.count(
-                "SELECT count(*)::int FROM auth.audit_logs WHERE action = 'operator.password_reset' AND details->>'member_id' = '\(id.lowercasedString)'")
+                "SELECT count(*)::int FROM auth.audit_logs WHERE action = 'operator.password_reset' AND details->>'member_id' = '\(id.lowercasedString)'"
+            )
             XCTAssertEqual(audited, 1)
 
             // An hour later a link is refused.
@@ -345,9 +387,11 @@ final class ConsoleTeamTests: XCTestCase {
             let lr = try XCTUnwrap(late.range(of: "#/reset/"))
             h.clock.advance(by: 3601)
             let expired = try await t.call(
-                .post, "console/password/reset",
+                .post,
+                "console/password/reset",
                 #"{"token":"\#(String(late[lr.upperBound...].prefix { !$0.isWhitespace }))","password":"Another-Long-Passphrase-9"}"#,
-                bearer: nil)
+                bearer: nil
+            )
             XCTAssertEqual(try expired.envelope().error, "invalid_or_expired_token")
         }
     }
@@ -374,7 +418,11 @@ final class ConsoleTeamTests: XCTestCase {
             // A wrong code, a bad secret, a missing field: refused, nothing stored.
             let enrolled = "SELECT count(*)::int FROM auth.operator_members WHERE email = '\(email)' AND totp_secret IS NOT NULL"
             let wrong = try await t.call(
-                .put, "console/me/totp", #"{"totp_secret":"\#(secretText)","totp_code":"\#(code == "000000" ? "111111" : "000000")"}"#, bearer: token)
+                .put,
+                "console/me/totp",
+                #"{"totp_secret":"\#(secretText)","totp_code":"\#(code == "000000" ? "111111" : "000000")"}"#,
+                bearer: token
+            )
             XCTAssertEqual(try wrong.envelope().error, "invalid_totp")
             let badSecret = try await t.call(.put, "console/me/totp", #"{"totp_secret":"!!","totp_code":"123456"}"#, bearer: token)
             XCTAssertEqual(badSecret.status, .unprocessableContent)
@@ -420,7 +468,8 @@ final class ConsoleTeamTests: XCTestCase {
                 (.post, "console/password/reset", #"{"password":"Meridian-of-Greenwich-1884"}"#, nil, .badRequest),
                 (.post, "console/password/reset", #"{"token":5,"password":"Meridian-of-Greenwich-1884"}"#, nil, .badRequest),
                 (
-                    .post, "console/password/reset", #"{"token":"\#(String(repeating: "a", count: 200))","password":"Meridian-of-Greenwich-1884"}"#, nil,
+                    .post, "console/password/reset", #"{"token":"\#(String(repeating: "a", count: 200))","password":"Meridian-of-Greenwich-1884"}"#,
+                    nil,
                     .badRequest
                 ),
                 (.post, "console/password/reset", #"{"token":"unknown","password":"Meridian-of-Greenwich-1884"}"#, nil, .badRequest),
@@ -430,7 +479,7 @@ final class ConsoleTeamTests: XCTestCase {
                 (.put, "console/me/totp", #"{"totp_secret":"\#(huge)","totp_code":"1"}"#, token, .contentTooLarge),
                 (.put, "console/me/totp", #"{"totp_secret":"JBSWY3DPEHPK3PXPJBSWY3DPEHPK3PXP","totp_code":"123456"}"#, nil, .unauthorized),
                 (.put, "console/me/totp", #"{"totp_secret":"JBSWY3DPEHPK3PXPJBSWY3DPEHPK3PXP","totp_code":"123456"}"#, "eyJ.forged.x", .unauthorized),
-                (.post, "console/logout", nil, "eyJ.forged.x", .forbidden)
+                (.post, "console/logout", nil, "eyJ.forged.x", .forbidden),
             ]
             for (method, path, body, bearer, status) in cases {
                 let r = try await t.call(method, path, body, bearer: bearer)
@@ -439,7 +488,9 @@ final class ConsoleTeamTests: XCTestCase {
             }
             // Without X-App-ID the console's app is unknown: 401, not a guess.
             let noApp = try await h.client.execute(
-                uri: "/auth/v1/console/password/forgot", method: .post, headers: [.contentType: "application/json"],
+                uri: "/auth/v1/console/password/forgot",
+                method: .post,
+                headers: [.contentType: "application/json"],
                 body: ByteBuffer(string: #"{"email":"\#(email)"}"#)
             ) { $0 }
             XCTAssertEqual(noApp.status, .unauthorized)
@@ -461,15 +512,24 @@ final class ConsoleTeamTests: XCTestCase {
             for i in 0..<6 {
                 // A different address each time: the budget is the client's, whoever it tries.
                 let r = try await t.call(
-                    .post, "console/sign-in", #"{"email":"guess-\#(i)@team.example","password":"wrong"}"#, bearer: nil, extra: xff)
+                    .post,
+                    "console/sign-in",
+                    #"{"email":"guess-\#(i)@team.example","password":"wrong"}"#,
+                    bearer: nil,
+                    extra: xff
+                )
                 statuses.append(r.status)
             }
             XCTAssertEqual(statuses, [.unauthorized, .unauthorized, .unauthorized, .unauthorized, .unauthorized, .tooManyRequests])
             let accept = try await t.call(.post, "console/invites/accept", #"{"token":"x","password":"y"}"#, bearer: nil, extra: xff)
             XCTAssertEqual(accept.status, .tooManyRequests, "accepting an invite spends it too")
             let elsewhere = try await t.call(
-                .post, "console/sign-in", #"{"email":"guess@team.example","password":"wrong"}"#, bearer: nil,
-                extra: [.xForwardedFor: "203.0.113.9"])
+                .post,
+                "console/sign-in",
+                #"{"email":"guess@team.example","password":"wrong"}"#,
+                bearer: nil,
+                extra: [.xForwardedFor: "203.0.113.9"]
+            )
             XCTAssertEqual(elsewhere.status, .unauthorized, "another address has its own budget")
         }
     }

@@ -1,4 +1,3 @@
-@testable import AuthService
 import Foundation
 import Hummingbird
 import HummingbirdTesting
@@ -6,6 +5,8 @@ import ServiceKit
 import TestSupport
 import WireTypes
 import XCTest
+
+@testable import AuthService
 
 /// Email verification, password reset and email one-time codes.
 final class EmailFlowsTests: XCTestCase {

@@ -1,4 +1,3 @@
-@testable import AuthService
 import Foundation
 import Hummingbird
 import HummingbirdTesting
@@ -6,6 +5,8 @@ import ServiceKit
 import TestSupport
 import WireTypes
 import XCTest
+
+@testable import AuthService
 
 /// #16: each app's emails come from its own sender, in its language, with its name and links,
 /// set at run time through `/auth/v1/admin/email-settings`; the other app's are untouched.
@@ -28,11 +29,14 @@ final class EmailSettingsTests: XCTestCase {
         var headers = h.headers(app: app)
         if let language { headers[.acceptLanguage] = language }
         let r = try await h.client.execute(
-            uri: "/auth/v1/auth/register", method: .post, headers: headers,
+            uri: "/auth/v1/auth/register",
+            method: .post,
+            headers: headers,
             body: ByteBuffer(
                 string: """
                     {"provider":"email","credentials":{"email":"\(email)","password":"Tr1cky-Geography-42"},"device_info":{"device_id":"d1","platform":"ios"}}
-                    """)
+                    """
+            )
         ) { $0 }
         XCTAssertEqual(r.status, .created, String(buffer: r.body))
         return try XCTUnwrap(h.mailer.sent.withLock { $0.last { $0.to == [email] } })
@@ -47,7 +51,9 @@ final class EmailSettingsTests: XCTestCase {
             XCTAssertTrue(before.text.contains("https://app.example.com/verify-email?token="), before.text)
 
             try await h.client.execute(
-                uri: "/auth/v1/admin/email-settings", method: .put, headers: Self.admin(h, app: h.otherApp),
+                uri: "/auth/v1/admin/email-settings",
+                method: .put,
+                headers: Self.admin(h, app: h.otherApp),
                 body: ByteBuffer(string: Self.capitals)
             ) { r in
                 XCTAssertEqual(r.status, .ok, String(buffer: r.body))
@@ -74,19 +80,26 @@ final class EmailSettingsTests: XCTestCase {
                 (#"{"app_name":"X","mail_from":"x@y.example"}"#, .badRequest),
                 (
                     Self.capitals.replacingOccurrences(
-                        of: "Capitals <hello@capitals.example>", with: #"Capitals <hello@capitals.example>\r\nBcc: all@victims.example"#), .unprocessableContent
+                        of: "Capitals <hello@capitals.example>",
+                        with: #"Capitals <hello@capitals.example>\r\nBcc: all@victims.example"#
+                    ), .unprocessableContent
                 ),
                 (Self.capitals.replacingOccurrences(of: "{{link}}", with: "{{password}}"), .unprocessableContent),
                 (Self.capitals.replacingOccurrences(of: #""en":{"verify"#, with: #""de":{"verify"#), .badRequest),
                 (Self.capitals.replacingOccurrences(of: "verify_email", with: "newsletter"), .badRequest),
-                (Self.capitals.replacingOccurrences(of: "https://capitals.example/app", with: "https://capitals.example/app/"), .unprocessableContent),
+                (
+                    Self.capitals.replacingOccurrences(of: "https://capitals.example/app", with: "https://capitals.example/app/"),
+                    .unprocessableContent
+                ),
                 (Self.capitals.replacingOccurrences(of: "https://capitals.example/app", with: "javascript:alert(1)"), .unprocessableContent),
                 (Self.capitals.replacingOccurrences(of: #""default_locale":"en""#, with: #""default_locale":"xx""#), .badRequest),
-                (Self.capitals.replacingOccurrences(of: "Welcome to {{app_name}}", with: String(repeating: "x", count: 1_100_000)), .contentTooLarge)
+                (Self.capitals.replacingOccurrences(of: "Welcome to {{app_name}}", with: String(repeating: "x", count: 1_100_000)), .contentTooLarge),
             ]
             for (body, status) in bad {
                 try await h.client.execute(
-                    uri: "/auth/v1/admin/email-settings", method: .put, headers: Self.admin(h, app: h.otherApp),
+                    uri: "/auth/v1/admin/email-settings",
+                    method: .put,
+                    headers: Self.admin(h, app: h.otherApp),
                     body: ByteBuffer(string: body)
                 ) { r in
                     XCTAssertEqual(r.status, status, String(body.prefix(120)))
@@ -94,21 +107,31 @@ final class EmailSettingsTests: XCTestCase {
                 }
             }
             // An operator key of the first app cannot change the second's; the platform token without a tenant key is refused.
-            let keyA = try await OperatorKeyStore(db: h.runtime.db, logger: h.runtime.logger).create(appID: h.app.appID, name: "A ops", operator: "test")!
+            let keyA = try await OperatorKeyStore(db: h.runtime.db, logger: h.runtime.logger).create(
+                appID: h.app.appID,
+                name: "A ops",
+                operator: "test"
+            )!
             try await h.client.execute(
-                uri: "/auth/v1/admin/email-settings", method: .put, headers: Self.admin(h, app: h.otherApp, bearer: keyA.key),
+                uri: "/auth/v1/admin/email-settings",
+                method: .put,
+                headers: Self.admin(h, app: h.otherApp, bearer: keyA.key),
                 body: ByteBuffer(string: Self.capitals.replacingOccurrences(of: "Capitals", with: "Hijacked"))
             ) { r in
                 XCTAssertEqual(r.status, .unauthorized)
             }
-            try await h.client.execute(uri: "/auth/v1/admin/email-settings", method: .get, headers: Self.admin(h, app: h.app, bearer: keyA.key)) { r in
+            try await h.client.execute(uri: "/auth/v1/admin/email-settings", method: .get, headers: Self.admin(h, app: h.app, bearer: keyA.key)) {
+                r in
                 XCTAssertEqual(r.status, .ok, "its own app's settings (the defaults)")
                 XCTAssertTrue(String(buffer: r.body).contains(#""is_own":false"#))
             }
             try await h.client.execute(uri: "/auth/v1/admin/email-settings", method: .get, headers: Self.admin(h, app: h.otherApp)) { r in
                 XCTAssertEqual(r.status, .ok)
                 let text = String(buffer: r.body)
-                XCTAssertTrue(text.contains(#""version":1"#) && text.contains("Capitals <hello@capitals.example>") && !text.contains("Hijacked"), text)
+                XCTAssertTrue(
+                    text.contains(#""version":1"#) && text.contains("Capitals <hello@capitals.example>") && !text.contains("Hijacked"),
+                    text
+                )
             }
         }
     }
@@ -120,7 +143,8 @@ final class EmailSettingsTests: XCTestCase {
         XCTAssertNil(EmailLocale.preferred(nil))
         let r = EmailTemplates.render(
             EmailTemplate(subject: "Hi {{app_name}}", text: "{{link}} {{unknown}}"),
-            ["app_name": "A\r\nBcc: x@y", "link": "https://l"])
+            ["app_name": "A\r\nBcc: x@y", "link": "https://l"]
+        )
         XCTAssertEqual(r.subject, "Hi A  Bcc: x@y", "a value never opens a new header line")
         XCTAssertEqual(r.text, "https://l {{unknown}}")
         for kind in EmailKind.allCases {
@@ -132,8 +156,12 @@ final class EmailSettingsTests: XCTestCase {
             }
         }
         var s = AppEmailSettings(
-            appName: "Capitals", mailFrom: "hello@capitals.example", supportEmail: "help@capitals.example",
-            linkBaseURL: "https://capitals.example", defaultLocale: .en)
+            appName: "Capitals",
+            mailFrom: "hello@capitals.example",
+            supportEmail: "help@capitals.example",
+            linkBaseURL: "https://capitals.example",
+            defaultLocale: .en
+        )
         XCTAssertNoThrow(try s.validate())
         s.templates = [.fr: [.otp: EmailTemplate(subject: "Code", text: "{{link}}")]]
         XCTAssertThrowsError(try s.validate(), "a one-time code mail has no link")
@@ -156,7 +184,9 @@ final class SignInSettingsTests: XCTestCase {
             let settings =
                 #"{"apple_bundle_ids":["\#(h.apple.clientID)"],"apple":{"team_id":"\#(h.apple.teamID)","key_id":"\#(h.apple.keyID)","client_id":"\#(h.apple.clientID)","private_key_pem":"\#(pem)"}}"#
             try await h.client.execute(
-                uri: "/auth/v1/admin/sign-in", method: .put, headers: EmailSettingsTests.admin(h, app: h.otherApp),
+                uri: "/auth/v1/admin/sign-in",
+                method: .put,
+                headers: EmailSettingsTests.admin(h, app: h.otherApp),
                 body: ByteBuffer(string: settings)
             ) { r in
                 XCTAssertEqual(r.status, .ok, String(buffer: r.body))
@@ -170,7 +200,8 @@ final class SignInSettingsTests: XCTestCase {
                 """
                 SELECT count(*)::int FROM auth.apple_signin_settings WHERE app_id = '\(h.otherApp.appID)'
                   AND position(convert_to('PRIVATE KEY', 'UTF8') in sealed_private_key) = 0
-                """)
+                """
+            )
             XCTAssertEqual(clear, 1, "stored, sealed")
 
             for (bad, status) in [
@@ -178,10 +209,12 @@ final class SignInSettingsTests: XCTestCase {
                 (#"{"google_client_ids":"one"}"#, .badRequest),
                 (#"{"google_client_ids":["has space"]}"#, .unprocessableContent),
                 (settings.replacingOccurrences(of: pem, with: "not a key"), .unprocessableContent),
-                (settings.replacingOccurrences(of: h.apple.teamID, with: "TEAM 1"), .unprocessableContent)
+                (settings.replacingOccurrences(of: h.apple.teamID, with: "TEAM 1"), .unprocessableContent),
             ] {
                 try await h.client.execute(
-                    uri: "/auth/v1/admin/sign-in", method: .put, headers: EmailSettingsTests.admin(h, app: h.otherApp),
+                    uri: "/auth/v1/admin/sign-in",
+                    method: .put,
+                    headers: EmailSettingsTests.admin(h, app: h.otherApp),
                     body: ByteBuffer(string: bad)
                 ) { r in
                     XCTAssertEqual(r.status, status, bad.prefix(80).description)
@@ -227,7 +260,7 @@ final class SupportLookupTests: XCTestCase {
                 ("admin/users?email=not-an-email", HTTPResponse.Status.unprocessableContent), ("admin/users", .unprocessableContent),
                 ("admin/users/not-a-uuid", .unprocessableContent), ("admin/users/\(UUID())", .notFound),
                 ("admin/users/\(userID)/timeline?limit=0", .unprocessableContent),
-                ("admin/users/\(userID)/timeline?limit=x", .unprocessableContent)
+                ("admin/users/\(userID)/timeline?limit=x", .unprocessableContent),
             ] {
                 let r = try await get(path, app: h.app)
                 XCTAssertEqual(r.status, status, path)
@@ -236,7 +269,10 @@ final class SupportLookupTests: XCTestCase {
 
             let timeline = try await get("admin/users/\(userID)/timeline", app: h.app)
             XCTAssertEqual(timeline.status, .ok, String(buffer: timeline.body))
-            struct T: Decodable { var events: [TimelineEvent]; var incomplete: [String] }
+            struct T: Decodable {
+                var events: [TimelineEvent]
+                var incomplete: [String]
+            }
             let t = try timeline.json(T.self)
             XCTAssertEqual(t.incomplete, ["ads", "offline", "subscription"], "the services that could not answer are named")
             XCTAssertEqual(t.events.last?.kind, "auth.register")
@@ -254,7 +290,8 @@ final class AppAdminTests: XCTestCase {
             let keys = OperatorKeyStore(db: h.runtime.db, logger: h.runtime.logger)
             let key = try await keys.create(appID: h.otherApp.appID, name: "On call", operator: "test")!
             let shown = try await h.client.execute(
-                uri: "/auth/v1/admin/app", method: .get,
+                uri: "/auth/v1/admin/app",
+                method: .get,
                 headers: EmailSettingsTests.admin(h, app: h.otherApp, bearer: key.key)
             ) { $0 }
             XCTAssertEqual(shown.status, .ok)
@@ -263,13 +300,15 @@ final class AppAdminTests: XCTestCase {
             XCTAssertFalse(text.contains(key.key) || text.contains(h.otherApp.apiKey), "no secret is shown")
 
             let noReason = try await h.client.execute(
-                uri: "/auth/v1/admin/app/disable", method: .post,
+                uri: "/auth/v1/admin/app/disable",
+                method: .post,
                 headers: EmailSettingsTests.admin(h, app: h.otherApp, bearer: key.key),
                 body: ByteBuffer(string: #"{"reason":" "}"#)
             ) { $0 }
             XCTAssertEqual(noReason.status, .unprocessableContent)
             let disabled = try await h.client.execute(
-                uri: "/auth/v1/admin/app/disable", method: .post,
+                uri: "/auth/v1/admin/app/disable",
+                method: .post,
                 headers: EmailSettingsTests.admin(h, app: h.otherApp, bearer: key.key),
                 body: ByteBuffer(string: #"{"reason":"API key leaked on a forum"}"#)
             ) { $0 }
@@ -283,7 +322,8 @@ final class AppAdminTests: XCTestCase {
                 """
                 SELECT count(*)::int FROM auth.audit_logs WHERE app_id = '\(h.otherApp.appID)' AND action = 'operator.app.disable'
                   AND details->>'reason' = 'API key leaked on a forum' AND details->>'operator' LIKE 'operator_key:\(key.id.lowercasedString):%'
-                """)
+                """
+            )
             XCTAssertEqual(audited, 1)
             let enabled = try await PostgresApplicationRepository(db: h.runtime.db, logger: h.runtime.logger)
                 .setActive(appID: h.otherApp.appID, active: true, reason: "test over", operator: "test")

@@ -1,4 +1,3 @@
-@testable import AuthService
 import Foundation
 import Hummingbird
 import HummingbirdTesting
@@ -6,6 +5,8 @@ import ServiceKit
 import TestSupport
 import WireTypes
 import XCTest
+
+@testable import AuthService
 
 /// UC-AUTH-1.1 (email) and UC-AUTH-1.2 (email login) through the HTTP API.
 final class EmailSignInTests: XCTestCase {
@@ -36,10 +37,12 @@ final class EmailSignInTests: XCTestCase {
                 """
                 SELECT count(*)::int FROM auth.privacy_settings p JOIN auth.users u ON u.id = p.user_id
                 WHERE u.email = '\(email)' AND NOT (consent_analytics OR consent_third_party OR consent_geolocation OR consent_personalized_ads)
-                """)
+                """
+            )
             XCTAssertEqual(consents, 1)
             let audits = try await h.scalar(
-                "SELECT count(*)::int FROM auth.audit_logs WHERE user_id = '\(r.user.id)' AND action = 'register' AND result = 'success'")
+                "SELECT count(*)::int FROM auth.audit_logs WHERE user_id = '\(r.user.id)' AND action = 'register' AND result = 'success'"
+            )
             XCTAssertEqual(audits, 1)
         }
     }
@@ -48,7 +51,8 @@ final class EmailSignInTests: XCTestCase {
         try await AuthHarness.run { h in
             let cases: [(String, HTTPResponse.Status, String, String?)] = [
                 (
-                    #"{"provider":"email","credentials":{"email":"not-an-email","password":"Tr1cky-Geography-42"}}"#, .unprocessableContent, "validation_error",
+                    #"{"provider":"email","credentials":{"email":"not-an-email","password":"Tr1cky-Geography-42"}}"#, .unprocessableContent,
+                    "validation_error",
                     "credentials.email"
                 ),
                 (
@@ -59,7 +63,7 @@ final class EmailSignInTests: XCTestCase {
                 (#"{"provider":"email","credentials":{"email":42,"password":"x"}}"#, .badRequest, "invalid_request", "credentials.email"),
                 (#"{"provider":"myspace","credentials":{}}"#, .badRequest, "invalid_request", "provider"),
                 (#"{"credentials":{}}"#, .badRequest, "invalid_request", "provider"),
-                (#"{"provider":"email""#, .badRequest, "invalid_request", nil)
+                (#"{"provider":"email""#, .badRequest, "invalid_request", nil),
             ]
             for (body, status, code, field) in cases {
                 try await h.post("auth/register", body) { r in
@@ -73,7 +77,9 @@ final class EmailSignInTests: XCTestCase {
             var wrong = h.headers()
             wrong[.xAPIKey] = h.otherApp.apiKey
             try await h.client.execute(
-                uri: "/auth/v1/auth/register", method: .post, headers: wrong,
+                uri: "/auth/v1/auth/register",
+                method: .post,
+                headers: wrong,
                 body: ByteBuffer(string: "{}")
             ) { r in
                 XCTAssertEqual(r.status, .unauthorized)
@@ -86,7 +92,8 @@ final class EmailSignInTests: XCTestCase {
         try await AuthHarness.run { h in
             let email = uniqueEmail()
             _ = try await h.registerEmail(email)
-            try await h.post("auth/register", #"{"provider":"email","credentials":{"email":"\#(email)","password":"An0ther-Str0ng-Passphrase"}}"#) { r in
+            try await h.post("auth/register", #"{"provider":"email","credentials":{"email":"\#(email)","password":"An0ther-Str0ng-Passphrase"}}"#) {
+                r in
                 XCTAssertEqual(r.status, .conflict)
                 let e = try r.envelope()
                 XCTAssertEqual(e.error, "email_already_exists")
@@ -95,7 +102,8 @@ final class EmailSignInTests: XCTestCase {
             }
             // Same email in another application is another account.
             try await h.post(
-                "auth/register", #"{"provider":"email","credentials":{"email":"\#(email)","password":"Tr1cky-Geography-42"}}"#,
+                "auth/register",
+                #"{"provider":"email","credentials":{"email":"\#(email)","password":"Tr1cky-Geography-42"}}"#,
                 app: h.otherApp
             ) { r in XCTAssertEqual(r.status, .created) }
         }
@@ -107,7 +115,10 @@ final class EmailSignInTests: XCTestCase {
             let statuses = try await withThrowingTaskGroup(of: HTTPResponse.Status.self) { group in
                 for _ in 0..<20 {
                     group.addTask {
-                        try await h.post("auth/register", #"{"provider":"email","credentials":{"email":"\#(email)","password":"Tr1cky-Geography-42"}}"#).status
+                        try await h.post(
+                            "auth/register",
+                            #"{"provider":"email","credentials":{"email":"\#(email)","password":"Tr1cky-Geography-42"}}"#
+                        ).status
                     }
                 }
                 return try await group.reduce(into: [HTTPResponse.Status]()) { $0.append($1) }
@@ -176,7 +187,8 @@ final class EmailSignInTests: XCTestCase {
                 """
                 SELECT count(*)::int FROM auth.audit_logs a JOIN auth.users u ON u.id = a.user_id
                 WHERE u.email = '\(email)' AND a.action = 'login' AND a.result = 'failure'
-                """)
+                """
+            )
             XCTAssertEqual(failures, 7)
         }
     }
@@ -206,13 +218,16 @@ final class EmailSignInTests: XCTestCase {
     func testPasswordsLongerThanBcryptReadsAreRefused() async throws {
         try await AuthHarness.run { h in
             let email = uniqueEmail()
-            let long = "Tr1cky-Geography-" + String(repeating: "x", count: 56) // 73 bytes
+            let long = "Tr1cky-Geography-" + String(repeating: "x", count: 56)  // 73 bytes
             XCTAssertEqual(long.utf8.count, 73)
             let r = try await h.post("auth/register", #"{"provider":"email","credentials":{"email":"\#(email)","password":"\#(long)"}}"#)
             XCTAssertEqual(r.status, .badRequest)
             XCTAssertEqual(try r.envelope().error, "password_too_long")
             XCTAssertEqual(try r.envelope().extra["field"], .string("credentials.password"))
-            do { let v = try await h.scalar("SELECT count(*)::int FROM auth.users WHERE email = '\(email)'"); XCTAssertEqual(v, 0, "nothing created") }
+            do {
+                let v = try await h.scalar("SELECT count(*)::int FROM auth.users WHERE email = '\(email)'")
+                XCTAssertEqual(v, 0, "nothing created")
+            }
             // 72 bytes is fine.
             let ok = try await h.post("auth/register", #"{"provider":"email","credentials":{"email":"\#(email)","password":"\#(long.dropLast())"}}"#)
             XCTAssertEqual(ok.status, .created, String(buffer: ok.body))
@@ -228,14 +243,15 @@ final class EmailSignInTests: XCTestCase {
     func testForwardedForCountsOnlyFromATrustedProxy() async throws {
         try await AuthHarness.run(overrides: ["AUTH_SIGNIN_LIMIT_PER_15_MINUTES": "5", "TRUSTED_PROXIES": "10.0.0.0/8"], live: true) { h in
             var statuses: [HTTPResponse.Status] = []
-            for _ in 0..<6 { statuses.append(try await h.loginEmail(uniqueEmail("nobody")).status) } // a new X-Forwarded-For each time
+            for _ in 0..<6 { statuses.append(try await h.loginEmail(uniqueEmail("nobody")).status) }  // a new X-Forwarded-For each time
             XCTAssertTrue(statuses.contains(.tooManyRequests), "one budget for the socket address: \(statuses)")
             let bySocket = try await h.scalar(
                 "SELECT count(*)::int FROM auth.audit_logs WHERE app_id = '\(h.app.appID)' AND result = 'rate_limited' AND host(ip_address::inet) = '127.0.0.1'"
             )
             XCTAssertGreaterThanOrEqual(bySocket, 1, "refused under the socket's address")
             let spoofed = try await h.scalar(
-                "SELECT count(*)::int FROM auth.audit_logs WHERE app_id = '\(h.app.appID)' AND host(ip_address::inet) <> '127.0.0.1'")
+                "SELECT count(*)::int FROM auth.audit_logs WHERE app_id = '\(h.app.appID)' AND host(ip_address::inet) <> '127.0.0.1'"
+            )
             XCTAssertEqual(spoofed, 0, "no forwarded address was believed")
         }
         try await AuthHarness.run(overrides: ["AUTH_SIGNIN_LIMIT_PER_15_MINUTES": "5"], live: true) { h in
@@ -253,7 +269,11 @@ final class EmailSignInTests: XCTestCase {
         try await AuthHarness.run(overrides: ["AUTH_SIGNIN_LIMIT_PER_15_MINUTES": "5"]) { h in
             let ip = "192.0.2.\(Int.random(in: 1...250))"
             let email = uniqueEmail()
-            let reg = try await h.post("auth/register", #"{"provider":"email","credentials":{"email":"\#(email)","password":"Tr1cky-Geography-42"}}"#, ip: ip)
+            let reg = try await h.post(
+                "auth/register",
+                #"{"provider":"email","credentials":{"email":"\#(email)","password":"Tr1cky-Geography-42"}}"#,
+                ip: ip
+            )
             XCTAssertEqual(reg.status, .created)
             let tokens = try reg.json(AuthResponse.self).tokens
             for _ in 0..<4 { _ = try await h.loginEmail(email, ip: ip) }

@@ -1,4 +1,3 @@
-@testable import AuthService
 import Crypto
 import Foundation
 import Hummingbird
@@ -6,6 +5,8 @@ import JWTKit
 import ServiceKit
 import Synchronization
 import TestSupport
+
+@testable import AuthService
 
 /// A stand-in for appleid.apple.com: its JWKS (keys the test generates), and the token and
 /// revoke endpoints, which check the ES256 client secret signed with the app's team key.
@@ -65,8 +66,10 @@ final class FakeApple: Sendable {
         let jwks = keys.jwks
         router.get("auth/keys") { _, _ in
             Response(
-                status: .ok, headers: [.contentType: "application/json", .cacheControl: "max-age=86400"],
-                body: .init(byteBuffer: ByteBuffer(string: jwks)))
+                status: .ok,
+                headers: [.contentType: "application/json", .cacheControl: "max-age=86400"],
+                body: .init(byteBuffer: ByteBuffer(string: jwks))
+            )
         }
         router.post("auth/token") { request, _ -> Response in
             let body = String(buffer: try await request.body.collect(upTo: 65536))
@@ -76,16 +79,22 @@ final class FakeApple: Sendable {
             else {
                 self.log.refused.withLock { $0 += 1 }
                 return Response(
-                    status: .badRequest, headers: [.contentType: "application/json"],
-                    body: .init(byteBuffer: ByteBuffer(string: #"{"error":"invalid_grant"}"#)))
+                    status: .badRequest,
+                    headers: [.contentType: "application/json"],
+                    body: .init(byteBuffer: ByteBuffer(string: #"{"error":"invalid_grant"}"#))
+                )
             }
             let rt = "apple-rt-\(UUID().uuidString)"
             self.log.exchanged.withLock { $0.append(rt) }
             return Response(
-                status: .ok, headers: [.contentType: "application/json"],
+                status: .ok,
+                headers: [.contentType: "application/json"],
                 body: .init(
                     byteBuffer: ByteBuffer(
-                        string: #"{"access_token":"at","token_type":"Bearer","expires_in":3600,"refresh_token":"\#(rt)","id_token":"x"}"#)))
+                        string: #"{"access_token":"at","token_type":"Bearer","expires_in":3600,"refresh_token":"\#(rt)","id_token":"x"}"#
+                    )
+                )
+            )
         }
         router.post("auth/revoke") { request, _ -> Response in
             let f = Self.formFields(String(buffer: try await request.body.collect(upTo: 65536)))
@@ -112,15 +121,29 @@ final class FakeApple: Sendable {
     }
 
     func identityToken(
-        sub: String, aud: String? = nil, email: String? = nil, rawNonce: String? = nil, nonceOverride: String? = nil,
-        iss: String = "https://appleid.apple.com", expiresIn: Int = 600
+        sub: String,
+        aud: String? = nil,
+        email: String? = nil,
+        rawNonce: String? = nil,
+        nonceOverride: String? = nil,
+        iss: String = "https://appleid.apple.com",
+        expiresIn: Int = 600
     ) async throws -> String {
         let t = Int(Date().timeIntervalSince1970)
         let nonce = nonceOverride ?? rawNonce.map { SHA256.hash(data: Data($0.utf8)).map { String(format: "%02x", $0) }.joined() }
         return try await keys.keys.sign(
             Claims(
-                iss: iss, aud: aud ?? clientID, sub: sub, exp: t + expiresIn, iat: t - 5, email: email,
-                email_verified: email == nil ? nil : "true", is_private_email: "true", nonce: nonce),
-            kid: JWKIdentifier(string: keys.kid))
+                iss: iss,
+                aud: aud ?? clientID,
+                sub: sub,
+                exp: t + expiresIn,
+                iat: t - 5,
+                email: email,
+                email_verified: email == nil ? nil : "true",
+                is_private_email: "true",
+                nonce: nonce
+            ),
+            kid: JWKIdentifier(string: keys.kid)
+        )
     }
 }

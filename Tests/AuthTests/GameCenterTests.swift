@@ -1,10 +1,8 @@
-import _CryptoExtras
-@testable import AuthService
 import Crypto
 import Foundation
 import Hummingbird
-import HummingbirdTesting
 import HummingbirdTLS
+import HummingbirdTesting
 import NIOSSL
 import ServiceKit
 import ServiceLifecycle
@@ -13,6 +11,9 @@ import TestSupport
 import WireTypes
 import X509
 import XCTest
+import _CryptoExtras
+
+@testable import AuthService
 
 /// A private PKI standing in for Apple's: a root, Game Center's RSA signing certificate, and a
 /// TLS certificate for static.gc.apple.com served over HTTPS on loopback.
@@ -29,47 +30,66 @@ struct FakeGameCenter: Sendable {
         let caKey = P256.Signing.PrivateKey()
         let caName = try DistinguishedName { CommonName("Test Apple Root CA") }
         let ca = try Certificate(
-            version: .v3, serialNumber: .init(), publicKey: .init(caKey.publicKey),
-            notValidBefore: now - 86400, notValidAfter: now + 86400 * 365, issuer: caName, subject: caName,
+            version: .v3,
+            serialNumber: .init(),
+            publicKey: .init(caKey.publicKey),
+            notValidBefore: now - 86400,
+            notValidAfter: now + 86400 * 365,
+            issuer: caName,
+            subject: caName,
             extensions: try Certificate.Extensions {
                 Critical(BasicConstraints.isCertificateAuthority(maxPathLength: nil))
                 Critical(KeyUsage(keyCertSign: true))
-            }, issuerPrivateKey: .init(caKey))
+            },
+            issuerPrivateKey: .init(caKey)
+        )
         signingKey = try _RSA.Signing.PrivateKey(keySize: .bits2048)
         let signing = try Certificate(
-            version: .v3, serialNumber: .init(), publicKey: .init(signingKey.publicKey),
+            version: .v3,
+            serialNumber: .init(),
+            publicKey: .init(signingKey.publicKey),
             notValidBefore: expired ? now - 86400 * 10 : now - 3600,
             notValidAfter: expired ? now - 86400 : now + 86400 * 30,
-            issuer: caName, subject: try DistinguishedName { CommonName("gc-prod-10") },
+            issuer: caName,
+            subject: try DistinguishedName { CommonName("gc-prod-10") },
             extensions: try Certificate.Extensions {
                 Critical(BasicConstraints.notCertificateAuthority)
                 Critical(KeyUsage(digitalSignature: true))
-            }, issuerPrivateKey: .init(caKey))
+            },
+            issuerPrivateKey: .init(caKey)
+        )
         var der = DER.Serializer()
         try der.serialize(signing)
         certDER = der.serializedBytes
         let tlsKey = P256.Signing.PrivateKey()
         let tlsCert = try Certificate(
-            version: .v3, serialNumber: .init(), publicKey: .init(tlsKey.publicKey),
-            notValidBefore: now - 3600, notValidAfter: now + 86400, issuer: caName,
+            version: .v3,
+            serialNumber: .init(),
+            publicKey: .init(tlsKey.publicKey),
+            notValidBefore: now - 3600,
+            notValidAfter: now + 86400,
+            issuer: caName,
             subject: try DistinguishedName { CommonName("static.gc.apple.com") },
             extensions: try Certificate.Extensions {
                 SubjectAlternativeNames([.dnsName("static.gc.apple.com")])
                 try ExtendedKeyUsage([.serverAuth])
-            }, issuerPrivateKey: .init(caKey))
+            },
+            issuerPrivateKey: .init(caKey)
+        )
         let path = FileManager.default.temporaryDirectory.appendingPathComponent("gc-root-\(UUID()).pem").path
         try ca.serializeAsPEM().pemString.write(toFile: path, atomically: true, encoding: .utf8)
         caPEMPath = path
         tls = TLSConfiguration.makeServerConfiguration(
             certificateChain: [.certificate(try NIOSSLCertificate(bytes: Array(tlsCert.serializeAsPEM().pemString.utf8), format: .pem))],
-            privateKey: .privateKey(try NIOSSLPrivateKey(bytes: Array(tlsKey.pemRepresentation.utf8), format: .pem)))
+            privateKey: .privateKey(try NIOSSLPrivateKey(bytes: Array(tlsKey.pemRepresentation.utf8), format: .pem))
+        )
         port = try TestEnvironment.freePort()
     }
 
     var env: [String: String] {
         [
             "GAMECENTER_TRUST_ROOTS": caPEMPath, "GAMECENTER_CA_BUNDLE": caPEMPath,
-            "GAMECENTER_RESOLVE": "static.gc.apple.com:\(port):127.0.0.1"
+            "GAMECENTER_RESOLVE": "static.gc.apple.com:\(port):127.0.0.1",
         ]
     }
 
@@ -80,12 +100,16 @@ struct FakeGameCenter: Sendable {
             Response(status: .ok, headers: [.contentType: "application/pkix-cert"], body: .init(byteBuffer: ByteBuffer(bytes: der)))
         }
         return Application(
-            router: router, server: try .tls(.http1(), tlsConfiguration: tls),
-            configuration: .init(address: .hostname("127.0.0.1", port: port)))
+            router: router,
+            server: try .tls(.http1(), tlsConfiguration: tls),
+            configuration: .init(address: .hostname("127.0.0.1", port: port))
+        )
     }
 
     func proof(
-        player: String, bundleID: String = "com.example.quiz", timestamp: UInt64 = UInt64(Date().timeIntervalSince1970 * 1000),
+        player: String,
+        bundleID: String = "com.example.quiz",
+        timestamp: UInt64 = UInt64(Date().timeIntervalSince1970 * 1000),
         key: _RSA.Signing.PrivateKey? = nil
     ) throws -> (signature: String, salt: String, timestamp: UInt64) {
         let salt = Data((0..<16).map { _ in UInt8.random(in: 0...255) })
@@ -100,8 +124,12 @@ struct FakeGameCenter: Sendable {
 
 final class GameCenterTests: XCTestCase {
     static func linkBody(
-        _ gc: FakeGameCenter, player: String, url: String? = nil, proof: (signature: String, salt: String, timestamp: UInt64),
-        achievements: [String] = ["first_win"], score: Int = 1200
+        _ gc: FakeGameCenter,
+        player: String,
+        url: String? = nil,
+        proof: (signature: String, salt: String, timestamp: UInt64),
+        achievements: [String] = ["first_win"],
+        score: Int = 1200
     ) -> String {
         let a = achievements.map { "\"\($0)\"" }.joined(separator: ",")
         return
@@ -124,14 +152,31 @@ final class GameCenterTests: XCTestCase {
             let r = try await h.registerEmail(email)
             let player = "T:\(UUID().uuidString.prefix(12))"
             let link = try await h.post(
-                "auth/game-center/link", Self.linkBody(gc, player: player, proof: try gc.proof(player: player)),
-                token: r.tokens.accessToken)
+                "auth/game-center/link",
+                Self.linkBody(gc, player: player, proof: try gc.proof(player: player)),
+                token: r.tokens.accessToken
+            )
             XCTAssertEqual(link.status, .ok, String(buffer: link.body))
             struct Linked: Decodable {
-                struct S: Decodable { var achievements: Int; var leaderboard_score: Int }
-                struct C: Decodable { var type: String; var local: Int; var game_center: Int; var resolution: String }
-                struct R: Decodable { var achievements: [String]; var leaderboard_score: Int? }
-                var linked: Bool; var player_id: String; var synced: S; var conflicts: [C]; var report_to_game_center: R
+                struct S: Decodable {
+                    var achievements: Int
+                    var leaderboard_score: Int
+                }
+                struct C: Decodable {
+                    var type: String
+                    var local: Int
+                    var game_center: Int
+                    var resolution: String
+                }
+                struct R: Decodable {
+                    var achievements: [String]
+                    var leaderboard_score: Int?
+                }
+                var linked: Bool
+                var player_id: String
+                var synced: S
+                var conflicts: [C]
+                var report_to_game_center: R
             }
             let linked = try link.json(Linked.self)
             XCTAssertTrue(linked.linked)
@@ -140,8 +185,10 @@ final class GameCenterTests: XCTestCase {
 
             // Game Center has more: union of achievements, best score, GC wins.
             let sync = try await h.post(
-                "auth/game-center/sync", #"{"achievements":["first_win","capitals_master"],"leaderboard_score":1500}"#,
-                token: r.tokens.accessToken)
+                "auth/game-center/sync",
+                #"{"achievements":["first_win","capitals_master"],"leaderboard_score":1500}"#,
+                token: r.tokens.accessToken
+            )
             let s = try sync.json(Linked.self)
             XCTAssertEqual(s.synced.achievements, 2)
             XCTAssertEqual(s.synced.leaderboard_score, 1500)
@@ -157,7 +204,8 @@ final class GameCenterTests: XCTestCase {
             // The same player for another user: 409 with the owner's email masked.
             let other = try await h.registerEmail(uniqueEmail())
             try await h.post(
-                "auth/game-center/link", Self.linkBody(gc, player: player, proof: try gc.proof(player: player)),
+                "auth/game-center/link",
+                Self.linkBody(gc, player: player, proof: try gc.proof(player: player)),
                 token: other.tokens.accessToken
             ) { resp in
                 XCTAssertEqual(resp.status, .conflict)
@@ -170,7 +218,8 @@ final class GameCenterTests: XCTestCase {
             try await h.post("auth/game-center/unlink", "{}", token: r.tokens.accessToken) { XCTAssertEqual($0.status, .notFound) }
             // Now the other account can take it.
             try await h.post(
-                "auth/game-center/link", Self.linkBody(gc, player: player, proof: try gc.proof(player: player)),
+                "auth/game-center/link",
+                Self.linkBody(gc, player: player, proof: try gc.proof(player: player)),
                 token: other.tokens.accessToken
             ) { XCTAssertEqual($0.status, .ok) }
         }
@@ -189,10 +238,18 @@ final class GameCenterTests: XCTestCase {
                 ("older than 5 minutes", Self.linkBody(gc, player: player, proof: try gc.proof(player: player, timestamp: old))),
                 (
                     "not https",
-                    Self.linkBody(gc, player: player, url: gc.keyURL.replacingOccurrences(of: "https:", with: "http:"), proof: try gc.proof(player: player))
+                    Self.linkBody(
+                        gc,
+                        player: player,
+                        url: gc.keyURL.replacingOccurrences(of: "https:", with: "http:"),
+                        proof: try gc.proof(player: player)
+                    )
                 ),
                 ("not apple.com", Self.linkBody(gc, player: player, url: "https://evil.example.com/key.cer", proof: try gc.proof(player: player))),
-                ("lookalike host", Self.linkBody(gc, player: player, url: "https://static.gc.apple.com.evil.com/key.cer", proof: try gc.proof(player: player)))
+                (
+                    "lookalike host",
+                    Self.linkBody(gc, player: player, url: "https://static.gc.apple.com.evil.com/key.cer", proof: try gc.proof(player: player))
+                ),
             ]
             for (name, body) in cases {
                 let resp = try await h.post("auth/game-center/link", body, token: r.tokens.accessToken)
@@ -219,8 +276,10 @@ final class GameCenterTests: XCTestCase {
         try await Self.withGameCenter(expired: true) { h, gc in
             let r = try await h.registerEmail(uniqueEmail())
             let resp = try await h.post(
-                "auth/game-center/link", Self.linkBody(gc, player: "T:exp", proof: try gc.proof(player: "T:exp")),
-                token: r.tokens.accessToken)
+                "auth/game-center/link",
+                Self.linkBody(gc, player: "T:exp", proof: try gc.proof(player: "T:exp")),
+                token: r.tokens.accessToken
+            )
             XCTAssertEqual(resp.status, .unauthorized)
         }
     }

@@ -1,4 +1,3 @@
-@testable import AuthService
 import Foundation
 import Hummingbird
 import HummingbirdTesting
@@ -6,6 +5,8 @@ import ServiceKit
 import TestSupport
 import WireTypes
 import XCTest
+
+@testable import AuthService
 
 /// Google sign-in against a local key server that signs with a key the test generates.
 final class GoogleSignInTests: XCTestCase {
@@ -99,7 +100,7 @@ final class GoogleSignInTests: XCTestCase {
                 ("alg none", algNone),
                 ("alg HS256", hs256),
                 ("tampered", parts[0] + "." + Base64URL.encode(Data(#"{"sub":"admin"}"#.utf8)) + "." + parts[2]),
-                ("garbage", "not.a.jwt")
+                ("garbage", "not.a.jwt"),
             ]
             for (name, token) in forged {
                 let r = try await h.post("auth/register", Self.body(token))
@@ -118,7 +119,8 @@ final class GoogleSignInTests: XCTestCase {
                 XCTAssertEqual(try r.envelope().extra["field"], "credentials.google_id_token")
             }
             let failures = try await h.scalar(
-                "SELECT count(*)::int FROM auth.audit_logs WHERE app_id = '\(h.app.appID)' AND result = 'failure' AND details->>'provider' = 'google'")
+                "SELECT count(*)::int FROM auth.audit_logs WHERE app_id = '\(h.app.appID)' AND result = 'failure' AND details->>'provider' = 'google'"
+            )
             XCTAssertEqual(failures, forged.count)
         }
     }

@@ -1,4 +1,3 @@
-@testable import AuthService
 import Foundation
 import Hummingbird
 import HummingbirdTesting
@@ -7,9 +6,14 @@ import TestSupport
 import WireTypes
 import XCTest
 
+@testable import AuthService
+
 /// UC-AUTH-1.7 linking and unlinking; the operator's suspend command.
 final class LinkTests: XCTestCase {
-    struct Linked: Decodable { var user: UserView; var tokens: TokenPair }
+    struct Linked: Decodable {
+        var user: UserView
+        var tokens: TokenPair
+    }
 
     static func guest(_ h: AuthHarness) async throws -> AuthResponse {
         let r = try await h.post("auth/register", #"{"provider":"guest","credentials":{"device_id":"g-\#(UUID())"}}"#)
@@ -21,8 +25,10 @@ final class LinkTests: XCTestCase {
             let g = try await Self.guest(h)
             let email = uniqueEmail()
             let r = try await h.post(
-                "auth/link", #"{"provider":"email","credentials":{"email":"\#(email)","password":"Tr1cky-Geography-42"}}"#,
-                token: g.tokens.accessToken)
+                "auth/link",
+                #"{"provider":"email","credentials":{"email":"\#(email)","password":"Tr1cky-Geography-42"}}"#,
+                token: g.tokens.accessToken
+            )
             XCTAssertEqual(r.status, .ok, String(buffer: r.body))
             let linked = try r.json(Linked.self)
             XCTAssertEqual(linked.user.id, g.user.id, "same user id: all data kept")
@@ -42,7 +48,11 @@ final class LinkTests: XCTestCase {
             let g = try await Self.guest(h)
             let email = uniqueEmail("g")
             let token = try await h.google.idToken(sub: "link-\(UUID())", aud: h.googleClientID, email: email)
-            let r = try await h.post("auth/link", #"{"provider":"google","credentials":{"google_id_token":"\#(token)"}}"#, token: g.tokens.accessToken)
+            let r = try await h.post(
+                "auth/link",
+                #"{"provider":"google","credentials":{"google_id_token":"\#(token)"}}"#,
+                token: g.tokens.accessToken
+            )
             XCTAssertEqual(r.status, .ok, String(buffer: r.body))
             let linked = try r.json(Linked.self)
             XCTAssertEqual(linked.user.id, g.user.id)
@@ -65,29 +75,42 @@ final class LinkTests: XCTestCase {
             XCTAssertEqual(refused.status, .conflict)
             XCTAssertEqual(try refused.envelope().extra["can_link"], .bool(true), "an email account without Google can link it")
             let linked = try await h.post(
-                "auth/link", #"{"provider":"google","credentials":{"google_id_token":"\#(first)"}}"#,
-                token: owner.tokens.accessToken)
+                "auth/link",
+                #"{"provider":"google","credentials":{"google_id_token":"\#(first)"}}"#,
+                token: owner.tokens.accessToken
+            )
             XCTAssertEqual(linked.status, .ok, "and it does: \(String(buffer: linked.body))")
             // Now a second Google identity with the same email: Google is taken on that account.
             let second = try await h.google.idToken(sub: "g2-\(UUID())", aud: h.googleClientID, email: email)
             let again = try await h.post("auth/register", #"{"provider":"google","credentials":{"google_id_token":"\#(second)"}}"#)
             XCTAssertEqual(try again.envelope().extra["can_link"], .bool(false))
             let tried = try await h.post(
-                "auth/link", #"{"provider":"google","credentials":{"google_id_token":"\#(second)"}}"#,
-                token: owner.tokens.accessToken)
+                "auth/link",
+                #"{"provider":"google","credentials":{"google_id_token":"\#(second)"}}"#,
+                token: owner.tokens.accessToken
+            )
             XCTAssertEqual(tried.status, .conflict, "and linking it indeed fails")
             // A password on an account that has one: false; on a Google-only account: true.
-            let dup = try await h.post("auth/register", #"{"provider":"email","credentials":{"email":"\#(email)","password":"An0ther-Str0ng-Passphrase"}}"#)
+            let dup = try await h.post(
+                "auth/register",
+                #"{"provider":"email","credentials":{"email":"\#(email)","password":"An0ther-Str0ng-Passphrase"}}"#
+            )
             XCTAssertEqual(try dup.envelope().extra["can_link"], .bool(false))
             let googleEmail = uniqueEmail("gonly")
             let gtoken = try await h.google.idToken(sub: "g3-\(UUID())", aud: h.googleClientID, email: googleEmail)
-            let gUser = try await h.post("auth/register", #"{"provider":"google","credentials":{"google_id_token":"\#(gtoken)"}}"#).json(AuthResponse.self)
+            let gUser = try await h.post("auth/register", #"{"provider":"google","credentials":{"google_id_token":"\#(gtoken)"}}"#).json(
+                AuthResponse.self
+            )
             let pw = try await h.post(
-                "auth/register", #"{"provider":"email","credentials":{"email":"\#(googleEmail)","password":"An0ther-Str0ng-Passphrase"}}"#)
+                "auth/register",
+                #"{"provider":"email","credentials":{"email":"\#(googleEmail)","password":"An0ther-Str0ng-Passphrase"}}"#
+            )
             XCTAssertEqual(try pw.envelope().extra["can_link"], .bool(true))
             let linkedPw = try await h.post(
-                "auth/link", #"{"provider":"email","credentials":{"email":"\#(googleEmail)","password":"An0ther-Str0ng-Passphrase"}}"#,
-                token: gUser.tokens.accessToken)
+                "auth/link",
+                #"{"provider":"email","credentials":{"email":"\#(googleEmail)","password":"An0ther-Str0ng-Passphrase"}}"#,
+                token: gUser.tokens.accessToken
+            )
             XCTAssertEqual(linkedPw.status, .ok, String(buffer: linkedPw.body))
         }
     }
@@ -100,28 +123,37 @@ final class LinkTests: XCTestCase {
             let ownerEmail = uniqueEmail()
             _ = try await h.registerEmail(ownerEmail)
             let g = try await Self.guest(h)
-            try await h.post("auth/link", #"{"provider":"google","credentials":{"google_id_token":"\#(ownerToken)"}}"#, token: g.tokens.accessToken) { r in
+            try await h.post("auth/link", #"{"provider":"google","credentials":{"google_id_token":"\#(ownerToken)"}}"#, token: g.tokens.accessToken) {
+                r in
                 XCTAssertEqual(r.status, .conflict)
                 XCTAssertEqual(try r.envelope().error, "identity_already_linked")
             }
             try await h.post(
-                "auth/link", #"{"provider":"email","credentials":{"email":"\#(ownerEmail)","password":"Tr1cky-Geography-42"}}"#,
+                "auth/link",
+                #"{"provider":"email","credentials":{"email":"\#(ownerEmail)","password":"Tr1cky-Geography-42"}}"#,
                 token: g.tokens.accessToken
             ) { r in
                 XCTAssertEqual(r.status, .conflict)
                 XCTAssertEqual(try r.envelope().error, "identity_already_linked")
             }
             let stillGuest = try await h.scalar(
-                "SELECT count(*)::int FROM auth.users WHERE id = '\(g.user.id)' AND is_guest AND email IS NULL AND google_id IS NULL AND password_hash IS NULL")
+                "SELECT count(*)::int FROM auth.users WHERE id = '\(g.user.id)' AND is_guest AND email IS NULL AND google_id IS NULL AND password_hash IS NULL"
+            )
             XCTAssertEqual(stillGuest, 1, "nothing was half-linked")
             // Bad input.
             try await h.post("auth/link", #"{"provider":"guest","credentials":{"device_id":"x"}}"#, token: g.tokens.accessToken) {
                 XCTAssertEqual($0.status, .unprocessableContent)
             }
-            try await h.post("auth/link", #"{"provider":"email","credentials":{"email":"x@example.com","password":"weak"}}"#, token: g.tokens.accessToken) {
+            try await h.post(
+                "auth/link",
+                #"{"provider":"email","credentials":{"email":"x@example.com","password":"weak"}}"#,
+                token: g.tokens.accessToken
+            ) {
                 XCTAssertEqual($0.status, .unprocessableContent)
             }
-            try await h.post("auth/link", #"{"provider":"google","credentials":{}}"#, token: g.tokens.accessToken) { XCTAssertEqual($0.status, .badRequest) }
+            try await h.post("auth/link", #"{"provider":"google","credentials":{}}"#, token: g.tokens.accessToken) {
+                XCTAssertEqual($0.status, .badRequest)
+            }
             try await h.post("auth/link", #"{"provider":"google","credentials":{"google_id_token":"\#(ownerToken)"}}"#) {
                 XCTAssertEqual($0.status, .unauthorized)
             }
@@ -136,7 +168,11 @@ final class LinkTests: XCTestCase {
             XCTAssertEqual(last.status, .conflict)
             XCTAssertEqual(try last.envelope().error, "last_sign_in_method")
             let token = try await h.google.idToken(sub: "u-\(UUID())", aud: h.googleClientID)
-            let linked = try await h.post("auth/link", #"{"provider":"google","credentials":{"google_id_token":"\#(token)"}}"#, token: r.tokens.accessToken)
+            let linked = try await h.post(
+                "auth/link",
+                #"{"provider":"google","credentials":{"google_id_token":"\#(token)"}}"#,
+                token: r.tokens.accessToken
+            )
             XCTAssertEqual(try linked.json(Linked.self).user.linkedProviders, ["email", "google"])
             let unlink = try await h.send(.delete, "auth/link/email", token: r.tokens.accessToken)
             XCTAssertEqual(unlink.status, .ok)
@@ -159,7 +195,9 @@ final class LinkTests: XCTestCase {
             let r = try await h.registerEmail(email)
             let p = Process()
             p.executableURL = URL(fileURLWithPath: TestEnvironment.binDirectory).appendingPathComponent("auth-service")
-            p.arguments = ["admin", "users", "suspend", "--app-id", h.app.appID.uuidString, "--user-id", r.user.id.uuidString, "--reason", "Cheating"]
+            p.arguments = [
+                "admin", "users", "suspend", "--app-id", h.app.appID.uuidString, "--user-id", r.user.id.uuidString, "--reason", "Cheating",
+            ]
             var env = ProcessInfo.processInfo.environment
             env["DATABASE_NAME"] = TestEnvironment.unitDatabase
             env["DATABASE_PORT"] = String(TestEnvironment.databasePort)
@@ -188,9 +226,12 @@ final class LinkTests: XCTestCase {
             XCTAssertEqual(try me.envelope().extra["reason"], "Cheating")
             for (method, path, body) in [
                 (HTTPRequest.Method.get, "auth/privacy", nil), (.patch, "auth/privacy", #"{"consent_analytics":true}"#),
-                (.post, "auth/privacy/export", "{}")
+                (.post, "auth/privacy/export", "{}"),
             ] {
-                do { let v = try await h.send(method, path, body, token: r.tokens.accessToken).status; XCTAssertEqual(v, .forbidden, path) }
+                do {
+                    let v = try await h.send(method, path, body, token: r.tokens.accessToken).status
+                    XCTAssertEqual(v, .forbidden, path)
+                }
             }
             let told = try await h.scalar(
                 "SELECT count(*)::int FROM auth.outbox WHERE path LIKE '/internal/users/\(r.user.id.uuidString.lowercased())/sessions%' AND body->>'state' = 'suspended'"

@@ -19,7 +19,15 @@ final class LiveEventTests: XCTestCase {
     static func record(_ h: AuthHarness, app: UUID, user: UUID, id: UUID = UUID(), pause: Double = 0) async throws -> LiveCursor? {
         try await h.runtime.db.withTransaction(logger: h.runtime.logger) { conn in
             let cursor = try await LiveStore.record(
-                app: app, user: user, type: .creditsUpdated, id: id, version: 1, data: ["balance": .int(1)], on: conn, logger: h.runtime.logger)
+                app: app,
+                user: user,
+                type: .creditsUpdated,
+                id: id,
+                version: 1,
+                data: ["balance": .int(1)],
+                on: conn,
+                logger: h.runtime.logger
+            )
             // Held open a moment after numbering: commits land in another order than they began.
             if pause > 0 { try await Task.sleep(for: .milliseconds(Int(pause * 1000))) }
             return cursor

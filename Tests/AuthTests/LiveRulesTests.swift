@@ -15,7 +15,7 @@ final class LiveRulesTests: XCTestCase {
         XCTAssertEqual(LiveCursor("0-00000000"), .start)
         for bad in [
             "", "42", "42-", "-0a1b2c3d", "42-0A1B2C3D", "42-0a1b2c3", "42-0a1b2c3dd", "x-0a1b2c3d", "-1-0a1b2c3d", "42-0a1b2c3g",
-            "99999999999999999999-0a1b2c3d", "42-0a1b-2c3d", "٤٢-0a1b2c3d", String(repeating: "9", count: 200) + "-0a1b2c3d"
+            "99999999999999999999-0a1b2c3d", "42-0a1b-2c3d", "٤٢-0a1b2c3d", String(repeating: "9", count: 200) + "-0a1b2c3d",
         ] {
             XCTAssertNil(LiveCursor(bad), bad)
         }
@@ -44,7 +44,7 @@ final class LiveRulesTests: XCTestCase {
             (.sessionRevoked, ["session_epoch": .int(2)], false, "a token of the current epoch stays"),
             (.sessionRevoked, [:], true, "an end naming nothing ends it"),
             (.accountDeleted, [:], true, "erasure"),
-            (.creditsUpdated, [:], false, "not an end")
+            (.creditsUpdated, [:], false, "not an end"),
         ]
         for (type, data, ends, why) in cases {
             XCTAssertEqual(LiveRules.ends(stream, type: type, data: data), ends, why)
@@ -58,7 +58,8 @@ final class LiveRulesTests: XCTestCase {
     func testWebhookEventsBecomeTheUsersLiveEvents() {
         let credit = LiveRules.fromWebhook(
             type: "credits.earned",
-            data: ["user_id": .string("u"), "amount": .int(5), "balance": .int(12), "source": .string("ad_reward"), "transaction_id": .int(9)])
+            data: ["user_id": .string("u"), "amount": .int(5), "balance": .int(12), "source": .string("ad_reward"), "transaction_id": .int(9)]
+        )
         XCTAssertEqual(credit?.0, .creditsUpdated)
         XCTAssertEqual(credit?.1["delta"], .int(5))
         XCTAssertEqual(credit?.1["balance"], .int(12))
@@ -87,7 +88,7 @@ final class LiveRulesTests: XCTestCase {
             (5, 6, false, .catchUp, "the next one without its body (too large for a notification)"),
             (5, 8, true, .catchUp, "a gap: 6 and 7 were missed"),
             (0, 1, true, .send, "a fresh stream's first event after an empty snapshot"),
-            (0, 2, true, .catchUp, "a gap right after the snapshot")
+            (0, 2, true, .catchUp, "a gap right after the snapshot"),
         ]
         for row in table {
             XCTAssertEqual(LiveRules.step(last: row.last, seq: row.seq, carriesBody: row.body), row.step, row.why)
@@ -96,7 +97,9 @@ final class LiveRulesTests: XCTestCase {
 
     func testFrames() {
         XCTAssertEqual(
-            LiveRules.sse(cursor: "1-0a1b2c3d", type: "credits.updated", json: "{\"a\":1}"), "id: 1-0a1b2c3d\nevent: credits.updated\ndata: {\"a\":1}\n\n")
+            LiveRules.sse(cursor: "1-0a1b2c3d", type: "credits.updated", json: "{\"a\":1}"),
+            "id: 1-0a1b2c3d\nevent: credits.updated\ndata: {\"a\":1}\n\n"
+        )
         XCTAssertEqual(LiveRules.sse(cursor: nil, type: "stream.reset", json: "{}"), "event: stream.reset\ndata: {}\n\n")
         XCTAssertEqual(LiveRules.socketText(cursor: "1-0a1b2c3d", json: "{\"a\":1}"), "{\"a\":1,\"cursor\":\"1-0a1b2c3d\"}")
         XCTAssertEqual(LiveRules.socketText(cursor: "1-0a1b2c3d", json: "{}"), "{\"cursor\":\"1-0a1b2c3d\"}")

@@ -1,8 +1,9 @@
-@testable import AuthService
 import Foundation
 import ServiceKit
 import TestSupport
 import XCTest
+
+@testable import AuthService
 
 /// Auth's emails through a real SMTP server (aiosmtpd), and the mail folder of the local stack.
 final class MailDeliveryTests: XCTestCase {
@@ -17,8 +18,12 @@ final class MailDeliveryTests: XCTestCase {
             do {
                 try await mailer.send(
                     SMTPMessage(
-                        from: "no-reply@quiz.example", to: ["player@example.com"], subject: "Vérifiez votre email",
-                        text: "Cliquez ici : https://app.example.com/verify-email?token=abc"))
+                        from: "no-reply@quiz.example",
+                        to: ["player@example.com"],
+                        subject: "Vérifiez votre email",
+                        text: "Cliquez ici : https://app.example.com/verify-email?token=abc"
+                    )
+                )
                 sent = true
             } catch { try await Task.sleep(for: .milliseconds(100)) }
         }
@@ -31,7 +36,8 @@ final class MailDeliveryTests: XCTestCase {
     func testWithoutSMTPEmailsAreWrittenAsEmlFiles() async throws {
         let dir = FileManager.default.temporaryDirectory.appendingPathComponent("mail-\(UUID())")
         try await MailFolder(directory: dir).send(
-            SMTPMessage(from: "no-reply@quiz.example", to: ["a@example.com"], subject: "Réinitialisation", text: "https://x/reset?token=t"))
+            SMTPMessage(from: "no-reply@quiz.example", to: ["a@example.com"], subject: "Réinitialisation", text: "https://x/reset?token=t")
+        )
         let files = try FileManager.default.contentsOfDirectory(atPath: dir.path)
         XCTAssertEqual(files.count, 1)
         XCTAssertTrue(files[0].hasSuffix(".eml"))

@@ -1,4 +1,3 @@
-@testable import AuthService
 import Foundation
 import Hummingbird
 import HummingbirdTesting
@@ -7,15 +6,24 @@ import TestSupport
 import WireTypes
 import XCTest
 
+@testable import AuthService
+
 /// UC-AUTH-1.4 privacy settings, and the internal user endpoints other services call.
 final class PrivacyAndInternalTests: XCTestCase {
     struct PrivacyBody: Decodable { var privacy: PrivacySettings }
     struct Update: Decodable {
-        struct W: Decodable { var setting: String; var impact: String }
+        struct W: Decodable {
+            var setting: String
+            var impact: String
+        }
         var privacy: PrivacySettings
         var appliedImmediately: Bool
         var warnings: [W]
-        enum CodingKeys: String, CodingKey { case privacy; case appliedImmediately = "applied_immediately"; case warnings }
+        enum CodingKeys: String, CodingKey {
+            case privacy
+            case appliedImmediately = "applied_immediately"
+            case warnings
+        }
     }
 
     func testUpdateConsentsWarnsAndTellsOfflineAndAdsThroughTheOutbox() async throws {
@@ -48,7 +56,8 @@ final class PrivacyAndInternalTests: XCTestCase {
                 "SELECT max((body->>'version')::int) FROM auth.outbox WHERE target_service = 'ads' AND path = '/internal/users/\(uid)/consents/personalized_ads\(scope)' AND body->>'value' = 'false'"
             )
             let earlier = try await h.scalar(
-                "SELECT max((body->>'version')::int) FROM auth.outbox WHERE path LIKE '/internal/users/\(uid)/consents/%' AND body->>'value' = 'true'")
+                "SELECT max((body->>'version')::int) FROM auth.outbox WHERE path LIKE '/internal/users/\(uid)/consents/%' AND body->>'value' = 'true'"
+            )
             XCTAssertGreaterThan(earlier, 0)
             XCTAssertGreaterThan(geo, earlier, "the withdrawal carries a newer version than the grant")
             XCTAssertGreaterThan(ads, earlier)
@@ -57,7 +66,10 @@ final class PrivacyAndInternalTests: XCTestCase {
             XCTAssertEqual(outboxAfter - outboxBefore, 2)
             // Nothing to tell when nothing another service acts on changed.
             _ = try await h.send(.patch, "auth/privacy", #"{"consent_notifications":false}"#, token: token)
-            do { let v = try await h.scalar("SELECT count(*)::int FROM auth.outbox WHERE path LIKE '%\(uid)%'"); XCTAssertEqual(v, outboxAfter) }
+            do {
+                let v = try await h.scalar("SELECT count(*)::int FROM auth.outbox WHERE path LIKE '%\(uid)%'")
+                XCTAssertEqual(v, outboxAfter)
+            }
 
             let get = try await h.send(.get, "auth/privacy", token: token)
             XCTAssertEqual(try get.json(PrivacyBody.self).privacy.consentGeolocation, false)
@@ -73,7 +85,7 @@ final class PrivacyAndInternalTests: XCTestCase {
             for (body, field) in [
                 (#"{"consent_geolocation":"yes"}"#, "consent_geolocation"),
                 (#"{"consent_geolocation":true,"is_admin":true}"#, "is_admin"),
-                (#"{}"#, nil), (#"[]"#, nil)
+                (#"{}"#, nil), (#"[]"#, nil),
             ] {
                 let resp = try await h.send(.patch, "auth/privacy", body, token: token)
                 XCTAssertEqual(resp.status, .badRequest, body)
@@ -106,15 +118,17 @@ final class PrivacyAndInternalTests: XCTestCase {
             let app = h.app.appID.uuidString.lowercased()
             let service: HTTPFields = [
                 .authorization: "Bearer local-internal-subscription", .xServiceName: "subscription",
-                .contentType: "application/json"
+                .contentType: "application/json",
             ]
             let sub = UUID().uuidString.lowercased()
             let body =
                 #"{"app_id":"\#(app)","subscription_id":"\#(sub)","plan_type":"annual","product_id":"com.quiz.premium.annual","store":"apple","is_trial":true,"end_date":"2030-01-08T10:00:00Z"}"#
             @Sendable func ask(_ user: String = uid, _ json: String = body, headers: HTTPFields? = nil) async throws -> TestResponse {
                 try await h.client.execute(
-                    uri: "/internal/users/\(user)/emails/purchase-confirmation?app_id=\(app)", method: .post,
-                    headers: headers ?? service, body: ByteBuffer(string: json)
+                    uri: "/internal/users/\(user)/emails/purchase-confirmation?app_id=\(app)",
+                    method: .post,
+                    headers: headers ?? service,
+                    body: ByteBuffer(string: json)
                 ) { $0 }
             }
             let before = h.mailer.sent.withLock { $0.count }
@@ -137,7 +151,9 @@ final class PrivacyAndInternalTests: XCTestCase {
             XCTAssertTrue(mails.first?.text.contains(sub) ?? false)
 
             // A guest has no address: nothing sent, nothing claimed.
-            let guest = try await h.post("auth/register", #"{"provider":"guest","credentials":{"device_id":"guest-\#(UUID())"}}"#).json(AuthResponse.self)
+            let guest = try await h.post("auth/register", #"{"provider":"guest","credentials":{"device_id":"guest-\#(UUID())"}}"#).json(
+                AuthResponse.self
+            )
             let g = try await ask(guest.user.id.uuidString.lowercased())
             XCTAssertTrue(String(buffer: g.body).contains(#""result":"no_email""#))
 
@@ -149,7 +165,7 @@ final class PrivacyAndInternalTests: XCTestCase {
                 ("not-a-uuid", body, nil, .badRequest),
                 (uid, body.replacingOccurrences(of: #""is_trial":true"#, with: #""is_trial":"yes""#), nil, .badRequest),
                 (uid, #"{"app_id":"\#(app)"}"#, nil, .badRequest),
-                (uid, #"{"app_id":"\#(app)","pad":""# + String(repeating: "x", count: 2 << 20) + #""}"#, nil, .contentTooLarge)
+                (uid, #"{"app_id":"\#(app)","pad":""# + String(repeating: "x", count: 2 << 20) + #""}"#, nil, .contentTooLarge),
             ]
             for (user, json, headers, status) in cases {
                 let v = try await ask(user, json, headers: headers)
@@ -167,10 +183,12 @@ final class PrivacyAndInternalTests: XCTestCase {
             let app = h.app.appID.uuidString.lowercased()
             let service: HTTPFields = [
                 .authorization: "Bearer local-internal-subscription", .xServiceName: "subscription",
-                .contentType: "application/json"
+                .contentType: "application/json",
             ]
             let put = try await h.client.execute(
-                uri: "/internal/users/\(uid)/status", method: .put, headers: service,
+                uri: "/internal/users/\(uid)/status",
+                method: .put,
+                headers: service,
                 body: ByteBuffer(string: #"{"app_id":"\#(app)","status":"premium","version":2}"#)
             ) { $0 }
             XCTAssertEqual(put.status, .ok)
@@ -179,19 +197,25 @@ final class PrivacyAndInternalTests: XCTestCase {
             // arriving late changes nothing; a replay neither.
             for stale in [1, 2] {
                 let late = try await h.client.execute(
-                    uri: "/internal/users/\(uid)/status", method: .put, headers: service,
+                    uri: "/internal/users/\(uid)/status",
+                    method: .put,
+                    headers: service,
                     body: ByteBuffer(string: #"{"app_id":"\#(app)","status":"free","version":\#(stale)}"#)
                 ) { $0 }
                 XCTAssertEqual(late.status, .ok)
                 XCTAssertEqual(try late.json(UserSummary.self).status, .premium, "version \(stale) is not newer than 2")
             }
             let zero = try await h.client.execute(
-                uri: "/internal/users/\(uid)/status", method: .put, headers: service,
+                uri: "/internal/users/\(uid)/status",
+                method: .put,
+                headers: service,
                 body: ByteBuffer(string: #"{"app_id":"\#(app)","status":"free","version":0}"#)
             ) { $0 }
             XCTAssertEqual(zero.status, .unprocessableContent)
             let noVersion = try await h.client.execute(
-                uri: "/internal/users/\(uid)/status", method: .put, headers: service,
+                uri: "/internal/users/\(uid)/status",
+                method: .put,
+                headers: service,
                 body: ByteBuffer(string: #"{"app_id":"\#(app)","status":"free"}"#)
             ) { $0 }
             XCTAssertEqual(noVersion.status, .badRequest)
@@ -207,23 +231,31 @@ final class PrivacyAndInternalTests: XCTestCase {
 
             // Bad input and unknown ids.
             let suspended = try await h.client.execute(
-                uri: "/internal/users/\(uid)/status", method: .put, headers: service,
+                uri: "/internal/users/\(uid)/status",
+                method: .put,
+                headers: service,
                 body: ByteBuffer(string: #"{"app_id":"\#(app)","status":"suspended","version":9}"#)
             ) { $0 }
             XCTAssertEqual(suspended.status, .unprocessableContent)
             let unknown = try await h.client.execute(
-                uri: "/internal/users/\(UUID())/status", method: .put, headers: service,
+                uri: "/internal/users/\(UUID())/status",
+                method: .put,
+                headers: service,
                 body: ByteBuffer(string: #"{"app_id":"\#(app)","status":"free","version":9}"#)
             ) { $0 }
             XCTAssertEqual(unknown.status, .notFound)
-            let otherTenant = try await h.client.execute(uri: "/internal/users/\(uid)?app_id=\(h.otherApp.appID)", method: .get, headers: service) { $0 }
+            let otherTenant = try await h.client.execute(uri: "/internal/users/\(uid)?app_id=\(h.otherApp.appID)", method: .get, headers: service) {
+                $0
+            }
             XCTAssertEqual(otherTenant.status, .notFound)
             let noApp = try await h.client.execute(uri: "/internal/users/\(uid)", method: .get, headers: service) { $0 }
             XCTAssertEqual(noApp.status, .badRequest)
             let badID = try await h.client.execute(uri: "/internal/users/not-a-uuid?app_id=\(app)", method: .get, headers: service) { $0 }
             XCTAssertEqual(badID.status, .badRequest)
             let badStatus = try await h.client.execute(
-                uri: "/internal/users/\(uid)/status", method: .put, headers: service,
+                uri: "/internal/users/\(uid)/status",
+                method: .put,
+                headers: service,
                 body: ByteBuffer(string: #"{"app_id":"\#(app)","status":"gold","version":9}"#)
             ) { $0 }
             XCTAssertEqual(badStatus.status, .badRequest)
@@ -240,10 +272,17 @@ final class PrivacyAndInternalTests: XCTestCase {
             let uid = r.user.id.uuidString.lowercased()
             let app = h.app.appID.uuidString.lowercased()
             let ads: HTTPFields = [.authorization: "Bearer local-internal-ads", .xServiceName: "ads", .contentType: "application/json"]
-            func answer(_ body: String, user: String? = nil, consent: String = "personalized_ads", headers: HTTPFields? = nil) async throws -> TestResponse {
+            func answer(
+                _ body: String,
+                user: String? = nil,
+                consent: String = "personalized_ads",
+                headers: HTTPFields? = nil
+            ) async throws -> TestResponse {
                 try await h.client.execute(
-                    uri: "/internal/users/\(user ?? uid)/consent-answers/\(consent)?app_id=\(app)", method: .post,
-                    headers: headers ?? ads, body: ByteBuffer(string: body)
+                    uri: "/internal/users/\(user ?? uid)/consent-answers/\(consent)?app_id=\(app)",
+                    method: .post,
+                    headers: headers ?? ads,
+                    body: ByteBuffer(string: body)
                 ) { $0 }
             }
             func personalized() async throws -> Bool {
@@ -252,15 +291,22 @@ final class PrivacyAndInternalTests: XCTestCase {
             let optIn = try await answer(#"{"app_id":"\#(app)","value":true,"based_on":0,"source":"ads"}"#)
             XCTAssertEqual(optIn.status, .ok, String(buffer: optIn.body))
             XCTAssertEqual(try optIn.json(FactOutcome.self).applied, true)
-            do { let v = try await personalized(); XCTAssertTrue(v, "the privacy screen shows the ads screen's answer") }
+            do {
+                let v = try await personalized()
+                XCTAssertTrue(v, "the privacy screen shows the ads screen's answer")
+            }
             let v1 = try await h.scalar(
-                "SELECT max((body->>'version')::int) FROM auth.outbox WHERE path LIKE '/internal/users/\(uid)/consents/personalized_ads%'")
+                "SELECT max((body->>'version')::int) FROM auth.outbox WHERE path LIKE '/internal/users/\(uid)/consents/personalized_ads%'"
+            )
             XCTAssertGreaterThan(v1, 0, "sent back to ads, versioned")
             // Withdrawn at auth afterwards; a late answer based on the older version is stale.
             _ = try await h.send(.patch, "auth/privacy", #"{"consent_personalized_ads":false}"#, token: r.tokens.accessToken)
             let late = try await answer(#"{"app_id":"\#(app)","value":true,"based_on":\#(v1),"source":"ads"}"#)
             XCTAssertEqual(try late.json(FactOutcome.self), FactOutcome(applied: false, reason: "stale_version"))
-            do { let v = try await personalized(); XCTAssertFalse(v) }
+            do {
+                let v = try await personalized()
+                XCTAssertFalse(v)
+            }
             let outbox = try await h.scalar("SELECT count(*)::int FROM auth.outbox WHERE path LIKE '/internal/users/\(uid)/%'")
             // Bad input: a version auth never issued, another consent, another tenant in the body, a
             // wrong type, a caller other than ads, an unknown user.
@@ -273,13 +319,25 @@ final class PrivacyAndInternalTests: XCTestCase {
                     #"{"app_id":"\#(app)","value":true,"based_on":0,"source":"ads"}"#, nil, "personalized_ads",
                     [.authorization: "Bearer local-internal-offline", .xServiceName: "offline", .contentType: "application/json"], .forbidden
                 ),
-                (#"{"app_id":"\#(app)","value":true,"based_on":0,"source":"ads"}"#, UUID().uuidString.lowercased(), "personalized_ads", nil, .notFound)
+                (
+                    #"{"app_id":"\#(app)","value":true,"based_on":0,"source":"ads"}"#, UUID().uuidString.lowercased(), "personalized_ads", nil,
+                    .notFound
+                ),
             ]
             for (body, user, consent, headers, status) in cases {
-                do { let v = try await answer(body, user: user, consent: consent, headers: headers).status; XCTAssertEqual(v, status, body) }
+                do {
+                    let v = try await answer(body, user: user, consent: consent, headers: headers).status
+                    XCTAssertEqual(v, status, body)
+                }
             }
-            do { let v = try await personalized(); XCTAssertFalse(v, "nothing applied") }
-            do { let v = try await h.scalar("SELECT count(*)::int FROM auth.outbox WHERE path LIKE '/internal/users/\(uid)/%'"); XCTAssertEqual(v, outbox) }
+            do {
+                let v = try await personalized()
+                XCTAssertFalse(v, "nothing applied")
+            }
+            do {
+                let v = try await h.scalar("SELECT count(*)::int FROM auth.outbox WHERE path LIKE '/internal/users/\(uid)/%'")
+                XCTAssertEqual(v, outbox)
+            }
         }
     }
 }

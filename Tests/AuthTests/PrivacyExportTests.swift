@@ -1,5 +1,4 @@
 import AdsService
-@testable import AuthService
 import Crypto
 import Foundation
 import Hummingbird
@@ -12,13 +11,19 @@ import TestSupport
 import WireTypes
 import XCTest
 
+@testable import AuthService
+
 /// Seed 6a: the export gathers the user's data from all four services, is stored, and is
 /// downloadable through a signed link valid 7 days.
 final class PrivacyExportTests: XCTestCase {
     struct AllowAll: AppVerifier { func verify(appID: UUID, apiKey: String) async throws -> Bool { true } }
     struct Status: Decodable {
-        var status: String; var downloadURL: String?
-        enum CodingKeys: String, CodingKey { case status; case downloadURL = "download_url" }
+        var status: String
+        var downloadURL: String?
+        enum CodingKeys: String, CodingKey {
+            case status
+            case downloadURL = "download_url"
+        }
     }
 
     /// The three other services, live on free ports.
@@ -35,17 +40,26 @@ final class PrivacyExportTests: XCTestCase {
                 apps.append(
                     try SubscriptionService.buildApplication(
                         runtime: TestEnvironment.runtime(.subscription, migrations: try SubscriptionService.migrations(), overrides: overrides),
-                        appVerifier: AllowAll(), tokenVerifier: noTokens))
+                        appVerifier: AllowAll(),
+                        tokenVerifier: noTokens
+                    )
+                )
             case .offline:
                 apps.append(
                     try OfflineService.buildApplication(
-                        runtime: TestEnvironment.runtime(.offline, migrations: try OfflineService.migrations(), overrides: overrides), appVerifier: AllowAll(),
-                        tokenVerifier: noTokens))
+                        runtime: TestEnvironment.runtime(.offline, migrations: try OfflineService.migrations(), overrides: overrides),
+                        appVerifier: AllowAll(),
+                        tokenVerifier: noTokens
+                    )
+                )
             default:
                 apps.append(
                     try AdsService.buildApplication(
-                        runtime: TestEnvironment.runtime(.ads, migrations: try AdsService.migrations(), overrides: overrides), appVerifier: AllowAll(),
-                        tokenVerifier: noTokens))
+                        runtime: TestEnvironment.runtime(.ads, migrations: try AdsService.migrations(), overrides: overrides),
+                        appVerifier: AllowAll(),
+                        tokenVerifier: noTokens
+                    )
+                )
             }
         }
         return (urls, apps)
@@ -55,19 +69,29 @@ final class PrivacyExportTests: XCTestCase {
         let dataKey = try AuthService.dataKey(env: h.runtime.config.environment, signingKey: h.signerKey)
         let signer = LinkSigner(key: HKDF<SHA256>.deriveKey(inputKeyMaterial: dataKey, info: Data("export links v1".utf8), outputByteCount: 32))
         let exporter = PrivacyExporter(
-            db: h.runtime.db, http: h.runtime.http, serviceURLs: urls, credential: h.runtime.internalCredential,
-            sections: AuthUserData.sections(logger: h.runtime.logger), signer: signer, mailer: h.mailer,
+            db: h.runtime.db,
+            http: h.runtime.http,
+            serviceURLs: urls,
+            credential: h.runtime.internalCredential,
+            sections: AuthUserData.sections(logger: h.runtime.logger),
+            signer: signer,
+            mailer: h.mailer,
             emails: EmailComposer(
                 settings: TenantSettings(topic: "email_settings", bootstrap: [:], feed: h.runtime.changes) { [:] },
                 defaults: AuthSettings(environment: h.runtime.config.environment),
-                applications: PostgresApplicationRepository(db: h.runtime.db, logger: h.runtime.logger)),
+                applications: PostgresApplicationRepository(db: h.runtime.db, logger: h.runtime.logger)
+            ),
             publicURL: "http://gateway.test",
-            clock: h.clock, logger: h.runtime.logger)
+            clock: h.clock,
+            logger: h.runtime.logger
+        )
         let queue = JobQueue(client: h.runtime.db, queue: AccountLifecycle.queue, logger: h.runtime.logger, clock: h.clock)
         return (
             JobWorker(
-                queue: queue, handlers: [PrivacyExporter.job: { try await exporter.build($0) }],
-                backoff: Backoff(base: .milliseconds(10), cap: .milliseconds(10))), signer
+                queue: queue,
+                handlers: [PrivacyExporter.job: { try await exporter.build($0) }],
+                backoff: Backoff(base: .milliseconds(10), cap: .milliseconds(10))
+            ), signer
         )
     }
 
@@ -81,7 +105,11 @@ final class PrivacyExportTests: XCTestCase {
                 let r = try await h.registerEmail(email)
                 let started = try await h.post("auth/privacy/export", "{}", token: r.tokens.accessToken)
                 XCTAssertEqual(started.status, .accepted)
-                struct Started: Decodable { var export_id: UUID; var status: String; var estimated_time: String }
+                struct Started: Decodable {
+                    var export_id: UUID
+                    var status: String
+                    var estimated_time: String
+                }
                 let s = try started.json(Started.self)
                 XCTAssertEqual(s.status, "pending")
                 let pending = try await h.send(.get, "auth/privacy/export/\(s.export_id)", token: r.tokens.accessToken)
@@ -91,7 +119,9 @@ final class PrivacyExportTests: XCTestCase {
                 // Run until this export's job is through (the queue may hold other tests' jobs).
                 for _ in 0..<50 {
                     try await worker.runOnce()
-                    let done = try await h.scalar("SELECT count(*)::int FROM auth.jobs WHERE unique_key = 'export:\(s.export_id)' AND status = 'done'")
+                    let done = try await h.scalar(
+                        "SELECT count(*)::int FROM auth.jobs WHERE unique_key = 'export:\(s.export_id)' AND status = 'done'"
+                    )
                     if done == 1 { break }
                     try await Task.sleep(for: .milliseconds(20))
                 }
@@ -106,7 +136,10 @@ final class PrivacyExportTests: XCTestCase {
                 let download = try await h.client.execute(uri: url, method: .get) { $0 }
                 XCTAssertEqual(download.status, .ok)
                 XCTAssertTrue(download.headers[.contentDisposition]?.contains("attachment") ?? false)
-                struct Doc: Decodable { var user_id: UUID; var services: [String: [String: JSONValue]] }
+                struct Doc: Decodable {
+                    var user_id: UUID
+                    var services: [String: [String: JSONValue]]
+                }
                 let doc = try download.json(Doc.self)
                 XCTAssertEqual(doc.user_id, r.user.id)
                 XCTAssertEqual(Set(doc.services.keys), ["auth", "subscription", "offline", "ads"])
@@ -145,7 +178,8 @@ final class PrivacyExportTests: XCTestCase {
             let status = try await h.send(.get, "auth/privacy/export/\(id)", token: r.tokens.accessToken)
             XCTAssertEqual(try status.json(Status.self).status, "pending")
             let retry = try await h.scalar(
-                "SELECT count(*)::int FROM auth.jobs WHERE unique_key = 'export:\(id)' AND status = 'pending' AND attempts = 1 AND last_error IS NOT NULL")
+                "SELECT count(*)::int FROM auth.jobs WHERE unique_key = 'export:\(id)' AND status = 'pending' AND attempts = 1 AND last_error IS NOT NULL"
+            )
             XCTAssertEqual(retry, 1)
         }
     }

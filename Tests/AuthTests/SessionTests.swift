@@ -1,4 +1,3 @@
-@testable import AuthService
 import Foundation
 import Hummingbird
 import HummingbirdTesting
@@ -6,6 +5,8 @@ import ServiceKit
 import TestSupport
 import WireTypes
 import XCTest
+
+@testable import AuthService
 
 /// Refresh-token rotation (UC-AUTH-1.8), logout, `/auth/me`, guests.
 final class SessionTests: XCTestCase {
@@ -27,7 +28,8 @@ final class SessionTests: XCTestCase {
                  AND new.user_id = old.user_id AND new.id <> old.id
                 WHERE old.user_id = '\(r.user.id)' AND old.rotated_at IS NOT NULL AND NOT old.revoked AND old.successor_sealed IS NOT NULL
                   AND new.rotated_at IS NULL AND NOT new.revoked AND new.device_info->>'platform' = 'ios' AND new.device_id = 'device-1'
-                """)
+                """
+            )
             XCTAssertEqual(kept, 1)
             // Within 10 s, the rotated token gives the current pair (a concurrent refresh).
             h.clock.advance(by: 5)
@@ -62,9 +64,12 @@ final class SessionTests: XCTestCase {
             let active = try await h.scalar(
                 """
                 SELECT count(*)::int FROM auth.refresh_tokens WHERE user_id = '\(r.user.id)' AND NOT revoked AND rotated_at IS NULL
-                """)
+                """
+            )
             XCTAssertEqual(active, 1)
-            let families = try await h.scalar("SELECT count(DISTINCT family_id)::int FROM auth.refresh_tokens WHERE user_id = '\(r.user.id)' AND NOT revoked")
+            let families = try await h.scalar(
+                "SELECT count(DISTINCT family_id)::int FROM auth.refresh_tokens WHERE user_id = '\(r.user.id)' AND NOT revoked"
+            )
             XCTAssertEqual(families, 1)
             // The session goes on.
             let next = try await h.post("auth/refresh", #"{"refresh_token":"\#(results[0].1!)"}"#)
@@ -102,26 +107,39 @@ final class SessionTests: XCTestCase {
             let phoneMe = try await h.send(.get, "auth/me", token: phone.tokens.accessToken)
             XCTAssertEqual(phoneMe.status, .unauthorized)
             XCTAssertEqual(try phoneMe.envelope().error, "session_revoked")
-            do { let v = try await h.send(.get, "auth/me", token: tablet.tokens.accessToken).status; XCTAssertEqual(v, .ok) }
+            do {
+                let v = try await h.send(.get, "auth/me", token: tablet.tokens.accessToken).status
+                XCTAssertEqual(v, .ok)
+            }
             let stillIn = try await h.post("auth/refresh", #"{"refresh_token":"\#(tablet.tokens.refreshToken)"}"#)
             XCTAssertEqual(stillIn.status, .ok)
             let tabletNow = try stillIn.json(Refreshed.self).tokens
-            do { let v = try await h.send(.get, "auth/me", token: tabletNow.accessToken).status; XCTAssertEqual(v, .ok, "a refreshed token keeps its session") }
+            do {
+                let v = try await h.send(.get, "auth/me", token: tabletNow.accessToken).status
+                XCTAssertEqual(v, .ok, "a refreshed token keeps its session")
+            }
             // Everywhere: every access token of the user ends, and the other services are told.
             try await h.post("auth/logout", #"{"all":true}"#, token: tabletNow.accessToken) { XCTAssertEqual($0.status, .ok) }
             try await h.post("auth/refresh", #"{"refresh_token":"\#(tabletNow.refreshToken)"}"#) { XCTAssertEqual($0.status, .unauthorized) }
             for token in [tablet.tokens.accessToken, tabletNow.accessToken] {
-                do { let v = try await h.send(.get, "auth/me", token: token).status; XCTAssertEqual(v, .unauthorized) }
+                do {
+                    let v = try await h.send(.get, "auth/me", token: token).status
+                    XCTAssertEqual(v, .unauthorized)
+                }
             }
             let told = try await h.scalar(
                 """
                 SELECT count(DISTINCT target_service)::int FROM auth.outbox WHERE path LIKE '/internal/users/\(phone.user.id.uuidString.lowercased())/sessions?app_id=%'
                 AND (body->>'session_epoch')::int = 1
-                """)
+                """
+            )
             XCTAssertEqual(told, 3, "subscription, offline and ads")
             // A new sign-in works.
             let again = try await h.loginEmail(email, device: "tablet").json(AuthResponse.self)
-            do { let v = try await h.send(.get, "auth/me", token: again.tokens.accessToken).status; XCTAssertEqual(v, .ok) }
+            do {
+                let v = try await h.send(.get, "auth/me", token: again.tokens.accessToken).status
+                XCTAssertEqual(v, .ok)
+            }
             let tabletNow2 = again.tokens
             // Bad input.
             try await h.post("auth/logout", #"{}"#, token: tabletNow2.accessToken) { XCTAssertEqual($0.status, .badRequest) }
@@ -153,13 +171,23 @@ final class SessionTests: XCTestCase {
             XCTAssertEqual(none.status, .unauthorized)
             // Expired after 7 days.
             let expired = try await h.client.execute(
-                uri: "/auth/v1/auth/me", method: .get,
+                uri: "/auth/v1/auth/me",
+                method: .get,
                 headers: h.headers(
                     token: try h.signer.sign(
                         AccessTokenClaims(
-                            userID: r.user.id, appID: h.app.appID, email: nil, status: .free, isGuest: false,
-                            issuer: "auth", issuedAt: Int(Date().timeIntervalSince1970) - 700_000,
-                            expiresAt: Int(Date().timeIntervalSince1970) - 100, jti: "x")))
+                            userID: r.user.id,
+                            appID: h.app.appID,
+                            email: nil,
+                            status: .free,
+                            isGuest: false,
+                            issuer: "auth",
+                            issuedAt: Int(Date().timeIntervalSince1970) - 700_000,
+                            expiresAt: Int(Date().timeIntervalSince1970) - 100,
+                            jti: "x"
+                        )
+                    )
+                )
             ) { $0 }
             XCTAssertEqual(expired.status, .unauthorized)
         }
@@ -191,7 +219,10 @@ final class SessionTests: XCTestCase {
             XCTAssertEqual(sessionsAfter, sessionsBefore, "no session was opened")
             let stillIn = try await h.send(.get, "auth/me", token: a.tokens.accessToken)
             XCTAssertEqual(stillIn.status, .ok, "the owner is not logged out")
-            let second = try await h.post("auth/register", #"{"provider":"guest","credentials":{"device_id":"\#(device)","guest_secret":"\#(secret)"}}"#)
+            let second = try await h.post(
+                "auth/register",
+                #"{"provider":"guest","credentials":{"device_id":"\#(device)","guest_secret":"\#(secret)"}}"#
+            )
             XCTAssertEqual(second.status, .ok)
             let s2 = try second.json(AuthResponse.self)
             XCTAssertEqual(s2.user.id, a.user.id)
@@ -204,7 +235,10 @@ final class SessionTests: XCTestCase {
             let newSecret = try XCTUnwrap(claimed.guestSecret)
             let bareAgain = try await h.post("auth/login", #"{"provider":"guest","credentials":{"device_id":"\#(device)"}}"#)
             XCTAssertEqual(bareAgain.status, .unauthorized)
-            let withNew = try await h.post("auth/login", #"{"provider":"guest","credentials":{"device_id":"\#(device)","guest_secret":"\#(newSecret)"}}"#)
+            let withNew = try await h.post(
+                "auth/login",
+                #"{"provider":"guest","credentials":{"device_id":"\#(device)","guest_secret":"\#(newSecret)"}}"#
+            )
             XCTAssertEqual(withNew.status, .ok)
             let stored = try await h.scalar(
                 "SELECT count(*)::int FROM auth.users WHERE id = '\(a.user.id)' AND guest_secret_hash = encode(sha256(convert_to('\(newSecret)', 'UTF8')), 'hex')"

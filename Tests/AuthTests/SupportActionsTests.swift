@@ -15,7 +15,10 @@ import XCTest
 final class SupportActionsTests: XCTestCase {
     static func call(_ h: AuthHarness, _ path: String, _ json: String?, app: IssuedAPIKey? = nil) async throws -> TestResponse {
         try await h.client.execute(
-            uri: "/auth/v1/\(path)", method: .post, headers: EmailSettingsTests.admin(h, app: app ?? h.app), body: json.map { ByteBuffer(string: $0) }
+            uri: "/auth/v1/\(path)",
+            method: .post,
+            headers: EmailSettingsTests.admin(h, app: app ?? h.app),
+            body: json.map { ByteBuffer(string: $0) }
         ) { $0 }
     }
 
@@ -32,7 +35,7 @@ final class SupportActionsTests: XCTestCase {
             // Bad input and another app's operator: refused, nothing revoked.
             for (body, status) in [
                 (nil, HTTPResponse.Status.badRequest), (#"{}"#, .badRequest), (#"{"reason":5}"#, .badRequest),
-                (#"{"reason":"   "}"#, .unprocessableContent), (#"{"reason":"\#(String(repeating: "x", count: 501))"}"#, .unprocessableContent)
+                (#"{"reason":"   "}"#, .unprocessableContent), (#"{"reason":"\#(String(repeating: "x", count: 501))"}"#, .unprocessableContent),
             ] {
                 let refused = try await Self.call(h, "admin/users/\(uid)/sessions/revoke", body)
                 XCTAssertEqual(refused.status, status, body ?? "no body")
@@ -56,7 +59,8 @@ final class SupportActionsTests: XCTestCase {
                 """
                 SELECT count(*)::int FROM auth.audit_logs WHERE user_id = '\(uid)' AND action = 'support.sessions_revoked'
                 AND details->>'operator' = 'platform' AND details->>'reason' = 'ticket 4711: stolen phone'
-                """)
+                """
+            )
             XCTAssertEqual(audited, 1)
 
             // A deletion scheduled by the player, cancelled by support; a second cancel is a 409.

@@ -9,7 +9,7 @@ final class TOTPTests: XCTestCase {
         let secret = Data("12345678901234567890".utf8)
         let vectors: [(Int64, String)] = [
             (59, "94287082"), (1_111_111_109, "07081804"), (1_111_111_111, "14050471"),
-            (1_234_567_890, "89005924"), (2_000_000_000, "69279037"), (20_000_000_000, "65353130")
+            (1_234_567_890, "89005924"), (2_000_000_000, "69279037"), (20_000_000_000, "65353130"),
         ]
         for (time, expected) in vectors {
             XCTAssertEqual(TOTP.code(secret: secret, step: time / 30, digits: 8), expected, "T=\(time)")
@@ -45,7 +45,9 @@ final class TOTPTests: XCTestCase {
         XCTAssertNil(TOTP.base32Decode(String(repeating: "A", count: 65)))
         let uri = TOTP.provisioningURI(secret: Data("12345678901234567890".utf8), account: "ana@example.com", issuer: "Quiz Geo")
         XCTAssertEqual(
-            uri, "otpauth://totp/Quiz%20Geo%3Aana%40example.com?secret=GEZDGNBVGY3TQOJQGEZDGNBVGY3TQOJQ&issuer=Quiz%20Geo&algorithm=SHA1&digits=6&period=30")
+            uri,
+            "otpauth://totp/Quiz%20Geo%3Aana%40example.com?secret=GEZDGNBVGY3TQOJQGEZDGNBVGY3TQOJQ&issuer=Quiz%20Geo&algorithm=SHA1&digits=6&period=30"
+        )
         XCTAssertEqual(TOTP.newSecret().count, 20)
         XCTAssertNotEqual(TOTP.newSecret(), TOTP.newSecret())
     }

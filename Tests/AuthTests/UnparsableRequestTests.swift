@@ -2,11 +2,11 @@ import Foundation
 import TestSupport
 import XCTest
 
-#if canImport(Glibc)
-    import Glibc
-#endif
-
 @testable import AuthService
+
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// Auth's connections carry the live socket's upgrade (#46). A first request NIO cannot parse
 /// never yields a head, so the upgrade was never decided: the connection stayed open with no

@@ -1,8 +1,7 @@
-@testable import AuthService
 import Crypto
 import Foundation
-import Hummingbird
 import HTTPTypes
+import Hummingbird
 import HummingbirdTesting
 import Logging
 import ServiceKit
@@ -12,13 +11,18 @@ import TestSupport
 import WireTypes
 import XCTest
 
+@testable import AuthService
+
 /// #33 the webhooks' decisions, without a database: each rule is a row.
 final class WebhookRulesTests: XCTestCase {
     /// Standard Webhooks' own test vector (the reference libraries check the same one).
     func testTheSignatureIsStandardWebhooks() {
         let signature = WebhookSignature.sign(
-            secret: "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw", id: "msg_p5jXN8AQM9LWM0D4loKWxJek",
-            timestamp: 1_614_265_330, body: Data(#"{"test": 2432232314}"#.utf8))
+            secret: "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw",
+            id: "msg_p5jXN8AQM9LWM0D4loKWxJek",
+            timestamp: 1_614_265_330,
+            body: Data(#"{"test": 2432232314}"#.utf8)
+        )
         XCTAssertEqual(signature, "v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE=")
         XCTAssertNil(WebhookSignature.sign(secret: "not-a-secret", id: "a", timestamp: 1, body: Data()))
         let secret = WebhookSignature.newSecret()
@@ -31,15 +35,18 @@ final class WebhookRulesTests: XCTestCase {
     }
 
     func testEndpointSettingsTable() {
-        let urls: [(String, Bool, Bool)] = [ // (url, http allowed, accepted)
+        let urls: [(String, Bool, Bool)] = [  // (url, http allowed, accepted)
             ("https://game.example.com/hooks", false, true), ("http://game.example.com/hooks", false, false),
             ("http://127.0.0.1:9000/hooks", true, true), ("ftp://game.example.com", true, false), ("not a url", true, false),
-            ("https://user:pw@game.example.com/", false, false), ("https:///nohost", false, false)
+            ("https://user:pw@game.example.com/", false, false), ("https:///nohost", false, false),
         ]
         for (url, http, accepted) in urls {
             XCTAssertEqual((try? WebhookEndpointRules.checkedURL(url, allowHTTP: http)) != nil, accepted, url)
         }
-        XCTAssertEqual(try WebhookEndpointRules.checkedEvents(["subscription.refunded", "*", "subscription.refunded"]), ["subscription.refunded", "*"])
+        XCTAssertEqual(
+            try WebhookEndpointRules.checkedEvents(["subscription.refunded", "*", "subscription.refunded"]),
+            ["subscription.refunded", "*"]
+        )
         for bad in [[], ["subscription.exploded"], ["user.created", "nope"]] {
             XCTAssertThrowsError(try WebhookEndpointRules.checkedEvents(bad), "\(bad)") { e in
                 XCTAssertTrue((e as? AppError)?.field?.hasPrefix("events") == true)
@@ -55,12 +62,12 @@ final class WebhookRulesTests: XCTestCase {
             ("93.184.216.34", true), ("8.8.8.8", true), ("10.1.2.3", false), ("172.16.0.1", false), ("172.32.0.1", true),
             ("192.168.1.1", false), ("127.0.0.1", false), ("169.254.169.254", false), ("100.64.0.1", false), ("0.0.0.0", false),
             ("224.0.0.1", false), ("::1", false), ("fe80::1", false), ("fd00::1", false), ("::ffff:10.0.0.1", false),
-            ("2606:4700:4700::1111", true), ("::", false)
+            ("2606:4700:4700::1111", true), ("::", false),
         ]
         for (address, reachable) in table { XCTAssertEqual(OutboundAddress.isPublic(address), reachable, address) }
         let loopback: [(String, Bool)] = [
             ("127.0.0.1", true), ("127.8.9.10", true), ("::1", true), ("::ffff:127.0.0.1", true),
-            ("10.0.0.1", false), ("169.254.169.254", false), ("fe80::1", false), ("::", false)
+            ("10.0.0.1", false), ("169.254.169.254", false), ("fe80::1", false), ("::", false),
         ]
         for (address, isLoopback) in loopback {
             XCTAssertEqual(OutboundAddress.isLoopback(address), isLoopback, address)
@@ -88,11 +95,14 @@ final class WebhookRulesTests: XCTestCase {
         let rows: [(Int?, Int, WebhookRetry.Decision)] = [
             (200, 1, .delivered), (204, 7, .delivered), (410, 1, .disableEndpoint), (500, 1, .retry(after: 5)), (nil, 2, .retry(after: 300)),
             (429, 3, .retry(after: 1800)), (404, 4, .retry(after: 7200)), (503, 5, .retry(after: 18_000)), (500, 6, .retry(after: 36_000)),
-            (500, 7, .retry(after: 36_000)), (500, 8, .failed), (nil, 8, .failed)
+            (500, 7, .retry(after: 36_000)), (500, 8, .failed), (nil, 8, .failed),
         ]
         for (status, attempt, expected) in rows {
             XCTAssertEqual(
-                WebhookRetry.decide(status: status, attempt: attempt, jitter: 0), expected, "\(status.map(String.init) ?? "no answer") attempt \(attempt)")
+                WebhookRetry.decide(status: status, attempt: attempt, jitter: 0),
+                expected,
+                "\(status.map(String.init) ?? "no answer") attempt \(attempt)"
+            )
         }
         XCTAssertEqual(WebhookRetry.delay(afterAttempt: 1, jitter: 0.5), 5.5, "jitter is at most 10 %")
     }
@@ -101,7 +111,12 @@ final class WebhookRulesTests: XCTestCase {
 /// A receiver of the app's servers: records each call, checks its signature with the reference
 /// algorithm (computed here, independently of the sender), answers what it is told.
 final class WebhookReceiver: Sendable {
-    struct Call: Sendable { var id: String; var timestamp: String; var signatures: [String]; var body: Data }
+    struct Call: Sendable {
+        var id: String
+        var timestamp: String
+        var signatures: [String]
+        var body: Data
+    }
     let calls = Mutex<[Call]>([])
     let answer = Mutex<Int>(200)
     /// Calls to /slow wait this long before answering (a receiver that hangs).
@@ -112,9 +127,11 @@ final class WebhookReceiver: Sendable {
         router.post("hook") { [self] request, _ -> Response in
             let body = try await request.body.collect(upTo: 1 << 20)
             let call = Call(
-                id: request.headers[HTTPField.Name("webhook-id")!] ?? "", timestamp: request.headers[HTTPField.Name("webhook-timestamp")!] ?? "",
+                id: request.headers[HTTPField.Name("webhook-id")!] ?? "",
+                timestamp: request.headers[HTTPField.Name("webhook-timestamp")!] ?? "",
                 signatures: (request.headers[HTTPField.Name("webhook-signature")!] ?? "").split(separator: " ").map(String.init),
-                body: Data(buffer: body))
+                body: Data(buffer: body)
+            )
             calls.withLock { $0.append(call) }
             return Response(status: .init(code: answer.withLock { $0 }))
         }
@@ -130,7 +147,8 @@ final class WebhookReceiver: Sendable {
     static func verifies(_ call: Call, secret: String) -> Bool {
         let key = SymmetricKey(data: Data(base64Encoded: String(secret.dropFirst("whsec_".count)))!)
         let expected =
-            "v1," + Data(HMAC<SHA256>.authenticationCode(for: Data("\(call.id).\(call.timestamp).".utf8) + call.body, using: key)).base64EncodedString()
+            "v1,"
+            + Data(HMAC<SHA256>.authenticationCode(for: Data("\(call.id).\(call.timestamp).".utf8) + call.body, using: key)).base64EncodedString()
         return call.signatures.contains(expected)
     }
 }
@@ -144,7 +162,12 @@ final class WebhookTests: XCTestCase {
         let delivery: WebhookDelivery
         func admin(_ app: IssuedAPIKey? = nil) -> HTTPFields { EmailSettingsTests.admin(h, app: app ?? h.app) }
         func call(_ method: HTTPRequest.Method, _ path: String, _ json: String? = nil, app: IssuedAPIKey? = nil) async throws -> TestResponse {
-            try await h.client.execute(uri: "/auth/v1/admin/webhooks" + path, method: method, headers: admin(app), body: json.map { ByteBuffer(string: $0) }) {
+            try await h.client.execute(
+                uri: "/auth/v1/admin/webhooks" + path,
+                method: method,
+                headers: admin(app),
+                body: json.map { ByteBuffer(string: $0) }
+            ) {
                 $0
             }
         }
@@ -172,14 +195,21 @@ final class WebhookTests: XCTestCase {
                 let box = SecretBox(key: try AuthService.dataKey(env: h.runtime.config.environment, signingKey: h.signerKey))
                 let store = WebhookStore(db: h.runtime.db, box: box, logger: h.runtime.logger)
                 let delivery = WebhookDelivery(
-                    store: store, sender: WebhookSender(http: h.runtime.http, allowLoopback: true),
+                    store: store,
+                    sender: WebhookSender(http: h.runtime.http, allowLoopback: true),
                     mailer: h.mailer,
                     emails: EmailComposer(
                         settings: TenantSettings(
-                            topic: "email_settings", bootstrap: [:],
-                            feed: h.runtime.changes, load: { [:] }), defaults: AuthSettings(environment: h.runtime.config.environment),
-                        applications: PostgresApplicationRepository(db: h.runtime.db, logger: h.runtime.logger)),
-                    logger: h.runtime.logger)
+                            topic: "email_settings",
+                            bootstrap: [:],
+                            feed: h.runtime.changes,
+                            load: { [:] }
+                        ),
+                        defaults: AuthSettings(environment: h.runtime.config.environment),
+                        applications: PostgresApplicationRepository(db: h.runtime.db, logger: h.runtime.logger)
+                    ),
+                    logger: h.runtime.logger
+                )
                 // Deliveries left by an earlier run (the unit database is shared) are not this test's.
                 try await h.runtime.db.query("UPDATE webhook_deliveries SET status = 'cancelled' WHERE status IN ('pending', 'sending')")
                 try await body(Setup(h: h, receiver: receiver, url: "http://127.0.0.1:\(port)/hook", delivery: delivery))
@@ -222,7 +252,10 @@ final class WebhookTests: XCTestCase {
             struct Page: Decodable {
                 var deliveries: [[String: JSONValue]]
                 var nextBefore: String?
-                enum CodingKeys: String, CodingKey { case deliveries, nextBefore = "next_before" }
+                enum CodingKeys: String, CodingKey {
+                    case deliveries
+                    case nextBefore = "next_before"
+                }
             }
             let first = try await s.call(.get, "/\(id)/deliveries?limit=2").json(Page.self)
             let cursor = try XCTUnwrap(first.nextBefore, "a full page says where the next starts")
@@ -233,7 +266,10 @@ final class WebhookTests: XCTestCase {
             XCTAssertNil(second.nextBefore, "the last page says so")
             XCTAssertEqual(second.deliveries.first?["event_id"], rows.first?["event_id"], "the oldest is the first user's")
             for bad in ["before=x", "before=0", "before=-1"] {
-                do { let value = try await s.call(.get, "/\(id)/deliveries?\(bad)").status; XCTAssertEqual(value, .unprocessableContent, bad) }
+                do {
+                    let value = try await s.call(.get, "/\(id)/deliveries?\(bad)").status
+                    XCTAssertEqual(value, .unprocessableContent, bad)
+                }
             }
         }
     }
@@ -246,11 +282,18 @@ final class WebhookTests: XCTestCase {
             s.receiver.answer.withLock { $0 = 503 }
             _ = try await s.h.registerEmail(uniqueEmail("hook"))
             for attempt in 1...3 {
-                do { let value = try await s.delivery.runOnce(); XCTAssertEqual(value, 1, "attempt \(attempt)") }
-                do { let value = try await s.delivery.runOnce(); XCTAssertEqual(value, 0, "tried again before its time") }
+                do {
+                    let value = try await s.delivery.runOnce()
+                    XCTAssertEqual(value, 1, "attempt \(attempt)")
+                }
+                do {
+                    let value = try await s.delivery.runOnce()
+                    XCTAssertEqual(value, 0, "tried again before its time")
+                }
                 // Time passes: the retry falls due (5 s, then 5 min, then 30 min).
                 try await s.h.runtime.db.query(
-                    "UPDATE webhook_deliveries SET next_attempt_at = now() WHERE endpoint_id = \(UUID(uuidString: id)!) AND status = 'pending'")
+                    "UPDATE webhook_deliveries SET next_attempt_at = now() WHERE endpoint_id = \(UUID(uuidString: id)!) AND status = 'pending'"
+                )
             }
             s.receiver.answer.withLock { $0 = 200 }
             try await s.drain()
@@ -285,7 +328,10 @@ final class WebhookTests: XCTestCase {
             try await s.drain()
             XCTAssertEqual(s.receiver.calls.withLock { $0.count }, 5)
             // Enabled again by the operator, new events flow.
-            do { let value = try await s.call(.patch, "/\(id)", #"{"disabled":false}"#).status; XCTAssertEqual(value, .ok) }
+            do {
+                let value = try await s.call(.patch, "/\(id)", #"{"disabled":false}"#).status
+                XCTAssertEqual(value, .ok)
+            }
             _ = try await s.h.registerEmail(uniqueEmail("hook"))
             try await s.drain()
             XCTAssertEqual(s.receiver.calls.withLock { $0.count }, 6)
@@ -308,7 +354,8 @@ final class WebhookTests: XCTestCase {
             XCTAssertTrue(WebhookReceiver.verifies(call, secret: old))
             // After the overlap only the new one signs.
             try await s.h.runtime.db.query(
-                "UPDATE webhook_endpoints SET previous_secret_expires_at = now() - interval '1 second' WHERE id = \(UUID(uuidString: id)!)")
+                "UPDATE webhook_endpoints SET previous_secret_expires_at = now() - interval '1 second' WHERE id = \(UUID(uuidString: id)!)"
+            )
             _ = try await s.h.registerEmail(uniqueEmail("hook"))
             try await s.drain()
             guard let after = s.receiver.calls.withLock({ $0.last }) else { return XCTFail("nothing delivered") }
@@ -326,12 +373,14 @@ final class WebhookTests: XCTestCase {
             let eventID = UUID()
             let body =
                 #"{"type":"subscription.refunded","id":"\#(eventID)","app_id":"\#(s.h.app.appID)","version":7,"data":{"user_id":"u1","subscription_id":"s1"}}"#
-            let headers: HTTPFields = [.authorization: "Bearer local-internal-subscription", .xServiceName: "subscription", .contentType: "application/json"]
+            let headers: HTTPFields = [
+                .authorization: "Bearer local-internal-subscription", .xServiceName: "subscription", .contentType: "application/json",
+            ]
             let first = try await s.h.client.execute(uri: "/internal/events", method: .post, headers: headers, body: ByteBuffer(string: body)) { $0 }
             XCTAssertEqual(first.status, .accepted, String(buffer: first.body))
             let again = try await s.h.client.execute(uri: "/internal/events", method: .post, headers: headers, body: ByteBuffer(string: body)) { $0 }
             XCTAssertEqual(again.status, .ok)
-            _ = try await s.h.registerEmail(uniqueEmail("hook")) // user.created: not wanted
+            _ = try await s.h.registerEmail(uniqueEmail("hook"))  // user.created: not wanted
             try await s.drain()
             let calls = s.receiver.calls.withLock { $0 }
             XCTAssertEqual(calls.count, 1)
@@ -340,29 +389,40 @@ final class WebhookTests: XCTestCase {
             XCTAssertEqual(event["version"], .int(7))
             // Bad input: an unknown type, a missing field.
             let unknown = try await s.h.client.execute(
-                uri: "/internal/events", method: .post, headers: headers,
+                uri: "/internal/events",
+                method: .post,
+                headers: headers,
                 body: ByteBuffer(string: body.replacingOccurrences(of: "subscription.refunded", with: "subscription.exploded"))
             ) { $0 }
             XCTAssertEqual(unknown.status, .unprocessableContent)
             XCTAssertEqual(try unknown.envelope().field, "type")
             let missing = try await s.h.client.execute(
-                uri: "/internal/events", method: .post, headers: headers,
+                uri: "/internal/events",
+                method: .post,
+                headers: headers,
                 body: ByteBuffer(string: #"{"type":"user.created","app_id":"\#(s.h.app.appID)","version":1,"data":{}}"#)
             ) { $0 }
             XCTAssertEqual(missing.status, .badRequest)
             XCTAssertEqual(try missing.envelope().field, "id")
             let anonymous = try await s.h.client.execute(
-                uri: "/internal/events", method: .post, headers: [.contentType: "application/json"], body: ByteBuffer(string: body)
+                uri: "/internal/events",
+                method: .post,
+                headers: [.contentType: "application/json"],
+                body: ByteBuffer(string: body)
             ) { $0 }
             XCTAssertEqual(anonymous.status, .unauthorized)
             let negative = try await s.h.client.execute(
-                uri: "/internal/events", method: .post, headers: headers,
+                uri: "/internal/events",
+                method: .post,
+                headers: headers,
                 body: ByteBuffer(string: body.replacingOccurrences(of: #""version":7"#, with: #""version":-1"#))
             ) { $0 }
             XCTAssertEqual(negative.status, .unprocessableContent)
             XCTAssertEqual(try negative.envelope().field, "version")
             let wrongData = try await s.h.client.execute(
-                uri: "/internal/events", method: .post, headers: headers,
+                uri: "/internal/events",
+                method: .post,
+                headers: headers,
                 body: ByteBuffer(string: #"{"type":"user.created","id":"\#(UUID())","app_id":"\#(s.h.app.appID)","version":1,"data":[1]}"#)
             ) { $0 }
             XCTAssertEqual(wrongData.status, .badRequest)
@@ -404,9 +464,11 @@ final class WebhookTests: XCTestCase {
             XCTAssertEqual(notYet["disabled"], .bool(false), "one failure disables nothing")
             // Five days of failures pass.
             try await s.h.runtime.db.query(
-                "UPDATE webhook_endpoints SET failing_since = now() - interval '5 days 1 minute' WHERE id = \(UUID(uuidString: id)!)")
+                "UPDATE webhook_endpoints SET failing_since = now() - interval '5 days 1 minute' WHERE id = \(UUID(uuidString: id)!)"
+            )
             try await s.h.runtime.db.query(
-                "UPDATE webhook_deliveries SET next_attempt_at = now() WHERE endpoint_id = \(UUID(uuidString: id)!) AND status = 'pending'")
+                "UPDATE webhook_deliveries SET next_attempt_at = now() WHERE endpoint_id = \(UUID(uuidString: id)!) AND status = 'pending'"
+            )
             let mailsBefore = s.h.mailer.sent.withLock { $0.count }
             try await s.drain()
             let shown = try await s.call(.get, "/\(id)").json([String: JSONValue].self)
@@ -429,10 +491,10 @@ final class WebhookTests: XCTestCase {
                 ("url", #""\#(s.url)?v=2""#, .string(s.url + "?v=2")),
                 ("events", #"["user.deleted"]"#, .array([.string("user.deleted")])),
                 ("description", #""edited""#, .string("edited")),
-                ("disabled", "true", .bool(true))
+                ("disabled", "true", .bool(true)),
             ]
             var expected: [String: JSONValue] = [
-                "url": .string(s.url), "events": .array([.string("user.created")]), "description": .string("game server"), "disabled": .bool(false)
+                "url": .string(s.url), "events": .array([.string("user.created")]), "description": .string("game server"), "disabled": .bool(false),
             ]
             let original = expected
             for mask in 1..<(1 << fields.count) {
@@ -450,7 +512,10 @@ final class WebhookTests: XCTestCase {
                 XCTAssertEqual(shown["disabled_reason"] ?? .null, expected["disabled"] == .bool(true) ? .string("operator") : .null, body)
                 // Back to the start, in one edit of all four.
                 let reset = try await s.call(
-                    .patch, "/\(id)", #"{"url":"\#(s.url)","events":["user.created"],"description":"game server","disabled":false}"#)
+                    .patch,
+                    "/\(id)",
+                    #"{"url":"\#(s.url)","events":["user.created"],"description":"game server","disabled":false}"#
+                )
                 XCTAssertEqual(reset.status, .ok)
                 expected = original
             }
@@ -467,7 +532,7 @@ final class WebhookTests: XCTestCase {
                 (#"{"url":"\#(s.url)","events":[]}"#, .unprocessableContent, "events"),
                 (#"{"url":"\#(s.url)"}"#, .badRequest, "events"),
                 (#"{"url":42,"events":["*"]}"#, .badRequest, "url"),
-                (#"{"url":"\#(s.url)","events":["*"],"description":"\#(String(repeating: "x", count: 501))"}"#, .unprocessableContent, "description")
+                (#"{"url":"\#(s.url)","events":["*"],"description":"\#(String(repeating: "x", count: 501))"}"#, .unprocessableContent, "description"),
             ]
             for (body, status, field) in refused {
                 let r = try await s.call(.post, "", body)
@@ -475,48 +540,96 @@ final class WebhookTests: XCTestCase {
                 XCTAssertEqual(try r.envelope().field, field, body)
             }
             do {
-                let value = try await s.call(.get, "").json([String: [JSONValue]].self)["endpoints"]?.count;
+                let value = try await s.call(.get, "").json([String: [JSONValue]].self)["endpoints"]?.count
                 XCTAssertEqual(value, 0, "a refused endpoint was written")
             }
             let (id, _) = try await s.createEndpoint()
             // Another app's operator does not see it, cannot change or delete it.
-            do { let value = try await s.call(.get, "/\(id)", app: s.h.otherApp).status; XCTAssertEqual(value, .notFound) }
-            do { let value = try await s.call(.patch, "/\(id)", #"{"disabled":true}"#, app: s.h.otherApp).status; XCTAssertEqual(value, .notFound) }
-            do { let value = try await s.call(.delete, "/\(id)", app: s.h.otherApp).status; XCTAssertEqual(value, .notFound) }
-            do { let value = try await s.call(.post, "/\(id)/rotate-secret", app: s.h.otherApp).status; XCTAssertEqual(value, .notFound) }
-            do { let value = try await s.call(.get, "/\(id)/deliveries", app: s.h.otherApp).status; XCTAssertEqual(value, .notFound) }
-            do { let value = try await s.call(.post, "/\(id)/deliveries/1/replay", app: s.h.otherApp).status; XCTAssertEqual(value, .notFound) }
+            do {
+                let value = try await s.call(.get, "/\(id)", app: s.h.otherApp).status
+                XCTAssertEqual(value, .notFound)
+            }
+            do {
+                let value = try await s.call(.patch, "/\(id)", #"{"disabled":true}"#, app: s.h.otherApp).status
+                XCTAssertEqual(value, .notFound)
+            }
+            do {
+                let value = try await s.call(.delete, "/\(id)", app: s.h.otherApp).status
+                XCTAssertEqual(value, .notFound)
+            }
+            do {
+                let value = try await s.call(.post, "/\(id)/rotate-secret", app: s.h.otherApp).status
+                XCTAssertEqual(value, .notFound)
+            }
+            do {
+                let value = try await s.call(.get, "/\(id)/deliveries", app: s.h.otherApp).status
+                XCTAssertEqual(value, .notFound)
+            }
+            do {
+                let value = try await s.call(.post, "/\(id)/deliveries/1/replay", app: s.h.otherApp).status
+                XCTAssertEqual(value, .notFound)
+            }
             // A change of the wrong type, or an oversized body, changes nothing.
             let wrongType = try await s.call(.patch, "/\(id)", #"{"disabled":"yes"}"#)
             XCTAssertEqual(wrongType.status, .badRequest)
             XCTAssertEqual(try wrongType.envelope().field, "disabled")
-            let oversized = try await s.call(.post, "", #"{"url":"\#(s.url)","events":["*"],"description":"\#(String(repeating: "x", count: 1 << 20))"}"#)
+            let oversized = try await s.call(
+                .post,
+                "",
+                #"{"url":"\#(s.url)","events":["*"],"description":"\#(String(repeating: "x", count: 1 << 20))"}"#
+            )
             XCTAssertEqual(oversized.status, .contentTooLarge)
             XCTAssertEqual(try oversized.envelope().error, "payload_too_large")
-            do { let value = try await s.call(.get, "/\(id)/deliveries?limit=0").status; XCTAssertEqual(value, .unprocessableContent) }
-            do { let value = try await s.call(.post, "/\(id)/deliveries/x/replay").status; XCTAssertEqual(value, .unprocessableContent) }
+            do {
+                let value = try await s.call(.get, "/\(id)/deliveries?limit=0").status
+                XCTAssertEqual(value, .unprocessableContent)
+            }
+            do {
+                let value = try await s.call(.post, "/\(id)/deliveries/x/replay").status
+                XCTAssertEqual(value, .unprocessableContent)
+            }
             let shown = try await s.call(.get, "/\(id)").json([String: JSONValue].self)
             XCTAssertEqual(shown["disabled"], .bool(false), "the refused changes changed nothing")
-            do { let value = try await s.call(.get, "").json([String: [JSONValue]].self)["endpoints"]?.count; XCTAssertEqual(value, 1) }
-            do { let value = try await s.call(.get, "/not-a-uuid").status; XCTAssertEqual(value, .unprocessableContent) }
-            do { let value = try await s.call(.get, "/\(UUID())/deliveries").status; XCTAssertEqual(value, .notFound) }
-            do { let value = try await s.call(.post, "/\(id)/deliveries/999999999/replay").status; XCTAssertEqual(value, .notFound) }
+            do {
+                let value = try await s.call(.get, "").json([String: [JSONValue]].self)["endpoints"]?.count
+                XCTAssertEqual(value, 1)
+            }
+            do {
+                let value = try await s.call(.get, "/not-a-uuid").status
+                XCTAssertEqual(value, .unprocessableContent)
+            }
+            do {
+                let value = try await s.call(.get, "/\(UUID())/deliveries").status
+                XCTAssertEqual(value, .notFound)
+            }
+            do {
+                let value = try await s.call(.post, "/\(id)/deliveries/999999999/replay").status
+                XCTAssertEqual(value, .notFound)
+            }
             let unauthorized = try await s.h.client.execute(uri: "/auth/v1/admin/webhooks", method: .get, headers: s.h.headers()) { $0 }
             XCTAssertEqual(unauthorized.status, .unauthorized)
             for _ in 1..<WebhookEndpointRules.maxEndpointsPerApp { _ = try await s.createEndpoint() }
             let over = try await s.call(.post, "", #"{"url":"\#(s.url)","events":["*"]}"#)
             XCTAssertEqual(over.status, .unprocessableContent)
             XCTAssertEqual(try over.envelope().error, "too_many_endpoints")
-            do { let value = try await s.call(.delete, "/\(id)").status; XCTAssertEqual(value, .ok) }
-            do { let value = try await s.call(.get, "/\(id)").status; XCTAssertEqual(value, .notFound) }
+            do {
+                let value = try await s.call(.delete, "/\(id)").status
+                XCTAssertEqual(value, .ok)
+            }
+            do {
+                let value = try await s.call(.get, "/\(id)").status
+                XCTAssertEqual(value, .notFound)
+            }
         }
     }
 }
 
 /// `XCTAssertThrowsError` for an async expression (XCTest has none).
 private func XCTAssertThrowsErrorAsync<T>(
-    _ expression: @autoclosure () async throws -> T, _ message: String = "",
-    file: StaticString = #filePath, line: UInt = #line
+    _ expression: @autoclosure () async throws -> T,
+    _ message: String = "",
+    file: StaticString = #filePath,
+    line: UInt = #line
 ) async {
     do {
         _ = try await expression()

@@ -1,7 +1,8 @@
-@testable import AuthService
 import Foundation
 import TestSupport
 import XCTest
+
+@testable import AuthService
 
 /// The Swift port of zxcvbn against the reference `zxcvbn` package from PyPI, on 5,000
 /// generated passwords of every kind it detects (dictionary words with capitals, l33t and
@@ -13,7 +14,12 @@ final class ZxcvbnAgreementTests: XCTestCase {
         var userInputs: [String]
         var score: Int
         var guessesLog10: Double
-        enum CodingKeys: String, CodingKey { case password; case userInputs = "user_inputs"; case score; case guessesLog10 = "guesses_log10" }
+        enum CodingKeys: String, CodingKey {
+            case password
+            case userInputs = "user_inputs"
+            case score
+            case guessesLog10 = "guesses_log10"
+        }
     }
 
     func testAgreesWithTheReferenceOn5000Passwords() throws {
@@ -53,6 +59,7 @@ final class ZxcvbnAgreementTests: XCTestCase {
         // A user's own email is a dictionary word for their password.
         XCTAssertLessThan(
             z.score("player@example.com1", userInputs: ["player@example.com"]),
-            z.score("player@example.com1", userInputs: []))
+            z.score("player@example.com1", userInputs: [])
+        )
     }
 }

@@ -1,22 +1,32 @@
 import Foundation
 import Hummingbird
 import HummingbirdTesting
-@testable import OfflineService
 import ServiceKit
 import TestSupport
 import WireTypes
 import XCTest
 
+@testable import OfflineService
+
 /// #47 the console's Catalogue: the app's categories by id with their live items, paged.
 final class CatalogListTests: XCTestCase {
     struct Page: Decodable {
         struct Category: Decodable {
-            var id: String; var name: String; var items: Int; var sizeBytes: Int64
-            enum CodingKeys: String, CodingKey { case id, name, items, sizeBytes = "size_bytes" }
+            var id: String
+            var name: String
+            var items: Int
+            var sizeBytes: Int64
+            enum CodingKeys: String, CodingKey {
+                case id, name, items
+                case sizeBytes = "size_bytes"
+            }
         }
         var categories: [Category]
         var nextAfter: String?
-        enum CodingKeys: String, CodingKey { case categories, nextAfter = "next_after" }
+        enum CodingKeys: String, CodingKey {
+            case categories
+            case nextAfter = "next_after"
+        }
     }
 
     func testCategoriesArePagedByIdWithTheirLiveItemsAndKeptToTheirApp() async throws {
@@ -26,8 +36,10 @@ final class CatalogListTests: XCTestCase {
                 XCTAssertEqual(r.status, .ok, String(buffer: r.body))
             }
             let items = try await h.call(
-                .post, "/admin/categories/europe/items",
-                json: #"{"upsert":[{"id":"paris","data":{"a":"Paris"}},{"id":"rome","data":{"a":"Rome"}},{"id":"oslo","data":{"a":"Oslo"}}]}"#)
+                .post,
+                "/admin/categories/europe/items",
+                json: #"{"upsert":[{"id":"paris","data":{"a":"Paris"}},{"id":"rome","data":{"a":"Rome"}},{"id":"oslo","data":{"a":"Oslo"}}]}"#
+            )
             XCTAssertEqual(items.status, .ok, String(buffer: items.body))
             // A deleted item no longer counts.
             let deleted = try await h.call(.post, "/admin/categories/europe/items", json: #"{"delete":["oslo"]}"#)

@@ -2,11 +2,12 @@ import Crypto
 import Foundation
 import Hummingbird
 import HummingbirdTesting
-@testable import OfflineService
 import ServiceKit
 import TestSupport
 import WireTypes
 import XCTest
+
+@testable import OfflineService
 
 /// UC-OFFLINE-3.1, 3.2 and 3.6: limits, download jobs paused and resumed, the pack and its
 /// checksums, updates with a cursor, storage.
@@ -38,8 +39,10 @@ final class DownloadTests: XCTestCase {
         let p = Process()
         p.executableURL = URL(fileURLWithPath: "/bin/gzip")
         p.arguments = ["-d", "-c"]
-        let input = Pipe(), output = Pipe()
-        p.standardInput = input; p.standardOutput = output
+        let input = Pipe()
+        let output = Pipe()
+        p.standardInput = input
+        p.standardOutput = output
         try p.run()
         input.fileHandleForWriting.write(data)
         try input.fileHandleForWriting.close()
@@ -97,7 +100,8 @@ final class DownloadTests: XCTestCase {
                 """
                 SELECT count(*)::int FROM offline.offline_items WHERE user_id = '\(user)'
                   AND abs(extract(epoch FROM expires_at - downloaded_at) - 30 * 86400) < 1
-                """)
+                """
+            )
             XCTAssertEqual(expiring, 250)
             let profile = try h.obj(try await h.call(.get, "/sync/profile", user: user))
             XCTAssertEqual(profile.array("categories").first { $0.string("id") == "flags-asia" }?.string("status"), "downloaded")
@@ -136,12 +140,17 @@ final class DownloadTests: XCTestCase {
             try await h.makePremium(user)
             let p = try h.obj(
                 try await h.call(
-                    .patch, "/sync/profile", user: user, json: #"{"sync_on_wifi_only":false,"conflict_strategy":"manual","sync_frequency_hours":12}"#))
+                    .patch,
+                    "/sync/profile",
+                    user: user,
+                    json: #"{"sync_on_wifi_only":false,"conflict_strategy":"manual","sync_frequency_hours":12}"#
+                )
+            )
             XCTAssertEqual(p.object("profile")?.bool("sync_on_wifi_only"), false)
             XCTAssertEqual(p.object("profile")?.string("conflict_strategy"), "manual")
             for (json, field) in [
                 (#"{"sync_frequency_hours":0}"#, "sync_frequency_hours"), (#"{"conflict_strategy":"coin_flip"}"#, "conflict_strategy"),
-                (#"{"auto_sync_enabled":"yes"}"#, "auto_sync_enabled")
+                (#"{"auto_sync_enabled":"yes"}"#, "auto_sync_enabled"),
             ] {
                 let bad = try await h.call(.patch, "/sync/profile", user: user, json: json)
                 XCTAssertEqual(try bad.envelope().extra["field"], .string(field))
@@ -191,11 +200,13 @@ final class DownloadTests: XCTestCase {
             XCTAssertEqual(none.bool("has_updates"), false)
             // The main app publishes: 2 added, 1 changed, 1 deleted, 1 republished unchanged.
             _ = try await h.call(
-                .post, "/admin/categories/quiz/items",
+                .post,
+                "/admin/categories/quiz/items",
                 json: """
                     {"upsert":[{"id":"quiz-0100","data":{"q":"new"}},{"id":"quiz-0101","data":{"q":"new2"}},{"id":"quiz-0001","data":{"q":"changed"}}],
                      "delete":["quiz-0002"]}
-                    """)
+                    """
+            )
             let check = try h.obj(try await h.call(.get, "/categories/quiz/check-updates?cursor=\(cursor)", user: user))
             XCTAssertEqual(check.int("added"), 2)
             XCTAssertEqual(check.int("updated"), 1)
@@ -219,11 +230,18 @@ final class DownloadTests: XCTestCase {
             // Tombstones older than 30 days are purged; an old cursor must download again.
             h.clock.advance(by: 31 * 86400)
             let purge = OfflineMaintenance(
-                db: h.runtime.db, catalog: CatalogStore(logger: h.runtime.logger), sync: SyncStore(logger: h.runtime.logger),
+                db: h.runtime.db,
+                catalog: CatalogStore(logger: h.runtime.logger),
+                sync: SyncStore(logger: h.runtime.logger),
                 locations: LocationStore(logger: h.runtime.logger),
-                clock: h.clock, interval: .seconds(3600), logger: h.runtime.logger)
+                clock: h.clock,
+                interval: .seconds(3600),
+                logger: h.runtime.logger
+            )
             try await h.runtime.db.query(
-                "UPDATE offline.content_items SET deleted_at = now() - interval '31 days' WHERE id = 'quiz-0002'", logger: h.runtime.logger)
+                "UPDATE offline.content_items SET deleted_at = now() - interval '31 days' WHERE id = 'quiz-0002'",
+                logger: h.runtime.logger
+            )
             let report = try await purge.runOnce()
             XCTAssertGreaterThanOrEqual(report.tombstoneApps, 1)
             let stale = try h.obj(try await h.call(.get, "/categories/quiz/check-updates?cursor=\(cursor)", user: user))
@@ -236,10 +254,13 @@ final class DownloadTests: XCTestCase {
             _ = try await h.call(.post, "/categories/download", user: user, json: #"{"category_ids":["quiz"]}"#)
             try await h.drainJobs()
             _ = try await h.call(
-                .post, "/sync/queue", user: user,
+                .post,
+                "/sync/queue",
+                user: user,
                 json: """
                     {"client_action_id":"a-1","action_type":"answer_submit","entity_type":"quiz_completion","entity_id":"quiz_1","category_id":"quiz","payload":{"score":3}}
-                    """)
+                    """
+            )
             let suggestions = try h.obj(try await h.call(.get, "/storage/suggestions", user: user))
             XCTAssertEqual(suggestions.array("suggestions").first?.string("reason"), "never_opened")
             let warned = try await h.call(.delete, "/categories/quiz", user: user)

@@ -1,11 +1,12 @@
 import Foundation
 import Hummingbird
 import HummingbirdTesting
-@testable import OfflineService
 import ServiceKit
 import TestSupport
 import WireTypes
 import XCTest
+
+@testable import OfflineService
 
 /// Nearby answers are kept in each replica's memory (#14: p99 under load) and never outlive a
 /// change: a new place, the user's move, or a consent withdrawal made on another replica
@@ -30,8 +31,10 @@ final class NearbyCacheTests: XCTestCase {
 
     static func place(_ h: OfflineHarness, _ title: String, lat: Double, lon: Double, extra: String = "") async throws {
         let r = try await h.call(
-            .put, "/admin/location-content/\(title)-\(h.app.uuidString.prefix(8))",
-            json: #"{"title":"\#(title)","latitude":\#(lat),"longitude":\#(lon)\#(extra)}"#)
+            .put,
+            "/admin/location-content/\(title)-\(h.app.uuidString.prefix(8))",
+            json: #"{"title":"\#(title)","latitude":\#(lat),"longitude":\#(lon)\#(extra)}"#
+        )
         XCTAssertEqual(r.status, .ok, String(buffer: r.body))
     }
 
@@ -44,7 +47,10 @@ final class NearbyCacheTests: XCTestCase {
             // Somewhere no other test puts places: the middle of the South Atlantic.
             try await Self.place(h, "one", lat: -30.01, lon: -20.0)
             try await Self.place(h, "two", lat: -30.1, lon: -20.0)
-            do { let r = try await SyncAndLocationTests.locate(h, user, lat: -30.0, lon: -20.0); XCTAssertEqual(r.status, .created) }
+            do {
+                let r = try await SyncAndLocationTests.locate(h, user, lat: -30.0, lon: -20.0)
+                XCTAssertEqual(r.status, .created)
+            }
             let first = try await Self.nearby(h, user)
             XCTAssertEqual(first.titles, ["one", "two"])
             // The notifications of the writes above may arrive after the first read and drop
@@ -65,7 +71,10 @@ final class NearbyCacheTests: XCTestCase {
                 try await Self.eventually(h, user, (200, ["zero", "one", "two"]), "a place added on another replica")
                 // The user moves (the position written by the other replica).
                 h.clock.advance(by: 16 * 60)
-                do { let r = try await SyncAndLocationTests.locate(h2, user, lat: -30.1, lon: -20.0); XCTAssertEqual(r.status, .created) }
+                do {
+                    let r = try await SyncAndLocationTests.locate(h2, user, lat: -30.1, lon: -20.0)
+                    XCTAssertEqual(r.status, .created)
+                }
                 try await Self.eventually(h, user, (200, ["two", "one", "zero"]), "the user's move on another replica")
                 // A place withdrawn by the operator.
                 try await Self.place(h2, "one", lat: -30.01, lon: -20.0, extra: #","active":false"#)
@@ -73,7 +82,8 @@ final class NearbyCacheTests: XCTestCase {
                 // Auth tells the other replica the user withdrew geolocation consent: positions go.
                 let body = try JSON.encoder.encode(ConsentFact(appID: h.app, userID: user, consent: "geolocation", value: false, version: 1))
                 let withdrawn = try await h2.client.execute(
-                    uri: "/internal/users/\(user)/consents/geolocation?app_id=\(h.app)", method: .put,
+                    uri: "/internal/users/\(user)/consents/geolocation?app_id=\(h.app)",
+                    method: .put,
                     headers: [.authorization: "Bearer local-internal-auth", .xServiceName: "auth", .contentType: "application/json"],
                     body: ByteBuffer(data: body)
                 ) { $0 }
@@ -91,11 +101,23 @@ final class NearbyCacheTests: XCTestCase {
             let until = ISO8601DateFormatter().string(from: h.clock.now().addingTimeInterval(600))
             try await Self.place(h, "ephemeral", lat: -32.0, lon: -22.0, extra: #","available_until":"\#(until)""#)
             try await Self.place(h, "lasting", lat: -32.05, lon: -22.0)
-            do { let r = try await SyncAndLocationTests.locate(h, user, lat: -32.0, lon: -22.0); XCTAssertEqual(r.status, .created) }
-            do { let r = try await Self.nearby(h, user); XCTAssertEqual(r.titles, ["ephemeral", "lasting"]) }
-            do { let r = try await Self.nearby(h, user); XCTAssertEqual(r.titles, ["ephemeral", "lasting"]) }
+            do {
+                let r = try await SyncAndLocationTests.locate(h, user, lat: -32.0, lon: -22.0)
+                XCTAssertEqual(r.status, .created)
+            }
+            do {
+                let r = try await Self.nearby(h, user)
+                XCTAssertEqual(r.titles, ["ephemeral", "lasting"])
+            }
+            do {
+                let r = try await Self.nearby(h, user)
+                XCTAssertEqual(r.titles, ["ephemeral", "lasting"])
+            }
             h.clock.advance(by: 601)
-            do { let r = try await Self.nearby(h, user); XCTAssertEqual(r.titles, ["lasting"], "no change event, yet the answer ended with the place") }
+            do {
+                let r = try await Self.nearby(h, user)
+                XCTAssertEqual(r.titles, ["lasting"], "no change event, yet the answer ended with the place")
+            }
         }
     }
 }

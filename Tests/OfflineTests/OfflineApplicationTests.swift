@@ -1,8 +1,8 @@
 import Foundation
 import Hummingbird
 import HummingbirdTesting
-import ServiceKit
 import OfflineService
+import ServiceKit
 import TestSupport
 import WireTypes
 import XCTest
@@ -15,8 +15,10 @@ final class OfflineApplicationTests: XCTestCase {
     func testStartsMigratesAndServesOperationalRoutes() async throws {
         let runtime = TestEnvironment.runtime(.offline, migrations: try OfflineService.migrations())
         let app = try OfflineService.buildApplication(
-            runtime: runtime, appVerifier: AllowAll(),
-            tokenVerifier: AccessTokenVerifier(source: StaticJWKSSource(.init(keys: []))))
+            runtime: runtime,
+            appVerifier: AllowAll(),
+            tokenVerifier: AccessTokenVerifier(source: StaticJWKSSource(.init(keys: [])))
+        )
         try await app.test(.router) { client in
             for path in ["/offline/v1/health", "/health", "/ready"] {
                 try await client.execute(uri: path, method: .get) { r in

@@ -1,11 +1,12 @@
 import Foundation
 import Hummingbird
 import HummingbirdTesting
-@testable import OfflineService
 import ServiceKit
 import TestSupport
 import WireTypes
 import XCTest
+
+@testable import OfflineService
 
 /// Bad input on every offline route that the flow tests do not already feed it: a 4xx with
 /// the envelope (naming the field where there is one), never a 500, nothing written.
@@ -40,7 +41,7 @@ final class OfflineBadInputTests: XCTestCase {
             let cases: [(HTTPRequest.Method, String, String?, Int, String?)] = [
                 (.get, "/categories/bad/items?limit=0", nil, 400, "limit"),
                 (.get, "/categories/bad/items?after=a%20b", nil, 400, "after"),
-                (.get, "/categories/bad/items", nil, 404, nil), // not downloaded
+                (.get, "/categories/bad/items", nil, 404, nil),  // not downloaded
                 (.get, "/categories/bad/check-updates?cursor=-1", nil, 400, "cursor"),
                 (.get, "/categories/nope/check-updates?cursor=0", nil, 404, nil),
                 (.post, "/categories/nope/refresh", nil, 404, nil),
@@ -53,7 +54,10 @@ final class OfflineBadInputTests: XCTestCase {
                 (.post, "/location/update", #"{"latitude":"north","longitude":2,"accuracy":5,"consent_given":true}"#, 400, "latitude"),
                 (.post, "/location/update", #"{"latitude":48,"longitude":2,"consent_given":true}"#, 400, "accuracy"),
                 (.get, "/location/nearby-content?radius_km=abc", nil, 422, "radius_km"),
-                (.post, "/sync/queue", #"{"client_action_id":"x","action_type":"a b","entity_type":"e","entity_id":"1","payload":{}}"#, 422, "action_type")
+                (
+                    .post, "/sync/queue", #"{"client_action_id":"x","action_type":"a b","entity_type":"e","entity_id":"1","payload":{}}"#, 422,
+                    "action_type"
+                ),
             ]
             for (method, path, json, status, field) in cases {
                 let r = try await h.call(method, path, user: user, json: json)
@@ -63,7 +67,9 @@ final class OfflineBadInputTests: XCTestCase {
             }
             // Oversized body.
             let big = try await h.call(
-                .post, "/sync/queue", user: user,
+                .post,
+                "/sync/queue",
+                user: user,
                 json:
                     #"{"client_action_id":"big","action_type":"a","entity_type":"e","entity_id":"1","payload":{"x":"\#(String(repeating: "x", count: 2_000_000))"}}"#
             )
@@ -84,7 +90,7 @@ final class OfflineBadInputTests: XCTestCase {
                 (.post, "/admin/categories/bad/items", #"{"upsert":[{"id":"a","data":[1]}]}"#, 422, "upsert[0].data"),
                 (.post, "/admin/categories/bad/items", #"{"delete":"a"}"#, 400, "delete"),
                 (.put, "/admin/location-content/p1", #"{"title":"t","latitude":95,"longitude":0}"#, 422, "latitude"),
-                (.put, "/admin/location-content/p1", #"{"title":"t","latitude":45}"#, 400, "longitude")
+                (.put, "/admin/location-content/p1", #"{"title":"t","latitude":45}"#, 400, "longitude"),
             ]
             for (method, path, json, status, field) in adminCases {
                 let r = try await h.call(method, path, json: json)

@@ -1,7 +1,8 @@
 import Foundation
-@testable import OfflineService
 import ServiceKit
 import XCTest
+
+@testable import OfflineService
 
 /// Offline's decisions as functions of values (#36), a row per flow; no database.
 final class OfflineDecisionTests: XCTestCase {
@@ -14,7 +15,7 @@ final class OfflineDecisionTests: XCTestCase {
             ("a new item past 50 MB", 10, 49_999_000, 2_000, nil, .storageLimit),
             ("an item exactly filling 50 MB", 10, 49_998_000, 2_000, nil, nil),
             ("a held item that grows past 50 MB", 10, 49_999_000, 3_000, 1_000, .storageLimit),
-            ("a held item that shrinks when full", 10, 50_000_000, 500, 1_000, nil)
+            ("a held item that shrinks when full", 10, 50_000_000, 500, 1_000, nil),
         ]
         for (flow, count, used, size, old, refusal) in rows {
             var budget = CopyBudget(itemCount: count, usedBytes: used, limits: .free)
@@ -28,7 +29,7 @@ final class OfflineDecisionTests: XCTestCase {
     func testSyncQueueRules() {
         let rows: [(String, Int, Bool)] = [
             ("answer_submit", 5, false), ("progress_save", 7, false), ("favorite_toggle", 10, true),
-            ("answer_submit", 10, false), ("settings_update", 3, false)
+            ("answer_submit", 10, false), ("settings_update", 3, false),
         ]
         for (type, priority, droppable) in rows {
             XCTAssertEqual(OfflineRules.isDroppable(actionType: type, priority: priority), droppable, "\(type) at \(priority)")

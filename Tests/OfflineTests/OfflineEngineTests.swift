@@ -1,12 +1,13 @@
 import Foundation
 import Hummingbird
 import HummingbirdTesting
-@testable import OfflineService
 import PostgresNIO
 import ServiceKit
 import TestSupport
 import WireTypes
 import XCTest
+
+@testable import OfflineService
 
 /// #14: the offline engine's failure modes, each as the case that broke it.
 final class OfflineEngineTests: XCTestCase {
@@ -22,23 +23,27 @@ final class OfflineEngineTests: XCTestCase {
         try await OfflineHarness.run { h in
             let user = UUID()
             _ = try await SyncAndLocationTests.queue(h, user, id: "slow-1")
-            h.upstream.syncMode.withLock { $0 = .slow(.seconds(4)) } // the harness's upstream timeout is 2 s
+            h.upstream.syncMode.withLock { $0 = .slow(.seconds(4)) }  // the harness's upstream timeout is 2 s
             let job = try await Self.execute(h, user)
             _ = try await h.worker.runOnce()
             let failedAt = Date()
-            let running = try await h.count("SELECT count(*)::int FROM offline.jobs WHERE kind = 'sync_execute' AND status = 'running' AND id > \(h.firstJob)")
+            let running = try await h.count(
+                "SELECT count(*)::int FROM offline.jobs WHERE kind = 'sync_execute' AND status = 'running' AND id > \(h.firstJob)"
+            )
             XCTAssertEqual(running, 0, "nothing holds a worker slot while the retry waits")
             let scheduled = try await h.count(
                 """
                 SELECT count(*)::int FROM offline.jobs WHERE kind = 'sync_execute' AND status = 'pending' AND id > \(h.firstJob)
                 AND payload->>'job_id' = '\(job.lowercasedString)' AND run_at > now() + interval '1 second'
-                """)
+                """
+            )
             XCTAssertEqual(scheduled, 1, "the job runs again when the retry is due")
             var retryAt = Date.distantPast
             for try await d in try await h.runtime.db.query(
                 """
                 SELECT next_retry_at FROM offline.sync_queue WHERE user_id = \(user) AND client_action_id = 'slow-1'
-                """, logger: h.runtime.logger
+                """,
+                logger: h.runtime.logger
             ).decode(Date.self) { retryAt = d }
             XCTAssertGreaterThanOrEqual(retryAt.timeIntervalSince(failedAt), 1.2, "2 s (-20 %) after the timeout, not after the attempt began")
             XCTAssertLessThanOrEqual(retryAt.timeIntervalSince(failedAt), 2.5)
@@ -58,7 +63,8 @@ final class OfflineEngineTests: XCTestCase {
     /// (the key names tenant and user); every call is signed, and a forgery would be refused.
     func testUpstreamCallsNameTheirUserAndAreSigned() async throws {
         try await OfflineHarness.run { h in
-            let alice = UUID(), bob = UUID()
+            let alice = UUID()
+            let bob = UUID()
             for user in [alice, bob] {
                 _ = try await SyncAndLocationTests.queue(h, user, id: "shared-1")
                 _ = try await Self.execute(h, user)
@@ -70,7 +76,8 @@ final class OfflineEngineTests: XCTestCase {
             XCTAssertTrue(keys.contains("\(h.app.uuidString.lowercased()):\(bob.uuidString.lowercased()):shared-1"), "\(keys)")
             XCTAssertEqual(h.upstream.forged.withLock { $0 }, 0, "every call verified with the tenant's secret")
             let applied = try await h.count(
-                "SELECT count(*)::int FROM offline.sync_queue WHERE client_action_id = 'shared-1' AND status = 'success' AND app_id = '\(h.app)'")
+                "SELECT count(*)::int FROM offline.sync_queue WHERE client_action_id = 'shared-1' AND status = 'success' AND app_id = '\(h.app)'"
+            )
             XCTAssertEqual(applied, 2)
             // The receiver's rule: another tenant's secret, a changed body or an old timestamp fail.
             let signer = SyncSignature(key: FakeOfflineUpstreams.signingKey)
@@ -79,7 +86,9 @@ final class OfflineEngineTests: XCTestCase {
             XCTAssertTrue(FakeOfflineUpstreams.signatureValid(header, body: body, app: h.app.uuidString))
             XCTAssertFalse(FakeOfflineUpstreams.signatureValid(header, body: body, app: UUID().uuidString))
             XCTAssertFalse(FakeOfflineUpstreams.signatureValid(header, body: Data(#"{"a":2}"#.utf8), app: h.app.uuidString))
-            XCTAssertFalse(FakeOfflineUpstreams.signatureValid(signer.header(app: h.app, body: body, at: Date() - 600), body: body, app: h.app.uuidString))
+            XCTAssertFalse(
+                FakeOfflineUpstreams.signatureValid(signer.header(app: h.app, body: body, at: Date() - 600), body: body, app: h.app.uuidString)
+            )
             XCTAssertTrue(SyncSignature.verify(header: header, body: body, secret: signer.secret(app: h.app), now: Date()))
             XCTAssertNotEqual(signer.secret(app: h.app), signer.secret(app: UUID()))
         }
@@ -94,7 +103,8 @@ final class OfflineEngineTests: XCTestCase {
             let full = try await SyncAndLocationTests.queue(h, user, id: "ping", type: "stats_ping")
             XCTAssertEqual(full.status, .tooManyRequests)
             let kept = try await h.count(
-                "SELECT count(*)::int FROM offline.sync_queue WHERE user_id = '\(user)' AND client_action_id = 'answer-low' AND status = 'pending'")
+                "SELECT count(*)::int FROM offline.sync_queue WHERE user_id = '\(user)' AND client_action_id = 'answer-low' AND status = 'pending'"
+            )
             XCTAssertEqual(kept, 1)
             XCTAssertFalse(OfflineRules.isDroppable(actionType: "answer_submit", priority: 10))
             XCTAssertFalse(OfflineRules.isDroppable(actionType: "progress_save", priority: 10))
@@ -110,7 +120,8 @@ final class OfflineEngineTests: XCTestCase {
             _ = try await h.call(.post, "/admin/categories/fresh/items", json: #"{"delete":["fresh-0004"]}"#)
             try await h.runtime.db.query(
                 "UPDATE offline.content_items SET deleted_at = now() - interval '31 days' WHERE app_id = \(h.app) AND id = 'fresh-0004'",
-                logger: h.runtime.logger)
+                logger: h.runtime.logger
+            )
             let purged = try await CatalogStore(logger: h.runtime.logger).purgeTombstones(before: Date() - 30 * 86400, db: h.runtime.db)
             XCTAssertGreaterThanOrEqual(purged, 1)
             let user = UUID()
@@ -203,8 +214,10 @@ final class OfflineEngineTests: XCTestCase {
             // due east 0.899° is 100.08 km on the spheroid (99.96 on the sphere).
             for (id, lat, lon) in [("north", 0.9045, 0.0), ("east", 0.0, 0.899)] {
                 let r = try await h.call(
-                    .put, "/admin/location-content/\(id)-\(h.app.uuidString.prefix(8))",
-                    json: #"{"title":"\#(id)","latitude":\#(lat),"longitude":\#(lon)}"#)
+                    .put,
+                    "/admin/location-content/\(id)-\(h.app.uuidString.prefix(8))",
+                    json: #"{"title":"\#(id)","latitude":\#(lat),"longitude":\#(lon)}"#
+                )
                 XCTAssertEqual(r.status, .ok)
             }
             let located = try await SyncAndLocationTests.locate(h, user, lat: 0, lon: 0)
@@ -266,7 +279,7 @@ final class UpstreamSettingsTests: XCTestCase {
                 (#"{"routes":{}}"#, HTTPResponse.Status.unprocessableContent),
                 (#"{"routes":{"*":"ftp://game.example.com"}}"#, .unprocessableContent),
                 (#"{"routes":{"*":"not a url"}}"#, .unprocessableContent),
-                (#"{"routes":{"*":5}}"#, .badRequest), (#"{"route":{}}"#, .badRequest), ("[1]", .badRequest)
+                (#"{"routes":{"*":5}}"#, .badRequest), (#"{"route":{}}"#, .badRequest), ("[1]", .badRequest),
             ] {
                 let bad = try await h.call(.put, "/admin/sync-upstream", json: body)
                 XCTAssertEqual(bad.status, status, body)
@@ -296,7 +309,9 @@ final class UpkeepBatchTests: XCTestCase {
                 SELECT gen_random_uuid(), \(app), gen_random_uuid(), ST_SetSRID(ST_MakePoint(2.35, 48.85), 4326)::geography, 10, 'gps', 'Paris',
                        now() - interval '100 days'
                 FROM generate_series(1, 5)
-                """, logger: rt.logger)
+                """,
+                logger: rt.logger
+            )
             let anonymized = try await rt.db.withConnection { conn in
                 try await LocationStore(logger: rt.logger).anonymize(olderThan: Date().addingTimeInterval(-90 * 86_400), batch: 2, on: conn)
             }
@@ -305,7 +320,8 @@ final class UpkeepBatchTests: XCTestCase {
             for try await n in try await rt.db.query(
                 """
                 SELECT count(*)::int FROM user_locations WHERE app_id = \(app) AND (NOT anonymized OR user_id IS NOT NULL OR city IS NOT NULL)
-                """, logger: rt.logger
+                """,
+                logger: rt.logger
             ).decode(Int.self) { left = n }
             XCTAssertEqual(left, 0, "every old location anonymised, over three batches")
         }

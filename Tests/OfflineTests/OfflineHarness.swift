@@ -4,7 +4,6 @@ import HTTPTypes
 import Hummingbird
 import HummingbirdTesting
 import NIOCore
-@testable import OfflineService
 import PostgresNIO
 import ServiceKit
 import ServiceLifecycle
@@ -13,12 +12,22 @@ import TestSupport
 import WireTypes
 import XCTest
 
+@testable import OfflineService
+
 /// Local servers for what offline calls: auth's consents, the main
 /// app's API that queued actions go to (idempotent on Idempotency-Key, as a real API is), and a
 /// Nominatim-compatible geocoder. Each can be made to fail, be slow or answer 409.
 final class FakeOfflineUpstreams: Sendable {
-    enum SyncMode: Sendable, Equatable { case up, failFirst(Int), slow(Duration), conflict, reject }
-    enum GeoMode: Sendable, Equatable { case up, failing, slow(Duration) }
+    enum SyncMode: Sendable, Equatable {
+        case up
+        case failFirst(Int)
+        case slow(Duration)
+        case conflict, reject
+    }
+    enum GeoMode: Sendable, Equatable {
+        case up, failing
+        case slow(Duration)
+    }
     let port: Int
     let geolocationConsent = Mutex(Set<UUID>())
     let syncMode = Mutex(SyncMode.up)
@@ -44,17 +53,23 @@ final class FakeOfflineUpstreams: Sendable {
         let secret = Data(
             HMAC<SHA256>.authenticationCode(
                 for: Data(info.utf8),
-                using: SymmetricKey(data: Data(signingKey.utf8)))
+                using: SymmetricKey(data: Data(signingKey.utf8))
+            )
         ).map { String(format: "%02x", $0) }.joined()
         let parts = Dictionary(
             header.split(separator: ",").compactMap { p -> (String, String)? in
-                let kv = p.split(separator: "=", maxSplits: 1); return kv.count == 2 ? (String(kv[0]), String(kv[1])) : nil
-            }, uniquingKeysWith: { a, _ in a })
+                let kv = p.split(separator: "=", maxSplits: 1)
+                return kv.count == 2 ? (String(kv[0]), String(kv[1])) : nil
+            },
+            uniquingKeysWith: { a, _ in a }
+        )
         guard let ts = parts["t"], let t = Double(ts), let v1 = parts["v1"], abs(now.timeIntervalSince1970 - t) <= 300 else { return false }
         var message = Data("\(ts).".utf8)
         message.append(body)
-        let expected = Data(HMAC<SHA256>.authenticationCode(for: message, using: SymmetricKey(data: Data(secret.utf8)))).map { String(format: "%02x", $0) }
-            .joined()
+        let expected = Data(HMAC<SHA256>.authenticationCode(for: message, using: SymmetricKey(data: Data(secret.utf8)))).map {
+            String(format: "%02x", $0)
+        }
+        .joined()
         return expected == v1
     }
     let geocodeCalls = Mutex(0)
@@ -83,8 +98,10 @@ final class FakeOfflineUpstreams: Sendable {
             let body = try JSONSerialization.jsonObject(with: Data(raw.utf8)) as? [String: Any] ?? [:]
             guard
                 Self.signatureValid(
-                    request.headers[HTTPField.Name("X-Signature")!] ?? "", body: Data(raw.utf8),
-                    app: body["app_id"] as? String ?? "")
+                    request.headers[HTTPField.Name("X-Signature")!] ?? "",
+                    body: Data(raw.utf8),
+                    app: body["app_id"] as? String ?? ""
+                )
             else {
                 self.forged.withLock { $0 += 1 }
                 return self.json(#"{"error":"invalid_signature"}"#, .unauthorized)
@@ -92,7 +109,10 @@ final class FakeOfflineUpstreams: Sendable {
             self.keys.withLock { $0.append(key) }
             self.urls.withLock { $0.append(request.uri.description) }
             let mode = self.syncMode.withLock { m -> SyncMode in
-                if case .failFirst(let n) = m { m = n > 1 ? .failFirst(n - 1) : .up; return .failFirst(n) }
+                if case .failFirst(let n) = m {
+                    m = n > 1 ? .failFirst(n - 1) : .up
+                    return .failFirst(n)
+                }
                 return m
             }
             self.attempts.withLock { $0.append(body["client_action_id"] as? String ?? "") }
@@ -146,8 +166,10 @@ struct OfflineHarness: Sendable {
     func withSecondReplica(_ body: @Sendable (OfflineHarness) async throws -> Void) async throws {
         let runtime2 = TestEnvironment.runtime(.offline, migrations: try OfflineService.migrations(), overrides: overrides, clock: clock)
         let app2 = try OfflineService.buildApplication(
-            runtime: runtime2, appVerifier: AllowAll(),
-            tokenVerifier: AccessTokenVerifier(source: StaticJWKSSource(.init(keys: [signer.jwk])), clock: clock))
+            runtime: runtime2,
+            appVerifier: AllowAll(),
+            tokenVerifier: AccessTokenVerifier(source: StaticJWKSSource(.init(keys: [signer.jwk])), clock: clock)
+        )
         try await app2.test(.router) { client in
             await runtime2.readiness.waitUntilMigrated()
             while runtime2.changes.livePeriod == nil || runtime.changes.livePeriod == nil { try await Task.sleep(for: .milliseconds(10)) }
@@ -161,13 +183,30 @@ struct OfflineHarness: Sendable {
         let now = Int(clock.now().timeIntervalSince1970)
         return try signer.sign(
             AccessTokenClaims(
-                userID: user, appID: app ?? self.app, email: nil, status: .free, isGuest: guest, issuer: "auth",
-                issuedAt: now, expiresAt: now + 3600, jti: UUID().uuidString))
+                userID: user,
+                appID: app ?? self.app,
+                email: nil,
+                status: .free,
+                isGuest: guest,
+                issuer: "auth",
+                issuedAt: now,
+                expiresAt: now + 3600,
+                jti: UUID().uuidString
+            )
+        )
     }
 
-    var admin: HTTPFields { [.xAppID: app.uuidString, .xAPIKey: "good", .authorization: "Bearer local-admin-token", .contentType: "application/json"] }
+    var admin: HTTPFields {
+        [.xAppID: app.uuidString, .xAPIKey: "good", .authorization: "Bearer local-admin-token", .contentType: "application/json"]
+    }
 
-    func call(_ method: HTTPRequest.Method, _ path: String, user: UUID? = nil, json: String? = nil, headers: HTTPFields? = nil) async throws -> TestResponse {
+    func call(
+        _ method: HTTPRequest.Method,
+        _ path: String,
+        user: UUID? = nil,
+        json: String? = nil,
+        headers: HTTPFields? = nil
+    ) async throws -> TestResponse {
         var h = headers ?? admin
         if let user { h[.authorization] = "Bearer \(try token(user))" }
         return try await client.execute(uri: "/offline/v1" + path, method: method, headers: h, body: json.map { ByteBuffer(string: $0) }) { $0 }
@@ -183,7 +222,8 @@ struct OfflineHarness: Sendable {
         while start < n {
             let batch = (start..<min(n, start + 500)).map { i -> String in
                 let filler = i % 10 == 0 ? String(repeating: "Lorem ipsum geographica ", count: 600) : ""
-                return #"{"id":"\#(prefix ?? id)-\#(String(format: "%04d", i))","data":{"question":"Capital #\#(i)?","answer":\#(i % 4),"notes":"\#(filler)"}}"#
+                return
+                    #"{"id":"\#(prefix ?? id)-\#(String(format: "%04d", i))","data":{"question":"Capital #\#(i)?","answer":\#(i % 4),"notes":"\#(filler)"}}"#
             }
             let r = try await call(.post, "/admin/categories/\(id)/items", json: #"{"upsert":[\#(batch.joined(separator: ","))]}"#)
             XCTAssertEqual(r.status, .ok, String(buffer: r.body))
@@ -217,7 +257,8 @@ struct OfflineHarness: Sendable {
                 """
                 SELECT count(*)::int FROM offline.jobs WHERE queue = 'offline' AND id > \(firstJob) AND status IN ('pending', 'running')
                 AND run_at < '\(soon)'::timestamptz
-                """)
+                """
+            )
             if waiting == 0 { return }
             try await Task.sleep(for: .milliseconds(100))
         }
@@ -232,7 +273,10 @@ struct OfflineHarness: Sendable {
     }
 
     static func run(
-        syncUpstream: Bool = true, geocoder: Bool = true, settings extra: [String: String] = [:], _ body: @Sendable (OfflineHarness) async throws -> Void
+        syncUpstream: Bool = true,
+        geocoder: Bool = true,
+        settings extra: [String: String] = [:],
+        _ body: @Sendable (OfflineHarness) async throws -> Void
     ) async throws {
         let upstream = try FakeOfflineUpstreams()
         let clock = MovableClock()
@@ -244,18 +288,29 @@ struct OfflineHarness: Sendable {
         let runtime = TestEnvironment.runtime(.offline, migrations: try OfflineService.migrations(), overrides: overrides, clock: clock)
         let settings = overrides
         let app = try OfflineService.buildApplication(
-            runtime: runtime, appVerifier: AllowAll(),
-            tokenVerifier: AccessTokenVerifier(source: StaticJWKSSource(.init(keys: [signer.jwk])), clock: clock))
+            runtime: runtime,
+            appVerifier: AllowAll(),
+            tokenVerifier: AccessTokenVerifier(source: StaticJWKSSource(.init(keys: [signer.jwk])), clock: clock)
+        )
         let logger = runtime.logger
         // Batches of 100 here: the tests pause and count between batches.
         let deps = DownloadJob.Deps(
-            db: runtime.db, downloads: DownloadStore(logger: logger), copies: CopyStore(logger: logger),
-            profiles: ProfileStore(logger: logger), clock: clock, logger: logger, batchSize: 100)
+            db: runtime.db,
+            downloads: DownloadStore(logger: logger),
+            copies: CopyStore(logger: logger),
+            profiles: ProfileStore(logger: logger),
+            clock: clock,
+            logger: logger,
+            batchSize: 100
+        )
         var upstreamClient = SyncUpstream(routes: try SyncUpstream.parse(overrides["SYNC_UPSTREAMS"]), http: runtime.http, timeout: .seconds(2))
         // The worker's own copy of the apps' upstreams, told of changes by the feed only.
         let upstreamTenants = TenantSettings(
-            topic: "sync_upstreams", bootstrap: [:], feed: runtime.changes,
-            load: UpstreamStore(db: runtime.db, logger: logger).loadAll)
+            topic: "sync_upstreams",
+            bootstrap: [:],
+            feed: runtime.changes,
+            load: UpstreamStore(db: runtime.db, logger: logger).loadAll
+        )
         upstreamClient.tenants = upstreamTenants
         let worker = JobWorker(
             queue: JobQueue(client: runtime.db, queue: DownloadJob.queue, logger: logger, clock: clock),
@@ -263,14 +318,24 @@ struct OfflineHarness: Sendable {
                 DownloadJob.kind: DownloadJob.handler(deps),
                 SyncExecuteJob.kind: SyncExecuteJob.handler(
                     .init(
-                        db: runtime.db, sync: SyncStore(logger: logger), profiles: ProfileStore(logger: logger),
-                        upstream: upstreamClient, clock: clock, logger: logger))
-            ], concurrency: 1)
+                        db: runtime.db,
+                        sync: SyncStore(logger: logger),
+                        profiles: ProfileStore(logger: logger),
+                        upstream: upstreamClient,
+                        clock: clock,
+                        logger: logger
+                    )
+                ),
+            ],
+            concurrency: 1
+        )
         try await withThrowingTaskGroup(of: Void.self) { group in
             let server = ServiceGroup(configuration: .init(services: [upstream.application()], logger: logger))
             group.addTask { try await server.run() }
             for _ in 0..<100 {
-                if (try? await runtime.http.send(ServiceKit.HTTPRequest(method: "GET", url: upstream.base + "/", timeout: .seconds(1)))) != nil { break }
+                if (try? await runtime.http.send(ServiceKit.HTTPRequest(method: "GET", url: upstream.base + "/", timeout: .seconds(1)))) != nil {
+                    break
+                }
                 try await Task.sleep(for: .milliseconds(50))
             }
             try await app.test(.router) { client in
@@ -278,12 +343,24 @@ struct OfflineHarness: Sendable {
                 // Caches keep answers only once the feed listens.
                 while runtime.changes.livePeriod == nil { try await Task.sleep(for: .milliseconds(10)) }
                 var firstJob: Int64 = 0
-                for try await n in try await runtime.db.query("SELECT COALESCE(max(id), 0)::int8 FROM jobs", logger: logger).decode(Int64.self) { firstJob = n }
+                for try await n in try await runtime.db.query("SELECT COALESCE(max(id), 0)::int8 FROM jobs", logger: logger).decode(Int64.self) {
+                    firstJob = n
+                }
                 try await body(
                     OfflineHarness(
-                        client: client, runtime: runtime, signer: signer, app: UUID(), clock: clock, upstream: upstream,
-                        worker: worker, downloadDeps: deps, firstJob: firstJob, overrides: settings,
-                        upstreamTenants: upstreamTenants))
+                        client: client,
+                        runtime: runtime,
+                        signer: signer,
+                        app: UUID(),
+                        clock: clock,
+                        upstream: upstream,
+                        worker: worker,
+                        downloadDeps: deps,
+                        firstJob: firstJob,
+                        overrides: settings,
+                        upstreamTenants: upstreamTenants
+                    )
+                )
             }
 
             try await stopLocalServer(server, in: &group)

@@ -1,11 +1,12 @@
 import Foundation
 import Hummingbird
 import HummingbirdTesting
-@testable import OfflineService
 import ServiceKit
 import TestSupport
 import WireTypes
 import XCTest
+
+@testable import OfflineService
 
 /// Two replicas' workers on one database, both handed the same download job: each item is
 /// written once.
@@ -16,11 +17,21 @@ final class ReplicaJobTests: XCTestCase {
             let user = UUID()
             let job = try await h.startDownload(user, ["twice"], premium: true)
             // The second replica: its own runtime (pool), the same database.
-            let runtime2 = TestEnvironment.runtime(.offline, migrations: try OfflineService.migrations(), overrides: ["RUN_WORKERS": "false"], clock: h.clock)
+            let runtime2 = TestEnvironment.runtime(
+                .offline,
+                migrations: try OfflineService.migrations(),
+                overrides: ["RUN_WORKERS": "false"],
+                clock: h.clock
+            )
             try await withMigratedRuntime(runtime2) { r2 in
                 var deps2 = DownloadJob.Deps(
-                    db: r2.db, downloads: DownloadStore(logger: r2.logger), copies: CopyStore(logger: r2.logger),
-                    profiles: ProfileStore(logger: r2.logger), clock: h.clock, logger: r2.logger)
+                    db: r2.db,
+                    downloads: DownloadStore(logger: r2.logger),
+                    copies: CopyStore(logger: r2.logger),
+                    profiles: ProfileStore(logger: r2.logger),
+                    clock: h.clock,
+                    logger: r2.logger
+                )
                 deps2.batchSize = 25
                 var deps1 = h.downloadDeps
                 deps1.batchSize = 25

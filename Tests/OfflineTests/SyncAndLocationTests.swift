@@ -2,25 +2,33 @@ import Foundation
 import Hummingbird
 import HummingbirdTesting
 import NIOCore
-@testable import OfflineService
 import PostgresNIO
 import ServiceKit
 import TestSupport
 import WireTypes
 import XCTest
 
+@testable import OfflineService
+
 /// UC-OFFLINE-3.3 (queue and execution), 3.5 (conflicts) and 3.4 (locations, nearby content).
 final class SyncAndLocationTests: XCTestCase {
     static func queue(
-        _ h: OfflineHarness, _ user: UUID, id: String, type: String = "answer_submit", priority: Int? = nil,
+        _ h: OfflineHarness,
+        _ user: UUID,
+        id: String,
+        type: String = "answer_submit",
+        priority: Int? = nil,
         payload: String = #"{"quiz_id":"quiz_123","score":8,"question_5":2,"timestamp":"local"}"#
     ) async throws -> TestResponse {
         let p = priority.map { #","priority":\#($0)"# } ?? ""
         return try await h.call(
-            .post, "/sync/queue", user: user,
+            .post,
+            "/sync/queue",
+            user: user,
             json: """
                 {"client_action_id":"\(id)","action_type":"\(type)","entity_type":"quiz_completion","entity_id":"quiz_123","payload":\(payload)\(p)}
-                """)
+                """
+        )
     }
 
     static func execute(_ h: OfflineHarness, _ user: UUID) async throws -> [String: JSONValue] {
@@ -78,7 +86,7 @@ final class SyncAndLocationTests: XCTestCase {
             for (json, field) in [
                 (#"{"action_type":"x","entity_type":"e","entity_id":"1","payload":{}}"#, "client_action_id"),
                 (#"{"client_action_id":"c","action_type":"x","entity_type":"e","entity_id":"1","payload":[]}"#, "payload"),
-                (#"{"client_action_id":"c","action_type":"x","entity_type":"e","entity_id":"1","payload":{},"priority":11}"#, "priority")
+                (#"{"client_action_id":"c","action_type":"x","entity_type":"e","entity_id":"1","payload":{},"priority":11}"#, "priority"),
             ] {
                 let bad = try await h.call(.post, "/sync/queue", user: user, json: json)
                 XCTAssertTrue([400, 422].contains(bad.status.code))
@@ -95,10 +103,13 @@ final class SyncAndLocationTests: XCTestCase {
             var headers = h.admin
             headers[.authorization] = "Bearer \(try h.token(guest, guest: true))"
             let queued = try await h.call(
-                .post, "/sync/queue",
+                .post,
+                "/sync/queue",
                 json: """
                     {"client_action_id":"g-1","action_type":"answer_submit","entity_type":"question","entity_id":"q1","payload":{"a":1}}
-                    """, headers: headers)
+                    """,
+                headers: headers
+            )
             XCTAssertEqual(queued.status, .forbidden)
             let e = try queued.envelope()
             XCTAssertEqual(e.error, "guest_no_cloud_save")
@@ -112,10 +123,13 @@ final class SyncAndLocationTests: XCTestCase {
             XCTAssertEqual(catalogue.status, .ok, "downloads stay open to guests")
             // The same user with an account token (after linking): saved.
             let saved = try await h.call(
-                .post, "/sync/queue", user: guest,
+                .post,
+                "/sync/queue",
+                user: guest,
                 json: """
                     {"client_action_id":"g-1","action_type":"answer_submit","entity_type":"question","entity_id":"q1","payload":{"a":1}}
-                    """)
+                    """
+            )
             XCTAssertEqual(saved.status, .created)
         }
     }
@@ -146,7 +160,8 @@ final class SyncAndLocationTests: XCTestCase {
             XCTAssertEqual(conflicts.count, 2)
             XCTAssertEqual(conflicts[0].object("server_data")?.int("score"), 7)
             XCTAssertEqual(conflicts[0].object("local_data")?.int("score"), 8)
-            let first = conflicts[0].string("id")!, second = conflicts[1].string("id")!
+            let first = conflicts[0].string("id")!
+            let second = conflicts[1].string("id")!
 
             // Skip at most 3 times.
             for n in 1...3 {
@@ -164,8 +179,12 @@ final class SyncAndLocationTests: XCTestCase {
             XCTAssertEqual(sent.values.first?.contains(#""resolution":"local_wins""#), true, "the local version was sent")
             let merged = try h.obj(
                 try await h.call(
-                    .post, "/sync/conflicts/\(second)/resolve", user: user,
-                    json: #"{"resolution":"merge","merge_data":{"question_5":"local","score":"server","timestamp":"local"}}"#))
+                    .post,
+                    "/sync/conflicts/\(second)/resolve",
+                    user: user,
+                    json: #"{"resolution":"merge","merge_data":{"question_5":"local","score":"server","timestamp":"local"}}"#
+                )
+            )
             XCTAssertEqual(merged.object("final_data")?.int("score"), 7)
             XCTAssertEqual(merged.object("final_data")?.int("question_5"), 2)
             XCTAssertEqual(merged.object("final_data")?.string("timestamp"), "local")
@@ -188,9 +207,13 @@ final class SyncAndLocationTests: XCTestCase {
             _ = try await Self.execute(h, user)
             h.clock.advance(by: 8 * 86400)
             _ = try await OfflineMaintenance(
-                db: h.runtime.db, catalog: CatalogStore(logger: h.runtime.logger), sync: SyncStore(logger: h.runtime.logger),
+                db: h.runtime.db,
+                catalog: CatalogStore(logger: h.runtime.logger),
+                sync: SyncStore(logger: h.runtime.logger),
                 locations: LocationStore(logger: h.runtime.logger),
-                clock: h.clock, interval: .seconds(60), logger: h.runtime.logger
+                clock: h.clock,
+                interval: .seconds(60),
+                logger: h.runtime.logger
             ).runOnce()
             let remaining = try h.obj(try await h.call(.get, "/sync/conflicts", user: user)).array("conflicts")
             XCTAssertEqual(remaining.count, 0)
@@ -213,14 +236,21 @@ final class SyncAndLocationTests: XCTestCase {
     // MARK: locations
 
     static func locate(
-        _ h: OfflineHarness, _ user: UUID, lat: Double = 48.8566, lon: Double = 2.3522, accuracy: Double = 15,
+        _ h: OfflineHarness,
+        _ user: UUID,
+        lat: Double = 48.8566,
+        lon: Double = 2.3522,
+        accuracy: Double = 15,
         consent: Bool = true
     ) async throws -> TestResponse {
         try await h.call(
-            .post, "/location/update", user: user,
+            .post,
+            "/location/update",
+            user: user,
             json: """
                 {"latitude":\(lat),"longitude":\(lon),"accuracy":\(accuracy),"altitude":35.0,"source":"gps","consent_given":\(consent)}
-                """)
+                """
+        )
     }
 
     func testLocationConsentRateGeocodingAndNearbyContent() async throws {
@@ -261,11 +291,17 @@ final class SyncAndLocationTests: XCTestCase {
             // Nearby: seed content around Paris and far away.
             for (id, lat, lon) in [("eiffel", 48.8584, 2.2945), ("versailles", 48.8049, 2.1204), ("lyon", 45.764, 4.8357), ("tokyo", 35.68, 139.69)] {
                 let r = try await h.call(
-                    .put, "/admin/location-content/\(id)", json: #"{"title":"\#(id)","latitude":\#(lat),"longitude":\#(lon),"metadata":{"difficulty":2}}"#)
+                    .put,
+                    "/admin/location-content/\(id)",
+                    json: #"{"title":"\#(id)","latitude":\#(lat),"longitude":\#(lon),"metadata":{"difficulty":2}}"#
+                )
                 XCTAssertEqual(r.status, .ok)
             }
             _ = try await h.call(
-                .put, "/admin/location-content/gone", json: #"{"title":"gone","latitude":48.85,"longitude":2.35,"available_until":"2020-01-01T00:00:00Z"}"#)
+                .put,
+                "/admin/location-content/gone",
+                json: #"{"title":"gone","latitude":48.85,"longitude":2.35,"available_until":"2020-01-01T00:00:00Z"}"#
+            )
             h.clock.advance(by: 16 * 60)
             _ = try await Self.locate(h, user)
             let near = try h.obj(try await h.call(.get, "/location/nearby-content?radius_km=50", user: user)).array("content")
@@ -281,7 +317,8 @@ final class SyncAndLocationTests: XCTestCase {
             // Consent withdrawn at auth: the locations go.
             let body = try JSON.encoder.encode(ConsentFact(appID: h.app, userID: user, consent: "geolocation", value: false, version: 1))
             let withdrawn = try await h.client.execute(
-                uri: "/internal/users/\(user)/consents/geolocation?app_id=\(h.app)", method: .put,
+                uri: "/internal/users/\(user)/consents/geolocation?app_id=\(h.app)",
+                method: .put,
                 headers: [.authorization: "Bearer local-internal-auth", .xServiceName: "auth", .contentType: "application/json"],
                 body: ByteBuffer(data: body)
             ) { $0 }
@@ -307,9 +344,13 @@ final class SyncAndLocationTests: XCTestCase {
             XCTAssertEqual(stored, 1, "the raw point is kept (10a)")
             h.clock.advance(by: 91 * 86400)
             let report = try await OfflineMaintenance(
-                db: h.runtime.db, catalog: CatalogStore(logger: h.runtime.logger), sync: SyncStore(logger: h.runtime.logger),
+                db: h.runtime.db,
+                catalog: CatalogStore(logger: h.runtime.logger),
+                sync: SyncStore(logger: h.runtime.logger),
                 locations: LocationStore(logger: h.runtime.logger),
-                clock: h.clock, interval: .seconds(60), logger: h.runtime.logger
+                clock: h.clock,
+                interval: .seconds(60),
+                logger: h.runtime.logger
             ).runOnce()
             XCTAssertGreaterThanOrEqual(report.anonymized, 1)
             let linked = try await h.count("SELECT count(*)::int FROM offline.user_locations WHERE user_id = '\(user)'")
@@ -325,7 +366,9 @@ final class SyncAndLocationTests: XCTestCase {
                 INSERT INTO offline.location_based_content (app_id, id, title, location)
                 SELECT \(h.app), 'p' || g, 'p' || g, ST_SetSRID(ST_MakePoint(random() * 360 - 180, random() * 170 - 85), 4326)::geography
                 FROM generate_series(1, 20000) g
-                """, logger: h.runtime.logger)
+                """,
+                logger: h.runtime.logger
+            )
             try await h.runtime.db.query("ANALYZE offline.location_based_content", logger: h.runtime.logger)
             var plan = ""
             let q = LocationStore.nearbyQuery(app: h.app, lat: 48.85, lon: 2.35, radiusKm: 50, now: Date())

@@ -8,7 +8,7 @@ final class Base64URLTests: XCTestCase {
     func testVectorsAndEveryLengthRoundTrip() {
         let vectors: [(String, String)] = [
             ("", ""), ("f", "Zg"), ("fo", "Zm8"), ("foo", "Zm9v"), ("foob", "Zm9vYg"), ("fooba", "Zm9vYmE"),
-            ("foobar", "Zm9vYmFy"), ("\u{FB}\u{FF}", "w7vDvw")
+            ("foobar", "Zm9vYmFy"), ("\u{FB}\u{FF}", "w7vDvw"),
         ]
         for (plain, encoded) in vectors {
             XCTAssertEqual(Base64URL.encode(Data(plain.utf8)), encoded, plain)

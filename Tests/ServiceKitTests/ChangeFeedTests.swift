@@ -13,7 +13,10 @@ import XCTest
 /// other stops serving within a second; nothing is kept that raced a change or was read while
 /// the feed could not hear.
 final class ChangeFeedTests: XCTestCase {
-    struct Key: CacheKey { var scope: UUID; var subject: UUID? }
+    struct Key: CacheKey {
+        var scope: UUID
+        var subject: UUID?
+    }
 
     struct Replica: Sendable {
         let runtime: ServiceRuntime
@@ -39,7 +42,8 @@ final class ChangeFeedTests: XCTestCase {
     /// Runs both replicas' pools and feeds until `body` ends.
     static func withReplicas(_ body: @Sendable (Replica, Replica) async throws -> Void) async throws {
         let channel = "feedtest\(UInt32.random(in: 0...UInt32.max))"
-        let a = Replica(channel: channel), b = Replica(channel: channel)
+        let a = Replica(channel: channel)
+        let b = Replica(channel: channel)
         try await withThrowingTaskGroup(of: Void.self) { group in
             for r in [a, b] {
                 group.addTask { await r.runtime.db.run() }
@@ -54,15 +58,21 @@ final class ChangeFeedTests: XCTestCase {
     static func waitFor(_ what: String, within: Duration = .seconds(1), _ condition: () -> Bool) async throws {
         let end = ContinuousClock.now + within
         while !condition() {
-            guard ContinuousClock.now < end else { XCTFail("not within \(within): \(what)"); return }
+            guard ContinuousClock.now < end else {
+                XCTFail("not within \(within): \(what)")
+                return
+            }
             try await Task.sleep(for: .milliseconds(5))
         }
     }
 
     func testAChangeCommittedOnOneReplicaIsDroppedByTheOtherWithinASecond() async throws {
         try await Self.withReplicas { a, b in
-            let app = UUID(), user = UUID(), other = UUID()
-            let key = Key(scope: app, subject: user), neighbour = Key(scope: app, subject: other)
+            let app = UUID()
+            let user = UUID()
+            let other = UUID()
+            let key = Key(scope: app, subject: user)
+            let neighbour = Key(scope: app, subject: other)
             b.put("old", key)
             b.put("neighbour", neighbour)
             XCTAssertEqual(b.cache.value(for: key), "old")
@@ -164,7 +174,8 @@ final class ChangeFeedTests: XCTestCase {
             }
         }
         try await Self.withReplicas { a, _ in
-            let app = UUID(), user = UUID()
+            let app = UUID()
+            let user = UUID()
             let key = Key(scope: app, subject: user)
             let router = Router(context: ServiceRequestContext.self)
             let group = router.group("v1").add(middleware: SignedIn(app: app, user: user)).add(middleware: ReadYourWritesMiddleware(changes: a.feed))

@@ -16,7 +16,10 @@ final class DatabasePoolTests: XCTestCase {
     private static func pool(name: String, size: Int, acquireTimeout: Duration = .seconds(10)) -> DatabasePool {
         var c = PostgresConnection.Configuration(
             unixSocketPath: "\(TestEnvironment.adminSocket)/.s.PGSQL.\(TestEnvironment.databasePort)",
-            username: "postgres", password: nil, database: TestEnvironment.unitDatabase)
+            username: "postgres",
+            password: nil,
+            database: TestEnvironment.unitDatabase
+        )
         c.options.additionalStartupParameters = [("application_name", name)]
         return DatabasePool(configuration: c, size: size, acquireTimeout: acquireTimeout, logger: TestEnvironment.logger)
     }
@@ -43,8 +46,9 @@ final class DatabasePoolTests: XCTestCase {
                                     } else {
                                         let echoed = try await pool.withTransaction(logger: TestEnvironment.logger) { conn in
                                             var out: [Int32] = []
-                                            for try await v in try await conn.run("SELECT \(Int32(2))::int4", logger: TestEnvironment.logger).decode(Int32.self)
-                                            { out.append(v) }
+                                            for try await v in try await conn.run("SELECT \(Int32(2))::int4", logger: TestEnvironment.logger).decode(
+                                                Int32.self
+                                            ) { out.append(v) }
                                             return out
                                         }
                                         XCTAssertEqual(echoed, [2])
@@ -81,7 +85,10 @@ final class DatabasePoolTests: XCTestCase {
                     XCTAssertEqual(rows.count, 1)
                 }
                 let count = try await admin.query("SELECT count(*)::int4 FROM pg_stat_activity WHERE application_name = \(name)")
-                for try await n in count.decode(Int32.self) { XCTAssertLessThanOrEqual(n, 8); XCTAssertGreaterThan(n, 0) }
+                for try await n in count.decode(Int32.self) {
+                    XCTAssertLessThanOrEqual(n, 8)
+                    XCTAssertGreaterThan(n, 0)
+                }
             }
         }
     }
@@ -142,7 +149,7 @@ final class DatabasePoolTests: XCTestCase {
                     try await admin.query("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = \(name)")
                     for _ in 0..<100 where !conn.isClosed { try await Task.sleep(for: .milliseconds(20)) }
                     XCTAssertTrue(conn.isClosed)
-                    try await Task.sleep(for: .milliseconds(100)) // the pipeline is torn down after the close
+                    try await Task.sleep(for: .milliseconds(100))  // the pipeline is torn down after the close
                     do {
                         try await conn.run("SELECT 1", logger: TestEnvironment.logger)
                         XCTFail("a statement on a closed connection")
@@ -199,8 +206,9 @@ final class DatabasePoolTests: XCTestCase {
             .ads,
             overrides: [
                 "DATABASE_STATEMENT_TIMEOUT_MS": "250",
-                "DATABASE_IDLE_IN_TRANSACTION_TIMEOUT_MS": "4000"
-            ])
+                "DATABASE_IDLE_IN_TRANSACTION_TIMEOUT_MS": "4000",
+            ]
+        )
         try await withPostgres(runtime.db) { db in
             for try await (statement, idle) in try await db.query(
                 """
@@ -252,7 +260,8 @@ final class DatabasePoolLifecycleTests: XCTestCase {
                     return true
                 }
                 group.addTask {
-                    try await Task.sleep(for: .seconds(10)); return false
+                    try await Task.sleep(for: .seconds(10))
+                    return false
                 }
                 let first = try await group.next()!
                 group.cancelAll()

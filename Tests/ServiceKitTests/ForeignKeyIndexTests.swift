@@ -16,7 +16,7 @@ final class ForeignKeyIndexTests: XCTestCase {
         "auth.webhook_events.app_id": "applications are deactivated, never deleted",
         "subscription.subscriptions.plan_id": "plans are deactivated, never deleted",
         "subscription.content_unlocks.ledger_id": "the ledger is append-only",
-        "subscription.iap_receipts.subscription_id": "subscriptions are kept (their store's history), never deleted"
+        "subscription.iap_receipts.subscription_id": "subscriptions are kept (their store's history), never deleted",
     ]
 
     func testEveryForeignKeyIsServedByAnIndex() async throws {
@@ -31,7 +31,8 @@ final class ForeignKeyIndexTests: XCTestCase {
                     WHERE c.contype = 'f' AND c.connamespace = to_regnamespace(\(service.rawValue))
                       AND NOT EXISTS (SELECT 1 FROM pg_index i
                                       WHERE i.indrelid = c.conrelid AND i.indkey[0] = c.conkey[1] AND i.indpred IS NULL)
-                    """)
+                    """
+                )
                 var keys: [String] = []
                 for try await key in rows.decode(String.self) where Self.neverDeleted[key] == nil { keys.append(key) }
                 return keys

@@ -15,7 +15,7 @@ final class GroupCommitTests: XCTestCase {
     func testConcurrentRowsAreWrittenTogetherOnceEachAndCallersWaitForTheirWrite() async throws {
         let written = Written()
         let commit = GroupCommit<Int>(maxBatch: 50) { batch in
-            try await Task.sleep(for: .milliseconds(20)) // a commit's fsync: rows pile up meanwhile
+            try await Task.sleep(for: .milliseconds(20))  // a commit's fsync: rows pile up meanwhile
             written.batches.withLock { $0.append(batch) }
         }
         try await withThrowingTaskGroup(of: Void.self) { group in
@@ -40,7 +40,8 @@ final class GroupCommitTests: XCTestCase {
         let running = Mutex((now: 0, most: 0))
         let commit = GroupCommit<Int>(maxBatch: 50, inFlight: 4) { batch in
             running.withLock {
-                $0.now += 1; $0.most = max($0.most, $0.now)
+                $0.now += 1
+                $0.most = max($0.most, $0.now)
             }
             try await Task.sleep(for: .milliseconds(20))
             written.batches.withLock { $0.append(batch) }
@@ -79,7 +80,12 @@ final class GroupCommitTests: XCTestCase {
         }
         let outcomes = await withTaskGroup(of: (Int, Bool).self) { group in
             for i in 0..<40 {
-                group.addTask { do { try await commit.submit(i); return (i, true) } catch { return (i, false) } }
+                group.addTask {
+                    do {
+                        try await commit.submit(i)
+                        return (i, true)
+                    } catch { return (i, false) }
+                }
             }
             var out: [Int: Bool] = [:]
             for await (i, ok) in group { out[i] = ok }

@@ -40,7 +40,7 @@ final class CountingServer: Sendable {
             let respond = { [context] in
                 var headers = HTTPHeaders([
                     ("Content-Type", "text/plain"), ("Content-Length", String(body.utf8.count)),
-                    ("X-Seen-Request-ID", head.headers.first(name: "X-Request-ID") ?? "")
+                    ("X-Seen-Request-ID", head.headers.first(name: "X-Request-ID") ?? ""),
                 ])
                 if head.uri == "/unavailable" { headers.add(name: "X-Unavailable", value: "1") }
                 let status: HTTPResponseStatus = head.uri == "/unavailable" ? .serviceUnavailable : .ok
@@ -95,7 +95,9 @@ final class HTTPClientTests: XCTestCase {
                 HTTPRequest(
                     method: i % 2 == 0 ? "GET" : "POST",
                     url: "http://127.0.0.1:\(server.port)/ping",
-                    body: i % 2 == 0 ? nil : Data("{}".utf8)))
+                    body: i % 2 == 0 ? nil : Data("{}".utf8)
+                )
+            )
             XCTAssertEqual(response.status, 200)
             XCTAssertEqual(String(decoding: response.body, as: UTF8.self), i % 2 == 0 ? "hello GET" : "hello POST")
             newConnections += response.newConnections
@@ -157,8 +159,11 @@ final class HTTPClientTests: XCTestCase {
             try await Task.sleep(for: .milliseconds(100))
         }
         let message = SMTPMessage(
-            from: "no-reply@quiz.example", to: ["player@example.com"],
-            subject: "Vérifiez votre email", text: "Bonjour,\nvotre code: 123456\n.\nfin")
+            from: "no-reply@quiz.example",
+            to: ["player@example.com"],
+            subject: "Vérifiez votre email",
+            text: "Bonjour,\nvotre code: 123456\n.\nfin"
+        )
         try await client.sendMail(message, via: SMTPServer(url: sink.url))
         let messages = try sink.messages()
         XCTAssertEqual(messages.count, 1)

@@ -1,8 +1,9 @@
 import Crypto
 import Foundation
 import HTTPTypes
-@testable import ServiceKit
 import XCTest
+
+@testable import ServiceKit
 
 final class HeaderLookupTests: XCTestCase {
     /// `value(_:)` answers what the fields' own subscript answers, for every shape of request.
@@ -14,7 +15,7 @@ final class HeaderLookupTests: XCTestCase {
             [("X-App-ID", "a"), ("X-API-Key", "k"), ("X-App-ID", "b")],
             [("Cookie", "a=1"), ("cookie", "b=2")],
             [("Authorization", "Bearer t"), ("X-Forwarded-For", "1.2.3.4"), ("X-Forwarded-For", "5.6.7.8")],
-            [("X-App-ID", "")]
+            [("X-App-ID", "")],
         ]
         let names: [HTTPField.Name] = [.xAppID, .xAPIKey, .cookie, .authorization, .xForwardedFor, .xRequestID]
         for pairs in cases {
@@ -40,7 +41,7 @@ final class HeaderLookupTests: XCTestCase {
             ("Token abc", nil),
             ("Bearer\tabc", nil),
             ("Beare\u{0} abc", nil),
-            (nil, nil)
+            (nil, nil),
         ]
         for (header, expected) in table {
             var fields = HTTPFields()

@@ -1,7 +1,8 @@
 import Foundation
-@testable import ServiceKit
 import WireTypes
 import XCTest
+
+@testable import ServiceKit
 
 /// #50 typed internal calls: each route's path is built from its declaration, the router path
 /// matches it, and docs/DESIGN.md shows the table the declarations make.
@@ -10,7 +11,8 @@ final class InternalRoutesTests: XCTestCase {
     let app = UUID(uuidString: "0A1B2C3D-4E5F-4061-8293-A4B5C6D7E8F9")!
 
     func testPathsAreBuiltFromTheirDeclaration() {
-        let u = user.lowercasedString, a = app.lowercasedString
+        let u = user.lowercasedString
+        let a = app.lowercasedString
         let cases: [(String, String)] = [
             (InternalRoutes.events.path(), "/internal/events"),
             (InternalRoutes.verifyApp.path(), "/internal/apps/verify"),
@@ -18,7 +20,7 @@ final class InternalRoutesTests: XCTestCase {
             (InternalRoutes.notifyUsers.path(app: app), "/internal/notifications?app_id=\(a)"),
             (InternalRoutes.consentFact.path(user: user, consent: "geolocation", app: app), "/internal/users/\(u)/consents/geolocation?app_id=\(a)"),
             (InternalRoutes.erase.path(user: user, app: app, query: [("version", "7")]), "/internal/users/\(u)?app_id=\(a)&version=7"),
-            (InternalRoutes.timeline.path(user: user, app: app, query: [("limit", "50")]), "/internal/users/\(u)/timeline?app_id=\(a)&limit=50")
+            (InternalRoutes.timeline.path(user: user, app: app, query: [("limit", "50")]), "/internal/users/\(u)/timeline?app_id=\(a)&limit=50"),
         ]
         for (built, expected) in cases { XCTAssertEqual(built, expected) }
         XCTAssertEqual(InternalRoutes.consentFact.routerPath.description, "/users/{id}/consents/{consent}")
@@ -41,11 +43,15 @@ final class InternalRoutesTests: XCTestCase {
     func testDesignShowsTheTableTheDeclarationsMake() throws {
         let design = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("../../docs/DESIGN.md").standardized
         let text = try String(contentsOf: design, encoding: .utf8)
-        let open = "<!-- internal-routes: generated from InternalRoutes.markdown -->\n", close = "<!-- /internal-routes -->"
+        let open = "<!-- internal-routes: generated from InternalRoutes.markdown -->\n"
+        let close = "<!-- /internal-routes -->"
         let start = try XCTUnwrap(text.range(of: open), "DESIGN.md has no internal-routes marker")
         let end = try XCTUnwrap(text.range(of: close, range: start.upperBound..<text.endIndex))
         let shown = String(text[start.upperBound..<end.lowerBound])
         XCTAssertEqual(
-            shown, InternalRoutes.markdown, "docs/DESIGN.md's table differs from the declarations; put this between its markers:\n\(InternalRoutes.markdown)")
+            shown,
+            InternalRoutes.markdown,
+            "docs/DESIGN.md's table differs from the declarations; put this between its markers:\n\(InternalRoutes.markdown)"
+        )
     }
 }

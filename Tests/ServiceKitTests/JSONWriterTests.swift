@@ -6,7 +6,11 @@ import XCTest
 /// #45: the services' JSON is Foundation's (sorted keys, slashes unescaped, ISO-8601 dates) but
 /// for UUIDs, which are written lower-case wherever they sit; both spellings are read back.
 final class JSONWriterTests: XCTestCase {
-    struct Inner: Codable, Equatable { var id: UUID; var at: Date; var note: String? }
+    struct Inner: Codable, Equatable {
+        var id: UUID
+        var at: Date
+        var note: String?
+    }
     struct Shape: Codable, Equatable {
         var id: UUID
         var ids: [UUID]
@@ -23,7 +27,9 @@ final class JSONWriterTests: XCTestCase {
         var url: URL
         var data: Data
         enum CodingKeys: String, CodingKey {
-            case id, ids, byName = "by_name", maybe, absent, inner, inners, json, text, numbers, ints, flags, url, data
+            case id, ids
+            case byName = "by_name"
+            case maybe, absent, inner, inners, json, text, numbers, ints, flags, url, data
         }
     }
 
@@ -35,16 +41,25 @@ final class JSONWriterTests: XCTestCase {
     }()
 
     static let sample: Shape = {
-        let a = UUID(uuidString: "3B3D29C9-ACAA-468A-AE72-350295F7C244")!, b = UUID(uuidString: "9dfdf6be-0154-45b3-8589-9499cc3f9c51")!
+        let a = UUID(uuidString: "3B3D29C9-ACAA-468A-AE72-350295F7C244")!
+        let b = UUID(uuidString: "9dfdf6be-0154-45b3-8589-9499cc3f9c51")!
         let at = Date(timeIntervalSince1970: 1_795_000_000)
         return Shape(
-            id: a, ids: [a, b], byName: ["zeta": a, "alpha": b, "Beta": a, "_x": b, "é": a], maybe: b, absent: nil,
-            inner: Inner(id: b, at: at, note: nil), inners: [Inner(id: a, at: at.addingTimeInterval(0.75), note: "q\"u/o\\te\n\t\u{1}")],
+            id: a,
+            ids: [a, b],
+            byName: ["zeta": a, "alpha": b, "Beta": a, "_x": b, "é": a],
+            maybe: b,
+            absent: nil,
+            inner: Inner(id: b, at: at, note: nil),
+            inners: [Inner(id: a, at: at.addingTimeInterval(0.75), note: "q\"u/o\\te\n\t\u{1}")],
             json: .object(["b": .array([.int(1), .double(2.5), .null, .bool(false)]), "a": .string("x"), "n": .double(3.25)]),
             text: "caf\u{e9} \u{1F30D} </script> \u{7F}",
             numbers: [0, 1, -1, 0.1, 1.5, 1e-7, 123456789.125, 1e20, 1e21, -0.0, 3.0e-300, 2.5e300, 100, 0.30000000000000004],
-            ints: [0, -1, Int64.max, Int64.min], flags: [true, false],
-            url: URL(string: "https://example.com/a/b?c=d")!, data: Data([0, 1, 254, 255]))
+            ints: [0, -1, Int64.max, Int64.min],
+            flags: [true, false],
+            url: URL(string: "https://example.com/a/b?c=d")!,
+            data: Data([0, 1, 254, 255])
+        )
     }()
 
     /// Every byte as Foundation writes it, once its upper-case UUIDs are lowered.
@@ -70,7 +85,9 @@ final class JSONWriterTests: XCTestCase {
     func testContainersAskedTwiceFragmentsAndSuperEncoders() throws {
         struct Twice: Encodable {
             func encode(to encoder: any Encoder) throws {
-                try Inner(id: UUID(uuidString: "9DFDF6BE-0154-45B3-8589-9499CC3F9C51")!, at: Date(timeIntervalSince1970: 0), note: "n").encode(to: encoder)
+                try Inner(id: UUID(uuidString: "9DFDF6BE-0154-45B3-8589-9499CC3F9C51")!, at: Date(timeIntervalSince1970: 0), note: "n").encode(
+                    to: encoder
+                )
                 var c = encoder.container(keyedBy: K.self)
                 try c.encode([1, 2], forKey: .variants)
                 try c.encodeNil(forKey: .none)
@@ -89,7 +106,8 @@ final class JSONWriterTests: XCTestCase {
         )
         XCTAssertEqual(
             String(decoding: try JSON.encoder.encode(UUID(uuidString: "9DFDF6BE-0154-45B3-8589-9499CC3F9C51")!), as: UTF8.self),
-            #""9dfdf6be-0154-45b3-8589-9499cc3f9c51""#)
+            #""9dfdf6be-0154-45b3-8589-9499cc3f9c51""#
+        )
         XCTAssertEqual(String(decoding: try JSON.encoder.encode([String: Int]()), as: UTF8.self), "{}")
         XCTAssertEqual(String(decoding: try JSON.encoder.encode([Int]()), as: UTF8.self), "[]")
         XCTAssertThrowsError(try JSON.encoder.encode([Double.nan]), "NaN is not JSON")

@@ -28,7 +28,9 @@ final class JobQueueTests: XCTestCase {
                             runs.withLock { $0[n, default: 0] += 1 }
                             perWorker.withLock { $0[index] += 1 }
                         }
-                    ], concurrency: 8)
+                    ],
+                    concurrency: 8
+                )
             }
             let workers = [worker(0), worker(1)]
             try await withThrowingTaskGroup(of: Void.self) { group in
@@ -64,22 +66,30 @@ final class JobQueueTests: XCTestCase {
                 queue: queue,
                 handlers: [
                     "stuck": { _ in while !release.withLock({ $0 }) { try await Task.sleep(for: .milliseconds(20)) } },
-                    "quick": { _ in quick.withLock { $0 += 1 } }
-                ], concurrency: 2, pollInterval: .milliseconds(20))
+                    "quick": { _ in quick.withLock { $0 += 1 } },
+                ],
+                concurrency: 2,
+                pollInterval: .milliseconds(20)
+            )
             let running = Task { try await worker.run() }
             var waited = 0
             while quick.withLock({ $0 }) < 20 && waited < 1500 {
-                try await Task.sleep(for: .milliseconds(20)); waited += 1
+                try await Task.sleep(for: .milliseconds(20))
+                waited += 1
             }
             XCTAssertEqual(quick.withLock { $0 }, 20, "every quick job ran while the stuck one held its slot")
-            let stuck = try await runtime.db.query("SELECT count(*)::int FROM jobs WHERE queue = \(queueName) AND kind = 'stuck' AND status = 'running'")
+            let stuck = try await runtime.db.query(
+                "SELECT count(*)::int FROM jobs WHERE queue = \(queueName) AND kind = 'stuck' AND status = 'running'"
+            )
             for try await n in stuck.decode(Int.self) { XCTAssertEqual(n, 1, "and it was still running") }
             release.withLock { $0 = true }
             var done = 0
             while done < 21 && waited < 3000 {
-                for try await n in try await runtime.db.query("SELECT count(*)::int FROM jobs WHERE queue = \(queueName) AND status = 'done'").decode(Int.self)
-                { done = n }
-                try await Task.sleep(for: .milliseconds(20)); waited += 1
+                for try await n in try await runtime.db.query("SELECT count(*)::int FROM jobs WHERE queue = \(queueName) AND status = 'done'").decode(
+                    Int.self
+                ) { done = n }
+                try await Task.sleep(for: .milliseconds(20))
+                waited += 1
             }
             XCTAssertEqual(done, 21)
             running.cancel()
@@ -108,7 +118,9 @@ final class JobQueueTests: XCTestCase {
                 try await Task.sleep(for: .milliseconds(100))
             }
             XCTAssertEqual(runs.withLock { $0 }, 1)
-            for try await (status, attempts) in try await runtime.db.query("SELECT status, attempts FROM jobs WHERE id = \(id)").decode((String, Int).self) {
+            for try await (status, attempts) in try await runtime.db.query("SELECT status, attempts FROM jobs WHERE id = \(id)").decode(
+                (String, Int).self
+            ) {
                 XCTAssertEqual(status, "done")
                 XCTAssertEqual(attempts, 2)
             }
@@ -133,7 +145,7 @@ final class JobQueueTests: XCTestCase {
             let handlers: [String: JobHandler] = [
                 "long": { _ in
                     runs.withLock { $0 += 1 }
-                    try await Task.sleep(for: .seconds(4)) // four times the lease
+                    try await Task.sleep(for: .seconds(4))  // four times the lease
                 }
             ]
             let first = JobWorker(queue: queue, handlers: handlers, lease: .seconds(1))
@@ -149,7 +161,9 @@ final class JobQueueTests: XCTestCase {
             XCTAssertEqual(stolen, 0, "the second worker took a job whose worker is alive")
             _ = try await running.value
             XCTAssertEqual(runs.withLock { $0 }, 1)
-            for try await (status, attempts) in try await runtime.db.query("SELECT status, attempts FROM jobs WHERE id = \(id)").decode((String, Int).self) {
+            for try await (status, attempts) in try await runtime.db.query("SELECT status, attempts FROM jobs WHERE id = \(id)").decode(
+                (String, Int).self
+            ) {
                 XCTAssertEqual(status, "done")
                 XCTAssertEqual(attempts, 1)
             }
@@ -175,9 +189,14 @@ final class JobQueueTests: XCTestCase {
                                 try await Task.sleep(for: .milliseconds(100))
                                 steps.withLock { $0 += 1 }
                             }
-                        } catch is CancellationError { stopped.withLock { $0 = true }; throw CancellationError() }
+                        } catch is CancellationError {
+                            stopped.withLock { $0 = true }
+                            throw CancellationError()
+                        }
                     }
-                ], lease: .seconds(1))
+                ],
+                lease: .seconds(1)
+            )
             let running = Task { try await worker.runOnce() }
             try await Task.sleep(for: .milliseconds(300))
             // Another worker claims it again (what a run-out lease allows): the attempt moves on.
@@ -185,8 +204,10 @@ final class JobQueueTests: XCTestCase {
             _ = try await running.value
             XCTAssertTrue(stopped.withLock { $0 }, "the handler was not stopped")
             XCTAssertLessThan(steps.withLock { $0 }, 20, "the handler went on after its lease was lost")
-            for try await (status, attempts, error) in try await runtime.db.query("SELECT status, attempts, last_error FROM jobs WHERE id = \(id)").decode(
-                (String, Int, String?).self)
+            for try await (status, attempts, error) in try await runtime.db.query("SELECT status, attempts, last_error FROM jobs WHERE id = \(id)")
+                .decode(
+                    (String, Int, String?).self
+                )
             {
                 XCTAssertEqual(status, "running", "the stale worker ended or failed the other worker's run")
                 XCTAssertEqual(attempts, 2)
@@ -211,7 +232,9 @@ final class JobQueueTests: XCTestCase {
                         attempts.withLock { $0.append(.now) }
                         throw Boom()
                     }
-                ], backoff: Backoff(base: .milliseconds(300), cap: .seconds(5)))
+                ],
+                backoff: Backoff(base: .milliseconds(300), cap: .seconds(5))
+            )
 
             // Right after a failure the job is not due: the backoff holds it back.
             try await worker.runOnce()

@@ -1,8 +1,9 @@
 import Foundation
 import Logging
-@testable import ServiceKit
 import WireTypes
 import XCTest
+
+@testable import ServiceKit
 
 /// The log lines an operator's collector reads: one JSON object per line, every field where
 /// it is expected, values escaped, numbers as numbers.
@@ -11,11 +12,15 @@ final class LogLinesTests: XCTestCase {
 
     func testAJSONLineIsOneObjectWithTheFieldsACollectorSearches() throws {
         let line = ServiceLogHandler.jsonLine(
-            time: time, level: .info, service: "ads", message: "request",
+            time: time,
+            level: .info,
+            service: "ads",
+            message: "request",
             metadata: [
                 "request_id": "abc", "route": "/ads/v1/ads/available", "status": "200", "duration_ms": "0.25",
-                "app_id": .stringConvertible(UUID(uuidString: "6BA7B810-9DAD-11D1-80B4-00C04FD430C8")!.lowercasedString)
-            ])
+                "app_id": .stringConvertible(UUID(uuidString: "6BA7B810-9DAD-11D1-80B4-00C04FD430C8")!.lowercasedString),
+            ]
+        )
         XCTAssertTrue(line.hasSuffix("}\n"))
         XCTAssertEqual(line.filter { $0 == "\n" }.count, 1, "one line")
         let object = try XCTUnwrap(JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])
@@ -33,11 +38,15 @@ final class LogLinesTests: XCTestCase {
         // A message or value with quotes, newlines and control characters stays one line, one value.
         let evil = "x\",\"level\":\"error\"}\n{\"forged\":1\u{01}\t\\"
         let line = ServiceLogHandler.jsonLine(
-            time: time, level: .warning, service: "auth", message: evil,
+            time: time,
+            level: .warning,
+            service: "auth",
+            message: evil,
             metadata: [
                 "email": .string(evil), "status": "not-a-number",
-                "nested": .dictionary(["list": .array([.string(evil), "2"])])
-            ])
+                "nested": .dictionary(["list": .array([.string(evil), "2"])]),
+            ]
+        )
         XCTAssertEqual(line.filter { $0 == "\n" }.count, 1)
         let object = try XCTUnwrap(JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])
         XCTAssertEqual(object["message"] as? String, evil)
@@ -129,7 +138,7 @@ final class LogLinesTests: XCTestCase {
         let bad = [
             "", String(id.dropLast()), id + "0", "{\(id)}", id.replacingOccurrences(of: "-", with: ""),
             String(id.prefix(8)) + "+" + id.dropFirst(9), "G" + id.dropFirst(), String(id.dropLast()) + "g",
-            "00000000-0000-0000-0000-00000000000 ", "é0000000-0000-0000-0000-00000000000"
+            "00000000-0000-0000-0000-00000000000 ", "é0000000-0000-0000-0000-00000000000",
         ]
         for text in bad {
             XCTAssertNil(UUID(hexString: text), text)

@@ -1,7 +1,8 @@
 import Logging
 import ServiceLifecycle
-@testable import ServiceKit
 import XCTest
+
+@testable import ServiceKit
 
 /// The trimmer is one of each service's long-running services: whether it trims or is switched
 /// off (`MALLOC_TRIM_SECONDS=0`), it runs until the shutdown, because a service that returns
@@ -10,7 +11,9 @@ final class MemoryTrimmerTests: XCTestCase {
     func testTheTrimmerRunsUntilShutdownWhetherOnOrOff() async throws {
         let group = ServiceGroup(
             services: [MemoryTrimmer(interval: .zero), MemoryTrimmer(interval: .milliseconds(10))],
-            gracefulShutdownSignals: [], logger: Logger(label: "trimmer-test"))
+            gracefulShutdownSignals: [],
+            logger: Logger(label: "trimmer-test")
+        )
         let running = Task { try await group.run() }
         try await Task.sleep(for: .milliseconds(300))
         await group.triggerGracefulShutdown()

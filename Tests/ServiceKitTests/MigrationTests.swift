@@ -1,3 +1,4 @@
+import AuthService
 import Foundation
 import PostgresNIO
 import ServiceKit
@@ -131,7 +132,6 @@ final class MigrationTests: XCTestCase {
     }
 }
 
-import AuthService
 enum AuthMigrationsCount {
     static func value() throws -> Int { try AuthService.migrations().count }
 }

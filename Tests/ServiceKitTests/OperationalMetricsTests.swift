@@ -15,14 +15,16 @@ final class OperationalMetricsTests: XCTestCase {
     func testMetricsShowThePoolTheBacklogsAndUpstreamCalls() async throws {
         let runtime = kitRuntime(.ads, overrides: ["OUTBOX_POLL_MS": "600000"])
         let app = buildServiceApplication(
-            runtime: runtime, appVerifier: CachedAppVerifier(DenyAll(), ttl: .seconds(1)),
+            runtime: runtime,
+            appVerifier: CachedAppVerifier(DenyAll(), ttl: .seconds(1)),
             tokenVerifier: AccessTokenVerifier(source: StaticJWKSSource(.init(keys: [])))
         ) { _ in }
         let destination = "probe-\(UUID().lowercasedString.prefix(8))"
         let kind = "probe-\(UUID().lowercasedString.prefix(8))"
         try await app.test(.router) { client in
             await runtime.readiness.waitUntilMigrated()
-            let db = runtime.db, logger = runtime.logger
+            let db = runtime.db
+            let logger = runtime.logger
             // Two pending messages (the oldest a minute old) and one dead, for a destination no
             // worker can reach; jobs of a queue no worker takes: one due, one later, one dead.
             try await db.query(
@@ -31,14 +33,18 @@ final class OperationalMetricsTests: XCTestCase {
                   (\(destination), 'POST', '/x', 'pending', 1, now() + interval '1 hour', now() - interval '60 seconds'),
                   (\(destination), 'POST', '/x', 'pending', 1, now() + interval '1 hour', now()),
                   (\(destination), 'POST', '/x', 'dead', 1, now(), now())
-                """, logger: logger)
+                """,
+                logger: logger
+            )
             try await db.query(
                 """
                 INSERT INTO jobs (queue, kind, status, run_at) VALUES
                   ('probe', \(kind), 'pending', now() - interval '1 second'),
                   ('probe', \(kind), 'pending', now() + interval '1 hour'),
                   ('probe', \(kind), 'dead', now())
-                """, logger: logger)
+                """,
+                logger: logger
+            )
             // An upstream that refuses the connection.
             _ = try? await runtime.http.send(ServiceKit.HTTPRequest(url: "http://127.0.0.1:9/nothing", timeout: .seconds(2)))
 
@@ -58,7 +64,7 @@ final class OperationalMetricsTests: XCTestCase {
             XCTAssertEqual(value(#"upstream_requests_total{peer="127.0.0.1:9",outcome="error"}"#), 1)
             for name in [
                 "outbox_messages", "jobs", "db_pool_connections", "db_pool_acquire_timeouts_total",
-                "upstream_requests_total", "upstream_request_duration_seconds"
+                "upstream_requests_total", "upstream_request_duration_seconds",
             ] {
                 XCTAssertTrue(text.contains("# HELP \(name) "), "HELP for \(name)")
             }

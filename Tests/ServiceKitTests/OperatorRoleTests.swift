@@ -35,7 +35,7 @@ final class OperatorRoleTests: XCTestCase {
             ("POST", "/auth/v1/admin/app/disable", .owner),
             ("PUT", "/auth/v1/admin/console-settings", .owner),
             // An unmatched path is judged as written (a write outside the known areas: admin).
-            ("POST", "/auth/v1/admin/nothing-here", .admin)
+            ("POST", "/auth/v1/admin/nothing-here", .admin),
         ]
         for (method, route, role) in cases {
             XCTAssertEqual(AdminAccess.required(method: method, route: route), role, "\(method) \(route)")

@@ -2,8 +2,8 @@ import Foundation
 import Hummingbird
 import HummingbirdTesting
 import PostgresNIO
-import ServiceLifecycle
 import ServiceKit
+import ServiceLifecycle
 import TestSupport
 import XCTest
 
@@ -16,22 +16,30 @@ final class OutboxTests: XCTestCase {
         config.port = port
         // The receiving service's own migrations: its schema's history must match them.
         let rt = ServiceRuntime(
-            config: config, migrations: Array(runtime.migrations.migrations.dropFirst(PlatformMigrations.all.count)),
-            logger: runtime.logger)
+            config: config,
+            migrations: Array(runtime.migrations.migrations.dropFirst(PlatformMigrations.all.count)),
+            logger: runtime.logger
+        )
         return buildServiceApplication(
-            runtime: rt, appVerifier: CachedAppVerifier(DenyAll(), ttl: .seconds(1)),
+            runtime: rt,
+            appVerifier: CachedAppVerifier(DenyAll(), ttl: .seconds(1)),
             tokenVerifier: AccessTokenVerifier(source: StaticJWKSSource(.init(keys: [])))
         ) { routes in
             routes.internal.post("test/deliveries") { request, context in
                 guard let key = request.headers[.idempotencyKey] else { throw AppError.badRequest("Idempotency-Key required") }
                 let body = try await request.decodeJSON(as: [String: Int].self, context: context)
                 let stored = try await idempotency.run(key: key, scope: "test-deliveries") { conn in
-                    try await conn.query("INSERT INTO test_deliveries (idempotency_key, seq) VALUES (\(key), \(body["seq"]!))", logger: runtime.logger)
+                    try await conn.query(
+                        "INSERT INTO test_deliveries (idempotency_key, seq) VALUES (\(key), \(body["seq"]!))",
+                        logger: runtime.logger
+                    )
                     return (200, Data(#"{"ok":true}"#.utf8))
                 }
                 return Response(
-                    status: .init(code: stored.status), headers: [.contentType: "application/json"],
-                    body: .init(byteBuffer: ByteBuffer(bytes: stored.body)))
+                    status: .init(code: stored.status),
+                    headers: [.contentType: "application/json"],
+                    body: .init(byteBuffer: ByteBuffer(bytes: stored.body))
+                )
             }
         }
     }
@@ -54,7 +62,9 @@ final class OutboxTests: XCTestCase {
                 try await withMigratedRuntime(writer) { writer in
                     let app = Self.receiverApp(receiver, port: port)
                     try await withThrowingTaskGroup(of: Void.self) { group in
-                        let services = ServiceGroup(configuration: .init(services: [app, sender.changes, sender.outboxWorker], logger: receiver.logger))
+                        let services = ServiceGroup(
+                            configuration: .init(services: [app, sender.changes, sender.outboxWorker], logger: receiver.logger)
+                        )
                         group.addTask { try await services.run() }
                         while sender.changes.livePeriod == nil { try await Task.sleep(for: .milliseconds(10)) }
                         // The worker has found nothing and sleeps for its minute.
@@ -63,7 +73,9 @@ final class OutboxTests: XCTestCase {
                         try await writer.db.withTransaction(logger: writer.logger) { conn in
                             try await Outbox.write(
                                 try OutboxMessage(target: .ads, path: "/internal/test/deliveries", body: ["seq": 7]),
-                                on: conn, logger: writer.logger)
+                                on: conn,
+                                logger: writer.logger
+                            )
                         }
                         var delivered = 0
                         while delivered == 0 && ContinuousClock.now - start < .seconds(2) {
@@ -79,12 +91,16 @@ final class OutboxTests: XCTestCase {
                         let own = try await writer.db.withTransaction(logger: writer.logger) { conn in
                             try await Outbox.enqueue(
                                 try OutboxMessage(target: .ads, path: "/internal/test/deliveries", body: ["seq": 8]),
-                                on: conn, logger: writer.logger, deliveredByWriter: .seconds(10)
+                                on: conn,
+                                logger: writer.logger,
+                                deliveredByWriter: .seconds(10)
                             ).id
                         }
                         try await Task.sleep(for: .milliseconds(500))
                         let untouched = try await Self.count(
-                            sender, "SELECT count(*)::int FROM outbox WHERE id = \(own) AND status = 'pending' AND attempts = 0")
+                            sender,
+                            "SELECT count(*)::int FROM outbox WHERE id = \(own) AND status = 'pending' AND attempts = 0"
+                        )
                         XCTAssertEqual(untouched, 1, "the woken worker took the writer's row")
                         let reply = await sender.outboxWorker.deliverNow(id: own, timeout: .seconds(2))
                         XCTAssertEqual(reply?.status, 200)
@@ -111,13 +127,20 @@ final class OutboxTests: XCTestCase {
                     try await sender.db.withTransaction(logger: sender.logger) { conn in
                         try await Outbox.write(
                             try OutboxMessage(target: .ads, path: "/internal/test/deliveries", body: ["seq": seq]),
-                            on: conn, logger: sender.logger)
+                            on: conn,
+                            logger: sender.logger
+                        )
                     }
                 }
                 let worker = OutboxWorker(
-                    client: sender.db, http: sender.http, serviceURLs: sender.config.serviceURLs,
-                    credential: sender.internalCredential, batchSize: 50,
-                    backoff: Backoff(base: .milliseconds(20), cap: .milliseconds(200)), logger: sender.logger)
+                    client: sender.db,
+                    http: sender.http,
+                    serviceURLs: sender.config.serviceURLs,
+                    credential: sender.internalCredential,
+                    batchSize: 50,
+                    backoff: Backoff(base: .milliseconds(20), cap: .milliseconds(200)),
+                    logger: sender.logger
+                )
                 // Receiver down: every attempt fails and is rescheduled, nothing is lost.
                 try await worker.deliverBatch()
                 var pending = try await Self.count(sender, "SELECT count(*)::int FROM outbox WHERE status = 'pending'")

@@ -23,10 +23,19 @@ final class RequestAuthenticationTests: XCTestCase {
         }
     }
 
-    struct EchoBody: Codable { var name: String; var count: Int }
+    struct EchoBody: Codable {
+        var name: String
+        var count: Int
+    }
     struct EchoResponse: Codable {
-        var userID: UUID; var appID: UUID; var name: String
-        enum CodingKeys: String, CodingKey { case userID = "user_id"; case appID = "app_id"; case name }
+        var userID: UUID
+        var appID: UUID
+        var name: String
+        enum CodingKeys: String, CodingKey {
+            case userID = "user_id"
+            case appID = "app_id"
+            case name
+        }
     }
     struct Secret: Error { let detail = "password=hunter2 at db.internal:5432" }
 
@@ -69,9 +78,15 @@ final class RequestAuthenticationTests: XCTestCase {
                     try await body(
                         client,
                         Stack(
-                            signer: AccessTokenSigner(privateKey: key), appA: appA, appB: appB, source: source,
-                            applications: repo, operators: OperatorKeyStore(db: authRuntime.db, logger: authRuntime.logger),
-                            consumerDB: consumer.db))
+                            signer: AccessTokenSigner(privateKey: key),
+                            appA: appA,
+                            appB: appB,
+                            source: source,
+                            applications: repo,
+                            operators: OperatorKeyStore(db: authRuntime.db, logger: authRuntime.logger),
+                            consumerDB: consumer.db
+                        )
+                    )
                 }
             }
             await serviceGroup.triggerGracefulShutdown()
@@ -90,9 +105,16 @@ final class RequestAuthenticationTests: XCTestCase {
         func token(app: UUID? = nil, expiresIn: Int = 600, signer other: AccessTokenSigner? = nil) throws -> String {
             let now = Int(Date().timeIntervalSince1970)
             let claims = AccessTokenClaims(
-                userID: UUID(), appID: app ?? appA.appID, email: "p@example.com", status: .free,
-                isGuest: false, issuer: "auth", issuedAt: now - 10, expiresAt: now + expiresIn,
-                jti: UUID().uuidString)
+                userID: UUID(),
+                appID: app ?? appA.appID,
+                email: "p@example.com",
+                status: .free,
+                isGuest: false,
+                issuer: "auth",
+                issuedAt: now - 10,
+                expiresAt: now + expiresIn,
+                jti: UUID().uuidString
+            )
             return try (other ?? signer).sign(claims)
         }
 
@@ -135,7 +157,7 @@ final class RequestAuthenticationTests: XCTestCase {
             let tampered = parts[0] + "." + Base64URL.encode(Data(#"{"sub":"x"}"#.utf8)) + "." + parts[2]
             for (name, token) in [
                 ("expired", expired), ("wrong signature", forged), ("another app", otherApp),
-                ("unknown kid", unknownKid), ("alg none", none), ("tampered", String(tampered)), ("garbage", "abc")
+                ("unknown kid", unknownKid), ("alg none", none), ("tampered", String(tampered)), ("garbage", "abc"),
             ] {
                 try await client.execute(uri: "/ads/v1/echo", method: .post, headers: s.headers(token), body: Self.echoBody) { r in
                     XCTAssertEqual(r.status, .unauthorized, name)
@@ -192,7 +214,7 @@ final class RequestAuthenticationTests: XCTestCase {
                 ("wrong type", ByteBuffer(string: #"{"name":"Ada","count":"three"}"#), s.headers(token), .badRequest, "invalid_request"),
                 ("missing field", ByteBuffer(string: #"{"name":"Ada"}"#), s.headers(token), .badRequest, "invalid_request"),
                 ("empty body", ByteBuffer(), s.headers(token), .badRequest, "invalid_request"),
-                ("oversized body", ByteBuffer(repeating: UInt8(ascii: "a"), count: 2 << 20), s.headers(token), .contentTooLarge, "payload_too_large")
+                ("oversized body", ByteBuffer(repeating: UInt8(ascii: "a"), count: 2 << 20), s.headers(token), .contentTooLarge, "payload_too_large"),
             ]
             for (name, body, headers, status, code) in cases {
                 try await client.execute(uri: "/ads/v1/echo", method: .post, headers: headers, body: body) { r in
@@ -207,7 +229,9 @@ final class RequestAuthenticationTests: XCTestCase {
                 XCTAssertEqual(try r.envelope().error, "unsupported_media_type")
             }
             try await client.execute(
-                uri: "/ads/v1/echo", method: .post, headers: s.headers(token),
+                uri: "/ads/v1/echo",
+                method: .post,
+                headers: s.headers(token),
                 body: ByteBuffer(string: #"{"name":"Ada","count":"three"}"#)
             ) { r in
                 XCTAssertEqual(try r.envelope().extra["field"], "count")
@@ -235,7 +259,7 @@ final class RequestAuthenticationTests: XCTestCase {
             let tenant = HTTPFields.tenant(ctx.appA.appID, ctx.appA.apiKey)
             let cases: [(String, HTTPRequest.Method, HTTPFields, String?, Int)] = [
                 ("/ads/v1/echo", .post, tenant, #"{"name":"x","count":1}"#, 401),
-                ("/ads/v1/boom", .get, [:], nil, 500)
+                ("/ads/v1/boom", .get, [:], nil, 500),
             ]
             var withToken = tenant
             withToken[.authorization] = "Bearer \(try ctx.token())"
@@ -344,7 +368,8 @@ final class RequestAuthenticationTests: XCTestCase {
             let forA = try await audit.recent(appID: s.appA.appID)
             XCTAssertEqual(
                 forA.map { "\($0.method) \($0.path) \($0.status)" },
-                ["POST /ads/v1/operator-fails 422", "GET /ads/v1/operator-echo 200"])
+                ["POST /ads/v1/operator-fails 422", "GET /ads/v1/operator-echo 200"]
+            )
             XCTAssertEqual(Set(forA.map(\.operator)), ["operator_key:\(issued.id.lowercasedString):Ada (support)"])
             let forB = try await audit.recent(appID: s.appB.appID)
             XCTAssertEqual(forB.map(\.operator), ["platform"])
@@ -409,21 +434,24 @@ final class RequestAuthenticationTests: XCTestCase {
                 XCTAssertEqual(try r.envelope().error, "invalid_service_credential")
             }
             try await client.execute(
-                uri: "/internal/whoami", method: .get,
+                uri: "/internal/whoami",
+                method: .get,
                 headers: [.authorization: "Bearer wrong", .xServiceName: "auth"]
             ) { r in
                 XCTAssertEqual(r.status, .unauthorized)
             }
             // The credential of another caller does not pass under a different name.
             try await client.execute(
-                uri: "/internal/whoami", method: .get,
+                uri: "/internal/whoami",
+                method: .get,
                 headers: [.authorization: "Bearer local-internal-offline", .xServiceName: "auth"]
             ) { r in
                 XCTAssertEqual(r.status, .unauthorized)
             }
             // The right secret under another scheme is no credential.
             try await client.execute(
-                uri: "/internal/whoami", method: .get,
+                uri: "/internal/whoami",
+                method: .get,
                 headers: [.authorization: "Basic local-internal-auth", .xServiceName: "auth"]
             ) { r in
                 XCTAssertEqual(r.status, .unauthorized)
@@ -431,7 +459,8 @@ final class RequestAuthenticationTests: XCTestCase {
             // The scheme is read in any case (RFC 9110 §11.1), as the access-token check reads it.
             for scheme in ["Bearer", "bearer"] {
                 try await client.execute(
-                    uri: "/internal/whoami", method: .get,
+                    uri: "/internal/whoami",
+                    method: .get,
                     headers: [.authorization: "\(scheme) local-internal-auth", .xServiceName: "auth"]
                 ) { r in
                     XCTAssertEqual(r.status, .ok)

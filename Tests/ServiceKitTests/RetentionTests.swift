@@ -1,12 +1,13 @@
 import AdsService
 import AuthService
-import OfflineService
 import Foundation
+import OfflineService
 import PostgresNIO
 import ServiceKit
-@testable import SubscriptionService
 import TestSupport
 import XCTest
+
+@testable import SubscriptionService
 
 /// #19: each append-only table keeps its rows for its retention only (purged in small batches
 /// that skip what a request holds), the pending and the dead are kept, and every periodic query
@@ -47,7 +48,7 @@ final class RetentionTests: XCTestCase {
                 INSERT INTO operator_audit (app_id, operator, method, route, path, status, at) VALUES
                   ('\(app)', 'platform', 'GET', '/x', '/old', 200, now() - interval '401 days'),
                   ('\(app)', 'platform', 'GET', '/x', '/young', 200, now() - interval '399 days')
-                """
+                """,
             ] { try await db.query(PostgresQuery(unsafeSQL: statement)) }
             let purger = RetentionPurger(db: db, rules: RetentionRule.platform(EnvironmentVariables([:])), interval: .seconds(600), logger: rt.logger)
             let purged = try await purger.runOnce()
@@ -82,10 +83,16 @@ final class RetentionTests: XCTestCase {
                     unsafeSQL: """
                         INSERT INTO outbox (target_service, method, path, status, delivered_at)
                         SELECT '\(tag)', 'PUT', '/p' || g, 'delivered', now() - interval '8 days' FROM generate_series(1, 5) g
-                        """))
+                        """
+                )
+            )
             let rule = RetentionRule(
-                name: "outbox_delivered", table: "outbox", due: "status = 'delivered' AND delivered_at < $1 AND target_service = '\(tag)'",
-                keep: .seconds(7 * 86_400), batch: 2)
+                name: "outbox_delivered",
+                table: "outbox",
+                due: "status = 'delivered' AND delivered_at < $1 AND target_service = '\(tag)'",
+                keep: .seconds(7 * 86_400),
+                batch: 2
+            )
             let purger = RetentionPurger(db: db, rules: [rule], interval: .seconds(600), logger: rt.logger)
             let held = try await db.withConnection { conn -> Int in
                 try await conn.run("BEGIN", logger: rt.logger)
@@ -110,7 +117,7 @@ final class RetentionTests: XCTestCase {
         let env = EnvironmentVariables([:])
         let lists: [(ServiceName, [PeriodicQuery])] = [
             (.auth, AuthService.periodicQueries(env)), (.subscription, SubscriptionService.periodicQueries(env)),
-            (.offline, OfflineService.periodicQueries(env)), (.ads, AdsService.periodicQueries(env))
+            (.offline, OfflineService.periodicQueries(env)), (.ads, AdsService.periodicQueries(env)),
         ]
         for (service, queries) in lists {
             let names = Set(queries.map(\.name))
@@ -144,7 +151,9 @@ final class RetentionTests: XCTestCase {
                     unsafeSQL: """
                         INSERT INTO outbox (target_service, method, path, status, created_at, delivered_at)
                         VALUES ('\(tag)', 'PUT', '/old', 'delivered', now() - interval '30 days', now() - interval '30 days')
-                        """))
+                        """
+                )
+            )
             let rule = RetentionRule.platform(EnvironmentVariables([:])).first { $0.name == "outbox_delivered" }!
             let plans = try await rt.db.explain([PeriodicQuery("purge", rule.purgeQuery)], analyze: true, logger: rt.logger)
             XCTAssertTrue(plans[0].plan.contains("Delete on outbox"), plans[0].plan)

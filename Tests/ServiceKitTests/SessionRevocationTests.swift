@@ -99,7 +99,9 @@ final class SessionRevocationTests: XCTestCase {
     func testARevocationToldToOneReplicaIsRefusedByAllOfThem() async throws {
         let r = Replicas()
         let app = r.app
-        let user = UUID(), phone = UUID(), tablet = UUID()
+        let user = UUID()
+        let phone = UUID()
+        let tablet = UUID()
         let phoneToken = try r.token(user: user, session: phone, epoch: 0)
         let tabletToken = try r.token(user: user, session: tablet, epoch: 0)
         let (rtA, appA) = r.replica()
@@ -108,73 +110,130 @@ final class SessionRevocationTests: XCTestCase {
             await rtA.readiness.waitUntilMigrated()
             try await appB.test(.router) { b in
                 await rtB.readiness.waitUntilMigrated()
-                for c in [a, b] { let (s, _) = try await r.probe(c, phoneToken); XCTAssertEqual(s, .ok) }
+                for c in [a, b] {
+                    let (s, _) = try await r.probe(c, phoneToken)
+                    XCTAssertEqual(s, .ok)
+                }
 
                 // Bad input changes nothing: wrong type, version 0, another user in the body,
                 // another tenant in the path, a caller that is not auth.
                 var f = SessionFact(appID: app, userID: user, version: 2, sessionEpoch: 0, state: .active, revokedSessionID: phone)
                 do {
-                    let v = try await r.put(a, #"{"app_id":"\#(app)","user_id":"\#(user)","version":"two","session_epoch":0,"state":"active"}"#, user: user).0;
+                    let v = try await r.put(
+                        a,
+                        #"{"app_id":"\#(app)","user_id":"\#(user)","version":"two","session_epoch":0,"state":"active"}"#,
+                        user: user
+                    ).0
                     XCTAssertEqual(v, .badRequest)
                 }
                 do {
-                    let v = try await r.put(a, #"{"app_id":"\#(app)","user_id":"\#(user)","version":2,"session_epoch":0,"state":"gone"}"#, user: user).0;
+                    let v = try await r.put(a, #"{"app_id":"\#(app)","user_id":"\#(user)","version":2,"session_epoch":0,"state":"gone"}"#, user: user)
+                        .0
                     XCTAssertEqual(v, .badRequest)
                 }
-                var zero = f; zero.version = 0
-                do { let v = try await r.put(a, try r.body(zero), user: user).0; XCTAssertEqual(v, .unprocessableContent) }
-                do { let v = try await r.put(a, try r.body(f), user: UUID()).0; XCTAssertEqual(v, .unprocessableContent) }
-                do { let v = try await r.put(a, try r.body(f), user: user, app: UUID()).0; XCTAssertEqual(v, .unprocessableContent) }
+                var zero = f
+                zero.version = 0
                 do {
-                    let v = try await r.put(a, try r.body(f), user: user, as: "subscription", credential: "local-internal-subscription").0;
+                    let v = try await r.put(a, try r.body(zero), user: user).0
+                    XCTAssertEqual(v, .unprocessableContent)
+                }
+                do {
+                    let v = try await r.put(a, try r.body(f), user: UUID()).0
+                    XCTAssertEqual(v, .unprocessableContent)
+                }
+                do {
+                    let v = try await r.put(a, try r.body(f), user: user, app: UUID()).0
+                    XCTAssertEqual(v, .unprocessableContent)
+                }
+                do {
+                    let v = try await r.put(a, try r.body(f), user: user, as: "subscription", credential: "local-internal-subscription").0
                     XCTAssertEqual(v, .forbidden)
                 }
-                do { let v = try await r.put(a, try r.body(f), user: user, credential: "wrong").0; XCTAssertEqual(v, .unauthorized) }
-                var longReason = f; longReason.reason = String(repeating: "r", count: 501)
-                do { let v = try await r.put(a, try r.body(longReason), user: user).0; XCTAssertEqual(v, .unprocessableContent) }
                 do {
-                    let v = try await r.put(a, #"{"app_id":"\#(app)","user_id":"\#(user)","session_epoch":0,"state":"active"}"#, user: user).0;
+                    let v = try await r.put(a, try r.body(f), user: user, credential: "wrong").0
+                    XCTAssertEqual(v, .unauthorized)
+                }
+                var longReason = f
+                longReason.reason = String(repeating: "r", count: 501)
+                do {
+                    let v = try await r.put(a, try r.body(longReason), user: user).0
+                    XCTAssertEqual(v, .unprocessableContent)
+                }
+                do {
+                    let v = try await r.put(a, #"{"app_id":"\#(app)","user_id":"\#(user)","session_epoch":0,"state":"active"}"#, user: user).0
                     XCTAssertEqual(v, .badRequest, "missing version")
                 }
-                do { let v = try await r.put(a, "{" + String(repeating: " ", count: 2 << 20) + "}", user: user).0; XCTAssertEqual(v, .contentTooLarge) }
+                do {
+                    let v = try await r.put(a, "{" + String(repeating: " ", count: 2 << 20) + "}", user: user).0
+                    XCTAssertEqual(v, .contentTooLarge)
+                }
                 for bad in ["abc", "0", "-3"] {
                     let erase = try await a.execute(
-                        uri: "/internal/users/\(user)?app_id=\(app)&version=\(bad)", method: .delete,
+                        uri: "/internal/users/\(user)?app_id=\(app)&version=\(bad)",
+                        method: .delete,
                         headers: [.authorization: "Bearer local-internal-auth", .xServiceName: "auth"]
                     ) { $0 }
                     XCTAssertEqual(erase.status, .badRequest, "version=\(bad)")
                 }
-                for c in [a, b] { let (s, _) = try await r.probe(c, phoneToken); XCTAssertEqual(s, .ok, "nothing was applied") }
+                for c in [a, b] {
+                    let (s, _) = try await r.probe(c, phoneToken)
+                    XCTAssertEqual(s, .ok, "nothing was applied")
+                }
 
                 // Logout of the phone, told to A only: A refuses at once, B within its poll; the
                 // tablet's session goes on.
                 let first = try await r.put(a, try r.body(f), user: user)
                 XCTAssertEqual(first.0, .ok)
                 XCTAssertEqual(first.1["applied"], .bool(true))
-                do { let v = try await r.probe(a, phoneToken).1; XCTAssertEqual(v, "session_revoked") }
+                do {
+                    let v = try await r.probe(a, phoneToken).1
+                    XCTAssertEqual(v, "session_revoked")
+                }
                 try await r.eventually("B refuses the phone's token") { try await r.probe(b, phoneToken).0 == .unauthorized }
-                do { let v = try await r.probe(b, tabletToken).0; XCTAssertEqual(v, .ok) }
+                do {
+                    let v = try await r.probe(b, tabletToken).0
+                    XCTAssertEqual(v, .ok)
+                }
                 // A replay is an idempotent 200.
-                do { let v = try await r.put(b, try r.body(f), user: user).1["applied"]; XCTAssertEqual(v, .bool(false)) }
+                do {
+                    let v = try await r.put(b, try r.body(f), user: user).1["applied"]
+                    XCTAssertEqual(v, .bool(false))
+                }
 
                 // Suspension (version 5), then a late reinstatement (version 4): stays suspended.
                 f = SessionFact(appID: app, userID: user, version: 5, sessionEpoch: 1, state: .suspended, reason: "fraud")
-                do { let v = try await r.put(b, try r.body(f), user: user).1["applied"]; XCTAssertEqual(v, .bool(true)) }
+                do {
+                    let v = try await r.put(b, try r.body(f), user: user).1["applied"]
+                    XCTAssertEqual(v, .bool(true))
+                }
                 let late = SessionFact(appID: app, userID: user, version: 4, sessionEpoch: 0, state: .active)
-                do { let v = try await r.put(a, try r.body(late), user: user).1["applied"]; XCTAssertEqual(v, .bool(false)) }
+                do {
+                    let v = try await r.put(a, try r.body(late), user: user).1["applied"]
+                    XCTAssertEqual(v, .bool(false))
+                }
                 try await r.eventually("A refuses the suspended user") { try await r.probe(a, tabletToken).1 == "account_suspended" }
                 try await Task.sleep(for: .milliseconds(400))
-                do { let v = try await r.probe(a, tabletToken).1; XCTAssertEqual(v, "account_suspended", "the late, older fact did not undo it") }
-                do { let v = try await r.probe(b, tabletToken).1; XCTAssertEqual(v, "account_suspended") }
+                do {
+                    let v = try await r.probe(a, tabletToken).1
+                    XCTAssertEqual(v, "account_suspended", "the late, older fact did not undo it")
+                }
+                do {
+                    let v = try await r.probe(b, tabletToken).1
+                    XCTAssertEqual(v, "account_suspended")
+                }
 
                 // Erasure through the deletion route every service serves: final everywhere.
                 let erase = try await b.execute(
-                    uri: "/internal/users/\(user)?app_id=\(app)&version=6", method: .delete,
+                    uri: "/internal/users/\(user)?app_id=\(app)&version=6",
+                    method: .delete,
                     headers: [.authorization: "Bearer local-internal-auth", .xServiceName: "auth"]
                 ) { $0 }
                 XCTAssertEqual(erase.status, .ok)
                 let reinstated = SessionFact(appID: app, userID: user, version: 7, sessionEpoch: 2, state: .active)
-                do { let v = try await r.put(a, try r.body(reinstated), user: user).1["applied"]; XCTAssertEqual(v, .bool(false)) }
+                do {
+                    let v = try await r.put(a, try r.body(reinstated), user: user).1["applied"]
+                    XCTAssertEqual(v, .bool(false))
+                }
                 try await r.eventually("A refuses the erased user") {
                     try await r.probe(a, try r.token(user: user, session: UUID(), epoch: 2)).1 == "invalid_token"
                 }
@@ -184,7 +243,10 @@ final class SessionRevocationTests: XCTestCase {
         let (rtC, appC) = r.replica()
         try await appC.test(.router) { c in
             await rtC.readiness.waitUntilMigrated()
-            do { let v = try await r.probe(c, phoneToken).1; XCTAssertEqual(v, "invalid_token") }
+            do {
+                let v = try await r.probe(c, phoneToken).1
+                XCTAssertEqual(v, "invalid_token")
+            }
             XCTAssertEqual(rtC.sessions.snapshot.verdict(app: app, user: user, session: nil, sessionEpoch: nil), .erased)
         }
     }
@@ -203,7 +265,8 @@ struct Replicas: Sendable {
         let runtime = kitRuntime(.ads, overrides: ["SESSION_POLL_MS": "100"])
         let signer = AccessTokenSigner(privateKey: key)
         let app = buildServiceApplication(
-            runtime: runtime, appVerifier: AllowAll(),
+            runtime: runtime,
+            appVerifier: AllowAll(),
             tokenVerifier: AccessTokenVerifier(source: StaticJWKSSource(.init(keys: [signer.jwk]))),
             userData: []
         ) { routes in
@@ -216,13 +279,25 @@ struct Replicas: Sendable {
         let now = Int(Date().timeIntervalSince1970)
         return try AccessTokenSigner(privateKey: key).sign(
             AccessTokenClaims(
-                userID: user, appID: app, email: nil, status: .free, isGuest: true, issuer: "auth", issuedAt: now, expiresAt: now + 3600,
-                jti: UUID().uuidString, sessionID: session, sessionEpoch: epoch))
+                userID: user,
+                appID: app,
+                email: nil,
+                status: .free,
+                isGuest: true,
+                issuer: "auth",
+                issuedAt: now,
+                expiresAt: now + 3600,
+                jti: UUID().uuidString,
+                sessionID: session,
+                sessionEpoch: epoch
+            )
+        )
     }
 
     func probe(_ client: any TestClientProtocol, _ token: String) async throws -> (HTTPResponse.Status, String?) {
         let r = try await client.execute(
-            uri: "/ads/v1/probe", method: .get,
+            uri: "/ads/v1/probe",
+            method: .get,
             headers: [.xAppID: app.uuidString, .xAPIKey: "k", .authorization: "Bearer \(token)"]
         ) { $0 }
         let code = (try? JSONDecoder().decode([String: JSONValue].self, from: Data(buffer: r.body)))?["error"]
@@ -231,11 +306,16 @@ struct Replicas: Sendable {
     }
 
     func put(
-        _ client: any TestClientProtocol, _ body: String, user: UUID, app: UUID? = nil, as service: String = "auth",
+        _ client: any TestClientProtocol,
+        _ body: String,
+        user: UUID,
+        app: UUID? = nil,
+        as service: String = "auth",
         credential: String = "local-internal-auth"
     ) async throws -> (HTTPResponse.Status, [String: JSONValue]) {
         let r = try await client.execute(
-            uri: "/internal/users/\(user)/sessions?app_id=\(app ?? self.app)", method: .put,
+            uri: "/internal/users/\(user)/sessions?app_id=\(app ?? self.app)",
+            method: .put,
             headers: [.authorization: "Bearer \(credential)", .xServiceName: service, .contentType: "application/json"],
             body: ByteBuffer(string: body)
         ) { $0 }

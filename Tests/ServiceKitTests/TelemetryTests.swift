@@ -1,18 +1,20 @@
 import Foundation
 import ServiceContextModule
-@testable import ServiceKit
 import XCTest
+
+@testable import ServiceKit
 
 /// #49: the pure parts of tracing (the stack's fault check follows a real trace end to end).
 final class TelemetryTests: XCTestCase {
     /// A client's `traceparent` is followed only when the W3C Trace Context reads it as valid;
     /// anything else starts a new trace (and never fails the request).
     func testTraceparentIsReadAsTheSpecificationSays() {
-        let t = "4bf92f3577b34da6a3ce929d0e0e4736", p = "00f067aa0ba902b7"
+        let t = "4bf92f3577b34da6a3ce929d0e0e4736"
+        let p = "00f067aa0ba902b7"
         let valid: [(String, Bool)] = [
             ("00-\(t)-\(p)-01", true), ("00-\(t)-\(p)-00", false), ("00-\(t)-\(p)-03", true),
             // A later version may append fields; its first four are read as version 00's.
-            ("01-\(t)-\(p)-01-extra", true)
+            ("01-\(t)-\(p)-01-extra", true),
         ]
         for (value, sampled) in valid {
             let parsed = TraceParent(value)
@@ -24,7 +26,7 @@ final class TelemetryTests: XCTestCase {
             "", "00", "00-\(t)-\(p)", "00-\(t)-\(p)-01-extra", "ff-\(t)-\(p)-01", "00-\(t.uppercased())-\(p)-01",
             "00-\(String(repeating: "0", count: 32))-\(p)-01", "00-\(t)-\(String(repeating: "0", count: 16))-01",
             "00-\(t)-zzzzzzzzzzzzzzzz-01", "00-\(t.dropLast())-\(p)-01", "00-\(t)-\(p)-1", "0x-\(t)-\(p)-01", "00_\(t)_\(p)_01",
-            "00-\(t)-\(p)-01" + String(repeating: "x", count: 2000)
+            "00-\(t)-\(p)-01" + String(repeating: "x", count: 2000),
         ]
         for value in invalid { XCTAssertNil(TraceParent(value), value) }
     }
@@ -43,7 +45,7 @@ final class TelemetryTests: XCTestCase {
             ("SELECT * FROM \"Quoted\" WHERE a = 'FROM secrets'", "SELECT", "Quoted"),
             ("  BEGIN", "BEGIN", nil), ("COMMIT", "COMMIT", nil), ("", "SQL", nil),
             // A literal never becomes the table.
-            ("SELECT 'INTO users' , 1", "SELECT", nil)
+            ("SELECT 'INTO users' , 1", "SELECT", nil),
         ]
         for (sql, operation, table) in table {
             let summary = SQLSummary(sql)
@@ -61,7 +63,7 @@ final class TelemetryTests: XCTestCase {
             (["OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": "http://127.0.0.1:4318/v1/traces"], true),
             (["OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:4318", "OTEL_SDK_DISABLED": "true"], false),
             (["OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:4318", "OTEL_TRACES_EXPORTER": "none"], false),
-            (["OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:4318", "OTEL_TRACES_EXPORTER": "otlp"], true)
+            (["OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:4318", "OTEL_TRACES_EXPORTER": "otlp"], true),
         ]
         for (values, on) in table { XCTAssertEqual(Telemetry.isRequested(EnvironmentVariables(values)), on, "\(values)") }
     }
@@ -74,7 +76,7 @@ final class TelemetryTests: XCTestCase {
             ("parentbased_always_on", nil, 1, true), ("parentbased_always_off", "1", 0, true), (" ParentBased_TraceIdRatio ", " 0.5 ", 0.5, true),
             // A ratio outside 0...1 or unreadable is 1.0; an unknown sampler is the default.
             ("parentbased_traceidratio", "1.5", 1, true), ("parentbased_traceidratio", "-0.1", 1, true), ("traceidratio", "one", 1, false),
-            ("parentbased_traceidratio", "nan", 1, true), ("jaeger_remote", "0.2", 0.2, true), ("", "0", 0, true)
+            ("parentbased_traceidratio", "nan", 1, true), ("jaeger_remote", "0.2", 0.2, true), ("", "0", 0, true),
         ]
         for (sampler, argument, ratio, follows) in table {
             let sampling = TraceSampling(sampler: sampler, argument: argument)
@@ -91,10 +93,11 @@ final class TelemetryTests: XCTestCase {
         let table: [(TraceSampling, TraceParent?, UInt64, Bool)] = [
             (percent, nil, 0, true), (percent, nil, UInt64.max / 100 - 1_000_000, true), (percent, nil, UInt64.max / 100 + 1_000_000, false),
             (percent, nil, .max, false), (percent, kept, .max, true), (percent, unkept, 0, false),
-            (TraceSampling(ratio: 0.01, followsCaller: false), kept, .max, false), (TraceSampling(ratio: 0.01, followsCaller: false), unkept, 0, true),
+            (TraceSampling(ratio: 0.01, followsCaller: false), kept, .max, false),
+            (TraceSampling(ratio: 0.01, followsCaller: false), unkept, 0, true),
             (TraceSampling(ratio: 1, followsCaller: true), nil, .max, true), (TraceSampling(ratio: 1, followsCaller: true), unkept, 0, false),
             (TraceSampling(ratio: 0, followsCaller: true), nil, 0, false), (TraceSampling(ratio: 0, followsCaller: true), kept, .max, true),
-            (TraceSampling(ratio: 0, followsCaller: false), kept, 0, false), (TraceSampling(ratio: 1, followsCaller: false), unkept, .max, true)
+            (TraceSampling(ratio: 0, followsCaller: false), kept, 0, false), (TraceSampling(ratio: 1, followsCaller: false), unkept, .max, true),
         ]
         for (i, (sampling, caller, draw, keeps)) in table.enumerated() {
             XCTAssertEqual(sampling.keeps(caller: caller, draw: draw), keeps, "row \(i)")

@@ -13,8 +13,16 @@ final class TokenIssuerClaimsTests: XCTestCase {
     func token(issuer: String, aud: String? = nil, alg: String = "EdDSA") throws -> String {
         let now = Int(Date().timeIntervalSince1970)
         var claims = AccessTokenClaims(
-            userID: UUID(), appID: app, email: nil, status: .free, isGuest: false, issuer: issuer,
-            issuedAt: now - 5, expiresAt: now + 600, jti: UUID().uuidString)
+            userID: UUID(),
+            appID: app,
+            email: nil,
+            status: .free,
+            isGuest: false,
+            issuer: issuer,
+            issuedAt: now - 5,
+            expiresAt: now + 600,
+            jti: UUID().uuidString
+        )
         if let aud { claims.aud = aud }
         let signer = AccessTokenSigner(privateKey: key, issuer: issuer)
         let header = #"{"alg":"\#(alg)","kid":"\#(signer.kid)","typ":"JWT"}"#
@@ -25,19 +33,20 @@ final class TokenIssuerClaimsTests: XCTestCase {
     func verifier() -> AccessTokenVerifier {
         AccessTokenVerifier(
             source: StaticJWKSSource(JWKSDocument(keys: [AccessTokenSigner(privateKey: key).jwk])),
-            issuers: ["https://api.example.com/auth/v1", "auth"])
+            issuers: ["https://api.example.com/auth/v1", "auth"]
+        )
     }
 
     func testIssuerAudienceAndAlgorithm() async throws {
         let v = verifier()
         let good = try await v.verify(try token(issuer: "https://api.example.com/auth/v1"), appID: app)
         XCTAssertEqual(good.aud, app.lowercasedString, "the audience names the app")
-        _ = try await v.verify(try token(issuer: "auth"), appID: app) // signed before the change, still accepted
+        _ = try await v.verify(try token(issuer: "auth"), appID: app)  // signed before the change, still accepted
         _ = try await v.verify(try token(issuer: "https://api.example.com/auth/v1", alg: "Ed25519"), appID: app)
         for (name, t) in [
             ("another issuer", try token(issuer: "https://evil.example.com/auth/v1")),
             ("another audience", try token(issuer: "auth", aud: UUID().lowercasedString)),
-            ("another algorithm", try token(issuer: "auth", alg: "HS256"))
+            ("another algorithm", try token(issuer: "auth", alg: "HS256")),
         ] {
             do {
                 _ = try await v.verify(t, appID: app)

@@ -17,17 +17,22 @@ final class UserDataTests: XCTestCase {
         final class Box: Sendable { let n = Mutex(0) }
         let box = Box()
         let section = UserDataSection(
-            name: "scores", export: { user, _, _ in .object(["user": .string(user.uuidString)]) },
+            name: "scores",
+            export: { user, _, _ in .object(["user": .string(user.uuidString)]) },
             delete: { _, _, _ in
-                box.n.withLock { $0 += 1 }; return 3
-            })
+                box.n.withLock { $0 += 1 }
+                return 3
+            }
+        )
         let app = buildServiceApplication(
-            runtime: runtime, appVerifier: AllowAll(),
+            runtime: runtime,
+            appVerifier: AllowAll(),
             tokenVerifier: AccessTokenVerifier(source: StaticJWKSSource(.init(keys: []))),
             userData: [section]
         ) { _ in }
         try await app.test(.router) { client in
-            let user = UUID(), tenant = UUID()
+            let user = UUID()
+            let tenant = UUID()
             let credential: HTTPFields = [.authorization: "Bearer local-internal-auth", .xServiceName: "auth"]
             let export = try await client.execute(uri: "/internal/users/\(user)/export?app_id=\(tenant)", method: .get, headers: credential) { $0 }
             XCTAssertEqual(export.status, .ok)

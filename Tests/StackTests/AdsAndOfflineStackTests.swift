@@ -30,11 +30,17 @@ final class AdsAndOfflineStackTests: XCTestCase {
         let t = try tenant()
         let r = try await http.send(
             HTTPRequest(
-                method: "POST", url: "http://127.0.0.1:3001/auth/v1/auth/register",
+                method: "POST",
+                url: "http://127.0.0.1:3001/auth/v1/auth/register",
                 headers: t + [("X-Forwarded-For", "10.88.\(Int.random(in: 0...250)).\(Int.random(in: 1...250))")],
-                body: Data(json.utf8)))
+                body: Data(json.utf8)
+            )
+        )
         XCTAssertEqual(r.status, 201)
-        struct Tokens: Decodable { struct T: Decodable { var access_token: String }; var tokens: T }
+        struct Tokens: Decodable {
+            struct T: Decodable { var access_token: String }
+            var tokens: T
+        }
         return t + [("Authorization", "Bearer \(try r.decode(Tokens.self).tokens.access_token)")]
     }
 
@@ -50,8 +56,11 @@ final class AdsAndOfflineStackTests: XCTestCase {
         let user = try await guest()
         let id = "trace-\(UUID().uuidString.lowercased())"
         let (status, _) = try await call(
-            "POST", "/ads/v1/ads/consent", user + [("X-Request-ID", id)],
-            #"{"consent_personalized_ads":true,"consent_data_sharing":true,"age_gate_passed":true,"is_under_age":false,"country":"FR"}"#)
+            "POST",
+            "/ads/v1/ads/consent",
+            user + [("X-Request-ID", id)],
+            #"{"consent_personalized_ads":true,"consent_data_sharing":true,"age_gate_passed":true,"is_under_age":false,"country":"FR"}"#
+        )
         XCTAssertEqual(status, 200)
         let deadline = Date() + 20
         var found = false
@@ -68,8 +77,11 @@ final class AdsAndOfflineStackTests: XCTestCase {
     func testRewardedViewIsCreditedByTheRealSubscriptionService() async throws {
         let user = try await guest()
         let (consent, _) = try await call(
-            "POST", "/ads/v1/ads/consent", user,
-            #"{"consent_personalized_ads":true,"consent_data_sharing":false,"age_gate_passed":true,"is_under_age":false,"country":"FR"}"#)
+            "POST",
+            "/ads/v1/ads/consent",
+            user,
+            #"{"consent_personalized_ads":true,"consent_data_sharing":false,"age_gate_passed":true,"is_under_age":false,"country":"FR"}"#
+        )
         XCTAssertEqual(consent, 200)
         let (_, available) = try await call("GET", "/ads/v1/ads/available?ad_type=rewarded&placement=earn_credits", user)
         XCTAssertEqual(available["available"], .bool(true))
@@ -81,7 +93,12 @@ final class AdsAndOfflineStackTests: XCTestCase {
         try await Task.sleep(for: .seconds(20))
         let (shown, _) = try await call("POST", "/ads/v1/ads/\(id)/impression", user, #"{"loaded":true,"shown":true}"#)
         XCTAssertEqual(shown, 200)
-        let (done, completion) = try await call("POST", "/ads/v1/ads/\(id)/complete", user, #"{"completed":true,"clicked":false,"display_duration_ms":24500}"#)
+        let (done, completion) = try await call(
+            "POST",
+            "/ads/v1/ads/\(id)/complete",
+            user,
+            #"{"completed":true,"clicked":false,"display_duration_ms":24500}"#
+        )
         XCTAssertEqual(done, 200)
         XCTAssertEqual(completion["reward_granted"], .bool(true))
         XCTAssertEqual(completion["new_balance"], .int(1))
@@ -95,8 +112,10 @@ final class AdsAndOfflineStackTests: XCTestCase {
         guard case .array(let categories)? = profile["categories"] else { return XCTFail("no categories") }
         XCTAssertTrue(
             categories.contains {
-                if case .object(let c) = $0 { return c["id"] == .string("capitals-europe") }; return false
-            })
+                if case .object(let c) = $0 { return c["id"] == .string("capitals-europe") }
+                return false
+            }
+        )
         let (accepted, job) = try await call("POST", "/offline/v1/categories/download", user, #"{"category_ids":["capitals-europe"]}"#)
         XCTAssertEqual(accepted, 202)
         guard case .string(let jobID)? = job["job_id"] else { return XCTFail("no job") }
@@ -134,14 +153,20 @@ final class AdsAndOfflineStackTests: XCTestCase {
         XCTAssertEqual(sync["succeeded"], .int(1))
 
         let (refused, _) = try await call(
-            "POST", "/offline/v1/location/update", user,
-            #"{"latitude":48.8566,"longitude":2.3522,"accuracy":20,"consent_given":true}"#)
+            "POST",
+            "/offline/v1/location/update",
+            user,
+            #"{"latitude":48.8566,"longitude":2.3522,"accuracy":20,"consent_given":true}"#
+        )
         XCTAssertEqual(refused, 403, "geolocation consent is off at auth by default")
         let (patched, _) = try await call("PATCH", "/auth/v1/auth/privacy", user, #"{"consent_geolocation":true}"#)
         XCTAssertEqual(patched, 200)
         let (created, _) = try await call(
-            "POST", "/offline/v1/location/update", user,
-            #"{"latitude":48.8566,"longitude":2.3522,"accuracy":20,"consent_given":true}"#)
+            "POST",
+            "/offline/v1/location/update",
+            user,
+            #"{"latitude":48.8566,"longitude":2.3522,"accuracy":20,"consent_given":true}"#
+        )
         XCTAssertEqual(created, 201)
         let (_, nearby) = try await call("GET", "/offline/v1/location/nearby-content?radius_km=50", user)
         guard case .array(let places)? = nearby["content"], case .object(let first)? = places.first else { return XCTFail("nothing nearby") }
@@ -160,7 +185,8 @@ final class AdsAndOfflineStackTests: XCTestCase {
             var seen = (locations: -1, delivered: -1, undelivered: -1)
             for _ in 0..<60 {
                 let export = try await http.send(
-                    HTTPRequest(url: "http://127.0.0.1:3003/internal/users/\(userID)/export?app_id=\(app)", headers: internalHeaders))
+                    HTTPRequest(url: "http://127.0.0.1:3003/internal/users/\(userID)/export?app_id=\(app)", headers: internalHeaders)
+                )
                 if case .array(let rows)? = try export.decode(UserDataExport.self).sections["locations"] { seen.locations = rows.count }
                 for try await (done, pending) in try await db.query(
                     """
@@ -187,13 +213,23 @@ final class AdsAndOfflineStackTests: XCTestCase {
         let store = try LocalStoreKit()
         let original = "2000\(Int.random(in: 100_000_000...999_999_999))"
         let purchase = try store.transaction(id: original, original: original, product: "com.quiz.premium.monthly", expires: Date() + 600)
-        let bought = try await call("POST", "/subscription/v1/subscriptions/purchase", user, #"{"store":"apple","signed_transaction":"\#(purchase)"}"#)
+        let bought = try await call(
+            "POST",
+            "/subscription/v1/subscriptions/purchase",
+            user,
+            #"{"store":"apple","signed_transaction":"\#(purchase)"}"#
+        )
         XCTAssertEqual(bought.0, 201, "\(bought.1)")
         let renewedUntil = Date() + 30 * 86400
         let renewed = try store.transaction(
-            id: original + "1", original: original, product: "com.quiz.premium.monthly",
-            expires: renewedUntil, environment: "Sandbox")
-        let http = self.http, gateway = self.gateway
+            id: original + "1",
+            original: original,
+            product: "com.quiz.premium.monthly",
+            expires: renewedUntil,
+            environment: "Sandbox"
+        )
+        let http = self.http
+        let gateway = self.gateway
         let deliveries: [(String, String, check: ([String: JSONValue]) -> Void)] = [
             (
                 "renewed", try store.notification("DID_RENEW", transaction: renewed),
@@ -216,7 +252,7 @@ final class AdsAndOfflineStackTests: XCTestCase {
                 { me in
                     XCTAssertEqual(me["is_premium"], .bool(false))
                 }
-            )
+            ),
         ]
         let database = TestEnvironment.stackDatabase
         for (event, signed, check) in deliveries {
@@ -225,9 +261,12 @@ final class AdsAndOfflineStackTests: XCTestCase {
                     group.addTask {
                         let r = try await http.send(
                             HTTPRequest(
-                                method: "POST", url: gateway + "/subscription/v1/webhooks/apple",
+                                method: "POST",
+                                url: gateway + "/subscription/v1/webhooks/apple",
                                 headers: [("Content-Type", "application/json")],
-                                body: Data(#"{"signedPayload":"\#(signed)"}"#.utf8)))
+                                body: Data(#"{"signedPayload":"\#(signed)"}"#.utf8)
+                            )
+                        )
                         return (r.status, String(decoding: r.body, as: UTF8.self))
                     }
                 }

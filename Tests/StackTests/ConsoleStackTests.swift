@@ -1,8 +1,8 @@
 import Foundation
+import PostgresNIO
 import ServiceKit
 import TestSupport
 import WireTypes
-import PostgresNIO
 import XCTest
 
 /// #47 a console team through the gateway: members invited by mail (the stack's mailbox), signed
@@ -24,7 +24,11 @@ final class ConsoleStackTests: XCTestCase {
     func member(_ role: OperatorRole) async throws -> (id: String, email: String, token: String) {
         let email = "\(role.rawValue)-\(UUID().uuidString.prefix(8).lowercased())@team.example"
         let (invited, body) = try await client.call(
-            "POST", "/auth/v1/admin/invites", try console("local-admin-token"), #"{"email":"\#(email)","role":"\#(role.rawValue)"}"#)
+            "POST",
+            "/auth/v1/admin/invites",
+            try console("local-admin-token"),
+            #"{"email":"\#(email)","role":"\#(role.rawValue)"}"#
+        )
         XCTAssertEqual(invited, 201, "\(body)")
         var token: String?
         let deadline = Date().addingTimeInterval(15)
@@ -39,13 +43,19 @@ final class ConsoleStackTests: XCTestCase {
         }
         let invite = try XCTUnwrap(token, "no invite for \(email) in .data/mail")
         let (accepted, joined) = try await client.call(
-            "POST", "/auth/v1/console/invites/accept", [("Content-Type", "application/json")],
-            #"{"token":"\#(invite)","password":"\#(Self.password)"}"#)
+            "POST",
+            "/auth/v1/console/invites/accept",
+            [("Content-Type", "application/json")],
+            #"{"token":"\#(invite)","password":"\#(Self.password)"}"#
+        )
         XCTAssertEqual(accepted, 201, "\(joined)")
         let app = try XCTUnwrap(try DemoApp.tenantHeaders().first { $0.0 == "X-App-ID" })
         let (signed, session) = try await client.call(
-            "POST", "/auth/v1/console/sign-in", [app, ("Content-Type", "application/json")],
-            #"{"email":"\#(email)","password":"\#(Self.password)"}"#)
+            "POST",
+            "/auth/v1/console/sign-in",
+            [app, ("Content-Type", "application/json")],
+            #"{"email":"\#(email)","password":"\#(Self.password)"}"#
+        )
         XCTAssertEqual(signed, 200, "\(session)")
         guard case .string(let access)? = session["access_token"], case .string(let id)? = joined["id"] else {
             throw XCTSkip("no session: \(session)")
@@ -60,13 +70,19 @@ final class ConsoleStackTests: XCTestCase {
         let uid = player.userID.lowercasedString
 
         let (granted, grantBody) = try await client.call(
-            "POST", "/subscription/v1/admin/users/\(uid)/credits", try console(support.token) + [("Idempotency-Key", UUID().uuidString)],
-            #"{"amount":5,"reason":"console stack test"}"#)
+            "POST",
+            "/subscription/v1/admin/users/\(uid)/credits",
+            try console(support.token) + [("Idempotency-Key", UUID().uuidString)],
+            #"{"amount":5,"reason":"console stack test"}"#
+        )
         XCTAssertEqual(granted, 201, "\(grantBody)")
         // A viewer's token forged into the same POST: 403 at subscription, nothing credited.
         let (forged, forgedBody) = try await client.call(
-            "POST", "/subscription/v1/admin/users/\(uid)/credits", try console(viewer.token) + [("Idempotency-Key", UUID().uuidString)],
-            #"{"amount":500,"reason":"forged"}"#)
+            "POST",
+            "/subscription/v1/admin/users/\(uid)/credits",
+            try console(viewer.token) + [("Idempotency-Key", UUID().uuidString)],
+            #"{"amount":500,"reason":"forged"}"#
+        )
         XCTAssertEqual(forged, 403, "\(forgedBody)")
         XCTAssertEqual(forgedBody["error"], .string("insufficient_role"))
         let (read, balance) = try await client.call("GET", "/subscription/v1/credits/balance", player.headers)

@@ -17,9 +17,13 @@ final class ContractCheckTests: XCTestCase {
         XCTAssertEqual(problems("GET", "/subscription/v1/credits/balance", 200, #"{"balance":3}"#), [])
         XCTAssertEqual(
             problems(
-                "POST", "/offline/v1/sync/execute", 202,
+                "POST",
+                "/offline/v1/sync/execute",
+                202,
                 #"{"job_id":"C5437DD6-E224-43B6-9274-839F7DD82E15","status":"pending","items_to_process":1,"succeeded":0,"duplicates":0,"failed":0,"conflicts":0}"#
-            ), [])
+            ),
+            []
+        )
         XCTAssertEqual(problems("GET", "/subscription/v1/subscriptions/me", 200, #"{"subscription":null,"is_premium":false,"features":{}}"#), [])
         XCTAssertEqual(problems("GET", "/ads/v1/campaigns/active", 401, #"{"error":"invalid_token","message":"no"}"#), [])
         // A refusal of an unknown route, in the envelope.
@@ -34,7 +38,9 @@ final class ContractCheckTests: XCTestCase {
             (
                 "a value outside its enum",
                 problems(
-                    "GET", "/offline/v1/sync/execute/C5437DD6-E224-43B6-9274-839F7DD82E15", 200,
+                    "GET",
+                    "/offline/v1/sync/execute/C5437DD6-E224-43B6-9274-839F7DD82E15",
+                    200,
                     #"{"job_id":"C5437DD6-E224-43B6-9274-839F7DD82E15","status":"exploded","items_to_process":1,"succeeded":0,"duplicates":0,"failed":0,"conflicts":0}"#
                 )
             ),
@@ -42,16 +48,24 @@ final class ContractCheckTests: XCTestCase {
                 "an error code the service does not declare",
                 problems("GET", "/subscription/v1/credits/balance", 403, #"{"error":"made_up_code","message":"no"}"#)
             ),
-            ("a status the operation does not declare", problems("GET", "/subscription/v1/credits/balance", 418, #"{"error":"not_found","message":"no"}"#)),
-            ("a media type the operation does not declare", problems("GET", "/subscription/v1/credits/balance", 200, "balance=3", contentType: "text/plain")),
+            (
+                "a status the operation does not declare",
+                problems("GET", "/subscription/v1/credits/balance", 418, #"{"error":"not_found","message":"no"}"#)
+            ),
+            (
+                "a media type the operation does not declare",
+                problems("GET", "/subscription/v1/credits/balance", 200, "balance=3", contentType: "text/plain")
+            ),
             ("an operation the document does not have", problems("GET", "/subscription/v1/secret-route", 200, #"{}"#)),
             (
                 "a nested object with an extra field",
                 problems(
-                    "GET", "/subscription/v1/subscriptions/me", 200,
+                    "GET",
+                    "/subscription/v1/subscriptions/me",
+                    200,
                     #"{"subscription":{"id":"x","status":"active","plan_type":"monthly","start_date":"2026-01-01T00:00:00Z","end_date":"2026-02-01T00:00:00Z","auto_renew":true,"x":1},"is_premium":true,"features":{}}"#
                 )
-            )
+            ),
         ]
         for (what, found) in drift { XCTAssertFalse(found.isEmpty, "\(what) passed the check") }
     }
@@ -75,8 +89,11 @@ final class ContractCheckTests: XCTestCase {
         }
         problems = []
         schemas.check(
-            .object(["a": .int(1)]), against: .object(["type": .string("object"), "additionalProperties": .object(["type": .string("integer")])]),
-            at: "body", problems: &problems)
+            .object(["a": .int(1)]),
+            against: .object(["type": .string("object"), "additionalProperties": .object(["type": .string("integer")])]),
+            at: "body",
+            problems: &problems
+        )
         XCTAssertEqual(problems, [], "a typed map is typed")
     }
 }

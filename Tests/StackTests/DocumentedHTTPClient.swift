@@ -44,7 +44,10 @@ final class DocumentedHTTPClient: Sendable {
 /// the document before the client decodes it.
 struct ContractCheckMiddleware: ClientMiddleware {
     func intercept(
-        _ request: HTTPTypes.HTTPRequest, body: HTTPBody?, baseURL: URL, operationID: String,
+        _ request: HTTPTypes.HTTPRequest,
+        body: HTTPBody?,
+        baseURL: URL,
+        operationID: String,
         next: @Sendable (HTTPTypes.HTTPRequest, HTTPBody?, URL) async throws -> (HTTPResponse, HTTPBody?)
     ) async throws -> (HTTPResponse, HTTPBody?) {
         let (response, responseBody) = try await next(request, body, baseURL)
@@ -53,8 +56,12 @@ struct ContractCheckMiddleware: ClientMiddleware {
         if response.headerFields[.contentType] == "text/event-stream" {
             let url = baseURL.absoluteString.trimmingCharacters(in: CharacterSet(charactersIn: "/")) + (request.path ?? "")
             for problem in APIContract.documents.problems(
-                method: request.method.rawValue, url: url, status: response.status.code, contentType: "text/event-stream", body: Data())
-            {
+                method: request.method.rawValue,
+                url: url,
+                status: response.status.code,
+                contentType: "text/event-stream",
+                body: Data()
+            ) {
                 XCTFail("contract: \(operationID) \(request.method.rawValue) \(url.prefix(160)) answered \(response.status.code): \(problem)")
             }
             return (response, responseBody)
@@ -63,9 +70,12 @@ struct ContractCheckMiddleware: ClientMiddleware {
         if let responseBody { bytes = try await Data(collecting: responseBody, upTo: 64 << 20) }
         let url = baseURL.absoluteString.trimmingCharacters(in: CharacterSet(charactersIn: "/")) + (request.path ?? "")
         for problem in APIContract.documents.problems(
-            method: request.method.rawValue, url: url, status: response.status.code,
-            contentType: response.headerFields[.contentType], body: bytes)
-        {
+            method: request.method.rawValue,
+            url: url,
+            status: response.status.code,
+            contentType: response.headerFields[.contentType],
+            body: bytes
+        ) {
             XCTFail("contract: \(operationID) \(request.method.rawValue) \(url.prefix(160)) answered \(response.status.code): \(problem)")
         }
         return (response, bytes.isEmpty ? nil : HTTPBody(bytes))
@@ -77,7 +87,7 @@ struct ContractCheckMiddleware: ClientMiddleware {
 struct APIContract: Sendable {
     struct Operation: Sendable {
         let template: String
-        let pattern: [Substring?] // nil: a path parameter
+        let pattern: [Substring?]  // nil: a path parameter
         let responses: [String: JSONValue]
     }
 
@@ -128,9 +138,11 @@ struct APIContract: Sendable {
             // in the envelope; it may never be served.
             if (400..<500).contains(status) {
                 return schemaProblems(
-                    contentType: contentType, body: body,
+                    contentType: contentType,
+                    body: body,
                     declared: ["application/json": .object(["schema": .object(["$ref": .string("#/components/schemas/Error")])])],
-                    document: service.document)
+                    document: service.document
+                )
             }
             return ["\(method) \(path.prefix(160)) is not in the document"]
         }
@@ -161,15 +173,18 @@ struct APIContract: Sendable {
     /// documents' schemas were first written from).
     static func record(request: ServiceKit.HTTPRequest, response: HTTPResponseData) {
         guard let path = ProcessInfo.processInfo.environment["CONTRACT_RECORD"] else { return }
-        let body = (try? JSONDecoder().decode(JSONValue.self, from: response.body)) ?? .string(String(decoding: response.body.prefix(200), as: UTF8.self))
+        let body =
+            (try? JSONDecoder().decode(JSONValue.self, from: response.body)) ?? .string(String(decoding: response.body.prefix(200), as: UTF8.self))
         let line: JSONValue = .object([
             "method": .string(request.method), "url": .string(request.url), "status": .int(response.status),
-            "content_type": .string(response.header("Content-Type") ?? ""), "body": body
+            "content_type": .string(response.header("Content-Type") ?? ""), "body": body,
         ])
         guard var data = try? JSONEncoder().encode(line) else { return }
         data.append(0x0A)
         if let handle = FileHandle(forWritingAtPath: path) {
-            handle.seekToEndOfFile(); handle.write(data); try? handle.close()
+            handle.seekToEndOfFile()
+            handle.write(data)
+            try? handle.close()
         } else {
             FileManager.default.createFile(atPath: path, contents: data)
         }
@@ -219,7 +234,10 @@ struct JSONSchemaCheck {
     func check(_ value: JSONValue, against schema: JSONValue, at path: String, problems: inout [String]) {
         guard case .object(let s) = schema else { return }
         if case .string(let ref)? = s["$ref"] {
-            guard let target = resolve(ref) else { problems.append("\(path): unresolvable \(ref)"); return }
+            guard let target = resolve(ref) else {
+                problems.append("\(path): unresolvable \(ref)")
+                return
+            }
             check(value, against: target, at: path, problems: &problems)
         }
         if case .array(let all)? = s["allOf"] { for sub in all { check(value, against: sub, at: path, problems: &problems) } }
@@ -258,7 +276,9 @@ struct JSONSchemaCheck {
                 problems.append("\(path): the document leaves this object untyped (no properties, no additionalProperties)")
             }
             if case .array(let required)? = s["required"] {
-                for case .string(let name) in required where fields[name] == nil { problems.append("\(path): the required field '\(name)' is missing") }
+                for case .string(let name) in required where fields[name] == nil {
+                    problems.append("\(path): the required field '\(name)' is missing")
+                }
             }
             let properties: [String: JSONValue]
             if case .object(let p)? = s["properties"] { properties = p } else { properties = [:] }
@@ -315,8 +335,8 @@ struct JSONSchemaCheck {
 
     private func asDouble(_ v: JSONValue) -> Double? {
         switch v {
-        case .int(let i): Double(i);
-        case .double(let d): d;
+        case .int(let i): Double(i)
+        case .double(let d): d
         default: nil
         }
     }

@@ -100,15 +100,18 @@ final class GatewayTests: XCTestCase {
     func testInternalPathsAreNotFoundAtTheGateway() async throws {
         let paths = [
             "/internal/apps/verify", "/auth/v1/internal/apps/verify", "/auth/internal/apps/verify",
-            "/subscription/v1/internal/users/x", "/offline/v1/internal/", "/ads/v1/internal"
+            "/subscription/v1/internal/users/x", "/offline/v1/internal/", "/ads/v1/internal",
         ]
         for path in paths {
             for method in ["GET", "POST"] {
                 let r = try await http.send(
                     HTTPRequest(
-                        method: method, url: gateway + path,
+                        method: method,
+                        url: gateway + path,
                         headers: [("Authorization", "Bearer local-internal-ads"), ("X-Service-Name", "ads")],
-                        body: method == "POST" ? Data("{}".utf8) : nil))
+                        body: method == "POST" ? Data("{}".utf8) : nil
+                    )
+                )
                 XCTAssertEqual(r.status, 404, "\(method) \(path)")
                 XCTAssertEqual(try r.decode(ErrorEnvelope.self).error, "not_found")
             }
@@ -116,8 +119,12 @@ final class GatewayTests: XCTestCase {
         // The same route is there on the service itself, for other services.
         let direct = try await http.send(
             HTTPRequest(
-                method: "POST", url: "http://127.0.0.1:3001/internal/apps/verify",
-                headers: [("Content-Type", "application/json")], body: Data("{}".utf8)))
+                method: "POST",
+                url: "http://127.0.0.1:3001/internal/apps/verify",
+                headers: [("Content-Type", "application/json")],
+                body: Data("{}".utf8)
+            )
+        )
         XCTAssertEqual(direct.status, 401)
     }
 
@@ -139,17 +146,27 @@ final class GatewayTests: XCTestCase {
         let tenant = try DemoApp.tenantHeaders()
         let register = try await http.send(
             HTTPRequest(
-                method: "POST", url: "\(gateway)/auth/v1/auth/register", headers: tenant,
-                body: Data(#"{"provider":"guest","credentials":{"device_id":"stack-\#(UUID())"}}"#.utf8)))
+                method: "POST",
+                url: "\(gateway)/auth/v1/auth/register",
+                headers: tenant,
+                body: Data(#"{"provider":"guest","credentials":{"device_id":"stack-\#(UUID())"}}"#.utf8)
+            )
+        )
         XCTAssertEqual(register.status, 201, String(decoding: register.body, as: UTF8.self))
-        struct Tokens: Decodable { struct T: Decodable { var access_token: String }; var tokens: T }
+        struct Tokens: Decodable {
+            struct T: Decodable { var access_token: String }
+            var tokens: T
+        }
         let token = try register.decode(Tokens.self).tokens.access_token
-        let plans = try await http.send(HTTPRequest(url: "\(gateway)/subscription/v1/plans", headers: tenant + [("Authorization", "Bearer \(token)")]))
+        let plans = try await http.send(
+            HTTPRequest(url: "\(gateway)/subscription/v1/plans", headers: tenant + [("Authorization", "Bearer \(token)")])
+        )
         XCTAssertEqual(plans.status, 200, String(decoding: plans.body, as: UTF8.self))
         let text = String(decoding: plans.body, as: UTF8.self)
         XCTAssertTrue(text.contains("Premium Annuel") && text.contains("-33%"), text)
         let balance = try await http.send(
-            HTTPRequest(url: "\(gateway)/subscription/v1/credits/balance", headers: tenant + [("Authorization", "Bearer \(token)")]))
+            HTTPRequest(url: "\(gateway)/subscription/v1/credits/balance", headers: tenant + [("Authorization", "Bearer \(token)")])
+        )
         XCTAssertEqual(String(decoding: balance.body, as: UTF8.self), #"{"balance":0}"#)
     }
 
@@ -157,8 +174,12 @@ final class GatewayTests: XCTestCase {
         let big = Data(repeating: UInt8(ascii: "a"), count: 2 << 20)
         let tooLarge = try await http.send(
             HTTPRequest(
-                method: "POST", url: "\(gateway)/auth/v1/anything",
-                headers: [("Content-Type", "application/json")], body: big))
+                method: "POST",
+                url: "\(gateway)/auth/v1/anything",
+                headers: [("Content-Type", "application/json")],
+                body: big
+            )
+        )
         XCTAssertEqual(tooLarge.status, 413)
         XCTAssertEqual(try tooLarge.decode(ErrorEnvelope.self).error, "payload_too_large")
 
@@ -166,7 +187,9 @@ final class GatewayTests: XCTestCase {
         let longPath = try await http.send(HTTPRequest(url: "\(gateway)/auth/v1/" + String(repeating: "a", count: 9 * 1024)))
         XCTAssertEqual(longPath.status, 414)
         XCTAssertEqual(try longPath.decode(ErrorEnvelope.self).error, "uri_too_long")
-        let bigHeader = try await http.send(HTTPRequest(url: "\(gateway)/auth/v1/health", headers: [("X-Padding", String(repeating: "b", count: 9 * 1024))]))
+        let bigHeader = try await http.send(
+            HTTPRequest(url: "\(gateway)/auth/v1/health", headers: [("X-Padding", String(repeating: "b", count: 9 * 1024))])
+        )
         XCTAssertEqual(bigHeader.status, 431)
         XCTAssertEqual(try bigHeader.decode(ErrorEnvelope.self).error, "headers_too_large")
         let malformed = try await http.send(HTTPRequest(url: "\(gateway)/auth/v1/health%00"))
@@ -178,7 +201,9 @@ final class GatewayTests: XCTestCase {
         XCTAssertEqual(try unknown.decode(ErrorEnvelope.self).error, "not_found")
         // #32: each of the gateway's own refusals names its request, in the header and the body;
         // a client's id is kept when it is a plain token, replaced when it is not.
-        for (response, code) in [(unknown, "not_found"), (longPath, "uri_too_long"), (bigHeader, "headers_too_large"), (tooLarge, "payload_too_large")] {
+        for (response, code) in [
+            (unknown, "not_found"), (longPath, "uri_too_long"), (bigHeader, "headers_too_large"), (tooLarge, "payload_too_large"),
+        ] {
             let id = try XCTUnwrap(response.header("X-Request-ID"), code)
             XCTAssertEqual(try response.decode(ErrorEnvelope.self).extra["request_id"], .string(id), code)
         }
@@ -194,7 +219,7 @@ final class GatewayTests: XCTestCase {
                 "POST /auth/v1/auth/login HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: gzip, chunked\r\nConnection: close\r\n\r\n0\r\n\r\n", "501",
                 "not_implemented"
             ),
-            ("POST /auth/v1/auth/login HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: teapot\r\nConnection: close\r\n\r\n", "501", "not_implemented")
+            ("POST /auth/v1/auth/login HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: teapot\r\nConnection: close\r\n\r\n", "501", "not_implemented"),
         ] {
             let answer = try Self.rawRequest(raw, gateway: gateway)
             XCTAssertTrue(answer.hasPrefix("HTTP/1.1 \(status)"), answer)

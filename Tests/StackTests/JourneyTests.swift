@@ -48,8 +48,12 @@ final class JourneyTests: XCTestCase {
     func backend(token: String? = nil) async throws -> AppBackend {
         let demo = try demo()
         let backend = AppBackend(
-            serverURL: URL(string: gateway)!, appID: demo["APP_ID"]!, apiKey: demo["API_KEY"]!,
-            transport: AsyncHTTPClientTransport(), middlewares: [ContractCheckMiddleware()])
+            serverURL: URL(string: gateway)!,
+            appID: demo["APP_ID"]!,
+            apiKey: demo["API_KEY"]!,
+            transport: AsyncHTTPClientTransport(),
+            middlewares: [ContractCheckMiddleware()]
+        )
         if let token { await backend.credentials.set(accessToken: token, refreshToken: nil) }
         return backend
     }
@@ -62,21 +66,25 @@ final class JourneyTests: XCTestCase {
         let admin = try await backend(token: "local-admin-token")
 
         // Guest, then upgraded by email: the guest keeps its id.
-        let guest = try await app.auth.postAuthRegister(body: .json(.init(provider: .guest, credentials: .init(deviceId: "journey-\(UUID())")))).created.body
+        let guest = try await app.auth.postAuthRegister(body: .json(.init(provider: .guest, credentials: .init(deviceId: "journey-\(UUID())"))))
+            .created.body
             .json
         let userID = try XCTUnwrap(guest.user?.id)
         await app.signedIn(guest.tokens)
         let email = "journey-\(UUID().uuidString.prefix(8).lowercased())@example.com"
         let password = "Tr1cky-Geography-42!"
-        let linked = try await app.auth.postAuthLink(body: .json(.init(provider: .email, credentials: .init(email: email, password: password)))).ok.body.json
+        let linked = try await app.auth.postAuthLink(body: .json(.init(provider: .email, credentials: .init(email: email, password: password)))).ok
+            .body.json
         XCTAssertEqual(linked.user?.id, userID)
         var verifyToken: String?
         try await eventually("the verification email", seconds: 15) {
             let mails = (try? FileManager.default.contentsOfDirectory(atPath: ".data/mail")) ?? []
             for m in mails where m.hasSuffix(".eml") {
-                let text = try String(contentsOfFile: ".data/mail/" + m, encoding: .utf8).replacingOccurrences(of: "=\r\n", with: "").replacingOccurrences(
-                    of: "=\n", with: ""
-                ).replacingOccurrences(of: "=3D", with: "=")
+                let text = try String(contentsOfFile: ".data/mail/" + m, encoding: .utf8).replacingOccurrences(of: "=\r\n", with: "")
+                    .replacingOccurrences(
+                        of: "=\n",
+                        with: ""
+                    ).replacingOccurrences(of: "=3D", with: "=")
                 guard text.contains(email), let r = text.range(of: "token=") else { continue }
                 verifyToken = String(text[r.upperBound...].prefix { $0.isLetter || $0.isNumber || $0 == "-" || $0 == "_" })
                 return true
@@ -106,8 +114,11 @@ final class JourneyTests: XCTestCase {
         let second = try await app.auth.postAuthLogin(
             body: .json(
                 .init(
-                    provider: .email, credentials: .init(email: email, password: password),
-                    deviceInfo: .init(deviceId: "journey-tablet", platform: "android")))
+                    provider: .email,
+                    credentials: .init(email: email, password: password),
+                    deviceInfo: .init(deviceId: "journey-tablet", platform: "android")
+                )
+            )
         ).ok.body.json
         await app.signedIn(second.tokens)
         let user = tenant + [("Authorization", "Bearer \(second.tokens.accessToken)")]
@@ -119,7 +130,10 @@ final class JourneyTests: XCTestCase {
         let purchase = try await app.subscription.postSubscriptionsPurchase(
             body: .json(
                 .init(
-                    store: .apple, signedTransaction: try signedTransaction(product: "com.quiz.premium.monthly", expires: periodEnd)))
+                    store: .apple,
+                    signedTransaction: try signedTransaction(product: "com.quiz.premium.monthly", expires: periodEnd)
+                )
+            )
         ).created.body.json
         XCTAssertTrue(purchase.activated)
         XCTAssertEqual(purchase.subscription.status, .active)
@@ -148,7 +162,8 @@ final class JourneyTests: XCTestCase {
         }
 
         // Offline: three categories, answers queued and synced.
-        let job = try await app.offline.postCategoriesDownload(body: .json(.init(categoryIds: ["capitals-europe", "flags-europe", "flags-asia"]))).accepted.body
+        let job = try await app.offline.postCategoriesDownload(body: .json(.init(categoryIds: ["capitals-europe", "flags-europe", "flags-asia"])))
+            .accepted.body
             .json
         try await eventually("the download", seconds: 30) {
             try await app.offline.getCategoriesDownloadByJob(path: .init(job: job.jobId)).ok.body.json.status == .completed
@@ -157,10 +172,16 @@ final class JourneyTests: XCTestCase {
             let queued = try await app.offline.postSyncQueue(
                 body: .json(
                     .init(
-                        clientActionId: "journey-\(userID)-\(i)", actionType: "answer_submit", entityType: "quiz_completion", entityId: "quiz_\(i)",
+                        clientActionId: "journey-\(userID)-\(i)",
+                        actionType: "answer_submit",
+                        entityType: "quiz_completion",
+                        entityId: "quiz_\(i)",
                         categoryId: "capitals-europe",
-                        payload: .init(additionalProperties: ["quiz_id": try .init(unvalidatedValue: "quiz_\(i)"), "score": try .init(unvalidatedValue: 5 + i)])
-                    ))
+                        payload: .init(additionalProperties: [
+                            "quiz_id": try .init(unvalidatedValue: "quiz_\(i)"), "score": try .init(unvalidatedValue: 5 + i),
+                        ])
+                    )
+                )
             ).created.body.json
             XCTAssertEqual(queued.queueItem.clientActionId, "journey-\(userID)-\(i)")
         }
@@ -176,12 +197,17 @@ final class JourneyTests: XCTestCase {
             _ = try await app.offline.postSyncQueue(
                 body: .json(
                     .init(
-                        clientActionId: "journey-\(userID)-progress-\(i)", actionType: "progress_save", entityType: "progress", entityId: "capitals-europe",
+                        clientActionId: "journey-\(userID)-progress-\(i)",
+                        actionType: "progress_save",
+                        entityType: "progress",
+                        entityId: "capitals-europe",
                         payload: .init(
                             additionalProperties: [
                                 "based_on_version": try .init(unvalidatedValue: 0), "level": try .init(unvalidatedValue: save.level),
-                                "stars": try .init(unvalidatedValue: save.stars)
-                            ])))
+                                "stars": try .init(unvalidatedValue: save.stars),
+                            ])
+                    )
+                )
             ).created
         }
         let conflictSync = try await app.offline.postSyncExecute().accepted.body.json
@@ -197,7 +223,10 @@ final class JourneyTests: XCTestCase {
             path: .init(id: conflict.id),
             body: .json(
                 .init(
-                    resolution: .merge, mergeData: .init(additionalProperties: ["level": .local, "stars": .server])))
+                    resolution: .merge,
+                    mergeData: .init(additionalProperties: ["level": .local, "stars": .server])
+                )
+            )
         ).ok.body.json
         XCTAssertTrue(merged.resolved)
         let final = try json(try XCTUnwrap(merged.finalData))
@@ -206,7 +235,8 @@ final class JourneyTests: XCTestCase {
 
         // A place nearby, once geolocation is allowed.
         _ = try await app.auth.patchAuthPrivacy(body: .json(.init(consentGeolocation: true, consentPersonalizedAds: true))).ok
-        _ = try await app.offline.postLocationUpdate(body: .json(.init(latitude: 41.9028, longitude: 12.4964, accuracy: 12, consentGiven: true))).created
+        _ = try await app.offline.postLocationUpdate(body: .json(.init(latitude: 41.9028, longitude: 12.4964, accuracy: 12, consentGiven: true)))
+            .created
         let nearby = try await app.offline.getLocationNearbyContent(query: .init(radiusKm: 20)).ok.body.json.content
         XCTAssertEqual(nearby.first?.id, "around-it", "something near Rome")
 
@@ -214,15 +244,26 @@ final class JourneyTests: XCTestCase {
         let consent = try await app.ads.postAdsConsent(
             body: .json(
                 .init(
-                    consentPersonalizedAds: true, consentDataSharing: true, ageGatePassed: true,
-                    isUnderAge: false, country: "IT"))
+                    consentPersonalizedAds: true,
+                    consentDataSharing: true,
+                    ageGatePassed: true,
+                    isUnderAge: false,
+                    country: "IT"
+                )
+            )
         ).ok.body.json
         XCTAssertEqual(consent.consent?.consentPersonalizedAds, true)
         let campaign = try await admin.ads.postAdminCampaigns(
             body: .json(
                 .init(
-                    name: "Journey week", description: "Watch 1 ad, get 5 credits", campaignType: .watchAds, reward: .init(_type: "credits", amount: 5),
-                    conditions: .init(minAdsWatched: 1), endsAt: Date() + 86400))
+                    name: "Journey week",
+                    description: "Watch 1 ad, get 5 credits",
+                    campaignType: .watchAds,
+                    reward: .init(_type: "credits", amount: 5),
+                    conditions: .init(minAdsWatched: 1),
+                    endsAt: Date() + 86400
+                )
+            )
         ).created.body.json
         try await eventually("the subscription period to end and ads to come back", seconds: 240) {
             guard Date() > periodEnd else { return false }
@@ -234,12 +275,20 @@ final class JourneyTests: XCTestCase {
         // A rewarded ad earns a credit; the campaign pays 5; 3 unlock the freemium flags.
         let offer = try await app.ads.postAdsRequest(body: .json(.init(adType: .rewarded, placement: "earn_credits"))).created.body.json
         try await Task.sleep(for: .seconds(20))
-        _ = try await app.ads.postAdsByIdImpression(path: .init(id: offer.adRequestId), body: .json(.init(loaded: true, shown: true, loadTimeMs: 900))).ok
+        _ = try await app.ads.postAdsByIdImpression(
+            path: .init(id: offer.adRequestId),
+            body: .json(.init(loaded: true, shown: true, loadTimeMs: 900))
+        ).ok
         let done = try await app.ads.postAdsByIdComplete(
             path: .init(id: offer.adRequestId),
             body: .json(
                 .init(
-                    completed: true, clicked: true, displayDurationMs: 24500, revenueUsd: 0.021))
+                    completed: true,
+                    clicked: true,
+                    displayDurationMs: 24500,
+                    revenueUsd: 0.021
+                )
+            )
         ).ok.body.json
         XCTAssertEqual(done.newBalance, 1)
         let claim = try await app.ads.postCampaignsByIdClaimReward(path: .init(id: campaign.id)).ok.body.json
@@ -282,15 +331,21 @@ final class JourneyTests: XCTestCase {
             try await db.query(
                 """
                 UPDATE auth.deletions SET scheduled_for = now() - interval '1 second' WHERE user_id = \(UUID(uuidString: userID)!) AND status = 'scheduled'
-                """, logger: TestEnvironment.logger)
-            try await db.query("UPDATE auth.jobs SET run_at = now() WHERE kind = 'execute_deletion' AND status = 'pending'", logger: TestEnvironment.logger)
+                """,
+                logger: TestEnvironment.logger
+            )
+            try await db.query(
+                "UPDATE auth.jobs SET run_at = now() WHERE kind = 'execute_deletion' AND status = 'pending'",
+                logger: TestEnvironment.logger
+            )
         }
         let internalHeaders = [("Authorization", "Bearer local-internal-auth"), ("X-Service-Name", "auth")]
         let appID = demo["APP_ID"]!.lowercased()
         try await eventually("every service to forget the user", seconds: 60) {
             for port in [3002, 3003, 3004] {
                 let r = try await http.send(
-                    HTTPRequest(url: "http://127.0.0.1:\(port)/internal/users/\(userID)/export?app_id=\(appID)", headers: internalHeaders))
+                    HTTPRequest(url: "http://127.0.0.1:\(port)/internal/users/\(userID)/export?app_id=\(appID)", headers: internalHeaders)
+                )
                 guard let doc = try? r.decode(UserDataExport.self) else { return false }
                 for (_, section) in doc.sections { if case .array(let rows) = section, !rows.isEmpty { return false } }
             }

@@ -41,7 +41,10 @@ final class LiveStackTests: XCTestCase {
         private let ended = Mutex(false)
 
         init(status: Int, contentType: String?, body: String, client: HTTPClient) {
-            self.status = status; self.contentType = contentType; self.body = body; self.client = client
+            self.status = status
+            self.contentType = contentType
+            self.body = body
+            self.client = client
         }
 
         var events: [Event] { received.withLock { $0 } }
@@ -146,8 +149,11 @@ final class LiveStackTests: XCTestCase {
 
         let uid = a.userID.lowercasedString
         let (credited, creditBody) = try await client.call(
-            "POST", "/subscription/v1/admin/users/\(uid)/credits", try admin + [("Idempotency-Key", UUID().uuidString)],
-            #"{"amount":5,"reason":"live stream test"}"#)
+            "POST",
+            "/subscription/v1/admin/users/\(uid)/credits",
+            try admin + [("Idempotency-Key", UUID().uuidString)],
+            #"{"amount":5,"reason":"live stream test"}"#
+        )
         XCTAssertEqual(credited, 201, "\(creditBody)")
         got = try await events(stream, from: 2, count: 1, "credits.updated")
         XCTAssertEqual(got.first?.type, "credits.updated")
@@ -155,8 +161,11 @@ final class LiveStackTests: XCTestCase {
         XCTAssertEqual(got.first?.data["delta"], .int(5))
 
         let (granted, grantBody) = try await client.call(
-            "POST", "/subscription/v1/admin/users/\(uid)/premium", try admin + [("Idempotency-Key", UUID().uuidString)],
-            #"{"days":3,"reason":"live stream test"}"#)
+            "POST",
+            "/subscription/v1/admin/users/\(uid)/premium",
+            try admin + [("Idempotency-Key", UUID().uuidString)],
+            #"{"days":3,"reason":"live stream test"}"#
+        )
         XCTAssertEqual(granted, 201, "\(grantBody)")
         got = try await events(stream, from: 3, count: 1, "subscription.updated")
         XCTAssertEqual(got.first?.type, "subscription.updated")
@@ -229,7 +238,7 @@ final class LiveStackTests: XCTestCase {
             ("another app's id with A's token", [("X-App-ID", UUID().uuidString), token], "", 401, "invalid_token"),
             ("no app", [token], "", 401, "missing_api_key"),
             ("a malformed cursor", a.headers, "?after=latest", 400, "invalid_request"),
-            ("an unknown ticket", [], "?ticket=lvt_nothing", 401, "invalid_ticket")
+            ("an unknown ticket", [], "?ticket=lvt_nothing", 401, "invalid_ticket"),
         ]
         for (why, headers, query, status, code) in cases {
             let s = try await SSE.open(gateway + "/auth/v1/live/events" + query, headers: headers)
@@ -257,7 +266,9 @@ final class LiveStackTests: XCTestCase {
         XCTAssertEqual(issued2, 201)
         guard case .string(let late)? = body2["ticket"] else { return XCTFail("no ticket") }
         try await withPostgres(TestEnvironment.adminClient(database: TestEnvironment.stackDatabase)) { db in
-            try await db.query("UPDATE auth.live_tickets SET expires_at = now() - interval '1 second' WHERE used_at IS NULL AND user_id = \(a.userID)")
+            try await db.query(
+                "UPDATE auth.live_tickets SET expires_at = now() - interval '1 second' WHERE used_at IS NULL AND user_id = \(a.userID)"
+            )
         }
         let expired = try await SSE.open(gateway + "/auth/v1/live/events?ticket=\(late)", headers: [])
         XCTAssertEqual(expired.status, 401, "an expired ticket")
@@ -267,18 +278,26 @@ final class LiveStackTests: XCTestCase {
         XCTAssertEqual(plain.status, 426)
         let badVersion = try await http.send(
             HTTPRequest(
-                method: "GET", url: gateway + "/auth/v1/live/socket",
+                method: "GET",
+                url: gateway + "/auth/v1/live/socket",
                 headers: a.headers + [
-                    ("Connection", "Upgrade"), ("Upgrade", "websocket"), ("Sec-WebSocket-Version", "8"), ("Sec-WebSocket-Key", "dGhlIHNhbXBsZSBub25jZQ==")
-                ]))
+                    ("Connection", "Upgrade"), ("Upgrade", "websocket"), ("Sec-WebSocket-Version", "8"),
+                    ("Sec-WebSocket-Key", "dGhlIHNhbXBsZSBub25jZQ=="),
+                ]
+            )
+        )
         XCTAssertEqual(badVersion.status, 400)
         XCTAssertEqual((try? JSONDecoder().decode([String: JSONValue].self, from: badVersion.body))?["error"], .string("invalid_websocket_handshake"))
         let unauthorized = try await http.send(
             HTTPRequest(
-                method: "GET", url: gateway + "/auth/v1/live/socket",
+                method: "GET",
+                url: gateway + "/auth/v1/live/socket",
                 headers: tenant + [
-                    ("Connection", "Upgrade"), ("Upgrade", "websocket"), ("Sec-WebSocket-Version", "13"), ("Sec-WebSocket-Key", "dGhlIHNhbXBsZSBub25jZQ==")
-                ]))
+                    ("Connection", "Upgrade"), ("Upgrade", "websocket"), ("Sec-WebSocket-Version", "13"),
+                    ("Sec-WebSocket-Key", "dGhlIHNhbXBsZSBub25jZQ=="),
+                ]
+            )
+        )
         XCTAssertEqual(unauthorized.status, 401, "no upgrade without a token")
         XCTAssertEqual((try? JSONDecoder().decode([String: JSONValue].self, from: unauthorized.body))?["error"], .string("unauthorized"))
     }
@@ -302,7 +321,9 @@ final class LiveStackTests: XCTestCase {
         let (scheduled, _) = try await client.call("DELETE", "/auth/v1/auth/me", a.headers)
         XCTAssertEqual(scheduled, 202)
         try await withPostgres(TestEnvironment.adminClient(database: TestEnvironment.stackDatabase)) { db in
-            try await db.query("UPDATE auth.deletions SET scheduled_for = now() - interval '1 second' WHERE user_id = \(a.userID) AND status = 'scheduled'")
+            try await db.query(
+                "UPDATE auth.deletions SET scheduled_for = now() - interval '1 second' WHERE user_id = \(a.userID) AND status = 'scheduled'"
+            )
             try await db.query("UPDATE auth.jobs SET run_at = now() WHERE kind = 'execute_deletion' AND status = 'pending'")
         }
         let deleted = try await events(eleventh, from: 1, count: 1, seconds: 15, "account.deleted")
@@ -338,7 +359,9 @@ final class LiveStackTests: XCTestCase {
                     var configuration = WebSocketClientConfiguration()
                     configuration.additionalHeaders = headers
                     let close = try await WebSocketClient.connect(url: url, configuration: configuration, logger: Logger(label: "live-test")) {
-                        inbound, _, _ in
+                        inbound,
+                        _,
+                        _ in
                         for try await message in inbound.messages(maxSize: 1 << 20) {
                             guard case .text(let text) = message,
                                 case .object(let o)? = try? JSONDecoder().decode(JSONValue.self, from: Data(text.utf8)),
@@ -362,7 +385,10 @@ final class LiveStackTests: XCTestCase {
             while ContinuousClock.now < deadline {
                 let got = frames.withLock { $0 }
                 if got.count >= count { return got }
-                if let f = failed.withLock({ $0 }) { XCTFail("socket failed: \(f)"); return got }
+                if let f = failed.withLock({ $0 }) {
+                    XCTFail("socket failed: \(f)")
+                    return got
+                }
                 try await Task.sleep(for: .milliseconds(20))
             }
             XCTFail("not within \(seconds) s: \(count) frames; got \(frames.withLock { $0.map(\.type) })")

@@ -26,7 +26,11 @@ struct LocalStoreKit {
 
     /// A signed transaction; `environment` "Xcode" is what StoreKit testing in Xcode produces.
     func transaction(
-        id: String, original: String, product: String, expires: Date, environment: String = "Xcode",
+        id: String,
+        original: String,
+        product: String,
+        expires: Date,
+        environment: String = "Xcode",
         bundle: String = Self.bundle
     ) throws -> String {
         try sign(

@@ -34,8 +34,14 @@ final class OnboardingStackTests: XCTestCase {
 
     /// Through the gateway, or (`base`) a service directly.
     func call(
-        _ method: String, _ path: String, app: String, apiKey: String, bearer: String?, _ json: String? = nil,
-        extra: [(String, String)] = [], base: String? = nil
+        _ method: String,
+        _ path: String,
+        app: String,
+        apiKey: String,
+        bearer: String?,
+        _ json: String? = nil,
+        extra: [(String, String)] = [],
+        base: String? = nil
     ) async throws -> (Int, String) {
         var headers = [("X-App-ID", app), ("X-API-Key", apiKey), ("Content-Type", "application/json")] + extra
         if let bearer { headers.append(("Authorization", "Bearer \(bearer)")) }
@@ -47,11 +53,14 @@ final class OnboardingStackTests: XCTestCase {
         let demo = try DemoApp.values()
         let (appA, keyA) = (demo["APP_ID"] ?? "", demo["API_KEY"] ?? "")
         let created = try command("auth-service", ["admin", "apps", "create", "--name", "Capitals Quiz", "--env"])
-        let appB = try XCTUnwrap(created["APP_ID"]), keyB = try XCTUnwrap(created["API_KEY"])
+        let appB = try XCTUnwrap(created["APP_ID"])
+        let keyB = try XCTUnwrap(created["API_KEY"])
         let opB = try XCTUnwrap(
-            try command("auth-service", ["admin", "operator-keys", "create", "--app-id", appB, "--name", "Capitals ops", "--env"])["OPERATOR_KEY"])
+            try command("auth-service", ["admin", "operator-keys", "create", "--app-id", appB, "--name", "Capitals ops", "--env"])["OPERATOR_KEY"]
+        )
         let opA = try XCTUnwrap(
-            try command("auth-service", ["admin", "operator-keys", "create", "--app-id", appA, "--name", "Quiz ops", "--env"])["OPERATOR_KEY"])
+            try command("auth-service", ["admin", "operator-keys", "create", "--app-id", appA, "--name", "Quiz ops", "--env"])["OPERATOR_KEY"]
+        )
         _ = try command("subscription-service", ["admin", "plans", "seed-defaults", "--app-id", appB])
 
         let root = try String(contentsOfFile: ".data/storekit/root.der.b64", encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)
@@ -71,7 +80,7 @@ final class OnboardingStackTests: XCTestCase {
                 """
             ),
             ("PUT", "/offline/v1/admin/sync-upstream", #"{"routes":{"*":"https://game.capitals.example/sync"}}"#),
-            ("PUT", "/ads/v1/admin/providers/capitals_net", #"{"priority":1,"rewarded_unit_id":"capitals/rewarded","test_mode":true}"#)
+            ("PUT", "/ads/v1/admin/providers/capitals_net", #"{"priority":1,"rewarded_unit_id":"capitals/rewarded","test_mode":true}"#),
         ]
         // App A's operator can neither change nor read app B, at any service (B's own tenant headers).
         for (method, path, body) in settings {
@@ -95,10 +104,17 @@ final class OnboardingStackTests: XCTestCase {
         let email = "capitals-\(UUID().uuidString.prefix(8).lowercased())@example.com"
         let before = Set((try? FileManager.default.contentsOfDirectory(atPath: ".data/mail")) ?? [])
         let (registered, body) = try await call(
-            "POST", "/auth/v1/auth/register", app: appB, apiKey: keyB, bearer: nil,
+            "POST",
+            "/auth/v1/auth/register",
+            app: appB,
+            apiKey: keyB,
+            bearer: nil,
             """
             {"provider":"email","credentials":{"email":"\(email)","password":"Tr1cky-Geography-42"},"device_info":{"device_id":"capitals-1"}}
-            """, extra: [("X-Forwarded-For", "10.77.\(Int.random(in: 0...250)).\(Int.random(in: 1...250))")], base: Self.auth)
+            """,
+            extra: [("X-Forwarded-For", "10.77.\(Int.random(in: 0...250)).\(Int.random(in: 1...250))")],
+            base: Self.auth
+        )
         XCTAssertEqual(registered, 201, body)
         var mail = ""
         let end = ContinuousClock.now + .seconds(5)
@@ -112,24 +128,45 @@ final class OnboardingStackTests: XCTestCase {
         XCTAssertTrue(mail.contains("hello@capitals.example"), "B's sender: \(mail.prefix(400))")
         XCTAssertTrue(mail.contains("https://capitals.example/app/verify-email?token="), "B's links")
         XCTAssertTrue(mail.contains("Verify your email"), "B's default language")
-        struct Auth: Decodable { struct T: Decodable { var access_token: String }; var tokens: T }
+        struct Auth: Decodable {
+            struct T: Decodable { var access_token: String }
+            var tokens: T
+        }
         let token = try JSONDecoder().decode(Auth.self, from: Data(body.utf8)).tokens.access_token
 
         let tx = try LocalStoreKit().transaction(
-            id: "cap-\(UUID().uuidString.prefix(12))", original: "cap-\(UUID().uuidString.prefix(12))",
-            product: "com.quiz.premium.monthly", expires: Date() + 30 * 86400, bundle: bundle)
+            id: "cap-\(UUID().uuidString.prefix(12))",
+            original: "cap-\(UUID().uuidString.prefix(12))",
+            product: "com.quiz.premium.monthly",
+            expires: Date() + 30 * 86400,
+            bundle: bundle
+        )
         let (bought, boughtBody) = try await call(
-            "POST", "/subscription/v1/subscriptions/purchase", app: appB, apiKey: keyB, bearer: token,
-            #"{"store":"apple","signed_transaction":"\#(tx)"}"#)
+            "POST",
+            "/subscription/v1/subscriptions/purchase",
+            app: appB,
+            apiKey: keyB,
+            bearer: token,
+            #"{"store":"apple","signed_transaction":"\#(tx)"}"#
+        )
         XCTAssertEqual(bought, 201, "B's store settings verify B's purchase: \(boughtBody)")
 
         // Support for B's user: credits granted with a reason, then the customer timeline from the
         // four services (auth assembles it); app A's operator sees none of it.
-        struct Me: Decodable { struct U: Decodable { var id: UUID }; var user: U }
+        struct Me: Decodable {
+            struct U: Decodable { var id: UUID }
+            var user: U
+        }
         let userID = try JSONDecoder().decode(Me.self, from: Data(body.utf8)).user.id
         let (granted, grantedBody) = try await call(
-            "POST", "/subscription/v1/admin/users/\(userID)/credits", app: appB, apiKey: keyB, bearer: opB,
-            #"{"amount":3,"reason":"Welcome gift from support"}"#, extra: [("Idempotency-Key", "ticket-\(UUID())")])
+            "POST",
+            "/subscription/v1/admin/users/\(userID)/credits",
+            app: appB,
+            apiKey: keyB,
+            bearer: opB,
+            #"{"amount":3,"reason":"Welcome gift from support"}"#,
+            extra: [("Idempotency-Key", "ticket-\(UUID())")]
+        )
         XCTAssertEqual(granted, 201, grantedBody)
         let (timelineStatus, timeline) = try await call("GET", "/auth/v1/admin/users/\(userID)/timeline", app: appB, apiKey: keyB, bearer: opB)
         XCTAssertEqual(timelineStatus, 200, timeline)
@@ -151,18 +188,34 @@ final class OnboardingStackTests: XCTestCase {
 
         // The ad provider: a premium user gets no ads, so ask with a fresh guest of B.
         let (guest, guestBody) = try await call(
-            "POST", "/auth/v1/auth/register", app: appB, apiKey: keyB, bearer: nil,
+            "POST",
+            "/auth/v1/auth/register",
+            app: appB,
+            apiKey: keyB,
+            bearer: nil,
             #"{"provider":"guest","credentials":{"device_id":"capitals-guest-\#(UUID())"}}"#,
-            extra: [("X-Forwarded-For", "10.78.\(Int.random(in: 0...250)).\(Int.random(in: 1...250))")], base: Self.auth)
+            extra: [("X-Forwarded-For", "10.78.\(Int.random(in: 0...250)).\(Int.random(in: 1...250))")],
+            base: Self.auth
+        )
         XCTAssertEqual(guest, 201, guestBody)
         let guestToken = try JSONDecoder().decode(Auth.self, from: Data(guestBody.utf8)).tokens.access_token
         let (consent, consentBody) = try await call(
-            "POST", "/ads/v1/ads/consent", app: appB, apiKey: keyB, bearer: guestToken,
-            #"{"consent_personalized_ads":true,"age_gate_passed":true,"is_under_age":false,"country":"FR"}"#)
+            "POST",
+            "/ads/v1/ads/consent",
+            app: appB,
+            apiKey: keyB,
+            bearer: guestToken,
+            #"{"consent_personalized_ads":true,"age_gate_passed":true,"is_under_age":false,"country":"FR"}"#
+        )
         XCTAssertEqual(consent, 200, consentBody)
         let (ad, adBody) = try await call(
-            "POST", "/ads/v1/ads/request", app: appB, apiKey: keyB, bearer: guestToken,
-            #"{"ad_type":"rewarded","placement":"earn_credits"}"#)
+            "POST",
+            "/ads/v1/ads/request",
+            app: appB,
+            apiKey: keyB,
+            bearer: guestToken,
+            #"{"ad_type":"rewarded","placement":"earn_credits"}"#
+        )
         XCTAssertEqual(ad, 201, adBody)
         XCTAssertTrue(adBody.contains("capitals/rewarded"), "B's provider unit: \(adBody)")
     }

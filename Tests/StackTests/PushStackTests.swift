@@ -21,13 +21,18 @@ final class PushStackTests: XCTestCase {
     }
 
     func call(_ method: String, _ path: String, _ headers: [(String, String)], _ json: String? = nil) async throws -> (Int, [String: JSONValue]) {
-        let r = try await http.send(HTTPRequest(method: method, url: gateway + path, headers: headers, body: json.map { Data($0.utf8) }, timeout: .seconds(30)))
+        let r = try await http.send(
+            HTTPRequest(method: method, url: gateway + path, headers: headers, body: json.map { Data($0.utf8) }, timeout: .seconds(30))
+        )
         return (r.status, (try? JSONDecoder().decode([String: JSONValue].self, from: r.body)) ?? [:])
     }
 
     func received(_ token: String) async throws -> [String] {
         let r = try await http.send(HTTPRequest(url: try standIn + "/_standin/received"))
-        struct R: Decodable { var token: String; var payload: String }
+        struct R: Decodable {
+            var token: String
+            var payload: String
+        }
         return try JSONDecoder().decode([R].self, from: r.body).filter { $0.token == token }.map(\.payload)
     }
 
@@ -37,23 +42,35 @@ final class PushStackTests: XCTestCase {
         // Signed up at auth directly, as its own client address (sign-ups are limited per address).
         let signUp = try await http.send(
             HTTPRequest(
-                method: "POST", url: "http://127.0.0.1:3001/auth/v1/auth/register",
+                method: "POST",
+                url: "http://127.0.0.1:3001/auth/v1/auth/register",
                 headers: t + [("X-Forwarded-For", "10.77.\(Int.random(in: 0...250)).\(Int.random(in: 1...250))")],
-                body: Data(#"{"provider":"email","credentials":{"email":"\#(email)","password":"Tr1cky-Geography-42!"}}"#.utf8)))
+                body: Data(#"{"provider":"email","credentials":{"email":"\#(email)","password":"Tr1cky-Geography-42!"}}"#.utf8)
+            )
+        )
         XCTAssertEqual(signUp.status, 201)
-        struct Tokens: Decodable { struct T: Decodable { var access_token: String }; var tokens: T }
+        struct Tokens: Decodable {
+            struct T: Decodable { var access_token: String }
+            var tokens: T
+        }
         let user = t + [("Authorization", "Bearer \(try signUp.decode(Tokens.self).tokens.access_token)")]
         let (consent, _) = try await call("PATCH", "/auth/v1/auth/privacy", user, #"{"consent_notifications":true}"#)
         XCTAssertEqual(consent, 200)
         let token = (0..<32).map { _ in String(format: "%02x", UInt8.random(in: 0...255)) }.joined()
         let (registered, _) = try await call(
-            "PUT", "/auth/v1/auth/push-tokens", user,
-            #"{"device_id":"iphone-1","platform":"ios","token":"\#(token)","environment":"sandbox","locale":"en"}"#)
+            "PUT",
+            "/auth/v1/auth/push-tokens",
+            user,
+            #"{"device_id":"iphone-1","platform":"ios","token":"\#(token)","environment":"sandbox","locale":"en"}"#
+        )
         XCTAssertEqual(registered, 200)
 
         let (adsConsent, _) = try await call(
-            "POST", "/ads/v1/ads/consent", user,
-            #"{"consent_personalized_ads":true,"consent_data_sharing":false,"age_gate_passed":true,"is_under_age":false,"country":"FR"}"#)
+            "POST",
+            "/ads/v1/ads/consent",
+            user,
+            #"{"consent_personalized_ads":true,"consent_data_sharing":false,"age_gate_passed":true,"is_under_age":false,"country":"FR"}"#
+        )
         XCTAssertEqual(adsConsent, 200)
         let (status, request) = try await call("POST", "/ads/v1/ads/request", user, #"{"ad_type":"rewarded","placement":"earn_credits"}"#)
         XCTAssertEqual(status, 201)
@@ -63,15 +80,25 @@ final class PushStackTests: XCTestCase {
         XCTAssertEqual(shown, 200)
 
         // Subscription stops answering (paused): the reward is pending, and nothing is pushed yet.
-        let pid = try XCTUnwrap(Int32(String(contentsOfFile: ".data/run/subscription.pid", encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)))
+        let pid = try XCTUnwrap(
+            Int32(String(contentsOfFile: ".data/run/subscription.pid", encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines))
+        )
         kill(pid, SIGSTOP)
         let completion: [String: JSONValue]
         do {
-            let (done, body) = try await call("POST", "/ads/v1/ads/\(id)/complete", user, #"{"completed":true,"clicked":false,"display_duration_ms":24500}"#)
+            let (done, body) = try await call(
+                "POST",
+                "/ads/v1/ads/\(id)/complete",
+                user,
+                #"{"completed":true,"clicked":false,"display_duration_ms":24500}"#
+            )
             kill(pid, SIGCONT)
             XCTAssertEqual(done, 200)
             completion = body
-        } catch { kill(pid, SIGCONT); throw error }
+        } catch {
+            kill(pid, SIGCONT)
+            throw error
+        }
         XCTAssertEqual(completion["reward_status"], .string("pending"), "\(completion)")
         let before = try await received(token)
         XCTAssertEqual(before.count, 0)
@@ -79,7 +106,10 @@ final class PushStackTests: XCTestCase {
         // It lands: one push, in English, however the outbox delivered the credit.
         let deadline = Date() + 30
         var got: [String] = []
-        while Date() < deadline, got.isEmpty { try await Task.sleep(for: .milliseconds(250)); got = try await received(token) }
+        while Date() < deadline, got.isEmpty {
+            try await Task.sleep(for: .milliseconds(250))
+            got = try await received(token)
+        }
         XCTAssertEqual(got.count, 1)
         XCTAssertTrue(got.first?.contains("+1 credits added to your balance") ?? false, got.first ?? "nothing arrived")
         try await Task.sleep(for: .seconds(3))
@@ -98,11 +128,19 @@ final class PushStackTests: XCTestCase {
             let email = "push-\(UUID().uuidString.prefix(8).lowercased())@example.com"
             let r = try await http.send(
                 HTTPRequest(
-                    method: "POST", url: "http://127.0.0.1:3001/auth/v1/auth/register",
+                    method: "POST",
+                    url: "http://127.0.0.1:3001/auth/v1/auth/register",
                     headers: t + [("X-Forwarded-For", "10.78.\(Int.random(in: 0...250)).\(Int.random(in: 1...250))")],
-                    body: Data(#"{"provider":"email","credentials":{"email":"\#(email)","password":"Tr1cky-Geography-42!"}}"#.utf8)))
+                    body: Data(#"{"provider":"email","credentials":{"email":"\#(email)","password":"Tr1cky-Geography-42!"}}"#.utf8)
+                )
+            )
             XCTAssertEqual(r.status, 201)
-            struct Body: Decodable { struct T: Decodable { var access_token: String }; struct U: Decodable { var id: String }; var tokens: T; var user: U }
+            struct Body: Decodable {
+                struct T: Decodable { var access_token: String }
+                struct U: Decodable { var id: String }
+                var tokens: T
+                var user: U
+            }
             let b = try r.decode(Body.self)
             let user = t + [("Authorization", "Bearer \(b.tokens.access_token)")]
             let (c, _) = try await call("PATCH", "/auth/v1/auth/privacy", user, #"{"consent_notifications":\#(consent)}"#)
@@ -112,14 +150,21 @@ final class PushStackTests: XCTestCase {
                 ? (0..<32).map { _ in String(format: "%02x", UInt8.random(in: 0...255)) }.joined()
                 : "fcm:" + String(repeating: "A", count: 120) + UUID().uuidString.replacingOccurrences(of: "-", with: "")
             let (put, _) = try await call(
-                "PUT", "/auth/v1/auth/push-tokens", user,
-                #"{"device_id":"d1","platform":"\#(platform)","token":"\#(token)","locale":"fr"}"#)
+                "PUT",
+                "/auth/v1/auth/push-tokens",
+                user,
+                #"{"device_id":"d1","platform":"\#(platform)","token":"\#(token)","locale":"fr"}"#
+            )
             XCTAssertEqual(put, 200)
             return (b.user.id, token, user)
         }
         func send(_ user: String, key: String) async throws -> [String: JSONValue] {
             let (status, body) = try await call(
-                "POST", "/auth/v1/admin/push/send", admin, #"{"user_id":"\#(user)","title":"Bonjour","body":"Un message","key":"\#(key)"}"#)
+                "POST",
+                "/auth/v1/admin/push/send",
+                admin,
+                #"{"user_id":"\#(user)","title":"Bonjour","body":"Un message","key":"\#(key)"}"#
+            )
             XCTAssertEqual(status, 200, "\(body)")
             guard case .array(let results)? = body["results"], case .object(let first)? = results.first else { return [:] }
             return first

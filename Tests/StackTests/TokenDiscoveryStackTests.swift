@@ -26,16 +26,26 @@ final class TokenDiscoveryStackTests: XCTestCase {
         let appID = try XCTUnwrap(DemoApp.values()["APP_ID"])
         let r = try await http.send(
             HTTPRequest(
-                method: "POST", url: "http://127.0.0.1:3001/auth/v1/auth/register",
+                method: "POST",
+                url: "http://127.0.0.1:3001/auth/v1/auth/register",
                 headers: t + [("X-Forwarded-For", "10.66.\(Int.random(in: 0...250)).\(Int.random(in: 1...250))")],
-                body: Data(#"{"provider":"guest","credentials":{"device_id":"jose-\#(UUID())"}}"#.utf8)))
+                body: Data(#"{"provider":"guest","credentials":{"device_id":"jose-\#(UUID())"}}"#.utf8)
+            )
+        )
         XCTAssertEqual(r.status, 201)
-        struct Tokens: Decodable { struct T: Decodable { var access_token: String }; var tokens: T }
+        struct Tokens: Decodable {
+            struct T: Decodable { var access_token: String }
+            var tokens: T
+        }
         let token = try r.decode(Tokens.self).tokens.access_token
 
         let discovery = try await http.send(HTTPRequest(url: "\(gateway)/auth/v1/.well-known/openid-configuration"))
         XCTAssertEqual(discovery.status, 200)
-        struct Discovery: Decodable { var issuer: String; var jwks_uri: String; var id_token_signing_alg_values_supported: [String] }
+        struct Discovery: Decodable {
+            var issuer: String
+            var jwks_uri: String
+            var id_token_signing_alg_values_supported: [String]
+        }
         let doc = try discovery.decode(Discovery.self)
         XCTAssertTrue(doc.issuer.hasPrefix("http"), "the issuer is a URL: \(doc.issuer)")
         XCTAssertTrue(doc.id_token_signing_alg_values_supported.contains("Ed25519"))

@@ -1,9 +1,9 @@
 import Foundation
 import PostgresNIO
 import ServiceKit
+import Synchronization
 import TestSupport
 import WireTypes
-import Synchronization
 import XCTest
 
 /// One truth about each user across the running services, through the gateway: sessions that
@@ -24,7 +24,7 @@ final class UserFactsStackTests: XCTestCase {
     /// A read at each service that needs a valid session.
     static let probes = [
         ("auth", "/auth/v1/auth/me"), ("subscription", "/subscription/v1/credits/balance"),
-        ("offline", "/offline/v1/sync/profile"), ("ads", "/ads/v1/ads/consent")
+        ("offline", "/offline/v1/sync/profile"), ("ads", "/ads/v1/ads/consent"),
     ]
 
     /// Seconds from `start` until every service refuses the session with `status`; fails past 5 s.
@@ -53,7 +53,12 @@ final class UserFactsStackTests: XCTestCase {
 
     func testLogoutEverywhereAndSuspensionAreRefusedByEveryServiceWithinFiveSeconds() async throws {
         let s = try await guest()
-        for (service, path) in Self.probes { do { let (code, _) = try await call("GET", path, s.headers); XCTAssertEqual(code, 200, service) } }
+        for (service, path) in Self.probes {
+            do {
+                let (code, _) = try await call("GET", path, s.headers)
+                XCTAssertEqual(code, 200, service)
+            }
+        }
         let start = ContinuousClock.now
         let (out, _) = try await call("POST", "/auth/v1/auth/logout", s.headers, #"{"all":true}"#)
         XCTAssertEqual(out, 200)
@@ -97,8 +102,11 @@ final class UserFactsStackTests: XCTestCase {
                     let answers = i % 2 == 0 ? [true, false] : [true, false, true]
                     for a in answers {
                         let (code, _) = try await client.call(
-                            "PATCH", "/auth/v1/auth/privacy", u.headers,
-                            #"{"consent_geolocation":\#(a),"consent_personalized_ads":\#(a)}"#)
+                            "PATCH",
+                            "/auth/v1/auth/privacy",
+                            u.headers,
+                            #"{"consent_geolocation":\#(a),"consent_personalized_ads":\#(a)}"#
+                        )
                         XCTAssertEqual(code, 200)
                     }
                     return (u.userID, answers.last!)
@@ -108,10 +116,12 @@ final class UserFactsStackTests: XCTestCase {
         }
         let ids = Array(last.keys)
         let deadline = Date() + 20
-        var offline: [UUID: Bool] = [:], ads: [UUID: Bool] = [:]
+        var offline: [UUID: Bool] = [:]
+        var ads: [UUID: Bool] = [:]
         while Date() < deadline {
             (offline, ads) = try await db { db in
-                var o: [UUID: Bool] = [:], a: [UUID: Bool] = [:]
+                var o: [UUID: Bool] = [:]
+                var a: [UUID: Bool] = [:]
                 for try await (u, g) in try await db.query("SELECT user_id, geolocation FROM offline.user_consents WHERE user_id = ANY(\(ids))")
                     .decode((UUID, Bool).self)
                 { o[u] = g }
@@ -133,8 +143,11 @@ final class UserFactsStackTests: XCTestCase {
             XCTAssertEqual(consent["personalized_ads"], .bool(last[u.userID]!))
             XCTAssertEqual(consent["required"], .bool(false), "the answer at auth answers the ads question")
             let (code, _) = try await call(
-                "POST", "/offline/v1/location/update", u.headers,
-                #"{"latitude":48.85,"longitude":2.35,"accuracy":20,"consent_given":true}"#)
+                "POST",
+                "/offline/v1/location/update",
+                u.headers,
+                #"{"latitude":48.85,"longitude":2.35,"accuracy":20,"consent_given":true}"#
+            )
             XCTAssertEqual(code, last[u.userID]! ? 201 : 403)
         }
     }
@@ -152,15 +165,21 @@ final class UserFactsStackTests: XCTestCase {
                     let original = "3000\(Int.random(in: 100_000_000...999_999_999))"
                     let tx = try store.transaction(id: original, original: original, product: "com.quiz.premium.monthly", expires: Date() + 600)
                     let (bought, body) = try await client.call(
-                        "POST", "/subscription/v1/subscriptions/purchase", u.headers,
-                        #"{"store":"apple","signed_transaction":"\#(tx)"}"#)
+                        "POST",
+                        "/subscription/v1/subscriptions/purchase",
+                        u.headers,
+                        #"{"store":"apple","signed_transaction":"\#(tx)"}"#
+                    )
                     XCTAssertEqual(bought, 201, "\(body)")
                     let refund = try store.notification("REFUND", transaction: tx)
                     let r = try await client.http.send(
                         HTTPRequest(
-                            method: "POST", url: client.gateway + "/subscription/v1/webhooks/apple",
+                            method: "POST",
+                            url: client.gateway + "/subscription/v1/webhooks/apple",
                             headers: [("Content-Type", "application/json")],
-                            body: Data(#"{"signedPayload":"\#(refund)"}"#.utf8)))
+                            body: Data(#"{"signedPayload":"\#(refund)"}"#.utf8)
+                        )
+                    )
                     XCTAssertEqual(r.status, 200)
                 }
             }
@@ -272,7 +291,9 @@ final class UserFactsStackTests: XCTestCase {
         XCTAssertEqual(scheduled, 202)
         let user = s.userID
         try await db { db in
-            try await db.query("UPDATE auth.deletions SET scheduled_for = now() - interval '1 second' WHERE user_id = \(user) AND status = 'scheduled'")
+            try await db.query(
+                "UPDATE auth.deletions SET scheduled_for = now() - interval '1 second' WHERE user_id = \(user) AND status = 'scheduled'"
+            )
             try await db.query("UPDATE auth.jobs SET run_at = now() WHERE kind = 'execute_deletion' AND status = 'pending'")
         }
         let start = ContinuousClock.now
@@ -282,7 +303,7 @@ final class UserFactsStackTests: XCTestCase {
             ("auth", "exports"), ("auth", "game_center_connections"), ("auth", "refresh_tokens"), ("auth", "privacy_settings"),
             ("auth", "fact_counters"), ("auth", "fact_versions"),
             ("offline", "sync_profiles"), ("offline", "user_consents"), ("offline", "user_locations"), ("offline", "fact_versions"),
-            ("ads", "user_consent_ads"), ("ads", "fact_versions"), ("subscription", "fact_versions")
+            ("ads", "user_consent_ads"), ("ads", "fact_versions"), ("subscription", "fact_versions"),
         ]
         let deadline = Date() + 20
         var left: [String: Int] = [:]
@@ -290,8 +311,10 @@ final class UserFactsStackTests: XCTestCase {
             left = try await db { db in
                 var out: [String: Int] = [:]
                 for (schema, table) in tables {
-                    for try await n in try await db.query(PostgresQuery(unsafeSQL: "SELECT count(*)::int FROM \(schema).\(table) WHERE user_id = '\(user)'"))
-                        .decode(Int.self)
+                    for try await n in try await db.query(
+                        PostgresQuery(unsafeSQL: "SELECT count(*)::int FROM \(schema).\(table) WHERE user_id = '\(user)'")
+                    )
+                    .decode(Int.self)
                     where n > 0 { out["\(schema).\(table)"] = n }
                 }
                 return out
@@ -304,7 +327,9 @@ final class UserFactsStackTests: XCTestCase {
         let (profile, _) = try await call("GET", "/offline/v1/sync/profile", s.headers)
         XCTAssertEqual(profile, 401)
         let recreated = try await db { db in
-            for try await n in try await db.query("SELECT count(*)::int FROM offline.sync_profiles WHERE user_id = \(user)").decode(Int.self) { return n }
+            for try await n in try await db.query("SELECT count(*)::int FROM offline.sync_profiles WHERE user_id = \(user)").decode(Int.self) {
+                return n
+            }
             return -1
         }
         XCTAssertEqual(recreated, 0)
@@ -321,7 +346,11 @@ final class UserFactsStackTests: XCTestCase {
     }
 }
 
-struct StackSession: Sendable { var headers: [(String, String)]; var userID: UUID; var refresh: String }
+struct StackSession: Sendable {
+    var headers: [(String, String)]
+    var userID: UUID
+    var refresh: String
+}
 
 /// The calls the stack tests make, usable from concurrent tasks.
 struct StackClient: Sendable {
@@ -334,18 +363,28 @@ struct StackClient: Sendable {
         let t = try DemoApp.tenantHeaders()
         let r = try await http.send(
             HTTPRequest(
-                method: "POST", url: "http://127.0.0.1:3001/auth/v1/auth/register",
+                method: "POST",
+                url: "http://127.0.0.1:3001/auth/v1/auth/register",
                 headers: t + [("X-Forwarded-For", "10.89.\(Int.random(in: 0...250)).\(Int.random(in: 1...250))")],
-                body: Data(#"{"provider":"guest","credentials":{"device_id":"facts-\#(UUID())"}}"#.utf8)))
+                body: Data(#"{"provider":"guest","credentials":{"device_id":"facts-\#(UUID())"}}"#.utf8)
+            )
+        )
         XCTAssertEqual(r.status, 201)
         struct Body: Decodable {
-            struct T: Decodable { var access_token: String; var refresh_token: String }; struct U: Decodable { var id: UUID }
-            var tokens: T; var user: U
+            struct T: Decodable {
+                var access_token: String
+                var refresh_token: String
+            }
+            struct U: Decodable { var id: UUID }
+            var tokens: T
+            var user: U
         }
         let b = try r.decode(Body.self)
         return StackSession(
             headers: t + [("Authorization", "Bearer \(b.tokens.access_token)"), ("Content-Type", "application/json")],
-            userID: b.user.id, refresh: b.tokens.refresh_token)
+            userID: b.user.id,
+            refresh: b.tokens.refresh_token
+        )
     }
 
     func call(_ method: String, _ path: String, _ headers: [(String, String)], _ json: String? = nil) async throws -> (Int, [String: JSONValue]) {

@@ -1,12 +1,13 @@
 import Foundation
-#if canImport(Glibc)
-    import Glibc
-#endif
 import PostgresNIO
 import ServiceKit
 import TestSupport
 import WireTypes
 import XCTest
+
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// #33 through the running stack: the app's server is `deploy/local/webhook_receiver.py`, which
 /// verifies every call with the `standardwebhooks` package from PyPI (the reference
@@ -25,7 +26,14 @@ final class WebhookStackTests: XCTestCase {
         try await withPostgres(TestEnvironment.adminClient(database: TestEnvironment.stackDatabase), body)
     }
 
-    struct Received: Decodable { var webhook_id: String; var attempt: Int; var status: Int; var verified_by: [Int]; var signatures: Int; var event: JSONValue }
+    struct Received: Decodable {
+        var webhook_id: String
+        var attempt: Int
+        var status: Int
+        var verified_by: [Int]
+        var signatures: Int
+        var event: JSONValue
+    }
 
     func received(_ out: String) -> [Received] {
         guard let text = try? String(contentsOfFile: out, encoding: .utf8) else { return [] }
@@ -52,12 +60,13 @@ final class WebhookStackTests: XCTestCase {
     func testTheAppsServerGetsSignedEventsOnceThroughRetriesRotationAndAKill() async throws {
         let dir = FileManager.default.temporaryDirectory.appendingPathComponent("hooks-\(UUID().uuidString.prefix(8))").path
         try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
-        let secrets = dir + "/secrets", out = dir + "/received.jsonl"
+        let secrets = dir + "/secrets"
+        let out = dir + "/received.jsonl"
         let port = try TestEnvironment.freePort()
         let receiver = Process()
         receiver.executableURL = URL(fileURLWithPath: "/usr/bin/env")
         receiver.arguments = [
-            TestEnvironment.python, "deploy/local/webhook_receiver.py", "--port", "\(port)", "--secrets", secrets, "--out", out, "--fail-first", "3"
+            TestEnvironment.python, "deploy/local/webhook_receiver.py", "--port", "\(port)", "--secrets", secrets, "--out", out, "--fail-first", "3",
         ]
         try receiver.run()
         // SIGKILL, no wait: Foundation's waitUntilExit can miss a child's exit here.
@@ -67,12 +76,16 @@ final class WebhookStackTests: XCTestCase {
         let demo = try DemoApp.values()
         let admin = try DemoApp.tenantHeaders() + [("Authorization", "Bearer local-admin-token")]
         let (created, endpoint) = try await client.call(
-            "POST", "/auth/v1/admin/webhooks", admin,
+            "POST",
+            "/auth/v1/admin/webhooks",
+            admin,
             """
             {"url":"http://127.0.0.1:\(port)/hook","events":["subscription.refunded","user.deleted"],"description":"the quiz's game server"}
-            """)
+            """
+        )
         XCTAssertEqual(created, 201, "\(endpoint)")
-        guard case .string(let secret)? = endpoint["secret"], case .object(let e)? = endpoint["endpoint"], case .string(let endpointID)? = e["id"] else {
+        guard case .string(let secret)? = endpoint["secret"], case .object(let e)? = endpoint["endpoint"], case .string(let endpointID)? = e["id"]
+        else {
             return XCTFail("no endpoint: \(endpoint)")
         }
         try secret.write(toFile: secrets, atomically: true, encoding: .utf8)
@@ -83,13 +96,21 @@ final class WebhookStackTests: XCTestCase {
         let original = "5000\(Int.random(in: 100_000_000...999_999_999))"
         let tx = try store.transaction(id: original, original: original, product: "com.quiz.premium.monthly", expires: Date() + 600)
         let (bought, body) = try await client.call(
-            "POST", "/subscription/v1/subscriptions/purchase", user.headers, #"{"store":"apple","signed_transaction":"\#(tx)"}"#)
+            "POST",
+            "/subscription/v1/subscriptions/purchase",
+            user.headers,
+            #"{"store":"apple","signed_transaction":"\#(tx)"}"#
+        )
         XCTAssertEqual(bought, 201, "\(body)")
         let refund = try store.notification("REFUND", transaction: tx)
         let refunded = try await http.send(
             HTTPRequest(
-                method: "POST", url: gateway + "/subscription/v1/webhooks/apple", headers: [("Content-Type", "application/json")],
-                body: Data(#"{"signedPayload":"\#(refund)"}"#.utf8)))
+                method: "POST",
+                url: gateway + "/subscription/v1/webhooks/apple",
+                headers: [("Content-Type", "application/json")],
+                body: Data(#"{"signedPayload":"\#(refund)"}"#.utf8)
+            )
+        )
         XCTAssertEqual(refunded.status, 200)
         let uid = user.userID.uuidString.lowercased()
         try await waitFor("subscription.refunded", out) { r in
@@ -117,14 +138,22 @@ final class WebhookStackTests: XCTestCase {
         let original2 = "5000\(Int.random(in: 100_000_000...999_999_999))"
         let tx2 = try store.transaction(id: original2, original: original2, product: "com.quiz.premium.monthly", expires: Date() + 600)
         let (bought2, _) = try await client.call(
-            "POST", "/subscription/v1/subscriptions/purchase", second.headers, #"{"store":"apple","signed_transaction":"\#(tx2)"}"#)
+            "POST",
+            "/subscription/v1/subscriptions/purchase",
+            second.headers,
+            #"{"store":"apple","signed_transaction":"\#(tx2)"}"#
+        )
         XCTAssertEqual(bought2, 201)
         let pid = try String(contentsOfFile: ".data/run/subscription.pid", encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)
         let refund2 = try store.notification("REFUND", transaction: tx2)
         let answered = try await http.send(
             HTTPRequest(
-                method: "POST", url: gateway + "/subscription/v1/webhooks/apple", headers: [("Content-Type", "application/json")],
-                body: Data(#"{"signedPayload":"\#(refund2)"}"#.utf8)))
+                method: "POST",
+                url: gateway + "/subscription/v1/webhooks/apple",
+                headers: [("Content-Type", "application/json")],
+                body: Data(#"{"signedPayload":"\#(refund2)"}"#.utf8)
+            )
+        )
         XCTAssertEqual(answered.status, 200)
         kill(pid_t(pid) ?? 0, SIGKILL)
         // Not Foundation's Process: its waitUntilExit can miss the exit while another child (the
@@ -143,7 +172,9 @@ final class WebhookStackTests: XCTestCase {
         XCTAssertEqual(scheduled, 202)
         let userID = user.userID
         try await db { db in
-            try await db.query("UPDATE auth.deletions SET scheduled_for = now() - interval '1 second' WHERE user_id = \(userID) AND status = 'scheduled'")
+            try await db.query(
+                "UPDATE auth.deletions SET scheduled_for = now() - interval '1 second' WHERE user_id = \(userID) AND status = 'scheduled'"
+            )
             try await db.query("UPDATE auth.jobs SET run_at = now() WHERE kind = 'execute_deletion' AND status = 'pending'")
         }
         try await waitFor("user.deleted", out, seconds: 90) { r in
@@ -163,7 +194,7 @@ final class WebhookStackTests: XCTestCase {
         let (_, before) = try await client.call("GET", "/auth/v1/admin/webhooks", admin)
         for url in [
             "https://10.1.2.3/hook", "http://169.254.169.254/latest/meta-data", "http://192.168.1.10:8080/hook",
-            "http://[::ffff:172.16.0.5]/hook", "http://[fd00::1]/hook"
+            "http://[::ffff:172.16.0.5]/hook", "http://[fd00::1]/hook",
         ] {
             let (status, body) = try await client.call("POST", "/auth/v1/admin/webhooks", admin, #"{"url":"\#(url)","events":["*"]}"#)
             XCTAssertEqual(status, 422, "\(url): \(body)")
@@ -175,10 +206,19 @@ final class WebhookStackTests: XCTestCase {
 
         // An endpoint on loopback (allowed here) cannot be pointed at a private address later.
         let (created, endpoint) = try await client.call(
-            "POST", "/auth/v1/admin/webhooks", admin, #"{"url":"http://127.0.0.1:9/hook","events":["user.created"]}"#)
+            "POST",
+            "/auth/v1/admin/webhooks",
+            admin,
+            #"{"url":"http://127.0.0.1:9/hook","events":["user.created"]}"#
+        )
         XCTAssertEqual(created, 201, "\(endpoint)")
         guard case .object(let e)? = endpoint["endpoint"], case .string(let id)? = e["id"] else { return XCTFail("no endpoint: \(endpoint)") }
-        let (patched, refusal) = try await client.call("PATCH", "/auth/v1/admin/webhooks/\(id)", admin, #"{"url":"http://169.254.169.254/latest/meta-data"}"#)
+        let (patched, refusal) = try await client.call(
+            "PATCH",
+            "/auth/v1/admin/webhooks/\(id)",
+            admin,
+            #"{"url":"http://169.254.169.254/latest/meta-data"}"#
+        )
         XCTAssertEqual(patched, 422, "\(refusal)")
         let (_, unchanged) = try await client.call("GET", "/auth/v1/admin/webhooks/\(id)", admin)
         XCTAssertEqual(unchanged["url"]?.stringValue, "http://127.0.0.1:9/hook")

@@ -3,10 +3,11 @@ import Hummingbird
 import HummingbirdTesting
 import NIOCore
 import ServiceKit
-@testable import SubscriptionService
 import TestSupport
 import WireTypes
 import XCTest
+
+@testable import SubscriptionService
 
 /// #35 the two hot paths read from memory: the credit balance (never stale to the spender,
 /// changed on every replica within a second) and the content check (the 5-device rule exact
@@ -14,9 +15,12 @@ import XCTest
 final class AccessHotPathTests: XCTestCase {
     static func earn(_ h: PurchaseTests.H, _ user: UUID, _ amount: Int) async throws {
         let r = try await h.client.execute(
-            uri: "/internal/credits/earn", method: .post,
+            uri: "/internal/credits/earn",
+            method: .post,
             headers: [.authorization: "Bearer local-internal-ads", .xServiceName: "ads", .contentType: "application/json"],
-            body: ByteBuffer(string: #"{"user_id":"\#(user)","app_id":"\#(h.app)","amount":\#(amount),"source":"ad_reward","reference_id":"r-\#(UUID())"}"#)
+            body: ByteBuffer(
+                string: #"{"user_id":"\#(user)","app_id":"\#(h.app)","amount":\#(amount),"source":"ad_reward","reference_id":"r-\#(UUID())"}"#
+            )
         ) { $0 }
         XCTAssertEqual(r.status, .ok, String(buffer: r.body))
     }
@@ -42,7 +46,8 @@ final class AccessHotPathTests: XCTestCase {
             let user = UUID()
             try await Self.earn(a, user, 5)
             // Both replicas hold 5 (B's second read from memory).
-            let seenA = try await Self.balance(a, user), seenB = try await Self.balance(b, user)
+            let seenA = try await Self.balance(a, user)
+            let seenB = try await Self.balance(b, user)
             XCTAssertEqual(seenA, 5)
             XCTAssertEqual(seenB, 5)
             let before = runtimeB.cacheHits("credit_balance")
@@ -52,7 +57,9 @@ final class AccessHotPathTests: XCTestCase {
             // The spend on A, with reads of the same user racing it there: the spender's next
             // read on A is the new balance, at once.
             let racing = Task { for _ in 0..<30 { _ = try? await Self.balance(a, user) } }
-            let spent = try await a.client.execute(uri: "/subscription/v1/content/\(p)freemium/unlock", method: .post, headers: try a.headers(user)) { $0 }
+            let spent = try await a.client.execute(uri: "/subscription/v1/content/\(p)freemium/unlock", method: .post, headers: try a.headers(user)) {
+                $0
+            }
             XCTAssertEqual(spent.status, .ok, String(buffer: spent.body))
             let own = try await Self.balance(a, user)
             XCTAssertEqual(own, 2, "the spender's next read on the replica that took the spend")
@@ -73,7 +80,8 @@ final class AccessHotPathTests: XCTestCase {
     static func lastSeen(_ user: UUID, _ device: String) async throws -> Int {
         try await withPostgres(TestEnvironment.adminClient(database: TestEnvironment.unitDatabase)) { db in
             let rows = try await db.query(
-                "SELECT extract(epoch FROM last_seen)::bigint::int FROM subscription.devices WHERE user_id = \(user) AND device_id = \(device)")
+                "SELECT extract(epoch FROM last_seen)::bigint::int FROM subscription.devices WHERE user_id = \(user) AND device_id = \(device)"
+            )
             for try await t in rows.decode(Int.self) { return t }
             return -1
         }

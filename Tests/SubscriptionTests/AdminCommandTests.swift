@@ -23,7 +23,7 @@ final class AdminCommandTests: XCTestCase {
         let (created, out) = try run([
             "admin", "plans", "create", "--app-id", app, "--name", "Premium Hebdo", "--plan-type", "weekly",
             "--apple-product-id", "com.quiz.premium.weekly", "--price", "1.99", "--trial-days", "3",
-            "--features", #"{"no_ads":true}"#
+            "--features", #"{"no_ads":true}"#,
         ])
         XCTAssertEqual(created, 0, out)
         let id = try XCTUnwrap(out.split(separator: " ").dropFirst().first.map(String.init))
@@ -38,8 +38,13 @@ final class AdminCommandTests: XCTestCase {
         let (bad, _) = try run(["admin", "plans", "create", "--app-id", app, "--name", "X", "--plan-type", "daily", "--price", "1"])
         XCTAssertNotEqual(bad, 0, "an unknown plan type is refused")
 
-        XCTAssertEqual(try run(["admin", "content", "set", "--app-id", app, "--content-id", "flags-africa", "--level", "freemium", "--cost", "5"]).0, 0)
-        let cost = try await scalar("SELECT credit_cost FROM subscription.content_rules WHERE app_id = '\(app)' AND content_id = 'flags-africa' AND active")
+        XCTAssertEqual(
+            try run(["admin", "content", "set", "--app-id", app, "--content-id", "flags-africa", "--level", "freemium", "--cost", "5"]).0,
+            0
+        )
+        let cost = try await scalar(
+            "SELECT credit_cost FROM subscription.content_rules WHERE app_id = '\(app)' AND content_id = 'flags-africa' AND active"
+        )
         XCTAssertEqual(cost, 5)
         XCTAssertEqual(try run(["admin", "content", "deactivate", "--app-id", app, "--content-id", "flags-africa"]).0, 0)
         let left = try await scalar("SELECT count(*)::int FROM subscription.content_rules WHERE app_id = '\(app)' AND active")

@@ -1,7 +1,8 @@
 import Foundation
-@testable import SubscriptionService
 import X509
 import XCTest
+
+@testable import SubscriptionService
 
 /// Apple's own vectors (Tests/Fixtures/apple-app-store, MIT): they pass and fail as described.
 final class AppStoreSignedDataTests: XCTestCase {
@@ -14,7 +15,10 @@ final class AppStoreSignedDataTests: XCTestCase {
 
     static func testRoot() throws -> [UInt8] { Array(try Data(contentsOf: vectors.appendingPathComponent("certs/testCA.der"))) }
 
-    struct Chains: Decodable { var effective_date_unix: Double; var certificates: [String: String] }
+    struct Chains: Decodable {
+        var effective_date_unix: Double
+        var certificates: [String: String]
+    }
     static func chains() throws -> Chains {
         try JSONDecoder().decode(Chains.self, from: Data(contentsOf: vectors.appendingPathComponent("chains.json")))
     }
@@ -23,16 +27,24 @@ final class AppStoreSignedDataTests: XCTestCase {
     }
 
     static func verifier(
-        roots: [[UInt8]]? = nil, bundle: String = "com.example", env: AppStoreEnvironment = .sandbox,
+        roots: [[UInt8]]? = nil,
+        bundle: String = "com.example",
+        env: AppStoreEnvironment = .sandbox,
         allowLocal: Bool = false
     ) throws -> AppStoreSignedDataVerifier {
         try AppStoreSignedDataVerifier(
-            rootCertificatesDER: roots ?? [try Self.testRoot()], bundleID: bundle, environment: env,
-            allowLocalEnvironments: allowLocal)
+            rootCertificatesDER: roots ?? [try Self.testRoot()],
+            bundleID: bundle,
+            environment: env,
+            allowLocalEnvironments: allowLocal
+        )
     }
 
     static func expect(_ kind: AppStoreVerificationError.Kind, _ body: () async throws -> Void) async {
-        do { try await body(); XCTFail("expected \(kind)") } catch let e as AppStoreVerificationError {
+        do {
+            try await body()
+            XCTFail("expected \(kind)")
+        } catch let e as AppStoreVerificationError {
             XCTAssertEqual(e.kind, kind, e.description)
         } catch { XCTFail("unexpected \(error)") }
     }
@@ -67,7 +79,8 @@ final class AppStoreSignedDataTests: XCTestCase {
         // A tampered payload: same header and signature, different claims.
         let parts = try Self.file("mock_signed_data/transactionInfo").split(separator: ".")
         let forged =
-            parts[0] + "." + Base64URLTest.encode(#"{"environment":"Sandbox","bundleId":"com.example","signedDate":1672956154000,"productId":"free.lifetime"}"#)
+            parts[0] + "."
+            + Base64URLTest.encode(#"{"environment":"Sandbox","bundleId":"com.example","signedDate":1672956154000,"productId":"free.lifetime"}"#)
             + "." + parts[2]
         await Self.expect(.invalidSignature) { _ = try await v.verify(String(forged), kind: .transaction) }
     }
@@ -77,7 +90,9 @@ final class AppStoreSignedDataTests: XCTestCase {
         let tx = try Self.file("xcode/xcode-signed-transaction")
         await Self.expect(.wrongEnvironment) { _ = try await Self.verifier(bundle: bundle).verify(tx, kind: .transaction) }
         // Never in production, whatever the flag says.
-        await Self.expect(.wrongEnvironment) { _ = try await Self.verifier(bundle: bundle, env: .production, allowLocal: true).verify(tx, kind: .transaction) }
+        await Self.expect(.wrongEnvironment) {
+            _ = try await Self.verifier(bundle: bundle, env: .production, allowLocal: true).verify(tx, kind: .transaction)
+        }
         let local = try Self.verifier(bundle: bundle, allowLocal: true)
         _ = try await local.verify(tx, kind: .transaction)
         _ = try await local.verify(try Self.file("xcode/xcode-signed-renewal-info"), kind: .renewalInfo)
@@ -90,34 +105,51 @@ final class AppStoreSignedDataTests: XCTestCase {
         let at = Date(timeIntervalSince1970: c.effective_date_unix)
         let testRoot = try Self.cert("root_ca", c)
         try await AppStoreSignedDataVerifier.verifyChain(
-            leaf: try Self.cert("leaf_cert", c), intermediate: try Self.cert("intermediate_ca", c),
-            roots: [testRoot], at: at)
+            leaf: try Self.cert("leaf_cert", c),
+            intermediate: try Self.cert("intermediate_ca", c),
+            roots: [testRoot],
+            at: at
+        )
         await Self.expect(.invalidChain) {
             try await AppStoreSignedDataVerifier.verifyChain(
                 leaf: try Self.cert("leaf_cert_invalid_oid", c),
-                intermediate: try Self.cert("intermediate_ca", c), roots: [testRoot], at: at)
+                intermediate: try Self.cert("intermediate_ca", c),
+                roots: [testRoot],
+                at: at
+            )
         }
         await Self.expect(.invalidChain) {
             try await AppStoreSignedDataVerifier.verifyChain(
                 leaf: try Self.cert("leaf_cert_for_intermediate_ca_invalid_oid", c),
-                intermediate: try Self.cert("intermediate_ca_invalid_oid", c), roots: [testRoot], at: at)
+                intermediate: try Self.cert("intermediate_ca_invalid_oid", c),
+                roots: [testRoot],
+                at: at
+            )
         }
         // The real Apple chain, valid at its effective date against the real root only.
         let appleRoot = try Self.cert("real_apple_root", c)
         try await AppStoreSignedDataVerifier.verifyChain(
             leaf: try Self.cert("real_apple_signing_certificate", c),
-            intermediate: try Self.cert("real_apple_intermediate", c), roots: [appleRoot], at: at)
+            intermediate: try Self.cert("real_apple_intermediate", c),
+            roots: [appleRoot],
+            at: at
+        )
         await Self.expect(.invalidChain) {
             try await AppStoreSignedDataVerifier.verifyChain(
                 leaf: try Self.cert("real_apple_signing_certificate", c),
-                intermediate: try Self.cert("real_apple_intermediate", c), roots: [testRoot], at: at)
+                intermediate: try Self.cert("real_apple_intermediate", c),
+                roots: [testRoot],
+                at: at
+            )
         }
         // Outside its validity period the same chain fails.
         await Self.expect(.invalidChain) {
             try await AppStoreSignedDataVerifier.verifyChain(
                 leaf: try Self.cert("real_apple_signing_certificate", c),
-                intermediate: try Self.cert("real_apple_intermediate", c), roots: [appleRoot],
-                at: Date(timeIntervalSince1970: 2_000_000_000))
+                intermediate: try Self.cert("real_apple_intermediate", c),
+                roots: [appleRoot],
+                at: Date(timeIntervalSince1970: 2_000_000_000)
+            )
         }
     }
 }

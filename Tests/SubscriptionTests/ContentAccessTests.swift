@@ -3,21 +3,33 @@ import Hummingbird
 import HummingbirdTesting
 import PostgresNIO
 import ServiceKit
-@testable import SubscriptionService
 import TestSupport
 import WireTypes
 import XCTest
+
+@testable import SubscriptionService
 
 /// UC-SUB-2.2 access levels, the unlock options shown on the paywall, access logs and the
 /// concurrent-device limit.
 final class ContentAccessTests: XCTestCase {
     struct D: Decodable {
         struct O: Decodable {
-            struct S: Decodable { var available: Bool; var plans: [Plan] }
-            struct C: Decodable { var cost: Int; var duration_hours: Int; var user_can_afford: Bool; var user_balance: Int }
-            var via_subscription: S?; var via_credits: C?
+            struct S: Decodable {
+                var available: Bool
+                var plans: [Plan]
+            }
+            struct C: Decodable {
+                var cost: Int
+                var duration_hours: Int
+                var user_can_afford: Bool
+                var user_balance: Int
+            }
+            var via_subscription: S?
+            var via_credits: C?
         }
-        var has_access: Bool; var via: String?; var unlock_options: O?
+        var has_access: Bool
+        var via: String?
+        var unlock_options: O?
     }
 
     static func rules(_ h: PurchaseTests.H, _ prefix: String) async throws {
@@ -26,7 +38,8 @@ final class ContentAccessTests: XCTestCase {
                 """
                 INSERT INTO subscription.content_rules (app_id, content_id, access_level) VALUES
                 (\(h.app), \(prefix + "free"), 'free'), (\(h.app), \(prefix + "premium"), 'premium'), (\(h.app), \(prefix + "freemium"), 'freemium')
-                """)
+                """
+            )
         }
     }
 
@@ -60,9 +73,12 @@ final class ContentAccessTests: XCTestCase {
 
             // Freemium: shows the credit price against the balance, then opens after an unlock.
             _ = try await h.client.execute(
-                uri: "/internal/credits/earn", method: .post,
+                uri: "/internal/credits/earn",
+                method: .post,
                 headers: [.authorization: "Bearer local-internal-ads", .xServiceName: "ads", .contentType: "application/json"],
-                body: ByteBuffer(string: #"{"user_id":"\#(user)","app_id":"\#(h.app)","amount":5,"source":"ad_reward","reference_id":"r-\#(UUID())"}"#)
+                body: ByteBuffer(
+                    string: #"{"user_id":"\#(user)","app_id":"\#(h.app)","amount":5,"source":"ad_reward","reference_id":"r-\#(UUID())"}"#
+                )
             ) { $0 }
             let freemium = try await Self.get(h, user, p + "freemium").json(D.self)
             XCTAssertFalse(freemium.has_access)
@@ -76,7 +92,7 @@ final class ContentAccessTests: XCTestCase {
             XCTAssertTrue(String(buffer: opened.body).contains(#""via":"credits""#))
 
             // A subscription opens premium content.
-            let original = "5\(Int.random(in: 1000000...9999999))"
+            let original = "5\(Int.random(in: 1_000_000...9_999_999))"
             let bought = try await h.post("subscriptions/purchase", user, jws: try h.store.transaction(id: original, original: original))
             XCTAssertEqual(bought.status, .created)
             let nowPremium = try await Self.check(h, user, p + "premium")
@@ -95,7 +111,8 @@ final class ContentAccessTests: XCTestCase {
                     (content_id = '\(p)freemium' AND access_granted AND via = 'credits' AND user_status = 'free')
                     OR (content_id = '\(p)premium' AND NOT access_granted AND via IS NULL AND user_status = 'free')
                     OR (content_id = '\(p)premium' AND access_granted AND via = 'subscription' AND user_status = 'premium'))
-                """)
+                """
+            )
             XCTAssertEqual(rows, 3)
             let unknown = try await Self.get(h, user, "nope")
             XCTAssertEqual(unknown.status, .notFound)

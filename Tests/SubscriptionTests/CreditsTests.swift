@@ -4,10 +4,11 @@ import Hummingbird
 import HummingbirdTesting
 import PostgresNIO
 import ServiceKit
-@testable import SubscriptionService
 import TestSupport
 import WireTypes
 import XCTest
+
+@testable import SubscriptionService
 
 /// UC-SUB-2.4: the append-only ledger, earning once per reference, unlocking freemium content
 /// without ever going below zero.
@@ -24,8 +25,17 @@ final class CreditsTests: XCTestCase {
             let now = Int(clock.now().timeIntervalSince1970)
             return try signer.sign(
                 AccessTokenClaims(
-                    userID: user, appID: app, email: nil, status: .free, isGuest: false, issuer: "auth",
-                    issuedAt: now, expiresAt: now + 3600, jti: UUID().uuidString))
+                    userID: user,
+                    appID: app,
+                    email: nil,
+                    status: .free,
+                    isGuest: false,
+                    issuer: "auth",
+                    issuedAt: now,
+                    expiresAt: now + 3600,
+                    jti: UUID().uuidString
+                )
+            )
         }
 
         func headers(_ user: UUID, idempotency: String? = nil) throws -> HTTPFields {
@@ -36,14 +46,21 @@ final class CreditsTests: XCTestCase {
 
         func earn(_ user: UUID, _ amount: Int, reference: String = UUID().uuidString, source: String = "ad_reward") async throws -> TestResponse {
             try await client.execute(
-                uri: "/internal/credits/earn", method: .post,
+                uri: "/internal/credits/earn",
+                method: .post,
                 headers: [.authorization: "Bearer local-internal-ads", .xServiceName: "ads", .contentType: "application/json"],
-                body: ByteBuffer(string: #"{"user_id":"\#(user)","app_id":"\#(app)","amount":\#(amount),"source":"\#(source)","reference_id":"\#(reference)"}"#)
+                body: ByteBuffer(
+                    string: #"{"user_id":"\#(user)","app_id":"\#(app)","amount":\#(amount),"source":"\#(source)","reference_id":"\#(reference)"}"#
+                )
             ) { $0 }
         }
 
         func unlock(_ user: UUID, _ content: String, idempotency: String? = nil) async throws -> TestResponse {
-            try await client.execute(uri: "/subscription/v1/content/\(content)/unlock", method: .post, headers: try headers(user, idempotency: idempotency)) {
+            try await client.execute(
+                uri: "/subscription/v1/content/\(content)/unlock",
+                method: .post,
+                headers: try headers(user, idempotency: idempotency)
+            ) {
                 $0
             }
         }
@@ -59,7 +76,8 @@ final class CreditsTests: XCTestCase {
                     """
                     INSERT INTO subscription.content_rules (app_id, content_id, access_level, credit_cost, unlock_hours)
                     SELECT \(app), \(prefix) || g, \(level), \(cost), 24 FROM generate_series(1, \(n)) g
-                    """)
+                    """
+                )
             }
         }
     }
@@ -70,8 +88,10 @@ final class CreditsTests: XCTestCase {
         let signer = AccessTokenSigner(privateKey: key)
         let runtime = TestEnvironment.runtime(.subscription, migrations: try SubscriptionService.migrations(), clock: clock)
         let app = try SubscriptionService.buildApplication(
-            runtime: runtime, appVerifier: AllowAll(),
-            tokenVerifier: AccessTokenVerifier(source: StaticJWKSSource(.init(keys: [signer.jwk])), clock: clock))
+            runtime: runtime,
+            appVerifier: AllowAll(),
+            tokenVerifier: AccessTokenVerifier(source: StaticJWKSSource(.init(keys: [signer.jwk])), clock: clock)
+        )
         try await app.test(.router) { client in
             await runtime.readiness.waitUntilMigrated()
             try await body(Harness(client: client, signer: signer, app: UUID(), clock: clock))
@@ -114,7 +134,9 @@ final class CreditsTests: XCTestCase {
             let balance = try await h.balance(user)
             XCTAssertEqual(balance, 1)
             // The ledger adds up to the balance.
-            let r = try await h.client.execute(uri: "/subscription/v1/credits/transactions?limit=100", method: .get, headers: try h.headers(user)) { $0 }
+            let r = try await h.client.execute(uri: "/subscription/v1/credits/transactions?limit=100", method: .get, headers: try h.headers(user)) {
+                $0
+            }
             struct Page: Decodable { var transactions: [CreditTransaction] }
             let rows = try r.json(Page.self).transactions
             XCTAssertEqual(rows.count, 4)
@@ -132,7 +154,11 @@ final class CreditsTests: XCTestCase {
             _ = try await h.earn(user, 8)
             let first = try await h.unlock(user, "\(prefix)1")
             XCTAssertEqual(first.status, .ok)
-            struct U: Decodable { var charged: Bool; var balance: Int; var unlock: ContentUnlock }
+            struct U: Decodable {
+                var charged: Bool
+                var balance: Int
+                var unlock: ContentUnlock
+            }
             let u = try first.json(U.self)
             XCTAssertTrue(u.charged)
             XCTAssertEqual(u.balance, 5)
@@ -151,7 +177,10 @@ final class CreditsTests: XCTestCase {
             let reused = try await h.unlock(user, "\(prefix)2", idempotency: "tap-1")
             XCTAssertEqual(reused.status, .unprocessableContent)
             XCTAssertEqual(try reused.envelope().error, "idempotency_key_reused")
-            do { let v = try await h.balance(user); XCTAssertEqual(v, 2, "nothing spent") }
+            do {
+                let v = try await h.balance(user)
+                XCTAssertEqual(v, 2, "nothing spent")
+            }
             let poor = try await h.unlock(user, "\(prefix)2")
             XCTAssertEqual(poor.status.code, 402)
             let e = try poor.envelope()
@@ -166,7 +195,8 @@ final class CreditsTests: XCTestCase {
             let unknown = try await h.unlock(user, "nope")
             XCTAssertEqual(unknown.status, .notFound)
             let anonymous = try await h.client.execute(
-                uri: "/subscription/v1/content/\(prefix)1/unlock", method: .post,
+                uri: "/subscription/v1/content/\(prefix)1/unlock",
+                method: .post,
                 headers: [.xAppID: h.app.uuidString, .xAPIKey: "k"]
             ) { $0 }
             XCTAssertEqual(anonymous.status, .unauthorized)
@@ -181,7 +211,8 @@ final class CreditsTests: XCTestCase {
                                                             store_transaction_id, store_original_transaction_id, environment)
                     VALUES (\(h.app), \(subscriber), 'monthly', 'active', now() - interval '1 day', \(h.clock.now().addingTimeInterval(86400)),
                             'apple', 'com.quiz.premium.monthly', \(prefix + "s1"), \(prefix + "s1"), 'Sandbox')
-                    """)
+                    """
+                )
             }
             let viaSubscription = try await h.unlock(subscriber, "\(prefix)2")
             XCTAssertEqual(viaSubscription.status, .ok)
@@ -189,7 +220,10 @@ final class CreditsTests: XCTestCase {
             XCTAssertEqual(body["charged"], .bool(false))
             XCTAssertEqual(body["via"], .string("subscription"))
             XCTAssertEqual(body["unlock"], .null)
-            do { let v = try await h.balance(subscriber); XCTAssertEqual(v, 5, "no credit spent") }
+            do {
+                let v = try await h.balance(subscriber)
+                XCTAssertEqual(v, 5, "no credit spent")
+            }
         }
     }
 
@@ -203,19 +237,23 @@ final class CreditsTests: XCTestCase {
             let noReference = try await h.earn(user, 5, reference: "")
             XCTAssertEqual(noReference.status, .unprocessableContent)
             let noCredential = try await h.client.execute(
-                uri: "/internal/credits/earn", method: .post, headers: [.contentType: "application/json"],
+                uri: "/internal/credits/earn",
+                method: .post,
+                headers: [.contentType: "application/json"],
                 body: ByteBuffer(string: "{}")
             ) { $0 }
             XCTAssertEqual(noCredential.status, .unauthorized)
             let wrongType = try await h.client.execute(
-                uri: "/internal/credits/earn", method: .post,
+                uri: "/internal/credits/earn",
+                method: .post,
                 headers: [.authorization: "Bearer local-internal-ads", .xServiceName: "ads", .contentType: "application/json"],
                 body: ByteBuffer(string: #"{"user_id":"\#(user)","app_id":"\#(h.app)","amount":"ten","source":"promo","reference_id":"x"}"#)
             ) { $0 }
             XCTAssertEqual(wrongType.status, .badRequest)
             let balance = try await h.balance(user)
             XCTAssertEqual(balance, 0)
-            let page = try await h.client.execute(uri: "/subscription/v1/credits/transactions?limit=500", method: .get, headers: try h.headers(user)) { $0 }
+            let page = try await h.client.execute(uri: "/subscription/v1/credits/transactions?limit=500", method: .get, headers: try h.headers(user))
+            { $0 }
             XCTAssertEqual(page.status, .badRequest)
         }
     }

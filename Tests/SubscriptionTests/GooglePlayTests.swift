@@ -1,14 +1,15 @@
-import _CryptoExtras
 import Crypto
 import Foundation
 import Hummingbird
 import HummingbirdTesting
 import ServiceKit
 import ServiceLifecycle
-@testable import SubscriptionService
 import Synchronization
 import TestSupport
 import XCTest
+import _CryptoExtras
+
+@testable import SubscriptionService
 
 /// A local Google: the OAuth token endpoint (checks the service account's RS256 JWT) and the
 /// Android Publisher API (subscriptionsv2.get, acknowledge).
@@ -16,10 +17,10 @@ final class FakeGooglePlay: Sendable {
     let port: Int
     let serviceKey: _RSA.Signing.PrivateKey
     final class State: Sendable {
-        let purchases = Mutex([String: String]()) // token -> JSON body
+        let purchases = Mutex([String: String]())  // token -> JSON body
         let acknowledged = Mutex([String]())
         let tokensIssued = Mutex(0)
-        let failAcknowledge = Mutex(1) // the first acknowledge fails, to prove the retry
+        let failAcknowledge = Mutex(1)  // the first acknowledge fails, to prove the retry
     }
     let state = State()
 
@@ -49,7 +50,9 @@ final class FakeGooglePlay: Sendable {
         else { return false }
         let ok = serviceKey.publicKey.isValidSignature(
             _RSA.Signing.RSASignature(rawRepresentation: sig),
-            for: SHA256.hash(data: Data((parts[0] + "." + parts[1]).utf8)), padding: .insecurePKCS1v1_5)
+            for: SHA256.hash(data: Data((parts[0] + "." + parts[1]).utf8)),
+            padding: .insecurePKCS1v1_5
+        )
         return ok && c["iss"] as? String == "play@quiz.iam.gserviceaccount.com"
             && c["scope"] as? String == "https://www.googleapis.com/auth/androidpublisher" && c["aud"] as? String == "\(base)/token"
     }
@@ -65,8 +68,10 @@ final class FakeGooglePlay: Sendable {
             }
             state.tokensIssued.withLock { $0 += 1 }
             return Response(
-                status: .ok, headers: [.contentType: "application/json"],
-                body: .init(byteBuffer: ByteBuffer(string: #"{"access_token":"ya29.test","expires_in":3599,"token_type":"Bearer"}"#)))
+                status: .ok,
+                headers: [.contentType: "application/json"],
+                body: .init(byteBuffer: ByteBuffer(string: #"{"access_token":"ya29.test","expires_in":3599,"token_type":"Bearer"}"#))
+            )
         }
         router.get("androidpublisher/v3/applications/:pkg/purchases/subscriptionsv2/tokens/:token") { request, context -> Response in
             guard request.headers[.authorization] == "Bearer ya29.test" else { return Response(status: .unauthorized) }
@@ -76,11 +81,13 @@ final class FakeGooglePlay: Sendable {
             return Response(status: .ok, headers: [.contentType: "application/json"], body: .init(byteBuffer: ByteBuffer(string: body)))
         }
         router.post("androidpublisher/v3/applications/:pkg/purchases/subscriptions/:product/tokens/:tokenAction") { request, context -> Response in
-            guard request.headers[.authorization] == "Bearer ya29.test", let t = context.parameters.get("tokenAction"), t.hasSuffix(":acknowledge") else {
+            guard request.headers[.authorization] == "Bearer ya29.test", let t = context.parameters.get("tokenAction"), t.hasSuffix(":acknowledge")
+            else {
                 return Response(status: .badRequest)
             }
             if state.failAcknowledge.withLock({ n in
-                defer { n -= 1 }; return n > 0
+                defer { n -= 1 }
+                return n > 0
             }) {
                 return Response(status: .serviceUnavailable)
             }
@@ -94,7 +101,9 @@ final class FakeGooglePlay: Sendable {
 final class GooglePlayTests: XCTestCase {
     static func post(_ h: PurchaseTests.H, _ user: UUID, token: String) async throws -> TestResponse {
         try await h.client.execute(
-            uri: "/subscription/v1/subscriptions/purchase", method: .post, headers: try h.headers(user),
+            uri: "/subscription/v1/subscriptions/purchase",
+            method: .post,
+            headers: try h.headers(user),
             body: ByteBuffer(string: #"{"store":"google","purchase_token":"\#(token)","product_id":"premium_monthly"}"#)
         ) { $0 }
     }
@@ -148,7 +157,8 @@ final class GooglePlayTests: XCTestCase {
                 XCTAssertEqual(jobs, 1)
                 let runtime = TestEnvironment.runtime(.subscription, migrations: try SubscriptionService.migrations(), clock: h.clock)
                 let configs = TenantSettings(
-                    topic: "store_settings", bootstrap: try GooglePlayConfig.parse(google.config(app: h.app)),
+                    topic: "store_settings",
+                    bootstrap: try GooglePlayConfig.parse(google.config(app: h.app)),
                     feed: runtime.changes
                 ) { [:] }
                 try await withPostgres(runtime.db) { db in
@@ -156,7 +166,8 @@ final class GooglePlayTests: XCTestCase {
                     let worker = JobWorker(
                         queue: JobQueue(client: db, queue: GoogleAcknowledgeJob.queue, logger: runtime.logger, clock: h.clock),
                         handlers: [GoogleAcknowledgeJob.kind: GoogleAcknowledgeJob.handler(client: client, configs: configs, clock: h.clock)],
-                        backoff: Backoff(base: .seconds(30), cap: .seconds(60)))
+                        backoff: Backoff(base: .seconds(30), cap: .seconds(60))
+                    )
                     for _ in 0..<3 { try await worker.runOnce() }
                     h.clock.advance(by: 120)
                     for _ in 0..<5 { try await worker.runOnce() }
@@ -170,13 +181,21 @@ final class GooglePlayTests: XCTestCase {
 
 /// Real-time developer notifications (Pub/Sub push): re-read from Google, once per message.
 final class GooglePubSubTests: XCTestCase {
-    static func push(_ h: PurchaseTests.H, messageID: String, token: String, type: Int, pushToken: String = "push-secret") async throws -> TestResponse {
+    static func push(
+        _ h: PurchaseTests.H,
+        messageID: String,
+        token: String,
+        type: Int,
+        pushToken: String = "push-secret"
+    ) async throws -> TestResponse {
         let data = Data(
             #"{"version":"1.0","packageName":"com.quiz.android","eventTimeMillis":"1","subscriptionNotification":{"version":"1.0","notificationType":\#(type),"purchaseToken":"\#(token)","subscriptionId":"premium_monthly"}}"#
                 .utf8
         ).base64EncodedString()
         return try await h.client.execute(
-            uri: "/subscription/v1/webhooks/google?token=\(pushToken)", method: .post, headers: [.contentType: "application/json"],
+            uri: "/subscription/v1/webhooks/google?token=\(pushToken)",
+            method: .post,
+            headers: [.contentType: "application/json"],
             body: ByteBuffer(string: #"{"message":{"data":"\#(data)","messageId":"\#(messageID)"},"subscription":"projects/p/subscriptions/s"}"#)
         ) { $0 }
     }
@@ -186,7 +205,9 @@ final class GooglePubSubTests: XCTestCase {
         try await withThrowingTaskGroup(of: Void.self) { group in
             let server = ServiceGroup(configuration: .init(services: [google.application()], logger: TestEnvironment.logger))
             group.addTask { try await server.run() }
-            let overrides = ["GOOGLE_PLAY_API_URL": google.base, "GOOGLE_OAUTH_TOKEN_URL": "\(google.base)/token", "GOOGLE_PUBSUB_TOKEN": "push-secret"]
+            let overrides = [
+                "GOOGLE_PLAY_API_URL": google.base, "GOOGLE_OAUTH_TOKEN_URL": "\(google.base)/token", "GOOGLE_PUBSUB_TOKEN": "push-secret",
+            ]
             try await PurchaseTests.run(overrides: overrides, perApp: { ["GOOGLE_PLAY_APPS": google.config(app: $0)] }) { h in
                 let user = UUID()
                 let token = "tok-\(UUID().uuidString.prefix(8))"
@@ -202,7 +223,8 @@ final class GooglePubSubTests: XCTestCase {
                     XCTAssertTrue(String(buffer: r.body).contains(i == 0 ? "applied" : "duplicate"))
                 }
                 let events = try await h.scalar(
-                    "SELECT count(*)::int FROM subscription.subscription_events WHERE user_id = '\(user)' AND event_type = 'google_notification'")
+                    "SELECT count(*)::int FROM subscription.subscription_events WHERE user_id = '\(user)' AND event_type = 'google_notification'"
+                )
                 XCTAssertEqual(events, 1, "ten deliveries, one change")
                 let me = try await h.client.execute(uri: "/subscription/v1/subscriptions/me", method: .get, headers: try h.headers(user)) { $0 }
                 XCTAssertTrue(String(buffer: me.body).contains(#""is_premium":false"#))
@@ -214,7 +236,8 @@ final class GooglePubSubTests: XCTestCase {
                 let forged = try await Self.push(h, messageID: "m-\(UUID())", token: token, type: 5, pushToken: "guess")
                 XCTAssertEqual(forged.status, .unauthorized)
                 let garbage = try await h.client.execute(
-                    uri: "/subscription/v1/webhooks/google?token=push-secret", method: .post,
+                    uri: "/subscription/v1/webhooks/google?token=push-secret",
+                    method: .post,
                     headers: [.contentType: "application/json"],
                     body: ByteBuffer(string: #"{"message":{"data":"bm90IGpzb24=","messageId":"x"}}"#)
                 ) { $0 }

@@ -3,10 +3,11 @@ import Hummingbird
 import HummingbirdTesting
 import ServiceKit
 import ServiceLifecycle
-@testable import SubscriptionService
 import Synchronization
 import TestSupport
 import XCTest
+
+@testable import SubscriptionService
 
 /// A local verifyReceipt that answers as Apple's does (production + sandbox endpoints).
 final class FakeVerifyReceipt: Sendable {
@@ -23,14 +24,24 @@ final class FakeVerifyReceipt: Sendable {
         for (path, env) in [("verifyReceipt", "Production"), ("sandbox/verifyReceipt", "Sandbox")] {
             router.post(RouterPath(path)) { request, _ -> Response in
                 struct B: Decodable {
-                    var receiptData: String; var password: String?
-                    enum CodingKeys: String, CodingKey { case receiptData = "receipt-data"; case password }
+                    var receiptData: String
+                    var password: String?
+                    enum CodingKeys: String, CodingKey {
+                        case receiptData = "receipt-data"
+                        case password
+                    }
                 }
                 let b = try JSONDecoder().decode(B.self, from: Data(try await request.body.collect(upTo: 1 << 20).readableBytesView))
                 let n = calls.log.withLock {
-                    $0.append("\(env):\(b.receiptData)"); return $0.filter { $0.hasSuffix(b.receiptData) }.count
+                    $0.append("\(env):\(b.receiptData)")
+                    return $0.filter { $0.hasSuffix(b.receiptData) }.count
                 }
-                func answer(_ status: Int, product: String = "com.quiz.premium.monthly", retryable: Bool? = nil, bundle: String = "com.quiz.app") -> Response {
+                func answer(
+                    _ status: Int,
+                    product: String = "com.quiz.premium.monthly",
+                    retryable: Bool? = nil,
+                    bundle: String = "com.quiz.app"
+                ) -> Response {
                     let ms = Int(Date().timeIntervalSince1970 * 1000)
                     let info =
                         status == 0
@@ -38,8 +49,10 @@ final class FakeVerifyReceipt: Sendable {
                         : ""
                     let r = retryable.map { #","is-retryable":\#($0)"# } ?? ""
                     return Response(
-                        status: .ok, headers: [.contentType: "application/json"],
-                        body: .init(byteBuffer: ByteBuffer(string: #"{"status":\#(status),"environment":"\#(env)"\#(info)\#(r)}"#)))
+                        status: .ok,
+                        headers: [.contentType: "application/json"],
+                        body: .init(byteBuffer: ByteBuffer(string: #"{"status":\#(status),"environment":"\#(env)"\#(info)\#(r)}"#))
+                    )
                 }
                 if b.password != "s3cret" { return answer(21004) }
                 switch b.receiptData {
@@ -61,7 +74,9 @@ final class FakeVerifyReceipt: Sendable {
 final class LegacyReceiptTests: XCTestCase {
     static func post(_ h: PurchaseTests.H, _ user: UUID, receipt: String) async throws -> TestResponse {
         try await h.client.execute(
-            uri: "/subscription/v1/subscriptions/purchase", method: .post, headers: try h.headers(user),
+            uri: "/subscription/v1/subscriptions/purchase",
+            method: .post,
+            headers: try h.headers(user),
             body: ByteBuffer(string: #"{"store":"apple","receipt_data":"\#(receipt)"}"#)
         ) { $0 }
     }
@@ -71,7 +86,8 @@ final class LegacyReceiptTests: XCTestCase {
         try await withThrowingTaskGroup(of: Void.self) { group in
             let server = ServiceGroup(configuration: .init(services: [apple.application()], logger: TestEnvironment.logger))
             group.addTask { try await server.run() }
-            try await PurchaseTests.run(overrides: ["APPLE_VERIFY_RECEIPT_URL": apple.production, "APPLE_VERIFY_RECEIPT_SANDBOX_URL": apple.sandbox]) { h in
+            try await PurchaseTests.run(overrides: ["APPLE_VERIFY_RECEIPT_URL": apple.production, "APPLE_VERIFY_RECEIPT_SANDBOX_URL": apple.sandbox])
+            { h in
                 let user = UUID()
                 let tag = UUID().uuidString.prefix(8)
                 // Production first, the sandbox on 21007.
@@ -79,7 +95,8 @@ final class LegacyReceiptTests: XCTestCase {
                 XCTAssertEqual(sandbox.status, .created, String(buffer: sandbox.body))
                 XCTAssertEqual(
                     apple.calls.log.withLock { $0.filter { $0.hasSuffix("sandbox-\(tag)") } },
-                    ["Production:sandbox-\(tag)", "Sandbox:sandbox-\(tag)"])
+                    ["Production:sandbox-\(tag)", "Sandbox:sandbox-\(tag)"]
+                )
                 // A temporary status is retried.
                 let flaky = try await Self.post(h, UUID(), receipt: "flaky-\(tag)")
                 XCTAssertEqual(flaky.status, .created)
@@ -106,12 +123,15 @@ final class LegacyReceiptTests: XCTestCase {
                 }
                 for prefix in ["otherapp", "down", "internal"] {
                     do {
-                        let v = try await h.scalar("SELECT count(*)::int FROM subscription.iap_receipts WHERE original_transaction_id = '\(prefix)-\(tag)'");
+                        let v = try await h.scalar(
+                            "SELECT count(*)::int FROM subscription.iap_receipts WHERE original_transaction_id = '\(prefix)-\(tag)'"
+                        )
                         XCTAssertEqual(v, 0, prefix)
                     }
                     do {
                         let v = try await h.scalar(
-                            "SELECT count(*)::int FROM subscription.subscriptions WHERE store_original_transaction_id = '\(prefix)-\(tag)'");
+                            "SELECT count(*)::int FROM subscription.subscriptions WHERE store_original_transaction_id = '\(prefix)-\(tag)'"
+                        )
                         XCTAssertEqual(v, 0, prefix)
                     }
                 }
@@ -119,7 +139,9 @@ final class LegacyReceiptTests: XCTestCase {
                 // The same receipt again: the existing subscription (seed 16a).
                 let again = try await Self.post(h, user, receipt: "sandbox-\(tag)")
                 XCTAssertEqual(again.status, .ok)
-                let receipts = try await h.scalar("SELECT count(*)::int FROM subscription.iap_receipts WHERE original_transaction_id = 'sandbox-\(tag)'")
+                let receipts = try await h.scalar(
+                    "SELECT count(*)::int FROM subscription.iap_receipts WHERE original_transaction_id = 'sandbox-\(tag)'"
+                )
                 XCTAssertEqual(receipts, 1)
             }
             try await stopLocalServer(server, in: &group)

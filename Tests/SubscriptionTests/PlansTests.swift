@@ -3,10 +3,11 @@ import Hummingbird
 import HummingbirdTesting
 import PostgresNIO
 import ServiceKit
-@testable import SubscriptionService
 import TestSupport
 import WireTypes
 import XCTest
+
+@testable import SubscriptionService
 
 final class PlansTests: XCTestCase {
     func testDiscountVsMonthly() {
@@ -36,8 +37,9 @@ final class PlansTests: XCTestCase {
                 plans[0].features,
                 .object([
                     "unlimited_content": true, "no_ads": true, "offline_unlimited": true,
-                    "premium_categories": .array(["all"])
-                ]))
+                    "premium_categories": .array(["all"]),
+                ])
+            )
             // Another tenant sees none of them.
             var other = try h.headers(UUID())
             other[.xAppID] = UUID().uuidString

@@ -4,12 +4,13 @@ import Hummingbird
 import HummingbirdTesting
 import PostgresNIO
 import ServiceKit
-@testable import SubscriptionService
 import SwiftASN1
 import TestSupport
 import WireTypes
 import X509
 import XCTest
+
+@testable import SubscriptionService
 
 /// A private Apple-like PKI: root, WWDR-like intermediate (OID 1.2.840.113635.100.6.2.1) and
 /// a signing leaf (OID 1.2.840.113635.100.6.11.1), signing StoreKit 2 transactions.
@@ -20,35 +21,60 @@ struct FakeAppStore: Sendable {
 
     init(leafOID: Bool = true) throws {
         let now = Date()
-        let rootKey = P256.Signing.PrivateKey(), interKey = P256.Signing.PrivateKey()
+        let rootKey = P256.Signing.PrivateKey()
+        let interKey = P256.Signing.PrivateKey()
         leafKey = P256.Signing.PrivateKey()
         let rootName = try DistinguishedName { CommonName("Test Apple Root CA - G3") }
         let interName = try DistinguishedName { CommonName("Test WWDR") }
         let root = try Certificate(
-            version: .v3, serialNumber: .init(), publicKey: .init(rootKey.publicKey), notValidBefore: now - 86400 * 30,
-            notValidAfter: now + 86400 * 3650, issuer: rootName, subject: rootName,
+            version: .v3,
+            serialNumber: .init(),
+            publicKey: .init(rootKey.publicKey),
+            notValidBefore: now - 86400 * 30,
+            notValidAfter: now + 86400 * 3650,
+            issuer: rootName,
+            subject: rootName,
             extensions: try Certificate.Extensions {
                 Critical(BasicConstraints.isCertificateAuthority(maxPathLength: nil))
                 Critical(KeyUsage(keyCertSign: true))
-            }, issuerPrivateKey: .init(rootKey))
+            },
+            issuerPrivateKey: .init(rootKey)
+        )
         let inter = try Certificate(
-            version: .v3, serialNumber: .init(), publicKey: .init(interKey.publicKey), notValidBefore: now - 86400 * 30,
-            notValidAfter: now + 86400 * 3650, issuer: rootName, subject: interName,
+            version: .v3,
+            serialNumber: .init(),
+            publicKey: .init(interKey.publicKey),
+            notValidBefore: now - 86400 * 30,
+            notValidAfter: now + 86400 * 3650,
+            issuer: rootName,
+            subject: interName,
             extensions: try Certificate.Extensions {
                 Critical(BasicConstraints.isCertificateAuthority(maxPathLength: 0))
                 Critical(KeyUsage(keyCertSign: true))
                 Certificate.Extension(oid: [1, 2, 840, 113635, 100, 6, 2, 1], critical: false, value: [0x05, 0x00])
-            }, issuerPrivateKey: .init(rootKey))
+            },
+            issuerPrivateKey: .init(rootKey)
+        )
         let leaf = try Certificate(
-            version: .v3, serialNumber: .init(), publicKey: .init(leafKey.publicKey), notValidBefore: now - 86400 * 30,
-            notValidAfter: now + 86400 * 3650, issuer: interName,
+            version: .v3,
+            serialNumber: .init(),
+            publicKey: .init(leafKey.publicKey),
+            notValidBefore: now - 86400 * 30,
+            notValidAfter: now + 86400 * 3650,
+            issuer: interName,
             subject: try DistinguishedName { CommonName("Test Prod ECC Mac App Store and iTunes Store Receipt Signing") },
             extensions: try Certificate.Extensions {
                 Critical(BasicConstraints.notCertificateAuthority)
                 Critical(KeyUsage(digitalSignature: true))
                 if leafOID { Certificate.Extension(oid: [1, 2, 840, 113635, 100, 6, 11, 1], critical: false, value: [0x05, 0x00]) }
-            }, issuerPrivateKey: .init(interKey))
-        func der(_ c: Certificate) throws -> [UInt8] { var s = DER.Serializer(); try s.serialize(c); return s.serializedBytes }
+            },
+            issuerPrivateKey: .init(interKey)
+        )
+        func der(_ c: Certificate) throws -> [UInt8] {
+            var s = DER.Serializer()
+            try s.serialize(c)
+            return s.serializedBytes
+        }
         rootDER = try der(root)
         chainB64 = [try der(leaf), try der(inter), rootDER].map { Data($0).base64EncodedString() }
     }
@@ -60,8 +86,15 @@ struct FakeAppStore: Sendable {
     }
 
     func transaction(
-        id: String, original: String, product: String = "com.quiz.premium.annual", trial: Bool = true,
-        expires: Date = Date() + 7 * 86400, bundle: String = "com.quiz.app", env: String = "Sandbox", revoked: Bool = false, accountToken: UUID? = nil
+        id: String,
+        original: String,
+        product: String = "com.quiz.premium.annual",
+        trial: Bool = true,
+        expires: Date = Date() + 7 * 86400,
+        bundle: String = "com.quiz.app",
+        env: String = "Sandbox",
+        revoked: Bool = false,
+        accountToken: UUID? = nil
     ) throws -> String {
         let ms = { (d: Date) in Int(d.timeIntervalSince1970 * 1000) }
         var payload =
@@ -93,14 +126,25 @@ final class PurchaseTests: XCTestCase {
             let now = Int(clock.now().timeIntervalSince1970)
             let token = try signer.sign(
                 AccessTokenClaims(
-                    userID: user, appID: app, email: nil, status: .free, isGuest: false, issuer: "auth",
-                    issuedAt: now, expiresAt: now + 3600, jti: UUID().uuidString))
+                    userID: user,
+                    appID: app,
+                    email: nil,
+                    status: .free,
+                    isGuest: false,
+                    issuer: "auth",
+                    issuedAt: now,
+                    expiresAt: now + 3600,
+                    jti: UUID().uuidString
+                )
+            )
             return [.xAppID: app.uuidString, .xAPIKey: "k", .authorization: "Bearer \(token)", .contentType: "application/json"]
         }
 
         func post(_ path: String, _ user: UUID, jws: String, store: String = "apple") async throws -> TestResponse {
             try await client.execute(
-                uri: "/subscription/v1/\(path)", method: .post, headers: try headers(user),
+                uri: "/subscription/v1/\(path)",
+                method: .post,
+                headers: try headers(user),
                 body: ByteBuffer(string: #"{"store":"\#(store)","signed_transaction":"\#(jws)"}"#)
             ) { $0 }
         }
@@ -114,7 +158,8 @@ final class PurchaseTests: XCTestCase {
     }
 
     static func run(
-        config: ((FakeAppStore, UUID) -> String)? = nil, overrides: [String: String] = [:],
+        config: ((FakeAppStore, UUID) -> String)? = nil,
+        overrides: [String: String] = [:],
         perApp: ((UUID) -> [String: String])? = nil,
         _ body: @Sendable (H) async throws -> Void
     ) async throws {
@@ -123,13 +168,17 @@ final class PurchaseTests: XCTestCase {
         let clock = MovableClock()
         let signer = AccessTokenSigner(privateKey: .init())
         let runtime = TestEnvironment.runtime(
-            .subscription, migrations: try SubscriptionService.migrations(),
+            .subscription,
+            migrations: try SubscriptionService.migrations(),
             overrides: ["APPLE_IAP_APPS": config?(store, app) ?? store.config(app: app)]
                 .merging(overrides) { $1 }.merging(perApp?(app) ?? [:]) { $1 },
-            clock: clock)
+            clock: clock
+        )
         let application = try SubscriptionService.buildApplication(
-            runtime: runtime, appVerifier: AllowAll(),
-            tokenVerifier: AccessTokenVerifier(source: StaticJWKSSource(.init(keys: [signer.jwk])), clock: clock))
+            runtime: runtime,
+            appVerifier: AllowAll(),
+            tokenVerifier: AccessTokenVerifier(source: StaticJWKSSource(.init(keys: [signer.jwk])), clock: clock)
+        )
         try await application.test(.router) { client in
             await runtime.readiness.waitUntilMigrated()
             _ = try await runtime.db.withConnection { try await PlanStore(logger: runtime.logger).seedDefaults(app: app, on: $0) }
@@ -144,7 +193,13 @@ final class PurchaseTests: XCTestCase {
             let r = try await h.post("subscriptions/purchase", user, jws: try h.store.transaction(id: original, original: original))
             XCTAssertEqual(r.status, .created, String(buffer: r.body))
             struct P: Decodable {
-                struct S: Decodable { var status: String; var plan_type: String; var trial_end_date: Date? }; var subscription: S; var activated: Bool
+                struct S: Decodable {
+                    var status: String
+                    var plan_type: String
+                    var trial_end_date: Date?
+                }
+                var subscription: S
+                var activated: Bool
             }
             let p = try r.json(P.self)
             XCTAssertEqual(p.subscription.status, "trial")
@@ -166,7 +221,8 @@ final class PurchaseTests: XCTestCase {
             func entitlementTold(premium: Bool) async throws -> Int {
                 try await h.scalar(
                     entitlementFacts.replacingOccurrences(of: "$1", with: "ARRAY['ads', 'offline']")
-                        .replacingOccurrences(of: "$2", with: "\(premium)").replacingOccurrences(of: "$3", with: premium ? "'premium'" : "'free'"))
+                        .replacingOccurrences(of: "$2", with: "\(premium)").replacingOccurrences(of: "$3", with: premium ? "'premium'" : "'free'")
+                )
             }
             let toldPremium = try await entitlementTold(premium: true)
             XCTAssertEqual(toldPremium, 2)
@@ -175,15 +231,21 @@ final class PurchaseTests: XCTestCase {
                 SELECT count(*)::int FROM subscription.outbox o JOIN subscription.subscriptions s ON s.user_id = '\(user.lowercasedString)'
                 WHERE o.target_service = 'ads' AND o.path LIKE '/internal/users/\(user.lowercasedString)/entitlement%'
                   AND (o.body->>'valid_until')::timestamptz = date_trunc('second', s.end_date)
-                """)
+                """
+            )
             XCTAssertEqual(until, 1, "premium until the period's end")
             let me = try await h.client.execute(uri: "/subscription/v1/subscriptions/me", method: .get, headers: try h.headers(user)) { $0 }
-            struct Me: Decodable { var is_premium: Bool; var features: [String: JSONValue]; var warning: String? }
+            struct Me: Decodable {
+                var is_premium: Bool
+                var features: [String: JSONValue]
+                var warning: String?
+            }
             let m = try me.json(Me.self)
             XCTAssertTrue(m.is_premium)
             XCTAssertEqual(m.features["no_ads"], true)
             let ent = try await h.client.execute(
-                uri: "/internal/users/\(user)/entitlement?app_id=\(h.app)", method: .get,
+                uri: "/internal/users/\(user)/entitlement?app_id=\(h.app)",
+                method: .get,
                 headers: [.authorization: "Bearer local-internal-ads", .xServiceName: "ads"]
             ) { $0 }
             XCTAssertTrue(String(buffer: ent.body).contains(#""is_premium":true"#))
@@ -194,7 +256,8 @@ final class PurchaseTests: XCTestCase {
             XCTAssertFalse(l.is_premium)
             XCTAssertEqual(l.warning, "subscription_expired")
             let events = try await h.scalar(
-                "SELECT count(*)::int FROM subscription.subscription_events WHERE user_id = '\(user)' AND event_type IN ('trial_started', 'expired')")
+                "SELECT count(*)::int FROM subscription.subscription_events WHERE user_id = '\(user)' AND event_type IN ('trial_started', 'expired')"
+            )
             XCTAssertEqual(events, 2)
             let free = try await h.scalar(
                 "SELECT count(*)::int FROM subscription.outbox WHERE path LIKE '/internal/users/\(user.uuidString.lowercased())/status%' AND body->>'status' = 'free'"
@@ -204,7 +267,10 @@ final class PurchaseTests: XCTestCase {
             XCTAssertEqual(toldFree, 2, "the expiry reaches ads and offline too")
             let nobody = try await h.client.execute(uri: "/subscription/v1/subscriptions/me", method: .get, headers: try h.headers(UUID())) { $0 }
             XCTAssertEqual(try nobody.json(Me.self).is_premium, false)
-            XCTAssertTrue(String(buffer: nobody.body).contains(#""subscription":null"#), "a free user's answer says null: \(String(buffer: nobody.body))")
+            XCTAssertTrue(
+                String(buffer: nobody.body).contains(#""subscription":null"#),
+                "a free user's answer says null: \(String(buffer: nobody.body))"
+            )
         }
     }
 
@@ -230,14 +296,16 @@ final class PurchaseTests: XCTestCase {
                 AND path = '/internal/users/\(user.uuidString.lowercased())/emails/purchase-confirmation?app_id=\(h.app.uuidString.lowercased())'
                 AND lower(body->>'subscription_id') = (SELECT id::text FROM subscription.subscriptions WHERE store_original_transaction_id = '\(original)')
                 AND body->>'plan_type' = 'annual' AND body->>'store' = 'apple'
-                """)
+                """
+            )
             XCTAssertEqual(emails, 1)
         }
     }
 
     func testAnotherUsersPurchaseIsNotMovedSilently() async throws {
         try await Self.run { h in
-            let owner = UUID(), other = UUID()
+            let owner = UUID()
+            let other = UUID()
             let original = "3000000\(Int.random(in: 100000...999999))"
             let jws = try h.store.transaction(id: original, original: original, trial: false)
             let first = try await h.post("subscriptions/purchase", owner, jws: jws)
@@ -248,7 +316,8 @@ final class PurchaseTests: XCTestCase {
             let restored = try await h.post("subscriptions/restore", other, jws: jws)
             XCTAssertEqual(restored.status, .ok)
             let transferred = try await h.scalar(
-                "SELECT count(*)::int FROM subscription.subscription_events WHERE event_type = 'transferred' AND user_id = '\(other)'")
+                "SELECT count(*)::int FROM subscription.subscription_events WHERE event_type = 'transferred' AND user_id = '\(other)'"
+            )
             XCTAssertEqual(transferred, 1)
             let ownerFree = try await h.scalar(
                 "SELECT count(*)::int FROM subscription.outbox WHERE path LIKE '/internal/users/\(owner.uuidString.lowercased())/status%' AND body->>'status' = 'free'"
@@ -262,9 +331,12 @@ final class PurchaseTests: XCTestCase {
         let noOID = try FakeAppStore(leafOID: false)
         try await Self.run { h in
             let user = UUID()
-            let n = { "9\(Int.random(in: 1000000...9999999))" }
-            let xcode = try String(contentsOf: AppStoreSignedDataTests.vectors.appendingPathComponent("xcode/xcode-signed-transaction"), encoding: .utf8)
-                .trimmingCharacters(in: .whitespacesAndNewlines)
+            let n = { "9\(Int.random(in: 1_000_000...9_999_999))" }
+            let xcode = try String(
+                contentsOf: AppStoreSignedDataTests.vectors.appendingPathComponent("xcode/xcode-signed-transaction"),
+                encoding: .utf8
+            )
+            .trimmingCharacters(in: .whitespacesAndNewlines)
             let valid = try h.store.transaction(id: "t", original: "o")
             let parts = valid.split(separator: ".")
             let tampered =
@@ -281,7 +353,7 @@ final class PurchaseTests: XCTestCase {
                 ("tampered payload", String(tampered), "invalid_receipt"),
                 ("unknown product", try h.store.transaction(id: n(), original: n(), product: "com.quiz.gold"), "unknown_product"),
                 ("expired", try h.store.transaction(id: n(), original: n(), expires: Date() - 60), "subscription_expired"),
-                ("revoked", try h.store.transaction(id: n(), original: n(), revoked: true), "transaction_revoked")
+                ("revoked", try h.store.transaction(id: n(), original: n(), revoked: true), "transaction_revoked"),
             ]
             for (name, jws, code) in cases {
                 let r = try await h.post("subscriptions/purchase", user, jws: jws)
@@ -291,14 +363,17 @@ final class PurchaseTests: XCTestCase {
             let google = try await h.post("subscriptions/purchase", user, jws: valid, store: "google")
             XCTAssertEqual(google.status, .unprocessableContent, "Google Play is not configured for this app")
             let missing = try await h.client.execute(
-                uri: "/subscription/v1/subscriptions/purchase", method: .post, headers: try h.headers(user),
+                uri: "/subscription/v1/subscriptions/purchase",
+                method: .post,
+                headers: try h.headers(user),
                 body: ByteBuffer(string: #"{"store":"apple"}"#)
             ) { $0 }
             XCTAssertEqual(missing.status, .badRequest)
             let subs = try await h.scalar("SELECT count(*)::int FROM subscription.subscriptions WHERE user_id = '\(user)'")
             XCTAssertEqual(subs, 0, "nothing was granted")
             let mails = try await h.scalar(
-                "SELECT count(*)::int FROM subscription.outbox WHERE path LIKE '/internal/users/\(user.uuidString.lowercased())/emails/%'")
+                "SELECT count(*)::int FROM subscription.outbox WHERE path LIKE '/internal/users/\(user.uuidString.lowercased())/emails/%'"
+            )
             XCTAssertEqual(mails, 0, "no purchase, no confirmation")
         }
     }
@@ -316,19 +391,28 @@ final class PurchaseTests: XCTestCase {
             for k in 0..<12 {
                 jwsByOffset.append(
                     try h.store.transaction(
-                        id: original, original: original, trial: false,
-                        expires: Date(timeIntervalSince1970: base + Double(k * 83 + 1) / 1000)))
+                        id: original,
+                        original: original,
+                        trial: false,
+                        expires: Date(timeIntervalSince1970: base + Double(k * 83 + 1) / 1000)
+                    )
+                )
             }
             let bought = try await h.post("subscriptions/purchase", user, jws: jwsByOffset[11])
             XCTAssertEqual(bought.status, .created, String(buffer: bought.body))
             // Apple refunds the transaction.
             let refunded = try h.store.transaction(
-                id: original, original: original, trial: false,
-                expires: Date(timeIntervalSince1970: base + Double(11 * 83 + 1) / 1000), revoked: true)
+                id: original,
+                original: original,
+                trial: false,
+                expires: Date(timeIntervalSince1970: base + Double(11 * 83 + 1) / 1000),
+                revoked: true
+            )
             let n = try await StoreNotificationTests.post(h, try h.store.notification("REFUND", transaction: refunded))
             XCTAssertEqual(n.status, .ok)
             let before = try await h.scalar(
-                "SELECT count(*)::int FROM subscription.outbox WHERE path LIKE '/internal/users/\(user.uuidString.lowercased())/status%'")
+                "SELECT count(*)::int FROM subscription.outbox WHERE path LIKE '/internal/users/\(user.uuidString.lowercased())/status%'"
+            )
             for jws in jwsByOffset + jwsByOffset {
                 for path in ["subscriptions/restore", "subscriptions/purchase"] {
                     let r = try await h.post(path, user, jws: jws)
@@ -340,7 +424,8 @@ final class PurchaseTests: XCTestCase {
             XCTAssertFalse(me.is_premium)
             XCTAssertEqual(me.subscription?.status, "revoked")
             let after = try await h.scalar(
-                "SELECT count(*)::int FROM subscription.outbox WHERE path LIKE '/internal/users/\(user.uuidString.lowercased())/status%'")
+                "SELECT count(*)::int FROM subscription.outbox WHERE path LIKE '/internal/users/\(user.uuidString.lowercased())/status%'"
+            )
             XCTAssertEqual(after, before, "nothing told to auth: nothing changed")
             // A transaction the store issued afterwards (a new id, a later period) is a new purchase.
             let renewed = try h.store.transaction(id: original + "-2", original: original, trial: false, expires: Date() + 40 * 86400)
@@ -378,7 +463,8 @@ final class PurchaseTests: XCTestCase {
     /// to another (purchase and restore alike), and nothing is written.
     func testAppAccountTokenBindsATransactionToItsBuyer() async throws {
         try await Self.run { h in
-            let buyer = UUID(), thief = UUID()
+            let buyer = UUID()
+            let thief = UUID()
             let original = "4300000\(Int.random(in: 100000...999999))"
             let tx = try h.store.transaction(id: original, original: original, trial: false, accountToken: buyer)
             for path in ["subscriptions/purchase", "subscriptions/restore"] {
@@ -393,23 +479,39 @@ final class PurchaseTests: XCTestCase {
             let moved = try await h.post("subscriptions/restore", thief, jws: tx)
             XCTAssertEqual(moved.status, .conflict, "restore cannot move it either")
             let owner = try await h.scalar(
-                "SELECT count(*)::int FROM subscription.subscriptions WHERE store_original_transaction_id = '\(original)' AND user_id = '\(buyer)'")
+                "SELECT count(*)::int FROM subscription.subscriptions WHERE store_original_transaction_id = '\(original)' AND user_id = '\(buyer)'"
+            )
             XCTAssertEqual(owner, 1)
             let token = try await h.scalar(
-                "SELECT count(*)::int FROM subscription.iap_receipts WHERE transaction_id = '\(original)' AND app_account_token = '\(buyer)'")
+                "SELECT count(*)::int FROM subscription.iap_receipts WHERE transaction_id = '\(original)' AND app_account_token = '\(buyer)'"
+            )
             XCTAssertEqual(token, 1)
         }
     }
 
     func testPurchaseRules() {
-        XCTAssertEqual(PurchaseRules.effect(transaction: .revoked, incomingExpiresMS: 9, subscriptionStatus: .active, storedExpiresMS: 1), .refuseRevoked)
-        XCTAssertEqual(PurchaseRules.effect(transaction: .active, incomingExpiresMS: 9, subscriptionStatus: .revoked, storedExpiresMS: 1), .refuseRevoked)
-        XCTAssertEqual(PurchaseRules.effect(transaction: .unknown, incomingExpiresMS: 1, subscriptionStatus: .revoked, storedExpiresMS: 1), .refuseRevoked)
+        XCTAssertEqual(
+            PurchaseRules.effect(transaction: .revoked, incomingExpiresMS: 9, subscriptionStatus: .active, storedExpiresMS: 1),
+            .refuseRevoked
+        )
+        XCTAssertEqual(
+            PurchaseRules.effect(transaction: .active, incomingExpiresMS: 9, subscriptionStatus: .revoked, storedExpiresMS: 1),
+            .refuseRevoked
+        )
+        XCTAssertEqual(
+            PurchaseRules.effect(transaction: .unknown, incomingExpiresMS: 1, subscriptionStatus: .revoked, storedExpiresMS: 1),
+            .refuseRevoked
+        )
         XCTAssertEqual(PurchaseRules.effect(transaction: .unknown, incomingExpiresMS: 2, subscriptionStatus: .revoked, storedExpiresMS: 1), .extend)
         XCTAssertEqual(
             PurchaseRules.effect(
-                transaction: .active, incomingExpiresMS: 1_700_000_000_001, subscriptionStatus: .active,
-                storedExpiresMS: 1_700_000_000_001), .keep)
+                transaction: .active,
+                incomingExpiresMS: 1_700_000_000_001,
+                subscriptionStatus: .active,
+                storedExpiresMS: 1_700_000_000_001
+            ),
+            .keep
+        )
         XCTAssertEqual(PurchaseRules.effect(transaction: .active, incomingExpiresMS: 5, subscriptionStatus: .expired, storedExpiresMS: 1), .extend)
         let u = UUID()
         XCTAssertTrue(PurchaseRules.accountTokenAllows(nil, user: u))

@@ -2,10 +2,11 @@ import Foundation
 import Hummingbird
 import HummingbirdTesting
 import ServiceKit
-@testable import SubscriptionService
 import TestSupport
 import WireTypes
 import XCTest
+
+@testable import SubscriptionService
 
 /// `GET /subscriptions/me` is answered from each replica's memory (#17) and never outlives a
 /// change: a purchase or a refund made through one replica is in the next answer of the other
@@ -13,20 +14,26 @@ import XCTest
 final class StatusCacheTests: XCTestCase {
     /// Two replicas (own runtime, pool, change feed, caches) on one database.
     /// Without `bootstrap`, the app's store settings are not in the environment (set at run time).
-    static func runTwo(bootstrap: Bool = true, _ body: @Sendable (PurchaseTests.H, PurchaseTests.H, ServiceRuntime) async throws -> Void) async throws {
+    static func runTwo(bootstrap: Bool = true, _ body: @Sendable (PurchaseTests.H, PurchaseTests.H, ServiceRuntime) async throws -> Void) async throws
+    {
         let store = try FakeAppStore()
         let app = UUID()
         let clock = MovableClock()
         let signer = AccessTokenSigner(privateKey: .init())
         func replica() throws -> (ServiceRuntime, some ApplicationProtocol) {
             let runtime = TestEnvironment.runtime(
-                .subscription, migrations: try SubscriptionService.migrations(),
-                overrides: ["APPLE_IAP_APPS": bootstrap ? store.config(app: app) : "", "RUN_WORKERS": "false"], clock: clock)
+                .subscription,
+                migrations: try SubscriptionService.migrations(),
+                overrides: ["APPLE_IAP_APPS": bootstrap ? store.config(app: app) : "", "RUN_WORKERS": "false"],
+                clock: clock
+            )
             return (
                 runtime,
                 try SubscriptionService.buildApplication(
-                    runtime: runtime, appVerifier: PurchaseTests.AllowAll(),
-                    tokenVerifier: AccessTokenVerifier(source: StaticJWKSSource(.init(keys: [signer.jwk])), clock: clock))
+                    runtime: runtime,
+                    appVerifier: PurchaseTests.AllowAll(),
+                    tokenVerifier: AccessTokenVerifier(source: StaticJWKSSource(.init(keys: [signer.jwk])), clock: clock)
+                )
             )
         }
         let (r1, a1) = try replica()
@@ -39,7 +46,9 @@ final class StatusCacheTests: XCTestCase {
                 while r1.changes.livePeriod == nil || r2.changes.livePeriod == nil { try await Task.sleep(for: .milliseconds(10)) }
                 try await body(
                     PurchaseTests.H(client: c1, signer: signer, app: app, clock: clock, store: store),
-                    PurchaseTests.H(client: c2, signer: signer, app: app, clock: clock, store: store), r2)
+                    PurchaseTests.H(client: c2, signer: signer, app: app, clock: clock, store: store),
+                    r2
+                )
             }
         }
     }
@@ -85,10 +94,15 @@ final class StatusCacheTests: XCTestCase {
             let original = "9200000\(Int.random(in: 100000...999999))"
             // Ends within the cache's 5 minutes, so only the period's end can end the held answer.
             _ = try await a.post(
-                "subscriptions/purchase", user,
+                "subscriptions/purchase",
+                user,
                 jws: try a.store.transaction(
-                    id: original, original: original, trial: false,
-                    expires: a.clock.now() + 120))
+                    id: original,
+                    original: original,
+                    trial: false,
+                    expires: a.clock.now() + 120
+                )
+            )
             let first = try await StoreNotificationTests.me(a, user)
             let again = try await StoreNotificationTests.me(a, user)
             XCTAssertTrue(first.is_premium && again.is_premium)

@@ -3,10 +3,11 @@ import Hummingbird
 import HummingbirdTesting
 import PostgresNIO
 import ServiceKit
-@testable import SubscriptionService
 import TestSupport
 import WireTypes
 import XCTest
+
+@testable import SubscriptionService
 
 extension FakeAppStore {
     func sign(_ payload: String) throws -> String {
@@ -19,8 +20,12 @@ extension FakeAppStore {
     }
 
     func notification(
-        _ type: String, subtype: String? = nil, uuid: String = UUID().uuidString, transaction: String?,
-        renewal: String? = nil, bundle: String = "com.quiz.app"
+        _ type: String,
+        subtype: String? = nil,
+        uuid: String = UUID().uuidString,
+        transaction: String?,
+        renewal: String? = nil,
+        bundle: String = "com.quiz.app"
     ) throws -> String {
         var data = #""bundleId":"\#(bundle)","environment":"Sandbox""#
         if let transaction { data += #","signedTransactionInfo":"\#(transaction)""# }
@@ -42,15 +47,26 @@ extension FakeAppStore {
 final class StoreNotificationTests: XCTestCase {
     static func post(_ h: PurchaseTests.H, _ signed: String) async throws -> TestResponse {
         try await h.client.execute(
-            uri: "/subscription/v1/webhooks/apple", method: .post, headers: [.contentType: "application/json"],
+            uri: "/subscription/v1/webhooks/apple",
+            method: .post,
+            headers: [.contentType: "application/json"],
             body: ByteBuffer(string: #"{"signedPayload":"\#(signed)"}"#)
         ) { $0 }
     }
 
     struct Me: Decodable {
         struct S: Decodable {
-            var status: String; var auto_renew: Bool; var end_date: Date; var grace_period_end: Date?; var days_remaining: Int?; var billing_issue: Bool?
-        }; var subscription: S?; var is_premium: Bool; var warning: String?; var days_remaining: Int?
+            var status: String
+            var auto_renew: Bool
+            var end_date: Date
+            var grace_period_end: Date?
+            var days_remaining: Int?
+            var billing_issue: Bool?
+        }
+        var subscription: S?
+        var is_premium: Bool
+        var warning: String?
+        var days_remaining: Int?
     }
     static func me(_ h: PurchaseTests.H, _ user: UUID) async throws -> Me {
         try await h.client.execute(uri: "/subscription/v1/subscriptions/me", method: .get, headers: try h.headers(user)) { $0 }.json(Me.self)
@@ -59,7 +75,7 @@ final class StoreNotificationTests: XCTestCase {
     func testRenewGraceAutoRenewRefundAndReplays() async throws {
         try await PurchaseTests.run { h in
             let user = UUID()
-            let original = "7\(Int.random(in: 1000000...9999999))"
+            let original = "7\(Int.random(in: 1_000_000...9_999_999))"
             _ = try await h.post("subscriptions/purchase", user, jws: try h.store.transaction(id: original, original: original, trial: false))
             // DID_RENEW, delivered ten times: one change.
             let renewedTx = try h.store.transaction(id: original + "-2", original: original, trial: false, expires: Date() + 37 * 86400)
@@ -69,15 +85,20 @@ final class StoreNotificationTests: XCTestCase {
                 XCTAssertEqual(r.status, .ok)
                 XCTAssertTrue(String(buffer: r.body).contains(i == 0 ? "applied" : "duplicate"))
             }
-            let renewals = try await h.scalar("SELECT count(*)::int FROM subscription.subscription_events WHERE user_id = '\(user)' AND event_type = 'renewed'")
+            let renewals = try await h.scalar(
+                "SELECT count(*)::int FROM subscription.subscription_events WHERE user_id = '\(user)' AND event_type = 'renewed'"
+            )
             XCTAssertEqual(renewals, 1)
             var m = try await Self.me(h, user)
             XCTAssertGreaterThan(m.subscription!.end_date, Date() + 30 * 86400)
 
             // Billing fails with a grace period: still premium, with a warning.
             let grace = try h.store.notification(
-                "DID_FAIL_TO_RENEW", subtype: "GRACE_PERIOD", transaction: renewedTx,
-                renewal: try h.store.renewal(graceEnd: Date() + 40 * 86400))
+                "DID_FAIL_TO_RENEW",
+                subtype: "GRACE_PERIOD",
+                transaction: renewedTx,
+                renewal: try h.store.renewal(graceEnd: Date() + 40 * 86400)
+            )
             _ = try await Self.post(h, grace)
             m = try await Self.me(h, user)
             XCTAssertEqual(m.subscription?.status, "grace_period")
@@ -102,7 +123,9 @@ final class StoreNotificationTests: XCTestCase {
                 "SELECT count(*)::int FROM subscription.outbox WHERE path LIKE '/internal/users/\(user.uuidString.lowercased())/status%' AND body->>'status' = 'free'"
             )
             XCTAssertEqual(free, 1)
-            let stored = try await h.scalar("SELECT count(*)::int FROM subscription.store_notifications WHERE original_transaction_id = '\(original)'")
+            let stored = try await h.scalar(
+                "SELECT count(*)::int FROM subscription.store_notifications WHERE original_transaction_id = '\(original)'"
+            )
             XCTAssertEqual(stored, 4, "every notification is stored")
         }
     }
@@ -113,7 +136,7 @@ final class StoreNotificationTests: XCTestCase {
             let tx = try h.store.transaction(id: "x", original: "x")
             let cases = [
                 ("another root", try foreign.notification("REFUND", transaction: tx)),
-                ("unknown bundle", try h.store.notification("REFUND", transaction: tx, bundle: "com.unknown"))
+                ("unknown bundle", try h.store.notification("REFUND", transaction: tx, bundle: "com.unknown")),
             ]
             for (name, signed) in cases {
                 let r = try await Self.post(h, signed)
@@ -124,7 +147,9 @@ final class StoreNotificationTests: XCTestCase {
             let parts = valid.split(separator: ".")
             let tampered =
                 parts[0] + "."
-                + Base64URLTest.encode(#"{"notificationType":"REFUND","notificationUUID":"u","data":{"bundleId":"com.quiz.app","environment":"Sandbox"}}"#)
+                + Base64URLTest.encode(
+                    #"{"notificationType":"REFUND","notificationUUID":"u","data":{"bundleId":"com.quiz.app","environment":"Sandbox"}}"#
+                )
                 + "." + parts[2]
             let forged = try await Self.post(h, String(tampered))
             XCTAssertEqual(forged.status, .badRequest)
@@ -132,7 +157,9 @@ final class StoreNotificationTests: XCTestCase {
             XCTAssertEqual(test.status, .ok)
             XCTAssertTrue(String(buffer: test.body).contains("ignored"))
             let malformed = try await h.client.execute(
-                uri: "/subscription/v1/webhooks/apple", method: .post, headers: [.contentType: "application/json"],
+                uri: "/subscription/v1/webhooks/apple",
+                method: .post,
+                headers: [.contentType: "application/json"],
                 body: ByteBuffer(string: #"{"payload":1}"#)
             ) { $0 }
             XCTAssertEqual(malformed.status, .badRequest)
@@ -146,7 +173,7 @@ final class StoreNotificationTests: XCTestCase {
             ("DID_RECOVER", nil, .renewed), ("INTERACTIVE_RENEWAL", nil, .renewed), ("RENEWAL", nil, .renewed),
             ("DID_RENEW", nil, .renewed), ("INITIAL_BUY", nil, .renewed), ("DID_FAIL_TO_RENEW", nil, .billingRetry),
             ("DID_CHANGE_RENEWAL_STATUS", "false", .autoRenew(false)), ("DID_CHANGE_RENEWAL_STATUS", "true", .autoRenew(true)),
-            ("PRICE_INCREASE_CONSENT", nil, .none), ("CONSUMPTION_REQUEST", nil, .none)
+            ("PRICE_INCREASE_CONSENT", nil, .none), ("CONSUMPTION_REQUEST", nil, .none),
         ]
         for (v1, autoRenew, effect) in cases {
             let (type, subtype) = AppleNotificationEffect.v2Type(ofV1: v1, autoRenewStatus: autoRenew)
@@ -157,7 +184,7 @@ final class StoreNotificationTests: XCTestCase {
     func testVersionOneNotificationsWithTheSharedSecret() async throws {
         try await PurchaseTests.run { h in
             let user = UUID()
-            let original = "4\(Int.random(in: 1000000...9999999))"
+            let original = "4\(Int.random(in: 1_000_000...9_999_999))"
             _ = try await h.post("subscriptions/purchase", user, jws: try h.store.transaction(id: original, original: original, trial: false))
             let ms = Int(Date().timeIntervalSince1970 * 1000)
             func v1(_ type: String, password: String = "s3cret", autoRenew: String = "true", tx: String? = nil, days: Int = 7) -> String {
@@ -165,7 +192,9 @@ final class StoreNotificationTests: XCTestCase {
             }
             func post(_ body: String) async throws -> TestResponse {
                 try await h.client.execute(
-                    uri: "/subscription/v1/webhooks/apple", method: .post, headers: [.contentType: "application/json"],
+                    uri: "/subscription/v1/webhooks/apple",
+                    method: .post,
+                    headers: [.contentType: "application/json"],
                     body: ByteBuffer(string: body)
                 ) { $0 }
             }
@@ -179,7 +208,8 @@ final class StoreNotificationTests: XCTestCase {
             let recovered = try await post(v1("DID_RECOVER", tx: original + "9", days: 37))
             XCTAssertTrue(String(buffer: recovered.body).contains("applied"), String(buffer: recovered.body))
             let end = try await h.scalar(
-                "SELECT extract(epoch FROM end_date)::int FROM subscription.subscriptions WHERE store_original_transaction_id = '\(original)'")
+                "SELECT extract(epoch FROM end_date)::int FROM subscription.subscriptions WHERE store_original_transaction_id = '\(original)'"
+            )
             XCTAssertEqual(Double(end), Double(ms / 1000 + 37 * 86400), accuracy: 2, "the new period's end")
             // Apple's v1 refund is CANCEL: access ends at once; a replay changes nothing.
             let cancel = try await post(v1("CANCEL"))
@@ -198,7 +228,7 @@ final class StoreNotificationTests: XCTestCase {
             let user = UUID()
             let none = try await h.client.execute(uri: "/subscription/v1/subscriptions/cancel", method: .post, headers: try h.headers(user)) { $0 }
             XCTAssertEqual(none.status, .notFound)
-            let original = "8\(Int.random(in: 1000000...9999999))"
+            let original = "8\(Int.random(in: 1_000_000...9_999_999))"
             _ = try await h.post("subscriptions/purchase", user, jws: try h.store.transaction(id: original, original: original, trial: false))
             let cancel = try await h.client.execute(uri: "/subscription/v1/subscriptions/cancel", method: .post, headers: try h.headers(user)) { $0 }
             XCTAssertEqual(cancel.status, .ok)
@@ -213,7 +243,8 @@ final class StoreNotificationTests: XCTestCase {
             }
             XCTAssertGreaterThanOrEqual(expired, 1)
             let status = try await h.scalar(
-                "SELECT count(*)::int FROM subscription.subscriptions WHERE store_original_transaction_id = '\(original)' AND status = 'expired'")
+                "SELECT count(*)::int FROM subscription.subscriptions WHERE store_original_transaction_id = '\(original)' AND status = 'expired'"
+            )
             XCTAssertEqual(status, 1)
             m = try await Self.me(h, user)
             XCTAssertFalse(m.is_premium)

@@ -1,12 +1,13 @@
-import _CryptoExtras
 import Foundation
 import Hummingbird
 import HummingbirdTesting
 import ServiceKit
-@testable import SubscriptionService
 import TestSupport
 import WireTypes
 import XCTest
+import _CryptoExtras
+
+@testable import SubscriptionService
 
 /// #16: an app's store credentials set at run time through `/admin/stores` (no environment,
 /// no restart) are used by every replica within a second; the secret is sealed at rest and never
@@ -31,7 +32,14 @@ final class StoreSettingsTests: XCTestCase {
         try await h.client.execute(uri: "/subscription/v1/admin/stores", method: .get, headers: admin(h)) { r in
             XCTAssertEqual(r.status, .ok)
             XCTAssertFalse(String(buffer: r.body).contains("s3cret"), "the secret is never read back")
-            struct L: Decodable { struct S: Decodable { var store: String; var version: Int64; var has_secret: Bool }; var stores: [S] }
+            struct L: Decodable {
+                struct S: Decodable {
+                    var store: String
+                    var version: Int64
+                    var has_secret: Bool
+                }
+                var stores: [S]
+            }
             let apple = try r.json(L.self).stores.first { $0.store == "apple" }
             if let apple { XCTAssertTrue(apple.has_secret) }
             return apple?.version
@@ -54,7 +62,12 @@ final class StoreSettingsTests: XCTestCase {
             XCTAssertNil(none)
 
             let body = try Self.appleBody(a)
-            try await a.client.execute(uri: "/subscription/v1/admin/stores/apple", method: .put, headers: Self.admin(a), body: ByteBuffer(string: body)) { r in
+            try await a.client.execute(
+                uri: "/subscription/v1/admin/stores/apple",
+                method: .put,
+                headers: Self.admin(a),
+                body: ByteBuffer(string: body)
+            ) { r in
                 XCTAssertEqual(r.status, .ok, String(buffer: r.body))
                 XCTAssertTrue(String(buffer: r.body).contains(#""version":1"#))
             }
@@ -66,7 +79,9 @@ final class StoreSettingsTests: XCTestCase {
             var status = HTTPResponse.Status.unprocessableContent
             while status != .created, ContinuousClock.now < end {
                 status = try await b.post(
-                    "subscriptions/purchase", UUID(), jws: try b.store.transaction(id: other, original: other, trial: false, bundle: Self.bundle)
+                    "subscriptions/purchase",
+                    UUID(),
+                    jws: try b.store.transaction(id: other, original: other, trial: false, bundle: Self.bundle)
                 ).status
                 if status != .created { try await Task.sleep(for: .milliseconds(20)) }
             }
@@ -77,9 +92,12 @@ final class StoreSettingsTests: XCTestCase {
                 """
                 SELECT count(*)::int FROM subscription.store_settings WHERE app_id = '\(a.app)'
                   AND (settings::text LIKE '%s3cret%' OR position('s3cret'::bytea IN sealed_secret) > 0)
-                """)
+                """
+            )
             XCTAssertEqual(clear, 0)
-            let stored = try await a.scalar("SELECT count(*)::int FROM subscription.store_settings WHERE app_id = '\(a.app)' AND sealed_secret IS NOT NULL")
+            let stored = try await a.scalar(
+                "SELECT count(*)::int FROM subscription.store_settings WHERE app_id = '\(a.app)' AND sealed_secret IS NOT NULL"
+            )
             XCTAssertEqual(stored, 1)
 
             // Bad input: a 4xx in the envelope, and the stored settings unchanged.
@@ -92,10 +110,15 @@ final class StoreSettingsTests: XCTestCase {
                 (#"{"bundle_id":"com.quiz.app","environment":"Sandbox","root_certificates_der_base64":["AAAA"]}"#, .unprocessableContent),
                 (#"{"bundle_id":"com.quiz.app","environment":"Sandbox","shared_secret":""}"#, .unprocessableContent),
                 ("[]", .badRequest),
-                (#"{"bundle_id":"\#(String(repeating: "x", count: 1_100_000))","environment":"Sandbox"}"#, .contentTooLarge)
+                (#"{"bundle_id":"\#(String(repeating: "x", count: 1_100_000))","environment":"Sandbox"}"#, .contentTooLarge),
             ]
             for (text, expected) in bad {
-                try await a.client.execute(uri: "/subscription/v1/admin/stores/apple", method: .put, headers: Self.admin(a), body: ByteBuffer(string: text)) {
+                try await a.client.execute(
+                    uri: "/subscription/v1/admin/stores/apple",
+                    method: .put,
+                    headers: Self.admin(a),
+                    body: ByteBuffer(string: text)
+                ) {
                     r in
                     XCTAssertEqual(r.status, expected, "\(text.prefix(80))")
                     XCTAssertFalse(try r.envelope().error.isEmpty)
@@ -105,7 +128,9 @@ final class StoreSettingsTests: XCTestCase {
             // store's notifications could not tell the two apps apart.
             let otherApp = PurchaseTests.H(client: a.client, signer: a.signer, app: UUID(), clock: a.clock, store: a.store)
             try await a.client.execute(
-                uri: "/subscription/v1/admin/stores/apple", method: .put, headers: Self.admin(otherApp),
+                uri: "/subscription/v1/admin/stores/apple",
+                method: .put,
+                headers: Self.admin(otherApp),
                 body: ByteBuffer(string: body)
             ) { r in
                 XCTAssertEqual(r.status, .conflict)
@@ -113,7 +138,9 @@ final class StoreSettingsTests: XCTestCase {
             }
             for token in [nil, "wrong"] as [String?] {
                 try await a.client.execute(
-                    uri: "/subscription/v1/admin/stores/apple", method: .put, headers: Self.admin(a, token: token),
+                    uri: "/subscription/v1/admin/stores/apple",
+                    method: .put,
+                    headers: Self.admin(a, token: token),
                     body: ByteBuffer(string: body)
                 ) { r in
                     XCTAssertEqual(r.status, .unauthorized)
@@ -134,14 +161,19 @@ final class StoreSettingsTests: XCTestCase {
             }
             let third = "9320000\(Int.random(in: 100000...999999))"
             let refused = try await a.post(
-                "subscriptions/purchase", UUID(), jws: try a.store.transaction(id: third, original: third, trial: false, bundle: Self.bundle))
+                "subscriptions/purchase",
+                UUID(),
+                jws: try a.store.transaction(id: third, original: third, trial: false, bundle: Self.bundle)
+            )
             XCTAssertEqual(refused.status, .unprocessableContent)
             let until = ContinuousClock.now + .seconds(1)
             var bStatus = HTTPResponse.Status.created
             while bStatus != .unprocessableContent, ContinuousClock.now < until {
                 let n = "9330000\(Int.random(in: 100000...999999))"
                 bStatus = try await b.post(
-                    "subscriptions/purchase", UUID(), jws: try b.store.transaction(id: n, original: n, trial: false, bundle: Self.bundle)
+                    "subscriptions/purchase",
+                    UUID(),
+                    jws: try b.store.transaction(id: n, original: n, trial: false, bundle: Self.bundle)
                 ).status
                 if bStatus != .unprocessableContent { try await Task.sleep(for: .milliseconds(20)) }
             }
@@ -160,14 +192,20 @@ final class StoreSettingsTests: XCTestCase {
         try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: dir) }
         let key = try _RSA.Signing.PrivateKey(keySize: .bits2048)
-        let good = dir.appendingPathComponent("google.json"), bad = dir.appendingPathComponent("bad.json")
+        let good = dir.appendingPathComponent("google.json")
+        let bad = dir.appendingPathComponent("bad.json")
         try JSONEncoder().encode(
             GooglePlayConfig.Settings(
-                packageName: "com.quiz.android", serviceAccountEmail: "play@quiz.iam.gserviceaccount.com",
-                privateKeyPEM: key.pemRepresentation)
+                packageName: "com.quiz.android",
+                serviceAccountEmail: "play@quiz.iam.gserviceaccount.com",
+                privateKeyPEM: key.pemRepresentation
+            )
         ).write(to: good)
-        try Data(#"{"package_name":"com.quiz.android","service_account_email":"play@quiz.iam.gserviceaccount.com","private_key_pem":"not a key"}"#.utf8).write(
-            to: bad)
+        try Data(
+            #"{"package_name":"com.quiz.android","service_account_email":"play@quiz.iam.gserviceaccount.com","private_key_pem":"not a key"}"#.utf8
+        ).write(
+            to: bad
+        )
 
         let set = try run(["set", "--app-id", app, "--store", "google", "--file", good.path])
         XCTAssertEqual(set.status, 0, set.err)
@@ -178,7 +216,7 @@ final class StoreSettingsTests: XCTestCase {
         XCTAssertFalse(shown.out.contains("PRIVATE KEY"), "the key is never shown")
         for args in [
             ["set", "--app-id", app, "--store", "google", "--file", bad.path], ["set", "--app-id", app, "--store", "amazon", "--file", good.path],
-            ["set", "--app-id", "nope", "--store", "google", "--file", good.path], ["remove", "--app-id", app, "--store", "apple"]
+            ["set", "--app-id", "nope", "--store", "google", "--file", good.path], ["remove", "--app-id", app, "--store", "apple"],
         ] {
             let r = try run(args)
             XCTAssertNotEqual(r.status, 0, "\(args)")

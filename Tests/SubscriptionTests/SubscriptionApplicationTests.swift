@@ -15,8 +15,10 @@ final class SubscriptionApplicationTests: XCTestCase {
     func testStartsMigratesAndServesOperationalRoutes() async throws {
         let runtime = TestEnvironment.runtime(.subscription, migrations: try SubscriptionService.migrations())
         let app = try SubscriptionService.buildApplication(
-            runtime: runtime, appVerifier: AllowAll(),
-            tokenVerifier: AccessTokenVerifier(source: StaticJWKSSource(.init(keys: []))))
+            runtime: runtime,
+            appVerifier: AllowAll(),
+            tokenVerifier: AccessTokenVerifier(source: StaticJWKSSource(.init(keys: [])))
+        )
         try await app.test(.router) { client in
             for path in ["/subscription/v1/health", "/health", "/ready"] {
                 try await client.execute(uri: path, method: .get) { r in

@@ -1,7 +1,8 @@
 import Foundation
 import ServiceKit
-@testable import SubscriptionService
 import XCTest
+
+@testable import SubscriptionService
 
 /// Subscription's decisions as functions of values (#36), a row per flow; no database.
 final class SubscriptionDecisionTests: XCTestCase {
@@ -22,7 +23,7 @@ final class SubscriptionDecisionTests: XCTestCase {
         let now = Date(timeIntervalSince1970: 1_800_000_000)
         // (written this many seconds ago, surely active, write again)
         let rows: [(TimeInterval, Bool, Bool)] = [
-            (0, true, false), (59, true, false), (60, true, true), (14 * 60 - 1, true, true), (14 * 60, false, false), (20 * 60, false, false)
+            (0, true, false), (59, true, false), (60, true, true), (14 * 60 - 1, true, true), (14 * 60, false, false), (20 * 60, false, false),
         ]
         for (ago, active, rewrite) in rows {
             let r = AccessPolicy.remembered(written: now.addingTimeInterval(-ago), now: now)
@@ -31,10 +32,14 @@ final class SubscriptionDecisionTests: XCTestCase {
         }
         // Spread per device: written again between 60 and 120 s, never later.
         let spread: [(TimeInterval, Double, Bool)] = [
-            (89, 0.5, false), (90, 0.5, true), (119, 0.999, false), (120, 0.999, true), (120, 7, true), (60, -1, true)
+            (89, 0.5, false), (90, 0.5, true), (119, 0.999, false), (120, 0.999, true), (120, 7, true), (60, -1, true),
         ]
         for (ago, by, rewrite) in spread {
-            XCTAssertEqual(AccessPolicy.remembered(written: now.addingTimeInterval(-ago), now: now, spread: by).rewrite, rewrite, "\(ago) s, spread \(by)")
+            XCTAssertEqual(
+                AccessPolicy.remembered(written: now.addingTimeInterval(-ago), now: now, spread: by).rewrite,
+                rewrite,
+                "\(ago) s, spread \(by)"
+            )
         }
     }
 
@@ -42,12 +47,14 @@ final class SubscriptionDecisionTests: XCTestCase {
         let rows: [(ContentRule.Level, Bool, Bool, AccessPolicy.Via?)] = [
             (.free, false, false, .free), (.free, true, true, .free),
             (.premium, true, false, .subscription), (.premium, false, true, nil), (.premium, false, false, nil),
-            (.freemium, true, true, .subscription), (.freemium, false, true, .credits), (.freemium, false, false, nil)
+            (.freemium, true, true, .subscription), (.freemium, false, true, .credits), (.freemium, false, false, nil),
         ]
         for (level, subscribed, unlocked, expected) in rows {
             XCTAssertEqual(
-                AccessPolicy.decide(level: level, hasSubscription: subscribed, hasUnlock: unlocked), expected,
-                "\(level) subscribed=\(subscribed) unlocked=\(unlocked)")
+                AccessPolicy.decide(level: level, hasSubscription: subscribed, hasUnlock: unlocked),
+                expected,
+                "\(level) subscribed=\(subscribed) unlocked=\(unlocked)"
+            )
         }
     }
 
@@ -62,7 +69,8 @@ final class SubscriptionDecisionTests: XCTestCase {
 
     /// Google Play's subscriptionsv2 states onto ours (UC-SUB-2.4).
     func testGoogleStateMapping() {
-        let later = now + 3600, earlier = now - 1
+        let later = now + 3600
+        let earlier = now - 1
         let rows: [(String, Date?, SubscriptionStatus?, Bool?)] = [
             ("SUBSCRIPTION_STATE_ACTIVE", later, .active, true),
             ("SUBSCRIPTION_STATE_ACTIVE", earlier, .expired, true),
@@ -73,7 +81,7 @@ final class SubscriptionDecisionTests: XCTestCase {
             ("SUBSCRIPTION_STATE_PAUSED", later, .expired, false),
             ("SUBSCRIPTION_STATE_EXPIRED", later, .expired, false),
             ("SUBSCRIPTION_STATE_PENDING", later, nil, nil),
-            ("SOMETHING_NEW", later, nil, nil)
+            ("SOMETHING_NEW", later, nil, nil),
         ]
         for (state, expiry, status, autoRenew) in rows {
             let mapped = GoogleStateMapping.status(state, expiry: expiry, now: now)
@@ -91,7 +99,7 @@ final class SubscriptionDecisionTests: XCTestCase {
             ("REFUND", nil, .revoked), ("REVOKE", nil, .revoked),
             ("DID_CHANGE_RENEWAL_STATUS", "AUTO_RENEW_ENABLED", .autoRenew(true)),
             ("DID_CHANGE_RENEWAL_STATUS", "AUTO_RENEW_DISABLED", .autoRenew(false)),
-            ("TEST", nil, .none), ("PRICE_INCREASE", "PENDING", .none)
+            ("TEST", nil, .none), ("PRICE_INCREASE", "PENDING", .none),
         ]
         for (type, subtype, effect) in rows {
             XCTAssertEqual(AppleNotificationEffect.of(type: type, subtype: subtype), effect, "\(type)/\(subtype ?? "-")")
@@ -99,7 +107,10 @@ final class SubscriptionDecisionTests: XCTestCase {
         XCTAssertTrue(AppleNotificationEffect.v2Type(ofV1: "CANCEL", autoRenewStatus: nil) == ("REFUND", nil))
         XCTAssertTrue(AppleNotificationEffect.v2Type(ofV1: "DID_RECOVER", autoRenewStatus: nil) == ("DID_RENEW", nil))
         XCTAssertTrue(
-            AppleNotificationEffect.v2Type(ofV1: "DID_CHANGE_RENEWAL_STATUS", autoRenewStatus: "false") == ("DID_CHANGE_RENEWAL_STATUS", "AUTO_RENEW_DISABLED"))
+            AppleNotificationEffect.v2Type(ofV1: "DID_CHANGE_RENEWAL_STATUS", autoRenewStatus: "false") == (
+                "DID_CHANGE_RENEWAL_STATUS", "AUTO_RENEW_DISABLED"
+            )
+        )
     }
 
     /// A purchase presented again: refused when the store revoked it, extended only by a later period.
@@ -109,12 +120,14 @@ final class SubscriptionDecisionTests: XCTestCase {
             (.active, 9, .revoked, 1, .refuseRevoked),
             (.unknown, 2, .revoked, 1, .extend),
             (.active, 5, .expired, 1, .extend),
-            (.active, 1, .active, 1, .keep)
+            (.active, 1, .active, 1, .keep),
         ]
         for (known, incoming, status, stored, effect) in rows {
             XCTAssertEqual(
-                PurchaseRules.effect(transaction: known, incomingExpiresMS: incoming, subscriptionStatus: status, storedExpiresMS: stored), effect,
-                "\(known) \(status) incoming=\(incoming) stored=\(stored)")
+                PurchaseRules.effect(transaction: known, incomingExpiresMS: incoming, subscriptionStatus: status, storedExpiresMS: stored),
+                effect,
+                "\(known) \(status) incoming=\(incoming) stored=\(stored)"
+            )
         }
     }
 
@@ -122,6 +135,10 @@ final class SubscriptionDecisionTests: XCTestCase {
         let codes = SubscriptionErrorCode.allCases.map(\.rawValue)
         XCTAssertEqual(Set(codes).count, codes.count)
         XCTAssertEqual(SubscriptionErrorCode.insufficientCredits.status.code, 402)
-        XCTAssertEqual(AppError(.unauthorized, SubscriptionErrorCode.invalidNotification, "m").status, .unauthorized, "a site may answer another status")
+        XCTAssertEqual(
+            AppError(.unauthorized, SubscriptionErrorCode.invalidNotification, "m").status,
+            .unauthorized,
+            "a site may answer another status"
+        )
     }
 }

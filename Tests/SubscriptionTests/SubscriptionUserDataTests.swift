@@ -2,17 +2,18 @@ import Foundation
 import Hummingbird
 import HummingbirdTesting
 import ServiceKit
-@testable import SubscriptionService
 import TestSupport
 import WireTypes
 import XCTest
+
+@testable import SubscriptionService
 
 /// The user's rights at this service: export what is held, forget the person on deletion.
 final class SubscriptionUserDataTests: XCTestCase {
     func testExportThenDeleteDetachesPurchasesAndForgetsTheRest() async throws {
         try await PurchaseTests.run { h in
             let user = UUID()
-            let original = "6\(Int.random(in: 1000000...9999999))"
+            let original = "6\(Int.random(in: 1_000_000...9_999_999))"
             _ = try await h.post("subscriptions/purchase", user, jws: try h.store.transaction(id: original, original: original))
             let credential: HTTPFields = [.authorization: "Bearer local-internal-auth", .xServiceName: "auth"]
             let export = try await h.client.execute(uri: "/internal/users/\(user)/export?app_id=\(h.app)", method: .get, headers: credential) { $0 }

@@ -2,22 +2,36 @@ import Foundation
 import Hummingbird
 import HummingbirdTesting
 import ServiceKit
-@testable import SubscriptionService
 import TestSupport
 import WireTypes
 import XCTest
+
+@testable import SubscriptionService
 
 /// #47 what the console's Subscriptions page reads: the app's plans and its store events, newest
 /// first, paged; another app's operator sees none of them; bad input is a 400 envelope.
 final class SubscriptionsAdminTests: XCTestCase {
     struct Events: Decodable {
         struct E: Decodable {
-            var id: UUID; var store: String; var notification_type: String; var subtype: String?; var original_transaction_id: String?
-            var received_at: Date; var result: String
+            var id: UUID
+            var store: String
+            var notification_type: String
+            var subtype: String?
+            var original_transaction_id: String?
+            var received_at: Date
+            var result: String
         }
-        var events: [E]; var next_before: String?
+        var events: [E]
+        var next_before: String?
     }
-    struct Plans: Decodable { struct P: Decodable { var name: String; var plan_type: String; var price: Double }; var plans: [P] }
+    struct Plans: Decodable {
+        struct P: Decodable {
+            var name: String
+            var plan_type: String
+            var price: Double
+        }
+        var plans: [P]
+    }
 
     static func get<T: Decodable>(_ h: PurchaseTests.H, _ path: String, app: UUID? = nil, as: T.Type) async throws -> T {
         var headers = StoreSettingsTests.admin(h)
@@ -34,13 +48,13 @@ final class SubscriptionsAdminTests: XCTestCase {
             XCTAssertEqual(plans.plans.map(\.plan_type).sorted(), ["annual", "monthly"])
 
             // A purchase, then three notifications (one delivered twice: stored once).
-            let original = "8\(Int.random(in: 1000000...9999999))"
+            let original = "8\(Int.random(in: 1_000_000...9_999_999))"
             _ = try await h.post("subscriptions/purchase", UUID(), jws: try h.store.transaction(id: original, original: original, trial: false))
             let renewed = try h.store.transaction(id: original + "-2", original: original, trial: false, expires: Date() + 37 * 86400)
             let renew = try h.store.notification("DID_RENEW", transaction: renewed)
             for signed in [
                 renew, renew, try h.store.notification("DID_CHANGE_RENEWAL_STATUS", subtype: "AUTO_RENEW_DISABLED", transaction: renewed),
-                try h.store.notification("TEST", transaction: nil)
+                try h.store.notification("TEST", transaction: nil),
             ] {
                 let r = try await StoreNotificationTests.post(h, signed)
                 XCTAssertEqual(r.status, .ok, String(buffer: r.body))
@@ -94,9 +108,10 @@ final class SubscriptionsAdminTests: XCTestCase {
             for query in [
                 "limit=0", "limit=101", "limit=ten", "before=yesterday", "before=12_not-a-uuid", "before=" + String(repeating: "1", count: 80),
                 // A time past what the database can keep (and a bound built from it exactly).
-                "before=9223372036854775807_9ca6c2e8-57c0-4b6f-b445-d33c4a81e00c", "before=9007199254740993_9ca6c2e8-57c0-4b6f-b445-d33c4a81e00c"
+                "before=9223372036854775807_9ca6c2e8-57c0-4b6f-b445-d33c4a81e00c", "before=9007199254740993_9ca6c2e8-57c0-4b6f-b445-d33c4a81e00c",
             ] {
-                try await h.client.execute(uri: "/subscription/v1/admin/store-events?\(query)", method: .get, headers: StoreSettingsTests.admin(h)) { r in
+                try await h.client.execute(uri: "/subscription/v1/admin/store-events?\(query)", method: .get, headers: StoreSettingsTests.admin(h)) {
+                    r in
                     XCTAssertEqual(r.status, .unprocessableContent, query)
                     XCTAssertEqual(try r.envelope().error, "validation_error", query)
                 }
@@ -105,7 +120,8 @@ final class SubscriptionsAdminTests: XCTestCase {
             for path in ["admin/plans", "admin/store-events"] {
                 let user = try await h.client.execute(uri: "/subscription/v1/\(path)", method: .get, headers: try h.headers(UUID())) { $0.status }
                 XCTAssertTrue([.unauthorized, .forbidden].contains(user), "\(path): \(user)")
-                let none = try await h.client.execute(uri: "/subscription/v1/\(path)", method: .get, headers: StoreSettingsTests.admin(h, token: nil)) {
+                let none = try await h.client.execute(uri: "/subscription/v1/\(path)", method: .get, headers: StoreSettingsTests.admin(h, token: nil))
+                {
                     $0.status
                 }
                 XCTAssertEqual(none, .unauthorized, path)

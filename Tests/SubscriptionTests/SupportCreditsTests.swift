@@ -2,10 +2,11 @@ import Foundation
 import Hummingbird
 import HummingbirdTesting
 import ServiceKit
-@testable import SubscriptionService
 import TestSupport
 import WireTypes
 import XCTest
+
+@testable import SubscriptionService
 
 /// #16: support grants and takes back credits with a reason, through the ledger: once per
 /// Idempotency-Key, never below zero, in the user's history, export and timeline.
@@ -18,7 +19,9 @@ final class SupportCreditsTests: XCTestCase {
 
     static func post(_ h: PurchaseTests.H, _ user: UUID, _ body: String, key: String?) async throws -> TestResponse {
         try await h.client.execute(
-            uri: "/subscription/v1/admin/users/\(user)/credits", method: .post, headers: admin(h, key: key),
+            uri: "/subscription/v1/admin/users/\(user)/credits",
+            method: .post,
+            headers: admin(h, key: key),
             body: ByteBuffer(string: body)
         ) { $0 }
     }
@@ -47,18 +50,21 @@ final class SupportCreditsTests: XCTestCase {
                 (#"{"amount":1000000,"reason":"r"}"#, "k-b", .unprocessableContent),
                 (#"{"amount":1,"reason":"  "}"#, "k-c", .unprocessableContent),
                 (#"{"amount":"1","reason":"r"}"#, "k-d", .badRequest),
-                (#"{"reason":"r"}"#, "k-e", .badRequest)
+                (#"{"reason":"r"}"#, "k-e", .badRequest),
             ] {
                 let r = try await Self.post(h, user, body, key: key)
                 XCTAssertEqual(r.status, status, body)
                 XCTAssertNotNil(try? r.envelope().error)
             }
             let noCredential = try await h.client.execute(
-                uri: "/subscription/v1/admin/users/\(user)/credits", method: .get,
+                uri: "/subscription/v1/admin/users/\(user)/credits",
+                method: .get,
                 headers: [.xAppID: h.app.uuidString, .xAPIKey: "k"]
             ) { $0 }
             XCTAssertEqual(noCredential.status, .unauthorized)
-            let badID = try await h.client.execute(uri: "/subscription/v1/admin/users/not-a-uuid/credits", method: .get, headers: Self.admin(h)) { $0 }
+            let badID = try await h.client.execute(uri: "/subscription/v1/admin/users/not-a-uuid/credits", method: .get, headers: Self.admin(h)) {
+                $0
+            }
             XCTAssertEqual(badID.status, .unprocessableContent)
 
             // Two rows, the balance 2, in the user's own history, export and timeline with the reason.
@@ -67,14 +73,21 @@ final class SupportCreditsTests: XCTestCase {
             let history = try await h.client.execute(uri: "/subscription/v1/credits/transactions", method: .get, headers: try h.headers(user)) { $0 }
             XCTAssertEqual(String(buffer: history.body).components(separatedBy: #""source":"support""#).count - 1, 2, String(buffer: history.body))
             let internalHeaders: HTTPFields = [.authorization: "Bearer local-internal-auth", .xServiceName: "auth"]
-            let export = try await h.client.execute(uri: "/internal/users/\(user)/export?app_id=\(h.app)", method: .get, headers: internalHeaders) { $0 }
+            let export = try await h.client.execute(uri: "/internal/users/\(user)/export?app_id=\(h.app)", method: .get, headers: internalHeaders) {
+                $0
+            }
             XCTAssertTrue(String(buffer: export.body).contains("Granted twice by mistake"), "the reason is in the user's export")
-            let timeline = try await h.client.execute(uri: "/internal/users/\(user)/timeline?app_id=\(h.app)", method: .get, headers: internalHeaders) { $0 }
+            let timeline = try await h.client.execute(uri: "/internal/users/\(user)/timeline?app_id=\(h.app)", method: .get, headers: internalHeaders)
+            { $0 }
             XCTAssertEqual(timeline.status, .ok)
             let events = try timeline.json(TimelineAnswer.self).events
             XCTAssertEqual(events.map(\.kind), ["credits.support", "credits.support"])
             XCTAssertEqual(events.first?.summary, "-3 (balance 2): Granted twice by mistake")
-            let otherApp = try await h.client.execute(uri: "/internal/users/\(user)/timeline?app_id=\(UUID())", method: .get, headers: internalHeaders) { $0 }
+            let otherApp = try await h.client.execute(
+                uri: "/internal/users/\(user)/timeline?app_id=\(UUID())",
+                method: .get,
+                headers: internalHeaders
+            ) { $0 }
             XCTAssertEqual(try otherApp.json(TimelineAnswer.self).events.count, 0, "another app's timeline holds none of it")
         }
     }
@@ -85,8 +98,10 @@ final class SupportCreditsTests: XCTestCase {
 final class SupportPremiumTests: XCTestCase {
     static func send(_ h: PurchaseTests.H, _ method: HTTPRequest.Method, _ user: UUID, _ body: String, key: String?) async throws -> TestResponse {
         try await h.client.execute(
-            uri: "/subscription/v1/admin/users/\(user)/premium", method: method,
-            headers: SupportCreditsTests.admin(h, key: key), body: ByteBuffer(string: body)
+            uri: "/subscription/v1/admin/users/\(user)/premium",
+            method: method,
+            headers: SupportCreditsTests.admin(h, key: key),
+            body: ByteBuffer(string: body)
         ) { $0 }
     }
 
@@ -101,7 +116,8 @@ final class SupportPremiumTests: XCTestCase {
                 """
                 SELECT count(*)::int FROM subscription.outbox WHERE path LIKE '/internal/users/\(user.lowercasedString)/%'
                   AND (body->>'is_premium' = 'true' OR body->>'status' = 'premium')
-                """)
+                """
+            )
             XCTAssertEqual(facts, 3, "auth, ads and offline are told, as for a purchase")
             let replay = try await Self.send(h, .post, user, #"{"days":30,"reason":"Compensation for the outage"}"#, key: "ticket-9")
             XCTAssertEqual(replay.status, .ok)
@@ -114,7 +130,7 @@ final class SupportPremiumTests: XCTestCase {
                 (#"{"days":400,"reason":"r"}"#, "k2", .unprocessableContent),
                 (#"{"days":3,"reason":""}"#, "k3", .unprocessableContent),
                 (#"{"days":"3","reason":"r"}"#, "k4", .badRequest),
-                (#"{"days":3,"reason":"r"}"#, nil, .badRequest)
+                (#"{"days":3,"reason":"r"}"#, nil, .badRequest),
             ] {
                 let r = try await Self.send(h, .post, user, body, key: key)
                 XCTAssertEqual(r.status, status, body)
@@ -130,7 +146,8 @@ final class SupportPremiumTests: XCTestCase {
                 SELECT count(*)::int FROM subscription.subscription_events WHERE user_id = '\(user)'
                   AND ((event_type = 'support_granted' AND event_data->>'reason' = 'Compensation for the outage')
                     OR (event_type = 'support_revoked' AND event_data->>'reason' = 'Granted to the wrong account'))
-                """)
+                """
+            )
             XCTAssertEqual(events, 2)
             let again = try await Self.send(h, .delete, user, #"{"reason":"twice"}"#, key: nil)
             XCTAssertEqual(again.status, .notFound)

@@ -3,9 +3,9 @@ import Hummingbird
 import HummingbirdTesting
 import Logging
 import PostgresNIO
+import ServiceKit
 import ServiceLifecycle
 import Synchronization
-import ServiceKit
 import WireTypes
 
 /// What `make test` passes to the tests: the unit database (no service process runs on it),
@@ -49,7 +49,9 @@ public enum TestEnvironment {
     }
 
     public static func runtime(
-        _ service: ServiceName, migrations: [Migration] = [], overrides: [String: String] = [:],
+        _ service: ServiceName,
+        migrations: [Migration] = [],
+        overrides: [String: String] = [:],
         clock: any WallClock = SystemClock()
     ) -> ServiceRuntime {
         ServiceRuntime(config: config(service, overrides: overrides), migrations: migrations, clock: clock, logger: logger)
@@ -59,7 +61,10 @@ public enum TestEnvironment {
     public static func adminClient(database: String = "postgres") -> DatabasePool {
         var c = PostgresConnection.Configuration(
             unixSocketPath: "\(adminSocket)/.s.PGSQL.\(databasePort)",
-            username: "postgres", password: nil, database: database)
+            username: "postgres",
+            password: nil,
+            database: database
+        )
         c.options.additionalStartupParameters = [("client_min_messages", "warning")]
         return DatabasePool(configuration: c, size: 4, logger: logger)
     }
@@ -93,7 +98,8 @@ public enum TestEnvironment {
 public func withPostgres<T: Sendable>(_ client: DatabasePool, _ body: @Sendable (DatabasePool) async throws -> T) async throws -> T {
     try await withThrowingTaskGroup(of: T?.self) { group in
         group.addTask {
-            await client.run(); return nil
+            await client.run()
+            return nil
         }
         do {
             let value = try await body(client)
@@ -160,7 +166,12 @@ public final class SMTPSink {
 
     /// SIGKILL: the child inherits the spawning thread's blocked signals (SIGTERM and SIGINT among
     /// them), so `terminate()` left every sink running after the tests.
-    public func stop() { if process.isRunning { kill(process.processIdentifier, SIGKILL); process.waitUntilExit() } }
+    public func stop() {
+        if process.isRunning {
+            kill(process.processIdentifier, SIGKILL)
+            process.waitUntilExit()
+        }
+    }
 
     /// A test that forgot `stop()` (or failed before it) does not leave the server running.
     deinit { stop() }
@@ -172,7 +183,11 @@ public final class SMTPSink {
 /// `takenBeforeRouter`: documented paths a handler ahead of the router serves on a real server's
 /// connection (auth's `GET /live/events`, #46), which a router-only test client cannot reach;
 /// their own stack tests check them through the gateway.
-public func documentedOperationProblems(_ client: any TestClientProtocol, prefix: String, takenBeforeRouter: Set<String> = []) async throws -> [String] {
+public func documentedOperationProblems(
+    _ client: any TestClientProtocol,
+    prefix: String,
+    takenBeforeRouter: Set<String> = []
+) async throws -> [String] {
     let doc = try await client.execute(uri: "/\(prefix)/v1/openapi.json", method: .get) { $0 }
     guard doc.status == .ok, let json = try JSONSerialization.jsonObject(with: Data(buffer: doc.body)) as? [String: Any],
         json["openapi"] as? String == "3.1.0", let paths = json["paths"] as? [String: [String: Any]], !paths.isEmpty
@@ -186,8 +201,13 @@ public func documentedOperationProblems(_ client: any TestClientProtocol, prefix
     for (path, ops) in paths where !takenBeforeRouter.contains(path) {
         let concrete = path.replacingOccurrences(of: #"\{[^}]+\}"#, with: "00000000-0000-4000-8000-000000000000", options: .regularExpression)
         for method in ops.keys {
-            guard let m = HTTPRequest.Method(rawValue: method.uppercased()) else { problems.append("bad method \(method)"); continue }
-            let r = try await client.execute(uri: concrete, method: m, headers: [.contentType: "application/json"], body: ByteBuffer(string: "{}")) { $0 }
+            guard let m = HTTPRequest.Method(rawValue: method.uppercased()) else {
+                problems.append("bad method \(method)")
+                continue
+            }
+            let r = try await client.execute(uri: concrete, method: m, headers: [.contentType: "application/json"], body: ByteBuffer(string: "{}")) {
+                $0
+            }
             if [404, 405].contains(r.status.code) { problems.append("\(method.uppercased()) \(path) answered \(r.status.code)") }
         }
     }
@@ -196,9 +216,18 @@ public func documentedOperationProblems(_ client: any TestClientProtocol, prefix
 
 /// Reading a decoded JSON object in assertions: nil when the key is missing or of another type.
 extension [String: JSONValue] {
-    public func int(_ k: String) -> Int? { if case .int(let v)? = self[k] { return v }; return nil }
-    public func string(_ k: String) -> String? { if case .string(let v)? = self[k] { return v }; return nil }
-    public func bool(_ k: String) -> Bool? { if case .bool(let v)? = self[k] { return v }; return nil }
+    public func int(_ k: String) -> Int? {
+        if case .int(let v)? = self[k] { return v }
+        return nil
+    }
+    public func string(_ k: String) -> String? {
+        if case .string(let v)? = self[k] { return v }
+        return nil
+    }
+    public func bool(_ k: String) -> Bool? {
+        if case .bool(let v)? = self[k] { return v }
+        return nil
+    }
     public func double(_ k: String) -> Double? {
         switch self[k] {
         case .double(let v)?: v
@@ -206,14 +235,21 @@ extension [String: JSONValue] {
         default: nil
         }
     }
-    public func object(_ k: String) -> [String: JSONValue]? { if case .object(let v)? = self[k] { return v }; return nil }
+    public func object(_ k: String) -> [String: JSONValue]? {
+        if case .object(let v)? = self[k] { return v }
+        return nil
+    }
     public func array(_ k: String) -> [[String: JSONValue]] {
         guard case .array(let a)? = self[k] else { return [] }
         return a.compactMap {
-            if case .object(let o) = $0 { return o }; return nil
+            if case .object(let o) = $0 { return o }
+            return nil
         }
     }
-    public func isNull(_ k: String) -> Bool { if case .null? = self[k] { return true }; return false }
+    public func isNull(_ k: String) -> Bool {
+        if case .null? = self[k] { return true }
+        return false
+    }
 }
 
 /// Stops a test's local server (a fake upstream, identity provider or store) that runs in
@@ -221,7 +257,8 @@ extension [String: JSONValue] {
 /// connection a peer left half-open can hold it), cancellation. A test never waits forever on
 /// its own stand-in.
 public func stopLocalServer(
-    _ server: ServiceGroup, in group: inout ThrowingTaskGroup<Void, any Error>,
+    _ server: ServiceGroup,
+    in group: inout ThrowingTaskGroup<Void, any Error>,
     grace: Duration = .seconds(10)
 ) async throws {
     await server.triggerGracefulShutdown()
@@ -231,7 +268,7 @@ public func stopLocalServer(
         expired.withLock { $0 = true }
     }
     var failure: (any Error)?
-    do { _ = try await group.next() } catch { failure = error } // the server, or the grace period, whichever ends first
+    do { _ = try await group.next() } catch { failure = error }  // the server, or the grace period, whichever ends first
     group.cancelAll()
     while let next = await group.nextResult() {
         if case .failure(let error) = next, failure == nil, !(error is CancellationError) { failure = error }
@@ -246,14 +283,17 @@ public func stopLocalServer(
 /// seconds, so a binary that should have refused to start cannot hang the run): exit status,
 /// stdout, stderr.
 public func runServiceBinary(
-    _ name: String, _ args: [String], environment: [String: String],
+    _ name: String,
+    _ args: [String],
+    environment: [String: String],
     timeout: TimeInterval = 60
 ) throws -> (status: Int32, out: String, err: String) {
     let p = Process()
     p.executableURL = URL(fileURLWithPath: TestEnvironment.binDirectory).appendingPathComponent(name)
     p.arguments = args
     p.environment = environment
-    let out = Pipe(), err = Pipe()
+    let out = Pipe()
+    let err = Pipe()
     p.standardOutput = out
     p.standardError = err
     try p.run()
@@ -290,18 +330,25 @@ extension ServiceRuntime {
 public enum SubscriptionFacts {
     public static let headers: HTTPFields = [
         .authorization: "Bearer local-internal-subscription", .xServiceName: "subscription",
-        .contentType: "application/json"
+        .contentType: "application/json",
     ]
 
     /// `PUT /internal/users/{id}/entitlement?app_id=` as subscription sends it.
     public static func push(
-        _ client: any TestClientProtocol, app: UUID, user: UUID, premium: Bool, version: Int64,
-        validUntil: Date? = nil, headers: HTTPFields = headers
+        _ client: any TestClientProtocol,
+        app: UUID,
+        user: UUID,
+        premium: Bool,
+        version: Int64,
+        validUntil: Date? = nil,
+        headers: HTTPFields = headers
     ) async throws -> TestResponse {
         let fact = EntitlementFact(appID: app, userID: user, isPremium: premium, validUntil: validUntil, version: version)
         return try await client.execute(
-            uri: "/internal/users/\(user.lowercasedString)/entitlement?app_id=\(app.lowercasedString)", method: .put,
-            headers: headers, body: ByteBuffer(data: try JSON.encoder.encode(fact))
+            uri: "/internal/users/\(user.lowercasedString)/entitlement?app_id=\(app.lowercasedString)",
+            method: .put,
+            headers: headers,
+            body: ByteBuffer(data: try JSON.encoder.encode(fact))
         ) { $0 }
     }
 }

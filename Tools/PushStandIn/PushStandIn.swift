@@ -1,4 +1,3 @@
-import _CryptoExtras
 import Crypto
 import Foundation
 import HTTPTypes
@@ -7,9 +6,10 @@ import HummingbirdHTTP2
 import Logging
 import NIOCore
 import NIOSSL
+import SwiftASN1
 import Synchronization
 import X509
-import SwiftASN1
+import _CryptoExtras
 
 /// Local stand-ins for Apple's APNs (HTTP/2, h2c with prior knowledge, token auth) and Google's
 /// FCM HTTP v1 (with its OAuth2 token endpoint), speaking the real protocols and verifying what
@@ -25,7 +25,10 @@ public final class PushStandIn: Sendable {
         public var at: Double
     }
 
-    struct APNsKey: Sendable { var teamID: String; var publicKey: P256.Signing.PublicKey }
+    struct APNsKey: Sendable {
+        var teamID: String
+        var publicKey: P256.Signing.PublicKey
+    }
     struct State: Sendable {
         var apnsKeys: [String: APNsKey] = [:]
         var fcmAccounts: [String: _RSA.Signing.PublicKey] = [:]
@@ -54,7 +57,9 @@ public final class PushStandIn: Sendable {
     let keep: Int
 
     public init(logger: Logger = Logger(label: "push-standin"), quiet: Bool = true, keep: Int = 10_000) {
-        self.logger = logger; self.quiet = quiet; self.keep = keep
+        self.logger = logger
+        self.quiet = quiet
+        self.keep = keep
     }
 
     var now: Double { Date().timeIntervalSince1970 + state.withLock { $0.clockOffset } }
@@ -64,7 +69,7 @@ public final class PushStandIn: Sendable {
     public func addAPNsKey(teamID: String, keyID: String, publicKey: P256.Signing.PublicKey) {
         state.withLock {
             $0.apnsKeys[keyID] = APNsKey(teamID: teamID, publicKey: publicKey)
-            $0.verified = [:] // a replaced key: every token is verified again
+            $0.verified = [:]  // a replaced key: every token is verified again
         }
     }
     public func addFCMAccount(clientEmail: String, publicKey: _RSA.Signing.PublicKey) {
@@ -80,7 +85,8 @@ public final class PushStandIn: Sendable {
     public var refusedTooManyUpdates: Int { state.withLock { $0.refusedTooManyUpdates } }
     public func reset() {
         state.withLock {
-            $0.received = []; $0.failures = [:]
+            $0.received = []
+            $0.failures = [:]
         }
     }
 
@@ -98,25 +104,39 @@ public final class PushStandIn: Sendable {
         let caKey = P256.Signing.PrivateKey()
         let caName = try DistinguishedName { CommonName("Push stand-in CA") }
         let ca = try Certificate(
-            version: .v3, serialNumber: .init(), publicKey: .init(caKey.publicKey),
-            notValidBefore: now - 3600, notValidAfter: now + 86400 * 365, issuer: caName, subject: caName,
+            version: .v3,
+            serialNumber: .init(),
+            publicKey: .init(caKey.publicKey),
+            notValidBefore: now - 3600,
+            notValidAfter: now + 86400 * 365,
+            issuer: caName,
+            subject: caName,
             extensions: try Certificate.Extensions {
                 Critical(BasicConstraints.isCertificateAuthority(maxPathLength: nil))
                 Critical(KeyUsage(keyCertSign: true))
-            }, issuerPrivateKey: .init(caKey))
+            },
+            issuerPrivateKey: .init(caKey)
+        )
         let key = P256.Signing.PrivateKey()
         let cert = try Certificate(
-            version: .v3, serialNumber: .init(), publicKey: .init(key.publicKey),
-            notValidBefore: now - 3600, notValidAfter: now + 86400 * 365, issuer: caName,
+            version: .v3,
+            serialNumber: .init(),
+            publicKey: .init(key.publicKey),
+            notValidBefore: now - 3600,
+            notValidAfter: now + 86400 * 365,
+            issuer: caName,
             subject: try DistinguishedName { CommonName("localhost") },
             extensions: try Certificate.Extensions {
                 SubjectAlternativeNames([.dnsName("localhost"), .ipAddress(ASN1OctetString(contentBytes: [127, 0, 0, 1]))])
                 try ExtendedKeyUsage([.serverAuth])
-            }, issuerPrivateKey: .init(caKey))
+            },
+            issuerPrivateKey: .init(caKey)
+        )
         try ca.serializeAsPEM().pemString.write(toFile: caPath, atomically: true, encoding: .utf8)
         var config = TLSConfiguration.makeServerConfiguration(
             certificateChain: [.certificate(try NIOSSLCertificate(bytes: Array(cert.serializeAsPEM().pemString.utf8), format: .pem))],
-            privateKey: .privateKey(try NIOSSLPrivateKey(bytes: Array(key.pemRepresentation.utf8), format: .pem)))
+            privateKey: .privateKey(try NIOSSLPrivateKey(bytes: Array(key.pemRepresentation.utf8), format: .pem))
+        )
         config.applicationProtocols = ["h2", "http/1.1"]
         return config
     }
@@ -133,13 +153,17 @@ public final class PushStandIn: Sendable {
         return Application(
             router: router,
             server: try tls.map { try .http2Upgrade(tlsConfiguration: $0, configuration: Self.http2) } ?? .plaintextHTTP2(configuration: Self.http2),
-            configuration: .init(address: .hostname("127.0.0.1", port: port)), logger: logger)
+            configuration: .init(address: .hostname("127.0.0.1", port: port)),
+            logger: logger
+        )
     }
 
     func apnsError(_ status: HTTPResponse.Status, _ reason: String, extra: String = "") -> Response {
         Response(
-            status: status, headers: [.contentType: "application/json"],
-            body: .init(byteBuffer: ByteBuffer(string: #"{"reason":"\#(reason)"\#(extra)}"#)))
+            status: status,
+            headers: [.contentType: "application/json"],
+            body: .init(byteBuffer: ByteBuffer(string: #"{"reason":"\#(reason)"\#(extra)}"#))
+        )
     }
 
     func apns(token: String, headers: HTTPFields, body: ByteBuffer) -> Response {
@@ -156,12 +180,17 @@ public final class PushStandIn: Sendable {
         if type == "background", headers[HTTPField.Name("apns-priority")!] != "5" { return apnsError(.badRequest, "BadPriority") }
         guard body.readableBytes <= 4096 else { return apnsError(.contentTooLarge, "PayloadTooLarge") }
         guard token.count >= 64, token.allSatisfy(\.isHexDigit) else { return apnsError(.badRequest, "BadDeviceToken") }
-        enum Verdict { case ok, failure(Int), unregistered, bad }
+        enum Verdict {
+            case ok
+            case failure(Int)
+            case unregistered, bad
+        }
         let verdict: Verdict = state.withLock { s in
             if s.unregistered.contains(token) { return .unregistered }
             if s.badTokens.contains(token) { return .bad }
             if var f = s.failures[token], !f.isEmpty {
-                let status = f.removeFirst(); s.failures[token] = f
+                let status = f.removeFirst()
+                s.failures[token] = f
                 return .failure(status)
             }
             return .ok
@@ -196,8 +225,14 @@ public final class PushStandIn: Sendable {
             return nil
         }
         let parts = jwt.split(separator: ".", omittingEmptySubsequences: false).map(String.init)
-        struct Header: Decodable { var alg: String; var kid: String? }
-        struct Claims: Decodable { var iss: String?; var iat: Int? }
+        struct Header: Decodable {
+            var alg: String
+            var kid: String?
+        }
+        struct Claims: Decodable {
+            var iss: String?
+            var iat: Int?
+        }
         guard parts.count == 3, let h = decode(Header.self, parts[0]), let c = decode(Claims.self, parts[1]),
             let sig = base64URL(parts[2]), h.alg == "ES256", let kid = h.kid
         else { return apnsError(.forbidden, "InvalidProviderToken") }
@@ -213,9 +248,15 @@ public final class PushStandIn: Sendable {
         return state.withLock { s -> Response? in
             if let last = s.lastProviderToken[kid], last.jwt != jwt {
                 // A new token less than 20 minutes after the previous one.
-                if iat - last.iat < 1200 { s.refusedTooManyUpdates += 1; return apnsError(.tooManyRequests, "TooManyProviderTokenUpdates") }
+                if iat - last.iat < 1200 {
+                    s.refusedTooManyUpdates += 1
+                    return apnsError(.tooManyRequests, "TooManyProviderTokenUpdates")
+                }
             }
-            if s.lastProviderToken[kid]?.jwt != jwt { s.lastProviderToken[kid] = (jwt, iat); s.providerTokens += 1 }
+            if s.lastProviderToken[kid]?.jwt != jwt {
+                s.lastProviderToken[kid] = (jwt, iat)
+                s.providerTokens += 1
+            }
             // Only the tokens in force are held: a replaced one is verified again if it comes back.
             s.verified = Dictionary(s.lastProviderToken.values.map { ($0.jwt, $0.iat) }, uniquingKeysWith: { a, _ in a })
             return nil
@@ -235,13 +276,20 @@ public final class PushStandIn: Sendable {
             return self.fcm(project: context.parameters.get("project") ?? "", headers: request.headers, body: body)
         }
         router.post("_standin/apns/keys") { request, _ -> Response in
-            struct K: Decodable { var team_id: String; var key_id: String; var public_key_pem: String }
+            struct K: Decodable {
+                var team_id: String
+                var key_id: String
+                var public_key_pem: String
+            }
             let k = try JSONDecoder().decode(K.self, from: Data(buffer: try await request.body.collect(upTo: 1 << 16)))
             self.addAPNsKey(teamID: k.team_id, keyID: k.key_id, publicKey: try P256.Signing.PublicKey(pemRepresentation: k.public_key_pem))
             return Response(status: .noContent)
         }
         router.post("_standin/fcm/accounts") { request, _ -> Response in
-            struct A: Decodable { var client_email: String; var public_key_pem: String }
+            struct A: Decodable {
+                var client_email: String
+                var public_key_pem: String
+            }
             let a = try JSONDecoder().decode(A.self, from: Data(buffer: try await request.body.collect(upTo: 1 << 16)))
             self.addFCMAccount(clientEmail: a.client_email, publicKey: try _RSA.Signing.PublicKey(pemRepresentation: a.public_key_pem))
             return Response(status: .noContent)
@@ -268,15 +316,18 @@ public final class PushStandIn: Sendable {
             return Response(status: .ok, headers: [.contentType: "application/json"], body: .init(byteBuffer: ByteBuffer(string: s)))
         }
         router.delete("_standin/received") { _, _ -> Response in
-            self.reset(); return Response(status: .noContent)
+            self.reset()
+            return Response(status: .noContent)
         }
         return Application(router: router, configuration: .init(address: .hostname("127.0.0.1", port: port)), logger: logger)
     }
 
     func oauthError(_ status: HTTPResponse.Status, _ error: String) -> Response {
         Response(
-            status: status, headers: [.contentType: "application/json"],
-            body: .init(byteBuffer: ByteBuffer(string: #"{"error":"\#(error)"}"#)))
+            status: status,
+            headers: [.contentType: "application/json"],
+            body: .init(byteBuffer: ByteBuffer(string: #"{"error":"\#(error)"}"#))
+        )
     }
 
     /// Google's token endpoint: the JWT bearer grant, RS256 over the service account's key.
@@ -291,12 +342,20 @@ public final class PushStandIn: Sendable {
         }
         let parts = assertion.split(separator: ".", omittingEmptySubsequences: false).map(String.init)
         struct Header: Decodable { var alg: String }
-        struct Claims: Decodable { var iss: String; var scope: String; var aud: String; var iat: Int; var exp: Int }
+        struct Claims: Decodable {
+            var iss: String
+            var scope: String
+            var aud: String
+            var iat: Int
+            var exp: Int
+        }
         guard parts.count == 3, let h = decode(Header.self, parts[0]), h.alg == "RS256", let c = decode(Claims.self, parts[1]),
             let sig = base64URL(parts[2]), let key = state.withLock({ $0.fcmAccounts[c.iss] }),
             key.isValidSignature(
-                _RSA.Signing.RSASignature(rawRepresentation: sig), for: SHA256.hash(data: Data((parts[0] + "." + parts[1]).utf8)),
-                padding: .insecurePKCS1v1_5)
+                _RSA.Signing.RSASignature(rawRepresentation: sig),
+                for: SHA256.hash(data: Data((parts[0] + "." + parts[1]).utf8)),
+                padding: .insecurePKCS1v1_5
+            )
         else { return oauthError(.badRequest, "invalid_grant") }
         guard c.scope.split(separator: " ").contains("https://www.googleapis.com/auth/firebase.messaging"), c.aud.hasSuffix("/token"),
             c.exp > Int(now), c.exp - c.iat <= 3600
@@ -304,18 +363,23 @@ public final class PushStandIn: Sendable {
         let token = "ya29.standin-" + UUID().uuidString
         let expires = now + 3600
         state.withLock {
-            $0.accessTokens[token] = expires; $0.oauthGrants += 1
+            $0.accessTokens[token] = expires
+            $0.oauthGrants += 1
         }
         return Response(
-            status: .ok, headers: [.contentType: "application/json"],
-            body: .init(byteBuffer: ByteBuffer(string: #"{"access_token":"\#(token)","expires_in":3599,"token_type":"Bearer"}"#)))
+            status: .ok,
+            headers: [.contentType: "application/json"],
+            body: .init(byteBuffer: ByteBuffer(string: #"{"access_token":"\#(token)","expires_in":3599,"token_type":"Bearer"}"#))
+        )
     }
 
     func fcmError(_ code: Int, _ status: String, _ errorCode: String?) -> Response {
         let details = errorCode.map { #","details":[{"@type":"type.googleapis.com/google.firebase.fcm.v1.FcmError","errorCode":"\#($0)"}]"# } ?? ""
         return Response(
-            status: .init(code: code), headers: [.contentType: "application/json"],
-            body: .init(byteBuffer: ByteBuffer(string: #"{"error":{"code":\#(code),"message":"\#(status)","status":"\#(status)"\#(details)}}"#)))
+            status: .init(code: code),
+            headers: [.contentType: "application/json"],
+            body: .init(byteBuffer: ByteBuffer(string: #"{"error":{"code":\#(code),"message":"\#(status)","status":"\#(status)"\#(details)}}"#))
+        )
     }
 
     func fcm(project: String, headers: HTTPFields, body: ByteBuffer) -> Response {
@@ -324,14 +388,25 @@ public final class PushStandIn: Sendable {
         else {
             return fcmError(401, "UNAUTHENTICATED", nil)
         }
-        struct Message: Decodable { struct M: Decodable { var token: String? }; var message: M }
+        struct Message: Decodable {
+            struct M: Decodable { var token: String? }
+            var message: M
+        }
         guard let m = try? JSONDecoder().decode(Message.self, from: Data(buffer: body)), let token = m.message.token else {
             return fcmError(400, "INVALID_ARGUMENT", "INVALID_ARGUMENT")
         }
-        enum Verdict { case ok, failure(Int), unregistered }
+        enum Verdict {
+            case ok
+            case failure(Int)
+            case unregistered
+        }
         let verdict: Verdict = state.withLock { s in
             if s.unregistered.contains(token) { return .unregistered }
-            if var f = s.failures[token], !f.isEmpty { let st = f.removeFirst(); s.failures[token] = f; return .failure(st) }
+            if var f = s.failures[token], !f.isEmpty {
+                let st = f.removeFirst()
+                s.failures[token] = f
+                return .failure(st)
+            }
             return .ok
         }
         switch verdict {
@@ -344,14 +419,18 @@ public final class PushStandIn: Sendable {
         }
         record(Received(provider: "fcm", token: token, headers: ["project": project], payload: String(buffer: body), at: now))
         return Response(
-            status: .ok, headers: [.contentType: "application/json"],
-            body: .init(byteBuffer: ByteBuffer(string: #"{"name":"projects/\#(project)/messages/\#(UInt32.random(in: 1...UInt32.max))"}"#)))
+            status: .ok,
+            headers: [.contentType: "application/json"],
+            body: .init(byteBuffer: ByteBuffer(string: #"{"name":"projects/\#(project)/messages/\#(UInt32.random(in: 1...UInt32.max))"}"#))
+        )
     }
 
     // MARK: helpers
 
     func record(_ r: Received) {
-        if !quiet { logger.notice("push received", metadata: ["provider": "\(r.provider)", "token": "\(r.token.suffix(8))", "payload": "\(r.payload)"]) }
+        if !quiet {
+            logger.notice("push received", metadata: ["provider": "\(r.provider)", "token": "\(r.token.suffix(8))", "payload": "\(r.payload)"])
+        }
         state.withLock { s in
             s.received.append(r)
             if s.received.count > keep { s.received.removeFirst(s.received.count - keep) }

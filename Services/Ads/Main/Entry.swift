@@ -1,5 +1,5 @@
-import ServiceKit
 import AdsService
+import ServiceKit
 
 @main
 struct Entry: ServiceEntry {

@@ -1,5 +1,5 @@
-import ServiceKit
 import AuthService
+import ServiceKit
 
 @main
 struct Entry: ServiceEntry {

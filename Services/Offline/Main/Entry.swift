@@ -1,5 +1,5 @@
-import ServiceKit
 import OfflineService
+import ServiceKit
 
 @main
 struct Entry: ServiceEntry {

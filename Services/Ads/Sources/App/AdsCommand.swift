@@ -8,13 +8,15 @@ public struct AdsCommand: AsyncParsableCommand {
         commandName: "ads-service",
         abstract: "Ads eligibility, rewarded credits, consent, campaigns and revenue (port 3004)",
         subcommands: [ServeCommand<AdsService>.self, MigrateCommand<AdsService>.self, Admin.self],
-        defaultSubcommand: ServeCommand<AdsService>.self)
+        defaultSubcommand: ServeCommand<AdsService>.self
+    )
     public init() {}
 
     struct Admin: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Operator commands (the same as the admin HTTP routes)",
-            subcommands: [PeriodicQueriesCommand<AdsService>.self, SetProvider.self])
+            subcommands: [PeriodicQueriesCommand<AdsService>.self, SetProvider.self]
+        )
     }
 
     /// Creates or updates an ad network of an app: what `make run` uses for the demo app.
@@ -35,9 +37,17 @@ public struct AdsCommand: AsyncParsableCommand {
                 throw ValidationError("--verification must be client or ssv, --ad-duration-seconds 1 to 600")
             }
             let provider = AdProvider(
-                name: name, priority: priority, active: true, rewardedUnitID: rewardedUnit, interstitialUnitID: interstitialUnit,
-                bannerUnitID: nil, adDurationSeconds: duration, verification: verification, testMode: testMode,
-                ecpmEstimateUSD: ecpm)
+                name: name,
+                priority: priority,
+                active: true,
+                rewardedUnitID: rewardedUnit,
+                interstitialUnitID: interstitialUnit,
+                bannerUnitID: nil,
+                adDurationSeconds: duration,
+                verification: verification,
+                testMode: testMode,
+                ecpmEstimateUSD: ecpm
+            )
             let runtime = try AdsService.makeRuntime()
             try await runtime.withDatabase { db in
                 try await runtime.migrations.run(on: db, logger: runtime.logger)

@@ -89,8 +89,12 @@ struct Eligibility: Sendable, Hashable {
     /// Pure: the same inputs give the same answer; the SQL that reserves a slot applies the same
     /// conditions atomically.
     static func evaluate(
-        type: AdType, limits: UserAdLimits?, today: String, consent: ConsentState,
-        isPremium: Bool, now: Date
+        type: AdType,
+        limits: UserAdLimits?,
+        today: String,
+        consent: ConsentState,
+        isPremium: Bool,
+        now: Date
     ) -> Eligibility {
         if isPremium { return Eligibility(available: false, reason: .premiumUser, cooldownSeconds: nil, nextAvailableAt: nil) }
         if consent.blocksAds { return Eligibility(available: false, reason: .consentRequired, cooldownSeconds: nil, nextAvailableAt: nil) }
@@ -107,8 +111,11 @@ struct Eligibility: Sendable, Hashable {
             }
             if let until = limits?.rewardedCooldownUntil, until > now {
                 return Eligibility(
-                    available: false, reason: .cooldownActive, cooldownSeconds: Int(until.timeIntervalSince(now).rounded(.up)),
-                    nextAvailableAt: until)
+                    available: false,
+                    reason: .cooldownActive,
+                    cooldownSeconds: Int(until.timeIntervalSince(now).rounded(.up)),
+                    nextAvailableAt: until
+                )
             }
         case .interstitial:
             if l.interstitialViews >= AdRules.interstitialDailySoftCap {
@@ -117,8 +124,11 @@ struct Eligibility: Sendable, Hashable {
             if let last = limits?.lastInterstitialAt, last.addingTimeInterval(AdRules.interstitialInterval) > now {
                 let until = last.addingTimeInterval(AdRules.interstitialInterval)
                 return Eligibility(
-                    available: false, reason: .intervalNotElapsed, cooldownSeconds: Int(until.timeIntervalSince(now).rounded(.up)),
-                    nextAvailableAt: until)
+                    available: false,
+                    reason: .intervalNotElapsed,
+                    cooldownSeconds: Int(until.timeIntervalSince(now).rounded(.up)),
+                    nextAvailableAt: until
+                )
             }
         }
         return .ok
@@ -138,8 +148,12 @@ enum RewardDecision: Sendable, Equatable {
     case awaitingVerification
 
     static func decide(
-        completed: Bool, displayMilliseconds: Int, adDurationSeconds: Int, verification: String,
-        requestedAt: Date, now: Date
+        completed: Bool,
+        displayMilliseconds: Int,
+        adDurationSeconds: Int,
+        verification: String,
+        requestedAt: Date,
+        now: Date
     ) -> RewardDecision {
         guard completed else { return .notCompleted }
         let minimum = AdRules.minimumDisplayMilliseconds(adDurationSeconds: adDurationSeconds)

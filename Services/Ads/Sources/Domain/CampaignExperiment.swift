@@ -17,7 +17,9 @@ struct CampaignVariant: Sendable, Equatable, Codable {
     var holdout: Bool
 
     enum CodingKeys: String, CodingKey {
-        case key, weight, rewardAmount = "reward_amount", required, conditions, holdout
+        case key, weight
+        case rewardAmount = "reward_amount"
+        case required, conditions, holdout
     }
 }
 
@@ -29,7 +31,10 @@ enum CampaignExperiment {
 
     /// A variant as the operator writes it.
     struct VariantInput: Decodable, Sendable {
-        struct Reward: Decodable, Sendable { var type: String?; var amount: Int }
+        struct Reward: Decodable, Sendable {
+            var type: String?
+            var amount: Int
+        }
         var key: String
         var weight: Int
         var reward: Reward?
@@ -40,7 +45,10 @@ enum CampaignExperiment {
     /// The checked variants; each bad field named (`variants[i].…`). `type`'s condition key
     /// holds a variant's goal; a variant without reward or conditions takes the campaign's.
     static func variants(
-        _ input: [VariantInput], type: CampaignType, reward: Int, required: Int,
+        _ input: [VariantInput],
+        type: CampaignType,
+        reward: Int,
+        required: Int,
         conditions: [String: JSONValue]
     ) throws -> [CampaignVariant] {
         guard (2...maxVariants).contains(input.count) else {
@@ -75,8 +83,14 @@ enum CampaignExperiment {
             }
             out.append(
                 CampaignVariant(
-                    key: v.key, weight: v.weight, rewardAmount: v.reward?.amount ?? reward, required: goal,
-                    conditions: .object(merged), holdout: v.holdout ?? false))
+                    key: v.key,
+                    weight: v.weight,
+                    rewardAmount: v.reward?.amount ?? reward,
+                    required: goal,
+                    conditions: .object(merged),
+                    holdout: v.holdout ?? false
+                )
+            )
         }
         guard out.reduce(0, { $0 + $1.weight }) == 100 else {
             throw AppError.validation("variants", "the variants' weights must sum to 100 (they sum to \(out.reduce(0) { $0 + $1.weight }))")
@@ -111,13 +125,17 @@ enum CampaignExperiment {
         for v in old where (assigned[v.key] ?? 0) > 0 {
             guard let kept = new.first(where: { $0.key == v.key }) else {
                 throw AppError(
-                    AdsErrorCode.variantHasUsers, "Variant '\(v.key)' has \(assigned[v.key] ?? 0) assigned users; it cannot be removed",
-                    extra: ["field": .string("variants"), "variant": .string(v.key)])
+                    AdsErrorCode.variantHasUsers,
+                    "Variant '\(v.key)' has \(assigned[v.key] ?? 0) assigned users; it cannot be removed",
+                    extra: ["field": .string("variants"), "variant": .string(v.key)]
+                )
             }
             guard kept.holdout == v.holdout else {
                 throw AppError(
-                    AdsErrorCode.variantHasUsers, "Variant '\(v.key)' has assigned users; whether it is a holdout cannot change",
-                    extra: ["field": .string("variants"), "variant": .string(v.key)])
+                    AdsErrorCode.variantHasUsers,
+                    "Variant '\(v.key)' has assigned users; whether it is a holdout cannot change",
+                    extra: ["field": .string("variants"), "variant": .string(v.key)]
+                )
             }
         }
     }
@@ -131,7 +149,12 @@ enum CampaignExperiment {
         var ciHigh: Double
         var z: Double
         var pValue: Double
-        enum CodingKeys: String, CodingKey { case difference, ciLow = "ci95_low", ciHigh = "ci95_high", z, pValue = "p_value" }
+        enum CodingKeys: String, CodingKey {
+            case difference, z
+            case ciLow = "ci95_low"
+            case ciHigh = "ci95_high"
+            case pValue = "p_value"
+        }
     }
 
     /// Two-proportion comparison of b against a: the difference with its 95 % Wald interval
@@ -139,15 +162,20 @@ enum CampaignExperiment {
     /// `proportions_ztest` and `confint_proportions_2indep(method="wald")` give them.
     static func compare(successA: Int, totalA: Int, successB: Int, totalB: Int) -> Comparison? {
         guard totalA > 0, totalB > 0 else { return nil }
-        let pa = Double(successA) / Double(totalA), pb = Double(successB) / Double(totalB)
+        let pa = Double(successA) / Double(totalA)
+        let pb = Double(successB) / Double(totalB)
         let diff = pb - pa
         let se = (pa * (1 - pa) / Double(totalA) + pb * (1 - pb) / Double(totalB)).squareRoot()
         let pooled = Double(successA + successB) / Double(totalA + totalB)
         let sePooled = (pooled * (1 - pooled) * (1 / Double(totalA) + 1 / Double(totalB))).squareRoot()
         let z = sePooled > 0 ? diff / sePooled : 0
         return Comparison(
-            difference: diff, ciLow: diff - 1.959963984540054 * se, ciHigh: diff + 1.959963984540054 * se,
-            z: z, pValue: sePooled > 0 ? erfc(abs(z) / 2.0.squareRoot()) : 1)
+            difference: diff,
+            ciLow: diff - 1.959963984540054 * se,
+            ciHigh: diff + 1.959963984540054 * se,
+            z: z,
+            pValue: sePooled > 0 ? erfc(abs(z) / 2.0.squareRoot()) : 1
+        )
     }
 
     /// Sample-ratio mismatch: chi-square of the observed exposures against the weights; the
@@ -172,20 +200,29 @@ enum CampaignExperiment {
         guard x > 0 else { return 1 }
         let lnGammaA: Double = lgamma(a)
         if x < a + 1 {
-            var sum = 1 / a, term = 1 / a, n = a
+            var sum = 1 / a
+            var term = 1 / a
+            var n = a
             for _ in 0..<500 {
-                n += 1; term *= x / n; sum += term
+                n += 1
+                term *= x / n
+                sum += term
                 if abs(term) < abs(sum) * 1e-15 { break }
             }
             return max(0, 1 - sum * exp(-x + a * log(x) - lnGammaA))
         }
         let tiny = 1e-300
-        var b = x + 1 - a, c = 1 / tiny, d = 1 / b, h = d
+        var b = x + 1 - a
+        var c = 1 / tiny
+        var d = 1 / b
+        var h = d
         for i in 1..<500 {
             let an = -Double(i) * (Double(i) - a)
             b += 2
-            d = an * d + b; if abs(d) < tiny { d = tiny }
-            c = b + an / c; if abs(c) < tiny { c = tiny }
+            d = an * d + b
+            if abs(d) < tiny { d = tiny }
+            c = b + an / c
+            if abs(c) < tiny { c = tiny }
             d = 1 / d
             let delta = d * c
             h *= delta

@@ -20,19 +20,34 @@ struct CampaignReport: Encodable, Sendable {
         /// Against the first variant (nil for the first itself).
         var versusFirst: CampaignExperiment.Comparison?
         enum CodingKeys: String, CodingKey {
-            case key, weight, holdout, rewardAmount = "reward_amount", required, assigned, exposed, joined, completed, claimed
-            case creditsGranted = "credits_granted", completionRate = "completion_rate", versusFirst = "versus_first"
+            case key, weight, holdout
+            case rewardAmount = "reward_amount"
+            case required, assigned, exposed, joined, completed, claimed
+            case creditsGranted = "credits_granted"
+            case completionRate = "completion_rate"
+            case versusFirst = "versus_first"
         }
     }
     struct Day: Encodable, Sendable {
-        var day: String; var exposed: Int; var completed: Int
+        var day: String
+        var exposed: Int
+        var completed: Int
         /// Completions so far over exposures so far.
         var cumulativeCompletionRate: Double?
-        enum CodingKeys: String, CodingKey { case day, exposed, completed, cumulativeCompletionRate = "cumulative_completion_rate" }
+        enum CodingKeys: String, CodingKey {
+            case day, exposed, completed
+            case cumulativeCompletionRate = "cumulative_completion_rate"
+        }
     }
     struct SampleRatio: Encodable, Sendable {
-        var chiSquare: Double; var pValue: Double; var mismatch: Bool
-        enum CodingKeys: String, CodingKey { case chiSquare = "chi_square", pValue = "p_value", mismatch }
+        var chiSquare: Double
+        var pValue: Double
+        var mismatch: Bool
+        enum CodingKeys: String, CodingKey {
+            case chiSquare = "chi_square"
+            case pValue = "p_value"
+            case mismatch
+        }
     }
 
     var campaignID: UUID
@@ -42,26 +57,47 @@ struct CampaignReport: Encodable, Sendable {
     var byDay: [Day]
     var warnings: [String]
     enum CodingKeys: String, CodingKey {
-        case campaignID = "campaign_id", name, variants, sampleRatio = "sample_ratio", byDay = "by_day", warnings
+        case campaignID = "campaign_id"
+        case name, variants
+        case sampleRatio = "sample_ratio"
+        case byDay = "by_day"
+        case warnings
     }
 
     /// The SRM threshold: below it the split is broken and the comparison cannot be trusted.
     static let mismatchThreshold = 0.001
 
     init(
-        campaignID: UUID, name: String, rewardAmount: Int, required: Int, variants defined: [CampaignVariant],
-        rows: [CampaignFunnel], days: [(day: String, exposed: Int, completed: Int)]
+        campaignID: UUID,
+        name: String,
+        rewardAmount: Int,
+        required: Int,
+        variants defined: [CampaignVariant],
+        rows: [CampaignFunnel],
+        days: [(day: String, exposed: Int, completed: Int)]
     ) {
-        self.campaignID = campaignID; self.name = name
+        self.campaignID = campaignID
+        self.name = name
         let byKey = Dictionary(rows.map { ($0.key ?? "", $0) }, uniquingKeysWith: { a, _ in a })
         func rate(_ f: CampaignFunnel) -> Double? { f.exposed > 0 ? Double(f.completed) / Double(f.exposed) : nil }
         if defined.isEmpty {
             let f = byKey[""] ?? CampaignFunnel(key: nil, assigned: 0, exposed: 0, joined: 0, completed: 0, claimed: 0, creditsGranted: 0)
             variants = [
                 Variant(
-                    key: nil, weight: nil, holdout: false, rewardAmount: rewardAmount, required: required, assigned: f.assigned,
-                    exposed: f.exposed, joined: f.joined, completed: f.completed, claimed: f.claimed, creditsGranted: f.creditsGranted,
-                    completionRate: rate(f), versusFirst: nil)
+                    key: nil,
+                    weight: nil,
+                    holdout: false,
+                    rewardAmount: rewardAmount,
+                    required: required,
+                    assigned: f.assigned,
+                    exposed: f.exposed,
+                    joined: f.joined,
+                    completed: f.completed,
+                    claimed: f.claimed,
+                    creditsGranted: f.creditsGranted,
+                    completionRate: rate(f),
+                    versusFirst: nil
+                )
             ]
             sampleRatio = nil
         } else {
@@ -72,25 +108,43 @@ struct CampaignReport: Encodable, Sendable {
             variants = zip(defined, funnels).enumerated().map { i, pair in
                 let (v, f) = pair
                 return Variant(
-                    key: v.key, weight: v.weight, holdout: v.holdout, rewardAmount: v.rewardAmount, required: v.required,
-                    assigned: f.assigned, exposed: f.exposed, joined: f.joined, completed: f.completed, claimed: f.claimed,
-                    creditsGranted: f.creditsGranted, completionRate: rate(f),
+                    key: v.key,
+                    weight: v.weight,
+                    holdout: v.holdout,
+                    rewardAmount: v.rewardAmount,
+                    required: v.required,
+                    assigned: f.assigned,
+                    exposed: f.exposed,
+                    joined: f.joined,
+                    completed: f.completed,
+                    claimed: f.claimed,
+                    creditsGranted: f.creditsGranted,
+                    completionRate: rate(f),
                     versusFirst: i == 0
                         ? nil
                         : CampaignExperiment.compare(
-                            successA: first.completed, totalA: first.exposed,
-                            successB: f.completed, totalB: f.exposed))
+                            successA: first.completed,
+                            totalA: first.exposed,
+                            successB: f.completed,
+                            totalB: f.exposed
+                        )
+                )
             }
             sampleRatio = CampaignExperiment.sampleRatio(observed: funnels.map(\.exposed), weights: defined.map(\.weight)).map {
                 SampleRatio(chiSquare: $0.chiSquare, pValue: $0.pValue, mismatch: $0.pValue < Self.mismatchThreshold)
             }
         }
-        var exposedSoFar = 0, completedSoFar = 0
+        var exposedSoFar = 0
+        var completedSoFar = 0
         byDay = days.map { d in
-            exposedSoFar += d.exposed; completedSoFar += d.completed
+            exposedSoFar += d.exposed
+            completedSoFar += d.completed
             return Day(
-                day: d.day, exposed: d.exposed, completed: d.completed,
-                cumulativeCompletionRate: exposedSoFar > 0 ? Double(completedSoFar) / Double(exposedSoFar) : nil)
+                day: d.day,
+                exposed: d.exposed,
+                completed: d.completed,
+                cumulativeCompletionRate: exposedSoFar > 0 ? Double(completedSoFar) / Double(exposedSoFar) : nil
+            )
         }
         var w: [String] = []
         if sampleRatio?.mismatch == true {
@@ -111,8 +165,9 @@ struct CampaignReport: Encodable, Sendable {
                     v.key ?? "", v.weight.map(String.init) ?? "", String(v.holdout), String(v.rewardAmount), String(v.required),
                     String(v.assigned), String(v.exposed), String(v.joined), String(v.completed), String(v.claimed),
                     String(v.creditsGranted), f(v.completionRate), f(v.versusFirst?.difference), f(v.versusFirst?.ciLow),
-                    f(v.versusFirst?.ciHigh), f(v.versusFirst?.pValue)
-                ].joined(separator: ","))
+                    f(v.versusFirst?.ciHigh), f(v.versusFirst?.pValue),
+                ].joined(separator: ",")
+            )
         }
         lines.append("")
         lines.append("day,exposed,completed,cumulative_completion_rate")

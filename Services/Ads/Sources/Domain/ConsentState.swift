@@ -14,7 +14,7 @@ struct ConsentState: Sendable, Equatable {
     /// GDPR (EU/EEA), UK GDPR and the Swiss FADP: explicit opt-in before any ad.
     static let gdprCountries: Set<String> = [
         "AT", "BE", "BG", "HR", "CY", "CZ", "DK", "EE", "FI", "FR", "DE", "GR", "HU", "IE", "IT", "LV", "LT", "LU", "MT", "NL",
-        "PL", "PT", "RO", "SK", "SI", "ES", "SE", "IS", "LI", "NO", "GB", "CH"
+        "PL", "PT", "RO", "SK", "SI", "ES", "SE", "IS", "LI", "NO", "GB", "CH",
     ]
 
     /// Unknown region: GDPR is assumed to apply (the safe side).

@@ -34,16 +34,23 @@ struct RevenueReport: Sendable {
         var completionRate: Double { impressions == 0 ? 0 : Double(completions) / Double(impressions) }
 
         mutating func add(_ r: StatsRow, estimate: Double) {
-            requests += r.requests; impressions += r.impressions; clicks += r.clicks; completions += r.completions
-            revenue += r.revenueUSD + estimate; estimatedRevenue += estimate
+            requests += r.requests
+            impressions += r.impressions
+            clicks += r.clicks
+            completions += r.completions
+            revenue += r.revenueUSD + estimate
+            estimatedRevenue += estimate
         }
 
         static func round(_ x: Double, _ places: Double = 4) -> Double { (x * pow(10, places)).rounded() / pow(10, places) }
 
         enum CodingKeys: String, CodingKey {
             case requests, impressions, clicks, completions, revenue, ecpm
-            case fillRate = "fill_rate", ctr, completionRate = "completion_rate"
-            case estimated, estimatedRevenue = "estimated_revenue"
+            case fillRate = "fill_rate"
+            case ctr
+            case completionRate = "completion_rate"
+            case estimated
+            case estimatedRevenue = "estimated_revenue"
         }
         func encode(to encoder: any Encoder) throws {
             var c = encoder.container(keyedBy: CodingKeys.self)

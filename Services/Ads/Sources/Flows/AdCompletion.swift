@@ -25,7 +25,10 @@ struct AdCompletion: Sendable {
         var revenueUSD: Double?
     }
 
-    struct Reward: Codable { var type = "credits"; var amount: Int }
+    struct Reward: Codable {
+        var type = "credits"
+        var amount: Int
+    }
 
     struct Answer: Encodable {
         var adRequestID: UUID
@@ -69,8 +72,10 @@ struct AdCompletion: Sendable {
             // for nothing (reward, interstitial frequency, revenue).
             guard r.shown else {
                 throw AppError(
-                    AdsErrorCode.adNotShown, "Report the impression (shown: true) before completing this ad",
-                    extra: ["ad_request_id": .string(id.lowercasedString)])
+                    AdsErrorCode.adNotShown,
+                    "Report the impression (shown: true) before completing this ad",
+                    extra: ["ad_request_id": .string(id.lowercasedString)]
+                )
             }
             try await ads.markCompleted(id: id, now: now, on: conn)
             var out = Answer(adRequestID: id, adType: r.adType.rawValue, completed: report.completed, rewardGranted: false)
@@ -83,14 +88,20 @@ struct AdCompletion: Sendable {
                 out.cooldownSeconds = Int(AdRules.interstitialInterval)
             case .rewarded:
                 let decision = RewardDecision.decide(
-                    completed: report.completed, displayMilliseconds: report.displayMilliseconds,
-                    adDurationSeconds: r.adDurationSeconds, verification: r.verification,
-                    requestedAt: r.createdAt, now: now)
+                    completed: report.completed,
+                    displayMilliseconds: report.displayMilliseconds,
+                    adDurationSeconds: r.adDurationSeconds,
+                    verification: r.verification,
+                    requestedAt: r.createdAt,
+                    now: now
+                )
                 refusal = decision.refusal
                 switch decision {
                 case .grant:
                     switch try await rewarding.grant(r, user: user, now: now, on: conn) {
-                    case .granted(let o): outboxID = o; granted = true
+                    case .granted(let o):
+                        outboxID = o
+                        granted = true
                     case .alreadyGranted: granted = true
                     case .dailyLimitReached: refusal = Ineligibility.dailyLimitReached.rawValue
                     }
@@ -103,8 +114,11 @@ struct AdCompletion: Sendable {
                     // The network's callback may already have come.
                     granted =
                         try await rewarding.rewards.reward(
-                            app: app, source: AdRewarding.source, reference: id.lowercasedString,
-                            on: conn) != nil
+                            app: app,
+                            source: AdRewarding.source,
+                            reference: id.lowercasedString,
+                            on: conn
+                        ) != nil
                     if granted { refusal = nil }
                     out.rewardStatus = granted ? nil : "awaiting_verification"
                 case .tooShort(let minimum):
@@ -117,16 +131,27 @@ struct AdCompletion: Sendable {
                 report.revenueUSD,
                 ecpmEstimateUSD: report.revenueUSD == nil
                     ? nil
-                    : try await ads.ecpmEstimate(app: app, provider: r.provider, on: conn))
+                    : try await ads.ecpmEstimate(app: app, provider: r.provider, on: conn)
+            )
             if revenue.flagged {
                 logger.warning(
                     "client-reported revenue above the provider's bound; counted at the bound",
-                    metadata: ["ad_request_id": "\(id)", "provider": "\(r.provider)", "reported": "\(report.revenueUSD ?? 0)"])
+                    metadata: ["ad_request_id": "\(id)", "provider": "\(r.provider)", "reported": "\(report.revenueUSD ?? 0)"]
+                )
             }
             try await ads.insertView(
-                request: r, completed: report.completed, clicked: report.clicked, displayMs: report.displayMilliseconds,
-                rewardGranted: granted, rewardAmount: granted ? AdRules.rewardCredits : 0, refusal: refusal,
-                revenueUSD: revenue.counted, revenueFlagged: revenue.flagged, now: now, on: conn)
+                request: r,
+                completed: report.completed,
+                clicked: report.clicked,
+                displayMs: report.displayMilliseconds,
+                rewardGranted: granted,
+                rewardAmount: granted ? AdRules.rewardCredits : 0,
+                refusal: refusal,
+                revenueUSD: revenue.counted,
+                revenueFlagged: revenue.flagged,
+                now: now,
+                on: conn
+            )
             out.rewardGranted = granted
             out.reason = refusal
             if granted {

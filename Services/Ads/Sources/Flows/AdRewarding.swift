@@ -1,8 +1,8 @@
-import WireTypes
 import Foundation
 import Logging
 import PostgresNIO
 import ServiceKit
+import WireTypes
 
 /// The one path by which a rewarded view earns its credit, whether the client's `complete`
 /// or the network's server-side callback confirms it: recorded once per ad request, counted
@@ -25,8 +25,14 @@ struct AdRewarding: Sendable {
         let reference = request.id.lowercasedString
         guard
             let outboxID = try await rewards.grant(
-                app: request.appID, user: user, amount: AdRules.rewardCredits, source: Self.source,
-                reference: reference, now: now, on: conn)
+                app: request.appID,
+                user: user,
+                amount: AdRules.rewardCredits,
+                source: Self.source,
+                reference: reference,
+                now: now,
+                on: conn
+            )
         else { return .alreadyGranted }
         guard try await ads.countRewardedView(app: request.appID, user: user, now: now, on: conn) else {
             try await rewards.withdraw(app: request.appID, source: Self.source, reference: reference, on: conn)

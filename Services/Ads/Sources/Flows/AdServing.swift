@@ -14,10 +14,22 @@ struct AdServing: Sendable {
     let consents: ConsentStore
     let logger: Logger
 
-    struct Served: Sendable { var record: AdRequestRecord; var provider: AdProvider; var unit: String; var personalized: Bool }
+    struct Served: Sendable {
+        var record: AdRequestRecord
+        var provider: AdProvider
+        var unit: String
+        var personalized: Bool
+    }
 
     func serve(
-        app: UUID, user: UUID, type: AdType, placement: String, preference: String?, premium: Bool, country: String?, now: Date
+        app: UUID,
+        user: UUID,
+        type: AdType,
+        placement: String,
+        preference: String?,
+        premium: Bool,
+        country: String?,
+        now: Date
     ) async throws -> Served {
         try await db.withTransaction(logger: logger) { conn -> Served in
             let consent = try await consentState(app: app, user: user, country: country, on: conn)
@@ -37,8 +49,16 @@ struct AdServing: Sendable {
                 throw Self.refusal(e)
             }
             let record = AdRequestRecord(
-                id: UUID(), appID: app, userID: user, adType: type, placement: placement, provider: provider.name,
-                adDurationSeconds: provider.adDurationSeconds, verification: provider.verification, createdAt: now)
+                id: UUID(),
+                appID: app,
+                userID: user,
+                adType: type,
+                placement: placement,
+                provider: provider.name,
+                adDurationSeconds: provider.adDurationSeconds,
+                verification: provider.verification,
+                createdAt: now
+            )
             try await ads.insertRequest(record, unitID: unit, personalized: consent.personalized, on: conn)
             return Served(record: record, provider: provider, unit: unit, personalized: consent.personalized)
         }

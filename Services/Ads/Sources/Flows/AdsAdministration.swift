@@ -19,7 +19,11 @@ struct AdsAdministration: Sendable {
         var description: String?
         var endsAt: Date?
         var variants: [CampaignExperiment.VariantInput]?
-        enum CodingKeys: String, CodingKey { case name, description, endsAt = "ends_at", variants }
+        enum CodingKeys: String, CodingKey {
+            case name, description
+            case endsAt = "ends_at"
+            case variants
+        }
     }
 
     /// `merge` gives the provider to store from the one stored under that name, if any.
@@ -49,7 +53,9 @@ struct AdsAdministration: Sendable {
                 try await campaigns.saveVariants(campaign: id, new, on: conn)
                 variants = new
             }
-            guard let edited = try await campaigns.edit(app: app, id: id, name: edit.name, description: edit.description, endsAt: edit.endsAt, on: conn) else {
+            guard
+                let edited = try await campaigns.edit(app: app, id: id, name: edit.name, description: edit.description, endsAt: edit.endsAt, on: conn)
+            else {
                 throw AppError.notFound("Campaign")
             }
             return (edited, variants)

@@ -15,8 +15,16 @@ struct CampaignParticipation: Sendable {
 
     static let claimSource = "promo"
 
-    struct Progress: Sendable { var progress: Int; var required: Int; var completed: Bool; var canClaimReward: Bool }
-    enum Claim: Sendable { case granted(amount: Int, outboxID: Int64), alreadyClaimed(RewardStore.Reward?) }
+    struct Progress: Sendable {
+        var progress: Int
+        var required: Int
+        var completed: Bool
+        var canClaimReward: Bool
+    }
+    enum Claim: Sendable {
+        case granted(amount: Int, outboxID: Int64)
+        case alreadyClaimed(RewardStore.Reward?)
+    }
 
     /// The campaign as this user meets it; a holdout user does not see it at all (404).
     func offer(app: UUID, id: UUID, user: UUID, expose: Bool, now: Date, on conn: PostgresConnection) async throws -> CampaignOffer {
@@ -29,18 +37,22 @@ struct CampaignParticipation: Sendable {
 
     static func expired(_ c: Campaign, _ p: Participation?) -> AppError {
         AppError(
-            AdsErrorCode.campaignExpired, "This campaign has ended; progress is kept but earns no reward",
+            AdsErrorCode.campaignExpired,
+            "This campaign has ended; progress is kept but earns no reward",
             extra: [
                 "progress": .int(min(p?.progress ?? 0, p?.required ?? c.required)), "required": .int(p?.required ?? c.required),
-                "ended_at": .string(JSON.iso8601(c.endsAt))
-            ])
+                "ended_at": .string(JSON.iso8601(c.endsAt)),
+            ]
+        )
     }
 
     /// A campaign that has not begun: nothing counts yet, and the app is told when it starts.
     static func notStarted(_ c: Campaign) -> AppError {
         AppError(
-            AdsErrorCode.campaignNotStarted, "This campaign has not started yet",
-            extra: ["starts_at": .string(JSON.iso8601(c.startsAt)), "ends_at": .string(JSON.iso8601(c.endsAt))])
+            AdsErrorCode.campaignNotStarted,
+            "This campaign has not started yet",
+            extra: ["starts_at": .string(JSON.iso8601(c.startsAt)), "ends_at": .string(JSON.iso8601(c.endsAt))]
+        )
     }
 
     /// Step 12b/13: a streak campaign records today's check-in; watch-ads and referral progress
@@ -57,8 +69,11 @@ struct CampaignParticipation: Sendable {
             let p = try await campaigns.participation(campaign: id, user: user, on: conn)
             let required = p?.required ?? offer.required
             return Progress(
-                progress: min(p?.progress ?? 0, required), required: required,
-                completed: p?.completed ?? false, canClaimReward: (p?.completed ?? false) && !(p?.rewardClaimed ?? false))
+                progress: min(p?.progress ?? 0, required),
+                required: required,
+                completed: p?.completed ?? false,
+                canClaimReward: (p?.completed ?? false) && !(p?.rewardClaimed ?? false)
+            )
         }
     }
 
@@ -79,15 +94,23 @@ struct CampaignParticipation: Sendable {
                 // 17a: an ended campaign keeps the progress but pays nothing.
                 if now > c.endsAt || !c.active { throw Self.expired(c, p) }
                 throw AppError(
-                    AdsErrorCode.campaignNotCompleted, "The campaign's conditions are not met yet",
-                    extra: ["progress": .int(p?.progress ?? 0), "required": .int(p?.required ?? offer.required)])
+                    AdsErrorCode.campaignNotCompleted,
+                    "The campaign's conditions are not met yet",
+                    extra: ["progress": .int(p?.progress ?? 0), "required": .int(p?.required ?? offer.required)]
+                )
             }
             // Completed while the campaign ran: still paid after its end (never lose a reward).
             guard done <= c.endsAt else { throw Self.expired(c, p) }
             guard try await campaigns.markClaimed(campaign: id, user: user, now: now, on: conn),
                 let outboxID = try await rewards.grant(
-                    app: app, user: user, amount: offer.rewardAmount, source: Self.claimSource,
-                    reference: reference, now: now, on: conn)
+                    app: app,
+                    user: user,
+                    amount: offer.rewardAmount,
+                    source: Self.claimSource,
+                    reference: reference,
+                    now: now,
+                    on: conn
+                )
             else {
                 return .alreadyClaimed(try await rewards.reward(app: app, source: Self.claimSource, reference: reference, on: conn))
             }

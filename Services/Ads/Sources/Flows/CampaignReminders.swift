@@ -40,15 +40,23 @@ struct CampaignReminders: Service {
                 let due = try await campaigns.dueReminders(now: now, batch: Self.batch, on: conn)
                 for r in due {
                     let message = NotificationRequest(
-                        appID: r.app, key: "campaign-reminder:\(r.campaign.lowercasedString):\(r.user.lowercasedString)", kind: "campaign_reminder",
+                        appID: r.app,
+                        key: "campaign-reminder:\(r.campaign.lowercasedString):\(r.user.lowercasedString)",
+                        kind: "campaign_reminder",
                         data: [
                             "campaign": r.name, "campaign_id": r.campaign.lowercasedString, "remaining": String(max(0, r.required - r.progress)),
-                            "reward": String(r.reward)
-                        ])
+                            "reward": String(r.reward),
+                        ]
+                    )
                     try await Outbox.write(
                         OutboxMessage(
-                            InternalRoutes.notifyUser, path: InternalRoutes.notifyUser.path(user: r.user, app: r.app),
-                            body: message), on: conn, logger: logger)
+                            InternalRoutes.notifyUser,
+                            path: InternalRoutes.notifyUser.path(user: r.user, app: r.app),
+                            body: message
+                        ),
+                        on: conn,
+                        logger: logger
+                    )
                 }
                 return due.count
             }

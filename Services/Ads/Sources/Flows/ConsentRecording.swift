@@ -43,7 +43,12 @@ struct ConsentRecording: Sendable {
     /// A partial answer changes only what it names; every change is a new row. Answers the record
     /// and the outbox message that carries the answer to auth, if any.
     func answer(
-        _ body: Answer, birth: DateComponents?, app: UUID, user: UUID, headerCountry: String?, now: Date
+        _ body: Answer,
+        birth: DateComponents?,
+        app: UUID,
+        user: UUID,
+        headerCountry: String?,
+        now: Date
     ) async throws -> (AdConsentRecord, Int64?) {
         try await db.withTransaction(logger: logger) { conn -> (AdConsentRecord, Int64?) in
             try await consents.lock(app: app, user: user, on: conn)
@@ -55,7 +60,9 @@ struct ConsentRecording: Sendable {
             case .birthDateRequired:
                 throw AppError(
                     AdsErrorCode.ageVerificationRequired,
-                    "This account is under 13 (COPPA); only the age gate with a birth date can change that", extra: ["field": "birth_date"])
+                    "This account is under 13 (COPPA); only the age gate with a birth date can change that",
+                    extra: ["field": "birth_date"]
+                )
             case .implausibleBirthDate:
                 throw AppError.validation("birth_date", "birth_date must be in the past and less than 120 years ago")
             }
@@ -67,18 +74,27 @@ struct ConsentRecording: Sendable {
                 attStatus: body.attStatus ?? previous?.attStatus,
                 tcfString: body.tcfString ?? previous?.tcfString,
                 consentFormStatus: body.consentFormStatus ?? previous?.consentFormStatus,
-                country: country, gdprApplies: ConsentState.gdprApplies(country: country), source: "app", updatedAt: now,
-                answered: (previous?.answered ?? false) || body.consentPersonalizedAds != nil || body.consentDataSharing != nil)
+                country: country,
+                gdprApplies: ConsentState.gdprApplies(country: country),
+                source: "app",
+                updatedAt: now,
+                answered: (previous?.answered ?? false) || body.consentPersonalizedAds != nil || body.consentDataSharing != nil
+            )
             // COPPA (8a): no personalisation and no sharing for a child, whatever was ticked.
-            if underAge { r.consentPersonalizedAds = false; r.consentDataSharing = false }
+            if underAge {
+                r.consentPersonalizedAds = false
+                r.consentDataSharing = false
+            }
             try await consents.append(app: app, user: user, r, on: conn)
             // The personalised-ads answer goes to its owner, with the version of auth's answer
             // this screen was showing.
             guard let answer = body.consentPersonalizedAds else { return (r, nil) }
             let basedOn = try await consents.facts.version(app: app, user: user, fact: "consent.personalized_ads", on: conn) ?? 0
             let message = try OutboxMessage(
-                InternalRoutes.consentAnswer, path: InternalRoutes.consentAnswer.path(user: user, consent: ConsentFact.personalizedAds, app: app),
-                body: ConsentAnswer(appID: app, value: answer && !underAge, basedOn: basedOn, source: "ads"))
+                InternalRoutes.consentAnswer,
+                path: InternalRoutes.consentAnswer.path(user: user, consent: ConsentFact.personalizedAds, app: app),
+                body: ConsentAnswer(appID: app, value: answer && !underAge, basedOn: basedOn, source: "ads")
+            )
             return (r, try await Outbox.enqueue(message, on: conn, logger: logger, deliveredByWriter: .seconds(10)).id)
         }
     }
@@ -98,10 +114,17 @@ struct ConsentRecording: Sendable {
             let r = AdConsentRecord(
                 consentPersonalizedAds: personalized,
                 consentDataSharing: fact.value ? (previous?.consentDataSharing ?? false) : false,
-                ageGatePassed: previous?.ageGatePassed ?? false, isUnderAge: underAge,
-                attStatus: previous?.attStatus, tcfString: previous?.tcfString, consentFormStatus: previous?.consentFormStatus,
-                country: previous?.country, gdprApplies: previous?.gdprApplies ?? true, source: "auth",
-                updatedAt: now, answered: true)
+                ageGatePassed: previous?.ageGatePassed ?? false,
+                isUnderAge: underAge,
+                attStatus: previous?.attStatus,
+                tcfString: previous?.tcfString,
+                consentFormStatus: previous?.consentFormStatus,
+                country: previous?.country,
+                gdprApplies: previous?.gdprApplies ?? true,
+                source: "auth",
+                updatedAt: now,
+                answered: true
+            )
             try await consents.append(app: app, user: user, r, on: conn)
             return outcome
         }

@@ -21,8 +21,13 @@ struct SSVConfirmation: Sendable {
                 throw AppError.validation("user_id", "user_id does not match the ad request's user")
             }
             let fresh = try await ads.recordVerificationCallback(
-                transactionID: callback.transactionID, request: r, keyID: callback.keyID,
-                rewardAmount: callback.rewardAmount, now: now, on: conn)
+                transactionID: callback.transactionID,
+                request: r,
+                keyID: callback.keyID,
+                rewardAmount: callback.rewardAmount,
+                now: now,
+                on: conn
+            )
             guard fresh else { return ("duplicate", nil) }
             switch try await rewarding.grant(r, user: user, now: now, on: conn) {
             case .granted(let outboxID):

@@ -57,7 +57,8 @@ final class AdMobVerifier: Sendable {
         guard let keyRange = tail.range(of: "&key_id=") else { throw AdMobVerificationError.malformed("key_id is missing") }
         let signatureText = String(tail[..<keyRange.lowerBound])
         guard let keyID = Int64(tail[keyRange.upperBound...]) else { throw AdMobVerificationError.malformed("key_id is not a number") }
-        guard let signature = Base64URL.decode(signatureText.replacingOccurrences(of: "%3D", with: "=").replacingOccurrences(of: "=", with: "")) else {
+        guard let signature = Base64URL.decode(signatureText.replacingOccurrences(of: "%3D", with: "=").replacingOccurrences(of: "=", with: ""))
+        else {
             throw AdMobVerificationError.malformed("signature is not web-safe base64")
         }
         var fields: [String: String] = [:]
@@ -67,10 +68,17 @@ final class AdMobVerifier: Sendable {
             let value = kv.count > 1 ? (String(kv[1]).replacingOccurrences(of: "+", with: " ").removingPercentEncoding ?? String(kv[1])) : ""
             fields[key] = value
         }
-        guard let transaction = fields["transaction_id"], !transaction.isEmpty else { throw AdMobVerificationError.malformed("transaction_id is missing") }
+        guard let transaction = fields["transaction_id"], !transaction.isEmpty else {
+            throw AdMobVerificationError.malformed("transaction_id is missing")
+        }
         let callback = AdMobCallback(
-            fields: fields, keyID: keyID, transactionID: transaction, customData: fields["custom_data"],
-            userID: fields["user_id"], rewardAmount: fields["reward_amount"].flatMap { Int($0) })
+            fields: fields,
+            keyID: keyID,
+            transactionID: transaction,
+            customData: fields["custom_data"],
+            userID: fields["user_id"],
+            rewardAmount: fields["reward_amount"].flatMap { Int($0) }
+        )
         return (message, signature, callback)
     }
 
@@ -116,7 +124,11 @@ final class AdMobVerifier: Sendable {
     }
 
     struct KeysDocument: Decodable {
-        struct Key: Decodable { var keyId: Int64; var pem: String?; var base64: String? }
+        struct Key: Decodable {
+            var keyId: Int64
+            var pem: String?
+            var base64: String?
+        }
         var keys: [Key]
     }
 
@@ -137,7 +149,8 @@ final class AdMobVerifier: Sendable {
         }
         let fetched = keys
         state.withLock {
-            $0.keys = fetched; $0.fetchedAt = ContinuousClock.now
+            $0.keys = fetched
+            $0.fetchedAt = ContinuousClock.now
         }
     }
 }

@@ -56,29 +56,41 @@ struct AdminController: Sendable {
             throw AppError.validation("name", "provider name must be 1 to 40 lowercase letters, digits or '_'")
         }
         let b = try await request.decodeJSON(as: ProviderBody.self, context: context)
-        if let d = b.adDurationSeconds, !(1...600).contains(d) { throw AppError.validation("ad_duration_seconds", "ad_duration_seconds must be 1 to 600") }
+        if let d = b.adDurationSeconds, !(1...600).contains(d) {
+            throw AppError.validation("ad_duration_seconds", "ad_duration_seconds must be 1 to 600")
+        }
         if let v = b.verification, !["client", "ssv"].contains(v) { throw AppError.validation("verification", "verification must be client or ssv") }
         if let p = b.priority, !(0...10_000).contains(p) { throw AppError.validation("priority", "priority must be 0 to 10000") }
-        if let e = b.ecpmEstimateUSD, !(0...10_000).contains(e) { throw AppError.validation("ecpm_estimate_usd", "ecpm_estimate_usd must be 0 to 10000") }
-        for (field, unit) in [("rewarded_unit_id", b.rewardedUnitID), ("interstitial_unit_id", b.interstitialUnitID), ("banner_unit_id", b.bannerUnitID)] {
+        if let e = b.ecpmEstimateUSD, !(0...10_000).contains(e) {
+            throw AppError.validation("ecpm_estimate_usd", "ecpm_estimate_usd must be 0 to 10000")
+        }
+        for (field, unit) in [
+            ("rewarded_unit_id", b.rewardedUnitID), ("interstitial_unit_id", b.interstitialUnitID), ("banner_unit_id", b.bannerUnitID),
+        ] {
             if let unit, unit.isEmpty || unit.utf8.count > 200 { throw AppError.validation(field, "\(field) must be 1 to 200 bytes") }
         }
         let provider = try await administration.saveProvider(app: app, name: name) { existing in
             AdProvider(
-                name: name, priority: b.priority ?? existing?.priority ?? 100, active: b.active ?? existing?.active ?? true,
+                name: name,
+                priority: b.priority ?? existing?.priority ?? 100,
+                active: b.active ?? existing?.active ?? true,
                 rewardedUnitID: b.rewardedUnitID ?? existing?.rewardedUnitID,
                 interstitialUnitID: b.interstitialUnitID ?? existing?.interstitialUnitID,
                 bannerUnitID: b.bannerUnitID ?? existing?.bannerUnitID,
                 adDurationSeconds: b.adDurationSeconds ?? existing?.adDurationSeconds ?? 30,
                 verification: b.verification ?? existing?.verification ?? "client",
                 testMode: b.testMode ?? existing?.testMode ?? false,
-                ecpmEstimateUSD: b.ecpmEstimateUSD ?? existing?.ecpmEstimateUSD ?? 0)
+                ecpmEstimateUSD: b.ecpmEstimateUSD ?? existing?.ecpmEstimateUSD ?? 0
+            )
         }
         return try context.json(provider)
     }
 
     struct CampaignBody: Decodable {
-        struct Reward: Decodable { var type: String?; var amount: Int }
+        struct Reward: Decodable {
+            var type: String?
+            var amount: Int
+        }
         var name: String
         var description: String?
         var campaignType: String
@@ -125,10 +137,21 @@ struct AdminController: Sendable {
             } ?? []
         let campaign = try await administration.createCampaign(
             Campaign(
-                id: UUID(), appID: app, name: b.name, description: b.description ?? "", type: type,
-                rewardAmount: b.reward.amount, conditions: .object(b.conditions), required: required,
-                placement: placement, startsAt: starts, endsAt: b.endsAt, active: true),
-            variants: variants)
+                id: UUID(),
+                appID: app,
+                name: b.name,
+                description: b.description ?? "",
+                type: type,
+                rewardAmount: b.reward.amount,
+                conditions: .object(b.conditions),
+                required: required,
+                placement: placement,
+                startsAt: starts,
+                endsAt: b.endsAt,
+                active: true
+            ),
+            variants: variants
+        )
         return try context.json(AdminCampaignView(campaign, variants: variants, now: now), status: .created)
     }
 
@@ -147,7 +170,9 @@ struct AdminController: Sendable {
     func listCampaigns(_ request: Request, _ context: ServiceRequestContext) async throws -> Response {
         let app = try context.requireApp()
         let query = request.uri.queryParameters
-        guard let limit = Int(query.get("limit") ?? "50"), (1...100).contains(limit) else { throw AppError.validation("limit", "limit must be 1 to 100") }
+        guard let limit = Int(query.get("limit") ?? "50"), (1...100).contains(limit) else {
+            throw AppError.validation("limit", "limit must be 1 to 100")
+        }
         guard let offset = Int(query.get("offset") ?? "0"), (0...100_000).contains(offset) else {
             throw AppError.validation("offset", "offset must be 0 to 100000")
         }
@@ -160,14 +185,19 @@ struct AdminController: Sendable {
         return try context.json(CampaignPage(campaigns: views, limit: limit, offset: offset))
     }
 
-    struct CampaignPage: Encodable { var campaigns: [AdminCampaignView]; var limit: Int; var offset: Int }
+    struct CampaignPage: Encodable {
+        var campaigns: [AdminCampaignView]
+        var limit: Int
+        var offset: Int
+    }
 
     /// The campaign as its operator sees it: every variant with its weight.
     struct AdminCampaignView: Encodable {
         var campaign: CampaignsController.CampaignView
         var variants: [CampaignVariant]
         init(_ c: Campaign, variants: [CampaignVariant], now: Date) {
-            campaign = CampaignsController.CampaignView(c, nil, now: now); self.variants = variants
+            campaign = CampaignsController.CampaignView(c, nil, now: now)
+            self.variants = variants
         }
         func encode(to encoder: any Encoder) throws {
             try campaign.encode(to: encoder)
@@ -208,16 +238,23 @@ struct AdminController: Sendable {
             )
         }
         let report = CampaignReport(
-            campaignID: c.id, name: c.name, rewardAmount: c.rewardAmount, required: c.required, variants: variants,
-            rows: rows, days: days)
+            campaignID: c.id,
+            name: c.name,
+            rewardAmount: c.rewardAmount,
+            required: c.required,
+            variants: variants,
+            rows: rows,
+            days: days
+        )
         if format == "csv" {
             return Response(
                 status: .ok,
                 headers: [
                     .contentType: "text/csv; charset=utf-8",
-                    .contentDisposition: "attachment; filename=\"campaign-\(id.lowercasedString)-results.csv\""
+                    .contentDisposition: "attachment; filename=\"campaign-\(id.lowercasedString)-results.csv\"",
                 ],
-                body: .init(byteBuffer: ByteBuffer(string: report.csv)))
+                body: .init(byteBuffer: ByteBuffer(string: report.csv))
+            )
         }
         return try context.json(report)
     }

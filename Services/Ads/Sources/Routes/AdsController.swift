@@ -19,7 +19,11 @@ struct AdsController: Sendable {
     let eligibility: ReadCache<UserCacheKey, EligibilityInputs>
     let clock: any WallClock
     let logger: Logger
-    struct EligibilityInputs: Sendable { var limits: UserAdLimits?; var consent: AdConsentRecord?; var entitlement: EntitlementState? }
+    struct EligibilityInputs: Sendable {
+        var limits: UserAdLimits?
+        var consent: AdConsentRecord?
+        var entitlement: EntitlementState?
+    }
     /// While subscription is down every request falls back: said once per interval.
     let fallbackLog = LogThrottle()
 
@@ -36,7 +40,9 @@ struct AdsController: Sendable {
     /// wait), encoded once: most reads give one of them, and encoding was a tenth of their CPU.
     static let fixedAnswers: [Eligibility: ByteBuffer] = {
         var answers: [Eligibility: ByteBuffer] = [:]
-        for e in [Eligibility.ok] + Ineligibility.allCases.map({ Eligibility(available: false, reason: $0, cooldownSeconds: nil, nextAvailableAt: nil) }) {
+        for e in [Eligibility.ok]
+            + Ineligibility.allCases.map({ Eligibility(available: false, reason: $0, cooldownSeconds: nil, nextAvailableAt: nil) })
+        {
             answers[e] = ByteBuffer(bytes: try! JSON.encoder.encode(AvailabilityResponse(eligibility: e)))
         }
         return answers
@@ -160,12 +166,25 @@ struct AdsController: Sendable {
         let premium = await isPremium(app: app, user: user, context: context)
         let country = try Self.country(request)
         let served = try await serving.serve(
-            app: app, user: user, type: type, placement: placement, preference: body.providerPreference, premium: premium, country: country,
-            now: clock.now())
+            app: app,
+            user: user,
+            type: type,
+            placement: placement,
+            preference: body.providerPreference,
+            premium: premium,
+            country: country,
+            now: clock.now()
+        )
         let response = AdRequestResponse(
-            adRequestID: served.record.id, provider: served.provider.name, adUnitID: served.unit, canShow: true, testMode: served.provider.testMode,
-            personalized: served.personalized, adDurationSeconds: served.provider.adDurationSeconds,
-            serverSideVerification: served.provider.verification == "ssv")
+            adRequestID: served.record.id,
+            provider: served.provider.name,
+            adUnitID: served.unit,
+            canShow: true,
+            testMode: served.provider.testMode,
+            personalized: served.personalized,
+            adDurationSeconds: served.provider.adDurationSeconds,
+            serverSideVerification: served.provider.verification == "ssv"
+        )
         return try context.json(response, status: .created)
     }
 
@@ -181,7 +200,11 @@ struct AdsController: Sendable {
         var shown: Bool
         var loadTimeMs: Int?
         var error: String?
-        enum CodingKeys: String, CodingKey { case loaded, shown; case loadTimeMs = "load_time_ms"; case error }
+        enum CodingKeys: String, CodingKey {
+            case loaded, shown
+            case loadTimeMs = "load_time_ms"
+            case error
+        }
     }
 
     func impression(_ request: Request, _ context: ServiceRequestContext) async throws -> Response {
@@ -193,8 +216,15 @@ struct AdsController: Sendable {
         guard !(body.shown && !body.loaded) else { throw AppError.validation("shown", "an ad cannot be shown without being loaded") }
         let found = try await db.withConnection { conn in
             try await ads.recordImpression(
-                id: id, app: app, user: user, loaded: body.loaded, shown: body.shown, loadTimeMs: body.loadTimeMs,
-                error: body.error, on: conn)
+                id: id,
+                app: app,
+                user: user,
+                loaded: body.loaded,
+                shown: body.shown,
+                loadTimeMs: body.loadTimeMs,
+                error: body.error,
+                on: conn
+            )
         }
         guard found else { throw AppError.notFound("Ad request") }
         return try context.json(["recorded": true])
@@ -226,7 +256,11 @@ struct AdsController: Sendable {
         }
         if let r = body.revenueUSD, !(0...1000).contains(r) { throw AppError.validation("revenue_usd", "revenue_usd must be 0 to 1000") }
         let report = AdCompletion.Report(
-            completed: body.completed, clicked: body.clicked ?? false, displayMilliseconds: body.displayDurationMs, revenueUSD: body.revenueUSD)
+            completed: body.completed,
+            clicked: body.clicked ?? false,
+            displayMilliseconds: body.displayDurationMs,
+            revenueUSD: body.revenueUSD
+        )
         let response = try await completion.run(request: id, app: app, user: user, report: report)
         return try context.json(response)
     }

@@ -33,7 +33,9 @@ struct AnalyticsController: Sendable {
         func date(_ name: String, default def: Date) throws -> String {
             guard let raw = q.get(name) else { return AdStore.day(def) }
             let f = DateFormatter()
-            f.locale = Locale(identifier: "en_US_POSIX"); f.timeZone = TimeZone(identifier: "UTC"); f.dateFormat = "yyyy-MM-dd"
+            f.locale = Locale(identifier: "en_US_POSIX")
+            f.timeZone = TimeZone(identifier: "UTC")
+            f.dateFormat = "yyyy-MM-dd"
             guard raw.count == 10, let d = f.date(from: raw) else { throw AppError.validation(name, "\(name) must be a date YYYY-MM-DD") }
             return AdStore.day(d)
         }
@@ -41,7 +43,9 @@ struct AnalyticsController: Sendable {
         let start = try date("start_date", default: now.addingTimeInterval(-29 * 86400))
         guard start <= end else { throw AppError.validation("start_date", "start_date must not be after end_date") }
         let f = DateFormatter()
-        f.locale = Locale(identifier: "en_US_POSIX"); f.timeZone = TimeZone(identifier: "UTC"); f.dateFormat = "yyyy-MM-dd"
+        f.locale = Locale(identifier: "en_US_POSIX")
+        f.timeZone = TimeZone(identifier: "UTC")
+        f.dateFormat = "yyyy-MM-dd"
         if let s = f.date(from: start), let e = f.date(from: end), e.timeIntervalSince(s) / 86400 > Double(Self.maxRangeDays) {
             throw AppError.validation("start_date", "the range is at most \(Self.maxRangeDays) days")
         }
@@ -65,7 +69,10 @@ struct AnalyticsController: Sendable {
     func report(app: UUID, _ f: StatsStore.Filter) async throws -> (RevenueReport, Date?) {
         try await db.withConnection { conn in
             let rows = try await stats.rows(app: app, f, on: conn)
-            let estimates = Dictionary(try await ads.providers(app: app, on: conn).map { ($0.name, $0.ecpmEstimateUSD) }, uniquingKeysWith: { a, _ in a })
+            let estimates = Dictionary(
+                try await ads.providers(app: app, on: conn).map { ($0.name, $0.ecpmEstimateUSD) },
+                uniquingKeysWith: { a, _ in a }
+            )
             return (RevenueReport(rows: rows, configuredECPM: estimates), try await stats.refreshedUntil(on: conn))
         }
     }
@@ -91,11 +98,23 @@ struct AnalyticsController: Sendable {
         var byPlacement: [String: RevenueReport.Figures]
         var dataUpdatedAt: Date?
         enum CodingKeys: String, CodingKey {
-            case startDate = "start_date", endDate = "end_date"
-            case totalRevenue = "total_revenue", totalImpressions = "total_impressions", avgECPM = "avg_ecpm"
-            case fillRate = "fill_rate", ctr, completionRate = "completion_rate", estimated, estimatedRevenue = "estimated_revenue"
-            case totalRequests = "total_requests", totalClicks = "total_clicks", totalCompletions = "total_completions"
-            case byDate = "by_date", byType = "by_type", byProvider = "by_provider", byPlacement = "by_placement"
+            case startDate = "start_date"
+            case endDate = "end_date"
+            case totalRevenue = "total_revenue"
+            case totalImpressions = "total_impressions"
+            case avgECPM = "avg_ecpm"
+            case fillRate = "fill_rate"
+            case ctr
+            case completionRate = "completion_rate"
+            case estimated
+            case estimatedRevenue = "estimated_revenue"
+            case totalRequests = "total_requests"
+            case totalClicks = "total_clicks"
+            case totalCompletions = "total_completions"
+            case byDate = "by_date"
+            case byType = "by_type"
+            case byProvider = "by_provider"
+            case byPlacement = "by_placement"
             case dataUpdatedAt = "data_updated_at"
         }
         func encode(to encoder: any Encoder) throws {
@@ -134,7 +153,7 @@ struct AnalyticsController: Sendable {
                 csv +=
                     [
                         row.day, row.adType, row.provider, row.placement, "\(row.requests)", "\(row.impressions)", "\(row.clicks)",
-                        "\(row.completions)", String(format: "%.6f", revenue), String(format: "%.6f", estimate), String(format: "%.4f", ecpm)
+                        "\(row.completions)", String(format: "%.6f", revenue), String(format: "%.6f", estimate), String(format: "%.4f", ecpm),
                     ]
                     .joined(separator: ",") + "\n"
             }
@@ -142,15 +161,23 @@ struct AnalyticsController: Sendable {
                 status: .ok,
                 headers: [
                     .contentType: "text/csv; charset=utf-8",
-                    .contentDisposition: "attachment; filename=\"ad-revenue-\(f.start)-\(f.end).csv\""
+                    .contentDisposition: "attachment; filename=\"ad-revenue-\(f.start)-\(f.end).csv\"",
                 ],
-                body: .init(byteBuffer: ByteBuffer(string: csv)))
+                body: .init(byteBuffer: ByteBuffer(string: csv))
+            )
         }
         return try context.json(
             RevenueResponse(
-                startDate: f.start, endDate: f.end, totals: r.total,
+                startDate: f.start,
+                endDate: f.end,
+                totals: r.total,
                 byDate: r.byDate.map { DateFigures(date: $0.0, figures: $0.1) },
-                byType: r.byType, byProvider: r.byProvider, byPlacement: r.byPlacement, dataUpdatedAt: updated))
+                byType: r.byType,
+                byProvider: r.byProvider,
+                byPlacement: r.byPlacement,
+                dataUpdatedAt: updated
+            )
+        )
     }
 
     func dashboard(_ request: Request, _ context: ServiceRequestContext) async throws -> Response {
@@ -164,9 +191,15 @@ struct AnalyticsController: Sendable {
             for c in try await campaigns.running(app: app, now: now, on: conn) {
                 out.append(
                     CampaignReport(
-                        campaignID: c.id, name: c.name, rewardAmount: c.rewardAmount, required: c.required,
+                        campaignID: c.id,
+                        name: c.name,
+                        rewardAmount: c.rewardAmount,
+                        required: c.required,
                         variants: try await campaigns.variants(of: [c.id], on: conn)[c.id] ?? [],
-                        rows: try await campaigns.results(campaign: c.id, on: conn), days: []))
+                        rows: try await campaigns.results(campaign: c.id, on: conn),
+                        days: []
+                    )
+                )
             }
             return out
         }
@@ -175,9 +208,10 @@ struct AnalyticsController: Sendable {
             status: .ok,
             headers: [
                 .contentType: "text/html; charset=utf-8",
-                .contentSecurityPolicy: "default-src 'none'; style-src 'unsafe-inline'; img-src data:"
+                .contentSecurityPolicy: "default-src 'none'; style-src 'unsafe-inline'; img-src data:",
             ],
-            body: .init(byteBuffer: ByteBuffer(string: html)))
+            body: .init(byteBuffer: ByteBuffer(string: html))
+        )
     }
 }
 
@@ -230,7 +264,9 @@ enum RevenueDashboard {
     static func render(report r: RevenueReport, filter f: StatsStore.Filter, updatedAt: Date?, campaigns: [CampaignReport] = []) -> String {
         let days = r.byDate.reversed() as [(String, RevenueReport.Figures)]
         let maxRevenue = max(days.map { $0.1.revenue }.max() ?? 0, 0.01)
-        let width = 900.0, height = 260.0, barGap = 4.0
+        let width = 900.0
+        let height = 260.0
+        let barGap = 4.0
         let barWidth = days.isEmpty ? 0 : max(2, (width - 40) / Double(days.count) - barGap)
         var bars = ""
         for (i, (day, fig)) in days.enumerated() {
@@ -239,14 +275,16 @@ enum RevenueDashboard {
             bars +=
                 "<rect x=\"\(x)\" y=\"\(height - 20 - h)\" width=\"\(barWidth)\" height=\"\(h)\" fill=\"\(fig.estimatedRevenue > 0 ? "#9ab8e6" : "#2f6fd6")\"><title>\(escape(day)): \(money(fig.revenue))</title></rect>"
             if days.count <= 31 {
-                bars += "<text x=\"\(x + barWidth / 2)\" y=\"\(height - 5)\" font-size=\"9\" text-anchor=\"middle\">\(escape(String(day.suffix(5))))</text>"
+                bars +=
+                    "<text x=\"\(x + barWidth / 2)\" y=\"\(height - 5)\" font-size=\"9\" text-anchor=\"middle\">\(escape(String(day.suffix(5))))</text>"
             }
         }
         let chart =
             "<svg width=\"\(Int(width))\" height=\"\(Int(height))\" role=\"img\" aria-label=\"Revenue per day\"><line x1=\"30\" y1=\"\(height - 20)\" x2=\"\(width)\" y2=\"\(height - 20)\" stroke=\"#888\"/><text x=\"2\" y=\"14\" font-size=\"10\">\(money(maxRevenue))</text>\(bars)</svg>"
         let disclaimer =
             r.total.estimatedRevenue > 0
-            ? "<p class=\"note\">* Includes \(money(r.total.estimatedRevenue)) estimated from the average eCPM for views reported without revenue.</p>" : ""
+            ? "<p class=\"note\">* Includes \(money(r.total.estimatedRevenue)) estimated from the average eCPM for views reported without revenue.</p>"
+            : ""
         let filters = [f.adType.map { "type \($0)" }, f.provider.map { "provider \($0)" }, f.placement.map { "placement \($0)" }]
             .compactMap { $0 }.joined(separator: ", ")
         return """

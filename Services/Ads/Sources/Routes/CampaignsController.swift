@@ -22,10 +22,19 @@ struct CampaignsController: Sendable {
     }
 
     struct Progress: Codable {
-        var current: Int; var required: Int; var completed: Bool; var rewardClaimed: Bool
-        enum CodingKeys: String, CodingKey { case current, required, completed; case rewardClaimed = "reward_claimed" }
+        var current: Int
+        var required: Int
+        var completed: Bool
+        var rewardClaimed: Bool
+        enum CodingKeys: String, CodingKey {
+            case current, required, completed
+            case rewardClaimed = "reward_claimed"
+        }
     }
-    struct RewardBody: Codable { var type = "credits"; var amount: Int }
+    struct RewardBody: Codable {
+        var type = "credits"
+        var amount: Int
+    }
 
     struct CampaignView: Encodable {
         var id: UUID
@@ -55,13 +64,21 @@ struct CampaignsController: Sendable {
 
         init(_ o: CampaignOffer, _ p: Participation?, now: Date) {
             let c = o.campaign
-            id = c.id; name = c.name; description = c.description; campaignType = c.type.rawValue
-            reward = RewardBody(amount: o.rewardAmount); conditions = o.conditions
+            id = c.id
+            name = c.name
+            description = c.description
+            campaignType = c.type.rawValue
+            reward = RewardBody(amount: o.rewardAmount)
+            conditions = o.conditions
             let required = p?.required ?? o.required
             progress = Progress(
-                current: min(p?.progress ?? 0, required), required: required, completed: p?.completed ?? false,
-                rewardClaimed: p?.rewardClaimed ?? false)
-            startsAt = c.startsAt; endsAt = c.endsAt
+                current: min(p?.progress ?? 0, required),
+                required: required,
+                completed: p?.completed ?? false,
+                rewardClaimed: p?.rewardClaimed ?? false
+            )
+            startsAt = c.startsAt
+            endsAt = c.endsAt
             status = c.isRunning(at: now) ? "active" : (now < c.startsAt && c.active ? "upcoming" : "expired")
             variant = o.variant?.key
         }
@@ -118,7 +135,12 @@ struct CampaignsController: Sendable {
         let id = try Self.id(context)
         let p = try await participation.updateProgress(app: app, user: user, campaign: id, now: clock.now())
         let out = ProgressResponse(
-            campaignID: id, progress: p.progress, required: p.required, completed: p.completed, canClaimReward: p.canClaimReward)
+            campaignID: id,
+            progress: p.progress,
+            required: p.required,
+            completed: p.completed,
+            canClaimReward: p.canClaimReward
+        )
         return try context.json(out)
     }
 
@@ -146,8 +168,12 @@ struct CampaignsController: Sendable {
             let balance = await delivery.attempt(outboxID: outboxID)
             return try context.json(
                 ClaimResponse(
-                    claimed: true, reward: RewardBody(amount: amount), newBalance: balance,
-                    rewardStatus: balance == nil ? "pending" : "granted"))
+                    claimed: true,
+                    reward: RewardBody(amount: amount),
+                    newBalance: balance,
+                    rewardStatus: balance == nil ? "pending" : "granted"
+                )
+            )
         case .alreadyClaimed(let reward):
             var extra: [String: JSONValue] = [:]
             if let reward {
@@ -184,7 +210,7 @@ struct CampaignsController: Sendable {
             // The referrer's progress moves once this user has played (a first rewarded view).
             return try context.json([
                 "redeemed": JSONValue.bool(true), "counted": .bool(counted),
-                "counts_after": .string(counted ? "counted" : "first_rewarded_view")
+                "counts_after": .string(counted ? "counted" : "first_rewarded_view"),
             ])
         case .unknownCode: throw AppError.notFound("Referral code")
         case .ownCode: throw AppError(AdsErrorCode.ownReferralCode, "You cannot redeem your own referral code")

@@ -29,7 +29,7 @@ struct ConsentController: Sendable {
         var rewardedAdsAllowed: Bool
         func encode(to encoder: any Encoder) throws {
             var c = encoder.container(keyedBy: CodingKeys.self)
-            try c.encode(consent, forKey: .consent) // null before the first answer (seed step 5)
+            try c.encode(consent, forKey: .consent)  // null before the first answer (seed step 5)
             try c.encode(required, forKey: .required)
             try c.encode(gdprApplies, forKey: .gdprApplies)
             try c.encode(adsEnabled, forKey: .adsEnabled)
@@ -75,7 +75,10 @@ struct ConsentController: Sendable {
             throw AppError.validation("att_status", "att_status must be one of \(Self.attStatuses.sorted().joined(separator: ", "))")
         }
         if let f = body.consentFormStatus, !Self.formStatuses.contains(f) {
-            throw AppError.validation("consent_form_status", "consent_form_status must be one of \(Self.formStatuses.sorted().joined(separator: ", "))")
+            throw AppError.validation(
+                "consent_form_status",
+                "consent_form_status must be one of \(Self.formStatuses.sorted().joined(separator: ", "))"
+            )
         }
         // A TC string is web-safe base64 segments separated by dots.
         if let t = body.tcfString,
@@ -93,7 +96,13 @@ struct ConsentController: Sendable {
             birth = parsed
         }
         let (record, forwarded) = try await recording.answer(
-            body, birth: birth, app: app, user: user, headerCountry: try AdsController.country(request), now: clock.now())
+            body,
+            birth: birth,
+            app: app,
+            user: user,
+            headerCountry: try AdsController.country(request),
+            now: clock.now()
+        )
         // Tried at once so the privacy screen shows it within a moment; else the worker delivers it.
         if let forwarded { _ = await outbox.deliverNow(id: forwarded, timeout: .seconds(2)) }
         return try context.json(ConsentResponse(record, country: record.country))

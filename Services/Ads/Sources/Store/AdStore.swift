@@ -87,14 +87,24 @@ struct AdStore: Sendable {
     typealias ProviderRow = (String, Int, Bool, String?, String?, String?, Int, String, Bool, Double)
     static func provider(_ r: ProviderRow) -> AdProvider {
         AdProvider(
-            name: r.0, priority: r.1, active: r.2, rewardedUnitID: r.3, interstitialUnitID: r.4, bannerUnitID: r.5,
-            adDurationSeconds: r.6, verification: r.7, testMode: r.8, ecpmEstimateUSD: r.9)
+            name: r.0,
+            priority: r.1,
+            active: r.2,
+            rewardedUnitID: r.3,
+            interstitialUnitID: r.4,
+            bannerUnitID: r.5,
+            adDurationSeconds: r.6,
+            verification: r.7,
+            testMode: r.8,
+            ecpmEstimateUSD: r.9
+        )
     }
 
     func providers(app: UUID, on conn: PostgresConnection) async throws -> [AdProvider] {
         let rows = try await conn.run(
             "SELECT \(unescaped: Self.providerColumns) FROM ad_providers WHERE app_id = \(app) ORDER BY priority, name",
-            logger: logger)
+            logger: logger
+        )
         var out: [AdProvider] = []
         for try await r in rows.decode(ProviderRow.self) { out.append(Self.provider(r)) }
         return out
@@ -113,7 +123,9 @@ struct AdStore: Sendable {
                 verification = EXCLUDED.verification, test_mode = EXCLUDED.test_mode,
                 ecpm_estimate_usd = EXCLUDED.ecpm_estimate_usd, updated_at = now()
             RETURNING \(unescaped: Self.providerColumns)
-            """, logger: logger)
+            """,
+            logger: logger
+        )
         for try await r in rows.decode(ProviderRow.self) { return Self.provider(r) }
         throw AppError.unavailable
     }
@@ -134,24 +146,40 @@ struct AdStore: Sendable {
             LEFT JOIN user_ad_limits l ON l.app_id = \(app) AND l.user_id = \(user)
             LEFT JOIN LATERAL (SELECT * FROM user_consent_ads WHERE app_id = \(app) AND user_id = \(user) ORDER BY id DESC LIMIT 1) c ON true
             LEFT JOIN entitlement_state e ON e.app_id = \(app) AND e.user_id = \(user)
-            """, logger: logger)
+            """,
+            logger: logger
+        )
         for try await r in rows.decode(
             (
                 String?, Int?, Int?, Date?, Date?, Date?, Bool?, Bool?, Bool?, Bool?, String?, String?, Bool?, String?, Date?,
                 Bool?, Date?, Int64?
-            ).self)
-        {
+            ).self
+        ) {
             let limits = r.0.map {
                 UserAdLimits(
-                    day: $0, rewardedViews: r.1 ?? 0, interstitialViews: r.2 ?? 0, lastRewardedAt: r.3,
-                    rewardedCooldownUntil: r.4, lastInterstitialAt: r.5)
+                    day: $0,
+                    rewardedViews: r.1 ?? 0,
+                    interstitialViews: r.2 ?? 0,
+                    lastRewardedAt: r.3,
+                    rewardedCooldownUntil: r.4,
+                    lastInterstitialAt: r.5
+                )
             }
             var consent: AdConsentRecord?
             if let personalized = r.6, let sharing = r.7, let gate = r.8, let under = r.9, let gdpr = r.12, let source = r.13, let at = r.14 {
                 consent = AdConsentRecord(
-                    consentPersonalizedAds: personalized, consentDataSharing: sharing, ageGatePassed: gate, isUnderAge: under,
-                    attStatus: r.10, tcfString: nil, consentFormStatus: nil, country: r.11, gdprApplies: gdpr,
-                    source: source, updatedAt: at)
+                    consentPersonalizedAds: personalized,
+                    consentDataSharing: sharing,
+                    ageGatePassed: gate,
+                    isUnderAge: under,
+                    attStatus: r.10,
+                    tcfString: nil,
+                    consentFormStatus: nil,
+                    country: r.11,
+                    gdprApplies: gdpr,
+                    source: source,
+                    updatedAt: at
+                )
             }
             let entitlement = r.15.map { EntitlementState(isPremium: $0, validUntil: r.16, version: r.17 ?? 0) }
             return (limits, consent, entitlement)
@@ -164,11 +192,18 @@ struct AdStore: Sendable {
             """
             SELECT day::text, rewarded_views, interstitial_views, last_rewarded_at, rewarded_cooldown_until, last_interstitial_at
             FROM user_ad_limits WHERE app_id = \(app) AND user_id = \(user)
-            """, logger: logger)
+            """,
+            logger: logger
+        )
         for try await r in rows.decode((String, Int, Int, Date?, Date?, Date?).self) {
             return UserAdLimits(
-                day: r.0, rewardedViews: r.1, interstitialViews: r.2, lastRewardedAt: r.3, rewardedCooldownUntil: r.4,
-                lastInterstitialAt: r.5)
+                day: r.0,
+                rewardedViews: r.1,
+                interstitialViews: r.2,
+                lastRewardedAt: r.3,
+                rewardedCooldownUntil: r.4,
+                lastInterstitialAt: r.5
+            )
         }
         return nil
     }
@@ -181,7 +216,9 @@ struct AdStore: Sendable {
         try await conn.run(
             """
             INSERT INTO user_ad_limits (app_id, user_id, day) VALUES (\(app), \(user), \(today)::date) ON CONFLICT DO NOTHING
-            """, logger: logger)
+            """,
+            logger: logger
+        )
         let rows: PostgresRows
         switch type {
         case .rewarded:
@@ -196,7 +233,9 @@ struct AdStore: Sendable {
                   AND (day <> \(today)::date OR rewarded_views < \(AdRules.rewardedDailyLimit))
                   AND (rewarded_cooldown_until IS NULL OR rewarded_cooldown_until <= \(now))
                 RETURNING 1
-                """, logger: logger)
+                """,
+                logger: logger
+            )
         case .interstitial:
             let since = now.addingTimeInterval(-AdRules.interstitialInterval)
             rows = try await conn.run(
@@ -209,7 +248,9 @@ struct AdStore: Sendable {
                   AND (day <> \(today)::date OR interstitial_views < \(AdRules.interstitialDailySoftCap))
                   AND (last_interstitial_at IS NULL OR last_interstitial_at <= \(since))
                 RETURNING 1
-                """, logger: logger)
+                """,
+                logger: logger
+            )
         }
         for try await _ in rows { return true }
         return false
@@ -222,7 +263,9 @@ struct AdStore: Sendable {
         try await conn.run(
             """
             INSERT INTO user_ad_limits (app_id, user_id, day) VALUES (\(app), \(user), \(today)::date) ON CONFLICT DO NOTHING
-            """, logger: logger)
+            """,
+            logger: logger
+        )
         let rows = try await conn.run(
             """
             UPDATE user_ad_limits SET
@@ -232,7 +275,9 @@ struct AdStore: Sendable {
             WHERE app_id = \(app) AND user_id = \(user)
               AND (day <> \(today)::date OR rewarded_views < \(AdRules.rewardedDailyLimit))
             RETURNING 1
-            """, logger: logger)
+            """,
+            logger: logger
+        )
         for try await _ in rows { return true }
         return false
     }
@@ -243,7 +288,9 @@ struct AdStore: Sendable {
         try await conn.run(
             """
             UPDATE user_ad_limits SET rewarded_cooldown_until = \(until) WHERE app_id = \(app) AND user_id = \(user)
-            """, logger: logger)
+            """,
+            logger: logger
+        )
     }
 
     /// UC-ADS-4.2 step 15: an interstitial shown: counted, and the 180 s interval starts now.
@@ -252,7 +299,9 @@ struct AdStore: Sendable {
         try await conn.run(
             """
             INSERT INTO user_ad_limits (app_id, user_id, day) VALUES (\(app), \(user), \(today)::date) ON CONFLICT DO NOTHING
-            """, logger: logger)
+            """,
+            logger: logger
+        )
         try await conn.run(
             """
             UPDATE user_ad_limits SET
@@ -260,7 +309,9 @@ struct AdStore: Sendable {
                 interstitial_views = CASE WHEN day = \(today)::date THEN interstitial_views ELSE 0 END + 1,
                 day = \(today)::date, last_interstitial_at = \(now)
             WHERE app_id = \(app) AND user_id = \(user)
-            """, logger: logger)
+            """,
+            logger: logger
+        )
     }
 
     // MARK: requests and views
@@ -272,15 +323,28 @@ struct AdStore: Sendable {
                                      personalized, created_at)
             VALUES (\(r.id), \(r.appID), \(r.userID), \(r.adType.rawValue), \(r.placement), \(r.provider), \(unitID), \(r.adDurationSeconds),
                     \(r.verification), \(personalized), \(r.createdAt))
-            """, logger: logger)
+            """,
+            logger: logger
+        )
     }
 
-    static let requestColumns = "id, app_id, user_id, ad_type, placement, provider, ad_duration_seconds, verification, created_at, completed_at, shown"
+    static let requestColumns =
+        "id, app_id, user_id, ad_type, placement, provider, ad_duration_seconds, verification, created_at, completed_at, shown"
     typealias RequestRow = (UUID, UUID, UUID?, String, String, String, Int, String, Date, Date?, Bool)
     static func request(_ r: RequestRow) -> AdRequestRecord {
         AdRequestRecord(
-            id: r.0, appID: r.1, userID: r.2, adType: AdType(rawValue: r.3) ?? .rewarded, placement: r.4, provider: r.5,
-            adDurationSeconds: r.6, verification: r.7, createdAt: r.8, completedAt: r.9, shown: r.10)
+            id: r.0,
+            appID: r.1,
+            userID: r.2,
+            adType: AdType(rawValue: r.3) ?? .rewarded,
+            placement: r.4,
+            provider: r.5,
+            adDurationSeconds: r.6,
+            verification: r.7,
+            createdAt: r.8,
+            completedAt: r.9,
+            shown: r.10
+        )
     }
 
     /// The request, locked for the rest of the transaction (completion and the server-side
@@ -292,7 +356,13 @@ struct AdStore: Sendable {
     }
 
     func recordImpression(
-        id: UUID, app: UUID, user: UUID, loaded: Bool, shown: Bool, loadTimeMs: Int?, error: String?,
+        id: UUID,
+        app: UUID,
+        user: UUID,
+        loaded: Bool,
+        shown: Bool,
+        loadTimeMs: Int?,
+        error: String?,
         on conn: PostgresConnection
     ) async throws -> Bool {
         let rows = try await conn.run(
@@ -301,7 +371,9 @@ struct AdStore: Sendable {
                    load_time_ms = COALESCE(\(loadTimeMs), load_time_ms), load_error = COALESCE(\(error), load_error),
                    load_failures = load_failures + CASE WHEN \(loaded) THEN 0 ELSE 1 END
             WHERE id = \(id) AND app_id = \(app) AND user_id = \(user) RETURNING 1
-            """, logger: logger)
+            """,
+            logger: logger
+        )
         for try await _ in rows { return true }
         return false
     }
@@ -318,8 +390,17 @@ struct AdStore: Sendable {
     }
 
     func insertView(
-        request r: AdRequestRecord, completed: Bool, clicked: Bool, displayMs: Int, rewardGranted: Bool, rewardAmount: Int,
-        refusal: String?, revenueUSD: Double?, revenueFlagged: Bool, now: Date, on conn: PostgresConnection
+        request r: AdRequestRecord,
+        completed: Bool,
+        clicked: Bool,
+        displayMs: Int,
+        rewardGranted: Bool,
+        rewardAmount: Int,
+        refusal: String?,
+        revenueUSD: Double?,
+        revenueFlagged: Bool,
+        now: Date,
+        on conn: PostgresConnection
     ) async throws {
         try await conn.run(
             """
@@ -328,7 +409,9 @@ struct AdStore: Sendable {
             VALUES (\(r.appID), \(r.userID), \(r.id), \(r.adType.rawValue), \(r.placement), \(r.provider), \(completed), \(clicked), \(displayMs),
                     \(rewardGranted), \(rewardAmount), \(refusal), \(revenueUSD)::numeric,
                     \(revenueUSD == nil ? nil : (revenueFlagged ? "client_capped" : "client")), \(now))
-            """, logger: logger)
+            """,
+            logger: logger
+        )
     }
 
     /// The provider's eCPM estimate (the bound on what a client may report).
@@ -336,7 +419,8 @@ struct AdStore: Sendable {
         for try await e in try await conn.run(
             """
             SELECT ecpm_estimate_usd::float8 FROM ad_providers WHERE app_id = \(app) AND name = \(provider)
-            """, logger: logger
+            """,
+            logger: logger
         ).decode(Double?.self) { return e }
         return nil
     }
@@ -345,7 +429,9 @@ struct AdStore: Sendable {
         let rows = try await conn.run(
             """
             SELECT ad_completed, reward_granted, reward_amount, reward_refusal FROM ad_views WHERE ad_request_id = \(id)
-            """, logger: logger)
+            """,
+            logger: logger
+        )
         for try await r in rows.decode((Bool, Bool, Int, String?).self) {
             return View(completed: r.0, rewardGranted: r.1, rewardAmount: r.2, refusal: r.3)
         }
@@ -356,7 +442,11 @@ struct AdStore: Sendable {
     /// Records AdMob's server-side verification callback once per transaction id: false when
     /// this transaction was already received (AdMob retries; each reward is paid once).
     func recordVerificationCallback(
-        transactionID: String, request r: AdRequestRecord, keyID: Int64, rewardAmount: Int?, now: Date,
+        transactionID: String,
+        request r: AdRequestRecord,
+        keyID: Int64,
+        rewardAmount: Int?,
+        now: Date,
         on conn: PostgresConnection
     ) async throws -> Bool {
         for try await _ in try await conn.run(
@@ -364,8 +454,9 @@ struct AdStore: Sendable {
             INSERT INTO ssv_callbacks (transaction_id, app_id, ad_request_id, key_id, reward_amount, received_at)
             VALUES (\(transactionID), \(r.appID), \(r.id), \(keyID), \(rewardAmount), \(now))
             ON CONFLICT DO NOTHING RETURNING 1
-            """, logger: logger)
-        { return true }
+            """,
+            logger: logger
+        ) { return true }
         return false
     }
 
@@ -373,6 +464,8 @@ struct AdStore: Sendable {
         try await conn.run(
             """
             UPDATE ad_views SET reward_granted = true, reward_amount = \(amount), reward_refusal = NULL WHERE ad_request_id = \(id)
-            """, logger: logger)
+            """,
+            logger: logger
+        )
     }
 }

@@ -58,9 +58,21 @@ struct CampaignStore: Sendable {
     typealias Row = (UUID, UUID, String, String, String, Int, String, Int, String?, Date, Date, Bool, String, Bool)
     static func campaign(_ r: Row) throws -> Campaign {
         Campaign(
-            id: r.0, appID: r.1, name: r.2, description: r.3, type: CampaignType(rawValue: r.4) ?? .watchAds, rewardAmount: r.5,
-            conditions: try JSONDecoder().decode(JSONValue.self, from: Data(r.6.utf8)), required: r.7, placement: r.8,
-            startsAt: r.9, endsAt: r.10, active: r.11, salt: r.12, hasVariants: r.13)
+            id: r.0,
+            appID: r.1,
+            name: r.2,
+            description: r.3,
+            type: CampaignType(rawValue: r.4) ?? .watchAds,
+            rewardAmount: r.5,
+            conditions: try JSONDecoder().decode(JSONValue.self, from: Data(r.6.utf8)),
+            required: r.7,
+            placement: r.8,
+            startsAt: r.9,
+            endsAt: r.10,
+            active: r.11,
+            salt: r.12,
+            hasVariants: r.13
+        )
     }
 
     func create(_ c: Campaign, variants: [CampaignVariant] = [], on conn: PostgresConnection) async throws -> Campaign {
@@ -72,7 +84,9 @@ struct CampaignStore: Sendable {
             VALUES (\(c.id), \(c.appID), \(c.name), \(c.description), \(c.type.rawValue), \(c.rewardAmount), \(conditions)::jsonb, \(c.required),
                     \(c.placement), \(c.startsAt), \(c.endsAt), true, \(!variants.isEmpty))
             RETURNING \(unescaped: Self.columns)
-            """, logger: logger)
+            """,
+            logger: logger
+        )
         var created: Campaign?
         for try await r in rows.decode(Row.self) { created = try Self.campaign(r) }
         guard let created else { throw AppError.unavailable }
@@ -93,9 +107,14 @@ struct CampaignStore: Sendable {
                 VALUES (\(campaign), \(v.key), \(position), \(v.weight), \(v.rewardAmount), \(v.required), \(conditions)::jsonb, \(v.holdout))
                 ON CONFLICT (campaign_id, key) DO UPDATE SET position = EXCLUDED.position, weight = EXCLUDED.weight,
                     reward_amount = EXCLUDED.reward_amount, required = EXCLUDED.required, conditions = EXCLUDED.conditions, holdout = EXCLUDED.holdout
-                """, logger: logger)
+                """,
+                logger: logger
+            )
         }
-        try await conn.run("DELETE FROM campaign_variants WHERE campaign_id = \(campaign) AND NOT (key = ANY(\(variants.map(\.key))))", logger: logger)
+        try await conn.run(
+            "DELETE FROM campaign_variants WHERE campaign_id = \(campaign) AND NOT (key = ANY(\(variants.map(\.key))))",
+            logger: logger
+        )
     }
 
     /// Each campaign's variants, in order.
@@ -106,12 +125,19 @@ struct CampaignStore: Sendable {
             """
             SELECT campaign_id, key, weight, reward_amount, required, conditions::text, holdout FROM campaign_variants
             WHERE campaign_id = ANY(\(campaigns)) ORDER BY campaign_id, position
-            """, logger: logger
+            """,
+            logger: logger
         ).decode((UUID, String, Int, Int, Int, String, Bool).self) {
             out[r.0, default: []].append(
                 CampaignVariant(
-                    key: r.1, weight: r.2, rewardAmount: r.3, required: r.4,
-                    conditions: try JSONDecoder().decode(JSONValue.self, from: Data(r.5.utf8)), holdout: r.6))
+                    key: r.1,
+                    weight: r.2,
+                    rewardAmount: r.3,
+                    required: r.4,
+                    conditions: try JSONDecoder().decode(JSONValue.self, from: Data(r.5.utf8)),
+                    holdout: r.6
+                )
+            )
         }
         return out
     }
@@ -119,7 +145,8 @@ struct CampaignStore: Sendable {
     /// What the user meets of each campaign: assigned on first meeting (the hash over the
     /// weights in force then), and the stored assignment afterwards, whatever the weights became.
     /// `expose`: the user is being shown them (a listing, an opening): the first time is recorded.
-    func offers(_ campaigns: [Campaign], app: UUID, user: UUID, expose: Bool, now: Date, on conn: PostgresConnection) async throws -> [CampaignOffer] {
+    func offers(_ campaigns: [Campaign], app: UUID, user: UUID, expose: Bool, now: Date, on conn: PostgresConnection) async throws -> [CampaignOffer]
+    {
         guard !campaigns.isEmpty else { return [] }
         let variants = try await variants(of: campaigns.filter(\.hasVariants).map(\.id), on: conn)
         var stored: [UUID: (variant: String?, exposed: Bool)] = [:]
@@ -127,18 +154,21 @@ struct CampaignStore: Sendable {
             """
             SELECT campaign_id, variant_key, exposed_at IS NOT NULL FROM campaign_assignments
             WHERE campaign_id = ANY(\(campaigns.map(\.id))) AND user_id = \(user)
-            """, logger: logger
+            """,
+            logger: logger
         ).decode((UUID, String?, Bool).self) { stored[r.0] = (r.1, r.2) }
         // New assignments (and first exposures) in one statement; a concurrent first meeting on
         // another replica computed the same variant, and the stored row wins anyway.
-        var ids: [UUID] = [], keys: [String] = []
+        var ids: [UUID] = []
+        var keys: [String] = []
         for c in campaigns where stored[c.id] == nil || (expose && stored[c.id]?.exposed == false) {
             let key =
                 stored[c.id]?.variant
                 ?? variants[c.id].map {
                     CampaignExperiment.pick($0, bucket: CampaignExperiment.bucket(salt: c.salt, app: app, user: user)).key
                 }
-            ids.append(c.id); keys.append(key ?? "")
+            ids.append(c.id)
+            keys.append(key ?? "")
         }
         if !ids.isEmpty {
             let exposedAt: Date? = expose ? now : nil
@@ -148,7 +178,8 @@ struct CampaignStore: Sendable {
                 SELECT c, \(app), \(user), NULLIF(k, ''), \(now), \(exposedAt) FROM unnest(\(ids), \(keys)) AS t(c, k)
                 ON CONFLICT (campaign_id, user_id) DO UPDATE SET exposed_at = COALESCE(a.exposed_at, EXCLUDED.exposed_at)
                 RETURNING campaign_id, variant_key
-                """, logger: logger
+                """,
+                logger: logger
             ).decode((UUID, String?).self) { stored[r.0] = (r.1, expose) }
         }
         return campaigns.map { c in
@@ -163,7 +194,8 @@ struct CampaignStore: Sendable {
         for try await (key, n) in try await conn.run(
             """
             SELECT variant_key, count(*)::int FROM campaign_assignments WHERE campaign_id = \(campaign) AND variant_key IS NOT NULL GROUP BY 1
-            """, logger: logger
+            """,
+            logger: logger
         ).decode((String, Int).self) { out[key] = n }
         return out
     }
@@ -175,7 +207,8 @@ struct CampaignStore: Sendable {
             UPDATE freemium_campaigns SET name = COALESCE(\(name), name), description = COALESCE(\(description), description),
                    ends_at = COALESCE(\(endsAt), ends_at)
             WHERE app_id = \(app) AND id = \(id) RETURNING \(unescaped: Self.columns)
-            """, logger: logger
+            """,
+            logger: logger
         ).decode(Row.self) { return try Self.campaign(r) }
         return nil
     }
@@ -195,7 +228,8 @@ struct CampaignStore: Sendable {
                  AND r.reference_id = 'campaign:' || a.campaign_id::text || ':' || a.user_id::text
             WHERE a.campaign_id = \(campaign)
             GROUP BY a.variant_key
-            """, logger: logger
+            """,
+            logger: logger
         ).decode((String?, Int, Int, Int, Int, Int, Int).self) {
             out.append(CampaignFunnel(key: r.0, assigned: r.1, exposed: r.2, joined: r.3, completed: r.4, claimed: r.5, creditsGranted: r.6))
         }
@@ -213,14 +247,23 @@ struct CampaignStore: Sendable {
                        WHERE campaign_id = \(campaign) AND completed GROUP BY 1)
             SELECT to_char(COALESCE(e.d, c.d), 'YYYY-MM-DD'), COALESCE(e.n, 0)::int, COALESCE(c.n, 0)::int
             FROM e FULL JOIN c ON c.d = e.d ORDER BY 1
-            """, logger: logger
+            """,
+            logger: logger
         ).decode((String, Int, Int).self) { out.append(r) }
         return out
     }
 
     // MARK: the reminder (#31)
 
-    struct Reminder: Sendable { var campaign: UUID; var app: UUID; var user: UUID; var progress: Int; var required: Int; var name: String; var reward: Int }
+    struct Reminder: Sendable {
+        var campaign: UUID
+        var app: UUID
+        var user: UUID
+        var progress: Int
+        var required: Int
+        var name: String
+        var reward: Int
+    }
 
     /// Records up to `batch` reminders due now (campaigns ending within a day, users at 60 % of
     /// their goal or one step short, not completed nor claimed), once per user and campaign,
@@ -266,13 +309,18 @@ struct CampaignStore: Sendable {
             """
             UPDATE freemium_campaigns SET active = false, ends_at = LEAST(ends_at, GREATEST(starts_at + interval '1 second', \(now)))
             WHERE app_id = \(app) AND id = \(id) RETURNING \(unescaped: Self.columns)
-            """, logger: logger)
+            """,
+            logger: logger
+        )
         for try await r in rows.decode(Row.self) { return try Self.campaign(r) }
         return nil
     }
 
     func campaign(app: UUID, id: UUID, on conn: PostgresConnection) async throws -> Campaign? {
-        let rows = try await conn.run("SELECT \(unescaped: Self.columns) FROM freemium_campaigns WHERE app_id = \(app) AND id = \(id)", logger: logger)
+        let rows = try await conn.run(
+            "SELECT \(unescaped: Self.columns) FROM freemium_campaigns WHERE app_id = \(app) AND id = \(id)",
+            logger: logger
+        )
         for try await r in rows.decode(Row.self) { return try Self.campaign(r) }
         return nil
     }
@@ -283,7 +331,9 @@ struct CampaignStore: Sendable {
             """
             SELECT \(unescaped: Self.columns) FROM freemium_campaigns WHERE app_id = \(app)
             ORDER BY starts_at DESC, id DESC LIMIT \(limit) OFFSET \(offset)
-            """, logger: logger)
+            """,
+            logger: logger
+        )
         var out: [Campaign] = []
         for try await r in rows.decode(Row.self) { out.append(try Self.campaign(r)) }
         return out
@@ -294,7 +344,9 @@ struct CampaignStore: Sendable {
             """
             SELECT \(unescaped: Self.columns) FROM freemium_campaigns
             WHERE app_id = \(app) AND active AND starts_at <= \(now) AND ends_at >= \(now) ORDER BY ends_at, id
-            """, logger: logger)
+            """,
+            logger: logger
+        )
         var out: [Campaign] = []
         for try await r in rows.decode(Row.self) { out.append(try Self.campaign(r)) }
         return out
@@ -305,7 +357,9 @@ struct CampaignStore: Sendable {
             """
             SELECT campaign_id, progress, completed, completed_at, reward_claimed, reward_claimed_at, required FROM campaign_participations
             WHERE app_id = \(app) AND user_id = \(user)
-            """, logger: logger)
+            """,
+            logger: logger
+        )
         var out: [UUID: Participation] = [:]
         for try await r in rows.decode((UUID, Int, Bool, Date?, Bool, Date?, Int?).self) {
             out[r.0] = Participation(progress: r.1, completed: r.2, completedAt: r.3, rewardClaimed: r.4, rewardClaimedAt: r.5, required: r.6)
@@ -318,7 +372,9 @@ struct CampaignStore: Sendable {
             """
             SELECT progress, completed, completed_at, reward_claimed, reward_claimed_at, required FROM campaign_participations
             WHERE campaign_id = \(campaign) AND user_id = \(user) \(unescaped: lock ? "FOR UPDATE" : "")
-            """, logger: logger)
+            """,
+            logger: logger
+        )
         for try await r in rows.decode((Int, Bool, Date?, Bool, Date?, Int?).self) {
             return Participation(progress: r.0, completed: r.1, completedAt: r.2, rewardClaimed: r.3, rewardClaimedAt: r.4, required: r.5)
         }
@@ -329,7 +385,11 @@ struct CampaignStore: Sendable {
     /// `placement`), completing those that reach their goal: the user's variant's goal, which the
     /// participation keeps. A holdout user's progress is not counted (he is not in the campaign).
     private func advance(
-        app: UUID, user: UUID, type: CampaignType, placement: String?, now: Date,
+        app: UUID,
+        user: UUID,
+        type: CampaignType,
+        placement: String?,
+        now: Date,
         on conn: PostgresConnection
     ) async throws {
         // The user's variants first (assigned, not exposed: showing is what exposes).
@@ -356,29 +416,55 @@ struct CampaignStore: Sendable {
                 updated_at = \(now)
             WHERE NOT p.completed
             RETURNING campaign_id, completed, progress, variant_key
-            """, logger: logger)
+            """,
+            logger: logger
+        )
         for try await (campaign, completed, progress, variant) in rows.decode((UUID, Bool, Int, String?).self) where completed {
             try await Self.announceCompletion(
-                app: app, user: user, campaign: campaign, progress: progress, variant: variant, now: now, on: conn, logger: logger)
+                app: app,
+                user: user,
+                campaign: campaign,
+                progress: progress,
+                variant: variant,
+                now: now,
+                on: conn,
+                logger: logger
+            )
         }
     }
 
     /// #33: `campaign.completed` to the app's servers through auth when the goal is reached (the
     /// claim is a `credits.earned`), iff this transaction commits; its version is the progress.
     static func announceCompletion(
-        app: UUID, user: UUID, campaign: UUID, progress: Int, variant: String?, now: Date,
-        on conn: PostgresConnection, logger: Logger
+        app: UUID,
+        user: UUID,
+        campaign: UUID,
+        progress: Int,
+        variant: String?,
+        now: Date,
+        on conn: PostgresConnection,
+        logger: Logger
     ) async throws {
         var data: [String: JSONValue] = [
             "user_id": .string(user.lowercasedString), "campaign_id": .string(campaign.lowercasedString),
-            "progress": .int(progress)
+            "progress": .int(progress),
         ]
         if let variant { data["variant"] = .string(variant) }
         try await Outbox.write(
             try OutboxMessage(
-                InternalRoutes.events, path: InternalRoutes.events.path(),
+                InternalRoutes.events,
+                path: InternalRoutes.events.path(),
                 body: WebhookEventMessage(
-                    type: "campaign.completed", appID: app, createdAt: now, version: Int64(progress), data: data)), on: conn, logger: logger)
+                    type: "campaign.completed",
+                    appID: app,
+                    createdAt: now,
+                    version: Int64(progress),
+                    data: data
+                )
+            ),
+            on: conn,
+            logger: logger
+        )
     }
 
     /// A rewarded view the server granted (12a: only running watch-ads campaigns, of the
@@ -408,11 +494,20 @@ struct CampaignStore: Sendable {
                 updated_at = \(now)
             WHERE NOT p.completed AND p.last_checkin_day IS DISTINCT FROM \(today)::date
             RETURNING completed, progress
-            """, logger: logger)
+            """,
+            logger: logger
+        )
         for try await (completed, progress) in rows.decode((Bool, Int).self) where completed {
             try await Self.announceCompletion(
-                app: c.appID, user: user, campaign: c.id, progress: progress, variant: offer.variant?.key,
-                now: now, on: conn, logger: logger)
+                app: c.appID,
+                user: user,
+                campaign: c.id,
+                progress: progress,
+                variant: offer.variant?.key,
+                now: now,
+                on: conn,
+                logger: logger
+            )
         }
     }
 
@@ -423,7 +518,9 @@ struct CampaignStore: Sendable {
             """
             UPDATE campaign_participations SET reward_claimed = true, reward_claimed_at = \(now), updated_at = \(now)
             WHERE campaign_id = \(campaign) AND user_id = \(user) AND completed AND NOT reward_claimed RETURNING 1
-            """, logger: logger)
+            """,
+            logger: logger
+        )
         for try await _ in rows { return true }
         return false
     }
@@ -440,21 +537,27 @@ struct CampaignStore: Sendable {
                     INSERT INTO referral_codes (app_id, user_id, code, created_at) VALUES (\(app), \(user), \(candidate), \(now))
                     ON CONFLICT DO NOTHING RETURNING code)
                 SELECT code FROM ins UNION ALL SELECT code FROM referral_codes WHERE app_id = \(app) AND user_id = \(user)
-                """, logger: logger)
+                """,
+                logger: logger
+            )
             for try await code in rows.decode(String.self) { return code }
         }
         throw AppError.unavailable
     }
 
     /// `counted`: the friend had already played, so the referrer's progress moved now.
-    enum Redemption: Equatable { case redeemed(referrer: UUID, counted: Bool), unknownCode, ownCode, alreadyReferred }
+    enum Redemption: Equatable {
+        case redeemed(referrer: UUID, counted: Bool)
+        case unknownCode, ownCode, alreadyReferred
+    }
 
     func redeem(app: UUID, referee: UUID, code: String, now: Date, on conn: PostgresConnection) async throws -> Redemption {
         var referrer: UUID?
         for try await id in try await conn.run(
             """
             SELECT user_id FROM referral_codes WHERE app_id = \(app) AND code = \(code.uppercased())
-            """, logger: logger
+            """,
+            logger: logger
         ).decode(UUID.self) { referrer = id }
         guard let referrer else { return .unknownCode }
         guard referrer != referee else { return .ownCode }
@@ -463,16 +566,18 @@ struct CampaignStore: Sendable {
             """
             INSERT INTO referral_redemptions (app_id, referee_id, referrer_id, created_at) VALUES (\(app), \(referee), \(referrer), \(now))
             ON CONFLICT DO NOTHING RETURNING 1
-            """, logger: logger)
-        { inserted = true }
+            """,
+            logger: logger
+        ) { inserted = true }
         guard inserted else { return .alreadyReferred }
         // A friend who has already watched a rewarded ad has played: counted at once.
         var played = false
         for try await _ in try await conn.run(
             """
             SELECT 1 FROM pending_rewards WHERE app_id = \(app) AND user_id = \(referee) AND source = 'ad_reward' LIMIT 1
-            """, logger: logger)
-        { played = true }
+            """,
+            logger: logger
+        ) { played = true }
         if played { try await countReferral(app: app, referee: referee, now: now, on: conn) }
         return .redeemed(referrer: referrer, counted: played)
     }
@@ -484,7 +589,8 @@ struct CampaignStore: Sendable {
             """
             UPDATE referral_redemptions SET counted_at = \(now)
             WHERE app_id = \(app) AND referee_id = \(referee) AND counted_at IS NULL RETURNING referrer_id
-            """, logger: logger
+            """,
+            logger: logger
         ).decode(UUID.self) {
             try await advance(app: app, user: referrer, type: .referral, placement: nil, now: now, on: conn)
         }

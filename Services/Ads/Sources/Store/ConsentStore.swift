@@ -36,8 +36,13 @@ struct AdConsentRecord: Codable, Sendable, Equatable {
 
     func state() -> ConsentState {
         ConsentState(
-            answered: answered, personalizedAds: consentPersonalizedAds, dataSharing: consentDataSharing, isUnderAge: isUnderAge,
-            attStatus: attStatus, gdprApplies: gdprApplies)
+            answered: answered,
+            personalizedAds: consentPersonalizedAds,
+            dataSharing: consentDataSharing,
+            isUnderAge: isUnderAge,
+            attStatus: attStatus,
+            gdprApplies: gdprApplies
+        )
     }
 }
 
@@ -52,12 +57,24 @@ struct ConsentStore: Sendable {
             SELECT consent_personalized_ads, consent_data_sharing, age_gate_passed, is_under_age, att_status, tcf_string,
                    consent_form_status, country, gdpr_applies, source, created_at, answered
             FROM user_consent_ads WHERE app_id = \(app) AND user_id = \(user) ORDER BY id DESC LIMIT 1
-            """, logger: logger)
+            """,
+            logger: logger
+        )
         for try await r in rows.decode((Bool, Bool, Bool, Bool, String?, String?, String?, String?, Bool, String, Date, Bool).self) {
             return AdConsentRecord(
-                consentPersonalizedAds: r.0, consentDataSharing: r.1, ageGatePassed: r.2, isUnderAge: r.3, attStatus: r.4,
-                tcfString: r.5, consentFormStatus: r.6, country: r.7, gdprApplies: r.8, source: r.9, updatedAt: r.10,
-                answered: r.11)
+                consentPersonalizedAds: r.0,
+                consentDataSharing: r.1,
+                ageGatePassed: r.2,
+                isUnderAge: r.3,
+                attStatus: r.4,
+                tcfString: r.5,
+                consentFormStatus: r.6,
+                country: r.7,
+                gdprApplies: r.8,
+                source: r.9,
+                updatedAt: r.10,
+                answered: r.11
+            )
         }
         return nil
     }
@@ -70,7 +87,9 @@ struct ConsentStore: Sendable {
             VALUES (\(app), \(user), \(c.consentPersonalizedAds), \(c.consentDataSharing), \(c.ageGatePassed), \(c.isUnderAge),
                     \(c.attStatus), \(c.tcfString), \(c.consentFormStatus), \(c.country), \(c.gdprApplies), \(c.source), \(c.updatedAt),
                     \(c.answered))
-            """, logger: logger)
+            """,
+            logger: logger
+        )
     }
 
     /// Serialises changes of one user's consent (two devices answering at once).

@@ -20,7 +20,9 @@ struct StatsStore: Sendable {
         var total = 0
         while true {
             var deleted = 0
-            for try await n in try await db.query(Self.purgeDetailQuery(before: cutoff, batch: batch), logger: logger).decode(Int.self) { deleted = n }
+            for try await n in try await db.query(Self.purgeDetailQuery(before: cutoff, batch: batch), logger: logger).decode(Int.self) {
+                deleted = n
+            }
             total += deleted
             if deleted < batch { return total }
         }
@@ -57,13 +59,16 @@ struct StatsStore: Sendable {
             var apps: [UUID] = []
             var days: [String] = []
             for try await (app, day) in try await conn.run(Self.touchedDaysQuery(since: since), logger: logger).decode((UUID, String).self) {
-                apps.append(app); days.append(day)
+                apps.append(app)
+                days.append(day)
             }
             if !apps.isEmpty {
                 try await conn.run(
                     """
                     DELETE FROM ad_daily_stats WHERE (app_id, day) IN (SELECT a, d::date FROM unnest(\(apps)::uuid[], \(days)::text[]) AS t(a, d))
-                    """, logger: logger)
+                    """,
+                    logger: logger
+                )
                 try await conn.run(
                     """
                     WITH touched AS (SELECT a AS app_id, d::date AS day FROM unnest(\(apps)::uuid[], \(days)::text[]) AS t(a, d)),
@@ -85,13 +90,17 @@ struct StatsStore: Sendable {
                            COALESCE(v.completions, 0), COALESCE(v.revenue, 0), COALESCE(v.without_revenue, 0), COALESCE(v.duration, 0), now()
                     FROM q FULL JOIN v ON q.app_id = v.app_id AND q.day = v.day AND q.ad_type = v.ad_type AND q.provider = v.provider
                                       AND q.placement = v.placement
-                    """, logger: logger)
+                    """,
+                    logger: logger
+                )
             }
             try await conn.run(
                 """
                 INSERT INTO ad_stats_state (id, refreshed_until) VALUES (1, now())
                 ON CONFLICT (id) DO UPDATE SET refreshed_until = GREATEST(ad_stats_state.refreshed_until, EXCLUDED.refreshed_until)
-                """, logger: logger)
+                """,
+                logger: logger
+            )
             return apps.count
         }
     }
@@ -114,19 +123,33 @@ struct StatsStore: Sendable {
               AND (\(f.adType)::text IS NULL OR ad_type = \(f.adType)) AND (\(f.provider)::text IS NULL OR provider = \(f.provider))
               AND (\(f.placement)::text IS NULL OR placement = \(f.placement))
             ORDER BY day DESC, ad_type, provider, placement
-            """, logger: logger)
+            """,
+            logger: logger
+        )
         var out: [StatsRow] = []
         for try await r in rows.decode((String, String, String, String, Int, Int, Int, Int, Double, Int).self) {
             out.append(
                 StatsRow(
-                    day: r.0, adType: r.1, provider: r.2, placement: r.3, requests: r.4, impressions: r.5, clicks: r.6,
-                    completions: r.7, revenueUSD: r.8, impressionsWithoutRevenue: r.9))
+                    day: r.0,
+                    adType: r.1,
+                    provider: r.2,
+                    placement: r.3,
+                    requests: r.4,
+                    impressions: r.5,
+                    clicks: r.6,
+                    completions: r.7,
+                    revenueUSD: r.8,
+                    impressionsWithoutRevenue: r.9
+                )
+            )
         }
         return out
     }
 
     func refreshedUntil(on conn: PostgresConnection) async throws -> Date? {
-        for try await d in try await conn.run("SELECT refreshed_until FROM ad_stats_state WHERE id = 1", logger: logger).decode(Date.self) { return d }
+        for try await d in try await conn.run("SELECT refreshed_until FROM ad_stats_state WHERE id = 1", logger: logger).decode(Date.self) {
+            return d
+        }
         return nil
     }
 }

@@ -15,8 +15,10 @@ public enum AuthService: ServiceDefinition {
 
     public static func buildApplication(runtime: ServiceRuntime) async throws -> any ApplicationProtocol {
         try buildApplication(
-            runtime: runtime, signingKey: SigningKeyLoader.load(config: runtime.config),
-            publishedKeys: PublishedKeys.load(config: runtime.config))
+            runtime: runtime,
+            signingKey: SigningKeyLoader.load(config: runtime.config),
+            publishedKeys: PublishedKeys.load(config: runtime.config)
+        )
     }
 
     /// `audit_logs` kept `AUDIT_LOG_RETENTION_DAYS`.
@@ -36,16 +38,22 @@ public enum AuthService: ServiceDefinition {
         public var mailer: (any Mailer)?
         public var gameCenter: (any GameCenterVerifying)?
         public init(
-            google: (any GoogleSignIn)? = nil, apple: (any AppleSignIn)? = nil, mailer: (any Mailer)? = nil,
+            google: (any GoogleSignIn)? = nil,
+            apple: (any AppleSignIn)? = nil,
+            mailer: (any Mailer)? = nil,
             gameCenter: (any GameCenterVerifying)? = nil
         ) {
-            self.google = google; self.apple = apple; self.mailer = mailer; self.gameCenter = gameCenter
+            self.google = google
+            self.apple = apple
+            self.mailer = mailer
+            self.gameCenter = gameCenter
         }
     }
 
     /// The composition root: tests call it with their own runtime, key and providers.
     public static func buildApplication(
-        runtime: ServiceRuntime, signingKey: Curve25519.Signing.PrivateKey,
+        runtime: ServiceRuntime,
+        signingKey: Curve25519.Signing.PrivateKey,
         publishedKeys: [Curve25519.Signing.PublicKey] = [],
         providers: Providers = Providers()
     ) throws -> ServiceApplication {
@@ -62,21 +70,27 @@ public enum AuthService: ServiceDefinition {
             providers.google
             ?? GoogleIdentityVerifier(
                 keySet: RemoteKeySet(
-                    url: env.string("GOOGLE_JWKS_URL", default: "https://www.googleapis.com/oauth2/v3/certs"), http: runtime.http))
+                    url: env.string("GOOGLE_JWKS_URL", default: "https://www.googleapis.com/oauth2/v3/certs"),
+                    http: runtime.http
+                )
+            )
         let apple =
             providers.apple
             ?? AppleIdentityVerifier(
                 keySet: RemoteKeySet(url: env.string("APPLE_JWKS_URL", default: "https://appleid.apple.com/auth/keys"), http: runtime.http),
                 http: runtime.http,
                 tokenURL: env.string("APPLE_TOKEN_URL", default: "https://appleid.apple.com/auth/token"),
-                revokeURL: env.string("APPLE_REVOKE_URL", default: "https://appleid.apple.com/auth/revoke"))
+                revokeURL: env.string("APPLE_REVOKE_URL", default: "https://appleid.apple.com/auth/revoke")
+            )
         let gameCenter =
             try providers.gameCenter
             ?? GameCenterVerifier(
-                http: runtime.http, roots: GameCenterVerifier.roots(pemPath: env.optional("GAMECENTER_TRUST_ROOTS")),
+                http: runtime.http,
+                roots: GameCenterVerifier.roots(pemPath: env.optional("GAMECENTER_TRUST_ROOTS")),
                 allowedHostSuffix: env.string("GAMECENTER_KEY_HOST_SUFFIX", default: "apple.com"),
                 caBundlePath: env.optional("GAMECENTER_CA_BUNDLE"),
-                resolve: env.optional("GAMECENTER_RESOLVE").map { $0.split(separator: ",").map(String.init) } ?? [])
+                resolve: env.optional("GAMECENTER_RESOLVE").map { $0.split(separator: ",").map(String.init) } ?? []
+            )
         let mailer: any Mailer =
             providers.mailer
             ?? {
@@ -84,9 +98,12 @@ public enum AuthService: ServiceDefinition {
                     return SMTPMailer(
                         http: runtime.http,
                         server: SMTPServer(
-                            url: url, username: env.optional("SMTP_USERNAME"),
+                            url: url,
+                            username: env.optional("SMTP_USERNAME"),
                             password: env.optional("SMTP_PASSWORD"),
-                            requireTLS: env.bool("SMTP_REQUIRE_TLS", default: false)))
+                            requireTLS: env.bool("SMTP_REQUIRE_TLS", default: false)
+                        )
+                    )
                 }
                 return MailFolder(directory: URL(fileURLWithPath: runtime.config.dataDirectory).appendingPathComponent("mail"))
             }()
@@ -94,74 +111,134 @@ public enum AuthService: ServiceDefinition {
         let box = SecretBox(key: dataKey, previous: try previousDataKey(env: env))
         let signIn = SignInSettingsStore(db: runtime.db, box: box, logger: runtime.logger)
         let appleConfigs = TenantSettings(
-            topic: "apple_signin", bootstrap: try AppleClientConfig.parse(env.optional("APPLE_SIGNIN_APPS")),
-            feed: runtime.changes, load: signIn.loadApple)
+            topic: "apple_signin",
+            bootstrap: try AppleClientConfig.parse(env.optional("APPLE_SIGNIN_APPS")),
+            feed: runtime.changes,
+            load: signIn.loadApple
+        )
         let settings = AuthSettings(environment: env)
         let emailSettings = EmailSettingsStore(db: runtime.db, logger: runtime.logger)
         let emails = EmailComposer(
             settings: TenantSettings(topic: "email_settings", bootstrap: [:], feed: runtime.changes, load: emailSettings.loadAll),
-            defaults: settings, applications: applications)
+            defaults: settings,
+            applications: applications
+        )
         let ctx = AuthContext(
-            db: runtime.db, logger: runtime.logger, clock: runtime.clock,
-            users: UserStore(logger: runtime.logger), refreshTokens: refreshTokens,
+            db: runtime.db,
+            logger: runtime.logger,
+            clock: runtime.clock,
+            users: UserStore(logger: runtime.logger),
+            refreshTokens: refreshTokens,
             emailTokens: EmailTokenStore(logger: runtime.logger),
             issuer: TokenIssuer(signer: signer, refreshTokens: refreshTokens),
             audit: AuditLog(logger: runtime.logger),
             limiter: RateLimiter(client: runtime.db, clock: runtime.clock, logger: runtime.logger),
-            applications: applications, google: google, apple: apple, appleConfigs: appleConfigs, mailer: mailer,
+            applications: applications,
+            google: google,
+            apple: apple,
+            appleConfigs: appleConfigs,
+            mailer: mailer,
             passwords: PasswordPolicy(estimator: Zxcvbn.shared),
             box: box,
-            settings: settings, emails: emails,
-            facts: FactPublisher(logger: runtime.logger), sessions: runtime.sessions)
+            settings: settings,
+            emails: emails,
+            facts: FactPublisher(logger: runtime.logger),
+            sessions: runtime.sessions
+        )
         let lifecycle = AccountLifecycle(
-            logger: runtime.logger, clock: runtime.clock, sessions: runtime.sessions,
-            appleRevoker: AppleRevoker(apple: apple, configs: appleConfigs, box: box))
+            logger: runtime.logger,
+            clock: runtime.clock,
+            sessions: runtime.sessions,
+            appleRevoker: AppleRevoker(apple: apple, configs: appleConfigs, box: box)
+        )
         let jobs = JobQueue(client: runtime.db, queue: AccountLifecycle.queue, logger: runtime.logger, clock: runtime.clock)
         let linkSigner = LinkSigner(key: HKDF<SHA256>.deriveKey(inputKeyMaterial: dataKey, info: Data("export links v1".utf8), outputByteCount: 32))
         let userData =
-            AuthUserData.sections(logger: runtime.logger) + [PushStore.exportSection(logger: runtime.logger), LiveStore.exportSection(logger: runtime.logger)]
+            AuthUserData.sections(logger: runtime.logger) + [
+                PushStore.exportSection(logger: runtime.logger), LiveStore.exportSection(logger: runtime.logger),
+            ]
         let messenger = Self.messenger(runtime: runtime, box: box)
         let pushWorker = JobWorker(
             queue: JobQueue(client: runtime.db, queue: PushMessenger.queue, logger: runtime.logger, clock: runtime.clock),
             handlers: [PushMessenger.sendJob: { job in try await messenger.run(job) }],
-            pollInterval: .milliseconds(runtime.config.jobPollMilliseconds))
+            pollInterval: .milliseconds(runtime.config.jobPollMilliseconds)
+        )
         let webhookStore = WebhookStore(db: runtime.db, box: box, logger: runtime.logger)
         let webhookSender = WebhookSender(http: runtime.http, allowLoopback: runtime.config.isLocal)
         let webhooks = WebhookDelivery(store: webhookStore, sender: webhookSender, mailer: mailer, emails: emails, logger: runtime.logger)
         let exporter = PrivacyExporter(
-            db: runtime.db, http: runtime.http, serviceURLs: runtime.config.serviceURLs,
-            credential: runtime.internalCredential, sections: userData, signer: linkSigner, mailer: mailer,
-            emails: emails, publicURL: env.string("AUTH_PUBLIC_URL", default: "http://127.0.0.1:8080"),
-            clock: runtime.clock, logger: runtime.logger)
+            db: runtime.db,
+            http: runtime.http,
+            serviceURLs: runtime.config.serviceURLs,
+            credential: runtime.internalCredential,
+            sections: userData,
+            signer: linkSigner,
+            mailer: mailer,
+            emails: emails,
+            publicURL: env.string("AUTH_PUBLIC_URL", default: "http://127.0.0.1:8080"),
+            clock: runtime.clock,
+            logger: runtime.logger
+        )
         let worker = JobWorker(
             queue: jobs,
             handlers: [
                 AccountLifecycle.executeDeletionJob: { job in try await lifecycle.executeDeletion(job, db: runtime.db) },
-                PrivacyExporter.job: { job in try await exporter.build(job) }
-            ], pollInterval: .milliseconds(runtime.config.jobPollMilliseconds))
+                PrivacyExporter.job: { job in try await exporter.build(job) },
+            ],
+            pollInterval: .milliseconds(runtime.config.jobPollMilliseconds)
+        )
         let sweeper = GuestExpirySweeper(
-            lifecycle: lifecycle, db: runtime.db,
-            interval: .seconds(env.int("GUEST_SWEEP_SECONDS", default: 600)))
+            lifecycle: lifecycle,
+            db: runtime.db,
+            interval: .seconds(env.int("GUEST_SWEEP_SECONDS", default: 600))
+        )
         let operatorKeys = OperatorKeyStore(db: runtime.db, logger: runtime.logger)
         // #47 the console's team: members sign in; services ask auth who a token stands for.
         let console = ConsoleAccess(
-            db: runtime.db, logger: runtime.logger, clock: runtime.clock, store: OperatorMemberStore(logger: runtime.logger),
-            audit: AuditLog(logger: runtime.logger), signer: signer, tokens: tokenVerifier, box: box, mailer: mailer,
-            mailFrom: settings.mailFrom, consoleURL: env.string("CONSOLE_BASE_URL", default: "http://127.0.0.1:8080"),
-            passwords: ctx.passwords, hashPassword: { try await ctx.hashPassword($0) }, checkPassword: { try await ctx.checkPassword($0, hash: $1) })
+            db: runtime.db,
+            logger: runtime.logger,
+            clock: runtime.clock,
+            store: OperatorMemberStore(logger: runtime.logger),
+            audit: AuditLog(logger: runtime.logger),
+            signer: signer,
+            tokens: tokenVerifier,
+            box: box,
+            mailer: mailer,
+            mailFrom: settings.mailFrom,
+            consoleURL: env.string("CONSOLE_BASE_URL", default: "http://127.0.0.1:8080"),
+            passwords: ctx.passwords,
+            hashPassword: { try await ctx.hashPassword($0) },
+            checkPassword: { try await ctx.checkPassword($0, hash: $1) }
+        )
         let operators = AuthOperators(keys: operatorKeys, console: console)
         // #46: the app's live streams, on every replica (not only the one running workers).
         let liveHub = LiveHub(
-            db: runtime.db, registry: runtime.metrics, logger: runtime.logger,
+            db: runtime.db,
+            registry: runtime.metrics,
+            logger: runtime.logger,
             heartbeat: .seconds(max(1, env.int("LIVE_HEARTBEAT_SECONDS", default: 20))),
-            maxPerUser: max(1, env.int("LIVE_MAX_STREAMS_PER_USER", default: 10)))
+            maxPerUser: max(1, env.int("LIVE_MAX_STREAMS_PER_USER", default: 10))
+        )
         let liveAuthorizer = LiveAuthorizer(
-            apps: appVerifier, tokens: tokenVerifier, sessions: runtime.sessions, store: LiveStore(db: runtime.db, logger: runtime.logger))
+            apps: appVerifier,
+            tokens: tokenVerifier,
+            sessions: runtime.sessions,
+            store: LiveStore(db: runtime.db, logger: runtime.logger)
+        )
         let liveSocket = LiveSocket(
-            path: "\(runtime.config.service.prefix)/live/socket", authorizer: liveAuthorizer, hub: liveHub, logger: runtime.logger)
+            path: "\(runtime.config.service.prefix)/live/socket",
+            authorizer: liveAuthorizer,
+            hub: liveHub,
+            logger: runtime.logger
+        )
         return try buildServiceApplication(
-            runtime: runtime, appVerifier: appVerifier, tokenVerifier: tokenVerifier,
-            operatorVerifier: operators, services: [worker, sweeper, pushWorker, webhooks], everyReplica: [liveHub], userData: userData,
+            runtime: runtime,
+            appVerifier: appVerifier,
+            tokenVerifier: tokenVerifier,
+            operatorVerifier: operators,
+            services: [worker, sweeper, pushWorker, webhooks],
+            everyReplica: [liveHub],
+            userData: userData,
             timeline: SupportStore.timeline,
             retention: [Self.auditLogRetention(env)] + PushStore.retention(env) + WebhookStore.retention(env) + LiveStore.retention(env),
             server: LiveUpgradeChannel.builder(liveSocket)
@@ -182,15 +259,21 @@ public enum AuthService: ServiceDefinition {
             InternalApplicationsController(applications: applications).addRoutes(to: routes.internal)
             InternalOperatorsController(operators: operators).addRoutes(to: routes.internal)
             ConsoleController(
-                access: console, secureCookie: !runtime.config.isLocal,
+                access: console,
+                secureCookie: !runtime.config.isLocal,
                 signInLimit: { try await ctx.enforceSignInLimit($0, scope: "operator.sign_in", console: true) }
             ).addRoutes(open: routes.open, admin: routes.admin)
             EmailSettingsController(store: emailSettings, emails: emails).addRoutes(to: routes.admin)
             SignInSettingsController(store: signIn, applications: applications, apple: appleConfigs).addRoutes(to: routes.admin)
             AppAdminController(applications: applications, operatorKeys: operatorKeys, verifier: appVerifier).addRoutes(to: routes.admin)
             SupportController(
-                store: SupportStore(db: runtime.db, logger: runtime.logger), actions: SupportActions(ctx: ctx), db: runtime.db, http: runtime.http,
-                serviceURLs: runtime.config.serviceURLs, credential: runtime.internalCredential, logger: runtime.logger
+                store: SupportStore(db: runtime.db, logger: runtime.logger),
+                actions: SupportActions(ctx: ctx),
+                db: runtime.db,
+                http: runtime.http,
+                serviceURLs: runtime.config.serviceURLs,
+                credential: runtime.internalCredential,
+                logger: runtime.logger
             )
             .addRoutes(to: routes.admin)
             InternalUsersController(ctx: ctx).addRoutes(to: routes.internal)
@@ -212,14 +295,22 @@ public enum AuthService: ServiceDefinition {
         return PushMessenger(
             store: store,
             apns: APNsClient(
-                url: env.optional("APNS_URL"), caBundle: env.optional("APNS_CA_BUNDLE"),
-                store: PushTokenStore(db: runtime.db, logger: runtime.logger), clock: runtime.clock),
+                url: env.optional("APNS_URL"),
+                caBundle: env.optional("APNS_CA_BUNDLE"),
+                store: PushTokenStore(db: runtime.db, logger: runtime.logger),
+                clock: runtime.clock
+            ),
             fcm: FCMClient(
-                http: runtime.http, baseURL: env.string("FCM_URL", default: "https://fcm.googleapis.com"),
-                tokenURL: env.string("GOOGLE_OAUTH_TOKEN_URL", default: "https://oauth2.googleapis.com/token"), clock: runtime.clock),
+                http: runtime.http,
+                baseURL: env.string("FCM_URL", default: "https://fcm.googleapis.com"),
+                tokenURL: env.string("GOOGLE_OAUTH_TOKEN_URL", default: "https://oauth2.googleapis.com/token"),
+                clock: runtime.clock
+            ),
             credentials: TenantSettings(topic: "push_credentials", bootstrap: [:], feed: runtime.changes, load: store.loadCredentials),
             options: TenantSettings(topic: "push_settings", bootstrap: [:], feed: runtime.changes, load: store.loadOptions),
-            registry: runtime.metrics, logger: runtime.logger)
+            registry: runtime.metrics,
+            logger: runtime.logger
+        )
     }
 
     /// The key that seals secrets at rest: `AUTH_DATA_KEY` (base64, 32 bytes), else derived
@@ -231,7 +322,9 @@ public enum AuthService: ServiceDefinition {
     /// sealed with it still open until `admin data-key reseal` has sealed them again.
     static func previousDataKey(env: EnvironmentVariables) throws -> SymmetricKey? {
         guard let encoded = env.optional("AUTH_DATA_KEY_PREVIOUS"), !encoded.isEmpty else { return nil }
-        guard let raw = Data(base64Encoded: encoded), raw.count == 32 else { throw ConfigurationError("AUTH_DATA_KEY_PREVIOUS must be base64 of 32 bytes") }
+        guard let raw = Data(base64Encoded: encoded), raw.count == 32 else {
+            throw ConfigurationError("AUTH_DATA_KEY_PREVIOUS must be base64 of 32 bytes")
+        }
         return SymmetricKey(data: raw)
     }
 
@@ -244,6 +337,8 @@ public enum AuthService: ServiceDefinition {
         }
         return HKDF<SHA256>.deriveKey(
             inputKeyMaterial: SymmetricKey(data: signingKey.rawRepresentation),
-            info: Data("auth data key v1".utf8), outputByteCount: 32)
+            info: Data("auth data key v1".utf8),
+            outputByteCount: 32
+        )
     }
 }

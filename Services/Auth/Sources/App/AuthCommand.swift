@@ -1,9 +1,9 @@
 import ArgumentParser
 import Crypto
-import HummingbirdBcrypt
 import Foundation
-import WireTypes
+import HummingbirdBcrypt
 import ServiceKit
+import WireTypes
 
 /// `auth-service [serve | migrate | admin ...]`.
 public struct AuthCommand: AsyncParsableCommand {
@@ -11,16 +11,19 @@ public struct AuthCommand: AsyncParsableCommand {
         commandName: "auth-service",
         abstract: "Accounts, sign-in and applications (port 3001)",
         subcommands: [ServeCommand<AuthService>.self, MigrateCommand<AuthService>.self, Admin.self],
-        defaultSubcommand: ServeCommand<AuthService>.self)
+        defaultSubcommand: ServeCommand<AuthService>.self
+    )
     public init() {}
 
     struct Admin: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Operator commands",
             subcommands: [
-                PeriodicQueriesCommand<AuthService>.self, Apps.self, OperatorKeysCommand.self, Users.self, BcryptTime.self, SigningKey.self, DataKey.self,
-                Reseal.self
-            ])
+                PeriodicQueriesCommand<AuthService>.self, Apps.self, OperatorKeysCommand.self, Users.self, BcryptTime.self, SigningKey.self,
+                DataKey.self,
+                Reseal.self,
+            ]
+        )
     }
 
     struct Users: AsyncParsableCommand {
@@ -42,7 +45,9 @@ public struct AuthCommand: AsyncParsableCommand {
     }
 
     struct Unsuspend: AsyncParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "Lift a suspension (the user becomes free; subscription restores premium on its next event)")
+        static let configuration = CommandConfiguration(
+            abstract: "Lift a suspension (the user becomes free; subscription restores premium on its next event)"
+        )
         @Option(name: .customLong("app-id")) var appID: String
         @Option(name: .customLong("user-id")) var userID: String
 
@@ -69,8 +74,14 @@ public struct AuthCommand: AsyncParsableCommand {
                 }
                 try await AuditLog(logger: runtime.logger).record(
                     .init(
-                        userID: user, appID: app, action: "admin_set_status",
-                        result: status.rawValue, details: reason.map { ["reason": .string($0)] } ?? [:]), on: conn)
+                        userID: user,
+                        appID: app,
+                        action: "admin_set_status",
+                        result: status.rawValue,
+                        details: reason.map { ["reason": .string($0)] } ?? [:]
+                    ),
+                    on: conn
+                )
                 return true
             }
             guard updated else { throw ValidationError("no user \(user) in app \(app)") }
@@ -99,8 +110,9 @@ public struct AuthCommand: AsyncParsableCommand {
             abstract: "Manage applications (tenants)",
             subcommands: [
                 Create.self, List.self, Show.self, Disable.self, Enable.self, RotateKey.self, EndPreviousKey.self,
-                SetProviders.self, SetEmail.self
-            ])
+                SetProviders.self, SetEmail.self,
+            ]
+        )
     }
 
     /// Prints the app id and the API key once; only the key's hash is stored.
@@ -111,7 +123,8 @@ public struct AuthCommand: AsyncParsableCommand {
 
         func run() async throws {
             let runtime = try AuthService.makeRuntime()
-            let name = self.name, env = self.env
+            let name = self.name
+            let env = self.env
             try await runtime.withDatabase { db in
                 try await runtime.migrations.run(on: db, logger: runtime.logger)
                 let issued = try await PostgresApplicationRepository(db: db, logger: runtime.logger).create(name: name)
@@ -150,7 +163,8 @@ public struct AuthCommand: AsyncParsableCommand {
                     api_key_prefix=\(app.apiKeyPrefix)
                     google_client_ids=\(app.googleClientIDs.joined(separator: ","))
                     apple_bundle_ids=\(app.appleBundleIDs.joined(separator: ","))
-                    """)
+                    """
+                )
             }
         }
     }
@@ -193,7 +207,8 @@ public struct AuthCommand: AsyncParsableCommand {
     struct RotateKey: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             commandName: "rotate-key",
-            abstract: "Issue a new API key; the previous one stays valid for --keep-previous-days")
+            abstract: "Issue a new API key; the previous one stays valid for --keep-previous-days"
+        )
         @Option(name: .customLong("app-id")) var appID: String
         @Option(name: .customLong("keep-previous-days"), help: "Days the previous key is still accepted (0: refused now, for a leaked key)")
         var keepPreviousDays: Int = 30
@@ -206,16 +221,19 @@ public struct AuthCommand: AsyncParsableCommand {
         func run() async throws {
             guard let id = UUID(uuidString: appID) else { throw ValidationError("--app-id must be a UUID") }
             let runtime = try AuthService.makeRuntime()
-            let env = self.env, keep = Duration.seconds(keepPreviousDays * 86_400)
+            let env = self.env
+            let keep = Duration.seconds(keepPreviousDays * 86_400)
             try await runtime.withDatabase { db in
-                guard let issued = try await PostgresApplicationRepository(db: db, logger: runtime.logger).rotateKey(appID: id, keepPreviousFor: keep) else {
+                guard let issued = try await PostgresApplicationRepository(db: db, logger: runtime.logger).rotateKey(appID: id, keepPreviousFor: keep)
+                else {
                     throw ValidationError("no application \(id)")
                 }
                 AuthCommand.printKey(issued, name: nil, envOnly: env)
                 if !env {
                     print(
                         issued.previousValidUntil.map { "The previous key is accepted until \($0) (admin apps end-previous-key ends it sooner)." }
-                            ?? "The previous key is refused from now on.")
+                            ?? "The previous key is refused from now on."
+                    )
                 }
             }
         }
@@ -256,7 +274,10 @@ public struct AuthCommand: AsyncParsableCommand {
     /// `AUTH_SIGNING_KEY`, to pin before the first signing-key rotation of a deployment that
     /// ran without it (its sealed secrets stay readable).
     struct DataKey: AsyncParsableCommand {
-        static let configuration = CommandConfiguration(commandName: "data-key", abstract: "Print AUTH_DATA_KEY (derived from the signing key, or --generate)")
+        static let configuration = CommandConfiguration(
+            commandName: "data-key",
+            abstract: "Print AUTH_DATA_KEY (derived from the signing key, or --generate)"
+        )
         @Flag var generate = false
         func run() throws {
             if generate {
@@ -276,7 +297,8 @@ public struct AuthCommand: AsyncParsableCommand {
     /// `AUTH_DATA_KEY_PREVIOUS` sealed again with `AUTH_DATA_KEY`. Safe to run again.
     struct Reseal: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "Seal auth's secrets at rest again with AUTH_DATA_KEY (the old key in AUTH_DATA_KEY_PREVIOUS)")
+            abstract: "Seal auth's secrets at rest again with AUTH_DATA_KEY (the old key in AUTH_DATA_KEY_PREVIOUS)"
+        )
         func run() async throws {
             let runtime = try AuthService.makeRuntime()
             let env = runtime.config.environment
@@ -319,7 +341,8 @@ public struct AuthCommand: AsyncParsableCommand {
     struct SetEmail: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             commandName: "set-email",
-            abstract: "Set an app's emails (name, sender, support, link base, language, wording) from a JSON file")
+            abstract: "Set an app's emails (name, sender, support, link base, language, wording) from a JSON file"
+        )
         @Option(name: .customLong("app-id")) var appID: String
         @Option(help: "The settings' JSON file (the body of PUT /auth/v1/admin/email-settings)") var file: String
 

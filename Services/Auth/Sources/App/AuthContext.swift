@@ -74,14 +74,24 @@ struct AuthContext: Sendable {
     /// 5 sign-in attempts per 15 minutes per client IP; a refused attempt is audited too.
     func enforceSignInLimit(_ context: ServiceRequestContext, scope: String, console: Bool = false) async throws {
         let decision = try await limiter.hit(
-            scope: console ? "console-signin" : "signin", key: context.clientAddress,
-            limit: console ? settings.consoleSignInLimit : settings.signInLimit, window: settings.signInWindow)
+            scope: console ? "console-signin" : "signin",
+            key: context.clientAddress,
+            limit: console ? settings.consoleSignInLimit : settings.signInLimit,
+            window: settings.signInWindow
+        )
         guard decision.allowed else {
             if let app = context.identity?.appID {
                 await audit.record(
                     AuditLog.Entry(
-                        userID: nil, appID: app, action: scope, result: "rate_limited", ip: context.clientAddress,
-                        details: ["retry_after": .int(decision.retryAfter)]), db: db)
+                        userID: nil,
+                        appID: app,
+                        action: scope,
+                        result: "rate_limited",
+                        ip: context.clientAddress,
+                        details: ["retry_after": .int(decision.retryAfter)]
+                    ),
+                    db: db
+                )
             }
             throw AppError.rateLimited(retryAfter: decision.retryAfter)
         }
@@ -99,7 +109,12 @@ struct AuthContext: Sendable {
     }
 
     func entry(
-        _ action: String, _ result: String, app: UUID, user: UUID?, _ request: Request, _ context: ServiceRequestContext,
+        _ action: String,
+        _ result: String,
+        app: UUID,
+        user: UUID?,
+        _ request: Request,
+        _ context: ServiceRequestContext,
         details: [String: JSONValue] = [:]
     ) -> AuditLog.Entry {
         origin(request, context).entry(action, result, app: app, user: user, details: details)
@@ -114,11 +129,14 @@ struct AuthContext: Sendable {
     func requireActive(_ user: User, now: Date) throws {
         if user.status == .suspended {
             throw AppError(
-                .forbidden, "account_suspended", "Your account has been suspended",
+                .forbidden,
+                "account_suspended",
+                "Your account has been suspended",
                 extra: [
                     "reason": .string(user.suspensionReason ?? "Terms of service violation"),
-                    "contact": .string(settings.supportContact)
-                ])
+                    "contact": .string(settings.supportContact),
+                ]
+            )
         }
         if let until = user.lockedUntil, until > now {
             throw accountLocked(until: until, now: now)

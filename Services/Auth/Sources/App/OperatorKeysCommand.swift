@@ -6,8 +6,10 @@ import ServiceKit
 /// (the platform owner keeps `ADMIN_API_TOKEN`, which acts on every app).
 struct OperatorKeysCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "operator-keys", abstract: "Operator keys of one application",
-        subcommands: [Create.self, List.self, Revoke.self])
+        commandName: "operator-keys",
+        abstract: "Operator keys of one application",
+        subcommands: [Create.self, List.self, Revoke.self]
+    )
 
     static func appID(_ raw: String) throws -> UUID {
         guard let id = UUID(uuidString: raw) else { throw ValidationError("--app-id must be a UUID") }
@@ -30,12 +32,16 @@ struct OperatorKeysCommand: AsyncParsableCommand {
         func run() async throws {
             let id = try OperatorKeysCommand.appID(appID)
             let runtime = try AuthService.makeRuntime()
-            let name = self.name, env = self.env
+            let name = self.name
+            let env = self.env
             try await runtime.withDatabase { db in
                 try await runtime.migrations.run(on: db, logger: runtime.logger)
                 guard
                     let issued = try await OperatorKeyStore(db: db, logger: runtime.logger).create(
-                        appID: id, name: name, operator: OperatorKeysCommand.cliOperator)
+                        appID: id,
+                        name: name,
+                        operator: OperatorKeysCommand.cliOperator
+                    )
                 else {
                     throw ValidationError("no application \(id)")
                 }
@@ -80,7 +86,11 @@ struct OperatorKeysCommand: AsyncParsableCommand {
             try await runtime.withDatabase { db in
                 guard
                     try await OperatorKeyStore(db: db, logger: runtime.logger).revoke(
-                        appID: app, keyID: key, reason: reason, operator: OperatorKeysCommand.cliOperator)
+                        appID: app,
+                        keyID: key,
+                        reason: reason,
+                        operator: OperatorKeysCommand.cliOperator
+                    )
                 else {
                     throw ValidationError("application \(app) has no live operator key \(key)")
                 }

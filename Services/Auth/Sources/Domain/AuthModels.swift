@@ -22,7 +22,10 @@ public struct DeviceInfo: Codable, Sendable, Equatable {
     }
 
     public init(deviceID: String? = nil, platform: String? = nil, appVersion: String? = nil, osVersion: String? = nil) {
-        self.deviceID = deviceID; self.platform = platform; self.appVersion = appVersion; self.osVersion = osVersion
+        self.deviceID = deviceID
+        self.platform = platform
+        self.appVersion = appVersion
+        self.osVersion = osVersion
     }
 }
 
@@ -31,7 +34,11 @@ public struct AppleUserInfo: Codable, Sendable, Equatable {
     public var firstName: String?
     public var lastName: String?
     public var email: String?
-    enum CodingKeys: String, CodingKey { case firstName = "first_name"; case lastName = "last_name"; case email }
+    enum CodingKeys: String, CodingKey {
+        case firstName = "first_name"
+        case lastName = "last_name"
+        case email
+    }
 }
 
 /// `credentials` of register/login: which fields are required depends on the provider.
@@ -73,7 +80,10 @@ public struct AuthRequest: Codable, Sendable {
     public var credentials: Credentials
     public var deviceInfo: DeviceInfo?
 
-    enum CodingKeys: String, CodingKey { case provider, credentials; case deviceInfo = "device_info" }
+    enum CodingKeys: String, CodingKey {
+        case provider, credentials
+        case deviceInfo = "device_info"
+    }
 }
 
 public struct TokenPair: Codable, Sendable, Equatable {
@@ -144,9 +154,14 @@ public struct AuthResponse: Codable, Sendable {
     public var tokens: TokenPair
     /// Only when a guest is created (or claims its secret): the device keeps it; it is never shown again.
     public var guestSecret: String?
-    enum CodingKeys: String, CodingKey { case user, tokens, guestSecret = "guest_secret" }
+    enum CodingKeys: String, CodingKey {
+        case user, tokens
+        case guestSecret = "guest_secret"
+    }
     public init(user: UserView, tokens: TokenPair, guestSecret: String? = nil) {
-        self.user = user; self.tokens = tokens; self.guestSecret = guestSecret
+        self.user = user
+        self.tokens = tokens
+        self.guestSecret = guestSecret
     }
 }
 
@@ -175,9 +190,19 @@ public struct User: Sendable, Equatable {
 
     func view(privacy: PrivacySettings? = nil, linked: [String]? = nil) -> UserView {
         UserView(
-            id: id, email: email, emailVerified: emailVerified, provider: provider, status: status, isGuest: isGuest,
-            displayName: displayName, createdAt: createdAt, lastLogin: lastLogin, guestExpiresAt: guestExpiresAt,
-            privacySettings: privacy, linkedProviders: linked)
+            id: id,
+            email: email,
+            emailVerified: emailVerified,
+            provider: provider,
+            status: status,
+            isGuest: isGuest,
+            displayName: displayName,
+            createdAt: createdAt,
+            lastLogin: lastLogin,
+            guestExpiresAt: guestExpiresAt,
+            privacySettings: privacy,
+            linkedProviders: linked
+        )
     }
 
     /// Every way this user can sign in (for `/auth/me` and unlinking).

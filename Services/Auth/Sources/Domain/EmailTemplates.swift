@@ -5,8 +5,12 @@ import ServiceKit
 /// and link base, its own wording where its operators set one, the built-in French or English
 /// otherwise. Rendering is pure: `{{name}}` placeholders filled from known values only.
 public enum EmailKind: String, CaseIterable, Codable, Sendable {
-    case verification = "verify_email", passwordReset = "password_reset", otp = "otp_code", deletionScheduled = "deletion_scheduled"
-    case exportReady = "export_ready", purchaseConfirmation = "purchase_confirmation"
+    case verification = "verify_email"
+    case passwordReset = "password_reset"
+    case otp = "otp_code"
+    case deletionScheduled = "deletion_scheduled"
+    case exportReady = "export_ready"
+    case purchaseConfirmation = "purchase_confirmation"
 }
 
 public enum EmailLocale: String, CaseIterable, Codable, Sendable {
@@ -26,7 +30,10 @@ public enum EmailLocale: String, CaseIterable, Codable, Sendable {
 public struct EmailTemplate: Codable, Sendable, Equatable {
     public var subject: String
     public var text: String
-    public init(subject: String, text: String) { self.subject = subject; self.text = text }
+    public init(subject: String, text: String) {
+        self.subject = subject
+        self.text = text
+    }
 }
 
 /// One app's email settings as its operators set them (`PUT /auth/v1/admin/email-settings`).
@@ -42,16 +49,28 @@ public struct AppEmailSettings: Codable, Sendable, Equatable {
     public var templates: [EmailLocale: [EmailKind: EmailTemplate]]
 
     enum CodingKeys: String, CodingKey {
-        case appName = "app_name", mailFrom = "mail_from", supportEmail = "support_email", linkBaseURL = "link_base_url"
-        case defaultLocale = "default_locale", templates
+        case appName = "app_name"
+        case mailFrom = "mail_from"
+        case supportEmail = "support_email"
+        case linkBaseURL = "link_base_url"
+        case defaultLocale = "default_locale"
+        case templates
     }
 
     public init(
-        appName: String, mailFrom: String, supportEmail: String, linkBaseURL: String, defaultLocale: EmailLocale,
+        appName: String,
+        mailFrom: String,
+        supportEmail: String,
+        linkBaseURL: String,
+        defaultLocale: EmailLocale,
         templates: [EmailLocale: [EmailKind: EmailTemplate]] = [:]
     ) {
-        self.appName = appName; self.mailFrom = mailFrom; self.supportEmail = supportEmail; self.linkBaseURL = linkBaseURL
-        self.defaultLocale = defaultLocale; self.templates = templates
+        self.appName = appName
+        self.mailFrom = mailFrom
+        self.supportEmail = supportEmail
+        self.linkBaseURL = linkBaseURL
+        self.defaultLocale = defaultLocale
+        self.templates = templates
     }
 
     public init(from decoder: any Decoder) throws {
@@ -80,13 +99,16 @@ public struct AppEmailSettings: Codable, Sendable, Equatable {
 
     public func encode(to encoder: any Encoder) throws {
         var c = encoder.container(keyedBy: CodingKeys.self)
-        try c.encode(appName, forKey: .appName); try c.encode(mailFrom, forKey: .mailFrom)
-        try c.encode(supportEmail, forKey: .supportEmail); try c.encode(linkBaseURL, forKey: .linkBaseURL)
+        try c.encode(appName, forKey: .appName)
+        try c.encode(mailFrom, forKey: .mailFrom)
+        try c.encode(supportEmail, forKey: .supportEmail)
+        try c.encode(linkBaseURL, forKey: .linkBaseURL)
         try c.encode(defaultLocale, forKey: .defaultLocale)
         let raw = Dictionary(
             uniqueKeysWithValues: templates.map { locale, kinds in
                 (locale.rawValue, Dictionary(uniqueKeysWithValues: kinds.map { ($0.key.rawValue, $0.value) }))
-            })
+            }
+        )
         try c.encode(raw, forKey: .templates)
     }
 
@@ -106,13 +128,16 @@ public struct AppEmailSettings: Codable, Sendable, Equatable {
         }
         for (_, kinds) in templates {
             for (kind, t) in kinds {
-                guard (1...200).contains(t.subject.count), !t.subject.contains("\n"), !t.subject.contains("\r"), (1...10_000).contains(t.text.count) else {
+                guard (1...200).contains(t.subject.count), !t.subject.contains("\n"), !t.subject.contains("\r"), (1...10_000).contains(t.text.count)
+                else {
                     throw AppError.validation("templates", "\(kind.rawValue): subject 1-200 characters on one line, text 1-10,000")
                 }
                 let allowed = Set(EmailTemplates.placeholders(kind))
                 for name in EmailTemplates.placeholdersUsed(in: t.subject + t.text) where !allowed.contains(name) {
                     throw AppError.validation(
-                        "templates", "\(kind.rawValue) cannot use {{\(name.prefix(40))}} (allowed: \(allowed.sorted().joined(separator: ", ")))")
+                        "templates",
+                        "\(kind.rawValue) cannot use {{\(name.prefix(40))}} (allowed: \(allowed.sorted().joined(separator: ", ")))"
+                    )
                 }
             }
         }
@@ -155,11 +180,13 @@ public enum EmailTemplates {
         case (.verification, .fr):
             EmailTemplate(
                 subject: "Vérifiez votre email",
-                text: "Cliquez ici pour vérifier votre compte {{app_name}} :\n{{link}}\n\nCe lien est valable 24 heures.")
+                text: "Cliquez ici pour vérifier votre compte {{app_name}} :\n{{link}}\n\nCe lien est valable 24 heures."
+            )
         case (.verification, .en):
             EmailTemplate(
                 subject: "Verify your email",
-                text: "Click here to verify your {{app_name}} account:\n{{link}}\n\nThis link is valid for 24 hours.")
+                text: "Click here to verify your {{app_name}} account:\n{{link}}\n\nThis link is valid for 24 hours."
+            )
         case (.passwordReset, .fr):
             EmailTemplate(
                 subject: "Réinitialisation de votre mot de passe",
@@ -169,25 +196,31 @@ public enum EmailTemplates {
         case (.passwordReset, .en):
             EmailTemplate(
                 subject: "Reset your password",
-                text: "To choose a new {{app_name}} password:\n{{link}}\n\nThis link is valid for 1 hour. If you did not ask for it, ignore this message.")
+                text:
+                    "To choose a new {{app_name}} password:\n{{link}}\n\nThis link is valid for 1 hour. If you did not ask for it, ignore this message."
+            )
         case (.otp, .fr): EmailTemplate(subject: "Votre code de connexion", text: "Votre code {{app_name}} : {{code}}\n\nIl est valable 5 minutes.")
         case (.otp, .en): EmailTemplate(subject: "Your sign-in code", text: "Your {{app_name}} code: {{code}}\n\nIt is valid for 5 minutes.")
         case (.deletionScheduled, .fr):
             EmailTemplate(
                 subject: "Votre compte sera supprimé dans 30 jours",
-                text: "Votre compte {{app_name}} sera supprimé le {{date}}.\nPour annuler : {{link}}")
+                text: "Votre compte {{app_name}} sera supprimé le {{date}}.\nPour annuler : {{link}}"
+            )
         case (.deletionScheduled, .en):
             EmailTemplate(
                 subject: "Your account will be deleted in 30 days",
-                text: "Your {{app_name}} account will be deleted on {{date}}.\nTo cancel: {{link}}")
+                text: "Your {{app_name}} account will be deleted on {{date}}.\nTo cancel: {{link}}"
+            )
         case (.exportReady, .fr):
             EmailTemplate(
                 subject: "Vos données sont prêtes",
-                text: "Votre export {{app_name}} est prêt. Téléchargez-le ici (lien valable 7 jours) :\n{{link}}")
+                text: "Votre export {{app_name}} est prêt. Téléchargez-le ici (lien valable 7 jours) :\n{{link}}"
+            )
         case (.exportReady, .en):
             EmailTemplate(
                 subject: "Your data is ready",
-                text: "Your {{app_name}} export is ready. Download it here (link valid for 7 days):\n{{link}}")
+                text: "Your {{app_name}} export is ready. Download it here (link valid for 7 days):\n{{link}}"
+            )
         case (.purchaseConfirmation, .fr):
             EmailTemplate(
                 subject: "Confirmation de votre abonnement premium",
@@ -197,7 +230,8 @@ public enum EmailTemplates {
 
                     Pour gérer ou annuler l'abonnement, passez par {{store}} (réglages de votre compte).
                     Référence : {{reference}}
-                    """)
+                    """
+            )
         case (.purchaseConfirmation, .en):
             EmailTemplate(
                 subject: "Your premium subscription is confirmed",
@@ -207,7 +241,8 @@ public enum EmailTemplates {
 
                     To manage or cancel it, use {{store}} (your account settings).
                     Reference: {{reference}}
-                    """)
+                    """
+            )
         }
     }
 
@@ -221,6 +256,7 @@ public enum EmailTemplates {
         // A value never breaks the subject onto a second header line.
         return EmailTemplate(
             subject: fill(template.subject).replacingOccurrences(of: "\r", with: " ").replacingOccurrences(of: "\n", with: " "),
-            text: fill(template.text))
+            text: fill(template.text)
+        )
     }
 }

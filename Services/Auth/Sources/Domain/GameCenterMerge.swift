@@ -9,7 +9,11 @@ public struct GameCenterMerge: Sendable, Equatable {
         public var local: Int64
         public var gameCenter: Int64
         public var resolution: String
-        enum CodingKeys: String, CodingKey { case type, local; case gameCenter = "game_center"; case resolution }
+        enum CodingKeys: String, CodingKey {
+            case type, local
+            case gameCenter = "game_center"
+            case resolution
+        }
     }
 
     public var achievements: [String]
@@ -20,8 +24,10 @@ public struct GameCenterMerge: Sendable, Equatable {
     public var conflicts: [Conflict]
 
     public static func merge(
-        storedAchievements: [String], storedScore: Int64,
-        gameCenterAchievements: [String], gameCenterScore: Int64
+        storedAchievements: [String],
+        storedScore: Int64,
+        gameCenterAchievements: [String],
+        gameCenterScore: Int64
     ) -> GameCenterMerge {
         let union = Array(Set(storedAchievements).union(gameCenterAchievements)).sorted()
         let toReport = Array(Set(storedAchievements).subtracting(gameCenterAchievements)).sorted()
@@ -34,7 +40,11 @@ public struct GameCenterMerge: Sendable, Equatable {
             scoreToReport = storedScore
         }
         return GameCenterMerge(
-            achievements: union, leaderboardScore: max(storedScore, gameCenterScore),
-            achievementsToReport: toReport, scoreToReport: scoreToReport, conflicts: conflicts)
+            achievements: union,
+            leaderboardScore: max(storedScore, gameCenterScore),
+            achievementsToReport: toReport,
+            scoreToReport: scoreToReport,
+            conflicts: conflicts
+        )
     }
 }

@@ -26,9 +26,11 @@ public enum LockoutPolicy {
         var headers = HTTPFields()
         headers[.retryAfter] = String(retry)
         return AppError(
-            AuthErrorCode.accountLocked, "Too many login attempts",
+            AuthErrorCode.accountLocked,
+            "Too many login attempts",
             extra: ["locked_until": .string(ISO8601DateFormatter().string(from: until)), "retry_after": .int(retry)],
-            headers: headers)
+            headers: headers
+        )
     }
 }
 

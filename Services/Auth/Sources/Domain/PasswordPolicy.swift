@@ -27,14 +27,18 @@ public struct PasswordPolicy: Sendable {
     public func require(_ password: String, userInputs: [String], field: String) throws {
         if password.utf8.count > Self.maximumBytes {
             throw AppError(
-                AuthErrorCode.passwordTooLong, "Passwords are at most \(Self.maximumBytes) bytes (UTF-8)",
-                extra: ["field": .string(field), "max_bytes": .int(Self.maximumBytes)])
+                AuthErrorCode.passwordTooLong,
+                "Passwords are at most \(Self.maximumBytes) bytes (UTF-8)",
+                extra: ["field": .string(field), "max_bytes": .int(Self.maximumBytes)]
+            )
         }
         let strength = evaluate(password, userInputs: userInputs)
         guard strength.acceptable else {
             throw AppError(
-                AuthErrorCode.weakPassword, "Password is too weak",
-                extra: ["field": .string(field), "score": .int(strength.score), "minimum_score": .int(Self.minimumScore)])
+                AuthErrorCode.weakPassword,
+                "Password is too weak",
+                extra: ["field": .string(field), "score": .int(strength.score), "minimum_score": .int(Self.minimumScore)]
+            )
         }
     }
 }

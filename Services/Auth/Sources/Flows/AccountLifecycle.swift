@@ -32,17 +32,28 @@ public struct AccountLifecycle: Sendable {
         for service in Self.dataOwners {
             try await Outbox.write(
                 OutboxMessage(
-                    InternalRoutes.erase, to: service,
-                    path: InternalRoutes.erase.path(user: userID, app: appID, query: [("version", String(fact.version))])),
-                on: conn, logger: logger)
+                    InternalRoutes.erase,
+                    to: service,
+                    path: InternalRoutes.erase.path(user: userID, app: appID, query: [("version", String(fact.version))])
+                ),
+                on: conn,
+                logger: logger
+            )
         }
         try await facts.facts.forget(app: appID, user: userID, on: conn)
         try await LiveStore.erase(user: userID, app: appID, on: conn, logger: logger)
         // #33: after erasure the app's servers are told; only the id (UC-AUTH-1.4).
         try await WebhookStore.record(
             WebhookEvent(
-                type: .userDeleted, appID: appID, createdAt: Date(), version: Int64(fact.version),
-                data: ["user_id": .string(userID.lowercasedString)]), on: conn, logger: logger)
+                type: .userDeleted,
+                appID: appID,
+                createdAt: Date(),
+                version: Int64(fact.version),
+                data: ["user_id": .string(userID.lowercasedString)]
+            ),
+            on: conn,
+            logger: logger
+        )
         return fact
     }
 

@@ -49,24 +49,41 @@ struct ConsoleAccess: Sendable {
                 throw AppError(AuthErrorCode.memberExists, "\(email) is already a member of this app's team")
             }
             try await store.createInvite(
-                digest: OpaqueToken.hash(token), app: app, email: email, role: role, invitedBy: who.auditName, expiresAt: expires, on: conn)
+                digest: OpaqueToken.hash(token),
+                app: app,
+                email: email,
+                role: role,
+                invitedBy: who.auditName,
+                expiresAt: expires,
+                on: conn
+            )
             try await audit.record(
                 AuditLog.Entry(
-                    userID: nil, appID: app, action: "operator.member.invite", result: "success",
-                    details: ["email": .string(email), "role": .string(role.rawValue), "operator": .string(who.auditName)]), on: conn)
+                    userID: nil,
+                    appID: app,
+                    action: "operator.member.invite",
+                    result: "success",
+                    details: ["email": .string(email), "role": .string(role.rawValue), "operator": .string(who.auditName)]
+                ),
+                on: conn
+            )
             return name
         }
         let link = "\(consoleURL)/console/#/invite/\(token)"
         do {
             try await mailer.send(
                 SMTPMessage(
-                    from: mailFrom, to: [email], subject: "You are invited to the \(appName) console",
+                    from: mailFrom,
+                    to: [email],
+                    subject: "You are invited to the \(appName) console",
                     text: """
                         \(who.displayName) invited you to \(appName)'s console as \(role.rawValue).
 
                         Accept within 72 hours (the link works once):
                         \(link)
-                        """))
+                        """
+                )
+            )
         } catch {
             throw AppError(AuthErrorCode.mailUnavailable, "The invite was created but its mail could not be sent; invite again")
         }
@@ -87,8 +104,12 @@ struct ConsoleAccess: Sendable {
         var totpURI: String
         enum CodingKeys: String, CodingKey {
             case email, role
-            case appID = "app_id"; case appName = "app_name"; case expiresAt = "expires_at"; case totpRequired = "totp_required"
-            case totpSecret = "totp_secret"; case totpURI = "totp_uri"
+            case appID = "app_id"
+            case appName = "app_name"
+            case expiresAt = "expires_at"
+            case totpRequired = "totp_required"
+            case totpSecret = "totp_secret"
+            case totpURI = "totp_uri"
         }
     }
 
@@ -100,9 +121,15 @@ struct ConsoleAccess: Sendable {
             else { throw Self.invalidInvite }
             let secret = TOTP.newSecret()
             return InviteView(
-                appID: invite.appID, appName: name, email: invite.email, role: invite.role, expiresAt: invite.expiresAt,
+                appID: invite.appID,
+                appName: name,
+                email: invite.email,
+                role: invite.role,
+                expiresAt: invite.expiresAt,
                 totpRequired: try await store.requiresTOTP(app: invite.appID, on: conn) ?? false,
-                totpSecret: TOTP.base32(secret), totpURI: TOTP.provisioningURI(secret: secret, account: invite.email, issuer: "\(name) console"))
+                totpSecret: TOTP.base32(secret),
+                totpURI: TOTP.provisioningURI(secret: secret, account: invite.email, issuer: "\(name) console")
+            )
         }
     }
 
@@ -134,12 +161,25 @@ struct ConsoleAccess: Sendable {
             }
             guard
                 let member = try await store.add(
-                    app: invite.appID, email: invite.email, passwordHash: hash, role: invite.role, totpSecret: sealed, totpStep: step, on: conn)
+                    app: invite.appID,
+                    email: invite.email,
+                    passwordHash: hash,
+                    role: invite.role,
+                    totpSecret: sealed,
+                    totpStep: step,
+                    on: conn
+                )
             else { throw AppError(AuthErrorCode.memberExists, "\(invite.email) is already a member of this app's team") }
             try await audit.record(
                 AuditLog.Entry(
-                    userID: nil, appID: invite.appID, action: "operator.member.join", result: "success",
-                    details: ["member_id": .string(member.id.lowercasedString), "role": .string(member.role.rawValue)]), on: conn)
+                    userID: nil,
+                    appID: invite.appID,
+                    action: "operator.member.join",
+                    result: "success",
+                    details: ["member_id": .string(member.id.lowercasedString), "role": .string(member.role.rawValue)]
+                ),
+                on: conn
+            )
             return member
         }
     }
@@ -176,8 +216,15 @@ struct ConsoleAccess: Sendable {
                 let (attempts, lockedUntil) = try await store.recordFailure(member.id, now: now, on: conn)
                 try await audit.record(
                     AuditLog.Entry(
-                        userID: nil, appID: app, action: "operator.sign_in", result: "failure", ip: ip,
-                        details: ["member_id": .string(member.id.lowercasedString), "attempts": .int(attempts)]), on: conn)
+                        userID: nil,
+                        appID: app,
+                        action: "operator.sign_in",
+                        result: "failure",
+                        ip: ip,
+                        details: ["member_id": .string(member.id.lowercasedString), "attempts": .int(attempts)]
+                    ),
+                    on: conn
+                )
                 return .failure(lockedUntil.map { Self.locked(until: $0, now: now) } ?? refusal)
             }
             if member.totpSecret == nil, try await store.requiresTOTP(app: app, on: conn) == true {
@@ -185,12 +232,23 @@ struct ConsoleAccess: Sendable {
             }
             try await store.recordSuccess(member.id, totpStep: step, on: conn)
             let session = try await store.startSession(
-                member: member.id, app: app, refreshDigest: OpaqueToken.hash(refresh),
-                expiresAt: now.addingTimeInterval(ConsoleRules.sessionLifetime), on: conn)
+                member: member.id,
+                app: app,
+                refreshDigest: OpaqueToken.hash(refresh),
+                expiresAt: now.addingTimeInterval(ConsoleRules.sessionLifetime),
+                on: conn
+            )
             try await audit.record(
                 AuditLog.Entry(
-                    userID: nil, appID: app, action: "operator.sign_in", result: "success", ip: ip,
-                    details: ["member_id": .string(member.id.lowercasedString), "session_id": .string(session.lowercasedString)]), on: conn)
+                    userID: nil,
+                    appID: app,
+                    action: "operator.sign_in",
+                    result: "success",
+                    ip: ip,
+                    details: ["member_id": .string(member.id.lowercasedString), "session_id": .string(session.lowercasedString)]
+                ),
+                on: conn
+            )
             return .success(SignedIn(accessToken: try accessToken(member, session: session, now: now), refreshToken: refresh, member: member))
         }
         return try outcome.get()
@@ -201,7 +259,10 @@ struct ConsoleAccess: Sendable {
     struct NewSecret: Sendable, Encodable {
         var totpSecret: String
         var totpURI: String
-        enum CodingKeys: String, CodingKey { case totpSecret = "totp_secret"; case totpURI = "totp_uri" }
+        enum CodingKeys: String, CodingKey {
+            case totpSecret = "totp_secret"
+            case totpURI = "totp_uri"
+        }
     }
 
     /// The signed-in member behind a console access token, or 401.
@@ -238,8 +299,14 @@ struct ConsoleAccess: Sendable {
             }
             try await audit.record(
                 AuditLog.Entry(
-                    userID: nil, appID: app, action: "operator.totp_enrolled", result: "success",
-                    details: ["member_id": .string(me.id.lowercasedString)]), on: conn)
+                    userID: nil,
+                    appID: app,
+                    action: "operator.totp_enrolled",
+                    result: "success",
+                    details: ["member_id": .string(me.id.lowercasedString)]
+                ),
+                on: conn
+            )
         }
     }
 
@@ -258,15 +325,23 @@ struct ConsoleAccess: Sendable {
             try await store.createReset(digest: OpaqueToken.hash(token), member: member.id, app: app, expiresAt: expires, on: conn)
             try await audit.record(
                 AuditLog.Entry(
-                    userID: nil, appID: app, action: "operator.password_reset_requested", result: "success",
-                    details: ["member_id": .string(member.id.lowercasedString)]), on: conn)
+                    userID: nil,
+                    appID: app,
+                    action: "operator.password_reset_requested",
+                    result: "success",
+                    details: ["member_id": .string(member.id.lowercasedString)]
+                ),
+                on: conn
+            )
             return (member, name)
         }
         guard let (member, appName) = found else { return }
         do {
             try await mailer.send(
                 SMTPMessage(
-                    from: mailFrom, to: [member.email], subject: "Reset your \(appName) console password",
+                    from: mailFrom,
+                    to: [member.email],
+                    subject: "Reset your \(appName) console password",
                     text: """
                         Someone (hopefully you) asked to reset your password for \(appName)'s console.
 
@@ -274,7 +349,9 @@ struct ConsoleAccess: Sendable {
                         \(consoleURL)/console/#/reset/\(token)
 
                         If it was not you, ignore this mail: your password stays as it is.
-                        """))
+                        """
+                )
+            )
         } catch {
             logger.error("console password reset mail not sent", metadata: ["error": "\(error)"])
         }
@@ -297,8 +374,14 @@ struct ConsoleAccess: Sendable {
             }
             try await audit.record(
                 AuditLog.Entry(
-                    userID: nil, appID: app, action: "operator.password_reset", result: "success",
-                    details: ["member_id": .string(member.lowercasedString)]), on: conn)
+                    userID: nil,
+                    appID: app,
+                    action: "operator.password_reset",
+                    result: "success",
+                    details: ["member_id": .string(member.lowercasedString)]
+                ),
+                on: conn
+            )
         }
     }
 
@@ -311,7 +394,12 @@ struct ConsoleAccess: Sendable {
         return try await db.withTransaction(logger: logger) { conn in
             guard
                 let (session, member) = try await store.rotate(
-                    app: app, from: OpaqueToken.hash(refreshToken), to: OpaqueToken.hash(next), now: now, on: conn)
+                    app: app,
+                    from: OpaqueToken.hash(refreshToken),
+                    to: OpaqueToken.hash(next),
+                    now: now,
+                    on: conn
+                )
             else { throw AppError.invalidToken("The console session has ended; sign in again") }
             return SignedIn(accessToken: try accessToken(member, session: session, now: now), refreshToken: next, member: member)
         }
@@ -342,8 +430,18 @@ struct ConsoleAccess: Sendable {
         let iat = Int(now.timeIntervalSince1970)
         return try signer.signClaims(
             ConsoleClaims(
-                iss: signer.issuer, aud: ConsoleClaims.audience, sub: member.id.lowercasedString, appID: member.appID, role: member.role,
-                email: member.email, sid: session, iat: iat, exp: iat + Int(ConsoleRules.accessLifetime), jti: UUID().lowercasedString))
+                iss: signer.issuer,
+                aud: ConsoleClaims.audience,
+                sub: member.id.lowercasedString,
+                appID: member.appID,
+                role: member.role,
+                email: member.email,
+                sid: session,
+                iat: iat,
+                exp: iat + Int(ConsoleRules.accessLifetime),
+                jti: UUID().lowercasedString
+            )
+        )
     }
 
     /// A console token's claims, its signature checked (auth's keys); nil for anything else.
@@ -376,8 +474,10 @@ struct ConsoleAccess: Sendable {
         let now = clock.now()
         return try await db.withTransaction(logger: logger) { conn in
             Team(
-                members: try await store.list(app: app, on: conn), invites: try await store.pendingInvites(app: app, now: now, on: conn),
-                requiresTOTP: try await store.requiresTOTP(app: app, on: conn) ?? false)
+                members: try await store.list(app: app, on: conn),
+                invites: try await store.pendingInvites(app: app, now: now, on: conn),
+                requiresTOTP: try await store.requiresTOTP(app: app, on: conn) ?? false
+            )
         }
     }
 
@@ -391,9 +491,14 @@ struct ConsoleAccess: Sendable {
             }
             try await audit.record(
                 AuditLog.Entry(
-                    userID: nil, appID: app, action: "operator.member.role", result: "success",
-                    details: ["member_id": .string(member.lowercasedString), "role": .string(role.rawValue), "operator": .string(who.auditName)]),
-                on: conn)
+                    userID: nil,
+                    appID: app,
+                    action: "operator.member.role",
+                    result: "success",
+                    details: ["member_id": .string(member.lowercasedString), "role": .string(role.rawValue), "operator": .string(who.auditName)]
+                ),
+                on: conn
+            )
             return changed
         }
     }
@@ -409,8 +514,14 @@ struct ConsoleAccess: Sendable {
             }
             try await audit.record(
                 AuditLog.Entry(
-                    userID: nil, appID: app, action: "operator.member.remove", result: "success",
-                    details: ["member_id": .string(member.lowercasedString), "operator": .string(who.auditName)]), on: conn)
+                    userID: nil,
+                    appID: app,
+                    action: "operator.member.remove",
+                    result: "success",
+                    details: ["member_id": .string(member.lowercasedString), "operator": .string(who.auditName)]
+                ),
+                on: conn
+            )
         }
     }
 
@@ -423,8 +534,14 @@ struct ConsoleAccess: Sendable {
             try await store.setRequiresTOTP(app: app, required, on: conn)
             try await audit.record(
                 AuditLog.Entry(
-                    userID: nil, appID: app, action: "operator.console.require_totp", result: "success",
-                    details: ["required": .bool(required), "operator": .string(who.auditName)]), on: conn)
+                    userID: nil,
+                    appID: app,
+                    action: "operator.console.require_totp",
+                    result: "success",
+                    details: ["required": .bool(required), "operator": .string(who.auditName)]
+                ),
+                on: conn
+            )
         }
     }
 

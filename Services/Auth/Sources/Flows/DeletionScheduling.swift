@@ -17,23 +17,42 @@ struct DeletionScheduling: Sendable {
             }
             if let already = user.deletionScheduledAt {
                 throw AppError(
-                    AuthErrorCode.deletionAlreadyScheduled, "Account deletion is already scheduled",
-                    extra: ["scheduled_deletion_date": .string(ISO8601DateFormatter().string(from: already))])
+                    AuthErrorCode.deletionAlreadyScheduled,
+                    "Account deletion is already scheduled",
+                    extra: ["scheduled_deletion_date": .string(ISO8601DateFormatter().string(from: already))]
+                )
             }
             let deletionID = try await AccountStore(logger: ctx.logger).scheduleDeletion(
-                userID: userID, appID: appID, reason: reason,
-                now: now, due: due, on: conn)
+                userID: userID,
+                appID: appID,
+                reason: reason,
+                now: now,
+                due: due,
+                on: conn
+            )
             try await ctx.emailTokens.insert(token: token, userID: userID, purpose: .deletionCancel, expiresAt: due, on: conn)
             try await JobQueue.enqueue(
-                on: conn, queue: AccountLifecycle.queue, kind: AccountLifecycle.executeDeletionJob,
-                payload: AccountLifecycle.DeletionJob(deletionID: deletionID), runAt: due,
-                maxAttempts: 20, uniqueKey: "deletion:\(deletionID)", logger: ctx.logger)
+                on: conn,
+                queue: AccountLifecycle.queue,
+                kind: AccountLifecycle.executeDeletionJob,
+                payload: AccountLifecycle.DeletionJob(deletionID: deletionID),
+                runAt: due,
+                maxAttempts: 20,
+                uniqueKey: "deletion:\(deletionID)",
+                logger: ctx.logger
+            )
             // Seed 6b.7: the user is signed out on every device.
             try await ctx.refreshTokens.revokeAll(userID: userID, reason: "deletion_requested", on: conn)
             try await ctx.audit.record(
                 origin.entry(
-                    "deletion_requested", "success", app: appID, user: userID,
-                    details: ["scheduled_for": .string(ISO8601DateFormatter().string(from: due))]), on: conn)
+                    "deletion_requested",
+                    "success",
+                    app: appID,
+                    user: userID,
+                    details: ["scheduled_for": .string(ISO8601DateFormatter().string(from: due))]
+                ),
+                on: conn
+            )
             return user.email
         }
     }

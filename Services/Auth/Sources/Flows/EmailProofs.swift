@@ -30,8 +30,12 @@ struct EmailProofs: Sendable {
             }
             if user.emailVerified { throw AppError(AuthErrorCode.alreadyVerified, "Email is already verified") }
             try await ctx.emailTokens.insert(
-                token: token, userID: userID, purpose: .verifyEmail,
-                expiresAt: now.addingTimeInterval(TokenLifetimes.emailVerification), on: conn)
+                token: token,
+                userID: userID,
+                purpose: .verifyEmail,
+                expiresAt: now.addingTimeInterval(TokenLifetimes.emailVerification),
+                on: conn
+            )
             return email
         }
     }
@@ -43,8 +47,12 @@ struct EmailProofs: Sendable {
                 return false
             }
             try await ctx.emailTokens.insert(
-                token: token, userID: user.id, purpose: .passwordReset,
-                expiresAt: now.addingTimeInterval(TokenLifetimes.passwordReset), on: conn)
+                token: token,
+                userID: user.id,
+                purpose: .passwordReset,
+                expiresAt: now.addingTimeInterval(TokenLifetimes.passwordReset),
+                on: conn
+            )
             try await ctx.audit.record(origin.entry("password_forgot", "success", app: appID, user: user.id), on: conn)
             return true
         }
@@ -62,8 +70,14 @@ struct EmailProofs: Sendable {
             let fact = try await ctx.facts.endSessions(app: appID, user: userID, .all, on: conn)
             try await ctx.audit.record(
                 origin.entry(
-                    "password_reset", "success", app: appID, user: userID,
-                    details: ["revoked_sessions": .int(n)]), on: conn)
+                    "password_reset",
+                    "success",
+                    app: appID,
+                    user: userID,
+                    details: ["revoked_sessions": .int(n)]
+                ),
+                on: conn
+            )
             return (n, fact)
         }
     }
@@ -76,7 +90,10 @@ struct EmailProofs: Sendable {
         }
     }
 
-    enum CodeOutcome: Sendable { case signedIn(User, TokenPair, Bool), refused(AppError) }
+    enum CodeOutcome: Sendable {
+        case signedIn(User, TokenPair, Bool)
+        case refused(AppError)
+    }
 
     /// The code signs in the address's account, or registers it (the code proves the address);
     /// a refusal is answered, not thrown, so the route audits it outside the transaction.
@@ -104,8 +121,14 @@ struct EmailProofs: Sendable {
                 let tokens = try await ctx.issuer.startSession(for: user, device: device, now: now, on: conn)
                 try await ctx.audit.record(
                     origin.entry(
-                        created ? "register" : "login", "success", app: appID, user: user.id,
-                        details: ["provider": "otp"]), on: conn)
+                        created ? "register" : "login",
+                        "success",
+                        app: appID,
+                        user: user.id,
+                        details: ["provider": "otp"]
+                    ),
+                    on: conn
+                )
                 return .signedIn(user, tokens, created)
             }
         }

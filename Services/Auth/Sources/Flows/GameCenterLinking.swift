@@ -9,30 +9,53 @@ struct GameCenterLinking: Sendable {
     let ctx: AuthContext
 
     struct Synced: Codable {
-        var achievements: Int; var leaderboardScore: Int64
-        enum CodingKeys: String, CodingKey { case achievements; case leaderboardScore = "leaderboard_score" }
+        var achievements: Int
+        var leaderboardScore: Int64
+        enum CodingKeys: String, CodingKey {
+            case achievements
+            case leaderboardScore = "leaderboard_score"
+        }
     }
     struct Report: Codable {
-        var achievements: [String]; var leaderboardScore: Int64?
-        enum CodingKeys: String, CodingKey { case achievements; case leaderboardScore = "leaderboard_score" }
+        var achievements: [String]
+        var leaderboardScore: Int64?
+        enum CodingKeys: String, CodingKey {
+            case achievements
+            case leaderboardScore = "leaderboard_score"
+        }
     }
     struct LinkResponse: Codable {
-        var linked: Bool; var playerID: String; var alias: String?; var synced: Synced
-        var conflicts: [GameCenterMerge.Conflict]; var reportToGameCenter: Report
+        var linked: Bool
+        var playerID: String
+        var alias: String?
+        var synced: Synced
+        var conflicts: [GameCenterMerge.Conflict]
+        var reportToGameCenter: Report
         enum CodingKeys: String, CodingKey {
-            case linked, playerID = "player_id", alias, synced, conflicts, reportToGameCenter = "report_to_game_center"
+            case linked
+            case playerID = "player_id"
+            case alias, synced, conflicts
+            case reportToGameCenter = "report_to_game_center"
         }
     }
 
     func link(
-        playerID: String, alias: String?, achievements: [String], leaderboardScore: Int64, appID: UUID, userID: UUID, now: Date,
+        playerID: String,
+        alias: String?,
+        achievements: [String],
+        leaderboardScore: Int64,
+        appID: UUID,
+        userID: UUID,
+        now: Date,
         origin: AuditLog.Origin
     ) async throws -> LinkResponse {
         try await ctx.db.withTransaction(logger: ctx.logger) { conn -> LinkResponse in
             if let (other, email) = try await ctx.users.gameCenterOwner(of: playerID, appID: appID, on: conn), other != userID {
                 throw AppError(
-                    AuthErrorCode.playerIdAlreadyLinked, "This Game Center account is already linked to another user",
-                    extra: ["linked_user_email": email.map { .string(EmailAddress.mask($0)) } ?? .null, "can_unlink": true])
+                    AuthErrorCode.playerIdAlreadyLinked,
+                    "This Game Center account is already linked to another user",
+                    extra: ["linked_user_email": email.map { .string(EmailAddress.mask($0)) } ?? .null, "can_unlink": true]
+                )
             }
             if let mine = try await ctx.users.gameCenterLink(of: userID, appID: appID, forUpdate: false, on: conn),
                 mine.playerID != playerID
@@ -40,21 +63,41 @@ struct GameCenterLinking: Sendable {
                 throw AppError(AuthErrorCode.gameCenterAlreadyLinked, "Another Game Center player is linked to this account; unlink it first")
             }
             let merge = GameCenterMerge.merge(
-                storedAchievements: [], storedScore: 0,
-                gameCenterAchievements: achievements, gameCenterScore: leaderboardScore)
+                storedAchievements: [],
+                storedScore: 0,
+                gameCenterAchievements: achievements,
+                gameCenterScore: leaderboardScore
+            )
             try await ctx.users.linkGameCenter(
                 .init(
-                    playerID: playerID, alias: alias, achievements: merge.achievements,
-                    leaderboardScore: merge.leaderboardScore),
-                userID: userID, appID: appID, now: now, on: conn)
+                    playerID: playerID,
+                    alias: alias,
+                    achievements: merge.achievements,
+                    leaderboardScore: merge.leaderboardScore
+                ),
+                userID: userID,
+                appID: appID,
+                now: now,
+                on: conn
+            )
             try await ctx.audit.record(
                 origin.entry(
-                    "game_center_link", "success", app: appID, user: userID,
-                    details: ["player_id": .string(playerID)]), on: conn)
+                    "game_center_link",
+                    "success",
+                    app: appID,
+                    user: userID,
+                    details: ["player_id": .string(playerID)]
+                ),
+                on: conn
+            )
             return LinkResponse(
-                linked: true, playerID: playerID, alias: alias,
+                linked: true,
+                playerID: playerID,
+                alias: alias,
                 synced: Synced(achievements: merge.achievements.count, leaderboardScore: merge.leaderboardScore),
-                conflicts: [], reportToGameCenter: Report(achievements: [], leaderboardScore: nil))
+                conflicts: [],
+                reportToGameCenter: Report(achievements: [], leaderboardScore: nil)
+            )
         }
     }
 
@@ -65,16 +108,26 @@ struct GameCenterLinking: Sendable {
             }
             let (player, alias, stored, score) = (link.playerID, link.alias, link.achievements, link.leaderboardScore)
             let merge = GameCenterMerge.merge(
-                storedAchievements: stored, storedScore: score,
-                gameCenterAchievements: achievements, gameCenterScore: leaderboardScore)
+                storedAchievements: stored,
+                storedScore: score,
+                gameCenterAchievements: achievements,
+                gameCenterScore: leaderboardScore
+            )
             try await ctx.users.syncGameCenter(
-                userID: userID, achievements: merge.achievements, leaderboardScore: merge.leaderboardScore,
-                now: now, on: conn)
+                userID: userID,
+                achievements: merge.achievements,
+                leaderboardScore: merge.leaderboardScore,
+                now: now,
+                on: conn
+            )
             return LinkResponse(
-                linked: true, playerID: player, alias: alias,
+                linked: true,
+                playerID: player,
+                alias: alias,
                 synced: Synced(achievements: merge.achievements.count, leaderboardScore: merge.leaderboardScore),
                 conflicts: merge.conflicts,
-                reportToGameCenter: Report(achievements: merge.achievementsToReport, leaderboardScore: merge.scoreToReport))
+                reportToGameCenter: Report(achievements: merge.achievementsToReport, leaderboardScore: merge.scoreToReport)
+            )
         }
     }
 }

@@ -11,7 +11,11 @@ struct IdentityLinking: Sendable {
 
     /// The identity to attach, as verified: Google's, Apple's (with the sealed refresh token to
     /// revoke later), or an email with its password hash.
-    enum Linking: Sendable { case google(ProviderIdentity), apple(ProviderIdentity, ByteBuffer?), email(String, String) }
+    enum Linking: Sendable {
+        case google(ProviderIdentity)
+        case apple(ProviderIdentity, ByteBuffer?)
+        case email(String, String)
+    }
 
     static func identityTaken(_ provider: String) -> AppError {
         AppError(AuthErrorCode.identityAlreadyLinked, "This \(provider) identity already belongs to another account")
@@ -20,7 +24,13 @@ struct IdentityLinking: Sendable {
     /// The user as linked, a new session's tokens, and the address to send a verification to.
     /// `audit` builds the success entry (whether the user was a guest).
     func link(
-        _ linking: Linking, provider: AuthProvider, appID: UUID, userID: UUID, device: DeviceInfo?, verifyToken: String, now: Date,
+        _ linking: Linking,
+        provider: AuthProvider,
+        appID: UUID,
+        userID: UUID,
+        device: DeviceInfo?,
+        verifyToken: String,
+        now: Date,
         audit: @Sendable (_ wasGuest: Bool) -> AuditLog.Entry
     ) async throws -> (User, TokenPair, String?) {
         try await ctx.db.withTransaction(logger: ctx.logger) { conn -> (User, TokenPair, String?) in
@@ -31,14 +41,18 @@ struct IdentityLinking: Sendable {
             var verifyTo: String?
             let canLink = { (attempted: AuthProvider) in
                 LinkRules.canLink(
-                    attempted: attempted, existingHasPassword: user.passwordHash != nil, existingGoogleID: user.googleID,
-                    existingAppleID: user.appleID)
+                    attempted: attempted,
+                    existingHasPassword: user.passwordHash != nil,
+                    existingGoogleID: user.googleID,
+                    existingAppleID: user.appleID
+                )
             }
             switch linking {
             case .google(let identity), .apple(let identity, _):
                 // One path for both providers: the same identity again changes nothing; another
                 // one of this provider is refused (LinkRules); an identity of another account too.
-                let oauth: UserStore.OAuthProvider, sealed: ByteBuffer?
+                let oauth: UserStore.OAuthProvider
+                let sealed: ByteBuffer?
                 if case .apple(_, let s) = linking { (oauth, sealed) = (.apple, s) } else { (oauth, sealed) = (.google, nil) }
                 let (current, lookup, attempted, label, linked): (String?, UserStore.Lookup, AuthProvider, String, String) =
                     oauth == .google
@@ -62,8 +76,12 @@ struct IdentityLinking: Sendable {
                 try await ctx.users.attachPassword(email: email, hash: hash, to: userID, now: now, on: conn)
                 if !user.emailVerified {
                     try await ctx.emailTokens.insert(
-                        token: verifyToken, userID: userID, purpose: .verifyEmail,
-                        expiresAt: now.addingTimeInterval(TokenLifetimes.emailVerification), on: conn)
+                        token: verifyToken,
+                        userID: userID,
+                        purpose: .verifyEmail,
+                        expiresAt: now.addingTimeInterval(TokenLifetimes.emailVerification),
+                        on: conn
+                    )
                     verifyTo = email
                 }
             }

@@ -13,11 +13,17 @@ struct PrivacyChoices: Sendable {
     /// `apply` gives the wanted settings from the current ones, read under the user's lock (two
     /// screens changing different consents at once both count). Answers the settings before and after.
     func update(
-        appID: UUID, userID: UUID, details: [String: JSONValue], now: Date, origin: AuditLog.Origin,
+        appID: UUID,
+        userID: UUID,
+        details: [String: JSONValue],
+        now: Date,
+        origin: AuditLog.Origin,
         apply: @Sendable (PrivacySettings) throws -> PrivacySettings
     ) async throws -> (PrivacySettings, PrivacySettings) {
         try await ctx.db.withTransaction(logger: ctx.logger) { conn -> (PrivacySettings, PrivacySettings) in
-            guard let current = try await ctx.users.privacy(of: userID, on: conn, forUpdate: true) else { throw AppError.notFound("Privacy settings") }
+            guard let current = try await ctx.users.privacy(of: userID, on: conn, forUpdate: true) else {
+                throw AppError.notFound("Privacy settings")
+            }
             guard let (old, new) = try await ctx.users.updatePrivacy(of: userID, to: try apply(current), now: now, on: conn) else {
                 throw AppError.notFound("Privacy settings")
             }
@@ -46,13 +52,20 @@ struct PrivacyChoices: Sendable {
             guard current.consentPersonalizedAds != answer.value else { return FactOutcome(applied: false, reason: "unchanged") }
             var wanted = current
             wanted.consentPersonalizedAds = answer.value
-            guard let (old, new) = try await ctx.users.updatePrivacy(of: user, to: wanted, now: now, on: conn) else { throw AppError.notFound("User") }
+            guard let (old, new) = try await ctx.users.updatePrivacy(of: user, to: wanted, now: now, on: conn) else {
+                throw AppError.notFound("User")
+            }
             try await publishChanges(app: app, user: user, old: old, new: new, on: conn)
             try await ctx.audit.record(
                 .init(
-                    userID: user, appID: app, action: "privacy_update", result: "success",
-                    details: ["consent_personalized_ads": .bool(answer.value), "source": .string(String(answer.source.prefix(40)))]),
-                on: conn)
+                    userID: user,
+                    appID: app,
+                    action: "privacy_update",
+                    result: "success",
+                    details: ["consent_personalized_ads": .bool(answer.value), "source": .string(String(answer.source.prefix(40)))]
+                ),
+                on: conn
+            )
             return FactOutcome(applied: true)
         }
     }
@@ -62,9 +75,15 @@ struct PrivacyChoices: Sendable {
         try await ctx.db.withTransaction(logger: ctx.logger) { conn in
             let id = try await ExportStore(logger: ctx.logger).create(userID: userID, appID: appID, now: now, on: conn)
             try await JobQueue.enqueue(
-                on: conn, queue: AccountLifecycle.queue, kind: PrivacyExporter.job,
-                payload: PrivacyExporter.Payload(exportID: id), runAt: now, maxAttempts: 10,
-                uniqueKey: "export:\(id)", logger: ctx.logger)
+                on: conn,
+                queue: AccountLifecycle.queue,
+                kind: PrivacyExporter.job,
+                payload: PrivacyExporter.Payload(exportID: id),
+                runAt: now,
+                maxAttempts: 10,
+                uniqueKey: "export:\(id)",
+                logger: ctx.logger
+            )
             try await ctx.audit.record(origin.entry("privacy_export", "requested", app: appID, user: userID), on: conn)
             return id
         }
@@ -81,7 +100,7 @@ struct PrivacyChoices: Sendable {
             // consent.changed).
             ("notifications", old.consentNotifications, new.consentNotifications),
             ("third_party", old.consentThirdParty, new.consentThirdParty),
-            ("game_center", old.consentGameCenter, new.consentGameCenter)
+            ("game_center", old.consentGameCenter, new.consentGameCenter),
         ]
         var version: Int64?
         var changed: [JSONValue] = []
@@ -94,11 +113,17 @@ struct PrivacyChoices: Sendable {
             let consents: [String: JSONValue] = [
                 "analytics": .bool(new.consentAnalytics), "third_party": .bool(new.consentThirdParty),
                 "geolocation": .bool(new.consentGeolocation), "personalized_ads": .bool(new.consentPersonalizedAds),
-                "notifications": .bool(new.consentNotifications), "game_center": .bool(new.consentGameCenter)
+                "notifications": .bool(new.consentNotifications), "game_center": .bool(new.consentGameCenter),
             ]
             try await LiveStore.record(
-                app: app, user: user, type: .consentUpdated, version: version,
-                data: ["consents": .object(consents), "changed": .array(changed), "version": .int(Int(version))], on: conn, logger: ctx.logger)
+                app: app,
+                user: user,
+                type: .consentUpdated,
+                version: version,
+                data: ["consents": .object(consents), "changed": .array(changed), "version": .int(Int(version))],
+                on: conn,
+                logger: ctx.logger
+            )
         }
     }
 }

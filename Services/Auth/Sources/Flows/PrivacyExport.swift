@@ -51,7 +51,7 @@ struct PrivacyExporter: Sendable {
         let document: JSONValue = .object([
             "export_id": .string(exportID.lowercasedString), "user_id": .string(userID.lowercasedString),
             "app_id": .string(appID.lowercasedString), "generated_at": .string(ISO8601DateFormatter().string(from: now)),
-            "services": .object(services)
+            "services": .object(services),
         ])
         let json = String(decoding: try JSON.encoder.encode(document), as: UTF8.self)
         let expires = now.addingTimeInterval(Self.validity)

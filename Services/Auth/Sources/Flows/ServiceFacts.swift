@@ -21,10 +21,16 @@ struct ServiceFacts: Sendable {
             // #46: the app's streams hear each new premium fact (a purchase, a renewal, a
             // refund, an expiry, a cancel, a support grant), with subscription's version.
             try await LiveStore.record(
-                app: body.appID, user: userID, type: .subscriptionUpdated, version: body.version,
+                app: body.appID,
+                user: userID,
+                type: .subscriptionUpdated,
+                version: body.version,
                 data: [
-                    "premium": .bool(body.status == .premium), "status": .string(body.status.rawValue), "version": .int(Int(body.version))
-                ], on: conn, logger: ctx.logger)
+                    "premium": .bool(body.status == .premium), "status": .string(body.status.rawValue), "version": .int(Int(body.version)),
+                ],
+                on: conn,
+                logger: ctx.logger
+            )
             return try await ctx.users.setStatus(userID, appID: body.appID, status: body.status, reason: nil, on: conn)
         }
     }
@@ -42,8 +48,13 @@ struct ServiceFacts: Sendable {
             guard let email = user.email else { return "no_email" }
             guard
                 try await SentEmailStore(logger: ctx.logger).claim(
-                    app: body.appID, user: userID, kind: "purchase_confirmation",
-                    reference: body.subscriptionID.lowercasedString, now: ctx.clock.now(), on: conn)
+                    app: body.appID,
+                    user: userID,
+                    kind: "purchase_confirmation",
+                    reference: body.subscriptionID.lowercasedString,
+                    now: ctx.clock.now(),
+                    on: conn
+                )
             else {
                 return "already_sent"
             }

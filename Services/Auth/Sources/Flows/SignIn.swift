@@ -17,30 +17,58 @@ struct SignIn: Sendable {
         let provider = existing.provider.rawValue
         let label = ["google": "Google", "apple": "Apple", "email": "email and password", "guest": "a guest account"][provider] ?? provider
         let canLink = LinkRules.canLink(
-            attempted: attempted, existingHasPassword: existing.passwordHash != nil,
-            existingGoogleID: existing.googleID, existingAppleID: existing.appleID)
+            attempted: attempted,
+            existingHasPassword: existing.passwordHash != nil,
+            existingGoogleID: existing.googleID,
+            existingAppleID: existing.appleID
+        )
         return AppError(
-            AuthErrorCode.emailAlreadyExists, "Email already registered with \(label)",
-            extra: ["existing_provider": .string(provider), "can_link": .bool(canLink)])
+            AuthErrorCode.emailAlreadyExists,
+            "Email already registered with \(label)",
+            extra: ["existing_provider": .string(provider), "can_link": .bool(canLink)]
+        )
     }
 
     /// UC-AUTH-1.1 an email account: the user, the verification link's token and a first session.
     func registerEmail(
-        appID: UUID, email: String, passwordHash hash: String, verifyToken: String, device: DeviceInfo?, now: Date, origin: AuditLog.Origin
+        appID: UUID,
+        email: String,
+        passwordHash hash: String,
+        verifyToken: String,
+        device: DeviceInfo?,
+        now: Date,
+        origin: AuditLog.Origin
     ) async throws -> (User, TokenPair) {
         try await ctx.db.withTransaction(logger: ctx.logger) { conn in
             let user = try await ctx.users.create(
                 .init(
-                    appID: appID, email: email, emailVerified: false, passwordHash: hash,
-                    provider: .email, now: now), on: conn)
+                    appID: appID,
+                    email: email,
+                    emailVerified: false,
+                    passwordHash: hash,
+                    provider: .email,
+                    now: now
+                ),
+                on: conn
+            )
             try await ctx.emailTokens.insert(
-                token: verifyToken, userID: user.id, purpose: .verifyEmail,
-                expiresAt: now.addingTimeInterval(TokenLifetimes.emailVerification), on: conn)
+                token: verifyToken,
+                userID: user.id,
+                purpose: .verifyEmail,
+                expiresAt: now.addingTimeInterval(TokenLifetimes.emailVerification),
+                on: conn
+            )
             let tokens = try await ctx.issuer.startSession(for: user, device: device, now: now, on: conn)
             try await ctx.audit.record(
                 origin.entry(
-                    "register", "success", app: appID, user: user.id,
-                    details: ["provider": "email"]), on: conn)
+                    "register",
+                    "success",
+                    app: appID,
+                    user: user.id,
+                    details: ["provider": "email"]
+                ),
+                on: conn
+            )
             return (user, tokens)
         }
     }
@@ -48,7 +76,13 @@ struct SignIn: Sendable {
     /// Seed 3c / 004: the device's guest, created with its secret, or signed in with it (a guest
     /// made before secrets claims one on its next sign-in).
     func guest(
-        appID: UUID, deviceID: String, guestSecret: String?, device: DeviceInfo, expires: Date, now: Date, origin: AuditLog.Origin
+        appID: UUID,
+        deviceID: String,
+        guestSecret: String?,
+        device: DeviceInfo,
+        expires: Date,
+        now: Date,
+        origin: AuditLog.Origin
     ) async throws -> (User, TokenPair, Bool, String?) {
         try await ctx.db.withTransaction(logger: ctx.logger) { conn in
             var created = false
@@ -58,7 +92,8 @@ struct SignIn: Sendable {
                 try ctx.requireActive(existing, now: now)
                 switch GuestSecret.decide(
                     storedHash: try await ctx.users.guestSecretHash(existing.id, on: conn),
-                    given: guestSecret)
+                    given: guestSecret
+                )
                 {
                 case .signIn: break
                 case .claim:
@@ -68,7 +103,8 @@ struct SignIn: Sendable {
                     throw AppError(
                         AuthErrorCode.guestSecretRequired,
                         "This device's guest account is opened with the guest_secret it received at registration",
-                        extra: ["field": "credentials.guest_secret"])
+                        extra: ["field": "credentials.guest_secret"]
+                    )
                 case .wrong:
                     throw AppError(AuthErrorCode.invalidCredentials, "Invalid guest credentials")
                 }
@@ -77,15 +113,29 @@ struct SignIn: Sendable {
                 let secret = OpaqueToken.generate()
                 user = try await ctx.users.create(
                     .init(
-                        appID: appID, provider: .guest, guestDeviceID: deviceID, guestExpiresAt: expires,
-                        guestSecretHash: OpaqueToken.hash(secret), now: now), on: conn)
+                        appID: appID,
+                        provider: .guest,
+                        guestDeviceID: deviceID,
+                        guestExpiresAt: expires,
+                        guestSecretHash: OpaqueToken.hash(secret),
+                        now: now
+                    ),
+                    on: conn
+                )
                 issuedSecret = secret
                 created = true
             }
             let tokens = try await ctx.issuer.startSession(for: user, device: device, now: now, on: conn)
             try await ctx.audit.record(
                 origin.entry(
-                    created ? "register" : "login", "success", app: appID, user: user.id, details: ["provider": "guest"]), on: conn)
+                    created ? "register" : "login",
+                    "success",
+                    app: appID,
+                    user: user.id,
+                    details: ["provider": "guest"]
+                ),
+                on: conn
+            )
             return (user, tokens, created, issuedSecret)
         }
     }
@@ -93,8 +143,15 @@ struct SignIn: Sendable {
     /// Google or Apple: an identity with an account signs in (registering it again too, seed
     /// 12a); one without is registered, or refused when signing in (13a).
     func provider(
-        _ provider: AuthProvider, identity: ProviderIdentity, lookup: UserStore.Lookup, appID: UUID, registering: Bool,
-        providerRefreshToken: ByteBuffer?, device: DeviceInfo?, now: Date, origin: AuditLog.Origin
+        _ provider: AuthProvider,
+        identity: ProviderIdentity,
+        lookup: UserStore.Lookup,
+        appID: UUID,
+        registering: Bool,
+        providerRefreshToken: ByteBuffer?,
+        device: DeviceInfo?,
+        now: Date,
+        origin: AuditLog.Origin
     ) async throws -> (User, TokenPair, Bool) {
         try await ctx.db.withTransaction(logger: ctx.logger) { conn -> (User, TokenPair, Bool) in
             if let existing = try await ctx.users.find(lookup, appID: appID, on: conn, forUpdate: true) {
@@ -106,32 +163,57 @@ struct SignIn: Sendable {
                 let tokens = try await ctx.issuer.startSession(for: user, device: device, now: now, on: conn)
                 try await ctx.audit.record(
                     origin.entry(
-                        "login", "success", app: appID, user: user.id,
-                        details: ["provider": .string(provider.rawValue)]), on: conn)
+                        "login",
+                        "success",
+                        app: appID,
+                        user: user.id,
+                        details: ["provider": .string(provider.rawValue)]
+                    ),
+                    on: conn
+                )
                 return (user, tokens, false)
             }
             guard registering else {
                 throw AppError(
-                    AuthErrorCode.userNotFound, "No account found with this \(provider == .google ? "Google" : "Apple") ID",
-                    extra: ["can_register": true])
+                    AuthErrorCode.userNotFound,
+                    "No account found with this \(provider == .google ? "Google" : "Apple") ID",
+                    extra: ["can_register": true]
+                )
             }
             if let email = identity.email, let other = try await ctx.users.find(.email(email), appID: appID, on: conn) {
                 throw Self.emailTaken(other, attempted: provider)
             }
             let user = try await ctx.users.create(
                 .init(
-                    appID: appID, email: identity.email, emailVerified: identity.emailVerified,
+                    appID: appID,
+                    email: identity.email,
+                    emailVerified: identity.emailVerified,
                     googleID: provider == .google ? identity.subject : nil,
                     appleID: provider == .apple ? identity.subject : nil,
-                    provider: provider, displayName: identity.name, now: now), on: conn)
+                    provider: provider,
+                    displayName: identity.name,
+                    now: now
+                ),
+                on: conn
+            )
             try await ctx.users.recordConnection(
-                provider, .init(identity), sealedRefreshToken: providerRefreshToken,
-                userID: user.id, on: conn)
+                provider,
+                .init(identity),
+                sealedRefreshToken: providerRefreshToken,
+                userID: user.id,
+                on: conn
+            )
             let tokens = try await ctx.issuer.startSession(for: user, device: device, now: now, on: conn)
             try await ctx.audit.record(
                 origin.entry(
-                    "register", "success", app: appID, user: user.id,
-                    details: ["provider": .string(provider.rawValue)]), on: conn)
+                    "register",
+                    "success",
+                    app: appID,
+                    user: user.id,
+                    details: ["provider": .string(provider.rawValue)]
+                ),
+                on: conn
+            )
             return (user, tokens, true)
         }
     }
@@ -142,11 +224,17 @@ struct SignIn: Sendable {
             let r = try await ctx.users.recordFailedLogin(user.id, now: now, on: conn)
             try await ctx.audit.record(
                 origin.entry(
-                    "login", "failure", app: appID, user: user.id,
+                    "login",
+                    "failure",
+                    app: appID,
+                    user: user.id,
                     details: [
                         "provider": "email", "reason": "invalid_credentials",
-                        "attempts": .int(r.attempts)
-                    ]), on: conn)
+                        "attempts": .int(r.attempts),
+                    ]
+                ),
+                on: conn
+            )
             return r
         }
     }
@@ -157,8 +245,14 @@ struct SignIn: Sendable {
             let tokens = try await ctx.issuer.startSession(for: signedIn, device: device, now: now, on: conn)
             try await ctx.audit.record(
                 origin.entry(
-                    "login", "success", app: appID, user: user.id,
-                    details: ["provider": "email"]), on: conn)
+                    "login",
+                    "success",
+                    app: appID,
+                    user: user.id,
+                    details: ["provider": "email"]
+                ),
+                on: conn
+            )
             return (signedIn, tokens)
         }
     }
@@ -182,8 +276,14 @@ struct SignIn: Sendable {
             }
             try await ctx.audit.record(
                 origin.entry(
-                    "logout", "success", app: appID, user: userID,
-                    details: ["all": .bool(all), "revoked": .int(n)]), on: conn)
+                    "logout",
+                    "success",
+                    app: appID,
+                    user: userID,
+                    details: ["all": .bool(all), "revoked": .int(n)]
+                ),
+                on: conn
+            )
             return (n, fact)
         }
     }

@@ -20,8 +20,14 @@ struct SupportActions: Sendable {
             let (n, fact) = try await ctx.signOutEverywhere(app: app, user: user, reason: "support", on: conn)
             try await ctx.audit.record(
                 AuditLog.Entry(
-                    userID: user, appID: app, action: "support.sessions_revoked", result: "success",
-                    details: ["operator": .string(who.auditName), "reason": .string(reason), "revoked": .int(n)]), on: conn)
+                    userID: user,
+                    appID: app,
+                    action: "support.sessions_revoked",
+                    result: "success",
+                    details: ["operator": .string(who.auditName), "reason": .string(reason), "revoked": .int(n)]
+                ),
+                on: conn
+            )
             return (n, fact)
         }
         ctx.sessions.apply([fact])
@@ -37,8 +43,14 @@ struct SupportActions: Sendable {
             try await AccountStore(logger: ctx.logger).cancelDeletion(userID: user, now: now, on: conn)
             try await ctx.audit.record(
                 AuditLog.Entry(
-                    userID: user, appID: app, action: "deletion_cancelled", result: "success",
-                    details: ["operator": .string(who.auditName), "reason": .string(reason)]), on: conn)
+                    userID: user,
+                    appID: app,
+                    action: "deletion_cancelled",
+                    result: "success",
+                    details: ["operator": .string(who.auditName), "reason": .string(reason)]
+                ),
+                on: conn
+            )
         }
     }
 }

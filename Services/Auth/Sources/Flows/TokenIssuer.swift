@@ -13,9 +13,19 @@ public struct TokenIssuer: Sendable {
         let iat = Int(now.timeIntervalSince1970)
         return try signer.sign(
             AccessTokenClaims(
-                userID: user.id, appID: user.appID, email: user.email, status: user.status, isGuest: user.isGuest,
-                issuer: signer.issuer, issuedAt: iat, expiresAt: iat + Int(TokenLifetimes.accessToken), jti: UUID().lowercasedString,
-                sessionID: session, sessionEpoch: user.sessionEpoch))
+                userID: user.id,
+                appID: user.appID,
+                email: user.email,
+                status: user.status,
+                isGuest: user.isGuest,
+                issuer: signer.issuer,
+                issuedAt: iat,
+                expiresAt: iat + Int(TokenLifetimes.accessToken),
+                jti: UUID().lowercasedString,
+                sessionID: session,
+                sessionEpoch: user.sessionEpoch
+            )
+        )
     }
 
     /// A new session on a device: the device's previous token is revoked, a new family begins.
@@ -26,8 +36,15 @@ public struct TokenIssuer: Sendable {
         let info = String(decoding: try JSON.encoder.encode(device ?? DeviceInfo()), as: UTF8.self)
         let family = UUID()
         try await refreshTokens.insert(
-            token: refresh, userID: user.id, appID: user.appID, familyID: family,
-            deviceID: deviceID, deviceInfo: info, now: now, on: conn)
+            token: refresh,
+            userID: user.id,
+            appID: user.appID,
+            familyID: family,
+            deviceID: deviceID,
+            deviceInfo: info,
+            now: now,
+            on: conn
+        )
         return pair(access: try accessToken(for: user, session: family, now: now), refresh: refresh)
     }
 

@@ -23,7 +23,12 @@ struct TokenRefresh: Sendable {
             var owner: User?
             if let record { owner = try await ctx.users.find(.id(record.userID), appID: appID, on: conn) }
             let presented = record.map {
-                RefreshRotation.Presented(revoked: $0.revoked, expiresAt: $0.expiresAt, rotatedAt: $0.rotatedAt, hasSuccessor: $0.successorSealed != nil)
+                RefreshRotation.Presented(
+                    revoked: $0.revoked,
+                    expiresAt: $0.expiresAt,
+                    rotatedAt: $0.rotatedAt,
+                    hasSuccessor: $0.successorSealed != nil
+                )
             }
             let ownerState: RefreshRotation.Owner = owner.map { $0.status == .suspended ? .suspended : .active } ?? .missing
             var decision = RefreshRotation.decide(presented, owner: ownerState, now: now)
@@ -34,7 +39,9 @@ struct TokenRefresh: Sendable {
                 {
                     live = !next.revoked
                     if live {
-                        return .pair(ctx.issuer.pair(access: try ctx.issuer.accessToken(for: user, session: record.familyID, now: now), refresh: successor))
+                        return .pair(
+                            ctx.issuer.pair(access: try ctx.issuer.accessToken(for: user, session: record.familyID, now: now), refresh: successor)
+                        )
                     }
                 }
                 decision = RefreshRotation.successor(isLive: live)
@@ -49,8 +56,14 @@ struct TokenRefresh: Sendable {
                 guard let record else { return .refused }
                 let ended = try await ctx.refreshTokens.revokeFamily(record.familyID, reason: "reuse_detected", on: conn)
                 try await LiveStore.announce(
-                    app: record.appID, user: record.userID, type: .sessionRevoked, version: 0,
-                    data: ["session_id": .string(record.familyID.lowercasedString), "reason": .string("reuse_detected")], on: conn, logger: ctx.logger)
+                    app: record.appID,
+                    user: record.userID,
+                    type: .sessionRevoked,
+                    version: 0,
+                    data: ["session_id": .string(record.familyID.lowercasedString), "reason": .string("reuse_detected")],
+                    on: conn,
+                    logger: ctx.logger
+                )
                 try await ctx.audit.record(reuseAudit(record.userID, ended), on: conn)
                 return .reused
             case .rotate:

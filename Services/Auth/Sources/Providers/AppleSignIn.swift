@@ -12,17 +12,29 @@ public struct AppleClientConfig: Sendable {
     public var privateKey: P256.Signing.PrivateKey
 
     public init(teamID: String, keyID: String, clientID: String, privateKey: P256.Signing.PrivateKey) {
-        self.teamID = teamID; self.keyID = keyID; self.clientID = clientID; self.privateKey = privateKey
+        self.teamID = teamID
+        self.keyID = keyID
+        self.clientID = clientID
+        self.privateKey = privateKey
     }
 
     /// As an operator gives it (an `APPLE_SIGNIN_APPS` entry, or `apple` in `PUT /admin/sign-in`).
     public struct Settings: Codable, Sendable {
-        public var teamID: String; public var keyID: String; public var clientID: String; public var privateKeyPEM: String
+        public var teamID: String
+        public var keyID: String
+        public var clientID: String
+        public var privateKeyPEM: String
         public init(teamID: String, keyID: String, clientID: String, privateKeyPEM: String) {
-            self.teamID = teamID; self.keyID = keyID; self.clientID = clientID; self.privateKeyPEM = privateKeyPEM
+            self.teamID = teamID
+            self.keyID = keyID
+            self.clientID = clientID
+            self.privateKeyPEM = privateKeyPEM
         }
         enum CodingKeys: String, CodingKey {
-            case teamID = "team_id"; case keyID = "key_id"; case clientID = "client_id"; case privateKeyPEM = "private_key_pem"
+            case teamID = "team_id"
+            case keyID = "key_id"
+            case clientID = "client_id"
+            case privateKeyPEM = "private_key_pem"
         }
     }
 
@@ -94,8 +106,13 @@ public struct AppleIdentityVerifier: AppleSignIn {
         }
         let verified = p.emailVerified?.value ?? false
         return ProviderIdentity(
-            subject: p.sub!, email: verified ? p.email.flatMap(EmailAddress.normalize) : nil,
-            emailVerified: verified, name: nil, isPrivateEmail: p.isPrivateEmail?.value ?? false, nonce: p.nonce)
+            subject: p.sub!,
+            email: verified ? p.email.flatMap(EmailAddress.normalize) : nil,
+            emailVerified: verified,
+            name: nil,
+            isPrivateEmail: p.isPrivateEmail?.value ?? false,
+            nonce: p.nonce
+        )
     }
 
     /// The token's `nonce` is SHA-256(raw nonce) in hex. A token that carries one was bound to a
@@ -118,15 +135,21 @@ public struct AppleIdentityVerifier: AppleSignIn {
     public func exchange(code: String, config: AppleClientConfig, now: Date) async throws -> String {
         let body = Self.form([
             ("client_id", config.clientID), ("client_secret", try config.clientSecret(now: now)),
-            ("code", code), ("grant_type", "authorization_code")
+            ("code", code), ("grant_type", "authorization_code"),
         ])
         let response = try await http.send(
             HTTPRequest(
-                method: "POST", url: tokenURL,
+                method: "POST",
+                url: tokenURL,
                 headers: [("Content-Type", "application/x-www-form-urlencoded")],
-                body: body, timeout: .seconds(10)))
+                body: body,
+                timeout: .seconds(10)
+            )
+        )
         guard response.isSuccess else {
-            throw AppleIdentityError(description: "token endpoint answered \(response.status): \(String(decoding: response.body.prefix(200), as: UTF8.self))")
+            throw AppleIdentityError(
+                description: "token endpoint answered \(response.status): \(String(decoding: response.body.prefix(200), as: UTF8.self))"
+            )
         }
         struct TokenResponse: Decodable {
             var refreshToken: String?
@@ -141,13 +164,18 @@ public struct AppleIdentityVerifier: AppleSignIn {
     public func revoke(refreshToken: String, config: AppleClientConfig, now: Date) async throws {
         let body = Self.form([
             ("client_id", config.clientID), ("client_secret", try config.clientSecret(now: now)),
-            ("token", refreshToken), ("token_type_hint", "refresh_token")
+            ("token", refreshToken), ("token_type_hint", "refresh_token"),
         ])
         let response = try await http.send(
             HTTPRequest(
-                method: "POST", url: revokeURL,
+                method: "POST",
+                url: revokeURL,
                 headers: [("Content-Type", "application/x-www-form-urlencoded")],
-                body: body, timeout: .seconds(10)), retries: 2)
+                body: body,
+                timeout: .seconds(10)
+            ),
+            retries: 2
+        )
         guard response.isSuccess else { throw AppleIdentityError(description: "revoke endpoint answered \(response.status)") }
     }
 }

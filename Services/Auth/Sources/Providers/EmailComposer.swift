@@ -14,13 +14,21 @@ struct EmailComposer: Sendable {
         if let own = try await settings.value(for: app) { return own }
         let name = try await applications.find(id: app)?.name ?? "App"
         return AppEmailSettings(
-            appName: name, mailFrom: defaults.mailFrom, supportEmail: defaults.supportContact,
-            linkBaseURL: defaults.linkBaseURL, defaultLocale: .fr)
+            appName: name,
+            mailFrom: defaults.mailFrom,
+            supportEmail: defaults.supportContact,
+            linkBaseURL: defaults.linkBaseURL,
+            defaultLocale: .fr
+        )
     }
 
     /// `path` is appended to the app's link base as `{{link}}` (an absolute `link` in `values` wins).
     func message(
-        _ kind: EmailKind, app: UUID, to email: String, locale asked: EmailLocale?, path: String? = nil,
+        _ kind: EmailKind,
+        app: UUID,
+        to email: String,
+        locale asked: EmailLocale?,
+        path: String? = nil,
         values: [String: String] = [:]
     ) async throws -> SMTPMessage {
         let s = try await effective(app: app)
@@ -41,7 +49,9 @@ struct EmailComposer: Sendable {
         day.timeZone = TimeZone(identifier: "UTC")
         day.dateFormat = "d MMMM yyyy"
         let end = day.string(from: p.endDate)
-        let plan: String, store: String, period: String
+        let plan: String
+        let store: String
+        let period: String
         switch locale {
         case .fr:
             plan = p.planType == "annual" ? "annuel" : (p.planType == "monthly" ? "mensuel" : p.planType)
@@ -59,7 +69,11 @@ struct EmailComposer: Sendable {
                 : "Your premium access is active until \(end) and renews automatically."
         }
         return try await message(
-            .purchaseConfirmation, app: app, to: email, locale: locale,
-            values: ["plan": plan, "store": store, "period": period, "reference": p.subscriptionID.lowercasedString])
+            .purchaseConfirmation,
+            app: app,
+            to: email,
+            locale: locale,
+            values: ["plan": plan, "store": store, "period": period, "reference": p.subscriptionID.lowercasedString]
+        )
     }
 }

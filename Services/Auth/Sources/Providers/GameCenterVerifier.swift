@@ -1,11 +1,11 @@
-import _CryptoExtras
 import Crypto
 import Foundation
 import Logging
 import ServiceKit
-import Synchronization
 import SwiftASN1
+import Synchronization
 import X509
+import _CryptoExtras
 
 /// What `generateIdentityVerificationSignature` gives the app, as it posts it.
 public struct GameCenterProof: Sendable {
@@ -37,8 +37,11 @@ public final class GameCenterVerifier: GameCenterVerifying {
     public static let maxAge: TimeInterval = 5 * 60
 
     public init(
-        http: CurlHTTPClient, roots: CertificateStore, allowedHostSuffix: String = "apple.com",
-        caBundlePath: String? = nil, resolve: [String] = []
+        http: CurlHTTPClient,
+        roots: CertificateStore,
+        allowedHostSuffix: String = "apple.com",
+        caBundlePath: String? = nil,
+        resolve: [String] = []
     ) {
         self.http = http
         self.roots = roots
@@ -67,8 +70,13 @@ public final class GameCenterVerifier: GameCenterVerifying {
         if let cached = cache.withLock({ $0[url.absoluteString] }) { return cached }
         let response = try await http.send(
             HTTPRequest(
-                url: url.absoluteString, timeout: .seconds(5),
-                caBundlePath: caBundlePath, resolve: resolve), retries: 2)
+                url: url.absoluteString,
+                timeout: .seconds(5),
+                caBundlePath: caBundlePath,
+                resolve: resolve
+            ),
+            retries: 2
+        )
         guard response.isSuccess else { throw GameCenterError(description: "key download answered \(response.status)") }
         let cert: Certificate
         if let der = try? Certificate(derEncoded: Array(response.body)) {

@@ -28,7 +28,10 @@ public final class RemoteKeySet: Sendable {
     let http: CurlHTTPClient
     private let state = Mutex(State())
 
-    public init(url: String, http: CurlHTTPClient) { self.url = url; self.http = http }
+    public init(url: String, http: CurlHTTPClient) {
+        self.url = url
+        self.http = http
+    }
 
     /// The key collection that knows `kid`, refetching if needed; nil when it stays unknown.
     func keys(for kid: String?) async throws -> JWTKeyCollection? {
@@ -40,12 +43,18 @@ public final class RemoteKeySet: Sendable {
             )
         }
         if let keys, known, fresh { return keys }
-        if let keys, !known, fresh, !mayRefetch { _ = keys; return nil }
+        if let keys, !known, fresh, !mayRefetch {
+            _ = keys
+            return nil
+        }
         let response = try await http.send(HTTPRequest(url: url, timeout: .seconds(5)), retries: 2)
         guard response.isSuccess else { throw HTTPClientError.transport(code: response.status, message: "JWKS \(url) answered \(response.status)") }
         let json = String(decoding: response.body, as: UTF8.self)
         let collection = try await JWTKeyCollection().add(jwksJSON: json)
-        struct KidList: Decodable { struct K: Decodable { var kid: String? }; var keys: [K] }
+        struct KidList: Decodable {
+            struct K: Decodable { var kid: String? }
+            var keys: [K]
+        }
         let kids = Set((try JSONDecoder().decode(KidList.self, from: response.body)).keys.compactMap(\.kid))
         let maxAge = Self.maxAge(response.header("Cache-Control")) ?? 3600
         state.withLock { s in
@@ -99,7 +108,10 @@ struct FlexibleBool: Codable, Sendable {
         let c = try decoder.singleValueContainer()
         if let b = try? c.decode(Bool.self) { value = b } else { value = (try c.decode(String.self)).lowercased() == "true" }
     }
-    func encode(to encoder: any Encoder) throws { var c = encoder.singleValueContainer(); try c.encode(value) }
+    func encode(to encoder: any Encoder) throws {
+        var c = encoder.singleValueContainer()
+        try c.encode(value)
+    }
 }
 
 public struct IdentityTokenError: Error, CustomStringConvertible {
@@ -150,7 +162,12 @@ public struct GoogleIdentityVerifier: GoogleSignIn {
         let p = try await verifier.verify(idToken, audiences: clientIDs, now: now)
         let verified = p.emailVerified?.value ?? false
         return ProviderIdentity(
-            subject: p.sub!, email: verified ? p.email.flatMap(EmailAddress.normalize) : nil,
-            emailVerified: verified, name: p.name, isPrivateEmail: false, nonce: p.nonce)
+            subject: p.sub!,
+            email: verified ? p.email.flatMap(EmailAddress.normalize) : nil,
+            emailVerified: verified,
+            name: p.name,
+            isPrivateEmail: false,
+            nonce: p.nonce
+        )
     }
 }

@@ -12,7 +12,10 @@ public protocol Mailer: Sendable {
 public struct SMTPMailer: Mailer {
     let http: CurlHTTPClient
     let server: SMTPServer
-    public init(http: CurlHTTPClient, server: SMTPServer) { self.http = http; self.server = server }
+    public init(http: CurlHTTPClient, server: SMTPServer) {
+        self.http = http
+        self.server = server
+    }
     public func send(_ message: SMTPMessage) async throws {
         try await http.sendMail(message, via: server)
     }

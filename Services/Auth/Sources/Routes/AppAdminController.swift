@@ -16,11 +16,18 @@ struct AppAdminController {
     struct Shown: Encodable {
         struct Key: Encodable {
             var id: UUID, name: String, prefix: String, createdAt: Date, revokedAt: Date?
-            enum CodingKeys: String, CodingKey { case id, name, prefix, createdAt = "created_at", revokedAt = "revoked_at" }
+            enum CodingKeys: String, CodingKey {
+                case id, name, prefix
+                case createdAt = "created_at"
+                case revokedAt = "revoked_at"
+            }
         }
         var id: UUID, name: String, active: Bool, apiKeyPrefix: String, previousKeyValidUntil: Date?, operatorKeys: [Key]
         enum CodingKeys: String, CodingKey {
-            case id, name, active, apiKeyPrefix = "api_key_prefix", previousKeyValidUntil = "previous_key_valid_until", operatorKeys = "operator_keys"
+            case id, name, active
+            case apiKeyPrefix = "api_key_prefix"
+            case previousKeyValidUntil = "previous_key_valid_until"
+            case operatorKeys = "operator_keys"
         }
     }
     struct DisableBody: Decodable { var reason: String }
@@ -34,13 +41,21 @@ struct AppAdminController {
             }
             return try context.json(
                 Shown(
-                    id: app.id, name: app.name, active: app.active, apiKeyPrefix: app.apiKeyPrefix,
-                    previousKeyValidUntil: try await applications.previousKeyValidUntil(appID: id), operatorKeys: keys))
+                    id: app.id,
+                    name: app.name,
+                    active: app.active,
+                    apiKeyPrefix: app.apiKeyPrefix,
+                    previousKeyValidUntil: try await applications.previousKeyValidUntil(appID: id),
+                    operatorKeys: keys
+                )
+            )
         }
         admin.post("admin/app/disable") { request, context in
             let id = try context.requireApp()
             let reason = try OperatorReason.checked(try await request.decodeJSON(as: DisableBody.self, context: context).reason)
-            guard try await applications.setActive(appID: id, active: false, reason: reason, operator: context.operator?.auditName ?? "unknown") != nil else {
+            guard
+                try await applications.setActive(appID: id, active: false, reason: reason, operator: context.operator?.auditName ?? "unknown") != nil
+            else {
                 throw AppError.notFound("Application")
             }
             // This replica refuses at once; the others within TENANT_CACHE_SECONDS.

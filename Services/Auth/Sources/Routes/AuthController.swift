@@ -1,6 +1,6 @@
 import Foundation
-import HummingbirdBcrypt
 import Hummingbird
+import HummingbirdBcrypt
 import Logging
 import NIOPosix
 import PostgresNIO
@@ -38,22 +38,47 @@ struct AuthController {
 
     /// Google or Apple: verify the provider's proof, then register or log in with it.
     func providerSignIn(
-        _ body: AuthRequest, appID: UUID, registering: Bool, now: Date,
-        _ request: Request, _ context: ServiceRequestContext
+        _ body: AuthRequest,
+        appID: UUID,
+        registering: Bool,
+        now: Date,
+        _ request: Request,
+        _ context: ServiceRequestContext
     ) async throws -> Response {
         if body.provider == .apple {
             let (identity, sealed) = try await verifyApple(body.credentials, appID: appID, now: now, request, context)
             return try await signInWithProvider(
-                .apple, identity: identity, body: body, appID: appID, registering: registering,
-                providerRefreshToken: sealed, now: now, request, context)
+                .apple,
+                identity: identity,
+                body: body,
+                appID: appID,
+                registering: registering,
+                providerRefreshToken: sealed,
+                now: now,
+                request,
+                context
+            )
         }
         let identity = try await verifyGoogle(body.credentials, appID: appID, now: now, request, context)
         return try await signInWithProvider(
-            .google, identity: identity, body: body, appID: appID, registering: registering,
-            now: now, request, context)
+            .google,
+            identity: identity,
+            body: body,
+            appID: appID,
+            registering: registering,
+            now: now,
+            request,
+            context
+        )
     }
 
-    private func registerEmail(_ body: AuthRequest, appID: UUID, now: Date, _ request: Request, _ context: ServiceRequestContext) async throws -> Response {
+    private func registerEmail(
+        _ body: AuthRequest,
+        appID: UUID,
+        now: Date,
+        _ request: Request,
+        _ context: ServiceRequestContext
+    ) async throws -> Response {
         let rawEmail = try body.credentials.require(body.credentials.email, "email")
         let password = try body.credentials.require(body.credentials.password, "password")
         guard let email = EmailAddress.normalize(rawEmail) else {
@@ -68,8 +93,14 @@ struct AuthController {
         let verifyToken = OpaqueToken.generate()
         do {
             let (user, tokens) = try await signIn.registerEmail(
-                appID: appID, email: email, passwordHash: hash, verifyToken: verifyToken, device: body.deviceInfo, now: now,
-                origin: ctx.origin(request, context))
+                appID: appID,
+                email: email,
+                passwordHash: hash,
+                verifyToken: verifyToken,
+                device: body.deviceInfo,
+                now: now,
+                origin: ctx.origin(request, context)
+            )
             await sendVerification(to: email, token: verifyToken, app: appID, locale: EmailLocale.preferred(request.headers[.acceptLanguage]))
             return try context.json(AuthResponse(user: user.view(), tokens: tokens), status: .created)
         } catch  where DatabaseErrors.isUniqueViolation(error) {
@@ -81,7 +112,9 @@ struct AuthController {
 
     func sendVerification(to email: String, token: String, app: UUID, locale: EmailLocale?) async {
         do {
-            try await ctx.mailer.send(try await ctx.emails.message(.verification, app: app, to: email, locale: locale, path: "/verify-email?token=\(token)"))
+            try await ctx.mailer.send(
+                try await ctx.emails.message(.verification, app: app, to: email, locale: locale, path: "/verify-email?token=\(token)")
+            )
         } catch {
             // The account exists and the user can ask for a resend; do not fail the sign-up.
             ctx.logger.error("verification email not sent", metadata: ["error": "\(error)"])
@@ -90,7 +123,13 @@ struct AuthController {
 
     // MARK: guest (seed 3c, seed 004)
 
-    private func signInGuest(_ body: AuthRequest, appID: UUID, now: Date, _ request: Request, _ context: ServiceRequestContext) async throws -> Response {
+    private func signInGuest(
+        _ body: AuthRequest,
+        appID: UUID,
+        now: Date,
+        _ request: Request,
+        _ context: ServiceRequestContext
+    ) async throws -> Response {
         let deviceID = try body.credentials.require(body.credentials.deviceID ?? body.deviceInfo?.deviceID, "device_id")
         guard deviceID.count <= 200 else { throw AppError.validation("credentials.device_id", "device_id is too long") }
         if let s = body.credentials.guestSecret, s.utf8.count > 200 {
@@ -102,16 +141,30 @@ struct AuthController {
         let result: (User, TokenPair, Bool, String?)
         do {
             result = try await signIn.guest(
-                appID: appID, deviceID: deviceID, guestSecret: body.credentials.guestSecret, device: device, expires: expires, now: now,
-                origin: ctx.origin(request, context))
+                appID: appID,
+                deviceID: deviceID,
+                guestSecret: body.credentials.guestSecret,
+                device: device,
+                expires: expires,
+                now: now,
+                origin: ctx.origin(request, context)
+            )
         } catch  where DatabaseErrors.isUniqueViolation(error) {
             // The same device registered concurrently: that guest exists now (its secret went to the winner).
             return try await signInGuest(body, appID: appID, now: now, request, context)
         } catch let e as AppError where e.status == .unauthorized {
             await ctx.audit.record(
                 ctx.entry(
-                    "login", "failure", app: appID, user: nil, request, context,
-                    details: ["provider": "guest", "reason": .string(e.code)]), db: ctx.db)
+                    "login",
+                    "failure",
+                    app: appID,
+                    user: nil,
+                    request,
+                    context,
+                    details: ["provider": "guest", "reason": .string(e.code)]
+                ),
+                db: ctx.db
+            )
             throw e
         }
         return try context.json(AuthResponse(user: result.0.view(), tokens: result.1, guestSecret: result.3), status: result.2 ? .created : .ok)
@@ -119,8 +172,13 @@ struct AuthController {
 
     // MARK: Google / Apple
 
-    func verifyGoogle(_ credentials: Credentials, appID: UUID, now: Date, _ request: Request, _ context: ServiceRequestContext) async throws -> ProviderIdentity
-    {
+    func verifyGoogle(
+        _ credentials: Credentials,
+        appID: UUID,
+        now: Date,
+        _ request: Request,
+        _ context: ServiceRequestContext
+    ) async throws -> ProviderIdentity {
         let token = try credentials.require(credentials.googleIDToken, "google_id_token")
         let clientIDs = try await ctx.applications.find(id: appID)?.googleClientIDs ?? []
         return try await checkingProof(.google, label: "Google", appID: appID, request, context) {
@@ -132,7 +190,11 @@ struct AuthController {
     /// A provider's proof, checked: its keys unreachable is a 503 the app may retry; anything
     /// else refused is audited and answered 401 `invalid_token` "<Provider> authentication failed".
     func checkingProof<T: Sendable>(
-        _ provider: AuthProvider, label: String, appID: UUID, _ request: Request, _ context: ServiceRequestContext,
+        _ provider: AuthProvider,
+        label: String,
+        appID: UUID,
+        _ request: Request,
+        _ context: ServiceRequestContext,
         _ check: () async throws -> T
     ) async throws -> T {
         do {
@@ -144,8 +206,16 @@ struct AuthController {
             ctx.logger.info("\(label) token refused", metadata: ["reason": "\(error)"])
             await ctx.audit.record(
                 ctx.entry(
-                    "sign_in", "failure", app: appID, user: nil, request, context,
-                    details: ["provider": .string(provider.rawValue), "reason": "invalid_token"]), db: ctx.db)
+                    "sign_in",
+                    "failure",
+                    app: appID,
+                    user: nil,
+                    request,
+                    context,
+                    details: ["provider": .string(provider.rawValue), "reason": "invalid_token"]
+                ),
+                db: ctx.db
+            )
             throw AppError(.unauthorized, "invalid_token", "\(label) authentication failed")
         }
     }
@@ -153,7 +223,13 @@ struct AuthController {
     /// Verifies Apple's identity token (and nonce), takes the name from `user_info` (Apple
     /// sends it once), and exchanges the authorization code for Apple's refresh token, kept
     /// sealed so that account deletion can revoke it.
-    func verifyApple(_ credentials: Credentials, appID: UUID, now: Date, _ request: Request, _ context: ServiceRequestContext)
+    func verifyApple(
+        _ credentials: Credentials,
+        appID: UUID,
+        now: Date,
+        _ request: Request,
+        _ context: ServiceRequestContext
+    )
         async throws -> (ProviderIdentity, ByteBuffer?)
     {
         let token = try credentials.require(credentials.appleIdentityToken, "apple_identity_token")
@@ -181,22 +257,43 @@ struct AuthController {
     /// Register or login with a provider identity. Registering an identity that already has
     /// an account logs in (seed 12a); logging in with one that has none is a 404 (13a).
     func signInWithProvider(
-        _ provider: AuthProvider, identity: ProviderIdentity, body: AuthRequest, appID: UUID, registering: Bool,
+        _ provider: AuthProvider,
+        identity: ProviderIdentity,
+        body: AuthRequest,
+        appID: UUID,
+        registering: Bool,
         providerRefreshToken: ByteBuffer? = nil,
-        now: Date, _ request: Request, _ context: ServiceRequestContext
+        now: Date,
+        _ request: Request,
+        _ context: ServiceRequestContext
     ) async throws -> Response {
         let lookup: UserStore.Lookup = provider == .google ? .google(identity.subject) : .apple(identity.subject)
         do {
             let (user, tokens, created) = try await signIn.provider(
-                provider, identity: identity, lookup: lookup, appID: appID, registering: registering, providerRefreshToken: providerRefreshToken,
-                device: body.deviceInfo, now: now, origin: ctx.origin(request, context))
+                provider,
+                identity: identity,
+                lookup: lookup,
+                appID: appID,
+                registering: registering,
+                providerRefreshToken: providerRefreshToken,
+                device: body.deviceInfo,
+                now: now,
+                origin: ctx.origin(request, context)
+            )
             let privacy = created ? nil : try await ctx.db.withConnection { try await ctx.users.privacy(of: user.id, on: $0) }
             return try context.json(AuthResponse(user: user.view(privacy: privacy), tokens: tokens), status: created ? .created : .ok)
         } catch  where DatabaseErrors.isUniqueViolation(error) {
             // The same identity registered concurrently: now it exists, so this is a login.
             return try await signInWithProvider(
-                provider, identity: identity, body: body, appID: appID, registering: false,
-                now: now, request, context)
+                provider,
+                identity: identity,
+                body: body,
+                appID: appID,
+                registering: false,
+                now: now,
+                request,
+                context
+            )
         }
     }
 
@@ -220,7 +317,13 @@ struct AuthController {
         }
     }
 
-    private func loginEmail(_ body: AuthRequest, appID: UUID, now: Date, _ request: Request, _ context: ServiceRequestContext) async throws -> Response {
+    private func loginEmail(
+        _ body: AuthRequest,
+        appID: UUID,
+        now: Date,
+        _ request: Request,
+        _ context: ServiceRequestContext
+    ) async throws -> Response {
         let rawEmail = try body.credentials.require(body.credentials.email, "email")
         let password = try body.credentials.require(body.credentials.password, "password")
         guard let email = EmailAddress.normalize(rawEmail),
@@ -229,25 +332,49 @@ struct AuthController {
         else {
             await ctx.audit.record(
                 ctx.entry(
-                    "login", "failure", app: appID, user: nil, request, context,
-                    details: ["provider": "email", "reason": "user_not_found"]), db: ctx.db)
+                    "login",
+                    "failure",
+                    app: appID,
+                    user: nil,
+                    request,
+                    context,
+                    details: ["provider": "email", "reason": "user_not_found"]
+                ),
+                db: ctx.db
+            )
             throw AppError(AuthErrorCode.userNotFound, "No account found with this email", extra: ["can_register": true])
         }
         do { try requireActive(user, now: now) } catch {
             await ctx.audit.record(
                 ctx.entry(
-                    "login", "failure", app: appID, user: user.id, request, context,
-                    details: ["provider": "email", "reason": .string((error as? AppError)?.code ?? "refused")]), db: ctx.db)
+                    "login",
+                    "failure",
+                    app: appID,
+                    user: user.id,
+                    request,
+                    context,
+                    details: ["provider": "email", "reason": .string((error as? AppError)?.code ?? "refused")]
+                ),
+                db: ctx.db
+            )
             throw error
         }
         guard try await ctx.checkPassword(password, hash: hash) else {
             let (attempts, lockedUntil) = try await signIn.wrongPassword(user, appID: appID, now: now, origin: ctx.origin(request, context))
             if let lockedUntil { throw accountLocked(until: lockedUntil, now: now) }
             throw AppError(
-                AuthErrorCode.invalidCredentials, "Incorrect email or password",
-                extra: ["attempts_remaining": .int(LockoutPolicy.attemptsRemaining(after: attempts))])
+                AuthErrorCode.invalidCredentials,
+                "Incorrect email or password",
+                extra: ["attempts_remaining": .int(LockoutPolicy.attemptsRemaining(after: attempts))]
+            )
         }
-        let (signedIn, tokens) = try await signIn.passwordAccepted(user, appID: appID, device: body.deviceInfo, now: now, origin: ctx.origin(request, context))
+        let (signedIn, tokens) = try await signIn.passwordAccepted(
+            user,
+            appID: appID,
+            device: body.deviceInfo,
+            now: now,
+            origin: ctx.origin(request, context)
+        )
         let privacy = try await ctx.db.withConnection { try await ctx.users.privacy(of: user.id, on: $0) }
         return try context.json(AuthResponse(user: signedIn.view(privacy: privacy), tokens: tokens))
     }
@@ -262,8 +389,11 @@ struct AuthController {
     func refresh(_ request: Request, _ context: ServiceRequestContext) async throws -> Response {
         let appID = try context.requireApp()
         try await ctx.limiter.enforce(
-            scope: "refresh", key: context.clientAddress, limit: ctx.settings.refreshLimit,
-            window: ctx.settings.refreshWindow)
+            scope: "refresh",
+            key: context.clientAddress,
+            limit: ctx.settings.refreshLimit,
+            window: ctx.settings.refreshWindow
+        )
         let body = try await request.decodeJSON(as: RefreshRequest.self, context: context)
         guard !body.refreshToken.isEmpty, body.refreshToken.utf8.count <= 512 else {
             throw AppError.validation("refresh_token", "Invalid refresh token")
@@ -287,19 +417,31 @@ struct AuthController {
     struct LogoutRequest: Codable {
         var refreshToken: String?
         var all: Bool?
-        enum CodingKeys: String, CodingKey { case refreshToken = "refresh_token"; case all }
+        enum CodingKeys: String, CodingKey {
+            case refreshToken = "refresh_token"
+            case all
+        }
     }
 
     struct LogoutResponse: Codable {
-        var loggedOut: Bool; var revokedSessions: Int
-        enum CodingKeys: String, CodingKey { case loggedOut = "logged_out"; case revokedSessions = "revoked_sessions" }
+        var loggedOut: Bool
+        var revokedSessions: Int
+        enum CodingKeys: String, CodingKey {
+            case loggedOut = "logged_out"
+            case revokedSessions = "revoked_sessions"
+        }
     }
 
     func logout(_ request: Request, _ context: ServiceRequestContext) async throws -> Response {
         let (appID, userID) = try context.requireUser()
         let body = try await request.decodeJSON(as: LogoutRequest.self, context: context)
         let revoked = try await signIn.logout(
-            appID: appID, userID: userID, all: body.all == true, refreshToken: body.refreshToken, origin: ctx.origin(request, context))
+            appID: appID,
+            userID: userID,
+            all: body.all == true,
+            refreshToken: body.refreshToken,
+            origin: ctx.origin(request, context)
+        )
         ctx.sessions.apply([revoked.1])
         return try context.json(LogoutResponse(loggedOut: true, revokedSessions: revoked.0))
     }

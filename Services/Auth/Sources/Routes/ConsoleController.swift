@@ -19,7 +19,10 @@ struct ConsoleController: Sendable {
         var email: String
         var password: String
         var totpCode: String?
-        enum CodingKeys: String, CodingKey { case email, password; case totpCode = "totp_code" }
+        enum CodingKeys: String, CodingKey {
+            case email, password
+            case totpCode = "totp_code"
+        }
     }
     struct TokenBody: Decodable { var token: String }
     struct AcceptBody: Decodable {
@@ -27,16 +30,29 @@ struct ConsoleController: Sendable {
         var password: String
         var totpSecret: String?
         var totpCode: String?
-        enum CodingKeys: String, CodingKey { case token, password; case totpSecret = "totp_secret"; case totpCode = "totp_code" }
+        enum CodingKeys: String, CodingKey {
+            case token, password
+            case totpSecret = "totp_secret"
+            case totpCode = "totp_code"
+        }
     }
-    struct InviteBody: Decodable { var email: String; var role: OperatorRole }
+    struct InviteBody: Decodable {
+        var email: String
+        var role: OperatorRole
+    }
     struct ForgotBody: Decodable { var email: String }
     struct TOTPBody: Decodable {
         var totpSecret: String
         var totpCode: String
-        enum CodingKeys: String, CodingKey { case totpSecret = "totp_secret"; case totpCode = "totp_code" }
+        enum CodingKeys: String, CodingKey {
+            case totpSecret = "totp_secret"
+            case totpCode = "totp_code"
+        }
     }
-    struct ResetBody: Decodable { var token: String; var password: String }
+    struct ResetBody: Decodable {
+        var token: String
+        var password: String
+    }
     struct RoleBody: Decodable { var role: OperatorRole }
     struct SettingsBody: Decodable {
         var requiresTOTP: Bool
@@ -49,27 +65,47 @@ struct ConsoleController: Sendable {
         var role: OperatorRole
         var totp: Bool
         var createdAt: Date
-        enum CodingKeys: String, CodingKey { case id, email, role, totp; case createdAt = "created_at" }
-        init(_ m: OperatorMemberStore.Member) { id = m.id; email = m.email; role = m.role; totp = m.totpSecret != nil; createdAt = m.createdAt }
+        enum CodingKeys: String, CodingKey {
+            case id, email, role, totp
+            case createdAt = "created_at"
+        }
+        init(_ m: OperatorMemberStore.Member) {
+            id = m.id
+            email = m.email
+            role = m.role
+            totp = m.totpSecret != nil
+            createdAt = m.createdAt
+        }
     }
     struct InviteView: Encodable {
         var email: String
         var role: OperatorRole
         var expiresAt: Date
-        enum CodingKeys: String, CodingKey { case email, role; case expiresAt = "expires_at" }
+        enum CodingKeys: String, CodingKey {
+            case email, role
+            case expiresAt = "expires_at"
+        }
     }
     struct SessionView: Encodable {
         var accessToken: String
         var tokenType = "Bearer"
         var expiresIn = Int(ConsoleRules.accessLifetime)
         var member: MemberView
-        enum CodingKeys: String, CodingKey { case accessToken = "access_token"; case tokenType = "token_type"; case expiresIn = "expires_in"; case member }
+        enum CodingKeys: String, CodingKey {
+            case accessToken = "access_token"
+            case tokenType = "token_type"
+            case expiresIn = "expires_in"
+            case member
+        }
     }
     struct TeamView: Encodable {
         var members: [MemberView]
         var invites: [InviteView]
         var requiresTOTP: Bool
-        enum CodingKeys: String, CodingKey { case members, invites; case requiresTOTP = "requires_totp" }
+        enum CodingKeys: String, CodingKey {
+            case members, invites
+            case requiresTOTP = "requires_totp"
+        }
     }
 
     func addRoutes(open: RouterGroup<ServiceRequestContext>, admin: RouterGroup<ServiceRequestContext>) {
@@ -77,7 +113,13 @@ struct ConsoleController: Sendable {
             let app = try Self.app(request)
             try await signInLimit(context)
             let body = try await request.decodeJSON(as: SignInBody.self, context: context)
-            let signedIn = try await access.signIn(app: app, email: body.email, password: body.password, totpCode: body.totpCode, ip: context.clientAddress)
+            let signedIn = try await access.signIn(
+                app: app,
+                email: body.email,
+                password: body.password,
+                totpCode: body.totpCode,
+                ip: context.clientAddress
+            )
             return try session(signedIn, context)
         }
         open.post("console/refresh") { request, context in
@@ -139,7 +181,9 @@ struct ConsoleController: Sendable {
                 TeamView(
                     members: team.members.map(MemberView.init),
                     invites: team.invites.map { InviteView(email: $0.email, role: $0.role, expiresAt: $0.expiresAt) },
-                    requiresTOTP: team.requiresTOTP))
+                    requiresTOTP: team.requiresTOTP
+                )
+            )
         }
         admin.post("admin/invites") { request, context in
             let app = try context.requireApp()
@@ -151,7 +195,9 @@ struct ConsoleController: Sendable {
             let app = try context.requireApp()
             let member = try Self.memberID(context)
             let body = try await request.decodeJSON(as: RoleBody.self, context: context)
-            return try context.json(MemberView(try await access.setRole(app: app, member: member, role: body.role, by: try context.requireOperator())))
+            return try context.json(
+                MemberView(try await access.setRole(app: app, member: member, role: body.role, by: try context.requireOperator()))
+            )
         }
         admin.delete("admin/members/:id") { _, context in
             let app = try context.requireApp()
@@ -186,7 +232,9 @@ struct ConsoleController: Sendable {
     }
 
     static func bearer(_ request: Request) throws -> String {
-        guard let token = request.headers.bearerCredential else { throw AppError.invalidToken("Authorization: Bearer <console access token> is required") }
+        guard let token = request.headers.bearerCredential else {
+            throw AppError.invalidToken("Authorization: Bearer <console access token> is required")
+        }
         return token
     }
 

@@ -19,7 +19,10 @@ struct DeletionController {
     struct Scheduled: Codable {
         var scheduledDeletionDate: Date
         var cancellationToken: String
-        enum CodingKeys: String, CodingKey { case scheduledDeletionDate = "scheduled_deletion_date"; case cancellationToken = "cancellation_token" }
+        enum CodingKeys: String, CodingKey {
+            case scheduledDeletionDate = "scheduled_deletion_date"
+            case cancellationToken = "cancellation_token"
+        }
     }
 
     func schedule(_ request: Request, _ context: ServiceRequestContext) async throws -> Response {
@@ -31,15 +34,27 @@ struct DeletionController {
         let due = now.addingTimeInterval(AccountLifecycle.gracePeriod)
         let token = OpaqueToken.generate()
         let email = try await deletion.schedule(
-            appID: appID, userID: userID, reason: reason, token: token, now: now, due: due, origin: ctx.origin(request, context))
+            appID: appID,
+            userID: userID,
+            reason: reason,
+            token: token,
+            now: now,
+            due: due,
+            origin: ctx.origin(request, context)
+        )
         if let email {
             let date = String(ISO8601DateFormatter().string(from: due).prefix(10))
             do {
                 try await ctx.mailer.send(
                     try await ctx.emails.message(
-                        .deletionScheduled, app: appID, to: email,
+                        .deletionScheduled,
+                        app: appID,
+                        to: email,
                         locale: EmailLocale.preferred(request.headers[.acceptLanguage]),
-                        path: "/cancel-deletion?token=\(token)", values: ["date": date]))
+                        path: "/cancel-deletion?token=\(token)",
+                        values: ["date": date]
+                    )
+                )
             } catch { ctx.logger.error("deletion email not sent", metadata: ["error": "\(error)"]) }
         }
         return try context.json(Scheduled(scheduledDeletionDate: due, cancellationToken: token), status: .accepted)

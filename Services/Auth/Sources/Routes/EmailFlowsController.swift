@@ -23,12 +23,21 @@ struct EmailFlowsController {
     struct TokenBody: Codable { var token: String }
     struct EmailBody: Codable { var email: String }
     struct ResetBody: Codable {
-        var token: String; var newPassword: String
-        enum CodingKeys: String, CodingKey { case token; case newPassword = "new_password" }
+        var token: String
+        var newPassword: String
+        enum CodingKeys: String, CodingKey {
+            case token
+            case newPassword = "new_password"
+        }
     }
     struct OTPVerifyBody: Codable {
-        var email: String; var code: String; var deviceInfo: DeviceInfo?
-        enum CodingKeys: String, CodingKey { case email, code; case deviceInfo = "device_info" }
+        var email: String
+        var code: String
+        var deviceInfo: DeviceInfo?
+        enum CodingKeys: String, CodingKey {
+            case email, code
+            case deviceInfo = "device_info"
+        }
     }
 
     // MARK: email verification (3b.8)
@@ -66,8 +75,12 @@ struct EmailFlowsController {
             if sent {
                 let mailer = ctx.mailer
                 let message = try await ctx.emails.message(
-                    .passwordReset, app: appID, to: email, locale: EmailLocale.preferred(request.headers[.acceptLanguage]),
-                    path: "/reset-password?token=\(token)")
+                    .passwordReset,
+                    app: appID,
+                    to: email,
+                    locale: EmailLocale.preferred(request.headers[.acceptLanguage]),
+                    path: "/reset-password?token=\(token)"
+                )
                 let logger = ctx.logger
                 Task {
                     do { try await mailer.send(message) } catch { logger.error("reset email not sent", metadata: ["error": "\(error)"]) }
@@ -85,7 +98,13 @@ struct EmailFlowsController {
         // Validate before using the token, so a weak password does not burn the link.
         try ctx.passwords.require(body.newPassword, userInputs: [], field: "new_password")
         let hash = try await ctx.hashPassword(body.newPassword)
-        let (revoked, fact) = try await proofs.resetPassword(token: body.token, hash: hash, appID: appID, now: now, origin: ctx.origin(request, context))
+        let (revoked, fact) = try await proofs.resetPassword(
+            token: body.token,
+            hash: hash,
+            appID: appID,
+            now: now,
+            origin: ctx.origin(request, context)
+        )
         ctx.sessions.apply([fact])
         return try context.json(["password_reset": .bool(true), "revoked_sessions": JSONValue.int(revoked)])
     }
@@ -105,8 +124,13 @@ struct EmailFlowsController {
         try await proofs.issueCode(code, email: email, appID: appID, now: now, origin: ctx.origin(request, context))
         try await ctx.mailer.send(
             try await ctx.emails.message(
-                .otp, app: appID, to: email, locale: EmailLocale.preferred(request.headers[.acceptLanguage]),
-                values: ["code": code]))
+                .otp,
+                app: appID,
+                to: email,
+                locale: EmailLocale.preferred(request.headers[.acceptLanguage]),
+                values: ["code": code]
+            )
+        )
         return try context.json(["sent": JSONValue.bool(true), "expires_in": .int(Int(OTPStore.lifetime))])
     }
 
@@ -120,13 +144,27 @@ struct EmailFlowsController {
         }
         let now = ctx.clock.now()
         let outcome = try await proofs.verifyCode(
-            body.code, email: email, appID: appID, device: body.deviceInfo, now: now, origin: ctx.origin(request, context))
+            body.code,
+            email: email,
+            appID: appID,
+            device: body.deviceInfo,
+            now: now,
+            origin: ctx.origin(request, context)
+        )
         switch outcome {
         case .refused(let e):
             await ctx.audit.record(
                 ctx.entry(
-                    "otp_verify", "failure", app: appID, user: nil, request, context,
-                    details: ["reason": .string(e.code)]), db: ctx.db)
+                    "otp_verify",
+                    "failure",
+                    app: appID,
+                    user: nil,
+                    request,
+                    context,
+                    details: ["reason": .string(e.code)]
+                ),
+                db: ctx.db
+            )
             throw e
         case .signedIn(let user, let tokens, let created):
             return try context.json(AuthResponse(user: user.view(), tokens: tokens), status: created ? .created : .ok)

@@ -15,7 +15,11 @@ struct EmailSettingsController {
         /// False: the deployment's defaults apply (no row for this app).
         var isOwn: Bool
         var version: Int64
-        enum CodingKeys: String, CodingKey { case settings, isOwn = "is_own", version }
+        enum CodingKeys: String, CodingKey {
+            case settings
+            case isOwn = "is_own"
+            case version
+        }
     }
 
     func addRoutes(to admin: RouterGroup<ServiceRequestContext>) {

@@ -18,15 +18,30 @@ struct ExportController {
     }
 
     struct Started: Codable {
-        var exportID: UUID; var status: String; var estimatedTime: String
-        enum CodingKeys: String, CodingKey { case exportID = "export_id"; case status; case estimatedTime = "estimated_time" }
+        var exportID: UUID
+        var status: String
+        var estimatedTime: String
+        enum CodingKeys: String, CodingKey {
+            case exportID = "export_id"
+            case status
+            case estimatedTime = "estimated_time"
+        }
     }
 
     struct Status: Codable {
-        var exportID: UUID; var status: String; var requestedAt: Date; var completedAt: Date?; var expiresAt: Date?; var downloadURL: String?
+        var exportID: UUID
+        var status: String
+        var requestedAt: Date
+        var completedAt: Date?
+        var expiresAt: Date?
+        var downloadURL: String?
         enum CodingKeys: String, CodingKey {
-            case exportID = "export_id", status, requestedAt = "requested_at", completedAt = "completed_at"
-            case expiresAt = "expires_at", downloadURL = "download_url"
+            case exportID = "export_id"
+            case status
+            case requestedAt = "requested_at"
+            case completedAt = "completed_at"
+            case expiresAt = "expires_at"
+            case downloadURL = "download_url"
         }
     }
 
@@ -48,7 +63,9 @@ struct ExportController {
         let url =
             (status == "ready" && (expires ?? .distantPast) > ctx.clock.now())
             ? "/auth/v1/privacy/export/\(id.lowercasedString)/download?\(signer.query(for: id, expires: expires!))" : nil
-        return try context.json(Status(exportID: id, status: status, requestedAt: requested, completedAt: completed, expiresAt: expires, downloadURL: url))
+        return try context.json(
+            Status(exportID: id, status: status, requestedAt: requested, completedAt: completed, expiresAt: expires, downloadURL: url)
+        )
     }
 
     func download(_ request: Request, _ context: ServiceRequestContext) async throws -> Response {
@@ -65,8 +82,9 @@ struct ExportController {
             status: .ok,
             headers: [
                 .contentType: "application/json; charset=utf-8",
-                .contentDisposition: "attachment; filename=\"export-\(id.lowercasedString).json\""
+                .contentDisposition: "attachment; filename=\"export-\(id.lowercasedString).json\"",
             ],
-            body: .init(byteBuffer: ByteBuffer(string: data)))
+            body: .init(byteBuffer: ByteBuffer(string: data))
+        )
     }
 }

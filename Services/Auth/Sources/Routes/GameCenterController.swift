@@ -27,7 +27,10 @@ struct GameCenterController {
         var achievements: [String]?
         var leaderboardScore: Int64?
         enum CodingKeys: String, CodingKey {
-            case playerID = "player_id", alias, publicKeyURL = "public_key_url", signature, salt, timestamp, achievements
+            case playerID = "player_id"
+            case alias
+            case publicKeyURL = "public_key_url"
+            case signature, salt, timestamp, achievements
             case leaderboardScore = "leaderboard_score"
         }
     }
@@ -35,7 +38,10 @@ struct GameCenterController {
     struct SyncBody: Codable {
         var achievements: [String]
         var leaderboardScore: Int64
-        enum CodingKeys: String, CodingKey { case achievements; case leaderboardScore = "leaderboard_score" }
+        enum CodingKeys: String, CodingKey {
+            case achievements
+            case leaderboardScore = "leaderboard_score"
+        }
     }
 
     static func validate(_ achievements: [String]?) throws {
@@ -60,25 +66,49 @@ struct GameCenterController {
         do {
             try await verifier.verify(
                 GameCenterProof(
-                    playerID: body.playerID, publicKeyURL: body.publicKeyURL, signature: signature,
-                    salt: salt, timestamp: body.timestamp), bundleIDs: bundleIDs, now: now)
+                    playerID: body.playerID,
+                    publicKeyURL: body.publicKeyURL,
+                    signature: signature,
+                    salt: salt,
+                    timestamp: body.timestamp
+                ),
+                bundleIDs: bundleIDs,
+                now: now
+            )
         } catch {
             ctx.logger.info("Game Center signature refused", metadata: ["reason": "\(error)"])
             await ctx.audit.record(
                 ctx.entry(
-                    "game_center_link", "failure", app: appID, user: userID, request, context,
-                    details: ["reason": .string(String(describing: error))]), db: ctx.db)
+                    "game_center_link",
+                    "failure",
+                    app: appID,
+                    user: userID,
+                    request,
+                    context,
+                    details: ["reason": .string(String(describing: error))]
+                ),
+                db: ctx.db
+            )
             throw AppError(AuthErrorCode.invalidSignature, "Game Center authentication failed")
         }
         do {
             let response = try await gameCenter.link(
-                playerID: body.playerID, alias: body.alias, achievements: body.achievements ?? [], leaderboardScore: body.leaderboardScore ?? 0,
-                appID: appID, userID: userID, now: now, origin: ctx.origin(request, context))
+                playerID: body.playerID,
+                alias: body.alias,
+                achievements: body.achievements ?? [],
+                leaderboardScore: body.leaderboardScore ?? 0,
+                appID: appID,
+                userID: userID,
+                now: now,
+                origin: ctx.origin(request, context)
+            )
             return try context.json(response)
         } catch  where DatabaseErrors.isUniqueViolation(error) {
             throw AppError(
-                AuthErrorCode.playerIdAlreadyLinked, "This Game Center account is already linked to another user",
-                extra: ["can_unlink": true])
+                AuthErrorCode.playerIdAlreadyLinked,
+                "This Game Center account is already linked to another user",
+                extra: ["can_unlink": true]
+            )
         }
     }
 
@@ -89,7 +119,12 @@ struct GameCenterController {
         guard body.leaderboardScore >= 0 else { throw AppError.validation("leaderboard_score", "Score cannot be negative") }
         let now = ctx.clock.now()
         let response = try await gameCenter.sync(
-            achievements: body.achievements, leaderboardScore: body.leaderboardScore, appID: appID, userID: userID, now: now)
+            achievements: body.achievements,
+            leaderboardScore: body.leaderboardScore,
+            appID: appID,
+            userID: userID,
+            now: now
+        )
         return try context.json(response)
     }
 

@@ -13,8 +13,12 @@ struct InternalApplicationsController {
             let name = verdict == .valid ? try await applications.find(id: body.appID)?.name : nil
             return try context.json(
                 AppVerificationResponse(
-                    valid: verdict == .valid, appID: body.appID, name: name,
-                    disabled: verdict == .disabled ? true : nil))
+                    valid: verdict == .valid,
+                    appID: body.appID,
+                    name: name,
+                    disabled: verdict == .disabled ? true : nil
+                )
+            )
         }
     }
 }

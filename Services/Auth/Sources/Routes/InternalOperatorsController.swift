@@ -14,7 +14,9 @@ struct InternalOperatorsController {
             case .key(let id, let name):
                 return try context.json(OperatorVerificationResponse(valid: true, keyID: id, name: name))
             case .member(let id, let email, let role):
-                return try context.json(OperatorVerificationResponse(valid: true, keyID: nil, name: nil, memberID: id, email: email, role: role.rawValue))
+                return try context.json(
+                    OperatorVerificationResponse(valid: true, keyID: nil, name: nil, memberID: id, email: email, role: role.rawValue)
+                )
             case .platform, nil:
                 return try context.json(OperatorVerificationResponse(valid: false, keyID: nil, name: nil))
             }

@@ -14,8 +14,15 @@ struct InternalUsersController {
             let user = try await find(userID, appID: appID)
             return try context.json(
                 UserSummary(
-                    id: user.id, appID: user.appID, email: user.email, emailVerified: user.emailVerified,
-                    status: user.status, isGuest: user.isGuest, createdAt: user.createdAt))
+                    id: user.id,
+                    appID: user.appID,
+                    email: user.email,
+                    emailVerified: user.emailVerified,
+                    status: user.status,
+                    isGuest: user.isGuest,
+                    createdAt: user.createdAt
+                )
+            )
         }
         group.on(InternalRoutes.consents) { request, context in
             let (appID, userID) = try ids(request, context)
@@ -33,9 +40,15 @@ struct InternalUsersController {
             else { throw AppError.notFound("User") }
             return try context.json(
                 ConsentChange(
-                    appID: appID, userID: userID, geolocation: p.consentGeolocation,
-                    personalizedAds: p.consentPersonalizedAds, analytics: p.consentAnalytics,
-                    changedAt: p.updatedAt ?? ctx.clock.now(), versions: versions))
+                    appID: appID,
+                    userID: userID,
+                    geolocation: p.consentGeolocation,
+                    personalizedAds: p.consentPersonalizedAds,
+                    analytics: p.consentAnalytics,
+                    changedAt: p.updatedAt ?? ctx.clock.now(),
+                    versions: versions
+                )
+            )
         }
         group.on(InternalRoutes.purchaseConfirmation) { request, context in try await purchaseConfirmation(request, context) }
         // Subscription sets premium/free; suspension is an operator's decision, not a service's.
@@ -53,9 +66,15 @@ struct InternalUsersController {
             guard let updated else { throw AppError.notFound("User") }
             return try context.json(
                 UserSummary(
-                    id: updated.id, appID: updated.appID, email: updated.email,
-                    emailVerified: updated.emailVerified, status: updated.status,
-                    isGuest: updated.isGuest, createdAt: updated.createdAt))
+                    id: updated.id,
+                    appID: updated.appID,
+                    email: updated.email,
+                    emailVerified: updated.emailVerified,
+                    status: updated.status,
+                    isGuest: updated.isGuest,
+                    createdAt: updated.createdAt
+                )
+            )
         }
     }
 

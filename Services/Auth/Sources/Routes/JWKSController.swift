@@ -20,9 +20,13 @@ struct JWKSController {
         var subjectTypesSupported: [String]
         var claimsSupported: [String]
         enum CodingKeys: String, CodingKey {
-            case issuer, jwksURI = "jwks_uri", idTokenSigningAlgValuesSupported = "id_token_signing_alg_values_supported"
-            case tokenEndpointAuthMethodsSupported = "token_endpoint_auth_methods_supported", responseTypesSupported = "response_types_supported"
-            case subjectTypesSupported = "subject_types_supported", claimsSupported = "claims_supported"
+            case issuer
+            case jwksURI = "jwks_uri"
+            case idTokenSigningAlgValuesSupported = "id_token_signing_alg_values_supported"
+            case tokenEndpointAuthMethodsSupported = "token_endpoint_auth_methods_supported"
+            case responseTypesSupported = "response_types_supported"
+            case subjectTypesSupported = "subject_types_supported"
+            case claimsSupported = "claims_supported"
         }
     }
 
@@ -31,10 +35,14 @@ struct JWKSController {
             try context.json(document, headers: [.cacheControl: "public, max-age=300"])
         }
         let discovery = Discovery(
-            issuer: issuer, jwksURI: issuer + "/.well-known/jwks.json",
-            idTokenSigningAlgValuesSupported: ["EdDSA", "Ed25519"], tokenEndpointAuthMethodsSupported: ["none"],
-            responseTypesSupported: ["token"], subjectTypesSupported: ["public"],
-            claimsSupported: ["iss", "aud", "sub", "iat", "exp", "jti", "app_id", "user_id", "status", "is_guest", "sid"])
+            issuer: issuer,
+            jwksURI: issuer + "/.well-known/jwks.json",
+            idTokenSigningAlgValuesSupported: ["EdDSA", "Ed25519"],
+            tokenEndpointAuthMethodsSupported: ["none"],
+            responseTypesSupported: ["token"],
+            subjectTypesSupported: ["public"],
+            claimsSupported: ["iss", "aud", "sub", "iat", "exp", "jti", "app_id", "user_id", "status", "is_guest", "sid"]
+        )
         group.get(".well-known/openid-configuration") { _, context in
             try context.json(discovery, headers: [.cacheControl: "public, max-age=300"])
         }

@@ -16,7 +16,10 @@ struct LinkController {
         user.delete("auth/link/:provider") { request, context in try await unlink(request, context) }
     }
 
-    struct LinkResponse: Codable { var user: UserView; var tokens: TokenPair }
+    struct LinkResponse: Codable {
+        var user: UserView
+        var tokens: TokenPair
+    }
 
     var linkingFlow: IdentityLinking { IdentityLinking(ctx: ctx) }
 
@@ -44,14 +47,31 @@ struct LinkController {
         let verifyToken = OpaqueToken.generate()
         do {
             let (user, tokens, verifyTo) = try await linkingFlow.link(
-                linking, provider: body.provider, appID: appID, userID: userID, device: body.deviceInfo, verifyToken: verifyToken, now: now
+                linking,
+                provider: body.provider,
+                appID: appID,
+                userID: userID,
+                device: body.deviceInfo,
+                verifyToken: verifyToken,
+                now: now
             ) { wasGuest in
                 ctx.entry(
-                    "link", "success", app: appID, user: userID, request, context,
-                    details: ["provider": .string(body.provider.rawValue), "was_guest": .bool(wasGuest)])
+                    "link",
+                    "success",
+                    app: appID,
+                    user: userID,
+                    request,
+                    context,
+                    details: ["provider": .string(body.provider.rawValue), "was_guest": .bool(wasGuest)]
+                )
             }
             if let email = verifyTo {
-                await sessions.sendVerification(to: email, token: verifyToken, app: appID, locale: EmailLocale.preferred(request.headers[.acceptLanguage]))
+                await sessions.sendVerification(
+                    to: email,
+                    token: verifyToken,
+                    app: appID,
+                    locale: EmailLocale.preferred(request.headers[.acceptLanguage])
+                )
             }
             return try context.json(LinkResponse(user: user.view(linked: user.signInMethods), tokens: tokens))
         } catch  where DatabaseErrors.isUniqueViolation(error) {

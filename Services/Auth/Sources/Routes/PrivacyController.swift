@@ -24,17 +24,25 @@ struct PrivacyController {
         group.on(InternalRoutes.consentAnswer) { request, context in try await answerFromAds(request, context) }
     }
 
-    struct Warning: Codable, Sendable { var setting: String; var impact: String; var message: String }
+    struct Warning: Codable, Sendable {
+        var setting: String
+        var impact: String
+        var message: String
+    }
     struct UpdateResponse: Codable, Sendable {
         var privacy: PrivacySettings
         var appliedImmediately: Bool
         var warnings: [Warning]
-        enum CodingKeys: String, CodingKey { case privacy; case appliedImmediately = "applied_immediately"; case warnings }
+        enum CodingKeys: String, CodingKey {
+            case privacy
+            case appliedImmediately = "applied_immediately"
+            case warnings
+        }
     }
 
     static let fields = [
         "consent_analytics", "consent_third_party", "consent_geolocation",
-        "consent_personalized_ads", "consent_notifications", "consent_game_center"
+        "consent_personalized_ads", "consent_notifications", "consent_game_center",
     ]
 
     /// Only the six booleans are accepted (a subset is fine: the others keep their value).
@@ -61,21 +69,31 @@ struct PrivacyController {
         let body = try await request.decodeJSON(as: [String: JSONValue].self, context: context)
         let now = ctx.clock.now()
         let (old, new) = try await privacy.update(
-            appID: appID, userID: userID, details: body, now: now, origin: ctx.origin(request, context)
+            appID: appID,
+            userID: userID,
+            details: body,
+            now: now,
+            origin: ctx.origin(request, context)
         ) { current in try Self.parse(body, onto: current) }
         var warnings: [Warning] = []
         if old.consentGeolocation && !new.consentGeolocation {
             // Seed 11a: offline deletes the locations when it applies the withdrawal.
             warnings.append(
                 Warning(
-                    setting: "consent_geolocation", impact: "local_questions_unavailable",
-                    message: "Questions locales ne seront plus disponibles"))
+                    setting: "consent_geolocation",
+                    impact: "local_questions_unavailable",
+                    message: "Questions locales ne seront plus disponibles"
+                )
+            )
         }
         if old.consentPersonalizedAds && !new.consentPersonalizedAds {
             warnings.append(
                 Warning(
-                    setting: "consent_personalized_ads", impact: "non_personalized_ads",
-                    message: "Les publicités ne seront plus personnalisées"))
+                    setting: "consent_personalized_ads",
+                    impact: "non_personalized_ads",
+                    message: "Les publicités ne seront plus personnalisées"
+                )
+            )
         }
         let settings = new
         return try context.json(UpdateResponse(privacy: settings, appliedImmediately: true, warnings: warnings))

@@ -15,16 +15,29 @@ struct SignInSettingsController {
         var googleClientIDs: [String]?
         var appleBundleIDs: [String]?
         var apple: AppleClientConfig.Settings?
-        enum CodingKeys: String, CodingKey { case googleClientIDs = "google_client_ids", appleBundleIDs = "apple_bundle_ids", apple }
+        enum CodingKeys: String, CodingKey {
+            case googleClientIDs = "google_client_ids"
+            case appleBundleIDs = "apple_bundle_ids"
+            case apple
+        }
     }
 
     struct Shown: Encodable {
         struct Apple: Encodable {
             var teamID: String, keyID: String, clientID: String, version: Int64
-            enum CodingKeys: String, CodingKey { case teamID = "team_id", keyID = "key_id", clientID = "client_id", version }
+            enum CodingKeys: String, CodingKey {
+                case teamID = "team_id"
+                case keyID = "key_id"
+                case clientID = "client_id"
+                case version
+            }
         }
         var googleClientIDs: [String], appleBundleIDs: [String], apple: Apple?
-        enum CodingKeys: String, CodingKey { case googleClientIDs = "google_client_ids", appleBundleIDs = "apple_bundle_ids", apple }
+        enum CodingKeys: String, CodingKey {
+            case googleClientIDs = "google_client_ids"
+            case appleBundleIDs = "apple_bundle_ids"
+            case apple
+        }
     }
 
     func addRoutes(to admin: RouterGroup<ServiceRequestContext>) {
@@ -47,8 +60,10 @@ struct SignInSettingsController {
             if body.googleClientIDs != nil || body.appleBundleIDs != nil {
                 guard
                     try await applications.setProviderSettings(
-                        appID: app, googleClientIDs: body.googleClientIDs,
-                        appleBundleIDs: body.appleBundleIDs) != nil
+                        appID: app,
+                        googleClientIDs: body.googleClientIDs,
+                        appleBundleIDs: body.appleBundleIDs
+                    ) != nil
                 else { throw AppError.notFound("Application") }
             }
             if let a = body.apple {
@@ -63,7 +78,9 @@ struct SignInSettingsController {
         guard let a = try await applications.find(id: app) else { throw AppError.notFound("Application") }
         let key = try await store.shownApple(app: app)
         return Shown(
-            googleClientIDs: a.googleClientIDs, appleBundleIDs: a.appleBundleIDs,
-            apple: key.map { Shown.Apple(teamID: $0.teamID, keyID: $0.keyID, clientID: $0.clientID, version: $0.version) })
+            googleClientIDs: a.googleClientIDs,
+            appleBundleIDs: a.appleBundleIDs,
+            apple: key.map { Shown.Apple(teamID: $0.teamID, keyID: $0.keyID, clientID: $0.clientID, version: $0.version) }
+        )
     }
 }

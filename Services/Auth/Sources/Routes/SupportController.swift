@@ -20,7 +20,10 @@ struct SupportController {
         var userID: UUID
         var events: [TimelineEvent]
         var incomplete: [String]
-        enum CodingKeys: String, CodingKey { case userID = "user_id", events, incomplete }
+        enum CodingKeys: String, CodingKey {
+            case userID = "user_id"
+            case events, incomplete
+        }
     }
 
     func addRoutes(to admin: RouterGroup<ServiceRequestContext>) {
@@ -81,7 +84,9 @@ struct SupportController {
                 guard let base = serviceURLs[service] else { continue }
                 let url = base + InternalRoutes.timeline.path(user: user, app: app, query: [("limit", String(limit))])
                 group.addTask {
-                    let answer = try? await http.send(ServiceKit.HTTPRequest(method: "GET", url: url, headers: credential.headers, timeout: .seconds(3)))
+                    let answer = try? await http.send(
+                        ServiceKit.HTTPRequest(method: "GET", url: url, headers: credential.headers, timeout: .seconds(3))
+                    )
                     guard let answer, answer.isSuccess, let decoded = try? answer.decode(TimelineAnswer.self) else { return (service.rawValue, nil) }
                     return (service.rawValue, decoded.events)
                 }

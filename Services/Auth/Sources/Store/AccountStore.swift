@@ -8,7 +8,12 @@ import ServiceKit
 struct AccountStore: Sendable {
     let logger: Logger
 
-    struct ScheduledDeletion { var userID: UUID; var appID: UUID; var status: String; var due: Date }
+    struct ScheduledDeletion {
+        var userID: UUID
+        var appID: UUID
+        var status: String
+        var due: Date
+    }
 
     /// Schedules the user's deletion (UC-AUTH-6): the deletion row and the user's mark, together.
     func scheduleDeletion(userID: UUID, appID: UUID, reason: String?, now: Date, due: Date, on conn: PostgresConnection) async throws -> UUID {
@@ -17,7 +22,8 @@ struct AccountStore: Sendable {
             """
             INSERT INTO deletions (user_id, app_id, reason, requested_at, scheduled_for)
             VALUES (\(userID), \(appID), \(reason), \(now), \(due)) RETURNING id
-            """, logger: logger
+            """,
+            logger: logger
         ).decode(UUID.self) { deletionID = id }
         try await conn.run("UPDATE users SET deletion_scheduled_at = \(due), updated_at = \(now) WHERE id = \(userID)", logger: logger)
         guard let deletionID else { throw AppError.unavailable }
@@ -29,7 +35,9 @@ struct AccountStore: Sendable {
         try await conn.run(
             """
             UPDATE deletions SET status = 'cancelled', cancelled_at = \(now) WHERE user_id = \(userID) AND status = 'scheduled'
-            """, logger: logger)
+            """,
+            logger: logger
+        )
         try await conn.run("UPDATE users SET deletion_scheduled_at = NULL, updated_at = \(now) WHERE id = \(userID)", logger: logger)
     }
 
@@ -38,7 +46,8 @@ struct AccountStore: Sendable {
         for try await r in try await conn.run(
             """
             SELECT user_id, app_id, status, scheduled_for FROM deletions WHERE id = \(id) FOR UPDATE
-            """, logger: logger
+            """,
+            logger: logger
         ).decode((UUID, UUID, String, Date).self) {
             return ScheduledDeletion(userID: r.0, appID: r.1, status: r.2, due: r.3)
         }
@@ -59,10 +68,12 @@ struct AccountStore: Sendable {
                    guest_device_id = NULL, guest_secret_hash = NULL, email_verified = false, suspension_reason = NULL, anonymized_at = \(now),
                    deletion_scheduled_at = NULL, updated_at = \(now)
             WHERE id = \(userID)
-            """, logger: logger)
+            """,
+            logger: logger
+        )
         for table in [
             "oauth_connections", "refresh_tokens", "email_tokens", "exports", "game_center_connections", "privacy_settings", "sent_emails",
-            "push_tokens", "push_deliveries"
+            "push_tokens", "push_deliveries",
         ] {
             try await conn.run("DELETE FROM \(unescaped: table) WHERE user_id = \(userID)", logger: logger)
         }
@@ -95,7 +106,8 @@ struct AccountStore: Sendable {
         for try await sealed in try await conn.run(
             """
             SELECT refresh_token_sealed FROM oauth_connections WHERE user_id = \(userID) AND provider = 'apple' AND refresh_token_sealed IS NOT NULL
-            """, logger: logger
+            """,
+            logger: logger
         ).decode(ByteBuffer.self) { out.append(sealed) }
         return out
     }

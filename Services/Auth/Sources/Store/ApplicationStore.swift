@@ -48,7 +48,10 @@ public struct PostgresApplicationRepository: ApplicationRepository {
     let db: DatabasePool
     let logger: Logger
 
-    public init(db: DatabasePool, logger: Logger) { self.db = db; self.logger = logger }
+    public init(db: DatabasePool, logger: Logger) {
+        self.db = db
+        self.logger = logger
+    }
 
     public func create(name: String) async throws -> IssuedAPIKey {
         let key = APIKeys.generate()
@@ -57,7 +60,9 @@ public struct PostgresApplicationRepository: ApplicationRepository {
             INSERT INTO applications (name, api_key_hash, api_key_prefix)
             VALUES (\(name), \(APIKeys.hash(key)), \(String(key.prefix(10))))
             RETURNING id
-            """, logger: logger)
+            """,
+            logger: logger
+        )
         for try await id in rows.decode(UUID.self) { return IssuedAPIKey(appID: id, apiKey: key) }
         throw AppError(.internalServerError, "internal_error", "application not created")
     }
@@ -67,7 +72,9 @@ public struct PostgresApplicationRepository: ApplicationRepository {
             """
             SELECT id, name, api_key_prefix, google_client_ids, apple_bundle_ids, active
             FROM applications WHERE id = \(id)
-            """, logger: logger)
+            """,
+            logger: logger
+        )
         for try await r in rows.decode((UUID, String, String, [String], [String], Bool).self) {
             return TenantApplication(id: r.0, name: r.1, apiKeyPrefix: r.2, googleClientIDs: r.3, appleBundleIDs: r.4, active: r.5)
         }
@@ -85,7 +92,9 @@ public struct PostgresApplicationRepository: ApplicationRepository {
             """
             SELECT api_key_hash, CASE WHEN previous_api_key_expires_at > now() THEN previous_api_key_hash END, active
             FROM applications WHERE id = \(appID)
-            """, logger: logger)
+            """,
+            logger: logger
+        )
         let given = APIKeys.hash(apiKey)
         for try await (current, previous, active) in rows.decode((String, String?, Bool).self) {
             // Both compared, whatever the first gave: the time taken says nothing about which matched.
@@ -109,7 +118,9 @@ public struct PostgresApplicationRepository: ApplicationRepository {
                 SELECT id, \(active ? "operator.app.enable" : "operator.app.disable"), 'success',
                        jsonb_build_object('reason', \(reason)::text, 'operator', \(who)::text) FROM changed RETURNING 1)
             SELECT id FROM changed
-            """, logger: logger)
+            """,
+            logger: logger
+        )
         for try await id in rows.decode(UUID.self) { return try await find(id: id) }
         return nil
     }
@@ -119,7 +130,8 @@ public struct PostgresApplicationRepository: ApplicationRepository {
         for try await until in try await db.query(
             """
             SELECT previous_api_key_expires_at FROM applications WHERE id = \(appID) AND previous_api_key_expires_at > now()
-            """, logger: logger
+            """,
+            logger: logger
         ).decode(Date.self) { return until }
         return nil
     }
@@ -130,7 +142,8 @@ public struct PostgresApplicationRepository: ApplicationRepository {
         for try await r in try await db.query(
             """
             SELECT id, name, api_key_prefix, google_client_ids, apple_bundle_ids, active FROM applications ORDER BY created_at, id
-            """, logger: logger
+            """,
+            logger: logger
         ).decode((UUID, String, String, [String], [String], Bool).self) {
             out.append(TenantApplication(id: r.0, name: r.1, apiKeyPrefix: r.2, googleClientIDs: r.3, appleBundleIDs: r.4, active: r.5))
         }
@@ -155,7 +168,9 @@ public struct PostgresApplicationRepository: ApplicationRepository {
                 SELECT id, 'operator.app.rotate_key', 'success', jsonb_build_object('previous_valid_until', previous_api_key_expires_at)
                 FROM rotated RETURNING 1)
             SELECT id, previous_api_key_expires_at FROM rotated
-            """, logger: logger)
+            """,
+            logger: logger
+        )
         for try await (id, until) in rows.decode((UUID, Date?).self) { return IssuedAPIKey(appID: id, apiKey: key, previousValidUntil: until) }
         return nil
     }
@@ -170,7 +185,9 @@ public struct PostgresApplicationRepository: ApplicationRepository {
             audited AS (
                 INSERT INTO audit_logs (app_id, action, result) SELECT id, 'operator.app.end_previous_key', 'success' FROM ended RETURNING 1)
             SELECT id FROM ended
-            """, logger: logger)
+            """,
+            logger: logger
+        )
         for try await _ in rows.decode(UUID.self) { return true }
         return false
     }
@@ -183,7 +200,9 @@ public struct PostgresApplicationRepository: ApplicationRepository {
                 apple_bundle_ids = COALESCE(\(appleBundleIDs), apple_bundle_ids),
                 updated_at = now()
             WHERE id = \(appID)
-            """, logger: logger)
+            """,
+            logger: logger
+        )
         return try await find(id: appID)
     }
 }

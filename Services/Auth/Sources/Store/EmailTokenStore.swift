@@ -5,7 +5,11 @@ import ServiceKit
 
 /// Single-use tokens sent by email, stored hashed.
 public struct EmailTokenStore: Sendable {
-    public enum Purpose: String, Sendable { case verifyEmail = "verify_email", passwordReset = "password_reset", deletionCancel = "deletion_cancel" }
+    public enum Purpose: String, Sendable {
+        case verifyEmail = "verify_email"
+        case passwordReset = "password_reset"
+        case deletionCancel = "deletion_cancel"
+    }
     let logger: Logger
     public init(logger: Logger) { self.logger = logger }
 
@@ -14,7 +18,9 @@ public struct EmailTokenStore: Sendable {
             """
             INSERT INTO email_tokens (user_id, purpose, token_hash, expires_at)
             VALUES (\(userID), \(purpose.rawValue), \(OpaqueToken.hash(token)), \(expiresAt))
-            """, logger: logger)
+            """,
+            logger: logger
+        )
     }
 
     /// Uses the token once: returns its user if it was valid, unused and unexpired.
@@ -24,7 +30,9 @@ public struct EmailTokenStore: Sendable {
             UPDATE email_tokens SET used_at = \(now)
             WHERE token_hash = \(OpaqueToken.hash(token)) AND purpose = \(purpose.rawValue) AND used_at IS NULL AND expires_at > \(now)
             RETURNING user_id
-            """, logger: logger)
+            """,
+            logger: logger
+        )
         for try await id in rows.decode(UUID.self) { return id }
         return nil
     }

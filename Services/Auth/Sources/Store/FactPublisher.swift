@@ -16,7 +16,7 @@ struct FactPublisher: Sendable {
     /// The consents other services act on, and who acts on each.
     static let consentReceivers: [String: [ServiceName]] = [
         ConsentFact.geolocation: [.offline],
-        ConsentFact.personalizedAds: [.ads]
+        ConsentFact.personalizedAds: [.ads],
     ]
 
     enum SessionEnd: Sendable {
@@ -46,7 +46,9 @@ struct FactPublisher: Sendable {
         switch end {
         case .one(let sid): fact.revokedSessionID = sid
         case .all, .reinstated: break
-        case .suspended(let reason): fact.state = .suspended; fact.reason = reason
+        case .suspended(let reason):
+            fact.state = .suspended
+            fact.reason = reason
         case .erased: fact.state = .erased
         }
         try await facts.record(fact, on: conn)
@@ -54,16 +56,34 @@ struct FactPublisher: Sendable {
         switch end {
         case .one(let sid):
             try await LiveStore.announce(
-                app: app, user: user, type: .sessionRevoked, version: version,
-                data: ["session_id": .string(sid.lowercasedString), "reason": .string("logout")], on: conn, logger: logger)
+                app: app,
+                user: user,
+                type: .sessionRevoked,
+                version: version,
+                data: ["session_id": .string(sid.lowercasedString), "reason": .string("logout")],
+                on: conn,
+                logger: logger
+            )
         case .all:
             try await LiveStore.announce(
-                app: app, user: user, type: .sessionRevoked, version: version,
-                data: ["session_epoch": .int(epoch), "reason": .string("logout_all")], on: conn, logger: logger)
+                app: app,
+                user: user,
+                type: .sessionRevoked,
+                version: version,
+                data: ["session_epoch": .int(epoch), "reason": .string("logout_all")],
+                on: conn,
+                logger: logger
+            )
         case .suspended:
             try await LiveStore.announce(
-                app: app, user: user, type: .sessionRevoked, version: version,
-                data: ["session_epoch": .int(epoch), "reason": .string("suspended")], on: conn, logger: logger)
+                app: app,
+                user: user,
+                type: .sessionRevoked,
+                version: version,
+                data: ["session_epoch": .int(epoch), "reason": .string("suspended")],
+                on: conn,
+                logger: logger
+            )
         case .erased:
             try await LiveStore.announce(app: app, user: user, type: .accountDeleted, version: version, data: [:], on: conn, logger: logger)
         case .reinstated: break
@@ -71,7 +91,9 @@ struct FactPublisher: Sendable {
         for service in Self.sessionReceivers {
             try await Outbox.write(
                 try OutboxMessage(InternalRoutes.sessions, to: service, path: InternalRoutes.sessions.path(user: user, app: app), body: fact),
-                on: conn, logger: logger)
+                on: conn,
+                logger: logger
+            )
         }
         return fact
     }
@@ -95,14 +117,26 @@ struct FactPublisher: Sendable {
         let fact = ConsentFact(appID: app, userID: user, consent: consent, value: value, version: version)
         try await WebhookStore.record(
             WebhookEvent(
-                type: .consentChanged, appID: app, createdAt: Date(), version: version,
-                data: ["user_id": .string(user.lowercasedString), "consent": .string(consent), "value": .bool(value)]),
-            on: conn, logger: logger)
+                type: .consentChanged,
+                appID: app,
+                createdAt: Date(),
+                version: version,
+                data: ["user_id": .string(user.lowercasedString), "consent": .string(consent), "value": .bool(value)]
+            ),
+            on: conn,
+            logger: logger
+        )
         for service in Self.consentReceivers[consent] ?? [] {
             try await Outbox.write(
                 try OutboxMessage(
-                    InternalRoutes.consentFact, to: service, path: InternalRoutes.consentFact.path(user: user, consent: consent, app: app), body: fact),
-                on: conn, logger: logger)
+                    InternalRoutes.consentFact,
+                    to: service,
+                    path: InternalRoutes.consentFact.path(user: user, consent: consent, app: app),
+                    body: fact
+                ),
+                on: conn,
+                logger: logger
+            )
         }
         return version
     }

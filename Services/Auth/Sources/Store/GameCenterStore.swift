@@ -17,7 +17,9 @@ extension UserStore {
             """
             SELECT g.user_id, u.email FROM game_center_connections g JOIN users u ON u.id = g.user_id
             WHERE g.app_id = \(appID) AND g.player_id = \(playerID)
-            """, logger: logger)
+            """,
+            logger: logger
+        )
         for try await (user, email) in rows.decode((UUID, String?).self) { return (user, email) }
         return nil
     }
@@ -29,7 +31,9 @@ extension UserStore {
             """
             SELECT player_id, alias, achievements, leaderboard_score FROM game_center_connections
             WHERE user_id = \(userID) AND app_id = \(appID)\(unescaped: lock)
-            """, logger: logger)
+            """,
+            logger: logger
+        )
         for try await (player, alias, achievements, score) in rows.decode((String, String?, [String], Int64).self) {
             return GameCenterLink(playerID: player, alias: alias, achievements: achievements, leaderboardScore: score)
         }
@@ -43,7 +47,9 @@ extension UserStore {
             INSERT INTO game_center_connections (user_id, app_id, player_id, alias, achievements, leaderboard_score, linked_at, last_sync)
             VALUES (\(userID), \(appID), \(link.playerID), \(link.alias), \(link.achievements), \(link.leaderboardScore), \(now), \(now))
             ON CONFLICT (user_id) DO UPDATE SET alias = EXCLUDED.alias, last_sync = EXCLUDED.last_sync
-            """, logger: logger)
+            """,
+            logger: logger
+        )
     }
 
     func syncGameCenter(userID: UUID, achievements: [String], leaderboardScore: Int64, now: Date, on conn: PostgresConnection) async throws {
@@ -51,7 +57,9 @@ extension UserStore {
             """
             UPDATE game_center_connections SET achievements = \(achievements), leaderboard_score = \(leaderboardScore),
                    last_sync = \(now) WHERE user_id = \(userID)
-            """, logger: logger)
+            """,
+            logger: logger
+        )
     }
 
     /// Whether a link was removed.
@@ -60,8 +68,9 @@ extension UserStore {
         for try await _ in try await conn.run(
             """
             DELETE FROM game_center_connections WHERE user_id = \(userID) AND app_id = \(appID) RETURNING id
-            """, logger: logger)
-        { removed = true }
+            """,
+            logger: logger
+        ) { removed = true }
         return removed
     }
 }

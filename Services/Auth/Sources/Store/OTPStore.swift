@@ -12,7 +12,10 @@ public struct OTPStore: Sendable {
     let logger: Logger
     let key: SymmetricKey
 
-    public init(logger: Logger, key: SymmetricKey) { self.logger = logger; self.key = key }
+    public init(logger: Logger, key: SymmetricKey) {
+        self.logger = logger
+        self.key = key
+    }
 
     public static func generateCode() -> String {
         var rng = SystemRandomNumberGenerator()
@@ -28,12 +31,16 @@ public struct OTPStore: Sendable {
         try await conn.run(
             """
             UPDATE otps SET consumed_at = \(now) WHERE app_id = \(appID) AND email = \(email) AND consumed_at IS NULL
-            """, logger: logger)
+            """,
+            logger: logger
+        )
         try await conn.run(
             """
             INSERT INTO otps (app_id, email, code_hash, expires_at, created_at)
             VALUES (\(appID), \(email), \(hash(code, email: email)), \(now.addingTimeInterval(Self.lifetime)), \(now))
-            """, logger: logger)
+            """,
+            logger: logger
+        )
     }
 
     public enum Verdict: Sendable, Equatable {
@@ -51,7 +58,9 @@ public struct OTPStore: Sendable {
             SELECT id, code_hash, attempts, expires_at FROM otps
             WHERE app_id = \(appID) AND email = \(email) AND consumed_at IS NULL
             ORDER BY created_at DESC LIMIT 1 FOR UPDATE
-            """, logger: logger)
+            """,
+            logger: logger
+        )
         var found: (UUID, String, Int, Date)?
         for try await r in rows.decode((UUID, String, Int, Date).self) { found = r }
         guard let (id, stored, attempts, expires) = found, expires > now else { return .expiredOrMissing }

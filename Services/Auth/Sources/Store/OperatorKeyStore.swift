@@ -6,7 +6,12 @@ import ServiceKit
 /// One app's operator keys (#16): issued, listed and revoked by the platform owner through
 /// the CLI; the key itself exists only in the answer to `create`.
 public struct OperatorKeyStore: OperatorVerifier {
-    public struct Issued: Sendable { public var id: UUID; public var appID: UUID; public var name: String; public var key: String }
+    public struct Issued: Sendable {
+        public var id: UUID
+        public var appID: UUID
+        public var name: String
+        public var key: String
+    }
     public struct Listed: Sendable, Equatable {
         public var id: UUID, name: String, keyPrefix: String, createdAt: Date, revokedAt: Date?
     }
@@ -14,7 +19,10 @@ public struct OperatorKeyStore: OperatorVerifier {
     let db: DatabasePool
     let logger: Logger
 
-    public init(db: DatabasePool, logger: Logger) { self.db = db; self.logger = logger }
+    public init(db: DatabasePool, logger: Logger) {
+        self.db = db
+        self.logger = logger
+    }
 
     /// nil when the app does not exist. Audited in the same statement.
     public func create(appID: UUID, name: String, operator who: String) async throws -> Issued? {
@@ -30,7 +38,9 @@ public struct OperatorKeyStore: OperatorVerifier {
                 SELECT app_id, 'operator.key.create', 'success',
                        jsonb_build_object('key_id', id, 'name', \(name)::text, 'operator', \(who)::text) FROM created RETURNING 1)
             SELECT id FROM created
-            """, logger: logger)
+            """,
+            logger: logger
+        )
         for try await id in rows.decode(UUID.self) { return Issued(id: id, appID: appID, name: name, key: key) }
         return nil
     }
@@ -40,7 +50,8 @@ public struct OperatorKeyStore: OperatorVerifier {
         for try await r in try await db.query(
             """
             SELECT id, name, key_prefix, created_at, revoked_at FROM operator_keys WHERE app_id = \(appID) ORDER BY created_at, id
-            """, logger: logger
+            """,
+            logger: logger
         ).decode((UUID, String, String, Date, Date?).self) {
             out.append(Listed(id: r.0, name: r.1, keyPrefix: r.2, createdAt: r.3, revokedAt: r.4))
         }
@@ -60,7 +71,9 @@ public struct OperatorKeyStore: OperatorVerifier {
                 SELECT app_id, 'operator.key.revoke', 'success',
                        jsonb_build_object('key_id', id, 'reason', \(reason)::text, 'operator', \(who)::text) FROM revoked RETURNING 1)
             SELECT id FROM revoked
-            """, logger: logger)
+            """,
+            logger: logger
+        )
         for try await _ in rows.decode(UUID.self) { return true }
         return false
     }
@@ -71,7 +84,9 @@ public struct OperatorKeyStore: OperatorVerifier {
         let rows = try await db.query(
             """
             SELECT id, name FROM operator_keys WHERE key_hash = \(OperatorKeys.hash(key)) AND app_id = \(appID) AND revoked_at IS NULL
-            """, logger: logger)
+            """,
+            logger: logger
+        )
         for try await (id, name) in rows.decode((UUID, String).self) { return .key(id: id, name: name) }
         return nil
     }

@@ -37,29 +37,51 @@ struct OperatorMemberStore: Sendable {
         for try await r in rows.decode(Row.self) {
             out.append(
                 Member(
-                    id: r.0, appID: r.1, email: r.2, passwordHash: r.3, role: OperatorRole(rawValue: r.4) ?? .viewer,
-                    totpSecret: r.5, totpLastStep: r.6, failedAttempts: r.7, lockedUntil: r.8, createdAt: r.9))
+                    id: r.0,
+                    appID: r.1,
+                    email: r.2,
+                    passwordHash: r.3,
+                    role: OperatorRole(rawValue: r.4) ?? .viewer,
+                    totpSecret: r.5,
+                    totpLastStep: r.6,
+                    failedAttempts: r.7,
+                    lockedUntil: r.8,
+                    createdAt: r.9
+                )
+            )
         }
         return out
     }
 
     // MARK: invites
 
-    func createInvite(digest: String, app: UUID, email: String, role: OperatorRole, invitedBy: String, expiresAt: Date, on conn: PostgresConnection)
+    func createInvite(
+        digest: String,
+        app: UUID,
+        email: String,
+        role: OperatorRole,
+        invitedBy: String,
+        expiresAt: Date,
+        on conn: PostgresConnection
+    )
         async throws
     {
         try await conn.run(
             """
             INSERT INTO operator_invites (digest, app_id, email, role, invited_by, expires_at)
             VALUES (\(digest), \(app), \(email), \(role.rawValue), \(invitedBy), \(expiresAt))
-            """, logger: logger)
+            """,
+            logger: logger
+        )
     }
 
     func invite(digest: String, now: Date, on conn: PostgresConnection) async throws -> Invite? {
         let rows = try await conn.run(
             """
             SELECT app_id, email, role, expires_at FROM operator_invites WHERE digest = \(digest) AND used_at IS NULL AND expires_at > \(now)
-            """, logger: logger)
+            """,
+            logger: logger
+        )
         for try await r in rows.decode((UUID, String, String, Date).self) {
             return Invite(appID: r.0, email: r.1, role: OperatorRole(rawValue: r.2) ?? .viewer, expiresAt: r.3)
         }
@@ -74,7 +96,9 @@ struct OperatorMemberStore: Sendable {
             UPDATE operator_invites SET used_at = \(now)
             WHERE digest = \(digest) AND used_at IS NULL AND expires_at > \(now)
             RETURNING app_id, email, role, expires_at
-            """, logger: logger)
+            """,
+            logger: logger
+        )
         for try await r in rows.decode((UUID, String, String, Date).self) {
             return Invite(appID: r.0, email: r.1, role: OperatorRole(rawValue: r.2) ?? .viewer, expiresAt: r.3)
         }
@@ -87,7 +111,8 @@ struct OperatorMemberStore: Sendable {
             """
             SELECT app_id, email, role, expires_at FROM operator_invites
             WHERE app_id = \(app) AND used_at IS NULL AND expires_at > \(now) ORDER BY expires_at
-            """, logger: logger
+            """,
+            logger: logger
         ).decode((UUID, String, String, Date).self) {
             out.append(Invite(appID: r.0, email: r.1, role: OperatorRole(rawValue: r.2) ?? .viewer, expiresAt: r.3))
         }
@@ -98,7 +123,15 @@ struct OperatorMemberStore: Sendable {
 
     /// A new member, or a removed one back with a new password; nil when the email is already
     /// an active member of the app.
-    func add(app: UUID, email: String, passwordHash: String, role: OperatorRole, totpSecret: ByteBuffer?, totpStep: Int64?, on conn: PostgresConnection)
+    func add(
+        app: UUID,
+        email: String,
+        passwordHash: String,
+        role: OperatorRole,
+        totpSecret: ByteBuffer?,
+        totpStep: Int64?,
+        on conn: PostgresConnection
+    )
         async throws -> Member?
     {
         try await members(
@@ -111,7 +144,9 @@ struct OperatorMemberStore: Sendable {
                     totp_last_step = EXCLUDED.totp_last_step, failed_attempts = 0, locked_until = NULL, removed_at = NULL
                 WHERE operator_members.removed_at IS NOT NULL
                 RETURNING \(unescaped: Self.columns)
-                """, logger: logger)
+                """,
+                logger: logger
+            )
         ).first
     }
 
@@ -119,7 +154,8 @@ struct OperatorMemberStore: Sendable {
         try await members(
             conn.run(
                 "SELECT \(unescaped: Self.columns) FROM operator_members WHERE app_id = \(app) AND email = \(email) AND removed_at IS NULL",
-                logger: logger)
+                logger: logger
+            )
         ).first
     }
 
@@ -127,7 +163,9 @@ struct OperatorMemberStore: Sendable {
         try await members(
             conn.run(
                 "SELECT \(unescaped: Self.columns) FROM operator_members WHERE app_id = \(app) AND removed_at IS NULL ORDER BY created_at, id",
-                logger: logger))
+                logger: logger
+            )
+        )
     }
 
     /// The member's first authenticator, with the step of the code that proved it; false when
@@ -137,7 +175,9 @@ struct OperatorMemberStore: Sendable {
             """
             UPDATE operator_members SET totp_secret = \(sealed), totp_last_step = \(step)
             WHERE id = \(member) AND app_id = \(app) AND removed_at IS NULL AND totp_secret IS NULL RETURNING id
-            """, logger: logger)
+            """,
+            logger: logger
+        )
         for try await _ in rows.decode(UUID.self) { return true }
         return false
     }
@@ -149,7 +189,9 @@ struct OperatorMemberStore: Sendable {
             """
             INSERT INTO operator_password_resets (digest, member_id, app_id, expires_at)
             VALUES (\(digest), \(member), \(app), \(expiresAt))
-            """, logger: logger)
+            """,
+            logger: logger
+        )
     }
 
     /// Whose password a live reset link changes (the strength check weighs their address).
@@ -158,7 +200,9 @@ struct OperatorMemberStore: Sendable {
             """
             SELECT m.email FROM operator_password_resets r JOIN operator_members m ON m.id = r.member_id
             WHERE r.digest = \(digest) AND r.used_at IS NULL AND r.expires_at > \(now) AND m.removed_at IS NULL
-            """, logger: logger)
+            """,
+            logger: logger
+        )
         for try await email in rows.decode(String.self) { return email }
         return nil
     }
@@ -178,7 +222,9 @@ struct OperatorMemberStore: Sendable {
                 UPDATE operator_sessions s SET ended_at = \(now) FROM changed WHERE s.member_id = changed.id AND s.ended_at IS NULL
             )
             SELECT id, app_id FROM changed
-            """, logger: logger)
+            """,
+            logger: logger
+        )
         for try await r in rows.decode((UUID, UUID).self) { return (r.0, r.1) }
         return nil
     }
@@ -191,7 +237,9 @@ struct OperatorMemberStore: Sendable {
                 locked_until = CASE WHEN failed_attempts + 1 >= \(LockoutPolicy.maxAttempts)
                     THEN \(now.addingTimeInterval(LockoutPolicy.lockDuration)) ELSE locked_until END
             WHERE id = \(id) RETURNING failed_attempts, locked_until
-            """, logger: logger)
+            """,
+            logger: logger
+        )
         for try await r in rows.decode((Int, Date?).self) { return (r.0, r.1) }
         return (0, nil)
     }
@@ -202,7 +250,9 @@ struct OperatorMemberStore: Sendable {
             """
             UPDATE operator_members SET failed_attempts = 0, locked_until = NULL, totp_last_step = COALESCE(\(totpStep), totp_last_step)
             WHERE id = \(id)
-            """, logger: logger)
+            """,
+            logger: logger
+        )
     }
 
     /// The member's role now; nil when not an active member of the app.
@@ -212,7 +262,9 @@ struct OperatorMemberStore: Sendable {
                 """
                 UPDATE operator_members SET role = \(role.rawValue) WHERE id = \(member) AND app_id = \(app) AND removed_at IS NULL
                 RETURNING \(unescaped: Self.columns)
-                """, logger: logger)
+                """,
+                logger: logger
+            )
         ).first
     }
 
@@ -223,7 +275,9 @@ struct OperatorMemberStore: Sendable {
                 """
                 UPDATE operator_members SET removed_at = \(now) WHERE id = \(member) AND app_id = \(app) AND removed_at IS NULL
                 RETURNING \(unescaped: Self.columns)
-                """, logger: logger)
+                """,
+                logger: logger
+            )
         ).first
         if removed != nil {
             try await conn.run("UPDATE operator_sessions SET ended_at = \(now) WHERE member_id = \(member) AND ended_at IS NULL", logger: logger)
@@ -235,7 +289,8 @@ struct OperatorMemberStore: Sendable {
     func owners(app: UUID, on conn: PostgresConnection) async throws -> [UUID] {
         var out: [UUID] = []
         for try await id in try await conn.run(
-            "SELECT id FROM operator_members WHERE app_id = \(app) AND role = 'owner' AND removed_at IS NULL FOR UPDATE", logger: logger
+            "SELECT id FROM operator_members WHERE app_id = \(app) AND role = 'owner' AND removed_at IS NULL FOR UPDATE",
+            logger: logger
         ).decode(UUID.self) { out.append(id) }
         return out
     }
@@ -265,13 +320,16 @@ struct OperatorMemberStore: Sendable {
             """
             INSERT INTO operator_sessions (member_id, app_id, refresh_digest, expires_at)
             VALUES (\(member), \(app), \(refreshDigest), \(expiresAt)) RETURNING id
-            """, logger: logger)
+            """,
+            logger: logger
+        )
         for try await id in rows.decode(UUID.self) { return id }
         throw AppError.unavailable
     }
 
     /// The refresh cookie rotated: the session and its member when the old one was live.
-    func rotate(app: UUID, from old: String, to new: String, now: Date, on conn: PostgresConnection) async throws -> (session: UUID, member: Member)? {
+    func rotate(app: UUID, from old: String, to new: String, now: Date, on conn: PostgresConnection) async throws -> (session: UUID, member: Member)?
+    {
         let rows = try await conn.run(
             """
             UPDATE operator_sessions s SET refresh_digest = \(new)
@@ -280,13 +338,24 @@ struct OperatorMemberStore: Sendable {
               AND m.id = s.member_id AND m.removed_at IS NULL
             RETURNING s.id, m.id, m.app_id, m.email, m.password_hash, m.role, m.totp_secret, m.totp_last_step, m.failed_attempts,
                       m.locked_until, m.created_at
-            """, logger: logger)
+            """,
+            logger: logger
+        )
         for try await r in rows.decode((UUID, UUID, UUID, String, String, String, ByteBuffer?, Int64?, Int, Date?, Date).self) {
             return (
                 r.0,
                 Member(
-                    id: r.1, appID: r.2, email: r.3, passwordHash: r.4, role: OperatorRole(rawValue: r.5) ?? .viewer,
-                    totpSecret: r.6, totpLastStep: r.7, failedAttempts: r.8, lockedUntil: r.9, createdAt: r.10)
+                    id: r.1,
+                    appID: r.2,
+                    email: r.3,
+                    passwordHash: r.4,
+                    role: OperatorRole(rawValue: r.5) ?? .viewer,
+                    totpSecret: r.6,
+                    totpLastStep: r.7,
+                    failedAttempts: r.8,
+                    lockedUntil: r.9,
+                    createdAt: r.10
+                )
             )
         }
         return nil
@@ -297,14 +366,18 @@ struct OperatorMemberStore: Sendable {
             """
             UPDATE operator_sessions SET ended_at = \(now)
             WHERE refresh_digest = \(refreshDigest) AND app_id = \(app) AND ended_at IS NULL RETURNING id
-            """, logger: logger)
+            """,
+            logger: logger
+        )
         for try await _ in rows.decode(UUID.self) { return true }
         return false
     }
 
     func endSession(app: UUID, session: UUID, now: Date, on conn: PostgresConnection) async throws {
         try await conn.run(
-            "UPDATE operator_sessions SET ended_at = \(now) WHERE id = \(session) AND app_id = \(app) AND ended_at IS NULL", logger: logger)
+            "UPDATE operator_sessions SET ended_at = \(now) WHERE id = \(session) AND app_id = \(app) AND ended_at IS NULL",
+            logger: logger
+        )
     }
 
     /// The member behind a console access token, now: their session live and not expired, the
@@ -317,7 +390,9 @@ struct OperatorMemberStore: Sendable {
                 FROM operator_sessions s JOIN operator_members m ON m.id = s.member_id
                 WHERE s.id = \(session) AND s.member_id = \(member) AND s.app_id = \(app) AND s.ended_at IS NULL AND s.expires_at > \(now)
                   AND m.removed_at IS NULL
-                """, logger: logger)
+                """,
+                logger: logger
+            )
         ).first
     }
 }

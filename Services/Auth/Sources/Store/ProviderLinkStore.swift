@@ -25,8 +25,13 @@ extension UserStore {
     /// verified email when the account had none and nobody else uses it; a sealed refresh token
     /// replaces the kept one only when the provider gave a new one.
     func attach(
-        _ provider: OAuthProvider, _ identity: LinkedIdentity, adoptEmail: String?, sealedRefreshToken: ByteBuffer?,
-        to userID: UUID, now: Date, on conn: PostgresConnection
+        _ provider: OAuthProvider,
+        _ identity: LinkedIdentity,
+        adoptEmail: String?,
+        sealedRefreshToken: ByteBuffer?,
+        to userID: UUID,
+        now: Date,
+        on conn: PostgresConnection
     ) async throws {
         try await conn.run(
             """
@@ -35,7 +40,9 @@ extension UserStore {
                    email_verified = email_verified OR \(adoptEmail != nil),
                    display_name = COALESCE(display_name, \(identity.name)), updated_at = \(now)
             WHERE id = \(userID)
-            """, logger: logger)
+            """,
+            logger: logger
+        )
         try await conn.run(
             """
             INSERT INTO oauth_connections (user_id, provider, provider_user_id, refresh_token_sealed, profile_data)
@@ -43,13 +50,18 @@ extension UserStore {
                     jsonb_build_object('email', \(identity.email)::text))
             ON CONFLICT (user_id, provider) DO UPDATE SET provider_user_id = EXCLUDED.provider_user_id,
                    refresh_token_sealed = COALESCE(EXCLUDED.refresh_token_sealed, oauth_connections.refresh_token_sealed)
-            """, logger: logger)
+            """,
+            logger: logger
+        )
     }
 
     /// The connection row of a user just registered with a provider.
     func recordConnection(
-        _ provider: AuthProvider, _ identity: LinkedIdentity, sealedRefreshToken: ByteBuffer?,
-        userID: UUID, on conn: PostgresConnection
+        _ provider: AuthProvider,
+        _ identity: LinkedIdentity,
+        sealedRefreshToken: ByteBuffer?,
+        userID: UUID,
+        on conn: PostgresConnection
     ) async throws {
         try await conn.run(
             """
@@ -57,7 +69,9 @@ extension UserStore {
             VALUES (\(userID), \(provider.rawValue), \(identity.subject), \(sealedRefreshToken),
                     jsonb_build_object('email', \(identity.email)::text, 'name', \(identity.name)::text,
                                        'is_private_email', \(identity.isPrivateEmail)))
-            """, logger: logger)
+            """,
+            logger: logger
+        )
     }
 
     /// A new refresh token from the provider at sign-in replaces the kept one.
@@ -66,7 +80,9 @@ extension UserStore {
             """
             UPDATE oauth_connections SET refresh_token_sealed = \(sealed)
             WHERE user_id = \(userID) AND provider = \(provider.rawValue)
-            """, logger: logger)
+            """,
+            logger: logger
+        )
     }
 
     /// A guest or provider account gains an email and a password.
@@ -74,7 +90,9 @@ extension UserStore {
         try await conn.run(
             """
             UPDATE users SET email = \(email), password_hash = \(hash), updated_at = \(now) WHERE id = \(userID)
-            """, logger: logger)
+            """,
+            logger: logger
+        )
     }
 
     /// Removes one way to sign in; returns Apple's sealed refresh token when one was kept, so the
@@ -95,7 +113,9 @@ extension UserStore {
         let removed = try await conn.run(
             """
             DELETE FROM oauth_connections WHERE user_id = \(userID) AND provider = \(provider.rawValue) RETURNING refresh_token_sealed
-            """, logger: logger)
+            """,
+            logger: logger
+        )
         for try await sealed in removed.decode(ByteBuffer?.self) { sealedToken = sealed }
         return sealedToken
     }

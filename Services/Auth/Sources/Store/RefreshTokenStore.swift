@@ -24,15 +24,23 @@ public struct RefreshTokenStore: Sendable {
 
     /// Stores a new token (its hash) for a device, in a family (a new family on sign-in).
     public func insert(
-        token: String, userID: UUID, appID: UUID, familyID: UUID, deviceID: String, deviceInfo: String,
-        now: Date, on conn: PostgresConnection
+        token: String,
+        userID: UUID,
+        appID: UUID,
+        familyID: UUID,
+        deviceID: String,
+        deviceInfo: String,
+        now: Date,
+        on conn: PostgresConnection
     ) async throws {
         let expires = now.addingTimeInterval(TokenLifetimes.refreshToken)
         try await conn.run(
             """
             INSERT INTO refresh_tokens (user_id, app_id, family_id, device_id, token_hash, device_info, expires_at, created_at)
             VALUES (\(userID), \(appID), \(familyID), \(deviceID), \(OpaqueToken.hash(token)), \(deviceInfo)::jsonb, \(expires), \(now))
-            """, logger: logger)
+            """,
+            logger: logger
+        )
     }
 
     /// Seed UC-AUTH-1.2 14d: one active token per device — signing in again revokes the old one.
@@ -41,7 +49,9 @@ public struct RefreshTokenStore: Sendable {
             """
             UPDATE refresh_tokens SET revoked = true, revoked_reason = \(reason)
             WHERE user_id = \(userID) AND device_id = \(deviceID) AND NOT revoked
-            """, logger: logger)
+            """,
+            logger: logger
+        )
     }
 
     @discardableResult
@@ -50,7 +60,9 @@ public struct RefreshTokenStore: Sendable {
             """
             UPDATE refresh_tokens SET revoked = true, revoked_reason = \(reason)
             WHERE user_id = \(userID) AND NOT revoked RETURNING id
-            """, logger: logger)
+            """,
+            logger: logger
+        )
         let n = try await rows.count()
         return n
     }
@@ -61,7 +73,9 @@ public struct RefreshTokenStore: Sendable {
             """
             UPDATE refresh_tokens SET revoked = true, revoked_reason = \(reason)
             WHERE family_id = \(familyID) AND NOT revoked RETURNING id
-            """, logger: logger)
+            """,
+            logger: logger
+        )
         let n = try await rows.count()
         return n
     }
@@ -73,11 +87,21 @@ public struct RefreshTokenStore: Sendable {
             """
             SELECT id, user_id, app_id, family_id, device_id, expires_at, revoked, rotated_at, successor_sealed
             FROM refresh_tokens WHERE token_hash = \(OpaqueToken.hash(token)) FOR UPDATE
-            """, logger: logger)
+            """,
+            logger: logger
+        )
         for try await r in rows.decode((UUID, UUID, UUID, UUID, String, Date, Bool, Date?, ByteBuffer?).self) {
             return RefreshTokenRecord(
-                id: r.0, userID: r.1, appID: r.2, familyID: r.3, deviceID: r.4,
-                expiresAt: r.5, revoked: r.6, rotatedAt: r.7, successorSealed: r.8)
+                id: r.0,
+                userID: r.1,
+                appID: r.2,
+                familyID: r.3,
+                deviceID: r.4,
+                expiresAt: r.5,
+                revoked: r.6,
+                rotatedAt: r.7,
+                successorSealed: r.8
+            )
         }
         return nil
     }
@@ -96,6 +120,8 @@ public struct RefreshTokenStore: Sendable {
             )
             INSERT INTO refresh_tokens (user_id, app_id, family_id, device_id, token_hash, device_info, expires_at, created_at)
             SELECT user_id, app_id, family_id, device_id, \(OpaqueToken.hash(successor)), device_info, \(expires), \(now) FROM rotated
-            """, logger: logger)
+            """,
+            logger: logger
+        )
     }
 }

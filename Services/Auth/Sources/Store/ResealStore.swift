@@ -14,14 +14,18 @@ public struct ResealStore: Sendable {
     static let columns = [
         ("oauth_connections", "id", "refresh_token_sealed"), ("refresh_tokens", "id", "successor_sealed"),
         ("apple_signin_settings", "app_id", "sealed_private_key"),
-        ("webhook_endpoints", "id", "secret_sealed"), ("webhook_endpoints", "id", "previous_secret_sealed")
+        ("webhook_endpoints", "id", "secret_sealed"), ("webhook_endpoints", "id", "previous_secret_sealed"),
     ]
 
     let db: DatabasePool
     let box: SecretBox
     let logger: Logger
 
-    public init(db: DatabasePool, box: SecretBox, logger: Logger) { self.db = db; self.box = box; self.logger = logger }
+    public init(db: DatabasePool, box: SecretBox, logger: Logger) {
+        self.db = db
+        self.box = box
+        self.logger = logger
+    }
 
     /// Values sealed again, by table; `unreadable` counts those neither key opens (left as
     /// they are, and logged: a key that is neither the current nor the previous one).
@@ -38,20 +42,30 @@ public struct ResealStore: Sendable {
                             unsafeSQL: """
                                 SELECT \(key), \(column) FROM \(table) WHERE \(column) IS NOT NULL AND \(key) > $1
                                 ORDER BY \(key) LIMIT \(batch) FOR UPDATE SKIP LOCKED
-                                """, binds: Self.binds(after)), logger: logger
+                                """,
+                            binds: Self.binds(after)
+                        ),
+                        logger: logger
                     ).decode((UUID, ByteBuffer).self) { rows.append(r) }
-                    var changed = 0, unreadable = 0
+                    var changed = 0
+                    var unreadable = 0
                     for (id, sealed) in rows where !box.isCurrent(sealed) {
                         guard let plain = try? box.open(sealed) else {
                             unreadable += 1
-                            logger.error("a sealed value opens with neither data key", metadata: ["table": "\(table)", "key": "\(id.lowercasedString)"])
+                            logger.error(
+                                "a sealed value opens with neither data key",
+                                metadata: ["table": "\(table)", "key": "\(id.lowercasedString)"]
+                            )
                             continue
                         }
                         let again = try box.seal(plain)
                         try await conn.query(
                             PostgresQuery(
                                 unsafeSQL: "UPDATE \(table) SET \(column) = $1 WHERE \(key) = $2",
-                                binds: Self.binds(again, id)), logger: logger)
+                                binds: Self.binds(again, id)
+                            ),
+                            logger: logger
+                        )
                         changed += 1
                     }
                     return (changed, unreadable, rows.last?.0)

@@ -14,8 +14,9 @@ struct SentEmailStore: Sendable {
             """
             INSERT INTO sent_emails (app_id, user_id, kind, reference, sent_at) VALUES (\(app), \(user), \(kind), \(reference), \(now))
             ON CONFLICT DO NOTHING RETURNING 1
-            """, logger: logger)
-        { return true }
+            """,
+            logger: logger
+        ) { return true }
         return false
     }
 }

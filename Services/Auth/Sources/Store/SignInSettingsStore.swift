@@ -9,7 +9,11 @@ public struct SignInSettingsStore: Sendable {
     let box: SecretBox
     let logger: Logger
 
-    public init(db: DatabasePool, box: SecretBox, logger: Logger) { self.db = db; self.box = box; self.logger = logger }
+    public init(db: DatabasePool, box: SecretBox, logger: Logger) {
+        self.db = db
+        self.box = box
+        self.logger = logger
+    }
 
     /// The new version; nil when the app does not exist. The settings are already checked.
     public func setApple(app: UUID, _ s: AppleClientConfig.Settings) async throws -> Int64? {
@@ -21,7 +25,9 @@ public struct SignInSettingsStore: Sendable {
             ON CONFLICT (app_id) DO UPDATE SET team_id = EXCLUDED.team_id, key_id = EXCLUDED.key_id, client_id = EXCLUDED.client_id,
                 sealed_private_key = EXCLUDED.sealed_private_key, version = apple_signin_settings.version + 1, updated_at = now()
             RETURNING version
-            """, logger: logger)
+            """,
+            logger: logger
+        )
         for try await v in rows.decode(Int64.self) { return v }
         return nil
     }
@@ -31,7 +37,8 @@ public struct SignInSettingsStore: Sendable {
         for try await r in try await db.query(
             """
             SELECT team_id, key_id, client_id, version FROM apple_signin_settings WHERE app_id = \(app)
-            """, logger: logger
+            """,
+            logger: logger
         ).decode((String, String, String, Int64).self) { return r }
         return nil
     }
@@ -42,7 +49,8 @@ public struct SignInSettingsStore: Sendable {
         for try await (app, team, key, client, sealed) in try await db.query(
             """
             SELECT app_id, team_id, key_id, client_id, sealed_private_key FROM apple_signin_settings
-            """, logger: logger
+            """,
+            logger: logger
         ).decode((UUID, String, String, String, ByteBuffer).self) {
             do {
                 out[app] = try AppleClientConfig(.init(teamID: team, keyID: key, clientID: client, privateKeyPEM: try box.open(sealed)))

@@ -12,22 +12,37 @@ public struct SupportStore: Sendable {
         public var createdAt: Date, lastLogin: Date?, deletionScheduledAt: Date?
         public var signInMethods: [String], liveSessions: Int
         enum CodingKeys: String, CodingKey {
-            case id, email, emailVerified = "email_verified", provider, displayName = "display_name", status, isGuest = "is_guest"
-            case createdAt = "created_at", lastLogin = "last_login", deletionScheduledAt = "deletion_scheduled_at"
-            case signInMethods = "sign_in_methods", liveSessions = "live_sessions"
+            case id, email
+            case emailVerified = "email_verified"
+            case provider
+            case displayName = "display_name"
+            case status
+            case isGuest = "is_guest"
+            case createdAt = "created_at"
+            case lastLogin = "last_login"
+            case deletionScheduledAt = "deletion_scheduled_at"
+            case signInMethods = "sign_in_methods"
+            case liveSessions = "live_sessions"
         }
     }
 
     let db: DatabasePool
     let logger: Logger
 
-    public init(db: DatabasePool, logger: Logger) { self.db = db; self.logger = logger }
+    public init(db: DatabasePool, logger: Logger) {
+        self.db = db
+        self.logger = logger
+    }
 
-    public enum Lookup: Sendable { case id(UUID), email(String) }
+    public enum Lookup: Sendable {
+        case id(UUID)
+        case email(String)
+    }
 
     /// Another app's user is not found, whatever its id or email.
     public func user(_ lookup: Lookup, app: UUID) async throws -> UserSummary? {
-        let id: UUID?, email: String?
+        let id: UUID?
+        let email: String?
         switch lookup {
         case .id(let v): (id, email) = (v, nil)
         case .email(let v): (id, email) = (nil, v)
@@ -41,11 +56,24 @@ public struct SupportStore: Sendable {
                    (SELECT count(*)::int FROM refresh_tokens r WHERE r.user_id = u.id AND NOT r.revoked AND r.expires_at > now())
             FROM users u
             WHERE u.app_id = \(app) AND (u.id = \(id ?? UUID()) AND \(id != nil) OR u.email = \(email ?? "") AND \(email != nil))
-            """, logger: logger)
+            """,
+            logger: logger
+        )
         for try await r in rows.decode((UUID, String?, Bool, String, String?, String, Bool, Date, Date?, Date?, [String], Int).self) {
             return UserSummary(
-                id: r.0, email: r.1, emailVerified: r.2, provider: r.3, displayName: r.4, status: r.5, isGuest: r.6,
-                createdAt: r.7, lastLogin: r.8, deletionScheduledAt: r.9, signInMethods: r.10, liveSessions: r.11)
+                id: r.0,
+                email: r.1,
+                emailVerified: r.2,
+                provider: r.3,
+                displayName: r.4,
+                status: r.5,
+                isGuest: r.6,
+                createdAt: r.7,
+                lastLogin: r.8,
+                deletionScheduledAt: r.9,
+                signInMethods: r.10,
+                liveSessions: r.11
+            )
         }
         return nil
     }

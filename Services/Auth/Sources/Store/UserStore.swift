@@ -37,7 +37,8 @@ public struct UserStore: Sendable {
             lastLogin: try r["last_login"].decode(Date?.self),
             deletionScheduledAt: try r["deletion_scheduled_at"].decode(Date?.self),
             createdAt: try r["created_at"].decode(Date.self),
-            sessionEpoch: try r["session_epoch"].decode(Int.self))
+            sessionEpoch: try r["session_epoch"].decode(Int.self)
+        )
     }
 
     private func one(_ rows: PostgresRows) async throws -> User? {
@@ -67,7 +68,8 @@ public struct UserStore: Sendable {
         case .apple(let sub):
             query = "SELECT \(unescaped: cols) FROM users WHERE app_id = \(appID) AND apple_id = \(sub) AND anonymized_at IS NULL"
         case .guestDevice(let device):
-            query = "SELECT \(unescaped: cols) FROM users WHERE app_id = \(appID) AND is_guest AND guest_device_id = \(device) AND anonymized_at IS NULL"
+            query =
+                "SELECT \(unescaped: cols) FROM users WHERE app_id = \(appID) AND is_guest AND guest_device_id = \(device) AND anonymized_at IS NULL"
         }
         var q = query
         q.sql += lock.sql
@@ -100,17 +102,26 @@ public struct UserStore: Sendable {
                     \(u.provider.rawValue), \(u.displayName), \(u.provider == .guest), \(u.guestDeviceID), \(u.guestExpiresAt),
                     \(u.guestSecretHash), \(u.now), \(u.now), \(u.now))
             RETURNING \(unescaped: Self.columns)
-            """, logger: logger)
+            """,
+            logger: logger
+        )
         guard let user = try await one(rows) else { throw AppError.unavailable }
         try await conn.run("INSERT INTO privacy_settings (user_id, updated_at) VALUES (\(user.id), \(u.now))", logger: logger)
         // #33: the app's servers hear of it (once the account's transaction commits).
         try await WebhookStore.record(
             WebhookEvent(
-                type: .userCreated, appID: u.appID, createdAt: u.now, version: 1,
+                type: .userCreated,
+                appID: u.appID,
+                createdAt: u.now,
+                version: 1,
                 data: [
                     "user_id": .string(user.id.lowercasedString), "is_guest": .bool(u.provider == .guest),
-                    "provider": .string(u.provider.rawValue)
-                ]), on: conn, logger: logger)
+                    "provider": .string(u.provider.rawValue),
+                ]
+            ),
+            on: conn,
+            logger: logger
+        )
         return user
     }
 
@@ -122,7 +133,9 @@ public struct UserStore: Sendable {
             UPDATE users SET is_guest = false, guest_device_id = NULL, guest_expires_at = NULL, guest_secret_hash = NULL,
                    auth_provider = \(provider.rawValue), updated_at = \(now)
             WHERE id = \(id)
-            """, logger: logger)
+            """,
+            logger: logger
+        )
     }
 
     /// The hash of a guest's secret (nil for a guest created before secrets).
@@ -138,8 +151,9 @@ public struct UserStore: Sendable {
         for try await _ in try await conn.run(
             """
             UPDATE users SET guest_secret_hash = \(hash) WHERE id = \(id) AND guest_secret_hash IS NULL RETURNING 1
-            """, logger: logger)
-        { return true }
+            """,
+            logger: logger
+        ) { return true }
         return false
     }
 
@@ -152,7 +166,10 @@ public struct UserStore: Sendable {
                 UPDATE users SET login_attempts = 0, locked_until = NULL, last_login = \(now), updated_at = \(now),
                        guest_expires_at = CASE WHEN is_guest THEN \(guestExpiry) ELSE guest_expires_at END
                 WHERE id = \(id) RETURNING \(unescaped: Self.columns)
-                """, logger: logger))
+                """,
+                logger: logger
+            )
+        )
     }
 
     /// One more wrong password; locks the account on the 5th (seed 13b).
@@ -163,7 +180,9 @@ public struct UserStore: Sendable {
             UPDATE users SET login_attempts = login_attempts + 1, updated_at = \(now),
                    locked_until = CASE WHEN login_attempts + 1 >= \(LockoutPolicy.maxAttempts) THEN \(lockUntil) ELSE NULL END
             WHERE id = \(id) RETURNING login_attempts, locked_until
-            """, logger: logger)
+            """,
+            logger: logger
+        )
         for try await (n, until) in rows.decode((Int, Date?).self) { return (n, until) }
         return (0, nil)
     }
@@ -174,7 +193,10 @@ public struct UserStore: Sendable {
                 """
                 UPDATE users SET status = \(status.rawValue), suspension_reason = \(reason), updated_at = now()
                 WHERE id = \(id) AND app_id = \(appID) AND anonymized_at IS NULL RETURNING \(unescaped: Self.columns)
-                """, logger: logger))
+                """,
+                logger: logger
+            )
+        )
     }
 
     public func markEmailVerified(_ id: UUID, on conn: PostgresConnection) async throws {
@@ -185,7 +207,9 @@ public struct UserStore: Sendable {
         try await conn.run(
             """
             UPDATE users SET password_hash = \(hash), login_attempts = 0, locked_until = NULL, updated_at = now() WHERE id = \(id)
-            """, logger: logger)
+            """,
+            logger: logger
+        )
     }
 
     // MARK: privacy
@@ -199,26 +223,48 @@ public struct UserStore: Sendable {
         let rows = try await conn.run(
             """
             SELECT \(unescaped: Self.privacyColumns) FROM privacy_settings WHERE user_id = \(userID) \(unescaped: forUpdate ? "FOR UPDATE" : "")
-            """, logger: logger)
+            """,
+            logger: logger
+        )
         for try await r in rows.decode((Bool, Bool, Bool, Bool, Bool, Bool, Date).self) {
             return PrivacySettings(
-                consentAnalytics: r.0, consentThirdParty: r.1, consentGeolocation: r.2,
-                consentPersonalizedAds: r.3, consentNotifications: r.4, consentGameCenter: r.5, updatedAt: r.6)
+                consentAnalytics: r.0,
+                consentThirdParty: r.1,
+                consentGeolocation: r.2,
+                consentPersonalizedAds: r.3,
+                consentNotifications: r.4,
+                consentGameCenter: r.5,
+                updatedAt: r.6
+            )
         }
         return nil
     }
 
     /// Writes the new settings and returns the previous ones (locked), so the caller can tell
     /// which consents were withdrawn in the same transaction.
-    public func updatePrivacy(of userID: UUID, to s: PrivacySettings, now: Date, on conn: PostgresConnection) async throws -> (
+    public func updatePrivacy(
+        of userID: UUID,
+        to s: PrivacySettings,
+        now: Date,
+        on conn: PostgresConnection
+    ) async throws -> (
         old: PrivacySettings, new: PrivacySettings
     )? {
-        let oldRows = try await conn.run("SELECT \(unescaped: Self.privacyColumns) FROM privacy_settings WHERE user_id = \(userID) FOR UPDATE", logger: logger)
+        let oldRows = try await conn.run(
+            "SELECT \(unescaped: Self.privacyColumns) FROM privacy_settings WHERE user_id = \(userID) FOR UPDATE",
+            logger: logger
+        )
         var old: PrivacySettings?
         for try await r in oldRows.decode((Bool, Bool, Bool, Bool, Bool, Bool, Date).self) {
             old = PrivacySettings(
-                consentAnalytics: r.0, consentThirdParty: r.1, consentGeolocation: r.2,
-                consentPersonalizedAds: r.3, consentNotifications: r.4, consentGameCenter: r.5, updatedAt: r.6)
+                consentAnalytics: r.0,
+                consentThirdParty: r.1,
+                consentGeolocation: r.2,
+                consentPersonalizedAds: r.3,
+                consentNotifications: r.4,
+                consentGameCenter: r.5,
+                updatedAt: r.6
+            )
         }
         guard let old else { return nil }
         try await conn.run(
@@ -228,7 +274,9 @@ public struct UserStore: Sendable {
                    consent_notifications = \(s.consentNotifications), consent_game_center = \(s.consentGameCenter),
                    updated_at = \(now)
             WHERE user_id = \(userID)
-            """, logger: logger)
+            """,
+            logger: logger
+        )
         var new = s
         new.updatedAt = now
         return (old, new)
@@ -267,7 +315,9 @@ public struct AuditLog: Sendable {
             """
             INSERT INTO audit_logs (user_id, app_id, action, ip_address, user_agent, result, details)
             VALUES (\(e.userID), \(e.appID), \(e.action), \(e.ip), \(e.userAgent), \(e.result), \(details)::jsonb)
-            """, logger: logger)
+            """,
+            logger: logger
+        )
     }
 
     /// Records outside any transaction (a failure whose transaction was rolled back).

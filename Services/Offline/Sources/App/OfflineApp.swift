@@ -22,20 +22,26 @@ public enum OfflineService: ServiceDefinition {
     /// The composition root: tenant headers and tokens checked by asking auth, tiers by asking
     /// subscription; downloads and sync run as Postgres-backed jobs.
     public static func buildApplication(
-        runtime: ServiceRuntime, appVerifier: any AppVerifier,
+        runtime: ServiceRuntime,
+        appVerifier: any AppVerifier,
         tokenVerifier: AccessTokenVerifier
     ) throws -> ServiceApplication {
         let env = runtime.config.environment
         let logger = runtime.logger
-        let catalog = CatalogStore(logger: logger), copies = CopyStore(logger: logger), downloads = DownloadStore(logger: logger)
-        let profiles = ProfileStore(logger: logger), sync = SyncStore(logger: logger)
+        let catalog = CatalogStore(logger: logger)
+        let copies = CopyStore(logger: logger)
+        let downloads = DownloadStore(logger: logger)
+        let profiles = ProfileStore(logger: logger)
+        let sync = SyncStore(logger: logger)
         let upstreams = UpstreamStore(db: runtime.db, logger: logger)
         let tenantUpstreams = TenantSettings(topic: "sync_upstreams", bootstrap: [:], feed: runtime.changes, load: upstreams.loadAll)
         var upstream = SyncUpstream(
-            routes: try SyncUpstream.parse(env.optional("SYNC_UPSTREAMS")), http: runtime.http,
+            routes: try SyncUpstream.parse(env.optional("SYNC_UPSTREAMS")),
+            http: runtime.http,
             timeout: .seconds(env.int("SYNC_UPSTREAM_TIMEOUT_SECONDS", default: 10)),
             signer: SyncSignature(key: env.string("SYNC_SIGNING_KEY", default: "local-sync-signing-key")),
-            clock: runtime.clock)
+            clock: runtime.clock
+        )
         upstream.tenants = tenantUpstreams
         // Subscription pushes each user's entitlement here (its outbox); no call on a request.
         let entitlements = PushedEntitlements(runtime: runtime)
@@ -43,52 +49,103 @@ public enum OfflineService: ServiceDefinition {
             geocoder: Geocoder(
                 baseURL: env.optional("GEOCODER_URL"),
                 userAgent: env.string(
-                    "GEOCODER_USER_AGENT", default: "app-backend-offline/1.0 (+\(env.string("SUPPORT_EMAIL", default: "support@example.com")))"),
-                http: runtime.http),
-            store: GeocodeStore(db: runtime.db, logger: logger), clock: runtime.clock, logger: logger)
+                    "GEOCODER_USER_AGENT",
+                    default: "app-backend-offline/1.0 (+\(env.string("SUPPORT_EMAIL", default: "support@example.com")))"
+                ),
+                http: runtime.http
+            ),
+            store: GeocodeStore(db: runtime.db, logger: logger),
+            clock: runtime.clock,
+            logger: logger
+        )
         let queue = JobQueue(client: runtime.db, queue: DownloadJob.queue, logger: logger, clock: runtime.clock)
         let worker = JobWorker(
             queue: queue,
             handlers: [
                 DownloadJob.kind: DownloadJob.handler(
-                    .init(db: runtime.db, downloads: downloads, copies: copies, profiles: profiles, clock: runtime.clock, logger: logger)),
+                    .init(db: runtime.db, downloads: downloads, copies: copies, profiles: profiles, clock: runtime.clock, logger: logger)
+                ),
                 SyncExecuteJob.kind: SyncExecuteJob.handler(
-                    .init(db: runtime.db, sync: sync, profiles: profiles, upstream: upstream, clock: runtime.clock, logger: logger))
-            ], pollInterval: .milliseconds(runtime.config.jobPollMilliseconds)) // the 15 s lease, renewed while a job runs (#34)
+                    .init(db: runtime.db, sync: sync, profiles: profiles, upstream: upstream, clock: runtime.clock, logger: logger)
+                ),
+            ],
+            pollInterval: .milliseconds(runtime.config.jobPollMilliseconds)
+        )  // the 15 s lease, renewed while a job runs (#34)
         let locations = LocationStore(logger: logger)
         let nearbyCache = ReadCache<LocationController.NearbyKey, ByteBuffer>(
-            name: "nearby_content", capacity: env.int("NEARBY_CACHE_ENTRIES", default: 2000),
-            ttl: .seconds(env.int("NEARBY_CACHE_SECONDS", default: 300)), feed: runtime.changes,
-            topics: [LocationStore.locationTopic, LocationStore.placesTopic], metrics: runtime.metrics, clock: runtime.clock)
+            name: "nearby_content",
+            capacity: env.int("NEARBY_CACHE_ENTRIES", default: 2000),
+            ttl: .seconds(env.int("NEARBY_CACHE_SECONDS", default: 300)),
+            feed: runtime.changes,
+            topics: [LocationStore.locationTopic, LocationStore.placesTopic],
+            metrics: runtime.metrics,
+            clock: runtime.clock
+        )
         let maintenance = OfflineMaintenance(
-            db: runtime.db, catalog: catalog, sync: sync, locations: locations, clock: runtime.clock,
-            interval: .seconds(env.int("OFFLINE_MAINTENANCE_SECONDS", default: 3600)), logger: logger)
+            db: runtime.db,
+            catalog: catalog,
+            sync: sync,
+            locations: locations,
+            clock: runtime.clock,
+            interval: .seconds(env.int("OFFLINE_MAINTENANCE_SECONDS", default: 3600)),
+            logger: logger
+        )
         return try buildServiceApplication(
-            runtime: runtime, appVerifier: appVerifier, tokenVerifier: tokenVerifier, services: [worker, maintenance],
+            runtime: runtime,
+            appVerifier: appVerifier,
+            tokenVerifier: tokenVerifier,
+            services: [worker, maintenance],
             userData: OfflineUserData.sections(logger: logger) + [EntitlementStore(logger: logger).userDataSection],
             timeline: OfflineTimeline.timeline
         ) { routes in
             entitlements.addRoutes(to: routes.internal)
             try OpenAPIDocument.serve(.module, on: routes.open)
             ContentController(
-                db: runtime.db, catalog: catalog, copies: copies, downloads: downloads, profiles: profiles,
+                db: runtime.db,
+                catalog: catalog,
+                copies: copies,
+                downloads: downloads,
+                profiles: profiles,
                 copy: OfflineCopy(
-                    db: runtime.db, catalog: catalog, copies: copies, downloads: downloads, profiles: profiles, sync: sync, logger: logger),
-                entitlements: entitlements, clock: runtime.clock, logger: logger
+                    db: runtime.db,
+                    catalog: catalog,
+                    copies: copies,
+                    downloads: downloads,
+                    profiles: profiles,
+                    sync: sync,
+                    logger: logger
+                ),
+                entitlements: entitlements,
+                clock: runtime.clock,
+                logger: logger
             ).addRoutes(to: routes.user)
             SyncController(
-                db: runtime.db, sync: sync, flow: OfflineSync(db: runtime.db, sync: sync, upstream: upstream, logger: logger), clock: runtime.clock
+                db: runtime.db,
+                sync: sync,
+                flow: OfflineSync(db: runtime.db, sync: sync, upstream: upstream, logger: logger),
+                clock: runtime.clock
             ).addRoutes(to: routes.user)
             LocationController(
                 db: runtime.db,
                 recording: LocationRecording(
-                    db: runtime.db, locations: locations, geocoder: geocoder, http: runtime.http, authURL: runtime.config.url(of: .auth),
-                    credential: runtime.internalCredential, logger: logger),
-                nearbyCache: nearbyCache, clock: runtime.clock, logger: logger
+                    db: runtime.db,
+                    locations: locations,
+                    geocoder: geocoder,
+                    http: runtime.http,
+                    authURL: runtime.config.url(of: .auth),
+                    credential: runtime.internalCredential,
+                    logger: logger
+                ),
+                nearbyCache: nearbyCache,
+                clock: runtime.clock,
+                logger: logger
             )
             .addRoutes(user: routes.user, internalGroup: routes.internal)
             CatalogAdminController(
-                db: runtime.db, catalog: catalog, publishing: CatalogPublishing(db: runtime.db, catalog: catalog, logger: logger), locations: locations
+                db: runtime.db,
+                catalog: catalog,
+                publishing: CatalogPublishing(db: runtime.db, catalog: catalog, logger: logger),
+                locations: locations
             ).addRoutes(to: routes.admin)
             UpstreamAdminController(store: upstreams, upstream: upstream, tenants: tenantUpstreams).addRoutes(to: routes.admin)
         }

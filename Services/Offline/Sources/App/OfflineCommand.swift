@@ -8,13 +8,15 @@ public struct OfflineCommand: AsyncParsableCommand {
         commandName: "offline-service",
         abstract: "Content packs, sync, the offline queue, conflicts and places (port 3003)",
         subcommands: [ServeCommand<OfflineService>.self, MigrateCommand<OfflineService>.self, Admin.self],
-        defaultSubcommand: ServeCommand<OfflineService>.self)
+        defaultSubcommand: ServeCommand<OfflineService>.self
+    )
     public init() {}
 
     struct Admin: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Operator commands",
-            subcommands: [PeriodicQueriesCommand<OfflineService>.self, SeedDemo.self, BenchDownload.self, SyncSecret.self, SyncUpstreamCommand.self])
+            subcommands: [PeriodicQueriesCommand<OfflineService>.self, SeedDemo.self, BenchDownload.self, SyncSecret.self, SyncUpstreamCommand.self]
+        )
     }
 
     /// The secret a tenant's game server checks `X-Signature` with (derived from
@@ -26,7 +28,8 @@ public struct OfflineCommand: AsyncParsableCommand {
         func run() async throws {
             guard let app = UUID(uuidString: appID) else { throw ValidationError("--app-id must be a UUID") }
             let runtime = try OfflineService.makeRuntime()
-            let env = runtime.config.environment, rotate = self.rotate
+            let env = runtime.config.environment
+            let rotate = self.rotate
             let signer = SyncSignature(key: env.string("SYNC_SIGNING_KEY", default: "local-sync-signing-key"))
             try await runtime.withDatabase { db in
                 try await runtime.migrations.run(on: db, logger: runtime.logger)
@@ -43,14 +46,20 @@ public struct OfflineCommand: AsyncParsableCommand {
     /// The same as `PUT /admin/sync-upstream`: the app's own action type → URL mapping.
     struct SyncUpstreamCommand: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
-            commandName: "sync-upstream", abstract: "Set an app's upstream URLs (JSON object of action type to URL, * for the rest)")
+            commandName: "sync-upstream",
+            abstract: "Set an app's upstream URLs (JSON object of action type to URL, * for the rest)"
+        )
         @Option(name: .customLong("app-id")) var appID: String
         @Option(help: #"e.g. {"*":"https://game.example.com/sync"}"#) var routes: String
         func run() async throws {
             guard let app = UUID(uuidString: appID) else { throw ValidationError("--app-id must be a UUID") }
             let parsed: [String: String]
-            do { parsed = try SyncUpstream.parse(routes); try SyncUpstream.validate(parsed) } catch let e as AppError { throw ValidationError(e.message) } catch
-            { throw ValidationError("--routes must be a JSON object of action type to URL") }
+            do {
+                parsed = try SyncUpstream.parse(routes)
+                try SyncUpstream.validate(parsed)
+            } catch let e as AppError { throw ValidationError(e.message) } catch {
+                throw ValidationError("--routes must be a JSON object of action type to URL")
+            }
             let runtime = try OfflineService.makeRuntime()
             try await runtime.withDatabase { db in
                 try await runtime.migrations.run(on: db, logger: runtime.logger)
@@ -85,8 +94,15 @@ public struct OfflineCommand: AsyncParsableCommand {
                 for c in DemoCatalogue.countries {
                     let metadata = #"{"country_code":"\#(c.code)","flag":"\#(c.flag)","questions":5}"#
                     let place = LocationStore.LocationContent(
-                        id: "around-" + c.code.lowercased(), contentType: "quiz", title: "Autour de \(c.capital)",
-                        metadata: metadata, latitude: c.lat, longitude: c.lon, active: true, availableUntil: nil)
+                        id: "around-" + c.code.lowercased(),
+                        contentType: "quiz",
+                        title: "Autour de \(c.capital)",
+                        metadata: metadata,
+                        latitude: c.lat,
+                        longitude: c.lon,
+                        active: true,
+                        availableUntil: nil
+                    )
                     try await db.withConnection { try await LocationStore(logger: runtime.logger).insertPlaceIfAbsent(app: app, place, on: $0) }
                 }
                 print("demo catalogue: \(total) item(s) published, \(DemoCatalogue.countries.count) places")
@@ -121,17 +137,32 @@ public struct OfflineCommand: AsyncParsableCommand {
                 let clock = ContinuousClock()
                 let fixtures = BenchFixtures(db: db, logger: logger)
                 let deps = DownloadJob.Deps(
-                    db: db, downloads: DownloadStore(logger: logger), copies: CopyStore(logger: logger),
-                    profiles: ProfileStore(logger: logger), clock: SystemClock(), logger: logger)
+                    db: db,
+                    downloads: DownloadStore(logger: logger),
+                    copies: CopyStore(logger: logger),
+                    profiles: ProfileStore(logger: logger),
+                    clock: SystemClock(),
+                    logger: logger
+                )
                 // One sample of each is at the mercy of whatever else the 2 cores do that
                 // moment: five of each, alternated, a new user's job each time; medians.
-                var selects: [Duration] = [], jobs: [Duration] = [], bytes = 0
+                var selects: [Duration] = []
+                var jobs: [Duration] = []
+                var bytes = 0
                 for _ in 0..<5 {
-                    let user = UUID(), job = UUID()
+                    let user = UUID()
+                    let job = UUID()
                     try await db.withTransaction(logger: logger) { conn in
                         try await DownloadStore(logger: logger).create(
-                            id: job, app: app, user: user, items: rows.map { ("bench", $0.0) },
-                            categories: ["bench"], estimatedBytes: 0, now: Date(), on: conn)
+                            id: job,
+                            app: app,
+                            user: user,
+                            items: rows.map { ("bench", $0.0) },
+                            categories: ["bench"],
+                            estimatedBytes: 0,
+                            now: Date(),
+                            on: conn
+                        )
                     }
                     let selectStart = clock.now
                     bytes = try await fixtures.readCategory(app: app, category: "bench")
@@ -141,12 +172,20 @@ public struct OfflineCommand: AsyncParsableCommand {
                     jobs.append(clock.now - jobStart)
                     try await fixtures.deleteJob(job)
                 }
-                let select = selects.sorted()[selects.count / 2], elapsed = jobs.sorted()[jobs.count / 2]
+                let select = selects.sorted()[selects.count / 2]
+                let elapsed = jobs.sorted()[jobs.count / 2]
                 func secs(_ d: Duration) -> Double { Double(d.components.seconds) + Double(d.components.attoseconds) / 1e18 }
                 print(
                     String(
                         format: "download_job_items=%d job_s=%.3f job_items_per_s=%.0f select_s=%.4f select_rows_per_s=%.0f bytes=%d (medians of 5)",
-                        n, secs(elapsed), Double(n) / secs(elapsed), secs(select), Double(n) / secs(select), bytes))
+                        n,
+                        secs(elapsed),
+                        Double(n) / secs(elapsed),
+                        secs(select),
+                        Double(n) / secs(select),
+                        bytes
+                    )
+                )
                 try await fixtures.deleteCatalogue(app: app)
             }
         }

@@ -4,7 +4,15 @@ import Foundation
 /// (as emoji text) and capital coordinates, published through the same catalogue code as the
 /// admin API.
 enum DemoCatalogue {
-    struct Country { var code: String; var name: String; var capital: String; var flag: String; var continent: String; var lat: Double; var lon: Double }
+    struct Country {
+        var code: String
+        var name: String
+        var capital: String
+        var flag: String
+        var continent: String
+        var lat: Double
+        var lon: Double
+    }
 
     static let countries: [Country] = [
         .init(code: "FR", name: "France", capital: "Paris", flag: "🇫🇷", continent: "europe", lat: 48.8566, lon: 2.3522),
@@ -53,7 +61,7 @@ enum DemoCatalogue {
         .init(code: "ZA", name: "South Africa", capital: "Pretoria", flag: "🇿🇦", continent: "africa", lat: -25.7479, lon: 28.2293),
         .init(code: "NG", name: "Nigeria", capital: "Abuja", flag: "🇳🇬", continent: "africa", lat: 9.0765, lon: 7.3986),
         .init(code: "AU", name: "Australia", capital: "Canberra", flag: "🇦🇺", continent: "oceania", lat: -35.2809, lon: 149.13),
-        .init(code: "NZ", name: "New Zealand", capital: "Wellington", flag: "🇳🇿", continent: "oceania", lat: -41.2865, lon: 174.7762)
+        .init(code: "NZ", name: "New Zealand", capital: "Wellington", flag: "🇳🇿", continent: "oceania", lat: -41.2865, lon: 174.7762),
     ]
 
     /// Category id → (name, items as (id, JSON object)).
@@ -62,11 +70,13 @@ enum DemoCatalogue {
             let others = pool.filter { $0.code != c.code }
             let choices =
                 ([c.capital]
-                + stride(from: 0, to: 3, by: 1).map { others[(c.code.unicodeScalars.reduce(0) { $0 + Int($1.value) } + $0 * 7) % others.count].capital })
+                + stride(from: 0, to: 3, by: 1).map {
+                    others[(c.code.unicodeScalars.reduce(0) { $0 + Int($1.value) } + $0 * 7) % others.count].capital
+                })
                 .sorted()
             return [
                 "type": "capital", "question": "What is the capital of \(c.name)?", "choices": choices,
-                "answer": c.capital, "country_code": c.code, "latitude": c.lat, "longitude": c.lon
+                "answer": c.capital, "country_code": c.code, "latitude": c.lat, "longitude": c.lon,
             ]
         }
         func flagQuestion(_ c: Country) -> [String: Any] {
@@ -78,7 +88,7 @@ enum DemoCatalogue {
             ("capitals-europe", "Capitales d'Europe", europe.map { ("capital-\($0.code.lowercased())", capitalQuestion($0, europe)) }),
             ("capitals-world", "Capitales du monde", countries.map { ("capital-world-\($0.code.lowercased())", capitalQuestion($0, countries)) }),
             ("flags-europe", "Drapeaux d'Europe", europe.map { ("flag-\($0.code.lowercased())", flagQuestion($0)) }),
-            ("flags-asia", "Drapeaux d'Asie", asia.map { ("flag-\($0.code.lowercased())", flagQuestion($0)) })
+            ("flags-asia", "Drapeaux d'Asie", asia.map { ("flag-\($0.code.lowercased())", flagQuestion($0)) }),
         ]
     }
 }

@@ -28,8 +28,15 @@ enum Gzip {
     static func compress(_ input: Data) throws -> Data {
         var stream = z_stream()
         var status = deflateInit2_(
-            &stream, Z_BEST_COMPRESSION, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY, ZLIB_VERSION,
-            Int32(MemoryLayout<z_stream>.size))
+            &stream,
+            Z_BEST_COMPRESSION,
+            Z_DEFLATED,
+            15 + 16,
+            8,
+            Z_DEFAULT_STRATEGY,
+            ZLIB_VERSION,
+            Int32(MemoryLayout<z_stream>.size)
+        )
         guard status == Z_OK else { throw GzipError.zlib(status) }
         defer { deflateEnd(&stream) }
         var output = Data(count: Int(deflateBound(&stream, uLong(input.count))) + 32)

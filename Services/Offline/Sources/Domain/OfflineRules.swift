@@ -65,7 +65,10 @@ enum OfflineRules {
 /// UC-OFFLINE-3.5 merge: for each top-level field named in `merge_data`, "local" takes the
 /// local value and "server" the server's; fields not named keep the server's value.
 enum ConflictMerge {
-    enum MergeError: Error, Equatable { case badChoice(String), notObjects }
+    enum MergeError: Error, Equatable {
+        case badChoice(String)
+        case notObjects
+    }
 
     static func merge(local: [String: Any], server: [String: Any], choices: [String: String]) throws -> [String: Any] {
         var out = server
@@ -89,7 +92,10 @@ struct CopyBudget: Sendable, Equatable {
     var usedBytes: Int64
     let limits: OfflineLimits
 
-    enum Refusal: String, Sendable { case itemLimit = "item_limit", storageLimit = "storage_limit" }
+    enum Refusal: String, Sendable {
+        case itemLimit = "item_limit"
+        case storageLimit = "storage_limit"
+    }
 
     /// Admits `newSize` bytes for an item (`oldSize` when the copy already holds it) and
     /// accounts for it; nil when admitted.

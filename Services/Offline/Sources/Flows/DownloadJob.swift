@@ -58,15 +58,26 @@ struct DownloadJob: Codable, Sendable {
                     let packed = try PackedItem.pack(Data(json.utf8))
                     try await d.catalog.setPacked(app: work.app, id: item.item, packed, on: conn)
                     try await d.copies.storeItem(
-                        app: work.app, user: work.user, category: item.category, item: item.item, packed: packed,
-                        version: version, now: now, on: conn)
+                        app: work.app,
+                        user: work.user,
+                        category: item.category,
+                        item: item.item,
+                        packed: packed,
+                        version: version,
+                        now: now,
+                        on: conn
+                    )
                     done.append(item.position)
                 } else {
                     // 15b: this item is gone; it is tried 3 times, then listed as failed.
                     let last = item.attempts + 1 >= OfflineRules.itemAttempts
                     try await d.downloads.markItem(
-                        job: id, position: item.position, status: last ? "failed" : "pending",
-                        error: "item not found in the catalogue", on: conn)
+                        job: id,
+                        position: item.position,
+                        status: last ? "failed" : "pending",
+                        error: "item not found in the catalogue",
+                        on: conn
+                    )
                 }
             }
             if !rest.isEmpty {
@@ -82,8 +93,14 @@ struct DownloadJob: Codable, Sendable {
             // the job runs or is paused, not only once it finishes.
             for category in batch.categories.keys.sorted() {
                 try await d.copies.upsertCategory(
-                    app: work.app, user: work.user, category: category, cursor: work.cursor, complete: false,
-                    now: now, on: conn)
+                    app: work.app,
+                    user: work.user,
+                    category: category,
+                    cursor: work.cursor,
+                    complete: false,
+                    now: now,
+                    on: conn
+                )
             }
             return true
         }
@@ -93,8 +110,14 @@ struct DownloadJob: Codable, Sendable {
         let failedByCategory = try await d.downloads.failedByCategory(job: id, on: conn)
         for category in work.categories {
             try await d.copies.upsertCategory(
-                app: work.app, user: work.user, category: category, cursor: work.cursor,
-                complete: failedByCategory[category] == nil, now: now, on: conn)
+                app: work.app,
+                user: work.user,
+                category: category,
+                cursor: work.cursor,
+                complete: failedByCategory[category] == nil,
+                now: now,
+                on: conn
+            )
         }
         try await d.downloads.recount(job: id, on: conn)
         try await d.downloads.complete(id, withErrors: !failedByCategory.isEmpty, now: now, on: conn)

@@ -19,7 +19,14 @@ struct LocationRecording: Sendable {
 
     /// Answers the new position's id and its place (nil when no geocoder answered).
     func record(
-        app: UUID, user: UUID, latitude: Double, longitude: Double, accuracy: Double, altitude: Double?, source: String, now: Date
+        app: UUID,
+        user: UUID,
+        latitude: Double,
+        longitude: Double,
+        accuracy: Double,
+        altitude: Double?,
+        source: String,
+        now: Date
     ) async throws -> (UUID, Place?) {
         let refused = AppError(OfflineErrorCode.consentRequired, "Geolocation is not allowed in your privacy settings")
         // Consent and rate checked before geocoding (no lookup for a refused request), and
@@ -40,10 +47,20 @@ struct LocationRecording: Sendable {
             guard try await locations.geolocationConsent(app: app, user: user, lock: true, on: conn) ?? asked == true else { throw refused }
             try await locations.rateCheck(app: app, user: user, now: now, on: conn)
             try await locations.insert(
-                app: app, user: user,
+                app: app,
+                user: user,
                 .init(
-                    id: id, latitude: latitude, longitude: longitude, accuracy: accuracy,
-                    altitude: altitude, source: source, place: place, at: now), on: conn)
+                    id: id,
+                    latitude: latitude,
+                    longitude: longitude,
+                    accuracy: accuracy,
+                    altitude: altitude,
+                    source: source,
+                    place: place,
+                    at: now
+                ),
+                on: conn
+            )
         }
         return (id, place)
     }

@@ -20,7 +20,9 @@ struct OfflineCopy: Sendable {
     struct ProfilePatch: Decodable {
         var autoSyncEnabled: Bool?, syncOnWifiOnly: Bool?, syncFrequencyHours: Int?, conflictStrategy: String?
         enum CodingKeys: String, CodingKey {
-            case autoSyncEnabled = "auto_sync_enabled", syncOnWifiOnly = "sync_on_wifi_only", syncFrequencyHours = "sync_frequency_hours"
+            case autoSyncEnabled = "auto_sync_enabled"
+            case syncOnWifiOnly = "sync_on_wifi_only"
+            case syncFrequencyHours = "sync_frequency_hours"
             case conflictStrategy = "conflict_strategy"
         }
     }
@@ -28,7 +30,10 @@ struct OfflineCopy: Sendable {
     struct DownloadResponse: Encodable {
         var jobID: UUID, estimatedSizeMB: Double, estimatedTimeSeconds: Int, totalCount: Int
         enum CodingKeys: String, CodingKey {
-            case jobID = "job_id", estimatedSizeMB = "estimated_size_mb", estimatedTimeSeconds = "estimated_time_seconds", totalCount = "total_count"
+            case jobID = "job_id"
+            case estimatedSizeMB = "estimated_size_mb"
+            case estimatedTimeSeconds = "estimated_time_seconds"
+            case totalCount = "total_count"
         }
     }
 
@@ -37,15 +42,25 @@ struct OfflineCopy: Sendable {
         /// A change the copy's limits could not take (the item count or the storage limit).
         struct NotApplied: Encodable {
             var itemID: String, reason: String
-            enum CodingKeys: String, CodingKey { case itemID = "item_id", reason }
+            enum CodingKeys: String, CodingKey {
+                case itemID = "item_id"
+                case reason
+            }
         }
         var updated: Bool, changes: Changes, cursor: Int64, notApplied: [NotApplied]
-        enum CodingKeys: String, CodingKey { case updated, changes, cursor, notApplied = "not_applied" }
+        enum CodingKeys: String, CodingKey {
+            case updated, changes, cursor
+            case notApplied = "not_applied"
+        }
     }
 
     struct Deleted: Encodable {
         var deleted: Bool, categoriesDeleted: Int, spaceFreedMB: Double
-        enum CodingKeys: String, CodingKey { case deleted, categoriesDeleted = "categories_deleted", spaceFreedMB = "space_freed_mb" }
+        enum CodingKeys: String, CodingKey {
+            case deleted
+            case categoriesDeleted = "categories_deleted"
+            case spaceFreedMB = "space_freed_mb"
+        }
     }
 
     func updateProfile(app: UUID, user: UUID, _ patch: ProfilePatch) async throws -> SyncProfile {
@@ -72,19 +87,24 @@ struct OfflineCopy: Sendable {
             let total = have.union(wanted).count
             if let max = l.maxCategories, total > max {
                 throw AppError(
-                    OfflineErrorCode.categoryLimitExceeded, "FREE keeps at most \(max) categories offline; Premium removes the limit",
-                    extra: ["limit": .int(max), "downloaded": .int(have.count), "requested": .int(wanted.filter { !have.contains($0) }.count)])
+                    OfflineErrorCode.categoryLimitExceeded,
+                    "FREE keeps at most \(max) categories offline; Premium removes the limit",
+                    extra: ["limit": .int(max), "downloaded": .int(have.count), "requested": .int(wanted.filter { !have.contains($0) }.count)]
+                )
             }
             var items: [(category: String, item: String)] = []
             var bytes: Int64 = 0
             for c in wanted {
                 for (id, size) in try await catalog.itemIDs(app: app, category: c, limit: l.maxItemsPerCategory, on: conn) {
-                    items.append((c, id)); bytes += Int64(size)
+                    items.append((c, id))
+                    bytes += Int64(size)
                 }
             }
             let used = try await copies.storageUsed(app: app, user: user, on: conn)
             // Re-downloading a category replaces its copy: its current size is freed first.
-            let replaced = try await copies.downloaded(app: app, user: user, on: conn).filter { wanted.contains($0.categoryID) }.reduce(0) { $0 + $1.sizeBytes }
+            let replaced = try await copies.downloaded(app: app, user: user, on: conn).filter { wanted.contains($0.categoryID) }.reduce(0) {
+                $0 + $1.sizeBytes
+            }
             let available = l.storageLimitBytes - (used - replaced) - unfinished.bytes
             if bytes > available {
                 throw AppError(
@@ -92,15 +112,19 @@ struct OfflineCopy: Sendable {
                     "Not enough offline space: \(OfflineRules.megabytes(bytes)) MB needed, \(OfflineRules.megabytes(max(0, available))) MB available",
                     extra: [
                         "required_mb": .double(OfflineRules.megabytes(bytes)), "available_mb": .double(OfflineRules.megabytes(max(0, available))),
-                        "limit_mb": .double(OfflineRules.megabytes(l.storageLimitBytes))
-                    ])
+                        "limit_mb": .double(OfflineRules.megabytes(l.storageLimitBytes)),
+                    ]
+                )
             }
             let id = UUID()
             try await downloads.create(id: id, app: app, user: user, items: items, categories: wanted, estimatedBytes: bytes, now: now, on: conn)
             try await JobQueue.enqueue(on: conn, queue: DownloadJob.queue, kind: DownloadJob.kind, payload: DownloadJob(jobID: id), logger: logger)
             return DownloadResponse(
-                jobID: id, estimatedSizeMB: OfflineRules.megabytes(bytes),
-                estimatedTimeSeconds: max(1, Int((Double(bytes) / OfflineRules.estimatedBytesPerSecond).rounded(.up))), totalCount: items.count)
+                jobID: id,
+                estimatedSizeMB: OfflineRules.megabytes(bytes),
+                estimatedTimeSeconds: max(1, Int((Double(bytes) / OfflineRules.estimatedBytesPerSecond).rounded(.up))),
+                totalCount: items.count
+            )
         }
     }
 
@@ -113,7 +137,13 @@ struct OfflineCopy: Sendable {
                 throw AppError(OfflineErrorCode.invalidJobState, "The job is \(current.status)", extra: ["status": .string(current.status)])
             }
             if to == "downloading" {
-                try await JobQueue.enqueue(on: conn, queue: DownloadJob.queue, kind: DownloadJob.kind, payload: DownloadJob(jobID: id), logger: logger)
+                try await JobQueue.enqueue(
+                    on: conn,
+                    queue: DownloadJob.queue,
+                    kind: DownloadJob.kind,
+                    payload: DownloadJob(jobID: id),
+                    logger: logger
+                )
             }
             return try await downloads.status(id: id, app: app, user: user, on: conn)!
         }
@@ -126,17 +156,25 @@ struct OfflineCopy: Sendable {
                 throw AppError(OfflineErrorCode.categoryNotDownloaded, "This category is not in your offline copy")
             }
             if mine.cursor < (try await catalog.horizon(app: app, on: conn)) {
-                throw AppError(OfflineErrorCode.fullDownloadRequired, "This copy is older than the 30-day change history; download the category again")
+                throw AppError(
+                    OfflineErrorCode.fullDownloadRequired,
+                    "This copy is older than the 30-day change history; download the category again"
+                )
             }
             let (changes, next) = try await catalog.changes(app: app, category: category, after: mine.cursor, on: conn)
             // The limits hold here too: the whole copy's storage, this category's item count.
             var held = try await copies.itemSizes(app: app, user: user, category: category, on: conn)
             var budget = CopyBudget(itemCount: held.count, usedBytes: try await copies.storageUsed(app: app, user: user, on: conn), limits: l)
-            var added = 0, updated = 0, deleted = 0
+            var added = 0
+            var updated = 0
+            var deleted = 0
             var notApplied: [RefreshResponse.NotApplied] = []
             let gone = changes.filter { $0.kind == "deleted" }.map(\.id).filter { held[$0] != nil }
             try await copies.deleteItems(app: app, user: user, ids: gone, on: conn)
-            for id in gone { budget.remove(size: held.removeValue(forKey: id) ?? 0); deleted += 1 }
+            for id in gone {
+                budget.remove(size: held.removeValue(forKey: id) ?? 0)
+                deleted += 1
+            }
             for c in changes where c.kind != "deleted" {
                 guard let json = c.data else { continue }
                 let packed = try PackedItem.pack(Data(json.utf8))
@@ -147,15 +185,33 @@ struct OfflineCopy: Sendable {
                 }
                 if old == nil { added += 1 } else { updated += 1 }
                 held[c.id] = Int64(packed.sizeBytes)
-                try await copies.storeItem(app: app, user: user, category: category, item: c.id, packed: packed, version: c.version, now: now, on: conn)
+                try await copies.storeItem(
+                    app: app,
+                    user: user,
+                    category: category,
+                    item: c.id,
+                    packed: packed,
+                    version: c.version,
+                    now: now,
+                    on: conn
+                )
             }
             try await copies.upsertCategory(
-                app: app, user: user, category: category, cursor: next, complete: mine.complete && notApplied.isEmpty,
-                now: now, on: conn)
+                app: app,
+                user: user,
+                category: category,
+                cursor: next,
+                complete: mine.complete && notApplied.isEmpty,
+                now: now,
+                on: conn
+            )
             try await profiles.touchSync(app: app, user: user, now: now, on: conn)
             return RefreshResponse(
-                updated: !changes.isEmpty, changes: .init(added: added, updated: updated, deleted: deleted), cursor: next,
-                notApplied: notApplied)
+                updated: !changes.isEmpty,
+                changes: .init(added: added, updated: updated, deleted: deleted),
+                cursor: next,
+                notApplied: notApplied
+            )
         }
     }
 
@@ -172,8 +228,10 @@ struct OfflineCopy: Sendable {
             let waiting = try await sync.pendingActions(app: app, user: user, categories: categories, on: conn)
             if waiting > 0 && !force {
                 throw AppError(
-                    OfflineErrorCode.pendingSyncActions, "\(waiting) action(s) for this content are not synced yet; sync first or repeat with ?force=true",
-                    extra: ["pending_actions": .int(waiting)])
+                    OfflineErrorCode.pendingSyncActions,
+                    "\(waiting) action(s) for this content are not synced yet; sync first or repeat with ?force=true",
+                    extra: ["pending_actions": .int(waiting)]
+                )
             }
             // What an unfinished download would still add to these categories is cancelled first.
             try await downloads.cancel(app: app, user: user, categories: categories, on: conn)

@@ -21,32 +21,50 @@ struct OfflineSync: Sendable {
         var priority: Int?
         var categoryID: String?
         enum CodingKeys: String, CodingKey {
-            case clientActionID = "client_action_id", actionType = "action_type", entityType = "entity_type", entityID = "entity_id"
-            case payload, priority, categoryID = "category_id"
+            case clientActionID = "client_action_id"
+            case actionType = "action_type"
+            case entityType = "entity_type"
+            case entityID = "entity_id"
+            case payload, priority
+            case categoryID = "category_id"
         }
     }
 
     struct QueueResponse: Encodable {
         var queueItem: QueueItem, position: Int, replayed: Bool, dropped: String?
-        enum CodingKeys: String, CodingKey { case queueItem = "queue_item", position, replayed, dropped = "dropped_client_action_id" }
+        enum CodingKeys: String, CodingKey {
+            case queueItem = "queue_item"
+            case position, replayed
+            case dropped = "dropped_client_action_id"
+        }
     }
 
     struct ExecuteStatus: Encodable {
         var jobID: UUID, status: String, itemsToProcess: Int, succeeded: Int, duplicates: Int, failed: Int, conflicts: Int
         enum CodingKeys: String, CodingKey {
-            case jobID = "job_id", status, itemsToProcess = "items_to_process", succeeded, duplicates, failed, conflicts
+            case jobID = "job_id"
+            case status
+            case itemsToProcess = "items_to_process"
+            case succeeded, duplicates, failed, conflicts
         }
     }
 
     struct ResolveBody: Decodable {
         var resolution: String
         var mergeData: [String: String]?
-        enum CodingKeys: String, CodingKey { case resolution, mergeData = "merge_data" }
+        enum CodingKeys: String, CodingKey {
+            case resolution
+            case mergeData = "merge_data"
+        }
     }
 
     struct Resolved: Encodable {
         var resolved: Bool, resolution: String, finalData: JSONValue?, skipCount: Int?
-        enum CodingKeys: String, CodingKey { case resolved, resolution, finalData = "final_data", skipCount = "skip_count" }
+        enum CodingKeys: String, CodingKey {
+            case resolved, resolution
+            case finalData = "final_data"
+            case skipCount = "skip_count"
+        }
     }
 
     /// Answers the queued action and whether it is new (a replay answers the first).
@@ -57,26 +75,47 @@ struct OfflineSync: Sendable {
             if let existing = try await sync.find(app: app, user: user, clientActionID: b.clientActionID, on: conn) {
                 return (
                     QueueResponse(
-                        queueItem: existing, position: existing.status == "pending" ? try await sync.position(of: existing, app: app, user: user, on: conn) : 0,
-                        replayed: true, dropped: nil), false
+                        queueItem: existing,
+                        position: existing.status == "pending" ? try await sync.position(of: existing, app: app, user: user, on: conn) : 0,
+                        replayed: true,
+                        dropped: nil
+                    ), false
                 )
             }
             var dropped: String?
             if try await sync.pendingCount(app: app, user: user, on: conn) >= OfflineRules.maxPendingActions {
                 guard let d = try await sync.dropOldestExpendable(app: app, user: user, now: now, on: conn) else {
                     throw AppError(
-                        OfflineErrorCode.syncQueueFull, "100 answers and progress saves are waiting: run POST /sync/execute first",
-                        extra: ["limit": .int(OfflineRules.maxPendingActions)])
+                        OfflineErrorCode.syncQueueFull,
+                        "100 answers and progress saves are waiting: run POST /sync/execute first",
+                        extra: ["limit": .int(OfflineRules.maxPendingActions)]
+                    )
                 }
                 dropped = d
             }
             let item = QueueItem(
-                id: UUID(), clientActionID: b.clientActionID, actionType: b.actionType, entityType: b.entityType, entityID: b.entityID,
-                categoryID: b.categoryID, payload: b.payload, priority: b.priority ?? OfflineRules.defaultPriority(actionType: b.actionType),
-                status: "pending", attempts: 0, lastError: nil, createdAt: now, processedAt: nil)
+                id: UUID(),
+                clientActionID: b.clientActionID,
+                actionType: b.actionType,
+                entityType: b.entityType,
+                entityID: b.entityID,
+                categoryID: b.categoryID,
+                payload: b.payload,
+                priority: b.priority ?? OfflineRules.defaultPriority(actionType: b.actionType),
+                status: "pending",
+                attempts: 0,
+                lastError: nil,
+                createdAt: now,
+                processedAt: nil
+            )
             try await sync.insert(item, app: app, user: user, on: conn)
             return (
-                QueueResponse(queueItem: item, position: try await sync.position(of: item, app: app, user: user, on: conn), replayed: false, dropped: dropped),
+                QueueResponse(
+                    queueItem: item,
+                    position: try await sync.position(of: item, app: app, user: user, on: conn),
+                    replayed: false,
+                    dropped: dropped
+                ),
                 true
             )
         }
@@ -88,7 +127,13 @@ struct OfflineSync: Sendable {
             let n = try await sync.pendingCount(app: app, user: user, on: conn)
             let id = UUID()
             try await sync.createExecution(id: id, app: app, user: user, itemsToProcess: n, now: now, on: conn)
-            try await JobQueue.enqueue(on: conn, queue: DownloadJob.queue, kind: SyncExecuteJob.kind, payload: SyncExecuteJob(jobID: id), logger: logger)
+            try await JobQueue.enqueue(
+                on: conn,
+                queue: DownloadJob.queue,
+                kind: SyncExecuteJob.kind,
+                payload: SyncExecuteJob(jobID: id),
+                logger: logger
+            )
             return ExecuteStatus(jobID: id, status: "pending", itemsToProcess: n, succeeded: 0, duplicates: 0, failed: 0, conflicts: 0)
         }
     }

@@ -36,13 +36,18 @@ struct SyncExecuteJob: Codable, Sendable {
                 return true
             }
             if processed { continue }
-            try Task.checkCancellation() // the lease was lost (#34): the next worker goes on
+            try Task.checkCancellation()  // the lease was lost (#34): the next worker goes on
             // Nothing due now. A retry pending: run again when it is due, as a scheduled job.
             if let wait = try await d.db.withConnection({ try await d.sync.nextRetryIn(app: app, user: user, on: $0) }) {
                 try await d.db.withConnection { conn in
                     try await JobQueue.enqueue(
-                        on: conn, queue: DownloadJob.queue, kind: kind, payload: SyncExecuteJob(jobID: id), runAfter: wait + 0.05,
-                        logger: d.logger)
+                        on: conn,
+                        queue: DownloadJob.queue,
+                        kind: kind,
+                        payload: SyncExecuteJob(jobID: id),
+                        runAfter: wait + 0.05,
+                        logger: d.logger
+                    )
                 }
                 return
             }
@@ -88,15 +93,25 @@ struct SyncExecuteJob: Codable, Sendable {
                 try await count(.failed, job: job, d, on: conn)
             } else {
                 try await d.sync.retryLater(
-                    item.id, attempts: attempts, delay: OfflineRules.retryDelay(afterAttempt: attempts, jitter: .random(in: 0.8...1.2)),
-                    error: why, on: conn)
+                    item.id,
+                    attempts: attempts,
+                    delay: OfflineRules.retryDelay(afterAttempt: attempts, jitter: .random(in: 0.8...1.2)),
+                    error: why,
+                    on: conn
+                )
             }
         case .conflict(let serverData, let version):
             try await d.sync.finish(item.id, status: "conflict", error: nil, on: conn)
             try await count(.conflicts, job: job, d, on: conn)
             let conflictID = try await d.sync.openConflict(
-                app: app, user: user, item: item, serverData: serverData, serverVersion: version,
-                now: now, on: conn)
+                app: app,
+                user: user,
+                item: item,
+                serverData: serverData,
+                serverVersion: version,
+                now: now,
+                on: conn
+            )
             // The profile's strategy applies at once unless it is manual; past 10 open
             // conflicts the server's version is forced.
             let strategy = try await d.profiles.profile(app: app, user: user, on: conn).conflictStrategy

@@ -6,7 +6,10 @@ struct Place: Codable, Sendable, Equatable {
     var countryCode: String?
     var country: String?
     var city: String?
-    enum CodingKeys: String, CodingKey { case countryCode = "country_code", country, city }
+    enum CodingKeys: String, CodingKey {
+        case countryCode = "country_code"
+        case country, city
+    }
 }
 
 /// Reverse geocoding through a Nominatim-compatible server (`GEOCODER_URL`) with an identifying
@@ -25,13 +28,19 @@ struct Geocoder: Sendable {
         let url = "\(baseURL)/reverse?format=jsonv2&lat=\(latitude)&lon=\(longitude)&zoom=10&addressdetails=1"
         let response = try await http.send(
             HTTPRequest(
-                method: "GET", url: url, headers: [("User-Agent", userAgent), ("Accept", "application/json")],
-                timeout: .seconds(3)))
+                method: "GET",
+                url: url,
+                headers: [("User-Agent", userAgent), ("Accept", "application/json")],
+                timeout: .seconds(3)
+            )
+        )
         guard response.isSuccess, let obj = try JSONSerialization.jsonObject(with: response.body) as? [String: Any],
             let address = obj["address"] as? [String: Any]
         else { return nil }
         return Place(
-            countryCode: (address["country_code"] as? String)?.uppercased(), country: address["country"] as? String,
-            city: (address["city"] ?? address["town"] ?? address["village"] ?? address["municipality"]) as? String)
+            countryCode: (address["country_code"] as? String)?.uppercased(),
+            country: address["country"] as? String,
+            city: (address["city"] ?? address["town"] ?? address["village"] ?? address["municipality"]) as? String
+        )
     }
 }

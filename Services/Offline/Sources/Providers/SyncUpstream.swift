@@ -37,7 +37,8 @@ struct SyncUpstream: Sendable {
         guard !routes.isEmpty, routes.count <= 50 else { throw AppError.validation("routes", "routes must name 1 to 50 action types") }
         for (type, url) in routes {
             guard !type.isEmpty, type.count <= 64 else { throw AppError.validation("routes", "an action type is 1-64 characters") }
-            guard url.count <= 2048, let u = URL(string: url), ["http", "https"].contains(u.scheme?.lowercased() ?? ""), u.host?.isEmpty == false else {
+            guard url.count <= 2048, let u = URL(string: url), ["http", "https"].contains(u.scheme?.lowercased() ?? ""), u.host?.isEmpty == false
+            else {
                 throw AppError.validation("routes", "the URL for \(type.prefix(64)) must be an http(s) URL")
             }
         }
@@ -55,27 +56,42 @@ struct SyncUpstream: Sendable {
         var payload: JSONValue
         var resolution: String?
         enum CodingKeys: String, CodingKey {
-            case clientActionID = "client_action_id", appID = "app_id", userID = "user_id", actionType = "action_type"
-            case entityType = "entity_type", entityID = "entity_id", payload, resolution
+            case clientActionID = "client_action_id"
+            case appID = "app_id"
+            case userID = "user_id"
+            case actionType = "action_type"
+            case entityType = "entity_type"
+            case entityID = "entity_id"
+            case payload, resolution
         }
     }
 
     func send(_ url: String, item: QueueItem, app: UUID, user: UUID, payload: JSONValue? = nil, resolution: String? = nil) async -> Outcome {
         let body = Body(
-            clientActionID: item.clientActionID, appID: app, userID: user, actionType: item.actionType, entityType: item.entityType,
-            entityID: item.entityID, payload: payload ?? item.payload, resolution: resolution)
+            clientActionID: item.clientActionID,
+            appID: app,
+            userID: user,
+            actionType: item.actionType,
+            entityType: item.entityType,
+            entityID: item.entityID,
+            payload: payload ?? item.payload,
+            resolution: resolution
+        )
         let key = SyncSignature.idempotencyKey(app: app, user: user, clientActionID: item.clientActionID, resolution: resolution)
         guard let data = try? JSON.encoder.encode(body) else { return .rejected("could not encode the action") }
         let secretVersion: Int
         do { secretVersion = try await settings(app: app).secretVersion } catch { return .retryable("settings unavailable") }
         let signature = signer.header(app: app, secretVersion: secretVersion, body: data, at: clock.now())
         let request = HTTPRequest(
-            method: "POST", url: url,
+            method: "POST",
+            url: url,
             headers: [
                 ("Content-Type", "application/json"), ("Idempotency-Key", key),
-                ("X-App-ID", app.lowercasedString), ("X-Signature", signature)
+                ("X-App-ID", app.lowercasedString), ("X-Signature", signature),
             ],
-            body: data, timeout: timeout)
+            body: data,
+            timeout: timeout
+        )
         let response: HTTPResponseData
         do { response = try await http.send(request) } catch { return .retryable(String(describing: error)) }
         let text = String(decoding: response.body.prefix(1000), as: UTF8.self)
@@ -132,7 +148,8 @@ struct SyncSignature: Sendable {
 
     /// The receiver's check (used by tests and given to the game server's authors).
     static func verify(header: String, body: Data, secret: String, now: Date) -> Bool {
-        var t: Int?, v1: String?
+        var t: Int?
+        var v1: String?
         for part in header.split(separator: ",") {
             let kv = part.split(separator: "=", maxSplits: 1)
             guard kv.count == 2 else { continue }

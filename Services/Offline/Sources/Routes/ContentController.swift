@@ -58,16 +58,28 @@ struct ContentController: Sendable {
     struct ProfileResponse: Encodable {
         struct Category: Encodable {
             var id: String, name: String, itemCount: Int, estimatedSizeMB: Double, status: String
-            enum CodingKeys: String, CodingKey { case id, name, itemCount = "item_count", estimatedSizeMB = "estimated_size_mb", status }
+            enum CodingKeys: String, CodingKey {
+                case id, name
+                case itemCount = "item_count"
+                case estimatedSizeMB = "estimated_size_mb"
+                case status
+            }
         }
         struct Storage: Encodable {
             var usedBytes: Int64, usedMB: Double, limitMB: Double
-            enum CodingKeys: String, CodingKey { case usedBytes = "used_bytes", usedMB = "used_mb", limitMB = "limit_mb" }
+            enum CodingKeys: String, CodingKey {
+                case usedBytes = "used_bytes"
+                case usedMB = "used_mb"
+                case limitMB = "limit_mb"
+            }
         }
         struct Limits: Encodable {
             var tier: String, maxCategories: Int?, maxItemsPerCategory: Int?, storageLimitMB: Double
             enum CodingKeys: String, CodingKey {
-                case tier, maxCategories = "max_categories", maxItemsPerCategory = "max_items_per_category", storageLimitMB = "storage_limit_mb"
+                case tier
+                case maxCategories = "max_categories"
+                case maxItemsPerCategory = "max_items_per_category"
+                case storageLimitMB = "storage_limit_mb"
             }
         }
         var profile: SyncProfile
@@ -81,7 +93,10 @@ struct ContentController: Sendable {
         let l = await limits(app: app, user: user, context: context)
         let body = try await db.withConnection { conn -> ProfileResponse in
             let p = try await profiles.profile(app: app, user: user, on: conn)
-            let mine = Dictionary(try await copies.downloaded(app: app, user: user, on: conn).map { ($0.categoryID, $0) }, uniquingKeysWith: { a, _ in a })
+            let mine = Dictionary(
+                try await copies.downloaded(app: app, user: user, on: conn).map { ($0.categoryID, $0) },
+                uniquingKeysWith: { a, _ in a }
+            )
             let used = try await copies.storageUsed(app: app, user: user, on: conn)
             let cats = try await catalog.categories(app: app, on: conn).map { c -> ProfileResponse.Category in
                 let count = min(c.itemCount, l.maxItemsPerCategory ?? c.itemCount)
@@ -92,11 +107,18 @@ struct ContentController: Sendable {
             return ProfileResponse(
                 profile: p,
                 storage: .init(
-                    usedBytes: used, usedMB: OfflineRules.megabytes(used),
-                    limitMB: OfflineRules.megabytes(l.storageLimitBytes)),
+                    usedBytes: used,
+                    usedMB: OfflineRules.megabytes(used),
+                    limitMB: OfflineRules.megabytes(l.storageLimitBytes)
+                ),
                 limits: .init(
-                    tier: l.tier, maxCategories: l.maxCategories, maxItemsPerCategory: l.maxItemsPerCategory,
-                    storageLimitMB: OfflineRules.megabytes(l.storageLimitBytes)), categories: cats)
+                    tier: l.tier,
+                    maxCategories: l.maxCategories,
+                    maxItemsPerCategory: l.maxItemsPerCategory,
+                    storageLimitMB: OfflineRules.megabytes(l.storageLimitBytes)
+                ),
+                categories: cats
+            )
         }
         return try context.json(body)
     }
@@ -164,7 +186,10 @@ struct ContentController: Sendable {
 
     struct ItemView: Encodable {
         var id: String, version: Int, data: String, encoding: String, checksum: String, sizeBytes: Int
-        enum CodingKeys: String, CodingKey { case id, version, data, encoding, checksum, sizeBytes = "size_bytes" }
+        enum CodingKeys: String, CodingKey {
+            case id, version, data, encoding, checksum
+            case sizeBytes = "size_bytes"
+        }
     }
 
     func items(_ request: Request, _ context: ServiceRequestContext) async throws -> Response {
@@ -188,10 +213,22 @@ struct ContentController: Sendable {
         // SHA-256 of the JSON after decoding.
         let views = rows.map {
             ItemView(
-                id: $0.id, version: $0.version, data: $0.data.base64EncodedString(), encoding: $0.compressed ? "gzip" : "identity",
-                checksum: $0.checksum, sizeBytes: $0.sizeBytes)
+                id: $0.id,
+                version: $0.version,
+                data: $0.data.base64EncodedString(),
+                encoding: $0.compressed ? "gzip" : "identity",
+                checksum: $0.checksum,
+                sizeBytes: $0.sizeBytes
+            )
         }
-        struct Page: Encodable { var items: [ItemView]; var next: String?; enum CodingKeys: String, CodingKey { case items, next = "next_after" } }
+        struct Page: Encodable {
+            var items: [ItemView]
+            var next: String?
+            enum CodingKeys: String, CodingKey {
+                case items
+                case next = "next_after"
+            }
+        }
         return try context.json(Page(items: views, next: rows.count == limit ? rows.last?.id : nil))
     }
 
@@ -200,7 +237,11 @@ struct ContentController: Sendable {
     struct UpdateCheck: Encodable {
         var categoryID: String, cursor: Int64, nextCursor: Int64, added: Int, updated: Int, deleted: Int, hasUpdates: Bool, fullDownloadRequired: Bool
         enum CodingKeys: String, CodingKey {
-            case categoryID = "category_id", cursor, nextCursor = "next_cursor", added, updated, deleted, hasUpdates = "has_updates"
+            case categoryID = "category_id"
+            case cursor
+            case nextCursor = "next_cursor"
+            case added, updated, deleted
+            case hasUpdates = "has_updates"
             case fullDownloadRequired = "full_download_required"
         }
     }
@@ -221,14 +262,28 @@ struct ContentController: Sendable {
             }
             if cursor < (try await catalog.horizon(app: app, on: conn)) {
                 return UpdateCheck(
-                    categoryID: category, cursor: cursor, nextCursor: cursor, added: 0, updated: 0, deleted: 0, hasUpdates: true,
-                    fullDownloadRequired: true)
+                    categoryID: category,
+                    cursor: cursor,
+                    nextCursor: cursor,
+                    added: 0,
+                    updated: 0,
+                    deleted: 0,
+                    hasUpdates: true,
+                    fullDownloadRequired: true
+                )
             }
             let (changes, next) = try await catalog.changes(app: app, category: category, after: cursor, on: conn)
             let n = { (k: String) in changes.filter { $0.kind == k }.count }
             return UpdateCheck(
-                categoryID: category, cursor: cursor, nextCursor: next, added: n("added"), updated: n("updated"), deleted: n("deleted"),
-                hasUpdates: !changes.isEmpty, fullDownloadRequired: false)
+                categoryID: category,
+                cursor: cursor,
+                nextCursor: next,
+                added: n("added"),
+                updated: n("updated"),
+                deleted: n("deleted"),
+                hasUpdates: !changes.isEmpty,
+                fullDownloadRequired: false
+            )
         }
         return try context.json(body)
     }
@@ -257,7 +312,11 @@ struct ContentController: Sendable {
         let now = clock.now()
         struct Suggestion: Encodable {
             var categoryID: String, reason: String, sizeMB: Double
-            enum CodingKeys: String, CodingKey { case categoryID = "category_id", reason, sizeMB = "size_mb" }
+            enum CodingKeys: String, CodingKey {
+                case categoryID = "category_id"
+                case reason
+                case sizeMB = "size_mb"
+            }
         }
         let mine = try await db.withConnection { try await copies.downloaded(app: app, user: user, on: $0) }
         let list: [Suggestion] = mine.compactMap { c in
@@ -269,7 +328,10 @@ struct ContentController: Sendable {
         }
         struct Body: Encodable {
             var suggestions: [Suggestion], freeableMB: Double
-            enum CodingKeys: String, CodingKey { case suggestions, freeableMB = "freeable_mb" }
+            enum CodingKeys: String, CodingKey {
+                case suggestions
+                case freeableMB = "freeable_mb"
+            }
         }
         return try context.json(Body(suggestions: list, freeableMB: (list.reduce(0) { $0 + $1.sizeMB } * 100).rounded() / 100))
     }

@@ -37,15 +37,22 @@ struct LocationController: Sendable {
         var altitude: Double?
         var source: String?
         var consentGiven: Bool
-        enum CodingKeys: String, CodingKey { case latitude, longitude, accuracy, altitude, source, consentGiven = "consent_given" }
+        enum CodingKeys: String, CodingKey {
+            case latitude, longitude, accuracy, altitude, source
+            case consentGiven = "consent_given"
+        }
     }
 
     struct LocationView: Encodable {
         var id: UUID, latitude: Double, longitude: Double, accuracy: Double, geocoded: Place?, timestamp: Date
         func encode(to encoder: any Encoder) throws {
             var c = encoder.container(keyedBy: CodingKeys.self)
-            try c.encode(id, forKey: .id); try c.encode(latitude, forKey: .latitude); try c.encode(longitude, forKey: .longitude)
-            try c.encode(accuracy, forKey: .accuracy); try c.encode(geocoded, forKey: .geocoded); try c.encode(timestamp, forKey: .timestamp)
+            try c.encode(id, forKey: .id)
+            try c.encode(latitude, forKey: .latitude)
+            try c.encode(longitude, forKey: .longitude)
+            try c.encode(accuracy, forKey: .accuracy)
+            try c.encode(geocoded, forKey: .geocoded)
+            try c.encode(timestamp, forKey: .timestamp)
         }
         enum CodingKeys: String, CodingKey { case id, latitude, longitude, accuracy, geocoded, timestamp }
     }
@@ -65,14 +72,28 @@ struct LocationController: Sendable {
         guard b.consentGiven else { throw AppError(OfflineErrorCode.consentRequired, "Location needs consent_given") }
         let now = clock.now()
         let (id, place) = try await recording.record(
-            app: app, user: user, latitude: b.latitude, longitude: b.longitude, accuracy: b.accuracy, altitude: b.altitude, source: source,
-            now: now)
+            app: app,
+            user: user,
+            latitude: b.latitude,
+            longitude: b.longitude,
+            accuracy: b.accuracy,
+            altitude: b.altitude,
+            source: source,
+            now: now
+        )
         return try context.json(
             [
                 "location": LocationView(
-                    id: id, latitude: b.latitude, longitude: b.longitude, accuracy: b.accuracy,
-                    geocoded: place, timestamp: now)
-            ], status: .created)
+                    id: id,
+                    latitude: b.latitude,
+                    longitude: b.longitude,
+                    accuracy: b.accuracy,
+                    geocoded: place,
+                    timestamp: now
+                )
+            ],
+            status: .created
+        )
     }
 
     func nearby(_ request: Request, _ context: ServiceRequestContext) async throws -> Response {
@@ -98,12 +119,20 @@ struct LocationController: Sendable {
         }
         struct Item: Encodable {
             var id: String, type: String, title: String, distanceKm: Double, metadata: JSONValue
-            enum CodingKeys: String, CodingKey { case id, type, title, distanceKm = "distance_km", metadata }
+            enum CodingKeys: String, CodingKey {
+                case id, type, title
+                case distanceKm = "distance_km"
+                case metadata
+            }
         }
         let items = found.map { r in
             Item(
-                id: r.id, type: r.type, title: r.title, distanceKm: (r.distanceMeters / 10).rounded() / 100,
-                metadata: (try? JSONDecoder().decode(JSONValue.self, from: Data(r.metadata.utf8))) ?? .object([:]))
+                id: r.id,
+                type: r.type,
+                title: r.title,
+                distanceKm: (r.distanceMeters / 10).rounded() / 100,
+                metadata: (try? JSONDecoder().decode(JSONValue.self, from: Data(r.metadata.utf8))) ?? .object([:])
+            )
         }
         let body = ByteBuffer(bytes: try JSON.encoder.encode(["content": items]))
         // Kept until a change is heard, and never past the first listed place's end of availability.

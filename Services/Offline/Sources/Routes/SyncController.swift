@@ -37,8 +37,10 @@ struct SyncController: Sendable {
     static func requireAccount(_ context: ServiceRequestContext) throws {
         guard context.identity?.isGuest != true else {
             throw AppError(
-                OfflineErrorCode.guestNoCloudSave, "Guests keep their progress on this device; create an account to save it in the cloud",
-                extra: ["how": "POST /auth/v1/auth/link with an email, Google or Apple", "can_link": true])
+                OfflineErrorCode.guestNoCloudSave,
+                "Guests keep their progress on this device; create an account to save it in the cloud",
+                extra: ["how": "POST /auth/v1/auth/link with an email, Google or Apple", "can_link": true]
+            )
         }
     }
 
@@ -73,8 +75,15 @@ struct SyncController: Sendable {
         }
         return try context.json(
             OfflineSync.ExecuteStatus(
-                jobID: id, status: e.status, itemsToProcess: e.itemsToProcess, succeeded: e.succeeded,
-                duplicates: e.duplicates, failed: e.failed, conflicts: e.conflicts))
+                jobID: id,
+                status: e.status,
+                itemsToProcess: e.itemsToProcess,
+                succeeded: e.succeeded,
+                duplicates: e.duplicates,
+                failed: e.failed,
+                conflicts: e.conflicts
+            )
+        )
     }
 
     /// UC-OFFLINE-3.5: local_wins and merge are sent to the main app (it may refuse: 11a, the

@@ -18,11 +18,19 @@ struct UpstreamAdminController {
         var isDefault: Bool
         var secretVersion: Int
         var version: Int64
-        enum CodingKeys: String, CodingKey { case routes, isDefault = "is_default", secretVersion = "secret_version", version }
+        enum CodingKeys: String, CodingKey {
+            case routes
+            case isDefault = "is_default"
+            case secretVersion = "secret_version"
+            case version
+        }
     }
     struct Rotated: Encodable {
         var secret: String, secretVersion: Int
-        enum CodingKeys: String, CodingKey { case secret, secretVersion = "secret_version" }
+        enum CodingKeys: String, CodingKey {
+            case secret
+            case secretVersion = "secret_version"
+        }
     }
 
     func addRoutes(to admin: RouterGroup<ServiceRequestContext>) {
@@ -30,8 +38,12 @@ struct UpstreamAdminController {
             let own = try await store.find(app: try context.requireApp()) ?? .none
             return try context.json(
                 Shown(
-                    routes: own.routes ?? upstream.routes, isDefault: own.routes == nil,
-                    secretVersion: own.secretVersion, version: own.version))
+                    routes: own.routes ?? upstream.routes,
+                    isDefault: own.routes == nil,
+                    secretVersion: own.secretVersion,
+                    version: own.version
+                )
+            )
         }
         admin.put("admin/sync-upstream") { request, context in
             let app = try context.requireApp()

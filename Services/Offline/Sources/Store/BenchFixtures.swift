@@ -15,7 +15,8 @@ struct BenchFixtures: Sendable {
         for try await text in try await db.query(
             """
             SELECT data::text FROM content_items WHERE app_id = \(app) AND category_id = \(category) AND deleted_at IS NULL ORDER BY id
-            """, logger: logger
+            """,
+            logger: logger
         ).decode(String.self) { bytes += text.utf8.count }
         return bytes
     }

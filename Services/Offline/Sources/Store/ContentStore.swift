@@ -23,13 +23,25 @@ struct CatalogStore: Sendable {
             INSERT INTO content_categories (app_id, id, name, description) VALUES (\(app), \(id), \(name), \(description))
             ON CONFLICT (app_id, id) DO UPDATE SET name = EXCLUDED.name, description = EXCLUDED.description, active = true,
                 change_seq = nextval('content_change_seq'), updated_at = now()
-            """, logger: logger)
+            """,
+            logger: logger
+        )
     }
 
     /// A category as the console lists it (#47): what the app downloads, and how much of it.
     struct ListedCategory: Encodable, Sendable {
-        var id: String; var name: String; var description: String; var active: Bool; var items: Int; var sizeBytes: Int64; var updatedAt: Date
-        enum CodingKeys: String, CodingKey { case id, name, description, active, items, sizeBytes = "size_bytes", updatedAt = "updated_at" }
+        var id: String
+        var name: String
+        var description: String
+        var active: Bool
+        var items: Int
+        var sizeBytes: Int64
+        var updatedAt: Date
+        enum CodingKeys: String, CodingKey {
+            case id, name, description, active, items
+            case sizeBytes = "size_bytes"
+            case updatedAt = "updated_at"
+        }
     }
 
     /// The app's categories by id, `limit` of them after `after`, with their live items.
@@ -41,7 +53,8 @@ struct CatalogStore: Sendable {
                 (SELECT count(*)::int8 FROM content_items i WHERE i.app_id = c.app_id AND i.category_id = c.id AND i.deleted_at IS NULL),
                 (SELECT COALESCE(sum(size_bytes), 0)::int8 FROM content_items i WHERE i.app_id = c.app_id AND i.category_id = c.id AND i.deleted_at IS NULL)
             FROM content_categories c WHERE c.app_id = \(app) AND c.id > \(after ?? "") ORDER BY c.id LIMIT \(limit)
-            """, logger: logger
+            """,
+            logger: logger
         ).decode((String, String, String, Bool, Date, Int64, Int64).self) {
             out.append(ListedCategory(id: r.0, name: r.1, description: r.2, active: r.3, items: Int(r.5), sizeBytes: r.6, updatedAt: r.4))
         }
@@ -61,18 +74,27 @@ struct CatalogStore: Sendable {
         for try await user in try await conn.run(
             """
             SELECT user_id FROM offline_categories WHERE app_id = \(app) AND category_id = \(category)
-            """, logger: logger
+            """,
+            logger: logger
         ).decode(UUID.self) { holders.append(user) }
         let batch = UUID().lowercasedString
         for (i, start) in stride(from: 0, to: holders.count, by: Self.announceChunk).enumerated() {
             let users = Array(holders[start..<min(start + Self.announceChunk, holders.count)])
             try await Outbox.write(
                 OutboxMessage(
-                    InternalRoutes.notifyUsers, path: InternalRoutes.notifyUsers.path(app: app),
+                    InternalRoutes.notifyUsers,
+                    path: InternalRoutes.notifyUsers.path(app: app),
                     body: NotificationRequest(
-                        appID: app, key: "content:\(category):\(batch):\(i)", kind: "content_update",
-                        data: ["changes": String(changes), "category": name], userIDs: users)),
-                on: conn, logger: logger)
+                        appID: app,
+                        key: "content:\(category):\(batch):\(i)",
+                        kind: "content_update",
+                        data: ["changes": String(changes), "category": name],
+                        userIDs: users
+                    )
+                ),
+                on: conn,
+                logger: logger
+            )
         }
     }
 
@@ -87,8 +109,15 @@ struct CatalogStore: Sendable {
 
     /// Upserts items (a new version and a new change number when the data changed) and
     /// tombstones deleted ones. Returns (upserted, deleted).
-    func applyBatch(app: UUID, category: String, upserts: [(String, String)], deletes: [String], on conn: PostgresConnection) async throws -> (Int, Int) {
-        var upserted = 0, deleted = 0
+    func applyBatch(
+        app: UUID,
+        category: String,
+        upserts: [(String, String)],
+        deletes: [String],
+        on conn: PostgresConnection
+    ) async throws -> (Int, Int) {
+        var upserted = 0
+        var deleted = 0
         for (id, json) in upserts {
             var stored: String?
             for try await text in try await conn.run(
@@ -102,7 +131,8 @@ struct CatalogStore: Sendable {
                 WHERE content_items.data IS DISTINCT FROM EXCLUDED.data OR content_items.deleted_at IS NOT NULL
                    OR content_items.category_id <> EXCLUDED.category_id
                 RETURNING data::text
-                """, logger: logger
+                """,
+                logger: logger
             ).decode(String.self) { stored = text }
             guard let stored else { continue }
             upserted += 1
@@ -114,7 +144,8 @@ struct CatalogStore: Sendable {
                 """
                 UPDATE content_items SET deleted_at = now(), change_seq = nextval('content_change_seq'), updated_at = now()
                 WHERE app_id = \(app) AND category_id = \(category) AND id = ANY(\(deletes)) AND deleted_at IS NULL RETURNING 1
-                """, logger: logger
+                """,
+                logger: logger
             ).count()
         }
         return (upserted, deleted)
@@ -126,7 +157,8 @@ struct CatalogStore: Sendable {
         for try await r in try await conn.run(
             """
             SELECT id, data::text, version FROM content_items WHERE app_id = \(app) AND id = ANY(\(ids)) AND deleted_at IS NULL
-            """, logger: logger
+            """,
+            logger: logger
         ).decode((String, String, Int).self) { out[r.0] = (r.1, r.2) }
         return out
     }
@@ -137,7 +169,9 @@ struct CatalogStore: Sendable {
             UPDATE content_items SET packed = \(ByteBuffer(data: p.data)), packed_compressed = \(p.compressed), packed_checksum = \(p.checksum),
                    packed_size = \(p.sizeBytes)
             WHERE app_id = \(app) AND id = \(id)
-            """, logger: logger)
+            """,
+            logger: logger
+        )
     }
 
     func categories(app: UUID, on conn: PostgresConnection) async throws -> [CategorySummary] {
@@ -148,7 +182,9 @@ struct CatalogStore: Sendable {
             FROM content_categories c
             LEFT JOIN content_items i ON i.app_id = c.app_id AND i.category_id = c.id AND i.deleted_at IS NULL
             WHERE c.app_id = \(app) AND c.active GROUP BY c.id, c.name, c.description, c.change_seq ORDER BY c.id
-            """, logger: logger)
+            """,
+            logger: logger
+        )
         var out: [CategorySummary] = []
         for try await r in rows.decode((String, String, String, Int, Int64, Int64).self) {
             out.append(CategorySummary(id: r.0, name: r.1, description: r.2, itemCount: r.3, sizeBytes: r.4, changeSeq: r.5))
@@ -162,13 +198,20 @@ struct CatalogStore: Sendable {
             """
             SELECT id, size_bytes FROM content_items WHERE app_id = \(app) AND category_id = \(category) AND deleted_at IS NULL
             ORDER BY id LIMIT \(limit ?? Int(Int32.max))
-            """, logger: logger)
+            """,
+            logger: logger
+        )
         var out: [(String, Int)] = []
         for try await r in rows.decode((String, Int).self) { out.append(r) }
         return out
     }
 
-    struct Change: Sendable { var id: String; var data: String?; var version: Int; var kind: String }
+    struct Change: Sendable {
+        var id: String
+        var data: String?
+        var version: Int
+        var kind: String
+    }
 
     /// What changed in a category after `cursor`: added, updated, deleted (relative to a copy
     /// taken at `cursor`).
@@ -180,7 +223,9 @@ struct CatalogStore: Sendable {
             FROM content_items WHERE app_id = \(app) AND category_id = \(category) AND change_seq > \(cursor)
               AND NOT (deleted_at IS NOT NULL AND created_seq > \(cursor))
             ORDER BY change_seq
-            """, logger: logger)
+            """,
+            logger: logger
+        )
         var out: [Change] = []
         var next = cursor
         for try await r in rows.decode((String, String?, Int, String, Int64).self) {
@@ -194,14 +239,17 @@ struct CatalogStore: Sendable {
         for try await s in try await conn.run(
             """
             SELECT COALESCE(max(change_seq), 0)::int8 FROM content_items WHERE app_id = \(app) AND category_id = \(category)
-            """, logger: logger
+            """,
+            logger: logger
         ).decode(Int64.self) { return s }
         return 0
     }
 
     /// The change number before which tombstones were purged (a cursor below it is too old).
     func horizon(app: UUID, on conn: PostgresConnection) async throws -> Int64 {
-        for try await s in try await conn.run("SELECT purged_through_seq FROM content_horizon WHERE app_id = \(app)", logger: logger).decode(Int64.self) {
+        for try await s in try await conn.run("SELECT purged_through_seq FROM content_horizon WHERE app_id = \(app)", logger: logger).decode(
+            Int64.self
+        ) {
             return s
         }
         return 0
@@ -237,7 +285,9 @@ struct CatalogStore: Sendable {
                         """
                         INSERT INTO content_horizon (app_id, purged_through_seq) VALUES (\(app), \(seq))
                         ON CONFLICT (app_id) DO UPDATE SET purged_through_seq = GREATEST(content_horizon.purged_through_seq, EXCLUDED.purged_through_seq)
-                        """, logger: logger)
+                        """,
+                        logger: logger
+                    )
                 }
                 return (rows, touched)
             }
@@ -278,7 +328,9 @@ struct CopyStore: Sendable {
                 try await conn.run(
                     """
                     DELETE FROM offline_items WHERE app_id = \(app) AND user_id = \(user) AND category_id = \(category)
-                    """, logger: logger)
+                    """,
+                    logger: logger
+                )
             }
             return n
         }
@@ -295,8 +347,14 @@ struct CopyStore: Sendable {
         var lastAccessedAt: Date?
         var expiresAt: Date
         enum CodingKeys: String, CodingKey {
-            case categoryID = "category_id", itemCount = "item_count", sizeBytes = "size_bytes", cursor, complete
-            case downloadedAt = "downloaded_at", lastUpdatedAt = "last_updated_at", lastAccessedAt = "last_accessed_at", expiresAt = "expires_at"
+            case categoryID = "category_id"
+            case itemCount = "item_count"
+            case sizeBytes = "size_bytes"
+            case cursor, complete
+            case downloadedAt = "downloaded_at"
+            case lastUpdatedAt = "last_updated_at"
+            case lastAccessedAt = "last_accessed_at"
+            case expiresAt = "expires_at"
         }
     }
 
@@ -305,13 +363,24 @@ struct CopyStore: Sendable {
             """
             SELECT category_id, item_count, size_bytes, cursor, complete, downloaded_at, last_updated_at, last_accessed_at, expires_at
             FROM offline_categories WHERE app_id = \(app) AND user_id = \(user) ORDER BY category_id
-            """, logger: logger)
+            """,
+            logger: logger
+        )
         var out: [Downloaded] = []
         for try await r in rows.decode((String, Int, Int64, Int64, Bool, Date, Date, Date?, Date).self) {
             out.append(
                 Downloaded(
-                    categoryID: r.0, itemCount: r.1, sizeBytes: r.2, cursor: r.3, complete: r.4, downloadedAt: r.5,
-                    lastUpdatedAt: r.6, lastAccessedAt: r.7, expiresAt: r.8))
+                    categoryID: r.0,
+                    itemCount: r.1,
+                    sizeBytes: r.2,
+                    cursor: r.3,
+                    complete: r.4,
+                    downloadedAt: r.5,
+                    lastUpdatedAt: r.6,
+                    lastAccessedAt: r.7,
+                    expiresAt: r.8
+                )
+            )
         }
         return out
     }
@@ -320,13 +389,20 @@ struct CopyStore: Sendable {
         for try await n in try await conn.run(
             """
             SELECT COALESCE(sum(size_bytes), 0)::int8 FROM offline_items WHERE app_id = \(app) AND user_id = \(user)
-            """, logger: logger
+            """,
+            logger: logger
         ).decode(Int64.self) { return n }
         return 0
     }
 
     func storeItem(
-        app: UUID, user: UUID, category: String, item: String, packed: PackedItem, version: Int, now: Date,
+        app: UUID,
+        user: UUID,
+        category: String,
+        item: String,
+        packed: PackedItem,
+        version: Int,
+        now: Date,
         on conn: PostgresConnection
     ) async throws {
         let expires = now.addingTimeInterval(OfflineRules.copyLifetime)
@@ -338,7 +414,9 @@ struct CopyStore: Sendable {
             ON CONFLICT (app_id, user_id, item_id) DO UPDATE SET category_id = EXCLUDED.category_id, data = EXCLUDED.data,
                 compressed = EXCLUDED.compressed, checksum = EXCLUDED.checksum, size_bytes = EXCLUDED.size_bytes, version = EXCLUDED.version,
                 downloaded_at = EXCLUDED.downloaded_at, expires_at = EXCLUDED.expires_at
-            """, logger: logger)
+            """,
+            logger: logger
+        )
     }
 
     /// The sizes of the items a category of the copy holds, by item id.
@@ -347,7 +425,8 @@ struct CopyStore: Sendable {
         for try await (id, size) in try await conn.run(
             """
             SELECT item_id, size_bytes::int8 FROM offline_items WHERE app_id = \(app) AND user_id = \(user) AND category_id = \(category)
-            """, logger: logger
+            """,
+            logger: logger
         ).decode((String, Int64).self) { out[id] = size }
         return out
     }
@@ -366,7 +445,9 @@ struct CopyStore: Sendable {
             FROM offline_items WHERE app_id = \(app) AND user_id = \(user) AND category_id = \(category)
             ON CONFLICT (app_id, user_id, category_id) DO UPDATE SET item_count = EXCLUDED.item_count, size_bytes = EXCLUDED.size_bytes,
                 cursor = EXCLUDED.cursor, complete = EXCLUDED.complete, last_updated_at = EXCLUDED.last_updated_at, expires_at = EXCLUDED.expires_at
-            """, logger: logger)
+            """,
+            logger: logger
+        )
     }
 
     /// Deletes categories of the copy (all when `categories` is nil); returns the bytes freed.
@@ -377,18 +458,27 @@ struct CopyStore: Sendable {
             WITH gone AS (DELETE FROM offline_items WHERE app_id = \(app) AND user_id = \(user)
                           AND (\(categories)::text[] IS NULL OR category_id = ANY(\(categories))) RETURNING size_bytes)
             SELECT COALESCE(sum(size_bytes), 0)::int8 FROM gone
-            """, logger: logger
+            """,
+            logger: logger
         ).decode(Int64.self) { bytes = b }
         let count = try await conn.run(
             """
             DELETE FROM offline_categories WHERE app_id = \(app) AND user_id = \(user)
               AND (\(categories)::text[] IS NULL OR category_id = ANY(\(categories))) RETURNING 1
-            """, logger: logger
+            """,
+            logger: logger
         ).count()
         return (count, bytes)
     }
 
-    struct PackedRow: Sendable { var id: String; var data: Data; var compressed: Bool; var checksum: String; var sizeBytes: Int; var version: Int }
+    struct PackedRow: Sendable {
+        var id: String
+        var data: Data
+        var compressed: Bool
+        var checksum: String
+        var sizeBytes: Int
+        var version: Int
+    }
 
     func items(app: UUID, user: UUID, category: String, after: String?, limit: Int, on conn: PostgresConnection) async throws -> [PackedRow] {
         let rows = try await conn.run(
@@ -396,7 +486,9 @@ struct CopyStore: Sendable {
             SELECT item_id, data, compressed, checksum, size_bytes, version FROM offline_items
             WHERE app_id = \(app) AND user_id = \(user) AND category_id = \(category) AND (\(after)::text IS NULL OR item_id > \(after))
             ORDER BY item_id LIMIT \(limit)
-            """, logger: logger)
+            """,
+            logger: logger
+        )
         var out: [PackedRow] = []
         for try await r in rows.decode((String, ByteBuffer, Bool, String, Int, Int).self) {
             out.append(PackedRow(id: r.0, data: Data(buffer: r.1), compressed: r.2, checksum: r.3, sizeBytes: r.4, version: r.5))

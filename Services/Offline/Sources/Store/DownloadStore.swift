@@ -19,12 +19,22 @@ struct DownloadJobStatus: Encodable, Sendable {
     struct ItemError: Encodable, Sendable {
         var itemID: String
         var error: String
-        enum CodingKeys: String, CodingKey { case itemID = "item_id", error }
+        enum CodingKeys: String, CodingKey {
+            case itemID = "item_id"
+            case error
+        }
     }
 
     enum CodingKeys: String, CodingKey {
-        case jobID = "job_id", status, progress, downloadedCount = "downloaded_count", totalCount = "total_count"
-        case failedCount = "failed_count", categoryIDs = "category_ids", errors, startedAt = "started_at", completedAt = "completed_at"
+        case jobID = "job_id"
+        case status, progress
+        case downloadedCount = "downloaded_count"
+        case totalCount = "total_count"
+        case failedCount = "failed_count"
+        case categoryIDs = "category_ids"
+        case errors
+        case startedAt = "started_at"
+        case completedAt = "completed_at"
     }
 }
 
@@ -39,8 +49,14 @@ struct DownloadStore: Sendable {
     }
 
     func create(
-        id: UUID, app: UUID, user: UUID, items: [(category: String, item: String)], categories: [String], estimatedBytes: Int64,
-        now: Date, on conn: PostgresConnection
+        id: UUID,
+        app: UUID,
+        user: UUID,
+        items: [(category: String, item: String)],
+        categories: [String],
+        estimatedBytes: Int64,
+        now: Date,
+        on conn: PostgresConnection
     ) async throws {
         try await conn.run(
             """
@@ -50,25 +66,32 @@ struct DownloadStore: Sendable {
                    -- are purged the highest stored change can be older than it).
                    GREATEST(COALESCE((SELECT max(change_seq) FROM content_items WHERE app_id = \(app)), 0),
                             COALESCE((SELECT purged_through_seq FROM content_horizon WHERE app_id = \(app)), 0)), \(now)
-            """, logger: logger)
-        let cats = items.map(\.category), ids = items.map(\.item)
+            """,
+            logger: logger
+        )
+        let cats = items.map(\.category)
+        let ids = items.map(\.item)
         try await conn.run(
             """
             INSERT INTO download_job_items (job_id, position, category_id, item_id)
             SELECT \(id), ord::int, c, i FROM unnest(\(cats)::text[], \(ids)::text[]) WITH ORDINALITY AS t(c, i, ord)
-            """, logger: logger)
+            """,
+            logger: logger
+        )
     }
 
     /// What the user's unfinished jobs (pending, downloading, paused) will still add: their
     /// categories, and the bytes of the items not yet written. The limits count them, or
     /// two quick requests (or two replicas) would each see room for the same slot.
     func unfinished(app: UUID, user: UUID, on conn: PostgresConnection) async throws -> (categories: Set<String>, bytes: Int64) {
-        var categories: Set<String> = [], bytes: Int64 = 0
+        var categories: Set<String> = []
+        var bytes: Int64 = 0
         for try await (ids, left) in try await conn.run(
             """
             SELECT category_ids, (estimated_size_bytes * GREATEST(total_count - downloaded_count - failed_count, 0) / GREATEST(total_count, 1))::int8
             FROM download_jobs WHERE app_id = \(app) AND user_id = \(user) AND status IN ('pending', 'downloading', 'paused')
-            """, logger: logger
+            """,
+            logger: logger
         ).decode(([String], Int64).self) {
             categories.formUnion(ids)
             bytes += left
@@ -82,18 +105,29 @@ struct DownloadStore: Sendable {
             """
             SELECT status, downloaded_count, total_count, failed_count, category_ids, started_at, completed_at FROM download_jobs
             WHERE id = \(id) AND app_id = \(app) AND user_id = \(user)
-            """, logger: logger
+            """,
+            logger: logger
         ).decode((String, Int, Int, Int, [String], Date?, Date?).self) {
             let done = r.1 + r.3
             out = DownloadJobStatus(
-                jobID: id, status: r.0, progress: r.2 == 0 ? 100 : done * 100 / r.2, downloadedCount: r.1, totalCount: r.2,
-                failedCount: r.3, categoryIDs: r.4, errors: [], startedAt: r.5, completedAt: r.6)
+                jobID: id,
+                status: r.0,
+                progress: r.2 == 0 ? 100 : done * 100 / r.2,
+                downloadedCount: r.1,
+                totalCount: r.2,
+                failedCount: r.3,
+                categoryIDs: r.4,
+                errors: [],
+                startedAt: r.5,
+                completedAt: r.6
+            )
         }
         guard var status = out else { return nil }
         for try await (item, error) in try await conn.run(
             """
             SELECT item_id, COALESCE(error, 'failed') FROM download_job_items WHERE job_id = \(id) AND status = 'failed' ORDER BY position
-            """, logger: logger
+            """,
+            logger: logger
         ).decode((String, String).self) { status.errors.append(.init(itemID: item, error: error)) }
         return status
     }
@@ -103,25 +137,38 @@ struct DownloadStore: Sendable {
         for try await _ in try await conn.run(
             """
             UPDATE download_jobs SET status = \(to) WHERE id = \(id) AND app_id = \(app) AND user_id = \(user) AND status = ANY(\(from)) RETURNING 1
-            """, logger: logger)
-        { return true }
+            """,
+            logger: logger
+        ) { return true }
         return false
     }
 
-    struct Work: Sendable { var app: UUID; var user: UUID; var status: String; var cursor: Int64; var categories: [String] }
+    struct Work: Sendable {
+        var app: UUID
+        var user: UUID
+        var status: String
+        var cursor: Int64
+        var categories: [String]
+    }
 
     func work(id: UUID, on conn: PostgresConnection) async throws -> Work? {
         for try await r in try await conn.run(
             """
             SELECT app_id, user_id, status, cursor, category_ids FROM download_jobs WHERE id = \(id) FOR UPDATE
-            """, logger: logger
+            """,
+            logger: logger
         ).decode((UUID, UUID, String, Int64, [String]).self) {
             return Work(app: r.0, user: r.1, status: r.2, cursor: r.3, categories: r.4)
         }
         return nil
     }
 
-    struct PendingItem: Sendable { var position: Int; var category: String; var item: String; var attempts: Int }
+    struct PendingItem: Sendable {
+        var position: Int
+        var category: String
+        var item: String
+        var attempts: Int
+    }
 
     struct Batch: Sendable {
         /// The categories of the batch's items and how many there were (none: the job is done).
@@ -171,7 +218,8 @@ struct DownloadStore: Sendable {
             SELECT 'category', count(*)::int, category_id, '', 0 FROM next GROUP BY category_id
             UNION ALL
             SELECT 'more', (SELECT count(*) FROM pending)::int, '', '', 0 WHERE (SELECT count(*) FROM pending) > \(limit)
-            """, logger: logger
+            """,
+            logger: logger
         ).decode((String, Int, String, String, Int).self) {
             switch r.0 {
             case "category": batch.categories[r.2] = r.1
@@ -195,16 +243,26 @@ struct DownloadStore: Sendable {
         for try await (app, user) in try await conn.run(
             """
             UPDATE download_jobs SET status = \(status), completed_at = \(now) WHERE id = \(id) RETURNING app_id, user_id
-            """, logger: logger
+            """,
+            logger: logger
         ).decode((UUID, UUID).self) {
             // #46: the user's app hears it live (and an app's servers by webhook), iff this commits.
             try await Outbox.write(
                 try OutboxMessage(
-                    InternalRoutes.events, path: InternalRoutes.events.path(),
+                    InternalRoutes.events,
+                    path: InternalRoutes.events.path(),
                     body: WebhookEventMessage(
-                        type: "download.completed", id: id, appID: app, createdAt: now, version: 1,
-                        data: ["user_id": .string(user.lowercasedString), "job_id": .string(id.lowercasedString), "status": .string(status)])),
-                on: conn, logger: logger)
+                        type: "download.completed",
+                        id: id,
+                        appID: app,
+                        createdAt: now,
+                        version: 1,
+                        data: ["user_id": .string(user.lowercasedString), "job_id": .string(id.lowercasedString), "status": .string(status)]
+                    )
+                ),
+                on: conn,
+                logger: logger
+            )
         }
     }
 
@@ -213,7 +271,8 @@ struct DownloadStore: Sendable {
         for try await (category, n) in try await conn.run(
             """
             SELECT category_id, count(*)::int FROM download_job_items WHERE job_id = \(job) AND status = 'failed' GROUP BY category_id
-            """, logger: logger
+            """,
+            logger: logger
         ).decode((String, Int).self) { out[category] = n }
         return out
     }
@@ -222,14 +281,18 @@ struct DownloadStore: Sendable {
         try await conn.run(
             """
             UPDATE download_job_items SET status = 'done', attempts = attempts + 1 WHERE job_id = \(job) AND position = ANY(\(positions))
-            """, logger: logger)
+            """,
+            logger: logger
+        )
     }
 
     func markItem(job: UUID, position: Int, status: String, error: String?, on conn: PostgresConnection) async throws {
         try await conn.run(
             """
             UPDATE download_job_items SET status = \(status), error = \(error), attempts = attempts + 1 WHERE job_id = \(job) AND position = \(position)
-            """, logger: logger)
+            """,
+            logger: logger
+        )
     }
 
     /// Deleting categories from the copy (all when nil) cancels what unfinished downloads would
@@ -241,18 +304,24 @@ struct DownloadStore: Sendable {
             WHERE status = 'pending' AND (\(categories)::text[] IS NULL OR category_id = ANY(\(categories)))
               AND job_id IN (SELECT id FROM download_jobs WHERE app_id = \(app) AND user_id = \(user)
                              AND status IN ('pending', 'downloading', 'paused'))
-            """, logger: logger)
+            """,
+            logger: logger
+        )
         try await conn.run(
             """
             UPDATE download_jobs SET category_ids = CASE WHEN \(categories)::text[] IS NULL THEN '{}'::text[]
                                                          ELSE ARRAY(SELECT c FROM unnest(category_ids) c WHERE c <> ALL(\(categories))) END
             WHERE app_id = \(app) AND user_id = \(user) AND status IN ('pending', 'downloading', 'paused')
-            """, logger: logger)
+            """,
+            logger: logger
+        )
         try await conn.run(
             """
             UPDATE download_jobs SET status = 'cancelled', completed_at = now()
             WHERE app_id = \(app) AND user_id = \(user) AND status IN ('pending', 'downloading', 'paused') AND cardinality(category_ids) = 0
-            """, logger: logger)
+            """,
+            logger: logger
+        )
     }
 
     func recount(job: UUID, on conn: PostgresConnection) async throws {
@@ -263,6 +332,8 @@ struct DownloadStore: Sendable {
                          count(*) FILTER (WHERE status <> 'cancelled')::int AS total
                   FROM download_job_items WHERE job_id = \(job)) c
             WHERE j.id = \(job)
-            """, logger: logger)
+            """,
+            logger: logger
+        )
     }
 }

@@ -15,7 +15,8 @@ struct GeocodeStore: Sendable {
             """
             SELECT country_code, country, city FROM geocode_cache
             WHERE lat_key = \(latKey)::numeric(6,2) AND lon_key = \(lonKey)::numeric(6,2) AND fetched_at > \(since)
-            """, logger: logger
+            """,
+            logger: logger
         ).decode((String?, String?, String?).self) {
             return Place(countryCode: r.0, country: r.1, city: r.2)
         }
@@ -29,7 +30,8 @@ struct GeocodeStore: Sendable {
             """
             UPDATE geocoder_slot SET next_at = GREATEST(next_at, clock_timestamp()) + interval '1 second' WHERE id = 1
             RETURNING extract(epoch FROM (next_at - interval '1 second') - clock_timestamp())::float8
-            """, logger: logger
+            """,
+            logger: logger
         ).decode(Double.self) { wait = max(0, w) }
         return wait
     }
@@ -41,6 +43,8 @@ struct GeocodeStore: Sendable {
             VALUES (\(latKey)::numeric(6,2), \(lonKey)::numeric(6,2), \(place.countryCode), \(place.country), \(place.city), \(now))
             ON CONFLICT (lat_key, lon_key) DO UPDATE SET country_code = EXCLUDED.country_code, country = EXCLUDED.country,
                 city = EXCLUDED.city, fetched_at = EXCLUDED.fetched_at
-            """, logger: logger)
+            """,
+            logger: logger
+        )
     }
 }

@@ -20,7 +20,9 @@ struct LocationStore: Sendable {
             """
             INSERT INTO user_consents (app_id, user_id, geolocation, changed_at) VALUES (\(fact.appID), \(fact.userID), \(fact.value), now())
             ON CONFLICT (app_id, user_id) DO UPDATE SET geolocation = EXCLUDED.geolocation, changed_at = EXCLUDED.changed_at
-            """, logger: logger)
+            """,
+            logger: logger
+        )
         if !fact.value { _ = try await deleteLocations(app: fact.appID, user: fact.userID, on: conn) }
         return outcome
     }
@@ -46,7 +48,8 @@ struct LocationStore: Sendable {
         for try await last in try await conn.run(
             """
             SELECT max(created_at) FROM user_locations WHERE app_id = \(app) AND user_id = \(user) HAVING count(*) > 0
-            """, logger: logger
+            """,
+            logger: logger
         ).decode(Date.self) {
             let wait = Int((last.addingTimeInterval(OfflineRules.locationInterval).timeIntervalSince(now)).rounded(.up))
             if wait > 0 { throw AppError.rateLimited(retryAfter: wait) }
@@ -94,7 +97,9 @@ struct LocationStore: Sendable {
                     ST_SetSRID(ST_MakePoint(\(p.longitude), \(p.latitude)), 4326)::geography, \(p.active), \(p.availableUntil))
             ON CONFLICT (app_id, id) DO UPDATE SET content_type = EXCLUDED.content_type, title = EXCLUDED.title, metadata = EXCLUDED.metadata,
                 location = EXCLUDED.location, active = EXCLUDED.active, available_until = EXCLUDED.available_until
-            """, logger: logger)
+            """,
+            logger: logger
+        )
     }
 
     /// A demo place, kept as it is if it exists.
@@ -105,7 +110,9 @@ struct LocationStore: Sendable {
             VALUES (\(app), \(p.id), \(p.contentType), \(p.title), \(p.metadata)::jsonb,
                     ST_SetSRID(ST_MakePoint(\(p.longitude), \(p.latitude)), 4326)::geography, \(p.active), \(p.availableUntil))
             ON CONFLICT (app_id, id) DO NOTHING
-            """, logger: logger)
+            """,
+            logger: logger
+        )
     }
 
     struct NewLocation {
@@ -119,7 +126,9 @@ struct LocationStore: Sendable {
             INSERT INTO user_locations (id, app_id, user_id, location, accuracy, altitude, source, country_code, country, city, created_at)
             VALUES (\(l.id), \(app), \(user), ST_SetSRID(ST_MakePoint(\(l.longitude), \(l.latitude)), 4326)::geography, \(l.accuracy), \(l.altitude),
                     \(l.source), \(l.place?.countryCode), \(l.place?.country), \(l.place?.city), \(l.at))
-            """, logger: logger)
+            """,
+            logger: logger
+        )
     }
 
     // MARK: nearby content (UC-OFFLINE-3.4)
@@ -130,7 +139,8 @@ struct LocationStore: Sendable {
             """
             SELECT ST_Y(location::geometry), ST_X(location::geometry) FROM user_locations WHERE app_id = \(app) AND user_id = \(user)
             ORDER BY created_at DESC LIMIT 1
-            """, logger: logger
+            """,
+            logger: logger
         ).decode((Double, Double).self) { return p }
         return nil
     }

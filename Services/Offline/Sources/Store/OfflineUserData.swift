@@ -2,8 +2,8 @@ import Foundation
 import Logging
 import PostgresNIO
 import ServiceKit
-import WireTypes
 import ServiceLifecycle
+import WireTypes
 
 /// The user's data held here, for the privacy export and account deletion. Everything tied
 /// to the person goes: the copy, the queue, conflicts, the profile, locations and consents.
@@ -19,11 +19,14 @@ enum OfflineUserData {
                         SELECT row_to_json(l)::text FROM (SELECT id, ST_Y(location::geometry) AS latitude, ST_X(location::geometry) AS longitude,
                                accuracy, altitude, source, country_code, country, city, created_at
                         FROM user_locations WHERE app_id = \(app) AND user_id = \(user) ORDER BY created_at) l
-                        """, conn)
+                        """,
+                        conn
+                    )
                 },
                 delete: { user, app, conn in
                     try await q.count("DELETE FROM user_locations WHERE app_id = \(app) AND user_id = \(user) RETURNING 1", conn)
-                }),
+                }
+            ),
             UserDataSection(
                 name: "offline_copy",
                 export: { user, app, conn in
@@ -31,13 +34,16 @@ enum OfflineUserData {
                         """
                         SELECT row_to_json(c)::text FROM (SELECT category_id, item_count, size_bytes, downloaded_at, last_accessed_at, expires_at
                         FROM offline_categories WHERE app_id = \(app) AND user_id = \(user) ORDER BY category_id) c
-                        """, conn)
+                        """,
+                        conn
+                    )
                 },
                 delete: { user, app, conn in
                     try await conn.run("DELETE FROM offline_items WHERE app_id = \(app) AND user_id = \(user)", logger: logger)
                     try await conn.run("DELETE FROM download_jobs WHERE app_id = \(app) AND user_id = \(user)", logger: logger)
                     return try await q.count("DELETE FROM offline_categories WHERE app_id = \(app) AND user_id = \(user) RETURNING 1", conn)
-                }),
+                }
+            ),
             UserDataSection(
                 name: "sync_queue",
                 export: { user, app, conn in
@@ -45,13 +51,16 @@ enum OfflineUserData {
                         """
                         SELECT row_to_json(q)::text FROM (SELECT client_action_id, action_type, entity_type, entity_id, payload, status, created_at
                         FROM sync_queue WHERE app_id = \(app) AND user_id = \(user) ORDER BY created_at) q
-                        """, conn)
+                        """,
+                        conn
+                    )
                 },
                 delete: { user, app, conn in
                     try await conn.run("DELETE FROM sync_applied_actions WHERE app_id = \(app) AND user_id = \(user)", logger: logger)
                     try await conn.run("DELETE FROM sync_jobs WHERE app_id = \(app) AND user_id = \(user)", logger: logger)
                     return try await q.count("DELETE FROM sync_queue WHERE app_id = \(app) AND user_id = \(user) RETURNING 1", conn)
-                }),
+                }
+            ),
             UserDataSection(
                 name: "sync_profile",
                 export: { user, app, conn in
@@ -59,12 +68,15 @@ enum OfflineUserData {
                         """
                         SELECT row_to_json(p)::text FROM (SELECT auto_sync_enabled, sync_on_wifi_only, sync_frequency_hours, conflict_strategy, last_sync_at
                         FROM sync_profiles WHERE app_id = \(app) AND user_id = \(user)) p
-                        """, conn)
+                        """,
+                        conn
+                    )
                 },
                 delete: { user, app, conn in
                     try await conn.run("DELETE FROM user_consents WHERE app_id = \(app) AND user_id = \(user)", logger: logger)
                     return try await q.count("DELETE FROM sync_profiles WHERE app_id = \(app) AND user_id = \(user) RETURNING 1", conn)
-                })
+                }
+            ),
         ]
     }
 }
@@ -98,22 +110,36 @@ struct OfflineMaintenance: Service {
     /// What `runOnce` runs, batch by batch (periodic queries).
     static func periodicQueries(now: Date) -> [PeriodicQuery] {
         [
-            PeriodicQuery("location anonymisation", LocationStore.anonymizeQuery(olderThan: now.addingTimeInterval(-OfflineRules.staleAfter), batch: 1000)),
+            PeriodicQuery(
+                "location anonymisation",
+                LocationStore.anonymizeQuery(olderThan: now.addingTimeInterval(-OfflineRules.staleAfter), batch: 1000)
+            ),
             PeriodicQuery("copies expired", CopyStore.dueQuery(.expired, before: now, batch: copyBatch)),
-            PeriodicQuery("copies unopened", CopyStore.dueQuery(.unopened, before: now.addingTimeInterval(-OfflineRules.staleAfter), batch: copyBatch)),
+            PeriodicQuery(
+                "copies unopened",
+                CopyStore.dueQuery(.unopened, before: now.addingTimeInterval(-OfflineRules.staleAfter), batch: copyBatch)
+            ),
             PeriodicQuery(
                 "conflict auto-resolution",
                 SyncStore.autoResolveQuery(
                     before: now.addingTimeInterval(-OfflineRules.conflictAutoResolveAfter),
-                    now: now, batch: 1000)),
-            PeriodicQuery("tombstone purge", CatalogStore.tombstonesQuery(before: now.addingTimeInterval(-OfflineRules.tombstoneWindow), batch: 1000))
+                    now: now,
+                    batch: 1000
+                )
+            ),
+            PeriodicQuery(
+                "tombstone purge",
+                CatalogStore.tombstonesQuery(before: now.addingTimeInterval(-OfflineRules.tombstoneWindow), batch: 1000)
+            ),
         ]
     }
 
     func runOnce() async throws -> Report {
         let now = clock.now()
         var r = Report()
-        r.anonymized = try await db.withConnection { try await locations.anonymize(olderThan: now.addingTimeInterval(-OfflineRules.staleAfter), on: $0) }
+        r.anonymized = try await db.withConnection {
+            try await locations.anonymize(olderThan: now.addingTimeInterval(-OfflineRules.staleAfter), on: $0)
+        }
         // In batches (no long lock on a user's copies while a big backlog drains).
         for (due, cutoff) in [(CopyStore.Due.expired, now), (.unopened, now.addingTimeInterval(-OfflineRules.staleAfter))] {
             var n = 0

@@ -12,8 +12,12 @@ struct SyncProfile: Codable, Sendable {
     var lastSyncAt: Date?
     var lastFullSyncAt: Date?
     enum CodingKeys: String, CodingKey {
-        case autoSyncEnabled = "auto_sync_enabled", syncOnWifiOnly = "sync_on_wifi_only", syncFrequencyHours = "sync_frequency_hours"
-        case conflictStrategy = "conflict_strategy", lastSyncAt = "last_sync_at", lastFullSyncAt = "last_full_sync_at"
+        case autoSyncEnabled = "auto_sync_enabled"
+        case syncOnWifiOnly = "sync_on_wifi_only"
+        case syncFrequencyHours = "sync_frequency_hours"
+        case conflictStrategy = "conflict_strategy"
+        case lastSyncAt = "last_sync_at"
+        case lastFullSyncAt = "last_full_sync_at"
     }
 }
 
@@ -27,7 +31,8 @@ struct ProfileStore: Sendable {
     func touchFullSync(app: UUID, user: UUID, now: Date, on conn: PostgresConnection) async throws {
         try await conn.run(
             "UPDATE sync_profiles SET last_full_sync_at = \(now), last_sync_at = \(now) WHERE app_id = \(app) AND user_id = \(user)",
-            logger: logger)
+            logger: logger
+        )
     }
 
     func touchSync(app: UUID, user: UUID, now: Date, on conn: PostgresConnection) async throws {
@@ -45,9 +50,17 @@ struct ProfileStore: Sendable {
             """
             SELECT auto_sync_enabled, sync_on_wifi_only, sync_frequency_hours, conflict_strategy, last_sync_at, last_full_sync_at
             FROM sync_profiles WHERE app_id = \(app) AND user_id = \(user)
-            """, logger: logger
+            """,
+            logger: logger
         ).decode((Bool, Bool, Int, String, Date?, Date?).self) {
-            return SyncProfile(autoSyncEnabled: r.0, syncOnWifiOnly: r.1, syncFrequencyHours: r.2, conflictStrategy: r.3, lastSyncAt: r.4, lastFullSyncAt: r.5)
+            return SyncProfile(
+                autoSyncEnabled: r.0,
+                syncOnWifiOnly: r.1,
+                syncFrequencyHours: r.2,
+                conflictStrategy: r.3,
+                lastSyncAt: r.4,
+                lastFullSyncAt: r.5
+            )
         }
         throw AppError.unavailable
     }
@@ -58,7 +71,9 @@ struct ProfileStore: Sendable {
             UPDATE sync_profiles SET auto_sync_enabled = \(p.autoSyncEnabled), sync_on_wifi_only = \(p.syncOnWifiOnly),
                    sync_frequency_hours = \(p.syncFrequencyHours), conflict_strategy = \(p.conflictStrategy), updated_at = now()
             WHERE app_id = \(app) AND user_id = \(user)
-            """, logger: logger)
+            """,
+            logger: logger
+        )
     }
 }
 
@@ -77,8 +92,15 @@ struct QueueItem: Encodable, Sendable {
     var createdAt: Date
     var processedAt: Date?
     enum CodingKeys: String, CodingKey {
-        case id, clientActionID = "client_action_id", actionType = "action_type", entityType = "entity_type", entityID = "entity_id"
-        case categoryID = "category_id", payload, priority, status, attempts, lastError = "last_error", createdAt = "created_at"
+        case id
+        case clientActionID = "client_action_id"
+        case actionType = "action_type"
+        case entityType = "entity_type"
+        case entityID = "entity_id"
+        case categoryID = "category_id"
+        case payload, priority, status, attempts
+        case lastError = "last_error"
+        case createdAt = "created_at"
         case processedAt = "processed_at"
     }
 }
@@ -93,9 +115,20 @@ struct SyncStore: Sendable {
     typealias Row = (UUID, String, String, String, String, String?, String, Int, String, Int, String?, Date, Date?)
     static func item(_ r: Row) throws -> QueueItem {
         QueueItem(
-            id: r.0, clientActionID: r.1, actionType: r.2, entityType: r.3, entityID: r.4, categoryID: r.5,
-            payload: try JSONDecoder().decode(JSONValue.self, from: Data(r.6.utf8)), priority: r.7, status: r.8, attempts: r.9,
-            lastError: r.10, createdAt: r.11, processedAt: r.12)
+            id: r.0,
+            clientActionID: r.1,
+            actionType: r.2,
+            entityType: r.3,
+            entityID: r.4,
+            categoryID: r.5,
+            payload: try JSONDecoder().decode(JSONValue.self, from: Data(r.6.utf8)),
+            priority: r.7,
+            status: r.8,
+            attempts: r.9,
+            lastError: r.10,
+            createdAt: r.11,
+            processedAt: r.12
+        )
     }
 
     func lockUser(app: UUID, user: UUID, on conn: PostgresConnection) async throws {
@@ -108,7 +141,9 @@ struct SyncStore: Sendable {
             """
             INSERT INTO sync_jobs (id, app_id, user_id, status, items_to_process, created_at)
             VALUES (\(id), \(app), \(user), 'pending', \(itemsToProcess), \(now))
-            """, logger: logger)
+            """,
+            logger: logger
+        )
     }
 
     struct Execution { var status: String, itemsToProcess: Int, succeeded: Int, duplicates: Int, failed: Int, conflicts: Int }
@@ -119,7 +154,8 @@ struct SyncStore: Sendable {
             """
             SELECT status, items_to_process, succeeded, duplicates, failed, conflicts FROM sync_jobs
             WHERE id = \(id) AND app_id = \(app) AND user_id = \(user)
-            """, logger: logger
+            """,
+            logger: logger
         ).decode((String, Int, Int, Int, Int, Int).self) {
             return Execution(status: r.0, itemsToProcess: r.1, succeeded: r.2, duplicates: r.3, failed: r.4, conflicts: r.5)
         }
@@ -131,7 +167,8 @@ struct SyncStore: Sendable {
         for try await n in try await conn.run(
             """
             UPDATE sync_conflicts SET skip_count = skip_count + 1 WHERE id = \(id) RETURNING skip_count
-            """, logger: logger
+            """,
+            logger: logger
         ).decode(Int.self) { return n }
         throw AppError.notFound("Conflict")
     }
@@ -140,7 +177,8 @@ struct SyncStore: Sendable {
         for try await r in try await conn.run(
             """
             SELECT \(unescaped: Self.columns) FROM sync_queue WHERE app_id = \(app) AND user_id = \(user) AND client_action_id = \(clientActionID)
-            """, logger: logger
+            """,
+            logger: logger
         ).decode(Row.self) { return try Self.item(r) }
         return nil
     }
@@ -149,7 +187,8 @@ struct SyncStore: Sendable {
         for try await r in try await conn.run(
             """
             SELECT \(unescaped: Self.columns) FROM sync_queue WHERE app_id = \(app) AND user_id = \(user) AND id = \(id)
-            """, logger: logger
+            """,
+            logger: logger
         ).decode(Row.self) { return try Self.item(r) }
         return nil
     }
@@ -158,7 +197,8 @@ struct SyncStore: Sendable {
         for try await n in try await conn.run(
             """
             SELECT count(*)::int FROM sync_queue WHERE app_id = \(app) AND user_id = \(user) AND status = 'pending'
-            """, logger: logger
+            """,
+            logger: logger
         ).decode(Int.self) { return n }
         return 0
     }
@@ -174,7 +214,8 @@ struct SyncStore: Sendable {
                           AND action_type <> ALL(\(OfflineRules.neverDropped))
                         ORDER BY created_at, id LIMIT 1)
             RETURNING client_action_id
-            """, logger: logger
+            """,
+            logger: logger
         ).decode(String.self) { return id }
         return nil
     }
@@ -186,7 +227,9 @@ struct SyncStore: Sendable {
             INSERT INTO sync_queue (id, app_id, user_id, client_action_id, action_type, entity_type, entity_id, category_id, payload, priority, status, created_at)
             VALUES (\(q.id), \(app), \(user), \(q.clientActionID), \(q.actionType), \(q.entityType), \(q.entityID), \(q.categoryID), \(payload)::jsonb,
                     \(q.priority), 'pending', \(q.createdAt))
-            """, logger: logger)
+            """,
+            logger: logger
+        )
     }
 
     /// Position in the order the worker sends (priority, then age), 1-based.
@@ -195,7 +238,8 @@ struct SyncStore: Sendable {
             """
             SELECT count(*)::int FROM sync_queue WHERE app_id = \(app) AND user_id = \(user) AND status = 'pending'
               AND (priority, created_at, id) <= (\(q.priority), \(q.createdAt), \(q.id))
-            """, logger: logger
+            """,
+            logger: logger
         ).decode(Int.self) { return n }
         return 0
     }
@@ -206,7 +250,8 @@ struct SyncStore: Sendable {
             """
             SELECT \(unescaped: Self.columns) FROM sync_queue WHERE app_id = \(app) AND user_id = \(user)
             ORDER BY CASE WHEN status = 'pending' THEN 0 ELSE 1 END, priority, created_at LIMIT 500
-            """, logger: logger
+            """,
+            logger: logger
         ).decode(Row.self) { out.append(try Self.item(r)) }
         return out
     }
@@ -219,7 +264,8 @@ struct SyncStore: Sendable {
         for try await r in try await conn.run(
             """
             UPDATE sync_jobs SET status = 'processing' WHERE id = \(id) AND status <> 'completed' RETURNING app_id, user_id
-            """, logger: logger
+            """,
+            logger: logger
         ).decode((UUID, UUID).self) { return r }
         return nil
     }
@@ -231,7 +277,10 @@ struct SyncStore: Sendable {
     enum JobCounter: String, Sendable { case succeeded, duplicates, failed, conflicts }
 
     func count(_ counter: JobCounter, job: UUID, on conn: PostgresConnection) async throws {
-        try await conn.run("UPDATE sync_jobs SET \(unescaped: counter.rawValue) = \(unescaped: counter.rawValue) + 1 WHERE id = \(job)", logger: logger)
+        try await conn.run(
+            "UPDATE sync_jobs SET \(unescaped: counter.rawValue) = \(unescaped: counter.rawValue) + 1 WHERE id = \(job)",
+            logger: logger
+        )
     }
 
     /// No upstream (the local stack): the accepted action is recorded here, once. False for a duplicate.
@@ -242,8 +291,9 @@ struct SyncStore: Sendable {
             INSERT INTO sync_applied_actions (app_id, user_id, client_action_id, action_type, entity_type, entity_id, payload)
             VALUES (\(app), \(user), \(item.clientActionID), \(item.actionType), \(item.entityType), \(item.entityID), \(payload)::jsonb)
             ON CONFLICT DO NOTHING RETURNING 1
-            """, logger: logger)
-        { return true }
+            """,
+            logger: logger
+        ) { return true }
         return false
     }
 
@@ -253,7 +303,9 @@ struct SyncStore: Sendable {
             """
             UPDATE offline_categories SET last_accessed_at = GREATEST(COALESCE(last_accessed_at, \(at)), \(at))
             WHERE app_id = \(app) AND user_id = \(user) AND category_id = \(category)
-            """, logger: logger)
+            """,
+            logger: logger
+        )
     }
 
     /// Pending actions about content of these categories (all when nil).
@@ -262,7 +314,8 @@ struct SyncStore: Sendable {
             """
             SELECT count(*)::int FROM sync_queue WHERE app_id = \(app) AND user_id = \(user) AND status = 'pending'
               AND category_id IS NOT NULL AND (\(categories)::text[] IS NULL OR category_id = ANY(\(categories)))
-            """, logger: logger
+            """,
+            logger: logger
         ).decode(Int.self) { return n }
         return 0
     }
@@ -272,7 +325,8 @@ struct SyncStore: Sendable {
             """
             SELECT \(unescaped: Self.columns) FROM sync_queue WHERE app_id = \(app) AND user_id = \(user) AND status = 'pending'
               AND next_retry_at <= now() ORDER BY priority, created_at, id LIMIT 1 FOR UPDATE SKIP LOCKED
-            """, logger: logger
+            """,
+            logger: logger
         ).decode(Row.self) { return try Self.item(r) }
         return nil
     }
@@ -283,7 +337,8 @@ struct SyncStore: Sendable {
             """
             SELECT GREATEST(0, extract(epoch FROM min(next_retry_at) - now()))::float8 FROM sync_queue
             WHERE app_id = \(app) AND user_id = \(user) AND status = 'pending' HAVING count(*) > 0
-            """, logger: logger
+            """,
+            logger: logger
         ).decode(Double.self) { return s }
         return nil
     }
@@ -292,7 +347,9 @@ struct SyncStore: Sendable {
         try await conn.run(
             """
             UPDATE sync_queue SET status = \(status), last_error = \(error), processed_at = now(), attempts = attempts + 1 WHERE id = \(id)
-            """, logger: logger)
+            """,
+            logger: logger
+        )
     }
 
     /// The next try after `delay` counted from now, the failure (`clock_timestamp()`: a
@@ -302,7 +359,9 @@ struct SyncStore: Sendable {
             """
             UPDATE sync_queue SET attempts = \(attempts), last_error = \(error),
                    next_retry_at = clock_timestamp() + make_interval(secs => \(delay)) WHERE id = \(id)
-            """, logger: logger)
+            """,
+            logger: logger
+        )
     }
 
     // MARK: conflicts
@@ -322,9 +381,18 @@ struct SyncStore: Sendable {
         var skipCount: Int
         var createdAt: Date
         enum CodingKeys: String, CodingKey {
-            case id, queueItemID = "queue_item_id", entityType = "entity_type", entityID = "entity_id", localData = "local_data"
-            case serverData = "server_data", serverVersion = "server_version", resolved, resolution, resolvedBy = "resolved_by"
-            case finalData = "final_data", skipCount = "skip_count", createdAt = "created_at"
+            case id
+            case queueItemID = "queue_item_id"
+            case entityType = "entity_type"
+            case entityID = "entity_id"
+            case localData = "local_data"
+            case serverData = "server_data"
+            case serverVersion = "server_version"
+            case resolved, resolution
+            case resolvedBy = "resolved_by"
+            case finalData = "final_data"
+            case skipCount = "skip_count"
+            case createdAt = "created_at"
         }
     }
 
@@ -336,13 +404,29 @@ struct SyncStore: Sendable {
     static func conflict(_ r: ConflictRow) throws -> Conflict {
         let d = JSONDecoder()
         return Conflict(
-            id: r.0, queueItemID: r.1, entityType: r.2, entityID: r.3, localData: try d.decode(JSONValue.self, from: Data(r.4.utf8)),
-            serverData: try d.decode(JSONValue.self, from: Data(r.5.utf8)), serverVersion: r.6, resolved: r.7, resolution: r.8,
-            resolvedBy: r.9, finalData: try r.10.map { try d.decode(JSONValue.self, from: Data($0.utf8)) }, skipCount: r.11, createdAt: r.12)
+            id: r.0,
+            queueItemID: r.1,
+            entityType: r.2,
+            entityID: r.3,
+            localData: try d.decode(JSONValue.self, from: Data(r.4.utf8)),
+            serverData: try d.decode(JSONValue.self, from: Data(r.5.utf8)),
+            serverVersion: r.6,
+            resolved: r.7,
+            resolution: r.8,
+            resolvedBy: r.9,
+            finalData: try r.10.map { try d.decode(JSONValue.self, from: Data($0.utf8)) },
+            skipCount: r.11,
+            createdAt: r.12
+        )
     }
 
     func openConflict(
-        app: UUID, user: UUID, item: QueueItem, serverData: String, serverVersion: String?, now: Date,
+        app: UUID,
+        user: UUID,
+        item: QueueItem,
+        serverData: String,
+        serverVersion: String?,
+        now: Date,
         on conn: PostgresConnection
     ) async throws -> UUID {
         let id = UUID()
@@ -351,18 +435,29 @@ struct SyncStore: Sendable {
             """
             INSERT INTO sync_conflicts (id, app_id, user_id, queue_item_id, entity_type, entity_id, local_data, server_data, server_version, created_at)
             VALUES (\(id), \(app), \(user), \(item.id), \(item.entityType), \(item.entityID), \(local)::jsonb, \(serverData)::jsonb, \(serverVersion), \(now))
-            """, logger: logger)
+            """,
+            logger: logger
+        )
         // #33: the app's servers hear of the conflict through auth, iff this commits. Its version
         // is the game server's version of the entity when it refused the save.
         try await Outbox.write(
             try OutboxMessage(
-                InternalRoutes.events, path: InternalRoutes.events.path(),
+                InternalRoutes.events,
+                path: InternalRoutes.events.path(),
                 body: WebhookEventMessage(
-                    type: "sync.conflict_opened", appID: app, createdAt: now, version: Int64(serverVersion ?? "") ?? 0,
+                    type: "sync.conflict_opened",
+                    appID: app,
+                    createdAt: now,
+                    version: Int64(serverVersion ?? "") ?? 0,
                     data: [
                         "user_id": .string(user.lowercasedString), "conflict_id": .string(id.lowercasedString),
-                        "entity_type": .string(item.entityType), "entity_id": .string(item.entityID)
-                    ])), on: conn, logger: logger)
+                        "entity_type": .string(item.entityType), "entity_id": .string(item.entityID),
+                    ]
+                )
+            ),
+            on: conn,
+            logger: logger
+        )
         return id
     }
 
@@ -371,7 +466,8 @@ struct SyncStore: Sendable {
         for try await r in try await conn.run(
             """
             SELECT \(unescaped: Self.conflictColumns) FROM sync_conflicts WHERE app_id = \(app) AND user_id = \(user) AND NOT resolved ORDER BY created_at
-            """, logger: logger
+            """,
+            logger: logger
         ).decode(ConflictRow.self) { out.append(try Self.conflict(r)) }
         return out
     }
@@ -380,7 +476,8 @@ struct SyncStore: Sendable {
         for try await r in try await conn.run(
             """
             SELECT \(unescaped: Self.conflictColumns) FROM sync_conflicts WHERE id = \(id) AND app_id = \(app) AND user_id = \(user) FOR UPDATE
-            """, logger: logger
+            """,
+            logger: logger
         ).decode(ConflictRow.self) { return try Self.conflict(r) }
         return nil
     }
@@ -390,7 +487,9 @@ struct SyncStore: Sendable {
             """
             UPDATE sync_conflicts SET resolved = true, resolution = \(resolution), resolved_by = \(by), final_data = \(finalData)::jsonb,
                    resolved_at = \(now) WHERE id = \(id)
-            """, logger: logger)
+            """,
+            logger: logger
+        )
     }
 
     /// Older than 7 days: the server's version stands.

@@ -9,7 +9,11 @@ public struct UpstreamSettings: Sendable, Equatable, Codable {
     public var routes: [String: String]?
     public var secretVersion: Int
     public var version: Int64
-    enum CodingKeys: String, CodingKey { case routes, secretVersion = "secret_version", version }
+    enum CodingKeys: String, CodingKey {
+        case routes
+        case secretVersion = "secret_version"
+        case version
+    }
 
     public static let none = UpstreamSettings(routes: nil, secretVersion: 1, version: 0)
 }
@@ -19,7 +23,10 @@ public struct UpstreamStore: Sendable {
     let db: DatabasePool
     let logger: Logger
 
-    public init(db: DatabasePool, logger: Logger) { self.db = db; self.logger = logger }
+    public init(db: DatabasePool, logger: Logger) {
+        self.db = db
+        self.logger = logger
+    }
 
     public func set(app: UUID, routes: [String: String]) async throws -> Int64 {
         let json = String(decoding: try JSON.encoder.encode(routes), as: UTF8.self)
@@ -28,7 +35,9 @@ public struct UpstreamStore: Sendable {
             INSERT INTO sync_upstreams (app_id, routes) VALUES (\(app), \(json)::jsonb)
             ON CONFLICT (app_id) DO UPDATE SET routes = EXCLUDED.routes, version = sync_upstreams.version + 1, updated_at = now()
             RETURNING version
-            """, logger: logger)
+            """,
+            logger: logger
+        )
         for try await v in rows.decode(Int64.self) { return v }
         return 0
     }
@@ -42,7 +51,9 @@ public struct UpstreamStore: Sendable {
             ON CONFLICT (app_id) DO UPDATE SET secret_version = sync_upstreams.secret_version + 1,
                 version = sync_upstreams.version + 1, updated_at = now()
             RETURNING secret_version
-            """, logger: logger)
+            """,
+            logger: logger
+        )
         for try await v in rows.decode(Int.self) { return v }
         return 1
     }
@@ -52,7 +63,10 @@ public struct UpstreamStore: Sendable {
             try await db.query(
                 """
                 SELECT app_id, routes::text, secret_version, version FROM sync_upstreams WHERE app_id = \(app)
-                """, logger: logger))[app]
+                """,
+                logger: logger
+            )
+        )[app]
     }
 
     public func loadAll() async throws -> [UUID: UpstreamSettings] {
@@ -64,7 +78,9 @@ public struct UpstreamStore: Sendable {
         for try await (id, routes, secretVersion, version) in rows.decode((UUID, String, Int, Int64).self) {
             out[id] = UpstreamSettings(
                 routes: try? JSONDecoder().decode([String: String].self, from: Data(routes.utf8)),
-                secretVersion: secretVersion, version: version)
+                secretVersion: secretVersion,
+                version: version
+            )
         }
         return out
     }

@@ -1,7 +1,7 @@
-import WireTypes
 import ArgumentParser
 import Foundation
 import ServiceKit
+import WireTypes
 
 /// `subscription-service [serve | migrate | admin ...]`.
 public struct SubscriptionCommand: AsyncParsableCommand {
@@ -9,16 +9,22 @@ public struct SubscriptionCommand: AsyncParsableCommand {
         commandName: "subscription-service",
         abstract: "Plans, store purchases, access rules, credits and store notifications (port 3002)",
         subcommands: [ServeCommand<SubscriptionService>.self, MigrateCommand<SubscriptionService>.self, Admin.self],
-        defaultSubcommand: ServeCommand<SubscriptionService>.self)
+        defaultSubcommand: ServeCommand<SubscriptionService>.self
+    )
     public init() {}
 
     struct Admin: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "Operator commands", subcommands: [PeriodicQueriesCommand<SubscriptionService>.self, Plans.self, Content.self, Stores.self])
+            abstract: "Operator commands",
+            subcommands: [PeriodicQueriesCommand<SubscriptionService>.self, Plans.self, Content.self, Stores.self]
+        )
     }
 
     struct Plans: AsyncParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "Manage plans", subcommands: [SeedDefaults.self, Create.self, Update.self, Deactivate.self])
+        static let configuration = CommandConfiguration(
+            abstract: "Manage plans",
+            subcommands: [SeedDefaults.self, Create.self, Update.self, Deactivate.self]
+        )
     }
 
     /// The seed's monthly and annual plans for an app (idempotent): what `make run` uses.
@@ -61,8 +67,17 @@ public struct SubscriptionCommand: AsyncParsableCommand {
                 try await runtime.migrations.run(on: db, logger: runtime.logger)
                 let id = try await db.withConnection {
                     try await PlanStore(logger: runtime.logger).create(
-                        app: app, name: name, type: type, appleProductID: apple, googleProductID: google,
-                        price: price, currency: currency, trialDays: trial, features: features, on: $0)
+                        app: app,
+                        name: name,
+                        type: type,
+                        appleProductID: apple,
+                        googleProductID: google,
+                        price: price,
+                        currency: currency,
+                        trialDays: trial,
+                        features: features,
+                        on: $0
+                    )
                 }
                 print("plan \(id.lowercasedString) created")
             }
@@ -85,7 +100,14 @@ public struct SubscriptionCommand: AsyncParsableCommand {
             let (name, price, trial, features) = (name, price, trialDays, features)
             try await runtime.withDatabase { db in
                 let updated = try await db.withConnection {
-                    try await PlanStore(logger: runtime.logger).update(plan: plan, name: name, price: price, trialDays: trial, features: features, on: $0)
+                    try await PlanStore(logger: runtime.logger).update(
+                        plan: plan,
+                        name: name,
+                        price: price,
+                        trialDays: trial,
+                        features: features,
+                        on: $0
+                    )
                 }
                 guard updated else { throw ValidationError("no plan \(plan)") }
                 print("plan \(plan.lowercasedString) updated")
@@ -148,7 +170,14 @@ public struct SubscriptionCommand: AsyncParsableCommand {
             try await runtime.withDatabase { db in
                 try await runtime.migrations.run(on: db, logger: runtime.logger)
                 try await db.withConnection {
-                    try await PlanStore(logger: runtime.logger).setContentRule(app: app, content: content, level: level, cost: cost, hours: hours, on: $0)
+                    try await PlanStore(logger: runtime.logger).setContentRule(
+                        app: app,
+                        content: content,
+                        level: level,
+                        cost: cost,
+                        hours: hours,
+                        on: $0
+                    )
                 }
                 print("content \(content): \(level)")
             }
@@ -159,12 +188,15 @@ public struct SubscriptionCommand: AsyncParsableCommand {
     struct Stores: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "An app's App Store / Google Play credentials",
-            subcommands: [SetStore.self, ShowStores.self, RemoveStore.self])
+            subcommands: [SetStore.self, ShowStores.self, RemoveStore.self]
+        )
     }
 
     struct SetStore: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
-            commandName: "set", abstract: "Set one store's settings from a JSON file (the body of PUT /admin/stores/{store})")
+            commandName: "set",
+            abstract: "Set one store's settings from a JSON file (the body of PUT /admin/stores/{store})"
+        )
         @Option(name: .customLong("app-id")) var appID: String
         @Option(help: "apple or google") var store: String
         @Option(help: "The settings' JSON file (secrets included: sealed when stored)") var file: String
@@ -174,8 +206,10 @@ public struct SubscriptionCommand: AsyncParsableCommand {
             guard let data = FileManager.default.contents(atPath: file) else { throw ValidationError("cannot read \(file)") }
             let runtime = try SubscriptionService.makeRuntime()
             let settings = try StoreSettingsStore(
-                db: runtime.db, box: SecretBox(key: SecretBox.dataKey(named: "SUBSCRIPTION_DATA_KEY", environment: runtime.config.environment)),
-                logger: runtime.logger)
+                db: runtime.db,
+                box: SecretBox(key: SecretBox.dataKey(named: "SUBSCRIPTION_DATA_KEY", environment: runtime.config.environment)),
+                logger: runtime.logger
+            )
             let store = self.store
             try await runtime.withDatabase { db in
                 try await runtime.migrations.run(on: db, logger: runtime.logger)
@@ -208,8 +242,10 @@ public struct SubscriptionCommand: AsyncParsableCommand {
             guard let app = UUID(uuidString: appID) else { throw ValidationError("--app-id must be a UUID") }
             let runtime = try SubscriptionService.makeRuntime()
             let settings = try StoreSettingsStore(
-                db: runtime.db, box: SecretBox(key: SecretBox.dataKey(named: "SUBSCRIPTION_DATA_KEY", environment: runtime.config.environment)),
-                logger: runtime.logger)
+                db: runtime.db,
+                box: SecretBox(key: SecretBox.dataKey(named: "SUBSCRIPTION_DATA_KEY", environment: runtime.config.environment)),
+                logger: runtime.logger
+            )
             try await runtime.withDatabase { _ in
                 for s in try await settings.shown(app: app) {
                     print(
@@ -222,7 +258,9 @@ public struct SubscriptionCommand: AsyncParsableCommand {
 
     struct RemoveStore: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
-            commandName: "remove", abstract: "Remove one store's settings (its purchases are refused as not configured)")
+            commandName: "remove",
+            abstract: "Remove one store's settings (its purchases are refused as not configured)"
+        )
         @Option(name: .customLong("app-id")) var appID: String
         @Option(help: "apple or google") var store: String
 
@@ -231,8 +269,10 @@ public struct SubscriptionCommand: AsyncParsableCommand {
             guard store == "apple" || store == "google" else { throw ValidationError("--store must be apple or google") }
             let runtime = try SubscriptionService.makeRuntime()
             let settings = try StoreSettingsStore(
-                db: runtime.db, box: SecretBox(key: SecretBox.dataKey(named: "SUBSCRIPTION_DATA_KEY", environment: runtime.config.environment)),
-                logger: runtime.logger)
+                db: runtime.db,
+                box: SecretBox(key: SecretBox.dataKey(named: "SUBSCRIPTION_DATA_KEY", environment: runtime.config.environment)),
+                logger: runtime.logger
+            )
             let store = self.store
             try await runtime.withDatabase { _ in
                 guard try await settings.remove(app: app, store: store) else { throw ValidationError("\(app) has no stored \(store) settings") }

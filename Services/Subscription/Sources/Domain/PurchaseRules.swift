@@ -41,8 +41,10 @@ public enum PurchaseRules {
     ///   - subscriptionStatus: the stored subscription's status.
     ///   - storedExpiresMS: the store's expiry last applied to it, in its milliseconds.
     public static func effect(
-        transaction: KnownTransaction, incomingExpiresMS: Int64,
-        subscriptionStatus: SubscriptionStatus, storedExpiresMS: Int64
+        transaction: KnownTransaction,
+        incomingExpiresMS: Int64,
+        subscriptionStatus: SubscriptionStatus,
+        storedExpiresMS: Int64
     ) -> Effect {
         if transaction == .revoked { return .refuseRevoked }
         let later = incomingExpiresMS > storedExpiresMS

@@ -2,13 +2,13 @@ import Foundation
 
 /// What an App Store Server Notification (v2) does to a subscription.
 public enum AppleNotificationEffect: Equatable, Sendable {
-    case renewed // SUBSCRIBED, DID_RENEW, REFUND_REVERSED, OFFER_REDEEMED...: active until the new end
-    case gracePeriod // DID_FAIL_TO_RENEW + GRACE_PERIOD: access continues until the grace end
-    case billingRetry // DID_FAIL_TO_RENEW without grace: access ends at the period end
-    case expired // EXPIRED, GRACE_PERIOD_EXPIRED
-    case revoked // REFUND, REVOKE: access removed at once
-    case autoRenew(Bool) // DID_CHANGE_RENEWAL_STATUS
-    case none // TEST and types that do not change access
+    case renewed  // SUBSCRIBED, DID_RENEW, REFUND_REVERSED, OFFER_REDEEMED...: active until the new end
+    case gracePeriod  // DID_FAIL_TO_RENEW + GRACE_PERIOD: access continues until the grace end
+    case billingRetry  // DID_FAIL_TO_RENEW without grace: access ends at the period end
+    case expired  // EXPIRED, GRACE_PERIOD_EXPIRED
+    case revoked  // REFUND, REVOKE: access removed at once
+    case autoRenew(Bool)  // DID_CHANGE_RENEWAL_STATUS
+    case none  // TEST and types that do not change access
 
     public static func of(type: String, subtype: String?) -> AppleNotificationEffect {
         switch type {
@@ -28,7 +28,8 @@ public enum AppleNotificationEffect: Equatable, Sendable {
         switch type {
         case "CANCEL": return ("REFUND", nil)
         case "INITIAL_BUY", "INTERACTIVE_RENEWAL", "RENEWAL", "DID_RECOVER": return ("DID_RENEW", nil)
-        case "DID_CHANGE_RENEWAL_STATUS": return ("DID_CHANGE_RENEWAL_STATUS", autoRenewStatus == "true" ? "AUTO_RENEW_ENABLED" : "AUTO_RENEW_DISABLED")
+        case "DID_CHANGE_RENEWAL_STATUS":
+            return ("DID_CHANGE_RENEWAL_STATUS", autoRenewStatus == "true" ? "AUTO_RENEW_ENABLED" : "AUTO_RENEW_DISABLED")
         default: return (type, nil)
         }
     }

@@ -48,7 +48,8 @@ enum SubscriptionErrorCode: String, ErrorCatalogue {
 
     var status: HTTPStatus {
         switch self {
-        case .idempotencyKeyRequired, .invalidNotification, .invalidPurchaseToken, .invalidReceipt, .productMismatch, .subscriptionExpired, .transactionRevoked,
+        case .idempotencyKeyRequired, .invalidNotification, .invalidPurchaseToken, .invalidReceipt, .productMismatch, .subscriptionExpired,
+            .transactionRevoked,
             .unknownProduct:
             .badRequest
         case .insufficientCredits: .init(code: 402)

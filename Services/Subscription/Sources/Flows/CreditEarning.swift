@@ -19,8 +19,14 @@ struct CreditEarning: Sendable {
                 throw AppError(SubscriptionErrorCode.userErased, "This user's data has been erased")
             }
             let (tx, created) = try await ledger.earn(
-                app: body.appID, user: body.userID, amount: body.amount, source: body.source,
-                reference: body.referenceID, now: now, on: conn)
+                app: body.appID,
+                user: body.userID,
+                amount: body.amount,
+                source: body.source,
+                reference: body.referenceID,
+                now: now,
+                on: conn
+            )
             // A reward the player was told is pending: the push goes with the credit, once per
             // ledger row (auth's key). Asked again on a redelivery too: the first delivery may
             // have landed late, without the flag (it timed out at the sender), and auth keeps one
@@ -28,10 +34,18 @@ struct CreditEarning: Sendable {
             if body.notify == true {
                 try await Outbox.write(
                     OutboxMessage(
-                        InternalRoutes.notifyUser, path: InternalRoutes.notifyUser.path(user: body.userID, app: body.appID),
+                        InternalRoutes.notifyUser,
+                        path: InternalRoutes.notifyUser.path(user: body.userID, app: body.appID),
                         body: NotificationRequest(
-                            appID: body.appID, key: "credit:\(tx.id)", kind: "credit_added",
-                            data: ["amount": String(body.amount), "balance": String(tx.balanceAfter)])), on: conn, logger: logger)
+                            appID: body.appID,
+                            key: "credit:\(tx.id)",
+                            kind: "credit_added",
+                            data: ["amount": String(body.amount), "balance": String(tx.balanceAfter)]
+                        )
+                    ),
+                    on: conn,
+                    logger: logger
+                )
             }
             return (tx, created)
         }

@@ -24,24 +24,31 @@ struct CreditUnlocking: Sendable {
         var via: String
         func encode(to encoder: any Encoder) throws {
             var c = encoder.container(keyedBy: CodingKeys.self)
-            try c.encode(unlocked, forKey: .unlocked); try c.encode(charged, forKey: .charged)
-            try c.encode(unlock, forKey: .unlock); try c.encode(balance, forKey: .balance); try c.encode(via, forKey: .via)
+            try c.encode(unlocked, forKey: .unlocked)
+            try c.encode(charged, forKey: .charged)
+            try c.encode(unlock, forKey: .unlock)
+            try c.encode(balance, forKey: .balance)
+            try c.encode(via, forKey: .via)
         }
     }
 
-    func unlock(app: UUID, user userID: UUID, content contentID: String, idempotencyKey: String?, now: Date) async throws -> (status: Int, body: Data) {
+    func unlock(app: UUID, user userID: UUID, content contentID: String, idempotencyKey: String?, now: Date) async throws -> (status: Int, body: Data)
+    {
         let work: (PostgresConnection) async throws -> (status: Int, body: Data) = { conn in
             guard let rule = try await ledger.rule(app: app, content: contentID, on: conn) else { throw AppError.notFound("Content") }
             guard rule.accessLevel == .freemium else {
                 throw AppError(
                     SubscriptionErrorCode.notUnlockable,
                     rule.accessLevel == .free ? "This content is free" : "This content needs a subscription",
-                    extra: ["access_level": .string(rule.accessLevel.rawValue)])
+                    extra: ["access_level": .string(rule.accessLevel.rawValue)]
+                )
             }
             // A subscriber already has the content: no credit is spent.
             if try await subscriptions.grantsAccessNow(app: app, user: userID, now: now, on: conn) {
                 let balance = try await ledger.balance(app: app, user: userID, on: conn)
-                return (200, try JSON.encoder.encode(UnlockResponse(unlocked: true, charged: false, unlock: nil, balance: balance, via: "subscription")))
+                return (
+                    200, try JSON.encoder.encode(UnlockResponse(unlocked: true, charged: false, unlock: nil, balance: balance, via: "subscription"))
+                )
             }
             switch try await ledger.unlock(app: app, user: userID, rule: rule, now: now, on: conn) {
             case .unlocked(let u, let balance):
@@ -50,8 +57,10 @@ struct CreditUnlocking: Sendable {
                 return (200, try JSON.encoder.encode(UnlockResponse(unlocked: true, charged: false, unlock: u, balance: balance, via: "credits")))
             case .insufficient(let balance, let cost):
                 throw AppError(
-                    SubscriptionErrorCode.insufficientCredits, "Not enough credits",
-                    extra: ["balance": .int(balance), "cost": .int(cost), "missing": .int(cost - balance)])
+                    SubscriptionErrorCode.insufficientCredits,
+                    "Not enough credits",
+                    extra: ["balance": .int(balance), "cost": .int(cost), "missing": .int(cost - balance)]
+                )
             }
         }
         if let key = idempotencyKey {

@@ -9,7 +9,11 @@ struct GoogleAcknowledgeJob: Codable, Sendable {
     var appID: UUID
     var purchaseToken: String
     var productID: String
-    enum CodingKeys: String, CodingKey { case appID = "app_id"; case purchaseToken = "purchase_token"; case productID = "product_id" }
+    enum CodingKeys: String, CodingKey {
+        case appID = "app_id"
+        case purchaseToken = "purchase_token"
+        case productID = "product_id"
+    }
 
     static func handler(client: GooglePlayClient, configs: TenantSettings<GooglePlayConfig>, clock: any WallClock) -> JobHandler {
         { job in

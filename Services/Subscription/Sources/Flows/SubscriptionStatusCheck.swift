@@ -7,7 +7,10 @@ import WireTypes
 /// entitlement, the content checks), and UC-SUB-2.3's cancel request. The flow owns its
 /// transactions (#50).
 struct SubscriptionStatusCheck: Sendable {
-    struct State: Sendable { var subscription: Subscription?; var features: JSONValue }
+    struct State: Sendable {
+        var subscription: Subscription?
+        var features: JSONValue
+    }
 
     let db: DatabasePool
     let subscriptions: SubscriptionStore
@@ -33,7 +36,8 @@ struct SubscriptionStatusCheck: Sendable {
         let end = sub.status == .gracePeriod ? (sub.gracePeriodEnd ?? sub.endDate) : sub.endDate
         if !sub.grantsAccess || end > now {
             let features =
-                sub.grantsAccess ? featuresText.flatMap { try? JSONDecoder().decode(JSONValue.self, from: Data($0.utf8)) } ?? .object([:]) : .object([:])
+                sub.grantsAccess
+                ? featuresText.flatMap { try? JSONDecoder().decode(JSONValue.self, from: Data($0.utf8)) } ?? .object([:]) : .object([:])
             // Never past the end of the period: then the locked path expires it.
             states.store(State(subscription: sub, features: features), for: key, ticket: ticket, expires: sub.grantsAccess ? end : nil)
             return (sub, features)
@@ -44,7 +48,8 @@ struct SubscriptionStatusCheck: Sendable {
             }
             let s = try await subscriptions.expireIfDue(current, app: app, now: now, on: conn)
             let features =
-                s.grantsAccess ? (try await plans.active(app: app, on: conn).first { $0.planType == s.planType }?.features ?? .object([:])) : .object([:])
+                s.grantsAccess
+                ? (try await plans.active(app: app, on: conn).first { $0.planType == s.planType }?.features ?? .object([:])) : .object([:])
             return (s, features)
         }
     }

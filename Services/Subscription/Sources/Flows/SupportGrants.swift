@@ -21,7 +21,14 @@ struct SupportGrants: Sendable {
     }
 
     func grantPremium(
-        app: UUID, user: UUID, key: String, days: Int, until: Date, reason: String, operator who: String, now: Date
+        app: UUID,
+        user: UUID,
+        key: String,
+        days: Int,
+        until: Date,
+        reason: String,
+        operator who: String,
+        now: Date
     ) async throws -> SubscriptionStore.SupportGrant {
         try await db.withTransaction(logger: logger) { conn -> SubscriptionStore.SupportGrant in
             // The richest active plan gives the features; an app with no plan still gets premium.
@@ -29,8 +36,14 @@ struct SupportGrants: Sendable {
             let outcome = try await subscriptions.grantBySupport(app: app, user: user, key: key, until: until, plan: plan, now: now, on: conn)
             if case .granted(let id) = outcome {
                 try await subscriptions.event(
-                    id, app: app, user: user, type: "support_granted",
-                    data: ["reason": .string(reason), "days": .int(days), "operator": .string(who)], now: now, on: conn)
+                    id,
+                    app: app,
+                    user: user,
+                    type: "support_granted",
+                    data: ["reason": .string(reason), "days": .int(days), "operator": .string(who)],
+                    now: now,
+                    on: conn
+                )
                 try await subscriptions.announceAccess(app: app, user: user, on: conn)
             }
             return outcome
@@ -43,8 +56,14 @@ struct SupportGrants: Sendable {
             let ended = try await subscriptions.revokeSupportGrants(app: app, user: user, now: now, on: conn)
             for id in ended {
                 try await subscriptions.event(
-                    id, app: app, user: user, type: "support_revoked",
-                    data: ["reason": .string(reason), "operator": .string(who)], now: now, on: conn)
+                    id,
+                    app: app,
+                    user: user,
+                    type: "support_revoked",
+                    data: ["reason": .string(reason), "operator": .string(who)],
+                    now: now,
+                    on: conn
+                )
             }
             if !ended.isEmpty { try await subscriptions.announceAccess(app: app, user: user, on: conn) }
             return ended

@@ -17,7 +17,10 @@ public struct AppStoreVerificationError: Error, Equatable, CustomStringConvertib
     public var kind: Kind
     public var detail: String
     public var description: String { "\(kind.rawValue): \(detail)" }
-    init(_ kind: Kind, _ detail: String) { self.kind = kind; self.detail = detail }
+    init(_ kind: Kind, _ detail: String) {
+        self.kind = kind
+        self.detail = detail
+    }
 }
 
 /// Verifies StoreKit 2 / App Store Server signed data (JWS) as Apple's app-store-server-library
@@ -54,7 +57,10 @@ public struct AppStoreSignedDataVerifier: Sendable {
         var signedDate: Double?
         var data: Nested?
         var summary: Nested?
-        struct Nested: Decodable { var bundleId: String?; var environment: String? }
+        struct Nested: Decodable {
+            var bundleId: String?
+            var environment: String?
+        }
 
         func environment(for kind: Kind) -> String? {
             switch kind {
@@ -81,7 +87,10 @@ public struct AppStoreSignedDataVerifier: Sendable {
         else {
             throw AppStoreVerificationError(.malformed, "not a compact JWS")
         }
-        struct Header: Decodable { var alg: String; var x5c: [String]? }
+        struct Header: Decodable {
+            var alg: String
+            var x5c: [String]?
+        }
         guard let header = try? JSONDecoder().decode(Header.self, from: headerData) else {
             throw AppStoreVerificationError(.malformed, "unreadable header")
         }
@@ -119,7 +128,10 @@ public struct AppStoreSignedDataVerifier: Sendable {
         }
         if claimedEnvironment != .xcode && claimedEnvironment != .localTesting {
             guard claimedEnvironment == environment else {
-                throw AppStoreVerificationError(.wrongEnvironment, "environment \(claimedEnvironment?.rawValue ?? "-") is not \(environment.rawValue)")
+                throw AppStoreVerificationError(
+                    .wrongEnvironment,
+                    "environment \(claimedEnvironment?.rawValue ?? "-") is not \(environment.rawValue)"
+                )
             }
         }
         return payload

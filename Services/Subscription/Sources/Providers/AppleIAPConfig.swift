@@ -22,7 +22,8 @@ public struct AppleIAPConfig: Sendable {
         public var sharedSecret: String?
         enum CodingKeys: String, CodingKey {
             case sharedSecret = "shared_secret"
-            case bundleID = "bundle_id", environment
+            case bundleID = "bundle_id"
+            case environment
             case rootCertificatesDERBase64 = "root_certificates_der_base64"
             case allowLocalEnvironments = "allow_local_environments"
         }
@@ -42,7 +43,9 @@ public struct AppleIAPConfig: Sendable {
 
     /// Checked as a request body is: each bad field named.
     public init(_ r: Settings) throws {
-        guard !r.bundleID.isEmpty, r.bundleID.count <= 255 else { throw AppError.validation("bundle_id", "bundle_id is required (at most 255 characters)") }
+        guard !r.bundleID.isEmpty, r.bundleID.count <= 255 else {
+            throw AppError.validation("bundle_id", "bundle_id is required (at most 255 characters)")
+        }
         guard let env = AppStoreEnvironment(rawValue: r.environment) else {
             throw AppError.validation("environment", "environment must be Production, Sandbox, Xcode or LocalTesting")
         }
@@ -57,13 +60,23 @@ public struct AppleIAPConfig: Sendable {
             throw AppError.validation("shared_secret", "shared_secret must be 1-256 characters")
         }
         self.init(
-            bundleID: r.bundleID, environment: env, rootCertificatesDER: roots,
-            allowLocalEnvironments: (r.allowLocalEnvironments ?? false) && env != .production, sharedSecret: r.sharedSecret)
+            bundleID: r.bundleID,
+            environment: env,
+            rootCertificatesDER: roots,
+            allowLocalEnvironments: (r.allowLocalEnvironments ?? false) && env != .production,
+            sharedSecret: r.sharedSecret
+        )
         // The roots must be certificates the verifier can use.
         do { _ = try verifier() } catch { throw AppError.validation("root_certificates_der_base64", "a root certificate cannot be read") }
     }
 
-    public init(bundleID: String, environment: AppStoreEnvironment, rootCertificatesDER: [[UInt8]], allowLocalEnvironments: Bool, sharedSecret: String?) {
+    public init(
+        bundleID: String,
+        environment: AppStoreEnvironment,
+        rootCertificatesDER: [[UInt8]],
+        allowLocalEnvironments: Bool,
+        sharedSecret: String?
+    ) {
         self.bundleID = bundleID
         self.environment = environment
         self.rootCertificatesDER = rootCertificatesDER
@@ -73,8 +86,11 @@ public struct AppleIAPConfig: Sendable {
 
     public func verifier() throws -> AppStoreSignedDataVerifier {
         try AppStoreSignedDataVerifier(
-            rootCertificatesDER: rootCertificatesDER, bundleID: bundleID, environment: environment,
-            allowLocalEnvironments: allowLocalEnvironments)
+            rootCertificatesDER: rootCertificatesDER,
+            bundleID: bundleID,
+            environment: environment,
+            allowLocalEnvironments: allowLocalEnvironments
+        )
     }
 }
 
@@ -107,9 +123,19 @@ public struct AppStoreTransaction: Decodable, Sendable {
     func purchase(environment: String, proof: String, now: Date) -> StorePurchase {
         let expiresMS = expiresDate.map { Int64($0) } ?? PurchaseRules.milliseconds(now)
         return StorePurchase(
-            store: "apple", transactionID: transactionId, originalTransactionID: originalTransactionId, productID: productId,
-            purchaseDate: Self.date(purchaseDate), endDate: Self.date(Double(expiresMS)), expiresMS: expiresMS,
-            status: isTrial ? .trial : .active, autoRenew: true, isTrial: isTrial, environment: self.environment ?? environment,
-            proof: proof, appAccountToken: appAccountToken.flatMap(UUID.init(uuidString:)))
+            store: "apple",
+            transactionID: transactionId,
+            originalTransactionID: originalTransactionId,
+            productID: productId,
+            purchaseDate: Self.date(purchaseDate),
+            endDate: Self.date(Double(expiresMS)),
+            expiresMS: expiresMS,
+            status: isTrial ? .trial : .active,
+            autoRenew: true,
+            isTrial: isTrial,
+            environment: self.environment ?? environment,
+            proof: proof,
+            appAccountToken: appAccountToken.flatMap(UUID.init(uuidString:))
+        )
     }
 }

@@ -27,8 +27,12 @@ public struct AppleReceiptVerifier: Sendable {
         var isTrialPeriod: String?
         var cancellationDateMS: String?
         enum CodingKeys: String, CodingKey {
-            case productID = "product_id", transactionID = "transaction_id", originalTransactionID = "original_transaction_id"
-            case purchaseDateMS = "purchase_date_ms", expiresDateMS = "expires_date_ms", isTrialPeriod = "is_trial_period"
+            case productID = "product_id"
+            case transactionID = "transaction_id"
+            case originalTransactionID = "original_transaction_id"
+            case purchaseDateMS = "purchase_date_ms"
+            case expiresDateMS = "expires_date_ms"
+            case isTrialPeriod = "is_trial_period"
             case cancellationDateMS = "cancellation_date_ms"
         }
     }
@@ -42,16 +46,26 @@ public struct AppleReceiptVerifier: Sendable {
         struct Inner: Decodable {
             var inApp: [ReceiptTransaction]?
             var bundleID: String?
-            enum CodingKeys: String, CodingKey { case inApp = "in_app"; case bundleID = "bundle_id" }
+            enum CodingKeys: String, CodingKey {
+                case inApp = "in_app"
+                case bundleID = "bundle_id"
+            }
         }
         enum CodingKeys: String, CodingKey {
-            case status, environment, isRetryable = "is-retryable", latestReceiptInfo = "latest_receipt_info", receipt
+            case status, environment
+            case isRetryable = "is-retryable"
+            case latestReceiptInfo = "latest_receipt_info"
+            case receipt
         }
     }
 
     /// `status`: Apple refused the receipt. `unavailable`: Apple could not answer (a status it
     /// documents as "try again"), which says nothing about the receipt. `unreachable`: no answer.
-    public enum Failure: Error, Equatable { case status(Int), unavailable(Int), unreachable }
+    public enum Failure: Error, Equatable {
+        case status(Int)
+        case unavailable(Int)
+        case unreachable
+    }
 
     /// What the receipt holds, as Apple answered.
     public struct Verified: Sendable {
@@ -81,21 +95,33 @@ public struct AppleReceiptVerifier: Sendable {
                 response = try await http.send(try HTTPRequest.json("POST", url, body: body), retries: 0)
             } catch {
                 attempts += 1
-                if attempts <= 2 { try await Task.sleep(for: .milliseconds(200 * attempts)); continue }
+                if attempts <= 2 {
+                    try await Task.sleep(for: .milliseconds(200 * attempts))
+                    continue
+                }
                 throw Failure.unreachable
             }
             guard response.isSuccess, let r = try? JSONDecoder().decode(Response.self, from: response.body) else {
                 attempts += 1
-                if attempts <= 2 { try await Task.sleep(for: .milliseconds(200 * attempts)); continue }
+                if attempts <= 2 {
+                    try await Task.sleep(for: .milliseconds(200 * attempts))
+                    continue
+                }
                 throw Failure.unreachable
             }
             switch r.status {
             case 0:
-                return Verified(transactions: r.latestReceiptInfo ?? r.receipt?.inApp ?? [], environment: r.environment, bundleID: r.receipt?.bundleID)
+                return Verified(
+                    transactions: r.latestReceiptInfo ?? r.receipt?.inApp ?? [],
+                    environment: r.environment,
+                    bundleID: r.receipt?.bundleID
+                )
             case 21007 where hops < 2:
-                url = sandboxURL; hops += 1
+                url = sandboxURL
+                hops += 1
             case 21008 where hops < 2:
-                url = productionURL; hops += 1
+                url = productionURL
+                hops += 1
             case let s where Self.isTemporary(s, retryable: r.isRetryable):
                 attempts += 1
                 // 21002 also means malformed data: still a refusal once the retries are spent.

@@ -1,10 +1,10 @@
-import _CryptoExtras
 import Crypto
 import Foundation
 import Logging
 import ServiceKit
 import Synchronization
 import WireTypes
+import _CryptoExtras
 
 /// An app's Google Play settings (`GOOGLE_PLAY_APPS`, JSON keyed by app id).
 public struct GooglePlayConfig: Sendable {
@@ -15,9 +15,13 @@ public struct GooglePlayConfig: Sendable {
     /// An app's Google Play settings as the operator gives them (a `GOOGLE_PLAY_APPS` entry, or
     /// the body of `PUT /admin/stores/google`).
     public struct Settings: Codable, Sendable, Equatable {
-        public var packageName: String; public var serviceAccountEmail: String; public var privateKeyPEM: String
+        public var packageName: String
+        public var serviceAccountEmail: String
+        public var privateKeyPEM: String
         enum CodingKeys: String, CodingKey {
-            case packageName = "package_name"; case serviceAccountEmail = "service_account_email"; case privateKeyPEM = "private_key_pem"
+            case packageName = "package_name"
+            case serviceAccountEmail = "service_account_email"
+            case privateKeyPEM = "private_key_pem"
         }
     }
 
@@ -61,7 +65,10 @@ public struct GoogleSubscriptionPurchase: Decodable, Sendable {
     public var latestOrderId: String?
     public var startTime: String?
     public var lineItems: [LineItem]?
-    public struct LineItem: Decodable, Sendable { public var productId: String; public var expiryTime: String? }
+    public struct LineItem: Decodable, Sendable {
+        public var productId: String
+        public var expiryTime: String?
+    }
 
     static func date(_ s: String?) -> Date? {
         guard let s else { return nil }
@@ -73,7 +80,10 @@ public struct GoogleSubscriptionPurchase: Decodable, Sendable {
     var productID: String? { lineItems?.first?.productId }
 }
 
-public struct GooglePlayError: Error, CustomStringConvertible { public var status: Int; public var description: String }
+public struct GooglePlayError: Error, CustomStringConvertible {
+    public var status: Int
+    public var description: String
+}
 
 /// The Android Publisher API with a service account: an OAuth access token from a signed JWT
 /// (RS256, androidpublisher scope), cached until shortly before it expires.
@@ -94,8 +104,13 @@ public final class GooglePlayClient: Sendable {
         let t: (token: String, expires: Date)
         do {
             t = try await GoogleServiceAccount.grant(
-                http: http, tokenURL: tokenURL, clientEmail: config.serviceAccountEmail,
-                scope: "https://www.googleapis.com/auth/androidpublisher", privateKey: config.privateKey, now: now)
+                http: http,
+                tokenURL: tokenURL,
+                clientEmail: config.serviceAccountEmail,
+                scope: "https://www.googleapis.com/auth/androidpublisher",
+                privateKey: config.privateKey,
+                now: now
+            )
         } catch let e as GoogleServiceAccount.TokenError {
             throw GooglePlayError(status: e.status, description: e.description)
         }
@@ -112,8 +127,13 @@ public final class GooglePlayClient: Sendable {
     public func subscription(token purchaseToken: String, config: GooglePlayConfig, now: Date) async throws -> GoogleSubscriptionPurchase {
         let url =
             "\(apiBase)/androidpublisher/v3/applications/\(Self.escape(config.packageName))/purchases/subscriptionsv2/tokens/\(Self.escape(purchaseToken))"
-        let response = try await http.send(HTTPRequest(url: url, headers: [("Authorization", "Bearer \(try await accessToken(config, now: now))")]), retries: 2)
-        guard response.isSuccess else { throw GooglePlayError(status: response.status, description: "subscriptionsv2.get answered \(response.status)") }
+        let response = try await http.send(
+            HTTPRequest(url: url, headers: [("Authorization", "Bearer \(try await accessToken(config, now: now))")]),
+            retries: 2
+        )
+        guard response.isSuccess else {
+            throw GooglePlayError(status: response.status, description: "subscriptionsv2.get answered \(response.status)")
+        }
         return try JSONDecoder().decode(GoogleSubscriptionPurchase.self, from: response.body)
     }
 
@@ -122,11 +142,15 @@ public final class GooglePlayClient: Sendable {
             "\(apiBase)/androidpublisher/v3/applications/\(Self.escape(config.packageName))/purchases/subscriptions/\(Self.escape(productID))/tokens/\(Self.escape(purchaseToken)):acknowledge"
         let response = try await http.send(
             HTTPRequest(
-                method: "POST", url: url,
+                method: "POST",
+                url: url,
                 headers: [
                     ("Authorization", "Bearer \(try await accessToken(config, now: now))"),
-                    ("Content-Type", "application/json")
-                ], body: Data("{}".utf8)))
+                    ("Content-Type", "application/json"),
+                ],
+                body: Data("{}".utf8)
+            )
+        )
         guard response.isSuccess else { throw GooglePlayError(status: response.status, description: "acknowledge answered \(response.status)") }
     }
 }
@@ -141,7 +165,7 @@ public enum GoogleStateMapping {
         case "SUBSCRIPTION_STATE_CANCELED": return (live ? .active : .expired, false)
         case "SUBSCRIPTION_STATE_IN_GRACE_PERIOD": return (.gracePeriod, true)
         case "SUBSCRIPTION_STATE_ON_HOLD", "SUBSCRIPTION_STATE_PAUSED", "SUBSCRIPTION_STATE_EXPIRED": return (.expired, false)
-        default: return nil // PENDING and unknown states grant nothing yet
+        default: return nil  // PENDING and unknown states grant nothing yet
         }
     }
     /// Google's grace period when the API gives no later expiry (seed: 3 days).

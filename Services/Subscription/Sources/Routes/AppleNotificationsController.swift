@@ -25,9 +25,16 @@ struct AppleNotificationsController {
         var subtype: String?
         var notificationUUID: String
         var data: DataPart?
-        struct DataPart: Decodable { var bundleId: String?; var signedTransactionInfo: String?; var signedRenewalInfo: String? }
+        struct DataPart: Decodable {
+            var bundleId: String?
+            var signedTransactionInfo: String?
+            var signedRenewalInfo: String?
+        }
     }
-    struct Renewal: Decodable { var gracePeriodExpiresDate: Double?; var autoRenewStatus: Int? }
+    struct Renewal: Decodable {
+        var gracePeriodExpiresDate: Double?
+        var autoRenewStatus: Int?
+    }
 
     /// App Store Server Notifications v1 (legacy): no signature, the app's shared secret in
     /// `password` instead. Apple's v1 type for a refund is `CANCEL` (there is no DID_CANCEL).
@@ -41,7 +48,10 @@ struct AppleNotificationsController {
             enum CodingKeys: String, CodingKey { case latestReceiptInfo = "latest_receipt_info" }
         }
         enum CodingKeys: String, CodingKey {
-            case notificationType = "notification_type", password, autoRenewStatus = "auto_renew_status", unifiedReceipt = "unified_receipt"
+            case notificationType = "notification_type"
+            case password
+            case autoRenewStatus = "auto_renew_status"
+            case unifiedReceipt = "unified_receipt"
         }
     }
 
@@ -50,7 +60,9 @@ struct AppleNotificationsController {
         if raw["signedPayload"] == nil, raw["notification_type"] != nil {
             return try await receiveV1(
                 try JSON.decoder.decode(V1.self, from: try JSON.encoder.encode(raw)),
-                rawBody: try JSON.encoder.encode(raw), context)
+                rawBody: try JSON.encoder.encode(raw),
+                context
+            )
         }
         guard case .string(let signed)? = raw["signedPayload"] else {
             throw AppError.badRequest("Missing field 'signedPayload'", field: "signedPayload")
@@ -82,8 +94,15 @@ struct AppleNotificationsController {
         }
         let now = clock.now()
         let result = try await subscriptions.receiveOnce(
-            app: app, store: "apple", id: n.notificationUUID, type: n.notificationType, subtype: n.subtype,
-            originalTransaction: tx?.originalTransactionId, payload: String(decoding: raw, as: UTF8.self), now: now, db: db
+            app: app,
+            store: "apple",
+            id: n.notificationUUID,
+            type: n.notificationType,
+            subtype: n.subtype,
+            originalTransaction: tx?.originalTransactionId,
+            payload: String(decoding: raw, as: UTF8.self),
+            now: now,
+            db: db
         ) { conn in
             try await apply(n, tx: tx, renewal: renewal, app: app, now: now, on: conn)
         }
@@ -99,10 +118,18 @@ struct AppleNotificationsController {
         let latest = v1.unifiedReceipt?.latestReceiptInfo?.max { (Double($0.expiresDateMS ?? "0") ?? 0) < (Double($1.expiresDateMS ?? "0") ?? 0) }
         let tx = latest.map {
             AppStoreTransaction(
-                transactionId: $0.transactionID, originalTransactionId: $0.originalTransactionID, productId: $0.productID,
-                purchaseDate: Double($0.purchaseDateMS) ?? 0, expiresDate: $0.expiresDateMS.flatMap(Double.init),
-                revocationDate: $0.cancellationDateMS.flatMap(Double.init), offerType: nil, offerDiscountType: nil,
-                environment: nil, price: nil, currency: nil)
+                transactionId: $0.transactionID,
+                originalTransactionId: $0.originalTransactionID,
+                productId: $0.productID,
+                purchaseDate: Double($0.purchaseDateMS) ?? 0,
+                expiresDate: $0.expiresDateMS.flatMap(Double.init),
+                revocationDate: $0.cancellationDateMS.flatMap(Double.init),
+                offerType: nil,
+                offerDiscountType: nil,
+                environment: nil,
+                price: nil,
+                currency: nil
+            )
         }
         // v1 names onto the v2 effects.
         let (type, subtype) = AppleNotificationEffect.v2Type(ofV1: v1.notificationType, autoRenewStatus: v1.autoRenewStatus)
@@ -114,29 +141,49 @@ struct AppleNotificationsController {
         var stored = (try? JSONDecoder().decode([String: JSONValue].self, from: rawBody)) ?? [:]
         stored["password"] = nil
         let result = try await subscriptions.receiveOnce(
-            app: app, store: "apple", id: id, type: v1.notificationType, subtype: subtype, originalTransaction: tx?.originalTransactionId,
-            payload: String(decoding: try JSON.encoder.encode(stored), as: UTF8.self), now: now, db: db
+            app: app,
+            store: "apple",
+            id: id,
+            type: v1.notificationType,
+            subtype: subtype,
+            originalTransaction: tx?.originalTransactionId,
+            payload: String(decoding: try JSON.encoder.encode(stored), as: UTF8.self),
+            now: now,
+            db: db
         ) { conn in
             try await apply(n, tx: tx, renewal: nil, app: app, now: now, on: conn)
         }
         return try context.json(["received": JSONValue.bool(true), "result": .string(result)])
     }
 
-    func apply(_ n: Notification, tx: AppStoreTransaction?, renewal: Renewal?, app: UUID, now: Date, on conn: PostgresConnection) async throws -> String {
+    func apply(
+        _ n: Notification,
+        tx: AppStoreTransaction?,
+        renewal: Renewal?,
+        app: UUID,
+        now: Date,
+        on conn: PostgresConnection
+    ) async throws -> String {
         let effect = AppleNotificationEffect.of(type: n.notificationType, subtype: n.subtype)
         if effect == .none { return "ignored" }
-        guard let tx, let sub = try await subscriptions.byOriginalTransaction(app: app, store: "apple", original: tx.originalTransactionId, on: conn) else {
+        guard let tx, let sub = try await subscriptions.byOriginalTransaction(app: app, store: "apple", original: tx.originalTransactionId, on: conn)
+        else {
             return "no_subscription"
         }
         let data: [String: JSONValue] = [
             "notification_type": .string(n.notificationType), "subtype": n.subtype.map { .string($0) } ?? .null,
-            "notification_uuid": .string(n.notificationUUID)
+            "notification_uuid": .string(n.notificationUUID),
         ]
         switch effect {
         case .renewed:
             try await subscriptions.renew(
-                sub, expiresMS: tx.expiresDate.map { Int64($0) }, transactionID: tx.transactionId,
-                refundReversed: n.notificationType == "REFUND_REVERSED", now: now, on: conn)
+                sub,
+                expiresMS: tx.expiresDate.map { Int64($0) },
+                transactionID: tx.transactionId,
+                refundReversed: n.notificationType == "REFUND_REVERSED",
+                now: now,
+                on: conn
+            )
             try await subscriptions.event(sub.id, app: app, user: sub.userID, type: "renewed", data: data, now: now, on: conn)
             try await subscriptions.announceAccess(app: app, user: sub.userID, on: conn)
         case .gracePeriod:
@@ -154,14 +201,26 @@ struct AppleNotificationsController {
         case .revoked:
             try await subscriptions.revoke(sub, app: app, transaction: tx.purchase(environment: "", proof: "", now: now), now: now, on: conn)
             try await subscriptions.event(
-                sub.id, app: app, user: sub.userID, type: n.notificationType == "REFUND" ? "refunded" : "revoked",
-                data: data, now: now, on: conn)
+                sub.id,
+                app: app,
+                user: sub.userID,
+                type: n.notificationType == "REFUND" ? "refunded" : "revoked",
+                data: data,
+                now: now,
+                on: conn
+            )
             try await subscriptions.announceAccess(app: app, user: sub.userID, on: conn)
         case .autoRenew(let on):
             try await subscriptions.setAutoRenew(sub.id, on, now: now, on: conn)
             try await subscriptions.event(
-                sub.id, app: app, user: sub.userID, type: on ? "auto_renew_enabled" : "auto_renew_disabled",
-                data: data, now: now, on: conn)
+                sub.id,
+                app: app,
+                user: sub.userID,
+                type: on ? "auto_renew_enabled" : "auto_renew_disabled",
+                data: data,
+                now: now,
+                on: conn
+            )
         case .none:
             break
         }

@@ -23,31 +23,57 @@ struct ContentController {
         logging.post("content/:id/check-access") { request, context in try await checkAccess(request, context) }
     }
 
-    struct ViaSubscription: Codable { var available: Bool; var plans: [Plan] }
+    struct ViaSubscription: Codable {
+        var available: Bool
+        var plans: [Plan]
+    }
     struct ViaCredits: Codable {
-        var cost: Int; var durationHours: Int; var userCanAfford: Bool; var userBalance: Int
+        var cost: Int
+        var durationHours: Int
+        var userCanAfford: Bool
+        var userBalance: Int
         enum CodingKeys: String, CodingKey {
-            case cost; case durationHours = "duration_hours"; case userCanAfford = "user_can_afford"; case userBalance = "user_balance"
+            case cost
+            case durationHours = "duration_hours"
+            case userCanAfford = "user_can_afford"
+            case userBalance = "user_balance"
         }
     }
     struct UnlockOptions: Codable {
         var viaSubscription: ViaSubscription?
         var viaCredits: ViaCredits?
-        enum CodingKeys: String, CodingKey { case viaSubscription = "via_subscription"; case viaCredits = "via_credits" }
+        enum CodingKeys: String, CodingKey {
+            case viaSubscription = "via_subscription"
+            case viaCredits = "via_credits"
+        }
     }
     struct ContentInfo: Codable {
-        var contentID: String; var accessLevel: ContentRule.Level
-        enum CodingKeys: String, CodingKey { case contentID = "content_id"; case accessLevel = "access_level" }
+        var contentID: String
+        var accessLevel: ContentRule.Level
+        enum CodingKeys: String, CodingKey {
+            case contentID = "content_id"
+            case accessLevel = "access_level"
+        }
     }
     struct Description: Codable {
-        var content: ContentInfo; var hasAccess: Bool; var via: AccessPolicy.Via?; var unlockedUntil: Date?; var unlockOptions: UnlockOptions?
+        var content: ContentInfo
+        var hasAccess: Bool
+        var via: AccessPolicy.Via?
+        var unlockedUntil: Date?
+        var unlockOptions: UnlockOptions?
         enum CodingKeys: String, CodingKey {
-            case content, hasAccess = "has_access", via, unlockedUntil = "unlocked_until", unlockOptions = "unlock_options"
+            case content
+            case hasAccess = "has_access"
+            case via
+            case unlockedUntil = "unlocked_until"
+            case unlockOptions = "unlock_options"
         }
     }
 
     func contentID(_ context: ServiceRequestContext) throws -> String {
-        guard let id = context.parameters.get("id"), !id.isEmpty, id.utf8.count <= 200 else { throw AppError.badRequest("Invalid content id", field: "id") }
+        guard let id = context.parameters.get("id"), !id.isEmpty, id.utf8.count <= 200 else {
+            throw AppError.badRequest("Invalid content id", field: "id")
+        }
         return id
     }
 
@@ -66,14 +92,24 @@ struct ContentController {
             options = UnlockOptions(
                 viaSubscription: ViaSubscription(available: !planList.isEmpty, plans: planList),
                 viaCredits: rule.accessLevel == .freemium
-                    ? ViaCredits(cost: rule.creditCost, durationHours: rule.unlockHours, userCanAfford: balance >= rule.creditCost, userBalance: balance)
-                    : nil)
+                    ? ViaCredits(
+                        cost: rule.creditCost,
+                        durationHours: rule.unlockHours,
+                        userCanAfford: balance >= rule.creditCost,
+                        userBalance: balance
+                    )
+                    : nil
+            )
         }
         return (
             rule,
             Description(
-                content: ContentInfo(contentID: rule.contentID, accessLevel: rule.accessLevel), hasAccess: via != nil, via: via,
-                unlockedUntil: via == .credits ? unlock?.expiresAt : nil, unlockOptions: options)
+                content: ContentInfo(contentID: rule.contentID, accessLevel: rule.accessLevel),
+                hasAccess: via != nil,
+                via: via,
+                unlockedUntil: via == .credits ? unlock?.expiresAt : nil,
+                unlockOptions: options
+            )
         )
     }
 
@@ -89,8 +125,11 @@ struct ContentController {
         let content = try contentID(context)
         guard let raw = request.headers.value(.xDeviceID)?.trimmingWhitespace, !raw.isEmpty, raw.utf8.count <= 200 else {
             throw AppError(
-                .badRequest, "invalid_request", "Header 'X-Device-ID' is required (1 to 200 characters): access is counted per device",
-                extra: ["field": "X-Device-ID"])
+                .badRequest,
+                "invalid_request",
+                "Header 'X-Device-ID' is required (1 to 200 characters): access is counted per device",
+                extra: ["field": "X-Device-ID"]
+            )
         }
         let device = raw
         let now = clock.now()
@@ -99,33 +138,50 @@ struct ContentController {
         let (rule, d) = try await evaluate(app: app, user: user, content: content)
         if let active = try await reads.admitDevice(app: app, user: user, device: device, store: access, now: now) {
             throw AppError(
-                SubscriptionErrorCode.concurrentAccessLimit, "Too many devices in use on this account",
-                extra: ["active_devices": .int(active), "max_devices": .int(AccessPolicy.maxActiveDevices)])
+                SubscriptionErrorCode.concurrentAccessLimit,
+                "Too many devices in use on this account",
+                extra: ["active_devices": .int(active), "max_devices": .int(AccessPolicy.maxActiveDevices)]
+            )
         }
         let status = d.via == .subscription ? "premium" : "free"
         try await decisions.submit(
             AccessStore.Decision(
-                app: app, user: user, content: content, granted: d.hasAccess, userStatus: status,
-                via: d.via?.rawValue, device: device, at: now))
+                app: app,
+                user: user,
+                content: content,
+                granted: d.hasAccess,
+                userStatus: status,
+                via: d.via?.rawValue,
+                device: device,
+                at: now
+            )
+        )
         guard d.hasAccess else {
             let options = String(decoding: try JSON.encoder.encode(d.unlockOptions), as: UTF8.self)
             throw AppError(
-                SubscriptionErrorCode.accessDenied, rule.accessLevel == .premium ? "This content is for premium members" : "Unlock this content to play it",
+                SubscriptionErrorCode.accessDenied,
+                rule.accessLevel == .premium ? "This content is for premium members" : "Unlock this content to play it",
                 extra: [
                     "access_level": .string(rule.accessLevel.rawValue),
-                    "unlock_options": (try? JSONDecoder().decode(JSONValue.self, from: Data(options.utf8))) ?? .null
-                ])
+                    "unlock_options": (try? JSONDecoder().decode(JSONValue.self, from: Data(options.utf8))) ?? .null,
+                ]
+            )
         }
         return context.json(encoded: Self.granted[Granted(via: d.via!, level: rule.accessLevel)]!)
     }
 
-    struct Granted: Hashable { var via: AccessPolicy.Via; var level: ContentRule.Level }
+    struct Granted: Hashable {
+        var via: AccessPolicy.Via
+        var level: ContentRule.Level
+    }
     /// Every granted answer (a way in, a level), encoded once: the check is the hottest write path.
     static let granted: [Granted: ByteBuffer] = {
         var out: [Granted: ByteBuffer] = [:]
         for via in [AccessPolicy.Via.free, .subscription, .credits] {
             for level in [ContentRule.Level.free, .premium, .freemium] {
-                let body: [String: JSONValue] = ["access_granted": .bool(true), "via": .string(via.rawValue), "access_level": .string(level.rawValue)]
+                let body: [String: JSONValue] = [
+                    "access_granted": .bool(true), "via": .string(via.rawValue), "access_level": .string(level.rawValue),
+                ]
                 out[Granted(via: via, level: level)] = ByteBuffer(bytes: try! JSON.encoder.encode(body))
             }
         }

@@ -32,7 +32,10 @@ struct CreditsController {
     struct Page: Codable {
         var transactions: [CreditTransaction]
         var nextBefore: Int64?
-        enum CodingKeys: String, CodingKey { case transactions; case nextBefore = "next_before" }
+        enum CodingKeys: String, CodingKey {
+            case transactions
+            case nextBefore = "next_before"
+        }
     }
 
     func transactions(_ request: Request, _ context: ServiceRequestContext) async throws -> Response {
@@ -65,11 +68,17 @@ struct CreditsController {
         let result = try await CreditUnlocking(db: db, ledger: ledger, subscriptions: subscriptions, idempotency: idempotency, logger: logger)
             .unlock(app: app, user: userID, content: contentID, idempotencyKey: request.headers[.idempotencyKey], now: clock.now())
         return Response(
-            status: .init(code: result.status), headers: [.contentType: "application/json; charset=utf-8"],
-            body: .init(byteBuffer: ByteBuffer(bytes: result.body)))
+            status: .init(code: result.status),
+            headers: [.contentType: "application/json; charset=utf-8"],
+            body: .init(byteBuffer: ByteBuffer(bytes: result.body))
+        )
     }
 
-    struct EarnResponse: Codable { var credited: Bool; var balance: Int; var transaction: CreditTransaction }
+    struct EarnResponse: Codable {
+        var credited: Bool
+        var balance: Int
+        var transaction: CreditTransaction
+    }
 
     static let sources: Set<String> = ["ad_reward", "promo", "campaign", "purchase_bonus", "referral"]
 

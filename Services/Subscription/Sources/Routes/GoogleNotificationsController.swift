@@ -20,11 +20,21 @@ struct GoogleNotificationsController {
         open.post("webhooks/google") { request, context in try await receive(request, context) }
     }
 
-    struct Push: Codable { struct Message: Codable { var data: String; var messageId: String }; var message: Message }
+    struct Push: Codable {
+        struct Message: Codable {
+            var data: String
+            var messageId: String
+        }
+        var message: Message
+    }
     struct DeveloperNotification: Decodable {
         var packageName: String
         var subscriptionNotification: Sub?
-        struct Sub: Decodable { var notificationType: Int; var purchaseToken: String; var subscriptionId: String? }
+        struct Sub: Decodable {
+            var notificationType: Int
+            var purchaseToken: String
+            var subscriptionId: String?
+        }
     }
 
     func receive(_ request: Request, _ context: ServiceRequestContext) async throws -> Response {
@@ -54,9 +64,15 @@ struct GoogleNotificationsController {
             }
         }
         let result = try await subscriptions.receiveOnce(
-            app: app, store: "google", id: push.message.messageId, type: String(n.subscriptionNotification?.notificationType ?? 0),
-            subtype: nil, originalTransaction: n.subscriptionNotification?.purchaseToken, payload: String(decoding: data, as: UTF8.self),
-            now: now, db: db
+            app: app,
+            store: "google",
+            id: push.message.messageId,
+            type: String(n.subscriptionNotification?.notificationType ?? 0),
+            subtype: nil,
+            originalTransaction: n.subscriptionNotification?.purchaseToken,
+            payload: String(decoding: data, as: UTF8.self),
+            now: now,
+            db: db
         ) { conn in
             guard let sub = n.subscriptionNotification, let g = fresh else { return "ignored" }
             return try await apply(g, token: sub.purchaseToken, type: sub.notificationType, app: app, now: now, on: conn)
@@ -65,19 +81,35 @@ struct GoogleNotificationsController {
     }
 
     func apply(_ g: GoogleSubscriptionPurchase, token: String, type: Int, app: UUID, now: Date, on conn: PostgresConnection) async throws -> String {
-        guard let sub = try await subscriptions.byOriginalTransaction(app: app, store: "google", original: token, on: conn) else { return "no_subscription" }
+        guard let sub = try await subscriptions.byOriginalTransaction(app: app, store: "google", original: token, on: conn) else {
+            return "no_subscription"
+        }
         let mapped = GoogleStateMapping.status(g.subscriptionState, expiry: g.expiry, now: now)
         let (status, autoRenew) = mapped ?? (sub.status, sub.autoRenew)
         // Revoked (type 12) removes access at once whatever the expiry says.
         let finalStatus: SubscriptionStatus = type == 12 ? .revoked : status
         let end = g.expiry ?? sub.endDate
-        let graceEnd = finalStatus == .gracePeriod ? max(end, now.addingTimeInterval(TimeInterval(GoogleStateMapping.fallbackGraceDays) * 86400)) : nil
+        let graceEnd =
+            finalStatus == .gracePeriod ? max(end, now.addingTimeInterval(TimeInterval(GoogleStateMapping.fallbackGraceDays) * 86400)) : nil
         try await subscriptions.applyStoreState(
-            sub.id, status: finalStatus, end: end, autoRenew: autoRenew, graceEnd: graceEnd,
-            orderID: g.latestOrderId, now: now, on: conn)
+            sub.id,
+            status: finalStatus,
+            end: end,
+            autoRenew: autoRenew,
+            graceEnd: graceEnd,
+            orderID: g.latestOrderId,
+            now: now,
+            on: conn
+        )
         try await subscriptions.event(
-            sub.id, app: app, user: sub.userID, type: "google_notification",
-            data: ["notification_type": .int(type), "state": .string(g.subscriptionState)], now: now, on: conn)
+            sub.id,
+            app: app,
+            user: sub.userID,
+            type: "google_notification",
+            data: ["notification_type": .int(type), "state": .string(g.subscriptionState)],
+            now: now,
+            on: conn
+        )
         if sub.grantsAccess != finalStatus.grantsAccess || finalStatus == .revoked {
             try await subscriptions.announceAccess(app: app, user: sub.userID, on: conn)
         }

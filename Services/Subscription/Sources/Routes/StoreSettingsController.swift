@@ -11,7 +11,10 @@ struct StoreSettingsController {
     let apple: TenantSettings<AppleIAPConfig>
     let google: TenantSettings<GooglePlayConfig>
 
-    struct Saved: Encodable { var store: String; var version: Int64 }
+    struct Saved: Encodable {
+        var store: String
+        var version: Int64
+    }
 
     func addRoutes(to admin: RouterGroup<ServiceRequestContext>) {
         admin.get("admin/stores") { _, context in

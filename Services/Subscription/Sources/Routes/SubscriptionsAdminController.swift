@@ -14,7 +14,10 @@ struct SubscriptionsAdminController {
     struct Events: Encodable {
         var events: [StoreEventStore.Event]
         var nextBefore: String?
-        enum CodingKeys: String, CodingKey { case events, nextBefore = "next_before" }
+        enum CodingKeys: String, CodingKey {
+            case events
+            case nextBefore = "next_before"
+        }
     }
 
     func addRoutes(to admin: RouterGroup<ServiceRequestContext>) {

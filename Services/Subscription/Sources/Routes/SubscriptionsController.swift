@@ -37,28 +37,59 @@ struct SubscriptionsController {
         var purchaseToken: String?
         var productID: String?
         enum CodingKeys: String, CodingKey {
-            case store, signedTransaction = "signed_transaction", receiptData = "receipt_data", planID = "plan_id"
-            case purchaseToken = "purchase_token", productID = "product_id"
+            case store
+            case signedTransaction = "signed_transaction"
+            case receiptData = "receipt_data"
+            case planID = "plan_id"
+            case purchaseToken = "purchase_token"
+            case productID = "product_id"
         }
     }
 
     struct SubscriptionView: Codable {
-        var id: UUID; var status: SubscriptionStatus; var planType: String; var startDate: Date; var trialEndDate: Date?
-        var endDate: Date; var autoRenew: Bool; var gracePeriodEnd: Date?; var expiredAt: Date?; var features: JSONValue?
-        var daysRemaining: Int?; var billingIssue: Bool?
+        var id: UUID
+        var status: SubscriptionStatus
+        var planType: String
+        var startDate: Date
+        var trialEndDate: Date?
+        var endDate: Date
+        var autoRenew: Bool
+        var gracePeriodEnd: Date?
+        var expiredAt: Date?
+        var features: JSONValue?
+        var daysRemaining: Int?
+        var billingIssue: Bool?
         enum CodingKeys: String, CodingKey {
-            case id, status, planType = "plan_type", startDate = "start_date", trialEndDate = "trial_end_date", endDate = "end_date"
-            case autoRenew = "auto_renew", gracePeriodEnd = "grace_period_end", expiredAt = "expired_at", features
-            case daysRemaining = "days_remaining", billingIssue = "billing_issue"
+            case id, status
+            case planType = "plan_type"
+            case startDate = "start_date"
+            case trialEndDate = "trial_end_date"
+            case endDate = "end_date"
+            case autoRenew = "auto_renew"
+            case gracePeriodEnd = "grace_period_end"
+            case expiredAt = "expired_at"
+            case features
+            case daysRemaining = "days_remaining"
+            case billingIssue = "billing_issue"
         }
         init(_ s: Subscription, features: JSONValue?) {
-            id = s.id; status = s.status; planType = s.planType; startDate = s.startDate; trialEndDate = s.trialEndDate
-            endDate = s.endDate; autoRenew = s.autoRenew; gracePeriodEnd = s.gracePeriodEnd; expiredAt = s.expiredAt
+            id = s.id
+            status = s.status
+            planType = s.planType
+            startDate = s.startDate
+            trialEndDate = s.trialEndDate
+            endDate = s.endDate
+            autoRenew = s.autoRenew
+            gracePeriodEnd = s.gracePeriodEnd
+            expiredAt = s.expiredAt
             self.features = features
         }
     }
 
-    struct PurchaseResponse: Codable { var subscription: SubscriptionView; var activated: Bool }
+    struct PurchaseResponse: Codable {
+        var subscription: SubscriptionView
+        var activated: Bool
+    }
 
     func purchase(_ request: Request, _ context: ServiceRequestContext, restore: Bool) async throws -> Response {
         let (app, user) = try context.requireUser()
@@ -76,7 +107,9 @@ struct SubscriptionsController {
             guard PurchaseRules.accountTokenAllows(tx.appAccountToken, user: user) else {
                 throw AppError(
                     SubscriptionErrorCode.purchaseOwnedByAnotherUser,
-                    "This purchase was made by another account of this app (its appAccountToken)", extra: ["can_restore": false])
+                    "This purchase was made by another account of this app (its appAccountToken)",
+                    extra: ["can_restore": false]
+                )
             }
             purchase = tx.purchase(environment: config.environment.rawValue, proof: proof, now: now)
         case "google":
@@ -89,7 +122,8 @@ struct SubscriptionsController {
         await factsAtOnce.deliver(result.3)
         return try context.json(
             PurchaseResponse(subscription: SubscriptionView(result.0, features: result.1), activated: result.0.grantsAccess),
-            status: result.2 ? .created : .ok)
+            status: result.2 ? .created : .ok
+        )
     }
 
     /// Reads the purchase from Google (never trusting the app's word for its state).
@@ -104,7 +138,11 @@ struct SubscriptionsController {
         do {
             g = try await googleClient.subscription(token: token, config: config, now: now)
         } catch let e as GooglePlayError where (400..<500).contains(e.status) {
-            throw AppError(SubscriptionErrorCode.invalidPurchaseToken, "Google Play does not know this purchase", extra: ["google_status": .int(e.status)])
+            throw AppError(
+                SubscriptionErrorCode.invalidPurchaseToken,
+                "Google Play does not know this purchase",
+                extra: ["google_status": .int(e.status)]
+            )
         } catch {
             throw AppError(SubscriptionErrorCode.storeUnavailable, "Google Play cannot be reached; try again")
         }
@@ -116,10 +154,20 @@ struct SubscriptionsController {
         let expiry = g.expiry ?? now
         let graceEnd = status == .gracePeriod ? max(expiry, now.addingTimeInterval(TimeInterval(GoogleStateMapping.fallbackGraceDays) * 86400)) : nil
         let purchase = StorePurchase(
-            store: "google", transactionID: g.latestOrderId ?? token, originalTransactionID: token, productID: product,
-            purchaseDate: GoogleSubscriptionPurchase.date(g.startTime) ?? now, endDate: expiry,
-            expiresMS: PurchaseRules.milliseconds(expiry), status: status, autoRenew: autoRenew, isTrial: false,
-            environment: "Production", proof: token, graceEnd: graceEnd)
+            store: "google",
+            transactionID: g.latestOrderId ?? token,
+            originalTransactionID: token,
+            productID: product,
+            purchaseDate: GoogleSubscriptionPurchase.date(g.startTime) ?? now,
+            endDate: expiry,
+            expiresMS: PurchaseRules.milliseconds(expiry),
+            status: status,
+            autoRenew: autoRenew,
+            isTrial: false,
+            environment: "Production",
+            proof: token,
+            graceEnd: graceEnd
+        )
         let ack =
             g.acknowledgementState == "ACKNOWLEDGEMENT_STATE_PENDING"
             ? GoogleAcknowledgeJob(appID: app, purchaseToken: token, productID: product) : nil
@@ -135,7 +183,11 @@ struct SubscriptionsController {
                 payload = try await config.verifier().verify(jws, kind: .transaction)
             } catch let e as AppStoreVerificationError {
                 logger.warning("App Store transaction refused", metadata: ["reason": "\(e)"])
-                throw AppError(SubscriptionErrorCode.invalidReceipt, "Apple transaction validation failed", extra: ["reason": .string(e.kind.rawValue)])
+                throw AppError(
+                    SubscriptionErrorCode.invalidReceipt,
+                    "Apple transaction validation failed",
+                    extra: ["reason": .string(e.kind.rawValue)]
+                )
             }
             guard let tx = try? JSONDecoder().decode(AppStoreTransaction.self, from: payload) else {
                 throw AppError(SubscriptionErrorCode.invalidReceipt, "Apple transaction validation failed", extra: ["reason": "unreadable"])
@@ -155,8 +207,10 @@ struct SubscriptionsController {
         } catch AppleReceiptVerifier.Failure.unavailable(let status) {
             // Apple could not answer: nothing is known about the receipt, nothing is written.
             throw AppError(
-                SubscriptionErrorCode.storeUnavailable, "The App Store cannot verify receipts right now; try again",
-                extra: ["apple_status": .int(status), "retryable": true])
+                SubscriptionErrorCode.storeUnavailable,
+                "The App Store cannot verify receipts right now; try again",
+                extra: ["apple_status": .int(status), "retryable": true]
+            )
         } catch {
             throw AppError(SubscriptionErrorCode.storeUnavailable, "The App Store cannot be reached; try again", extra: ["retryable": true])
         }
@@ -182,11 +236,18 @@ struct SubscriptionsController {
             throw AppError(SubscriptionErrorCode.productMismatch, "The receipt holds no purchase of this plan")
         }
         let tx = AppStoreTransaction(
-            transactionId: chosen.transactionID, originalTransactionId: chosen.originalTransactionID,
-            productId: chosen.productID, purchaseDate: Double(chosen.purchaseDateMS) ?? 0,
-            expiresDate: chosen.expiresDateMS.flatMap(Double.init), revocationDate: chosen.cancellationDateMS.flatMap(Double.init),
-            offerType: chosen.isTrialPeriod == "true" ? 1 : nil, offerDiscountType: chosen.isTrialPeriod == "true" ? "FREE_TRIAL" : nil,
-            environment: nil, price: nil, currency: nil)
+            transactionId: chosen.transactionID,
+            originalTransactionId: chosen.originalTransactionID,
+            productId: chosen.productID,
+            purchaseDate: Double(chosen.purchaseDateMS) ?? 0,
+            expiresDate: chosen.expiresDateMS.flatMap(Double.init),
+            revocationDate: chosen.cancellationDateMS.flatMap(Double.init),
+            offerType: chosen.isTrialPeriod == "true" ? 1 : nil,
+            offerDiscountType: chosen.isTrialPeriod == "true" ? "FREE_TRIAL" : nil,
+            environment: nil,
+            price: nil,
+            currency: nil
+        )
         return (tx, receipt)
     }
 
@@ -198,7 +259,11 @@ struct SubscriptionsController {
         /// In a grace period: whole days left before access ends (also inside `subscription`, as seed 7b shows it).
         var daysRemaining: Int?
         enum CodingKeys: String, CodingKey {
-            case subscription; case isPremium = "is_premium"; case features; case warning; case daysRemaining = "days_remaining"
+            case subscription
+            case isPremium = "is_premium"
+            case features
+            case warning
+            case daysRemaining = "days_remaining"
         }
         // A free user's answer says `"subscription": null` (seed 2.2), not a missing key.
         func encode(to encoder: Encoder) throws {
@@ -215,8 +280,14 @@ struct SubscriptionsController {
     static let freeAnswer = ByteBuffer(
         bytes: try! JSON.encoder.encode(
             MeResponse(
-                subscription: nil, isPremium: false, features: .object([:]),
-                warning: nil, daysRemaining: nil)))
+                subscription: nil,
+                isPremium: false,
+                features: .object([:]),
+                warning: nil,
+                daysRemaining: nil
+            )
+        )
+    )
 
     func me(_ context: ServiceRequestContext) async throws -> Response {
         let (app, user) = try context.requireUser()
@@ -237,13 +308,26 @@ struct SubscriptionsController {
         }
         return try context.json(
             MeResponse(
-                subscription: view, isPremium: sub.grantsAccess,
-                features: features, warning: warning, daysRemaining: days))
+                subscription: view,
+                isPremium: sub.grantsAccess,
+                features: features,
+                warning: warning,
+                daysRemaining: days
+            )
+        )
     }
 
     struct CancelResponse: Codable {
-        var subscription: SubscriptionView; var manageURL: String; var accessUntil: Date; var message: String
-        enum CodingKeys: String, CodingKey { case subscription; case manageURL = "manage_url"; case accessUntil = "access_until"; case message }
+        var subscription: SubscriptionView
+        var manageURL: String
+        var accessUntil: Date
+        var message: String
+        enum CodingKeys: String, CodingKey {
+            case subscription
+            case manageURL = "manage_url"
+            case accessUntil = "access_until"
+            case message
+        }
     }
 
     /// UC-SUB-2.3: stores own cancellation. Record the user's intent and send them to the
@@ -254,13 +338,19 @@ struct SubscriptionsController {
         let url = sub.store == "apple" ? "https://apps.apple.com/account/subscriptions" : "https://play.google.com/store/account/subscriptions"
         return try context.json(
             CancelResponse(
-                subscription: SubscriptionView(sub, features: nil), manageURL: url, accessUntil: sub.endDate,
-                message: "Cancel in the store; premium access continues until the end of the period"))
+                subscription: SubscriptionView(sub, features: nil),
+                manageURL: url,
+                accessUntil: sub.endDate,
+                message: "Cancel in the store; premium access continues until the end of the period"
+            )
+        )
     }
 
     func entitlement(_ request: Request, _ context: ServiceRequestContext) async throws -> Response {
         let (user, app) = try request.internalUserAndApp(context)
         let (sub, features) = try await status.state(app: app, user: user)
-        return try context.json(Entitlement(isPremium: sub?.grantsAccess ?? false, status: sub?.grantsAccess == true ? "premium" : "free", features: features))
+        return try context.json(
+            Entitlement(isPremium: sub?.grantsAccess ?? false, status: sub?.grantsAccess == true ? "premium" : "free", features: features)
+        )
     }
 }

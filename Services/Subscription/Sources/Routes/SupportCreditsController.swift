@@ -13,11 +13,19 @@ struct SupportCreditsController {
     let grants: SupportGrants
     let clock: any WallClock
 
-    struct Body: Decodable { var amount: Int; var reason: String }
-    struct Adjusted: Encodable {
-        var transaction: CreditTransaction; var balance: Int; var replayed: Bool
+    struct Body: Decodable {
+        var amount: Int
+        var reason: String
     }
-    struct Shown: Encodable { var balance: Int; var transactions: [CreditTransaction] }
+    struct Adjusted: Encodable {
+        var transaction: CreditTransaction
+        var balance: Int
+        var replayed: Bool
+    }
+    struct Shown: Encodable {
+        var balance: Int
+        var transactions: [CreditTransaction]
+    }
 
     func addRoutes(to admin: RouterGroup<ServiceRequestContext>) {
         admin.get("admin/users/:id/credits") { _, context in
@@ -26,7 +34,8 @@ struct SupportCreditsController {
             let shown = try await db.withConnection { conn in
                 Shown(
                     balance: try await ledger.balance(app: app, user: user, on: conn),
-                    transactions: try await ledger.transactions(app: app, user: user, before: nil, limit: 50, on: conn))
+                    transactions: try await ledger.transactions(app: app, user: user, before: nil, limit: 50, on: conn)
+                )
             }
             return try context.json(shown)
         }
@@ -46,8 +55,11 @@ struct SupportCreditsController {
                 return try context.json(Adjusted(transaction: tx, balance: tx.balanceAfter, replayed: !created), status: created ? .created : .ok)
             case .insufficient(let balance):
                 throw AppError(
-                    .conflict, SubscriptionErrorCode.insufficientCredits, "The user has \(balance) credits; nothing was taken",
-                    extra: ["balance": .int(balance)])
+                    .conflict,
+                    SubscriptionErrorCode.insufficientCredits,
+                    "The user has \(balance) credits; nothing was taken",
+                    extra: ["balance": .int(balance)]
+                )
             case .keyReused:
                 throw AppError(.unprocessableContent, "idempotency_key_reused", "This Idempotency-Key was used for another amount")
             }
@@ -58,8 +70,10 @@ struct SupportCreditsController {
     static func requiredKey(_ request: Request) throws -> String {
         guard let key = request.headers[.idempotencyKey], (1...100).contains(key.count) else {
             throw AppError(
-                SubscriptionErrorCode.idempotencyKeyRequired, "Idempotency-Key (1-100 characters) is required: a retry must not grant twice",
-                extra: ["field": "Idempotency-Key"])
+                SubscriptionErrorCode.idempotencyKeyRequired,
+                "Idempotency-Key (1-100 characters) is required: a retry must not grant twice",
+                extra: ["field": "Idempotency-Key"]
+            )
         }
         return key
     }

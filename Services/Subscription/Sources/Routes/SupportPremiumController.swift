@@ -12,11 +12,18 @@ struct SupportPremiumController {
     let grants: SupportGrants
     let clock: any WallClock
 
-    struct GrantBody: Decodable { var days: Int; var reason: String }
+    struct GrantBody: Decodable {
+        var days: Int
+        var reason: String
+    }
     struct RevokeBody: Decodable { var reason: String }
     struct Granted: Encodable {
         var subscriptionID: UUID, validUntil: Date, replayed: Bool
-        enum CodingKeys: String, CodingKey { case subscriptionID = "subscription_id", validUntil = "valid_until", replayed }
+        enum CodingKeys: String, CodingKey {
+            case subscriptionID = "subscription_id"
+            case validUntil = "valid_until"
+            case replayed
+        }
     }
 
     func addRoutes(to admin: RouterGroup<ServiceRequestContext>) {
@@ -31,7 +38,15 @@ struct SupportPremiumController {
             let until = now.addingTimeInterval(Double(body.days) * 86_400)
             let who = context.operator?.auditName ?? "unknown"
             let outcome = try await grants.grantPremium(
-                app: app, user: user, key: key, days: body.days, until: until, reason: reason, operator: who, now: now)
+                app: app,
+                user: user,
+                key: key,
+                days: body.days,
+                until: until,
+                reason: reason,
+                operator: who,
+                now: now
+            )
             switch outcome {
             case .granted(let id): return try context.json(Granted(subscriptionID: id, validUntil: until, replayed: false), status: .created)
             case .replayed(let id): return try context.json(Granted(subscriptionID: id, validUntil: until, replayed: true))
@@ -45,7 +60,9 @@ struct SupportPremiumController {
             let now = clock.now()
             let who = context.operator?.auditName ?? "unknown"
             let ended = try await grants.endPremium(app: app, user: user, reason: reason, operator: who, now: now)
-            guard !ended.isEmpty else { throw AppError(SubscriptionErrorCode.noSupportPremium, "Support granted this user no premium that is still running") }
+            guard !ended.isEmpty else {
+                throw AppError(SubscriptionErrorCode.noSupportPremium, "Support granted this user no premium that is still running")
+            }
             return try context.json(["ended": ended.map(\.lowercasedString)])
         }
     }

@@ -49,19 +49,63 @@ struct AccessReads: Sendable {
     let sightings: GroupCommit<AccessStore.Sighting>
 
     init(
-        db: DatabasePool, ledger: CreditLedger, plans: PlanStore, feed: ChangeFeed, metrics: PrometheusCollectorRegistry, clock: any WallClock,
-        capacity: Int, access: AccessStore
+        db: DatabasePool,
+        ledger: CreditLedger,
+        plans: PlanStore,
+        feed: ChangeFeed,
+        metrics: PrometheusCollectorRegistry,
+        clock: any WallClock,
+        capacity: Int,
+        access: AccessStore
     ) {
         self.db = db
         self.ledger = ledger
         self.plans = plans
-        balances = ReadCache(name: "credit_balance", capacity: capacity, ttl: .seconds(300), feed: feed, topics: ["credits"], metrics: metrics, clock: clock)
-        unlocks = ReadCache(name: "content_unlock", capacity: capacity, ttl: .seconds(300), feed: feed, topics: ["credits"], metrics: metrics, clock: clock)
-        rules = ReadCache(name: "content_rule", capacity: 10_000, ttl: .seconds(300), feed: feed, topics: ["content_rules"], metrics: metrics, clock: clock)
-        activePlans = ReadCache(name: "active_plans", capacity: 1_000, ttl: .seconds(300), feed: feed, topics: ["plans"], metrics: metrics, clock: clock)
+        balances = ReadCache(
+            name: "credit_balance",
+            capacity: capacity,
+            ttl: .seconds(300),
+            feed: feed,
+            topics: ["credits"],
+            metrics: metrics,
+            clock: clock
+        )
+        unlocks = ReadCache(
+            name: "content_unlock",
+            capacity: capacity,
+            ttl: .seconds(300),
+            feed: feed,
+            topics: ["credits"],
+            metrics: metrics,
+            clock: clock
+        )
+        rules = ReadCache(
+            name: "content_rule",
+            capacity: 10_000,
+            ttl: .seconds(300),
+            feed: feed,
+            topics: ["content_rules"],
+            metrics: metrics,
+            clock: clock
+        )
+        activePlans = ReadCache(
+            name: "active_plans",
+            capacity: 1_000,
+            ttl: .seconds(300),
+            feed: feed,
+            topics: ["plans"],
+            metrics: metrics,
+            clock: clock
+        )
         devices = ReadCache(
-            name: "device_seen", capacity: capacity, ttl: .seconds(Int(AccessPolicy.deviceActiveWindow - AccessPolicy.deviceRenewalMargin)), feed: feed,
-            topics: [], metrics: metrics, clock: clock)
+            name: "device_seen",
+            capacity: capacity,
+            ttl: .seconds(Int(AccessPolicy.deviceActiveWindow - AccessPolicy.deviceRenewalMargin)),
+            feed: feed,
+            topics: [],
+            metrics: metrics,
+            clock: clock
+        )
         sightings = GroupCommit { [db] in try await access.renew($0, db: db) }
     }
 
@@ -79,9 +123,11 @@ struct AccessReads: Sendable {
 
     /// Kept no longer than the unlock lasts.
     func activeUnlock(app: UUID, user: UUID, content: String, now: Date) async throws -> ContentUnlock? {
-        let held = try await unlocks.value(for: UnlockKey(app: app, user: user, content: content), expires: { $0?.expiresAt }) {
-            try await db.withConnection { try await ledger.activeUnlock(app: app, user: user, content: content, now: now, on: $0) }
-        }
+        let held = try await unlocks.value(
+            for: UnlockKey(app: app, user: user, content: content),
+            expires: { $0?.expiresAt },
+            load: { try await db.withConnection { try await ledger.activeUnlock(app: app, user: user, content: content, now: now, on: $0) } }
+        )
         return held.flatMap { $0.expiresAt > now ? $0 : nil }
     }
 
@@ -114,15 +160,25 @@ struct AccessReads: Sendable {
         // Seen by another replica (or before a restart) well within the window: renewed in one
         // statement, not through the locked count.
         if try await store.renewActiveDevice(
-            app: app, user: user, device: device, activeSince: AccessPolicy.renewableSince(now: now), now: now, db: db)
-        {
+            app: app,
+            user: user,
+            device: device,
+            activeSince: AccessPolicy.renewableSince(now: now),
+            now: now,
+            db: db
+        ) {
             devices.store(now, for: key, ticket: ticket)
             return nil
         }
         if let refused = try await store.admitDevice(
-            app: app, user: user, device: device, limit: AccessPolicy.maxActiveDevices,
-            since: now.addingTimeInterval(-AccessPolicy.deviceActiveWindow), now: now, db: db)
-        {
+            app: app,
+            user: user,
+            device: device,
+            limit: AccessPolicy.maxActiveDevices,
+            since: now.addingTimeInterval(-AccessPolicy.deviceActiveWindow),
+            now: now,
+            db: db
+        ) {
             return refused
         }
         devices.store(now, for: key, ticket: ticket)

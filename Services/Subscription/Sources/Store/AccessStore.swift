@@ -29,7 +29,8 @@ public struct AccessStore: Sendable {
                     RETURNING 1
                 )
                 SELECT n FROM others, (SELECT count(*) FROM admitted) AS done
-                """, logger: logger
+                """,
+                logger: logger
             ).decode(Int.self) { others = n }
             if others >= limit { return others }
             return nil
@@ -46,7 +47,9 @@ public struct AccessStore: Sendable {
             UPDATE devices SET last_seen = GREATEST(last_seen, \(now))
             WHERE app_id = \(app) AND user_id = \(user) AND device_id = \(device) AND last_seen > \(activeSince)
             RETURNING 1
-            """, logger: logger)
+            """,
+            logger: logger
+        )
         for try await _ in rows { return true }
         return false
     }
@@ -55,7 +58,10 @@ public struct AccessStore: Sendable {
     public struct Sighting: Sendable {
         public var app: UUID, user: UUID, device: String, at: Date
         public init(app: UUID, user: UUID, device: String, at: Date) {
-            self.app = app; self.user = user; self.device = device; self.at = at
+            self.app = app
+            self.user = user
+            self.device = device
+            self.at = at
         }
     }
 
@@ -69,7 +75,9 @@ public struct AccessStore: Sendable {
             FROM unnest(\(sightings.map(\.app))::uuid[], \(sightings.map(\.user))::uuid[], \(sightings.map(\.device))::text[],
                         \(sightings.map(\.at))::timestamptz[]) AS x(a, u, dv, t)
             WHERE d.app_id = x.a AND d.user_id = x.u AND d.device_id = x.dv
-            """, logger: logger)
+            """,
+            logger: logger
+        )
     }
 
     /// One access decision, as `access_logs` keeps it.
@@ -88,7 +96,9 @@ public struct AccessStore: Sendable {
                     \(decisions.map(\.app))::uuid[], \(decisions.map(\.user))::uuid[], \(decisions.map(\.content))::text[],
                     \(decisions.map(\.granted))::bool[], \(decisions.map(\.userStatus))::text[], \(decisions.map { $0.via ?? "" })::text[],
                     \(decisions.map(\.device))::text[], \(decisions.map(\.at))::timestamptz[])
-                """, logger: logger)
+                """,
+                logger: logger
+            )
         }
     }
 }

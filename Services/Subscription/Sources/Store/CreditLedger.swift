@@ -48,11 +48,14 @@ public struct CreditLedger: Sendable {
         try await conn.run(
             """
             INSERT INTO credit_balances (app_id, user_id) VALUES (\(app), \(user)) ON CONFLICT DO NOTHING
-            """, logger: logger)
+            """,
+            logger: logger
+        )
         for try await b in try await conn.run(
             """
             SELECT balance FROM credit_balances WHERE app_id = \(app) AND user_id = \(user) FOR UPDATE
-            """, logger: logger
+            """,
+            logger: logger
         ).decode(Int.self) { return b }
         return 0
     }
@@ -62,7 +65,9 @@ public struct CreditLedger: Sendable {
             """
             SELECT id, amount, source, reference_id, content_id, balance_after, created_at FROM credit_ledger
             WHERE app_id = \(app) AND user_id = \(user) AND source = \(source) AND reference_id = \(reference)
-            """, logger: logger)
+            """,
+            logger: logger
+        )
         for try await r in rows.decode((Int64, Int, String, String, String?, Int, Date).self) {
             return CreditTransaction(id: r.0, amount: r.1, source: r.2, referenceID: r.3, contentID: r.4, balanceAfter: r.5, createdAt: r.6)
         }
@@ -71,47 +76,87 @@ public struct CreditLedger: Sendable {
 
     /// Appends a row and moves the balance (the caller holds the balance lock).
     func append(
-        app: UUID, user: UUID, amount: Int, source: String, reference: String, contentID: String?, balanceAfter: Int,
-        note: String? = nil, now: Date, on conn: PostgresConnection
+        app: UUID,
+        user: UUID,
+        amount: Int,
+        source: String,
+        reference: String,
+        contentID: String?,
+        balanceAfter: Int,
+        note: String? = nil,
+        now: Date,
+        on conn: PostgresConnection
     ) async throws -> CreditTransaction {
         let rows = try await conn.run(
             """
             INSERT INTO credit_ledger (app_id, user_id, amount, source, reference_id, content_id, balance_after, note, created_at)
             VALUES (\(app), \(user), \(amount), \(source), \(reference), \(contentID), \(balanceAfter), \(note), \(now))
             RETURNING id
-            """, logger: logger)
+            """,
+            logger: logger
+        )
         var id: Int64 = 0
         for try await v in rows.decode(Int64.self) { id = v }
         try await conn.run(
             """
             UPDATE credit_balances SET balance = \(balanceAfter), updated_at = \(now) WHERE app_id = \(app) AND user_id = \(user)
-            """, logger: logger)
+            """,
+            logger: logger
+        )
         // #33: credits.earned / credits.spent to the app's servers through auth, with the ledger
         // row's id as the version (a user's rows are ordered by it).
         try await Outbox.write(
             try OutboxMessage(
-                InternalRoutes.events, path: InternalRoutes.events.path(),
+                InternalRoutes.events,
+                path: InternalRoutes.events.path(),
                 body: WebhookEventMessage(
-                    type: amount >= 0 ? "credits.earned" : "credits.spent", appID: app, createdAt: now, version: id,
+                    type: amount >= 0 ? "credits.earned" : "credits.spent",
+                    appID: app,
+                    createdAt: now,
+                    version: id,
                     data: [
                         "user_id": .string(user.lowercasedString), "transaction_id": .int(Int(id)), "amount": .int(amount),
-                        "balance": .int(balanceAfter), "source": .string(source)
-                    ])), on: conn, logger: logger)
+                        "balance": .int(balanceAfter), "source": .string(source),
+                    ]
+                )
+            ),
+            on: conn,
+            logger: logger
+        )
         return CreditTransaction(
-            id: id, amount: amount, source: source, referenceID: reference, contentID: contentID,
-            balanceAfter: balanceAfter, createdAt: now)
+            id: id,
+            amount: amount,
+            source: source,
+            referenceID: reference,
+            contentID: contentID,
+            balanceAfter: balanceAfter,
+            createdAt: now
+        )
     }
 
     /// Credits `amount` once per (`source`, `reference`); a repeat returns the first row.
     public func earn(
-        app: UUID, user: UUID, amount: Int, source: String, reference: String, now: Date,
+        app: UUID,
+        user: UUID,
+        amount: Int,
+        source: String,
+        reference: String,
+        now: Date,
         on conn: PostgresConnection
     ) async throws -> (CreditTransaction, created: Bool) {
         let balance = try await lockBalance(app: app, user: user, on: conn)
         if let done = try await existing(app: app, user: user, source: source, reference: reference, on: conn) { return (done, false) }
         let tx = try await append(
-            app: app, user: user, amount: amount, source: source, reference: reference, contentID: nil,
-            balanceAfter: balance + amount, now: now, on: conn)
+            app: app,
+            user: user,
+            amount: amount,
+            source: source,
+            reference: reference,
+            contentID: nil,
+            balanceAfter: balance + amount,
+            now: now,
+            on: conn
+        )
         return (tx, true)
     }
 
@@ -125,7 +170,12 @@ public struct CreditLedger: Sendable {
     /// `key`: a retry answers the first row; the same key for another amount is refused; the
     /// balance never goes below 0.
     public func supportAdjust(
-        app: UUID, user: UUID, amount: Int, reason: String, key: String, now: Date,
+        app: UUID,
+        user: UUID,
+        amount: Int,
+        reason: String,
+        key: String,
+        now: Date,
         on conn: PostgresConnection
     ) async throws -> SupportOutcome {
         let balance = try await lockBalance(app: app, user: user, on: conn)
@@ -136,15 +186,27 @@ public struct CreditLedger: Sendable {
         guard balance + amount >= 0 else { return .insufficient(balance: balance) }
         return .done(
             try await append(
-                app: app, user: user, amount: amount, source: "support", reference: reference, contentID: nil,
-                balanceAfter: balance + amount, note: reason, now: now, on: conn), created: true)
+                app: app,
+                user: user,
+                amount: amount,
+                source: "support",
+                reference: reference,
+                contentID: nil,
+                balanceAfter: balance + amount,
+                note: reason,
+                now: now,
+                on: conn
+            ),
+            created: true
+        )
     }
 
     public func balance(app: UUID, user: UUID, on conn: PostgresConnection) async throws -> Int {
         for try await b in try await conn.run(
             """
             SELECT balance FROM credit_balances WHERE app_id = \(app) AND user_id = \(user)
-            """, logger: logger
+            """,
+            logger: logger
         ).decode(Int.self) { return b }
         return 0
     }
@@ -155,7 +217,9 @@ public struct CreditLedger: Sendable {
             SELECT id, amount, source, reference_id, content_id, balance_after, created_at FROM credit_ledger
             WHERE app_id = \(app) AND user_id = \(user) AND id < \(before ?? Int64.max)
             ORDER BY id DESC LIMIT \(limit)
-            """, logger: logger)
+            """,
+            logger: logger
+        )
         var out: [CreditTransaction] = []
         for try await r in rows.decode((Int64, Int, String, String, String?, Int, Date).self) {
             out.append(CreditTransaction(id: r.0, amount: r.1, source: r.2, referenceID: r.3, contentID: r.4, balanceAfter: r.5, createdAt: r.6))
@@ -168,7 +232,9 @@ public struct CreditLedger: Sendable {
             """
             SELECT content_id, access_level, credit_cost, unlock_hours FROM content_rules
             WHERE app_id = \(app) AND content_id = \(content) AND active
-            """, logger: logger)
+            """,
+            logger: logger
+        )
         for try await r in rows.decode((String, String, Int, Int).self) {
             return ContentRule(contentID: r.0, accessLevel: ContentRule.Level(rawValue: r.1) ?? .premium, creditCost: r.2, unlockHours: r.3)
         }
@@ -181,7 +247,9 @@ public struct CreditLedger: Sendable {
             SELECT content_id, credits_spent, unlocked_at, expires_at FROM content_unlocks
             WHERE app_id = \(app) AND user_id = \(user) AND content_id = \(content) AND expires_at > \(now)
             ORDER BY expires_at DESC LIMIT 1
-            """, logger: logger)
+            """,
+            logger: logger
+        )
         for try await r in rows.decode((String, Int, Date, Date).self) {
             return ContentUnlock(contentID: r.0, creditsSpent: r.1, unlockedAt: r.2, expiresAt: r.3)
         }
@@ -203,17 +271,27 @@ public struct CreditLedger: Sendable {
         guard balance >= rule.creditCost else { return .insufficient(balance: balance, cost: rule.creditCost) }
         let unlockID = UUID()
         let tx = try await append(
-            app: app, user: user, amount: -rule.creditCost, source: "unlock",
-            reference: unlockID.lowercasedString, contentID: rule.contentID,
-            balanceAfter: balance - rule.creditCost, now: now, on: conn)
+            app: app,
+            user: user,
+            amount: -rule.creditCost,
+            source: "unlock",
+            reference: unlockID.lowercasedString,
+            contentID: rule.contentID,
+            balanceAfter: balance - rule.creditCost,
+            now: now,
+            on: conn
+        )
         let expires = now.addingTimeInterval(TimeInterval(rule.unlockHours) * 3600)
         try await conn.run(
             """
             INSERT INTO content_unlocks (id, app_id, user_id, content_id, ledger_id, credits_spent, unlocked_at, expires_at)
             VALUES (\(unlockID), \(app), \(user), \(rule.contentID), \(tx.id), \(rule.creditCost), \(now), \(expires))
-            """, logger: logger)
+            """,
+            logger: logger
+        )
         return .unlocked(
             ContentUnlock(contentID: rule.contentID, creditsSpent: rule.creditCost, unlockedAt: now, expiresAt: expires),
-            balance: tx.balanceAfter)
+            balance: tx.balanceAfter
+        )
     }
 }

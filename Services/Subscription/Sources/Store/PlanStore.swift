@@ -41,15 +41,26 @@ public struct PlanStore: Sendable {
             SELECT id, name, plan_type, apple_product_id, google_product_id, price::float8, currency, trial_enabled,
                    trial_duration_days, features::text
             FROM subscription_plans WHERE app_id = \(app) AND active ORDER BY price ASC, name
-            """, logger: logger)
+            """,
+            logger: logger
+        )
         var plans: [Plan] = []
         for try await r in rows.decode((UUID, String, String, String?, String?, Double, String, Bool, Int, String).self) {
             plans.append(
                 Plan(
-                    id: r.0, name: r.1, planType: r.2, appleProductID: r.3, googleProductID: r.4, price: r.5, currency: r.6,
-                    trialEnabled: r.7, trialDurationDays: r.8,
+                    id: r.0,
+                    name: r.1,
+                    planType: r.2,
+                    appleProductID: r.3,
+                    googleProductID: r.4,
+                    price: r.5,
+                    currency: r.6,
+                    trialEnabled: r.7,
+                    trialDurationDays: r.8,
                     features: (try? JSONDecoder().decode(JSONValue.self, from: Data(r.9.utf8))) ?? .object([:]),
-                    discountVsMonthly: nil))
+                    discountVsMonthly: nil
+                )
+            )
         }
         for i in plans.indices {
             let monthly = plans.first { $0.planType == "monthly" && $0.currency == plans[i].currency }?.price
@@ -65,7 +76,7 @@ public struct PlanStore: Sendable {
         var created = 0
         for (name, type, apple, google, price) in [
             ("Premium Mensuel", "monthly", "com.quiz.premium.monthly", "premium_monthly", 4.99),
-            ("Premium Annuel", "annual", "com.quiz.premium.annual", "premium_annual", 39.99)
+            ("Premium Annuel", "annual", "com.quiz.premium.annual", "premium_annual", 39.99),
         ] {
             let rows = try await conn.run(
                 """
@@ -73,7 +84,9 @@ public struct PlanStore: Sendable {
                                                 trial_enabled, trial_duration_days, features)
                 VALUES (\(app), \(name), \(type), \(apple), \(google), \(price)::numeric, 'EUR', true, 7, \(features)::jsonb)
                 ON CONFLICT DO NOTHING RETURNING id
-                """, logger: logger)
+                """,
+                logger: logger
+            )
             created += try await rows.count()
         }
         return created
@@ -86,8 +99,16 @@ public struct PlanStore: Sendable {
 
     /// An operator's new plan (`subscription-service plans create`).
     public func create(
-        app: UUID, name: String, type: String, appleProductID: String?, googleProductID: String?, price: Double,
-        currency: String, trialDays: Int, features: String, on conn: PostgresConnection
+        app: UUID,
+        name: String,
+        type: String,
+        appleProductID: String?,
+        googleProductID: String?,
+        price: Double,
+        currency: String,
+        trialDays: Int,
+        features: String,
+        on conn: PostgresConnection
     ) async throws -> UUID {
         for try await id in try await conn.run(
             """
@@ -96,13 +117,21 @@ public struct PlanStore: Sendable {
             VALUES (\(app), \(name), \(type), \(appleProductID), \(googleProductID), \(price)::numeric, \(currency), \(trialDays > 0),
                     \(trialDays), \(features)::jsonb)
             RETURNING id
-            """, logger: logger
+            """,
+            logger: logger
         ).decode(UUID.self) { return id }
         throw AppError.unavailable
     }
 
     /// Changes what is given; false when there is no such plan.
-    public func update(plan: UUID, name: String?, price: Double?, trialDays: Int?, features: String?, on conn: PostgresConnection) async throws -> Bool {
+    public func update(
+        plan: UUID,
+        name: String?,
+        price: Double?,
+        trialDays: Int?,
+        features: String?,
+        on conn: PostgresConnection
+    ) async throws -> Bool {
         var n = 0
         for try await _ in try await conn.run(
             """
@@ -111,8 +140,9 @@ public struct PlanStore: Sendable {
                    trial_enabled = COALESCE(\(trialDays.map { $0 > 0 }), trial_enabled),
                    features = COALESCE(\(features)::jsonb, features)
             WHERE id = \(plan) RETURNING id
-            """, logger: logger)
-        { n += 1 }
+            """,
+            logger: logger
+        ) { n += 1 }
         return n == 1
     }
 
@@ -124,7 +154,9 @@ public struct PlanStore: Sendable {
             VALUES (\(app), \(content), \(level), \(cost), \(hours))
             ON CONFLICT (app_id, content_id) DO UPDATE SET access_level = EXCLUDED.access_level,
                 credit_cost = EXCLUDED.credit_cost, unlock_hours = EXCLUDED.unlock_hours, active = true, updated_at = now()
-            """, logger: logger)
+            """,
+            logger: logger
+        )
     }
 
     /// Takes a content rule out of use; false when there is no such rule.
@@ -132,7 +164,8 @@ public struct PlanStore: Sendable {
         let n = try await conn.run(
             """
             UPDATE content_rules SET active = false, updated_at = now() WHERE app_id = \(app) AND content_id = \(content) RETURNING content_id
-            """, logger: logger
+            """,
+            logger: logger
         ).count()
         return n == 1
     }

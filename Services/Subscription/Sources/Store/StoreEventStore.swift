@@ -40,7 +40,10 @@ public struct StoreEventStore: Sendable {
             self.init(micros: Int64((receivedAt.timeIntervalSince1970 * 1_000_000).rounded()), id: id)
         }
 
-        init(micros: Int64, id: UUID) { self.micros = micros; self.id = id }
+        init(micros: Int64, id: UUID) {
+            self.micros = micros
+            self.id = id
+        }
 
         /// 2^53 µs (the year 2255): the bound is exact in SQL's `interval * double` up to here,
         /// and a time beyond it is no event's.
@@ -66,13 +69,17 @@ public struct StoreEventStore: Sendable {
                 SELECT id, store, notification_type, subtype, original_transaction_id, received_at, result FROM store_notifications
                 WHERE app_id = \(app) AND (received_at, id) < (timestamptz 'epoch' + \(cursor.micros) * interval '1 microsecond', \(cursor.id))
                 ORDER BY received_at DESC, id DESC LIMIT \(limit)
-                """, logger: logger)
+                """,
+                logger: logger
+            )
         } else {
             rows = try await conn.run(
                 """
                 SELECT id, store, notification_type, subtype, original_transaction_id, received_at, result FROM store_notifications
                 WHERE app_id = \(app) ORDER BY received_at DESC, id DESC LIMIT \(limit)
-                """, logger: logger)
+                """,
+                logger: logger
+            )
         }
         var out: [Event] = []
         for try await r in rows.decode((UUID, String, String, String?, String?, Date, String).self) {

@@ -13,14 +13,23 @@ public struct StoreSettingsStore: Sendable {
         public var hasSecret: Bool
         public var version: Int64
         public var updatedAt: Date
-        enum CodingKeys: String, CodingKey { case store, settings, hasSecret = "has_secret", version, updatedAt = "updated_at" }
+        enum CodingKeys: String, CodingKey {
+            case store, settings
+            case hasSecret = "has_secret"
+            case version
+            case updatedAt = "updated_at"
+        }
     }
 
     let db: DatabasePool
     let box: SecretBox
     let logger: Logger
 
-    public init(db: DatabasePool, box: SecretBox, logger: Logger) { self.db = db; self.box = box; self.logger = logger }
+    public init(db: DatabasePool, box: SecretBox, logger: Logger) {
+        self.db = db
+        self.box = box
+        self.logger = logger
+    }
 
     /// Stores the settings (already validated) with the secret sealed; the version counts the changes.
     public func setApple(app: UUID, _ s: AppleIAPConfig.Settings) async throws -> Int64 {
@@ -31,12 +40,19 @@ public struct StoreSettingsStore: Sendable {
 
     public func setGoogle(app: UUID, _ s: GooglePlayConfig.Settings) async throws -> Int64 {
         struct Open: Encodable {
-            var packageName: String; var serviceAccountEmail: String
-            enum CodingKeys: String, CodingKey { case packageName = "package_name"; case serviceAccountEmail = "service_account_email" }
+            var packageName: String
+            var serviceAccountEmail: String
+            enum CodingKeys: String, CodingKey {
+                case packageName = "package_name"
+                case serviceAccountEmail = "service_account_email"
+            }
         }
         return try await upsert(
-            app: app, store: "google", settings: Open(packageName: s.packageName, serviceAccountEmail: s.serviceAccountEmail),
-            secret: s.privateKeyPEM)
+            app: app,
+            store: "google",
+            settings: Open(packageName: s.packageName, serviceAccountEmail: s.serviceAccountEmail),
+            secret: s.privateKeyPEM
+        )
     }
 
     private func upsert(app: UUID, store: String, settings: some Encodable, secret: String?) async throws -> Int64 {
@@ -48,7 +64,9 @@ public struct StoreSettingsStore: Sendable {
             ON CONFLICT (app_id, store) DO UPDATE SET settings = EXCLUDED.settings, sealed_secret = EXCLUDED.sealed_secret,
                 version = store_settings.version + 1, updated_at = now()
             RETURNING version
-            """, logger: logger)
+            """,
+            logger: logger
+        )
         for try await v in rows.decode(Int64.self) { return v }
         return 0
     }
@@ -65,12 +83,18 @@ public struct StoreSettingsStore: Sendable {
         for try await (store, settings, hasSecret, version, at) in try await db.query(
             """
             SELECT store, settings::text, sealed_secret IS NOT NULL, version, updated_at FROM store_settings WHERE app_id = \(app) ORDER BY store
-            """, logger: logger
+            """,
+            logger: logger
         ).decode((String, String, Bool, Int64, Date).self) {
             out.append(
                 Shown(
-                    store: store, settings: try JSON.decoder.decode(JSONValue.self, from: Data(settings.utf8)),
-                    hasSecret: hasSecret, version: version, updatedAt: at))
+                    store: store,
+                    settings: try JSON.decoder.decode(JSONValue.self, from: Data(settings.utf8)),
+                    hasSecret: hasSecret,
+                    version: version,
+                    updatedAt: at
+                )
+            )
         }
         return out
     }
@@ -88,7 +112,10 @@ public struct StoreSettingsStore: Sendable {
 
     public func loadGoogle() async throws -> [UUID: GooglePlayConfig] {
         try await load(store: "google") { json, secret in
-            struct Open: Decodable { var package_name: String; var service_account_email: String }
+            struct Open: Decodable {
+                var package_name: String
+                var service_account_email: String
+            }
             let o = try JSONDecoder().decode(Open.self, from: Data(json.utf8))
             return try GooglePlayConfig(.init(packageName: o.package_name, serviceAccountEmail: o.service_account_email, privateKeyPEM: secret ?? ""))
         }
@@ -99,14 +126,16 @@ public struct StoreSettingsStore: Sendable {
         for try await (app, json, sealed) in try await db.query(
             """
             SELECT app_id, settings::text, sealed_secret FROM store_settings WHERE store = \(store)
-            """, logger: logger
+            """,
+            logger: logger
         ).decode((UUID, String, ByteBuffer?).self) {
             do {
                 out[app] = try make(json, try sealed.map { try box.open($0) })
             } catch {
                 logger.error(
                     "store settings unreadable; this app's purchases are refused until they are set again",
-                    metadata: ["app_id": "\(app.lowercasedString)", "store": "\(store)"])
+                    metadata: ["app_id": "\(app.lowercasedString)", "store": "\(store)"]
+                )
             }
         }
         return out

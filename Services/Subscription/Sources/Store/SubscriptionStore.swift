@@ -48,8 +48,19 @@ public struct SubscriptionStore: Sendable {
         for try await r in rows.decode((UUID, UUID, String, String, Date, Date, Date?, Date?, Bool, String, Date?).self) {
             out.append(
                 Subscription(
-                    id: r.0, userID: r.1, status: SubscriptionStatus(stored: r.2), planType: r.3, startDate: r.4, endDate: r.5, trialEndDate: r.6,
-                    gracePeriodEnd: r.7, autoRenew: r.8, store: r.9, expiredAt: r.10))
+                    id: r.0,
+                    userID: r.1,
+                    status: SubscriptionStatus(stored: r.2),
+                    planType: r.3,
+                    startDate: r.4,
+                    endDate: r.5,
+                    trialEndDate: r.6,
+                    gracePeriodEnd: r.7,
+                    autoRenew: r.8,
+                    store: r.9,
+                    expiredAt: r.10
+                )
+            )
         }
         return out
     }
@@ -60,7 +71,9 @@ public struct SubscriptionStore: Sendable {
                 """
                 SELECT \(unescaped: Self.columns) FROM subscriptions
                 WHERE app_id = \(app) AND store = \(store) AND store_original_transaction_id = \(original) FOR UPDATE
-                """, logger: logger)
+                """,
+                logger: logger
+            )
         ).first
     }
 
@@ -74,7 +87,8 @@ public struct SubscriptionStore: Sendable {
         for try await revoked in try await conn.run(
             """
             SELECT revoked_at IS NOT NULL FROM iap_receipts WHERE app_id = \(app) AND store = \(store) AND transaction_id = \(id)
-            """, logger: logger
+            """,
+            logger: logger
         ).decode(Bool.self) { return revoked ? .revoked : .active }
         return .unknown
     }
@@ -97,7 +111,9 @@ public struct SubscriptionStore: Sendable {
                 \(p.isTrial ? p.endDate : nil), \(p.graceEnd), \(p.autoRenew), \(p.store), \(p.productID), \(p.transactionID),
                 \(p.originalTransactionID), \(p.environment), \(plan.price)::numeric, \(plan.currency), \(now), \(now))
             RETURNING id
-            """, logger: logger)
+            """,
+            logger: logger
+        )
         for try await id in rows.decode(UUID.self) { return id }
         throw AppError(.internalServerError, "internal_error", "Internal error")
     }
@@ -111,7 +127,9 @@ public struct SubscriptionStore: Sendable {
                    expired_at = CASE WHEN \(p.endDate) > \(now) THEN NULL ELSE expired_at END,
                    auto_renew = \(p.autoRenew), updated_at = \(now)
             WHERE id = \(sub)
-            """, logger: logger)
+            """,
+            logger: logger
+        )
     }
 
     public func transfer(_ sub: UUID, to user: UUID, now: Date, on conn: PostgresConnection) async throws {
@@ -126,7 +144,9 @@ public struct SubscriptionStore: Sendable {
             VALUES (\(app), \(user), \(sub), \(p.store), \(p.transactionID), \(p.originalTransactionID), \(p.productID),
                     \(p.purchaseDate), \(p.endDate), \(p.isTrial), true, true, \(now), \(p.proof), \(p.appAccountToken))
             ON CONFLICT (app_id, store, transaction_id) DO NOTHING
-            """, logger: logger)
+            """,
+            logger: logger
+        )
     }
 
     /// A refund or revocation: the subscription loses access at once and the store's
@@ -136,7 +156,9 @@ public struct SubscriptionStore: Sendable {
         try await conn.run(
             """
             UPDATE subscriptions SET status = 'revoked', expired_at = \(now), auto_renew = false, updated_at = \(now) WHERE id = \(sub.id)
-            """, logger: logger)
+            """,
+            logger: logger
+        )
         try await conn.run(
             """
             INSERT INTO iap_receipts (app_id, user_id, subscription_id, store, transaction_id, original_transaction_id, product_id,
@@ -144,17 +166,25 @@ public struct SubscriptionStore: Sendable {
             VALUES (\(app), \(sub.userID), \(sub.id), \(transaction.store), \(transaction.transactionID), \(transaction.originalTransactionID),
                     \(transaction.productID), \(transaction.purchaseDate), \(transaction.endDate), \(transaction.isTrial), false, true, \(now), \(now))
             ON CONFLICT (app_id, store, transaction_id) DO NOTHING
-            """, logger: logger)
+            """,
+            logger: logger
+        )
         try await conn.run(
             """
             UPDATE iap_receipts SET is_active = false, revoked_at = COALESCE(revoked_at, \(now)) WHERE subscription_id = \(sub.id)
-            """, logger: logger)
+            """,
+            logger: logger
+        )
     }
 
     /// A store renewal (or a refund reversed): the period moves to the store's end, and the
     /// receipts revoked by a refund that the store reversed count again.
     public func renew(
-        _ sub: Subscription, expiresMS: Int64?, transactionID: String, refundReversed: Bool, now: Date,
+        _ sub: Subscription,
+        expiresMS: Int64?,
+        transactionID: String,
+        refundReversed: Bool,
+        now: Date,
         on conn: PostgresConnection
     ) async throws {
         let end = expiresMS.map { Date(timeIntervalSince1970: Double($0) / 1000) } ?? sub.endDate
@@ -165,7 +195,9 @@ public struct SubscriptionStore: Sendable {
                    store_expires_ms = GREATEST(store_expires_ms, \(expiresMS)), store_transaction_id = \(transactionID),
                    expired_at = CASE WHEN \(status.rawValue) = 'active' THEN NULL ELSE expired_at END,
                    grace_period_end = NULL, auto_renew = true, updated_at = \(now) WHERE id = \(sub.id)
-            """, logger: logger)
+            """,
+            logger: logger
+        )
         if refundReversed {
             try await conn.run("UPDATE iap_receipts SET is_active = true, revoked_at = NULL WHERE subscription_id = \(sub.id)", logger: logger)
         }
@@ -176,7 +208,9 @@ public struct SubscriptionStore: Sendable {
         try await conn.run(
             """
             UPDATE subscriptions SET status = 'grace_period', grace_period_end = \(graceEnd), updated_at = \(now) WHERE id = \(sub)
-            """, logger: logger)
+            """,
+            logger: logger
+        )
     }
 
     /// The store says the subscription ended.
@@ -184,7 +218,9 @@ public struct SubscriptionStore: Sendable {
         try await conn.run(
             """
             UPDATE subscriptions SET status = 'expired', expired_at = \(now), auto_renew = false, updated_at = \(now) WHERE id = \(sub)
-            """, logger: logger)
+            """,
+            logger: logger
+        )
     }
 
     public func setAutoRenew(_ sub: UUID, _ on: Bool, now: Date, on conn: PostgresConnection) async throws {
@@ -198,7 +234,13 @@ public struct SubscriptionStore: Sendable {
 
     /// Google Play's state of the subscription, as mapped by `GoogleStateMapping`.
     public func applyStoreState(
-        _ sub: UUID, status: SubscriptionStatus, end: Date, autoRenew: Bool, graceEnd: Date?, orderID: String?, now: Date,
+        _ sub: UUID,
+        status: SubscriptionStatus,
+        end: Date,
+        autoRenew: Bool,
+        graceEnd: Date?,
+        orderID: String?,
+        now: Date,
         on conn: PostgresConnection
     ) async throws {
         try await conn.run(
@@ -207,7 +249,9 @@ public struct SubscriptionStore: Sendable {
                    store_transaction_id = COALESCE(\(orderID), store_transaction_id),
                    expired_at = CASE WHEN \(status.rawValue) IN ('expired', 'revoked') THEN \(now) ELSE NULL END, updated_at = \(now)
             WHERE id = \(sub)
-            """, logger: logger)
+            """,
+            logger: logger
+        )
     }
 
     /// The user's current subscription (seed 2.2 step 6), locked for a possible expiry flip.
@@ -218,7 +262,9 @@ public struct SubscriptionStore: Sendable {
                 SELECT \(unescaped: Self.columns) FROM subscriptions
                 WHERE app_id = \(app) AND user_id = \(user) AND status IN ('active', 'trial', 'grace_period')
                 ORDER BY created_at DESC LIMIT 1 FOR UPDATE
-                """, logger: logger)
+                """,
+                logger: logger
+            )
         ).first
     }
 
@@ -234,12 +280,23 @@ public struct SubscriptionStore: Sendable {
             FROM subscriptions s LEFT JOIN subscription_plans p ON p.id = s.plan_id
             WHERE s.app_id = \(app) AND s.user_id = \(user)
             ORDER BY (s.status IN ('active', 'trial', 'grace_period')) DESC, s.created_at DESC LIMIT 1
-            """, logger: logger
+            """,
+            logger: logger
         ).decode(Row.self) {
             return (
                 Subscription(
-                    id: r.0, userID: r.1, status: SubscriptionStatus(stored: r.2), planType: r.3, startDate: r.4, endDate: r.5, trialEndDate: r.6,
-                    gracePeriodEnd: r.7, autoRenew: r.8, store: r.9, expiredAt: r.10), r.11
+                    id: r.0,
+                    userID: r.1,
+                    status: SubscriptionStatus(stored: r.2),
+                    planType: r.3,
+                    startDate: r.4,
+                    endDate: r.5,
+                    trialEndDate: r.6,
+                    gracePeriodEnd: r.7,
+                    autoRenew: r.8,
+                    store: r.9,
+                    expiredAt: r.10
+                ), r.11
             )
         }
         return nil
@@ -270,9 +327,20 @@ public struct SubscriptionStore: Sendable {
                     (
                         r.0,
                         Subscription(
-                            id: r.1, userID: r.2, status: SubscriptionStatus(stored: r.3), planType: r.4, startDate: r.5, endDate: r.6, trialEndDate: r.7,
-                            gracePeriodEnd: r.8, autoRenew: r.9, store: r.10, expiredAt: r.11)
-                    ))
+                            id: r.1,
+                            userID: r.2,
+                            status: SubscriptionStatus(stored: r.3),
+                            planType: r.4,
+                            startDate: r.5,
+                            endDate: r.6,
+                            trialEndDate: r.7,
+                            gracePeriodEnd: r.8,
+                            autoRenew: r.9,
+                            store: r.10,
+                            expiredAt: r.11
+                        )
+                    )
+                )
             }
             for (app, sub) in due { _ = try await expireIfDue(sub, app: app, now: now, on: conn) }
             return due.count
@@ -282,8 +350,15 @@ public struct SubscriptionStore: Sendable {
     /// The store notification inbox: records a notification once per (store, id) and runs
     /// `apply` in the same transaction; a replay returns "duplicate" and changes nothing.
     public func receiveOnce(
-        app: UUID, store: String, id: String, type: String, subtype: String?, originalTransaction: String?,
-        payload: String, now: Date, db: DatabasePool,
+        app: UUID,
+        store: String,
+        id: String,
+        type: String,
+        subtype: String?,
+        originalTransaction: String?,
+        payload: String,
+        now: Date,
+        db: DatabasePool,
         apply: (PostgresConnection) async throws -> String
     ) async throws -> String {
         try await db.withTransaction(logger: logger) { conn in
@@ -293,7 +368,9 @@ public struct SubscriptionStore: Sendable {
                                                  payload, received_at, result)
                 VALUES (\(app), \(store), \(id), \(type), \(subtype), \(originalTransaction), \(payload)::jsonb, \(now), 'received')
                 ON CONFLICT (store, notification_id) DO NOTHING RETURNING id
-                """, logger: logger)
+                """,
+                logger: logger
+            )
             var row: UUID?
             for try await v in inserted.decode(UUID.self) { row = v }
             guard let row else { return "duplicate" }
@@ -308,8 +385,9 @@ public struct SubscriptionStore: Sendable {
         for try await _ in try await db.query(
             """
             SELECT 1 FROM store_notifications WHERE store = \(store) AND notification_id = \(id)
-            """, logger: logger)
-        { return true }
+            """,
+            logger: logger
+        ) { return true }
         return false
     }
 
@@ -319,15 +397,26 @@ public struct SubscriptionStore: Sendable {
                 """
                 SELECT \(unescaped: Self.columns) FROM subscriptions WHERE app_id = \(app) AND user_id = \(user)
                 ORDER BY created_at DESC LIMIT 1
-                """, logger: logger)
+                """,
+                logger: logger
+            )
         ).first
     }
 
-    public enum SupportGrant: Sendable { case granted(UUID), replayed(UUID), keyReused }
+    public enum SupportGrant: Sendable {
+        case granted(UUID)
+        case replayed(UUID)
+        case keyReused
+    }
 
     /// Premium from support until `until`, once per `key` (a retry answers the first grant).
     public func grantBySupport(
-        app: UUID, user: UUID, key: String, until: Date, plan: Plan?, now: Date,
+        app: UUID,
+        user: UUID,
+        key: String,
+        until: Date,
+        plan: Plan?,
+        now: Date,
         on conn: PostgresConnection
     ) async throws -> SupportGrant {
         let reference = "support:" + key
@@ -339,12 +428,14 @@ public struct SubscriptionStore: Sendable {
                 \(Int64(until.timeIntervalSince1970 * 1000)), false, 'support', 'support', \(reference), \(reference), 'Production', \(now), \(now))
             ON CONFLICT (app_id, store, store_original_transaction_id) DO NOTHING
             RETURNING id
-            """, logger: logger
+            """,
+            logger: logger
         ).decode(UUID.self) { return .granted(id) }
         for try await (id, owner) in try await conn.run(
             """
             SELECT id, user_id FROM subscriptions WHERE app_id = \(app) AND store = 'support' AND store_original_transaction_id = \(reference)
-            """, logger: logger
+            """,
+            logger: logger
         ).decode((UUID, UUID).self) { return owner == user ? .replayed(id) : .keyReused }
         return .keyReused
     }
@@ -357,13 +448,19 @@ public struct SubscriptionStore: Sendable {
             UPDATE subscriptions SET status = 'revoked', expired_at = \(now), auto_renew = false, updated_at = \(now)
             WHERE app_id = \(app) AND user_id = \(user) AND store = 'support' AND status IN ('active', 'trial', 'grace_period')
             RETURNING id
-            """, logger: logger
+            """,
+            logger: logger
         ).decode(UUID.self) { out.append(id) }
         return out
     }
 
     public func event(
-        _ sub: UUID, app: UUID, user: UUID, type: String, data: [String: JSONValue] = [:], now: Date,
+        _ sub: UUID,
+        app: UUID,
+        user: UUID,
+        type: String,
+        data: [String: JSONValue] = [:],
+        now: Date,
         on conn: PostgresConnection
     ) async throws {
         let json = String(decoding: try JSON.encoder.encode(data), as: UTF8.self)
@@ -373,17 +470,27 @@ public struct SubscriptionStore: Sendable {
             INSERT INTO subscription_events (subscription_id, app_id, user_id, event_type, event_data, timestamp)
             VALUES (\(sub), \(app), \(user), \(type), \(json)::jsonb, \(now))
             RETURNING id
-            """, logger: logger
+            """,
+            logger: logger
         ).decode(Int64.self) { id = v }
         // #33: the app's servers hear of it through auth, iff this transaction commits. The
         // event row's id orders a subscription's events.
         if let hook = Self.webhookTypes[type] {
             try await Outbox.write(
                 try OutboxMessage(
-                    InternalRoutes.events, path: InternalRoutes.events.path(),
+                    InternalRoutes.events,
+                    path: InternalRoutes.events.path(),
                     body: WebhookEventMessage(
-                        type: hook, appID: app, createdAt: now, version: id,
-                        data: ["user_id": .string(user.lowercasedString), "subscription_id": .string(sub.lowercasedString)])), on: conn, logger: logger)
+                        type: hook,
+                        appID: app,
+                        createdAt: now,
+                        version: id,
+                        data: ["user_id": .string(user.lowercasedString), "subscription_id": .string(sub.lowercasedString)]
+                    )
+                ),
+                on: conn,
+                logger: logger
+            )
         }
     }
 
@@ -391,7 +498,7 @@ public struct SubscriptionStore: Sendable {
     static let webhookTypes: [String: String] = [
         "subscribed": "subscription.activated", "trial_started": "subscription.activated", "support_granted": "subscription.activated",
         "renewed": "subscription.renewed", "grace_period_started": "subscription.grace_period_started", "expired": "subscription.expired",
-        "refunded": "subscription.refunded", "cancel_requested": "subscription.cancelled", "support_revoked": "subscription.expired"
+        "refunded": "subscription.refunded", "cancel_requested": "subscription.cancelled", "support_revoked": "subscription.expired",
     ]
 
     /// Whether one of the user's subscriptions gives access at `now` (its period, or its grace
@@ -402,7 +509,8 @@ public struct SubscriptionStore: Sendable {
             SELECT EXISTS (SELECT 1 FROM subscriptions WHERE app_id = \(app) AND user_id = \(user)
                            AND status IN ('trial', 'active', 'grace_period')
                            AND COALESCE(CASE WHEN status = 'grace_period' THEN grace_period_end END, end_date) > \(now))
-            """, logger: logger
+            """,
+            logger: logger
         ).decode(Bool.self) { return yes }
         return false
     }
@@ -425,24 +533,38 @@ public struct SubscriptionStore: Sendable {
             SELECT count(*) > 0,
                    max(COALESCE(CASE WHEN status = 'grace_period' THEN grace_period_end END, end_date))
             FROM subscriptions WHERE app_id = \(app) AND user_id = \(user) AND status IN ('trial', 'active', 'grace_period')
-            """, logger: logger
+            """,
+            logger: logger
         ).decode((Bool, Date?).self) { (premium, validUntil) = (p, until) }
         let hold: Duration? = deliveredByWriter ? Self.writerHold : nil
         var rows: [Int64] = []
         rows.append(
             try await Outbox.enqueue(
                 try OutboxMessage(
-                    InternalRoutes.userStatus, path: InternalRoutes.userStatus.path(user: user, app: app),
-                    body: UserStatusUpdate(appID: app, status: premium ? .premium : .free, version: version)),
-                on: conn, logger: logger, deliveredByWriter: hold
-            ).id)
+                    InternalRoutes.userStatus,
+                    path: InternalRoutes.userStatus.path(user: user, app: app),
+                    body: UserStatusUpdate(appID: app, status: premium ? .premium : .free, version: version)
+                ),
+                on: conn,
+                logger: logger,
+                deliveredByWriter: hold
+            ).id
+        )
         let fact = EntitlementFact(appID: app, userID: user, isPremium: premium, validUntil: premium ? validUntil : nil, version: version)
         for target in [ServiceName.ads, .offline] {
             rows.append(
                 try await Outbox.enqueue(
-                    try OutboxMessage(InternalRoutes.pushEntitlement, to: target, path: InternalRoutes.pushEntitlement.path(user: user, app: app), body: fact),
-                    on: conn, logger: logger, deliveredByWriter: hold
-                ).id)
+                    try OutboxMessage(
+                        InternalRoutes.pushEntitlement,
+                        to: target,
+                        path: InternalRoutes.pushEntitlement.path(user: user, app: app),
+                        body: fact
+                    ),
+                    on: conn,
+                    logger: logger,
+                    deliveredByWriter: hold
+                ).id
+            )
         }
         return rows
     }
@@ -454,16 +576,30 @@ public struct SubscriptionStore: Sendable {
     /// Seed 2.1 postconditions: auth (which holds the address and the mailer) emails the
     /// confirmation, through the outbox in the caller's transaction: no purchase, no email.
     public func askConfirmationEmail(
-        app: UUID, user: UUID, subscription: UUID, _ p: StorePurchase, planType: String,
+        app: UUID,
+        user: UUID,
+        subscription: UUID,
+        _ p: StorePurchase,
+        planType: String,
         on conn: PostgresConnection
     ) async throws {
         try await Outbox.write(
             try OutboxMessage(
-                InternalRoutes.purchaseConfirmation, path: InternalRoutes.purchaseConfirmation.path(user: user, app: app),
+                InternalRoutes.purchaseConfirmation,
+                path: InternalRoutes.purchaseConfirmation.path(user: user, app: app),
                 body: PurchaseConfirmation(
-                    appID: app, subscriptionID: subscription, planType: planType,
-                    productID: p.productID, store: p.store, isTrial: p.isTrial, endDate: p.endDate)),
-            on: conn, logger: logger)
+                    appID: app,
+                    subscriptionID: subscription,
+                    planType: planType,
+                    productID: p.productID,
+                    store: p.store,
+                    isTrial: p.isTrial,
+                    endDate: p.endDate
+                )
+            ),
+            on: conn,
+            logger: logger
+        )
     }
 
     /// Seed 7a: an end date in the past (and past any grace period) makes the row expired,

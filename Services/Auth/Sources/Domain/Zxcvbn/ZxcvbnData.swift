@@ -15,11 +15,16 @@ struct ZxcvbnData: Sendable {
         guard let dir = bundle.url(forResource: "zxcvbn", withExtension: nil) else {
             throw CocoaError(.fileNoSuchFile)
         }
-        struct Lists: Decodable { var order: [String]; var lists: [String: [String]] }
+        struct Lists: Decodable {
+            var order: [String]
+            var lists: [String: [String]]
+        }
         struct Graphs: Decodable {
-            var order: [String]; var graphs: [String: [[Entry]]]
+            var order: [String]
+            var graphs: [String: [[Entry]]]
             enum Entry: Decodable {
-                case key(String), neighbors([String?])
+                case key(String)
+                case neighbors([String?])
                 init(from decoder: any Decoder) throws {
                     let c = try decoder.singleValueContainer()
                     if let s = try? c.decode(String.self) { self = .key(s) } else { self = .neighbors(try c.decode([String?].self)) }
@@ -32,7 +37,7 @@ struct ZxcvbnData: Sendable {
         for name in lists.order {
             var d: [String: Int] = [:]
             d.reserveCapacity(lists.lists[name]!.count)
-            for (i, w) in lists.lists[name]!.enumerated() { d[w] = i + 1 } // a later duplicate wins, as in a Python dict comprehension
+            for (i, w) in lists.lists[name]!.enumerated() { d[w] = i + 1 }  // a later duplicate wins, as in a Python dict comprehension
             ranked.append((name, d))
         }
         var parsed: [(String, [Unicode.Scalar: [[Unicode.Scalar]?]])] = []
@@ -51,8 +56,12 @@ struct ZxcvbnData: Sendable {
             parsed.append((name, adjacency))
         }
         return ZxcvbnData(
-            rankedDictionaries: ranked, graphs: parsed,
-            keyboardAverageDegree: degrees["qwerty"]!, keypadAverageDegree: degrees["keypad"]!,
-            keyboardStartingPositions: positions["qwerty"]!, keypadStartingPositions: positions["keypad"]!)
+            rankedDictionaries: ranked,
+            graphs: parsed,
+            keyboardAverageDegree: degrees["qwerty"]!,
+            keypadAverageDegree: degrees["keypad"]!,
+            keyboardStartingPositions: positions["qwerty"]!,
+            keypadStartingPositions: positions["keypad"]!
+        )
     }
 }

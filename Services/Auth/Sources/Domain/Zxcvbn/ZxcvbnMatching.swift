@@ -49,12 +49,12 @@ struct ZxcvbnMatcher {
     static let l33tTable: [(Unicode.Scalar, [Unicode.Scalar])] = [
         ("a", ["4", "@"]), ("b", ["8"]), ("c", ["(", "{", "[", "<"]), ("e", ["3"]), ("g", ["6", "9"]),
         ("i", ["1", "!", "|"]), ("l", ["1", "|", "7"]), ("o", ["0"]), ("s", ["$", "5"]), ("t", ["+", "7"]),
-        ("x", ["%"]), ("z", ["2"])
+        ("x", ["%"]), ("z", ["2"]),
     ]
 
     static let dateSplits: [Int: [(Int, Int)]] = [
         4: [(1, 2), (2, 3)], 5: [(1, 3), (2, 3)], 6: [(1, 2), (2, 4), (4, 5)],
-        7: [(1, 3), (2, 3), (4, 5), (4, 6)], 8: [(2, 4), (4, 6)]
+        7: [(1, 3), (2, 3), (4, 5), (4, 6)], 8: [(2, 4), (4, 6)],
     ]
 
     static func sortByIJ(_ m: [ZMatch]) -> [ZMatch] {
@@ -120,7 +120,7 @@ struct ZxcvbnMatcher {
 
     /// Every consistent assignment of l33t characters to letters (zxcvbn's enumerate_l33t_subs).
     static func enumerateL33tSubs(_ table: [(Unicode.Scalar, [Unicode.Scalar])]) -> [[(Unicode.Scalar, Unicode.Scalar)]] {
-        typealias Sub = [(Unicode.Scalar, Unicode.Scalar)] // (l33t char, letter)
+        typealias Sub = [(Unicode.Scalar, Unicode.Scalar)]  // (l33t char, letter)
         func dedup(_ subs: [Sub]) -> [Sub] {
             var seen = Set<String>()
             var out: [Sub] = []
@@ -154,7 +154,10 @@ struct ZxcvbnMatcher {
         return subs.map { sub in
             var order: [Unicode.Scalar] = []
             var map: [Unicode.Scalar: Unicode.Scalar] = [:]
-            for (l, c) in sub { if map[l] == nil { order.append(l) }; map[l] = c }
+            for (l, c) in sub {
+                if map[l] == nil { order.append(l) }
+                map[l] = c
+            }
             return order.map { ($0, map[$0]!) }
         }
     }
@@ -259,7 +262,10 @@ struct ZxcvbnMatcher {
             // Leftmost start with any repetition (same for greedy and lazy).
             var start: Int? = nil
             search: for s in last..<n {
-                for L in 1...max(1, (n - s) / 2) where Self.repeats(password, at: s, length: L) { start = s; break search }
+                for L in 1...max(1, (n - s) / 2) where Self.repeats(password, at: s, length: L) {
+                    start = s
+                    break search
+                }
             }
             guard let s = start else { break }
             let lengths = (1...((n - s) / 2)).filter { Self.repeats(password, at: s, length: $0) }
@@ -364,7 +370,7 @@ struct ZxcvbnMatcher {
                     for (k, l) in Self.dateSplits[token.count]! {
                         if let dmy = Self.mapIntsToDMY([
                             Self.digitsValue(token[0..<k]), Self.digitsValue(token[k..<l]),
-                            Self.digitsValue(token[l...])
+                            Self.digitsValue(token[l...]),
                         ]) {
                             candidates.append(dmy)
                         }
@@ -374,7 +380,10 @@ struct ZxcvbnMatcher {
                     var minDistance = abs(best.year - ZxcvbnScoring.referenceYear)
                     for c in candidates.dropFirst() {
                         let d = abs(c.year - ZxcvbnScoring.referenceYear)
-                        if d < minDistance { best = c; minDistance = d }
+                        if d < minDistance {
+                            best = c
+                            minDistance = d
+                        }
                     }
                     var m = ZMatch(pattern: .date, i: i, j: j, token: token)
                     m.year = best.year
@@ -422,7 +431,9 @@ struct ZxcvbnMatcher {
 
     static func mapIntsToDMY(_ ints: [Int]) -> (year: Int, month: Int, day: Int)? {
         if ints[1] > 31 || ints[1] <= 0 { return nil }
-        var over12 = 0, over31 = 0, under1 = 0
+        var over12 = 0
+        var over31 = 0
+        var under1 = 0
         for v in ints {
             if (99 < v && v < 1000) || v > 2050 { return nil }
             if v > 31 { over31 += 1 }

@@ -42,7 +42,10 @@ struct ZxcvbnScoring {
         var items: [(Int, V)] { keys.map { ($0, values[$0]!) } }
     }
 
-    struct Result { var guesses: Double; var sequence: [ZMatch] }
+    struct Result {
+        var guesses: Double
+        var sequence: [ZMatch]
+    }
 
     func mostGuessableMatchSequence(_ password: [Unicode.Scalar], _ matches: [ZMatch], excludeAdditive: Bool = false) -> Result {
         let n = password.count
@@ -104,7 +107,10 @@ struct ZxcvbnScoring {
         var k = n - 1
         var bestL = 0
         var bestG = Double.infinity
-        for (l, g) in optG[k].items where g < bestG { bestL = l; bestG = g }
+        for (l, g) in optG[k].items where g < bestG {
+            bestL = l
+            bestG = g
+        }
         var l = bestL
         while k >= 0 {
             let m = optM[k][l]!
@@ -246,7 +252,10 @@ public struct Zxcvbn: PasswordStrengthEstimator {
         try! Zxcvbn(data: ZxcvbnData.load(bundle: .module))
     }()
 
-    public struct Estimate: Sendable { public var guesses: Double; public var score: Int }
+    public struct Estimate: Sendable {
+        public var guesses: Double
+        public var score: Int
+    }
 
     public func estimate(_ password: String, userInputs: [String] = []) -> Estimate {
         let p = Array(password.unicodeScalars)

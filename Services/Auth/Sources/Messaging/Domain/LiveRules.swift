@@ -38,7 +38,10 @@ public struct LiveCursor: Sendable, Equatable, CustomStringConvertible {
     public var seq: Int64
     public var tag: String
 
-    public init(seq: Int64, tag: String) { self.seq = seq; self.tag = tag }
+    public init(seq: Int64, tag: String) {
+        self.seq = seq
+        self.tag = tag
+    }
     public init(seq: Int64, id: UUID) { self.init(seq: seq, tag: Self.tag(of: id)) }
 
     /// Before any event of the user.
@@ -68,7 +71,10 @@ public enum LiveRules {
         public var sessionID: UUID?
         public var sessionEpoch: Int?
         public init(appID: UUID, userID: UUID, sessionID: UUID?, sessionEpoch: Int?) {
-            self.appID = appID; self.userID = userID; self.sessionID = sessionID; self.sessionEpoch = sessionEpoch
+            self.appID = appID
+            self.userID = userID
+            self.sessionID = sessionID
+            self.sessionEpoch = sessionEpoch
         }
     }
 
@@ -77,7 +83,11 @@ public enum LiveRules {
 
     /// What a client asked to resume from: nothing (start with a snapshot), a cursor, or
     /// something that is not one (400).
-    public enum Resume: Equatable, Sendable { case fresh, after(LiveCursor), malformed(String) }
+    public enum Resume: Equatable, Sendable {
+        case fresh
+        case after(LiveCursor)
+        case malformed(String)
+    }
 
     public static func resume(lastEventID: String?, after: String?) -> Resume {
         // The header wins: a browser's EventSource sends it on its own reconnects.

@@ -41,7 +41,10 @@ struct PushTokenRegistration: Decodable, Sendable {
     var token: String
     var environment: String?
     var locale: String?
-    enum CodingKeys: String, CodingKey { case deviceID = "device_id", platform, token, environment, locale }
+    enum CodingKeys: String, CodingKey {
+        case deviceID = "device_id"
+        case platform, token, environment, locale
+    }
 
     static let maxDevices = 20
 
@@ -118,8 +121,11 @@ struct PushOptions: Codable, Sendable, Equatable {
     var templates: [PushLocale: [String: PushTemplate]] = [:]
 
     enum CodingKeys: String, CodingKey {
-        case dailyLimit = "daily_limit", silentWithoutConsent = "silent_without_consent", requireOptIn = "require_opt_in"
-        case defaultLocale = "default_locale", templates
+        case dailyLimit = "daily_limit"
+        case silentWithoutConsent = "silent_without_consent"
+        case requireOptIn = "require_opt_in"
+        case defaultLocale = "default_locale"
+        case templates
     }
 
     init() {}
@@ -141,8 +147,10 @@ struct PushOptions: Codable, Sendable, Equatable {
     }
     func encode(to encoder: any Encoder) throws {
         var c = encoder.container(keyedBy: CodingKeys.self)
-        try c.encode(dailyLimit, forKey: .dailyLimit); try c.encode(silentWithoutConsent, forKey: .silentWithoutConsent)
-        try c.encode(requireOptIn, forKey: .requireOptIn); try c.encode(defaultLocale, forKey: .defaultLocale)
+        try c.encode(dailyLimit, forKey: .dailyLimit)
+        try c.encode(silentWithoutConsent, forKey: .silentWithoutConsent)
+        try c.encode(requireOptIn, forKey: .requireOptIn)
+        try c.encode(defaultLocale, forKey: .defaultLocale)
         try c.encode(Dictionary(uniqueKeysWithValues: templates.map { ($0.key.rawValue, $0.value) }), forKey: .templates)
     }
 
@@ -154,7 +162,8 @@ struct PushOptions: Codable, Sendable, Equatable {
                 guard let k = PushKind(rawValue: kind), k != .operatorMessage else {
                     throw AppError.validation(
                         "templates.\(locale.rawValue).\(kind)",
-                        "templates name kinds: \(PushKind.allCases.filter { $0 != .operatorMessage }.map(\.rawValue).joined(separator: ", "))")
+                        "templates name kinds: \(PushKind.allCases.filter { $0 != .operatorMessage }.map(\.rawValue).joined(separator: ", "))"
+                    )
                 }
                 guard (1...100).contains(template.title.count), (1...400).contains(template.body.count) else {
                     throw AppError.validation("templates.\(locale.rawValue).\(kind)", "a title is 1-100 characters, a body 1-400")
@@ -202,7 +211,8 @@ enum PushTemplates {
         switch (kind, locale) {
         case (.creditAdded, .fr): PushTemplate(title: "Crédits ajoutés", body: "+{amount} crédits ajoutés à votre solde")
         case (.creditAdded, .en): PushTemplate(title: "Credits added", body: "+{amount} credits added to your balance")
-        case (.campaignReminder, .fr): PushTemplate(title: "{campaign} se termine demain", body: "Plus que {remaining} pour gagner {reward} crédits !")
+        case (.campaignReminder, .fr):
+            PushTemplate(title: "{campaign} se termine demain", body: "Plus que {remaining} pour gagner {reward} crédits !")
         case (.campaignReminder, .en): PushTemplate(title: "{campaign} ends tomorrow", body: "Only {remaining} to go to win {reward} credits!")
         case (.contentUpdate, .fr): PushTemplate(title: "Nouveau contenu", body: "{changes} nouveautés dans {category}")
         case (.contentUpdate, .en): PushTemplate(title: "New content", body: "{changes} updates in {category}")
@@ -235,7 +245,11 @@ enum PushDecision: Equatable, Sendable {
     /// alerts this user received in the last 24 hours. A content update of fewer than 3 changes
     /// is a silent sync (UC-OFFLINE-3.2).
     static func decide(
-        kind: PushKind, data: [String: String], consent: Bool?, options: PushOptions, sentToday: Int,
+        kind: PushKind,
+        data: [String: String],
+        consent: Bool?,
+        options: PushOptions,
+        sentToday: Int,
         locale: PushLocale?
     ) -> PushDecision {
         let consented = consent ?? !options.requireOptIn
@@ -317,7 +331,9 @@ enum PushPayload {
     static func apns(_ decision: PushDecision, kind: PushKind, data: [String: String]) -> Data {
         var aps: [String: JSONValue] = [:]
         switch decision {
-        case .alert(let t): aps["alert"] = .object(["title": .string(t.title), "body": .string(t.body)]); aps["sound"] = .string("default")
+        case .alert(let t):
+            aps["alert"] = .object(["title": .string(t.title), "body": .string(t.body)])
+            aps["sound"] = .string("default")
         case .silent, .skip: aps["content-available"] = .int(1)
         }
         var body: [String: JSONValue] = ["aps": .object(aps), "kind": .string(kind.rawValue)]

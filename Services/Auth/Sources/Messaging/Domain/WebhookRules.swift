@@ -72,7 +72,9 @@ struct WebhookEndpointRules {
         }
         for (i, name) in raw.enumerated() where name != "*" && WebhookEventType(rawValue: name) == nil {
             throw AppError.validation(
-                "events[\(i)]", "unknown event type '\(name.prefix(60))'; known: \(WebhookEventType.allCases.map(\.rawValue).joined(separator: ", "))")
+                "events[\(i)]",
+                "unknown event type '\(name.prefix(60))'; known: \(WebhookEventType.allCases.map(\.rawValue).joined(separator: ", "))"
+            )
         }
         var seen = Set<String>()
         return raw.filter { seen.insert($0).inserted }
@@ -111,13 +113,13 @@ enum OutboundAddress {
         let (a, b) = (parts[0], parts[1])
         switch a {
         case 0, 10, 127: return false
-        case 100 where (64...127).contains(b): return false // carrier-grade NAT
-        case 169 where b == 254: return false // link-local (cloud metadata)
+        case 100 where (64...127).contains(b): return false  // carrier-grade NAT
+        case 169 where b == 254: return false  // link-local (cloud metadata)
         case 172 where (16...31).contains(b): return false
         case 192 where b == 168: return false
-        case 192 where b == 0 && parts[2] == 0: return false // IETF protocol assignments
-        case 198 where b == 18 || b == 19: return false // benchmarking
-        case 224...255: return false // multicast, reserved, broadcast
+        case 192 where b == 0 && parts[2] == 0: return false  // IETF protocol assignments
+        case 198 where b == 18 || b == 19: return false  // benchmarking
+        case 224...255: return false  // multicast, reserved, broadcast
         default: return true
         }
     }
@@ -127,9 +129,9 @@ enum OutboundAddress {
         if lower == "::" || lower == "::1" { return false }
         if lower.hasPrefix("::ffff:") { return isPublic(String(lower.dropFirst(7))) }
         let first = lower.split(separator: ":", omittingEmptySubsequences: false).first.flatMap { UInt16($0, radix: 16) } ?? 0
-        if first & 0xfe00 == 0xfc00 { return false } // unique local fc00::/7
-        if first & 0xffc0 == 0xfe80 { return false } // link-local fe80::/10
-        if first & 0xff00 == 0xff00 { return false } // multicast
+        if first & 0xfe00 == 0xfc00 { return false }  // unique local fc00::/7
+        if first & 0xffc0 == 0xfe80 { return false }  // link-local fe80::/10
+        if first & 0xff00 == 0xff00 { return false }  // multicast
         return true
     }
 }
@@ -147,7 +149,12 @@ enum WebhookRetry {
         return schedule[attempt - 1] * (1 + max(-0.1, min(0.1, jitter)))
     }
 
-    enum Decision: Equatable { case delivered, retry(after: TimeInterval), failed, disableEndpoint }
+    enum Decision: Equatable {
+        case delivered
+        case retry(after: TimeInterval)
+        case failed
+        case disableEndpoint
+    }
 
     /// What an answer means: a 2xx ends it; 410 Gone disables the endpoint (the receiver says it
     /// is gone for good); anything else, or no answer, is tried again on the schedule.

@@ -43,8 +43,12 @@ final class LiveHub: Service, Sendable {
     private let state = Mutex(State())
 
     init(
-        db: DatabasePool, registry: PrometheusCollectorRegistry, logger: Logger, heartbeat: Duration = .seconds(20),
-        maxPerUser: Int = 10, buffer: Int = 512
+        db: DatabasePool,
+        registry: PrometheusCollectorRegistry,
+        logger: Logger,
+        heartbeat: Duration = .seconds(20),
+        maxPerUser: Int = 10,
+        buffer: Int = 512
     ) {
         self.db = db
         self.registry = registry
@@ -190,7 +194,9 @@ final class LiveHub: Service, Sendable {
     // MARK: metrics
 
     private var gauge: Gauge {
-        registry.makeGauge(descriptor: MetricNameDescriptor(metricName: "live_streams", unitName: "open", helpText: "Live streams open on this replica"))
+        registry.makeGauge(
+            descriptor: MetricNameDescriptor(metricName: "live_streams", unitName: "open", helpText: "Live streams open on this replica")
+        )
     }
 
     /// Counted by what happened: sent (events written to a stream), replayed (read from the
@@ -199,7 +205,10 @@ final class LiveHub: Service, Sendable {
         guard n > 0 else { return }
         registry.makeCounter(
             descriptor: MetricNameDescriptor(
-                metricName: "live_events", unitName: "total", helpText: "Live events by what happened: sent, replayed, reset, snapshot"),
+                metricName: "live_events",
+                unitName: "total",
+                helpText: "Live events by what happened: sent, replayed, reset, snapshot"
+            ),
             labels: [("outcome", what)]
         ).increment(by: Int64(n))
     }

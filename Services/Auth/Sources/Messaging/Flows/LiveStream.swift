@@ -142,7 +142,8 @@ final class LiveStream: Sendable {
             end(with: .event(cursor: nil, type: type.rawValue, json: json), code: code, reason: type.rawValue)
         case .heartbeat:
             // A session ended while this replica's notification was lost still ends here.
-            switch sessions.snapshot.verdict(app: session.appID, user: session.userID, session: session.sessionID, sessionEpoch: session.sessionEpoch) {
+            switch sessions.snapshot.verdict(app: session.appID, user: session.userID, session: session.sessionID, sessionEpoch: session.sessionEpoch)
+            {
             case .allowed: emit(.heartbeat)
             case .erased: end(.accountDeleted)
             case .sessionEnded, .suspended: end(.sessionRevoked)
@@ -187,7 +188,7 @@ final class LiveStream: Sendable {
                 "user_id": .string(session.userID.lowercasedString),
                 "premium": .object(["active": .bool(facts.status == "premium"), "version": .int(Int(facts.premiumVersion))]),
                 "consents": .object(["values": .object(facts.consents.mapValues(JSONValue.bool)), "version": .int(Int(facts.consentsVersion))]),
-                "account": .object(["status": .string(facts.status)])
+                "account": .object(["status": .string(facts.status)]),
             ]
             emit(.event(cursor: head.description, type: LiveEventType.snapshot.rawValue, json: body(.snapshot, data, version: head.seq)))
             machine.value.last = head.seq
@@ -250,7 +251,9 @@ final class LiveStream: Sendable {
     }
 
     static func data(of json: String) -> [String: JSONValue] {
-        guard case .object(let o)? = try? JSONDecoder().decode(JSONValue.self, from: Data(json.utf8)), case .object(let d)? = o["data"] else { return [:] }
+        guard case .object(let o)? = try? JSONDecoder().decode(JSONValue.self, from: Data(json.utf8)), case .object(let d)? = o["data"] else {
+            return [:]
+        }
         return d
     }
 }

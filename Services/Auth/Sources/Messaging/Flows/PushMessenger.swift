@@ -30,7 +30,10 @@ struct PushMessenger: Sendable {
     struct JobPayload: Codable, Sendable {
         var notificationID: Int64
         var round: Int
-        enum CodingKeys: String, CodingKey { case notificationID = "notification_id", round }
+        enum CodingKeys: String, CodingKey {
+            case notificationID = "notification_id"
+            case round
+        }
     }
 
     // MARK: asking
@@ -44,7 +47,12 @@ struct PushMessenger: Sendable {
     /// Records the notification once per (app, key) and queues its sending. Returns the id and
     /// whether this call created it (false: the same key was asked before).
     func request(
-        app: UUID, key: String, kind: PushKind, users: [UUID], data: [String: String], requestedBy: String,
+        app: UUID,
+        key: String,
+        kind: PushKind,
+        users: [UUID],
+        data: [String: String],
+        requestedBy: String,
         queueJob: Bool = true
     ) async throws -> (id: Int64, created: Bool) {
         // The notification and its job in one transaction: a redelivery queues nothing again.
@@ -53,8 +61,14 @@ struct PushMessenger: Sendable {
             else { return nil }
             if queueJob {
                 try await JobQueue.enqueue(
-                    on: conn, queue: Self.queue, kind: Self.sendJob, payload: JobPayload(notificationID: id, round: 1),
-                    maxAttempts: 5, uniqueKey: "push:\(id):1", logger: logger)
+                    on: conn,
+                    queue: Self.queue,
+                    kind: Self.sendJob,
+                    payload: JobPayload(notificationID: id, round: 1),
+                    maxAttempts: 5,
+                    uniqueKey: "push:\(id):1",
+                    logger: logger
+                )
             }
             return id
         }
@@ -75,9 +89,15 @@ struct PushMessenger: Sendable {
         let logger = self.logger
         try await store.db.withConnection { conn in
             try await JobQueue.enqueue(
-                on: conn, queue: Self.queue, kind: Self.sendJob,
+                on: conn,
+                queue: Self.queue,
+                kind: Self.sendJob,
                 payload: JobPayload(notificationID: payload.notificationID, round: round),
-                runAfter: Double(retryAfter), maxAttempts: 5, uniqueKey: "push:\(payload.notificationID):\(round)", logger: logger)
+                runAfter: Double(retryAfter),
+                maxAttempts: 5,
+                uniqueKey: "push:\(payload.notificationID):\(round)",
+                logger: logger
+            )
         }
     }
 
@@ -97,7 +117,7 @@ struct PushMessenger: Sendable {
             var rows: [PushStore.Delivery] = []
             var sends: [(user: UUID, device: PushDevice, send: PushSend)] = []
             for user in batch {
-                guard let consent = audience.consent[user] else { continue } // not a live user of this app
+                guard let consent = audience.consent[user] else { continue }  // not a live user of this app
                 let devices = audience.devices[user] ?? []
                 if devices.isEmpty {
                     if !audience.done.contains(PushStore.Audience.doneKey(user, nil)) {
@@ -107,8 +127,13 @@ struct PushMessenger: Sendable {
                 }
                 for device in devices where !audience.done.contains(PushStore.Audience.doneKey(user, device.deviceID)) {
                     let decision = PushDecision.decide(
-                        kind: n.kind, data: n.data, consent: consent, options: opts,
-                        sentToday: audience.sentToday[user] ?? 0, locale: device.locale)
+                        kind: n.kind,
+                        data: n.data,
+                        consent: consent,
+                        options: opts,
+                        sentToday: audience.sentToday[user] ?? 0,
+                        locale: device.locale
+                    )
                     if case .skip(let outcome) = decision {
                         rows.append(.init(user: user, device: device.deviceID, provider: nil, outcome: outcome, status: nil, reason: nil))
                         continue
@@ -117,9 +142,15 @@ struct PushMessenger: Sendable {
                         (
                             user, device,
                             PushSend(
-                                token: device.token, environment: device.environment, kind: n.kind, decision: decision,
-                                data: n.data, id: UUID())
-                        ))
+                                token: device.token,
+                                environment: device.environment,
+                                kind: n.kind,
+                                decision: decision,
+                                data: n.data,
+                                id: UUID()
+                            )
+                        )
+                    )
                 }
             }
             // The sends, at most `inFlight` at once; HTTP/2 multiplexes them on one connection.
@@ -130,10 +161,16 @@ struct PushMessenger: Sendable {
                     let s = sends[i]
                     group.addTask { await send(s.send, app: n.appID, platform: s.device.platform, credentials: creds, index: i) }
                 }
-                while next < min(Self.inFlight, sends.count) { add(next); next += 1 }
+                while next < min(Self.inFlight, sends.count) {
+                    add(next)
+                    next += 1
+                }
                 for await r in group {
                     results.append(r)
-                    if next < sends.count { add(next); next += 1 }
+                    if next < sends.count {
+                        add(next)
+                        next += 1
+                    }
                 }
             }
             var credentialErrors: [String: String] = [:]
@@ -148,13 +185,16 @@ struct PushMessenger: Sendable {
                 case .delivered, .failed: break
                 }
                 counter(provider: provider, outcome: outcome).increment()
-                rows.append(.init(user: s.user, device: s.device.deviceID, provider: provider, outcome: outcome, status: result.status, reason: result.reason))
+                rows.append(
+                    .init(user: s.user, device: s.device.deviceID, provider: provider, outcome: outcome, status: result.status, reason: result.reason)
+                )
             }
             try await store.record(notification: n.id, app: n.appID, kind: n.kind, rows)
             for (provider, error) in credentialErrors {
                 logger.error(
                     "push credentials refused; the operator must set them again",
-                    metadata: ["app_id": "\(n.appID.lowercasedString)", "provider": "\(provider)", "error": "\(error)"])
+                    metadata: ["app_id": "\(n.appID.lowercasedString)", "provider": "\(provider)", "error": "\(error)"]
+                )
                 await store.recordCredentialError(app: n.appID, provider: provider, error: error)
             }
         }
@@ -167,15 +207,19 @@ struct PushMessenger: Sendable {
             guard let c = credentials.apns else { return (index, PushResult(action: .failed, status: nil, reason: "no APNs key set"), "apns") }
             return (index, await apns.send(s, app: app, credentials: c), "apns")
         case .android:
-            guard let c = credentials.fcm else { return (index, PushResult(action: .failed, status: nil, reason: "no FCM service account set"), "fcm") }
+            guard let c = credentials.fcm else {
+                return (index, PushResult(action: .failed, status: nil, reason: "no FCM service account set"), "fcm")
+            }
             return (index, await fcm.send(s, credentials: c), "fcm")
         }
     }
 
     static var sends: MetricNameDescriptor {
         MetricNameDescriptor(
-            metricName: "push_sends", unitName: "total",
-            helpText: "Push sends by provider (apns, fcm) and outcome (sent, removed_token, retrying, failed, credentials_refused)")
+            metricName: "push_sends",
+            unitName: "total",
+            helpText: "Push sends by provider (apns, fcm) and outcome (sent, removed_token, retrying, failed, credentials_refused)"
+        )
     }
 
     private func counter(provider: String, outcome: String) -> Counter {

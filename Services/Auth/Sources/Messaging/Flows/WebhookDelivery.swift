@@ -71,8 +71,12 @@ struct WebhookDelivery: Service {
         let sentAt = Date()
         do {
             let answer = try await sender.send(
-                url: due.url, eventID: due.eventID, body: Data(due.body.utf8), secrets: due.secrets,
-                timestamp: Int64(Date().timeIntervalSince1970))
+                url: due.url,
+                eventID: due.eventID,
+                body: Data(due.body.utf8),
+                secrets: due.secrets,
+                timestamp: Int64(Date().timeIntervalSince1970)
+            )
             switch WebhookRetry.decide(status: answer.status, attempt: due.attempt, jitter: Double.random(in: -0.1...0.1)) {
             case .delivered: outcome = .delivered(status: answer.status, latencyMs: answer.latencyMs)
             case .disableEndpoint: outcome = .gone(latencyMs: answer.latencyMs)
@@ -88,7 +92,8 @@ struct WebhookDelivery: Service {
             }
         }
         do {
-            if let failingSince = try await store.record(due, outcome, sentAt: sentAt), Date().timeIntervalSince(failingSince) >= WebhookRetry.disableAfter,
+            if let failingSince = try await store.record(due, outcome, sentAt: sentAt),
+                Date().timeIntervalSince(failingSince) >= WebhookRetry.disableAfter,
                 let (app, url) = try await store.disable(endpoint: due.endpointID, reason: "failing for 5 days")
             {
                 await tellOperator(app: app, url: url)
@@ -104,10 +109,13 @@ struct WebhookDelivery: Service {
             let settings = try await emails.effective(app: app)
             try await mailer.send(
                 SMTPMessage(
-                    from: settings.mailFrom, to: [settings.supportEmail],
+                    from: settings.mailFrom,
+                    to: [settings.supportEmail],
                     subject: "\(settings.appName): a webhook endpoint was disabled",
                     text: "Every delivery to \(url) failed for 5 days, so the endpoint was disabled.\n"
-                        + "Fix the receiver, then enable it again: PATCH /auth/v1/admin/webhooks/{id} {\"disabled\": false}.\n"))
+                        + "Fix the receiver, then enable it again: PATCH /auth/v1/admin/webhooks/{id} {\"disabled\": false}.\n"
+                )
+            )
         } catch {
             logger.error("could not tell the operator of a disabled webhook endpoint", metadata: ["app": "\(app)", "error": "\(error)"])
         }

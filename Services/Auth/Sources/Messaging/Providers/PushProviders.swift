@@ -1,15 +1,15 @@
-import _CryptoExtras
 import AsyncHTTPClient
 import Crypto
 import Foundation
+import Logging
 import NIOCore
 import NIOSSL
-import Logging
-import ServiceKit
 import ServiceContextModule
+import ServiceKit
 import Synchronization
 import Tracing
 import WireTypes
+import _CryptoExtras
 
 /// An app's APNs key (`PUT /admin/push/apns`): token-based auth with a .p8 key.
 struct APNsCredentials: Sendable {
@@ -21,8 +21,17 @@ struct APNsCredentials: Sendable {
     var privateKey: P256.Signing.PrivateKey
 
     struct Settings: Codable, Sendable {
-        var teamID: String; var keyID: String; var topic: String; var environment: String?; var privateKey: String?
-        enum CodingKeys: String, CodingKey { case teamID = "team_id", keyID = "key_id", topic, environment, privateKey = "private_key" }
+        var teamID: String
+        var keyID: String
+        var topic: String
+        var environment: String?
+        var privateKey: String?
+        enum CodingKeys: String, CodingKey {
+            case teamID = "team_id"
+            case keyID = "key_id"
+            case topic, environment
+            case privateKey = "private_key"
+        }
     }
 
     /// Checked as a request body is: each bad field named.
@@ -44,7 +53,11 @@ struct APNsCredentials: Sendable {
     }
 
     init(teamID: String, keyID: String, topic: String, environment: PushEnvironment, privateKey: P256.Signing.PrivateKey) {
-        self.teamID = teamID; self.keyID = keyID; self.topic = topic; self.environment = environment; self.privateKey = privateKey
+        self.teamID = teamID
+        self.keyID = keyID
+        self.topic = topic
+        self.environment = environment
+        self.privateKey = privateKey
     }
 
     /// What an operator sees instead of the key.
@@ -58,9 +71,17 @@ struct FCMCredentials: Sendable {
     var privateKey: _RSA.Signing.PrivateKey
 
     struct ServiceAccount: Codable, Sendable {
-        var type: String?; var projectID: String?; var clientEmail: String?; var privateKey: String?; var privateKeyID: String?
+        var type: String?
+        var projectID: String?
+        var clientEmail: String?
+        var privateKey: String?
+        var privateKeyID: String?
         enum CodingKeys: String, CodingKey {
-            case type, projectID = "project_id", clientEmail = "client_email", privateKey = "private_key", privateKeyID = "private_key_id"
+            case type
+            case projectID = "project_id"
+            case clientEmail = "client_email"
+            case privateKey = "private_key"
+            case privateKeyID = "private_key_id"
         }
     }
 
@@ -83,7 +104,9 @@ struct FCMCredentials: Sendable {
     }
 
     init(projectID: String, clientEmail: String, privateKey: _RSA.Signing.PrivateKey) {
-        self.projectID = projectID; self.clientEmail = clientEmail; self.privateKey = privateKey
+        self.projectID = projectID
+        self.clientEmail = clientEmail
+        self.privateKey = privateKey
     }
 
     var fingerprint: String { PushFingerprint.of(privateKey.publicKey.derRepresentation) }
@@ -199,7 +222,7 @@ final class APNsClient: Sendable {
     static func usable(_ entry: (jwt: String, issuedAt: Date)?, now: Date, forceRenew: Bool) -> String? {
         guard let entry else { return nil }
         let age = now.timeIntervalSince(entry.issuedAt)
-        if age < 0 { return nil } // a clock that went back: sign again rather than send a future iat
+        if age < 0 { return nil }  // a clock that went back: sign again rather than send a future iat
         if forceRenew { return age < minimumAge ? entry.jwt : nil }
         return age < renewAfter ? entry.jwt : nil
     }
@@ -234,7 +257,7 @@ final class APNsClient: Sendable {
                 ("apns-push-type", alert ? "alert" : "background"), ("apns-priority", alert ? "10" : "5"),
                 // A day: a device off for longer gets nothing stale.
                 ("apns-expiration", String(Int(clock.now().timeIntervalSince1970) + 86_400)),
-                ("content-type", "application/json")
+                ("content-type", "application/json"),
             ]
             if let collapse = m.kind.collapseID { headers.append(("apns-collapse-id", collapse)) }
             var request = HTTPClientRequest(url: "\(base)/3/device/\(m.token)")
@@ -249,7 +272,11 @@ final class APNsClient: Sendable {
                 struct Reason: Decodable { var reason: String? }
                 let reason = (try? JSONDecoder().decode(Reason.self, from: Data(buffer: body)))?.reason
                 let status = Int(response.status.code)
-                let result = PushResult.apns(status: status, reason: reason, retryAfter: response.headers.first(name: "retry-after").flatMap { Int($0) })
+                let result = PushResult.apns(
+                    status: status,
+                    reason: reason,
+                    retryAfter: response.headers.first(name: "retry-after").flatMap { Int($0) }
+                )
                 // An expired token (our clock or a lost cache): sign again once, if the rule allows.
                 if status == 403, reason == "ExpiredProviderToken", attempt == 0,
                     (try? await providerToken(app: app, c, forceRenew: true)) != jwt
@@ -276,7 +303,10 @@ final class FCMClient: Sendable {
     let grants = Mutex(0)
 
     init(http: CurlHTTPClient, baseURL: String, tokenURL: String, clock: any WallClock) {
-        self.http = http; self.baseURL = baseURL; self.tokenURL = tokenURL; self.clock = clock
+        self.http = http
+        self.baseURL = baseURL
+        self.tokenURL = tokenURL
+        self.clock = clock
     }
 
     /// One grant at a time per service account: concurrent sends wait for it rather than each
@@ -299,8 +329,13 @@ final class FCMClient: Sendable {
 
     private func grant(_ c: FCMCredentials, now: Date) async throws -> (String, Date) {
         let t = try await GoogleServiceAccount.grant(
-            http: http, tokenURL: tokenURL, clientEmail: c.clientEmail,
-            scope: "https://www.googleapis.com/auth/firebase.messaging", privateKey: c.privateKey, now: now)
+            http: http,
+            tokenURL: tokenURL,
+            clientEmail: c.clientEmail,
+            scope: "https://www.googleapis.com/auth/firebase.messaging",
+            privateKey: c.privateKey,
+            now: now
+        )
         grants.withLock { $0 += 1 }
         tokens.withLock { $0[c.clientEmail] = (t.token, t.expires) }
         return (t.token, t.expires)
@@ -319,16 +354,22 @@ final class FCMClient: Sendable {
                 return PushResult(action: .retry(retryAfter: nil), status: nil, reason: "\(error)")
             }
             let request = HTTPRequest(
-                method: "POST", url: "\(baseURL)/v1/projects/\(c.projectID)/messages:send",
+                method: "POST",
+                url: "\(baseURL)/v1/projects/\(c.projectID)/messages:send",
                 headers: [("Authorization", "Bearer \(token)"), ("Content-Type", "application/json")],
-                body: body, timeout: .seconds(10), connectTimeout: .seconds(5))
+                body: body,
+                timeout: .seconds(10),
+                connectTimeout: .seconds(5)
+            )
             do {
                 let response = try await http.send(request)
                 // An access token Google no longer takes: one new grant, then the answer stands.
                 if response.status == 401, attempt == 0 { continue }
                 let result = PushResult.fcm(
-                    status: response.status, errorCode: Self.errorCode(response.body),
-                    retryAfter: response.header("retry-after").flatMap { Int($0) })
+                    status: response.status,
+                    errorCode: Self.errorCode(response.body),
+                    retryAfter: response.header("retry-after").flatMap { Int($0) }
+                )
                 return result
             } catch {
                 return PushResult(action: .retry(retryAfter: nil), status: nil, reason: "\(error)")
@@ -340,7 +381,10 @@ final class FCMClient: Sendable {
     /// `error.details[].errorCode` of FCM's answer, else its canonical `error.status`.
     static func errorCode(_ body: Data) -> String? {
         struct E: Decodable {
-            struct Inner: Decodable { var status: String?; var details: [Detail]? }
+            struct Inner: Decodable {
+                var status: String?
+                var details: [Detail]?
+            }
             struct Detail: Decodable { var errorCode: String? }
             var error: Inner?
         }

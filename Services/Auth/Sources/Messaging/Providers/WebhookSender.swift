@@ -1,8 +1,9 @@
 import Foundation
 import NIOPosix
 import ServiceKit
+
 #if canImport(Glibc)
-    import Glibc
+import Glibc
 #endif
 
 /// Posts one signed event to an endpoint (Standard Webhooks headers), 15 s at most. The host is
@@ -25,7 +26,10 @@ struct WebhookSender: Sendable {
         }
     }
 
-    struct Answer: Sendable { var status: Int; var latencyMs: Int }
+    struct Answer: Sendable {
+        var status: Int
+        var latencyMs: Int
+    }
 
     func send(url: String, eventID: UUID, body: Data, secrets: [String], timestamp: Int64) async throws -> Answer {
         let pinned = try await pin(url)
@@ -33,15 +37,25 @@ struct WebhookSender: Sendable {
         let headers = [
             ("Content-Type", "application/json"), ("webhook-id", id), ("webhook-timestamp", String(timestamp)),
             ("webhook-signature", WebhookSignature.header(secrets: secrets, id: id, timestamp: timestamp, body: body)),
-            ("User-Agent", "app-backend-webhooks/1")
+            ("User-Agent", "app-backend-webhooks/1"),
         ]
         let started = ContinuousClock.now
         let response = try await http.send(
             HTTPRequest(
-                method: "POST", url: url, headers: headers, body: body, timeout: Self.timeout,
-                connectTimeout: .seconds(5), resolve: pinned))
+                method: "POST",
+                url: url,
+                headers: headers,
+                body: body,
+                timeout: Self.timeout,
+                connectTimeout: .seconds(5),
+                resolve: pinned
+            )
+        )
         let elapsed = ContinuousClock.now - started
-        return Answer(status: response.status, latencyMs: Int(elapsed.components.seconds * 1000 + elapsed.components.attoseconds / 1_000_000_000_000_000))
+        return Answer(
+            status: response.status,
+            latencyMs: Int(elapsed.components.seconds * 1000 + elapsed.components.attoseconds / 1_000_000_000_000_000)
+        )
     }
 
     /// curl `--resolve` entries pinning the URL's host to its checked address. The lookup blocks,

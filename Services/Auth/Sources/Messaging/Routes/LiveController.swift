@@ -43,7 +43,11 @@ struct LiveAuthorizer: Sendable {
         }
         // A session that ended (here or on another replica) opens nothing.
         let verdict = sessions.snapshot.verdict(
-            app: session.appID, user: session.userID, session: session.sessionID, sessionEpoch: session.sessionEpoch)
+            app: session.appID,
+            user: session.userID,
+            session: session.sessionID,
+            sessionEpoch: session.sessionEpoch
+        )
         if let refusal = AppError.refusal(verdict) { throw refusal }
         return session
     }
@@ -71,7 +75,8 @@ struct LiveAuthorizer: Sendable {
         }
         return AppError(
             AuthErrorCode.invalidWebsocketHandshake,
-            "The WebSocket handshake needs Sec-WebSocket-Version: 13 and a Sec-WebSocket-Key, as the connection's first request")
+            "The WebSocket handshake needs Sec-WebSocket-Version: 13 and a Sec-WebSocket-Key, as the connection's first request"
+        )
     }
 
     /// A request's query as a dictionary (a repeated name: its first value).
@@ -90,7 +95,10 @@ struct LiveController: Sendable {
     struct TicketResponse: Encodable {
         var ticket: String
         var expiresIn: Int
-        enum CodingKeys: String, CodingKey { case ticket, expiresIn = "expires_in" }
+        enum CodingKeys: String, CodingKey {
+            case ticket
+            case expiresIn = "expires_in"
+        }
     }
 
     func addRoutes(open: RouterGroup<ServiceRequestContext>, user: RouterGroup<ServiceRequestContext>) {

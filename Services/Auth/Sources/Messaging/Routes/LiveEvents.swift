@@ -87,7 +87,12 @@ final class LiveEventsHandler: ChannelInboundHandler, RemovableChannelHandler {
                 switch result {
                 case .success(let (session, resume)):
                     let stream = LiveStream(
-                        session: session, store: authorizer.store, hub: self.hub, sessions: authorizer.sessions, eventLoop: context.eventLoop)
+                        session: session,
+                        store: authorizer.store,
+                        hub: self.hub,
+                        sessions: authorizer.sessions,
+                        eventLoop: context.eventLoop
+                    )
                     if self.hub.open(stream) {
                         status = .ok
                         self.stream(stream, resume: resume, requestID: requestID, first: first, context: context)
@@ -106,8 +111,10 @@ final class LiveEventsHandler: ChannelInboundHandler, RemovableChannelHandler {
                     "request",
                     metadata: [
                         "method": "GET", "route": "\(path)", "status": "\(status.code)", "request_id": "\(requestID)",
-                        "duration_ms": "\(Double(elapsed.components.attoseconds / 1_000_000_000_000 + elapsed.components.seconds * 1_000_000) / 1000)"
-                    ])
+                        "duration_ms":
+                            "\(Double(elapsed.components.attoseconds / 1_000_000_000_000 + elapsed.components.seconds * 1_000_000) / 1000)",
+                    ]
+                )
             }
     }
 
@@ -150,7 +157,9 @@ final class LiveEventsHandler: ChannelInboundHandler, RemovableChannelHandler {
         headers.replaceOrAdd(name: "Connection", value: "close")
         headers.replaceOrAdd(name: "X-Request-ID", value: requestID)
         context.write(
-            wrapOutboundOut(.head(HTTPResponseHead(version: .http1_1, status: .init(statusCode: refusal.status.code), headers: headers))), promise: nil)
+            wrapOutboundOut(.head(HTTPResponseHead(version: .http1_1, status: .init(statusCode: refusal.status.code), headers: headers))),
+            promise: nil
+        )
         context.write(wrapOutboundOut(.body(.byteBuffer(ByteBuffer(bytes: body)))), promise: nil)
         context.writeAndFlush(wrapOutboundOut(.end(nil))).assumeIsolated().whenComplete { _ in context.close(promise: nil) }
     }

@@ -101,7 +101,8 @@ struct LiveUpgradeChannel: ServerChildChannel, HTTPChannelHandler {
                         try socket.serve(channel, accepted)
                         return UpgradeResult.websocket
                     }
-                })
+                }
+            )
             let upgrades = NIOTypedHTTPServerUpgradeConfiguration(
                 upgraders: [upgrader],
                 notUpgradingCompletionHandler: { channel in
@@ -114,9 +115,13 @@ struct LiveUpgradeChannel: ServerChildChannel, HTTPChannelHandler {
                         }
                         return UpgradeResult.notUpgraded(
                             try NIOAsyncChannel<HTTPRequestPart, HTTPResponsePart>(
-                                wrappingChannelSynchronously: channel, configuration: .init(isOutboundHalfClosureEnabled: true)))
+                                wrappingChannelSynchronously: channel,
+                                configuration: .init(isOutboundHalfClosureEnabled: true)
+                            )
+                        )
                     }
-                })
+                }
+            )
             var configuration = NIOUpgradableHTTPServerPipelineConfiguration<UpgradeResult>(upgradeConfiguration: upgrades)
             configuration.enablePipelining = false
             configuration.enableErrorHandling = false
@@ -217,7 +222,12 @@ struct LiveSocket: Sendable {
     /// (what commits meanwhile is either read or heard).
     func serve(_ channel: any Channel, _ accepted: Accepted) throws {
         let stream = LiveStream(
-            session: accepted.session, store: authorizer.store, hub: hub, sessions: authorizer.sessions, eventLoop: channel.eventLoop)
+            session: accepted.session,
+            store: authorizer.store,
+            hub: hub,
+            sessions: authorizer.sessions,
+            eventLoop: channel.eventLoop
+        )
         let frames = LiveSocketFrames(stream: stream, hub: hub)
         try channel.pipeline.syncOperations.addHandler(frames)
         guard hub.open(stream) else {

@@ -21,7 +21,9 @@ struct PushController: Sendable {
             case .tooManyDevices:
                 throw AppError(
                     AuthErrorCode.tooManyDevices,
-                    "At most \(PushTokenRegistration.maxDevices) devices per user; remove one first", extra: ["field": .string("device_id")])
+                    "At most \(PushTokenRegistration.maxDevices) devices per user; remove one first",
+                    extra: ["field": .string("device_id")]
+                )
             case .registered:
                 guard let listed = try await store.devices(app: app, user: userID).first(where: { $0.deviceID == device.deviceID }) else {
                     throw AppError(AuthErrorCode.deviceChanged, "The device was removed meanwhile; register it again")
@@ -46,22 +48,40 @@ struct PushController: Sendable {
     // MARK: the operator
 
     struct APNsBody: Decodable {
-        var teamID: String; var keyID: String; var privateKey: String; var topic: String; var environment: String?
-        enum CodingKeys: String, CodingKey { case teamID = "team_id", keyID = "key_id", privateKey = "private_key", topic, environment }
+        var teamID: String
+        var keyID: String
+        var privateKey: String
+        var topic: String
+        var environment: String?
+        enum CodingKeys: String, CodingKey {
+            case teamID = "team_id"
+            case keyID = "key_id"
+            case privateKey = "private_key"
+            case topic, environment
+        }
     }
     struct FCMBody: Decodable {
         var serviceAccount: FCMCredentials.ServiceAccount
         enum CodingKeys: String, CodingKey { case serviceAccount = "service_account" }
     }
     struct SendBody: Decodable {
-        var userID: UUID; var title: String?; var body: String?; var key: String?
-        enum CodingKeys: String, CodingKey { case userID = "user_id", title, body, key }
+        var userID: UUID
+        var title: String?
+        var body: String?
+        var key: String?
+        enum CodingKeys: String, CodingKey {
+            case userID = "user_id"
+            case title, body, key
+        }
     }
 
     struct RecentSends: Encodable {
         var sends: [PushStore.RecentSend]
         var nextBefore: String?
-        enum CodingKeys: String, CodingKey { case sends, nextBefore = "next_before" }
+        enum CodingKeys: String, CodingKey {
+            case sends
+            case nextBefore = "next_before"
+        }
     }
 
     func addAdminRoutes(to admin: RouterGroup<ServiceRequestContext>) {
@@ -81,12 +101,16 @@ struct PushController: Sendable {
             let creds = try APNsCredentials(settings, privateKeyPEM: b.privateKey)
             let shown: JSONValue = .object([
                 "team_id": .string(b.teamID), "key_id": .string(b.keyID), "topic": .string(b.topic),
-                "environment": .string(creds.environment.rawValue)
+                "environment": .string(creds.environment.rawValue),
             ])
             guard
                 try await store.setCredentials(
-                    app: app, provider: "apns", settings: shown, secret: b.privateKey,
-                    fingerprint: creds.fingerprint) != nil
+                    app: app,
+                    provider: "apns",
+                    settings: shown,
+                    secret: b.privateKey,
+                    fingerprint: creds.fingerprint
+                ) != nil
             else { throw AppError.notFound("Application") }
             messenger.credentials.invalidate()
             return try await self.shown(app, context)
@@ -99,8 +123,12 @@ struct PushController: Sendable {
             let shown: JSONValue = .object(["project_id": .string(creds.projectID), "client_email": .string(creds.clientEmail)])
             guard
                 try await store.setCredentials(
-                    app: app, provider: "fcm", settings: shown, secret: secret,
-                    fingerprint: creds.fingerprint) != nil
+                    app: app,
+                    provider: "fcm",
+                    settings: shown,
+                    secret: secret,
+                    fingerprint: creds.fingerprint
+                ) != nil
             else { throw AppError.notFound("Application") }
             messenger.credentials.invalidate()
             return try await self.shown(app, context)
@@ -132,7 +160,9 @@ struct PushController: Sendable {
         admin.post("admin/push/send") { request, context in
             let app = try context.requireApp()
             let b = try await request.decodeJSON(as: SendBody.self, context: context)
-            guard let title = b.title, (1...100).contains(title.count) else { throw AppError.validation("title", "title must be 1 to 100 characters") }
+            guard let title = b.title, (1...100).contains(title.count) else {
+                throw AppError.validation("title", "title must be 1 to 100 characters")
+            }
             guard let text = b.body, (1...400).contains(text.count) else { throw AppError.validation("body", "body must be 1 to 400 characters") }
             let key = try Self.checkedKey(b.key ?? "operator:\(UUID().lowercasedString)")
             return try await sendNow(app: app, user: b.userID, kind: .operatorMessage, data: ["title": title, "body": text], key: key, context)
@@ -142,27 +172,42 @@ struct PushController: Sendable {
     /// Sent inside the request (the operator waits for the providers' answers); a send the
     /// provider asked to retry goes on in the background job.
     private func sendNow(
-        app: UUID, user: UUID, kind: PushKind, data: [String: String], key: String,
+        app: UUID,
+        user: UUID,
+        kind: PushKind,
+        data: [String: String],
+        key: String,
         _ context: ServiceRequestContext
     ) async throws -> Response {
         // Checked first: an unknown user (or another app's) leaves no notification behind.
         guard try await store.isUser(app: app, user: user) else { throw AppError.notFound("User") }
         let (id, created) = try await messenger.request(
-            app: app, key: key, kind: kind, users: [user], data: data,
-            requestedBy: "operator", queueJob: false)
+            app: app,
+            key: key,
+            kind: kind,
+            users: [user],
+            data: data,
+            requestedBy: "operator",
+            queueJob: false
+        )
         if created, let retryAfter = try await messenger.deliver(notificationID: id) {
             try await store.db.withConnection { conn in
                 try await JobQueue.enqueue(
-                    on: conn, queue: PushMessenger.queue, kind: PushMessenger.sendJob,
-                    payload: PushMessenger.JobPayload(notificationID: id, round: 2), runAfter: Double(retryAfter),
-                    uniqueKey: "push:\(id):2", logger: messenger.logger)
+                    on: conn,
+                    queue: PushMessenger.queue,
+                    kind: PushMessenger.sendJob,
+                    payload: PushMessenger.JobPayload(notificationID: id, round: 2),
+                    runAfter: Double(retryAfter),
+                    uniqueKey: "push:\(id):2",
+                    logger: messenger.logger
+                )
             }
         }
         let rows = try await store.deliveries(notification: id)
         guard !rows.isEmpty else { throw AppError.notFound("User") }
         return try context.json([
             "notification_id": JSONValue.int(Int(id)),
-            "results": try JSON.decoder.decode(JSONValue.self, from: JSON.encoder.encode(rows))
+            "results": try JSON.decoder.decode(JSONValue.self, from: JSON.encoder.encode(rows)),
         ])
     }
 
@@ -222,8 +267,13 @@ struct PushController: Sendable {
         let key = try Self.checkedKey(b.key)
         let data = try Self.checkedData(b.data)
         let (id, created) = try await messenger.request(
-            app: b.appID, key: key, kind: kind, users: users, data: data,
-            requestedBy: context.callingService?.rawValue ?? "service")
+            app: b.appID,
+            key: key,
+            kind: kind,
+            users: users,
+            data: data,
+            requestedBy: context.callingService?.rawValue ?? "service"
+        )
         return try context.json(["notification_id": JSONValue.int(Int(id)), "created": .bool(created)], status: created ? .accepted : .ok)
     }
 }

@@ -12,8 +12,17 @@ struct WebhookController: Sendable {
     let local: Bool
     let clock: any WallClock
 
-    struct CreateBody: Decodable { var url: String; var events: [String]; var description: String? }
-    struct PatchBody: Decodable { var url: String?; var events: [String]?; var description: String?; var disabled: Bool? }
+    struct CreateBody: Decodable {
+        var url: String
+        var events: [String]
+        var description: String?
+    }
+    struct PatchBody: Decodable {
+        var url: String?
+        var events: [String]?
+        var description: String?
+        var disabled: Bool?
+    }
 
     struct Created: Encodable {
         var endpoint: WebhookStore.Endpoint
@@ -23,7 +32,10 @@ struct WebhookController: Sendable {
     struct DeliveryPage: Encodable {
         var deliveries: [WebhookStore.DeliveryView]
         var nextBefore: String?
-        enum CodingKeys: String, CodingKey { case deliveries, nextBefore = "next_before" }
+        enum CodingKeys: String, CodingKey {
+            case deliveries
+            case nextBefore = "next_before"
+        }
     }
 
     func addAdminRoutes(to admin: RouterGroup<ServiceRequestContext>) {
@@ -38,7 +50,8 @@ struct WebhookController: Sendable {
                 throw AppError(
                     AuthErrorCode.tooManyEndpoints,
                     "An app has at most \(WebhookEndpointRules.maxEndpointsPerApp) webhook endpoints",
-                    extra: ["max_endpoints": .int(WebhookEndpointRules.maxEndpointsPerApp)])
+                    extra: ["max_endpoints": .int(WebhookEndpointRules.maxEndpointsPerApp)]
+                )
             }
             return try context.json(Created(endpoint: endpoint, secret: secret), status: .created)
         }
@@ -57,7 +70,8 @@ struct WebhookController: Sendable {
             let url: String? = if let raw = b.url { try await checkedURL(raw) } else { nil }
             let events = try b.events.map(WebhookEndpointRules.checkedEvents)
             let description = try b.description.map { try WebhookEndpointRules.checkedDescription($0) }
-            guard let endpoint = try await store.update(app: app, id: id, url: url, events: events, description: description, disabled: b.disabled) else {
+            guard let endpoint = try await store.update(app: app, id: id, url: url, events: events, description: description, disabled: b.disabled)
+            else {
                 throw AppError.notFound("Webhook endpoint")
             }
             return try context.json(endpoint)
@@ -121,7 +135,12 @@ struct WebhookController: Sendable {
         var createdAt: Date?
         var version: Int64
         var data: [String: JSONValue]
-        enum CodingKeys: String, CodingKey { case type, id, appID = "app_id", createdAt = "created_at", version, data }
+        enum CodingKeys: String, CodingKey {
+            case type, id
+            case appID = "app_id"
+            case createdAt = "created_at"
+            case version, data
+        }
     }
 
     func addInternalRoutes(to group: RouterGroup<ServiceRequestContext>) {

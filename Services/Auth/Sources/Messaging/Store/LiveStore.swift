@@ -22,12 +22,22 @@ struct LiveStore: Sendable {
     /// user is not one of `app`'s (erased, another app's). Returns its cursor.
     @discardableResult
     static func record(
-        app: UUID, user: UUID, type: LiveEventType, id: UUID = UUID(), version: Int64, data: [String: JSONValue],
-        createdAt: Date = Date(), on conn: PostgresConnection, logger: Logger
+        app: UUID,
+        user: UUID,
+        type: LiveEventType,
+        id: UUID = UUID(),
+        version: Int64,
+        data: [String: JSONValue],
+        createdAt: Date = Date(),
+        on conn: PostgresConnection,
+        logger: Logger
     ) async throws -> LiveCursor? {
         let body = String(
-            decoding: try JSON.encoder.encode(WebhookEvent(type: type.rawValue, id: id, appID: app, createdAt: createdAt, version: version, data: data)),
-            as: UTF8.self)
+            decoding: try JSON.encoder.encode(
+                WebhookEvent(type: type.rawValue, id: id, appID: app, createdAt: createdAt, version: version, data: data)
+            ),
+            as: UTF8.self
+        )
         let rows = try await conn.run(
             """
             WITH fresh AS (
@@ -45,7 +55,9 @@ struct LiveStore: Sendable {
                 SELECT pg_notify(\(channel), \(user.lowercasedString) || ' ' || w.seq || ' ' || \(LiveCursor.tag(of: id) + " " + type.rawValue)
                        || CASE WHEN octet_length(\(body)) <= \(inlineLimit) THEN ' ' || \(body) ELSE '' END)
             ) n
-            """, logger: logger)
+            """,
+            logger: logger
+        )
         for try await seq in rows.decode(Int64.self) { return LiveCursor(seq: seq, id: id) }
         return nil
     }
@@ -53,13 +65,24 @@ struct LiveStore: Sendable {
     /// An event that ends streams (a revoked session, an erasure): announced at commit, not
     /// kept, numbered 0 (no cursor: a stream it ends is not resumed).
     static func announce(
-        app: UUID, user: UUID, type: LiveEventType, version: Int64, data: [String: JSONValue], on conn: PostgresConnection, logger: Logger
+        app: UUID,
+        user: UUID,
+        type: LiveEventType,
+        version: Int64,
+        data: [String: JSONValue],
+        on conn: PostgresConnection,
+        logger: Logger
     ) async throws {
         let body = String(
-            decoding: try JSON.encoder.encode(WebhookEvent(type: type.rawValue, id: UUID(), appID: app, createdAt: Date(), version: version, data: data)),
-            as: UTF8.self)
+            decoding: try JSON.encoder.encode(
+                WebhookEvent(type: type.rawValue, id: UUID(), appID: app, createdAt: Date(), version: version, data: data)
+            ),
+            as: UTF8.self
+        )
         try await conn.run(
-            "SELECT pg_notify(\(channel), \(user.lowercasedString + " 0 00000000 " + type.rawValue + " " + body))", logger: logger)
+            "SELECT pg_notify(\(channel), \(user.lowercasedString + " 0 00000000 " + type.rawValue + " " + body))",
+            logger: logger
+        )
     }
 
     /// The listening connection's liveness check.
@@ -80,7 +103,8 @@ struct LiveStore: Sendable {
                 OR (\(cursor.seq) = 0 AND \(cursor.tag) = '00000000'
                     AND (NOT EXISTS (SELECT 1 FROM live_counters WHERE user_id = \(user))
                          OR EXISTS (SELECT 1 FROM live_events WHERE user_id = \(user) AND seq = 1)))
-            """, logger: logger
+            """,
+            logger: logger
         ).decode(Bool.self) { return ok }
         return false
     }
@@ -104,7 +128,8 @@ struct LiveStore: Sendable {
             """
             SELECT seq, id, type, body::text FROM live_events WHERE user_id = \(user) AND app_id = \(app) AND seq > \(seq)
             ORDER BY seq LIMIT \(limit)
-            """, logger: logger
+            """,
+            logger: logger
         ).decode((Int64, UUID, String, String).self) { out.append(Stored(seq: r.0, tag: LiveCursor.tag(of: r.1), type: r.2, body: r.3)) }
         return out
     }
@@ -112,7 +137,8 @@ struct LiveStore: Sendable {
     /// The head of the user's sequence (the start when none yet).
     func head(app: UUID, user: UUID) async throws -> LiveCursor {
         for try await r in try await db.query(
-            "SELECT last_seq, last_id FROM live_counters WHERE user_id = \(user) AND app_id = \(app)", logger: logger
+            "SELECT last_seq, last_id FROM live_counters WHERE user_id = \(user) AND app_id = \(app)",
+            logger: logger
         ).decode((Int64, UUID).self) { return LiveCursor(seq: r.0, id: r.1) }
         return .start
     }
@@ -134,14 +160,18 @@ struct LiveStore: Sendable {
                    p.consent_notifications, p.consent_game_center
             FROM users u LEFT JOIN privacy_settings p ON p.user_id = u.id
             WHERE u.id = \(user) AND u.app_id = \(app) AND u.anonymized_at IS NULL
-            """, logger: logger
+            """,
+            logger: logger
         ).decode((String, Int64, Int64, Bool?, Bool?, Bool?, Bool?, Bool?, Bool?).self) {
             return Facts(
-                status: r.0, premiumVersion: r.1,
+                status: r.0,
+                premiumVersion: r.1,
                 consents: [
                     "analytics": r.3 ?? false, "third_party": r.4 ?? false, "geolocation": r.5 ?? false,
-                    "personalized_ads": r.6 ?? false, "notifications": r.7 ?? false, "game_center": r.8 ?? false
-                ], consentsVersion: r.2)
+                    "personalized_ads": r.6 ?? false, "notifications": r.7 ?? false, "game_center": r.8 ?? false,
+                ],
+                consentsVersion: r.2
+            )
         }
         return nil
     }
@@ -158,7 +188,9 @@ struct LiveStore: Sendable {
             INSERT INTO live_tickets (digest, app_id, user_id, session_id, session_epoch, expires_at)
             VALUES (\(Self.digest(ticket)), \(session.appID), \(session.userID), \(session.sessionID), \(session.sessionEpoch),
                     now() + make_interval(secs => \(Double(ttl.components.seconds))))
-            """, logger: logger)
+            """,
+            logger: logger
+        )
         return ticket
     }
 
@@ -170,7 +202,8 @@ struct LiveStore: Sendable {
             UPDATE live_tickets SET used_at = now()
             WHERE digest = \(Self.digest(ticket)) AND used_at IS NULL AND expires_at > now()
             RETURNING app_id, user_id, session_id, session_epoch
-            """, logger: logger
+            """,
+            logger: logger
         ).decode((UUID, UUID, UUID?, Int?).self) {
             return LiveRules.Session(appID: r.0, userID: r.1, sessionID: r.2, sessionEpoch: r.3)
         }
@@ -183,9 +216,12 @@ struct LiveStore: Sendable {
     static func retention(_ env: EnvironmentVariables) -> [RetentionRule] {
         [
             RetentionRule(
-                name: "live_events", table: "live_events", due: "created_at < $1",
-                keep: .seconds(3600 * max(1, env.int("LIVE_RETENTION_HOURS", default: 24)))),
-            RetentionRule(name: "live_tickets", table: "live_tickets", due: "expires_at < $1", keep: .seconds(86_400))
+                name: "live_events",
+                table: "live_events",
+                due: "created_at < $1",
+                keep: .seconds(3600 * max(1, env.int("LIVE_RETENTION_HOURS", default: 24)))
+            ),
+            RetentionRule(name: "live_tickets", table: "live_tickets", due: "expires_at < $1", keep: .seconds(86_400)),
         ]
     }
 
@@ -196,9 +232,13 @@ struct LiveStore: Sendable {
                 try await UserDataSection.jsonRows(
                     """
                     SELECT body::text FROM live_events WHERE app_id = \(app) AND user_id = \(user) ORDER BY seq
-                    """, on: conn, logger: logger)
+                    """,
+                    on: conn,
+                    logger: logger
+                )
             },
-            delete: { user, app, conn in try await erase(user: user, app: app, on: conn, logger: logger) })
+            delete: { user, app, conn in try await erase(user: user, app: app, on: conn, logger: logger) }
+        )
     }
 
     @discardableResult

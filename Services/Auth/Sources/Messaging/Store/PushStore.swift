@@ -14,7 +14,10 @@ struct PushStore: Sendable {
 
     // MARK: device tokens
 
-    enum RegisterOutcome: Sendable { case registered(moved: Bool), tooManyDevices }
+    enum RegisterOutcome: Sendable {
+        case registered(moved: Bool)
+        case tooManyDevices
+    }
 
     /// Registers or moves a token: one token belongs to one user of one app, so a row holding it
     /// under another user (or another device) goes first; a user has at most 20 devices.
@@ -25,7 +28,8 @@ struct PushStore: Sendable {
         for try await device in try await conn.run(
             """
             SELECT device_id FROM push_tokens WHERE app_id = \(app) AND user_id = \(user) ORDER BY device_id FOR UPDATE
-            """, logger: logger
+            """,
+            logger: logger
         ).decode(String.self) {
             devices += 1
             if device == d.deviceID { hasThis = true }
@@ -36,23 +40,35 @@ struct PushStore: Sendable {
             """
             DELETE FROM push_tokens WHERE app_id = \(app) AND token = \(d.token) AND NOT (user_id = \(user) AND device_id = \(d.deviceID))
             RETURNING 1
-            """, logger: logger)
-        { moved = true }
+            """,
+            logger: logger
+        ) { moved = true }
         try await conn.run(
             """
             INSERT INTO push_tokens (app_id, user_id, device_id, platform, token, environment, locale)
             VALUES (\(app), \(user), \(d.deviceID), \(d.platform.rawValue), \(d.token), \(d.environment.rawValue), \(d.locale?.rawValue))
             ON CONFLICT (app_id, user_id, device_id) DO UPDATE SET platform = EXCLUDED.platform, token = EXCLUDED.token,
                 environment = EXCLUDED.environment, locale = COALESCE(EXCLUDED.locale, push_tokens.locale), updated_at = now()
-            """, logger: logger)
+            """,
+            logger: logger
+        )
         return .registered(moved: moved)
     }
 
     struct ListedDevice: Codable, Sendable {
-        var deviceID: String; var platform: String; var environment: String; var locale: String?; var tokenSuffix: String
-        var createdAt: Date; var updatedAt: Date
+        var deviceID: String
+        var platform: String
+        var environment: String
+        var locale: String?
+        var tokenSuffix: String
+        var createdAt: Date
+        var updatedAt: Date
         enum CodingKeys: String, CodingKey {
-            case deviceID = "device_id", platform, environment, locale, tokenSuffix = "token_suffix", createdAt = "created_at", updatedAt = "updated_at"
+            case deviceID = "device_id"
+            case platform, environment, locale
+            case tokenSuffix = "token_suffix"
+            case createdAt = "created_at"
+            case updatedAt = "updated_at"
         }
     }
 
@@ -63,7 +79,8 @@ struct PushStore: Sendable {
             """
             SELECT device_id, platform, environment, locale, right(token, 8), created_at, updated_at FROM push_tokens
             WHERE app_id = \(app) AND user_id = \(user) ORDER BY created_at, device_id
-            """, logger: logger
+            """,
+            logger: logger
         ).decode((String, String, String, String?, String, Date, Date).self) {
             out.append(ListedDevice(deviceID: r.0, platform: r.1, environment: r.2, locale: r.3, tokenSuffix: r.4, createdAt: r.5, updatedAt: r.6))
         }
@@ -80,8 +97,9 @@ struct PushStore: Sendable {
         for try await _ in try await conn.run(
             """
             DELETE FROM push_tokens WHERE app_id = \(app) AND user_id = \(user) AND device_id = \(device) RETURNING 1
-            """, logger: logger)
-        { return true }
+            """,
+            logger: logger
+        ) { return true }
         return false
     }
 
@@ -108,7 +126,8 @@ struct PushStore: Sendable {
                 fingerprint = EXCLUDED.fingerprint, version = push_credentials.version + 1, last_error = NULL, last_error_at = NULL,
                 provider_token = NULL, provider_token_issued_at = NULL, updated_at = now()
             RETURNING version
-            """, logger: logger
+            """,
+            logger: logger
         ).decode(Int64.self) { return v }
         return nil
     }
@@ -116,16 +135,24 @@ struct PushStore: Sendable {
     func deleteCredentials(app: UUID, provider: String) async throws -> Bool {
         for try await _ in try await db.query(
             "DELETE FROM push_credentials WHERE app_id = \(app) AND provider = \(provider) RETURNING 1",
-            logger: logger)
-        { return true }
+            logger: logger
+        ) { return true }
         return false
     }
 
     struct ShownCredentials: Codable, Sendable {
-        var provider: String; var settings: JSONValue; var fingerprint: String; var version: Int64
-        var lastError: String?; var lastErrorAt: Date?; var updatedAt: Date
+        var provider: String
+        var settings: JSONValue
+        var fingerprint: String
+        var version: Int64
+        var lastError: String?
+        var lastErrorAt: Date?
+        var updatedAt: Date
         enum CodingKeys: String, CodingKey {
-            case provider, settings, fingerprint, version, lastError = "last_error", lastErrorAt = "last_error_at", updatedAt = "updated_at"
+            case provider, settings, fingerprint, version
+            case lastError = "last_error"
+            case lastErrorAt = "last_error_at"
+            case updatedAt = "updated_at"
         }
     }
 
@@ -136,12 +163,20 @@ struct PushStore: Sendable {
             """
             SELECT provider, settings::text, fingerprint, version, last_error, last_error_at, updated_at FROM push_credentials
             WHERE app_id = \(app) ORDER BY provider
-            """, logger: logger
+            """,
+            logger: logger
         ).decode((String, String, String, Int64, String?, Date?, Date).self) {
             out.append(
                 ShownCredentials(
-                    provider: r.0, settings: try JSON.decoder.decode(JSONValue.self, from: Data(r.1.utf8)),
-                    fingerprint: r.2, version: r.3, lastError: r.4, lastErrorAt: r.5, updatedAt: r.6))
+                    provider: r.0,
+                    settings: try JSON.decoder.decode(JSONValue.self, from: Data(r.1.utf8)),
+                    fingerprint: r.2,
+                    version: r.3,
+                    lastError: r.4,
+                    lastErrorAt: r.5,
+                    updatedAt: r.6
+                )
+            )
         }
         return out
     }
@@ -152,7 +187,9 @@ struct PushStore: Sendable {
             try await db.query(
                 """
                 UPDATE push_credentials SET last_error = \(error), last_error_at = now() WHERE app_id = \(app) AND provider = \(provider)
-                """, logger: logger)
+                """,
+                logger: logger
+            )
         } catch { logger.warning("could not record a push credential error", metadata: ["error": "\(error)"]) }
     }
 
@@ -162,7 +199,8 @@ struct PushStore: Sendable {
         for try await (app, provider, settings, sealed) in try await db.query(
             """
             SELECT app_id, provider, settings::text, sealed_secret FROM push_credentials
-            """, logger: logger
+            """,
+            logger: logger
         ).decode((UUID, String, String, ByteBuffer).self) {
             do {
                 let secret = try box.open(sealed)
@@ -178,7 +216,8 @@ struct PushStore: Sendable {
             } catch {
                 logger.error(
                     "push credentials unreadable; set them again",
-                    metadata: ["app_id": "\(app.lowercasedString)", "provider": "\(provider)", "error": "\(error)"])
+                    metadata: ["app_id": "\(app.lowercasedString)", "provider": "\(provider)", "error": "\(error)"]
+                )
             }
         }
         return out
@@ -191,14 +230,17 @@ struct PushStore: Sendable {
             INSERT INTO push_settings (app_id, settings) SELECT id, \(json)::jsonb FROM applications WHERE id = \(app)
             ON CONFLICT (app_id) DO UPDATE SET settings = EXCLUDED.settings, version = push_settings.version + 1, updated_at = now()
             RETURNING version
-            """, logger: logger
+            """,
+            logger: logger
         ).decode(Int64.self) { return v }
         return nil
     }
 
     func loadOptions() async throws -> [UUID: PushOptions] {
         var out: [UUID: PushOptions] = [:]
-        for try await (app, json) in try await db.query("SELECT app_id, settings::text FROM push_settings", logger: logger).decode((UUID, String).self) {
+        for try await (app, json) in try await db.query("SELECT app_id, settings::text FROM push_settings", logger: logger).decode(
+            (UUID, String).self
+        ) {
             out[app] = (try? JSON.decoder.decode(PushOptions.self, from: Data(json.utf8))) ?? PushOptions()
         }
         return out
@@ -209,7 +251,13 @@ struct PushStore: Sendable {
     /// Records what was asked, once per (app, key). Nil when the key was already used (a
     /// redelivery).
     func request(
-        app: UUID, key: String, kind: PushKind, users: [UUID], data: [String: String], requestedBy: String, on conn: PostgresConnection
+        app: UUID,
+        key: String,
+        kind: PushKind,
+        users: [UUID],
+        data: [String: String],
+        requestedBy: String,
+        on conn: PostgresConnection
     ) async throws -> Int64? {
         let json = String(decoding: try JSON.encoder.encode(data), as: UTF8.self)
         var id: Int64?
@@ -218,7 +266,8 @@ struct PushStore: Sendable {
             INSERT INTO notifications (app_id, key, kind, user_ids, data, requested_by)
             VALUES (\(app), \(key), \(kind.rawValue), \(users), \(json)::jsonb, \(requestedBy))
             ON CONFLICT (app_id, key) DO NOTHING RETURNING id
-            """, logger: logger
+            """,
+            logger: logger
         ).decode(Int64.self) { id = n }
         return id
     }
@@ -228,33 +277,45 @@ struct PushStore: Sendable {
         for try await _ in try await db.query(
             """
             SELECT 1 FROM users WHERE app_id = \(app) AND id = \(user) AND anonymized_at IS NULL
-            """, logger: logger)
-        { return true }
+            """,
+            logger: logger
+        ) { return true }
         return false
     }
 
     /// The id an earlier request with this key got.
     func existing(app: UUID, key: String) async throws -> Int64? {
-        for try await n in try await db.query("SELECT id FROM notifications WHERE app_id = \(app) AND key = \(key)", logger: logger).decode(Int64.self) {
+        for try await n in try await db.query("SELECT id FROM notifications WHERE app_id = \(app) AND key = \(key)", logger: logger).decode(
+            Int64.self
+        ) {
             return n
         }
         return nil
     }
 
     struct Notification: Sendable {
-        var id: Int64; var appID: UUID; var kind: PushKind; var users: [UUID]; var data: [String: String]
+        var id: Int64
+        var appID: UUID
+        var kind: PushKind
+        var users: [UUID]
+        var data: [String: String]
     }
 
     func notification(_ id: Int64) async throws -> Notification? {
         for try await r in try await db.query(
             """
             SELECT id, app_id, kind, user_ids, data::text FROM notifications WHERE id = \(id)
-            """, logger: logger
+            """,
+            logger: logger
         ).decode((Int64, UUID, String, [UUID], String).self) {
             guard let kind = PushKind(rawValue: r.2) else { return nil }
             return Notification(
-                id: r.0, appID: r.1, kind: kind, users: r.3,
-                data: (try? JSON.decoder.decode([String: String].self, from: Data(r.4.utf8))) ?? [:])
+                id: r.0,
+                appID: r.1,
+                kind: kind,
+                users: r.3,
+                data: (try? JSON.decoder.decode([String: String].self, from: Data(r.4.utf8))) ?? [:]
+            )
         }
         return nil
     }
@@ -277,19 +338,26 @@ struct PushStore: Sendable {
                 """
                 SELECT u.id, p.consent_notifications FROM users u LEFT JOIN privacy_settings p ON p.user_id = u.id
                 WHERE u.app_id = \(app) AND u.id = ANY(\(users)) AND u.anonymized_at IS NULL AND u.status <> 'suspended'
-                """, logger: logger
+                """,
+                logger: logger
             ).decode((UUID, Bool?).self) { a.consent[user] = .some(consent) }
             for try await r in try await conn.run(
                 """
                 SELECT user_id, device_id, platform, token, environment, locale FROM push_tokens
                 WHERE app_id = \(app) AND user_id = ANY(\(users))
-                """, logger: logger
+                """,
+                logger: logger
             ).decode((UUID, String, String, String, String, String?).self) {
                 guard let p = PushPlatform(rawValue: r.2), let e = PushEnvironment(rawValue: r.4) else { continue }
                 a.devices[r.0, default: []].append(
                     PushDevice(
-                        deviceID: r.1, platform: p, token: r.3, environment: e,
-                        locale: r.5.flatMap(PushLocale.init(rawValue:))))
+                        deviceID: r.1,
+                        platform: p,
+                        token: r.3,
+                        environment: e,
+                        locale: r.5.flatMap(PushLocale.init(rawValue:))
+                    )
+                )
             }
             for try await (user, n) in try await conn.run(
                 """
@@ -297,20 +365,27 @@ struct PushStore: Sendable {
                 WHERE app_id = \(app) AND user_id = ANY(\(users)) AND sent_at > now() - interval '24 hours' AND outcome = 'sent'
                   AND notification_id <> \(notification) AND kind NOT IN ('test', 'operator')
                 GROUP BY user_id
-                """, logger: logger
+                """,
+                logger: logger
             ).decode((UUID, Int).self) { a.sentToday[user] = n }
             for try await (user, device) in try await conn.run(
                 """
                 SELECT user_id, device_id FROM push_deliveries
                 WHERE notification_id = \(notification) AND user_id = ANY(\(users)) AND outcome <> 'retrying'
-                """, logger: logger
+                """,
+                logger: logger
             ).decode((UUID, String?).self) { a.done.insert(Audience.doneKey(user, device)) }
             return a
         }
     }
 
     struct Delivery: Sendable {
-        var user: UUID; var device: String?; var provider: String?; var outcome: String; var status: Int?; var reason: String?
+        var user: UUID
+        var device: String?
+        var provider: String?
+        var outcome: String
+        var status: Int?
+        var reason: String?
     }
 
     /// A batch's sends in one statement; a retried send replaces its earlier outcome.
@@ -325,14 +400,28 @@ struct PushStore: Sendable {
                  AS t(d, p, o, s, r, u)
             ON CONFLICT (notification_id, user_id, device_id) DO UPDATE SET outcome = EXCLUDED.outcome, status_code = EXCLUDED.status_code,
                 reason = EXCLUDED.reason, sent_at = now()
-            """, logger: logger)
+            """,
+            logger: logger
+        )
     }
 
     struct SentRow: Codable, Sendable {
-        var notificationID: Int64; var kind: String; var deviceID: String?; var provider: String?; var outcome: String
-        var statusCode: Int?; var reason: String?; var sentAt: Date
+        var notificationID: Int64
+        var kind: String
+        var deviceID: String?
+        var provider: String?
+        var outcome: String
+        var statusCode: Int?
+        var reason: String?
+        var sentAt: Date
         enum CodingKeys: String, CodingKey {
-            case notificationID = "notification_id", kind, deviceID = "device_id", provider, outcome, statusCode = "status_code", reason, sentAt = "sent_at"
+            case notificationID = "notification_id"
+            case kind
+            case deviceID = "device_id"
+            case provider, outcome
+            case statusCode = "status_code"
+            case reason
+            case sentAt = "sent_at"
         }
     }
 
@@ -343,7 +432,8 @@ struct PushStore: Sendable {
             """
             SELECT notification_id, kind, device_id, provider, outcome, status_code, reason, sent_at FROM push_deliveries
             WHERE notification_id = \(notification) ORDER BY id
-            """, logger: logger
+            """,
+            logger: logger
         ).decode((Int64, String, String?, String?, String, Int?, String?, Date).self) {
             out.append(SentRow(notificationID: r.0, kind: r.1, deviceID: r.2, provider: r.3, outcome: r.4, statusCode: r.5, reason: r.6, sentAt: r.7))
         }
@@ -352,11 +442,26 @@ struct PushStore: Sendable {
 
     /// One send as the console lists it (#47): to whom, on which device, what the provider said.
     struct RecentSend: Encodable, Sendable {
-        var id: Int64; var notificationID: Int64; var userID: UUID; var kind: String; var deviceID: String?; var provider: String?
-        var outcome: String; var statusCode: Int?; var reason: String?; var sentAt: Date
+        var id: Int64
+        var notificationID: Int64
+        var userID: UUID
+        var kind: String
+        var deviceID: String?
+        var provider: String?
+        var outcome: String
+        var statusCode: Int?
+        var reason: String?
+        var sentAt: Date
         enum CodingKeys: String, CodingKey {
-            case id, notificationID = "notification_id", userID = "user_id", kind, deviceID = "device_id", provider, outcome
-            case statusCode = "status_code", reason, sentAt = "sent_at"
+            case id
+            case notificationID = "notification_id"
+            case userID = "user_id"
+            case kind
+            case deviceID = "device_id"
+            case provider, outcome
+            case statusCode = "status_code"
+            case reason
+            case sentAt = "sent_at"
         }
     }
 
@@ -367,12 +472,23 @@ struct PushStore: Sendable {
             """
             SELECT id, notification_id, user_id, kind, device_id, provider, outcome, status_code, reason, sent_at FROM push_deliveries
             WHERE app_id = \(app) AND id < \(before ?? Int64.max) ORDER BY id DESC LIMIT \(limit)
-            """, logger: logger
+            """,
+            logger: logger
         ).decode((Int64, Int64, UUID, String, String?, String?, String, Int?, String?, Date).self) {
             out.append(
                 RecentSend(
-                    id: r.0, notificationID: r.1, userID: r.2, kind: r.3, deviceID: r.4, provider: r.5, outcome: r.6, statusCode: r.7,
-                    reason: r.8, sentAt: r.9))
+                    id: r.0,
+                    notificationID: r.1,
+                    userID: r.2,
+                    kind: r.3,
+                    deviceID: r.4,
+                    provider: r.5,
+                    outcome: r.6,
+                    statusCode: r.7,
+                    reason: r.8,
+                    sentAt: r.9
+                )
+            )
         }
         return out
     }
@@ -388,18 +504,25 @@ struct PushStore: Sendable {
                     """
                     SELECT row_to_json(t)::text FROM (SELECT device_id, platform, environment, locale, token, created_at, updated_at
                     FROM push_tokens WHERE app_id = \(app) AND user_id = \(user) ORDER BY created_at) t
-                    """, on: conn, logger: logger)
+                    """,
+                    on: conn,
+                    logger: logger
+                )
                 let sent = try await UserDataSection.jsonRows(
                     """
                     SELECT row_to_json(d)::text FROM (SELECT d.kind, d.device_id, d.provider, d.outcome, d.sent_at, n.data
                     FROM push_deliveries d JOIN notifications n ON n.id = d.notification_id
                     WHERE d.app_id = \(app) AND d.user_id = \(user) AND d.sent_at > now() - interval '30 days' ORDER BY d.id) d
-                    """, on: conn, logger: logger)
+                    """,
+                    on: conn,
+                    logger: logger
+                )
                 return .object(["devices": devices, "sent_last_30_days": sent])
             },
             delete: { user, app, conn in
                 try await erase(user: user, app: app, on: conn, logger: logger)
-            })
+            }
+        )
     }
 
     /// Erasure: the devices and every send go; a notification for this user alone goes too.
@@ -409,7 +532,7 @@ struct PushStore: Sendable {
         for query: PostgresQuery in [
             "DELETE FROM push_tokens WHERE app_id = \(app) AND user_id = \(user) RETURNING 1",
             "DELETE FROM push_deliveries WHERE app_id = \(app) AND user_id = \(user) RETURNING 1",
-            "DELETE FROM notifications WHERE app_id = \(app) AND user_ids = ARRAY[\(user)]::uuid[] RETURNING 1"
+            "DELETE FROM notifications WHERE app_id = \(app) AND user_ids = ARRAY[\(user)]::uuid[] RETURNING 1",
         ] {
             n += try await conn.run(query, logger: logger).count()
         }
@@ -421,7 +544,7 @@ struct PushStore: Sendable {
         let keep = Duration.seconds(86_400 * env.int("PUSH_RETENTION_DAYS", default: 90))
         return [
             RetentionRule(name: "push_deliveries", table: "push_deliveries", due: "sent_at < $1", keep: keep),
-            RetentionRule(name: "notifications", table: "notifications", due: "created_at < $1", keep: keep)
+            RetentionRule(name: "notifications", table: "notifications", due: "created_at < $1", keep: keep),
         ]
     }
 }
@@ -440,7 +563,8 @@ struct PushTokenStore: APNsTokenStore {
             SELECT provider_token, provider_token_issued_at FROM push_credentials
             WHERE provider = 'apns' AND fingerprint = \(fingerprint) AND provider_token IS NOT NULL
             ORDER BY provider_token_issued_at DESC LIMIT 1
-            """, logger: logger
+            """,
+            logger: logger
         ).decode((String, Date).self) { return r }
         return nil
     }
@@ -452,7 +576,8 @@ struct PushTokenStore: APNsTokenStore {
                 """
                 SELECT provider_token, provider_token_issued_at FROM push_credentials
                 WHERE provider = 'apns' AND fingerprint = \(fingerprint) ORDER BY app_id FOR UPDATE
-                """, logger: logger
+                """,
+                logger: logger
             ).decode((String?, Date?).self) {
                 if let t = r.0, let at = r.1, at >= before, at <= issuedAt, inForce.map({ at > $0.1 }) ?? true { inForce = (t, at) }
             }
@@ -461,7 +586,9 @@ struct PushTokenStore: APNsTokenStore {
                 """
                 UPDATE push_credentials SET provider_token = \(jwt), provider_token_issued_at = \(issuedAt)
                 WHERE provider = 'apns' AND fingerprint = \(fingerprint)
-                """, logger: logger)
+                """,
+                logger: logger
+            )
             return (jwt, issuedAt)
         }
     }

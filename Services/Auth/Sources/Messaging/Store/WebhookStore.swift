@@ -24,7 +24,10 @@ struct WebhookStore: Sendable {
         var updatedAt: Date
         var rotationEndsAt: Date?
         enum CodingKeys: String, CodingKey {
-            case id, url, events, description, disabled, disabledReason = "disabled_reason", createdAt = "created_at", updatedAt = "updated_at"
+            case id, url, events, description, disabled
+            case disabledReason = "disabled_reason"
+            case createdAt = "created_at"
+            case updatedAt = "updated_at"
             case rotationEndsAt = "previous_secret_expires_at"
         }
     }
@@ -32,7 +35,17 @@ struct WebhookStore: Sendable {
     static let endpointColumns = "id, url, events, description, disabled, disabled_reason, created_at, updated_at, previous_secret_expires_at"
     typealias EndpointRow = (UUID, String, [String], String, Bool, String?, Date, Date, Date?)
     static func endpoint(_ r: EndpointRow) -> Endpoint {
-        Endpoint(id: r.0, url: r.1, events: r.2, description: r.3, disabled: r.4, disabledReason: r.5, createdAt: r.6, updatedAt: r.7, rotationEndsAt: r.8)
+        Endpoint(
+            id: r.0,
+            url: r.1,
+            events: r.2,
+            description: r.3,
+            disabled: r.4,
+            disabledReason: r.5,
+            createdAt: r.6,
+            updatedAt: r.7,
+            rotationEndsAt: r.8
+        )
     }
 
     /// Nil when the app has its 20 endpoints already. Counted under a lock on the app's rows, so
@@ -43,7 +56,9 @@ struct WebhookStore: Sendable {
         return try await db.withTransaction(logger: logger) { conn in
             try await conn.run("SELECT pg_advisory_xact_lock(hashtext('webhook_endpoints:' || \(app.lowercasedString)))", logger: logger)
             var count = 0
-            for try await n in try await conn.run("SELECT count(*)::int FROM webhook_endpoints WHERE app_id = \(app)", logger: logger).decode(Int.self) {
+            for try await n in try await conn.run("SELECT count(*)::int FROM webhook_endpoints WHERE app_id = \(app)", logger: logger).decode(
+                Int.self
+            ) {
                 count = n
             }
             guard count < WebhookEndpointRules.maxEndpointsPerApp else { return nil }
@@ -52,7 +67,8 @@ struct WebhookStore: Sendable {
                 INSERT INTO webhook_endpoints (id, app_id, url, events, description, secret_sealed)
                 VALUES (\(id), \(app), \(url), \(events), \(description), \(sealed))
                 RETURNING \(unescaped: Self.endpointColumns)
-                """, logger: logger
+                """,
+                logger: logger
             ).decode(EndpointRow.self) { return Self.endpoint(r) }
             return nil
         }
@@ -63,7 +79,8 @@ struct WebhookStore: Sendable {
         for try await r in try await db.query(
             """
             SELECT \(unescaped: Self.endpointColumns) FROM webhook_endpoints WHERE app_id = \(app) ORDER BY created_at, id
-            """, logger: logger
+            """,
+            logger: logger
         ).decode(EndpointRow.self) { out.append(Self.endpoint(r)) }
         return out
     }
@@ -72,7 +89,8 @@ struct WebhookStore: Sendable {
         for try await r in try await db.query(
             """
             SELECT \(unescaped: Self.endpointColumns) FROM webhook_endpoints WHERE app_id = \(app) AND id = \(id)
-            """, logger: logger
+            """,
+            logger: logger
         ).decode(EndpointRow.self) { return Self.endpoint(r) }
         return nil
     }
@@ -91,13 +109,16 @@ struct WebhookStore: Sendable {
                    updated_at = now()
             WHERE app_id = \(app) AND id = \(id)
             RETURNING \(unescaped: Self.endpointColumns)
-            """, logger: logger
+            """,
+            logger: logger
         ).decode(EndpointRow.self) { return Self.endpoint(r) }
         return nil
     }
 
     func delete(app: UUID, id: UUID) async throws -> Bool {
-        for try await _ in try await db.query("DELETE FROM webhook_endpoints WHERE app_id = \(app) AND id = \(id) RETURNING 1", logger: logger) { return true }
+        for try await _ in try await db.query("DELETE FROM webhook_endpoints WHERE app_id = \(app) AND id = \(id) RETURNING 1", logger: logger) {
+            return true
+        }
         return false
     }
 
@@ -110,7 +131,8 @@ struct WebhookStore: Sendable {
                    secret_sealed = \(sealed), updated_at = now()
             WHERE app_id = \(app) AND id = \(id)
             RETURNING \(unescaped: Self.endpointColumns)
-            """, logger: logger
+            """,
+            logger: logger
         ).decode(EndpointRow.self) { return Self.endpoint(r) }
         return nil
     }
@@ -159,8 +181,16 @@ struct WebhookStore: Sendable {
             var data = data
             data["version"] = .int(Int(event.version))
             let live = try await LiveStore.record(
-                app: event.appID, user: user, type: type, id: event.id, version: event.version, data: data, createdAt: event.createdAt, on: conn,
-                logger: logger)
+                app: event.appID,
+                user: user,
+                type: type,
+                id: event.id,
+                version: event.version,
+                data: data,
+                createdAt: event.createdAt,
+                on: conn,
+                logger: logger
+            )
             return inserted || live != nil
         }
     }
@@ -211,7 +241,8 @@ struct WebhookStore: Sendable {
               AND ((d.status = 'pending' AND d.next_attempt_at <= now()) OR (d.status = 'sending' AND d.locked_until <= now()))
             RETURNING d.id, d.endpoint_id, e.url, d.event_id, v.body::text, d.attempts, e.secret_sealed,
                       e.previous_secret_sealed, e.previous_secret_expires_at
-            """, logger: logger
+            """,
+            logger: logger
         ).decode((Int64, UUID, String, UUID, String, Int, ByteBuffer, ByteBuffer?, Date?).self) { rows.append(r) }
         let now = Date()
         return rows.compactMap { r in
@@ -232,8 +263,11 @@ struct WebhookStore: Sendable {
     static func retention(_ env: EnvironmentVariables) -> [RetentionRule] {
         [
             RetentionRule(
-                name: "webhook_events", table: "webhook_events", due: "created_at < $1",
-                keep: .seconds(86_400 * env.int("WEBHOOK_RETENTION_DAYS", default: 30)))
+                name: "webhook_events",
+                table: "webhook_events",
+                due: "created_at < $1",
+                keep: .seconds(86_400 * env.int("WEBHOOK_RETENTION_DAYS", default: 30))
+            )
         ]
     }
 
@@ -264,7 +298,10 @@ struct WebhookStore: Sendable {
         let after: Double? = if case .retry(_, _, _, let after) = outcome { after } else { nil }
         if case .gone = outcome {
             return try await db.withTransaction(logger: logger) { conn in
-                try await conn.run(Self.outcomeQuery(due, kind: kind, code: code, latency: latency, error: error, after: nil, sentAt: sentAt), logger: logger)
+                try await conn.run(
+                    Self.outcomeQuery(due, kind: kind, code: code, latency: latency, error: error, after: nil, sentAt: sentAt),
+                    logger: logger
+                )
                 // The endpoint's disabling is the operator's to see: it waits for its flush.
                 try await conn.run("SET LOCAL synchronous_commit TO on", logger: logger)
                 try await Self.disable(endpoint: due.endpointID, reason: "gone (HTTP 410)", on: conn, logger: logger)
@@ -273,7 +310,8 @@ struct WebhookStore: Sendable {
         }
         // One statement, its own transaction (#45: six round trips before).
         for try await since in try await db.query(
-            Self.outcomeQuery(due, kind: kind, code: code, latency: latency, error: error, after: after, sentAt: sentAt), logger: logger
+            Self.outcomeQuery(due, kind: kind, code: code, latency: latency, error: error, after: after, sentAt: sentAt),
+            logger: logger
         ).decode(Date?.self) { return since }
         return nil
     }
@@ -310,14 +348,17 @@ struct WebhookStore: Sendable {
             """
             UPDATE webhook_endpoints SET disabled = true, disabled_reason = \(reason), updated_at = now()
             WHERE id = \(endpoint) AND NOT disabled RETURNING app_id, url
-            """, logger: logger
+            """,
+            logger: logger
         ).decode((UUID, String).self) { found = r }
         guard let found else { return nil }
         try await conn.run(
             """
             UPDATE webhook_deliveries SET status = 'cancelled', locked_until = NULL
             WHERE endpoint_id = \(endpoint) AND status IN ('pending', 'sending')
-            """, logger: logger)
+            """,
+            logger: logger
+        )
         return found
     }
 
@@ -340,8 +381,16 @@ struct WebhookStore: Sendable {
         /// Every attempt, oldest first (#45).
         var history: [AttemptView]
         enum CodingKeys: String, CodingKey {
-            case id, eventID = "event_id", eventType = "event_type", status, attempts, lastStatus = "answer_code", lastError = "last_error"
-            case latencyMs = "latency_ms", nextAttemptAt = "next_attempt_at", createdAt = "created_at", deliveredAt = "delivered_at"
+            case id
+            case eventID = "event_id"
+            case eventType = "event_type"
+            case status, attempts
+            case lastStatus = "answer_code"
+            case lastError = "last_error"
+            case latencyMs = "latency_ms"
+            case nextAttemptAt = "next_attempt_at"
+            case createdAt = "created_at"
+            case deliveredAt = "delivered_at"
             case history
         }
     }
@@ -356,7 +405,11 @@ struct WebhookStore: Sendable {
         var error: String?
         var outcome: String
         enum CodingKeys: String, CodingKey {
-            case attempt, sentAt = "sent_at", answerCode = "answer_code", latencyMs = "latency_ms", error, outcome
+            case attempt
+            case sentAt = "sent_at"
+            case answerCode = "answer_code"
+            case latencyMs = "latency_ms"
+            case error, outcome
         }
     }
 
@@ -370,12 +423,25 @@ struct WebhookStore: Sendable {
                    CASE WHEN d.status = 'pending' THEN d.next_attempt_at END, d.created_at, d.delivered_at
             FROM webhook_deliveries d JOIN webhook_events v ON v.id = d.event_id
             WHERE d.endpoint_id = \(endpoint) AND d.id < \(before ?? Int64.max) ORDER BY d.id DESC LIMIT \(limit)
-            """, logger: logger
+            """,
+            logger: logger
         ).decode((Int64, UUID, String, String, Int, Int?, String?, Int?, Date?, Date, Date?).self) {
             out.append(
                 DeliveryView(
-                    id: r.0, eventID: r.1, eventType: r.2, status: r.3, attempts: r.4, lastStatus: r.5, lastError: r.6,
-                    latencyMs: r.7, nextAttemptAt: r.8, createdAt: r.9, deliveredAt: r.10, history: []))
+                    id: r.0,
+                    eventID: r.1,
+                    eventType: r.2,
+                    status: r.3,
+                    attempts: r.4,
+                    lastStatus: r.5,
+                    lastError: r.6,
+                    latencyMs: r.7,
+                    nextAttemptAt: r.8,
+                    createdAt: r.9,
+                    deliveredAt: r.10,
+                    history: []
+                )
+            )
         }
         guard !out.isEmpty else { return out }
         var attempts: [Int64: [AttemptView]] = [:]
@@ -383,7 +449,8 @@ struct WebhookStore: Sendable {
             """
             SELECT delivery_id, attempt, sent_at, answer_code, latency_ms, error, outcome FROM webhook_delivery_attempts
             WHERE delivery_id = ANY(\(out.map(\.id))) ORDER BY delivery_id, id
-            """, logger: logger
+            """,
+            logger: logger
         ).decode((Int64, Int, Date, Int?, Int?, String?, String).self) {
             attempts[r.0, default: []].append(AttemptView(attempt: r.1, sentAt: r.2, answerCode: r.3, latencyMs: r.4, error: r.5, outcome: r.6))
         }
@@ -401,8 +468,9 @@ struct WebhookStore: Sendable {
             WHERE d.id = \(delivery) AND d.endpoint_id = \(endpoint) AND e.id = d.endpoint_id AND e.app_id = \(app) AND NOT e.disabled
               AND d.status <> 'sending'
             RETURNING 1
-            """, logger: logger)
-        {
+            """,
+            logger: logger
+        ) {
             return true
         }
         return false
@@ -415,7 +483,12 @@ struct WebhookEvent: Codable, Sendable {
         self.init(type: type.rawValue, id: id, appID: appID, createdAt: createdAt, version: version, data: data)
     }
     init(type: String, id: UUID, appID: UUID, createdAt: Date, version: Int64, data: [String: JSONValue]) {
-        self.type = type; self.id = id; self.appID = appID; self.createdAt = createdAt; self.version = version; self.data = data
+        self.type = type
+        self.id = id
+        self.appID = appID
+        self.createdAt = createdAt
+        self.version = version
+        self.data = data
     }
 
     var type: String
@@ -424,7 +497,12 @@ struct WebhookEvent: Codable, Sendable {
     var createdAt: Date
     var version: Int64
     var data: [String: JSONValue]
-    enum CodingKeys: String, CodingKey { case type, id, appID = "app_id", createdAt = "created_at", version, data }
+    enum CodingKeys: String, CodingKey {
+        case type, id
+        case appID = "app_id"
+        case createdAt = "created_at"
+        case version, data
+    }
 
     /// Ids lowercase, as the `webhook-id` header carries them (a receiver compares the two).
     func encode(to encoder: any Encoder) throws {
