@@ -239,7 +239,7 @@ final class StoreNotificationTests: XCTestCase {
             h.clock.advance(by: 8 * 86400)
             let runtime = TestEnvironment.runtime(.subscription, migrations: try SubscriptionService.migrations())
             let expired = try await withPostgres(runtime.db) { db in
-                try await SubscriptionStore(logger: runtime.logger).expireDue(now: h.clock.now(), batch: 1000, db: db)
+                try await ExpirySweeper(store: SubscriptionStore(logger: runtime.logger), db: db, clock: h.clock, interval: .seconds(60)).sweep()
             }
             XCTAssertGreaterThanOrEqual(expired, 1)
             let status = try await h.scalar(

@@ -130,7 +130,15 @@ public enum AdsService: ServiceDefinition {
                 administration: AdsAdministration(db: runtime.db, ads: ads, campaigns: campaigns, logger: logger),
                 clock: runtime.clock
             ).addRoutes(to: routes.admin)
-            AnalyticsController(db: runtime.db, stats: stats, ads: ads, campaigns: campaigns, clock: runtime.clock, logger: logger).addRoutes(
+            AnalyticsController(
+                db: runtime.db,
+                stats: stats,
+                ads: ads,
+                campaigns: campaigns,
+                refresher: refresher,
+                clock: runtime.clock,
+                logger: logger
+            ).addRoutes(
                 to: routes.admin
             )
         }

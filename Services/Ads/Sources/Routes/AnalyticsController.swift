@@ -11,6 +11,7 @@ struct AnalyticsController: Sendable {
     let stats: StatsStore
     let ads: AdStore
     let campaigns: CampaignStore
+    let refresher: StatsRefresher
     let clock: any WallClock
     let logger: Logger
 
@@ -19,7 +20,7 @@ struct AnalyticsController: Sendable {
         admin.get("analytics/dashboard") { request, context in try await dashboard(request, context) }
         admin.post("analytics/refresh") { _, context in
             _ = try context.requireApp()
-            let days = try await stats.refresh(db: db)
+            let days = try await refresher.refresh()
             return try context.json(["refreshed_days": days])
         }
     }

@@ -46,63 +46,61 @@ struct StatsStore: Sendable {
     }
 
     /// Recomputes every (app, UTC day) with requests or views recorded since the last run (in
-    /// the database's time, with an hour of overlap for transactions that committed late).
-    /// Two replicas serialise on an advisory lock.
+    /// the database's time, with an hour of overlap for transactions that committed late), in
+    /// the caller's transaction. Two replicas serialise on an advisory lock it takes.
     @discardableResult
-    func refresh(db: DatabasePool) async throws -> Int {
-        try await db.withTransaction(logger: logger) { conn in
-            try await conn.run("SELECT pg_advisory_xact_lock(hashtextextended('ads:daily-stats', 0))", logger: logger)
-            var since = Date.distantPast
-            for try await until in try await conn.run("SELECT refreshed_until FROM ad_stats_state WHERE id = 1", logger: logger).decode(Date.self) {
-                since = until.addingTimeInterval(-3600)
-            }
-            var apps: [UUID] = []
-            var days: [String] = []
-            for try await (app, day) in try await conn.run(Self.touchedDaysQuery(since: since), logger: logger).decode((UUID, String).self) {
-                apps.append(app)
-                days.append(day)
-            }
-            if !apps.isEmpty {
-                try await conn.run(
-                    """
-                    DELETE FROM ad_daily_stats WHERE (app_id, day) IN (SELECT a, d::date FROM unnest(\(apps)::uuid[], \(days)::text[]) AS t(a, d))
-                    """,
-                    logger: logger
-                )
-                try await conn.run(
-                    """
-                    WITH touched AS (SELECT a AS app_id, d::date AS day FROM unnest(\(apps)::uuid[], \(days)::text[]) AS t(a, d)),
-                    q AS (
-                        SELECT r.app_id, (r.created_at AT TIME ZONE 'UTC')::date AS day, r.ad_type, r.provider, r.placement, count(*) AS requests
-                        FROM ad_requests r JOIN touched t ON t.app_id = r.app_id AND t.day = (r.created_at AT TIME ZONE 'UTC')::date
-                        GROUP BY 1, 2, 3, 4, 5),
-                    v AS (
-                        SELECT w.app_id, (w.created_at AT TIME ZONE 'UTC')::date AS day, w.ad_type, w.provider, w.placement,
-                               count(*) AS impressions, count(*) FILTER (WHERE w.ad_clicked) AS clicks,
-                               count(*) FILTER (WHERE w.ad_completed) AS completions, COALESCE(sum(w.revenue_usd), 0) AS revenue,
-                               count(*) FILTER (WHERE w.revenue_usd IS NULL) AS without_revenue, COALESCE(sum(w.display_duration_ms), 0) AS duration
-                        FROM ad_views w JOIN touched t ON t.app_id = w.app_id AND t.day = (w.created_at AT TIME ZONE 'UTC')::date
-                        GROUP BY 1, 2, 3, 4, 5)
-                    INSERT INTO ad_daily_stats (app_id, day, ad_type, provider, placement, requests, impressions, clicks, completions,
-                                                revenue_usd, impressions_without_revenue, duration_ms_sum, refreshed_at)
-                    SELECT COALESCE(q.app_id, v.app_id), COALESCE(q.day, v.day), COALESCE(q.ad_type, v.ad_type), COALESCE(q.provider, v.provider),
-                           COALESCE(q.placement, v.placement), COALESCE(q.requests, 0), COALESCE(v.impressions, 0), COALESCE(v.clicks, 0),
-                           COALESCE(v.completions, 0), COALESCE(v.revenue, 0), COALESCE(v.without_revenue, 0), COALESCE(v.duration, 0), now()
-                    FROM q FULL JOIN v ON q.app_id = v.app_id AND q.day = v.day AND q.ad_type = v.ad_type AND q.provider = v.provider
-                                      AND q.placement = v.placement
-                    """,
-                    logger: logger
-                )
-            }
+    func refresh(on conn: PostgresConnection) async throws -> Int {
+        try await conn.run("SELECT pg_advisory_xact_lock(hashtextextended('ads:daily-stats', 0))", logger: logger)
+        var since = Date.distantPast
+        for try await until in try await conn.run("SELECT refreshed_until FROM ad_stats_state WHERE id = 1", logger: logger).decode(Date.self) {
+            since = until.addingTimeInterval(-3600)
+        }
+        var apps: [UUID] = []
+        var days: [String] = []
+        for try await (app, day) in try await conn.run(Self.touchedDaysQuery(since: since), logger: logger).decode((UUID, String).self) {
+            apps.append(app)
+            days.append(day)
+        }
+        if !apps.isEmpty {
             try await conn.run(
                 """
-                INSERT INTO ad_stats_state (id, refreshed_until) VALUES (1, now())
-                ON CONFLICT (id) DO UPDATE SET refreshed_until = GREATEST(ad_stats_state.refreshed_until, EXCLUDED.refreshed_until)
+                DELETE FROM ad_daily_stats WHERE (app_id, day) IN (SELECT a, d::date FROM unnest(\(apps)::uuid[], \(days)::text[]) AS t(a, d))
                 """,
                 logger: logger
             )
-            return apps.count
+            try await conn.run(
+                """
+                WITH touched AS (SELECT a AS app_id, d::date AS day FROM unnest(\(apps)::uuid[], \(days)::text[]) AS t(a, d)),
+                q AS (
+                    SELECT r.app_id, (r.created_at AT TIME ZONE 'UTC')::date AS day, r.ad_type, r.provider, r.placement, count(*) AS requests
+                    FROM ad_requests r JOIN touched t ON t.app_id = r.app_id AND t.day = (r.created_at AT TIME ZONE 'UTC')::date
+                    GROUP BY 1, 2, 3, 4, 5),
+                v AS (
+                    SELECT w.app_id, (w.created_at AT TIME ZONE 'UTC')::date AS day, w.ad_type, w.provider, w.placement,
+                           count(*) AS impressions, count(*) FILTER (WHERE w.ad_clicked) AS clicks,
+                           count(*) FILTER (WHERE w.ad_completed) AS completions, COALESCE(sum(w.revenue_usd), 0) AS revenue,
+                           count(*) FILTER (WHERE w.revenue_usd IS NULL) AS without_revenue, COALESCE(sum(w.display_duration_ms), 0) AS duration
+                    FROM ad_views w JOIN touched t ON t.app_id = w.app_id AND t.day = (w.created_at AT TIME ZONE 'UTC')::date
+                    GROUP BY 1, 2, 3, 4, 5)
+                INSERT INTO ad_daily_stats (app_id, day, ad_type, provider, placement, requests, impressions, clicks, completions,
+                                            revenue_usd, impressions_without_revenue, duration_ms_sum, refreshed_at)
+                SELECT COALESCE(q.app_id, v.app_id), COALESCE(q.day, v.day), COALESCE(q.ad_type, v.ad_type), COALESCE(q.provider, v.provider),
+                       COALESCE(q.placement, v.placement), COALESCE(q.requests, 0), COALESCE(v.impressions, 0), COALESCE(v.clicks, 0),
+                       COALESCE(v.completions, 0), COALESCE(v.revenue, 0), COALESCE(v.without_revenue, 0), COALESCE(v.duration, 0), now()
+                FROM q FULL JOIN v ON q.app_id = v.app_id AND q.day = v.day AND q.ad_type = v.ad_type AND q.provider = v.provider
+                                  AND q.placement = v.placement
+                """,
+                logger: logger
+            )
         }
+        try await conn.run(
+            """
+            INSERT INTO ad_stats_state (id, refreshed_until) VALUES (1, now())
+            ON CONFLICT (id) DO UPDATE SET refreshed_until = GREATEST(ad_stats_state.refreshed_until, EXCLUDED.refreshed_until)
+            """,
+            logger: logger
+        )
+        return apps.count
     }
 
     struct Filter: Sendable {
@@ -151,28 +149,5 @@ struct StatsStore: Sendable {
             return d
         }
         return nil
-    }
-}
-
-/// Keeps the aggregates current (the seed: hourly) and the detail within its retention, as a
-/// ServiceGroup service.
-struct StatsRefresher: Service {
-    let stats: StatsStore
-    let db: DatabasePool
-    let clock: any WallClock
-    let interval: Duration
-
-    func run() async throws {
-        await cancelWhenGracefulShutdown {
-            while !Task.isCancelled {
-                do {
-                    try await stats.refresh(db: db)
-                    try await stats.purgeDetail(before: clock.now().addingTimeInterval(-StatsStore.detailRetention), db: db)
-                } catch {
-                    stats.logger.warning("daily ad stats refresh failed", metadata: ["error": "\(error)"])
-                }
-                try? await Task.sleep(for: interval)
-            }
-        }
     }
 }

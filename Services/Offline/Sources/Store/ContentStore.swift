@@ -267,33 +267,25 @@ struct CatalogStore: Sendable {
         """
     }
 
-    /// Purges tombstones older than the window, moving each app's horizon past them: in
-    /// batches of `batch`, each with its horizon in one short transaction, skipping rows a
-    /// request holds. Returns how many apps had tombstones purged.
-    func purgeTombstones(before: Date, batch: Int = 1000, db: DatabasePool) async throws -> Int {
-        var apps = Set<UUID>()
-        while true {
-            let (purged, touched) = try await db.withTransaction(logger: logger) { conn -> (Int, [UUID]) in
-                var rows = 0
-                var touched: [UUID] = []
-                for try await (app, seq, count) in try await conn.run(Self.tombstonesQuery(before: before, batch: batch), logger: logger)
-                    .decode((UUID, Int64, Int).self)
-                {
-                    rows += count
-                    touched.append(app)
-                    try await conn.run(
-                        """
-                        INSERT INTO content_horizon (app_id, purged_through_seq) VALUES (\(app), \(seq))
-                        ON CONFLICT (app_id) DO UPDATE SET purged_through_seq = GREATEST(content_horizon.purged_through_seq, EXCLUDED.purged_through_seq)
-                        """,
-                        logger: logger
-                    )
-                }
-                return (rows, touched)
-            }
-            apps.formUnion(touched)
-            if purged < batch { return apps.count }
+    /// One batch of tombstones older than the window purged, moving each app's horizon past them
+    /// in the caller's transaction, skipping rows a request holds. Answers the rows and the apps.
+    func purgeTombstones(before: Date, batch: Int = 1000, on conn: PostgresConnection) async throws -> (rows: Int, apps: [UUID]) {
+        var rows = 0
+        var touched: [UUID] = []
+        for try await (app, seq, count) in try await conn.run(Self.tombstonesQuery(before: before, batch: batch), logger: logger)
+            .decode((UUID, Int64, Int).self)
+        {
+            rows += count
+            touched.append(app)
+            try await conn.run(
+                """
+                INSERT INTO content_horizon (app_id, purged_through_seq) VALUES (\(app), \(seq))
+                ON CONFLICT (app_id) DO UPDATE SET purged_through_seq = GREATEST(content_horizon.purged_through_seq, EXCLUDED.purged_through_seq)
+                """,
+                logger: logger
+            )
         }
+        return (rows, touched)
     }
 }
 
@@ -316,24 +308,22 @@ struct CopyStore: Sendable {
         """
     }
 
-    /// Removes up to `batch` due copies with their items, in one short transaction, skipping a
+    /// Removes up to `batch` due copies with their items in the caller's transaction, skipping a
     /// copy a request holds (the next run takes it). Returns how many went.
-    func deleteDue(_ due: Due, before cutoff: Date, batch: Int, db: DatabasePool) async throws -> Int {
-        try await db.withTransaction(logger: logger) { conn -> Int in
-            var n = 0
-            for try await (app, user, category) in try await conn.run(Self.dueQuery(due, before: cutoff, batch: batch), logger: logger)
-                .decode((UUID, UUID, String).self)
-            {
-                n += 1
-                try await conn.run(
-                    """
-                    DELETE FROM offline_items WHERE app_id = \(app) AND user_id = \(user) AND category_id = \(category)
-                    """,
-                    logger: logger
-                )
-            }
-            return n
+    func deleteDue(_ due: Due, before cutoff: Date, batch: Int, on conn: PostgresConnection) async throws -> Int {
+        var n = 0
+        for try await (app, user, category) in try await conn.run(Self.dueQuery(due, before: cutoff, batch: batch), logger: logger)
+            .decode((UUID, UUID, String).self)
+        {
+            n += 1
+            try await conn.run(
+                """
+                DELETE FROM offline_items WHERE app_id = \(app) AND user_id = \(user) AND category_id = \(category)
+                """,
+                logger: logger
+            )
         }
+        return n
     }
 
     struct Downloaded: Encodable, Sendable {

@@ -154,9 +154,13 @@ public enum SubscriptionService: ServiceDefinition {
             SupportPremiumController(grants: grants, clock: runtime.clock).addRoutes(to: routes.admin)
             PlansController(db: runtime.db, plans: PlanStore(logger: runtime.logger)).addRoutes(to: routes.user)
             subscriptions.addRoutes(user: routes.user, internalGroup: routes.internal)
-            AppleNotificationsController(
+            let notifications = StoreNotificationHandling(
                 db: runtime.db,
                 subscriptions: SubscriptionStore(logger: runtime.logger),
+                logger: runtime.logger
+            )
+            AppleNotificationsController(
+                notifications: notifications,
                 apple: apple,
                 clock: runtime.clock,
                 logger: runtime.logger
@@ -164,6 +168,7 @@ public enum SubscriptionService: ServiceDefinition {
             GoogleNotificationsController(
                 db: runtime.db,
                 subscriptions: SubscriptionStore(logger: runtime.logger),
+                notifications: notifications,
                 google: google,
                 client: googleClient,
                 pushToken: env.optional("GOOGLE_PUBSUB_TOKEN"),

@@ -11,10 +11,15 @@ struct ExpirySweeper: Service {
     let interval: Duration
     static let batch = 200
 
+    /// One batch in its own short transaction: a batch's locks end with it.
+    func sweep() async throws -> Int {
+        try await db.withTransaction(logger: store.logger) { conn in try await store.expireDue(now: clock.now(), batch: Self.batch, on: conn) }
+    }
+
     func run() async throws {
         await cancelWhenGracefulShutdown {
             while !Task.isCancelled {
-                do { while try await store.expireDue(now: clock.now(), batch: Self.batch, db: db) > 0 {} } catch {
+                do { while try await sweep() > 0 {} } catch {
                     store.logger.warning("expiry sweep failed", metadata: ["error": "\(error)"])
                 }
                 try? await Task.sleep(for: interval)

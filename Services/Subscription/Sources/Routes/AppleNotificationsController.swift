@@ -9,8 +9,7 @@ import WireTypes
 /// `signedPayload` is verified like a transaction (chain, OIDs, signature, bundle,
 /// environment), then stored once per `notificationUUID` and applied.
 struct AppleNotificationsController {
-    let db: DatabasePool
-    let subscriptions: SubscriptionStore
+    let notifications: StoreNotificationHandling
     let apple: TenantSettings<AppleIAPConfig>
     let clock: any WallClock
     let logger: Logger
@@ -93,7 +92,7 @@ struct AppleNotificationsController {
             throw AppError(SubscriptionErrorCode.invalidNotification, "Notification signature validation failed")
         }
         let now = clock.now()
-        let result = try await subscriptions.receiveOnce(
+        let result = try await notifications.receiveOnce(
             app: app,
             store: "apple",
             id: n.notificationUUID,
@@ -101,10 +100,18 @@ struct AppleNotificationsController {
             subtype: n.subtype,
             originalTransaction: tx?.originalTransactionId,
             payload: String(decoding: raw, as: UTF8.self),
-            now: now,
-            db: db
+            now: now
         ) { conn in
-            try await apply(n, tx: tx, renewal: renewal, app: app, now: now, on: conn)
+            try await notifications.applyApple(
+                type: n.notificationType,
+                subtype: n.subtype,
+                notificationID: n.notificationUUID,
+                tx: tx,
+                graceExpires: renewal?.gracePeriodExpiresDate,
+                app: app,
+                now: now,
+                on: conn
+            )
         }
         return try context.json(["received": JSONValue.bool(true), "result": .string(result)])
     }
@@ -140,7 +147,7 @@ struct AppleNotificationsController {
         // The shared secret is not kept with the stored body.
         var stored = (try? JSONDecoder().decode([String: JSONValue].self, from: rawBody)) ?? [:]
         stored["password"] = nil
-        let result = try await subscriptions.receiveOnce(
+        let result = try await notifications.receiveOnce(
             app: app,
             store: "apple",
             id: id,
@@ -148,82 +155,19 @@ struct AppleNotificationsController {
             subtype: subtype,
             originalTransaction: tx?.originalTransactionId,
             payload: String(decoding: try JSON.encoder.encode(stored), as: UTF8.self),
-            now: now,
-            db: db
+            now: now
         ) { conn in
-            try await apply(n, tx: tx, renewal: nil, app: app, now: now, on: conn)
+            try await notifications.applyApple(
+                type: n.notificationType,
+                subtype: n.subtype,
+                notificationID: n.notificationUUID,
+                tx: tx,
+                graceExpires: nil,
+                app: app,
+                now: now,
+                on: conn
+            )
         }
         return try context.json(["received": JSONValue.bool(true), "result": .string(result)])
-    }
-
-    func apply(
-        _ n: Notification,
-        tx: AppStoreTransaction?,
-        renewal: Renewal?,
-        app: UUID,
-        now: Date,
-        on conn: PostgresConnection
-    ) async throws -> String {
-        let effect = AppleNotificationEffect.of(type: n.notificationType, subtype: n.subtype)
-        if effect == .none { return "ignored" }
-        guard let tx, let sub = try await subscriptions.byOriginalTransaction(app: app, store: "apple", original: tx.originalTransactionId, on: conn)
-        else {
-            return "no_subscription"
-        }
-        let data: [String: JSONValue] = [
-            "notification_type": .string(n.notificationType), "subtype": n.subtype.map { .string($0) } ?? .null,
-            "notification_uuid": .string(n.notificationUUID),
-        ]
-        switch effect {
-        case .renewed:
-            try await subscriptions.renew(
-                sub,
-                expiresMS: tx.expiresDate.map { Int64($0) },
-                transactionID: tx.transactionId,
-                refundReversed: n.notificationType == "REFUND_REVERSED",
-                now: now,
-                on: conn
-            )
-            try await subscriptions.event(sub.id, app: app, user: sub.userID, type: "renewed", data: data, now: now, on: conn)
-            try await subscriptions.announceAccess(app: app, user: sub.userID, on: conn)
-        case .gracePeriod:
-            let graceEnd =
-                renewal?.gracePeriodExpiresDate.map(AppStoreTransaction.date)
-                ?? sub.endDate.addingTimeInterval(TimeInterval(AppleNotificationEffect.fallbackGraceDays) * 86400)
-            try await subscriptions.enterGracePeriod(sub.id, until: graceEnd, now: now, on: conn)
-            try await subscriptions.event(sub.id, app: app, user: sub.userID, type: "grace_period_started", data: data, now: now, on: conn)
-        case .billingRetry:
-            try await subscriptions.event(sub.id, app: app, user: sub.userID, type: "billing_retry", data: data, now: now, on: conn)
-        case .expired:
-            try await subscriptions.expire(sub.id, now: now, on: conn)
-            try await subscriptions.event(sub.id, app: app, user: sub.userID, type: "expired", data: data, now: now, on: conn)
-            try await subscriptions.announceAccess(app: app, user: sub.userID, on: conn)
-        case .revoked:
-            try await subscriptions.revoke(sub, app: app, transaction: tx.purchase(environment: "", proof: "", now: now), now: now, on: conn)
-            try await subscriptions.event(
-                sub.id,
-                app: app,
-                user: sub.userID,
-                type: n.notificationType == "REFUND" ? "refunded" : "revoked",
-                data: data,
-                now: now,
-                on: conn
-            )
-            try await subscriptions.announceAccess(app: app, user: sub.userID, on: conn)
-        case .autoRenew(let on):
-            try await subscriptions.setAutoRenew(sub.id, on, now: now, on: conn)
-            try await subscriptions.event(
-                sub.id,
-                app: app,
-                user: sub.userID,
-                type: on ? "auto_renew_enabled" : "auto_renew_disabled",
-                data: data,
-                now: now,
-                on: conn
-            )
-        case .none:
-            break
-        }
-        return "applied"
     }
 }

@@ -10,6 +10,7 @@ import WireTypes
 struct GoogleNotificationsController {
     let db: DatabasePool
     let subscriptions: SubscriptionStore
+    let notifications: StoreNotificationHandling
     let google: TenantSettings<GooglePlayConfig>
     let client: GooglePlayClient
     let pushToken: String?
@@ -63,7 +64,7 @@ struct GoogleNotificationsController {
                 throw AppError(SubscriptionErrorCode.storeUnavailable, "Google Play cannot be reached; deliver again later")
             }
         }
-        let result = try await subscriptions.receiveOnce(
+        let result = try await notifications.receiveOnce(
             app: app,
             store: "google",
             id: push.message.messageId,
@@ -71,48 +72,11 @@ struct GoogleNotificationsController {
             subtype: nil,
             originalTransaction: n.subscriptionNotification?.purchaseToken,
             payload: String(decoding: data, as: UTF8.self),
-            now: now,
-            db: db
+            now: now
         ) { conn in
             guard let sub = n.subscriptionNotification, let g = fresh else { return "ignored" }
-            return try await apply(g, token: sub.purchaseToken, type: sub.notificationType, app: app, now: now, on: conn)
+            return try await notifications.applyGoogle(g, token: sub.purchaseToken, type: sub.notificationType, app: app, now: now, on: conn)
         }
         return try context.json(["received": JSONValue.bool(true), "result": .string(result)])
-    }
-
-    func apply(_ g: GoogleSubscriptionPurchase, token: String, type: Int, app: UUID, now: Date, on conn: PostgresConnection) async throws -> String {
-        guard let sub = try await subscriptions.byOriginalTransaction(app: app, store: "google", original: token, on: conn) else {
-            return "no_subscription"
-        }
-        let mapped = GoogleStateMapping.status(g.subscriptionState, expiry: g.expiry, now: now)
-        let (status, autoRenew) = mapped ?? (sub.status, sub.autoRenew)
-        // Revoked (type 12) removes access at once whatever the expiry says.
-        let finalStatus: SubscriptionStatus = type == 12 ? .revoked : status
-        let end = g.expiry ?? sub.endDate
-        let graceEnd =
-            finalStatus == .gracePeriod ? max(end, now.addingTimeInterval(TimeInterval(GoogleStateMapping.fallbackGraceDays) * 86400)) : nil
-        try await subscriptions.applyStoreState(
-            sub.id,
-            status: finalStatus,
-            end: end,
-            autoRenew: autoRenew,
-            graceEnd: graceEnd,
-            orderID: g.latestOrderId,
-            now: now,
-            on: conn
-        )
-        try await subscriptions.event(
-            sub.id,
-            app: app,
-            user: sub.userID,
-            type: "google_notification",
-            data: ["notification_type": .int(type), "state": .string(g.subscriptionState)],
-            now: now,
-            on: conn
-        )
-        if sub.grantsAccess != finalStatus.grantsAccess || finalStatus == .revoked {
-            try await subscriptions.announceAccess(app: app, user: sub.userID, on: conn)
-        }
-        return "applied"
     }
 }

@@ -317,39 +317,37 @@ public struct SubscriptionStore: Sendable {
     }
 
     /// The expiry sweep: subscriptions whose period (or grace) has ended, a batch at a time,
-    /// `SKIP LOCKED` so replicas share the work. Returns how many it expired.
-    public func expireDue(now: Date, batch: Int, db: DatabasePool) async throws -> Int {
-        try await db.withTransaction(logger: logger) { conn in
-            let rows = try await conn.run(Self.dueQuery(now: now, batch: batch), logger: logger)
-            var due: [(UUID, Subscription)] = []
-            for try await r in rows.decode((UUID, UUID, UUID, String, String, Date, Date, Date?, Date?, Bool, String, Date?).self) {
-                due.append(
-                    (
-                        r.0,
-                        Subscription(
-                            id: r.1,
-                            userID: r.2,
-                            status: SubscriptionStatus(stored: r.3),
-                            planType: r.4,
-                            startDate: r.5,
-                            endDate: r.6,
-                            trialEndDate: r.7,
-                            gracePeriodEnd: r.8,
-                            autoRenew: r.9,
-                            store: r.10,
-                            expiredAt: r.11
-                        )
+    /// `SKIP LOCKED` so replicas share the work, in the caller's transaction. Returns how many it
+    /// expired.
+    public func expireDue(now: Date, batch: Int, on conn: PostgresConnection) async throws -> Int {
+        let rows = try await conn.run(Self.dueQuery(now: now, batch: batch), logger: logger)
+        var due: [(UUID, Subscription)] = []
+        for try await r in rows.decode((UUID, UUID, UUID, String, String, Date, Date, Date?, Date?, Bool, String, Date?).self) {
+            due.append(
+                (
+                    r.0,
+                    Subscription(
+                        id: r.1,
+                        userID: r.2,
+                        status: SubscriptionStatus(stored: r.3),
+                        planType: r.4,
+                        startDate: r.5,
+                        endDate: r.6,
+                        trialEndDate: r.7,
+                        gracePeriodEnd: r.8,
+                        autoRenew: r.9,
+                        store: r.10,
+                        expiredAt: r.11
                     )
                 )
-            }
-            for (app, sub) in due { _ = try await expireIfDue(sub, app: app, now: now, on: conn) }
-            return due.count
+            )
         }
+        for (app, sub) in due { _ = try await expireIfDue(sub, app: app, now: now, on: conn) }
+        return due.count
     }
 
-    /// The store notification inbox: records a notification once per (store, id) and runs
-    /// `apply` in the same transaction; a replay returns "duplicate" and changes nothing.
-    public func receiveOnce(
+    /// Keeps a store's notification once per (store, id): its row id, nil for a replay.
+    public func recordNotification(
         app: UUID,
         store: String,
         id: String,
@@ -358,26 +356,23 @@ public struct SubscriptionStore: Sendable {
         originalTransaction: String?,
         payload: String,
         now: Date,
-        db: DatabasePool,
-        apply: (PostgresConnection) async throws -> String
-    ) async throws -> String {
-        try await db.withTransaction(logger: logger) { conn in
-            let inserted = try await conn.run(
-                """
-                INSERT INTO store_notifications (app_id, store, notification_id, notification_type, subtype, original_transaction_id,
-                                                 payload, received_at, result)
-                VALUES (\(app), \(store), \(id), \(type), \(subtype), \(originalTransaction), \(payload)::jsonb, \(now), 'received')
-                ON CONFLICT (store, notification_id) DO NOTHING RETURNING id
-                """,
-                logger: logger
-            )
-            var row: UUID?
-            for try await v in inserted.decode(UUID.self) { row = v }
-            guard let row else { return "duplicate" }
-            let outcome = try await apply(conn)
-            try await conn.run("UPDATE store_notifications SET result = \(outcome) WHERE id = \(row)", logger: logger)
-            return outcome
-        }
+        on conn: PostgresConnection
+    ) async throws -> UUID? {
+        let inserted = try await conn.run(
+            """
+            INSERT INTO store_notifications (app_id, store, notification_id, notification_type, subtype, original_transaction_id,
+                                             payload, received_at, result)
+            VALUES (\(app), \(store), \(id), \(type), \(subtype), \(originalTransaction), \(payload)::jsonb, \(now), 'received')
+            ON CONFLICT (store, notification_id) DO NOTHING RETURNING id
+            """,
+            logger: logger
+        )
+        for try await v in inserted.decode(UUID.self) { return v }
+        return nil
+    }
+
+    public func setNotificationResult(_ row: UUID, _ outcome: String, on conn: PostgresConnection) async throws {
+        try await conn.run("UPDATE store_notifications SET result = \(outcome) WHERE id = \(row)", logger: logger)
     }
 
     /// Whether a notification was already recorded (to skip a store round trip on a replay).
