@@ -229,15 +229,7 @@ final class DownloadTests: XCTestCase {
 
             // Tombstones older than 30 days are purged; an old cursor must download again.
             h.clock.advance(by: 31 * 86400)
-            let purge = OfflineMaintenance(
-                db: h.runtime.db,
-                catalog: CatalogStore(logger: h.runtime.logger),
-                sync: SyncStore(logger: h.runtime.logger),
-                locations: LocationStore(logger: h.runtime.logger),
-                clock: h.clock,
-                interval: .seconds(3600),
-                logger: h.runtime.logger
-            )
+            let purge = h.maintenance()
             try await h.runtime.db.query(
                 "UPDATE offline.content_items SET deleted_at = now() - interval '31 days' WHERE id = 'quiz-0002'",
                 logger: h.runtime.logger

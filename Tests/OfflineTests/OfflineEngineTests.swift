@@ -122,15 +122,7 @@ final class OfflineEngineTests: XCTestCase {
                 "UPDATE offline.content_items SET deleted_at = now() - interval '31 days' WHERE app_id = \(h.app) AND id = 'fresh-0004'",
                 logger: h.runtime.logger
             )
-            let maintenance = OfflineMaintenance(
-                db: h.runtime.db,
-                catalog: CatalogStore(logger: h.runtime.logger),
-                sync: SyncStore(logger: h.runtime.logger),
-                locations: LocationStore(logger: h.runtime.logger),
-                clock: h.clock,
-                interval: .seconds(3600),
-                logger: h.runtime.logger
-            )
+            let maintenance = h.maintenance()
             let report = try await maintenance.runOnce()
             XCTAssertGreaterThanOrEqual(report.tombstoneApps, 1)
             let user = UUID()

@@ -214,6 +214,19 @@ struct OfflineHarness: Sendable {
 
     func obj(_ r: TestResponse) throws -> [String: JSONValue] { try r.json([String: JSONValue].self) }
 
+    /// The service's upkeep (purges, expiry, anonymisation) as the service runs it, on this clock.
+    func maintenance() -> OfflineMaintenance {
+        OfflineMaintenance(
+            db: runtime.db,
+            catalog: CatalogStore(logger: runtime.logger),
+            sync: SyncStore(logger: runtime.logger),
+            locations: LocationStore(logger: runtime.logger),
+            clock: clock,
+            interval: .seconds(3600),
+            logger: runtime.logger
+        )
+    }
+
     /// Publishes a category of `n` items; every 10th item is larger than 10 KB (gzip).
     func category(_ id: String, items n: Int, prefix: String? = nil) async throws {
         let c = try await call(.put, "/admin/categories/\(id)", json: #"{"name":"\#(id)","description":"demo"}"#)

@@ -206,15 +206,7 @@ final class SyncAndLocationTests: XCTestCase {
             _ = try await Self.queue(h, user, id: "c-3")
             _ = try await Self.execute(h, user)
             h.clock.advance(by: 8 * 86400)
-            _ = try await OfflineMaintenance(
-                db: h.runtime.db,
-                catalog: CatalogStore(logger: h.runtime.logger),
-                sync: SyncStore(logger: h.runtime.logger),
-                locations: LocationStore(logger: h.runtime.logger),
-                clock: h.clock,
-                interval: .seconds(60),
-                logger: h.runtime.logger
-            ).runOnce()
+            _ = try await h.maintenance().runOnce()
             let remaining = try h.obj(try await h.call(.get, "/sync/conflicts", user: user)).array("conflicts")
             XCTAssertEqual(remaining.count, 0)
         }
@@ -343,15 +335,7 @@ final class SyncAndLocationTests: XCTestCase {
             let stored = try await h.count("SELECT count(*)::int FROM offline.user_locations WHERE user_id = '\(user)' AND country_code IS NULL")
             XCTAssertEqual(stored, 1, "the raw point is kept (10a)")
             h.clock.advance(by: 91 * 86400)
-            let report = try await OfflineMaintenance(
-                db: h.runtime.db,
-                catalog: CatalogStore(logger: h.runtime.logger),
-                sync: SyncStore(logger: h.runtime.logger),
-                locations: LocationStore(logger: h.runtime.logger),
-                clock: h.clock,
-                interval: .seconds(60),
-                logger: h.runtime.logger
-            ).runOnce()
+            let report = try await h.maintenance().runOnce()
             XCTAssertGreaterThanOrEqual(report.anonymized, 1)
             let linked = try await h.count("SELECT count(*)::int FROM offline.user_locations WHERE user_id = '\(user)'")
             XCTAssertEqual(linked, 0)

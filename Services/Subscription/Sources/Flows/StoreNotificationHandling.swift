@@ -14,30 +14,12 @@ struct StoreNotificationHandling: Sendable {
     let logger: Logger
 
     func receiveOnce(
-        app: UUID,
-        store: String,
-        id: String,
-        type: String,
-        subtype: String?,
-        originalTransaction: String?,
-        payload: String,
+        _ notification: SubscriptionStore.ReceivedNotification,
         now: Date,
         apply: (PostgresConnection) async throws -> String
     ) async throws -> String {
         try await db.withTransaction(logger: logger) { conn in
-            guard
-                let row = try await subscriptions.recordNotification(
-                    app: app,
-                    store: store,
-                    id: id,
-                    type: type,
-                    subtype: subtype,
-                    originalTransaction: originalTransaction,
-                    payload: payload,
-                    now: now,
-                    on: conn
-                )
-            else { return "duplicate" }
+            guard let row = try await subscriptions.recordNotification(notification, now: now, on: conn) else { return "duplicate" }
             let outcome = try await apply(conn)
             try await subscriptions.setNotificationResult(row, outcome, on: conn)
             return outcome

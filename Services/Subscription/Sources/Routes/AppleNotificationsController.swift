@@ -93,13 +93,15 @@ struct AppleNotificationsController {
         }
         let now = clock.now()
         let result = try await notifications.receiveOnce(
-            app: app,
-            store: "apple",
-            id: n.notificationUUID,
-            type: n.notificationType,
-            subtype: n.subtype,
-            originalTransaction: tx?.originalTransactionId,
-            payload: String(decoding: raw, as: UTF8.self),
+            .init(
+                app: app,
+                store: "apple",
+                id: n.notificationUUID,
+                type: n.notificationType,
+                subtype: n.subtype,
+                originalTransaction: tx?.originalTransactionId,
+                payload: String(decoding: raw, as: UTF8.self)
+            ),
             now: now
         ) { conn in
             try await notifications.applyApple(
@@ -148,13 +150,15 @@ struct AppleNotificationsController {
         var stored = (try? JSONDecoder().decode([String: JSONValue].self, from: rawBody)) ?? [:]
         stored["password"] = nil
         let result = try await notifications.receiveOnce(
-            app: app,
-            store: "apple",
-            id: id,
-            type: v1.notificationType,
-            subtype: subtype,
-            originalTransaction: tx?.originalTransactionId,
-            payload: String(decoding: try JSON.encoder.encode(stored), as: UTF8.self),
+            .init(
+                app: app,
+                store: "apple",
+                id: id,
+                type: v1.notificationType,
+                subtype: subtype,
+                originalTransaction: tx?.originalTransactionId,
+                payload: String(decoding: try JSON.encoder.encode(stored), as: UTF8.self)
+            ),
             now: now
         ) { conn in
             try await notifications.applyApple(

@@ -65,13 +65,15 @@ struct GoogleNotificationsController {
             }
         }
         let result = try await notifications.receiveOnce(
-            app: app,
-            store: "google",
-            id: push.message.messageId,
-            type: String(n.subscriptionNotification?.notificationType ?? 0),
-            subtype: nil,
-            originalTransaction: n.subscriptionNotification?.purchaseToken,
-            payload: String(decoding: data, as: UTF8.self),
+            .init(
+                app: app,
+                store: "google",
+                id: push.message.messageId,
+                type: String(n.subscriptionNotification?.notificationType ?? 0),
+                subtype: nil,
+                originalTransaction: n.subscriptionNotification?.purchaseToken,
+                payload: String(decoding: data, as: UTF8.self)
+            ),
             now: now
         ) { conn in
             guard let sub = n.subscriptionNotification, let g = fresh else { return "ignored" }

@@ -346,23 +346,24 @@ public struct SubscriptionStore: Sendable {
         return due.count
     }
 
+    /// A store's notification as received: kept once per (store, id).
+    public struct ReceivedNotification: Sendable {
+        var app: UUID
+        var store: String
+        var id: String
+        var type: String
+        var subtype: String?
+        var originalTransaction: String?
+        var payload: String
+    }
+
     /// Keeps a store's notification once per (store, id): its row id, nil for a replay.
-    public func recordNotification(
-        app: UUID,
-        store: String,
-        id: String,
-        type: String,
-        subtype: String?,
-        originalTransaction: String?,
-        payload: String,
-        now: Date,
-        on conn: PostgresConnection
-    ) async throws -> UUID? {
+    public func recordNotification(_ n: ReceivedNotification, now: Date, on conn: PostgresConnection) async throws -> UUID? {
         let inserted = try await conn.run(
             """
             INSERT INTO store_notifications (app_id, store, notification_id, notification_type, subtype, original_transaction_id,
                                              payload, received_at, result)
-            VALUES (\(app), \(store), \(id), \(type), \(subtype), \(originalTransaction), \(payload)::jsonb, \(now), 'received')
+            VALUES (\(n.app), \(n.store), \(n.id), \(n.type), \(n.subtype), \(n.originalTransaction), \(n.payload)::jsonb, \(now), 'received')
             ON CONFLICT (store, notification_id) DO NOTHING RETURNING id
             """,
             logger: logger
