@@ -44,7 +44,7 @@ final class FakeOfflineUpstreams: Sendable {
     /// The deployment's SYNC_SIGNING_KEY (the local default).
     static let signingKey = "local-sync-signing-key"
 
-    /// The game server's check, written from the README (not with the service's code): the
+    /// The game server's check, written from docs/API.md (not with the service's code): the
     /// tenant's secret is hex HMAC-SHA256(key, "sync-signing:" + app id [+ ":" + version after a rotation]); the signature is hex
     /// HMAC-SHA256(secret, "<t>.<raw body>"), `t` within 300 s.
     static func signatureValid(_ header: String, body: Data, app: String, now: Date = Date()) -> Bool {
