@@ -4,7 +4,7 @@ import PackageDescription
 // One package, four service binaries. Each service is a library (`<Name>Service`, what tests
 // import and `buildApplication` lives in) plus a thin executable (`<name>-service`).
 let serviceKitDeps: [Target.Dependency] = [
-    "WireTypes", "CCurl", "CSwiftHooks",
+    "ServiceCore", "WireTypes", "CCurl", "CSwiftHooks",
     .product(name: "Hummingbird", package: "hummingbird"),
     .product(name: "HummingbirdCore", package: "hummingbird"),
     .product(name: "HTTPTypes", package: "swift-http-types"),
@@ -44,6 +44,10 @@ struct ServiceSpec {
     let executable: String  // product name
     let extra: [Target.Dependency]
     var resources: [Resource] = []
+    /// #50 the service's `Domain/` is a target of its own (decisions without I/O): it depends on
+    /// ServiceCore and WireTypes (and what `domain` adds) only, so the compiler, not a regular
+    /// expression, keeps it pure. Nil: still a folder of the service's target.
+    var domain: [Target.Dependency]? = nil
 }
 
 let services: [ServiceSpec] = [
@@ -78,7 +82,8 @@ let services: [ServiceSpec] = [
             .product(name: "X509", package: "swift-certificates"),
             .product(name: "SwiftASN1", package: "swift-asn1"),
         ],
-        resources: [.copy("OpenAPI")]
+        resources: [.copy("OpenAPI")],
+        domain: []
     ),
     // zlib for gzip of large items (UC-OFFLINE-3.1 compression rule).
     .init(name: "Offline", executable: "offline-service", extra: ["CZlib"], resources: [.copy("OpenAPI")]),
@@ -112,14 +117,20 @@ let apiClientTargets: [Target] =
 func serviceTargets(_ s: ServiceSpec) -> [Target] {
     // Auth's tests run the other services as peers (privacy export).
     let peers: [Target.Dependency] = s.name == "Auth" ? ["SubscriptionService", "OfflineService", "AdsService", "PushStandIn"] : []
-    return [
+    let domain: [Target] =
+        s.domain.map { extra in
+            [.target(name: "\(s.name)Domain", dependencies: ["ServiceCore", "WireTypes"] + extra, path: "Services/\(s.name)/Sources/Domain")]
+        } ?? []
+    let domainDependency: [Target.Dependency] = s.domain == nil ? [] : [.target(name: "\(s.name)Domain")]
+    return domain + [
         .target(
             name: "\(s.name)Service",
             dependencies: [
                 "ServiceKit", "WireTypes",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
-            ] + s.extra,
+            ] + domainDependency + s.extra,
             path: "Services/\(s.name)/Sources",
+            exclude: s.domain == nil ? [] : ["Domain"],
             resources: [.copy("Migrations")] + s.resources
         ),
         .executableTarget(
@@ -130,7 +141,7 @@ func serviceTargets(_ s: ServiceSpec) -> [Target] {
         ),
         .testTarget(
             name: "\(s.name)Tests",
-            dependencies: [.target(name: "\(s.name)Service"), "TestSupport"] + peers + [
+            dependencies: [.target(name: "\(s.name)Service"), "TestSupport"] + domainDependency + peers + [
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
                 .product(name: "JWTKit", package: "jwt-kit"),
                 .product(name: "_CryptoExtras", package: "swift-crypto"),
@@ -195,6 +206,12 @@ let package = Package(
         .systemLibrary(name: "CZlib", path: "Shared/CZlib"),
         .target(name: "CSwiftHooks", path: "Shared/CSwiftHooks"),
         .target(name: "WireTypes", path: "Shared/WireTypes"),
+        // #50 what a Domain target may use of the shared code (errors as values), and nothing else.
+        .target(
+            name: "ServiceCore",
+            dependencies: ["WireTypes", .product(name: "HTTPTypes", package: "swift-http-types")],
+            path: "Shared/ServiceCore"
+        ),
         .target(name: "ServiceKit", dependencies: serviceKitDeps, path: "Shared/ServiceKit"),
         .target(
             name: "TestSupport",

@@ -1,6 +1,7 @@
 import Foundation
 import PostgresNIO
 import ServiceKit
+import SubscriptionDomain
 import TestSupport
 import XCTest
 

@@ -1,4 +1,5 @@
 import Foundation
+import SubscriptionDomain
 import X509
 import XCTest
 

@@ -3,6 +3,7 @@ import Hummingbird
 import HummingbirdTesting
 import PostgresNIO
 import ServiceKit
+import SubscriptionDomain
 import TestSupport
 import WireTypes
 import XCTest

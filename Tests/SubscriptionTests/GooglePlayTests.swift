@@ -4,6 +4,7 @@ import Hummingbird
 import HummingbirdTesting
 import ServiceKit
 import ServiceLifecycle
+import SubscriptionDomain
 import Synchronization
 import TestSupport
 import XCTest

@@ -4,6 +4,7 @@ import Hummingbird
 import HummingbirdTesting
 import PostgresNIO
 import ServiceKit
+import SubscriptionDomain
 import SwiftASN1
 import TestSupport
 import WireTypes

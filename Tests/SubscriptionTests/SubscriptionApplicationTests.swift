@@ -2,6 +2,7 @@ import Foundation
 import Hummingbird
 import HummingbirdTesting
 import ServiceKit
+import SubscriptionDomain
 import SubscriptionService
 import TestSupport
 import WireTypes

@@ -1,5 +1,6 @@
 import Foundation
 import ServiceKit
+import SubscriptionDomain
 import XCTest
 
 @testable import SubscriptionService

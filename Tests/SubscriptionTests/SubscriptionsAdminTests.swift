@@ -2,6 +2,7 @@ import Foundation
 import Hummingbird
 import HummingbirdTesting
 import ServiceKit
+import SubscriptionDomain
 import TestSupport
 import WireTypes
 import XCTest

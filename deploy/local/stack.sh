@@ -81,7 +81,9 @@ db_recreate() { # $1 = database name (tests start from an empty database)
 
 build() { # the compiler's progress goes to a log; its tail is shown when the build fails
   log "building ($CONFIG): $LOGS/build.log"
-  if ! swift build -c "$CONFIG" ${BUILD_FLAGS:-} > "$LOGS/build.log" 2>&1; then
+  # #50 a target that imports a module it does not declare fails the build (a Domain target
+  # importing PostgresNIO, say), instead of finding it in the build directory by chance.
+  if ! swift build -c "$CONFIG" --explicit-target-dependency-import-check error ${BUILD_FLAGS:-} > "$LOGS/build.log" 2>&1; then
     grep -aE "error:" "$LOGS/build.log" | head -40 >&2
     tail -n 40 "$LOGS/build.log" >&2
     return 1

@@ -1,6 +1,7 @@
 import Foundation
 import Hummingbird
 import ServiceKit
+import SubscriptionDomain
 
 /// The subscription service. Plans, store purchases, access rules, credits and store notifications (port 3002).
 public enum SubscriptionService: ServiceDefinition {

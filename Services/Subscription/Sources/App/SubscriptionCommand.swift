@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import ServiceKit
+import SubscriptionDomain
 import WireTypes
 
 /// `subscription-service [serve | migrate | admin ...]`.

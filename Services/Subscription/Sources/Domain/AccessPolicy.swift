@@ -49,7 +49,14 @@ public struct ContentRule: Codable, Sendable, Equatable {
     public var creditCost: Int
     public var unlockHours: Int
 
-    enum CodingKeys: String, CodingKey {
+    package init(contentID: String, accessLevel: Level, creditCost: Int, unlockHours: Int) {
+        self.contentID = contentID
+        self.accessLevel = accessLevel
+        self.creditCost = creditCost
+        self.unlockHours = unlockHours
+    }
+
+    package enum CodingKeys: String, CodingKey {
         case contentID = "content_id"
         case accessLevel = "access_level"
         case creditCost = "credit_cost"

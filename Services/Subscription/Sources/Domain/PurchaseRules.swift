@@ -17,6 +17,38 @@ public struct StorePurchase: Sendable {
     public var proof: String
     public var graceEnd: Date?
     public var appAccountToken: UUID?
+
+    package init(
+        store: String,
+        transactionID: String,
+        originalTransactionID: String,
+        productID: String,
+        purchaseDate: Date,
+        endDate: Date,
+        expiresMS: Int64,
+        status: SubscriptionStatus,
+        autoRenew: Bool,
+        isTrial: Bool,
+        environment: String,
+        proof: String,
+        graceEnd: Date? = nil,
+        appAccountToken: UUID? = nil
+    ) {
+        self.store = store
+        self.transactionID = transactionID
+        self.originalTransactionID = originalTransactionID
+        self.productID = productID
+        self.purchaseDate = purchaseDate
+        self.endDate = endDate
+        self.expiresMS = expiresMS
+        self.status = status
+        self.autoRenew = autoRenew
+        self.isTrial = isTrial
+        self.environment = environment
+        self.proof = proof
+        self.graceEnd = graceEnd
+        self.appAccountToken = appAccountToken
+    }
 }
 
 /// UC-SUB-2.1: what a verified store transaction may do to the subscription it belongs to.

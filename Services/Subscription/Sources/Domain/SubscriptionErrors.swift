@@ -1,10 +1,10 @@
-import ServiceKit
+import ServiceCore
 
 /// Every error code subscription answers beyond ServiceKit's shared ones (`invalid_request`, `validation_error`,
 /// `not_found`, `invalid_token`, ...), with the status it is answered with. Handlers throw
 /// `AppError(SubscriptionErrorCode.someCode, "message")`; the OpenAPI document's `Error` enum is generated from this
 /// list (deploy/local/error_codes.py) and `make lint` checks the two agree. An app switches on the code.
-enum SubscriptionErrorCode: String, ErrorCatalogue {
+package enum SubscriptionErrorCode: String, ErrorCatalogue {
     /// Premium content for a free user, or freemium content not unlocked (`access_level`, `credit_cost`)
     case accessDenied = "access_denied"
     /// Too many devices in use on this account
@@ -46,7 +46,7 @@ enum SubscriptionErrorCode: String, ErrorCatalogue {
     /// This user's data has been erased
     case userErased = "user_erased"
 
-    var status: HTTPStatus {
+    package var status: HTTPStatus {
         switch self {
         case .idempotencyKeyRequired, .invalidNotification, .invalidPurchaseToken, .invalidReceipt, .productMismatch, .subscriptionExpired,
             .transactionRevoked,

@@ -1,5 +1,6 @@
 import Foundation
 import ServiceKit
+import SubscriptionDomain
 
 /// Sends a just-committed change of access to auth, ads and offline before the change is
 /// answered (#45): an app reads ad availability as its paywall closes, and an account a restore

@@ -1,6 +1,7 @@
 import Foundation
 import Logging
 import ServiceKit
+import SubscriptionDomain
 import WireTypes
 
 /// UC-SUB-2.4, the internal earn: a reward from ads lands on the ledger once per reference,

@@ -2,6 +2,7 @@ import Foundation
 import Logging
 import PostgresNIO
 import ServiceKit
+import SubscriptionDomain
 import WireTypes
 
 /// UC-SUB-2.4 a freemium content unlocked with credits: spent once, never below zero, nothing

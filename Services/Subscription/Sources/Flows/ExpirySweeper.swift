@@ -2,6 +2,7 @@ import Foundation
 import PostgresNIO
 import ServiceKit
 import ServiceLifecycle
+import SubscriptionDomain
 
 /// Expires subscriptions whose period has ended even when nobody asks (/me also does it on read).
 struct ExpirySweeper: Service {

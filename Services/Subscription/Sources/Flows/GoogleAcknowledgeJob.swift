@@ -1,5 +1,6 @@
 import Foundation
 import ServiceKit
+import SubscriptionDomain
 
 /// Google refunds a purchase that is not acknowledged within 3 days: acknowledging is a job,
 /// written with the subscription, retried until Google says yes.

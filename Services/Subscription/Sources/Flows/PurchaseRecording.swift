@@ -2,6 +2,7 @@ import Foundation
 import Logging
 import PostgresNIO
 import ServiceKit
+import SubscriptionDomain
 import WireTypes
 
 /// UC-SUB-2.3 a purchase (or a restore) as the store reported it, written in one transaction the

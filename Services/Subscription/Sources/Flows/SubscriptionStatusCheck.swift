@@ -1,6 +1,7 @@
 import Foundation
 import Logging
 import ServiceKit
+import SubscriptionDomain
 import WireTypes
 
 /// UC-SUB-2.2 the user's subscription and the features it gives (`/subscriptions/me`, the

@@ -1,6 +1,7 @@
 import Foundation
 import Logging
 import ServiceKit
+import SubscriptionDomain
 import WireTypes
 
 /// What support gives or takes back (#16), each once per `Idempotency-Key`: credits through the

@@ -1,6 +1,7 @@
 import Crypto
 import Foundation
 import ServiceKit
+import SubscriptionDomain
 import SwiftASN1
 import X509
 

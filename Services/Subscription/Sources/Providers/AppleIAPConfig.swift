@@ -1,5 +1,6 @@
 import Foundation
 import ServiceKit
+import SubscriptionDomain
 
 /// Per-app App Store settings (`APPLE_IAP_APPS`, JSON keyed by app id): the bundle id, the
 /// environment the app's purchases come from, the trusted roots, and whether Xcode /

@@ -1,6 +1,7 @@
 import Foundation
 import Logging
 import ServiceKit
+import SubscriptionDomain
 import WireTypes
 
 /// The legacy App Store receipt check (`verifyReceipt`): production first, the sandbox on

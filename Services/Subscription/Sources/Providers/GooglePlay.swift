@@ -2,6 +2,7 @@ import Crypto
 import Foundation
 import Logging
 import ServiceKit
+import SubscriptionDomain
 import Synchronization
 import WireTypes
 import _CryptoExtras

@@ -3,6 +3,7 @@ import Foundation
 import Hummingbird
 import PostgresNIO
 import ServiceKit
+import SubscriptionDomain
 import WireTypes
 
 /// `POST /webhooks/apple`: App Store Server Notifications v2. No user token: the

@@ -3,6 +3,7 @@ import Hummingbird
 import NIOCore
 import PostgresNIO
 import ServiceKit
+import SubscriptionDomain
 import WireTypes
 
 /// UC-SUB-2.2: what a content needs and whether this user has it, with the ways to unlock it.

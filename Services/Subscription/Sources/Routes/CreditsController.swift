@@ -3,6 +3,7 @@ import Hummingbird
 import NIOCore
 import PostgresNIO
 import ServiceKit
+import SubscriptionDomain
 import WireTypes
 
 /// UC-SUB-2.4 credits: balance, history, unlocking freemium content, and the internal earn

@@ -2,6 +2,7 @@ import Foundation
 import Hummingbird
 import PostgresNIO
 import ServiceKit
+import SubscriptionDomain
 import WireTypes
 
 /// `POST /webhooks/google`: Real-time developer notifications through a Pub/Sub push. The

@@ -2,6 +2,7 @@ import Foundation
 import Hummingbird
 import PostgresNIO
 import ServiceKit
+import SubscriptionDomain
 
 /// `GET /plans` (UC-SUB-2.1 step 3).
 struct PlansController {

@@ -1,6 +1,7 @@
 import Foundation
 import Hummingbird
 import ServiceKit
+import SubscriptionDomain
 import WireTypes
 
 /// `/admin/stores`: an app's App Store and Google Play credentials, set by its operators at

@@ -1,6 +1,7 @@
 import Foundation
 import Hummingbird
 import ServiceKit
+import SubscriptionDomain
 import WireTypes
 
 /// What the console's Subscriptions page reads (#47): the app's plans as the app sells them, and

@@ -2,6 +2,7 @@ import Foundation
 import Hummingbird
 import PostgresNIO
 import ServiceKit
+import SubscriptionDomain
 import WireTypes
 
 /// UC-SUB-2.1 purchase and restore (App Store, StoreKit 2 signed transactions), UC-SUB-2.2

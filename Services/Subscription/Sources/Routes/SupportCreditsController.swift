@@ -2,6 +2,7 @@ import Foundation
 import Hummingbird
 import Logging
 import ServiceKit
+import SubscriptionDomain
 import WireTypes
 
 /// `/admin/users/{id}/credits`: support grants or takes back credits with a reason (#16),

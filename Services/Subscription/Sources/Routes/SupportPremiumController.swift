@@ -2,6 +2,7 @@ import Foundation
 import Hummingbird
 import Logging
 import ServiceKit
+import SubscriptionDomain
 import WireTypes
 
 /// `/admin/users/{id}/premium`: support grants premium for a number of days, or ends what it

@@ -2,6 +2,7 @@ import Foundation
 import Logging
 import Prometheus
 import ServiceKit
+import SubscriptionDomain
 
 /// The reads of the two hot paths an app calls most (#35): a content check (UC-SUB-2.2: is
 /// this device admitted, what does the content need, has the user unlocked it, the plans to

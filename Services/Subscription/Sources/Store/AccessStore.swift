@@ -2,6 +2,7 @@ import Foundation
 import Logging
 import PostgresNIO
 import ServiceKit
+import SubscriptionDomain
 
 /// UC-SUB-2.2: the devices a user plays on and the log of access decisions.
 public struct AccessStore: Sendable {

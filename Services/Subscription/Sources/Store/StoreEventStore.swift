@@ -2,6 +2,7 @@ import Foundation
 import Logging
 import PostgresNIO
 import ServiceKit
+import SubscriptionDomain
 
 /// The store notifications an app received, as its operators read them (#47): what each was,
 /// and what it did. The payload stays here (it is the store's signed document, for support by

@@ -2,6 +2,7 @@ import Foundation
 import Logging
 import PostgresNIO
 import ServiceKit
+import SubscriptionDomain
 import WireTypes
 
 public struct Subscription: Codable, Sendable, Equatable {

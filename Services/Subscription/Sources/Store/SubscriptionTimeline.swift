@@ -1,6 +1,7 @@
 import Foundation
 import PostgresNIO
 import ServiceKit
+import SubscriptionDomain
 
 /// Subscription's part of a user's timeline: store events, credits, access decisions.
 enum SubscriptionTimeline {
