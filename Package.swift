@@ -86,8 +86,20 @@ let services: [ServiceSpec] = [
         domain: []
     ),
     // zlib for gzip of large items (UC-OFFLINE-3.1 compression rule).
-    .init(name: "Offline", executable: "offline-service", extra: ["CZlib"], resources: [.copy("OpenAPI")]),
-    .init(name: "Ads", executable: "ads-service", extra: [], resources: [.copy("OpenAPI")]),
+    .init(
+        name: "Offline",
+        executable: "offline-service",
+        extra: ["CZlib"],
+        resources: [.copy("OpenAPI")],
+        domain: ["CZlib", .product(name: "Crypto", package: "swift-crypto")]
+    ),
+    .init(
+        name: "Ads",
+        executable: "ads-service",
+        extra: [],
+        resources: [.copy("OpenAPI")],
+        domain: [.product(name: "Crypto", package: "swift-crypto")]
+    ),
 ]
 
 /// One generated client per service document (the build plugin reads `Clients/<Name>API/openapi.json`,
@@ -209,7 +221,9 @@ let package = Package(
         // #50 what a Domain target may use of the shared code (errors as values), and nothing else.
         .target(
             name: "ServiceCore",
-            dependencies: ["WireTypes", .product(name: "HTTPTypes", package: "swift-http-types")],
+            dependencies: [
+                "WireTypes", .product(name: "HTTPTypes", package: "swift-http-types"), .product(name: "Crypto", package: "swift-crypto"),
+            ],
             path: "Shared/ServiceCore"
         ),
         .target(name: "ServiceKit", dependencies: serviceKitDeps, path: "Shared/ServiceKit"),

@@ -31,17 +31,3 @@ extension HTTPFields {
         return String(auth.utf8.dropFirst(7))
     }
 }
-
-extension String {
-    /// SHA-256 of the UTF-8 bytes, hashed where they lie: `SHA256.hash(data: Data(s.utf8))`
-    /// first copies them into a `Data` (1 % of a cached read, for the token and the API key).
-    /// Every string the services hash goes through this one.
-    public var sha256: SHA256.Digest {
-        var text = self
-        return text.withUTF8 { bytes in
-            var hasher = SHA256()
-            hasher.update(bufferPointer: UnsafeRawBufferPointer(bytes))
-            return hasher.finalize()
-        }
-    }
-}

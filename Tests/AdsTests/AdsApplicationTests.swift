@@ -1,3 +1,4 @@
+import AdsDomain
 import AdsService
 import Foundation
 import Hummingbird

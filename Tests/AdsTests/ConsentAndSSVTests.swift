@@ -1,3 +1,4 @@
+import AdsDomain
 import Crypto
 import Foundation
 import Hummingbird

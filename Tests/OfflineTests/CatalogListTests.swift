@@ -1,6 +1,7 @@
 import Foundation
 import Hummingbird
 import HummingbirdTesting
+import OfflineDomain
 import ServiceKit
 import TestSupport
 import WireTypes

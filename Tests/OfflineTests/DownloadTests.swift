@@ -2,6 +2,7 @@ import Crypto
 import Foundation
 import Hummingbird
 import HummingbirdTesting
+import OfflineDomain
 import ServiceKit
 import TestSupport
 import WireTypes

@@ -1,6 +1,7 @@
 import Foundation
 import Hummingbird
 import HummingbirdTesting
+import OfflineDomain
 import OfflineService
 import ServiceKit
 import TestSupport

@@ -1,4 +1,5 @@
 import Foundation
+import OfflineDomain
 import ServiceKit
 import XCTest
 

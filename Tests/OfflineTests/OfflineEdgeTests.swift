@@ -2,6 +2,7 @@ import Foundation
 import Hummingbird
 import HummingbirdTesting
 import NIOCore
+import OfflineDomain
 import ServiceKit
 import TestSupport
 import WireTypes

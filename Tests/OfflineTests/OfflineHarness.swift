@@ -4,6 +4,7 @@ import HTTPTypes
 import Hummingbird
 import HummingbirdTesting
 import NIOCore
+import OfflineDomain
 import PostgresNIO
 import ServiceKit
 import ServiceLifecycle

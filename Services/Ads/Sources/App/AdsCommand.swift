@@ -1,3 +1,4 @@
+import AdsDomain
 import ArgumentParser
 import Foundation
 import ServiceKit

@@ -1,52 +1,52 @@
 import Foundation
 
 /// The seed's two ad formats.
-enum AdType: String, Codable, Sendable, CaseIterable {
+package enum AdType: String, Codable, Sendable, CaseIterable {
     case rewarded, interstitial
 }
 
 /// UC-ADS-4.1 / 4.2 business rules, as numbers.
-enum AdRules {
+package enum AdRules {
     /// 1 rewarded ad = 1 credit.
-    static let rewardCredits = 1
+    package static let rewardCredits = 1
     /// Limite FREE : 10 pubs/jour.
-    static let rewardedDailyLimit = 10
+    package static let rewardedDailyLimit = 10
     /// Cooldown : 30 s entre pubs.
-    static let rewardedCooldown: TimeInterval = 30
+    package static let rewardedCooldown: TimeInterval = 30
     /// 18a: a view closed before the end sets a short cooldown.
-    static let abandonedCooldown: TimeInterval = 15
+    package static let abandonedCooldown: TimeInterval = 15
     /// Intervalle minimum : 3 minutes between interstitials.
-    static let interstitialInterval: TimeInterval = 180
+    package static let interstitialInterval: TimeInterval = 180
     /// Max pubs/jour : 20 (soft limit).
-    static let interstitialDailySoftCap = 20
+    package static let interstitialDailySoftCap = 20
     /// Durée visionnage minimum : 80 % de la pub.
-    static let minimumWatchedRatio = 0.8
+    package static let minimumWatchedRatio = 0.8
     /// A request not completed within this time cannot be completed any more (no hoarding).
-    static let requestLifetime: TimeInterval = 3600
+    package static let requestLifetime: TimeInterval = 3600
     /// Slack between the server's clock and the display duration the client reports.
-    static let durationSlack: TimeInterval = 5
+    package static let durationSlack: TimeInterval = 5
 
     /// Client-reported revenue is a hint, never the truth: one view may add at most this many
     /// times the provider's estimated revenue per impression (its eCPM / 1000).
-    static let clientRevenueCeilingFactor = 10.0
+    package static let clientRevenueCeilingFactor = 10.0
     /// The ceiling when the provider has no eCPM estimate (a $50 eCPM).
-    static let clientRevenueDefaultCeiling = 0.05
+    package static let clientRevenueDefaultCeiling = 0.05
 
     /// What a client-reported revenue counts for: bounded by the provider's estimate, and
     /// flagged when the client claimed more.
-    static func clientRevenue(_ reported: Double?, ecpmEstimateUSD: Double?) -> (counted: Double?, flagged: Bool) {
+    package static func clientRevenue(_ reported: Double?, ecpmEstimateUSD: Double?) -> (counted: Double?, flagged: Bool) {
         guard let reported else { return (nil, false) }
         let ceiling = ecpmEstimateUSD.flatMap { $0 > 0 ? $0 / 1000 * clientRevenueCeilingFactor : nil } ?? clientRevenueDefaultCeiling
         return reported > ceiling ? (ceiling, true) : (reported, false)
     }
 
     /// The minimum display for a reward, in milliseconds (24 000 for a 30 s ad).
-    static func minimumDisplayMilliseconds(adDurationSeconds: Int) -> Int {
+    package static func minimumDisplayMilliseconds(adDurationSeconds: Int) -> Int {
         Int((Double(adDurationSeconds) * 1000 * minimumWatchedRatio).rounded(.up))
     }
 
     /// The start of the next UTC day: when the daily counters reset.
-    static func nextDay(after date: Date) -> Date {
+    package static func nextDay(after date: Date) -> Date {
         var calendar = Calendar(identifier: .gregorian)
         calendar.timeZone = TimeZone(identifier: "UTC")!
         return calendar.startOfDay(for: date).addingTimeInterval(86400)
@@ -54,21 +54,36 @@ enum AdRules {
 }
 
 /// The counters and cooldowns of one user (`user_ad_limits`), as of `day`.
-struct UserAdLimits: Sendable, Equatable {
-    var day: String
-    var rewardedViews: Int
-    var interstitialViews: Int
-    var lastRewardedAt: Date?
-    var rewardedCooldownUntil: Date?
-    var lastInterstitialAt: Date?
+package struct UserAdLimits: Sendable, Equatable {
+    package var day: String
+    package var rewardedViews: Int
+    package var interstitialViews: Int
+    package var lastRewardedAt: Date?
+    package var rewardedCooldownUntil: Date?
+    package var lastInterstitialAt: Date?
 
-    static func empty(day: String) -> UserAdLimits {
+    package static func empty(day: String) -> UserAdLimits {
         UserAdLimits(day: day, rewardedViews: 0, interstitialViews: 0)
+    }
+    package init(
+        day: String,
+        rewardedViews: Int,
+        interstitialViews: Int,
+        lastRewardedAt: Date? = nil,
+        rewardedCooldownUntil: Date? = nil,
+        lastInterstitialAt: Date? = nil
+    ) {
+        self.day = day
+        self.rewardedViews = rewardedViews
+        self.interstitialViews = interstitialViews
+        self.lastRewardedAt = lastRewardedAt
+        self.rewardedCooldownUntil = rewardedCooldownUntil
+        self.lastInterstitialAt = lastInterstitialAt
     }
 }
 
 /// Why an ad cannot be shown now (the `reason` of `GET /ads/available`).
-enum Ineligibility: String, Sendable, Hashable, CaseIterable {
+package enum Ineligibility: String, Sendable, Hashable, CaseIterable {
     case premiumUser = "premium_user"
     case consentRequired = "consent_required"
     case underAge = "under_age"
@@ -78,17 +93,17 @@ enum Ineligibility: String, Sendable, Hashable, CaseIterable {
 }
 
 /// The outcome of the eligibility checks (UC-ADS-4.1 step 3, 4.2 step 5).
-struct Eligibility: Sendable, Hashable {
-    var available: Bool
-    var reason: Ineligibility?
-    var cooldownSeconds: Int?
-    var nextAvailableAt: Date?
+package struct Eligibility: Sendable, Hashable {
+    package var available: Bool
+    package var reason: Ineligibility?
+    package var cooldownSeconds: Int?
+    package var nextAvailableAt: Date?
 
-    static let ok = Eligibility(available: true, reason: nil, cooldownSeconds: 0, nextAvailableAt: nil)
+    package static let ok = Eligibility(available: true, reason: nil, cooldownSeconds: 0, nextAvailableAt: nil)
 
     /// Pure: the same inputs give the same answer; the SQL that reserves a slot applies the same
     /// conditions atomically.
-    static func evaluate(
+    package static func evaluate(
         type: AdType,
         limits: UserAdLimits?,
         today: String,
@@ -133,11 +148,22 @@ struct Eligibility: Sendable, Hashable {
         }
         return .ok
     }
+    package init(
+        available: Bool,
+        reason: Ineligibility? = nil,
+        cooldownSeconds: Int? = nil,
+        nextAvailableAt: Date? = nil
+    ) {
+        self.available = available
+        self.reason = reason
+        self.cooldownSeconds = cooldownSeconds
+        self.nextAvailableAt = nextAvailableAt
+    }
 }
 
 /// What a rewarded completion earns (step 21a), from what the client reports and what the
 /// provider's configuration says of the ad.
-enum RewardDecision: Sendable, Equatable {
+package enum RewardDecision: Sendable, Equatable {
     case grant
     /// 18a: not watched to the end: nothing, and a short cooldown.
     case notCompleted
@@ -147,7 +173,7 @@ enum RewardDecision: Sendable, Equatable {
     /// The provider confirms rewards server-side; the client's word is not enough.
     case awaitingVerification
 
-    static func decide(
+    package static func decide(
         completed: Bool,
         displayMilliseconds: Int,
         adDurationSeconds: Int,
@@ -163,7 +189,7 @@ enum RewardDecision: Sendable, Equatable {
         return .grant
     }
 
-    var refusal: String? {
+    package var refusal: String? {
         switch self {
         case .grant: nil
         case .notCompleted: "not_completed"

@@ -1,10 +1,10 @@
-import ServiceKit
+import ServiceCore
 
 /// Every error code ads answers beyond ServiceKit's shared ones (`invalid_request`, `validation_error`,
 /// `not_found`, `invalid_token`, ...), with the status it is answered with. Handlers throw
 /// `AppError(AdsErrorCode.someCode, "message")`; the OpenAPI document's `Error` enum is generated from this
 /// list (deploy/local/error_codes.py) and `make lint` checks the two agree. An app switches on the code.
-enum AdsErrorCode: String, ErrorCatalogue {
+package enum AdsErrorCode: String, ErrorCatalogue {
     /// Report the impression (shown: true) before completing this ad
     case adNotShown = "ad_not_shown"
     /// This ad request is older than one hour; request a new ad
@@ -44,7 +44,7 @@ enum AdsErrorCode: String, ErrorCatalogue {
     /// AdMob's verifier keys cannot be fetched now
     case verifierKeysUnavailable = "verifier_keys_unavailable"
 
-    var status: HTTPStatus {
+    package var status: HTTPStatus {
         switch self {
         case .alreadyClaimed, .campaignExpired, .campaignNotCompleted, .campaignNotStarted, .ownReferralCode: .badRequest
         case .adNotShown, .alreadyReferred, .variantHasUsers: .conflict

@@ -1,50 +1,78 @@
 import Crypto
 import Foundation
-import ServiceKit
+import ServiceCore
 import WireTypes
 
 /// UC-ADS-4.4 "A/B testing : différents rewards selon cohortes" (#31): a campaign's variants,
 /// the deterministic assignment of a user to one, and the statistics an operator decides on.
 /// No I/O: decisions as functions of values.
-struct CampaignVariant: Sendable, Equatable, Codable {
-    var key: String
-    var weight: Int
+package struct CampaignVariant: Sendable, Equatable, Codable {
+    package var key: String
+    package var weight: Int
     /// The variant's own reward and goal (the campaign's when not overridden).
-    var rewardAmount: Int
-    var required: Int
-    var conditions: JSONValue
+    package var rewardAmount: Int
+    package var required: Int
+    package var conditions: JSONValue
     /// Not shown the campaign; only counted (the baseline without it).
-    var holdout: Bool
+    package var holdout: Bool
 
-    enum CodingKeys: String, CodingKey {
+    package enum CodingKeys: String, CodingKey {
         case key, weight
         case rewardAmount = "reward_amount"
         case required, conditions, holdout
     }
+    package init(
+        key: String,
+        weight: Int,
+        rewardAmount: Int,
+        required: Int,
+        conditions: JSONValue,
+        holdout: Bool
+    ) {
+        self.key = key
+        self.weight = weight
+        self.rewardAmount = rewardAmount
+        self.required = required
+        self.conditions = conditions
+        self.holdout = holdout
+    }
 }
 
-enum CampaignExperiment {
-    static let maxVariants = 10
+package enum CampaignExperiment {
+    package static let maxVariants = 10
     /// Buckets of the assignment hash: weights are whole percents, so 10,000 buckets split them
     /// exactly.
-    static let buckets = 10_000
+    package static let buckets = 10_000
 
     /// A variant as the operator writes it.
-    struct VariantInput: Decodable, Sendable {
-        struct Reward: Decodable, Sendable {
-            var type: String?
-            var amount: Int
+    package struct VariantInput: Decodable, Sendable {
+        package struct Reward: Decodable, Sendable {
+            package var type: String?
+            package var amount: Int
+
+            package init(type: String? = nil, amount: Int) {
+                self.type = type
+                self.amount = amount
+            }
         }
-        var key: String
-        var weight: Int
-        var reward: Reward?
-        var conditions: [String: JSONValue]?
-        var holdout: Bool?
+        package var key: String
+        package var weight: Int
+        package var reward: Reward?
+        package var conditions: [String: JSONValue]?
+        package var holdout: Bool?
+
+        package init(key: String, weight: Int, reward: Reward? = nil, conditions: [String: JSONValue]? = nil, holdout: Bool? = nil) {
+            self.key = key
+            self.weight = weight
+            self.reward = reward
+            self.conditions = conditions
+            self.holdout = holdout
+        }
     }
 
     /// The checked variants; each bad field named (`variants[i].…`). `type`'s condition key
     /// holds a variant's goal; a variant without reward or conditions takes the campaign's.
-    static func variants(
+    package static func variants(
         _ input: [VariantInput],
         type: CampaignType,
         reward: Int,
@@ -103,14 +131,14 @@ enum CampaignExperiment {
 
     /// The user's bucket: SHA-256 of (campaign salt, app, user), stable across replicas and
     /// restarts, unguessable without the salt (a user cannot pick an id for a better variant).
-    static func bucket(salt: String, app: UUID, user: UUID) -> Int {
+    package static func bucket(salt: String, app: UUID, user: UUID) -> Int {
         let digest = "\(salt):\(app.lowercasedString):\(user.lowercasedString)".sha256
         let n = digest.prefix(8).reduce(UInt64(0)) { $0 << 8 | UInt64($1) }
         return Int(n % UInt64(buckets))
     }
 
     /// The variant a bucket falls in, by the weights in force (cumulative, in list order).
-    static func pick(_ variants: [CampaignVariant], bucket: Int) -> CampaignVariant {
+    package static func pick(_ variants: [CampaignVariant], bucket: Int) -> CampaignVariant {
         var upper = 0
         for v in variants {
             upper += v.weight * (buckets / 100)
@@ -121,7 +149,7 @@ enum CampaignExperiment {
 
     /// An edit of a running campaign's variants: every variant that has users stays (their
     /// assignment never moves); weights may change (new users follow them).
-    static func checkEdit(old: [CampaignVariant], new: [CampaignVariant], assigned: [String: Int]) throws {
+    package static func checkEdit(old: [CampaignVariant], new: [CampaignVariant], assigned: [String: Int]) throws {
         for v in old where (assigned[v.key] ?? 0) > 0 {
             guard let kept = new.first(where: { $0.key == v.key }) else {
                 throw AppError(
@@ -142,14 +170,14 @@ enum CampaignExperiment {
 
     // MARK: statistics
 
-    struct Comparison: Sendable, Equatable, Encodable {
+    package struct Comparison: Sendable, Equatable, Encodable {
         /// Completion rate of the variant minus that of the first, in points of proportion.
-        var difference: Double
-        var ciLow: Double
-        var ciHigh: Double
-        var z: Double
-        var pValue: Double
-        enum CodingKeys: String, CodingKey {
+        package var difference: Double
+        package var ciLow: Double
+        package var ciHigh: Double
+        package var z: Double
+        package var pValue: Double
+        package enum CodingKeys: String, CodingKey {
             case difference, z
             case ciLow = "ci95_low"
             case ciHigh = "ci95_high"
@@ -160,7 +188,7 @@ enum CampaignExperiment {
     /// Two-proportion comparison of b against a: the difference with its 95 % Wald interval
     /// (unpooled standard error) and the two-sided z-test p-value (pooled), as statsmodels'
     /// `proportions_ztest` and `confint_proportions_2indep(method="wald")` give them.
-    static func compare(successA: Int, totalA: Int, successB: Int, totalB: Int) -> Comparison? {
+    package static func compare(successA: Int, totalA: Int, successB: Int, totalB: Int) -> Comparison? {
         guard totalA > 0, totalB > 0 else { return nil }
         let pa = Double(successA) / Double(totalA)
         let pb = Double(successB) / Double(totalB)
@@ -181,7 +209,7 @@ enum CampaignExperiment {
     /// Sample-ratio mismatch: chi-square of the observed exposures against the weights; the
     /// p-value (upper tail, k-1 degrees of freedom). Under 0.001 the split is broken, and no
     /// difference between the variants can be trusted.
-    static func sampleRatio(observed: [Int], weights: [Int]) -> (chiSquare: Double, pValue: Double)? {
+    package static func sampleRatio(observed: [Int], weights: [Int]) -> (chiSquare: Double, pValue: Double)? {
         let pairs = zip(observed, weights).filter { $0.1 > 0 }
         let total = pairs.reduce(0) { $0 + $1.0 }
         let weightSum = pairs.reduce(0) { $0 + $1.1 }
@@ -196,7 +224,7 @@ enum CampaignExperiment {
 
     /// The regularised upper incomplete gamma function Q(a, x) (series below a + 1, continued
     /// fraction above: Numerical Recipes' gammq).
-    static func gammaQ(_ a: Double, _ x: Double) -> Double {
+    package static func gammaQ(_ a: Double, _ x: Double) -> Double {
         guard x > 0 else { return 1 }
         let lnGammaA: Double = lgamma(a)
         if x < a + 1 {
@@ -232,19 +260,19 @@ enum CampaignExperiment {
     }
 
     /// Reminder (UC-ADS-4.4 rules): at 60 % of the goal or one step short, not claimed.
-    static func remindable(progress: Int, required: Int) -> Bool {
+    package static func remindable(progress: Int, required: Int) -> Bool {
         progress < required && (Double(progress) >= 0.6 * Double(required) || progress >= required - 1)
     }
 }
 
 /// The three kinds of campaign (UC-ADS-4) and the condition that holds each one's goal.
-enum CampaignType: String, Codable, Sendable, CaseIterable {
+package enum CampaignType: String, Codable, Sendable, CaseIterable {
     case watchAds = "watch_ads"
     case streakBonus = "streak_bonus"
     case referral
 
     /// The condition that holds the required count.
-    var conditionKey: String {
+    package var conditionKey: String {
         switch self {
         case .watchAds: "min_ads_watched"
         case .streakBonus: "streak_days"

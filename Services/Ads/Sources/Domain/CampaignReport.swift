@@ -1,25 +1,34 @@
 import Foundation
 
 /// One variant's funnel, counted from the rows (never from what a client reports).
-struct CampaignFunnel: Sendable, Equatable {
-    var key: String?
-    var assigned: Int, exposed: Int, joined: Int, completed: Int, claimed: Int, creditsGranted: Int
+package struct CampaignFunnel: Sendable, Equatable {
+    package var key: String?
+    package var assigned: Int, exposed: Int, joined: Int, completed: Int, claimed: Int, creditsGranted: Int
+    package init(key: String? = nil, assigned: Int, exposed: Int, joined: Int, completed: Int, claimed: Int, creditsGranted: Int) {
+        self.key = key
+        self.assigned = assigned
+        self.exposed = exposed
+        self.joined = joined
+        self.completed = completed
+        self.claimed = claimed
+        self.creditsGranted = creditsGranted
+    }
 }
 
 /// `GET /admin/campaigns/{id}/results`: what an operator decides an experiment on (#31).
-struct CampaignReport: Encodable, Sendable {
-    struct Variant: Encodable, Sendable {
-        var key: String?
-        var weight: Int?
-        var holdout: Bool
-        var rewardAmount: Int
-        var required: Int
-        var assigned: Int, exposed: Int, joined: Int, completed: Int, claimed: Int, creditsGranted: Int
+package struct CampaignReport: Encodable, Sendable {
+    package struct Variant: Encodable, Sendable {
+        package var key: String?
+        package var weight: Int?
+        package var holdout: Bool
+        package var rewardAmount: Int
+        package var required: Int
+        package var assigned: Int, exposed: Int, joined: Int, completed: Int, claimed: Int, creditsGranted: Int
         /// completed ÷ exposed (nil before anyone was shown it).
-        var completionRate: Double?
+        package var completionRate: Double?
         /// Against the first variant (nil for the first itself).
-        var versusFirst: CampaignExperiment.Comparison?
-        enum CodingKeys: String, CodingKey {
+        package var versusFirst: CampaignExperiment.Comparison?
+        package enum CodingKeys: String, CodingKey {
             case key, weight, holdout
             case rewardAmount = "reward_amount"
             case required, assigned, exposed, joined, completed, claimed
@@ -28,35 +37,35 @@ struct CampaignReport: Encodable, Sendable {
             case versusFirst = "versus_first"
         }
     }
-    struct Day: Encodable, Sendable {
-        var day: String
-        var exposed: Int
-        var completed: Int
+    package struct Day: Encodable, Sendable {
+        package var day: String
+        package var exposed: Int
+        package var completed: Int
         /// Completions so far over exposures so far.
-        var cumulativeCompletionRate: Double?
-        enum CodingKeys: String, CodingKey {
+        package var cumulativeCompletionRate: Double?
+        package enum CodingKeys: String, CodingKey {
             case day, exposed, completed
             case cumulativeCompletionRate = "cumulative_completion_rate"
         }
     }
-    struct SampleRatio: Encodable, Sendable {
-        var chiSquare: Double
-        var pValue: Double
-        var mismatch: Bool
-        enum CodingKeys: String, CodingKey {
+    package struct SampleRatio: Encodable, Sendable {
+        package var chiSquare: Double
+        package var pValue: Double
+        package var mismatch: Bool
+        package enum CodingKeys: String, CodingKey {
             case chiSquare = "chi_square"
             case pValue = "p_value"
             case mismatch
         }
     }
 
-    var campaignID: UUID
-    var name: String
-    var variants: [Variant]
-    var sampleRatio: SampleRatio?
-    var byDay: [Day]
-    var warnings: [String]
-    enum CodingKeys: String, CodingKey {
+    package var campaignID: UUID
+    package var name: String
+    package var variants: [Variant]
+    package var sampleRatio: SampleRatio?
+    package var byDay: [Day]
+    package var warnings: [String]
+    package enum CodingKeys: String, CodingKey {
         case campaignID = "campaign_id"
         case name, variants
         case sampleRatio = "sample_ratio"
@@ -65,9 +74,9 @@ struct CampaignReport: Encodable, Sendable {
     }
 
     /// The SRM threshold: below it the split is broken and the comparison cannot be trusted.
-    static let mismatchThreshold = 0.001
+    package static let mismatchThreshold = 0.001
 
-    init(
+    package init(
         campaignID: UUID,
         name: String,
         rewardAmount: Int,
@@ -154,7 +163,7 @@ struct CampaignReport: Encodable, Sendable {
     }
 
     /// One row per variant, then one per day.
-    var csv: String {
+    package var csv: String {
         func f(_ d: Double?) -> String { d.map { String(format: "%.6f", $0) } ?? "" }
         var lines = [
             "variant,weight,holdout,reward_amount,required,assigned,exposed,joined,completed,claimed,credits_granted,completion_rate,difference_vs_first,ci95_low,ci95_high,p_value"

@@ -1,17 +1,40 @@
 import Foundation
 
 /// One aggregate row (`ad_daily_stats`) summed over the report's filters.
-struct StatsRow: Sendable, Equatable {
-    var day: String
-    var adType: String
-    var provider: String
-    var placement: String
-    var requests: Int
-    var impressions: Int
-    var clicks: Int
-    var completions: Int
-    var revenueUSD: Double
-    var impressionsWithoutRevenue: Int
+package struct StatsRow: Sendable, Equatable {
+    package var day: String
+    package var adType: String
+    package var provider: String
+    package var placement: String
+    package var requests: Int
+    package var impressions: Int
+    package var clicks: Int
+    package var completions: Int
+    package var revenueUSD: Double
+    package var impressionsWithoutRevenue: Int
+    package init(
+        day: String,
+        adType: String,
+        provider: String,
+        placement: String,
+        requests: Int,
+        impressions: Int,
+        clicks: Int,
+        completions: Int,
+        revenueUSD: Double,
+        impressionsWithoutRevenue: Int
+    ) {
+        self.day = day
+        self.adType = adType
+        self.provider = provider
+        self.placement = placement
+        self.requests = requests
+        self.impressions = impressions
+        self.clicks = clicks
+        self.completions = completions
+        self.revenueUSD = revenueUSD
+        self.impressionsWithoutRevenue = impressionsWithoutRevenue
+    }
 }
 
 /// UC-ADS-4.5: totals and breakdowns from daily aggregates. Pure: eCPM = revenue /
@@ -19,21 +42,21 @@ struct StatsRow: Sendable, Equatable {
 /// completion rate = completions / impressions. Views without a revenue figure (5a) are valued
 /// at the measured eCPM of the same provider and type, else the provider's configured estimate,
 /// and the figures say they are estimated.
-struct RevenueReport: Sendable {
-    struct Figures: Encodable, Sendable {
-        var requests = 0
-        var impressions = 0
-        var clicks = 0
-        var completions = 0
-        var revenue = 0.0
-        var estimatedRevenue = 0.0
+package struct RevenueReport: Sendable {
+    package struct Figures: Encodable, Sendable {
+        package var requests = 0
+        package var impressions = 0
+        package var clicks = 0
+        package var completions = 0
+        package var revenue = 0.0
+        package var estimatedRevenue = 0.0
 
-        var ecpm: Double { impressions == 0 ? 0 : revenue / Double(impressions) * 1000 }
-        var fillRate: Double { requests == 0 ? 0 : Double(impressions) / Double(requests) }
-        var ctr: Double { impressions == 0 ? 0 : Double(clicks) / Double(impressions) }
-        var completionRate: Double { impressions == 0 ? 0 : Double(completions) / Double(impressions) }
+        package var ecpm: Double { impressions == 0 ? 0 : revenue / Double(impressions) * 1000 }
+        package var fillRate: Double { requests == 0 ? 0 : Double(impressions) / Double(requests) }
+        package var ctr: Double { impressions == 0 ? 0 : Double(clicks) / Double(impressions) }
+        package var completionRate: Double { impressions == 0 ? 0 : Double(completions) / Double(impressions) }
 
-        mutating func add(_ r: StatsRow, estimate: Double) {
+        package mutating func add(_ r: StatsRow, estimate: Double) {
             requests += r.requests
             impressions += r.impressions
             clicks += r.clicks
@@ -42,9 +65,9 @@ struct RevenueReport: Sendable {
             estimatedRevenue += estimate
         }
 
-        static func round(_ x: Double, _ places: Double = 4) -> Double { (x * pow(10, places)).rounded() / pow(10, places) }
+        package static func round(_ x: Double, _ places: Double = 4) -> Double { (x * pow(10, places)).rounded() / pow(10, places) }
 
-        enum CodingKeys: String, CodingKey {
+        package enum CodingKeys: String, CodingKey {
             case requests, impressions, clicks, completions, revenue, ecpm
             case fillRate = "fill_rate"
             case ctr
@@ -52,7 +75,7 @@ struct RevenueReport: Sendable {
             case estimated
             case estimatedRevenue = "estimated_revenue"
         }
-        func encode(to encoder: any Encoder) throws {
+        package func encode(to encoder: any Encoder) throws {
             var c = encoder.container(keyedBy: CodingKeys.self)
             try c.encode(requests, forKey: .requests)
             try c.encode(impressions, forKey: .impressions)
@@ -68,15 +91,15 @@ struct RevenueReport: Sendable {
         }
     }
 
-    var total = Figures()
-    var byDate: [(String, Figures)] = []
-    var byType: [String: Figures] = [:]
-    var byProvider: [String: Figures] = [:]
-    var byPlacement: [String: Figures] = [:]
+    package var total = Figures()
+    package var byDate: [(String, Figures)] = []
+    package var byType: [String: Figures] = [:]
+    package var byProvider: [String: Figures] = [:]
+    package var byPlacement: [String: Figures] = [:]
     /// Each row with its estimate, for the CSV export.
-    var rows: [(StatsRow, Double)] = []
+    package var rows: [(StatsRow, Double)] = []
 
-    init(rows input: [StatsRow], configuredECPM: [String: Double]) {
+    package init(rows input: [StatsRow], configuredECPM: [String: Double]) {
         // Measured eCPM per (provider, type), from the views that carry revenue.
         var measured: [String: (revenue: Double, impressions: Int)] = [:]
         for r in input {

@@ -1,3 +1,4 @@
+import AdsDomain
 import Foundation
 import Hummingbird
 import PostgresNIO

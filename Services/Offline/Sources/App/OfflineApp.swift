@@ -1,6 +1,7 @@
 import Foundation
 import Hummingbird
 import NIOCore
+import OfflineDomain
 import ServiceKit
 
 /// The offline service. Content packs, sync, the offline queue, conflicts and places (port 3003).

@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import OfflineDomain
 import ServiceKit
 
 /// `offline-service [serve | migrate | admin ...]`.

@@ -3,18 +3,18 @@ import Foundation
 /// The geography quiz's demo content for the local stack: real countries, capitals, flags
 /// (as emoji text) and capital coordinates, published through the same catalogue code as the
 /// admin API.
-enum DemoCatalogue {
-    struct Country {
-        var code: String
-        var name: String
-        var capital: String
-        var flag: String
-        var continent: String
-        var lat: Double
-        var lon: Double
+package enum DemoCatalogue {
+    package struct Country {
+        package var code: String
+        package var name: String
+        package var capital: String
+        package var flag: String
+        package var continent: String
+        package var lat: Double
+        package var lon: Double
     }
 
-    static let countries: [Country] = [
+    package static let countries: [Country] = [
         .init(code: "FR", name: "France", capital: "Paris", flag: "🇫🇷", continent: "europe", lat: 48.8566, lon: 2.3522),
         .init(code: "DE", name: "Germany", capital: "Berlin", flag: "🇩🇪", continent: "europe", lat: 52.52, lon: 13.405),
         .init(code: "IT", name: "Italy", capital: "Rome", flag: "🇮🇹", continent: "europe", lat: 41.9028, lon: 12.4964),
@@ -65,7 +65,7 @@ enum DemoCatalogue {
     ]
 
     /// Category id → (name, items as (id, JSON object)).
-    static func categories() -> [(id: String, name: String, items: [(String, [String: Any])])] {
+    package static func categories() -> [(id: String, name: String, items: [(String, [String: Any])])] {
         func capitalQuestion(_ c: Country, _ pool: [Country]) -> [String: Any] {
             let others = pool.filter { $0.code != c.code }
             let choices =

@@ -1,18 +1,18 @@
 import CZlib
 import Crypto
 import Foundation
-import ServiceKit
+import ServiceCore
 
 /// How an item is stored in the user's offline copy and served to the app: the JSON bytes,
 /// gzip-compressed above 10 KB, with the SHA-256 of the uncompressed bytes so the app can
 /// verify what it unpacked.
-struct PackedItem: Sendable, Equatable {
-    var data: Data
-    var compressed: Bool
-    var checksum: String
-    var sizeBytes: Int
+package struct PackedItem: Sendable, Equatable {
+    package var data: Data
+    package var compressed: Bool
+    package var checksum: String
+    package var sizeBytes: Int
 
-    static func pack(_ json: Data) throws -> PackedItem {
+    package static func pack(_ json: Data) throws -> PackedItem {
         let checksum = SHA256.hash(data: json).hexEncoded
         if json.count > OfflineRules.compressAbove {
             return PackedItem(data: try Gzip.compress(json), compressed: true, checksum: checksum, sizeBytes: json.count)
@@ -21,11 +21,11 @@ struct PackedItem: Sendable, Equatable {
     }
 }
 
-enum Gzip {
-    enum GzipError: Error { case zlib(Int32) }
+package enum Gzip {
+    package enum GzipError: Error { case zlib(Int32) }
 
     /// RFC 1952 gzip (zlib with a 31-bit window).
-    static func compress(_ input: Data) throws -> Data {
+    package static func compress(_ input: Data) throws -> Data {
         var stream = z_stream()
         var status = deflateInit2_(
             &stream,
@@ -54,7 +54,7 @@ enum Gzip {
         return output.prefix(written)
     }
 
-    static func decompress(_ input: Data) throws -> Data {
+    package static func decompress(_ input: Data) throws -> Data {
         var stream = z_stream()
         var status = inflateInit2_(&stream, 15 + 16, ZLIB_VERSION, Int32(MemoryLayout<z_stream>.size))
         guard status == Z_OK else { throw GzipError.zlib(status) }

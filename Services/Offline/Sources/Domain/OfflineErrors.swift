@@ -1,10 +1,10 @@
-import ServiceKit
+import ServiceCore
 
 /// Every error code offline answers beyond ServiceKit's shared ones (`invalid_request`, `validation_error`,
 /// `not_found`, `invalid_token`, ...), with the status it is answered with. Handlers throw
 /// `AppError(OfflineErrorCode.someCode, "message")`; the OpenAPI document's `Error` enum is generated from this
 /// list (deploy/local/error_codes.py) and `make lint` checks the two agree. An app switches on the code.
-enum OfflineErrorCode: String, ErrorCatalogue {
+package enum OfflineErrorCode: String, ErrorCatalogue {
     /// This conflict was already resolved
     case alreadyResolved = "already_resolved"
     /// FREE keeps at most … categories offline; Premium removes the limit
@@ -36,7 +36,7 @@ enum OfflineErrorCode: String, ErrorCatalogue {
     /// 100 answers and progress saves are waiting: run POST /sync/execute first
     case syncQueueFull = "sync_queue_full"
 
-    var status: HTTPStatus {
+    package var status: HTTPStatus {
         switch self {
         case .resolutionRejected: .badGateway
         case .storageLimitExceeded: .init(code: 507)

@@ -1,5 +1,6 @@
 import Foundation
 import Logging
+import OfflineDomain
 import ServiceKit
 
 /// UC-OFFLINE-3.1 the operator's side: a batch of items published to a category (up to 1,000

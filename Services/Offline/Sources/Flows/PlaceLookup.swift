@@ -1,5 +1,6 @@
 import Foundation
 import Logging
+import OfflineDomain
 import ServiceKit
 
 /// The place of a point (UC-OFF-4): the 24 h cache first, then the geocoder within the

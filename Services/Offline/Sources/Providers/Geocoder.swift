@@ -1,5 +1,6 @@
 import Foundation
 import Logging
+import OfflineDomain
 import ServiceKit
 
 struct Place: Codable, Sendable, Equatable {

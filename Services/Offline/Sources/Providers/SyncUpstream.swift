@@ -1,5 +1,6 @@
 import Crypto
 import Foundation
+import OfflineDomain
 import ServiceKit
 import WireTypes
 

@@ -1,6 +1,7 @@
 import Foundation
 import Hummingbird
 import NIOCore
+import OfflineDomain
 import PostgresNIO
 import ServiceKit
 import WireTypes

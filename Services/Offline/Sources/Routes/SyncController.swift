@@ -1,5 +1,6 @@
 import Foundation
 import Hummingbird
+import OfflineDomain
 import PostgresNIO
 import ServiceKit
 import WireTypes

@@ -1,5 +1,6 @@
 import Foundation
 import Hummingbird
+import OfflineDomain
 import ServiceKit
 import WireTypes
 

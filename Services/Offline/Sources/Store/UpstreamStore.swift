@@ -1,5 +1,6 @@
 import Foundation
 import Logging
+import OfflineDomain
 import PostgresNIO
 import ServiceKit
 

