@@ -73,7 +73,8 @@ let services: [ServiceSpec] = [
             .product(name: "Tracing", package: "swift-distributed-tracing"),
             .product(name: "ServiceContextModule", package: "swift-service-context"),
         ],
-        resources: [.copy("Resources/zxcvbn"), .copy("OpenAPI")]
+        resources: [.copy("Resources/zxcvbn"), .copy("OpenAPI")],
+        domain: [.product(name: "Crypto", package: "swift-crypto"), .product(name: "HTTPTypes", package: "swift-http-types")]
     ),
     .init(
         name: "Subscription",

@@ -124,35 +124,6 @@ public final class CachedOperatorVerifier: OperatorVerifier {
     }
 }
 
-public enum OperatorKeys {
-    static let prefix = "opk_"
-
-    /// `opk_` + 256 random bits, base64url: distinct at a glance from an app's `ak_` key, and
-    /// enough entropy that a SHA-256 of it is a safe stored form.
-    public static func generate() -> String {
-        var rng = SystemRandomNumberGenerator()
-        return prefix + Base64URL.encode((0..<32).map { _ in UInt8.random(in: 0...255, using: &rng) })
-    }
-
-    public static func hash(_ key: String) -> String { key.sha256.hexEncoded }
-
-    public static func looksLikeKey(_ text: String) -> Bool { text.hasPrefix(prefix) && text.utf8.count <= 128 }
-
-    /// The audience of a console member's token (a player's names their app).
-    public static let consoleAudience = "console"
-
-    /// Whether a verified token's claims are a console member's.
-    public static func isConsoleToken(_ payload: Data) -> Bool {
-        struct Audience: Decodable { var aud: String? }
-        return (try? JSONDecoder().decode(Audience.self, from: payload))?.aud == consoleAudience
-    }
-
-    /// A console member's access token (a JWS): three base64url parts, bounded.
-    public static func looksLikeMemberToken(_ text: String) -> Bool {
-        text.hasPrefix("eyJ") && text.utf8.count <= 2_048 && text.utf8.lazy.filter({ $0 == UInt8(ascii: ".") }).count == 2
-    }
-}
-
 /// Guards operator routes (campaigns, providers, catalogue, revenue reports), behind the
 /// tenant headers: `Authorization: Bearer <token>` with either the platform owner's
 /// `ADMIN_API_TOKEN` (compared in constant time) or an operator key of the app named by

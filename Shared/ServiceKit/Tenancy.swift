@@ -212,15 +212,3 @@ public struct InternalAuthMiddleware: RouterMiddleware {
         return try await next(request, context)
     }
 }
-
-public enum ConstantTime {
-    /// Compares two secrets without leaking where they differ: both are hashed first so the
-    /// loop length does not depend on the secret either.
-    public static func equals(_ a: String, _ b: String) -> Bool {
-        let ha = Array(a.sha256)
-        let hb = Array(b.sha256)
-        var diff: UInt8 = 0
-        for i in 0..<ha.count { diff |= ha[i] ^ hb[i] }
-        return diff == 0
-    }
-}

@@ -1,3 +1,4 @@
+import AuthDomain
 import AuthService
 import Crypto
 import Foundation

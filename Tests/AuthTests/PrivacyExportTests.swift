@@ -1,4 +1,5 @@
 import AdsService
+import AuthDomain
 import Crypto
 import Foundation
 import Hummingbird

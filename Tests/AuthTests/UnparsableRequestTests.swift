@@ -6,6 +6,7 @@ import XCTest
 
 #if canImport(Glibc)
 import Glibc
+import AuthDomain
 #endif
 
 /// Auth's connections carry the live socket's upgrade (#46). A first request NIO cannot parse

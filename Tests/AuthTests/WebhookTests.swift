@@ -1,3 +1,4 @@
+import AuthDomain
 import Crypto
 import Foundation
 import HTTPTypes

@@ -1,4 +1,5 @@
 import AdsService
+import AuthDomain
 import AuthService
 import OfflineService
 import ServiceKit

@@ -1,3 +1,4 @@
+import AuthDomain
 import AuthService
 import Foundation
 import PostgresNIO

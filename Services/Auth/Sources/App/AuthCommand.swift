@@ -1,4 +1,5 @@
 import ArgumentParser
+import AuthDomain
 import Crypto
 import Foundation
 import HummingbirdBcrypt

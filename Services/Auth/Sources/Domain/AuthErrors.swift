@@ -1,10 +1,10 @@
-import ServiceKit
+import ServiceCore
 
 /// Every error code auth answers beyond ServiceKit's shared ones (`invalid_request`, `validation_error`,
 /// `not_found`, `invalid_token`, ...), with the status it is answered with. Handlers throw
 /// `AppError(AuthErrorCode.someCode, "message")`; the OpenAPI document's `Error` enum is generated from this
 /// list (deploy/local/error_codes.py) and `make lint` checks the two agree. An app switches on the code.
-enum AuthErrorCode: String, ErrorCatalogue {
+package enum AuthErrorCode: String, ErrorCatalogue {
     /// Too many login attempts
     case accountLocked = "account_locked"
     /// Email is already verified
@@ -94,7 +94,7 @@ enum AuthErrorCode: String, ErrorCatalogue {
     /// Password is too weak
     case weakPassword = "weak_password"
 
-    var status: HTTPStatus {
+    package var status: HTTPStatus {
         switch self {
         case .invalidOrExpiredToken, .invalidWebsocketHandshake, .passwordTooLong: .badRequest
         case .upgradeRequired: .init(code: 426)

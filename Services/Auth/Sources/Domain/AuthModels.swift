@@ -1,5 +1,5 @@
 import Foundation
-import ServiceKit
+import ServiceCore
 import WireTypes
 
 /// The sign-in paths of UC-AUTH-1.1/1.2.
@@ -14,7 +14,7 @@ public struct DeviceInfo: Codable, Sendable, Equatable {
     public var appVersion: String?
     public var osVersion: String?
 
-    enum CodingKeys: String, CodingKey {
+    package enum CodingKeys: String, CodingKey {
         case deviceID = "device_id"
         case platform
         case appVersion = "app_version"
@@ -34,7 +34,7 @@ public struct AppleUserInfo: Codable, Sendable, Equatable {
     public var firstName: String?
     public var lastName: String?
     public var email: String?
-    enum CodingKeys: String, CodingKey {
+    package enum CodingKeys: String, CodingKey {
         case firstName = "first_name"
         case lastName = "last_name"
         case email
@@ -54,7 +54,7 @@ public struct Credentials: Codable, Sendable {
     /// The guest's secret, given once when the guest was created.
     public var guestSecret: String?
 
-    enum CodingKeys: String, CodingKey {
+    package enum CodingKeys: String, CodingKey {
         case guestSecret = "guest_secret"
         case googleIDToken = "google_id_token"
         case appleIdentityToken = "apple_identity_token"
@@ -64,7 +64,7 @@ public struct Credentials: Codable, Sendable {
         case deviceID = "device_id"
     }
 
-    func require(_ value: String?, _ field: String) throws -> String {
+    package func require(_ value: String?, _ field: String) throws -> String {
         guard let value, !value.isEmpty else {
             throw AppError.badRequest("Missing field 'credentials.\(field)'", field: "credentials.\(field)")
         }
@@ -80,7 +80,7 @@ public struct AuthRequest: Codable, Sendable {
     public var credentials: Credentials
     public var deviceInfo: DeviceInfo?
 
-    enum CodingKeys: String, CodingKey {
+    package enum CodingKeys: String, CodingKey {
         case provider, credentials
         case deviceInfo = "device_info"
     }
@@ -92,11 +92,22 @@ public struct TokenPair: Codable, Sendable, Equatable {
     public var expiresIn: Int
     public var tokenType: String
 
-    enum CodingKeys: String, CodingKey {
+    package enum CodingKeys: String, CodingKey {
         case accessToken = "access_token"
         case refreshToken = "refresh_token"
         case expiresIn = "expires_in"
         case tokenType = "token_type"
+    }
+    package init(
+        accessToken: String,
+        refreshToken: String,
+        expiresIn: Int,
+        tokenType: String
+    ) {
+        self.accessToken = accessToken
+        self.refreshToken = refreshToken
+        self.expiresIn = expiresIn
+        self.tokenType = tokenType
     }
 }
 
@@ -109,7 +120,7 @@ public struct PrivacySettings: Codable, Sendable, Equatable {
     public var consentGameCenter: Bool
     public var updatedAt: Date?
 
-    enum CodingKeys: String, CodingKey {
+    package enum CodingKeys: String, CodingKey {
         case consentAnalytics = "consent_analytics"
         case consentThirdParty = "consent_third_party"
         case consentGeolocation = "consent_geolocation"
@@ -117,6 +128,23 @@ public struct PrivacySettings: Codable, Sendable, Equatable {
         case consentNotifications = "consent_notifications"
         case consentGameCenter = "consent_game_center"
         case updatedAt = "updated_at"
+    }
+    package init(
+        consentAnalytics: Bool,
+        consentThirdParty: Bool,
+        consentGeolocation: Bool,
+        consentPersonalizedAds: Bool,
+        consentNotifications: Bool,
+        consentGameCenter: Bool,
+        updatedAt: Date? = nil
+    ) {
+        self.consentAnalytics = consentAnalytics
+        self.consentThirdParty = consentThirdParty
+        self.consentGeolocation = consentGeolocation
+        self.consentPersonalizedAds = consentPersonalizedAds
+        self.consentNotifications = consentNotifications
+        self.consentGameCenter = consentGameCenter
+        self.updatedAt = updatedAt
     }
 }
 
@@ -135,7 +163,7 @@ public struct UserView: Codable, Sendable {
     public var privacySettings: PrivacySettings?
     public var linkedProviders: [String]?
 
-    enum CodingKeys: String, CodingKey {
+    package enum CodingKeys: String, CodingKey {
         case id, email
         case emailVerified = "email_verified"
         case provider, status
@@ -154,7 +182,7 @@ public struct AuthResponse: Codable, Sendable {
     public var tokens: TokenPair
     /// Only when a guest is created (or claims its secret): the device keeps it; it is never shown again.
     public var guestSecret: String?
-    enum CodingKeys: String, CodingKey {
+    package enum CodingKeys: String, CodingKey {
         case user, tokens
         case guestSecret = "guest_secret"
     }
@@ -188,7 +216,7 @@ public struct User: Sendable, Equatable {
     /// Raised when every session of the user ends; access tokens carry it (`sv`).
     public var sessionEpoch: Int = 0
 
-    func view(privacy: PrivacySettings? = nil, linked: [String]? = nil) -> UserView {
+    package func view(privacy: PrivacySettings? = nil, linked: [String]? = nil) -> UserView {
         UserView(
             id: id,
             email: email,
@@ -206,12 +234,53 @@ public struct User: Sendable, Equatable {
     }
 
     /// Every way this user can sign in (for `/auth/me` and unlinking).
-    var signInMethods: [String] {
+    package var signInMethods: [String] {
         var m: [String] = []
         if passwordHash != nil { m.append("email") }
         if googleID != nil { m.append("google") }
         if appleID != nil { m.append("apple") }
         if isGuest { m.append("guest") }
         return m
+    }
+    package init(
+        id: UUID,
+        appID: UUID,
+        email: String? = nil,
+        emailVerified: Bool,
+        passwordHash: String? = nil,
+        googleID: String? = nil,
+        appleID: String? = nil,
+        provider: AuthProvider,
+        displayName: String? = nil,
+        status: UserStatus,
+        suspensionReason: String? = nil,
+        isGuest: Bool,
+        guestExpiresAt: Date? = nil,
+        loginAttempts: Int,
+        lockedUntil: Date? = nil,
+        lastLogin: Date? = nil,
+        deletionScheduledAt: Date? = nil,
+        createdAt: Date,
+        sessionEpoch: Int = 0
+    ) {
+        self.id = id
+        self.appID = appID
+        self.email = email
+        self.emailVerified = emailVerified
+        self.passwordHash = passwordHash
+        self.googleID = googleID
+        self.appleID = appleID
+        self.provider = provider
+        self.displayName = displayName
+        self.status = status
+        self.suspensionReason = suspensionReason
+        self.isGuest = isGuest
+        self.guestExpiresAt = guestExpiresAt
+        self.loginAttempts = loginAttempts
+        self.lockedUntil = lockedUntil
+        self.lastLogin = lastLogin
+        self.deletionScheduledAt = deletionScheduledAt
+        self.createdAt = createdAt
+        self.sessionEpoch = sessionEpoch
     }
 }

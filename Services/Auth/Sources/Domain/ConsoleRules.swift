@@ -1,5 +1,5 @@
 import Foundation
-import ServiceKit
+import ServiceCore
 
 /// The console's operator tokens and sessions (#47): an access token is an EdDSA JWS signed by
 /// auth's key like a player's, but with its own audience and claims, so neither is ever taken
@@ -18,12 +18,35 @@ public struct ConsoleClaims: Codable, Sendable, Equatable {
     public var exp: Int
     public var jti: String
 
-    enum CodingKeys: String, CodingKey {
+    package enum CodingKeys: String, CodingKey {
         case iss, aud, sub, role, email, sid, iat, exp, jti
         case appID = "app_id"
     }
 
     public var memberID: UUID? { UUID(uuidString: sub) }
+    package init(
+        iss: String,
+        aud: String,
+        sub: String,
+        appID: UUID,
+        role: OperatorRole,
+        email: String,
+        sid: UUID,
+        iat: Int,
+        exp: Int,
+        jti: String
+    ) {
+        self.iss = iss
+        self.aud = aud
+        self.sub = sub
+        self.appID = appID
+        self.role = role
+        self.email = email
+        self.sid = sid
+        self.iat = iat
+        self.exp = exp
+        self.jti = jti
+    }
 }
 
 public enum ConsoleRules {

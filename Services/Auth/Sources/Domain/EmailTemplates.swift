@@ -1,5 +1,5 @@
 import Foundation
-import ServiceKit
+import ServiceCore
 
 /// The emails auth sends, per app and language (#16): each app's name, sender, support address
 /// and link base, its own wording where its operators set one, the built-in French or English
@@ -48,7 +48,7 @@ public struct AppEmailSettings: Codable, Sendable, Equatable {
     /// Overrides by language then kind; anything not given uses the built-in wording.
     public var templates: [EmailLocale: [EmailKind: EmailTemplate]]
 
-    enum CodingKeys: String, CodingKey {
+    package enum CodingKeys: String, CodingKey {
         case appName = "app_name"
         case mailFrom = "mail_from"
         case supportEmail = "support_email"
@@ -143,7 +143,7 @@ public struct AppEmailSettings: Codable, Sendable, Equatable {
         }
     }
 
-    static func address(in from: String) -> String? {
+    package static func address(in from: String) -> String? {
         if let open = from.lastIndex(of: "<"), let close = from.lastIndex(of: ">"), open < close {
             return String(from[from.index(after: open)..<close])
         }
@@ -163,7 +163,7 @@ public enum EmailTemplates {
         }
     }
 
-    static func placeholdersUsed(in text: String) -> [String] {
+    package static func placeholdersUsed(in text: String) -> [String] {
         var out: [String] = []
         var rest = Substring(text)
         while let open = rest.range(of: "{{") {

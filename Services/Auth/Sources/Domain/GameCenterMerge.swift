@@ -9,7 +9,15 @@ public struct GameCenterMerge: Sendable, Equatable {
         public var local: Int64
         public var gameCenter: Int64
         public var resolution: String
-        enum CodingKeys: String, CodingKey {
+
+        package init(type: String, local: Int64, gameCenter: Int64, resolution: String) {
+            self.type = type
+            self.local = local
+            self.gameCenter = gameCenter
+            self.resolution = resolution
+        }
+
+        package enum CodingKeys: String, CodingKey {
             case type, local
             case gameCenter = "game_center"
             case resolution

@@ -1,6 +1,6 @@
 import Foundation
 import HTTPTypes
-import ServiceKit
+import ServiceCore
 
 /// Lockout of UC-AUTH-1.2 13b/14b: the 5th consecutive wrong password locks the account for
 /// 15 minutes; a success resets the counter.
@@ -21,7 +21,7 @@ public enum LockoutPolicy {
     }
 
     /// The 429 a locked account (a player's or a console member's) is answered with.
-    static func refusal(lockedUntil until: Date, now: Date) -> AppError {
+    package static func refusal(lockedUntil until: Date, now: Date) -> AppError {
         let retry = retryAfter(lockedUntil: until, now: now)
         var headers = HTTPFields()
         headers[.retryAfter] = String(retry)

@@ -1,6 +1,6 @@
 import Crypto
 import Foundation
-import ServiceKit
+import ServiceCore
 
 /// The opaque tokens auth hands out (refresh tokens, email links): 256 random bits, kept only
 /// as their SHA-256.

@@ -1,5 +1,5 @@
 import Foundation
-import ServiceKit
+import ServiceCore
 
 /// Seed 3b.5: a password is accepted when its zxcvbn score is at least 3.
 public struct PasswordPolicy: Sendable {
@@ -13,7 +13,7 @@ public struct PasswordPolicy: Sendable {
         public var acceptable: Bool { score >= PasswordPolicy.minimumScore }
     }
 
-    let estimator: any PasswordStrengthEstimator
+    package let estimator: any PasswordStrengthEstimator
 
     public init(estimator: any PasswordStrengthEstimator) { self.estimator = estimator }
 

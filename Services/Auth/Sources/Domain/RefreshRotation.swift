@@ -2,20 +2,27 @@ import Foundation
 
 /// UC-AUTH-1.4, refreshing a session: what a presented refresh token earns, decided from the
 /// token's row and its owner alone (the flow, `TokenRefresh`, reads them and carries it out).
-enum RefreshRotation {
+package enum RefreshRotation {
     /// The presented token as stored (nil: unknown, or another app's).
-    struct Presented: Sendable, Equatable {
-        var revoked: Bool
-        var expiresAt: Date
+    package struct Presented: Sendable, Equatable {
+        package var revoked: Bool
+        package var expiresAt: Date
         /// When it was exchanged for its successor (nil: never used).
-        var rotatedAt: Date?
+        package var rotatedAt: Date?
         /// Whether its successor was kept (sealed) to answer a concurrent refresh.
-        var hasSuccessor: Bool
+        package var hasSuccessor: Bool
+
+        package init(revoked: Bool, expiresAt: Date, rotatedAt: Date? = nil, hasSuccessor: Bool) {
+            self.revoked = revoked
+            self.expiresAt = expiresAt
+            self.rotatedAt = rotatedAt
+            self.hasSuccessor = hasSuccessor
+        }
     }
 
-    enum Owner: Sendable, Equatable { case missing, suspended, active }
+    package enum Owner: Sendable, Equatable { case missing, suspended, active }
 
-    enum Decision: Sendable, Equatable {
+    package enum Decision: Sendable, Equatable {
         /// `invalid_token`: unknown, another app's, revoked, expired, or its user is gone.
         case refuse
         /// `account_suspended`: a suspension ended every session, and its holder is told why.
@@ -28,7 +35,7 @@ enum RefreshRotation {
         case rotate
     }
 
-    static func decide(_ token: Presented?, owner: Owner, now: Date, grace: TimeInterval = TokenLifetimes.rotationGrace) -> Decision {
+    package static func decide(_ token: Presented?, owner: Owner, now: Date, grace: TimeInterval = TokenLifetimes.rotationGrace) -> Decision {
         guard let token else { return .refuse }
         if owner == .suspended { return .ownerSuspended }
         if token.revoked || token.expiresAt <= now { return .refuse }
@@ -41,5 +48,5 @@ enum RefreshRotation {
 
     /// After `.returnSuccessor`: a successor that is gone or revoked means the race story does
     /// not hold, and the reuse is treated as one.
-    static func successor(isLive: Bool) -> Decision { isLive ? .returnSuccessor : .endFamily }
+    package static func successor(isLive: Bool) -> Decision { isLive ? .returnSuccessor : .endFamily }
 }

@@ -1,3 +1,4 @@
+import AuthDomain
 import Hummingbird
 import ServiceKit
 import WireTypes

@@ -2,16 +2,16 @@ import Foundation
 
 /// The frequency lists and keyboard adjacency graphs of zxcvbn (MIT, Dropbox; from the
 /// `zxcvbn` 4.5.0 package on PyPI), shipped as resources of the auth target.
-struct ZxcvbnData: Sendable {
+package struct ZxcvbnData: Sendable {
     /// In the reference's order: the order decides ties between equally good matches.
-    let rankedDictionaries: [(name: String, ranks: [String: Int])]
-    let graphs: [(name: String, adjacency: [Unicode.Scalar: [[Unicode.Scalar]?]])]
-    let keyboardAverageDegree: Double
-    let keypadAverageDegree: Double
-    let keyboardStartingPositions: Int
-    let keypadStartingPositions: Int
+    package let rankedDictionaries: [(name: String, ranks: [String: Int])]
+    package let graphs: [(name: String, adjacency: [Unicode.Scalar: [[Unicode.Scalar]?]])]
+    package let keyboardAverageDegree: Double
+    package let keypadAverageDegree: Double
+    package let keyboardStartingPositions: Int
+    package let keypadStartingPositions: Int
 
-    static func load(bundle: Bundle) throws -> ZxcvbnData {
+    package static func load(bundle: Bundle) throws -> ZxcvbnData {
         guard let dir = bundle.url(forResource: "zxcvbn", withExtension: nil) else {
             throw CocoaError(.fileNoSuchFile)
         }

@@ -1,70 +1,70 @@
 import Foundation
 
 /// One pattern found in a password (a port of zxcvbn's match dictionaries).
-struct ZMatch {
-    enum Pattern: Equatable { case dictionary, spatial, `repeat`, sequence, regex, date, bruteforce }
-    var pattern: Pattern
-    var i: Int
-    var j: Int
-    var token: [Unicode.Scalar]
+package struct ZMatch {
+    package enum Pattern: Equatable { case dictionary, spatial, `repeat`, sequence, regex, date, bruteforce }
+    package var pattern: Pattern
+    package var i: Int
+    package var j: Int
+    package var token: [Unicode.Scalar]
     // dictionary
-    var matchedWord = ""
-    var rank = 0
-    var reversed = false
-    var l33t = false
-    var sub: [(Unicode.Scalar, Unicode.Scalar)] = []
+    package var matchedWord = ""
+    package var rank = 0
+    package var reversed = false
+    package var l33t = false
+    package var sub: [(Unicode.Scalar, Unicode.Scalar)] = []
     // spatial
-    var graph = ""
-    var turns = 0
-    var shiftedCount = 0
+    package var graph = ""
+    package var turns = 0
+    package var shiftedCount = 0
     // repeat
-    var baseGuesses: Double = 0
-    var repeatCount: Double = 0
+    package var baseGuesses: Double = 0
+    package var repeatCount: Double = 0
     // sequence
-    var ascending = true
+    package var ascending = true
     // regex (recent_year) and date
-    var year = 0
-    var separator = ""
+    package var year = 0
+    package var separator = ""
     /// Filled in by scoring, once per password.
-    var guesses: Double?
+    package var guesses: Double?
 }
 
 extension Unicode.Scalar {
-    var isASCIIDigit: Bool { ("0"..."9").contains(self) }
-    var isASCIIUpper: Bool { ("A"..."Z").contains(self) }
-    var isASCIILower: Bool { ("a"..."z").contains(self) }
+    package var isASCIIDigit: Bool { ("0"..."9").contains(self) }
+    package var isASCIIUpper: Bool { ("A"..."Z").contains(self) }
+    package var isASCIILower: Bool { ("a"..."z").contains(self) }
     /// Python's `str.lower()` per code point, keeping one scalar per scalar.
-    var lowered: Unicode.Scalar {
+    package var lowered: Unicode.Scalar {
         if isASCII { return isASCIIUpper ? Unicode.Scalar(value + 32)! : self }
         let l = String(self).lowercased().unicodeScalars
         return l.count == 1 ? l.first! : self
     }
-    var pyIsUpper: Bool { properties.isUppercase }
-    var pyIsLower: Bool { properties.isLowercase }
+    package var pyIsUpper: Bool { properties.isUppercase }
+    package var pyIsLower: Bool { properties.isLowercase }
 }
 
-struct ZxcvbnMatcher {
-    let data: ZxcvbnData
+package struct ZxcvbnMatcher {
+    package let data: ZxcvbnData
 
-    static let l33tTable: [(Unicode.Scalar, [Unicode.Scalar])] = [
+    package static let l33tTable: [(Unicode.Scalar, [Unicode.Scalar])] = [
         ("a", ["4", "@"]), ("b", ["8"]), ("c", ["(", "{", "[", "<"]), ("e", ["3"]), ("g", ["6", "9"]),
         ("i", ["1", "!", "|"]), ("l", ["1", "|", "7"]), ("o", ["0"]), ("s", ["$", "5"]), ("t", ["+", "7"]),
         ("x", ["%"]), ("z", ["2"]),
     ]
 
-    static let dateSplits: [Int: [(Int, Int)]] = [
+    package static let dateSplits: [Int: [(Int, Int)]] = [
         4: [(1, 2), (2, 3)], 5: [(1, 3), (2, 3)], 6: [(1, 2), (2, 4), (4, 5)],
         7: [(1, 3), (2, 3), (4, 5), (4, 6)], 8: [(2, 4), (4, 6)],
     ]
 
-    static func sortByIJ(_ m: [ZMatch]) -> [ZMatch] {
+    package static func sortByIJ(_ m: [ZMatch]) -> [ZMatch] {
         // Python's sort is stable: equal (i, j) keep their order.
         m.enumerated().sorted { a, b in
             (a.element.i, a.element.j, a.offset) < (b.element.i, b.element.j, b.offset)
         }.map(\.element)
     }
 
-    func omnimatch(_ password: [Unicode.Scalar], dictionaries: [(name: String, ranks: [String: Int])]) -> [ZMatch] {
+    package func omnimatch(_ password: [Unicode.Scalar], dictionaries: [(name: String, ranks: [String: Int])]) -> [ZMatch] {
         var matches: [ZMatch] = []
         matches += dictionaryMatch(password, dictionaries)
         matches += reverseDictionaryMatch(password, dictionaries)
@@ -77,7 +77,7 @@ struct ZxcvbnMatcher {
         return Self.sortByIJ(matches)
     }
 
-    func dictionaryMatch(_ password: [Unicode.Scalar], _ dictionaries: [(name: String, ranks: [String: Int])]) -> [ZMatch] {
+    package func dictionaryMatch(_ password: [Unicode.Scalar], _ dictionaries: [(name: String, ranks: [String: Int])]) -> [ZMatch] {
         var matches: [ZMatch] = []
         let n = password.count
         let lower = password.map(\.lowered)
@@ -99,7 +99,7 @@ struct ZxcvbnMatcher {
         return Self.sortByIJ(matches)
     }
 
-    func reverseDictionaryMatch(_ password: [Unicode.Scalar], _ dictionaries: [(name: String, ranks: [String: Int])]) -> [ZMatch] {
+    package func reverseDictionaryMatch(_ password: [Unicode.Scalar], _ dictionaries: [(name: String, ranks: [String: Int])]) -> [ZMatch] {
         let n = password.count
         var matches = dictionaryMatch(Array(password.reversed()), dictionaries)
         for k in matches.indices {
@@ -110,7 +110,7 @@ struct ZxcvbnMatcher {
         return Self.sortByIJ(matches)
     }
 
-    static func relevantL33tSubtable(_ password: [Unicode.Scalar]) -> [(Unicode.Scalar, [Unicode.Scalar])] {
+    package static func relevantL33tSubtable(_ password: [Unicode.Scalar]) -> [(Unicode.Scalar, [Unicode.Scalar])] {
         let chars = Set(password)
         return l33tTable.compactMap { letter, subs in
             let relevant = subs.filter { chars.contains($0) }
@@ -119,7 +119,7 @@ struct ZxcvbnMatcher {
     }
 
     /// Every consistent assignment of l33t characters to letters (zxcvbn's enumerate_l33t_subs).
-    static func enumerateL33tSubs(_ table: [(Unicode.Scalar, [Unicode.Scalar])]) -> [[(Unicode.Scalar, Unicode.Scalar)]] {
+    package static func enumerateL33tSubs(_ table: [(Unicode.Scalar, [Unicode.Scalar])]) -> [[(Unicode.Scalar, Unicode.Scalar)]] {
         typealias Sub = [(Unicode.Scalar, Unicode.Scalar)]  // (l33t char, letter)
         func dedup(_ subs: [Sub]) -> [Sub] {
             var seen = Set<String>()
@@ -162,7 +162,7 @@ struct ZxcvbnMatcher {
         }
     }
 
-    func l33tMatch(_ password: [Unicode.Scalar], _ dictionaries: [(name: String, ranks: [String: Int])]) -> [ZMatch] {
+    package func l33tMatch(_ password: [Unicode.Scalar], _ dictionaries: [(name: String, ranks: [String: Int])]) -> [ZMatch] {
         var matches: [ZMatch] = []
         for sub in Self.enumerateL33tSubs(Self.relevantL33tSubtable(password)) {
             if sub.isEmpty { break }
@@ -183,15 +183,15 @@ struct ZxcvbnMatcher {
 
     // MARK: spatial
 
-    static let shifted: Set<Unicode.Scalar> = Set("~!@#$%^&*()_+QWERTYUIOP{}|ASDFGHJKL:\"ZXCVBNM<>?".unicodeScalars)
+    package static let shifted: Set<Unicode.Scalar> = Set("~!@#$%^&*()_+QWERTYUIOP{}|ASDFGHJKL:\"ZXCVBNM<>?".unicodeScalars)
 
-    func spatialMatch(_ password: [Unicode.Scalar]) -> [ZMatch] {
+    package func spatialMatch(_ password: [Unicode.Scalar]) -> [ZMatch] {
         var matches: [ZMatch] = []
         for (name, graph) in data.graphs { matches += spatialHelper(password, graph, name) }
         return Self.sortByIJ(matches)
     }
 
-    func spatialHelper(_ password: [Unicode.Scalar], _ graph: [Unicode.Scalar: [[Unicode.Scalar]?]], _ name: String) -> [ZMatch] {
+    package func spatialHelper(_ password: [Unicode.Scalar], _ graph: [Unicode.Scalar: [[Unicode.Scalar]?]], _ name: String) -> [ZMatch] {
         var matches: [ZMatch] = []
         var i = 0
         while i < password.count - 1 {
@@ -242,19 +242,19 @@ struct ZxcvbnMatcher {
     // MARK: repeat
 
     /// The shortest base that repeats at least twice starting at `s`, or nil (regex `(.+?)\1+`).
-    static func repeats(_ p: [Unicode.Scalar], at s: Int, length L: Int) -> Bool {
+    package static func repeats(_ p: [Unicode.Scalar], at s: Int, length L: Int) -> Bool {
         guard s + 2 * L <= p.count else { return false }
         for k in 0..<L where p[s + k] != p[s + L + k] { return false }
         return true
     }
 
-    static func extent(_ p: [Unicode.Scalar], at s: Int, length L: Int) -> Int {
+    package static func extent(_ p: [Unicode.Scalar], at s: Int, length L: Int) -> Int {
         var reps = 1
         while s + (reps + 1) * L <= p.count && (0..<L).allSatisfy({ p[s + $0] == p[s + reps * L + $0] }) { reps += 1 }
         return reps * L
     }
 
-    func repeatMatch(_ password: [Unicode.Scalar], _ dictionaries: [(name: String, ranks: [String: Int])]) -> [ZMatch] {
+    package func repeatMatch(_ password: [Unicode.Scalar], _ dictionaries: [(name: String, ranks: [String: Int])]) -> [ZMatch] {
         var matches: [ZMatch] = []
         var last = 0
         let n = password.count
@@ -299,7 +299,7 @@ struct ZxcvbnMatcher {
 
     // MARK: sequence
 
-    func sequenceMatch(_ password: [Unicode.Scalar]) -> [ZMatch] {
+    package func sequenceMatch(_ password: [Unicode.Scalar]) -> [ZMatch] {
         if password.count == 1 { return [] }
         var result: [ZMatch] = []
         func update(_ i: Int, _ j: Int, _ delta: Int?) {
@@ -329,7 +329,7 @@ struct ZxcvbnMatcher {
 
     // MARK: regex (recent_year: 19\d\d|200\d|201\d)
 
-    func regexMatch(_ password: [Unicode.Scalar]) -> [ZMatch] {
+    package func regexMatch(_ password: [Unicode.Scalar]) -> [ZMatch] {
         var matches: [ZMatch] = []
         var k = 0
         while k + 4 <= password.count {
@@ -353,11 +353,11 @@ struct ZxcvbnMatcher {
 
     // MARK: date
 
-    static func digitsValue(_ s: ArraySlice<Unicode.Scalar>) -> Int {
+    package static func digitsValue(_ s: ArraySlice<Unicode.Scalar>) -> Int {
         s.reduce(0) { $0 * 10 + Int($1.value - 48) }
     }
 
-    func dateMatch(_ password: [Unicode.Scalar]) -> [ZMatch] {
+    package func dateMatch(_ password: [Unicode.Scalar]) -> [ZMatch] {
         var matches: [ZMatch] = []
         let n = password.count
         if n >= 4 {
@@ -413,7 +413,7 @@ struct ZxcvbnMatcher {
     }
 
     /// `^(\d{1,4})([\s/\\_.-])(\d{1,2})\2(\d{1,4})$`
-    static func separatedDate(_ t: [Unicode.Scalar]) -> (Int, Unicode.Scalar, Int, Int)? {
+    package static func separatedDate(_ t: [Unicode.Scalar]) -> (Int, Unicode.Scalar, Int, Int)? {
         let seps: Set<Unicode.Scalar> = [" ", "\t", "\n", "\r", "\u{0B}", "\u{0C}", "/", "\\", "_", ".", "-"]
         var k = 0
         while k < t.count && t[k].isASCIIDigit { k += 1 }
@@ -429,7 +429,7 @@ struct ZxcvbnMatcher {
         return (a, sep, b, digitsValue(rest))
     }
 
-    static func mapIntsToDMY(_ ints: [Int]) -> (year: Int, month: Int, day: Int)? {
+    package static func mapIntsToDMY(_ ints: [Int]) -> (year: Int, month: Int, day: Int)? {
         if ints[1] > 31 || ints[1] <= 0 { return nil }
         var over12 = 0
         var over31 = 0
@@ -455,7 +455,7 @@ struct ZxcvbnMatcher {
         return nil
     }
 
-    static func mapIntsToDM(_ ints: [Int]) -> (day: Int, month: Int)? {
+    package static func mapIntsToDM(_ ints: [Int]) -> (day: Int, month: Int)? {
         for (d, m) in [(ints[0], ints[1]), (ints[1], ints[0])] where 1 <= d && d <= 31 && 1 <= m && m <= 12 {
             return (d, m)
         }

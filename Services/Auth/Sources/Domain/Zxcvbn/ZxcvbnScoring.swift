@@ -2,17 +2,17 @@ import Foundation
 
 /// zxcvbn's scoring: the least guessable way to cover the password with matches (dynamic
 /// programming over match sequences), and the guesses → score thresholds.
-struct ZxcvbnScoring {
-    static let bruteforceCardinality = 10.0
-    static let minGuessesBeforeGrowingSequence = 10000.0
-    static let minSubmatchGuessesSingleChar = 10.0
-    static let minSubmatchGuessesMultiChar = 50.0
-    static let minYearSpace = 20
-    static let referenceYear = 2017
+package struct ZxcvbnScoring {
+    package static let bruteforceCardinality = 10.0
+    package static let minGuessesBeforeGrowingSequence = 10000.0
+    package static let minSubmatchGuessesSingleChar = 10.0
+    package static let minSubmatchGuessesMultiChar = 50.0
+    package static let minYearSpace = 20
+    package static let referenceYear = 2017
 
-    let data: ZxcvbnData
+    package let data: ZxcvbnData
 
-    static func nCk(_ n: Int, _ k: Int) -> Double {
+    package static func nCk(_ n: Int, _ k: Int) -> Double {
         if k > n { return 0 }
         if k == 0 { return 1 }
         var r = 1.0
@@ -25,29 +25,29 @@ struct ZxcvbnScoring {
         return r
     }
 
-    static func factorial(_ n: Int) -> Double { n <= 1 ? 1 : (2...n).reduce(1.0) { $0 * Double($1) } }
+    package static func factorial(_ n: Int) -> Double { n <= 1 ? 1 : (2...n).reduce(1.0) { $0 * Double($1) } }
 
     /// An insertion-ordered map from sequence length to a value (Python dicts keep insertion order,
     /// and the reference's tie-breaking follows it).
-    struct Ordered<V> {
-        var keys: [Int] = []
-        var values: [Int: V] = [:]
-        subscript(l: Int) -> V? {
+    package struct Ordered<V> {
+        package var keys: [Int] = []
+        package var values: [Int: V] = [:]
+        package subscript(l: Int) -> V? {
             get { values[l] }
             set {
                 if values[l] == nil { keys.append(l) }
                 values[l] = newValue
             }
         }
-        var items: [(Int, V)] { keys.map { ($0, values[$0]!) } }
+        package var items: [(Int, V)] { keys.map { ($0, values[$0]!) } }
     }
 
-    struct Result {
-        var guesses: Double
-        var sequence: [ZMatch]
+    package struct Result {
+        package var guesses: Double
+        package var sequence: [ZMatch]
     }
 
-    func mostGuessableMatchSequence(_ password: [Unicode.Scalar], _ matches: [ZMatch], excludeAdditive: Bool = false) -> Result {
+    package func mostGuessableMatchSequence(_ password: [Unicode.Scalar], _ matches: [ZMatch], excludeAdditive: Bool = false) -> Result {
         let n = password.count
         if n == 0 { return Result(guesses: 1, sequence: []) }
         var byJ = [[ZMatch]](repeating: [], count: n)
@@ -121,7 +121,7 @@ struct ZxcvbnScoring {
         return Result(guesses: optG[n - 1][sequence.count]!, sequence: sequence)
     }
 
-    func estimateGuesses(_ m: inout ZMatch, _ password: [Unicode.Scalar]) -> Double {
+    package func estimateGuesses(_ m: inout ZMatch, _ password: [Unicode.Scalar]) -> Double {
         if let g = m.guesses, g != 0 { return g }
         var minGuesses = 1.0
         if m.token.count < password.count {
@@ -144,17 +144,17 @@ struct ZxcvbnScoring {
         return m.guesses!
     }
 
-    func bruteforceGuesses(_ m: ZMatch) -> Double {
+    package func bruteforceGuesses(_ m: ZMatch) -> Double {
         let guesses = pow(Self.bruteforceCardinality, Double(m.token.count))
         let minGuesses = m.token.count == 1 ? Self.minSubmatchGuessesSingleChar + 1 : Self.minSubmatchGuessesMultiChar + 1
         return max(guesses, minGuesses)
     }
 
-    func dictionaryGuesses(_ m: ZMatch) -> Double {
+    package func dictionaryGuesses(_ m: ZMatch) -> Double {
         Double(m.rank) * uppercaseVariations(m.token) * l33tVariations(m) * (m.reversed ? 2 : 1)
     }
 
-    func sequenceGuesses(_ m: ZMatch) -> Double {
+    package func sequenceGuesses(_ m: ZMatch) -> Double {
         let first = m.token[0]
         var base: Double
         if ["a", "A", "z", "Z", "0", "1", "9"].contains(first) {
@@ -168,7 +168,7 @@ struct ZxcvbnScoring {
         return base * Double(m.token.count)
     }
 
-    func spatialGuesses(_ m: ZMatch) -> Double {
+    package func spatialGuesses(_ m: ZMatch) -> Double {
         let keyboard = m.graph == "qwerty" || m.graph == "dvorak"
         let s = Double(keyboard ? data.keyboardStartingPositions : data.keypadStartingPositions)
         let d = keyboard ? data.keyboardAverageDegree : data.keypadAverageDegree
@@ -197,7 +197,7 @@ struct ZxcvbnScoring {
         return guesses
     }
 
-    func uppercaseVariations(_ word: [Unicode.Scalar]) -> Double {
+    package func uppercaseVariations(_ word: [Unicode.Scalar]) -> Double {
         let noASCIIUpper = word.allSatisfy { !$0.isASCIIUpper }
         if (!word.isEmpty && noASCIIUpper) || word.map(\.lowered) == word { return 1 }
         let noASCIILower = word.allSatisfy { !$0.isASCIILower }
@@ -211,7 +211,7 @@ struct ZxcvbnScoring {
         return variations
     }
 
-    func l33tVariations(_ m: ZMatch) -> Double {
+    package func l33tVariations(_ m: ZMatch) -> Double {
         if !m.l33t { return 1 }
         var variations = 1.0
         let chars = m.token.map(\.lowered)
@@ -229,7 +229,7 @@ struct ZxcvbnScoring {
         return variations
     }
 
-    static func score(guesses: Double) -> Int {
+    package static func score(guesses: Double) -> Int {
         let delta = 5.0
         if guesses < 1e3 + delta { return 0 }
         if guesses < 1e6 + delta { return 1 }
@@ -242,15 +242,11 @@ struct ZxcvbnScoring {
 /// zxcvbn (Dropbox's password strength estimator), ported from the reference `zxcvbn` 4.5.0
 /// package on PyPI; its agreement with that package is checked by a test.
 public struct Zxcvbn: PasswordStrengthEstimator {
-    let data: ZxcvbnData
+    package let data: ZxcvbnData
+
+    package init(data: ZxcvbnData) { self.data = data }
     /// The reference refuses longer passwords (and bcrypt reads 72 bytes only).
     public static let maxLength = 72
-
-    /// Loaded once per process: the lists take ~1 MB and some milliseconds to index.
-    public static let shared: Zxcvbn = {
-        // A missing resource is a packaging error: the binary cannot judge passwords without it.
-        try! Zxcvbn(data: ZxcvbnData.load(bundle: .module))
-    }()
 
     public struct Estimate: Sendable {
         public var guesses: Double

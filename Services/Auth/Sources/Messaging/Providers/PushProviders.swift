@@ -1,4 +1,5 @@
 import AsyncHTTPClient
+import AuthDomain
 import Crypto
 import Foundation
 import Logging

@@ -4,6 +4,7 @@ import ServiceKit
 
 #if canImport(Glibc)
 import Glibc
+import AuthDomain
 #endif
 
 /// Posts one signed event to an endpoint (Standard Webhooks headers), 15 s at most. The host is
