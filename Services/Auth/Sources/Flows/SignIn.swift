@@ -59,15 +59,14 @@ struct SignIn: Sendable {
                 expiresAt: now.addingTimeInterval(TokenLifetimes.emailVerification),
                 on: conn
             )
-            let tokens = try await ctx.issuer.startSession(for: user, device: device, now: now, on: conn)
-            try await ctx.audit.record(
-                origin.entry(
-                    "register",
-                    "success",
-                    app: appID,
-                    user: user.id,
-                    details: ["provider": "email"]
-                ),
+            let tokens = try await startSession(
+                user,
+                "register",
+                provider: "email",
+                device: device,
+                appID: appID,
+                now: now,
+                origin: origin,
                 on: conn
             )
             return (user, tokens)
@@ -126,15 +125,14 @@ struct SignIn: Sendable {
                 issuedSecret = secret
                 created = true
             }
-            let tokens = try await ctx.issuer.startSession(for: user, device: device, now: now, on: conn)
-            try await ctx.audit.record(
-                origin.entry(
-                    created ? "register" : "login",
-                    "success",
-                    app: appID,
-                    user: user.id,
-                    details: ["provider": "guest"]
-                ),
+            let tokens = try await startSession(
+                user,
+                created ? "register" : "login",
+                provider: "guest",
+                device: device,
+                appID: appID,
+                now: now,
+                origin: origin,
                 on: conn
             )
             return (user, tokens, created, issuedSecret)
@@ -161,15 +159,14 @@ struct SignIn: Sendable {
                 if let providerRefreshToken {
                     try await ctx.users.replaceProviderRefreshToken(providerRefreshToken, provider: provider, userID: user.id, on: conn)
                 }
-                let tokens = try await ctx.issuer.startSession(for: user, device: device, now: now, on: conn)
-                try await ctx.audit.record(
-                    origin.entry(
-                        "login",
-                        "success",
-                        app: appID,
-                        user: user.id,
-                        details: ["provider": .string(provider.rawValue)]
-                    ),
+                let tokens = try await startSession(
+                    user,
+                    "login",
+                    provider: provider.rawValue,
+                    device: device,
+                    appID: appID,
+                    now: now,
+                    origin: origin,
                     on: conn
                 )
                 return (user, tokens, false)
@@ -204,15 +201,14 @@ struct SignIn: Sendable {
                 userID: user.id,
                 on: conn
             )
-            let tokens = try await ctx.issuer.startSession(for: user, device: device, now: now, on: conn)
-            try await ctx.audit.record(
-                origin.entry(
-                    "register",
-                    "success",
-                    app: appID,
-                    user: user.id,
-                    details: ["provider": .string(provider.rawValue)]
-                ),
+            let tokens = try await startSession(
+                user,
+                "register",
+                provider: provider.rawValue,
+                device: device,
+                appID: appID,
+                now: now,
+                origin: origin,
                 on: conn
             )
             return (user, tokens, true)
@@ -243,15 +239,14 @@ struct SignIn: Sendable {
     func passwordAccepted(_ user: User, appID: UUID, device: DeviceInfo?, now: Date, origin: AuditLog.Origin) async throws -> (User, TokenPair) {
         try await ctx.db.withTransaction(logger: ctx.logger) { conn in
             let signedIn = try await ctx.users.recordLogin(user.id, now: now, on: conn) ?? user
-            let tokens = try await ctx.issuer.startSession(for: signedIn, device: device, now: now, on: conn)
-            try await ctx.audit.record(
-                origin.entry(
-                    "login",
-                    "success",
-                    app: appID,
-                    user: user.id,
-                    details: ["provider": "email"]
-                ),
+            let tokens = try await startSession(
+                signedIn,
+                "login",
+                provider: "email",
+                device: device,
+                appID: appID,
+                now: now,
+                origin: origin,
                 on: conn
             )
             return (signedIn, tokens)
@@ -287,5 +282,22 @@ struct SignIn: Sendable {
             )
             return (n, fact)
         }
+    }
+
+    /// A session for `user` and the audit entry of the sign-in that opened it (`register` or
+    /// `login`), in the caller's transaction.
+    private func startSession(
+        _ user: User,
+        _ action: String,
+        provider: String,
+        device: DeviceInfo?,
+        appID: UUID,
+        now: Date,
+        origin: AuditLog.Origin,
+        on conn: PostgresConnection
+    ) async throws -> TokenPair {
+        let tokens = try await ctx.issuer.startSession(for: user, device: device, now: now, on: conn)
+        try await ctx.audit.record(origin.entry(action, "success", app: appID, user: user.id, details: ["provider": .string(provider)]), on: conn)
+        return tokens
     }
 }
