@@ -30,28 +30,6 @@ public struct EnvironmentVariables: Sendable {
     }
 }
 
-/// The four services, their ports, prefixes and schemas (ARCHITECTURE.md, "The shape").
-public enum ServiceName: String, Sendable, CaseIterable, Codable {
-    case auth, subscription, offline, ads
-
-    public var defaultPort: Int {
-        switch self {
-        case .auth: 3001
-        case .subscription: 3002
-        case .offline: 3003
-        case .ads: 3004
-        }
-    }
-
-    /// Public path prefix, identical at the gateway and in the service.
-    public var prefix: String { "/\(rawValue)/v1" }
-    /// The Postgres schema the service owns.
-    public var schema: String { rawValue }
-    /// The Postgres login role of the service (granted its own schema only).
-    public var databaseRole: String { "\(rawValue)_svc" }
-    public var envPrefix: String { rawValue.uppercased() }
-}
-
 public struct DatabaseConfig: Sendable {
     public var host: String
     public var port: Int

@@ -4,7 +4,8 @@ import Logging
 import NIOCore
 import PostgresNIO
 @_exported import ServiceCore
-import WireTypes
+// ServiceName and the internal routes are WireTypes' values; every service names them.
+@_exported import WireTypes
 
 /// The envelope an `AppError` renders through Hummingbird.
 extension AppError: HTTPResponseError {

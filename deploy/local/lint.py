@@ -6,7 +6,7 @@
 - Every error code a service answers is in its catalogue (`<Service>Errors.swift`), and the
   catalogue is exactly what its OpenAPI document lists.
 - The sources are formatted as `.swift-format` says (`swift format lint --strict`).
-- Internal paths are built from their declaration in `ServiceKit/InternalRoutes.swift`,
+- Internal paths are built from their declaration in `WireTypes/InternalRoutes.swift`,
   never spelled out by hand (#50).
 - A route opens no transaction: a flow owns it; the stores that still open one are counted and
   the count only goes down (#50).
@@ -57,11 +57,11 @@ for path in sorted(glob.glob("Services/*/Sources/**/*.swift", recursive=True)):
             findings.append(f"{path}:{number}: I/O in Domain/ ({DOMAIN_IO.search(line).group(1)}): {line.strip()[:100]}")
 
 # #50 internal calls are typed: every `/internal/...` path is built by its declaration in
-# ServiceKit/InternalRoutes.swift (the caller's `path(...)`, the callee's `group.on(route)`),
+# WireTypes/InternalRoutes.swift (the caller's `path(...)`, the callee's `group.on(route)`),
 # never spelled out by hand, so caller and callee cannot drift apart.
 INTERNAL_PATH = re.compile(r'"[^"]*/internal/')
 for path in sorted(glob.glob("Services/*/Sources/**/*.swift", recursive=True) + glob.glob("Shared/**/*.swift", recursive=True)):
-    if path.endswith("ServiceKit/InternalRoutes.swift"):
+    if path.endswith("WireTypes/InternalRoutes.swift"):
         continue
     for number, line in code_lines(path):
         if INTERNAL_PATH.search(line):
