@@ -48,6 +48,15 @@ struct ServiceSpec {
     /// ServiceCore and WireTypes (and what `domain` adds) only, so the compiler, not a regular
     /// expression, keeps it pure. Nil: still a folder of the service's target.
     var domain: [Target.Dependency]? = nil
+    /// Folders of the service that are modules of their own (a target each, which the service
+    /// depends on and which depends on ServiceKit, WireTypes and the Domain only).
+    var modules: [Module] = []
+
+    struct Module {
+        let name: String
+        let folder: String
+        let dependencies: [Target.Dependency]
+    }
 }
 
 let services: [ServiceSpec] = [
@@ -60,21 +69,39 @@ let services: [ServiceSpec] = [
             .product(name: "X509", package: "swift-certificates"),
             .product(name: "SwiftASN1", package: "swift-asn1"),
             .product(name: "_CryptoExtras", package: "swift-crypto"),
-            // APNs speaks HTTP/2 only (see APNsClient).
-            .product(name: "AsyncHTTPClient", package: "async-http-client"),
-            // #46: the live WebSocket (RFC 6455 framing and upgrade from swift-nio).
-            .product(name: "NIOWebSocket", package: "swift-nio"),
-            .product(name: "NIOHTTP1", package: "swift-nio"),
-            .product(name: "NIOHTTPTypes", package: "swift-nio-extras"),
-            .product(name: "NIOHTTPTypesHTTP1", package: "swift-nio-extras"),
-            .product(name: "HummingbirdCore", package: "hummingbird"),
-            .product(name: "NIOSSL", package: "swift-nio-ssl"),
-            // #49: the APNs call's span (AsyncHTTPClient's own would record the device token).
-            .product(name: "Tracing", package: "swift-distributed-tracing"),
-            .product(name: "ServiceContextModule", package: "swift-service-context"),
         ],
         resources: [.copy("Resources/zxcvbn"), .copy("OpenAPI")],
-        domain: [.product(name: "Crypto", package: "swift-crypto"), .product(name: "HTTPTypes", package: "swift-http-types")]
+        domain: [.product(name: "Crypto", package: "swift-crypto"), .product(name: "HTTPTypes", package: "swift-http-types")],
+        modules: [
+            .init(
+                name: "AuthMessaging",
+                folder: "Messaging",
+                dependencies: [
+                    .product(name: "Hummingbird", package: "hummingbird"),
+                    .product(name: "HummingbirdCore", package: "hummingbird"),
+                    .product(name: "PostgresNIO", package: "postgres-nio"),
+                    .product(name: "Logging", package: "swift-log"),
+                    .product(name: "Prometheus", package: "swift-prometheus"),
+                    .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                    .product(name: "Crypto", package: "swift-crypto"),
+                    .product(name: "_CryptoExtras", package: "swift-crypto"),
+                    .product(name: "NIOCore", package: "swift-nio"),
+                    .product(name: "NIOPosix", package: "swift-nio"),
+                    // APNs speaks HTTP/2 only (see APNsClient).
+                    .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                    // #46: the live WebSocket (RFC 6455 framing and upgrade from swift-nio).
+                    .product(name: "NIOWebSocket", package: "swift-nio"),
+                    .product(name: "NIOHTTP1", package: "swift-nio"),
+                    .product(name: "NIOHTTPTypes", package: "swift-nio-extras"),
+                    .product(name: "NIOHTTPTypesHTTP1", package: "swift-nio-extras"),
+                    .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                    .product(name: "HTTPTypes", package: "swift-http-types"),
+                    // #49: the APNs call's span (AsyncHTTPClient's own would record the device token).
+                    .product(name: "Tracing", package: "swift-distributed-tracing"),
+                    .product(name: "ServiceContextModule", package: "swift-service-context"),
+                ]
+            )
+        ]
     ),
     .init(
         name: "Subscription",
@@ -135,15 +162,26 @@ func serviceTargets(_ s: ServiceSpec) -> [Target] {
             [.target(name: "\(s.name)Domain", dependencies: ["ServiceCore", "WireTypes"] + extra, path: "Services/\(s.name)/Sources/Domain")]
         } ?? []
     let domainDependency: [Target.Dependency] = s.domain == nil ? [] : [.target(name: "\(s.name)Domain")]
-    return domain + [
+    // #50 auth's messaging (push, webhooks, live) is a module of its own: auth's core calls its
+    // narrow interface (`AuthMessaging`, `MessagingOutbox`) and it calls nothing of the core back.
+    let modules: [Target] =
+        s.modules.map { m in
+            .target(
+                name: m.name,
+                dependencies: ["ServiceKit", "WireTypes"] + domainDependency + m.dependencies,
+                path: "Services/\(s.name)/Sources/\(m.folder)"
+            )
+        }
+    let moduleDependencies: [Target.Dependency] = s.modules.map { .target(name: $0.name) }
+    return domain + modules + [
         .target(
             name: "\(s.name)Service",
             dependencies: [
                 "ServiceKit", "WireTypes",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
-            ] + domainDependency + s.extra,
+            ] + domainDependency + moduleDependencies + s.extra,
             path: "Services/\(s.name)/Sources",
-            exclude: s.domain == nil ? [] : ["Domain"],
+            exclude: (s.domain == nil ? [] : ["Domain"]) + s.modules.map(\.folder),
             resources: [.copy("Migrations")] + s.resources
         ),
         .executableTarget(
@@ -154,7 +192,7 @@ func serviceTargets(_ s: ServiceSpec) -> [Target] {
         ),
         .testTarget(
             name: "\(s.name)Tests",
-            dependencies: [.target(name: "\(s.name)Service"), "TestSupport"] + domainDependency + peers + [
+            dependencies: [.target(name: "\(s.name)Service"), "TestSupport"] + domainDependency + moduleDependencies + peers + [
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
                 .product(name: "JWTKit", package: "jwt-kit"),
                 .product(name: "_CryptoExtras", package: "swift-crypto"),

@@ -276,12 +276,12 @@ final class DataKeyChangeTests: XCTestCase {
             let during = try await SignInSettingsStore(db: runtime.db, box: both, logger: runtime.logger).loadApple()
             XCTAssertTrue(apps.allSatisfy { during[$0] != nil }, "during the change, the previous key still opens them")
 
-            let first = try await ResealStore(db: runtime.db, box: both, logger: runtime.logger).run(batch: 2)
+            let first = try await DataKeyResealing(db: runtime.db, box: both, logger: runtime.logger).run(batch: 2)
             XCTAssertGreaterThanOrEqual(first["apple_signin_settings"] ?? 0, 3)
             let after = try await onlyNew.loadApple()
             XCTAssertTrue(apps.allSatisfy { after[$0] != nil }, "after the re-seal the new key alone opens them")
             XCTAssertEqual(after[apps[0]]?.teamID, "TEAM123450")
-            let second = try await ResealStore(db: runtime.db, box: both, logger: runtime.logger).run()
+            let second = try await DataKeyResealing(db: runtime.db, box: both, logger: runtime.logger).run()
             XCTAssertEqual(second["apple_signin_settings"], 0, "a second run changes nothing")
         }
     }

@@ -7,6 +7,7 @@ import TestSupport
 import WireTypes
 import XCTest
 
+@testable import AuthMessaging
 @testable import AuthService
 
 /// The live events' rows (#46) against PostgreSQL, in-process: numbering in commit order under

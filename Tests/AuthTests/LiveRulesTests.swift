@@ -3,6 +3,7 @@ import Foundation
 import WireTypes
 import XCTest
 
+@testable import AuthMessaging
 @testable import AuthService
 
 /// The live streams' decisions (#46), without a database: cursors, resume points, which event

@@ -12,6 +12,7 @@ import WireTypes
 import XCTest
 import _CryptoExtras
 
+@testable import AuthMessaging
 @testable import AuthService
 
 /// #30 the decisions of the messenger, without a database: each alternate flow is a row.
@@ -219,7 +220,7 @@ final class PushTests: XCTestCase {
                 let setup = Setup(
                     h: h,
                     standIn: standIn,
-                    messenger: AuthService.messenger(runtime: h.runtime, box: box),
+                    messenger: AuthMessaging.messenger(runtime: h.runtime, box: box),
                     apnsKey: apnsKey,
                     fcmKey: fcmKey
                 )
@@ -628,7 +629,7 @@ final class PushTests: XCTestCase {
             XCTAssertEqual(token, again)
             // Another replica (or this one restarted) sends the token in force: no new signature.
             let box = SecretBox(key: try AuthService.dataKey(env: s.h.runtime.config.environment, signingKey: s.h.signerKey))
-            let replica = AuthService.messenger(runtime: s.h.runtime, box: box)
+            let replica = AuthMessaging.messenger(runtime: s.h.runtime, box: box)
             let fromReplica = try await replica.apns.providerToken(app: s.h.app.appID, try XCTUnwrap(creds))
             XCTAssertEqual(fromReplica, token)
             XCTAssertEqual(replica.apns.signed.withLock { $0 }, 0, "the replica signed nothing")

@@ -12,6 +12,7 @@ import TestSupport
 import WireTypes
 import XCTest
 
+@testable import AuthMessaging
 @testable import AuthService
 
 /// #33 the webhooks' decisions, without a database: each rule is a row.
@@ -196,18 +197,22 @@ final class WebhookTests: XCTestCase {
                 let box = SecretBox(key: try AuthService.dataKey(env: h.runtime.config.environment, signingKey: h.signerKey))
                 let store = WebhookStore(db: h.runtime.db, box: box, logger: h.runtime.logger)
                 let delivery = WebhookDelivery(
+                    db: h.runtime.db,
                     store: store,
                     sender: WebhookSender(http: h.runtime.http, allowLoopback: true),
-                    mailer: h.mailer,
-                    emails: EmailComposer(
-                        settings: TenantSettings(
-                            topic: "email_settings",
-                            bootstrap: [:],
-                            feed: h.runtime.changes,
-                            load: { [:] }
+                    notice: DisabledEndpointMail(
+                        mailer: h.mailer,
+                        emails: EmailComposer(
+                            settings: TenantSettings(
+                                topic: "email_settings",
+                                bootstrap: [:],
+                                feed: h.runtime.changes,
+                                load: { [:] }
+                            ),
+                            defaults: AuthSettings(environment: h.runtime.config.environment),
+                            applications: PostgresApplicationRepository(db: h.runtime.db, logger: h.runtime.logger)
                         ),
-                        defaults: AuthSettings(environment: h.runtime.config.environment),
-                        applications: PostgresApplicationRepository(db: h.runtime.db, logger: h.runtime.logger)
+                        logger: h.runtime.logger
                     ),
                     logger: h.runtime.logger
                 )

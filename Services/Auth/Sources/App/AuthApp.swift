@@ -1,4 +1,5 @@
 import AuthDomain
+import AuthMessaging
 import Crypto
 import Foundation
 import Hummingbird
@@ -28,7 +29,7 @@ public enum AuthService: ServiceDefinition {
     }
 
     public static func periodicQueries(_ env: EnvironmentVariables) -> [PeriodicQuery] {
-        PeriodicQuery.platform(env, retention: [auditLogRetention(env)] + PushStore.retention(env))
+        PeriodicQuery.platform(env, retention: [auditLogRetention(env)] + AuthMessaging.retention(env))
             + [PeriodicQuery("guest expiry", AccountStore.expiredGuestsQuery(now: Date(), batch: AccountLifecycle.guestExpiryBatch))]
     }
 
@@ -154,19 +155,15 @@ public enum AuthService: ServiceDefinition {
         )
         let jobs = JobQueue(client: runtime.db, queue: AccountLifecycle.queue, logger: runtime.logger, clock: runtime.clock)
         let linkSigner = LinkSigner(key: HKDF<SHA256>.deriveKey(inputKeyMaterial: dataKey, info: Data("export links v1".utf8), outputByteCount: 32))
-        let userData =
-            AuthUserData.sections(logger: runtime.logger) + [
-                PushStore.exportSection(logger: runtime.logger), LiveStore.exportSection(logger: runtime.logger),
-            ]
-        let messenger = Self.messenger(runtime: runtime, box: box)
-        let pushWorker = JobWorker(
-            queue: JobQueue(client: runtime.db, queue: PushMessenger.queue, logger: runtime.logger, clock: runtime.clock),
-            handlers: [PushMessenger.sendJob: { job in try await messenger.run(job) }],
-            pollInterval: .milliseconds(runtime.config.jobPollMilliseconds)
+        // #50 push, webhooks and live: a module auth's core calls, never the other way round.
+        let messaging = AuthMessaging(
+            runtime: runtime,
+            box: box,
+            apps: appVerifier,
+            tokens: tokenVerifier,
+            notice: DisabledEndpointMail(mailer: mailer, emails: emails, logger: runtime.logger)
         )
-        let webhookStore = WebhookStore(db: runtime.db, box: box, logger: runtime.logger)
-        let webhookSender = WebhookSender(http: runtime.http, allowLoopback: runtime.config.isLocal)
-        let webhooks = WebhookDelivery(store: webhookStore, sender: webhookSender, mailer: mailer, emails: emails, logger: runtime.logger)
+        let userData = AuthUserData.sections(logger: runtime.logger) + messaging.userData
         let exporter = PrivacyExporter(
             db: runtime.db,
             http: runtime.http,
@@ -212,37 +209,17 @@ public enum AuthService: ServiceDefinition {
             checkPassword: { try await ctx.checkPassword($0, hash: $1) }
         )
         let operators = AuthOperators(keys: operatorKeys, console: console)
-        // #46: the app's live streams, on every replica (not only the one running workers).
-        let liveHub = LiveHub(
-            db: runtime.db,
-            registry: runtime.metrics,
-            logger: runtime.logger,
-            heartbeat: .seconds(max(1, env.int("LIVE_HEARTBEAT_SECONDS", default: 20))),
-            maxPerUser: max(1, env.int("LIVE_MAX_STREAMS_PER_USER", default: 10))
-        )
-        let liveAuthorizer = LiveAuthorizer(
-            apps: appVerifier,
-            tokens: tokenVerifier,
-            sessions: runtime.sessions,
-            store: LiveStore(db: runtime.db, logger: runtime.logger)
-        )
-        let liveSocket = LiveSocket(
-            path: "\(runtime.config.service.prefix)/live/socket",
-            authorizer: liveAuthorizer,
-            hub: liveHub,
-            logger: runtime.logger
-        )
         return try buildServiceApplication(
             runtime: runtime,
             appVerifier: appVerifier,
             tokenVerifier: tokenVerifier,
             operatorVerifier: operators,
-            services: [worker, sweeper, pushWorker, webhooks],
-            everyReplica: [liveHub],
+            services: [worker, sweeper] + messaging.services,
+            everyReplica: messaging.everyReplica,
             userData: userData,
             timeline: SupportStore.timeline,
-            retention: [Self.auditLogRetention(env)] + PushStore.retention(env) + WebhookStore.retention(env) + LiveStore.retention(env),
-            server: LiveUpgradeChannel.builder(liveSocket)
+            retention: [Self.auditLogRetention(env)] + AuthMessaging.retention(env),
+            server: messaging.server
         ) { routes in
             try OpenAPIDocument.serve(.module, on: routes.open)
             JWKSController(document: jwks, issuer: runtime.config.authIssuer).addRoutes(to: routes.open)
@@ -278,40 +255,8 @@ public enum AuthService: ServiceDefinition {
             )
             .addRoutes(to: routes.admin)
             InternalUsersController(ctx: ctx).addRoutes(to: routes.internal)
-            let push = PushController(messenger: messenger)
-            push.addUserRoutes(to: routes.user)
-            push.addAdminRoutes(to: routes.admin)
-            push.addInternalRoutes(to: routes.internal)
-            let hooks = WebhookController(store: webhookStore, sender: webhookSender, local: runtime.config.isLocal, clock: runtime.clock)
-            hooks.addAdminRoutes(to: routes.admin)
-            hooks.addInternalRoutes(to: routes.internal)
-            LiveController(authorizer: liveAuthorizer).addRoutes(open: routes.open, user: routes.user)
+            messaging.addRoutes(routes)
         }
-    }
-
-    /// The messenger (#30) and its providers; tests build their own on the same runtime.
-    static func messenger(runtime: ServiceRuntime, box: SecretBox) -> PushMessenger {
-        let env = runtime.config.environment
-        let store = PushStore(db: runtime.db, box: box, logger: runtime.logger)
-        return PushMessenger(
-            store: store,
-            apns: APNsClient(
-                url: env.optional("APNS_URL"),
-                caBundle: env.optional("APNS_CA_BUNDLE"),
-                store: PushTokenStore(db: runtime.db, logger: runtime.logger),
-                clock: runtime.clock
-            ),
-            fcm: FCMClient(
-                http: runtime.http,
-                baseURL: env.string("FCM_URL", default: "https://fcm.googleapis.com"),
-                tokenURL: env.string("GOOGLE_OAUTH_TOKEN_URL", default: "https://oauth2.googleapis.com/token"),
-                clock: runtime.clock
-            ),
-            credentials: TenantSettings(topic: "push_credentials", bootstrap: [:], feed: runtime.changes, load: store.loadCredentials),
-            options: TenantSettings(topic: "push_settings", bootstrap: [:], feed: runtime.changes, load: store.loadOptions),
-            registry: runtime.metrics,
-            logger: runtime.logger
-        )
     }
 
     /// The key that seals secrets at rest: `AUTH_DATA_KEY` (base64, 32 bytes), else derived

@@ -309,7 +309,7 @@ public struct AuthCommand: AsyncParsableCommand {
             let box = SecretBox(key: try AuthService.dataKey(env: env, signingKey: SigningKeyLoader.load(config: runtime.config)), previous: previous)
             try await runtime.withDatabase { db in
                 try await runtime.migrations.run(on: db, logger: runtime.logger)
-                let counts = try await ResealStore(db: db, box: box, logger: runtime.logger).run()
+                let counts = try await DataKeyResealing(db: db, box: box, logger: runtime.logger).run()
                 for (table, n) in counts.sorted(by: { $0.key < $1.key }) { print("\(table): \(n) sealed again") }
             }
         }

@@ -1,4 +1,5 @@
 import AuthDomain
+import AuthMessaging
 import Foundation
 import Hummingbird
 import HummingbirdBcrypt
@@ -105,7 +106,7 @@ struct AuthContext: Sendable {
     func signOutEverywhere(app: UUID, user: UUID, reason: String, on conn: PostgresConnection) async throws -> (revoked: Int, fact: SessionFact) {
         let n = try await refreshTokens.revokeAll(userID: user, reason: reason, on: conn)
         let fact = try await facts.endSessions(app: app, user: user, .all, on: conn)
-        try await PushStore.removeAll(app: app, user: user, on: conn, logger: logger)
+        try await MessagingOutbox.forgetDevices(app: app, user: user, on: conn, logger: logger)
         return (n, fact)
     }
 
@@ -127,22 +128,9 @@ struct AuthContext: Sendable {
     }
 
     /// Suspended accounts are refused (seed 14a), locked ones too (14b).
-    func requireActive(_ user: User, now: Date) throws {
-        if user.status == .suspended {
-            throw AppError(
-                .forbidden,
-                "account_suspended",
-                "Your account has been suspended",
-                extra: [
-                    "reason": .string(user.suspensionReason ?? "Terms of service violation"),
-                    "contact": .string(settings.supportContact),
-                ]
-            )
-        }
-        if let until = user.lockedUntil, until > now {
-            throw accountLocked(until: until, now: now)
-        }
-    }
+    var gate: AccountGate { AccountGate(supportContact: settings.supportContact) }
+
+    func requireActive(_ user: User, now: Date) throws { try gate.requireActive(user, now: now) }
 
     func accountLocked(until: Date, now: Date) -> AppError { LockoutPolicy.refusal(lockedUntil: until, now: now) }
 }

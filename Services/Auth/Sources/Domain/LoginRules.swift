@@ -34,6 +34,31 @@ public enum LockoutPolicy {
     }
 }
 
+/// Who may sign in or refresh now (seed 14a, 14b): a suspended account is refused, with the
+/// reason and the support contact; a locked one until its lock ends.
+package struct AccountGate: Sendable {
+    package let supportContact: String
+
+    package init(supportContact: String) { self.supportContact = supportContact }
+
+    package func requireActive(_ user: User, now: Date) throws {
+        if user.status == .suspended {
+            throw AppError(
+                .forbidden,
+                "account_suspended",
+                "Your account has been suspended",
+                extra: [
+                    "reason": .string(user.suspensionReason ?? "Terms of service violation"),
+                    "contact": .string(supportContact),
+                ]
+            )
+        }
+        if let until = user.lockedUntil, until > now {
+            throw LockoutPolicy.refusal(lockedUntil: until, now: now)
+        }
+    }
+}
+
 /// Lifetimes of the seed: access token 7 days, refresh token 30 days, guests 30 days without
 /// activity, email verification 24 h.
 public enum TokenLifetimes {

@@ -1,4 +1,5 @@
 import AuthDomain
+import AuthMessaging
 import Foundation
 import Logging
 import NIOCore
@@ -42,16 +43,13 @@ public struct AccountLifecycle: Sendable {
             )
         }
         try await facts.facts.forget(app: appID, user: userID, on: conn)
-        try await LiveStore.erase(user: userID, app: appID, on: conn, logger: logger)
+        try await MessagingOutbox.forgetLiveEvents(app: appID, user: userID, on: conn, logger: logger)
         // #33: after erasure the app's servers are told; only the id (UC-AUTH-1.4).
-        try await WebhookStore.record(
-            WebhookEvent(
-                type: .userDeleted,
-                appID: appID,
-                createdAt: Date(),
-                version: Int64(fact.version),
-                data: ["user_id": .string(userID.lowercasedString)]
-            ),
+        try await MessagingOutbox.webhook(
+            .userDeleted,
+            app: appID,
+            version: Int64(fact.version),
+            data: ["user_id": .string(userID.lowercasedString)],
             on: conn,
             logger: logger
         )

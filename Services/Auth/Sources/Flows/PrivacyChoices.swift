@@ -1,4 +1,5 @@
 import AuthDomain
+import AuthMessaging
 import Foundation
 import PostgresNIO
 import ServiceKit
@@ -116,10 +117,10 @@ struct PrivacyChoices: Sendable {
                 "geolocation": .bool(new.consentGeolocation), "personalized_ads": .bool(new.consentPersonalizedAds),
                 "notifications": .bool(new.consentNotifications), "game_center": .bool(new.consentGameCenter),
             ]
-            try await LiveStore.record(
+            try await MessagingOutbox.live(
+                .consentUpdated,
                 app: app,
                 user: user,
-                type: .consentUpdated,
                 version: version,
                 data: ["consents": .object(consents), "changed": .array(changed), "version": .int(Int(version))],
                 on: conn,

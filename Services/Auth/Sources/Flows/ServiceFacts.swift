@@ -1,4 +1,5 @@
 import AuthDomain
+import AuthMessaging
 import Foundation
 import ServiceKit
 import WireTypes
@@ -21,10 +22,10 @@ struct ServiceFacts: Sendable {
             if current.status == .suspended { return current }
             // #46: the app's streams hear each new premium fact (a purchase, a renewal, a
             // refund, an expiry, a cancel, a support grant), with subscription's version.
-            try await LiveStore.record(
+            try await MessagingOutbox.live(
+                .subscriptionUpdated,
                 app: body.appID,
                 user: userID,
-                type: .subscriptionUpdated,
                 version: body.version,
                 data: [
                     "premium": .bool(body.status == .premium), "status": .string(body.status.rawValue), "version": .int(Int(body.version)),

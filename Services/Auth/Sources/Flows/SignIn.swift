@@ -1,4 +1,5 @@
 import AuthDomain
+import AuthMessaging
 import Foundation
 import NIOCore
 import PostgresNIO
@@ -266,7 +267,7 @@ struct SignIn: Sendable {
                 }
                 n = try await ctx.refreshTokens.revokeFamily(record.familyID, reason: "logout", on: conn)
                 fact = try await ctx.facts.endSessions(app: appID, user: userID, .one(record.familyID), on: conn)
-                try await PushStore.remove(app: appID, user: userID, device: record.deviceID, on: conn, logger: ctx.logger)
+                try await MessagingOutbox.forgetDevice(app: appID, user: userID, device: record.deviceID, on: conn, logger: ctx.logger)
             } else {
                 throw AppError.badRequest("Give 'refresh_token' (this device) or 'all': true (every device)", field: "refresh_token")
             }

@@ -1,4 +1,5 @@
 import AuthDomain
+import AuthMessaging
 import Foundation
 import ServiceKit
 import WireTypes
@@ -56,10 +57,10 @@ struct TokenRefresh: Sendable {
             case .endFamily:
                 guard let record else { return .refused }
                 let ended = try await ctx.refreshTokens.revokeFamily(record.familyID, reason: "reuse_detected", on: conn)
-                try await LiveStore.announce(
+                try await MessagingOutbox.endStreams(
+                    .sessionRevoked,
                     app: record.appID,
                     user: record.userID,
-                    type: .sessionRevoked,
                     version: 0,
                     data: ["session_id": .string(record.familyID.lowercasedString), "reason": .string("reuse_detected")],
                     on: conn,

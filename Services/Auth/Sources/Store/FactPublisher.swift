@@ -1,4 +1,5 @@
 import AuthDomain
+import AuthMessaging
 import Foundation
 import Logging
 import PostgresNIO
@@ -56,37 +57,37 @@ struct FactPublisher: Sendable {
         // #46: the streams this ends close at commit (the event is not kept: it is never resumed).
         switch end {
         case .one(let sid):
-            try await LiveStore.announce(
+            try await MessagingOutbox.endStreams(
+                .sessionRevoked,
                 app: app,
                 user: user,
-                type: .sessionRevoked,
                 version: version,
                 data: ["session_id": .string(sid.lowercasedString), "reason": .string("logout")],
                 on: conn,
                 logger: logger
             )
         case .all:
-            try await LiveStore.announce(
+            try await MessagingOutbox.endStreams(
+                .sessionRevoked,
                 app: app,
                 user: user,
-                type: .sessionRevoked,
                 version: version,
                 data: ["session_epoch": .int(epoch), "reason": .string("logout_all")],
                 on: conn,
                 logger: logger
             )
         case .suspended:
-            try await LiveStore.announce(
+            try await MessagingOutbox.endStreams(
+                .sessionRevoked,
                 app: app,
                 user: user,
-                type: .sessionRevoked,
                 version: version,
                 data: ["session_epoch": .int(epoch), "reason": .string("suspended")],
                 on: conn,
                 logger: logger
             )
         case .erased:
-            try await LiveStore.announce(app: app, user: user, type: .accountDeleted, version: version, data: [:], on: conn, logger: logger)
+            try await MessagingOutbox.endStreams(.accountDeleted, app: app, user: user, version: version, data: [:], on: conn, logger: logger)
         case .reinstated: break
         }
         for service in Self.sessionReceivers {
@@ -116,14 +117,11 @@ struct FactPublisher: Sendable {
         let version = try await facts.nextVersion(app: app, user: user, on: conn)
         _ = try await facts.advance(app: app, user: user, fact: "consent.\(consent)", version: version, on: conn)
         let fact = ConsentFact(appID: app, userID: user, consent: consent, value: value, version: version)
-        try await WebhookStore.record(
-            WebhookEvent(
-                type: .consentChanged,
-                appID: app,
-                createdAt: Date(),
-                version: version,
-                data: ["user_id": .string(user.lowercasedString), "consent": .string(consent), "value": .bool(value)]
-            ),
+        try await MessagingOutbox.webhook(
+            .consentChanged,
+            app: app,
+            version: version,
+            data: ["user_id": .string(user.lowercasedString), "consent": .string(consent), "value": .bool(value)],
             on: conn,
             logger: logger
         )

@@ -1,4 +1,5 @@
 import AuthDomain
+import AuthMessaging
 import Foundation
 import Logging
 import PostgresNIO
@@ -109,17 +110,15 @@ public struct UserStore: Sendable {
         guard let user = try await one(rows) else { throw AppError.unavailable }
         try await conn.run("INSERT INTO privacy_settings (user_id, updated_at) VALUES (\(user.id), \(u.now))", logger: logger)
         // #33: the app's servers hear of it (once the account's transaction commits).
-        try await WebhookStore.record(
-            WebhookEvent(
-                type: .userCreated,
-                appID: u.appID,
-                createdAt: u.now,
-                version: 1,
-                data: [
-                    "user_id": .string(user.id.lowercasedString), "is_guest": .bool(u.provider == .guest),
-                    "provider": .string(u.provider.rawValue),
-                ]
-            ),
+        try await MessagingOutbox.webhook(
+            .userCreated,
+            app: u.appID,
+            version: 1,
+            data: [
+                "user_id": .string(user.id.lowercasedString), "is_guest": .bool(u.provider == .guest),
+                "provider": .string(u.provider.rawValue),
+            ],
+            createdAt: u.now,
             on: conn,
             logger: logger
         )

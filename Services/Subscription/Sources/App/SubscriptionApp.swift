@@ -181,6 +181,7 @@ public enum SubscriptionService: ServiceDefinition {
                 status: status,
                 access: access,
                 reads: reads,
+                admission: DeviceAdmission(reads: reads, store: access, db: runtime.db, logger: runtime.logger),
                 // #48 several logging writes in flight (each its own transaction): one kept the
                 // check bound by two commit round trips, not by the cores.
                 decisions: GroupCommit(inFlight: max(1, env.int("ACCESS_LOG_WRITES_IN_FLIGHT", default: 4))) { [db = runtime.db] in

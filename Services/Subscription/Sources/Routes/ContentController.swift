@@ -11,6 +11,7 @@ struct ContentController {
     let status: SubscriptionStatusCheck
     let access: AccessStore
     let reads: AccessReads
+    let admission: DeviceAdmission
     /// Each decision is logged before it is answered, the decisions of concurrent checks in
     /// one write (group commit).
     let decisions: GroupCommit<AccessStore.Decision>
@@ -137,7 +138,7 @@ struct ContentController {
         // The content first: a check of a content that does not exist is a 404 that neither
         // counts nor renews the device.
         let (rule, d) = try await evaluate(app: app, user: user, content: content)
-        if let active = try await reads.admitDevice(app: app, user: user, device: device, store: access, now: now) {
+        if let active = try await admission.admit(app: app, user: user, device: device, now: now) {
             throw AppError(
                 SubscriptionErrorCode.concurrentAccessLimit,
                 "Too many devices in use on this account",

@@ -10,32 +10,39 @@ public struct AccessStore: Sendable {
     public init(logger: Logger) { self.logger = logger }
 
     /// Records `device` as seen now unless the user already has `limit` other devices active
-    /// since `since`; returns how many others are active when refused, nil when admitted.
-    /// One user's devices are serialised so two new ones cannot both take the last place.
-    public func admitDevice(app: UUID, user: UUID, device: String, limit: Int, since: Date, now: Date, db: DatabasePool) async throws -> Int? {
-        try await db.withTransaction(logger: logger) { conn in
-            try await conn.run("SELECT pg_advisory_xact_lock(hashtext(\(app.uuidString + ":" + user.uuidString)))", logger: logger)
-            // After the lock, so its snapshot holds every device a concurrent admission added:
-            // the count and the conditional insert in one statement (one round trip less).
-            var others = 0
-            for try await n in try await conn.run(
-                """
-                WITH others AS (
-                    SELECT count(*)::int AS n FROM devices
-                    WHERE app_id = \(app) AND user_id = \(user) AND device_id <> \(device) AND last_seen > \(since)
-                ), admitted AS (
-                    INSERT INTO devices (app_id, user_id, device_id, first_seen, last_seen)
-                    SELECT \(app), \(user), \(device), \(now), \(now) FROM others WHERE n < \(limit)
-                    ON CONFLICT (app_id, user_id, device_id) DO UPDATE SET last_seen = EXCLUDED.last_seen
-                    RETURNING 1
-                )
-                SELECT n FROM others, (SELECT count(*) FROM admitted) AS done
-                """,
-                logger: logger
-            ).decode(Int.self) { others = n }
-            if others >= limit { return others }
-            return nil
-        }
+    /// since `since`; returns how many others are active when refused, nil when admitted. In the
+    /// caller's transaction, which it serialises on the user's devices first so two new ones
+    /// cannot both take the last place.
+    public func admitDevice(
+        app: UUID,
+        user: UUID,
+        device: String,
+        limit: Int,
+        since: Date,
+        now: Date,
+        on conn: PostgresConnection
+    ) async throws -> Int? {
+        try await conn.run("SELECT pg_advisory_xact_lock(hashtext(\(app.uuidString + ":" + user.uuidString)))", logger: logger)
+        // After the lock, so its snapshot holds every device a concurrent admission added:
+        // the count and the conditional insert in one statement (one round trip less).
+        var others = 0
+        for try await n in try await conn.run(
+            """
+            WITH others AS (
+                SELECT count(*)::int AS n FROM devices
+                WHERE app_id = \(app) AND user_id = \(user) AND device_id <> \(device) AND last_seen > \(since)
+            ), admitted AS (
+                INSERT INTO devices (app_id, user_id, device_id, first_seen, last_seen)
+                SELECT \(app), \(user), \(device), \(now), \(now) FROM others WHERE n < \(limit)
+                ON CONFLICT (app_id, user_id, device_id) DO UPDATE SET last_seen = EXCLUDED.last_seen
+                RETURNING 1
+            )
+            SELECT n FROM others, (SELECT count(*) FROM admitted) AS done
+            """,
+            logger: logger
+        ).decode(Int.self) { others = n }
+        if others >= limit { return others }
+        return nil
     }
 
     /// Moves on (never back: another replica may have written a later one) the `last_seen` of a

@@ -13,10 +13,11 @@ import Synchronization
 /// app's support address told. It looks for due deliveries every `pollInterval` (an event
 /// reaches its receiver well within a second of its commit).
 struct WebhookDelivery: Service {
+    let db: DatabasePool
     let store: WebhookStore
     let sender: WebhookSender
-    let mailer: any Mailer
-    let emails: EmailComposer
+    /// The core tells the app's operator (messaging sends no mail of its own).
+    let notice: any DisabledEndpointNotice
     let logger: Logger
     var pollInterval: Duration = .milliseconds(200)
     var maxInFlight = 256
@@ -93,32 +94,22 @@ struct WebhookDelivery: Service {
             }
         }
         do {
-            if let failingSince = try await store.record(due, outcome, sentAt: sentAt),
+            if case .gone(let latency) = outcome {
+                try await db.withTransaction(logger: logger) { try await store.recordGone(due, latencyMs: latency, sentAt: sentAt, on: $0) }
+            } else if let failingSince = try await store.record(due, outcome, sentAt: sentAt),
                 Date().timeIntervalSince(failingSince) >= WebhookRetry.disableAfter,
-                let (app, url) = try await store.disable(endpoint: due.endpointID, reason: "failing for 5 days")
+                let (app, url) = try await db.withTransaction(
+                    logger: logger,
+                    {
+                        try await WebhookStore.disable(endpoint: due.endpointID, reason: "failing for 5 days", on: $0, logger: logger)
+                    }
+                )
             {
-                await tellOperator(app: app, url: url)
+                await notice.endpointDisabled(app: app, url: url)
             }
         } catch {
             // The lease runs out and another attempt is made: a receiver dedupes on webhook-id.
             logger.warning("could not record a webhook delivery", metadata: ["delivery": "\(due.id)", "error": "\(error)"])
-        }
-    }
-
-    private func tellOperator(app: UUID, url: String) async {
-        do {
-            let settings = try await emails.effective(app: app)
-            try await mailer.send(
-                SMTPMessage(
-                    from: settings.mailFrom,
-                    to: [settings.supportEmail],
-                    subject: "\(settings.appName): a webhook endpoint was disabled",
-                    text: "Every delivery to \(url) failed for 5 days, so the endpoint was disabled.\n"
-                        + "Fix the receiver, then enable it again: PATCH /auth/v1/admin/webhooks/{id} {\"disabled\": false}.\n"
-                )
-            )
-        } catch {
-            logger.error("could not tell the operator of a disabled webhook endpoint", metadata: ["app": "\(app)", "error": "\(error)"])
         }
     }
 }

@@ -8,6 +8,7 @@ import WireTypes
 /// other services' events (`POST /internal/events`, from their outbox).
 struct WebhookController: Sendable {
     let store: WebhookStore
+    let endpoints: WebhookEndpoints
     let sender: WebhookSender
     /// ENVIRONMENT=local: http URLs are allowed, and loopback addresses (the stack's receivers).
     let local: Bool
@@ -47,7 +48,7 @@ struct WebhookController: Sendable {
             let events = try WebhookEndpointRules.checkedEvents(b.events)
             let description = try WebhookEndpointRules.checkedDescription(b.description)
             let secret = WebhookSignature.newSecret()
-            guard let endpoint = try await store.create(app: app, url: url, events: events, description: description, secret: secret) else {
+            guard let endpoint = try await endpoints.create(app: app, url: url, events: events, description: description, secret: secret) else {
                 throw AppError(
                     AuthErrorCode.tooManyEndpoints,
                     "An app has at most \(WebhookEndpointRules.maxEndpointsPerApp) webhook endpoints",
@@ -151,7 +152,7 @@ struct WebhookController: Sendable {
             guard WebhookEventType(rawValue: b.type) != nil else { throw AppError.validation("type", "unknown event type '\(b.type.prefix(60))'") }
             guard b.version >= 0 else { throw AppError.validation("version", "version must be 0 or more") }
             let event = WebhookEvent(type: b.type, id: b.id, appID: b.appID, createdAt: b.createdAt ?? clock.now(), version: b.version, data: b.data)
-            let created = try await store.record(event, live: LiveRules.fromWebhook(type: b.type, data: b.data))
+            let created = try await endpoints.record(event, live: LiveRules.fromWebhook(type: b.type, data: b.data))
             return try context.json(["recorded": created], status: created ? .accepted : .ok)
         }
     }

@@ -571,27 +571,29 @@ struct PushTokenStore: APNsTokenStore {
     }
 
     func replace(app: UUID, fingerprint: String, jwt: String, issuedAt: Date, before: Date) async throws -> (jwt: String, issuedAt: Date)? {
-        try await db.withTransaction(logger: logger) { conn in
-            var inForce: (String, Date)?
-            for try await r in try await conn.run(
-                """
+        // One statement, its own transaction: the key's rows locked, the newest token issued in
+        // [before, issuedAt] kept if a replica wrote one meanwhile, else this one written. The
+        // lock re-reads a row another replica changed after this statement began, so two that
+        // sign at once agree on one token.
+        for try await r in try await db.query(
+            """
+            WITH locked AS (
                 SELECT provider_token, provider_token_issued_at FROM push_credentials
                 WHERE provider = 'apns' AND fingerprint = \(fingerprint) ORDER BY app_id FOR UPDATE
-                """,
-                logger: logger
-            ).decode((String?, Date?).self) {
-                if let t = r.0, let at = r.1, at >= before, at <= issuedAt, inForce.map({ at > $0.1 }) ?? true { inForce = (t, at) }
-            }
-            if let inForce { return inForce }
-            try await conn.run(
-                """
+            ), in_force AS (
+                SELECT provider_token, provider_token_issued_at FROM locked
+                WHERE provider_token IS NOT NULL AND provider_token_issued_at >= \(before) AND provider_token_issued_at <= \(issuedAt)
+                ORDER BY provider_token_issued_at DESC LIMIT 1
+            ), written AS (
                 UPDATE push_credentials SET provider_token = \(jwt), provider_token_issued_at = \(issuedAt)
-                WHERE provider = 'apns' AND fingerprint = \(fingerprint)
-                """,
-                logger: logger
+                WHERE provider = 'apns' AND fingerprint = \(fingerprint) AND NOT EXISTS (SELECT 1 FROM in_force)
+                RETURNING 1
             )
-            return (jwt, issuedAt)
-        }
+            SELECT provider_token, provider_token_issued_at FROM in_force
+            """,
+            logger: logger
+        ).decode((String, Date).self) { return r }
+        return (jwt, issuedAt)
     }
 }
 

@@ -49,30 +49,27 @@ struct WebhookStore: Sendable {
         )
     }
 
-    /// Nil when the app has its 20 endpoints already. Counted under a lock on the app's rows, so
-    /// two creations at once cannot make 21.
-    func create(app: UUID, url: String, events: [String], description: String, secret: String) async throws -> Endpoint? {
+    /// Nil when the app has its 20 endpoints already. Counted under a lock on the app's rows, in
+    /// the caller's transaction, so two creations at once cannot make 21.
+    func create(app: UUID, url: String, events: [String], description: String, secret: String, on conn: PostgresConnection) async throws -> Endpoint?
+    {
         let sealed = try box.seal(secret)
         let id = UUID()
-        return try await db.withTransaction(logger: logger) { conn in
-            try await conn.run("SELECT pg_advisory_xact_lock(hashtext('webhook_endpoints:' || \(app.lowercasedString)))", logger: logger)
-            var count = 0
-            for try await n in try await conn.run("SELECT count(*)::int FROM webhook_endpoints WHERE app_id = \(app)", logger: logger).decode(
-                Int.self
-            ) {
-                count = n
-            }
-            guard count < WebhookEndpointRules.maxEndpointsPerApp else { return nil }
-            for try await r in try await conn.run(
-                """
-                INSERT INTO webhook_endpoints (id, app_id, url, events, description, secret_sealed)
-                VALUES (\(id), \(app), \(url), \(events), \(description), \(sealed))
-                RETURNING \(unescaped: Self.endpointColumns)
-                """,
-                logger: logger
-            ).decode(EndpointRow.self) { return Self.endpoint(r) }
-            return nil
+        try await conn.run("SELECT pg_advisory_xact_lock(hashtext('webhook_endpoints:' || \(app.lowercasedString)))", logger: logger)
+        var count = 0
+        for try await n in try await conn.run("SELECT count(*)::int FROM webhook_endpoints WHERE app_id = \(app)", logger: logger).decode(Int.self) {
+            count = n
         }
+        guard count < WebhookEndpointRules.maxEndpointsPerApp else { return nil }
+        for try await r in try await conn.run(
+            """
+            INSERT INTO webhook_endpoints (id, app_id, url, events, description, secret_sealed)
+            VALUES (\(id), \(app), \(url), \(events), \(description), \(sealed))
+            RETURNING \(unescaped: Self.endpointColumns)
+            """,
+            logger: logger
+        ).decode(EndpointRow.self) { return Self.endpoint(r) }
+        return nil
     }
 
     func list(app: UUID) async throws -> [Endpoint] {
@@ -168,34 +165,6 @@ struct WebhookStore: Sendable {
             """
     }
 
-    /// An event from another service's outbox, in its own (implicit) transaction; with the live
-    /// event it is for its user (#46), both in one.
-    func record(_ event: WebhookEvent, live: (LiveEventType, [String: JSONValue])? = nil) async throws -> Bool {
-        guard let (type, data) = live, case .string(let raw)? = event.data["user_id"], let user = UUID(uuidString: raw) else {
-            var inserted = false
-            for try await _ in try await db.query(Self.recordQuery(event), logger: logger) { inserted = true }
-            return inserted
-        }
-        return try await db.withTransaction(logger: logger) { conn in
-            var inserted = false
-            for try await _ in try await conn.run(Self.recordQuery(event), logger: logger) { inserted = true }
-            var data = data
-            data["version"] = .int(Int(event.version))
-            let live = try await LiveStore.record(
-                app: event.appID,
-                user: user,
-                type: type,
-                id: event.id,
-                version: event.version,
-                data: data,
-                createdAt: event.createdAt,
-                on: conn,
-                logger: logger
-            )
-            return inserted || live != nil
-        }
-    }
-
     // MARK: deliveries
 
     struct Due: Sendable {
@@ -282,39 +251,40 @@ struct WebhookStore: Sendable {
 
     /// Records an attempt's outcome, if this attempt still holds the delivery (the attempt itself
     /// is kept whatever: the receiver saw it). Returns the endpoint's `failing_since` after a
-    /// failure (nil otherwise).
+    /// failure (nil otherwise). A 410 Gone goes through `recordGone`, which disables the endpoint.
     ///
     /// The outcome commits without waiting for its WAL flush: lost in a crash, the delivery is
     /// sent again when its lease ends (a receiver dedupes on `webhook-id`), and an event is never
     /// lost (its own write, at the hand-over, is durable). Waiting for the flush held each of an
     /// endpoint's 16 slots for a disk write: 258 deliveries/s to one endpoint at 500 offered (#45).
     func record(_ due: Due, _ outcome: Outcome, sentAt: Date) async throws -> Date? {
-        let (kind, code, latency, error): (String, Int?, Int?, String?) =
-            switch outcome {
-            case .delivered(let status, let latency): ("delivered", status, latency, nil)
-            case .gone(let latency): ("gone", 410, latency, nil)
-            case .retry(let status, let error, let latency, _): ("retry", status, latency, error.map { String($0.prefix(500)) })
-            case .failed(let status, let error, let latency): ("failed", status, latency, error.map { String($0.prefix(500)) })
-            }
+        let (kind, code, latency, error) = Self.columns(outcome)
         let after: Double? = if case .retry(_, _, _, let after) = outcome { after } else { nil }
-        if case .gone = outcome {
-            return try await db.withTransaction(logger: logger) { conn in
-                try await conn.run(
-                    Self.outcomeQuery(due, kind: kind, code: code, latency: latency, error: error, after: nil, sentAt: sentAt),
-                    logger: logger
-                )
-                // The endpoint's disabling is the operator's to see: it waits for its flush.
-                try await conn.run("SET LOCAL synchronous_commit TO on", logger: logger)
-                try await Self.disable(endpoint: due.endpointID, reason: "gone (HTTP 410)", on: conn, logger: logger)
-                return nil
-            }
-        }
         // One statement, its own transaction (#45: six round trips before).
         for try await since in try await db.query(
             Self.outcomeQuery(due, kind: kind, code: code, latency: latency, error: error, after: after, sentAt: sentAt),
             logger: logger
         ).decode(Date?.self) { return since }
         return nil
+    }
+
+    /// A 410 Gone: the attempt kept and the endpoint disabled, in the caller's transaction, which
+    /// waits for its flush (the endpoint's disabling is the operator's to see).
+    func recordGone(_ due: Due, latencyMs: Int, sentAt: Date, on conn: PostgresConnection) async throws {
+        let (kind, code, latency, error) = Self.columns(.gone(latencyMs: latencyMs))
+        try await conn.run(Self.outcomeQuery(due, kind: kind, code: code, latency: latency, error: error, after: nil, sentAt: sentAt), logger: logger)
+        try await conn.run("SET LOCAL synchronous_commit TO on", logger: logger)
+        try await Self.disable(endpoint: due.endpointID, reason: "gone (HTTP 410)", on: conn, logger: logger)
+    }
+
+    /// An outcome as the attempt's columns: kind, answer code, latency, error (at most 500 characters).
+    static func columns(_ outcome: Outcome) -> (kind: String, code: Int?, latency: Int?, error: String?) {
+        switch outcome {
+        case .delivered(let status, let latency): ("delivered", status, latency, nil)
+        case .gone(let latency): ("gone", 410, latency, nil)
+        case .retry(let status, let error, let latency, _): ("retry", status, latency, error.map { String($0.prefix(500)) })
+        case .failed(let status, let error, let latency): ("failed", status, latency, error.map { String($0.prefix(500)) })
+        }
     }
 
     /// The attempt kept, the delivery moved on (if this attempt still holds it), the endpoint's
@@ -361,10 +331,6 @@ struct WebhookStore: Sendable {
             logger: logger
         )
         return found
-    }
-
-    func disable(endpoint: UUID, reason: String) async throws -> (app: UUID, url: String)? {
-        try await db.withTransaction(logger: logger) { try await Self.disable(endpoint: endpoint, reason: reason, on: $0, logger: logger) }
     }
 
     struct DeliveryView: Codable, Sendable {
