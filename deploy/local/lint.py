@@ -79,6 +79,13 @@ for path in sorted(glob.glob("Services/*/Sources/**/Store/*.swift", recursive=Tr
     elif len(opened) < allowed:
         findings.append(f"{path}:1: {len(opened)} transactions left in this store: lower its count in lint.py's STORE_TRANSACTIONS_LEFT")
 
+# #50 a flow takes the few dependencies it uses, never the service's whole context (the
+# composition builds it from the context).
+for path in sorted(glob.glob("Services/*/Sources/**/Flows/*.swift", recursive=True)):
+    for number, line in code_lines(path):
+        if re.search(r"\b(AuthContext|ctx)\b", line):
+            findings.append(f"{path}:{number}: a flow holds the whole context; take the dependencies it uses: {line.strip()[:100]}")
+
 # #50 rows are counted by one helper (`PostgresRows.count()`), not by a loop written again.
 ROW_COUNT_LOOP = re.compile(r"for try await _ in [^{]*\{\s*\w+ \+= 1\s*\}", re.S)
 for path in sorted(glob.glob("Services/*/Sources/**/*.swift", recursive=True) + glob.glob("Shared/**/*.swift", recursive=True)):

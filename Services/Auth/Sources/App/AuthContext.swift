@@ -99,16 +99,8 @@ struct AuthContext: Sendable {
         }
     }
 
-    /// The user signed out on every device, in the caller's transaction: refresh tokens revoked,
-    /// the sessions' end published to every service (their access tokens refused within
-    /// seconds), push devices forgotten (a device signed out hears nothing more, #30). The
-    /// caller applies the fact to this replica after its commit.
-    func signOutEverywhere(app: UUID, user: UUID, reason: String, on conn: PostgresConnection) async throws -> (revoked: Int, fact: SessionFact) {
-        let n = try await refreshTokens.revokeAll(userID: user, reason: reason, on: conn)
-        let fact = try await facts.endSessions(app: app, user: user, .all, on: conn)
-        try await MessagingOutbox.forgetDevices(app: app, user: user, on: conn, logger: logger)
-        return (n, fact)
-    }
+    /// The user signed out on every device, in the caller's transaction.
+    var signOut: SignOutEverywhere { SignOutEverywhere(refreshTokens: refreshTokens, facts: facts, logger: logger) }
 
     func entry(
         _ action: String,
@@ -133,4 +125,134 @@ struct AuthContext: Sendable {
     func requireActive(_ user: User, now: Date) throws { try gate.requireActive(user, now: now) }
 
     func accountLocked(until: Date, now: Date) -> AppError { LockoutPolicy.refusal(lockedUntil: until, now: now) }
+}
+
+// #50 each flow takes the few dependencies it uses; the routes build one from the context.
+extension DeletionScheduling {
+    init(ctx: AuthContext) {
+        self.init(
+            db: ctx.db,
+            logger: ctx.logger,
+            users: ctx.users,
+            refreshTokens: ctx.refreshTokens,
+            emailTokens: ctx.emailTokens,
+            audit: ctx.audit
+        )
+    }
+}
+
+extension EmailProofs {
+    init(ctx: AuthContext, otps: OTPStore) {
+        self.init(
+            db: ctx.db,
+            logger: ctx.logger,
+            users: ctx.users,
+            refreshTokens: ctx.refreshTokens,
+            emailTokens: ctx.emailTokens,
+            issuer: ctx.issuer,
+            audit: ctx.audit,
+            facts: ctx.facts,
+            gate: ctx.gate,
+            otps: otps
+        )
+    }
+}
+
+extension GameCenterLinking {
+    init(ctx: AuthContext) {
+        self.init(
+            db: ctx.db,
+            logger: ctx.logger,
+            users: ctx.users,
+            audit: ctx.audit
+        )
+    }
+}
+
+extension IdentityLinking {
+    init(ctx: AuthContext) {
+        self.init(
+            db: ctx.db,
+            logger: ctx.logger,
+            users: ctx.users,
+            emailTokens: ctx.emailTokens,
+            issuer: ctx.issuer,
+            audit: ctx.audit,
+            apple: ctx.apple,
+            appleConfigs: ctx.appleConfigs,
+            box: ctx.box,
+            gate: ctx.gate
+        )
+    }
+}
+
+extension PrivacyChoices {
+    init(ctx: AuthContext) {
+        self.init(
+            db: ctx.db,
+            logger: ctx.logger,
+            users: ctx.users,
+            audit: ctx.audit,
+            facts: ctx.facts
+        )
+    }
+}
+
+extension ServiceFacts {
+    init(ctx: AuthContext) {
+        self.init(
+            db: ctx.db,
+            logger: ctx.logger,
+            clock: ctx.clock,
+            users: ctx.users,
+            mailer: ctx.mailer,
+            emails: ctx.emails,
+            facts: ctx.facts
+        )
+    }
+}
+
+extension SignIn {
+    init(ctx: AuthContext) {
+        self.init(
+            db: ctx.db,
+            logger: ctx.logger,
+            users: ctx.users,
+            refreshTokens: ctx.refreshTokens,
+            emailTokens: ctx.emailTokens,
+            issuer: ctx.issuer,
+            audit: ctx.audit,
+            facts: ctx.facts,
+            gate: ctx.gate,
+            signOut: ctx.signOut
+        )
+    }
+}
+
+extension SupportActions {
+    init(ctx: AuthContext) {
+        self.init(
+            db: ctx.db,
+            logger: ctx.logger,
+            clock: ctx.clock,
+            users: ctx.users,
+            audit: ctx.audit,
+            sessions: ctx.sessions,
+            signOut: ctx.signOut
+        )
+    }
+}
+
+extension TokenRefresh {
+    init(ctx: AuthContext) {
+        self.init(
+            db: ctx.db,
+            logger: ctx.logger,
+            users: ctx.users,
+            refreshTokens: ctx.refreshTokens,
+            issuer: ctx.issuer,
+            audit: ctx.audit,
+            box: ctx.box
+        )
+    }
 }

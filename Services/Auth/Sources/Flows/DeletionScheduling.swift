@@ -1,5 +1,6 @@
 import AuthDomain
 import Foundation
+import Logging
 import ServiceKit
 import WireTypes
 
@@ -7,13 +8,18 @@ import WireTypes
 /// `AccountLifecycle`'s job), or cancelled with the emailed link. The flow owns the
 /// transactions (#50).
 struct DeletionScheduling: Sendable {
-    let ctx: AuthContext
+    let db: DatabasePool
+    let logger: Logger
+    let users: UserStore
+    let refreshTokens: RefreshTokenStore
+    let emailTokens: EmailTokenStore
+    let audit: AuditLog
 
     /// Seed 6b: the deletion at `due` (J+30) with its job and the cancel link's token, and the
     /// user signed out on every device. Answers the address to tell, if any.
     func schedule(appID: UUID, userID: UUID, reason: String?, token: String, now: Date, due: Date, origin: AuditLog.Origin) async throws -> String? {
-        try await ctx.db.withTransaction(logger: ctx.logger) { conn in
-            guard let user = try await ctx.users.find(.id(userID), appID: appID, on: conn, forUpdate: true) else {
+        try await db.withTransaction(logger: logger) { conn in
+            guard let user = try await users.find(.id(userID), appID: appID, on: conn, forUpdate: true) else {
                 throw AppError(.unauthorized, "invalid_token", "This account no longer exists")
             }
             if let already = user.deletionScheduledAt {
@@ -23,7 +29,7 @@ struct DeletionScheduling: Sendable {
                     extra: ["scheduled_deletion_date": .string(ISO8601DateFormatter().string(from: already))]
                 )
             }
-            let deletionID = try await AccountStore(logger: ctx.logger).scheduleDeletion(
+            let deletionID = try await AccountStore(logger: logger).scheduleDeletion(
                 userID: userID,
                 appID: appID,
                 reason: reason,
@@ -31,7 +37,7 @@ struct DeletionScheduling: Sendable {
                 due: due,
                 on: conn
             )
-            try await ctx.emailTokens.insert(token: token, userID: userID, purpose: .deletionCancel, expiresAt: due, on: conn)
+            try await emailTokens.insert(token: token, userID: userID, purpose: .deletionCancel, expiresAt: due, on: conn)
             try await JobQueue.enqueue(
                 on: conn,
                 queue: AccountLifecycle.queue,
@@ -40,11 +46,11 @@ struct DeletionScheduling: Sendable {
                 runAt: due,
                 maxAttempts: 20,
                 uniqueKey: "deletion:\(deletionID)",
-                logger: ctx.logger
+                logger: logger
             )
             // Seed 6b.7: the user is signed out on every device.
-            try await ctx.refreshTokens.revokeAll(userID: userID, reason: "deletion_requested", on: conn)
-            try await ctx.audit.record(
+            try await refreshTokens.revokeAll(userID: userID, reason: "deletion_requested", on: conn)
+            try await audit.record(
                 origin.entry(
                     "deletion_requested",
                     "success",
@@ -60,14 +66,14 @@ struct DeletionScheduling: Sendable {
 
     /// The emailed link cancels a deletion still scheduled.
     func cancel(token: String, appID: UUID, now: Date, origin: AuditLog.Origin) async throws {
-        try await ctx.db.withTransaction(logger: ctx.logger) { conn in
-            guard let userID = try await ctx.emailTokens.consume(token: token, purpose: .deletionCancel, now: now, on: conn),
-                try await ctx.users.find(.id(userID), appID: appID, on: conn) != nil
+        try await db.withTransaction(logger: logger) { conn in
+            guard let userID = try await emailTokens.consume(token: token, purpose: .deletionCancel, now: now, on: conn),
+                try await users.find(.id(userID), appID: appID, on: conn) != nil
             else {
                 throw EmailProofs.invalidLink
             }
-            try await AccountStore(logger: ctx.logger).cancelDeletion(userID: userID, now: now, on: conn)
-            try await ctx.audit.record(origin.entry("deletion_cancelled", "success", app: appID, user: userID), on: conn)
+            try await AccountStore(logger: logger).cancelDeletion(userID: userID, now: now, on: conn)
+            try await audit.record(origin.entry("deletion_cancelled", "success", app: appID, user: userID), on: conn)
         }
     }
 }

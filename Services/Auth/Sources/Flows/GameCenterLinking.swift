@@ -1,5 +1,6 @@
 import AuthDomain
 import Foundation
+import Logging
 import ServiceKit
 import WireTypes
 
@@ -7,7 +8,10 @@ import WireTypes
 /// account only, and the achievements and best score merged both ways on each sync. The flow
 /// owns the transactions (#50).
 struct GameCenterLinking: Sendable {
-    let ctx: AuthContext
+    let db: DatabasePool
+    let logger: Logger
+    let users: UserStore
+    let audit: AuditLog
 
     struct Synced: Codable {
         var achievements: Int
@@ -50,15 +54,15 @@ struct GameCenterLinking: Sendable {
         now: Date,
         origin: AuditLog.Origin
     ) async throws -> LinkResponse {
-        try await ctx.db.withTransaction(logger: ctx.logger) { conn -> LinkResponse in
-            if let (other, email) = try await ctx.users.gameCenterOwner(of: playerID, appID: appID, on: conn), other != userID {
+        try await db.withTransaction(logger: logger) { conn -> LinkResponse in
+            if let (other, email) = try await users.gameCenterOwner(of: playerID, appID: appID, on: conn), other != userID {
                 throw AppError(
                     AuthErrorCode.playerIdAlreadyLinked,
                     "This Game Center account is already linked to another user",
                     extra: ["linked_user_email": email.map { .string(EmailAddress.mask($0)) } ?? .null, "can_unlink": true]
                 )
             }
-            if let mine = try await ctx.users.gameCenterLink(of: userID, appID: appID, forUpdate: false, on: conn),
+            if let mine = try await users.gameCenterLink(of: userID, appID: appID, forUpdate: false, on: conn),
                 mine.playerID != playerID
             {
                 throw AppError(AuthErrorCode.gameCenterAlreadyLinked, "Another Game Center player is linked to this account; unlink it first")
@@ -69,7 +73,7 @@ struct GameCenterLinking: Sendable {
                 gameCenterAchievements: achievements,
                 gameCenterScore: leaderboardScore
             )
-            try await ctx.users.linkGameCenter(
+            try await users.linkGameCenter(
                 .init(
                     playerID: playerID,
                     alias: alias,
@@ -81,7 +85,7 @@ struct GameCenterLinking: Sendable {
                 now: now,
                 on: conn
             )
-            try await ctx.audit.record(
+            try await audit.record(
                 origin.entry(
                     "game_center_link",
                     "success",
@@ -103,8 +107,8 @@ struct GameCenterLinking: Sendable {
     }
 
     func sync(achievements: [String], leaderboardScore: Int64, appID: UUID, userID: UUID, now: Date) async throws -> LinkResponse {
-        try await ctx.db.withTransaction(logger: ctx.logger) { conn -> LinkResponse in
-            guard let link = try await ctx.users.gameCenterLink(of: userID, appID: appID, forUpdate: true, on: conn) else {
+        try await db.withTransaction(logger: logger) { conn -> LinkResponse in
+            guard let link = try await users.gameCenterLink(of: userID, appID: appID, forUpdate: true, on: conn) else {
                 throw AppError(AuthErrorCode.notLinked, "No Game Center player is linked")
             }
             let (player, alias, stored, score) = (link.playerID, link.alias, link.achievements, link.leaderboardScore)
@@ -114,7 +118,7 @@ struct GameCenterLinking: Sendable {
                 gameCenterAchievements: achievements,
                 gameCenterScore: leaderboardScore
             )
-            try await ctx.users.syncGameCenter(
+            try await users.syncGameCenter(
                 userID: userID,
                 achievements: merge.achievements,
                 leaderboardScore: merge.leaderboardScore,

@@ -1,5 +1,6 @@
 import AuthDomain
 import Foundation
+import Logging
 import NIOCore
 import ServiceKit
 import WireTypes
@@ -8,7 +9,16 @@ import WireTypes
 /// the provider has vouched for the identity (network and bcrypt happen before, in the route). A
 /// guest who links keeps the same user id, and so every piece of data, and becomes a full account.
 struct IdentityLinking: Sendable {
-    let ctx: AuthContext
+    let db: DatabasePool
+    let logger: Logger
+    let users: UserStore
+    let emailTokens: EmailTokenStore
+    let issuer: TokenIssuer
+    let audit: AuditLog
+    let apple: any AppleSignIn
+    let appleConfigs: TenantSettings<AppleClientConfig>
+    let box: SecretBox
+    let gate: AccountGate
 
     /// The identity to attach, as verified: Google's, Apple's (with the sealed refresh token to
     /// revoke later), or an email with its password hash.
@@ -34,11 +44,11 @@ struct IdentityLinking: Sendable {
         now: Date,
         audit: @Sendable (_ wasGuest: Bool) -> AuditLog.Entry
     ) async throws -> (User, TokenPair, String?) {
-        try await ctx.db.withTransaction(logger: ctx.logger) { conn -> (User, TokenPair, String?) in
-            guard let user = try await ctx.users.find(.id(userID), appID: appID, on: conn, forUpdate: true) else {
+        try await db.withTransaction(logger: logger) { conn -> (User, TokenPair, String?) in
+            guard let user = try await users.find(.id(userID), appID: appID, on: conn, forUpdate: true) else {
                 throw AppError(.unauthorized, "invalid_token", "This account no longer exists")
             }
-            try ctx.requireActive(user, now: now)
+            try gate.requireActive(user, now: now)
             var verifyTo: String?
             let canLink = { (attempted: AuthProvider) in
                 LinkRules.canLink(
@@ -61,22 +71,22 @@ struct IdentityLinking: Sendable {
                     : (user.appleID, .apple(identity.subject), .apple, "Apple", "An Apple ID is already linked")
                 if current == identity.subject { break }
                 guard canLink(attempted) else { throw AppError(AuthErrorCode.providerAlreadyLinked, linked) }
-                if try await ctx.users.find(lookup, appID: appID, on: conn) != nil { throw Self.identityTaken(label) }
+                if try await users.find(lookup, appID: appID, on: conn) != nil { throw Self.identityTaken(label) }
                 // Adopt the provider's verified email when the account has none and nobody else uses it.
                 var adoptEmail: String? = nil
-                if user.email == nil, let email = identity.email, try await ctx.users.find(.email(email), appID: appID, on: conn) == nil {
+                if user.email == nil, let email = identity.email, try await users.find(.email(email), appID: appID, on: conn) == nil {
                     adoptEmail = email
                 }
-                try await ctx.users.attach(oauth, .init(identity), adoptEmail: adoptEmail, sealedRefreshToken: sealed, to: userID, now: now, on: conn)
+                try await users.attach(oauth, .init(identity), adoptEmail: adoptEmail, sealedRefreshToken: sealed, to: userID, now: now, on: conn)
             case .email(let email, let hash):
                 guard canLink(.email) else { throw AppError(AuthErrorCode.providerAlreadyLinked, "A password is already set on this account") }
                 if let current = user.email, current != email {
                     throw AppError.validation("credentials.email", "The account's email is \(EmailAddress.mask(current)); link with that address")
                 }
-                if user.email == nil, try await ctx.users.find(.email(email), appID: appID, on: conn) != nil { throw Self.identityTaken("email") }
-                try await ctx.users.attachPassword(email: email, hash: hash, to: userID, now: now, on: conn)
+                if user.email == nil, try await users.find(.email(email), appID: appID, on: conn) != nil { throw Self.identityTaken("email") }
+                try await users.attachPassword(email: email, hash: hash, to: userID, now: now, on: conn)
                 if !user.emailVerified {
-                    try await ctx.emailTokens.insert(
+                    try await emailTokens.insert(
                         token: verifyToken,
                         userID: userID,
                         purpose: .verifyEmail,
@@ -88,11 +98,11 @@ struct IdentityLinking: Sendable {
             }
             // A guest who links becomes a full account: same id, nothing lost.
             if user.isGuest {
-                try await ctx.users.upgradeGuest(userID, provider: provider, now: now, on: conn)
+                try await users.upgradeGuest(userID, provider: provider, now: now, on: conn)
             }
-            guard let updated = try await ctx.users.find(.id(userID), appID: appID, on: conn) else { throw AppError.unavailable }
-            let tokens = try await ctx.issuer.startSession(for: updated, device: device, now: now, on: conn)
-            try await ctx.audit.record(audit(user.isGuest), on: conn)
+            guard let updated = try await users.find(.id(userID), appID: appID, on: conn) else { throw AppError.unavailable }
+            let tokens = try await issuer.startSession(for: updated, device: device, now: now, on: conn)
+            try await self.audit.record(audit(user.isGuest), on: conn)
             return (updated, tokens, verifyTo)
         }
     }
@@ -100,8 +110,8 @@ struct IdentityLinking: Sendable {
     /// Removes one way to sign in (never the last one). Unlinking Apple ends the app's grant at
     /// Apple too, after the commit and best effort: the link is gone here either way.
     func unlink(_ provider: AuthProvider, appID: UUID, userID: UUID, now: Date, audit: @Sendable () -> AuditLog.Entry) async throws -> User {
-        let (user, appleToken): (User, ByteBuffer?) = try await ctx.db.withTransaction(logger: ctx.logger) { conn in
-            guard let user = try await ctx.users.find(.id(userID), appID: appID, on: conn, forUpdate: true) else {
+        let (user, appleToken): (User, ByteBuffer?) = try await db.withTransaction(logger: logger) { conn in
+            guard let user = try await users.find(.id(userID), appID: appID, on: conn, forUpdate: true) else {
                 throw AppError(.unauthorized, "invalid_token", "This account no longer exists")
             }
             guard user.signInMethods.contains(provider.rawValue) else {
@@ -110,14 +120,14 @@ struct IdentityLinking: Sendable {
             guard user.signInMethods.count > 1 else {
                 throw AppError(AuthErrorCode.lastSignInMethod, "This is the only way to sign in to this account; link another one first")
             }
-            let appleToken = try await ctx.users.detach(provider, from: userID, now: now, on: conn)
-            try await ctx.audit.record(audit(), on: conn)
-            return (try await ctx.users.find(.id(userID), appID: appID, on: conn) ?? user, appleToken)
+            let appleToken = try await users.detach(provider, from: userID, now: now, on: conn)
+            try await self.audit.record(audit(), on: conn)
+            return (try await users.find(.id(userID), appID: appID, on: conn) ?? user, appleToken)
         }
         // Unlinking Apple ends the app's grant at Apple too (best effort: the link is gone here either way).
-        if provider == .apple, let sealed = appleToken, let config = try await ctx.appleConfigs.value(for: appID) {
-            do { try await ctx.apple.revoke(refreshToken: try ctx.box.open(sealed), config: config, now: now) } catch {
-                ctx.logger.warning("Apple token revocation failed on unlink", metadata: ["error": "\(error)"])
+        if provider == .apple, let sealed = appleToken, let config = try await appleConfigs.value(for: appID) {
+            do { try await apple.revoke(refreshToken: try box.open(sealed), config: config, now: now) } catch {
+                logger.warning("Apple token revocation failed on unlink", metadata: ["error": "\(error)"])
             }
         }
         return user

@@ -1,6 +1,7 @@
 import AuthDomain
 import AuthMessaging
 import Foundation
+import Logging
 import PostgresNIO
 import ServiceKit
 import WireTypes
@@ -10,7 +11,11 @@ import WireTypes
 /// an answer given on the ads screen applies unless auth changed that consent since; a privacy
 /// export is asked for. The flow owns the transactions (#50).
 struct PrivacyChoices: Sendable {
-    let ctx: AuthContext
+    let db: DatabasePool
+    let logger: Logger
+    let users: UserStore
+    let audit: AuditLog
+    let facts: FactPublisher
 
     /// `apply` gives the wanted settings from the current ones, read under the user's lock (two
     /// screens changing different consents at once both count). Answers the settings before and after.
@@ -22,15 +27,15 @@ struct PrivacyChoices: Sendable {
         origin: AuditLog.Origin,
         apply: @Sendable (PrivacySettings) throws -> PrivacySettings
     ) async throws -> (PrivacySettings, PrivacySettings) {
-        try await ctx.db.withTransaction(logger: ctx.logger) { conn -> (PrivacySettings, PrivacySettings) in
-            guard let current = try await ctx.users.privacy(of: userID, on: conn, forUpdate: true) else {
+        try await db.withTransaction(logger: logger) { conn -> (PrivacySettings, PrivacySettings) in
+            guard let current = try await users.privacy(of: userID, on: conn, forUpdate: true) else {
                 throw AppError.notFound("Privacy settings")
             }
-            guard let (old, new) = try await ctx.users.updatePrivacy(of: userID, to: try apply(current), now: now, on: conn) else {
+            guard let (old, new) = try await users.updatePrivacy(of: userID, to: try apply(current), now: now, on: conn) else {
                 throw AppError.notFound("Privacy settings")
             }
             try await publishChanges(app: appID, user: userID, old: old, new: new, on: conn)
-            try await ctx.audit.record(origin.entry("privacy_update", "success", app: appID, user: userID, details: details), on: conn)
+            try await audit.record(origin.entry("privacy_update", "success", app: appID, user: userID, details: details), on: conn)
             return (old, new)
         }
     }
@@ -38,27 +43,27 @@ struct PrivacyChoices: Sendable {
     /// The user answered on the ads screen: applied unless auth changed that consent since the
     /// answer ads held (then auth's newer answer stands and is on its way to ads). Audited.
     func answerFromAds(_ answer: ConsentAnswer, app: UUID, user: UUID, now: Date) async throws -> FactOutcome {
-        try await ctx.db.withTransaction(logger: ctx.logger) { conn -> FactOutcome in
-            guard try await ctx.users.find(.id(user), appID: app, on: conn) != nil,
-                let current = try await ctx.users.privacy(of: user, on: conn, forUpdate: true)
+        try await db.withTransaction(logger: logger) { conn -> FactOutcome in
+            guard try await users.find(.id(user), appID: app, on: conn) != nil,
+                let current = try await users.privacy(of: user, on: conn, forUpdate: true)
             else {
                 // An erased user's late answer is final news for the sender's outbox (410), not a retry.
-                if try await ctx.facts.facts.isErased(app: app, user: user, on: conn) {
+                if try await facts.facts.isErased(app: app, user: user, on: conn) {
                     throw AppError(AuthErrorCode.userErased, "This user's data has been erased")
                 }
                 throw AppError.notFound("User")
             }
-            let held = try await ctx.facts.consentVersion(app: app, user: user, consent: ConsentFact.personalizedAds, on: conn)
+            let held = try await facts.consentVersion(app: app, user: user, consent: ConsentFact.personalizedAds, on: conn)
             guard answer.basedOn <= held else { throw AppError.validation("based_on", "based_on names a version auth never issued") }
             guard answer.basedOn == held else { return FactOutcome(applied: false, reason: "stale_version") }
             guard current.consentPersonalizedAds != answer.value else { return FactOutcome(applied: false, reason: "unchanged") }
             var wanted = current
             wanted.consentPersonalizedAds = answer.value
-            guard let (old, new) = try await ctx.users.updatePrivacy(of: user, to: wanted, now: now, on: conn) else {
+            guard let (old, new) = try await users.updatePrivacy(of: user, to: wanted, now: now, on: conn) else {
                 throw AppError.notFound("User")
             }
             try await publishChanges(app: app, user: user, old: old, new: new, on: conn)
-            try await ctx.audit.record(
+            try await audit.record(
                 .init(
                     userID: user,
                     appID: app,
@@ -74,8 +79,8 @@ struct PrivacyChoices: Sendable {
 
     /// A privacy export, built by `PrivacyExporter`'s job; answers its id.
     func requestExport(appID: UUID, userID: UUID, now: Date, origin: AuditLog.Origin) async throws -> UUID {
-        try await ctx.db.withTransaction(logger: ctx.logger) { conn in
-            let id = try await ExportStore(logger: ctx.logger).create(userID: userID, appID: appID, now: now, on: conn)
+        try await db.withTransaction(logger: logger) { conn in
+            let id = try await ExportStore(logger: logger).create(userID: userID, appID: appID, now: now, on: conn)
             try await JobQueue.enqueue(
                 on: conn,
                 queue: AccountLifecycle.queue,
@@ -84,9 +89,9 @@ struct PrivacyChoices: Sendable {
                 runAt: now,
                 maxAttempts: 10,
                 uniqueKey: "export:\(id)",
-                logger: ctx.logger
+                logger: logger
             )
-            try await ctx.audit.record(origin.entry("privacy_export", "requested", app: appID, user: userID), on: conn)
+            try await audit.record(origin.entry("privacy_export", "requested", app: appID, user: userID), on: conn)
             return id
         }
     }
@@ -107,7 +112,7 @@ struct PrivacyChoices: Sendable {
         var version: Int64?
         var changed: [JSONValue] = []
         for (consent, before, after) in changes where before != after {
-            version = try await ctx.facts.consentChanged(app: app, user: user, consent: consent, value: after, on: conn)
+            version = try await facts.consentChanged(app: app, user: user, consent: consent, value: after, on: conn)
             changed.append(.string(consent))
         }
         // #46: the user's other devices hear it at commit.
@@ -124,7 +129,7 @@ struct PrivacyChoices: Sendable {
                 version: version,
                 data: ["consents": .object(consents), "changed": .array(changed), "version": .int(Int(version))],
                 on: conn,
-                logger: ctx.logger
+                logger: logger
             )
         }
     }

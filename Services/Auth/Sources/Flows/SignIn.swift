@@ -1,6 +1,7 @@
 import AuthDomain
 import AuthMessaging
 import Foundation
+import Logging
 import NIOCore
 import PostgresNIO
 import ServiceKit
@@ -11,7 +12,16 @@ import WireTypes
 /// entry and the session it starts; the checks that cost a network round or a bcrypt happen
 /// before, in the route. The flow owns the transactions (#50).
 struct SignIn: Sendable {
-    let ctx: AuthContext
+    let db: DatabasePool
+    let logger: Logger
+    let users: UserStore
+    let refreshTokens: RefreshTokenStore
+    let emailTokens: EmailTokenStore
+    let issuer: TokenIssuer
+    let audit: AuditLog
+    let facts: FactPublisher
+    let gate: AccountGate
+    let signOut: SignOutEverywhere
 
     /// Seed 14a: the email belongs to an account of this app already. `can_link` says whether
     /// signing in to that account and linking `attempted` would work.
@@ -41,8 +51,8 @@ struct SignIn: Sendable {
         now: Date,
         origin: AuditLog.Origin
     ) async throws -> (User, TokenPair) {
-        try await ctx.db.withTransaction(logger: ctx.logger) { conn in
-            let user = try await ctx.users.create(
+        try await db.withTransaction(logger: logger) { conn in
+            let user = try await users.create(
                 .init(
                     appID: appID,
                     email: email,
@@ -53,7 +63,7 @@ struct SignIn: Sendable {
                 ),
                 on: conn
             )
-            try await ctx.emailTokens.insert(
+            try await emailTokens.insert(
                 token: verifyToken,
                 userID: user.id,
                 purpose: .verifyEmail,
@@ -85,21 +95,21 @@ struct SignIn: Sendable {
         now: Date,
         origin: AuditLog.Origin
     ) async throws -> (User, TokenPair, Bool, String?) {
-        try await ctx.db.withTransaction(logger: ctx.logger) { conn in
+        try await db.withTransaction(logger: logger) { conn in
             var created = false
             var user: User
             var issuedSecret: String?
-            if let existing = try await ctx.users.find(.guestDevice(deviceID), appID: appID, on: conn, forUpdate: true) {
-                try ctx.requireActive(existing, now: now)
+            if let existing = try await users.find(.guestDevice(deviceID), appID: appID, on: conn, forUpdate: true) {
+                try gate.requireActive(existing, now: now)
                 switch GuestSecret.decide(
-                    storedHash: try await ctx.users.guestSecretHash(existing.id, on: conn),
+                    storedHash: try await users.guestSecretHash(existing.id, on: conn),
                     given: guestSecret
                 )
                 {
                 case .signIn: break
                 case .claim:
                     let secret = OpaqueToken.generate()
-                    if try await ctx.users.claimGuestSecret(existing.id, hash: OpaqueToken.hash(secret), on: conn) { issuedSecret = secret }
+                    if try await users.claimGuestSecret(existing.id, hash: OpaqueToken.hash(secret), on: conn) { issuedSecret = secret }
                 case .missing:
                     throw AppError(
                         AuthErrorCode.guestSecretRequired,
@@ -109,10 +119,10 @@ struct SignIn: Sendable {
                 case .wrong:
                     throw AppError(AuthErrorCode.invalidCredentials, "Invalid guest credentials")
                 }
-                user = try await ctx.users.recordLogin(existing.id, now: now, on: conn) ?? existing
+                user = try await users.recordLogin(existing.id, now: now, on: conn) ?? existing
             } else {
                 let secret = OpaqueToken.generate()
-                user = try await ctx.users.create(
+                user = try await users.create(
                     .init(
                         appID: appID,
                         provider: .guest,
@@ -153,12 +163,12 @@ struct SignIn: Sendable {
         now: Date,
         origin: AuditLog.Origin
     ) async throws -> (User, TokenPair, Bool) {
-        try await ctx.db.withTransaction(logger: ctx.logger) { conn -> (User, TokenPair, Bool) in
-            if let existing = try await ctx.users.find(lookup, appID: appID, on: conn, forUpdate: true) {
-                try ctx.requireActive(existing, now: now)
-                let user = try await ctx.users.recordLogin(existing.id, now: now, on: conn) ?? existing
+        try await db.withTransaction(logger: logger) { conn -> (User, TokenPair, Bool) in
+            if let existing = try await users.find(lookup, appID: appID, on: conn, forUpdate: true) {
+                try gate.requireActive(existing, now: now)
+                let user = try await users.recordLogin(existing.id, now: now, on: conn) ?? existing
                 if let providerRefreshToken {
-                    try await ctx.users.replaceProviderRefreshToken(providerRefreshToken, provider: provider, userID: user.id, on: conn)
+                    try await users.replaceProviderRefreshToken(providerRefreshToken, provider: provider, userID: user.id, on: conn)
                 }
                 let tokens = try await startSession(
                     user,
@@ -179,10 +189,10 @@ struct SignIn: Sendable {
                     extra: ["can_register": true]
                 )
             }
-            if let email = identity.email, let other = try await ctx.users.find(.email(email), appID: appID, on: conn) {
+            if let email = identity.email, let other = try await users.find(.email(email), appID: appID, on: conn) {
                 throw Self.emailTaken(other, attempted: provider)
             }
-            let user = try await ctx.users.create(
+            let user = try await users.create(
                 .init(
                     appID: appID,
                     email: identity.email,
@@ -195,7 +205,7 @@ struct SignIn: Sendable {
                 ),
                 on: conn
             )
-            try await ctx.users.recordConnection(
+            try await users.recordConnection(
                 provider,
                 .init(identity),
                 sealedRefreshToken: providerRefreshToken,
@@ -218,9 +228,9 @@ struct SignIn: Sendable {
 
     /// A wrong password counts towards the lockout (seed 14b), audited.
     func wrongPassword(_ user: User, appID: UUID, now: Date, origin: AuditLog.Origin) async throws -> (attempts: Int, lockedUntil: Date?) {
-        try await ctx.db.withTransaction(logger: ctx.logger) { conn in
-            let r = try await ctx.users.recordFailedLogin(user.id, now: now, on: conn)
-            try await ctx.audit.record(
+        try await db.withTransaction(logger: logger) { conn in
+            let r = try await users.recordFailedLogin(user.id, now: now, on: conn)
+            try await audit.record(
                 origin.entry(
                     "login",
                     "failure",
@@ -238,8 +248,8 @@ struct SignIn: Sendable {
     }
 
     func passwordAccepted(_ user: User, appID: UUID, device: DeviceInfo?, now: Date, origin: AuditLog.Origin) async throws -> (User, TokenPair) {
-        try await ctx.db.withTransaction(logger: ctx.logger) { conn in
-            let signedIn = try await ctx.users.recordLogin(user.id, now: now, on: conn) ?? user
+        try await db.withTransaction(logger: logger) { conn in
+            let signedIn = try await users.recordLogin(user.id, now: now, on: conn) ?? user
             let tokens = try await startSession(
                 signedIn,
                 "login",
@@ -256,22 +266,22 @@ struct SignIn: Sendable {
 
     /// UC-AUTH-1.9 this device's session (its refresh token's family, its push token) or every one.
     func logout(appID: UUID, userID: UUID, all: Bool, refreshToken: String?, origin: AuditLog.Origin) async throws -> (Int, SessionFact) {
-        try await ctx.db.withTransaction(logger: ctx.logger) { conn -> (Int, SessionFact) in
+        try await db.withTransaction(logger: logger) { conn -> (Int, SessionFact) in
             let n: Int
             let fact: SessionFact
             if all {
-                (n, fact) = try await ctx.signOutEverywhere(app: appID, user: userID, reason: "logout_all", on: conn)
+                (n, fact) = try await signOut.run(app: appID, user: userID, reason: "logout_all", on: conn)
             } else if let token = refreshToken {
-                guard let record = try await ctx.refreshTokens.lock(token: token, on: conn), record.userID == userID else {
+                guard let record = try await refreshTokens.lock(token: token, on: conn), record.userID == userID else {
                     throw AppError(.unauthorized, "invalid_token", "Refresh token does not belong to this user")
                 }
-                n = try await ctx.refreshTokens.revokeFamily(record.familyID, reason: "logout", on: conn)
-                fact = try await ctx.facts.endSessions(app: appID, user: userID, .one(record.familyID), on: conn)
-                try await MessagingOutbox.forgetDevice(app: appID, user: userID, device: record.deviceID, on: conn, logger: ctx.logger)
+                n = try await refreshTokens.revokeFamily(record.familyID, reason: "logout", on: conn)
+                fact = try await facts.endSessions(app: appID, user: userID, .one(record.familyID), on: conn)
+                try await MessagingOutbox.forgetDevice(app: appID, user: userID, device: record.deviceID, on: conn, logger: logger)
             } else {
                 throw AppError.badRequest("Give 'refresh_token' (this device) or 'all': true (every device)", field: "refresh_token")
             }
-            try await ctx.audit.record(
+            try await audit.record(
                 origin.entry(
                     "logout",
                     "success",
@@ -297,8 +307,8 @@ struct SignIn: Sendable {
         origin: AuditLog.Origin,
         on conn: PostgresConnection
     ) async throws -> TokenPair {
-        let tokens = try await ctx.issuer.startSession(for: user, device: device, now: now, on: conn)
-        try await ctx.audit.record(origin.entry(action, "success", app: appID, user: user.id, details: ["provider": .string(provider)]), on: conn)
+        let tokens = try await issuer.startSession(for: user, device: device, now: now, on: conn)
+        try await audit.record(origin.entry(action, "success", app: appID, user: user.id, details: ["provider": .string(provider)]), on: conn)
         return tokens
     }
 }

@@ -1,6 +1,7 @@
 import AuthDomain
 import AuthMessaging
 import Foundation
+import Logging
 import ServiceKit
 import WireTypes
 
@@ -8,7 +9,13 @@ import WireTypes
 /// `RefreshRotation`'s; this reads what it needs and carries it out. A refusal that must still
 /// commit (ending a family on reuse) is returned, not thrown, so the transaction keeps it.
 struct TokenRefresh: Sendable {
-    let ctx: AuthContext
+    let db: DatabasePool
+    let logger: Logger
+    let users: UserStore
+    let refreshTokens: RefreshTokenStore
+    let issuer: TokenIssuer
+    let audit: AuditLog
+    let box: SecretBox
 
     enum Outcome: Sendable {
         case pair(TokenPair)
@@ -19,11 +26,11 @@ struct TokenRefresh: Sendable {
 
     /// `reuseAudit` builds the audit entry of a detected reuse (the user, the sessions ended).
     func run(token: String, appID: UUID, now: Date, reuseAudit: @Sendable (UUID, Int) -> AuditLog.Entry) async throws -> Outcome {
-        try await ctx.db.withTransaction(logger: ctx.logger) { conn -> Outcome in
-            let found = try await ctx.refreshTokens.lock(token: token, on: conn)
+        try await db.withTransaction(logger: logger) { conn -> Outcome in
+            let found = try await refreshTokens.lock(token: token, on: conn)
             let record = found?.appID == appID ? found : nil
             var owner: User?
-            if let record { owner = try await ctx.users.find(.id(record.userID), appID: appID, on: conn) }
+            if let record { owner = try await users.find(.id(record.userID), appID: appID, on: conn) }
             let presented = record.map {
                 RefreshRotation.Presented(
                     revoked: $0.revoked,
@@ -36,13 +43,13 @@ struct TokenRefresh: Sendable {
             var decision = RefreshRotation.decide(presented, owner: ownerState, now: now)
             if decision == .returnSuccessor, let record, let user = owner {
                 var live = false
-                if let sealed = record.successorSealed, let successor = try? ctx.box.open(sealed),
-                    let next = try await ctx.refreshTokens.lock(token: successor, on: conn)
+                if let sealed = record.successorSealed, let successor = try? box.open(sealed),
+                    let next = try await refreshTokens.lock(token: successor, on: conn)
                 {
                     live = !next.revoked
                     if live {
                         return .pair(
-                            ctx.issuer.pair(access: try ctx.issuer.accessToken(for: user, session: record.familyID, now: now), refresh: successor)
+                            issuer.pair(access: try issuer.accessToken(for: user, session: record.familyID, now: now), refresh: successor)
                         )
                     }
                 }
@@ -56,7 +63,7 @@ struct TokenRefresh: Sendable {
                 return .suspended(owner)
             case .endFamily:
                 guard let record else { return .refused }
-                let ended = try await ctx.refreshTokens.revokeFamily(record.familyID, reason: "reuse_detected", on: conn)
+                let ended = try await refreshTokens.revokeFamily(record.familyID, reason: "reuse_detected", on: conn)
                 try await MessagingOutbox.endStreams(
                     .sessionRevoked,
                     app: record.appID,
@@ -64,16 +71,16 @@ struct TokenRefresh: Sendable {
                     version: 0,
                     data: ["session_id": .string(record.familyID.lowercasedString), "reason": .string("reuse_detected")],
                     on: conn,
-                    logger: ctx.logger
+                    logger: logger
                 )
-                try await ctx.audit.record(reuseAudit(record.userID, ended), on: conn)
+                try await audit.record(reuseAudit(record.userID, ended), on: conn)
                 return .reused
             case .rotate:
                 guard let record, let user = owner else { return .refused }
                 let next = OpaqueToken.generate()
-                try await ctx.refreshTokens.rotate(record.id, successor: next, successorSealed: try ctx.box.seal(next), now: now, on: conn)
-                if user.isGuest { _ = try await ctx.users.recordLogin(user.id, now: now, on: conn) }
-                return .pair(ctx.issuer.pair(access: try ctx.issuer.accessToken(for: user, session: record.familyID, now: now), refresh: next))
+                try await refreshTokens.rotate(record.id, successor: next, successorSealed: try box.seal(next), now: now, on: conn)
+                if user.isGuest { _ = try await users.recordLogin(user.id, now: now, on: conn) }
+                return .pair(issuer.pair(access: try issuer.accessToken(for: user, session: record.familyID, now: now), refresh: next))
             }
         }
     }
