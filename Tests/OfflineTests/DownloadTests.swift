@@ -110,6 +110,28 @@ final class DownloadTests: XCTestCase {
         }
     }
 
+    /// The erasure committed on another replica, which this one has not heard of yet: the token
+    /// still passes here, but the profile is not created again (the row the erasure deleted stays
+    /// gone) and the answer is the erased account's 401.
+    func testAProfileIsNotRecreatedForAUserErasedOnAnotherReplica() async throws {
+        try await OfflineHarness.run { h in
+            let user = UUID()
+            _ = try h.obj(try await h.call(.get, "/sync/profile", user: user))
+            try await h.runtime.db.query(
+                """
+                WITH gone AS (DELETE FROM offline.sync_profiles WHERE app_id = \(h.app) AND user_id = \(user))
+                INSERT INTO offline.session_state (app_id, user_id, version, session_epoch, state) VALUES (\(h.app), \(user), 9, 2147483647, 'erased')
+                """,
+                logger: h.runtime.logger
+            )
+            let late = try await h.call(.get, "/sync/profile", user: user)
+            XCTAssertEqual(late.status, .unauthorized)
+            XCTAssertEqual(try late.envelope().error, "invalid_token")
+            let rows = try await h.count("SELECT count(*)::int FROM offline.sync_profiles WHERE user_id = '\(user)'")
+            XCTAssertEqual(rows, 0, "nothing recreated for the erased user")
+        }
+    }
+
     func testFreeLimitsAreCheckedBeforeAnythingIsCreated() async throws {
         try await OfflineHarness.run { h in
             for c in ["a1", "a2", "a3", "a4"] { try await h.category(c, items: 60) }

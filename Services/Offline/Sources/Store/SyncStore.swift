@@ -25,8 +25,19 @@ struct SyncProfile: Codable, Sendable {
 struct ProfileStore: Sendable {
     let logger: Logger
 
+    /// Never for an erased user: a request that passed the token check on a replica that had not
+    /// yet heard of the erasure (or was under way when it committed) would otherwise create the
+    /// row again after the erasure deleted it. The statement's snapshot sees the erasure's marker
+    /// once it has committed.
     func ensure(app: UUID, user: UUID, on conn: PostgresConnection) async throws {
-        try await conn.run("INSERT INTO sync_profiles (app_id, user_id) VALUES (\(app), \(user)) ON CONFLICT DO NOTHING", logger: logger)
+        try await conn.run(
+            """
+            INSERT INTO sync_profiles (app_id, user_id) SELECT \(app), \(user)
+            WHERE NOT EXISTS (SELECT 1 FROM session_state WHERE app_id = \(app) AND user_id = \(user) AND state = 'erased')
+            ON CONFLICT DO NOTHING
+            """,
+            logger: logger
+        )
     }
 
     func touchFullSync(app: UUID, user: UUID, now: Date, on conn: PostgresConnection) async throws {
@@ -63,7 +74,8 @@ struct ProfileStore: Sendable {
                 lastFullSyncAt: r.5
             )
         }
-        throw AppError.unavailable
+        // No row and none made: the user was erased meanwhile (as the token check answers).
+        throw AppError(.unauthorized, "invalid_token", "This account no longer exists")
     }
 
     func save(app: UUID, user: UUID, _ p: SyncProfile, on conn: PostgresConnection) async throws {
