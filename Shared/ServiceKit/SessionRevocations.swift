@@ -105,13 +105,16 @@ public final class SessionRegistry: Sendable {
 }
 
 extension AppError {
+    /// An erased user's token, or a request of theirs that meets the erasure (401).
+    public static let accountErased = AppError(.unauthorized, "invalid_token", "This account no longer exists")
+
     /// The refusal for a token whose session ended (401) or whose user is suspended (403, the
     /// reason included) or erased (401).
     public static func refusal(_ verdict: SessionRevocations.Verdict) -> AppError? {
         switch verdict {
         case .allowed: return nil
         case .sessionEnded: return AppError(.unauthorized, "session_revoked", "This session has ended; please sign in again")
-        case .erased: return AppError(.unauthorized, "invalid_token", "This account no longer exists")
+        case .erased: return .accountErased
         case .suspended(let reason):
             return AppError(
                 .forbidden,

@@ -636,6 +636,43 @@ final class PushTests: XCTestCase {
         }
     }
 
+    /// The provider token's compare-and-set, as two replicas meet it: a token another replica
+    /// wrote within the window is kept (and answered) rather than overwritten; one older than the
+    /// window is replaced. One statement, no transaction of its own.
+    func testAProviderTokenWrittenByAnotherReplicaIsKeptNotOverwritten() async throws {
+        try await Self.run { s in
+            let held = try await s.messenger.credentials.value(for: s.h.app.appID)?.apns
+            let creds = try XCTUnwrap(held)
+            let store = PushTokenStore(db: s.h.runtime.db, logger: s.h.runtime.logger)
+            let t0 = Date(timeIntervalSince1970: (Date().timeIntervalSince1970 + 86_400).rounded())
+            let first = try await store.replace(app: s.h.app.appID, fingerprint: creds.fingerprint, jwt: "A", issuedAt: t0, before: t0 - 2400)
+            XCTAssertEqual(first?.jwt, "A", "nothing in force: written")
+            // The other replica signed a second later, within the window: it gets A, B is not stored.
+            let second = try await store.replace(
+                app: s.h.app.appID,
+                fingerprint: creds.fingerprint,
+                jwt: "B",
+                issuedAt: t0 + 1,
+                before: t0 - 2400
+            )
+            XCTAssertEqual(second?.jwt, "A")
+            XCTAssertEqual(second?.issuedAt, t0)
+            let stored = try await store.current(app: s.h.app.appID, fingerprint: creds.fingerprint)
+            XCTAssertEqual(stored?.jwt, "A", "the token in force was not overwritten")
+            // 50 minutes on, A is past the window: C replaces it.
+            let third = try await store.replace(
+                app: s.h.app.appID,
+                fingerprint: creds.fingerprint,
+                jwt: "C",
+                issuedAt: t0 + 3000,
+                before: t0 + 600
+            )
+            XCTAssertEqual(third?.jwt, "C")
+            let after = try await store.current(app: s.h.app.appID, fingerprint: creds.fingerprint)
+            XCTAssertEqual(after?.jwt, "C")
+        }
+    }
+
     func testAndroidThroughFCM() async throws {
         try await Self.run { s in
             let a = try await s.player(locale: "en", platform: "android")

@@ -614,7 +614,21 @@ final class WebhookTests: XCTestCase {
             }
             let unauthorized = try await s.h.client.execute(uri: "/auth/v1/admin/webhooks", method: .get, headers: s.h.headers()) { $0 }
             XCTAssertEqual(unauthorized.status, .unauthorized)
-            for _ in 1..<WebhookEndpointRules.maxEndpointsPerApp { _ = try await s.createEndpoint() }
+            for _ in 1..<(WebhookEndpointRules.maxEndpointsPerApp - 1) { _ = try await s.createEndpoint() }
+            // The last place taken by three creations at once: one gets it (the count is taken
+            // under the app's lock, in the creation's transaction), the other two are refused.
+            let racing = try await withThrowingTaskGroup(of: HTTPResponse.Status.self) { group in
+                for _ in 0..<3 { group.addTask { try await s.call(.post, "", #"{"url":"\#(s.url)","events":["*"]}"#).status } }
+                return try await group.reduce(into: [HTTPResponse.Status]()) { $0.append($1) }
+            }
+            XCTAssertEqual(racing.filter { $0 == .created }.count, 1, "\(racing)")
+            XCTAssertEqual(racing.filter { $0 == .unprocessableContent }.count, 2, "\(racing)")
+            var stored = 0
+            for try await n in try await s.h.runtime.db.query(
+                "SELECT count(*)::int FROM webhook_endpoints WHERE app_id = \(s.h.app.appID)",
+                logger: s.h.runtime.logger
+            ).decode(Int.self) { stored = n }
+            XCTAssertEqual(stored, WebhookEndpointRules.maxEndpointsPerApp, "never more than the limit")
             let over = try await s.call(.post, "", #"{"url":"\#(s.url)","events":["*"]}"#)
             XCTAssertEqual(over.status, .unprocessableContent)
             XCTAssertEqual(try over.envelope().error, "too_many_endpoints")

@@ -75,7 +75,7 @@ struct ProfileStore: Sendable {
             )
         }
         // No row and none made: the user was erased meanwhile (as the token check answers).
-        throw AppError(.unauthorized, "invalid_token", "This account no longer exists")
+        throw AppError.accountErased
     }
 
     func save(app: UUID, user: UUID, _ p: SyncProfile, on conn: PostgresConnection) async throws {
