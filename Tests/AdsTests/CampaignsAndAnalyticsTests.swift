@@ -348,16 +348,11 @@ final class CampaignsAndAnalyticsTests: XCTestCase {
         let page = dir.appendingPathComponent("dashboard.html")
         let png = dir.appendingPathComponent("dashboard.png")
         try html.write(to: page, atomically: true, encoding: .utf8)
-        let p = Process()
-        p.executableURL = URL(fileURLWithPath: "/usr/bin/chromium-headless-shell")
-        p.arguments = [
-            "--no-sandbox", "--disable-gpu", "--hide-scrollbars", "--window-size=1000,900", "--screenshot=\(png.path)", page.absoluteString,
-        ]
-        p.standardError = FileHandle.nullDevice
-        p.standardOutput = FileHandle.nullDevice
-        try p.run()
-        p.waitUntilExit()
-        XCTAssertEqual(p.terminationStatus, 0)
+        let shot = try ChildProcess(
+            "/usr/bin/chromium-headless-shell",
+            ["--no-sandbox", "--disable-gpu", "--hide-scrollbars", "--window-size=1000,900", "--screenshot=\(png.path)", page.absoluteString]
+        ).wait()
+        XCTAssertEqual(shot.status, 0)
         let data = try Data(contentsOf: png)
         XCTAssertEqual(Array(data.prefix(8)), [0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A])
         // IHDR: width and height, big-endian, at bytes 16..23.

@@ -194,20 +194,11 @@ final class LinkTests: XCTestCase {
         try await AuthHarness.run { h in
             let email = uniqueEmail()
             let r = try await h.registerEmail(email)
-            let p = Process()
-            p.executableURL = URL(fileURLWithPath: TestEnvironment.binDirectory).appendingPathComponent("auth-service")
-            p.arguments = [
-                "admin", "users", "suspend", "--app-id", h.app.appID.uuidString, "--user-id", r.user.id.uuidString, "--reason", "Cheating",
-            ]
-            var env = ProcessInfo.processInfo.environment
-            env["DATABASE_NAME"] = TestEnvironment.unitDatabase
-            env["DATABASE_PORT"] = String(TestEnvironment.databasePort)
-            env["LOG_LEVEL"] = "error"
-            p.environment = env
-            p.standardOutput = FileHandle.nullDevice
-            try p.run()
-            p.waitUntilExit()
-            XCTAssertEqual(p.terminationStatus, 0)
+            let suspend = try runServiceCommand(
+                "auth-service",
+                ["admin", "users", "suspend", "--app-id", h.app.appID.uuidString, "--user-id", r.user.id.uuidString, "--reason", "Cheating"]
+            )
+            XCTAssertEqual(suspend.status, 0, suspend.err)
             let login = try await h.loginEmail(email)
             XCTAssertEqual(login.status, .forbidden)
             XCTAssertEqual(try login.envelope().extra["reason"], "Cheating")

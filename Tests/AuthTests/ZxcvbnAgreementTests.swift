@@ -25,15 +25,9 @@ final class ZxcvbnAgreementTests: XCTestCase {
 
     func testAgreesWithTheReferenceOn5000Passwords() throws {
         let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("zxcvbn_reference.py")
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: TestEnvironment.python)
-        process.arguments = [script.path, "5000"]
-        let out = Pipe()
-        process.standardOutput = out
-        try process.run()
-        let data = out.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        XCTAssertEqual(process.terminationStatus, 0, "the reference zxcvbn (pip install zxcvbn) must be available")
+        let reference = try ChildProcess(TestEnvironment.python, [script.path, "5000"])
+        XCTAssertEqual(reference.wait().status, 0, "the reference zxcvbn (pip install zxcvbn) must be available")
+        let data = reference.standardOutputData
         let cases = try JSONDecoder().decode([Reference].self, from: data)
         XCTAssertEqual(cases.count, 5000)
         XCTAssertEqual(Set(cases.map(\.score)), [0, 1, 2, 3, 4], "every score is represented")

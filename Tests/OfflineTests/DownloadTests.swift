@@ -37,20 +37,9 @@ final class DownloadTests: XCTestCase {
 
     /// gzip -d from the system, not this service's zlib code.
     static func gunzip(_ data: Data) throws -> Data {
-        let p = Process()
-        p.executableURL = URL(fileURLWithPath: "/bin/gzip")
-        p.arguments = ["-d", "-c"]
-        let input = Pipe()
-        let output = Pipe()
-        p.standardInput = input
-        p.standardOutput = output
-        try p.run()
-        input.fileHandleForWriting.write(data)
-        try input.fileHandleForWriting.close()
-        let out = output.fileHandleForReading.readDataToEndOfFile()
-        p.waitUntilExit()
-        XCTAssertEqual(p.terminationStatus, 0)
-        return out
+        let gzip = try ChildProcess("/bin/gzip", ["-d", "-c"], input: data)
+        XCTAssertEqual(gzip.wait().status, 0)
+        return gzip.standardOutputData
     }
 
     func testDownloadPausedMidwayAndResumedHasEveryItemOnceWithRightChecksums() async throws {

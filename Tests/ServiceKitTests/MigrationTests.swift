@@ -29,20 +29,10 @@ final class MigrationTests: XCTestCase {
         env["DATABASE_NAME"] = database
         env["DATABASE_PORT"] = String(TestEnvironment.databasePort)
         env["LOG_LEVEL"] = "error"
-        let processes = (0..<4).map { _ -> Process in
-            let p = Process()
-            p.executableURL = binary
-            p.arguments = ["migrate"]
-            p.environment = env
-            p.standardOutput = Pipe()
-            p.standardError = Pipe()
-            return p
-        }
-        for p in processes { try p.run() }
-        for p in processes { p.waitUntilExit() }
+        let processes = try (0..<4).map { _ in try ChildProcess(binary.path, ["migrate"], environment: env) }
         for p in processes {
-            let err = String(decoding: (p.standardError as! Pipe).fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-            XCTAssertEqual(p.terminationStatus, 0, "migrate failed: \(err)")
+            let (status, _, err) = p.wait()
+            XCTAssertEqual(status, 0, "migrate failed: \(err)")
         }
 
         let expected = try PlatformMigrations.all.count + AuthMigrationsCount.value()

@@ -67,19 +67,17 @@ final class UserFactsStackTests: XCTestCase {
 
         // Suspension by the operator's command (another process, on the stack's database).
         let t = try await guest()
-        let p = Process()
-        p.executableURL = URL(fileURLWithPath: TestEnvironment.binDirectory).appendingPathComponent("auth-service")
         let app = try DemoApp.values()["APP_ID"] ?? ""
-        p.arguments = ["admin", "users", "suspend", "--app-id", app, "--user-id", t.userID.uuidString, "--reason", "Cheating"]
         var env = ProcessInfo.processInfo.environment
         env["DATABASE_NAME"] = TestEnvironment.stackDatabase
         env["LOG_LEVEL"] = "error"
-        p.environment = env
-        p.standardOutput = FileHandle.nullDevice
         let suspendedAt = ContinuousClock.now
-        try p.run()
-        p.waitUntilExit()
-        XCTAssertEqual(p.terminationStatus, 0)
+        let suspend = try runServiceBinary(
+            "auth-service",
+            ["admin", "users", "suspend", "--app-id", app, "--user-id", t.userID.uuidString, "--reason", "Cheating"],
+            environment: env
+        )
+        XCTAssertEqual(suspend.status, 0, suspend.err)
         _ = try await secondsUntilRefusedEverywhere(t, status: 403, since: suspendedAt)
         let (_, me) = try await call("GET", "/auth/v1/auth/me", t.headers)
         XCTAssertEqual(me["error"], .string("account_suspended"))

@@ -63,14 +63,11 @@ final class WebhookStackTests: XCTestCase {
         let secrets = dir + "/secrets"
         let out = dir + "/received.jsonl"
         let port = try TestEnvironment.freePort()
-        let receiver = Process()
-        receiver.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        receiver.arguments = [
-            TestEnvironment.python, "deploy/local/webhook_receiver.py", "--port", "\(port)", "--secrets", secrets, "--out", out, "--fail-first", "3",
-        ]
-        try receiver.run()
-        // SIGKILL, no wait: Foundation's waitUntilExit can miss a child's exit here.
-        defer { kill(receiver.processIdentifier, SIGKILL) }
+        let receiver = try ChildProcess(
+            TestEnvironment.python,
+            ["deploy/local/webhook_receiver.py", "--port", "\(port)", "--secrets", secrets, "--out", out, "--fail-first", "3"]
+        )
+        defer { receiver.stop() }
         try await Task.sleep(for: .milliseconds(500))
 
         let demo = try DemoApp.values()

@@ -142,18 +142,15 @@ extension HTTPFields {
 public final class SMTPSink {
     public let port: Int
     public let maildir: URL
-    let process: Process
+    let process: ChildProcess
 
     public init() throws {
         port = try TestEnvironment.freePort()
         maildir = FileManager.default.temporaryDirectory.appendingPathComponent("maildir-\(UUID().uuidString)")
-        let p = Process()
-        p.executableURL = URL(fileURLWithPath: TestEnvironment.python)
-        p.arguments = ["-m", "aiosmtpd", "-n", "-l", "127.0.0.1:\(port)", "-c", "aiosmtpd.handlers.Mailbox", maildir.path]
-        p.standardOutput = FileHandle.nullDevice
-        p.standardError = FileHandle.nullDevice
-        try p.run()
-        process = p
+        process = try ChildProcess(
+            TestEnvironment.python,
+            ["-m", "aiosmtpd", "-n", "-l", "127.0.0.1:\(port)", "-c", "aiosmtpd.handlers.Mailbox", maildir.path]
+        )
     }
 
     public var url: String { "smtp://127.0.0.1:\(port)" }
@@ -164,14 +161,7 @@ public final class SMTPSink {
         return try files.map { try String(contentsOf: maildir.appendingPathComponent($0), encoding: .utf8) }
     }
 
-    /// SIGKILL: the child inherits the spawning thread's blocked signals (SIGTERM and SIGINT among
-    /// them), so `terminate()` left every sink running after the tests.
-    public func stop() {
-        if process.isRunning {
-            kill(process.processIdentifier, SIGKILL)
-            process.waitUntilExit()
-        }
-    }
+    public func stop() { process.stop() }
 
     /// A test that forgot `stop()` (or failed before it) does not leave the server running.
     deinit { stop() }
@@ -288,22 +278,7 @@ public func runServiceBinary(
     environment: [String: String],
     timeout: TimeInterval = 60
 ) throws -> (status: Int32, out: String, err: String) {
-    let p = Process()
-    p.executableURL = URL(fileURLWithPath: TestEnvironment.binDirectory).appendingPathComponent(name)
-    p.arguments = args
-    p.environment = environment
-    let out = Pipe()
-    let err = Pipe()
-    p.standardOutput = out
-    p.standardError = err
-    try p.run()
-    let pid = p.processIdentifier
-    DispatchQueue.global().asyncAfter(deadline: .now() + timeout) { kill(pid, SIGKILL) }
-    p.waitUntilExit()
-    return (
-        p.terminationStatus, String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self),
-        String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-    )
+    try ChildProcess(TestEnvironment.binDirectory + "/" + name, args, environment: environment).wait(timeout: timeout)
 }
 
 /// Runs a service binary's operator command against the unit database.
