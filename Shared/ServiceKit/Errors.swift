@@ -84,6 +84,16 @@ public struct ErrorMiddleware<Context: RequestContext>: RouterMiddleware {
             }
             // Input that passed validation but that Postgres cannot store (a NUL character in
             // text, a number out of range): the client's mistake, said without internals.
+            if ErasureFence.isRefusal(error) {
+                // A write for a user whose erasure committed meanwhile: to the app, its token's
+                // refusal a moment early; to another service's outbox, final (410, as for any
+                // erased user's fact).
+                context.logger.notice("write refused: the user is erased")
+                let refusal =
+                    request.uri.path.hasPrefix(InternalRoutes.pathPrefix)
+                    ? AppError(.gone, "user_erased", "This user's data has been erased") : AppError.accountErased
+                return try refusal.response(from: request, context: context)
+            }
             if let state = DatabaseErrors.sqlState(error) {
                 context.logger.notice("refused by the database", metadata: ["sqlstate": "\(state)"])
                 if state.hasPrefix("22") {

@@ -327,6 +327,10 @@ public struct JobWorker: Service {
                 do {
                     try await handler(job)
                     return .finished
+                } catch  where ErasureFence.isRefusal(error) {
+                    // The job's user was erased meanwhile: nothing is left to do for them.
+                    queue.logger.notice("job ended: its user is erased", metadata: ["job": "\(job.id)", "kind": "\(job.kind)"])
+                    return .finished
                 } catch { return .failed(String(describing: error)) }
             }
             group.addTask {

@@ -71,6 +71,8 @@ public struct UserDataController: Sendable {
             let erased = SessionFact(appID: appID, userID: userID, version: version, sessionEpoch: Int(Int32.max), state: .erased)
             let key = request.headers[.idempotencyKey] ?? "delete:\(appID):\(userID)"
             let stored = try await idempotency.run(key: key, scope: "user-deletion") { conn in
+                // Writes of this user's data under way finish first; later ones meet the marker.
+                try await ErasureFence.lockForErasure(user: userID, on: conn, logger: logger)
                 var counts: [String: JSONValue] = [:]
                 for section in sections { counts[section.name] = .int(try await section.delete(userID, appID, conn)) }
                 // Nothing is recreated for this user afterwards: tokens are refused, late facts ignored.

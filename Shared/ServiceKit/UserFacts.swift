@@ -62,6 +62,7 @@ extension PlatformMigrations {
         "entitlements": entitlements, "outbox_wake": Outbox.wakeMigration,
         "backlog_indexes": backlogIndexes,
         "operator_audit": OperatorAuditStore.migration, "retention_indexes": retentionIndexes,
+        "erasure_fence": ErasureFence.migration,
     ]
 
     /// #19: each retention rule's predicate served by an index (`RetentionRule.platform`), so a

@@ -59,7 +59,7 @@ public struct InternalRoute<Body: Sendable, Answer: Sendable>: Sendable {
 
     /// The path to call: parameters filled in, then `app_id` and any other query items.
     public func path(user: UUID? = nil, consent: String? = nil, app: UUID? = nil, query: [(String, String)] = []) -> String {
-        var p = "/internal/" + template
+        var p = InternalRoutes.pathPrefix + template
         if let user { p = p.replacingOccurrences(of: "{id}", with: user.uuidString.lowercased()) }
         if let consent { p = p.replacingOccurrences(of: "{consent}", with: consent) }
         precondition(!p.contains("{"), "\(template): a parameter is missing")
@@ -75,7 +75,7 @@ public struct InternalRoute<Body: Sendable, Answer: Sendable>: Sendable {
     public var row: InternalRoutes.Row {
         InternalRoutes.Row(
             method: method.rawValue,
-            path: "/internal/" + template,
+            path: InternalRoutes.pathPrefix + template,
             callees: callees,
             callers: callers,
             body: Self.name(Body.self),
@@ -92,6 +92,9 @@ public struct NoBody: Codable, Sendable {}
 
 /// Every internal route. A new one is declared here first.
 public enum InternalRoutes {
+    /// Where every internal route lives (the gateway never forwards it).
+    public static let pathPrefix = "/internal/"
+
     static let all4: [ServiceName] = ServiceName.allCases
     static let others: [ServiceName] = [.subscription, .offline, .ads]
 

@@ -211,4 +211,41 @@ final class ContentAccessTests: XCTestCase {
             XCTAssertEqual(sixth.status, .tooManyRequests)
         }
     }
+
+    /// A replica that has not heard of an erasure still passes the user's token: the check's log
+    /// row meets the erasure fence. The check is refused with the token's 401 and logs nothing;
+    /// the other checks written in the same batch are answered and logged (the batch is retried
+    /// row by row).
+    func testAnErasedUsersCheckIsRefusedAndTheOthersInItsBatchAreLogged() async throws {
+        try await PurchaseTests.run { h in
+            let p = "e\(Int.random(in: 1000...9999))-"
+            try await Self.rules(h, p)
+            let erased = UUID()
+            let before = try await Self.check(h, erased, p + "free")
+            XCTAssertEqual(before.status, .ok)
+            try await withPostgres(TestEnvironment.adminClient(database: TestEnvironment.unitDatabase)) { db in
+                try await db.query(
+                    """
+                    WITH gone AS (DELETE FROM subscription.access_logs WHERE app_id = \(h.app) AND user_id = \(erased))
+                    INSERT INTO subscription.session_state (app_id, user_id, version, session_epoch, state)
+                    VALUES (\(h.app), \(erased), 9, 2147483647, 'erased')
+                    """
+                )
+            }
+            let others = (0..<24).map { _ in UUID() }
+            let answers = try await withThrowingTaskGroup(of: (UUID, TestResponse).self) { group in
+                for user in others + [erased] { group.addTask { (user, try await Self.check(h, user, p + "free")) } }
+                return try await group.reduce(into: [UUID: TestResponse]()) { $0[$1.0] = $1.1 }
+            }
+            XCTAssertEqual(answers[erased]?.status, .unauthorized)
+            XCTAssertEqual(try answers[erased]?.envelope().error, "invalid_token")
+            for user in others { XCTAssertEqual(answers[user]?.status, .ok) }
+            let logged = try await h.scalar(
+                "SELECT count(*)::int FROM subscription.access_logs WHERE content_id = '\(p)free' AND user_id <> '\(erased)'"
+            )
+            XCTAssertEqual(logged, others.count)
+            let kept = try await h.scalar("SELECT count(*)::int FROM subscription.access_logs WHERE user_id = '\(erased)'")
+            XCTAssertEqual(kept, 0, "nothing logged for the erased user")
+        }
+    }
 }

@@ -24,7 +24,8 @@ HELPERS = {"invalid_request": (400, "Malformed input; `field` names it"), "valid
            "method_not_allowed": (405, "Method not allowed on this path"), "request_timeout": (408, "The request took too long"),
            "conflict": (409, "Conflicting state"), "payload_too_large": (413, "The body exceeds 1 MiB"),
            "unsupported_media_type": (415, "Content-Type must be application/json"), "internal_error": (500, "An unexpected error; the request id finds it in the logs"),
-           "http_error": (400, "An HTTP-level refusal")}
+           "http_error": (400, "An HTTP-level refusal"),
+           "user_erased": (410, "Internal calls: the user's data has been erased, and this is final")}
 # The gateway's own refusals (deploy/gateway/nginx.conf), which any route may meet.
 GATEWAY = {"uri_too_long": (414, "The request URI exceeds 8 KiB (gateway)"), "headers_too_large": (431, "The request headers exceed 8 KiB (gateway)"),
            "http_version_not_supported": (505, "An HTTP version the gateway does not speak"),
