@@ -67,7 +67,7 @@ public enum ErasureFence {
     /// The erasure's side: taken in its transaction before its first delete, so writes under way
     /// finish first and later ones wait for its commit.
     public static func lockForErasure(user: UUID, on conn: PostgresConnection, logger: Logger) async throws {
-        try await conn.query("SELECT pg_advisory_xact_lock(\(lockClass), hashtext(\(user)::text))", logger: logger)
+        try await conn.run("SELECT pg_advisory_xact_lock(\(lockClass), hashtext(\(user)::text))", logger: logger)
     }
 
     /// Whether `error` is the fence's refusal.

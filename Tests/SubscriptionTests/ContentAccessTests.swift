@@ -142,6 +142,16 @@ final class ContentAccessTests: XCTestCase {
             h.clock.advance(by: 2 * 60)
             let renewed = try await Self.check(h, user, p + "free", device: "device-2")
             XCTAssertEqual(renewed.status, .ok)
+            // The sighting went with the decision (one write, #48): the device's last sighting is
+            // the time of its last logged decision.
+            let together = try await h.scalar(
+                """
+                SELECT count(*)::int FROM subscription.devices d WHERE d.user_id = '\(user)' AND d.device_id = 'device-2'
+                AND d.last_seen = (SELECT max(timestamp) FROM subscription.access_logs l WHERE l.user_id = '\(user)' AND l.device_id = 'device-2')
+                AND d.last_seen > d.first_seen
+                """
+            )
+            XCTAssertEqual(together, 1)
             let still = try await Self.check(h, user, p + "free", device: "device-6")
             XCTAssertEqual(still.status, .tooManyRequests)
             h.clock.advance(by: 14 * 60)

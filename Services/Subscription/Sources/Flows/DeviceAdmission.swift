@@ -13,23 +13,33 @@ struct DeviceAdmission: Sendable {
     let db: DatabasePool
     let logger: Logger
 
-    /// Nil when admitted, else how many other devices are active. A device this replica wrote
-    /// as seen less than 14 minutes ago is admitted from memory (its `last_seen` moved on after
-    /// 60-120 s); any other is renewed if it is active, else goes through the locked count in the
-    /// database (`AccessStore.admitDevice`), so the limit is exact.
-    func admit(app: UUID, user: UUID, device: String, now: Date) async throws -> Int? {
+    /// What the check does with its device.
+    enum Outcome: Sendable {
+        /// Admitted; `renewal` when the device is due to be written as seen again, which the
+        /// check's decision carries (one commit for both, #48).
+        case admitted(renewal: Renewal?)
+        /// Refused: this many other devices are active.
+        case refused(active: Int)
+    }
+
+    /// A device due to be written as seen again: remembered as written once its decision is stored.
+    struct Renewal: Sendable {
+        let key: AccessReads.DeviceKey
+        let ticket: ReadCache<AccessReads.DeviceKey, Date>.Ticket
+    }
+
+    /// A device this replica wrote as seen less than 14 minutes ago is admitted from memory (its
+    /// `last_seen` moves on after 60-120 s, with the check's decision); any other is renewed if
+    /// it is active, else goes through the locked count in the database
+    /// (`AccessStore.admitDevice`), so the limit is exact.
+    func admit(app: UUID, user: UUID, device: String, now: Date) async throws -> Outcome {
         let key = AccessReads.DeviceKey(app: app, user: user, device: device)
         if let written = reads.devices.value(for: key) {
             // The spread from the key's hash: stable for the device in this process.
             let spread = Double(UInt(bitPattern: key.hashValue) % 1000) / 1000
             let remembered = AccessPolicy.remembered(written: written, now: now, spread: spread)
             if remembered.active {
-                if remembered.rewrite {
-                    let ticket = reads.devices.ticket(for: key)
-                    try await reads.sightings.submit(AccessStore.Sighting(app: app, user: user, device: device, at: now))
-                    reads.devices.store(now, for: key, ticket: ticket)
-                }
-                return nil
+                return .admitted(renewal: remembered.rewrite ? Renewal(key: key, ticket: reads.devices.ticket(for: key)) : nil)
             }
         }
         let ticket = reads.devices.ticket(for: key)
@@ -44,7 +54,7 @@ struct DeviceAdmission: Sendable {
             db: db
         ) {
             reads.devices.store(now, for: key, ticket: ticket)
-            return nil
+            return .admitted(renewal: nil)
         }
         let refused = try await db.withTransaction(logger: logger) { conn in
             try await store.admitDevice(
@@ -58,9 +68,14 @@ struct DeviceAdmission: Sendable {
             )
         }
         if let refused {
-            return refused
+            return .refused(active: refused)
         }
         reads.devices.store(now, for: key, ticket: ticket)
-        return nil
+        return .admitted(renewal: nil)
+    }
+
+    /// The device's sighting went with a stored decision: remembered as written at `at`.
+    func renewed(_ renewal: Renewal, at: Date) {
+        reads.devices.store(at, for: renewal.key, ticket: renewal.ticket)
     }
 }

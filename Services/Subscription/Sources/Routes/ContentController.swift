@@ -138,7 +138,10 @@ struct ContentController {
         // The content first: a check of a content that does not exist is a 404 that neither
         // counts nor renews the device.
         let (rule, d) = try await evaluate(app: app, user: user, content: content)
-        if let active = try await admission.admit(app: app, user: user, device: device, now: now) {
+        let renewal: DeviceAdmission.Renewal?
+        switch try await admission.admit(app: app, user: user, device: device, now: now) {
+        case .admitted(let due): renewal = due
+        case .refused(let active):
             throw AppError(
                 SubscriptionErrorCode.concurrentAccessLimit,
                 "Too many devices in use on this account",
@@ -155,9 +158,11 @@ struct ContentController {
                 userStatus: status,
                 via: d.via?.rawValue,
                 device: device,
-                at: now
+                at: now,
+                renewsDevice: renewal != nil
             )
         )
+        if let renewal { admission.renewed(renewal, at: now) }
         guard d.hasAccess else {
             let options = String(decoding: try JSON.encoder.encode(d.unlockOptions), as: UTF8.self)
             throw AppError(

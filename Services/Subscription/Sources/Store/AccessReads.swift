@@ -44,10 +44,8 @@ struct AccessReads: Sendable {
     /// Devices this replica wrote as seen, with when: while that is within the 15-minute
     /// window less a minute the device is surely active (another replica can only move its
     /// `last_seen` on), so it is admitted from memory; its `last_seen` is written again after
-    /// 60-120 s (`AccessPolicy.remembered`), the sightings of concurrent checks together
-    /// (`sightings`).
+    /// 60-120 s (`AccessPolicy.remembered`), with the check's decision (`DeviceAdmission`).
     let devices: ReadCache<DeviceKey, Date>
-    let sightings: GroupCommit<AccessStore.Sighting>
 
     init(
         db: DatabasePool,
@@ -107,7 +105,6 @@ struct AccessReads: Sendable {
             metrics: metrics,
             clock: clock
         )
-        sightings = GroupCommit { [db] in try await access.renew($0, db: db) }
     }
 
     func balance(app: UUID, user: UUID) async throws -> Int {

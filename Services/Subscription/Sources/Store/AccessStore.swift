@@ -62,51 +62,42 @@ public struct AccessStore: Sendable {
         return false
     }
 
-    /// A device seen again, its `last_seen` to move on to `at`.
-    public struct Sighting: Sendable {
-        public var app: UUID, user: UUID, device: String, at: Date
-        public init(app: UUID, user: UUID, device: String, at: Date) {
-            self.app = app
-            self.user = user
-            self.device = device
-            self.at = at
-        }
-    }
-
-    /// The sightings of concurrent checks in one statement (`GroupCommit`), never moving a
-    /// `last_seen` back (another replica may have written a later one).
-    public func renew(_ sightings: [Sighting], db: DatabasePool) async throws {
-        guard !sightings.isEmpty else { return }
-        try await db.query(
-            """
-            UPDATE devices d SET last_seen = GREATEST(d.last_seen, x.t)
-            FROM unnest(\(sightings.map(\.app))::uuid[], \(sightings.map(\.user))::uuid[], \(sightings.map(\.device))::text[],
-                        \(sightings.map(\.at))::timestamptz[]) AS x(a, u, dv, t)
-            WHERE d.app_id = x.a AND d.user_id = x.u AND d.device_id = x.dv
-            """,
-            logger: logger
-        )
-    }
-
     /// One access decision, as `access_logs` keeps it.
     public struct Decision: Sendable {
         public var app: UUID, user: UUID, content: String, granted: Bool, userStatus: String, via: String?, device: String, at: Date
+        /// The device is due to be written as seen again (`last_seen`), with the decision.
+        public var renewsDevice = false
     }
 
     /// The decisions of concurrent checks in one statement (group commit: `GroupCommit`),
-    /// through `log_access_decisions`, whose INSERT keeps its plan for the session.
+    /// through `log_access_decisions`, whose INSERT keeps its plan for the session; with the
+    /// sightings of the devices due to be written as seen again, when there are any
+    /// (`log_access_decisions_and_sightings`): one commit for both.
     public func log(_ decisions: [Decision], db: DatabasePool) async throws {
         guard !decisions.isEmpty else { return }
+        let (apps, users, contents) = (decisions.map(\.app), decisions.map(\.user), decisions.map(\.content))
+        let (granted, statuses, vias) = (decisions.map(\.granted), decisions.map(\.userStatus), decisions.map { $0.via ?? "" })
+        let (devices, ats) = (decisions.map(\.device), decisions.map(\.at))
         try await db.withConnection { conn in
-            try await conn.run(
-                """
-                SELECT log_access_decisions(
-                    \(decisions.map(\.app))::uuid[], \(decisions.map(\.user))::uuid[], \(decisions.map(\.content))::text[],
-                    \(decisions.map(\.granted))::bool[], \(decisions.map(\.userStatus))::text[], \(decisions.map { $0.via ?? "" })::text[],
-                    \(decisions.map(\.device))::text[], \(decisions.map(\.at))::timestamptz[])
-                """,
-                logger: logger
-            )
+            if decisions.contains(where: \.renewsDevice) {
+                try await conn.run(
+                    """
+                    SELECT log_access_decisions_and_sightings(
+                        \(apps)::uuid[], \(users)::uuid[], \(contents)::text[], \(granted)::bool[], \(statuses)::text[], \(vias)::text[],
+                        \(devices)::text[], \(ats)::timestamptz[], \(decisions.map(\.renewsDevice))::bool[])
+                    """,
+                    logger: logger
+                )
+            } else {
+                try await conn.run(
+                    """
+                    SELECT log_access_decisions(
+                        \(apps)::uuid[], \(users)::uuid[], \(contents)::text[], \(granted)::bool[], \(statuses)::text[], \(vias)::text[],
+                        \(devices)::text[], \(ats)::timestamptz[])
+                    """,
+                    logger: logger
+                )
+            }
         }
     }
 }
