@@ -82,8 +82,6 @@ public struct ErrorMiddleware<Context: RequestContext>: RouterMiddleware {
                 unavailable.warning(context.logger, "database unavailable", metadata: ["error": "\(String(reflecting: error))"])
                 return try AppError.unavailable.response(from: request, context: context)
             }
-            // Input that passed validation but that Postgres cannot store (a NUL character in
-            // text, a number out of range): the client's mistake, said without internals.
             if ErasureFence.isRefusal(error) {
                 // A write for a user whose erasure committed meanwhile: to the app, its token's
                 // refusal a moment early; to another service's outbox, final (410, as for any
@@ -94,6 +92,8 @@ public struct ErrorMiddleware<Context: RequestContext>: RouterMiddleware {
                     ? AppError(.gone, "user_erased", "This user's data has been erased") : AppError.accountErased
                 return try refusal.response(from: request, context: context)
             }
+            // Input that passed validation but that Postgres cannot store (a NUL character in
+            // text, a number out of range): the client's mistake, said without internals.
             if let state = DatabaseErrors.sqlState(error) {
                 context.logger.notice("refused by the database", metadata: ["sqlstate": "\(state)"])
                 if state.hasPrefix("22") {

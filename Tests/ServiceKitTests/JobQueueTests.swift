@@ -261,6 +261,45 @@ final class JobQueueTests: XCTestCase {
         }
     }
 
+    /// A job whose write meets the erasure fence (its user was erased meanwhile) ends at its first
+    /// attempt: nothing is left to do for that user, so it is neither retried nor dead.
+    func testAJobWhoseUserIsErasedEndsWithoutRetry() async throws {
+        let runtime = kitRuntime(.offline)
+        try await withMigratedRuntime(runtime) { runtime in
+            let queue = JobQueue(client: runtime.db, queue: "test-\(UUID().uuidString)", logger: runtime.logger)
+            let id = try await queue.enqueue(kind: "erased", payload: [String: Int](), maxAttempts: 3)!
+            let user = UUID()
+            try await runtime.db.query(
+                """
+                INSERT INTO session_state (app_id, user_id, version, session_epoch, state)
+                VALUES (\(user), \(user), 9, 2147483647, 'erased')
+                """,
+                logger: runtime.logger
+            )
+            let worker = JobWorker(
+                queue: queue,
+                handlers: [
+                    "erased": { _ in
+                        try await runtime.db.query(
+                            "INSERT INTO user_consents (app_id, user_id, geolocation, changed_at) VALUES (\(user), \(user), true, now())",
+                            logger: runtime.logger
+                        )
+                    }
+                ],
+                backoff: Backoff(base: .milliseconds(10), cap: .milliseconds(10))
+            )
+            try await worker.runOnce()
+            let rows = try await runtime.db.query("SELECT status, attempts FROM jobs WHERE id = \(id)")
+            for try await (status, attempts) in rows.decode((String, Int).self) {
+                XCTAssertEqual(status, "done")
+                XCTAssertEqual(attempts, 1)
+            }
+            for try await n in try await runtime.db.query("SELECT count(*)::int FROM user_consents WHERE user_id = \(user)").decode(Int.self) {
+                XCTAssertEqual(n, 0)
+            }
+        }
+    }
+
     func testUniqueKeyMakesASecondEnqueueANoOp() async throws {
         let runtime = kitRuntime(.offline)
         try await withMigratedRuntime(runtime) { runtime in

@@ -99,6 +99,35 @@ final class CreditsTests: XCTestCase {
         }
     }
 
+    /// A reward delivered after the user's erasure (still in ads' outbox) recreates nothing: the
+    /// erasure fence refuses the ledger's row, and the internal route answers 410 `user_erased`,
+    /// final for the sender's outbox (not 401, not 500).
+    func testARewardForAnErasedUserIsGoneAndWritesNothing() async throws {
+        try await Self.run { h in
+            let user = UUID()
+            try await withPostgres(TestEnvironment.adminClient(database: TestEnvironment.unitDatabase)) { db in
+                try await db.query(
+                    """
+                    INSERT INTO subscription.session_state (app_id, user_id, version, session_epoch, state)
+                    VALUES (\(h.app), \(user), 9, 2147483647, 'erased')
+                    """
+                )
+            }
+            let late = try await h.earn(user, 5)
+            XCTAssertEqual(late.status, .gone)
+            XCTAssertEqual(try late.envelope().error, "user_erased")
+            let rows = try await withPostgres(TestEnvironment.adminClient(database: TestEnvironment.unitDatabase)) { db -> Int in
+                let sql = """
+                    SELECT ((SELECT count(*) FROM subscription.credit_ledger WHERE user_id = '\(user)')
+                        + (SELECT count(*) FROM subscription.credit_balances WHERE user_id = '\(user)'))::int
+                    """
+                for try await n in try await db.query(PostgresQuery(unsafeSQL: sql)).decode(Int.self) { return n }
+                return -1
+            }
+            XCTAssertEqual(rows, 0, "nothing written for the erased user")
+        }
+    }
+
     func testEarnOncePerReferenceEvenFiftyAtOnce() async throws {
         try await Self.run { h in
             let user = UUID()

@@ -25,17 +25,10 @@ struct SyncProfile: Codable, Sendable {
 struct ProfileStore: Sendable {
     let logger: Logger
 
-    /// Never for an erased user: a request that passed the token check on a replica that had not
-    /// yet heard of the erasure (or was under way when it committed) would otherwise create the
-    /// row again after the erasure deleted it. The statement's snapshot sees the erasure's marker
-    /// once it has committed.
+    /// Never for an erased user: the erasure fence refuses the row (ServiceKit's `ErasureFence`).
     func ensure(app: UUID, user: UUID, on conn: PostgresConnection) async throws {
         try await conn.run(
-            """
-            INSERT INTO sync_profiles (app_id, user_id) SELECT \(app), \(user)
-            WHERE NOT EXISTS (SELECT 1 FROM session_state WHERE app_id = \(app) AND user_id = \(user) AND state = 'erased')
-            ON CONFLICT DO NOTHING
-            """,
+            "INSERT INTO sync_profiles (app_id, user_id) VALUES (\(app), \(user)) ON CONFLICT DO NOTHING",
             logger: logger
         )
     }
@@ -74,7 +67,7 @@ struct ProfileStore: Sendable {
                 lastFullSyncAt: r.5
             )
         }
-        // No row and none made: the user was erased meanwhile (as the token check answers).
+        // No row: the erasure deleted it between the insert and this read (as the token check answers).
         throw AppError.accountErased
     }
 

@@ -43,8 +43,6 @@ package enum SubscriptionErrorCode: String, ErrorCatalogue {
     case transactionRevoked = "transaction_revoked"
     /// No plan sells product …
     case unknownProduct = "unknown_product"
-    /// This user's data has been erased
-    case userErased = "user_erased"
 
     package var status: HTTPStatus {
         switch self {
@@ -55,7 +53,6 @@ package enum SubscriptionErrorCode: String, ErrorCatalogue {
         case .insufficientCredits: .init(code: 402)
         case .paymentPending, .purchaseOwnedByAnotherUser: .conflict
         case .accessDenied: .forbidden
-        case .userErased: .gone
         case .noActiveSubscription, .noSupportPremium: .notFound
         case .storeUnavailable: .serviceUnavailable
         case .concurrentAccessLimit: .tooManyRequests

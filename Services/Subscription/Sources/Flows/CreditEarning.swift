@@ -14,11 +14,9 @@ struct CreditEarning: Sendable {
 
     func earn(_ body: CreditEarnRequest, now: Date) async throws -> (transaction: CreditTransaction, created: Bool) {
         try await db.withTransaction(logger: logger) { conn in
-            // An erased user gets nothing recreated (a reward still in another outbox): 410,
-            // which the sender's outbox records as final.
-            if try await UserFactStore(logger: logger).isErased(app: body.appID, user: body.userID, on: conn) {
-                throw AppError(SubscriptionErrorCode.userErased, "This user's data has been erased")
-            }
+            // An erased user gets nothing recreated (a reward still in another outbox): the
+            // erasure fence refuses the ledger's row, answered 410 `user_erased`, which the
+            // sender's outbox records as final.
             let (tx, created) = try await ledger.earn(
                 app: body.appID,
                 user: body.userID,
