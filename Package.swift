@@ -18,11 +18,10 @@ let serviceKitDeps: [Target.Dependency] = [
     .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
     .product(name: "ArgumentParser", package: "swift-argument-parser"),
     .product(name: "NIOPosix", package: "swift-nio"),
-    // #49 traces: spans (swift-distributed-tracing) exported over OTLP/HTTP (swift-otel).
+    // #49 traces: spans (swift-distributed-tracing) exported over OTLP/HTTP (OTLPTracer, SpanExporter).
     .product(name: "Tracing", package: "swift-distributed-tracing"),
     .product(name: "Instrumentation", package: "swift-distributed-tracing"),
     .product(name: "ServiceContextModule", package: "swift-service-context"),
-    .product(name: "OTel", package: "swift-otel"),
 ]
 
 /// The service binaries are linked by lld with packed relative relocations (DT_RELR, glibc 2.36):
@@ -241,8 +240,6 @@ let package = Package(
         .package(url: "https://github.com/swift-server/swift-openapi-async-http-client.git", from: "1.5.0"),
         // The live stream's WebSocket client in the stack tests (#46).
         .package(url: "https://github.com/hummingbird-project/swift-websocket.git", from: "1.6.2"),
-        // #49: OTLP over HTTP with protobuf only; the gRPC exporter (and its HTTP/2 stack) is left out.
-        .package(url: "https://github.com/swift-otel/swift-otel.git", from: "1.6.0", traits: ["OTLPHTTP"]),
         .package(url: "https://github.com/apple/swift-distributed-tracing.git", from: "1.7.3"),
         .package(url: "https://github.com/apple/swift-service-context.git", from: "1.5.1"),
     ],

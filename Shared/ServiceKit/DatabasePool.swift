@@ -408,9 +408,9 @@ public final class DatabasePool: Sendable, Service {
         // are spans beside it, under the same parent (a task-local of the transaction's own
         // would have to carry the body's `sending` result through TaskLocal.withValue, which
         // does not return one).
-        guard Telemetry.isRecording else { return try await transaction(logger: logger, file: file, line: line, body) }
-        let span = startSpan("transaction", ofKind: .client)
-        span.attributes = SQLSummary.attributes(file: file, line: line)
+        guard let span = Telemetry.statementSpan(nil, file: file, line: line) else {
+            return try await transaction(logger: logger, file: file, line: line, body)
+        }
         defer { span.end() }
         do {
             return try await transaction(logger: logger, file: file, line: line, body)
@@ -489,13 +489,9 @@ extension PostgresConnection {
     public func run(_ query: PostgresQuery, logger: Logger, file: String = #fileID, line: Int = #line) async throws -> PostgresRows {
         // #49: a statement inside a trace is a span named by its operation and table; its text
         // and bind values are never recorded.
-        guard Telemetry.isRecording else { return try await runUntraced(query, logger: logger, file: file, line: line) }
-        let summary = SQLSummary(query.sql)
-        let span = startSpan(summary.name, ofKind: .client)
-        var attributes = SQLSummary.attributes(file: file, line: line)
-        attributes["db.operation.name"] = summary.operation
-        attributes["db.collection.name"] = summary.table
-        span.attributes = attributes
+        guard let span = Telemetry.statementSpan(query.sql, file: file, line: line) else {
+            return try await runUntraced(query, logger: logger, file: file, line: line)
+        }
         defer { span.end() }
         do {
             return try await runUntraced(query, logger: logger, file: file, line: line)

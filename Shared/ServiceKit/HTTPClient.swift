@@ -211,7 +211,7 @@ public final class CurlHTTPClient: Sendable {
         // #49: inside a trace, a client span (HTTP client conventions: the method, the server,
         // the status; never the path or query, which carry ids and tokens), and the receiver
         // continues the trace from `traceparent`.
-        let span = startSpan(request.method, ofKind: .client)
+        let span = Telemetry.startSpan(request.method, ofKind: .client)
         let server = Self.server(of: request.url)
         span.attributes["http.request.method"] = request.method
         span.attributes["server.address"] = server.host

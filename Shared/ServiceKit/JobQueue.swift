@@ -302,7 +302,7 @@ public struct JobWorker: Service {
         await RequestTrace.$requestID.withValue(job.requestID) {
             guard let origin = Telemetry.stored(traceparent: job.traceparent) else { return await run(job) }
             guard origin.kept else { return await ServiceContext.$current.withValue(origin.context) { await run(job) } }
-            let span = startSpan("job \(job.kind)", context: .topLevel, ofKind: .consumer)
+            let span = Telemetry.startSpan("job \(job.kind)", context: .topLevel, ofKind: .consumer)
             span.addLink(SpanLink(context: origin.context, attributes: [:]))
             span.attributes["job.queue"] = job.queue
             span.attributes["job.id"] = "\(job.id)"

@@ -265,7 +265,7 @@ public struct OutboxWorker: Service {
             guard inWorker, let origin else { return await attempt(row, timeout: timeout) }
             return await ServiceContext.$current.withValue(origin.context) { await attempt(row, timeout: timeout) }
         }
-        let span = startSpan("outbox deliver", ofKind: .producer)
+        let span = Telemetry.startSpan("outbox deliver", ofKind: .producer)
         if let origin { span.addLink(SpanLink(context: origin.context, attributes: [:])) }
         span.attributes["messaging.system"] = "outbox"
         span.attributes["messaging.destination.name"] = row.target

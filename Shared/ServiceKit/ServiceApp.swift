@@ -177,7 +177,7 @@ public func buildServiceApplication(
     let router = Router(context: ServiceRequestContext.self)
     // #49: outermost the request's span, so that every line it logs (the access line too)
     // carries its trace id.
-    if let telemetry = runtime.telemetry { router.add(middleware: TracingMiddleware(sampling: telemetry.sampling)) }
+    if let telemetry = runtime.telemetry { router.add(middleware: TracingMiddleware(telemetry)) }
     // Then the request id (on every answer, errors included), then the metrics (which
     // see every answer, errors rendered), then the error envelope.
     router.add(middleware: RequestIDMiddleware(trustedProxies: config.trustedProxies, accessLevel: config.accessLogLevel))

@@ -3,16 +3,16 @@ import HTTPTypes
 import Hummingbird
 import Instrumentation
 import Logging
-import OTel
 import ServiceContextModule
 import ServiceLifecycle
 import Synchronization
 import Tracing
 
-/// Distributed traces (#49): spans made with swift-distributed-tracing, exported by swift-otel
-/// over OTLP/HTTP with protobuf bodies to `OTEL_EXPORTER_OTLP_ENDPOINT` (the collector's 4318).
-/// HTTP rather than gRPC: the services already speak HTTP/1.1 to everything, every collector
-/// and vendor accepts it, and it keeps gRPC and its HTTP/2 stack out of four binaries.
+/// Distributed traces (#49): spans made with swift-distributed-tracing by `OTLPTracer` and sent
+/// by `SpanExporter` over OTLP/HTTP with protobuf bodies to `OTEL_EXPORTER_OTLP_ENDPOINT` (the
+/// collector's 4318). HTTP rather than gRPC: the services already speak HTTP/1.1 to everything,
+/// every collector and vendor accepts it, and it keeps gRPC and its HTTP/2 stack out of four
+/// binaries.
 ///
 /// Off when no endpoint is set (or `OTEL_SDK_DISABLED=true`, `OTEL_TRACES_EXPORTER=none`): no
 /// tracer is bootstrapped, no middleware added, and the code that makes spans only makes them
@@ -28,46 +28,54 @@ public enum Telemetry {
 
     /// The process's tracer, bootstrapped once (by `serve`, before the application is built),
     /// the background service that batches and exports its spans, and who keeps a trace.
-    /// Standard `OTEL_*` variables override what is set here (endpoint, headers, batch sizes);
-    /// the sampler's two are read by `TraceSampling`.
+    /// Whether a trace is kept is decided once, where it starts (`TraceSampling`): the tracer
+    /// records every span started under a kept one and none under one that is not.
     public static func bootstrap(service: ServiceName, logger: Logger, environment: EnvironmentVariables) throws -> TelemetryBackend {
-        let sampling = TraceSampling(environment)
-        var config = OTel.Configuration.default
-        config.serviceName = "\(service.rawValue)-service"
-        config.logs.enabled = false
-        config.metrics.enabled = false
-        config.traces.enabled = true
-        config.traces.exporter = .otlp
-        config.traces.otlpExporter.protocol = .httpProtobuf
-        // Whether a trace is kept is decided once, where it starts (`TraceSampling`): swift-otel
-        // records every span started under a kept one. Its own samplers cannot follow a link, so
-        // a reward delivered minutes later would be kept by a second draw (1 in 100 at 0.01) and
-        // most kept stories would stop at the outbox; and a second ratio would keep ratio².
-        // swift-otel reads these two from the process's environment, over the configuration.
-        config.traces.sampler = .parentBasedAlwaysOn
-        unsetenv("OTEL_TRACES_SAMPLER")
-        unsetenv("OTEL_TRACES_SAMPLER_ARG")
-        config.propagators = [.traceContext]
-        config.diagnosticLogger = .custom(logger)
-        // The exporter's own troubles, not each setting it read from the environment.
-        config.diagnosticLogLevel = .warning
-        let backend = try OTel.makeTracingBackend(configuration: config)
-        InstrumentationSystem.bootstrap(backend.factory)
-        return TelemetryBackend(exporter: backend.service, sampling: sampling)
+        let exporter = SpanExporter(
+            settings: SpanExporter.settings(service: "\(service.rawValue)-service", environment: environment),
+            logger: logger
+        )
+        let tracer = OTLPTracer(exporter: exporter)
+        InstrumentationSystem.bootstrap(tracer)
+        return TelemetryBackend(exporter: exporter, sampling: TraceSampling(environment), tracer: tracer)
     }
 
-    /// Adds `trace_id` and `span_id` to each log line written inside a span.
-    public static let logMetadata: Logger.MetadataProvider = OTel.makeLoggingMetadataProvider()
+    /// Adds `trace_id`, `span_id` and `trace_flags` to each log line written inside a span.
+    public static let logMetadata = Logger.MetadataProvider {
+        guard let identity = ServiceContext.current?[SpanIdentityKey.self] else { return [:] }
+        return [
+            "trace_id": .string(identity.traceIDHex), "span_id": .string(identity.spanIDHex),
+            "trace_flags": .string(identity.sampled ? "01" : "00"),
+        ]
+    }
 
     /// Whether the span under way records (its trace is sampled): a child of a span that does
     /// not is not made at all (with `parentbased_*` samplers it would not record either), so an
     /// unsampled request pays for its own span only.
-    public static var isRecording: Bool { ServiceContext.current?[RecordingKey.self] ?? false }
+    public static var isRecording: Bool { ServiceContext.current?[RecordingTracerKey.self] != nil }
 
-    /// The context a span's children run in: the span's, and whether it records.
+    /// A span in `context` (the current one by default): made by the recording span's tracer
+    /// when there is one, else by the bootstrapped tracer.
+    public static func startSpan(_ name: String, context: ServiceContext? = nil, ofKind kind: SpanKind) -> any Span {
+        let context = context ?? ServiceContext.current ?? .topLevel
+        if let tracer = context[RecordingTracerKey.self] { return tracer.startSpan(name, context: context, ofKind: kind) }
+        return Tracing.startSpan(name, context: context, ofKind: kind)
+    }
+
+    /// A span for a statement (`sql`) or a transaction (nil) inside a recording span, named by
+    /// its operation and table, never its text or values; nil outside one.
+    static func statementSpan(_ sql: String?, file: String, line: Int) -> OTLPSpan? {
+        guard let context = ServiceContext.current, let tracer = context[RecordingTracerKey.self] else { return nil }
+        let statement = tracer.statements.describe(sql: sql, file: file, line: line)
+        let span = tracer.startSpan(statement.name, context: context, ofKind: .client)
+        span.attributes = statement.attributes
+        return span
+    }
+
+    /// The context a span's children run in: the span's, which says whether it records.
     public static func context(of span: any Span) -> ServiceContext {
         var context = span.context
-        context[RecordingKey.self] = span.isRecording
+        if !span.isRecording { context[RecordingTracerKey.self] = nil }
         return context
     }
 
@@ -104,10 +112,12 @@ public struct StoredTrace: Sendable {
     public let kept: Bool
 }
 
-/// What `serve` bootstrapped: the span exporter (a background service) and the sampling.
+/// What `serve` bootstrapped: the span exporter (a background service), the sampling and the
+/// tracer.
 public struct TelemetryBackend: Sendable {
     public let exporter: any Service
     public let sampling: TraceSampling
+    public let tracer: OTLPTracer
 }
 
 /// Whether a trace is kept (#49), decided once where it starts and followed everywhere after:
@@ -191,10 +201,6 @@ final class SamplingDraw: Sendable {
     }
 }
 
-enum RecordingKey: ServiceContextKey {
-    typealias Value = Bool
-}
-
 /// A W3C `traceparent` value, checked as the Trace Context specification reads it
 /// (version-traceid-parentid-flags, lowercase hex, ids not all zero; version ff invalid).
 public struct TraceParent: Equatable, Sendable {
@@ -246,8 +252,12 @@ struct HTTPFieldsCarrier: Injector, Extractor {
 public struct TracingMiddleware: RouterMiddleware {
     public typealias Context = ServiceRequestContext
     let sampling: TraceSampling
+    let tracer: OTLPTracer
     let draw = SamplingDraw()
-    public init(sampling: TraceSampling) { self.sampling = sampling }
+    public init(_ telemetry: TelemetryBackend) {
+        sampling = telemetry.sampling
+        tracer = telemetry.tracer
+    }
 
     public func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
         // The caller's context is read only when it sent one (most requests come without).
@@ -267,11 +277,11 @@ public struct TracingMiddleware: RouterMiddleware {
         // Kept: a child of the caller's span when the caller keeps it too; otherwise a new trace
         // (the caller's unkept one is not followed: `traceidratio`, `always_on`).
         let parent = callerTrace?.sampled == true ? caller : .topLevel
-        let span = startSpan("\(request.method.rawValue)", context: parent, ofKind: .server)
+        let span = tracer.startSpan("\(request.method.rawValue)", context: parent, ofKind: .server)
         do {
             // Ended when the answer is ready: the services' bodies are written at once (the
             // live streams are taken before the router and have no span).
-            let response = try await ServiceContext.$current.withValue(Telemetry.context(of: span)) { try await next(request, context) }
+            let response = try await ServiceContext.$current.withValue(span.context) { try await next(request, context) }
             finish(span, request: request, context: context, status: Int(response.status.code), requestID: response.headers[.xRequestID])
             span.end()
             return response
@@ -284,7 +294,7 @@ public struct TracingMiddleware: RouterMiddleware {
         }
     }
 
-    private func finish(_ span: any Span, request: Request, context: Context, status: Int, requestID: String?) {
+    private func finish(_ span: OTLPSpan, request: Request, context: Context, status: Int, requestID: String?) {
         // An unsampled span keeps nothing: its attributes are not even built.
         guard span.isRecording else { return }
         let route = context.endpointPath

@@ -24,7 +24,8 @@ READ = re.compile(r'\.(string|int|bool|optional)\(\s*"(?P<name>[A-Z][A-Z0-9_]*|\
                   r'(?:,\s*default:\s*(?P<default>"[^"\\]*"|[0-9_]+|true|false)(?=\s*[),]))?')
 OTHER_READ = re.compile(r'(?:named:\s*|environment\[)"(?P<name>[A-Z][A-Z0-9_]+)"')
 STACK_READ = re.compile(r'\$\{(?P<name>[A-Z][A-Z0-9_]+):-(?P<default>[^}]*)\}')
-# Read by a library, not by our code: swift-otel reads the standard OTEL_* variables itself.
+# The standard OpenTelemetry variables (SpanExporter reads them as the SDKs do): documented by
+# OpenTelemetry; .env.example names the ones an operator sets.
 LIBRARY = re.compile(r"^OTEL_")
 # The operating system's own (the operator's name in an audit line), not ours to explain.
 OPERATING_SYSTEM = {"USER", "HOME", "PATH"}
@@ -149,7 +150,7 @@ def document():
         lines += [f"## {title[0].upper() + title[1:]}", "", "| variable | default | read by | meaning |", "|---|---|---|---|"]
         for name, value, set_by_default, meaning, _ in entries:
             default = "per service" if name.startswith("<SERVICE>") else f"`{cell(value)}`" if value and set_by_default else "unset"
-            readers = reads.get(name, {}).get("readers") or {"every service (swift-otel)"}
+            readers = reads.get(name, {}).get("readers") or {"every service"}
             lines.append(f"| `{name}` | {default} | {', '.join(sorted(readers))} | {cell(meaning)} |")
         lines.append("")
     return "\n".join(lines)

@@ -230,7 +230,7 @@ final class APNsClient: Sendable {
 
     func send(_ m: PushSend, app: UUID, credentials c: APNsCredentials) async -> PushResult {
         guard Telemetry.isRecording else { return await deliver(m, app: app, credentials: c) }
-        let span = startSpan("POST", ofKind: .client)
+        let span = Telemetry.startSpan("POST", ofKind: .client)
         let server = CurlHTTPClient.server(of: m.environment == .sandbox ? sandbox : production)
         span.attributes["http.request.method"] = "POST"
         span.attributes["server.address"] = server.host
