@@ -124,16 +124,19 @@ cpu_ticks() { local t=0 p; for p in "$@"; do t=$((t + $(awk '{print $14 + $15}' 
 # #45 each row's own CPU per unit, so that hosts of different speed compare: wrk ($3...) with its
 # output in $2, and the CPU the processes $1 (space-separated) used meanwhile in $2.cpu.
 # #48 and how busy the whole machine was meanwhile ($2.busy: cores, from /proc/stat).
-machine_ticks() { awk '/^cpu / {print $2 + $3 + $4 + $7 + $8, $2 + $3 + $4 + $5 + $6 + $7 + $8}' /proc/stat; }
+machine_ticks() { awk '/^cpu / {print $2 + $3 + $4 + $7 + $8, $2 + $3 + $4 + $5 + $6 + $7 + $8, $6}' /proc/stat; }
 wrk_cpu() {
   local pids=$1 out=$2 b m0 m1; shift 2
   b=$(cpu_ticks $pids); m0=$(machine_ticks)
   wrk "$@" > "$out"
   m1=$(machine_ticks); echo $(( $(cpu_ticks $pids) - b )) > "$out.cpu"
   # busy ticks / all ticks x cores: the cores in use over the run.
-  echo "$m0 $m1" | awk -v n="$CORES" '{printf "%.2f", ($3 - $1) / (($4 - $2) > 0 ? ($4 - $2) : 1) * n}' > "$out.busy"
+  echo "$m0 $m1" | awk -v n="$CORES" '{printf "%.2f", ($4 - $1) / (($5 - $2) > 0 ? ($5 - $2) : 1) * n}' > "$out.busy"
+  # Of the rest, the cores idle while a process waited for the disk (PostgreSQL's WAL flush).
+  echo "$m0 $m1" | awk -v n="$CORES" '{printf "%.2f", ($6 - $3) / (($5 - $2) > 0 ? ($5 - $2) : 1) * n}' > "$out.iowait"
 }
 busy() { cat "$1.busy" 2>/dev/null || echo "?"; }
+iowait() { cat "$1.iowait" 2>/dev/null || echo "?"; }
 # Microseconds of that CPU per answered request of the run in $1.
 us_per() { awk -v t="$(cat "$1.cpu" 2>/dev/null || echo 0)" -v c="$CLK" -v n="$(awk '/requests in/ {print $1}' "$1")" 'BEGIN {printf "%.0f", t / c * 1e6 / (n > 0 ? n : 1)}'; }
 # The gateway's nginx workers (their CPU is the hop's).
@@ -292,7 +295,7 @@ fi
 access_rows() { cat <<ROWS
 POST /content/{id}/check-access (32 conns, ${USERS} users)  ${ACCESS_RPS} req/s   p99 $(p99 "$BENCH/access.txt")   = $(awk -v a="$ACCESS_RPS" -v b="$PGBENCH_TPS" 'BEGIN {printf "%.2f", a / b}') x pgbench (target >= 0.4, p99 <= 15 ms)   non-2xx: $(non2xx "$BENCH/access.txt")   subscription $(us_per "$BENCH/access.txt") us CPU per request
   first meeting of each device           $(rps "$BENCH/access-cold.txt") req/s   p99 $(p99 "$BENCH/access-cold.txt")
-  answered / logged (steady run)         ${ACCESS_ANSWERED} / ${ACCESS_LOGGED}   machine $(busy "$BENCH/access.txt") of ${CORES} cores busy (target >= 1.9 of 2)
+  answered / logged (steady run)         ${ACCESS_ANSWERED} / ${ACCESS_LOGGED}   machine $(busy "$BENCH/access.txt") of ${CORES} cores busy (target >= 1.9 of 2), $(iowait "$BENCH/access.txt") idle in I/O wait
 POST /content/{id}/check-access (256 conns, ${USERS} users)  $(rps "$BENCH/access256.txt") req/s   p99 $(p99 "$BENCH/access256.txt")   = $(awk -v a="$(rps "$BENCH/access256.txt")" -v b="$ACCESS_RPS" 'BEGIN {printf "%.2f", a / b}') x the 32-connection row (target >= 1.5)   non-2xx: $(non2xx "$BENCH/access256.txt")   subscription $(us_per "$BENCH/access256.txt") us CPU per request   machine $(busy "$BENCH/access256.txt") cores busy
   through the gateway                    $(rps "$BENCH/access-gateway.txt") req/s   p99 $(p99 "$BENCH/access-gateway.txt")   = $(awk -v a="$(rps "$BENCH/access-gateway.txt")" -v b="$PGBENCH_TPS" 'BEGIN {printf "%.2f", a / b}') x pgbench   = $(awk -v a="$(rps "$BENCH/access-gateway.txt")" -v b="$(rps "$BENCH/access.txt")" 'BEGIN {printf "%.2f", a / b}') x direct (target >= 0.8)   non-2xx: $(non2xx "$BENCH/access-gateway.txt")   nginx $(us_per "$BENCH/access-gateway.txt") us CPU per request
 GET /credits/balance (32 conns, ${USERS} users)  ${BALANCE_RPS} req/s   p99 $(p99 "$BENCH/balance.txt")   = $(awk -v a="$BALANCE_RPS" -v b="$PGBENCH_TPS" 'BEGIN {printf "%.2f", a / b}') x pgbench (target >= 0.5, p99 <= 10 ms)   non-2xx: $(non2xx "$BENCH/balance.txt")   subscription $(us_per "$BENCH/balance.txt") us CPU per request
@@ -305,8 +308,8 @@ ROWS
 # /subscriptions/me and check-access runs each time, after the same warm-up. BENCH_ONLY=tracing
 # runs it alone. (BENCH_TRACING_RATIO=R runs every row of the bench traced at ratio R.)
 tracing_row() {
-  log "tracing (#49): /subscriptions/me and check-access with tracing off, at 0.01 and at 1.0, in ${TRACING_ROUNDS:-3} rounds"
-  local port mode round rounds=${TRACING_ROUNDS:-3}; port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+  log "tracing (#49): /subscriptions/me and check-access with tracing off, at 0.01 and at 1.0, in ${TRACING_ROUNDS:-5} rounds"
+  local port mode round rounds=${TRACING_ROUNDS:-5}; port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
   # The collector stands in for one on another machine: nginx accepts each export and drops it.
   # (The Python receiver the stack's tests read spans from took a share of these 2 cores at 1.0,
   # which the service's rate paid for.)
