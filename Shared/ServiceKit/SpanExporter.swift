@@ -96,6 +96,10 @@ public final class SpanExporter: Service, Sendable {
 
     func flushSoon() { wakeup.signal() }
 
+    /// Stops the exporter's HTTP client (its transfer thread) without `run()`: for an exporter
+    /// that was never run as a service.
+    func close() { client.shutdown() }
+
     /// Spans waiting for export, and those dropped since the last export.
     var waiting: (spans: Int, dropped: Int) { queue.withLock { ($0.spans.count, $0.dropped) } }
 

@@ -32,6 +32,7 @@ final class OTLPTracerTests: XCTestCase {
             ])
         )
         let exporter = SpanExporter(settings: settings, logger: Logger(label: "test"))
+        defer { exporter.close() }
         let tracer = OTLPTracer(exporter: exporter)
 
         var callerContext = ServiceContext.topLevel
@@ -152,6 +153,7 @@ final class OTLPTracerTests: XCTestCase {
             environment: EnvironmentVariables(["OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:9", "OTEL_BSP_MAX_QUEUE_SIZE": "4"])
         )
         let exporter = SpanExporter(settings: settings, logger: Logger(label: "test"))
+        defer { exporter.close() }
         let tracer = OTLPTracer(exporter: exporter)
         for _ in 0..<10 { tracer.startSpan("GET", context: .topLevel, ofKind: .server).end() }
         XCTAssertEqual(exporter.waiting.spans, 4)
