@@ -94,9 +94,9 @@ public struct SpanIdentity: Sendable, Hashable {
     public var sampled: Bool
     public var traceState: String?
 
-    public var traceIDHex: String { Hex.of(traceHigh) + Hex.of(traceLow) }
-    public var spanIDHex: String { Hex.of(spanID) }
-    public var traceparent: String { "00-\(Hex.of(traceHigh))\(Hex.of(traceLow))-\(Hex.of(spanID))-\(sampled ? "01" : "00")" }
+    public var traceIDHex: String { RequestIDs.hex(traceHigh) + RequestIDs.hex(traceLow) }
+    public var spanIDHex: String { RequestIDs.hex(spanID) }
+    public var traceparent: String { "00-\(RequestIDs.hex(traceHigh))\(RequestIDs.hex(traceLow))-\(RequestIDs.hex(spanID))-\(sampled ? "01" : "00")" }
 }
 
 enum SpanIdentityKey: ServiceContextKey {
@@ -107,17 +107,6 @@ enum SpanIdentityKey: ServiceContextKey {
 /// (`Telemetry.startSpan`), not found again in `InstrumentationSystem` by a dynamic cast.
 enum RecordingTracerKey: ServiceContextKey {
     typealias Value = OTLPTracer
-}
-
-enum Hex {
-    private static let digits = Array("0123456789abcdef".utf8)
-    /// 16 lowercase hex digits.
-    static func of(_ value: UInt64) -> String {
-        String(unsafeUninitializedCapacity: 16) { buffer in
-            for i in 0..<16 { buffer[i] = digits[Int((value >> UInt64(60 - 4 * i)) & 0xf)] }
-            return 16
-        }
-    }
 }
 
 /// A span of `OTLPTracer`. One that does not record (its trace is not kept) only carries its

@@ -168,13 +168,7 @@ extension Telemetry {
     /// The `traceparent` of a new trace that is not kept (flags 00).
     static func unkeptTraceparent() -> String {
         var random = SystemRandomNumberGenerator()
-        return "00-\(hex(random.next() | 1))\(hex(random.next()))-\(hex(random.next() | 1))-00"
-    }
-
-    /// 16 lowercase hex digits.
-    static func hex(_ value: UInt64) -> String {
-        let digits = String(value, radix: 16)
-        return String(repeating: "0", count: 16 - digits.count) + digits
+        return SpanIdentity(traceHigh: random.next() | 1, traceLow: random.next(), spanID: random.next() | 1, sampled: false).traceparent
     }
 }
 
