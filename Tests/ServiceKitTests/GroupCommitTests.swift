@@ -10,6 +10,19 @@ final class GroupCommitTests: XCTestCase {
         let batches = Mutex<[[Int]]>([])
         var rows: [Int] { batches.withLock { $0.flatMap { $0 } } }
         var sizes: [Int] { batches.withLock { $0.map(\.count) } }
+        /// The writes under way now and the most at once, for `slowly`.
+        let running = Mutex((now: 0, most: 0))
+
+        /// A write that takes 20 ms (a commit's fsync), counted while it runs.
+        func slowly(_ batch: [Int]) async throws {
+            running.withLock {
+                $0.now += 1
+                $0.most = max($0.most, $0.now)
+            }
+            try await Task.sleep(for: .milliseconds(20))
+            batches.withLock { $0.append(batch) }
+            running.withLock { $0.now -= 1 }
+        }
     }
 
     func testConcurrentRowsAreWrittenTogetherOnceEachAndCallersWaitForTheirWrite() async throws {
@@ -37,16 +50,7 @@ final class GroupCommitTests: XCTestCase {
     /// slot is free, and never more than `inFlight` writes run at once.
     func testSeveralWritesOverlapUpToTheLimitAndEachRowIsWrittenOnce() async throws {
         let written = Written()
-        let running = Mutex((now: 0, most: 0))
-        let commit = GroupCommit<Int>(maxBatch: 50, inFlight: 4) { batch in
-            running.withLock {
-                $0.now += 1
-                $0.most = max($0.most, $0.now)
-            }
-            try await Task.sleep(for: .milliseconds(20))
-            written.batches.withLock { $0.append(batch) }
-            running.withLock { $0.now -= 1 }
-        }
+        let commit = GroupCommit<Int>(maxBatch: 50, inFlight: 4, write: written.slowly)
         try await withThrowingTaskGroup(of: Void.self) { group in
             for i in 0..<300 {
                 group.addTask {
@@ -57,8 +61,36 @@ final class GroupCommitTests: XCTestCase {
             try await group.waitForAll()
         }
         XCTAssertEqual(written.rows.sorted(), Array(0..<300), "each row once")
-        XCTAssertEqual(running.withLock { $0.most }, 4, "writes overlapped up to the limit, never beyond")
+        XCTAssertEqual(written.running.withLock { $0.most }, 4, "writes overlapped up to the limit, never beyond")
         XCTAssertLessThan(written.sizes.count, 300 / 2, "rows were still grouped: \(written.sizes)")
+    }
+
+    /// #48: a write beyond the first starts only once enough rows wait for it; fewer wait for
+    /// the write under way and go together after it.
+    func testAnotherWriteStartsOnlyWhenEnoughRowsWait() async throws {
+        let written = Written()
+        let commit = GroupCommit<Int>(maxBatch: 50, inFlight: 4, extraWriteAt: 16, write: written.slowly)
+        func submitAll(_ rows: Range<Int>) async throws {
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                for i in rows {
+                    group.addTask {
+                        try await commit.submit(i)
+                        XCTAssertTrue(written.rows.contains(i), "row \(i) answered before it was written")
+                    }
+                }
+                try await group.waitForAll()
+            }
+        }
+        // A write under way, then 9 rows: too few for another write, they wait for it.
+        let first = Task { try await commit.submit(0) }
+        while written.running.withLock({ $0.now }) == 0 { try await Task.sleep(for: .milliseconds(1)) }
+        try await submitAll(1..<10)
+        try await first.value
+        XCTAssertEqual(written.running.withLock { $0.most }, 1, "9 rows waiting never started a second write: \(written.sizes)")
+        XCTAssertLessThan(written.sizes.count, 10, "they went together after the write under way: \(written.sizes)")
+        try await submitAll(10..<300)
+        XCTAssertEqual(written.running.withLock { $0.most }, 4, "a burst overlapped up to the limit")
+        XCTAssertEqual(written.rows.sorted(), Array(0..<300), "each row once")
     }
 
     func testALoneRowIsWrittenAtOnce() async throws {

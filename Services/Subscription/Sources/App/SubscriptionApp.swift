@@ -183,8 +183,12 @@ public enum SubscriptionService: ServiceDefinition {
                 reads: reads,
                 admission: DeviceAdmission(reads: reads, store: access, db: runtime.db, logger: runtime.logger),
                 // #48 several logging writes in flight (each its own transaction): one kept the
-                // check bound by two commit round trips, not by the cores.
-                decisions: GroupCommit(inFlight: max(1, env.int("ACCESS_LOG_WRITES_IN_FLIGHT", default: 4))) { [db = runtime.db] in
+                // check bound by two commit round trips, not by the cores; a further one only for
+                // enough waiting rows, as each transaction costs the database on its own.
+                decisions: GroupCommit(
+                    inFlight: max(1, env.int("ACCESS_LOG_WRITES_IN_FLIGHT", default: 4)),
+                    extraWriteAt: max(1, env.int("ACCESS_LOG_EXTRA_WRITE_AT", default: 16))
+                ) { [db = runtime.db] in
                     try await access.log($0, db: db)
                 },
                 clock: runtime.clock,
