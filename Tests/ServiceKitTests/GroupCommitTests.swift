@@ -83,7 +83,8 @@ final class GroupCommitTests: XCTestCase {
         }
         // A write under way, then 9 rows: too few for another write, they wait for it.
         let first = Task { try await commit.submit(0) }
-        while written.running.withLock({ $0.now }) == 0 { try await Task.sleep(for: .milliseconds(1)) }
+        // (`most`, not `now`: a poll that wakes late must not miss a write already over.)
+        while written.running.withLock({ $0.most }) == 0 { try await Task.sleep(for: .milliseconds(1)) }
         try await submitAll(1..<10)
         try await first.value
         XCTAssertEqual(written.running.withLock { $0.most }, 1, "9 rows waiting never started a second write: \(written.sizes)")

@@ -186,8 +186,8 @@ public enum SubscriptionService: ServiceDefinition {
                 // check bound by two commit round trips, not by the cores; a further one only for
                 // enough waiting rows, as each transaction costs the database on its own.
                 decisions: GroupCommit(
-                    inFlight: max(1, env.int("ACCESS_LOG_WRITES_IN_FLIGHT", default: 4)),
-                    extraWriteAt: max(1, env.int("ACCESS_LOG_EXTRA_WRITE_AT", default: 16))
+                    inFlight: env.int("ACCESS_LOG_WRITES_IN_FLIGHT", default: 4),
+                    extraWriteAt: env.int("ACCESS_LOG_EXTRA_WRITE_AT", default: 16)
                 ) { [db = runtime.db] in
                     try await access.log($0, db: db)
                 },
