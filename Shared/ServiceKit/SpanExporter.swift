@@ -100,6 +100,9 @@ public final class SpanExporter: Service, Sendable {
     /// that was never run as a service.
     func close() { client.shutdown() }
 
+    /// The spans waiting for export, in the order they ended.
+    var waitingSpans: [FinishedSpan] { queue.withLock { $0.spans } }
+
     /// Spans waiting for export, and those dropped since the last export.
     var waiting: (spans: Int, dropped: Int) { queue.withLock { ($0.spans.count, $0.dropped) } }
 

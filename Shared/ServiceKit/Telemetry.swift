@@ -42,7 +42,7 @@ public enum Telemetry {
 
     /// Adds `trace_id`, `span_id` and `trace_flags` to each log line written inside a span.
     public static let logMetadata = Logger.MetadataProvider {
-        guard let identity = ServiceContext.current?[SpanIdentityKey.self] else { return [:] }
+        guard let identity = ServiceContext.current?[SpanIdentityKey.self]?.identity else { return [:] }
         return [
             "trace_id": .string(identity.traceIDHex), "span_id": .string(identity.spanIDHex),
             "trace_flags": .string(identity.sampled ? "01" : "00"),
@@ -52,20 +52,20 @@ public enum Telemetry {
     /// Whether the span under way records (its trace is sampled): a child of a span that does
     /// not is not made at all (with `parentbased_*` samplers it would not record either), so an
     /// unsampled request pays for its own span only.
-    public static var isRecording: Bool { ServiceContext.current?[RecordingTracerKey.self] != nil }
+    public static var isRecording: Bool { ServiceContext.current?[SpanIdentityKey.self]?.recorder != nil }
 
     /// A span in `context` (the current one by default): made by the recording span's tracer
     /// when there is one, else by the bootstrapped tracer.
     public static func startSpan(_ name: String, context: ServiceContext? = nil, ofKind kind: SpanKind) -> any Span {
         let context = context ?? ServiceContext.current ?? .topLevel
-        if let tracer = context[RecordingTracerKey.self] { return tracer.startSpan(name, context: context, ofKind: kind) }
+        if let tracer = context[SpanIdentityKey.self]?.recorder { return tracer.startSpan(name, context: context, ofKind: kind) }
         return Tracing.startSpan(name, context: context, ofKind: kind)
     }
 
     /// A span for a statement (`sql`) or a transaction (nil) inside a recording span, named by
     /// its operation and table, never its text or values; nil outside one.
     static func statementSpan(_ sql: String?, file: String, line: Int) -> OTLPSpan? {
-        guard let context = ServiceContext.current, let tracer = context[RecordingTracerKey.self] else { return nil }
+        guard let context = ServiceContext.current, let tracer = context[SpanIdentityKey.self]?.recorder else { return nil }
         let statement = tracer.statements.describe(sql: sql, file: file, line: line)
         let span = tracer.startSpan(statement.name, context: context, ofKind: .client)
         span.attributes = statement.attributes
@@ -75,7 +75,9 @@ public enum Telemetry {
     /// The context a span's children run in: the span's, which says whether it records.
     public static func context(of span: any Span) -> ServiceContext {
         var context = span.context
-        if !span.isRecording { context[RecordingTracerKey.self] = nil }
+        if !span.isRecording, let active = context[SpanIdentityKey.self], active.recorder != nil {
+            context[SpanIdentityKey.self] = ActiveSpan(identity: active.identity, recorder: nil)
+        }
         return context
     }
 
@@ -176,6 +178,13 @@ extension Telemetry {
 /// leaves it (`Telemetry.propagation(of:)`).
 enum UnkeptKey: ServiceContextKey {
     typealias Value = Bool
+    /// The context of every such request, made once: writing the key per request cost more than
+    /// the rest of an unkept request's tracing (a copy of the storage and a boxed value).
+    static let context: ServiceContext = {
+        var context = ServiceContext.topLevel
+        context[UnkeptKey.self] = true
+        return context
+    }()
 }
 
 /// The draw against the ratio, once per request: a small generator (wyrand) seeded from the
@@ -261,11 +270,7 @@ public struct TracingMiddleware: RouterMiddleware {
         guard sampling.keeps(caller: callerTrace, draw: draw.next()) else {
             // Not kept: no span. The caller's trace passes on as it came (not sampled); a trace
             // that starts here gets its ids only if something leaves the request.
-            var unkept = caller
-            if callerTrace == nil || !sampling.followsCaller {
-                unkept = .topLevel
-                unkept[UnkeptKey.self] = true
-            }
+            let unkept = callerTrace == nil || !sampling.followsCaller ? UnkeptKey.context : caller
             return try await ServiceContext.$current.withValue(unkept) { try await next(request, context) }
         }
         // Kept: a child of the caller's span when the caller keeps it too; otherwise a new trace
@@ -292,12 +297,17 @@ public struct TracingMiddleware: RouterMiddleware {
         // An unsampled span keeps nothing: its attributes are not even built.
         guard span.isRecording else { return }
         let route = context.endpointPath
-        span.attributes["http.request.method"] = request.method.rawValue
-        span.attributes["url.scheme"] = "http"
         span.operationName = route.map { "\(request.method.rawValue) \($0)" } ?? request.method.rawValue
-        span.attributes["http.route"] = route
-        span.attributes["http.response.status_code"] = status
-        span.attributes["request_id"] = requestID ?? context.requestID
+        // Built whole and set once: one attribute at a time through the span went through its
+        // lock, the dictionary's growth and an existential each (callgrind, #49).
+        var attributes: [String: SpanAttribute] = [
+            "http.request.method": .string(request.method.rawValue),
+            "url.scheme": .string("http"),
+            "http.response.status_code": .int64(Int64(status)),
+            "request_id": .string(requestID ?? context.requestID),
+        ]
+        if let route { attributes["http.route"] = .string(route) }
+        span.attributes = SpanAttributes(attributes)
         if status >= 500 { span.setStatus(SpanStatus(code: .error)) }
     }
 }

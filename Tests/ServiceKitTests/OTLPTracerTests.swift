@@ -1,4 +1,6 @@
 import Foundation
+import Hummingbird
+import HummingbirdTesting
 import Logging
 import ServiceContextModule
 import TestSupport
@@ -146,6 +148,61 @@ final class OTLPTracerTests: XCTestCase {
         XCTAssertEqual((links.first?["attributes"] as? [String: Any])?["why"] as? String, "later")
     }
 
+    /// A request's server span, as `TracingMiddleware` makes it: named by the route's template
+    /// (never the raw path, which may hold ids), with the HTTP server conventions as attributes
+    /// and the request id of the answer; a request whose trace is not kept makes no span, and
+    /// what leaves it is flagged not sampled.
+    func testTheServerSpanCarriesTheRouteTemplateAndStatus() async throws {
+        for (ratio, kept) in [(1.0, true), (0.0, false)] {
+            let exporter = SpanExporter(
+                settings: SpanExporter.settings(
+                    service: "test-service",
+                    environment: EnvironmentVariables(["OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:9"])
+                ),
+                logger: Logger(label: "test")
+            )
+            defer { exporter.close() }
+            let tracer = OTLPTracer(exporter: exporter)
+            let telemetry = TelemetryBackend(exporter: exporter, sampling: TraceSampling(ratio: ratio, followsCaller: true), tracer: tracer)
+            let router = Router(context: ServiceRequestContext.self)
+            router.add(middleware: TracingMiddleware(telemetry)).add(middleware: RequestIDMiddleware())
+            router.get("things/:id") { _, _ in
+                // Whether the request records, the span its context carries, what leaves it.
+                "\(Telemetry.isRecording) \(ServiceContext.current?[SpanIdentityKey.self]?.identity.traceparent ?? "none") \(Telemetry.currentTraceparent() ?? "none")"
+            }
+            try await Application(router: router).test(.router) { client in
+                let (body, requestID) = try await client.execute(uri: "/things/secret-42?token=t0ken", method: .get) { response in
+                    XCTAssertEqual(response.status, .ok)
+                    return (String(buffer: response.body), response.headers[.xRequestID])
+                }
+                let spans = exporter.waitingSpans
+                guard kept else {
+                    XCTAssertTrue(spans.isEmpty, "an unkept request makes no span")
+                    XCTAssertTrue(body.hasPrefix("false none 00-") && body.hasSuffix("-00"), body)
+                    return
+                }
+                XCTAssertEqual(spans.count, 1)
+                let span = try XCTUnwrap(spans.first)
+                XCTAssertEqual(span.name, "GET /things/{id}")
+                XCTAssertEqual(span.kind, .server)
+                XCTAssertNil(span.parentSpanID)
+                XCTAssertNil(span.status)
+                XCTAssertTrue(body.hasPrefix("true \(span.identity.traceparent) "), body)
+                XCTAssertEqual(span.attributes.get("http.route"), .string("/things/{id}"))
+                XCTAssertEqual(span.attributes.get("http.request.method"), .string("GET"))
+                XCTAssertEqual(span.attributes.get("http.response.status_code"), .int64(200))
+                XCTAssertEqual(span.attributes.get("url.scheme"), .string("http"))
+                XCTAssertEqual(span.attributes.get("request_id"), .string(try XCTUnwrap(requestID)))
+                var values: [String] = []
+                // swift-format-ignore: ReplaceForEachWithForLoop
+                // SpanAttributes is not a Sequence.
+                span.attributes.forEach { _, value in values.append("\(value)") }
+                XCTAssertEqual(values.count, 5)
+                XCTAssertFalse(values.contains { $0.contains("secret-42") || $0.contains("t0ken") }, "\(values)")
+            }
+        }
+    }
+
     /// A span never waits for the collector: beyond the queue's bound it is dropped and counted.
     func testAFullQueueDropsSpansAndCountsThem() {
         let settings = SpanExporter.settings(
@@ -198,7 +255,7 @@ final class OTLPTracerTests: XCTestCase {
         let client = CurlHTTPClient()
         defer { client.shutdown() }
         for _ in 0..<100 {
-            if (try? await client.send(HTTPRequest(url: "http://127.0.0.1:\(port)/", timeout: .seconds(1)))) != nil { return }
+            if (try? await client.send(ServiceKit.HTTPRequest(url: "http://127.0.0.1:\(port)/", timeout: .seconds(1)))) != nil { return }
             try await Task.sleep(for: .milliseconds(50))
         }
         XCTFail("the collector did not listen on \(port)")
