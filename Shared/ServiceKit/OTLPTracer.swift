@@ -33,7 +33,7 @@ public final class OTLPTracer: Tracer, Sendable {
         line: UInt
     ) -> OTLPSpan {
         var context = context()
-        let parent = context[SpanIdentityKey.self]?.identity
+        let parent = context[ActiveSpanKey.self]?.identity
         let identity =
             parent.map {
                 SpanIdentity(traceHigh: $0.traceHigh, traceLow: $0.traceLow, spanID: nextID(), sampled: $0.sampled, traceState: $0.traceState)
@@ -42,7 +42,7 @@ public final class OTLPTracer: Tracer, Sendable {
         // Parent-based: under a caller's unsampled trace the span records nothing, and its
         // context passes the decision on. One write to the context: each costs a copy of its
         // storage and a boxed value (callgrind: 2.6 k instructions a write).
-        context[SpanIdentityKey.self] = ActiveSpan(identity: identity, recorder: identity.sampled ? self : nil)
+        context[ActiveSpanKey.self] = ActiveSpan(identity: identity, recorder: identity.sampled ? self : nil)
         guard identity.sampled else { return OTLPSpan(context: context, recording: nil) }
         let recording = OTLPSpan.Recording(
             identity: identity,
@@ -65,7 +65,7 @@ public final class OTLPTracer: Tracer, Sendable {
             let span = UInt64(parent.parentID, radix: 16)
         else { return }
         let state = extractor.extract(key: "tracestate", from: carrier).flatMap { $0.isEmpty || $0.utf8.count > 512 ? nil : $0 }
-        context[SpanIdentityKey.self] = ActiveSpan(
+        context[ActiveSpanKey.self] = ActiveSpan(
             identity: SpanIdentity(traceHigh: high, traceLow: low, spanID: span, sampled: parent.sampled, traceState: state),
             recorder: nil
         )
@@ -73,7 +73,7 @@ public final class OTLPTracer: Tracer, Sendable {
 
     public func inject<Carrier, Inject: Injector>(_ context: ServiceContext, into carrier: inout Carrier, using injector: Inject)
     where Inject.Carrier == Carrier {
-        guard let identity = context[SpanIdentityKey.self]?.identity else { return }
+        guard let identity = context[ActiveSpanKey.self]?.identity else { return }
         injector.inject(identity.traceparent, forKey: "traceparent", into: &carrier)
         if let state = identity.traceState { injector.inject(state, forKey: "tracestate", into: &carrier) }
     }
@@ -106,7 +106,7 @@ struct ActiveSpan: Sendable {
     var recorder: OTLPTracer?
 }
 
-enum SpanIdentityKey: ServiceContextKey {
+enum ActiveSpanKey: ServiceContextKey {
     typealias Value = ActiveSpan
 }
 
@@ -196,7 +196,7 @@ public final class OTLPSpan: Tracing.Span, Sendable {
     }
 
     public func addLink(_ link: SpanLink) {
-        guard let identity = link.context[SpanIdentityKey.self]?.identity else { return }
+        guard let identity = link.context[ActiveSpanKey.self]?.identity else { return }
         recording?.state.withLock { if !$0.ended, $0.links.count < 128 { $0.links.append(.init(identity: identity, attributes: link.attributes)) } }
     }
 

@@ -42,7 +42,7 @@ public enum Telemetry {
 
     /// Adds `trace_id`, `span_id` and `trace_flags` to each log line written inside a span.
     public static let logMetadata = Logger.MetadataProvider {
-        guard let identity = ServiceContext.current?[SpanIdentityKey.self]?.identity else { return [:] }
+        guard let identity = ServiceContext.current?[ActiveSpanKey.self]?.identity else { return [:] }
         return [
             "trace_id": .string(identity.traceIDHex), "span_id": .string(identity.spanIDHex),
             "trace_flags": .string(identity.sampled ? "01" : "00"),
@@ -52,20 +52,20 @@ public enum Telemetry {
     /// Whether the span under way records (its trace is sampled): a child of a span that does
     /// not is not made at all (with `parentbased_*` samplers it would not record either), so an
     /// unsampled request pays for its own span only.
-    public static var isRecording: Bool { ServiceContext.current?[SpanIdentityKey.self]?.recorder != nil }
+    public static var isRecording: Bool { ServiceContext.current?[ActiveSpanKey.self]?.recorder != nil }
 
     /// A span in `context` (the current one by default): made by the recording span's tracer
     /// when there is one, else by the bootstrapped tracer.
     public static func startSpan(_ name: String, context: ServiceContext? = nil, ofKind kind: SpanKind) -> any Span {
         let context = context ?? ServiceContext.current ?? .topLevel
-        if let tracer = context[SpanIdentityKey.self]?.recorder { return tracer.startSpan(name, context: context, ofKind: kind) }
+        if let tracer = context[ActiveSpanKey.self]?.recorder { return tracer.startSpan(name, context: context, ofKind: kind) }
         return Tracing.startSpan(name, context: context, ofKind: kind)
     }
 
     /// A span for a statement (`sql`) or a transaction (nil) inside a recording span, named by
     /// its operation and table, never its text or values; nil outside one.
     static func statementSpan(_ sql: String?, file: String, line: Int) -> OTLPSpan? {
-        guard let context = ServiceContext.current, let tracer = context[SpanIdentityKey.self]?.recorder else { return nil }
+        guard let context = ServiceContext.current, let tracer = context[ActiveSpanKey.self]?.recorder else { return nil }
         let statement = tracer.statements.describe(sql: sql, file: file, line: line)
         let span = tracer.startSpan(statement.name, context: context, ofKind: .client)
         span.attributes = statement.attributes
@@ -75,8 +75,8 @@ public enum Telemetry {
     /// The context a span's children run in: the span's, which says whether it records.
     public static func context(of span: any Span) -> ServiceContext {
         var context = span.context
-        if !span.isRecording, let active = context[SpanIdentityKey.self], active.recorder != nil {
-            context[SpanIdentityKey.self] = ActiveSpan(identity: active.identity, recorder: nil)
+        if !span.isRecording, let active = context[ActiveSpanKey.self], active.recorder != nil {
+            context[ActiveSpanKey.self] = ActiveSpan(identity: active.identity, recorder: nil)
         }
         return context
     }

@@ -168,7 +168,7 @@ final class OTLPTracerTests: XCTestCase {
             router.add(middleware: TracingMiddleware(telemetry)).add(middleware: RequestIDMiddleware())
             router.get("things/:id") { _, _ in
                 // Whether the request records, the span its context carries, what leaves it.
-                "\(Telemetry.isRecording) \(ServiceContext.current?[SpanIdentityKey.self]?.identity.traceparent ?? "none") \(Telemetry.currentTraceparent() ?? "none")"
+                "\(Telemetry.isRecording) \(ServiceContext.current?[ActiveSpanKey.self]?.identity.traceparent ?? "none") \(Telemetry.currentTraceparent() ?? "none")"
             }
             try await Application(router: router).test(.router) { client in
                 let (body, requestID) = try await client.execute(uri: "/things/secret-42?token=t0ken", method: .get) { response in

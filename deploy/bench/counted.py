@@ -45,8 +45,8 @@ def control(command):
     for _ in range(600):
         new = set(glob.glob("%s.%s.*" % (out, pid))) - before
         if new:
+            # The file may be seen before it is whole: it is read again until its totals are in.
             path = new.pop()
-            time.sleep(0.2)  # the dump is written whole before callgrind_control returns; be sure
             for line in open(path, errors="replace"):
                 if line.startswith(("summary:", "totals:")):
                     return int(line.split()[1])
