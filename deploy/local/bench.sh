@@ -322,6 +322,8 @@ http { access_log off; client_max_body_size 64m; client_body_buffer_size 4m;
   server { listen 127.0.0.1:$port; location = /v1/traces { return 200; } location / { return 404; } } }
 CONF
   nginx -p "$sink" -c "$sink/nginx.conf" -g "pid $sink/nginx.pid; user root;"
+  # A row that fails half-way (set -e) takes its sink down with the services.
+  trap 'kill $AUTH_PID $SUB_PID $ADS_PID $OFF_PID $STANDIN_PID 2>/dev/null || true; kill "$(cat "'"$sink"'/nginx.pid" 2>/dev/null)" 2>/dev/null || true' EXIT
   # The machine drifts over the minutes of the row (two untraced runs of one full bench differed
   # by 16 %): each round's traced runs sit between two untraced ones and are costed against
   # their mean, and the row reports the median round. Untraced runs: off-0 ... off-N.
