@@ -75,8 +75,9 @@ public enum Telemetry {
     /// The context a span's children run in: the span's, which says whether it records.
     public static func context(of span: any Span) -> ServiceContext {
         var context = span.context
-        if !span.isRecording, let active = context[ActiveSpanKey.self], active.recorder != nil {
-            context[ActiveSpanKey.self] = ActiveSpan(identity: active.identity, recorder: nil)
+        if !span.isRecording, var active = context[ActiveSpanKey.self], active.recorder != nil {
+            active.recorder = nil
+            context[ActiveSpanKey.self] = active
         }
         return context
     }
@@ -299,7 +300,8 @@ public struct TracingMiddleware: RouterMiddleware {
         let route = context.endpointPath
         span.operationName = route.map { "\(request.method.rawValue) \($0)" } ?? request.method.rawValue
         // Built whole and set once: one attribute at a time through the span went through its
-        // lock, the dictionary's growth and an existential each (callgrind, #49).
+        // lock, the dictionary's growth and an existential each (callgrind, #49). Nothing else
+        // has set any: the span is reachable only from `handle`, its context carries its identity.
         var attributes: [String: SpanAttribute] = [
             "http.request.method": .string(request.method.rawValue),
             "url.scheme": .string("http"),
