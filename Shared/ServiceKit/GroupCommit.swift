@@ -1,3 +1,5 @@
+import NIOCore
+import NIOPosix
 import Synchronization
 
 /// Group commit: the rows of concurrent requests written together, one statement and one
@@ -21,8 +23,13 @@ import Synchronization
 ///
 /// A failed write fails the requests of that batch; when it held more than one row each row is
 /// written again on its own, so one row the database refuses fails its own request only.
+///
+/// Each request goes on where it was submitted (its connection's event loop). Resumed by the
+/// writer, every request of a batch continued on the writer's loop, which then did the rest of
+/// every check while the other loop idled, and each answer hopped back to its connection
+/// (#48: one loop carried 0.66 of a core, the other 0.38, with 0.26 of the machine idle).
 public final class GroupCommit<Item: Sendable>: Sendable {
-    private typealias Waiter = (item: Item, done: CheckedContinuation<Void, any Error>)
+    private typealias Waiter = (item: Item, done: CheckedContinuation<Void, any Error>, loop: (any EventLoop)?)
     private struct State {
         var pending: [Waiter] = []
         var writers = 0
@@ -48,9 +55,10 @@ public final class GroupCommit<Item: Sendable>: Sendable {
 
     /// Returns once `item` is stored (or throws what storing it threw).
     public func submit(_ item: Item) async throws {
+        let loop = MultiThreadedEventLoopGroup.currentEventLoop
         try await withCheckedThrowingContinuation { (done: CheckedContinuation<Void, any Error>) in
             let lead = state.withLock { s -> Bool in
-                s.pending.append((item, done))
+                s.pending.append((item, done, loop))
                 guard s.writers == 0 || (s.writers < inFlight && s.pending.count >= extraWriteAt) else { return false }
                 s.writers += 1
                 return true
@@ -73,17 +81,37 @@ public final class GroupCommit<Item: Sendable>: Sendable {
             guard !batch.isEmpty else { return }
             do {
                 try await write(batch.map(\.item))
-                for w in batch { w.done.resume() }
+                Self.finish(batch, .success(()))
             } catch  where batch.count > 1 {
                 for w in batch {
                     do {
                         try await write([w.item])
-                        w.done.resume()
-                    } catch { w.done.resume(throwing: error) }
+                        Self.finish([w], .success(()))
+                    } catch { Self.finish([w], .failure(error)) }
                 }
             } catch {
-                for w in batch { w.done.resume(throwing: error) }
+                Self.finish(batch, .failure(error))
             }
+        }
+    }
+
+    /// Resumes each waiter on the loop it was submitted from, one hop per loop (a waiter
+    /// submitted off any loop, or from the writer's own, is resumed here).
+    private static func finish(_ waiters: [Waiter], _ result: Result<Void, any Error>) {
+        var elsewhere: [(loop: any EventLoop, dones: [CheckedContinuation<Void, any Error>])] = []
+        for w in waiters {
+            guard let loop = w.loop, !loop.inEventLoop else {
+                w.done.resume(with: result)
+                continue
+            }
+            if let i = elsewhere.firstIndex(where: { $0.loop === loop }) {
+                elsewhere[i].dones.append(w.done)
+            } else {
+                elsewhere.append((loop, [w.done]))
+            }
+        }
+        for (loop, dones) in elsewhere {
+            loop.execute { for done in dones { done.resume(with: result) } }
         }
     }
 }

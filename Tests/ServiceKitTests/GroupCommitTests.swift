@@ -1,4 +1,6 @@
 import Foundation
+import NIOCore
+import NIOPosix
 import ServiceKit
 import Synchronization
 import XCTest
@@ -126,5 +128,47 @@ final class GroupCommitTests: XCTestCase {
         }
         XCTAssertEqual(outcomes.filter { !$0.value }.map(\.key), [13])
         XCTAssertEqual(written.rows.sorted(), (0..<40).filter { $0 != 13 })
+    }
+
+    /// A task executor on one event loop (as the services run requests on their connection's
+    /// loop) that counts the jobs handed to it from any other thread.
+    final class OnLoop: TaskExecutor {
+        let loop: any EventLoop
+        let fromElsewhere = Atomic<Int>(0)
+        init(_ loop: any EventLoop) { self.loop = loop }
+        func enqueue(_ job: consuming ExecutorJob) {
+            if !loop.inEventLoop { fromElsewhere.add(1, ordering: .relaxed) }
+            let job = UnownedJob(job)
+            loop.execute { job.runSynchronously(on: self.asUnownedTaskExecutor()) }
+        }
+    }
+
+    /// #48: a caller is resumed from the loop it submitted on, not from the writer's thread,
+    /// which would carry the rest of every request of the batch (and their answers back).
+    /// A job handed to a loop from elsewhere is that resume; each task's start is the other.
+    func testEachCallerIsResumedFromItsOwnLoop() async throws {
+        let loops = MultiThreadedEventLoopGroup(numberOfThreads: 2)
+        let executors = loops.makeIterator().map(OnLoop.init)
+        let written = Written()
+        let commit = GroupCommit<Int>(maxBatch: 50, write: written.slowly)
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for i in 0..<40 {
+                group.addTask(executorPreference: executors[i % 2]) {
+                    try await commit.submit(i)
+                    XCTAssertTrue(executors[i % 2].loop.inEventLoop, "row \(i) goes on on its own loop")
+                }
+            }
+            try await group.waitForAll()
+        }
+        XCTAssertEqual(written.rows.sorted(), Array(0..<40), "each row once")
+        XCTAssertLessThan(written.sizes.count, 40 / 2, "rows were grouped: \(written.sizes)")
+        for (n, executor) in executors.enumerated() {
+            XCTAssertEqual(
+                executor.fromElsewhere.load(ordering: .relaxed),
+                20,
+                "loop \(n): only its 20 tasks' starts came from another thread, no resume"
+            )
+        }
+        try await loops.shutdownGracefully()
     }
 }

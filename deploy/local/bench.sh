@@ -125,11 +125,24 @@ cpu_ticks() { local t=0 p; for p in "$@"; do t=$((t + $(awk '{print $14 + $15}' 
 # output in $2, and the CPU the processes $1 (space-separated) used meanwhile in $2.cpu.
 # #48 and how busy the whole machine was meanwhile ($2.busy: cores, from /proc/stat).
 machine_ticks() { awk '/^cpu / {print $2 + $3 + $4 + $7 + $8, $2 + $3 + $4 + $5 + $6 + $7 + $8, $6}' /proc/stat; }
+# Every process's CPU ticks by name ("comm ticks" lines): where a run's busy cores went.
+ticks_by_name() { cat /proc/[0-9]*/stat 2>/dev/null | awk '{c = $2; gsub(/[()]/, "", c); t[c] += $14 + $15} END {for (c in t) print c, t[c]}'; }
 wrk_cpu() {
   local pids=$1 out=$2 b m0 m1; shift 2
+  ticks_by_name > "$out.names0"
   b=$(cpu_ticks $pids); m0=$(machine_ticks)
-  wrk "$@" > "$out"
+  # wrk has exited before the second snapshot: its own CPU is taken by bash's `time`.
+  { TIMEFORMAT='%U %S'; time wrk "$@" > "$out"; } 2> "$out.wrk"
   m1=$(machine_ticks); echo $(( $(cpu_ticks $pids) - b )) > "$out.cpu"
+  ticks_by_name > "$out.names1"
+  awk -v clk="$CLK" 'END {printf "wrk %.0f\n", ($1 + $2) * clk}' "$out.wrk" >> "$out.names1"
+  # The cores each kind of process used over the run, and PostgreSQL's CPU per answered
+  # request (#48: the database's share of a check is what the service's figure leaves out).
+  awk -v all="$(echo "$m0 $m1" | awk '{print $5 - $2}')" -v n="$CORES" -v clk="$CLK" -v req="$(awk '/requests in/ {print $1}' "$out")" '
+    FNR == NR {b[$1] = $2; next}
+    {d = $2 - b[$1]; k = $1 ~ /^postgres/ ? "postgres" : $1 ~ /^(auth-service|ads-service|offline-service|subscription-se)$/ ? ($1 == "subscription-se" ? "subscription" : $1) : $1 ~ /^(wrk|nginx)$/ ? $1 : "other"; u[k] += d}
+    END {for (k in u) if (u[k] > 0) s = s sprintf("%s%s %.2f", s == "" ? "" : ", ", k, u[k] / (all > 0 ? all : 1) * n)
+         printf "%s; postgres %.0f us CPU per request", s, u["postgres"] / clk * 1e6 / (req > 0 ? req : 1)}' "$out.names0" "$out.names1" > "$out.where"
   # busy ticks / all ticks x cores: the cores in use over the run.
   echo "$m0 $m1" | awk -v n="$CORES" '{printf "%.2f", ($4 - $1) / (($5 - $2) > 0 ? ($5 - $2) : 1) * n}' > "$out.busy"
   # Of the rest, the cores idle while a process waited for the disk (PostgreSQL's WAL flush).
@@ -137,6 +150,7 @@ wrk_cpu() {
 }
 busy() { cat "$1.busy" 2>/dev/null || echo "?"; }
 iowait() { cat "$1.iowait" 2>/dev/null || echo "?"; }
+where() { cat "$1.where" 2>/dev/null || echo "?"; }
 # Microseconds of that CPU per answered request of the run in $1.
 us_per() { awk -v t="$(cat "$1.cpu" 2>/dev/null || echo 0)" -v c="$CLK" -v n="$(awk '/requests in/ {print $1}' "$1")" 'BEGIN {printf "%.0f", t / c * 1e6 / (n > 0 ? n : 1)}'; }
 # The gateway's nginx workers (their CPU is the hop's).
@@ -295,8 +309,8 @@ fi
 access_rows() { cat <<ROWS
 POST /content/{id}/check-access (32 conns, ${USERS} users)  ${ACCESS_RPS} req/s   p99 $(p99 "$BENCH/access.txt")   = $(awk -v a="$ACCESS_RPS" -v b="$PGBENCH_TPS" 'BEGIN {printf "%.2f", a / b}') x pgbench (target >= 0.4, p99 <= 15 ms)   non-2xx: $(non2xx "$BENCH/access.txt")   subscription $(us_per "$BENCH/access.txt") us CPU per request
   first meeting of each device           $(rps "$BENCH/access-cold.txt") req/s   p99 $(p99 "$BENCH/access-cold.txt")
-  answered / logged (steady run)         ${ACCESS_ANSWERED} / ${ACCESS_LOGGED}   machine $(busy "$BENCH/access.txt") of ${CORES} cores busy (target >= 1.9 of 2), $(iowait "$BENCH/access.txt") idle in I/O wait
-POST /content/{id}/check-access (256 conns, ${USERS} users)  $(rps "$BENCH/access256.txt") req/s   p99 $(p99 "$BENCH/access256.txt")   = $(awk -v a="$(rps "$BENCH/access256.txt")" -v b="$ACCESS_RPS" 'BEGIN {printf "%.2f", a / b}') x the 32-connection row (target >= 1.5)   non-2xx: $(non2xx "$BENCH/access256.txt")   subscription $(us_per "$BENCH/access256.txt") us CPU per request   machine $(busy "$BENCH/access256.txt") cores busy
+  answered / logged (steady run)         ${ACCESS_ANSWERED} / ${ACCESS_LOGGED}   machine $(busy "$BENCH/access.txt") of ${CORES} cores busy (target >= 1.9 of 2), $(iowait "$BENCH/access.txt") idle in I/O wait (cores by process: $(where "$BENCH/access.txt"))
+POST /content/{id}/check-access (256 conns, ${USERS} users)  $(rps "$BENCH/access256.txt") req/s   p99 $(p99 "$BENCH/access256.txt")   = $(awk -v a="$(rps "$BENCH/access256.txt")" -v b="$ACCESS_RPS" 'BEGIN {printf "%.2f", a / b}') x the 32-connection row (target >= 1.5)   non-2xx: $(non2xx "$BENCH/access256.txt")   subscription $(us_per "$BENCH/access256.txt") us CPU per request   machine $(busy "$BENCH/access256.txt") cores busy ($(where "$BENCH/access256.txt"))
   through the gateway                    $(rps "$BENCH/access-gateway.txt") req/s   p99 $(p99 "$BENCH/access-gateway.txt")   = $(awk -v a="$(rps "$BENCH/access-gateway.txt")" -v b="$PGBENCH_TPS" 'BEGIN {printf "%.2f", a / b}') x pgbench   = $(awk -v a="$(rps "$BENCH/access-gateway.txt")" -v b="$(rps "$BENCH/access.txt")" 'BEGIN {printf "%.2f", a / b}') x direct (target >= 0.8)   non-2xx: $(non2xx "$BENCH/access-gateway.txt")   nginx $(us_per "$BENCH/access-gateway.txt") us CPU per request
 GET /credits/balance (32 conns, ${USERS} users)  ${BALANCE_RPS} req/s   p99 $(p99 "$BENCH/balance.txt")   = $(awk -v a="$BALANCE_RPS" -v b="$PGBENCH_TPS" 'BEGIN {printf "%.2f", a / b}') x pgbench (target >= 0.5, p99 <= 10 ms)   non-2xx: $(non2xx "$BENCH/balance.txt")   subscription $(us_per "$BENCH/balance.txt") us CPU per request
   first meeting of each user             $(rps "$BENCH/balance-cold.txt") req/s   p99 $(p99 "$BENCH/balance-cold.txt")
