@@ -125,8 +125,9 @@ cpu_ticks() { local t=0 p; for p in "$@"; do t=$((t + $(awk '{print $14 + $15}' 
 # output in $2, and the CPU the processes $1 (space-separated) used meanwhile in $2.cpu.
 # #48 and how busy the whole machine was meanwhile ($2.busy: cores, from /proc/stat).
 machine_ticks() { awk '/^cpu / {print $2 + $3 + $4 + $7 + $8, $2 + $3 + $4 + $5 + $6 + $7 + $8, $6}' /proc/stat; }
-# Every process's CPU ticks by name ("comm ticks" lines): where a run's busy cores went.
-ticks_by_name() { cat /proc/[0-9]*/stat 2>/dev/null | awk '{c = $2; gsub(/[()]/, "", c); t[c] += $14 + $15} END {for (c in t) print c, t[c]}'; }
+# Every process's CPU ticks by name ("comm ticks" lines): where a run's busy cores went. A
+# process that exits between the glob and its read makes cat fail: not an error here.
+ticks_by_name() { { cat /proc/[0-9]*/stat 2>/dev/null || true; } | awk '{c = $2; gsub(/[()]/, "", c); t[c] += $14 + $15} END {for (c in t) print c, t[c]}'; }
 wrk_cpu() {
   local pids=$1 out=$2 b m0 m1; shift 2
   ticks_by_name > "$out.names0"
