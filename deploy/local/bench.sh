@@ -17,6 +17,8 @@ bash deploy/local/stack.sh db >/dev/null
 PORT=$(cat "$DATA/pg.port")
 SOCK=$DATA/pg-socket
 psql_admin() { PGOPTIONS="-c client_min_messages=warning" runuser -u postgres -- psql -X -q -v ON_ERROR_STOP=1 -h "$SOCK" -p "$PORT" -U postgres "$@"; }
+# A cluster already running reads stack.sh's settings again (track_wal_io_timing).
+psql_admin -d postgres -c "SELECT pg_reload_conf()" >/dev/null
 
 # Built as the Dockerfile builds what ships: the Swift runtime linked in (#35: its calls no longer
 # go through the PLT; /health 26.0 k -> 32.5 k req/s on one host).
@@ -149,6 +151,22 @@ wrk_cpu() {
   # Of the rest, the cores idle while a process waited for the disk (PostgreSQL's WAL flush).
   echo "$m0 $m1" | awk -v n="$CORES" '{printf "%.2f", ($6 - $3) / (($5 - $2) > 0 ? ($5 - $2) : 1) * n}' > "$out.iowait"
 }
+# #48 what the database did for a run's writes: its commits, and the WAL flushes they waited
+# for (pg_stat_wal, cluster-wide; timed with track_wal_io_timing, which stack.sh turns on).
+wal_mark() {
+  psql_admin -d app_backend_bench -tA -F ' ' -c "SELECT (SELECT xact_commit FROM pg_stat_database WHERE datname = current_database()),
+    wal_sync, wal_sync_time, (SELECT setting FROM pg_settings WHERE name = 'track_wal_io_timing') FROM pg_stat_wal" > "$1"
+}
+# "C commits (R rows a commit), F WAL flushes of U us each: S s of waiting in the run", from the
+# marks $1.wal0 and $1.wal1 around the run whose wrk output is $1.
+wal_line() {
+  paste -d ' ' "$1.wal0" "$1.wal1" | awk -v req="$(awk '/requests in/ {print $1}' "$1")" '{
+    c = $5 - $1; f = $6 - $2; t = $7 - $3
+    printf "%d commits (%.1f rows a commit), %d WAL flushes", c, req / (c > 0 ? c : 1), f
+    if ($8 == "on") printf " of %.0f us each: %.2f s waited in the run", t * 1000 / (f > 0 ? f : 1), t / 1000
+    else printf " (their time untracked: track_wal_io_timing off)"
+  }'
+}
 busy() { cat "$1.busy" 2>/dev/null || echo "?"; }
 iowait() { cat "$1.iowait" 2>/dev/null || echo "?"; }
 where() { cat "$1.where" 2>/dev/null || echo "?"; }
@@ -276,11 +294,15 @@ wrk -t2 -c32 -d40s -s deploy/bench/random_user.lua http://127.0.0.1:3002 -- "$AP
 # and its sightings being written again (after 60-120 s) as they are in production.
 wrk -t2 -c32 -d10s -s deploy/bench/random_user.lua http://127.0.0.1:3002 -- "$APP_ID" "$API_KEY" "$ACCESS_PATH" "$BENCH/users.txt" each POST devices >/dev/null
 LOGS_BEFORE=$(psql_admin -d app_backend_bench -tA -c "SELECT count(*) FROM subscription.access_logs")
+wal_mark "$BENCH/access.txt.wal0"
 wrk_cpu "$SUB_PID" "$BENCH/access.txt" -t2 -c32 -d"${DURATION}s" --latency -s deploy/bench/random_user.lua http://127.0.0.1:3002 -- "$APP_ID" "$API_KEY" "$ACCESS_PATH" "$BENCH/users.txt" random POST devices
+wal_mark "$BENCH/access.txt.wal1"
 LOGS_AFTER=$(psql_admin -d app_backend_bench -tA -c "SELECT count(*) FROM subscription.access_logs")
 # #48 the same checks from 256 connections: bound by CPU, the rate grows with the load offered
 # (target >= 1.5 x the 32-connection row).
+wal_mark "$BENCH/access256.txt.wal0"
 wrk_cpu "$SUB_PID" "$BENCH/access256.txt" -t2 -c256 -d"${DURATION}s" --latency -s deploy/bench/random_user.lua http://127.0.0.1:3002 -- "$APP_ID" "$API_KEY" "$ACCESS_PATH" "$BENCH/users.txt" random POST devices
+wal_mark "$BENCH/access256.txt.wal1"
 wrk_cpu "$(gateway_pids)" "$BENCH/access-gateway.txt" -t2 -c32 -d"${DURATION}s" --latency -s deploy/bench/random_user.lua "$GATEWAY" -- "$APP_ID" "$API_KEY" "$ACCESS_PATH" "$BENCH/users.txt" random POST devices
 ACCESS_RPS=$(rps "$BENCH/access.txt")
 # Every answered check logged: the steady run's answers against the rows it added.
@@ -311,7 +333,8 @@ access_rows() { cat <<ROWS
 POST /content/{id}/check-access (32 conns, ${USERS} users)  ${ACCESS_RPS} req/s   p99 $(p99 "$BENCH/access.txt")   = $(awk -v a="$ACCESS_RPS" -v b="$PGBENCH_TPS" 'BEGIN {printf "%.2f", a / b}') x pgbench (target >= 0.4, p99 <= 15 ms)   non-2xx: $(non2xx "$BENCH/access.txt")   subscription $(us_per "$BENCH/access.txt") us CPU per request
   first meeting of each device           $(rps "$BENCH/access-cold.txt") req/s   p99 $(p99 "$BENCH/access-cold.txt")
   answered / logged (steady run)         ${ACCESS_ANSWERED} / ${ACCESS_LOGGED}   machine $(busy "$BENCH/access.txt") of ${CORES} cores busy (target >= 1.9 of 2), $(iowait "$BENCH/access.txt") idle in I/O wait (cores by process: $(where "$BENCH/access.txt"))
-POST /content/{id}/check-access (256 conns, ${USERS} users)  $(rps "$BENCH/access256.txt") req/s   p99 $(p99 "$BENCH/access256.txt")   = $(awk -v a="$(rps "$BENCH/access256.txt")" -v b="$ACCESS_RPS" 'BEGIN {printf "%.2f", a / b}') x the 32-connection row (target >= 1.5)   non-2xx: $(non2xx "$BENCH/access256.txt")   subscription $(us_per "$BENCH/access256.txt") us CPU per request   machine $(busy "$BENCH/access256.txt") cores busy ($(where "$BENCH/access256.txt"))
+  the database meanwhile                 $(wal_line "$BENCH/access.txt")
+POST /content/{id}/check-access (256 conns, ${USERS} users)  $(rps "$BENCH/access256.txt") req/s   p99 $(p99 "$BENCH/access256.txt")   = $(awk -v a="$(rps "$BENCH/access256.txt")" -v b="$ACCESS_RPS" 'BEGIN {printf "%.2f", a / b}') x the 32-connection row (target >= 1.5)   non-2xx: $(non2xx "$BENCH/access256.txt")   subscription $(us_per "$BENCH/access256.txt") us CPU per request   machine $(busy "$BENCH/access256.txt") cores busy ($(where "$BENCH/access256.txt")); $(wal_line "$BENCH/access256.txt")
   through the gateway                    $(rps "$BENCH/access-gateway.txt") req/s   p99 $(p99 "$BENCH/access-gateway.txt")   = $(awk -v a="$(rps "$BENCH/access-gateway.txt")" -v b="$PGBENCH_TPS" 'BEGIN {printf "%.2f", a / b}') x pgbench   = $(awk -v a="$(rps "$BENCH/access-gateway.txt")" -v b="$(rps "$BENCH/access.txt")" 'BEGIN {printf "%.2f", a / b}') x direct (target >= 0.8)   non-2xx: $(non2xx "$BENCH/access-gateway.txt")   nginx $(us_per "$BENCH/access-gateway.txt") us CPU per request
 GET /credits/balance (32 conns, ${USERS} users)  ${BALANCE_RPS} req/s   p99 $(p99 "$BENCH/balance.txt")   = $(awk -v a="$BALANCE_RPS" -v b="$PGBENCH_TPS" 'BEGIN {printf "%.2f", a / b}') x pgbench (target >= 0.5, p99 <= 10 ms)   non-2xx: $(non2xx "$BENCH/balance.txt")   subscription $(us_per "$BENCH/balance.txt") us CPU per request
   first meeting of each user             $(rps "$BENCH/balance-cold.txt") req/s   p99 $(p99 "$BENCH/balance-cold.txt")

@@ -60,6 +60,9 @@ db_start() {
 archive_mode = on
 archive_command = 'test ! -f $DATA/backup/enabled || pgbackrest --config=$DATA/backup/pgbackrest.conf --stanza=app-backend archive-push %p'
 archive_timeout = 60
+# The time each WAL write and flush took, in pg_stat_wal (#48: make bench's check-access rows
+# say how long the commits' flushes kept the cores waiting). Two clock reads per flush.
+track_wal_io_timing = on
 CONF
   chown postgres:postgres "$PGDATA/stack.conf"
   grep -q "^include_if_exists = 'stack.conf'" "$PGDATA/postgresql.conf" || echo "include_if_exists = 'stack.conf'" >> "$PGDATA/postgresql.conf"
@@ -458,7 +461,7 @@ TXT
     for s in "${SERVICES[@]}"; do [ -f "$RUN/$s.pid" ] && kill "$(cat "$RUN/$s.pid")" 2>/dev/null; rm -f "$RUN/$s.pid"; done ;;
   logs) tail -n 100 -F "$LOGS"/*.log ;;
   gateway) gateway_start ;;   # (re)start nginx in front of whatever serves ports 3001-3004 (make bench)
-  db) db_start; db_bootstrap app_backend ;;
+  db) deps; db_start; db_bootstrap app_backend ;;   # (make bench starts here: on a fresh machine it installs what it needs)
   reset-unit-db) db_start; db_recreate app_backend_unit ;;   # after editing an unreleased migration
   *) echo "usage: $0 run|test|test-up|stop|logs|gateway|db|start-services|stop-services|reset-unit-db" >&2; exit 2 ;;
 esac
