@@ -14,13 +14,17 @@ public struct RetentionRule: Sendable {
     public var due: String
     public var keep: Duration
     public var batch: Int
+    /// A statement run before each purge, `$1` the seconds kept: a table partitioned by time
+    /// makes its partitions ahead and drops those wholly past the cutoff there (#48).
+    public var prepare: String?
 
-    public init(name: String, table: String, due: String, keep: Duration, batch: Int = 1000) {
+    public init(name: String, table: String, due: String, keep: Duration, batch: Int = 1000, prepare: String? = nil) {
         self.name = name
         self.table = table
         self.due = due
         self.keep = keep
         self.batch = batch
+        self.prepare = prepare
     }
 
     /// The rules every service's platform tables follow. Dead outbox rows and dead jobs stay
@@ -60,17 +64,30 @@ public struct RetentionRule: Sendable {
     /// The rows a purge would look at, for `EXPLAIN` (the index that serves the rule); the
     /// cutoff on the database's clock, `$1` the seconds kept. Identifiers come from the code.
     public var selection: String {
-        "SELECT ctid FROM \(table) WHERE \(due.replacingOccurrences(of: "$1", with: "(now() - make_interval(secs => $1))")) LIMIT \(batch)"
+        "SELECT ctid FROM \(table) WHERE \(dueNow) LIMIT \(batch)"
     }
 
-    /// One batch: the selection, locked as it can be, deleted (a periodic query).
+    var dueNow: String { due.replacingOccurrences(of: "$1", with: "(now() - make_interval(secs => $1))") }
+
+    /// One batch: the selection, locked as it can be, deleted (a periodic query). The rule is
+    /// asked again of the rows deleted: in a partitioned table a ctid names a row in each
+    /// partition, and only the due one may go.
     public var purgeQuery: PostgresQuery {
+        PostgresQuery(
+            unsafeSQL: "DELETE FROM \(table) WHERE ctid = ANY(ARRAY(\(selection) FOR UPDATE SKIP LOCKED)) AND \(dueNow) RETURNING 1",
+            binds: keptSeconds
+        )
+    }
+
+    /// `prepare` with its cutoff bound.
+    public var prepareQuery: PostgresQuery? {
+        prepare.map { PostgresQuery(unsafeSQL: $0, binds: keptSeconds) }
+    }
+
+    var keptSeconds: PostgresBindings {
         var binds = PostgresBindings()
         binds.append(Double(keep.components.seconds))
-        return PostgresQuery(
-            unsafeSQL: "DELETE FROM \(table) WHERE ctid = ANY(ARRAY(\(selection) FOR UPDATE SKIP LOCKED)) RETURNING 1",
-            binds: binds
-        )
+        return binds
     }
 }
 
@@ -108,6 +125,7 @@ public struct RetentionPurger: Service {
     public func runOnce() async throws -> [String: Int] {
         var out: [String: Int] = [:]
         for rule in rules {
+            if let prepare = rule.prepareQuery { _ = try await db.query(prepare, logger: logger).count() }
             var total = 0
             for _ in 0..<maxBatches {
                 let n = try await db.query(rule.purgeQuery, logger: logger).count()

@@ -15,13 +15,16 @@ public enum SubscriptionService: ServiceDefinition {
         try buildApplication(runtime: runtime, appVerifier: runtime.remoteAppVerifier(), tokenVerifier: runtime.remoteTokenVerifier())
     }
 
-    /// One row per content access check: kept `ACCESS_LOG_RETENTION_DAYS` (90 by default).
+    /// One row per content access check: kept `ACCESS_LOG_RETENTION_DAYS` (90 by default). The
+    /// table is partitioned by day (#48): a week of days ahead is made and the days past the
+    /// cutoff are dropped before each purge, which then deletes what is left of the oldest day.
     static func accessLogRetention(_ env: EnvironmentVariables) -> RetentionRule {
         RetentionRule(
             name: "access_logs",
             table: "access_logs",
             due: "timestamp < $1",
-            keep: .seconds(86_400 * env.int("ACCESS_LOG_RETENTION_DAYS", default: 90))
+            keep: .seconds(86_400 * env.int("ACCESS_LOG_RETENTION_DAYS", default: 90)),
+            prepare: AccessStore.partitionsBeforePurge
         )
     }
 

@@ -69,6 +69,10 @@ public struct AccessStore: Sendable {
         public var renewsDevice = false
     }
 
+    /// Run before each retention purge of the access log (#48, `$1` the seconds kept): the days
+    /// of the week ahead made partitions, the days wholly past the cutoff dropped.
+    static let partitionsBeforePurge = "SELECT access_log_partitions(now(), make_interval(secs => $1), 7)"
+
     /// The decisions of concurrent checks in one statement (group commit: `GroupCommit`),
     /// through `log_access_decisions`, whose INSERT keeps its plan for the session; with the
     /// sightings of the devices due to be written as seen again, when there are any
