@@ -10,40 +10,28 @@ final class MigrationTests: XCTestCase {
     /// Four `auth-service migrate` processes on a fresh database at once: no error, and each
     /// migration recorded exactly once.
     func testFourProcessesApplyEachMigrationOnce() async throws {
-        let database = "migrate_race_\(UInt32.random(in: 0...UInt32.max))"
-        let admin = TestEnvironment.adminClient()
-        try await withPostgres(admin) { admin in
-            try await admin.query("CREATE DATABASE \(unescaped: database)", logger: TestEnvironment.logger)
-        }
-        let onNew = TestEnvironment.adminClient(database: database)
-        try await withPostgres(onNew) { db in
-            try await db.query("CREATE SCHEMA auth AUTHORIZATION auth_svc", logger: TestEnvironment.logger)
-        }
-        defer {
-            let drop = TestEnvironment.adminClient()
-            Task { try? await withPostgres(drop) { try await $0.query("DROP DATABASE IF EXISTS \(unescaped: database) WITH (FORCE)") } }
-        }
+        try await withScratchDatabase("migrate_race", schema: "auth") { database in
+            let binary = URL(fileURLWithPath: TestEnvironment.binDirectory).appendingPathComponent("auth-service")
+            var env = ProcessInfo.processInfo.environment
+            env["DATABASE_NAME"] = database
+            env["DATABASE_PORT"] = String(TestEnvironment.databasePort)
+            env["LOG_LEVEL"] = "error"
+            let processes = try (0..<4).map { _ in try ChildProcess(binary.path, ["migrate"], environment: env) }
+            for p in processes {
+                let (status, _, err) = p.wait()
+                XCTAssertEqual(status, 0, "migrate failed: \(err)")
+            }
 
-        let binary = URL(fileURLWithPath: TestEnvironment.binDirectory).appendingPathComponent("auth-service")
-        var env = ProcessInfo.processInfo.environment
-        env["DATABASE_NAME"] = database
-        env["DATABASE_PORT"] = String(TestEnvironment.databasePort)
-        env["LOG_LEVEL"] = "error"
-        let processes = try (0..<4).map { _ in try ChildProcess(binary.path, ["migrate"], environment: env) }
-        for p in processes {
-            let (status, _, err) = p.wait()
-            XCTAssertEqual(status, 0, "migrate failed: \(err)")
+            let expected = try PlatformMigrations.all.count + AuthMigrationsCount.value()
+            let counts = try await withPostgres(TestEnvironment.adminClient(database: database)) { db -> [String: Int] in
+                var counts: [String: Int] = [:]
+                let rows = try await db.query("SELECT name, count(*)::int FROM auth.schema_migrations GROUP BY name")
+                for try await (name, n) in rows.decode((String, Int).self) { counts[name] = n }
+                return counts
+            }
+            XCTAssertEqual(counts.count, expected)
+            XCTAssertTrue(counts.values.allSatisfy { $0 == 1 }, "\(counts)")
         }
-
-        let expected = try PlatformMigrations.all.count + AuthMigrationsCount.value()
-        let counts = try await withPostgres(TestEnvironment.adminClient(database: database)) { db -> [String: Int] in
-            var counts: [String: Int] = [:]
-            let rows = try await db.query("SELECT name, count(*)::int FROM auth.schema_migrations GROUP BY name")
-            for try await (name, n) in rows.decode((String, Int).self) { counts[name] = n }
-            return counts
-        }
-        XCTAssertEqual(counts.count, expected)
-        XCTAssertTrue(counts.values.allSatisfy { $0 == 1 }, "\(counts)")
     }
 
     /// A database whose history differs from the code (edited or unknown migration) is refused.

@@ -14,23 +14,14 @@ final class AccessLogPartitionTests: XCTestCase {
     static let partitioning = "0028_access_log_partitions"
 
     static func withFreshDatabase(_ body: @Sendable (ServiceRuntime) async throws -> Void) async throws {
-        let database = "access_parts_\(UInt32.random(in: 0...UInt32.max))"
-        try await withPostgres(TestEnvironment.adminClient()) {
-            try await $0.query("CREATE DATABASE \(unescaped: database)", logger: TestEnvironment.logger)
+        try await withScratchDatabase("access_parts", schema: "subscription") { database in
+            let runtime = TestEnvironment.runtime(
+                .subscription,
+                migrations: try SubscriptionService.migrations(),
+                overrides: ["DATABASE_NAME": database]
+            )
+            try await withPostgres(runtime.db) { _ in try await body(runtime) }
         }
-        defer {
-            let drop = TestEnvironment.adminClient()
-            Task { try? await withPostgres(drop) { try await $0.query("DROP DATABASE IF EXISTS \(unescaped: database) WITH (FORCE)") } }
-        }
-        try await withPostgres(TestEnvironment.adminClient(database: database)) {
-            try await $0.query("CREATE SCHEMA subscription AUTHORIZATION subscription_svc", logger: TestEnvironment.logger)
-        }
-        let runtime = TestEnvironment.runtime(
-            .subscription,
-            migrations: try SubscriptionService.migrations(),
-            overrides: ["DATABASE_NAME": database]
-        )
-        try await withPostgres(runtime.db) { _ in try await body(runtime) }
     }
 
     static func decision(_ app: UUID, _ user: UUID, _ content: String, at: Date) -> AccessStore.Decision {
@@ -105,6 +96,31 @@ final class AccessLogPartitionTests: XCTestCase {
         }
     }
 
+    /// The erasure fence is the parent's: a batch holding an erased user's decision is refused
+    /// whole, whether its rows go to a day's partition or to the default one, and nothing of it
+    /// is stored.
+    func testAnErasedUsersDecisionIsRefusedInEveryPartition() async throws {
+        try await Self.withFreshDatabase { rt in
+            try await rt.migrations.run(on: rt.db, logger: rt.logger)
+            let (app, user, erased) = (UUID(), UUID(), UUID())
+            try await rt.db.query(
+                "INSERT INTO subscription.session_state (app_id, user_id, version, session_epoch, state) VALUES (\(app), \(erased), 1, 1, 'erased')",
+                logger: rt.logger
+            )
+            let store = AccessStore(logger: rt.logger)
+            for at in [Date(), Date().addingTimeInterval(3 * 365 * 86_400)] {
+                do {
+                    try await store.log([Self.decision(app, user, "kept?", at: at), Self.decision(app, erased, "refused", at: at)], db: rt.db)
+                    XCTFail("an erased user's decision was stored (at \(at))")
+                } catch {
+                    XCTAssertTrue(ErasureFence.isRefusal(error), String(reflecting: error))
+                }
+            }
+            let rows = try await Self.rows(rt, app)
+            XCTAssertEqual(rows.count, 0, "nothing of the refused batches stored: \(rows)")
+        }
+    }
+
     /// The purge drops the days wholly past the cutoff, makes the week ahead, and deletes the
     /// due rows of what is left, and only those. A due row in the default partition has the
     /// same ctid as a row of today's: the delete must not take today's.
@@ -129,12 +145,13 @@ final class AccessLogPartitionTests: XCTestCase {
             let placed = try await Self.rows(rt, app)
             XCTAssertEqual(placed.map(\.1), [Self.day(0), Self.day(-100), Self.day(-97), "access_logs_default"])
 
-            let purged = try await RetentionPurger(
+            let purger = RetentionPurger(
                 db: rt.db,
                 rules: [SubscriptionService.accessLogRetention(EnvironmentVariables([:]))],
                 interval: .seconds(600),
                 logger: rt.logger
-            ).runOnce()
+            )
+            let purged = try await purger.runOnce()
 
             XCTAssertEqual(purged["access_logs"], 1, "the default partition's due row deleted, the days dropped whole")
             let left = try await Self.rows(rt, app)
@@ -144,12 +161,7 @@ final class AccessLogPartitionTests: XCTestCase {
             for d in 0...7 { XCTAssertTrue(days.contains(Self.day(d)), "\(Self.day(d)) made ahead: \(days.sorted())") }
 
             // Nothing more is due: a second run changes nothing.
-            let again = try await RetentionPurger(
-                db: rt.db,
-                rules: [SubscriptionService.accessLogRetention(EnvironmentVariables([:]))],
-                interval: .seconds(600),
-                logger: rt.logger
-            ).runOnce()
+            let again = try await purger.runOnce()
             XCTAssertEqual(again["access_logs"], 0)
             let daysAfter = try await Self.partitions(rt)
             XCTAssertEqual(daysAfter, days)

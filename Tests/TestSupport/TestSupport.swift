@@ -94,6 +94,36 @@ public enum TestEnvironment {
     }
 }
 
+/// Runs `body` on a database of its own, named `prefix` and a random number, with `schema` made
+/// and owned by its service's role (`<schema>_svc`), as the bootstrap makes it; dropped after.
+/// For a test that changes what the shared database's other tests rely on, or needs it empty.
+public func withScratchDatabase<T: Sendable>(
+    _ prefix: String,
+    schema: String,
+    _ body: @Sendable (_ database: String) async throws -> T
+) async throws -> T {
+    let database = "\(prefix)_\(UInt32.random(in: 0...UInt32.max))"
+    try await withPostgres(TestEnvironment.adminClient()) {
+        try await $0.query("CREATE DATABASE \(unescaped: database)", logger: TestEnvironment.logger)
+    }
+    let drop: @Sendable () async -> Void = {
+        try? await withPostgres(TestEnvironment.adminClient()) {
+            try await $0.query("DROP DATABASE IF EXISTS \(unescaped: database) WITH (FORCE)", logger: TestEnvironment.logger)
+        }
+    }
+    do {
+        try await withPostgres(TestEnvironment.adminClient(database: database)) {
+            try await $0.query("CREATE SCHEMA \(unescaped: schema) AUTHORIZATION \(unescaped: schema + "_svc")", logger: TestEnvironment.logger)
+        }
+        let value = try await body(database)
+        await drop()
+        return value
+    } catch {
+        await drop()
+        throw error
+    }
+}
+
 /// Runs `body` with the pool's `run()` going, then shuts the pool down.
 public func withPostgres<T: Sendable>(_ client: DatabasePool, _ body: @Sendable (DatabasePool) async throws -> T) async throws -> T {
     try await withThrowingTaskGroup(of: T?.self) { group in

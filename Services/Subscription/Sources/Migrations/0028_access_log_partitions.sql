@@ -17,27 +17,22 @@ ALTER INDEX access_logs_age RENAME TO access_logs_before_age;
 -- routed through the parent).
 DROP TRIGGER erasure_fence ON access_logs_before;
 DROP TRIGGER erasure_fence_user ON access_logs_before;
+-- The parent has the old table's columns as they are (types, NOT NULLs, defaults: a partition
+-- attached must match them); its key holds the partition's column (PostgreSQL's rule), and ids
+-- still come from the one sequence.
+CREATE TABLE access_logs (LIKE access_logs_before INCLUDING DEFAULTS, PRIMARY KEY (id, timestamp)) PARTITION BY RANGE (timestamp);
 ALTER TABLE access_logs_before ALTER COLUMN id DROP DEFAULT;
-
--- The key holds the partition's column (PostgreSQL's rule); ids still come from one sequence.
-CREATE TABLE access_logs (
-    id bigint NOT NULL DEFAULT nextval('access_logs_id_seq'),
-    app_id uuid NOT NULL,
-    user_id uuid NOT NULL,
-    content_id text NOT NULL,
-    access_granted boolean NOT NULL,
-    user_status text NOT NULL,
-    via text,
-    device_id text,
-    timestamp timestamptz NOT NULL DEFAULT now(),
-    PRIMARY KEY (id, timestamp)
-) PARTITION BY RANGE (timestamp);
 ALTER SEQUENCE access_logs_id_seq OWNED BY access_logs.id;
 CREATE INDEX access_logs_user ON access_logs (app_id, user_id, timestamp DESC);
 CREATE INDEX access_logs_age ON access_logs (timestamp);
 CREATE TRIGGER erasure_fence AFTER INSERT ON access_logs REFERENCING NEW TABLE AS written FOR EACH STATEMENT EXECUTE FUNCTION refuse_erased_users();
 CREATE TRIGGER erasure_fence_user BEFORE UPDATE OF user_id ON access_logs FOR EACH ROW EXECUTE FUNCTION refuse_erased_user();
 CREATE TABLE access_logs_default PARTITION OF access_logs DEFAULT;
+
+-- A day's partition is named by its UTC date.
+CREATE FUNCTION access_log_day(at timestamptz) RETURNS text LANGUAGE sql IMMUTABLE AS $$
+    SELECT 'access_logs_' || to_char(at AT TIME ZONE 'UTC', 'YYYYMMDD')
+$$;
 
 -- The rows from before: everything up to now (or up to the last of them, when a clock wrote
 -- ahead). Attaching builds the key's index on them; the other two indexes are theirs already.
@@ -49,7 +44,7 @@ BEGIN
     -- The rest of that day, named as the day's partition would be.
     EXECUTE format(
         'CREATE TABLE %I PARTITION OF access_logs FOR VALUES FROM (%L) TO (%L)',
-        'access_logs_' || to_char(bound AT TIME ZONE 'UTC', 'YYYYMMDD'), bound, date_trunc('day', bound, 'UTC') + interval '24 hours'
+        access_log_day(bound), bound, date_trunc('day', bound, 'UTC') + interval '24 hours'
     );
 END
 $$;
@@ -68,11 +63,11 @@ DECLARE
     upper_bound timestamptz;
 BEGIN
     FOR day IN SELECT generate_series(date_trunc('day', at, 'UTC'), date_trunc('day', at, 'UTC') + ahead * interval '24 hours', interval '24 hours') LOOP
-        CONTINUE WHEN to_regclass('access_logs_' || to_char(day AT TIME ZONE 'UTC', 'YYYYMMDD')) IS NOT NULL;
+        CONTINUE WHEN to_regclass(access_log_day(day)) IS NOT NULL;
         BEGIN
             EXECUTE format(
                 'CREATE TABLE %I PARTITION OF access_logs FOR VALUES FROM (%L) TO (%L)',
-                'access_logs_' || to_char(day AT TIME ZONE 'UTC', 'YYYYMMDD'), day, day + interval '24 hours'
+                access_log_day(day), day, day + interval '24 hours'
             );
             changed := changed + 1;
         EXCEPTION WHEN invalid_object_definition OR check_violation OR lock_not_available THEN
