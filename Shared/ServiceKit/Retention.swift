@@ -125,7 +125,16 @@ public struct RetentionPurger: Service {
     public func runOnce() async throws -> [String: Int] {
         var out: [String: Int] = [:]
         for rule in rules {
-            if let prepare = rule.prepareQuery { _ = try await db.query(prepare, logger: logger).count() }
+            // The purge does not depend on it: a prepare that fails leaves the rule's rows to
+            // the purge, and the other rules run.
+            if let prepare = rule.prepareQuery {
+                do { _ = try await db.query(prepare, logger: logger).count() } catch {
+                    logger.warning(
+                        "retention prepare failed; the purge goes on",
+                        metadata: ["rule": "\(rule.name)", "error": "\(String(reflecting: type(of: error)))"]
+                    )
+                }
+            }
             var total = 0
             for _ in 0..<maxBatches {
                 let n = try await db.query(rule.purgeQuery, logger: logger).count()

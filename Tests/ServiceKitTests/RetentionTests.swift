@@ -73,20 +73,25 @@ final class RetentionTests: XCTestCase {
         return out
     }
 
+    /// `count` outbox rows of `tag` delivered 8 days ago (`/p1`, `/p2`, ...): due for a purge that keeps 7.
+    static func delivered(_ db: DatabasePool, _ tag: String, _ count: Int) async throws {
+        try await db.query(
+            PostgresQuery(
+                unsafeSQL: """
+                    INSERT INTO outbox (target_service, method, path, status, delivered_at)
+                    SELECT '\(tag)', 'PUT', '/p' || g, 'delivered', now() - interval '8 days' FROM generate_series(1, \(count)) g
+                    """
+            )
+        )
+    }
+
     /// A row a request holds is skipped, not waited for: the purge finishes while the lock is
     /// held, and takes the row on its next run.
     func testAPurgeNeverWaitsOnARowARequestHolds() async throws {
         try await withMigratedRuntime(kitRuntime(.ads)) { rt in
             let db = rt.db
             let tag = "retention-lock-\(UUID().uuidString.prefix(8))"
-            try await db.query(
-                PostgresQuery(
-                    unsafeSQL: """
-                        INSERT INTO outbox (target_service, method, path, status, delivered_at)
-                        SELECT '\(tag)', 'PUT', '/p' || g, 'delivered', now() - interval '8 days' FROM generate_series(1, 5) g
-                        """
-                )
-            )
+            try await Self.delivered(db, tag, 5)
             let rule = RetentionRule(
                 name: "outbox_delivered",
                 table: "outbox",
@@ -109,6 +114,32 @@ final class RetentionTests: XCTestCase {
             XCTAssertEqual(held, 1, "only the held row is left")
             let second = try await purger.runOnce()
             XCTAssertEqual(second["outbox_delivered"], 1)
+        }
+    }
+
+    /// A rule's prepare that fails (a partitioned table's maintenance) is logged, and the rule's
+    /// purge and the rules after it still run.
+    func testAFailingPrepareLeavesThePurgeToRun() async throws {
+        try await withMigratedRuntime(kitRuntime(.ads)) { rt in
+            let db = rt.db
+            let tag = "retention-prepare-\(UUID().uuidString.prefix(8))"
+            try await Self.delivered(db, tag, 3)
+            let due = "status = 'delivered' AND delivered_at < $1 AND target_service = '\(tag)'"
+            let rules = [
+                RetentionRule(
+                    name: "failing",
+                    table: "outbox",
+                    due: due + " AND path = '/p1'",
+                    keep: .seconds(7 * 86_400),
+                    prepare: "SELECT 1 / (0 * $1::float8)::int"
+                ),
+                RetentionRule(name: "after", table: "outbox", due: due, keep: .seconds(7 * 86_400)),
+            ]
+            let purged = try await RetentionPurger(db: db, rules: rules, interval: .seconds(600), logger: rt.logger).runOnce()
+            XCTAssertEqual(purged["failing"], 1, "the rule's own purge ran")
+            XCTAssertEqual(purged["after"], 2, "the next rule ran")
+            let left = try await Self.count(db, "SELECT count(*)::int FROM outbox WHERE target_service = '\(tag)'")
+            XCTAssertEqual(left, 0)
         }
     }
 

@@ -68,7 +68,7 @@ final class AccessLogPartitionTests: XCTestCase {
         try await Self.withFreshDatabase { rt in
             let all = rt.migrations.migrations
             let before = Array(all.prefix { $0.name != Self.partitioning })
-            XCTAssertEqual(before.count, all.count - 1, "the partitioning is the last migration")
+            XCTAssertLessThan(before.count, all.count, "the partitioning is among the migrations")
             try await MigrationRunner(schema: "subscription", migrations: before).run(on: rt.db, logger: rt.logger)
             let (app, user) = (UUID(), UUID())
             let store = AccessStore(logger: rt.logger)
@@ -93,6 +93,35 @@ final class AccessLogPartitionTests: XCTestCase {
             XCTAssertEqual(Set(rows.map(\.2)).count, 4)
             let days = try await Self.partitions(rt)
             for d in 0...7 { XCTAssertTrue(days.contains(Self.day(d)), "\(Self.day(d)) made ahead: \(days.sorted())") }
+        }
+    }
+
+    /// Every replica that runs workers makes the days before its purge: one that comes while
+    /// another's run is open (its new day made, not yet committed) returns at once, without an
+    /// error, and the day is there once. (Before, it waited for the other's lock and then failed
+    /// on the table the other had made, and its purge stopped there.)
+    func testTwoReplicasMakingTheDaysAtOnceBothSucceed() async throws {
+        try await Self.withFreshDatabase { rt in
+            try await rt.migrations.run(on: rt.db, logger: rt.logger)
+            let ahead = "SELECT subscription.access_log_partitions(now() + interval '30 days', NULL, 0)"
+            let (first, second) = try await rt.db.withConnection { conn -> (Int, Int) in
+                try await conn.run("BEGIN", logger: rt.logger)
+                var first = -1
+                for try await n in try await conn.query(PostgresQuery(unsafeSQL: ahead), logger: rt.logger).decode(Int.self) { first = n }
+                // The other replica's call, while this one's is open; this one commits soon after.
+                let other = Task {
+                    var n = -1
+                    for try await v in try await rt.db.query(PostgresQuery(unsafeSQL: ahead), logger: rt.logger).decode(Int.self) { n = v }
+                    return n
+                }
+                try await Task.sleep(for: .milliseconds(300))
+                try await conn.run("COMMIT", logger: rt.logger)
+                return (first, try await other.value)
+            }
+            XCTAssertEqual(first, 1, "the first run made the day")
+            XCTAssertEqual(second, 0, "the second made nothing, and did not fail")
+            let days = try await Self.partitions(rt)
+            XCTAssertTrue(days.contains(Self.day(30)), "\(days.sorted())")
         }
     }
 
